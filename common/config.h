@@ -1,0 +1,116 @@
+/*  config — the job configuration: YAML in, one validated C struct out.
+
+    Every role of a job reads the same resolved YAML text (the coordinator sends it in WELCOME),
+    so every process sees the same `pf_config`. Keys follow MMagic/BasicSR names; the full
+    reference with types and defaults is docs/config.md.
+
+    Validation is strict: an unknown key, a wrong type, a missing required key, an out-of-range
+    value or a path that does not exist is an error `file:line: key.path: what is wrong`, and the
+    job stops before any process starts. Every key accepted here is honoured by some role.
+*/
+#ifndef PF_CONFIG_H
+#define PF_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define PF_PATH_MAX 1024
+#define PF_MAX_MILESTONES 16
+#define PF_MAX_PERIODS 16
+
+/* One dataset block: data.train, data.eval or data.test. */
+typedef struct {
+    int present;                        /* 1 when the block is in the file */
+    char type[32];                      /* "PairedImageDataset" (only type so far) */
+    char gt_folder[PF_PATH_MAX];        /* folder of ground-truth PNGs (required) */
+    char lq_folder[PF_PATH_MAX];        /* folder of low-quality PNGs; "" = bicubic on the fly */
+    char filename_tmpl[64];             /* LQ name from GT stem, "{}" default, e.g. "{}x2" */
+    int gt_patch_size;                  /* train: GT crop size in pixels (multiple of scale) */
+    int use_flip;                       /* train: random horizontal and vertical flips */
+    int use_rot;                        /* train: random transpose (BasicSR's rot90 flag) */
+    int repeat;                         /* RepeatDataset `times`: the set is visited this many
+                                           times per epoch (default 1) */
+} pf_dataset_cfg;
+
+typedef struct {
+    char path[PF_PATH_MAX];             /* the YAML file this came from */
+    uint64_t hash;                      /* FNV-1a 64 of the resolved YAML text */
+
+    /* model */
+    char model_type[32];                /* "EDSR" | "SRCNN" */
+    int scale;                          /* 2, 3 or 4 */
+    int in_channels, out_channels;      /* 3, 3 */
+    int n_feats, n_blocks;              /* EDSR width and depth */
+    float res_scale;                    /* EDSR residual scaling */
+    float rgb_mean[3];                  /* EDSR mean shift (DIV2K mean, BasicSR default) */
+    float img_range;                    /* EDSR: 255 */
+    int srcnn_channels[4];              /* SRCNN: (3, 64, 32, 3) */
+    int srcnn_kernel_sizes[3];          /* SRCNN: (9, 1, 5) */
+    char loss_type[32];                 /* "L1Loss" | "MSELoss" | "CharbonnierLoss" */
+    float loss_weight;                  /* 1.0 */
+    float charbonnier_eps;              /* 1e-12 (BasicSR) */
+
+    /* data */
+    int loaders;                        /* loader processes `pixflow train` starts (default 2) */
+    int samples_per_gpu;                /* batch size per worker */
+    int prefetch;                       /* batches a worker may hold ahead (credits), default 4 */
+    pf_dataset_cfg train, eval, test;
+
+    /* optimizer (one generator) */
+    char optim_type[16];                /* "Adam" */
+    float learning_rate;                /* optimizers.lr */
+    float betas[2];                     /* (0.9, 0.999) */
+    float eps;                          /* 1e-8 */
+    float weight_decay;                 /* 0 (L2 added to the gradient, as torch.optim.Adam) */
+
+    /* lr_config */
+    char lr_policy[24];                 /* "Fixed" | "Step" | "CosineRestart" */
+    int64_t lr_step[PF_MAX_MILESTONES]; /* Step: milestones in iterations */
+    int n_lr_step;
+    float lr_gamma;                     /* Step: factor at each milestone (0.5) */
+    int64_t lr_periods[PF_MAX_PERIODS]; /* CosineRestart: period lengths in iterations */
+    int n_lr_periods;
+    float lr_restart_weights[PF_MAX_PERIODS]; /* CosineRestart: peak factor of each period */
+    float lr_min;                       /* CosineRestart: min_lr (absolute) */
+    char lr_warmup[16];                 /* "" | "linear" */
+    int64_t lr_warmup_iters;
+    float lr_warmup_ratio;              /* lr starts at base * ratio */
+
+    /* runner */
+    int64_t total_iters;                /* > 0 selects the iteration-based runner */
+    int64_t total_epochs;               /* > 0 selects the epoch-based runner */
+
+    /* hooks */
+    int64_t ckpt_interval;              /* checkpoint_config.interval (iterations) */
+    int ckpt_max_keep;                  /* checkpoint_config.max_keep_ckpts, -1 = keep all */
+    int64_t log_interval;               /* log_config.interval (iterations) */
+    int64_t eval_interval;              /* evaluation.interval (iterations, multiple of ckpt) */
+    int eval_psnr, eval_ssim;           /* evaluation.metrics contains PSNR / SSIM */
+    int crop_border;                    /* evaluation.crop_border (pixels on each side) */
+    int eval_y_channel;                 /* evaluation.convert_to: y */
+    int eval_save_image;                /* evaluation.save_image */
+    int pad_multiple;                   /* eval_cfg.pad_multiple: pad LQ to a multiple, crop back */
+
+    /* run */
+    char work_dir[PF_PATH_MAX];
+    char load_from[PF_PATH_MAX];        /* weights only, start at iteration 0 */
+    char resume_from[PF_PATH_MAX];      /* full state; "auto" = work_dir/checkpoints/latest */
+    int resume_optim;                   /* default 1 */
+    uint64_t seed;                      /* default 0 */
+    char log_level[16];                 /* "debug" | "info" | "warning" | "error" */
+} pf_config;
+
+/* Parse and validate YAML `text` (named `path` in messages; paths in the file are resolved
+   relative to the current directory). Fills `cfg` with defaults first. Returns 0, or -1 with
+   `err` = "path:line: key: what is wrong". `check_paths`: also require folders to exist. */
+int pf_config_parse(pf_config *cfg, const char *path, const char *text, size_t len,
+                    int check_paths, char *err, size_t errlen);
+
+/* Read the file at `path` and parse it (pf_config_parse with check_paths = 1). */
+int pf_config_load(pf_config *cfg, const char *path, char *err, size_t errlen);
+
+/* Write the resolved config (every key, defaults filled in) as YAML into a malloc'd string.
+   Parsing that string gives back an equal struct. Returns NULL only when out of memory. */
+char *pf_config_to_yaml(const pf_config *cfg);
+
+#endif

@@ -1,0 +1,25 @@
+/*  imresize — MATLAB-compatible bicubic resize (imresize(img, scale, 'bicubic')), antialiased
+    when downscaling, as used to make LQ images in the SR literature (DIV2K, Set5, BasicSR's
+    matlab_functions.imresize).
+
+    Kernel: cubic with a = -0.5; when scale < 1 the kernel is stretched by 1/scale
+    (antialiasing); kernel width 4 (4/scale when downscaling); taps outside the image use
+    symmetric (mirror) padding; per-output weights are normalised to sum 1; the resize runs
+    along the dimension with the smaller scale first, like MATLAB. uint8 input is computed in
+    double and rounded half away from zero, clamped to [0, 255], as MATLAB does for uint8.
+*/
+#ifndef PF_IMRESIZE_H
+#define PF_IMRESIZE_H
+#include <stdint.h>
+
+/* Resize `src` (h x w x c, uint8 HWC) by `scale` to dst (out_h x out_w x c), where
+   out_h = ceil(h * scale), out_w = ceil(w * scale) (MATLAB's rule). `dst` must hold
+   out_h*out_w*c bytes. Returns 0, or -1 if sizes are invalid or memory runs out. */
+int pf_imresize_u8(const uint8_t *src, int h, int w, int c, double scale, uint8_t *dst);
+
+/* The same on float data (no rounding), HWC. */
+int pf_imresize_f32(const float *src, int h, int w, int c, double scale, float *dst);
+
+/* Output size MATLAB gives for one dimension. */
+int pf_imresize_out_size(int n, double scale);
+#endif

@@ -1,0 +1,49 @@
+/*  safetensors — read and write the safetensors format (huggingface/safetensors):
+    8-byte little-endian header length N, N bytes of JSON header {name: {dtype, shape,
+    data_offsets: [begin, end]}, "__metadata__": {str: str}}, then the raw tensor bytes.
+    PixFlow writes and reads F32 tensors only; a file with other dtypes is rejected by name.
+    The parser validates everything (header length, JSON, offsets inside the buffer and
+    matching dtype * shape, no overlap) since files come from users and from the network.
+*/
+#ifndef PF_SAFETENSORS_H
+#define PF_SAFETENSORS_H
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct {
+    const char *name;
+    const float *data;
+    int ndim;                   /* 0..4 */
+    int64_t shape[4];
+} pf_st_tensor;
+
+/* Serialise tensors and metadata (pairs meta[2i] = key, meta[2i+1] = value) into one malloc'd
+   buffer. Returns 0, or -1 with err (duplicate name, out of memory). */
+int pf_safetensors_serialize(const pf_st_tensor *t, int n, const char *const *meta, int n_meta,
+                             void **out, size_t *outlen, char *err, size_t errlen);
+
+typedef struct pf_safetensors pf_safetensors;
+
+/* Parse a buffer (copied). `name` is used in messages. Returns 0 or -1 with err. */
+int pf_safetensors_parse(const void *buf, size_t len, const char *name, pf_safetensors **out,
+                         char *err, size_t errlen);
+/* Read and parse a file. */
+int pf_safetensors_load(const char *path, pf_safetensors **out, char *err, size_t errlen);
+
+int pf_safetensors_count(const pf_safetensors *st);
+/* The i-th tensor (in file order): name, shape; returns its data (aligned copy, F32). */
+const float *pf_safetensors_at(const pf_safetensors *st, int i, const char **name, int *ndim,
+                               int64_t shape[4]);
+/* By name; NULL if absent. */
+const float *pf_safetensors_get(const pf_safetensors *st, const char *name, int *ndim,
+                                int64_t shape[4]);
+/* Metadata value for key, or NULL. */
+const char *pf_safetensors_meta(const pf_safetensors *st, const char *key);
+void pf_safetensors_free(pf_safetensors **st);
+
+/* Write `len` bytes to `path` durably: temp file in the same folder, fsync, rename, fsync of
+   the folder. Returns 0, or -1 with err naming the path (ENOSPC: "disk full"); on failure the
+   target is untouched and the temp file removed. */
+int pf_write_file_atomic(const char *path, const void *data, size_t len, char *err,
+                         size_t errlen);
+#endif

@@ -1,0 +1,69 @@
+/*  model — a super-resolution network built from the config by name, with explicit forward and
+    backward, parameters and gradients each in one flat float buffer (llm.c style), so one
+    optimiser pass (and later one all-reduce) covers them all.
+
+    Networks: EDSR (Lim et al. 2017, BasicSR's basicsr/archs/edsr_arch.py: mean shift with
+    img_range, conv_first, n_blocks ResidualBlockNoBN (conv-ReLU-conv, * res_scale, + x),
+    conv_after_body + skip, Upsample (conv to 4*n_feats + PixelShuffle(2) per factor 2, or
+    9*n_feats + PixelShuffle(3)), conv_last) and SRCNN (Dong et al. 2014, MMagic's SRCNNNet:
+    bicubic upsample in the network, conv 9x9 - ReLU - conv 1x1 - ReLU - conv 5x5).
+    Parameter names are the reference implementation's state_dict names ("conv_first.weight",
+    "body.0.conv1.weight", "upsample.0.weight", ...); conv weights are OIHW.
+
+    Images enter as uint8 NHWC (what loaders send) and are converted to float [0, 1] NCHW here.
+    Convolutions run in oneDNN (nn/cpu) with activations kept in oneDNN's blocked layout
+    between layers.
+*/
+#ifndef PF_MODEL_H
+#define PF_MODEL_H
+#include <stddef.h>
+#include <stdint.h>
+#include "common/config.h"
+
+typedef struct pf_model pf_model;
+
+typedef struct {
+    char name[96];      /* reference state_dict name */
+    size_t offset;      /* into the flat parameter (and gradient) buffer, in floats */
+    size_t numel;
+    int ndim;
+    int64_t shape[4];   /* OIHW for conv weights, (O) for biases */
+} pf_param_info;
+
+/* Build the network cfg->model_type with cfg's hyper-parameters. Returns NULL with err on an
+   unsupported type or scale. Parameters start zeroed; call pf_model_init. */
+pf_model *pf_model_new(const pf_config *cfg, char *err, size_t errlen);
+void pf_model_destroy(pf_model **self);
+
+/* PyTorch's default initialisation for nn.Conv2d (kaiming_uniform a=sqrt(5), bias
+   U(-1/sqrt(fan_in), 1/sqrt(fan_in))), drawn from a counter-based RNG keyed by `seed`, so the
+   same seed gives the same weights on any machine. */
+void pf_model_init(pf_model *m, uint64_t seed);
+
+size_t pf_model_num_params(const pf_model *m);
+float *pf_model_params(pf_model *m);
+float *pf_model_grads(pf_model *m);
+int pf_model_num_tensors(const pf_model *m);
+const pf_param_info *pf_model_tensor_info(const pf_model *m, int i);
+
+/* One training step's forward + loss + backward. lq: n x lq_h x lq_w x 3 uint8, gt: n x
+   (lq_h*scale) x (lq_w*scale) x 3 uint8 (NHWC). Gradients are overwritten (not accumulated).
+   *loss = cfg's loss (mean over all elements) * loss_weight. Returns 0, or -1 with err.
+   Buffers are (re)allocated when the shape changes. */
+int pf_model_train_step(pf_model *m, const uint8_t *lq, const uint8_t *gt, int n, int lq_h,
+                        int lq_w, float *loss, char *err, size_t errlen);
+
+/* Inference of one image: lq h x w x 3 uint8 HWC -> out (h*scale) x (w*scale) x 3 float HWC,
+   values nominally [0, 1], not clamped. Returns 0 or -1 with err. */
+int pf_model_infer(pf_model *m, const uint8_t *lq, int h, int w, float *out, char *err,
+                   size_t errlen);
+
+int pf_model_scale(const pf_model *m);
+
+/* Copy weights from a safetensors file's tensors into the model, by reference name. Every
+   model tensor must be present with the same shape and no extra tensors may exist; otherwise
+   -1 with err listing the missing, unexpected and mis-shaped names. */
+struct pf_safetensors;
+int pf_model_load_weights(pf_model *m, const struct pf_safetensors *st, char *err,
+                          size_t errlen);
+#endif

@@ -1,0 +1,218 @@
+/*  proto — every message PixFlow peers exchange: schemas, encode, decode, validate.
+
+    A message is a ZeroMQ multipart message. Its header frame is a msgpack map with at least
+    `type` (string, e.g. "ticket") and `v` (schema version, PF_PROTO_VERSION); the other keys
+    are the fields of that type's struct below. Bulk data (pixels, checkpoint bytes) travels in
+    the frames after the header, described by header fields, never inside msgpack.
+
+    Decoders trust nothing: peers are on a network. A header that is not a msgpack map, has an
+    unknown or mismatched `type`, another version, a missing required field, a field of the wrong
+    msgpack type, a string or array longer than its bound, or trailing bytes is rejected with an
+    error message, and the rejection is counted (pf_proto_rejects). Unknown extra keys are
+    rejected too, so two ends that disagree about a schema fail loudly.
+
+    The wire format of each type is documented in docs/protocol.md.
+*/
+#ifndef PF_PROTO_H
+#define PF_PROTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define PF_PROTO_VERSION 1
+#define PF_MAX_BATCH 1024               /* samples in one ticket/batch */
+#define PF_MAX_ENDPOINT 256             /* "tcp://host:port" and friends */
+#define PF_MAX_NAME 64
+#define PF_MAX_TEXT 4096                /* free text in events, errors */
+#define PF_MAX_CONFIG (1 << 20)         /* YAML text in WELCOME */
+#define PF_MAX_FRAMES 8
+
+typedef enum {
+    PF_MSG_INVALID = 0,
+    PF_MSG_HELLO,       /* peer -> coordinator (ctrl): join the job */
+    PF_MSG_WELCOME,     /* coordinator -> peer: rank, config, event endpoints */
+    PF_MSG_START,       /* coordinator -> worker: every role the worker needs is there */
+    PF_MSG_HEARTBEAT,   /* both ways on ctrl */
+    PF_MSG_CREDIT,      /* worker -> coordinator: n more prefetch slots are free */
+    PF_MSG_TICKET,      /* coordinator -> loader: build this batch, send it to that worker */
+    PF_MSG_BATCH,       /* loader -> worker (data): header + frames gt, lq (uint8 NHWC) */
+    PF_MSG_ACK,         /* worker -> coordinator: ticket consumed */
+    PF_MSG_EVENT,       /* any publisher -> events (PUB/SUB) */
+    PF_MSG_CKPT_SAVE,   /* worker rank 0 -> checkpoint hook: frames weights, optim */
+    PF_MSG_CKPT_ACK,    /* checkpoint hook -> worker: the files are on disk (or why not) */
+    PF_MSG_STOP,        /* coordinator -> peer: finish, interrupt (checkpoint first) or abort */
+    PF_MSG_DONE,        /* worker -> coordinator: training ended, with status */
+    PF_MSG_COUNT
+} pf_msg_type;
+
+typedef enum {
+    PF_ROLE_NONE = 0, PF_ROLE_LOADER, PF_ROLE_WORKER, PF_ROLE_CHECKPOINT, PF_ROLE_EVAL,
+    PF_ROLE_LOG, PF_ROLE_MONITOR, PF_ROLE_COUNT
+} pf_role;
+
+typedef struct {
+    int role;                           /* pf_role */
+    char name[PF_MAX_NAME];             /* "loader", "worker", ... for messages */
+    int64_t pid;
+    char host[PF_MAX_NAME];
+    char endpoint[PF_MAX_ENDPOINT];     /* worker: its data (PULL) endpoint; checkpoint hook:
+                                           its REP endpoint; others "" */
+} pf_msg_hello;
+
+typedef struct {
+    uint32_t peer_id;                   /* coordinator's id for this peer (names it in logs) */
+    int32_t rank;                       /* worker rank, else -1 */
+    int32_t world_size;                 /* number of workers */
+    int32_t heartbeat_ms;               /* send a heartbeat at least this often */
+    char events_pub[PF_MAX_ENDPOINT];   /* connect a PUB here to publish events */
+    char events_sub[PF_MAX_ENDPOINT];   /* connect a SUB here to receive events */
+    char *config;                       /* resolved YAML text (malloc'd by decode) */
+    uint32_t config_len;
+} pf_msg_welcome;
+
+typedef struct {
+    char ckpt_endpoint[PF_MAX_ENDPOINT];/* the checkpoint hook's REP endpoint */
+} pf_msg_start;
+
+typedef struct {
+    uint32_t peer_id;
+} pf_msg_heartbeat;
+
+typedef struct {
+    int32_t rank;
+    uint32_t n;                         /* new free slots, 1..PF_MAX_BATCH */
+    int64_t next_iter;                  /* first iteration the worker still needs (set once at
+                                           start: resume point; later equal to its progress) */
+} pf_msg_credit;
+
+typedef struct {
+    uint64_t ticket_id;                 /* unique in the job; = global iteration * world + rank */
+    uint32_t epoch;
+    int64_t iter;                       /* global iteration this batch is for (0-based) */
+    int32_t rank;
+    uint32_t n;                         /* number of samples */
+    uint32_t indices[PF_MAX_BATCH];     /* dataset indices (after RepeatDataset) */
+    char endpoint[PF_MAX_ENDPOINT];     /* the worker's data endpoint */
+} pf_msg_ticket;
+
+typedef struct {
+    uint64_t ticket_id;
+    uint32_t epoch;
+    int64_t iter;
+    int32_t rank;
+    uint32_t n;
+    uint32_t indices[PF_MAX_BATCH];
+    uint32_t gt_h, gt_w, lq_h, lq_w;    /* patch sizes; frames are n*h*w*3 bytes each */
+    uint32_t loader_id;                 /* peer_id of the loader that built it */
+} pf_msg_batch;
+
+typedef struct {
+    uint64_t ticket_id;
+    int32_t rank;
+} pf_msg_ack;
+
+/* Events: kind selects which optional fields mean something. */
+typedef struct {
+    char kind[PF_MAX_NAME];             /* "train" | "checkpoint" | "eval" | "status" | "done"
+                                           | "error" | "loader" */
+    char source[PF_MAX_NAME];           /* publisher name, e.g. "worker0", "eval" */
+    uint64_t seq;                       /* per-publisher sequence number from 1 */
+    int64_t iter, total_iters;
+    int64_t epoch;
+    double loss, lr, time, data_time;   /* train: loss, learning rate, s/iter, s waiting data */
+    double psnr, ssim, best_psnr;       /* eval: dB, [0,1] */
+    int64_t best_iter;
+    char path[PF_MAX_ENDPOINT * 4];     /* checkpoint: file path */
+    char text[PF_MAX_TEXT];             /* status/error/done text */
+} pf_msg_event;
+
+typedef struct {
+    int64_t iter;                       /* iterations completed */
+    int64_t epoch;
+    char weights_name[PF_MAX_NAME];     /* "iter_100.safetensors" */
+    char optim_name[PF_MAX_NAME];       /* "iter_100.optim.safetensors" */
+    uint64_t weights_size, optim_size;  /* sizes of frames 1 and 2 in bytes */
+} pf_msg_ckpt_save;
+
+typedef struct {
+    int64_t iter;
+    int32_t ok;                         /* 1 = both files fsync'd and renamed into place */
+    char path[PF_MAX_ENDPOINT * 4];     /* weights file written */
+    char error[PF_MAX_TEXT];
+} pf_msg_ckpt_ack;
+
+typedef struct {
+    char reason[PF_MAX_NAME];           /* "finish" | "interrupt" | "abort" */
+    char text[PF_MAX_TEXT];
+} pf_msg_stop;
+
+typedef struct {
+    int32_t rank;
+    int64_t iter;
+    int32_t status;                     /* 0 ok, else failure */
+    char text[PF_MAX_TEXT];
+} pf_msg_done;
+
+typedef struct {
+    int type;                           /* pf_msg_type */
+    union {
+        pf_msg_hello hello;
+        pf_msg_welcome welcome;
+        pf_msg_start start;
+        pf_msg_heartbeat heartbeat;
+        pf_msg_credit credit;
+        pf_msg_ticket ticket;
+        pf_msg_batch batch;
+        pf_msg_ack ack;
+        pf_msg_event event;
+        pf_msg_ckpt_save ckpt_save;
+        pf_msg_ckpt_ack ckpt_ack;
+        pf_msg_stop stop;
+        pf_msg_done done;
+    } u;
+} pf_msg;
+
+/* The wire name of a type ("ticket") or "invalid". */
+const char *pf_msg_type_name(int type);
+
+/* Encode `m` as a msgpack map into a malloc'd buffer (*out, *outlen). Returns 0, or -1 when
+   the struct itself is out of bounds (e.g. n > PF_MAX_BATCH), which is a programming error. */
+int pf_msg_encode(const pf_msg *m, void **out, size_t *outlen);
+
+/* Decode and validate a header frame. `expect` = a pf_msg_type to accept only that type, or 0
+   to accept any. Returns 0 and fills `m`, or -1 with `err` set and the reject counter of the
+   claimed type (or of PF_MSG_INVALID) incremented. On success free with pf_msg_clear. */
+int pf_msg_decode(const void *data, size_t len, int expect, pf_msg *m, char *err, size_t errlen);
+
+/* Free what decode allocated (welcome.config) and zero the struct. */
+void pf_msg_clear(pf_msg *m);
+
+/* Rejections counted since start for a type (PF_MSG_INVALID: unparseable / unknown type). */
+uint64_t pf_proto_rejects(int type);
+
+/* --- ZeroMQ framing ------------------------------------------------------------------ */
+
+typedef struct {
+    const void *data;
+    size_t size;
+} pf_frame;
+
+/* A received multipart message: up to PF_MAX_FRAMES parts (more is an error). */
+typedef struct {
+    int n;
+    void *part[PF_MAX_FRAMES];          /* zmq_msg_t*, owned */
+} pf_parts;
+
+/* Send [identity] + header(m) + frames. `identity` may be NULL (non-ROUTER sockets).
+   Returns 0 or -1 (errno from zmq). */
+int pf_send(void *sock, const pf_frame *identity, const pf_msg *m,
+            const pf_frame *frames, int nframes);
+
+/* Receive one multipart message; blocks unless `flags` has ZMQ_DONTWAIT. Returns 0, or -1 with
+   errno (EAGAIN, EINTR) or with err set when there are too many parts (they are drained). */
+int pf_parts_recv(void *sock, int flags, pf_parts *p, char *err, size_t errlen);
+const void *pf_parts_data(const pf_parts *p, int i);
+size_t pf_parts_size(const pf_parts *p, int i);
+void pf_parts_close(pf_parts *p);
+
+#endif
