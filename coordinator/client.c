@@ -1,0 +1,225 @@
+/*  client — see client.h. */
+#include "coordinator/client.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <zmq.h>
+
+#include "common/log.h"
+#include "common/util.h"
+
+static long long now_ms(void) {
+    return (long long)(pf_now() * 1000.0);
+}
+
+static void *heartbeat_main(void *arg) {
+    pf_client *c = arg;
+    void *s = zmq_socket(c->zctx, ZMQ_DEALER);
+    int linger = 0;
+    zmq_setsockopt(s, ZMQ_LINGER, &linger, sizeof linger);
+    if (zmq_connect(s, c->addr) != 0) {
+        zmq_close(s);
+        return NULL;
+    }
+    pf_msg hb = { .type = PF_MSG_HEARTBEAT };
+    hb.u.heartbeat.peer_id = c->peer_id;
+    long long next = 0;
+    while (!atomic_load(&c->hb_stop)) {
+        long long t = now_ms();
+        if (t >= next) {
+            pf_send(s, NULL, &hb, NULL, 0);
+            next = t + PF_HEARTBEAT_MS;
+        }
+        zmq_pollitem_t it = { s, 0, ZMQ_POLLIN, 0 };
+        if (zmq_poll(&it, 1, 100) > 0) {
+            pf_parts p;
+            char err[256];
+            while (pf_parts_recv(s, ZMQ_DONTWAIT, &p, err, sizeof err) == 0) {
+                pf_msg m;
+                if (p.n >= 1 && pf_msg_decode(pf_parts_data(&p, 0), pf_parts_size(&p, 0),
+                                              PF_MSG_HEARTBEAT, &m, err, sizeof err) == 0)
+                    atomic_store(&c->hb_last_reply_ms, now_ms());
+                pf_parts_close(&p);
+            }
+        }
+    }
+    zmq_close(s);
+    return NULL;
+}
+
+int pf_client_join(pf_client *c, void *zctx, const char *addr, int role, const char *name,
+                   const char *endpoint, char *err, size_t errlen) {
+    memset(c, 0, sizeof *c);
+    c->zctx = zctx;
+    snprintf(c->addr, sizeof c->addr, "%s", addr);
+    snprintf(c->name, sizeof c->name, "%s", name);
+    c->ctrl = zmq_socket(zctx, ZMQ_DEALER);
+    int linger = 2000;
+    zmq_setsockopt(c->ctrl, ZMQ_LINGER, &linger, sizeof linger);
+    if (zmq_connect(c->ctrl, addr) != 0) {
+        snprintf(err, errlen, "cannot connect to coordinator '%s': %s", addr,
+                 zmq_strerror(errno));
+        zmq_close(c->ctrl);
+        c->ctrl = NULL;
+        return -1;
+    }
+    pf_msg hello = { .type = PF_MSG_HELLO };
+    hello.u.hello.role = role;
+    snprintf(hello.u.hello.name, sizeof hello.u.hello.name, "%s", name);
+    hello.u.hello.pid = getpid();
+    snprintf(hello.u.hello.host, sizeof hello.u.hello.host, "%s", pf_hostname());
+    snprintf(hello.u.hello.endpoint, sizeof hello.u.hello.endpoint, "%s",
+             endpoint ? endpoint : "");
+    if (pf_send(c->ctrl, NULL, &hello, NULL, 0) != 0) {
+        snprintf(err, errlen, "cannot send HELLO to coordinator '%s': %s", addr,
+                 zmq_strerror(errno));
+        goto fail;
+    }
+    double deadline = pf_now() + PF_JOIN_TIMEOUT_MS / 1000.0;
+    for (;;) {
+        double left = deadline - pf_now();
+        if (left <= 0) {
+            snprintf(err, errlen, "no answer from coordinator at '%s' within %d s", addr,
+                     PF_JOIN_TIMEOUT_MS / 1000);
+            goto fail;
+        }
+        zmq_pollitem_t it = { c->ctrl, 0, ZMQ_POLLIN, 0 };
+        if (zmq_poll(&it, 1, (long)(left * 1000) + 1) <= 0) {
+            if (pf_signalled) {
+                snprintf(err, errlen, "interrupted while joining");
+                goto fail;
+            }
+            continue;
+        }
+        pf_parts p;
+        char e2[512];
+        if (pf_parts_recv(c->ctrl, 0, &p, e2, sizeof e2) != 0) continue;
+        pf_msg m;
+        int ok = p.n >= 1 && pf_msg_decode(pf_parts_data(&p, 0), pf_parts_size(&p, 0), 0, &m,
+                                           e2, sizeof e2) == 0;
+        pf_parts_close(&p);
+        if (!ok) {
+            pf_warn("dropped a malformed message from the coordinator: %s", e2);
+            continue;
+        }
+        if (m.type == PF_MSG_STOP) {
+            snprintf(err, errlen, "coordinator refused: %s", m.u.stop.text);
+            pf_msg_clear(&m);
+            goto fail;
+        }
+        if (m.type != PF_MSG_WELCOME) {
+            pf_msg_clear(&m);
+            continue;
+        }
+        pf_msg_welcome *w = &m.u.welcome;
+        c->peer_id = w->peer_id;
+        c->rank = w->rank;
+        c->world_size = w->world_size;
+        snprintf(c->events_pub, sizeof c->events_pub, "%s", w->events_pub);
+        snprintf(c->events_sub, sizeof c->events_sub, "%s", w->events_sub);
+        c->config_yaml = w->config;
+        w->config = NULL;
+        pf_msg_clear(&m);
+        break;
+    }
+    if (pf_config_parse(&c->cfg, "<config from coordinator>", c->config_yaml,
+                        strlen(c->config_yaml), 0, err, errlen) != 0)
+        goto fail;
+    c->pub = zmq_socket(zctx, ZMQ_PUB);
+    zmq_setsockopt(c->pub, ZMQ_LINGER, &linger, sizeof linger);
+    if (zmq_connect(c->pub, c->events_pub) != 0) {
+        snprintf(err, errlen, "cannot connect to events '%s': %s", c->events_pub,
+                 zmq_strerror(errno));
+        goto fail;
+    }
+    atomic_store(&c->hb_last_reply_ms, now_ms());
+    atomic_store(&c->hb_stop, 0);
+    if (pthread_create(&c->hb_thread, NULL, heartbeat_main, c) != 0) {
+        snprintf(err, errlen, "cannot start heartbeat thread");
+        goto fail;
+    }
+    return 0;
+fail:
+    if (c->pub) zmq_close(c->pub);
+    if (c->ctrl) {
+        int zero = 0;
+        zmq_setsockopt(c->ctrl, ZMQ_LINGER, &zero, sizeof zero);
+        zmq_close(c->ctrl);
+    }
+    free(c->config_yaml);
+    c->pub = c->ctrl = NULL;
+    c->config_yaml = NULL;
+    return -1;
+}
+
+int pf_client_coordinator_alive(pf_client *c) {
+    return now_ms() - atomic_load(&c->hb_last_reply_ms) < PF_PEER_TIMEOUT_MS;
+}
+
+int pf_client_send(pf_client *c, const pf_msg *m, const pf_frame *frames, int nframes) {
+    return pf_send(c->ctrl, NULL, m, frames, nframes);
+}
+
+int pf_client_publish(pf_client *c, pf_msg_event *ev) {
+    snprintf(ev->source, sizeof ev->source, "%s", c->name);
+    ev->seq = ++c->event_seq;
+    pf_msg m = { .type = PF_MSG_EVENT };
+    m.u.event = *ev;
+    pf_frame topic = { ev->kind, strlen(ev->kind) };
+    return pf_send(c->pub, &topic, &m, NULL, 0);
+}
+
+void pf_client_close(pf_client *c) {
+    if (c->ctrl) {
+        atomic_store(&c->hb_stop, 1);
+        pthread_join(c->hb_thread, NULL);
+        zmq_close(c->ctrl);
+        zmq_close(c->pub);
+    }
+    c->ctrl = c->pub = NULL;
+    free(c->config_yaml);
+    c->config_yaml = NULL;
+}
+
+void *pf_events_subscribe(void *zctx, const char *events_sub, const char *const *kinds) {
+    void *s = zmq_socket(zctx, ZMQ_SUB);
+    int linger = 0;
+    zmq_setsockopt(s, ZMQ_LINGER, &linger, sizeof linger);
+    if (!kinds) {
+        zmq_setsockopt(s, ZMQ_SUBSCRIBE, "", 0);
+    } else {
+        for (int i = 0; kinds[i]; i++) zmq_setsockopt(s, ZMQ_SUBSCRIBE, kinds[i],
+                                                      strlen(kinds[i]));
+    }
+    if (zmq_connect(s, events_sub) != 0) {
+        zmq_close(s);
+        return NULL;
+    }
+    return s;
+}
+
+int pf_events_recv(void *sub, int flags, pf_msg_event *ev, char *err, size_t errlen) {
+    pf_parts p;
+    if (pf_parts_recv(sub, flags, &p, err, errlen) != 0) return -1;
+    int rc = -1;
+    pf_msg *m = malloc(sizeof *m);
+    if (!m) {
+        snprintf(err, errlen, "out of memory");
+    } else if (p.n != 2) {
+        snprintf(err, errlen, "event with %d frames (expected topic + header)", p.n);
+        errno = EPROTO;
+    } else if (pf_msg_decode(pf_parts_data(&p, 1), pf_parts_size(&p, 1), PF_MSG_EVENT, m, err,
+                             errlen) == 0) {
+        *ev = m->u.event;
+        rc = 0;
+    } else {
+        errno = EPROTO;
+    }
+    free(m);
+    pf_parts_close(&p);
+    return rc;
+}

@@ -1,0 +1,66 @@
+/*  client — how every role other than the coordinator joins a job: a DEALER on the
+    coordinator's `ctrl` endpoint for requests (HELLO -> WELCOME, then role traffic), a
+    heartbeat thread with its own DEALER (so a long training step or a big decode never makes a
+    live peer look dead), and a PUB on the coordinator's events proxy.
+
+    Heartbeats: the thread sends HEARTBEAT{peer_id} every PF_HEARTBEAT_MS; the coordinator
+    answers each one. A peer that hears nothing for PF_PEER_TIMEOUT_MS treats the coordinator
+    as dead; the coordinator treats a peer the same way.
+*/
+#ifndef PF_CLIENT_H
+#define PF_CLIENT_H
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "common/config.h"
+#include "proto/proto.h"
+
+#define PF_HEARTBEAT_MS 500
+#define PF_PEER_TIMEOUT_MS 3000
+#define PF_JOIN_TIMEOUT_MS 15000
+
+typedef struct {
+    void *zctx;                 /* ZeroMQ context (owned) */
+    void *ctrl;                 /* DEALER to the coordinator's ctrl (main thread only) */
+    void *pub;                  /* PUB to events_pub (main thread only) */
+    char addr[PF_MAX_ENDPOINT]; /* coordinator ctrl endpoint */
+    char name[PF_MAX_NAME];     /* "loader", "worker0", ... (source of events) */
+    uint32_t peer_id;
+    int32_t rank, world_size;
+    char events_pub[PF_MAX_ENDPOINT], events_sub[PF_MAX_ENDPOINT];
+    pf_config cfg;              /* parsed from WELCOME's YAML */
+    char *config_yaml;          /* the resolved YAML text (owned) */
+    uint64_t event_seq;         /* last sequence number published */
+    pthread_t hb_thread;
+    atomic_int hb_stop;
+    atomic_llong hb_last_reply_ms; /* monotonic ms of the coordinator's last answer */
+} pf_client;
+
+/* Connect to `addr`, send HELLO (role, name, endpoint) and wait for WELCOME up to
+   PF_JOIN_TIMEOUT_MS; parse its config (paths are not re-checked). Starts the heartbeat thread
+   and connects the PUB socket. Returns 0, or -1 with err (timeout: "no answer from
+   coordinator at ADDR"). */
+int pf_client_join(pf_client *c, void *zctx, const char *addr, int role, const char *name,
+                   const char *endpoint, char *err, size_t errlen);
+
+/* 1 while the coordinator has answered a heartbeat within PF_PEER_TIMEOUT_MS. */
+int pf_client_coordinator_alive(pf_client *c);
+
+/* Send a message on ctrl. Returns 0 or -1. */
+int pf_client_send(pf_client *c, const pf_msg *m, const pf_frame *frames, int nframes);
+
+/* Publish an event: fills source and the next sequence number; the topic frame is the kind. */
+int pf_client_publish(pf_client *c, pf_msg_event *ev);
+
+/* Stop the heartbeat thread, close sockets and free the config (not the context). */
+void pf_client_close(pf_client *c);
+
+/* A SUB socket connected to `events_sub`, subscribed to each kind in the NULL-terminated list
+   (NULL list = everything). Returns the socket or NULL. */
+void *pf_events_subscribe(void *zctx, const char *events_sub, const char *const *kinds);
+
+/* Receive one event from a SUB socket (topic frame + header). Returns 0, or -1 with err for a
+   malformed event (dropped and counted by proto) or errno EAGAIN/EINTR. */
+int pf_events_recv(void *sub, int flags, pf_msg_event *ev, char *err, size_t errlen);
+#endif

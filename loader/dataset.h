@@ -1,0 +1,55 @@
+/*  dataset — PairedImageDataset (BasicSR/MMagic): GT PNGs in gt_folder, LQ either from
+    lq_folder (name = filename_tmpl with "{}" replaced by the GT stem, ".png") or made on the fly
+    by MATLAB-compatible bicubic downscaling of the GT mod-cropped to the scale.
+
+    Opening a dataset lists and checks every pair up front (sizes from the PNG headers): a GT
+    that is not exactly scale x its LQ, or (for training) an LQ smaller than the LQ patch, is an
+    error naming the files. Decoded pairs are cached for the dataset's lifetime.
+    RepeatDataset: index i in [0, len) is file i % n_files.
+*/
+#ifndef PF_DATASET_H
+#define PF_DATASET_H
+#include <stdint.h>
+
+#include "common/config.h"
+#include "common/image.h"
+
+typedef struct {
+    char gt_path[PF_PATH_MAX];
+    char lq_path[PF_PATH_MAX];  /* "" when LQ is made by bicubic downscaling */
+    char name[256];             /* GT file stem, e.g. "0801" */
+    int gt_w, gt_h;             /* after mod-crop */
+    int lq_w, lq_h;
+    int decoded;                /* the cache below holds the pair */
+    pf_image gt, lq;            /* cached RGB8 pixels */
+} pf_sample_file;
+
+typedef struct {
+    pf_dataset_cfg cfg;
+    int scale;
+    int n_files;
+    pf_sample_file *files;
+    uint32_t len;               /* n_files * repeat */
+} pf_dataset;
+
+/* List and check the dataset described by cfg (`key` such as "data.train" names it in
+   errors). gt_patch_size > 0 also checks that every LQ holds a patch of gt_patch/scale.
+   Returns 0, or -1 with err. */
+int pf_dataset_open(pf_dataset *ds, const pf_dataset_cfg *cfg, const char *key, int scale,
+                    int gt_patch_size, char *err, size_t errlen);
+void pf_dataset_close(pf_dataset *ds);
+
+/* Decoded pair of file `file` (cached after the first call). Returns 0, or -1 with err naming
+   the file (unreadable PNG, size changed since open). */
+int pf_dataset_pair(pf_dataset *ds, int file, const pf_image **gt, const pf_image **lq,
+                    char *err, size_t errlen);
+
+/* BasicSR's paired_random_crop + augment for sample `index` of `epoch`: an LQ patch of
+   gt_patch/scale at a random position and the GT patch at scale times it, then hflip, vflip
+   (each with probability 1/2 when use_flip) and transpose (1/2 when use_rot), in that order.
+   All randomness comes from (seed, epoch, index). Outputs are RGB8 HWC, gt_patch^2 * 3 and
+   (gt_patch/scale)^2 * 3 bytes. */
+void pf_paired_crop_augment(const pf_image *gt, const pf_image *lq, int scale, int gt_patch,
+                            int use_flip, int use_rot, uint64_t seed, uint32_t epoch,
+                            uint32_t index, uint8_t *gt_out, uint8_t *lq_out);
+#endif
