@@ -1,0 +1,1430 @@
+/*  config — YAML (libfyaml) to pf_config, with strict validation, and back.
+
+    How the pieces fit: pf_config_parse builds a libfyaml document, then walks it top-down. Each
+    section has one function (parse_model, parse_data, ...) that iterates the pairs of its
+    mapping and dispatches on the key name; a key no branch knows is "unknown key". Typed
+    getters (get_int, get_float, get_str, ...) convert one scalar and report a wrong type. After
+    the walk, cross-checks (scale vs patch size, eval vs checkpoint interval, paths) run on the
+    struct. The first error wins: it is formatted `file:line: key.path: what is wrong` into the
+    caller's buffer and parsing stops.
+
+    Line numbers: libfyaml 0.7 gives marks only through tokens, i.e. for scalars. A collection's
+    line is taken from its first scalar, and a missing key is reported at the key that opened
+    its section (line 1 for top-level keys).
+
+    Scalars follow the YAML 1.2 core schema, strictly: numbers and booleans must be plain
+    (unquoted) scalars, `null`/`~`/empty means null, strings may be plain or quoted.
+
+    pf_config_to_yaml writes every key of the resolved struct in a fixed order; its output
+    parses back to an equal struct (tests/test_config.c checks it), and its FNV-1a 64 hash is
+    pf_config.hash, so two processes agree they run the same job.
+*/
+#include "common/config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <libfyaml.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+
+#define PF_CONFIG_MAX_BYTES (1 << 20)   /* = PF_MAX_CONFIG: the file must fit a WELCOME */
+#define PF_CONFIG_MAX_BATCH 1024        /* = PF_MAX_BATCH: samples in one ticket */
+
+typedef struct {
+    const char *path;                   /* file name for messages */
+    char *err;                          /* caller's error buffer */
+    size_t errlen;                      /* its size */
+    int failed;                         /* 1 once an error was written */
+} pf_cfg_ctx;
+
+/* ---- locations and errors ------------------------------------------------------------- */
+
+/* 1-based line of a node, from its first scalar; 0 when it has none. */
+static int node_line(struct fy_node *n) {
+    if (!n)
+        return 0;
+    switch (fy_node_get_type(n)) {
+    case FYNT_SCALAR: {
+        struct fy_token *t = fy_node_get_scalar_token(n);
+        const struct fy_mark *m = t ? fy_token_start_mark(t) : NULL;
+        return m ? m->line + 1 : 0;
+    }
+    case FYNT_SEQUENCE: {
+        void *it = NULL;
+        struct fy_node *item = fy_node_sequence_iterate(n, &it);
+        return node_line(item);
+    }
+    case FYNT_MAPPING: {
+        void *it = NULL;
+        struct fy_node_pair *p = fy_node_mapping_iterate(n, &it);
+        return p ? node_line(fy_node_pair_key(p)) : 0;
+    }
+    }
+    return 0;
+}
+
+/* Record the first error as "path:line: key: message". Always returns -1. */
+static int fail(pf_cfg_ctx *c, int line, const char *key, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int fail(pf_cfg_ctx *c, int line, const char *key, const char *fmt, ...) {
+    if (c->failed)
+        return -1;
+    c->failed = 1;
+    if (!c->err || !c->errlen)
+        return -1;
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    snprintf(c->err, c->errlen, "%s:%d: %s: %s", c->path, line > 0 ? line : 1, key, msg);
+    return -1;
+}
+
+/* ---- scalars -------------------------------------------------------------------------- */
+
+/* Text of a scalar node (not NUL-terminated) or NULL for collections. */
+static const char *scalar(struct fy_node *n, size_t *len) {
+    if (!n || fy_node_get_type(n) != FYNT_SCALAR)
+        return NULL;
+    const char *s = fy_node_get_scalar(n, len);
+    if (!s) {
+        *len = 0;
+        return "";
+    }
+    return s;
+}
+
+static int is_plain(struct fy_node *n) {
+    return n && fy_node_get_style(n) == FYNS_PLAIN;
+}
+
+static int text_is(const char *s, size_t len, const char *word) {
+    return strlen(word) == len && memcmp(s, word, len) == 0;
+}
+
+/* YAML 1.2 core null: absent value, or plain "", "~", "null", "Null", "NULL". */
+static int is_null(struct fy_node *n) {
+    if (!n)
+        return 1;
+    size_t len;
+    const char *s = scalar(n, &len);
+    if (!s || !is_plain(n))
+        return 0;
+    return len == 0 || text_is(s, len, "~") || text_is(s, len, "null") ||
+           text_is(s, len, "Null") || text_is(s, len, "NULL");
+}
+
+/* What the user wrote, for "got ..." in messages. */
+static const char *describe(struct fy_node *n, char *buf, size_t size) {
+    if (is_null(n))
+        return "null";
+    if (fy_node_get_type(n) == FYNT_MAPPING)
+        return "a mapping";
+    if (fy_node_get_type(n) == FYNT_SEQUENCE)
+        return "a list";
+    size_t len;
+    const char *s = scalar(n, &len);
+    size_t show = len > 40 ? 40 : len;
+    snprintf(buf, size, "'%.*s%s'", (int)show, s, len > show ? "..." : "");
+    return buf;
+}
+
+/* Copy a scalar into a NUL-terminated buffer; -1 when it does not fit. */
+static int scalar_copy(struct fy_node *n, char *out, size_t size) {
+    size_t len;
+    const char *s = scalar(n, &len);
+    if (!s || len + 1 > size)
+        return -1;
+    memcpy(out, s, len);
+    out[len] = 0;
+    return 0;
+}
+
+static int get_int(pf_cfg_ctx *c, struct fy_node *n, const char *key, int64_t lo, int64_t hi,
+                   int64_t *out) {
+    const char *want = lo > 0 ? "a positive integer" : lo == 0 ? "a non-negative integer"
+                                                               : "an integer";
+    char g[64], t[32];
+    size_t len;
+    const char *s = scalar(n, &len);
+    int ok = s && is_plain(n) && len > 0 && len < sizeof t;
+    if (ok) {
+        memcpy(t, s, len);
+        t[len] = 0;
+        size_t i = (t[0] == '-' || t[0] == '+') ? 1 : 0;
+        ok = t[i] != 0;
+        for (; t[i]; i++)
+            ok = ok && isdigit((unsigned char)t[i]);
+    }
+    if (!ok)
+        return fail(c, node_line(n), key, "expected %s, got %s", want, describe(n, g, sizeof g));
+    errno = 0;
+    long long v = strtoll(t, NULL, 10);
+    if (errno == ERANGE || v < lo || v > hi) {
+        if (v < lo && lo == 1 && errno != ERANGE)
+            return fail(c, node_line(n), key, "expected %s, got %s", want, t);
+        return fail(c, node_line(n), key, "must be between %lld and %lld, got %s", (long long)lo,
+                    (long long)hi, t);
+    }
+    *out = v;
+    return 0;
+}
+
+static int get_int32(pf_cfg_ctx *c, struct fy_node *n, const char *key, int lo, int hi,
+                     int *out) {
+    int64_t v;
+    if (get_int(c, n, key, lo, hi, &v))
+        return -1;
+    *out = (int)v;
+    return 0;
+}
+
+/* A finite number (integers accepted). `lo_open`: lo itself is not allowed. */
+static int get_float(pf_cfg_ctx *c, struct fy_node *n, const char *key, double lo, int lo_open,
+                     double hi, float *out) {
+    char g[64], t[64];
+    size_t len;
+    const char *s = scalar(n, &len);
+    int ok = s && is_plain(n) && len > 0 && len < sizeof t;
+    double v = 0;
+    if (ok) {
+        memcpy(t, s, len);
+        t[len] = 0;
+        for (size_t i = 0; t[i] && ok; i++)
+            ok = isdigit((unsigned char)t[i]) || strchr("+-.eE", t[i]);
+        char *end = NULL;
+        errno = 0;
+        if (ok) {
+            v = strtod(t, &end);
+            ok = end && *end == 0 && errno == 0 && isfinite(v) && isfinite((float)v);
+        }
+    }
+    if (!ok)
+        return fail(c, node_line(n), key, "expected a number, got %s", describe(n, g, sizeof g));
+    if (v < lo || (lo_open && v == lo) || v > hi) {
+        if (lo_open && lo == 0 && hi == HUGE_VAL)
+            return fail(c, node_line(n), key, "must be greater than 0, got %s", t);
+        return fail(c, node_line(n), key, "must be in %c%g, %g], got %s", lo_open ? '(' : '[',
+                    lo, hi, t);
+    }
+    *out = (float)v;
+    return 0;
+}
+
+static int get_bool(pf_cfg_ctx *c, struct fy_node *n, const char *key, int *out) {
+    char g[64];
+    size_t len;
+    const char *s = scalar(n, &len);
+    if (s && is_plain(n)) {
+        if (text_is(s, len, "true") || text_is(s, len, "True") || text_is(s, len, "TRUE")) {
+            *out = 1;
+            return 0;
+        }
+        if (text_is(s, len, "false") || text_is(s, len, "False") || text_is(s, len, "FALSE")) {
+            *out = 0;
+            return 0;
+        }
+    }
+    return fail(c, node_line(n), key, "expected true or false, got %s", describe(n, g, sizeof g));
+}
+
+static int get_str(pf_cfg_ctx *c, struct fy_node *n, const char *key, char *out, size_t size) {
+    char g[64];
+    if (is_null(n) || fy_node_get_type(n) != FYNT_SCALAR)
+        return fail(c, node_line(n), key, "expected a string, got %s", describe(n, g, sizeof g));
+    size_t len;
+    const char *s = scalar(n, &len);
+    if (memchr(s, 0, len))
+        return fail(c, node_line(n), key, "contains a NUL character");
+    if (scalar_copy(n, out, size))
+        return fail(c, node_line(n), key, "longer than %zu characters", size - 1);
+    return 0;
+}
+
+/* A string from a fixed list (`choices` NULL-terminated); exact case unless `nocase`. */
+static int get_choice(pf_cfg_ctx *c, struct fy_node *n, const char *key, const char **choices,
+                      int nocase, char *out, size_t size) {
+    char g[64], v[64];
+    if (is_null(n) || fy_node_get_type(n) != FYNT_SCALAR || scalar_copy(n, v, sizeof v))
+        v[0] = 0;
+    for (int i = 0; v[0] && choices[i]; i++) {
+        if (nocase ? !strcasecmp(v, choices[i]) : !strcmp(v, choices[i])) {
+            snprintf(out, size, "%s", choices[i]);
+            return 0;
+        }
+    }
+    char list[256] = "";
+    for (int i = 0; choices[i]; i++) {
+        size_t l = strlen(list);
+        snprintf(list + l, sizeof list - l, "%s%s", i ? ", " : "", choices[i]);
+    }
+    return fail(c, node_line(n), key, "expected one of %s, got %s", list,
+                describe(n, g, sizeof g));
+}
+
+/* A list of `min_n`..`max_n` items; `get` converts item i. */
+static int get_seq(pf_cfg_ctx *c, struct fy_node *n, const char *key, int min_n, int max_n,
+                   int *count, struct fy_node **items) {
+    char g[64];
+    if (!n || fy_node_get_type(n) != FYNT_SEQUENCE)
+        return fail(c, node_line(n), key, "expected a list, got %s", describe(n, g, sizeof g));
+    int k = 0;
+    void *it = NULL;
+    struct fy_node *item;
+    while ((item = fy_node_sequence_iterate(n, &it))) {
+        if (k == max_n)
+            return fail(c, node_line(item), key, "at most %d items allowed", max_n);
+        items[k++] = item;
+    }
+    if (k < min_n) {
+        if (min_n == max_n)
+            return fail(c, node_line(n), key, "expected %d items, got %d", min_n, k);
+        return fail(c, node_line(n), key, "expected at least %d items, got %d", min_n, k);
+    }
+    *count = k;
+    return 0;
+}
+
+/* ---- section walking ------------------------------------------------------------------ */
+
+/* A mapping section: its node, the key node that opened it (for "missing" errors) and its
+   dotted prefix ("" at the top level). */
+typedef struct {
+    struct fy_node *map;
+    struct fy_node *opener;
+    char prefix[64];
+} pf_section;
+
+static int section_line(const pf_section *s) {
+    return s->opener ? node_line(s->opener) : 1;
+}
+
+/* Full key path of `name` inside section `s` into `out`. */
+static const char *keypath(const pf_section *s, const char *name, char *out, size_t size) {
+    snprintf(out, size, "%s%s%s", s->prefix, s->prefix[0] ? "." : "", name);
+    return out;
+}
+
+/* Open `value` (under key node `key`, named `path`) as a section; error when not a mapping. */
+static int open_section(pf_cfg_ctx *c, struct fy_node *key, struct fy_node *value,
+                        const char *path, pf_section *out) {
+    char g[64];
+    if (!value || fy_node_get_type(value) != FYNT_MAPPING)
+        return fail(c, node_line(value) ? node_line(value) : node_line(key), path,
+                    "expected a mapping, got %s", describe(value, g, sizeof g));
+    out->map = value;
+    out->opener = key;
+    snprintf(out->prefix, sizeof out->prefix, "%s", path);
+    return 0;
+}
+
+/* Next pair of a section: key text in `name`; -1 with an error when the key is not a plain
+   string. Returns 1 when a pair was produced, 0 at the end. */
+static int next_pair(pf_cfg_ctx *c, const pf_section *s, void **it, char *name, size_t size,
+                     struct fy_node **key, struct fy_node **value) {
+    struct fy_node_pair *p = fy_node_mapping_iterate(s->map, it);
+    if (!p)
+        return 0;
+    *key = fy_node_pair_key(p);
+    *value = fy_node_pair_value(p);
+    char kp[128], g[64];
+    if (!*key || fy_node_get_type(*key) != FYNT_SCALAR || scalar_copy(*key, name, size)) {
+        fail(c, node_line(*key) ? node_line(*key) : section_line(s),
+             keypath(s, "?", kp, sizeof kp), "unknown key %s", describe(*key, g, sizeof g));
+        return -1;
+    }
+    return 1;
+}
+
+static int unknown(pf_cfg_ctx *c, const pf_section *s, struct fy_node *key, const char *name) {
+    char kp[128];
+    return fail(c, node_line(key), keypath(s, name, kp, sizeof kp), "unknown key");
+}
+
+static int missing(pf_cfg_ctx *c, const pf_section *s, const char *name) {
+    char kp[128];
+    return fail(c, section_line(s), keypath(s, name, kp, sizeof kp), "required key is missing");
+}
+
+/* ---- sections ------------------------------------------------------------------------- */
+
+/* Line of each key, for cross-checks after the walk (0 = absent). Names are the key paths. */
+typedef struct {
+    int scale, patch[3], gt[3], lq[3], eval_interval, ckpt_interval, total_iters,
+        total_epochs, load_from, resume_from, data_eval, evaluation, lr_periods, restart_w,
+        channels, loss_eps, loss_type, samples;
+    int model_type;
+    /* model keys seen, to check they match the model type */
+    int edsr_key, srcnn_key;
+    char edsr_name[64], srcnn_name[64];
+} pf_lines;
+
+static int parse_loss(pf_cfg_ctx *c, pf_section *s, pf_config *cfg, pf_lines *L) {
+    static const char *losses[] = {"L1Loss", "MSELoss", "CharbonnierLoss", NULL};
+    void *it = NULL;
+    char name[64], kp[128];
+    struct fy_node *k, *v;
+    int r, have_type = 0, eps_line = 0;
+    while ((r = next_pair(c, s, &it, name, sizeof name, &k, &v)) > 0) {
+        keypath(s, name, kp, sizeof kp);
+        if (!strcmp(name, "type")) {
+            if (get_choice(c, v, kp, losses, 0, cfg->loss_type, sizeof cfg->loss_type))
+                return -1;
+            have_type = 1;
+        } else if (!strcmp(name, "loss_weight")) {
+            if (get_float(c, v, kp, 0, 1, HUGE_VAL, &cfg->loss_weight))
+                return -1;
+        } else if (!strcmp(name, "eps")) {
+            if (get_float(c, v, kp, 0, 1, HUGE_VAL, &cfg->charbonnier_eps))
+                return -1;
+            eps_line = node_line(k);
+        } else if (!strcmp(name, "reduction")) {
+            static const char *red[] = {"mean", NULL};
+            char tmp[8];
+            if (get_choice(c, v, kp, red, 0, tmp, sizeof tmp))
+                return -1;
+        } else {
+            return unknown(c, s, k, name);
+        }
+    }
+    if (r < 0)
+        return -1;
+    if (!have_type)
+        return missing(c, s, "type");
+    if (eps_line && strcmp(cfg->loss_type, "CharbonnierLoss"))
+        return fail(c, eps_line, keypath(s, "eps", kp, sizeof kp),
+                    "only allowed with type CharbonnierLoss");
+    (void)L;
+    return 0;
+}
+
+static int parse_model(pf_cfg_ctx *c, pf_section *s, pf_config *cfg, pf_lines *L) {
+    static const char *types[] = {"EDSR", "SRCNN", NULL};
+    void *it = NULL;
+    char name[64], kp[128];
+    struct fy_node *k, *v, *items[16];
+    int r, n, have_channels = 0, in_line = 0, out_line = 0;
+    while ((r = next_pair(c, s, &it, name, sizeof name, &k, &v)) > 0) {
+        keypath(s, name, kp, sizeof kp);
+        int edsr = 0, srcnn = 0;
+        if (!strcmp(name, "type")) {
+            if (get_choice(c, v, kp, types, 0, cfg->model_type, sizeof cfg->model_type))
+                return -1;
+            L->model_type = node_line(k);
+        } else if (!strcmp(name, "scale")) {
+            if (get_int32(c, v, kp, 1, 1 << 20, &cfg->scale))
+                return -1;
+            L->scale = node_line(k);
+        } else if (!strcmp(name, "in_channels")) {
+            if (get_int32(c, v, kp, 1, 1 << 20, &cfg->in_channels))
+                return -1;
+            in_line = node_line(k);
+        } else if (!strcmp(name, "out_channels")) {
+            if (get_int32(c, v, kp, 1, 1 << 20, &cfg->out_channels))
+                return -1;
+            out_line = node_line(k);
+        } else if (!strcmp(name, "n_feats")) {
+            edsr = 1;
+            if (get_int32(c, v, kp, 1, 4096, &cfg->n_feats))
+                return -1;
+        } else if (!strcmp(name, "n_blocks")) {
+            edsr = 1;
+            if (get_int32(c, v, kp, 1, 1024, &cfg->n_blocks))
+                return -1;
+        } else if (!strcmp(name, "res_scale")) {
+            edsr = 1;
+            if (get_float(c, v, kp, 0, 1, HUGE_VAL, &cfg->res_scale))
+                return -1;
+        } else if (!strcmp(name, "rgb_mean")) {
+            edsr = 1;
+            if (get_seq(c, v, kp, 3, 3, &n, items))
+                return -1;
+            for (int i = 0; i < 3; i++) {
+                char ip[160];
+                snprintf(ip, sizeof ip, "%s[%d]", kp, i);
+                if (get_float(c, items[i], ip, 0, 0, 1, &cfg->rgb_mean[i]))
+                    return -1;
+            }
+        } else if (!strcmp(name, "img_range")) {
+            edsr = 1;
+            if (get_float(c, v, kp, 0, 1, HUGE_VAL, &cfg->img_range))
+                return -1;
+        } else if (!strcmp(name, "channels")) {
+            srcnn = 1;
+            if (get_seq(c, v, kp, 4, 4, &n, items))
+                return -1;
+            for (int i = 0; i < 4; i++) {
+                char ip[160];
+                snprintf(ip, sizeof ip, "%s[%d]", kp, i);
+                if (get_int32(c, items[i], ip, 1, 4096, &cfg->srcnn_channels[i]))
+                    return -1;
+            }
+            have_channels = 1;
+            L->channels = node_line(k);
+        } else if (!strcmp(name, "kernel_sizes")) {
+            srcnn = 1;
+            if (get_seq(c, v, kp, 3, 3, &n, items))
+                return -1;
+            for (int i = 0; i < 3; i++) {
+                char ip[160];
+                snprintf(ip, sizeof ip, "%s[%d]", kp, i);
+                if (get_int32(c, items[i], ip, 1, 63, &cfg->srcnn_kernel_sizes[i]))
+                    return -1;
+                if (cfg->srcnn_kernel_sizes[i] % 2 == 0)
+                    return fail(c, node_line(items[i]), ip, "kernel size must be odd, got %d",
+                                cfg->srcnn_kernel_sizes[i]);
+            }
+        } else if (!strcmp(name, "loss")) {
+            pf_section sub;
+            if (open_section(c, k, v, kp, &sub) || parse_loss(c, &sub, cfg, L))
+                return -1;
+        } else {
+            return unknown(c, s, k, name);
+        }
+        if (edsr && !L->edsr_key) {
+            L->edsr_key = node_line(k);
+            snprintf(L->edsr_name, sizeof L->edsr_name, "%s", name);
+        }
+        if (srcnn && !L->srcnn_key) {
+            L->srcnn_key = node_line(k);
+            snprintf(L->srcnn_name, sizeof L->srcnn_name, "%s", name);
+        }
+    }
+    if (r < 0)
+        return -1;
+    if (!L->model_type)
+        return missing(c, s, "type");
+    if (!L->scale)
+        return missing(c, s, "scale");
+    if (cfg->scale < 2 || cfg->scale > 4)
+        return fail(c, L->scale, "model.scale", "must be 2, 3 or 4, got %d", cfg->scale);
+    if (cfg->in_channels != 3)
+        return fail(c, in_line, "model.in_channels",
+                    "must be 3 (images are loaded as RGB), got %d", cfg->in_channels);
+    if (cfg->out_channels != 3)
+        return fail(c, out_line, "model.out_channels",
+                    "must be 3 (images are loaded as RGB), got %d", cfg->out_channels);
+    int is_edsr = !strcmp(cfg->model_type, "EDSR");
+    if (!is_edsr && L->edsr_key)
+        return fail(c, L->edsr_key, keypath(s, L->edsr_name, kp, sizeof kp),
+                    "only allowed with type EDSR");
+    if (is_edsr && L->srcnn_key)
+        return fail(c, L->srcnn_key, keypath(s, L->srcnn_name, kp, sizeof kp),
+                    "only allowed with type SRCNN");
+    if (!is_edsr) {
+        if (!have_channels) {
+            cfg->srcnn_channels[0] = cfg->in_channels;
+            cfg->srcnn_channels[3] = cfg->out_channels;
+        } else if (cfg->srcnn_channels[0] != cfg->in_channels ||
+                   cfg->srcnn_channels[3] != cfg->out_channels) {
+            return fail(c, L->channels, "model.channels",
+                        "first and last must equal in_channels and out_channels (%d, %d)",
+                        cfg->in_channels, cfg->out_channels);
+        }
+    }
+    return 0;
+}
+
+/* data.train / data.eval / data.test; `idx` 0, 1, 2. */
+static int parse_dataset(pf_cfg_ctx *c, pf_section *s, pf_dataset_cfg *d, int idx,
+                         pf_lines *L) {
+    static const char *types[] = {"PairedImageDataset", NULL};
+    void *it = NULL;
+    char name[64], kp[128];
+    struct fy_node *k, *v;
+    int r, have_type = 0;
+    d->present = 1;
+    while ((r = next_pair(c, s, &it, name, sizeof name, &k, &v)) > 0) {
+        keypath(s, name, kp, sizeof kp);
+        int train_only = 0;
+        if (!strcmp(name, "type")) {
+            if (get_choice(c, v, kp, types, 0, d->type, sizeof d->type))
+                return -1;
+            have_type = 1;
+        } else if (!strcmp(name, "gt_folder")) {
+            if (get_str(c, v, kp, d->gt_folder, sizeof d->gt_folder))
+                return -1;
+            if (!d->gt_folder[0])
+                return fail(c, node_line(v), kp, "must not be empty");
+            L->gt[idx] = node_line(k);
+        } else if (!strcmp(name, "lq_folder")) {
+            if (is_null(v))
+                d->lq_folder[0] = 0;
+            else if (get_str(c, v, kp, d->lq_folder, sizeof d->lq_folder))
+                return -1;
+            L->lq[idx] = node_line(k);
+        } else if (!strcmp(name, "filename_tmpl")) {
+            if (get_str(c, v, kp, d->filename_tmpl, sizeof d->filename_tmpl))
+                return -1;
+            const char *a = strstr(d->filename_tmpl, "{}");
+            if (!a || strstr(a + 2, "{}"))
+                return fail(c, node_line(v), kp, "must contain '{}' exactly once, got '%s'",
+                            d->filename_tmpl);
+        } else if (!strcmp(name, "gt_patch_size")) {
+            train_only = 1;
+            if (idx == 0 && get_int32(c, v, kp, 1, 1 << 16, &d->gt_patch_size))
+                return -1;
+            L->patch[idx] = node_line(k);
+        } else if (!strcmp(name, "use_flip")) {
+            train_only = 1;
+            if (idx == 0 && get_bool(c, v, kp, &d->use_flip))
+                return -1;
+        } else if (!strcmp(name, "use_rot")) {
+            train_only = 1;
+            if (idx == 0 && get_bool(c, v, kp, &d->use_rot))
+                return -1;
+        } else if (!strcmp(name, "repeat")) {
+            train_only = 1;
+            if (idx == 0 && get_int32(c, v, kp, 1, 1 << 20, &d->repeat))
+                return -1;
+        } else {
+            return unknown(c, s, k, name);
+        }
+        if (train_only && idx != 0)
+            return fail(c, node_line(k), kp, "only allowed in data.train");
+    }
+    if (r < 0)
+        return -1;
+    (void)have_type;
+    if (!L->gt[idx])
+        return missing(c, s, "gt_folder");
+    if (idx == 0 && !L->patch[0])
+        return missing(c, s, "gt_patch_size");
+    return 0;
+}
+
+static int parse_data(pf_cfg_ctx *c, pf_section *s, pf_config *cfg, pf_lines *L) {
+    void *it = NULL;
+    char name[64], kp[128];
+    struct fy_node *k, *v;
+    int r;
+    while ((r = next_pair(c, s, &it, name, sizeof name, &k, &v)) > 0) {
+        keypath(s, name, kp, sizeof kp);
+        pf_section sub;
+        if (!strcmp(name, "loaders")) {
+            if (get_int32(c, v, kp, 1, 256, &cfg->loaders))
+                return -1;
+        } else if (!strcmp(name, "samples_per_gpu")) {
+            if (get_int32(c, v, kp, 1, PF_CONFIG_MAX_BATCH, &cfg->samples_per_gpu))
+                return -1;
+            L->samples = node_line(k);
+        } else if (!strcmp(name, "prefetch")) {
+            if (get_int32(c, v, kp, 1, 1024, &cfg->prefetch))
+                return -1;
+        } else if (!strcmp(name, "train") || !strcmp(name, "eval") || !strcmp(name, "test")) {
+            int idx = name[1] == 'r' ? 0 : name[1] == 'v' ? 1 : 2;
+            pf_dataset_cfg *d = idx == 0 ? &cfg->train : idx == 1 ? &cfg->eval : &cfg->test;
+            if (open_section(c, k, v, kp, &sub) || parse_dataset(c, &sub, d, idx, L))
+                return -1;
+            if (idx == 1)
+                L->data_eval = node_line(k);
+        } else {
+            return unknown(c, s, k, name);
+        }
+    }
+    if (r < 0)
+        return -1;
+    if (!cfg->train.present)
+        return missing(c, s, "train");
+    return 0;
+}
+
+static int parse_optim(pf_cfg_ctx *c, pf_section *s, pf_config *cfg) {
+    static const char *types[] = {"Adam", NULL};
+    void *it = NULL;
+    char name[64], kp[128];
+    struct fy_node *k, *v, *items[4];
+    int r, n, have_lr = 0;
+    while ((r = next_pair(c, s, &it, name, sizeof name, &k, &v)) > 0) {
+        keypath(s, name, kp, sizeof kp);
+        if (!strcmp(name, "type")) {
+            if (get_choice(c, v, kp, types, 0, cfg->optim_type, sizeof cfg->optim_type))
+                return -1;
+        } else if (!strcmp(name, "lr")) {
+            if (get_float(c, v, kp, 0, 1, HUGE_VAL, &cfg->learning_rate))
+                return -1;
+            have_lr = 1;
+        } else if (!strcmp(name, "betas")) {
+            if (get_seq(c, v, kp, 2, 2, &n, items))
+                return -1;
+            for (int i = 0; i < 2; i++) {
+                char ip[160];
+                snprintf(ip, sizeof ip, "%s[%d]", kp, i);
+                if (get_float(c, items[i], ip, 0, 0, 0.9999999, &cfg->betas[i]))
+                    return -1;
+            }
+        } else if (!strcmp(name, "eps")) {
+            if (get_float(c, v, kp, 0, 1, HUGE_VAL, &cfg->eps))
+                return -1;
+        } else if (!strcmp(name, "weight_decay")) {
+            if (get_float(c, v, kp, 0, 0, HUGE_VAL, &cfg->weight_decay))
+                return -1;
+        } else {
+            return unknown(c, s, k, name);
+        }
+    }
+    if (r < 0)
+        return -1;
+    if (!have_lr)
+        return missing(c, s, "lr");
+    return 0;
+}
+
+static int parse_lr(pf_cfg_ctx *c, pf_section *s, pf_config *cfg, pf_lines *L) {
+    static const char *policies[] = {"Fixed", "Step", "CosineRestart", NULL};
+    static const char *warmups[] = {"linear", NULL};
+    void *it = NULL;
+    char name[64], kp[128];
+    struct fy_node *k, *v, *items[PF_MAX_PERIODS];
+    int r, n;
+    int have_step = 0, have_periods = 0, have_weights = 0, warm_line = 0;
+    char warm_name[64] = "";
+    while ((r = next_pair(c, s, &it, name, sizeof name, &k, &v)) > 0) {
+        keypath(s, name, kp, sizeof kp);
+        if (!strcmp(name, "policy")) {
+            if (get_choice(c, v, kp, policies, 0, cfg->lr_policy, sizeof cfg->lr_policy))
+                return -1;
+        } else if (!strcmp(name, "step")) {
+            if (get_seq(c, v, kp, 1, PF_MAX_MILESTONES, &n, items))
+                return -1;
+            for (int i = 0; i < n; i++) {
+                char ip[160];
+                snprintf(ip, sizeof ip, "%s[%d]", kp, i);
+                if (get_int(c, items[i], ip, 1, INT64_MAX, &cfg->lr_step[i]))
+                    return -1;
+                if (i && cfg->lr_step[i] <= cfg->lr_step[i - 1])
+                    return fail(c, node_line(items[i]), ip,
+                                "milestones must be strictly increasing");
+            }
+            cfg->n_lr_step = n;
+            have_step = 1;
+        } else if (!strcmp(name, "gamma")) {
+            if (get_float(c, v, kp, 0, 1, HUGE_VAL, &cfg->lr_gamma))
+                return -1;
+        } else if (!strcmp(name, "periods")) {
+            if (get_seq(c, v, kp, 1, PF_MAX_PERIODS, &n, items))
+                return -1;
+            for (int i = 0; i < n; i++) {
+                char ip[160];
+                snprintf(ip, sizeof ip, "%s[%d]", kp, i);
+                if (get_int(c, items[i], ip, 1, INT64_MAX / PF_MAX_PERIODS, &cfg->lr_periods[i]))
+                    return -1;
+            }
+            cfg->n_lr_periods = n;
+            have_periods = 1;
+            L->lr_periods = node_line(k);
+        } else if (!strcmp(name, "restart_weights")) {
+            if (get_seq(c, v, kp, 1, PF_MAX_PERIODS, &n, items))
+                return -1;
+            for (int i = 0; i < n; i++) {
+                char ip[160];
+                snprintf(ip, sizeof ip, "%s[%d]", kp, i);
+                if (get_float(c, items[i], ip, 0, 1, HUGE_VAL, &cfg->lr_restart_weights[i]))
+                    return -1;
+            }
+            have_weights = n;
+            L->restart_w = node_line(k);
+        } else if (!strcmp(name, "min_lr")) {
+            if (get_float(c, v, kp, 0, 0, HUGE_VAL, &cfg->lr_min))
+                return -1;
+        } else if (!strcmp(name, "warmup")) {
+            if (is_null(v))
+                cfg->lr_warmup[0] = 0;
+            else if (get_choice(c, v, kp, warmups, 0, cfg->lr_warmup, sizeof cfg->lr_warmup))
+                return -1;
+        } else if (!strcmp(name, "warmup_iters")) {
+            if (get_int(c, v, kp, 1, INT64_MAX, &cfg->lr_warmup_iters))
+                return -1;
+            if (!warm_line) {
+                warm_line = node_line(k);
+                snprintf(warm_name, sizeof warm_name, "%s", name);
+            }
+        } else if (!strcmp(name, "warmup_ratio")) {
+            if (get_float(c, v, kp, 0, 1, 1, &cfg->lr_warmup_ratio))
+                return -1;
+            if (!warm_line) {
+                warm_line = node_line(k);
+                snprintf(warm_name, sizeof warm_name, "%s", name);
+            }
+        } else {
+            return unknown(c, s, k, name);
+        }
+    }
+    if (r < 0)
+        return -1;
+    /* Policy keys are checked against the policy after the walk, whatever their order. */
+    it = NULL;
+    while (next_pair(c, s, &it, name, sizeof name, &k, &v) > 0) {
+        int is_step = !strcmp(name, "step") || !strcmp(name, "gamma");
+        int is_cos = !strcmp(name, "periods") || !strcmp(name, "restart_weights") ||
+                     !strcmp(name, "min_lr");
+        const char *want = is_step ? "Step" : is_cos ? "CosineRestart" : NULL;
+        if (want && strcmp(want, cfg->lr_policy))
+            return fail(c, node_line(k), keypath(s, name, kp, sizeof kp),
+                        "only allowed with policy %s (policy is %s)", want, cfg->lr_policy);
+    }
+    if (!strcmp(cfg->lr_policy, "Step") && !have_step)
+        return missing(c, s, "step");
+    if (!strcmp(cfg->lr_policy, "CosineRestart")) {
+        if (!have_periods)
+            return missing(c, s, "periods");
+        if (have_weights && have_weights != cfg->n_lr_periods)
+            return fail(c, L->restart_w, "lr_config.restart_weights",
+                        "has %d items but periods has %d", have_weights, cfg->n_lr_periods);
+        if (!have_weights)
+            for (int i = 0; i < cfg->n_lr_periods; i++)
+                cfg->lr_restart_weights[i] = 1.0f;
+    }
+    if (!cfg->lr_warmup[0] && warm_line)
+        return fail(c, warm_line, keypath(s, warm_name, kp, sizeof kp),
+                    "only allowed with warmup: linear");
+    if (cfg->lr_warmup[0] && cfg->lr_warmup_iters <= 0)
+        return missing(c, s, "warmup_iters");
+    return 0;
+}
+
+static int parse_ckpt(pf_cfg_ctx *c, pf_section *s, pf_config *cfg, pf_lines *L) {
+    void *it = NULL;
+    char name[64], kp[128];
+    struct fy_node *k, *v;
+    int r;
+    while ((r = next_pair(c, s, &it, name, sizeof name, &k, &v)) > 0) {
+        keypath(s, name, kp, sizeof kp);
+        if (!strcmp(name, "interval")) {
+            if (get_int(c, v, kp, 1, INT64_MAX, &cfg->ckpt_interval))
+                return -1;
+            L->ckpt_interval = node_line(k);
+        } else if (!strcmp(name, "max_keep_ckpts")) {
+            if (get_int32(c, v, kp, -1, 1 << 20, &cfg->ckpt_max_keep))
+                return -1;
+            if (cfg->ckpt_max_keep == 0)
+                return fail(c, node_line(v), kp, "must be -1 (keep all) or positive, got 0");
+        } else {
+            return unknown(c, s, k, name);
+        }
+    }
+    if (r < 0)
+        return -1;
+    if (!L->ckpt_interval)
+        return missing(c, s, "interval");
+    return 0;
+}
+
+static int parse_log(pf_cfg_ctx *c, pf_section *s, pf_config *cfg) {
+    void *it = NULL;
+    char name[64], kp[128];
+    struct fy_node *k, *v;
+    int r;
+    while ((r = next_pair(c, s, &it, name, sizeof name, &k, &v)) > 0) {
+        keypath(s, name, kp, sizeof kp);
+        if (!strcmp(name, "interval")) {
+            if (get_int(c, v, kp, 1, INT64_MAX, &cfg->log_interval))
+                return -1;
+        } else {
+            return unknown(c, s, k, name);
+        }
+    }
+    return r < 0 ? -1 : 0;
+}
+
+static int parse_eval(pf_cfg_ctx *c, pf_section *s, pf_config *cfg, pf_lines *L) {
+    static const char *metrics[] = {"PSNR", "SSIM", NULL};
+    static const char *convert[] = {"y", NULL};
+    void *it = NULL;
+    char name[64], kp[128], tmp[8];
+    struct fy_node *k, *v, *items[8];
+    int r, n;
+    while ((r = next_pair(c, s, &it, name, sizeof name, &k, &v)) > 0) {
+        keypath(s, name, kp, sizeof kp);
+        if (!strcmp(name, "interval")) {
+            if (get_int(c, v, kp, 1, INT64_MAX, &cfg->eval_interval))
+                return -1;
+            L->eval_interval = node_line(k);
+        } else if (!strcmp(name, "metrics")) {
+            if (get_seq(c, v, kp, 1, 2, &n, items))
+                return -1;
+            cfg->eval_psnr = cfg->eval_ssim = 0;
+            for (int i = 0; i < n; i++) {
+                char ip[160];
+                snprintf(ip, sizeof ip, "%s[%d]", kp, i);
+                if (get_choice(c, items[i], ip, metrics, 0, tmp, sizeof tmp))
+                    return -1;
+                int *flag = !strcmp(tmp, "PSNR") ? &cfg->eval_psnr : &cfg->eval_ssim;
+                if (*flag)
+                    return fail(c, node_line(items[i]), ip, "%s listed twice", tmp);
+                *flag = 1;
+            }
+        } else if (!strcmp(name, "crop_border")) {
+            if (get_int32(c, v, kp, 0, 1 << 16, &cfg->crop_border))
+                return -1;
+        } else if (!strcmp(name, "convert_to")) {
+            if (is_null(v))
+                cfg->eval_y_channel = 0;
+            else if (get_choice(c, v, kp, convert, 1, tmp, sizeof tmp))
+                return -1;
+            else
+                cfg->eval_y_channel = 1;
+        } else if (!strcmp(name, "save_image")) {
+            if (get_bool(c, v, kp, &cfg->eval_save_image))
+                return -1;
+        } else {
+            return unknown(c, s, k, name);
+        }
+    }
+    if (r < 0)
+        return -1;
+    if (!L->eval_interval)
+        return missing(c, s, "interval");
+    return 0;
+}
+
+static int parse_eval_cfg(pf_cfg_ctx *c, pf_section *s, pf_config *cfg) {
+    void *it = NULL;
+    char name[64], kp[128];
+    struct fy_node *k, *v;
+    int r;
+    while ((r = next_pair(c, s, &it, name, sizeof name, &k, &v)) > 0) {
+        keypath(s, name, kp, sizeof kp);
+        if (!strcmp(name, "pad_multiple")) {
+            if (get_int32(c, v, kp, 1, 1 << 16, &cfg->pad_multiple))
+                return -1;
+        } else {
+            return unknown(c, s, k, name);
+        }
+    }
+    return r < 0 ? -1 : 0;
+}
+
+/* A path that may be null. */
+static int get_opt_path(pf_cfg_ctx *c, struct fy_node *v, const char *kp, char *out,
+                        size_t size) {
+    if (is_null(v)) {
+        out[0] = 0;
+        return 0;
+    }
+    if (get_str(c, v, kp, out, size))
+        return -1;
+    if (!out[0])
+        return fail(c, node_line(v), kp, "must not be empty (use null for none)");
+    return 0;
+}
+
+static int parse_top(pf_cfg_ctx *c, pf_section *s, pf_config *cfg, pf_lines *L) {
+    static const char *levels[] = {"debug", "info", "warning", "error", NULL};
+    void *it = NULL;
+    char name[64];
+    struct fy_node *k, *v;
+    int r, have_model = 0, have_data = 0, have_optim = 0, have_work = 0;
+    while ((r = next_pair(c, s, &it, name, sizeof name, &k, &v)) > 0) {
+        pf_section sub;
+        const char *kp = name;
+        if (!strcmp(name, "model")) {
+            if (open_section(c, k, v, kp, &sub) || parse_model(c, &sub, cfg, L))
+                return -1;
+            have_model = 1;
+        } else if (!strcmp(name, "data")) {
+            if (open_section(c, k, v, kp, &sub) || parse_data(c, &sub, cfg, L))
+                return -1;
+            have_data = 1;
+        } else if (!strcmp(name, "optimizers")) {
+            if (open_section(c, k, v, kp, &sub) || parse_optim(c, &sub, cfg))
+                return -1;
+            have_optim = 1;
+        } else if (!strcmp(name, "lr_config")) {
+            if (open_section(c, k, v, kp, &sub) || parse_lr(c, &sub, cfg, L))
+                return -1;
+        } else if (!strcmp(name, "total_iters")) {
+            if (get_int(c, v, kp, 1, INT64_MAX / 2, &cfg->total_iters))
+                return -1;
+            L->total_iters = node_line(k);
+        } else if (!strcmp(name, "total_epochs")) {
+            if (get_int(c, v, kp, 1, 1 << 30, &cfg->total_epochs))
+                return -1;
+            L->total_epochs = node_line(k);
+        } else if (!strcmp(name, "checkpoint_config")) {
+            if (open_section(c, k, v, kp, &sub) || parse_ckpt(c, &sub, cfg, L))
+                return -1;
+        } else if (!strcmp(name, "log_config")) {
+            if (open_section(c, k, v, kp, &sub) || parse_log(c, &sub, cfg))
+                return -1;
+        } else if (!strcmp(name, "evaluation")) {
+            if (open_section(c, k, v, kp, &sub) || parse_eval(c, &sub, cfg, L))
+                return -1;
+            L->evaluation = node_line(k);
+        } else if (!strcmp(name, "eval_cfg")) {
+            if (open_section(c, k, v, kp, &sub) || parse_eval_cfg(c, &sub, cfg))
+                return -1;
+        } else if (!strcmp(name, "work_dir")) {
+            if (get_str(c, v, kp, cfg->work_dir, sizeof cfg->work_dir))
+                return -1;
+            if (!cfg->work_dir[0])
+                return fail(c, node_line(v), kp, "must not be empty");
+            have_work = 1;
+        } else if (!strcmp(name, "load_from")) {
+            if (get_opt_path(c, v, kp, cfg->load_from, sizeof cfg->load_from))
+                return -1;
+            L->load_from = node_line(k);
+        } else if (!strcmp(name, "resume_from")) {
+            if (get_opt_path(c, v, kp, cfg->resume_from, sizeof cfg->resume_from))
+                return -1;
+            L->resume_from = node_line(k);
+        } else if (!strcmp(name, "resume_optim")) {
+            if (get_bool(c, v, kp, &cfg->resume_optim))
+                return -1;
+        } else if (!strcmp(name, "seed")) {
+            int64_t seed;
+            if (get_int(c, v, kp, 0, INT64_MAX, &seed))
+                return -1;
+            cfg->seed = (uint64_t)seed;
+        } else if (!strcmp(name, "log_level")) {
+            if (get_choice(c, v, kp, levels, 1, cfg->log_level, sizeof cfg->log_level))
+                return -1;
+        } else {
+            return unknown(c, s, k, name);
+        }
+    }
+    if (r < 0)
+        return -1;
+    if (!have_model)
+        return missing(c, s, "model");
+    if (!have_data)
+        return missing(c, s, "data");
+    if (!have_optim)
+        return missing(c, s, "optimizers");
+    if (!have_work)
+        return missing(c, s, "work_dir");
+    return 0;
+}
+
+/* ---- cross-checks --------------------------------------------------------------------- */
+
+static int check_dir(pf_cfg_ctx *c, int line, const char *key, const char *dir) {
+    struct stat st;
+    if (stat(dir, &st) != 0)
+        return fail(c, line, key, "no such directory '%s'", dir);
+    if (!S_ISDIR(st.st_mode))
+        return fail(c, line, key, "not a directory: '%s'", dir);
+    return 0;
+}
+
+static int check_file(pf_cfg_ctx *c, int line, const char *key, const char *file) {
+    struct stat st;
+    if (stat(file, &st) != 0)
+        return fail(c, line, key, "no such file '%s'", file);
+    if (!S_ISREG(st.st_mode))
+        return fail(c, line, key, "not a regular file: '%s'", file);
+    return 0;
+}
+
+static int cross_check(pf_cfg_ctx *c, pf_config *cfg, pf_lines *L, int check_paths) {
+    int both = L->total_iters && L->total_epochs;
+    if (both || (!L->total_iters && !L->total_epochs))
+        return fail(c, both ? (L->total_iters > L->total_epochs ? L->total_iters
+                                                               : L->total_epochs)
+                            : 1,
+                    "total_iters", "exactly one of total_iters and total_epochs must be set");
+    if (cfg->train.gt_patch_size % cfg->scale)
+        return fail(c, L->patch[0], "data.train.gt_patch_size",
+                    "must be a positive multiple of model.scale (%d), got %d", cfg->scale,
+                    cfg->train.gt_patch_size);
+    if (L->evaluation && !cfg->eval.present)
+        return fail(c, L->evaluation, "data.eval", "required when evaluation is set");
+    if (L->evaluation) {
+        if (!cfg->ckpt_interval)
+            return fail(c, L->evaluation, "evaluation.interval",
+                        "evaluation runs on checkpoints: checkpoint_config.interval must be set");
+        if (cfg->eval_interval % cfg->ckpt_interval)
+            return fail(c, L->eval_interval, "evaluation.interval",
+                        "must be a multiple of checkpoint_config.interval (%lld), got %lld",
+                        (long long)cfg->ckpt_interval, (long long)cfg->eval_interval);
+    }
+    if (cfg->lr_warmup[0] && cfg->total_iters && cfg->lr_warmup_iters > cfg->total_iters)
+        return fail(c, 1, "lr_config.warmup_iters", "larger than total_iters (%lld)",
+                    (long long)cfg->total_iters);
+    if (!strcmp(cfg->lr_policy, "CosineRestart") && cfg->total_iters) {
+        int64_t sum = 0;
+        for (int i = 0; i < cfg->n_lr_periods; i++)
+            sum += cfg->lr_periods[i];
+        if (sum < cfg->total_iters)
+            return fail(c, L->lr_periods, "lr_config.periods",
+                        "sum of periods (%lld) is less than total_iters (%lld)", (long long)sum,
+                        (long long)cfg->total_iters);
+    }
+    if (cfg->load_from[0] && cfg->resume_from[0])
+        return fail(c, L->resume_from, "resume_from",
+                    "load_from and resume_from are exclusive (resume restores weights too)");
+    if (!check_paths)
+        return 0;
+    static const char *names[3] = {"data.train", "data.eval", "data.test"};
+    const pf_dataset_cfg *ds[3] = {&cfg->train, &cfg->eval, &cfg->test};
+    for (int i = 0; i < 3; i++) {
+        char kp[64];
+        if (!ds[i]->present)
+            continue;
+        snprintf(kp, sizeof kp, "%s.gt_folder", names[i]);
+        if (check_dir(c, L->gt[i], kp, ds[i]->gt_folder))
+            return -1;
+        snprintf(kp, sizeof kp, "%s.lq_folder", names[i]);
+        if (ds[i]->lq_folder[0] && check_dir(c, L->lq[i], kp, ds[i]->lq_folder))
+            return -1;
+    }
+    if (cfg->load_from[0] && check_file(c, L->load_from, "load_from", cfg->load_from))
+        return -1;
+    if (cfg->resume_from[0] && strcmp(cfg->resume_from, "auto") &&
+        check_file(c, L->resume_from, "resume_from", cfg->resume_from))
+        return -1;
+    return 0;
+}
+
+/* ---- public --------------------------------------------------------------------------- */
+
+static void set_defaults(pf_config *cfg) {
+    memset(cfg, 0, sizeof *cfg);
+    cfg->in_channels = cfg->out_channels = 3;
+    cfg->n_feats = 64;
+    cfg->n_blocks = 16;
+    cfg->res_scale = 1.0f;
+    cfg->rgb_mean[0] = 0.4488f;
+    cfg->rgb_mean[1] = 0.4371f;
+    cfg->rgb_mean[2] = 0.4040f;
+    cfg->img_range = 255.0f;
+    int ch[4] = {3, 64, 32, 3}, ks[3] = {9, 1, 5};
+    memcpy(cfg->srcnn_channels, ch, sizeof ch);
+    memcpy(cfg->srcnn_kernel_sizes, ks, sizeof ks);
+    snprintf(cfg->loss_type, sizeof cfg->loss_type, "L1Loss");
+    cfg->loss_weight = 1.0f;
+    cfg->charbonnier_eps = 1e-12f;
+    cfg->loaders = 2;
+    cfg->samples_per_gpu = 16;
+    cfg->prefetch = 4;
+    pf_dataset_cfg *ds[3] = {&cfg->train, &cfg->eval, &cfg->test};
+    for (int i = 0; i < 3; i++) {
+        snprintf(ds[i]->type, sizeof ds[i]->type, "PairedImageDataset");
+        snprintf(ds[i]->filename_tmpl, sizeof ds[i]->filename_tmpl, "{}");
+        ds[i]->repeat = 1;
+    }
+    snprintf(cfg->optim_type, sizeof cfg->optim_type, "Adam");
+    cfg->betas[0] = 0.9f;
+    cfg->betas[1] = 0.999f;
+    cfg->eps = 1e-8f;
+    snprintf(cfg->lr_policy, sizeof cfg->lr_policy, "Fixed");
+    cfg->lr_gamma = 0.1f;
+    cfg->lr_warmup_ratio = 0.1f;
+    cfg->ckpt_max_keep = -1;
+    cfg->log_interval = 10;
+    cfg->eval_psnr = cfg->eval_ssim = 1;
+    cfg->pad_multiple = 1;
+    cfg->resume_optim = 1;
+    snprintf(cfg->log_level, sizeof cfg->log_level, "info");
+}
+
+static uint64_t fnv1a64(const char *s) {
+    uint64_t h = 14695981039346656037ull;
+    for (; *s; s++) {
+        h ^= (unsigned char)*s;
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+/* Silences libfyaml's own printing; errors are collected and read back. */
+static void quiet_output(struct fy_diag *diag, void *user, const char *buf, size_t len) {
+    (void)diag, (void)user, (void)buf, (void)len;
+}
+
+int pf_config_parse(pf_config *cfg, const char *path, const char *text, size_t len,
+                    int check_paths, char *err, size_t errlen) {
+    pf_cfg_ctx c = {path ? path : "<config>", err, errlen, 0};
+    if (err && errlen)
+        err[0] = 0;
+    set_defaults(cfg);
+    snprintf(cfg->path, sizeof cfg->path, "%s", c.path);
+    if (len > PF_CONFIG_MAX_BYTES)
+        return fail(&c, 1, "config", "larger than %d bytes", PF_CONFIG_MAX_BYTES);
+    if (memchr(text, 0, len))
+        return fail(&c, 1, "config", "contains a NUL byte");
+
+    struct fy_diag_cfg dcfg;
+    fy_diag_cfg_default(&dcfg);
+    dcfg.fp = NULL;
+    dcfg.output_fn = quiet_output;
+    dcfg.colorize = false;
+    struct fy_diag *diag = fy_diag_create(&dcfg);
+    if (!diag)
+        return fail(&c, 1, "config", "out of memory");
+    fy_diag_set_collect_errors(diag, true);
+    struct fy_parse_cfg pcfg = {.flags = FYPCF_QUIET | FYPCF_COLLECT_DIAG, .diag = diag};
+    struct fy_document *doc = fy_document_build_from_string(&pcfg, text, len);
+    if (!doc || fy_document_resolve(doc) != 0) {
+        void *it = NULL;
+        struct fy_diag_error *e = fy_diag_errors_iterate(diag, &it);
+        if (e)
+            fail(&c, e->line, "yaml", "syntax error: %s", e->msg ? e->msg : "invalid YAML");
+        else
+            fail(&c, 1, "yaml", "empty or invalid YAML document");
+        fy_document_destroy(doc);
+        fy_diag_destroy(diag);
+        return -1;
+    }
+    struct fy_node *root = fy_document_root(doc);
+    pf_lines L;
+    memset(&L, 0, sizeof L);
+    pf_section top = {.map = root, .opener = NULL, .prefix = ""};
+    char g[64];
+    int rc;
+    if (!root || fy_node_get_type(root) != FYNT_MAPPING)
+        rc = fail(&c, node_line(root), "config", "expected a mapping at the top level, got %s",
+                  describe(root, g, sizeof g));
+    else
+        rc = parse_top(&c, &top, cfg, &L);
+    if (!rc)
+        rc = cross_check(&c, cfg, &L, check_paths);
+    fy_document_destroy(doc);
+    fy_diag_destroy(diag);
+    if (rc)
+        return -1;
+    char *yaml = pf_config_to_yaml(cfg);
+    if (!yaml)
+        return fail(&c, 1, "config", "out of memory");
+    cfg->hash = fnv1a64(yaml);
+    free(yaml);
+    return 0;
+}
+
+int pf_config_load(pf_config *cfg, const char *path, char *err, size_t errlen) {
+    pf_cfg_ctx c = {path, err, errlen, 0};
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        set_defaults(cfg);
+        return fail(&c, 1, "config", "cannot open: %s", strerror(errno));
+    }
+    char *buf = malloc(PF_CONFIG_MAX_BYTES + 1);
+    size_t n = buf ? fread(buf, 1, PF_CONFIG_MAX_BYTES + 1, f) : 0;
+    int rerr = ferror(f);
+    fclose(f);
+    if (!buf || rerr) {
+        free(buf);
+        set_defaults(cfg);
+        return fail(&c, 1, "config", buf ? "read error" : "out of memory");
+    }
+    int rc = pf_config_parse(cfg, path, buf, n, 1, err, errlen);
+    free(buf);
+    return rc;
+}
+
+/* ---- writing -------------------------------------------------------------------------- */
+
+typedef struct {
+    char *s;                            /* text so far, NUL-terminated */
+    size_t len, cap;                    /* used and allocated bytes */
+    int oom;                            /* 1 after a failed allocation */
+} pf_buf;
+
+static void put(pf_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(pf_buf *b, const char *fmt, ...) {
+    if (b->oom)
+        return;
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(b->s + b->len, b->cap - b->len, fmt, ap);
+        va_end(ap);
+        if (n < 0) {
+            b->oom = 1;
+            return;
+        }
+        if ((size_t)n < b->cap - b->len) {
+            b->len += (size_t)n;
+            return;
+        }
+        size_t cap = b->cap * 2 + (size_t)n;
+        char *s = realloc(b->s, cap);
+        if (!s) {
+            b->oom = 1;
+            return;
+        }
+        b->s = s;
+        b->cap = cap;
+    }
+}
+
+/* A single-quoted YAML string ('' escapes a quote). */
+static void put_str(pf_buf *b, const char *s) {
+    put(b, "'");
+    for (; *s; s++)
+        put(b, *s == '\'' ? "''" : "%c", *s);
+    put(b, "'");
+}
+
+/* The shortest decimal that reads back as the same float (at most 9 digits always do). */
+static void put_float(pf_buf *b, float v) {
+    char t[32];
+    for (int digits = 6; digits <= 9; digits++) {
+        snprintf(t, sizeof t, "%.*g", digits, (double)v);
+        if (strtof(t, NULL) == v)
+            break;
+    }
+    put(b, "%s", t);
+}
+
+/* A word from a fixed vocabulary (type names, policies): safe to write unquoted. */
+static void put_word(pf_buf *b, const char *s) {
+    put(b, "%s", s);
+}
+
+static void put_dataset(pf_buf *b, const char *name, const pf_dataset_cfg *d, int train) {
+    if (!d->present)
+        return;
+    put(b, "  %s:\n    type: ", name);
+    put_word(b, d->type);
+    put(b, "\n    gt_folder: ");
+    put_str(b, d->gt_folder);
+    put(b, "\n    lq_folder: ");
+    if (d->lq_folder[0])
+        put_str(b, d->lq_folder);
+    else
+        put(b, "null");
+    put(b, "\n    filename_tmpl: ");
+    put_str(b, d->filename_tmpl);
+    put(b, "\n");
+    if (train)
+        put(b, "    gt_patch_size: %d\n    use_flip: %s\n    use_rot: %s\n    repeat: %d\n",
+            d->gt_patch_size, d->use_flip ? "true" : "false", d->use_rot ? "true" : "false",
+            d->repeat);
+}
+
+char *pf_config_to_yaml(const pf_config *cfg) {
+    pf_buf b = {malloc(4096), 0, 4096, 0};
+    if (!b.s)
+        return NULL;
+    b.s[0] = 0;
+    int edsr = !strcmp(cfg->model_type, "EDSR");
+    put(&b, "model:\n  type: ");
+    put_word(&b, cfg->model_type);
+    put(&b, "\n  scale: %d\n  in_channels: %d\n  out_channels: %d\n", cfg->scale,
+        cfg->in_channels, cfg->out_channels);
+    if (edsr) {
+        put(&b, "  n_feats: %d\n  n_blocks: %d\n  res_scale: ", cfg->n_feats, cfg->n_blocks);
+        put_float(&b, cfg->res_scale);
+        put(&b, "\n  rgb_mean: [");
+        for (int i = 0; i < 3; i++) {
+            put(&b, i ? ", " : "");
+            put_float(&b, cfg->rgb_mean[i]);
+        }
+        put(&b, "]\n  img_range: ");
+        put_float(&b, cfg->img_range);
+        put(&b, "\n");
+    } else {
+        put(&b, "  channels: [%d, %d, %d, %d]\n  kernel_sizes: [%d, %d, %d]\n",
+            cfg->srcnn_channels[0], cfg->srcnn_channels[1], cfg->srcnn_channels[2],
+            cfg->srcnn_channels[3], cfg->srcnn_kernel_sizes[0], cfg->srcnn_kernel_sizes[1],
+            cfg->srcnn_kernel_sizes[2]);
+    }
+    put(&b, "  loss:\n    type: ");
+    put_word(&b, cfg->loss_type);
+    put(&b, "\n    loss_weight: ");
+    put_float(&b, cfg->loss_weight);
+    put(&b, "\n");
+    if (!strcmp(cfg->loss_type, "CharbonnierLoss")) {
+        put(&b, "    eps: ");
+        put_float(&b, cfg->charbonnier_eps);
+        put(&b, "\n");
+    }
+
+    put(&b, "data:\n  loaders: %d\n  samples_per_gpu: %d\n  prefetch: %d\n", cfg->loaders,
+        cfg->samples_per_gpu, cfg->prefetch);
+    put_dataset(&b, "train", &cfg->train, 1);
+    put_dataset(&b, "eval", &cfg->eval, 0);
+    put_dataset(&b, "test", &cfg->test, 0);
+
+    put(&b, "optimizers:\n  type: ");
+    put_word(&b, cfg->optim_type);
+    put(&b, "\n  lr: ");
+    put_float(&b, cfg->learning_rate);
+    put(&b, "\n  betas: [");
+    put_float(&b, cfg->betas[0]);
+    put(&b, ", ");
+    put_float(&b, cfg->betas[1]);
+    put(&b, "]\n  eps: ");
+    put_float(&b, cfg->eps);
+    put(&b, "\n  weight_decay: ");
+    put_float(&b, cfg->weight_decay);
+    put(&b, "\n");
+
+    put(&b, "lr_config:\n  policy: ");
+    put_word(&b, cfg->lr_policy);
+    put(&b, "\n");
+    if (!strcmp(cfg->lr_policy, "Step")) {
+        put(&b, "  step: [");
+        for (int i = 0; i < cfg->n_lr_step; i++)
+            put(&b, "%s%lld", i ? ", " : "", (long long)cfg->lr_step[i]);
+        put(&b, "]\n  gamma: ");
+        put_float(&b, cfg->lr_gamma);
+        put(&b, "\n");
+    } else if (!strcmp(cfg->lr_policy, "CosineRestart")) {
+        put(&b, "  periods: [");
+        for (int i = 0; i < cfg->n_lr_periods; i++)
+            put(&b, "%s%lld", i ? ", " : "", (long long)cfg->lr_periods[i]);
+        put(&b, "]\n  restart_weights: [");
+        for (int i = 0; i < cfg->n_lr_periods; i++) {
+            put(&b, i ? ", " : "");
+            put_float(&b, cfg->lr_restart_weights[i]);
+        }
+        put(&b, "]\n  min_lr: ");
+        put_float(&b, cfg->lr_min);
+        put(&b, "\n");
+    }
+    if (cfg->lr_warmup[0]) {
+        put(&b, "  warmup: ");
+        put_word(&b, cfg->lr_warmup);
+        put(&b, "\n  warmup_iters: %lld\n  warmup_ratio: ", (long long)cfg->lr_warmup_iters);
+        put_float(&b, cfg->lr_warmup_ratio);
+        put(&b, "\n");
+    } else {
+        put(&b, "  warmup: null\n");
+    }
+
+    if (cfg->total_iters)
+        put(&b, "total_iters: %lld\n", (long long)cfg->total_iters);
+    else
+        put(&b, "total_epochs: %lld\n", (long long)cfg->total_epochs);
+    if (cfg->ckpt_interval)
+        put(&b, "checkpoint_config:\n  interval: %lld\n  max_keep_ckpts: %d\n",
+            (long long)cfg->ckpt_interval, cfg->ckpt_max_keep);
+    put(&b, "log_config:\n  interval: %lld\n", (long long)cfg->log_interval);
+    if (cfg->eval_interval) {
+        put(&b, "evaluation:\n  interval: %lld\n  metrics: [", (long long)cfg->eval_interval);
+        put(&b, "%s%s%s]\n", cfg->eval_psnr ? "PSNR" : "",
+            cfg->eval_psnr && cfg->eval_ssim ? ", " : "", cfg->eval_ssim ? "SSIM" : "");
+        put(&b, "  crop_border: %d\n  convert_to: %s\n  save_image: %s\n", cfg->crop_border,
+            cfg->eval_y_channel ? "y" : "null", cfg->eval_save_image ? "true" : "false");
+    }
+    put(&b, "eval_cfg:\n  pad_multiple: %d\n", cfg->pad_multiple);
+    put(&b, "work_dir: ");
+    put_str(&b, cfg->work_dir);
+    put(&b, "\nload_from: ");
+    if (cfg->load_from[0])
+        put_str(&b, cfg->load_from);
+    else
+        put(&b, "null");
+    put(&b, "\nresume_from: ");
+    if (cfg->resume_from[0])
+        put_str(&b, cfg->resume_from);
+    else
+        put(&b, "null");
+    put(&b, "\nresume_optim: %s\nseed: %llu\nlog_level: ", cfg->resume_optim ? "true" : "false",
+        (unsigned long long)cfg->seed);
+    put_word(&b, cfg->log_level);
+    put(&b, "\n");
+    if (b.oom) {
+        free(b.s);
+        return NULL;
+    }
+    return b.s;
+}
