@@ -56,7 +56,7 @@ typedef struct {
     int64_t pid;
     char host[PF_MAX_NAME];
     char endpoint[PF_MAX_ENDPOINT];     /* worker: its data (PULL) endpoint; checkpoint hook:
-                                           its REP endpoint; others "" */
+                                           its ROUTER endpoint; others "" */
 } pf_msg_hello;
 
 typedef struct {
@@ -71,7 +71,9 @@ typedef struct {
 } pf_msg_welcome;
 
 typedef struct {
-    char ckpt_endpoint[PF_MAX_ENDPOINT];/* the checkpoint hook's REP endpoint */
+    char ckpt_endpoint[PF_MAX_ENDPOINT];/* the checkpoint hook's ROUTER endpoint */
+    int64_t total_iters;                /* iterations of the whole run (epochs resolved) */
+    int64_t iters_per_epoch;            /* sampler's iterations per epoch */
 } pf_msg_start;
 
 typedef struct {
@@ -121,6 +123,7 @@ typedef struct {
     int64_t epoch;
     double loss, lr, time, data_time;   /* train: loss, learning rate, s/iter, s waiting data */
     double psnr, ssim, best_psnr;       /* eval: dB, [0,1] */
+    double psnr_bicubic, ssim_bicubic;  /* eval: the same metrics of bicubic upscaling */
     int64_t best_iter;
     char path[PF_MAX_ENDPOINT * 4];     /* checkpoint: file path */
     char text[PF_MAX_TEXT];             /* status/error/done text */

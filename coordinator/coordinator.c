@@ -1,0 +1,678 @@
+/*  coordinator — the one process every other role talks to.
+
+    It binds `ctrl` (ROUTER: HELLO/WELCOME, credits, tickets, acks, stop/done) and the events
+    proxy (XSUB for publishers, XPUB for subscribers), validates the config, hands out peer ids,
+    ranks and the resolved config, owns the sampler, and turns worker credits into tickets for
+    the least-loaded live loader. It notices dead peers by their heartbeats: a dead loader's
+    outstanding tickets go to another loader; a dead worker or hook ends the job with a message
+    naming it. SIGINT/SIGTERM start an orderly stop: workers checkpoint first, hooks drain.
+
+    Everything runs in one thread, one poll loop with a 100 ms tick for timers.
+*/
+#include "coordinator/coordinator.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zmq.h>
+
+#include "common/log.h"
+#include "common/safetensors.h"
+#include "common/util.h"
+#include "coordinator/client.h"
+#include "coordinator/sampler.h"
+#include "loader/dataset.h"
+#include "proto/proto.h"
+
+#define MAX_PEERS 256
+#define MAX_IDENTITY 256
+#define STOP_TIMEOUT_S 8.0     /* workers must checkpoint and answer an interrupt within this */
+#define DRAIN_TIMEOUT_S 300.0  /* hooks may finish their last evaluation within this */
+
+static const char *role_names[PF_ROLE_COUNT] = {
+    "none", "loader", "worker", "checkpoint hook", "eval hook", "log hook", "monitor"
+};
+
+typedef struct {
+    uint32_t id;                    /* peer_id handed out in WELCOME (index + 1) */
+    int role;                       /* pf_role */
+    char name[PF_MAX_NAME];
+    int64_t pid;
+    char host[PF_MAX_NAME];
+    char endpoint[PF_MAX_ENDPOINT];
+    unsigned char identity[MAX_IDENTITY]; /* ROUTER routing id of its ctrl DEALER */
+    size_t identity_len;
+    double last_seen;               /* pf_now() of its last message or heartbeat */
+    int alive;
+    int rank;                       /* workers */
+    int outstanding;                /* loaders: tickets assigned and not yet acknowledged */
+    int done;                       /* answered STOP (hooks) or sent DONE (workers) */
+} peer;
+
+typedef struct {
+    uint64_t ticket_id;
+    int64_t iter;
+    int rank;
+    uint32_t loader;                /* peer id, 0 = waiting for a loader */
+} ticket;
+
+typedef enum { PHASE_JOINING, PHASE_RUNNING, PHASE_STOPPING, PHASE_DRAINING } phase;
+
+typedef struct {
+    pf_config cfg;
+    char *yaml;                     /* resolved config sent in WELCOME */
+    int world_size;
+    int64_t total_iters;
+    pf_sampler sampler;
+    void *zctx, *ctrl, *xsub, *xpub;
+    char ctrl_ep[PF_MAX_ENDPOINT], pub_ep[PF_MAX_ENDPOINT], sub_ep[PF_MAX_ENDPOINT];
+    peer peers[MAX_PEERS];
+    int n_peers;
+    int worker_of_rank[64];         /* peer index + 1 per rank, 0 = none */
+    int64_t credits[64];            /* per rank: free prefetch slots */
+    int64_t next_iter[64];          /* per rank: next iteration to ticket, -1 until the first
+                                       credit tells where the worker starts */
+    ticket *tickets;                /* outstanding, unacknowledged */
+    int n_tickets, cap_tickets;
+    char ckpt_endpoint[PF_MAX_ENDPOINT];
+    int started;                    /* START sent to workers */
+    phase ph;
+    char stop_reason[PF_MAX_NAME];  /* "finish" | "interrupt" | "abort" */
+    double phase_deadline;
+    int exit_code;
+    uint64_t event_seq;
+} coord;
+
+/* --- events ----------------------------------------------------------------------------- */
+
+static void publish(coord *c, const char *kind, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void publish(coord *c, const char *kind, const char *fmt, ...) {
+    pf_msg m = { .type = PF_MSG_EVENT };
+    pf_msg_event *ev = &m.u.event;
+    snprintf(ev->kind, sizeof ev->kind, "%s", kind);
+    snprintf(ev->source, sizeof ev->source, "coordinator");
+    ev->seq = ++c->event_seq;
+    ev->total_iters = c->total_iters;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(ev->text, sizeof ev->text, fmt, ap);
+    va_end(ap);
+    pf_frame topic = { ev->kind, strlen(ev->kind) };
+    pf_send(c->xpub, &topic, &m, NULL, 0);
+}
+
+/* --- peers -------------------------------------------------------------------------------- */
+
+static peer *peer_by_identity(coord *c, const void *id, size_t len) {
+    for (int i = 0; i < c->n_peers; i++)
+        if (c->peers[i].identity_len == len && memcmp(c->peers[i].identity, id, len) == 0)
+            return &c->peers[i];
+    return NULL;
+}
+
+static peer *peer_by_id(coord *c, uint32_t id) {
+    return (id >= 1 && id <= (uint32_t)c->n_peers) ? &c->peers[id - 1] : NULL;
+}
+
+static void send_to(coord *c, const peer *p, const pf_msg *m) {
+    pf_frame id = { p->identity, p->identity_len };
+    if (pf_send(c->ctrl, &id, m, NULL, 0) != 0)
+        pf_warn("cannot send %s to %s (pid %lld): %s", pf_msg_type_name(m->type), p->name,
+                (long long)p->pid, zmq_strerror(errno));
+}
+
+static void send_stop(coord *c, const peer *p, const char *reason, const char *text) {
+    pf_msg m = { .type = PF_MSG_STOP };
+    snprintf(m.u.stop.reason, sizeof m.u.stop.reason, "%s", reason);
+    snprintf(m.u.stop.text, sizeof m.u.stop.text, "%s", text);
+    send_to(c, p, &m);
+}
+
+static void stop_all(coord *c, const char *reason, const char *text, int roles_mask) {
+    for (int i = 0; i < c->n_peers; i++) {
+        peer *p = &c->peers[i];
+        if (p->alive && (roles_mask & (1 << p->role))) send_stop(c, p, reason, text);
+    }
+}
+
+#define MASK(r) (1 << (r))
+#define HOOKS (MASK(PF_ROLE_CHECKPOINT) | MASK(PF_ROLE_EVAL) | MASK(PF_ROLE_LOG))
+
+/* End the job now: every peer is told to abort. */
+static void abort_job(coord *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void abort_job(coord *c, const char *fmt, ...) {
+    char text[PF_MAX_TEXT];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    pf_error("%s; ending the job", text);
+    publish(c, "error", "%s", text);
+    stop_all(c, "abort", text, ~0);
+    c->exit_code = 1;
+    snprintf(c->stop_reason, sizeof c->stop_reason, "abort");
+    c->ph = PHASE_DRAINING;
+    c->phase_deadline = 0;  /* nothing to wait for */
+}
+
+/* --- tickets ------------------------------------------------------------------------------ */
+
+static peer *least_loaded_loader(coord *c) {
+    peer *best = NULL;
+    for (int i = 0; i < c->n_peers; i++) {
+        peer *p = &c->peers[i];
+        if (p->role == PF_ROLE_LOADER && p->alive && (!best || p->outstanding <
+                                                                   best->outstanding))
+            best = p;
+    }
+    return best;
+}
+
+static void send_ticket(coord *c, ticket *t, peer *loader) {
+    pf_msg *m = calloc(1, sizeof *m);
+    if (!m) return;
+    m->type = PF_MSG_TICKET;
+    pf_msg_ticket *k = &m->u.ticket;
+    k->ticket_id = t->ticket_id;
+    k->iter = t->iter;
+    k->rank = t->rank;
+    k->n = (uint32_t)c->cfg.samples_per_gpu;
+    int64_t epoch = pf_sampler_batch(&c->sampler, t->iter, t->rank, k->indices);
+    k->epoch = (uint32_t)epoch;
+    peer *w = &c->peers[c->worker_of_rank[t->rank] - 1];
+    snprintf(k->endpoint, sizeof k->endpoint, "%s", w->endpoint);
+    send_to(c, loader, m);
+    free(m);
+    t->loader = loader->id;
+    loader->outstanding++;
+}
+
+/* Turn credits into tickets and give waiting tickets to loaders. */
+static void dispatch(coord *c) {
+    if (c->ph != PHASE_RUNNING || !c->started) return;
+    for (int r = 0; r < c->world_size; r++) {
+        while (c->credits[r] > 0 && c->next_iter[r] >= 0 && c->next_iter[r] < c->total_iters) {
+            if (c->n_tickets == c->cap_tickets) {
+                int cap = c->cap_tickets ? 2 * c->cap_tickets : 64;
+                ticket *t = realloc(c->tickets, sizeof *t * cap);
+                if (!t) return;
+                c->tickets = t;
+                c->cap_tickets = cap;
+            }
+            ticket *t = &c->tickets[c->n_tickets++];
+            t->iter = c->next_iter[r]++;
+            t->rank = r;
+            t->ticket_id = (uint64_t)t->iter * c->world_size + r;
+            t->loader = 0;
+            c->credits[r]--;
+        }
+    }
+    for (int i = 0; i < c->n_tickets; i++) {
+        if (c->tickets[i].loader) continue;
+        peer *l = least_loaded_loader(c);
+        if (!l) return;
+        send_ticket(c, &c->tickets[i], l);
+    }
+}
+
+static void ack_ticket(coord *c, uint64_t ticket_id) {
+    for (int i = 0; i < c->n_tickets; i++) {
+        if (c->tickets[i].ticket_id != ticket_id) continue;
+        peer *l = peer_by_id(c, c->tickets[i].loader);
+        if (l && l->outstanding > 0) l->outstanding--;
+        c->tickets[i] = c->tickets[--c->n_tickets];
+        return;
+    }
+    /* A late duplicate ack (ticket reissued and acknowledged twice) is harmless. */
+}
+
+/* --- message handling --------------------------------------------------------------------- */
+
+static void maybe_start(coord *c) {
+    if (c->started || c->ph != PHASE_RUNNING || !c->ckpt_endpoint[0]) return;
+    for (int r = 0; r < c->world_size; r++)
+        if (!c->worker_of_rank[r]) return;
+    pf_msg m = { .type = PF_MSG_START };
+    snprintf(m.u.start.ckpt_endpoint, sizeof m.u.start.ckpt_endpoint, "%s", c->ckpt_endpoint);
+    m.u.start.total_iters = c->total_iters;
+    m.u.start.iters_per_epoch = c->sampler.iters_per_epoch;
+    for (int r = 0; r < c->world_size; r++) send_to(c, &c->peers[c->worker_of_rank[r] - 1], &m);
+    c->started = 1;
+    pf_info("all roles present: training starts (%lld iterations, %lld per epoch)",
+            (long long)c->total_iters, (long long)c->sampler.iters_per_epoch);
+    publish(c, "status", "training starts: %lld iterations, %lld per epoch",
+            (long long)c->total_iters, (long long)c->sampler.iters_per_epoch);
+}
+
+static void on_hello(coord *c, const void *id, size_t id_len, const pf_msg_hello *h) {
+    if (id_len > MAX_IDENTITY || c->n_peers == MAX_PEERS) return;
+    peer *p = peer_by_identity(c, id, id_len);
+    if (p) return; /* a repeated HELLO on the same socket: ignore */
+    if (h->role <= PF_ROLE_NONE || h->role >= PF_ROLE_COUNT) return;
+    peer tmp = { 0 };
+    tmp.role = h->role;
+    snprintf(tmp.name, sizeof tmp.name, "%s", h->name);
+    tmp.pid = h->pid;
+    snprintf(tmp.host, sizeof tmp.host, "%s", h->host);
+    snprintf(tmp.endpoint, sizeof tmp.endpoint, "%s", h->endpoint);
+    memcpy(tmp.identity, id, id_len);
+    tmp.identity_len = id_len;
+    tmp.rank = -1;
+    const char *refuse = NULL;
+    if (c->ph != PHASE_RUNNING && c->ph != PHASE_JOINING) refuse = "the job is stopping";
+    if (h->role == PF_ROLE_WORKER && !refuse) {
+        for (int r = 0; r < c->world_size && tmp.rank < 0; r++)
+            if (!c->worker_of_rank[r]) tmp.rank = r;
+        if (tmp.rank < 0) refuse = "every worker rank is taken";
+        if (!h->endpoint[0]) refuse = "a worker must name its data endpoint";
+    }
+    if (h->role == PF_ROLE_CHECKPOINT && !refuse && c->ckpt_endpoint[0])
+        refuse = "a checkpoint hook is already registered";
+    if (refuse) {
+        peer q = tmp;
+        send_stop(c, &q, "abort", refuse);
+        pf_warn("refused %s from %s pid %lld: %s", role_names[h->role], h->host,
+                (long long)h->pid, refuse);
+        return;
+    }
+    p = &c->peers[c->n_peers++];
+    *p = tmp;
+    p->id = (uint32_t)c->n_peers;
+    p->alive = 1;
+    p->last_seen = pf_now();
+    if (p->role == PF_ROLE_WORKER) c->worker_of_rank[p->rank] = c->n_peers;
+    if (p->role == PF_ROLE_CHECKPOINT)
+        snprintf(c->ckpt_endpoint, sizeof c->ckpt_endpoint, "%s", p->endpoint);
+    pf_msg *m = calloc(1, sizeof *m);
+    m->type = PF_MSG_WELCOME;
+    pf_msg_welcome *w = &m->u.welcome;
+    w->peer_id = p->id;
+    w->rank = p->rank;
+    w->world_size = c->world_size;
+    w->heartbeat_ms = PF_HEARTBEAT_MS;
+    snprintf(w->events_pub, sizeof w->events_pub, "%s", c->pub_ep);
+    snprintf(w->events_sub, sizeof w->events_sub, "%s", c->sub_ep);
+    w->config = c->yaml;
+    w->config_len = (uint32_t)strlen(c->yaml);
+    send_to(c, p, m);
+    w->config = NULL;
+    free(m);
+    pf_info("%s '%s' joined from %s (pid %lld)%s%s", role_names[p->role], p->name, p->host,
+            (long long)p->pid, p->rank >= 0 ? ", rank " : "", p->rank >= 0 ? "assigned" : "");
+    publish(c, "status", "%s %s joined from %s (pid %lld)", role_names[p->role], p->name,
+            p->host, (long long)p->pid);
+    maybe_start(c);
+    dispatch(c);
+}
+
+static void peer_died(coord *c, peer *p, const char *why) {
+    p->alive = 0;
+    if (p->role == PF_ROLE_LOADER) {
+        int moved = 0;
+        for (int i = 0; i < c->n_tickets; i++) {
+            if (c->tickets[i].loader == p->id) {
+                c->tickets[i].loader = 0;
+                moved++;
+            }
+        }
+        p->outstanding = 0;
+        pf_warn("loader %s (pid %lld on %s) %s; reissuing its %d outstanding tickets", p->name,
+                (long long)p->pid, p->host, why, moved);
+        publish(c, "status", "loader %s (pid %lld on %s) %s; %d tickets reissued", p->name,
+                (long long)p->pid, p->host, why, moved);
+        dispatch(c);
+        return;
+    }
+    if (p->role == PF_ROLE_MONITOR) return;
+    if (p->role == PF_ROLE_WORKER && p->done) return;
+    if (c->ph == PHASE_DRAINING && p->done) return;
+    if (p->rank >= 0)
+        abort_job(c, "%s rank %d (pid %lld on %s) %s", role_names[p->role], p->rank,
+                  (long long)p->pid, p->host, why);
+    else
+        abort_job(c, "%s (pid %lld on %s) %s", role_names[p->role], (long long)p->pid, p->host,
+                  why);
+}
+
+static void begin_drain(coord *c) {
+    c->ph = PHASE_DRAINING;
+    c->phase_deadline = pf_now() + DRAIN_TIMEOUT_S;
+    stop_all(c, c->stop_reason, "training ended", MASK(PF_ROLE_LOADER) | HOOKS);
+    pf_info("workers done (%s); waiting for hooks to finish", c->stop_reason);
+}
+
+static int all_workers_done(coord *c) {
+    for (int r = 0; r < c->world_size; r++) {
+        if (!c->worker_of_rank[r]) return 0;
+        if (!c->peers[c->worker_of_rank[r] - 1].done) return 0;
+    }
+    return 1;
+}
+
+static int hooks_done(coord *c) {
+    for (int i = 0; i < c->n_peers; i++) {
+        peer *p = &c->peers[i];
+        if ((MASK(p->role) & HOOKS) && p->alive && !p->done) return 0;
+    }
+    return 1;
+}
+
+static void begin_interrupt(coord *c) {
+    if (c->ph == PHASE_STOPPING || c->ph == PHASE_DRAINING) return;
+    snprintf(c->stop_reason, sizeof c->stop_reason, "interrupt");
+    pf_info("interrupted: workers checkpoint and stop");
+    publish(c, "status", "interrupted: checkpointing and stopping");
+    c->exit_code = 130;
+    if (!c->started) {
+        begin_drain(c);
+        return;
+    }
+    c->ph = PHASE_STOPPING;
+    c->phase_deadline = pf_now() + STOP_TIMEOUT_S;
+    stop_all(c, "interrupt", "interrupted by the user", MASK(PF_ROLE_WORKER));
+}
+
+static void on_ctrl(coord *c) {
+    pf_parts parts;
+    char err[512];
+    while (pf_parts_recv(c->ctrl, ZMQ_DONTWAIT, &parts, err, sizeof err) == 0) {
+        if (parts.n < 2) {
+            pf_parts_close(&parts);
+            continue;
+        }
+        const void *id = pf_parts_data(&parts, 0);
+        size_t id_len = pf_parts_size(&parts, 0);
+        pf_msg *m = malloc(sizeof *m);
+        if (!m || pf_msg_decode(pf_parts_data(&parts, 1), pf_parts_size(&parts, 1), 0, m, err,
+                                sizeof err) != 0) {
+            peer *p = peer_by_identity(c, id, id_len);
+            pf_warn("dropped a bad message from %s: %s", p ? p->name : "an unknown peer", err);
+            free(m);
+            pf_parts_close(&parts);
+            continue;
+        }
+        peer *p = peer_by_identity(c, id, id_len);
+        if (p) p->last_seen = pf_now();
+        switch (m->type) {
+        case PF_MSG_HELLO:
+            on_hello(c, id, id_len, &m->u.hello);
+            break;
+        case PF_MSG_HEARTBEAT: {
+            peer *q = peer_by_id(c, m->u.heartbeat.peer_id);
+            if (q) q->last_seen = pf_now();
+            pf_msg r = { .type = PF_MSG_HEARTBEAT };
+            pf_frame f = { id, id_len };
+            pf_send(c->ctrl, &f, &r, NULL, 0);
+            break;
+        }
+        case PF_MSG_CREDIT:
+            if (p && p->role == PF_ROLE_WORKER && m->u.credit.rank == p->rank) {
+                if (c->next_iter[p->rank] < 0) c->next_iter[p->rank] = m->u.credit.next_iter;
+                c->credits[p->rank] += m->u.credit.n;
+                dispatch(c);
+            }
+            break;
+        case PF_MSG_ACK:
+            if (p && p->role == PF_ROLE_WORKER) ack_ticket(c, m->u.ack.ticket_id);
+            dispatch(c);
+            break;
+        case PF_MSG_DONE:
+            if (!p) break;
+            p->done = 1;
+            if (p->role == PF_ROLE_WORKER) {
+                if (m->u.done.status != 0) {
+                    abort_job(c, "worker rank %d (pid %lld on %s) failed: %s", p->rank,
+                              (long long)p->pid, p->host, m->u.done.text);
+                    break;
+                }
+                pf_info("worker rank %d done at iteration %lld", p->rank,
+                        (long long)m->u.done.iter);
+                if (all_workers_done(c) && c->ph != PHASE_DRAINING) {
+                    if (!c->stop_reason[0]) snprintf(c->stop_reason, sizeof c->stop_reason,
+                                                     "finish");
+                    begin_drain(c);
+                }
+            } else if (m->u.done.status != 0) {
+                abort_job(c, "%s (pid %lld on %s) failed: %s", role_names[p->role],
+                          (long long)p->pid, p->host, m->u.done.text);
+            }
+            break;
+        default:
+            pf_warn("unexpected %s from %s", pf_msg_type_name(m->type), p ? p->name : "?");
+        }
+        pf_msg_clear(m);
+        free(m);
+        pf_parts_close(&parts);
+    }
+}
+
+/* Forward everything waiting on `from` to `to`, frame by frame (the events proxy). */
+static void forward(void *from, void *to) {
+    for (;;) {
+        zmq_msg_t part;
+        zmq_msg_init(&part);
+        if (zmq_msg_recv(&part, from, ZMQ_DONTWAIT) < 0) {
+            zmq_msg_close(&part);
+            return;
+        }
+        int more = zmq_msg_more(&part);
+        zmq_msg_send(&part, to, more ? ZMQ_SNDMORE : 0);
+        zmq_msg_close(&part);
+        while (more) {
+            zmq_msg_init(&part);
+            if (zmq_msg_recv(&part, from, 0) < 0) {
+                zmq_msg_close(&part);
+                return;
+            }
+            more = zmq_msg_more(&part);
+            zmq_msg_send(&part, to, more ? ZMQ_SNDMORE : 0);
+            zmq_msg_close(&part);
+        }
+    }
+}
+
+static void check_liveness(coord *c) {
+    double now = pf_now();
+    for (int i = 0; i < c->n_peers; i++) {
+        peer *p = &c->peers[i];
+        if (!p->alive || now - p->last_seen < PF_PEER_TIMEOUT_MS / 1000.0) continue;
+        if (c->ph == PHASE_DRAINING && (p->role == PF_ROLE_LOADER || p->done)) {
+            p->alive = 0;   /* it left after being told to */
+            continue;
+        }
+        char why[96];
+        snprintf(why, sizeof why, "sent no heartbeat for %.1f s", now - p->last_seen);
+        peer_died(c, p, why);
+    }
+}
+
+/* --- set-up ------------------------------------------------------------------------------- */
+
+/* Bind `sock` at `want` ("tcp://host:port", port may be "*") and report the endpoint peers
+   should connect to (a wildcard address is replaced by this host's name). */
+static int bind_report(void *sock, const char *want, char *out, size_t outlen, char *err,
+                       size_t errlen) {
+    if (zmq_bind(sock, want) != 0) {
+        snprintf(err, errlen, "cannot bind '%s': %s", want, zmq_strerror(errno));
+        return -1;
+    }
+    char ep[PF_MAX_ENDPOINT];
+    size_t n = sizeof ep;
+    zmq_getsockopt(sock, ZMQ_LAST_ENDPOINT, ep, &n);
+    const char *wild = strstr(ep, "0.0.0.0");
+    if (wild)
+        snprintf(out, outlen, "%.*s%s%s", (int)(wild - ep), ep, pf_hostname(), wild + 7);
+    else
+        snprintf(out, outlen, "%s", ep);
+    return 0;
+}
+
+static void usage(void) {
+    fprintf(stderr, "usage: pixflow coordinator CONFIG [--bind tcp://HOST:PORT] "
+                    "[--addr-file PATH] [--workers N] [--resume auto|PATH]\n");
+}
+
+int pf_coordinator_main(int argc, char **argv) {
+    const char *cfg_path = NULL, *bind = "tcp://127.0.0.1:*", *addr_file = NULL;
+    const char *resume = NULL;
+    int workers = 1;
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--bind") == 0 && i + 1 < argc) bind = argv[++i];
+        else if (strcmp(argv[i], "--addr-file") == 0 && i + 1 < argc) addr_file = argv[++i];
+        else if (strcmp(argv[i], "--workers") == 0 && i + 1 < argc) workers = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--resume") == 0 && i + 1 < argc) resume = argv[++i];
+        else if (argv[i][0] != '-' && !cfg_path) cfg_path = argv[i];
+        else {
+            usage();
+            return 2;
+        }
+    }
+    if (!cfg_path || workers < 1 || workers > 64) {
+        usage();
+        return 2;
+    }
+    pf_log_set_name("coordinator");
+    pf_catch_signals();
+    static coord c;
+    memset(&c, 0, sizeof c);
+    char err[2048] = "";
+    pf_dataset train = { 0 };
+    if (pf_job_prepare(&c.cfg, cfg_path, resume, workers, &train, &c.sampler, &c.total_iters,
+                       err, sizeof err) != 0) {
+        pf_error("%s", err);
+        return 2;
+    }
+    pf_log_set_level(c.cfg.log_level);
+    char path[PF_PATH_MAX + 64];
+    snprintf(path, sizeof path, "%s/coordinator.log", c.cfg.work_dir);
+    pf_log_open_file(path);
+    pf_dataset_close(&train);
+    c.world_size = workers;
+    c.yaml = pf_config_to_yaml(&c.cfg);
+    snprintf(path, sizeof path, "%s/config.yaml", c.cfg.work_dir);
+    if (!c.yaml || pf_write_file_atomic(path, c.yaml, strlen(c.yaml), err, sizeof err) != 0) {
+        pf_error("%s", c.yaml ? err : "out of memory");
+        return 1;
+    }
+    for (int r = 0; r < 64; r++) c.next_iter[r] = -1;
+
+    c.zctx = zmq_ctx_new();
+    c.ctrl = zmq_socket(c.zctx, ZMQ_ROUTER);
+    c.xsub = zmq_socket(c.zctx, ZMQ_XSUB);
+    c.xpub = zmq_socket(c.zctx, ZMQ_XPUB);
+    int one = 1, linger = 1000;
+    zmq_setsockopt(c.ctrl, ZMQ_ROUTER_MANDATORY, &one, sizeof one);
+    zmq_setsockopt(c.ctrl, ZMQ_LINGER, &linger, sizeof linger);
+    zmq_setsockopt(c.xsub, ZMQ_LINGER, &linger, sizeof linger);
+    zmq_setsockopt(c.xpub, ZMQ_LINGER, &linger, sizeof linger);
+    /* Events bind on the same interface as ctrl, on ports of their own. */
+    char host_part[PF_MAX_ENDPOINT];
+    snprintf(host_part, sizeof host_part, "%s", bind);
+    char *colon = strrchr(host_part, ':');
+    if (colon && colon > host_part + 6) *colon = '\0';
+    char any[PF_MAX_ENDPOINT + 4];
+    snprintf(any, sizeof any, "%s:*", host_part);
+    if (bind_report(c.ctrl, bind, c.ctrl_ep, sizeof c.ctrl_ep, err, sizeof err) ||
+        bind_report(c.xsub, any, c.pub_ep, sizeof c.pub_ep, err, sizeof err) ||
+        bind_report(c.xpub, any, c.sub_ep, sizeof c.sub_ep, err, sizeof err)) {
+        pf_error("%s", err);
+        return 1;
+    }
+    if (addr_file && pf_write_file_atomic(addr_file, c.ctrl_ep, strlen(c.ctrl_ep), err,
+                                          sizeof err) != 0) {
+        pf_error("%s", err);
+        return 1;
+    }
+    pf_info("listening on %s (events in %s, out %s); config %s, %d worker(s)", c.ctrl_ep,
+            c.pub_ep, c.sub_ep, cfg_path, workers);
+    c.ph = PHASE_RUNNING;
+    double next_check = pf_now() + 0.5;
+    while (1) {
+        zmq_pollitem_t items[] = {
+            { c.ctrl, 0, ZMQ_POLLIN, 0 },
+            { c.xsub, 0, ZMQ_POLLIN, 0 },
+            { c.xpub, 0, ZMQ_POLLIN, 0 },
+        };
+        zmq_poll(items, 3, 100);
+        if (items[1].revents & ZMQ_POLLIN) forward(c.xsub, c.xpub);
+        if (items[2].revents & ZMQ_POLLIN) forward(c.xpub, c.xsub);
+        if (items[0].revents & ZMQ_POLLIN) on_ctrl(&c);
+        if (pf_signalled) {
+            int sig = pf_signalled;
+            pf_signalled = 0;
+            if (c.ph == PHASE_RUNNING) begin_interrupt(&c);
+            else pf_warn("signal %d while stopping: already stopping", sig);
+        }
+        double now = pf_now();
+        if (now >= next_check) {
+            check_liveness(&c);
+            next_check = now + 0.5;
+        }
+        if (c.ph == PHASE_STOPPING && now > c.phase_deadline)
+            abort_job(&c, "workers did not checkpoint within %.0f s of the interrupt",
+                      STOP_TIMEOUT_S);
+        if (c.ph == PHASE_DRAINING) {
+            if (hooks_done(&c) || now > c.phase_deadline) break;
+        }
+    }
+    if (c.exit_code == 0) publish(&c, "done", "job finished");
+    else if (c.exit_code == 130) publish(&c, "done", "job interrupted; resume with --resume auto");
+    /* Let the last events leave before the sockets close. */
+    double until = pf_now() + 0.3;
+    while (pf_now() < until) {
+        zmq_pollitem_t items[] = { { c.xsub, 0, ZMQ_POLLIN, 0 }, { c.ctrl, 0, ZMQ_POLLIN, 0 } };
+        zmq_poll(items, 2, 50);
+        if (items[0].revents & ZMQ_POLLIN) forward(c.xsub, c.xpub);
+        if (items[1].revents & ZMQ_POLLIN) on_ctrl(&c);
+    }
+    pf_info("exiting with status %d", c.exit_code);
+    zmq_close(c.ctrl);
+    zmq_close(c.xsub);
+    zmq_close(c.xpub);
+    zmq_ctx_term(c.zctx);
+    free(c.yaml);
+    free(c.tickets);
+    pf_sampler_free(&c.sampler);
+    return c.exit_code;
+}
+
+/* --- shared by the front end -------------------------------------------------------------- */
+
+int pf_job_prepare(pf_config *cfg, const char *cfg_path, const char *resume, int workers,
+                   pf_dataset *train, pf_sampler *sampler, int64_t *total_iters, char *err,
+                   size_t errlen) {
+    if (pf_config_load(cfg, cfg_path, err, errlen) != 0) return -1;
+    if (resume) snprintf(cfg->resume_from, sizeof cfg->resume_from, "%s", resume);
+    if (!cfg->train.present) {
+        snprintf(err, errlen, "%s: data.train: required for training", cfg_path);
+        return -1;
+    }
+    if (pf_dataset_open(train, &cfg->train, "data.train", cfg->scale, cfg->train.gt_patch_size,
+                        err, errlen) != 0)
+        return -1;
+    if (cfg->eval.present && cfg->eval_interval > 0) {
+        pf_dataset ev;
+        if (pf_dataset_open(&ev, &cfg->eval, "data.eval", cfg->scale, 0, err, errlen) != 0) {
+            pf_dataset_close(train);
+            return -1;
+        }
+        pf_dataset_close(&ev);
+    }
+    if (pf_sampler_init(sampler, cfg->seed, train->len, workers, cfg->samples_per_gpu, err,
+                        errlen) != 0) {
+        pf_dataset_close(train);
+        return -1;
+    }
+    *total_iters = cfg->total_iters > 0 ? cfg->total_iters
+                                        : cfg->total_epochs * sampler->iters_per_epoch;
+    if (pf_mkdirs(cfg->work_dir, err, errlen) != 0) {
+        pf_dataset_close(train);
+        return -1;
+    }
+    return 0;
+}
