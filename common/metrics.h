@@ -12,6 +12,7 @@
 */
 #ifndef PF_METRICS_H
 #define PF_METRICS_H
+#include <stddef.h>
 #include <stdint.h>
 
 /* Returns PSNR in dB (INFINITY if identical), or NAN if the crop leaves nothing. */

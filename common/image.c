@@ -1,0 +1,327 @@
+/*  image — PNG in and out through libpng (see image.h and docs/images.md for the RGB8 rule).
+
+    Decoding uses libpng's low-level API with no libpng transforms except de-interlacing: rows
+    are read as stored (packed 1/2/4-bit samples, big-endian 16-bit samples, palette indices)
+    and converted to RGB8 here, so the rule in image.h is implemented in one visible place and
+    libpng's gamma/ICC/tRNS machinery never touches the values. Ancillary chunks are ignored.
+
+    libpng reports errors by longjmp. Everything that must be freed after a longjmp lives in a
+    `png_dec` owned by the caller of the function that calls setjmp, so no automatic variable of
+    the setjmp frame is read after the jump (C11 7.13.2.1).
+
+    Writing encodes into memory, then hands the bytes to pf_write_file_atomic (safetensors.h),
+    so a crash or a full disk never leaves half a PNG under the final name.
+*/
+#include "common/image.h"
+#include "common/safetensors.h" /* pf_write_file_atomic */
+
+#include <errno.h>
+#include <png.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Largest decoded image accepted, in pixels: a guard against headers that claim gigapixels
+   (the allocation would happen before the truncated data is noticed). */
+#define PF_PNG_MAX_PIXELS ((size_t)1 << 28)
+
+typedef struct {
+    const uint8_t *buf;          /* whole PNG file */
+    size_t len, pos;             /* bytes in buf, next byte to read */
+    char msg[200];               /* libpng's error message, set by on_error */
+    png_structp png;             /* libpng read state, or NULL */
+    png_infop info;              /* its info struct, or NULL */
+    uint8_t *raw;                /* stored rows (whole image if interlaced, else one row) */
+    png_bytep *rows;             /* row pointers into raw (interlaced only) */
+    uint8_t *rgb;                /* output, handed to the caller on success */
+} png_dec;
+
+static void on_error(png_structp png, png_const_charp msg) {
+    png_dec *d = png_get_error_ptr(png);
+    snprintf(d->msg, sizeof d->msg, "%s", msg);
+    png_longjmp(png, 1);
+}
+
+static void on_warning(png_structp png, png_const_charp msg) {
+    (void)png;
+    (void)msg; /* warnings (bad ancillary chunk, extra data) do not affect the pixels */
+}
+
+static void on_read(png_structp png, png_bytep out, size_t n) {
+    png_dec *d = png_get_io_ptr(png);
+    if (n > d->len - d->pos) {
+        png_error(png, "truncated file");
+    }
+    memcpy(out, d->buf + d->pos, n);
+    d->pos += n;
+}
+
+/* One stored row -> RGB8. `row` holds `w` samples of the PNG's colour type and depth. */
+static void convert_row(const uint8_t *row, int w, int color_type, int depth,
+                        const png_color *pal, int n_pal, uint8_t *out) {
+    int channels = color_type == PNG_COLOR_TYPE_RGB ? 3
+                 : color_type == PNG_COLOR_TYPE_RGB_ALPHA ? 4
+                 : color_type == PNG_COLOR_TYPE_GRAY_ALPHA ? 2 : 1;
+    for (int x = 0; x < w; x++) {
+        unsigned s[4] = {0, 0, 0, 0}; /* samples of pixel x, already in 0..255 */
+        if (depth < 8) {
+            int per_byte = 8 / depth, shift = 8 - depth * (x % per_byte + 1);
+            unsigned v = (row[x / per_byte] >> shift) & ((1u << depth) - 1);
+            /* gray: scale to 8 bits, exact since 255 is a multiple of 1, 3 and 15 */
+            s[0] = color_type == PNG_COLOR_TYPE_PALETTE ? v : v * 255 / ((1u << depth) - 1);
+        } else if (depth == 8) {
+            for (int c = 0; c < channels; c++) s[c] = row[(size_t)x * channels + c];
+        } else {
+            for (int c = 0; c < channels; c++) {
+                const uint8_t *p = row + ((size_t)x * channels + c) * 2;
+                unsigned v = (unsigned)p[0] << 8 | p[1];
+                s[c] = (v * 255u + 32767u) / 65535u;
+            }
+        }
+        uint8_t *o = out + (size_t)x * 3;
+        if (color_type == PNG_COLOR_TYPE_PALETTE) {
+            /* an index past the palette reads as black, as libpng's own expansion does */
+            if ((int)s[0] < n_pal) {
+                o[0] = pal[s[0]].red, o[1] = pal[s[0]].green, o[2] = pal[s[0]].blue;
+            } else {
+                o[0] = o[1] = o[2] = 0;
+            }
+        } else if (color_type == PNG_COLOR_TYPE_GRAY || color_type == PNG_COLOR_TYPE_GRAY_ALPHA) {
+            o[0] = o[1] = o[2] = (uint8_t)s[0];
+        } else {
+            o[0] = (uint8_t)s[0], o[1] = (uint8_t)s[1], o[2] = (uint8_t)s[2];
+        }
+    }
+}
+
+/* The libpng part; returns 0 or -1 with d->msg set. Resources are recorded in d. */
+static int decode(png_dec *d, pf_image *out) {
+    d->png = png_create_read_struct(PNG_LIBPNG_VER_STRING, d, on_error, on_warning);
+    if (!d->png) {
+        snprintf(d->msg, sizeof d->msg, "out of memory");
+        return -1;
+    }
+    d->info = png_create_info_struct(d->png);
+    if (!d->info) {
+        snprintf(d->msg, sizeof d->msg, "out of memory");
+        return -1;
+    }
+    if (setjmp(png_jmpbuf(d->png))) {
+        return -1;
+    }
+    png_set_read_fn(d->png, d, on_read);
+    /* ignore every ancillary chunk (gamma, ICC, text...); libpng keeps IHDR/PLTE/tRNS/IDAT */
+    png_set_keep_unknown_chunks(d->png, PNG_HANDLE_CHUNK_NEVER, NULL, -1);
+    png_set_user_limits(d->png, 1u << 20, 1u << 20);
+    png_read_info(d->png, d->info);
+
+    png_uint_32 w32, h32;
+    int depth, color_type, interlace;
+    png_get_IHDR(d->png, d->info, &w32, &h32, &depth, &color_type, &interlace, NULL, NULL);
+    if ((size_t)w32 * h32 > PF_PNG_MAX_PIXELS) {
+        png_error(d->png, "image too large");
+    }
+    png_colorp pal = NULL;
+    int n_pal = 0;
+    if (color_type == PNG_COLOR_TYPE_PALETTE &&
+        !(png_get_PLTE(d->png, d->info, &pal, &n_pal) & PNG_INFO_PLTE)) {
+        png_error(d->png, "palette image without PLTE chunk");
+    }
+    int passes = png_set_interlace_handling(d->png);
+    png_read_update_info(d->png, d->info);
+    size_t rowbytes = png_get_rowbytes(d->png, d->info);
+    size_t w = w32, h = h32;
+
+    d->rgb = malloc(w * h * 3);
+    d->raw = malloc(passes > 1 ? rowbytes * h : rowbytes);
+    if (!d->rgb || !d->raw) {
+        png_error(d->png, "out of memory");
+    }
+    if (passes > 1) {
+        d->rows = malloc(h * sizeof *d->rows);
+        if (!d->rows) {
+            png_error(d->png, "out of memory");
+        }
+        for (size_t y = 0; y < h; y++) d->rows[y] = d->raw + y * rowbytes;
+        png_read_image(d->png, d->rows);
+        for (size_t y = 0; y < h; y++) {
+            convert_row(d->rows[y], (int)w, color_type, depth, pal, n_pal, d->rgb + y * w * 3);
+        }
+    } else {
+        for (size_t y = 0; y < h; y++) {
+            png_read_row(d->png, d->raw, NULL);
+            convert_row(d->raw, (int)w, color_type, depth, pal, n_pal, d->rgb + y * w * 3);
+        }
+    }
+    /* reads up to IEND: a file cut after the pixel data, or with a bad CRC there, is corrupt */
+    png_read_end(d->png, NULL);
+    out->w = (int)w;
+    out->h = (int)h;
+    out->data = d->rgb;
+    d->rgb = NULL;
+    return 0;
+}
+
+int pf_image_decode_png(const void *buf, size_t len, const char *name, pf_image *out,
+                        char *err, size_t errlen) {
+    out->w = out->h = 0;
+    out->data = NULL;
+    if (len < 8 || png_sig_cmp((png_const_bytep)buf, 0, 8) != 0) {
+        snprintf(err, errlen, "%s: not a PNG file%s", name,
+                 len < 8 ? " (shorter than the PNG signature)" : " (bad signature)");
+        return -1;
+    }
+    png_dec d;
+    memset(&d, 0, sizeof d);
+    d.buf = buf;
+    d.len = len;
+    int rc = decode(&d, out);
+    if (rc != 0) {
+        if (strstr(d.msg, "truncated") || strstr(d.msg, "Not enough image data")) {
+            snprintf(err, errlen, "%s: truncated PNG (%s)", name, d.msg);
+        } else {
+            snprintf(err, errlen, "%s: corrupt PNG (%s)", name, d.msg);
+        }
+    }
+    png_destroy_read_struct(d.png ? &d.png : NULL, d.info ? &d.info : NULL, NULL);
+    free(d.rows);
+    free(d.raw);
+    free(d.rgb);
+    return rc;
+}
+
+/* Read all of `path` into a malloc'd buffer. Returns 0, or -1 with err. */
+static int slurp(const char *path, uint8_t **buf, size_t *len, char *err, size_t errlen) {
+    *buf = NULL;
+    *len = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    size_t cap = 1 << 16, n = 0;
+    uint8_t *b = malloc(cap);
+    for (;;) {
+        if (!b) {
+            fclose(f);
+            snprintf(err, errlen, "%s: out of memory", path);
+            return -1;
+        }
+        n += fread(b + n, 1, cap - n, f);
+        if (n < cap) break;
+        uint8_t *nb = cap > SIZE_MAX / 2 ? NULL : realloc(b, cap * 2);
+        if (!nb) free(b);
+        b = nb;
+        cap *= 2;
+    }
+    if (ferror(f)) {
+        snprintf(err, errlen, "%s: read error: %s", path, strerror(errno));
+        fclose(f);
+        free(b);
+        return -1;
+    }
+    fclose(f);
+    *buf = b;
+    *len = n;
+    return 0;
+}
+
+int pf_image_read_png(const char *path, pf_image *out, char *err, size_t errlen) {
+    out->w = out->h = 0;
+    out->data = NULL;
+    uint8_t *buf;
+    size_t len;
+    if (slurp(path, &buf, &len, err, errlen) != 0) return -1;
+    int rc = pf_image_decode_png(buf, len, path, out, err, errlen);
+    free(buf);
+    return rc;
+}
+
+typedef struct {
+    char msg[200];               /* libpng's error message */
+    png_structp png;             /* write state, or NULL */
+    png_infop info;              /* its info struct, or NULL */
+    uint8_t *buf;                /* encoded bytes so far (malloc'd) */
+    size_t len, cap;             /* bytes used, bytes allocated */
+} png_enc;
+
+static void on_write_error(png_structp png, png_const_charp msg) {
+    png_enc *e = png_get_error_ptr(png);
+    snprintf(e->msg, sizeof e->msg, "%s", msg);
+    png_longjmp(png, 1);
+}
+
+static void on_write(png_structp png, png_bytep data, size_t n) {
+    png_enc *e = png_get_io_ptr(png);
+    if (n > e->cap - e->len) {
+        size_t cap = e->cap ? e->cap : 1 << 16;
+        while (cap - e->len < n) {
+            if (cap > SIZE_MAX / 2) png_error(png, "out of memory");
+            cap *= 2;
+        }
+        uint8_t *nb = realloc(e->buf, cap);
+        if (!nb) png_error(png, "out of memory");
+        e->buf = nb;
+        e->cap = cap;
+    }
+    memcpy(e->buf + e->len, data, n);
+    e->len += n;
+}
+
+static void on_flush(png_structp png) {
+    (void)png;
+}
+
+/* The libpng part of writing: encodes into e->buf. Returns 0 or -1 with e->msg. */
+static int encode(png_enc *e, const uint8_t *rgb, int w, int h) {
+    e->png = png_create_write_struct(PNG_LIBPNG_VER_STRING, e, on_write_error, on_warning);
+    if (!e->png) {
+        snprintf(e->msg, sizeof e->msg, "out of memory");
+        return -1;
+    }
+    e->info = png_create_info_struct(e->png);
+    if (!e->info) {
+        snprintf(e->msg, sizeof e->msg, "out of memory");
+        return -1;
+    }
+    if (setjmp(png_jmpbuf(e->png))) {
+        return -1;
+    }
+    png_set_write_fn(e->png, e, on_write, on_flush);
+    png_set_IHDR(e->png, e->info, (png_uint_32)w, (png_uint_32)h, 8, PNG_COLOR_TYPE_RGB,
+                 PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+    png_set_compression_level(e->png, 6);
+    png_write_info(e->png, e->info);
+    for (int y = 0; y < h; y++) {
+        png_write_row(e->png, (png_const_bytep)(rgb + (size_t)y * w * 3));
+    }
+    png_write_end(e->png, NULL);
+    return 0;
+}
+
+int pf_image_write_png(const char *path, const uint8_t *rgb, int w, int h, char *err,
+                       size_t errlen) {
+    if (w <= 0 || h <= 0 || w > (1 << 20) || h > (1 << 20) || !rgb) {
+        snprintf(err, errlen, "%s: invalid image size %dx%d", path, w, h);
+        return -1;
+    }
+    png_enc e;
+    memset(&e, 0, sizeof e);
+    int rc = encode(&e, rgb, w, h);
+    png_destroy_write_struct(e.png ? &e.png : NULL, e.info ? &e.info : NULL);
+    if (rc != 0) {
+        snprintf(err, errlen, "%s: cannot encode PNG: %s", path, e.msg);
+    } else {
+        rc = pf_write_file_atomic(path, e.buf, e.len, err, errlen);
+    }
+    free(e.buf);
+    return rc;
+}
+
+void pf_image_free(pf_image *img) {
+    if (!img) return;
+    free(img->data);
+    img->data = NULL;
+    img->w = img->h = 0;
+}
