@@ -134,7 +134,8 @@ static int decode(png_dec *d, pf_image *out) {
     size_t w = w32, h = h32;
 
     d->rgb = malloc(w * h * 3);
-    d->raw = malloc(passes > 1 ? rowbytes * h : rowbytes);
+    /* zeroed: libpng merges the interlace passes into these rows, sub-byte pixels by mask */
+    d->raw = calloc(passes > 1 ? h : 1, rowbytes);
     if (!d->rgb || !d->raw) {
         png_error(d->png, "out of memory");
     }
