@@ -1,0 +1,47 @@
+/*  train_state — what a checkpoint holds and how a worker gets back to it.
+
+    Weights file (`iter_N.safetensors`): every model tensor under the reference implementation's
+    name (BasicSR state_dict), F32, plus `__metadata__`: format "pixflow-1", iter (iterations
+    completed), epoch, config_hash (hex FNV-1a of the resolved config), model, scale,
+    learning_rate (the rate of the last step), seed, next_iter (the sampler position: the next
+    global iteration to train), adam_step.
+    Optimiser file (`iter_N.optim.safetensors`): `<name>.exp_avg` and `<name>.exp_avg_sq` per
+    model tensor, metadata adam_step.
+
+    Everything else (LR schedule position, sampler permutation, augmentation draws) is a pure
+    function of the iteration and the seed, so (weights, optimiser, iter) restore a run exactly.
+*/
+#ifndef PF_TRAIN_STATE_H
+#define PF_TRAIN_STATE_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/config.h"
+#include "nn/model.h"
+#include "nn/optim.h"
+
+/* Serialise the weights (and, when `optim` is not NULL, the optimiser) into malloc'd safetensors
+   buffers. Returns 0, or -1 with err. */
+int pf_state_serialize(const pf_config *cfg, pf_model *m, const pf_adam *optim, int64_t iter,
+                       int64_t epoch, double learning_rate, void **weights, size_t *weights_len,
+                       void **optim_buf, size_t *optim_len, char *err, size_t errlen);
+
+/* Resolve cfg->resume_from: "auto" -> work_dir/checkpoints/<name in `latest`>, or "" when no
+   checkpoint exists yet; a path stays as it is. Returns 0, or -1 with err (unreadable
+   pointer). */
+int pf_state_resolve_resume(const pf_config *cfg, char *path, size_t pathlen, char *err,
+                            size_t errlen);
+
+/* Load weights from a safetensors file into `m` (names and shapes must match exactly). When
+   `iter` is not NULL also read the metadata iteration into it. Returns 0 or -1 with err. */
+int pf_state_load_weights(pf_model *m, const char *path, int64_t *iter, char *err,
+                          size_t errlen);
+
+/* Load the optimiser file that belongs to weights file `weights_path` into `optim` (state and
+   step). Returns 0 or -1 with err. */
+int pf_state_load_optim(pf_adam *optim, pf_model *m, const char *weights_path, char *err,
+                        size_t errlen);
+
+/* "x/iter_100.safetensors" -> "x/iter_100.optim.safetensors". */
+void pf_state_optim_path(const char *weights_path, char *out, size_t outlen);
+#endif

@@ -1,0 +1,518 @@
+/*  worker — `pixflow worker --connect ADDR [--device cpu]`: trains the network.
+
+    It binds a PULL data endpoint, joins the job (HELLO names that endpoint), waits for START,
+    builds the model and restores it (resume_from: weights, optimiser, iteration; load_from:
+    weights only; else init from the seed), then grants `prefetch` credits and consumes batches
+    strictly in ticket order: batch for global iteration `it` is ticket it * W + rank. Each
+    consumed batch is acknowledged and its credit returned; duplicates (a reissued ticket whose
+    first loader was not dead after all) are dropped by ticket id.
+
+    Every `checkpoint_config.interval` iterations, at the end and on an interrupt, the state goes
+    to the checkpoint hook over an acknowledged DEALER/ROUTER exchange; the worker waits until
+    the files are on disk. Every consumed batch is recorded in work_dir/samples_rankN.log
+    (iteration, epoch, ticket, sample ids, a digest of the pixels) so tests can check that each
+    sample came exactly once per epoch and that batches do not depend on the loaders.
+*/
+#include "worker/worker.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zmq.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "coordinator/client.h"
+#include "nn/lr_schedule.h"
+#include "nn/model.h"
+#include "nn/optim.h"
+#include "proto/proto.h"
+#include "worker/train_state.h"
+
+#define CKPT_ACK_TIMEOUT_S 120.0
+
+typedef struct {
+    int used;
+    pf_parts parts;             /* header + gt + lq frames, owned */
+    pf_msg_batch hdr;
+} slot;
+
+typedef struct {
+    pf_client client;
+    pf_config *cfg;
+    void *data;                 /* PULL, bound */
+    void *ckpt;                 /* DEALER to the checkpoint hook */
+    int rank, world;
+    int64_t total_iters, iters_per_epoch;
+    pf_model *model;
+    pf_adam adam;
+    slot *slots;                /* prefetch slots, a batch for iteration it sits in it % n */
+    int n_slots;
+    FILE *samples_log;
+    int stop_requested;         /* STOP interrupt received: checkpoint and leave */
+    int abort_requested;        /* STOP abort received: leave now */
+    uint64_t dropped;           /* duplicate or malformed batches */
+} worker;
+
+static void publish_status(worker *w, const char *kind, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void publish_status(worker *w, const char *kind, const char *fmt, ...) {
+    pf_msg_event *ev = calloc(1, sizeof *ev);
+    if (!ev) return;
+    snprintf(ev->kind, sizeof ev->kind, "%s", kind);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(ev->text, sizeof ev->text, fmt, ap);
+    va_end(ap);
+    ev->total_iters = w->total_iters;
+    pf_client_publish(&w->client, ev);
+    free(ev);
+}
+
+/* Handle whatever the coordinator sent; sets stop/abort flags. */
+static void poll_ctrl(worker *w) {
+    pf_parts p;
+    char err[512];
+    while (pf_parts_recv(w->client.ctrl, ZMQ_DONTWAIT, &p, err, sizeof err) == 0) {
+        pf_msg *m = malloc(sizeof *m);
+        if (m && p.n >= 1 && pf_msg_decode(pf_parts_data(&p, 0), pf_parts_size(&p, 0), 0, m,
+                                           err, sizeof err) == 0) {
+            if (m->type == PF_MSG_STOP) {
+                if (strcmp(m->u.stop.reason, "interrupt") == 0) {
+                    if (!w->stop_requested) pf_info("interrupt: checkpoint after this step");
+                    w->stop_requested = 1;
+                } else {
+                    pf_warn("stop (%s): %s", m->u.stop.reason, m->u.stop.text);
+                    w->abort_requested = 1;
+                }
+            }
+            pf_msg_clear(m);
+        } else {
+            pf_warn("dropped a bad message from the coordinator: %s", err);
+        }
+        free(m);
+        pf_parts_close(&p);
+    }
+}
+
+/* Take one message from the data socket into its slot, or drop it. */
+static void receive_batch(worker *w, int64_t next_iter) {
+    pf_parts p;
+    char err[512];
+    if (pf_parts_recv(w->data, ZMQ_DONTWAIT, &p, err, sizeof err) != 0) return;
+    pf_msg *m = malloc(sizeof *m);
+    const pf_config *cfg = w->cfg;
+    const char *why = NULL;
+    if (!m) why = "out of memory";
+    else if (p.n != 3) why = "expected 3 frames (header, gt, lq)";
+    else if (pf_msg_decode(pf_parts_data(&p, 0), pf_parts_size(&p, 0), PF_MSG_BATCH, m, err,
+                           sizeof err) != 0) why = err;
+    if (!why) {
+        pf_msg_batch *b = &m->u.batch;
+        size_t gp = (size_t)cfg->train.gt_patch_size, lp = gp / cfg->scale;
+        if (b->rank != w->rank) why = "batch for another rank";
+        else if (b->n != (uint32_t)cfg->samples_per_gpu) why = "wrong batch size";
+        else if (b->gt_h != gp || b->gt_w != gp || b->lq_h != lp || b->lq_w != lp)
+            why = "wrong patch size";
+        else if (pf_parts_size(&p, 1) != b->n * gp * gp * 3 ||
+                 pf_parts_size(&p, 2) != b->n * lp * lp * 3)
+            why = "frame sizes do not match the header";
+        else if (b->ticket_id != (uint64_t)b->iter * w->world + (uint64_t)w->rank)
+            why = "ticket id does not match iteration and rank";
+        else if (b->iter < next_iter) why = "duplicate (already consumed)";
+        else if (b->iter >= next_iter + w->n_slots) why = "beyond the granted credits";
+        else if (w->slots[b->iter % w->n_slots].used) why = "duplicate (already buffered)";
+    }
+    if (why) {
+        w->dropped++;
+        pf_debug("dropped a batch message: %s", why);
+        pf_parts_close(&p);
+        free(m);
+        return;
+    }
+    slot *s = &w->slots[m->u.batch.iter % w->n_slots];
+    s->used = 1;
+    s->parts = p;
+    s->hdr = m->u.batch;
+    free(m);
+}
+
+/* Send the state to the checkpoint hook and wait until it says the files are on disk.
+   Returns 0, or -1 with err. */
+static int save_checkpoint(worker *w, int64_t iter, int64_t epoch, double lr, char *err,
+                           size_t errlen) {
+    void *wbuf = NULL, *obuf = NULL;
+    size_t wlen = 0, olen = 0;
+    if (pf_state_serialize(w->cfg, w->model, &w->adam, iter, epoch, lr, &wbuf, &wlen, &obuf,
+                           &olen, err, errlen) != 0)
+        return -1;
+    pf_msg *m = calloc(1, sizeof *m);
+    if (!m) {
+        free(wbuf);
+        free(obuf);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    m->type = PF_MSG_CKPT_SAVE;
+    pf_msg_ckpt_save *c = &m->u.ckpt_save;
+    c->iter = iter;
+    c->epoch = epoch;
+    snprintf(c->weights_name, sizeof c->weights_name, "iter_%" PRId64 ".safetensors", iter);
+    snprintf(c->optim_name, sizeof c->optim_name, "iter_%" PRId64 ".optim.safetensors", iter);
+    c->weights_size = wlen;
+    c->optim_size = olen;
+    pf_frame frames[2] = { { wbuf, wlen }, { obuf, olen } };
+    int rc = pf_send(w->ckpt, NULL, m, frames, 2);
+    /* The bytes stay with us until the hook confirms; nothing else is sent meanwhile. */
+    if (rc != 0) snprintf(err, errlen, "cannot send checkpoint %" PRId64 " to the checkpoint "
+                          "hook: %s", iter, zmq_strerror(errno));
+    double deadline = pf_now() + CKPT_ACK_TIMEOUT_S;
+    while (rc == 0) {
+        if (pf_now() > deadline) {
+            snprintf(err, errlen, "the checkpoint hook did not confirm iteration %" PRId64
+                     " within %.0f s", iter, CKPT_ACK_TIMEOUT_S);
+            rc = -1;
+            break;
+        }
+        if (!pf_client_coordinator_alive(&w->client)) {
+            snprintf(err, errlen, "coordinator stopped answering while checkpointing");
+            rc = -1;
+            break;
+        }
+        zmq_pollitem_t it[] = { { w->ckpt, 0, ZMQ_POLLIN, 0 },
+                                { w->client.ctrl, 0, ZMQ_POLLIN, 0 } };
+        zmq_poll(it, 2, 200);
+        if (it[1].revents & ZMQ_POLLIN) poll_ctrl(w);
+        if (w->abort_requested) {
+            snprintf(err, errlen, "job aborted while checkpointing");
+            rc = -1;
+            break;
+        }
+        if (!(it[0].revents & ZMQ_POLLIN)) continue;
+        pf_parts p;
+        char e2[512];
+        if (pf_parts_recv(w->ckpt, ZMQ_DONTWAIT, &p, e2, sizeof e2) != 0) continue;
+        pf_msg *a = malloc(sizeof *a);
+        int ok = a && p.n == 1 && pf_msg_decode(pf_parts_data(&p, 0), pf_parts_size(&p, 0),
+                                                PF_MSG_CKPT_ACK, a, e2, sizeof e2) == 0;
+        pf_parts_close(&p);
+        if (ok && a->u.ckpt_ack.iter == iter) {
+            if (!a->u.ckpt_ack.ok) {
+                snprintf(err, errlen, "checkpoint %" PRId64 " not written: %s", iter,
+                         a->u.ckpt_ack.error);
+                rc = -1;
+            } else {
+                pf_info("checkpoint %s on disk", a->u.ckpt_ack.path);
+            }
+            free(a);
+            break;
+        }
+        free(a);
+    }
+    free(m);
+    free(wbuf);
+    free(obuf);
+    return rc;
+}
+
+/* Restore or initialise the model; returns the first iteration to train, or -1 with err. */
+static int64_t restore(worker *w, char *err, size_t errlen) {
+    pf_config *cfg = w->cfg;
+    char path[PF_PATH_MAX + 64];
+    if (pf_state_resolve_resume(cfg, path, sizeof path, err, errlen) != 0) return -1;
+    if (path[0]) {
+        int64_t iter = 0;
+        if (pf_state_load_weights(w->model, path, &iter, err, errlen) != 0) return -1;
+        if (cfg->resume_optim) {
+            if (pf_state_load_optim(&w->adam, w->model, path, err, errlen) != 0) return -1;
+        }
+        pf_info("resumed from %s at iteration %" PRId64 "%s", path, iter,
+                cfg->resume_optim ? " with optimiser state" : " (optimiser state reset)");
+        return iter;
+    }
+    if (strcmp(cfg->resume_from, "auto") == 0)
+        pf_info("resume auto: no checkpoint in %s/checkpoints; starting fresh", cfg->work_dir);
+    if (cfg->load_from[0]) {
+        if (pf_state_load_weights(w->model, cfg->load_from, NULL, err, errlen) != 0) return -1;
+        pf_info("loaded weights from %s; training starts at iteration 0", cfg->load_from);
+        return 0;
+    }
+    pf_model_init(w->model, cfg->seed);
+    return 0;
+}
+
+/* Rewrite the samples log without entries at or after `start_iter` (a resumed run trains
+   those again), then open it for appending. */
+static FILE *open_samples_log(const pf_config *cfg, int rank, int64_t start_iter) {
+    char path[PF_PATH_MAX + 64], tmp[PF_PATH_MAX + 80];
+    snprintf(path, sizeof path, "%s/samples_rank%d.log", cfg->work_dir, rank);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *in = fopen(path, "r");
+    if (in) {
+        FILE *out = fopen(tmp, "w");
+        char *line = NULL;
+        size_t cap = 0;
+        while (out && getline(&line, &cap, in) > 0) {
+            long long it = -1;
+            if (sscanf(line, "%lld", &it) == 1 && it < start_iter) fputs(line, out);
+        }
+        free(line);
+        fclose(in);
+        if (out) {
+            fclose(out);
+            rename(tmp, path);
+        }
+    } else if (start_iter > 0) {
+        pf_warn("%s missing: its record starts at iteration %lld", path,
+                (long long)start_iter);
+    }
+    return fopen(path, start_iter > 0 ? "a" : "w");
+}
+
+static void usage(void) {
+    fprintf(stderr, "usage: pixflow worker --connect tcp://HOST:PORT [--device cpu] "
+                    "[--bind tcp://HOST:PORT]\n");
+}
+
+/* Wait for START; fills the checkpoint endpoint. Returns 0 or -1 (stopped or coordinator
+   gone). */
+static int wait_start(worker *w, char *ckpt_ep, size_t eplen) {
+    while (!w->abort_requested) {
+        if (!pf_client_coordinator_alive(&w->client)) {
+            pf_error("coordinator stopped answering before training started");
+            return -1;
+        }
+        zmq_pollitem_t it = { w->client.ctrl, 0, ZMQ_POLLIN, 0 };
+        if (zmq_poll(&it, 1, 200) <= 0) continue;
+        pf_parts p;
+        char err[512];
+        if (pf_parts_recv(w->client.ctrl, ZMQ_DONTWAIT, &p, err, sizeof err) != 0) continue;
+        pf_msg *m = malloc(sizeof *m);
+        int ok = m && p.n >= 1 && pf_msg_decode(pf_parts_data(&p, 0), pf_parts_size(&p, 0), 0,
+                                                m, err, sizeof err) == 0;
+        pf_parts_close(&p);
+        if (ok && m->type == PF_MSG_START) {
+            snprintf(ckpt_ep, eplen, "%s", m->u.start.ckpt_endpoint);
+            w->total_iters = m->u.start.total_iters;
+            w->iters_per_epoch = m->u.start.iters_per_epoch;
+            free(m);
+            return 0;
+        }
+        if (ok && m->type == PF_MSG_STOP) {
+            pf_info("stopped before training started: %s", m->u.stop.text);
+            free(m);
+            return -1;
+        }
+        free(m);
+    }
+    return -1;
+}
+
+int pf_worker_main(int argc, char **argv) {
+    const char *addr = NULL, *device = "cpu", *bind = "tcp://127.0.0.1:*";
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--connect") == 0 && i + 1 < argc) addr = argv[++i];
+        else if (strcmp(argv[i], "--device") == 0 && i + 1 < argc) device = argv[++i];
+        else if (strcmp(argv[i], "--bind") == 0 && i + 1 < argc) bind = argv[++i];
+        else {
+            usage();
+            return 2;
+        }
+    }
+    if (!addr) {
+        usage();
+        return 2;
+    }
+    if (strcmp(device, "cpu") != 0) {
+        fprintf(stderr, "pixflow worker: --device %s: this build has the cpu backend only\n",
+                device);
+        return 2;
+    }
+    pf_log_set_name("worker");
+    pf_catch_signals();
+    /* The front end stops a job through the coordinator; a worker ignores the terminal's
+       SIGINT so that it can finish its step and checkpoint when told to. */
+    signal(SIGINT, SIG_IGN);
+    static worker w;
+    char err[2048] = "";
+    void *zctx = zmq_ctx_new();
+    w.data = zmq_socket(zctx, ZMQ_PULL);
+    int linger = 0, hwm = 256;
+    zmq_setsockopt(w.data, ZMQ_LINGER, &linger, sizeof linger);
+    zmq_setsockopt(w.data, ZMQ_RCVHWM, &hwm, sizeof hwm);
+    char data_ep[PF_MAX_ENDPOINT];
+    size_t eplen = sizeof data_ep;
+    if (zmq_bind(w.data, bind) != 0) {
+        pf_error("cannot bind data endpoint '%s': %s", bind, zmq_strerror(errno));
+        return 1;
+    }
+    zmq_getsockopt(w.data, ZMQ_LAST_ENDPOINT, data_ep, &eplen);
+    if (pf_client_join(&w.client, zctx, addr, PF_ROLE_WORKER, "worker", data_ep, err,
+                       sizeof err)) {
+        pf_error("%s", err);
+        zmq_close(w.data);
+        zmq_ctx_term(zctx);
+        return 1;
+    }
+    w.cfg = &w.client.cfg;
+    w.rank = w.client.rank;
+    w.world = w.client.world_size;
+    snprintf(w.client.name, sizeof w.client.name, "worker%d", w.rank);
+    pf_log_set_name(w.client.name);
+    pf_log_set_level(w.cfg->log_level);
+    char path[PF_PATH_MAX + 64];
+    snprintf(path, sizeof path, "%s/rank%d.log", w.cfg->work_dir, w.rank);
+    pf_log_open_file(path);
+    int status = 1;
+    int64_t it = 0, start_iter = 0;
+    char ckpt_ep[PF_MAX_ENDPOINT];
+    if (w.world != 1) {
+        snprintf(err, sizeof err, "this build trains with one CPU worker; %d were asked for "
+                 "(data parallel comes with the Gloo/NCCL collectives)", w.world);
+        goto done;
+    }
+    if (wait_start(&w, ckpt_ep, sizeof ckpt_ep) != 0) {
+        snprintf(err, sizeof err, "did not start");
+        goto done;
+    }
+    w.model = pf_model_new(w.cfg, err, sizeof err);
+    if (!w.model) goto done;
+    if (pf_adam_init(&w.adam, pf_model_num_params(w.model), w.cfg->betas[0], w.cfg->betas[1],
+                     w.cfg->eps, w.cfg->weight_decay) != 0) {
+        snprintf(err, sizeof err, "out of memory for the optimiser");
+        goto done;
+    }
+    start_iter = restore(&w, err, sizeof err);
+    if (start_iter < 0) goto done;
+    w.ckpt = zmq_socket(zctx, ZMQ_DEALER);
+    linger = 5000;
+    zmq_setsockopt(w.ckpt, ZMQ_LINGER, &linger, sizeof linger);
+    if (zmq_connect(w.ckpt, ckpt_ep) != 0) {
+        snprintf(err, sizeof err, "cannot connect to checkpoint hook '%s': %s", ckpt_ep,
+                 zmq_strerror(errno));
+        goto done;
+    }
+    w.n_slots = w.cfg->prefetch;
+    w.slots = calloc((size_t)w.n_slots, sizeof *w.slots);
+    w.samples_log = open_samples_log(w.cfg, w.rank, start_iter);
+    if (!w.slots || !w.samples_log) {
+        snprintf(err, sizeof err, "cannot open %s/samples_rank%d.log or allocate slots",
+                 w.cfg->work_dir, w.rank);
+        goto done;
+    }
+    pf_info("rank %d of %d, %zu parameters, iterations %" PRId64 "..%" PRId64, w.rank, w.world,
+            pf_model_num_params(w.model), start_iter, w.total_iters);
+    publish_status(&w, "status", "worker%d training from iteration %" PRId64, w.rank,
+                   start_iter);
+    pf_msg credit = { .type = PF_MSG_CREDIT };
+    credit.u.credit.rank = w.rank;
+    credit.u.credit.n = (uint32_t)w.n_slots;
+    credit.u.credit.next_iter = start_iter;
+    pf_client_send(&w.client, &credit, NULL, 0);
+    int64_t last_ckpt = start_iter;
+    double lr = 0;
+    int64_t epoch = w.iters_per_epoch ? start_iter / w.iters_per_epoch : 0;
+    for (it = start_iter; it < w.total_iters;) {
+        if (w.stop_requested) break;
+        /* Wait for the batch of this iteration. */
+        double t_wait = pf_now();
+        slot *s = &w.slots[it % w.n_slots];
+        while (!(s->used && s->hdr.iter == it) && !w.abort_requested && !w.stop_requested) {
+            if (!pf_client_coordinator_alive(&w.client)) {
+                snprintf(err, sizeof err, "coordinator stopped answering");
+                goto done;
+            }
+            zmq_pollitem_t items[] = { { w.data, 0, ZMQ_POLLIN, 0 },
+                                       { w.client.ctrl, 0, ZMQ_POLLIN, 0 } };
+            zmq_poll(items, 2, 200);
+            if (items[0].revents & ZMQ_POLLIN) receive_batch(&w, it);
+            if (items[1].revents & ZMQ_POLLIN) poll_ctrl(&w);
+        }
+        if (w.abort_requested) {
+            snprintf(err, sizeof err, "aborted by the coordinator");
+            goto done;
+        }
+        if (w.stop_requested) break;
+        double data_time = pf_now() - t_wait;
+        double t0 = pf_now();
+        const pf_msg_batch *b = &s->hdr;
+        epoch = b->epoch;
+        const uint8_t *gt = pf_parts_data(&s->parts, 1), *lq = pf_parts_data(&s->parts, 2);
+        float loss = 0;
+        if (pf_model_train_step(w.model, lq, gt, (int)b->n, (int)b->lq_h, (int)b->lq_w, &loss,
+                                err, sizeof err) != 0)
+            goto done;
+        lr = pf_lr_at(w.cfg, it);
+        pf_adam_step(&w.adam, pf_model_params(w.model), pf_model_grads(w.model), (float)lr);
+        /* Record, acknowledge, return the credit. */
+        uint64_t digest = pf_fnv1a64(gt, pf_parts_size(&s->parts, 1), PF_FNV_OFFSET);
+        digest = pf_fnv1a64(lq, pf_parts_size(&s->parts, 2), digest);
+        fprintf(w.samples_log, "%" PRId64 " %u %" PRIu64 " ", b->iter, b->epoch, b->ticket_id);
+        for (uint32_t i = 0; i < b->n; i++)
+            fprintf(w.samples_log, "%s%u", i ? "," : "", b->indices[i]);
+        fprintf(w.samples_log, " %016" PRIx64 " loader=%u\n", digest, b->loader_id);
+        fflush(w.samples_log);
+        pf_msg ack = { .type = PF_MSG_ACK };
+        ack.u.ack.ticket_id = b->ticket_id;
+        ack.u.ack.rank = w.rank;
+        pf_client_send(&w.client, &ack, NULL, 0);
+        pf_parts_close(&s->parts);
+        s->used = 0;
+        credit.u.credit.n = 1;
+        credit.u.credit.next_iter = it + 1;
+        pf_client_send(&w.client, &credit, NULL, 0);
+        it++;
+        /* Drain whatever arrived meanwhile so slots fill while we train. */
+        receive_batch(&w, it);
+        pf_msg_event ev = { 0 };
+        snprintf(ev.kind, sizeof ev.kind, "train");
+        ev.iter = it;
+        ev.total_iters = w.total_iters;
+        ev.epoch = epoch;
+        ev.loss = loss;
+        ev.lr = lr;
+        ev.time = pf_now() - t0 + data_time;
+        ev.data_time = data_time;
+        pf_client_publish(&w.client, &ev);
+        poll_ctrl(&w);
+        if (w.abort_requested) {
+            snprintf(err, sizeof err, "aborted by the coordinator");
+            goto done;
+        }
+        if (it % w.cfg->ckpt_interval == 0 || it == w.total_iters) {
+            if (save_checkpoint(&w, it, epoch, lr, err, sizeof err) != 0) goto done;
+            last_ckpt = it;
+        }
+    }
+    if (w.stop_requested && it != last_ckpt) {
+        if (save_checkpoint(&w, it, epoch, lr, err, sizeof err) != 0) goto done;
+        last_ckpt = it;
+    }
+    status = 0;
+    err[0] = '\0';
+    pf_info("%s at iteration %" PRId64 " (%" PRIu64 " batch messages dropped)",
+            w.stop_requested ? "interrupted" : "finished", it, w.dropped);
+done:;
+    pf_msg done = { .type = PF_MSG_DONE };
+    done.u.done.rank = w.rank;
+    done.u.done.iter = it;
+    done.u.done.status = status;
+    snprintf(done.u.done.text, sizeof done.u.done.text, "%s", err);
+    if (status) pf_error("%s", err);
+    if (w.client.ctrl) pf_client_send(&w.client, &done, NULL, 0);
+    if (w.samples_log) fclose(w.samples_log);
+    for (int i = 0; i < w.n_slots; i++)
+        if (w.slots[i].used) pf_parts_close(&w.slots[i].parts);
+    free(w.slots);
+    if (w.ckpt) zmq_close(w.ckpt);
+    zmq_close(w.data);
+    pf_client_close(&w.client);
+    zmq_ctx_term(zctx);
+    pf_model_destroy(&w.model);
+    pf_adam_free(&w.adam);
+    return status;
+}
