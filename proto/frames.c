@@ -1,0 +1,137 @@
+/*  proto/frames — ZeroMQ multipart framing of PixFlow messages.
+
+    A message on the wire is [identity] + header + bulk frames:
+      - identity: only on ROUTER sockets (the peer's routing id, added by ZeroMQ on receive,
+        supplied by the caller on send);
+      - header: pf_msg_encode's msgpack map;
+      - bulk frames: pixels, checkpoint bytes, as the header describes them.
+    pf_parts_recv takes every part of one message or none: a message with more than
+    PF_MAX_FRAMES parts is read to its end and dropped, so the next receive starts on a message
+    boundary, and the rejection is counted under PF_MSG_INVALID.
+
+    pf_send copies the caller's buffers into ZeroMQ messages (zmq_send), so the caller may free
+    or reuse them as soon as it returns.
+*/
+#include "proto/proto.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zmq.h>
+
+void pf_proto_count_reject(int type);   /* proto/codec.c */
+
+int pf_send(void *sock, const pf_frame *identity, const pf_msg *m, const pf_frame *frames,
+            int nframes) {
+    if (!sock || !m || nframes < 0 || (nframes && !frames) ||
+        (identity ? 1 : 0) + 1 + nframes > PF_MAX_FRAMES) {
+        errno = EINVAL;
+        return -1;
+    }
+    void *hdr;
+    size_t hdrlen;
+    if (pf_msg_encode(m, &hdr, &hdrlen)) {
+        errno = EINVAL;
+        return -1;
+    }
+    int rc = 0;
+    if (identity && zmq_send(sock, identity->data, identity->size, ZMQ_SNDMORE) < 0)
+        rc = -1;
+    if (!rc && zmq_send(sock, hdr, hdrlen, nframes ? ZMQ_SNDMORE : 0) < 0)
+        rc = -1;
+    for (int i = 0; !rc && i < nframes; i++)
+        if (zmq_send(sock, frames[i].data, frames[i].size, i + 1 < nframes ? ZMQ_SNDMORE : 0) <
+            0)
+            rc = -1;
+    int saved = errno;
+    free(hdr);
+    errno = saved;
+    return rc;
+}
+
+void pf_parts_close(pf_parts *p) {
+    if (!p)
+        return;
+    for (int i = 0; i < p->n && i < PF_MAX_FRAMES; i++) {
+        if (p->part[i]) {
+            zmq_msg_close(p->part[i]);
+            free(p->part[i]);
+        }
+        p->part[i] = NULL;
+    }
+    p->n = 0;
+}
+
+/* Read and discard the rest of a multipart message. */
+static void drain(void *sock) {
+    int more = 1;
+    while (more) {
+        zmq_msg_t msg;
+        zmq_msg_init(&msg);
+        if (zmq_msg_recv(&msg, sock, 0) < 0) {
+            zmq_msg_close(&msg);
+            if (errno == EINTR)
+                continue;
+            return;
+        }
+        more = zmq_msg_more(&msg);
+        zmq_msg_close(&msg);
+    }
+}
+
+int pf_parts_recv(void *sock, int flags, pf_parts *p, char *err, size_t errlen) {
+    memset(p, 0, sizeof *p);
+    if (err && errlen)
+        err[0] = 0;
+    for (;;) {
+        zmq_msg_t *msg = malloc(sizeof *msg);
+        if (!msg) {
+            pf_parts_close(p);
+            if (err && errlen)
+                snprintf(err, errlen, "out of memory");
+            errno = ENOMEM;
+            return -1;
+        }
+        zmq_msg_init(msg);
+        /* Only the first part may wait or not as the caller asked; ZeroMQ delivers the
+           parts of a message together, so the rest are there already. */
+        int rc;
+        do
+            rc = zmq_msg_recv(msg, sock, p->n == 0 ? flags : 0);
+        while (rc < 0 && errno == EINTR && p->n > 0);
+        if (rc < 0) {
+            int saved = errno;
+            zmq_msg_close(msg);
+            free(msg);
+            pf_parts_close(p);
+            errno = saved;
+            return -1;
+        }
+        p->part[p->n++] = msg;
+        if (!zmq_msg_more(msg))
+            return 0;
+        if (p->n == PF_MAX_FRAMES) {
+            drain(sock);
+            pf_parts_close(p);
+            pf_proto_count_reject(PF_MSG_INVALID);
+            if (err && errlen)
+                snprintf(err, errlen, "message with more than %d parts dropped",
+                         PF_MAX_FRAMES);
+            errno = EPROTO;
+            return -1;
+        }
+    }
+}
+
+const void *pf_parts_data(const pf_parts *p, int i) {
+    if (!p || i < 0 || i >= p->n)
+        return NULL;
+    return zmq_msg_data(p->part[i]);
+}
+
+size_t pf_parts_size(const pf_parts *p, int i) {
+    if (!p || i < 0 || i >= p->n)
+        return 0;
+    return zmq_msg_size(p->part[i]);
+}
