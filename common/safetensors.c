@@ -11,6 +11,9 @@
     Parsed tensors are kept in one float array (so each tensor is 4-byte aligned whatever N was),
     in data-offset order; that is the "file order" pf_safetensors_at indexes.
 */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* mkstemp, fsync, O_DIRECTORY, fileno (CMake passes it too) */
+#endif
 #include "common/safetensors.h"
 
 #include <cjson/cJSON.h>

@@ -6,6 +6,9 @@
     not a PNG, missing) must fail with a message naming the file. Every prefix and many one-byte
     corruptions of a valid file must decode or fail cleanly (run under valgrind to see leaks).
 */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* mkstemp, fsync, O_DIRECTORY, fileno (CMake passes it too) */
+#endif
 #include "common/image.h"
 
 #include <stdio.h>
