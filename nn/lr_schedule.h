@@ -1,13 +1,17 @@
 /*  lr_schedule — the learning rate as a pure function of the iteration, so a resumed run
-    continues the curve exactly (MMCV's LrUpdaterHook semantics, by_epoch=False):
+    continues the curve exactly (MMCV's LrUpdaterHook semantics, by_epoch=False; iter is the
+    0-based iteration about to run, MMCV's runner.iter):
       Fixed:          base
-      Step:           base * gamma^(number of milestones <= iter)
-      CosineRestart:  within period k (cumulative boundaries), progress p in [0, 1]:
-                      min_lr + 0.5 * (base * w_k - min_lr) * (1 + cos(pi * p))  (MMCV's
-                      CosineRestartLrUpdaterHook with restart_weights w_k)
-      warmup linear:  for iter < warmup_iters the regular lr is multiplied by
-                      1 - (1 - warmup_iters... ratio) as MMCV: k = (1 - iter / warmup_iters) *
-                      (1 - warmup_ratio); lr = regular * (1 - k)
+      Step:           base * gamma^(number of milestones m with m <= iter)
+      CosineRestart:  periods P_0, P_1, ... with cumulative ends E_k = P_0 + ... + P_k; iter is in
+                      the first period k with iter < E_k, progress alpha = (iter - E_{k-1}) / P_k
+                      (E_{-1} = 0); lr = min_lr + 0.5 * w_k * (base - min_lr) * (1 + cos(pi *
+                      alpha)) (MMCV's CosineRestartLrUpdaterHook with annealing_cos, restart
+                      weight w_k; min_lr absolute). Past the last period: min_lr (MMCV raises).
+      warmup linear:  for iter < warmup_iters the regular lr above is multiplied by (1 - k),
+                      k = (1 - iter / warmup_iters) * (1 - warmup_ratio), so it starts at
+                      base * warmup_ratio and reaches the regular lr at warmup_iters (MMCV's
+                      get_warmup_lr, 'linear'); from warmup_iters on, the regular lr.
 */
 #ifndef PF_LR_SCHEDULE_H
 #define PF_LR_SCHEDULE_H

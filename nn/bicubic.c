@@ -1,0 +1,58 @@
+/*  bicubic — integer-factor bicubic upsampling with PyTorch's semantics, for SRCNN's in-network
+    upsampler (see pf_bicubic_upsample_image in layers.h). */
+#include <math.h>
+#include "nn/cpu/dnnl_ctx.h"
+#include "nn/layers.h"
+
+/* Keys' cubic convolution weights for fractional offset t, A = -0.75 (PyTorch's
+   get_cubic_upsample_coefficients). */
+static void cubic_coeffs(float c[4], float t) {
+    const float A = -0.75f;
+    float x1 = t + 1.0f, x2 = 1.0f - t, x3 = 2.0f - t;
+    c[0] = ((A * x1 - 5.0f * A) * x1 + 8.0f * A) * x1 - 4.0f * A;
+    c[1] = ((A + 2.0f) * t - (A + 3.0f)) * t * t + 1.0f;
+    c[2] = ((A + 2.0f) * x2 - (A + 3.0f)) * x2 * x2 + 1.0f;
+    c[3] = ((A * x3 - 5.0f * A) * x3 + 8.0f * A) * x3 - 4.0f * A;
+}
+
+static int clampi(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : v; }
+
+void pf_bicubic_upsample_image(float *dst, const uint8_t *img, int n, int h, int w, int s,
+                               int b) {
+    int oh_n = h * s, ow_n = w * s;
+    float scale = 1.0f / (float)s;
+    for (int in = 0; in < n; in++)
+        for (int oy = 0; oy < oh_n; oy++) {
+            float ry = scale * ((float)oy + 0.5f) - 0.5f;
+            int iy = (int)floorf(ry);
+            float cy[4];
+            cubic_coeffs(cy, ry - (float)iy);
+            for (int ox = 0; ox < ow_n; ox++) {
+                float rx = scale * ((float)ox + 0.5f) - 0.5f;
+                int ix = (int)floorf(rx);
+                float cx[4];
+                cubic_coeffs(cx, rx - (float)ix);
+                for (int c = 0; c < 3; c++) {
+                    float acc = 0.0f;
+                    for (int ky = 0; ky < 4; ky++) {
+                        int yy = clampi(iy - 1 + ky, 0, h - 1);
+                        const uint8_t *row = img + ((size_t)in * h + yy) * w * 3;
+                        float racc = 0.0f;
+                        for (int kx = 0; kx < 4; kx++) {
+                            int xx = clampi(ix - 1 + kx, 0, w - 1);
+                            racc += cx[kx] * ((float)row[xx * 3 + c] / 255.0f);
+                        }
+                        acc += cy[ky] * racc;
+                    }
+                    dst[pf_blk_off(in, c, oy, ox, 3, oh_n, ow_n, b)] = acc;
+                }
+            }
+        }
+    /* zero block padding channels */
+    if (b > 3)
+        for (int in = 0; in < n; in++)
+            for (int oy = 0; oy < oh_n; oy++)
+                for (int ox = 0; ox < ow_n; ox++)
+                    for (int c = 3; c < b; c++)
+                        dst[pf_blk_off(in, c, oy, ox, b, oh_n, ow_n, b)] = 0.0f;
+}

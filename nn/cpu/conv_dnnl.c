@@ -1,0 +1,296 @@
+/*  conv_dnnl — oneDNN convolution layer: forward, backward-data, backward-weights (see
+    conv_dnnl.h). */
+#include "nn/cpu/conv_dnnl.h"
+#include <stdio.h>
+#include <string.h>
+
+#define CK(call, what) \
+    do { if (pf_dnnl_check((call), c->name, what, err, errlen)) goto fail; } while (0)
+
+void pf_conv_init(pf_conv *c, const char *name, int ic, int oc, int k, int relu) {
+    memset(c, 0, sizeof *c);
+    snprintf(c->name, sizeof c->name, "%s", name);
+    c->ic = ic;
+    c->oc = oc;
+    c->k = k;
+    c->relu = relu;
+}
+
+static void destroy_prim(dnnl_primitive_t *p) {
+    if (*p) dnnl_primitive_destroy(*p);
+    *p = NULL;
+}
+static void destroy_pd(dnnl_primitive_desc_t *p) {
+    if (*p) dnnl_primitive_desc_destroy(*p);
+    *p = NULL;
+}
+static void destroy_mem(dnnl_memory_t *m) {
+    if (*m) dnnl_memory_destroy(*m);
+    *m = NULL;
+}
+
+void pf_conv_free(pf_conv *c) {
+    destroy_prim(&c->fwd);
+    destroy_prim(&c->bwdd);
+    destroy_prim(&c->bwdw);
+    destroy_prim(&c->w_to_fwd);
+    destroy_prim(&c->w_to_bwdd);
+    destroy_prim(&c->dw_to_user);
+    destroy_pd(&c->fwd_pd);
+    destroy_pd(&c->bwdd_pd);
+    destroy_pd(&c->bwdw_pd);
+    destroy_mem(&c->m_src);
+    destroy_mem(&c->m_dst);
+    destroy_mem(&c->m_w_user);
+    destroy_mem(&c->m_bias);
+    destroy_mem(&c->m_w_fwd);
+    destroy_mem(&c->m_w_bwdd);
+    destroy_mem(&c->m_dw);
+    destroy_mem(&c->m_dw_user);
+    destroy_mem(&c->m_dbias);
+    c->n = c->h = c->w = 0;
+}
+
+/* Forward primitive descriptor for the given activation blocks (-1 = any). */
+static int make_fwd_pd(pf_conv *c, int src_block, int dst_block, char *err, size_t errlen) {
+    dnnl_memory_desc_t src, wei, bias, dst;
+    dnnl_convolution_desc_t cd;
+    dnnl_primitive_attr_t attr = NULL;
+    dnnl_post_ops_t po = NULL;
+    dnnl_dims_t wdims = { c->oc, c->ic, c->k, c->k }, bdims = { c->oc };
+    dnnl_dims_t strides = { 1, 1 }, pad = { c->k / 2, c->k / 2 };
+    int rc = -1;
+    if (pf_dnnl_act_md(&src, c->n, c->ic, c->h, c->w, src_block, err, errlen)) return -1;
+    if (pf_dnnl_act_md(&dst, c->n, c->oc, c->h, c->w, dst_block, err, errlen)) return -1;
+    CK(dnnl_memory_desc_init_by_tag(&wei, 4, wdims, dnnl_f32, dnnl_format_tag_any),
+       "weights memory_desc");
+    CK(dnnl_memory_desc_init_by_tag(&bias, 1, bdims, dnnl_f32, dnnl_a), "bias memory_desc");
+    CK(dnnl_convolution_forward_desc_init(&cd,
+                                          c->training ? dnnl_forward_training
+                                                      : dnnl_forward_inference,
+                                          dnnl_convolution_direct, &src, &wei, &bias, &dst,
+                                          strides, pad, pad),
+       "dnnl_convolution_forward_desc_init");
+    CK(dnnl_primitive_attr_create(&attr), "dnnl_primitive_attr_create");
+    if (c->relu) {
+        CK(dnnl_post_ops_create(&po), "dnnl_post_ops_create");
+        CK(dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_relu, 0.0f, 0.0f),
+           "dnnl_post_ops_append_eltwise");
+        CK(dnnl_primitive_attr_set_post_ops(attr, po), "dnnl_primitive_attr_set_post_ops");
+    }
+    destroy_pd(&c->fwd_pd);
+    CK(dnnl_primitive_desc_create(&c->fwd_pd, &cd, attr, c->ctx->engine, NULL),
+       "convolution forward primitive_desc_create");
+    rc = 0;
+fail:
+    if (po) dnnl_post_ops_destroy(po);
+    if (attr) dnnl_primitive_attr_destroy(attr);
+    return rc;
+}
+
+static const dnnl_memory_desc_t *q_md(dnnl_primitive_desc_t pd, dnnl_query_t what) {
+    return dnnl_primitive_desc_query_md(pd, what, 0);
+}
+
+/* A reorder from md `from` to md `to`, or NULL (returned through *p) when they are equal. */
+static int make_reorder(pf_conv *c, dnnl_primitive_t *p, const dnnl_memory_desc_t *from,
+                        const dnnl_memory_desc_t *to, char *err, size_t errlen) {
+    dnnl_primitive_desc_t pd = NULL;
+    *p = NULL;
+    if (dnnl_memory_desc_equal(from, to)) return 0;
+    CK(dnnl_reorder_primitive_desc_create(&pd, from, c->ctx->engine, to, c->ctx->engine, NULL),
+       "weights reorder primitive_desc_create");
+    CK(dnnl_primitive_create(p, pd), "weights reorder primitive_create");
+    dnnl_primitive_desc_destroy(pd);
+    return 0;
+fail:
+    if (pd) dnnl_primitive_desc_destroy(pd);
+    return -1;
+}
+
+int pf_conv_setup(pf_conv *c, pf_dnnl *ctx, int n, int h, int w, int src_block, int dst_block,
+                  int training, int need_bwd_data, char *err, size_t errlen) {
+    if (c->n == n && c->h == h && c->w == w && c->training == training &&
+        c->need_bwd_data == (training && need_bwd_data) &&
+        (src_block < 0 || src_block == c->src_block) &&
+        (dst_block < 0 || dst_block == c->dst_block))
+        return 0;
+    pf_conv_free(c);
+    c->ctx = ctx;
+    c->n = n;
+    c->h = h;
+    c->w = w;
+    c->training = training;
+    c->need_bwd_data = training && need_bwd_data;
+
+    /* Let oneDNN choose where asked; fall back to plain NCHW for layouts outside nCHWb. */
+    if (make_fwd_pd(c, src_block, dst_block, err, errlen)) goto fail;
+    c->src_block = pf_dnnl_block_of(q_md(c->fwd_pd, dnnl_query_src_md), n, c->ic, h, w);
+    c->dst_block = pf_dnnl_block_of(q_md(c->fwd_pd, dnnl_query_dst_md), n, c->oc, h, w);
+    if (!c->src_block || !c->dst_block) {
+        c->src_block = c->src_block ? c->src_block : 1;
+        c->dst_block = c->dst_block ? c->dst_block : 1;
+        if (make_fwd_pd(c, c->src_block, c->dst_block, err, errlen)) goto fail;
+    }
+    CK(dnnl_primitive_create(&c->fwd, c->fwd_pd), "convolution forward primitive_create");
+
+    const dnnl_memory_desc_t *src_md = q_md(c->fwd_pd, dnnl_query_src_md);
+    const dnnl_memory_desc_t *dst_md = q_md(c->fwd_pd, dnnl_query_dst_md);
+    const dnnl_memory_desc_t *wfwd_md = q_md(c->fwd_pd, dnnl_query_weights_md);
+    dnnl_memory_desc_t user_w_md, bias_md;
+    dnnl_dims_t wdims = { c->oc, c->ic, c->k, c->k }, bdims = { c->oc };
+    dnnl_dims_t strides = { 1, 1 }, pad = { c->k / 2, c->k / 2 };
+    CK(dnnl_memory_desc_init_by_tag(&user_w_md, 4, wdims, dnnl_f32, dnnl_oihw),
+       "weights memory_desc");
+    CK(dnnl_memory_desc_init_by_tag(&bias_md, 1, bdims, dnnl_f32, dnnl_a), "bias memory_desc");
+
+    CK(dnnl_memory_create(&c->m_src, src_md, ctx->engine, DNNL_MEMORY_NONE), "memory_create");
+    CK(dnnl_memory_create(&c->m_dst, dst_md, ctx->engine, DNNL_MEMORY_NONE), "memory_create");
+    CK(dnnl_memory_create(&c->m_w_user, &user_w_md, ctx->engine, DNNL_MEMORY_NONE),
+       "memory_create");
+    CK(dnnl_memory_create(&c->m_bias, &bias_md, ctx->engine, DNNL_MEMORY_NONE),
+       "memory_create");
+    if (make_reorder(c, &c->w_to_fwd, &user_w_md, wfwd_md, err, errlen)) goto fail;
+    if (c->w_to_fwd)
+        CK(dnnl_memory_create(&c->m_w_fwd, wfwd_md, ctx->engine, DNNL_MEMORY_ALLOCATE),
+           "memory_create");
+
+    if (!training) return 0;
+
+    dnnl_convolution_desc_t cd;
+    dnnl_memory_desc_t wany;
+    CK(dnnl_memory_desc_init_by_tag(&wany, 4, wdims, dnnl_f32, dnnl_format_tag_any),
+       "weights memory_desc");
+    if (c->need_bwd_data) {
+        CK(dnnl_convolution_backward_data_desc_init(&cd, dnnl_convolution_direct, src_md,
+                                                    &wany, dst_md, strides, pad, pad),
+           "dnnl_convolution_backward_data_desc_init");
+        CK(dnnl_primitive_desc_create(&c->bwdd_pd, &cd, NULL, ctx->engine, c->fwd_pd),
+           "convolution backward-data primitive_desc_create");
+        CK(dnnl_primitive_create(&c->bwdd, c->bwdd_pd),
+           "convolution backward-data primitive_create");
+        const dnnl_memory_desc_t *wb_md = q_md(c->bwdd_pd, dnnl_query_weights_md);
+        if (dnnl_memory_desc_equal(wb_md, wfwd_md)) {
+            c->w_to_bwdd = NULL; /* reuse the forward copy (or the user buffer) */
+        } else {
+            if (make_reorder(c, &c->w_to_bwdd, &user_w_md, wb_md, err, errlen)) goto fail;
+            if (c->w_to_bwdd)
+                CK(dnnl_memory_create(&c->m_w_bwdd, wb_md, ctx->engine, DNNL_MEMORY_ALLOCATE),
+                   "memory_create");
+        }
+    }
+    CK(dnnl_convolution_backward_weights_desc_init(&cd, dnnl_convolution_direct, src_md, &wany,
+                                                   &bias_md, dst_md, strides, pad, pad),
+       "dnnl_convolution_backward_weights_desc_init");
+    CK(dnnl_primitive_desc_create(&c->bwdw_pd, &cd, NULL, ctx->engine, c->fwd_pd),
+       "convolution backward-weights primitive_desc_create");
+    CK(dnnl_primitive_create(&c->bwdw, c->bwdw_pd),
+       "convolution backward-weights primitive_create");
+    const dnnl_memory_desc_t *dw_md = q_md(c->bwdw_pd, dnnl_query_diff_weights_md);
+    CK(dnnl_memory_create(&c->m_dw_user, &user_w_md, ctx->engine, DNNL_MEMORY_NONE),
+       "memory_create");
+    CK(dnnl_memory_create(&c->m_dbias, &bias_md, ctx->engine, DNNL_MEMORY_NONE),
+       "memory_create");
+    if (make_reorder(c, &c->dw_to_user, dw_md, &user_w_md, err, errlen)) goto fail;
+    if (c->dw_to_user)
+        CK(dnnl_memory_create(&c->m_dw, dw_md, ctx->engine, DNNL_MEMORY_ALLOCATE),
+           "memory_create");
+    return 0;
+fail:
+    pf_conv_free(c);
+    return -1;
+}
+
+static int run(pf_conv *c, dnnl_primitive_t p, int nargs, const dnnl_exec_arg_t *args,
+               const char *what, char *err, size_t errlen) {
+    return pf_dnnl_check(dnnl_primitive_execute(p, c->ctx->stream, nargs, args), c->name, what,
+                         err, errlen);
+}
+
+static int reorder(pf_conv *c, dnnl_primitive_t p, dnnl_memory_t from, dnnl_memory_t to,
+                   char *err, size_t errlen) {
+    dnnl_exec_arg_t a[2] = { { DNNL_ARG_FROM, from }, { DNNL_ARG_TO, to } };
+    return run(c, p, 2, a, "weights reorder", err, errlen);
+}
+
+static int set_handle(pf_conv *c, dnnl_memory_t m, const void *p, char *err, size_t errlen) {
+    return pf_dnnl_check(dnnl_memory_set_data_handle(m, (void *)p), c->name,
+                         "memory_set_data_handle", err, errlen);
+}
+
+int pf_conv_set_weights(pf_conv *c, const float *w_oihw, const float *bias, char *err,
+                        size_t errlen) {
+    if (!c->fwd) {
+        snprintf(err, errlen, "%s: set_weights before setup", c->name);
+        return -1;
+    }
+    if (set_handle(c, c->m_w_user, w_oihw, err, errlen)) return -1;
+    if (set_handle(c, c->m_bias, bias, err, errlen)) return -1;
+    if (c->w_to_fwd && reorder(c, c->w_to_fwd, c->m_w_user, c->m_w_fwd, err, errlen)) return -1;
+    if (c->w_to_bwdd && reorder(c, c->w_to_bwdd, c->m_w_user, c->m_w_bwdd, err, errlen))
+        return -1;
+    return 0;
+}
+
+int pf_conv_forward(pf_conv *c, const float *src, float *dst, char *err, size_t errlen) {
+    if (set_handle(c, c->m_src, src, err, errlen) || set_handle(c, c->m_dst, dst, err, errlen))
+        return -1;
+    dnnl_exec_arg_t a[4] = {
+        { DNNL_ARG_SRC, c->m_src },
+        { DNNL_ARG_WEIGHTS, c->w_to_fwd ? c->m_w_fwd : c->m_w_user },
+        { DNNL_ARG_BIAS, c->m_bias },
+        { DNNL_ARG_DST, c->m_dst },
+    };
+    return run(c, c->fwd, 4, a, "convolution forward", err, errlen);
+}
+
+int pf_conv_backward_data(pf_conv *c, const float *diff_dst, float *diff_src, char *err,
+                          size_t errlen) {
+    if (!c->bwdd) {
+        snprintf(err, errlen, "%s: backward-data primitive not built", c->name);
+        return -1;
+    }
+    /* m_dst / m_src share the diff tensors' descriptors (same shape and layout). */
+    if (set_handle(c, c->m_dst, diff_dst, err, errlen) ||
+        set_handle(c, c->m_src, diff_src, err, errlen))
+        return -1;
+    dnnl_memory_t w = c->w_to_bwdd ? c->m_w_bwdd : (c->w_to_fwd ? c->m_w_fwd : c->m_w_user);
+    dnnl_exec_arg_t a[3] = {
+        { DNNL_ARG_DIFF_DST, c->m_dst },
+        { DNNL_ARG_WEIGHTS, w },
+        { DNNL_ARG_DIFF_SRC, c->m_src },
+    };
+    return run(c, c->bwdd, 3, a, "convolution backward-data", err, errlen);
+}
+
+int pf_conv_backward_weights(pf_conv *c, const float *src, const float *diff_dst, float *dw,
+                             float *db, char *err, size_t errlen) {
+    if (!c->bwdw) {
+        snprintf(err, errlen, "%s: backward-weights primitive not built", c->name);
+        return -1;
+    }
+    if (set_handle(c, c->m_src, src, err, errlen) ||
+        set_handle(c, c->m_dst, diff_dst, err, errlen) ||
+        set_handle(c, c->m_dw_user, dw, err, errlen) ||
+        set_handle(c, c->m_dbias, db, err, errlen))
+        return -1;
+    dnnl_exec_arg_t a[4] = {
+        { DNNL_ARG_SRC, c->m_src },
+        { DNNL_ARG_DIFF_DST, c->m_dst },
+        { DNNL_ARG_DIFF_WEIGHTS, c->dw_to_user ? c->m_dw : c->m_dw_user },
+        { DNNL_ARG_DIFF_BIAS, c->m_dbias },
+    };
+    if (run(c, c->bwdw, 4, a, "convolution backward-weights", err, errlen)) return -1;
+    if (c->dw_to_user && reorder(c, c->dw_to_user, c->m_dw, c->m_dw_user, err, errlen))
+        return -1;
+    return 0;
+}
+
+const char *pf_conv_impl(const pf_conv *c) {
+    const char *s = NULL;
+    if (!c->fwd_pd ||
+        dnnl_primitive_desc_query(c->fwd_pd, dnnl_query_impl_info_str, 0, &s) != dnnl_success ||
+        !s)
+        return "";
+    return s;
+}

@@ -1,0 +1,71 @@
+/*  conv_dnnl — a 2-D convolution layer (stride 1, zero padding k/2 on each side, with bias, as
+    torch.nn.Conv2d(ic, oc, k, padding=k // 2)) on oneDNN 2.6: forward (optionally with a fused
+    ReLU), backward-data, backward-weights + bias.
+
+    Primitives are built for one shape (N, H, W) by pf_conv_setup and reused until the shape
+    changes; the training shape is fixed, so they are built once. Activations are in the nCHWb
+    layouts of dnnl_ctx.h: the caller passes the source block (or asks oneDNN to choose) and
+    reads back the blocks chosen in src_block / dst_block. Weights stay OIHW (O x I x K x K
+    floats) and biases (O) in the model's flat buffers; pf_conv_set_weights reorders them into
+    the layouts the primitives prefer (once per step) and pf_conv_backward_weights writes the
+    gradients back as OIHW and (O) floats.
+*/
+#ifndef PF_CONV_DNNL_H
+#define PF_CONV_DNNL_H
+#include <stddef.h>
+#include "nn/cpu/dnnl_ctx.h"
+
+typedef struct {
+    /* what the layer is */
+    char name[96];              /* for messages, e.g. "body.0.conv1" */
+    int ic, oc, k;              /* channels in / out, square kernel size (odd) */
+    int relu;                   /* forward applies ReLU after the bias */
+    /* what the primitives are built for */
+    int n, h, w;                /* 0 when not built */
+    int training;               /* forward_training with backward primitives */
+    int need_bwd_data;          /* backward-data primitive built */
+    int src_block, dst_block;   /* activation layouts in use (1, 8 or 16) */
+    pf_dnnl *ctx;
+    dnnl_primitive_desc_t fwd_pd, bwdd_pd, bwdw_pd;
+    dnnl_primitive_t fwd, bwdd, bwdw;
+    dnnl_primitive_t w_to_fwd, w_to_bwdd, dw_to_user; /* weight reorders; NULL = same layout */
+    dnnl_memory_t m_src, m_dst;         /* user handles, set per call */
+    dnnl_memory_t m_w_user, m_bias;     /* OIHW weights and bias in the flat buffers */
+    dnnl_memory_t m_w_fwd, m_w_bwdd;    /* weights in the primitives' layouts (owned) */
+    dnnl_memory_t m_dw, m_dw_user;      /* diff weights: primitive layout (owned), OIHW */
+    dnnl_memory_t m_dbias;              /* diff bias into the flat gradient buffer */
+} pf_conv;
+
+/* Describe the layer; builds nothing. */
+void pf_conv_init(pf_conv *c, const char *name, int ic, int oc, int k, int relu);
+
+/* Build (or keep, when nothing changed) the primitives for an N x ic x H x W input.
+   src_block: layout of the input (1, 8, 16) or -1 to let oneDNN choose; dst_block likewise
+   for the output. A choice oneDNN makes outside the nCHWb family is replaced by plain NCHW.
+   training: build backward-weights, and backward-data when need_bwd_data. Returns 0, or -1
+   with err naming the layer. */
+int pf_conv_setup(pf_conv *c, pf_dnnl *ctx, int n, int h, int w, int src_block, int dst_block,
+                  int training, int need_bwd_data, char *err, size_t errlen);
+
+/* Reorder OIHW weights (oc x ic x k x k) and bias (oc) into the primitives' layouts. The bias
+   pointer is kept and must stay valid until the next call. */
+int pf_conv_set_weights(pf_conv *c, const float *w_oihw, const float *bias, char *err,
+                        size_t errlen);
+
+/* dst (N x oc x H x W, dst_block) = conv(src (N x ic x H x W, src_block)) [+ ReLU]. */
+int pf_conv_forward(pf_conv *c, const float *src, float *dst, char *err, size_t errlen);
+
+/* diff_src = d loss / d src from diff_dst (the gradient at the conv output, after any ReLU
+   mask has been applied by the caller). */
+int pf_conv_backward_data(pf_conv *c, const float *diff_dst, float *diff_src, char *err,
+                          size_t errlen);
+
+/* Weight gradient (written as OIHW into dw) and bias gradient (into db), overwriting. */
+int pf_conv_backward_weights(pf_conv *c, const float *src, const float *diff_dst, float *dw,
+                             float *db, char *err, size_t errlen);
+
+/* oneDNN's implementation name of the forward primitive (e.g. "jit:avx2"), or "". */
+const char *pf_conv_impl(const pf_conv *c);
+
+void pf_conv_free(pf_conv *c);
+#endif

@@ -1,0 +1,97 @@
+/*  layers — ReLU mask, residual add, pixel shuffle and image <-> activation conversion (see
+    layers.h). Loops are ordered so the larger tensor is walked contiguously. */
+#include "nn/layers.h"
+#include <string.h>
+#include "nn/cpu/dnnl_ctx.h"
+
+void pf_relu_backward(float *d, const float *y, size_t n) {
+    for (size_t i = 0; i < n; i++) d[i] = y[i] > 0.0f ? d[i] : 0.0f;
+}
+
+void pf_residual_add(float *out, const float *identity, float res_scale, size_t n) {
+    if (res_scale == 1.0f) {
+        for (size_t i = 0; i < n; i++) out[i] += identity[i];
+    } else {
+        for (size_t i = 0; i < n; i++) out[i] = identity[i] + res_scale * out[i];
+    }
+}
+
+void pf_add_inplace(float *a, const float *b, size_t n) {
+    for (size_t i = 0; i < n; i++) a[i] += b[i];
+}
+
+void pf_scale(float *dst, const float *src, float s, size_t n) {
+    for (size_t i = 0; i < n; i++) dst[i] = s * src[i];
+}
+
+/* Walk the output (C channels, H r x W r) in memory order; each element's source is
+   channel c r^2 + (oh % r) r + (ow % r) at (oh / r, ow / r). `fwd` selects the direction. */
+static void shuffle(float *big, float *small, int n, int c, int h, int w, int r, int bi, int bo,
+                    int fwd) {
+    int oh_n = h * r, ow_n = w * r, cs = c * r * r;
+    int cbo = (c + bo - 1) / bo;
+    for (int in = 0; in < n; in++) {
+        for (int cb = 0; cb < cbo; cb++) {
+            for (int oh = 0; oh < oh_n; oh++) {
+                int ih = oh / r, i = oh % r;
+                float *o = big + pf_blk_off(in, cb * bo, oh, 0, c, oh_n, ow_n, bo);
+                for (int ow = 0; ow < ow_n; ow++) {
+                    int iw = ow / r, j = ow % r;
+                    for (int k = 0; k < bo; k++, o++) {
+                        int oc = cb * bo + k;
+                        if (oc >= c) {
+                            if (fwd) *o = 0.0f;
+                            continue;
+                        }
+                        int ic = oc * r * r + i * r + j;
+                        size_t s = pf_blk_off(in, ic, ih, iw, cs, h, w, bi);
+                        if (fwd) *o = small[s];
+                        else small[s] = *o;
+                    }
+                }
+            }
+        }
+    }
+}
+
+void pf_pixel_shuffle_forward(float *out, const float *in, int n, int c, int h, int w, int r,
+                              int bi, int bo) {
+    shuffle(out, (float *)in, n, c, h, w, r, bi, bo, 1);
+}
+
+void pf_pixel_shuffle_backward(float *din, const float *dout, int n, int c, int h, int w, int r,
+                               int bi, int bo) {
+    /* Every real channel of din is written; zero the block padding, if any. */
+    size_t total = pf_blk_numel(n, c * r * r, h, w, bi);
+    if ((size_t)n * (size_t)(c * r * r) * (size_t)h * (size_t)w != total)
+        memset(din, 0, total * sizeof(float));
+    shuffle((float *)dout, din, n, c, h, w, r, bi, bo, 0);
+}
+
+void pf_image_to_act(float *dst, const uint8_t *img, int n, int h, int w, const float *mean,
+                     float range, int b) {
+    memset(dst, 0, pf_blk_numel(n, 3, h, w, b) * sizeof(float));
+    for (int in = 0; in < n; in++)
+        for (int y = 0; y < h; y++)
+            for (int x = 0; x < w; x++) {
+                const uint8_t *p = img + (((size_t)in * h + y) * w + x) * 3;
+                for (int c = 0; c < 3; c++) {
+                    float v = (float)p[c] / 255.0f;
+                    if (mean) v = (v - mean[c]) * range;
+                    dst[pf_blk_off(in, c, y, x, 3, h, w, b)] = v;
+                }
+            }
+}
+
+void pf_act_to_image(float *out, const float *act, int n, int h, int w, const float *mean,
+                     float range, int b) {
+    for (int in = 0; in < n; in++)
+        for (int y = 0; y < h; y++)
+            for (int x = 0; x < w; x++) {
+                float *p = out + (((size_t)in * h + y) * w + x) * 3;
+                for (int c = 0; c < 3; c++) {
+                    float v = act[pf_blk_off(in, c, y, x, 3, h, w, b)];
+                    p[c] = mean ? v / range + mean[c] : v;
+                }
+            }
+}

@@ -1,0 +1,57 @@
+/*  layers — the parameter-free layers of PixFlow's networks, as plain C free functions with
+    explicit forward and backward: ReLU mask, residual add, pixel shuffle, and the conversions
+    between the uint8 NHWC images loaders send and float activations.
+
+    Activations are N x C x H x W floats in an nCHWb layout (nn/cpu/dnnl_ctx.h: b = 1 is
+    plain NCHW, b = 8 / 16 are oneDNN's nChw8c / nChw16c; channels padded to a multiple of b
+    with zeros). Element-wise functions take a count of floats and are layout-agnostic as long
+    as all operands share a layout.
+*/
+#ifndef PF_LAYERS_H
+#define PF_LAYERS_H
+#include <stddef.h>
+#include <stdint.h>
+
+/* ReLU backward given the ReLU output y (torch's threshold_backward): d[i] = y[i] > 0 ? d[i]
+   : 0, in place. */
+void pf_relu_backward(float *d, const float *y, size_t n);
+
+/* Residual block output (BasicSR ResidualBlockNoBN): out[i] = identity[i] + res_scale * out[i],
+   in place on out (which holds the branch). */
+void pf_residual_add(float *out, const float *identity, float res_scale, size_t n);
+
+/* a[i] += b[i]. */
+void pf_add_inplace(float *a, const float *b, size_t n);
+
+/* dst[i] = s * src[i] (dst may equal src). */
+void pf_scale(float *dst, const float *src, float s, size_t n);
+
+/* PixelShuffle(r) forward (torch.nn.PixelShuffle): in N x (C r^2) x H x W (block bi) ->
+   out N x C x (H r) x (W r) (block bo), out[n][c][h r + i][w r + j] = in[n][c r^2 + i r + j][h][w].
+   Padding channels of out are zeroed. */
+void pf_pixel_shuffle_forward(float *out, const float *in, int n, int c, int h, int w, int r,
+                              int bi, int bo);
+
+/* Its backward: din (N x C r^2 x H x W, block bi) from dout (N x C x Hr x Wr, block bo);
+   a pure permutation, so din is overwritten. */
+void pf_pixel_shuffle_backward(float *din, const float *dout, int n, int c, int h, int w, int r,
+                               int bi, int bo);
+
+/* Image batch to activation: img is n x h x w x 3 uint8 (NHWC, RGB); dst is N x 3 x H x W in
+   block b with dst = (img / 255 - mean[c]) * range (mean NULL = 0). Padding zeroed. */
+void pf_image_to_act(float *dst, const uint8_t *img, int n, int h, int w, const float *mean,
+                     float range, int b);
+
+/* Activation (N x 3 x H x W, block b) to n x h x w x 3 float NHWC: out = act / range +
+   mean[c] (mean NULL = 0). */
+void pf_act_to_image(float *out, const float *act, int n, int h, int w, const float *mean,
+                     float range, int b);
+
+/* Bicubic upsampling by an integer factor with torch.nn.Upsample(scale_factor=s,
+   mode='bicubic', align_corners=False) semantics (Keys cubic, a = -0.75, source index
+   (dst + 0.5) / s - 0.5, taps clamped to the border). img: n x h x w x 3 uint8 NHWC, taken as
+   img / 255; dst: N x 3 x (h s) x (w s) in block b. Source: PyTorch's
+   aten/src/ATen/native/UpSampleBicubic2d.cpp. */
+void pf_bicubic_upsample_image(float *dst, const uint8_t *img, int n, int h, int w, int s,
+                               int b);
+#endif

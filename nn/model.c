@@ -1,0 +1,315 @@
+/*  model — construction of EDSR / SRCNN from the config, the flat parameter and gradient
+    buffers with their state_dict names, PyTorch-default initialisation, weight loading, and
+    the public train-step / inference entry points (see model.h). The networks' forward and
+    backward live in edsr.c and srcnn.c.
+*/
+#include "nn/model.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "common/rng.h"
+#include "common/safetensors.h"
+#include "nn/layers.h"
+#include "nn/model_internal.h"
+
+float *pf_plan_alloc(pf_plan *p, size_t n) {
+    if (p->n_allocs >= PF_PLAN_MAX_ALLOCS) return NULL;
+    size_t bytes = (n * sizeof(float) + 63) / 64 * 64;
+    void *b = aligned_alloc(64, bytes ? bytes : 64);
+    if (!b) return NULL;
+    memset(b, 0, bytes);
+    p->allocs[p->n_allocs++] = b;
+    return b;
+}
+
+void pf_plan_free(pf_plan *p) {
+    for (int i = 0; i < p->n_allocs; i++) free(p->allocs[i]);
+    memset(p, 0, sizeof *p);
+}
+
+float *pf_model_conv_w(pf_model *m, float *base, int i) {
+    return base + m->tensors[2 * i].offset;
+}
+float *pf_model_conv_b(pf_model *m, float *base, int i) {
+    return base + m->tensors[2 * i + 1].offset;
+}
+
+int pf_model_set_weights(pf_model *m, pf_conv *convs, char *err, size_t errlen) {
+    for (int i = 0; i < m->n_convs; i++)
+        if (pf_conv_set_weights(&convs[i], pf_model_conv_w(m, m->params, i),
+                                pf_model_conv_b(m, m->params, i), err, errlen))
+            return -1;
+    return 0;
+}
+
+/* Register conv `name` (ic -> oc, k x k) as tensors name.weight (OIHW) and name.bias (O). */
+static void add_conv(pf_model *m, const char *name, int ic, int oc, int k, int relu) {
+    pf_param_info *w = &m->tensors[m->n_tensors++], *b = &m->tensors[m->n_tensors++];
+    snprintf(w->name, sizeof w->name, "%s.weight", name);
+    w->offset = m->n_params;
+    w->numel = (size_t)oc * ic * k * k;
+    w->ndim = 4;
+    w->shape[0] = oc;
+    w->shape[1] = ic;
+    w->shape[2] = k;
+    w->shape[3] = k;
+    m->n_params += w->numel;
+    snprintf(b->name, sizeof b->name, "%s.bias", name);
+    b->offset = m->n_params;
+    b->numel = (size_t)oc;
+    b->ndim = 1;
+    b->shape[0] = oc;
+    m->n_params += b->numel;
+    pf_conv_init(&m->train_conv[m->n_convs], name, ic, oc, k, relu);
+    pf_conv_init(&m->infer_conv[m->n_convs], name, ic, oc, k, relu);
+    m->n_convs++;
+}
+
+pf_model *pf_model_new(const pf_config *cfg, char *err, size_t errlen) {
+    pf_model *m = calloc(1, sizeof *m);
+    if (!m) {
+        snprintf(err, errlen, "model: out of memory");
+        return NULL;
+    }
+    m->cfg = *cfg;
+    m->scale = cfg->scale;
+    if (pf_loss_parse(cfg->loss_type, &m->loss.type)) {
+        snprintf(err, errlen, "model: unsupported loss_type '%s' (L1Loss, MSELoss, "
+                 "CharbonnierLoss)", cfg->loss_type);
+        goto fail;
+    }
+    m->loss.weight = cfg->loss_weight;
+    m->loss.eps = cfg->charbonnier_eps;
+    int max_convs;
+    if (!strcmp(cfg->model_type, "EDSR")) {
+        m->is_edsr = 1;
+        if (cfg->scale == 2 || cfg->scale == 4) {
+            m->stage_r = 2;
+            m->n_stages = cfg->scale == 2 ? 1 : 2;
+        } else if (cfg->scale == 3) {
+            m->stage_r = 3;
+            m->n_stages = 1;
+        } else {
+            snprintf(err, errlen, "model: EDSR supports scale 2, 3 or 4, not %d", cfg->scale);
+            goto fail;
+        }
+        if (cfg->n_feats < 1 || cfg->n_blocks < 0 || cfg->img_range <= 0.0f) {
+            snprintf(err, errlen, "model: EDSR needs n_feats >= 1, n_blocks >= 0, img_range > 0");
+            goto fail;
+        }
+        max_convs = 2 * cfg->n_blocks + 3 + m->n_stages;
+    } else if (!strcmp(cfg->model_type, "SRCNN")) {
+        if (cfg->scale < 1 || cfg->scale > 8) {
+            snprintf(err, errlen, "model: SRCNN scale must be 1..8, not %d", cfg->scale);
+            goto fail;
+        }
+        for (int i = 0; i < 3; i++)
+            if (cfg->srcnn_kernel_sizes[i] < 1 || cfg->srcnn_kernel_sizes[i] % 2 == 0) {
+                snprintf(err, errlen, "model: SRCNN kernel sizes must be odd, got %d",
+                         cfg->srcnn_kernel_sizes[i]);
+                goto fail;
+            }
+        if (cfg->srcnn_channels[0] != 3 || cfg->srcnn_channels[3] != 3 ||
+            cfg->srcnn_channels[1] < 1 || cfg->srcnn_channels[2] < 1) {
+            snprintf(err, errlen, "model: SRCNN channels must be (3, c1, c2, 3)");
+            goto fail;
+        }
+        max_convs = 3;
+    } else {
+        snprintf(err, errlen, "model: unsupported model_type '%s' (EDSR, SRCNN)",
+                 cfg->model_type);
+        goto fail;
+    }
+    m->tensors = calloc((size_t)max_convs * 2, sizeof *m->tensors);
+    m->train_conv = calloc((size_t)max_convs, sizeof *m->train_conv);
+    m->infer_conv = calloc((size_t)max_convs, sizeof *m->infer_conv);
+    if (!m->tensors || !m->train_conv || !m->infer_conv) {
+        snprintf(err, errlen, "model: out of memory");
+        goto fail;
+    }
+    if (m->is_edsr) {
+        int c = cfg->n_feats;
+        char name[64];
+        add_conv(m, "conv_first", 3, c, 3, 0);
+        for (int i = 0; i < cfg->n_blocks; i++) {
+            snprintf(name, sizeof name, "body.%d.conv1", i);
+            add_conv(m, name, c, c, 3, 1);
+            snprintf(name, sizeof name, "body.%d.conv2", i);
+            add_conv(m, name, c, c, 3, 0);
+        }
+        add_conv(m, "conv_after_body", c, c, 3, 0);
+        for (int s = 0; s < m->n_stages; s++) {
+            snprintf(name, sizeof name, "upsample.%d", 2 * s);
+            add_conv(m, name, c, c * m->stage_r * m->stage_r, 3, 0);
+        }
+        add_conv(m, "conv_last", c, 3, 3, 0);
+    } else {
+        const int *ch = cfg->srcnn_channels, *k = cfg->srcnn_kernel_sizes;
+        add_conv(m, "conv1", ch[0], ch[1], k[0], 1);
+        add_conv(m, "conv2", ch[1], ch[2], k[1], 1);
+        add_conv(m, "conv3", ch[2], ch[3], k[2], 0);
+    }
+    m->params = calloc(m->n_params, sizeof(float));
+    m->grads = calloc(m->n_params, sizeof(float));
+    if (!m->params || !m->grads) {
+        snprintf(err, errlen, "model: out of memory for %zu parameters", m->n_params);
+        goto fail;
+    }
+    if (pf_dnnl_init(&m->dnnl, err, errlen)) goto fail;
+    return m;
+fail:
+    pf_model_destroy(&m);
+    return NULL;
+}
+
+void pf_model_destroy(pf_model **self) {
+    pf_model *m = *self;
+    if (!m) return;
+    for (int i = 0; i < m->n_convs; i++) {
+        pf_conv_free(&m->train_conv[i]);
+        pf_conv_free(&m->infer_conv[i]);
+    }
+    pf_plan_free(&m->train);
+    pf_plan_free(&m->infer);
+    pf_dnnl_free(&m->dnnl);
+    free(m->train_conv);
+    free(m->infer_conv);
+    free(m->tensors);
+    free(m->params);
+    free(m->grads);
+    free(m);
+    *self = NULL;
+}
+
+void pf_model_init(pf_model *m, uint64_t seed) {
+    /* kaiming_uniform_(a = sqrt(5)): gain = sqrt(2 / (1 + 5)), bound = gain * sqrt(3 / fan_in)
+       = 1 / sqrt(fan_in); the bias bound is 1 / sqrt(fan_in) as well. Tensor i draws from
+       stream (seed, i), element j is its j-th draw. */
+    for (int i = 0; i < m->n_tensors; i++) {
+        const pf_param_info *t = &m->tensors[i];
+        const pf_param_info *wt = &m->tensors[i & ~1];
+        double fan_in = (double)(wt->shape[1] * wt->shape[2] * wt->shape[3]);
+        double bound = 1.0 / sqrt(fan_in);
+        pf_rng r = pf_rng_make(seed, (uint64_t)i, 0);
+        float *p = m->params + t->offset;
+        for (size_t j = 0; j < t->numel; j++)
+            p[j] = (float)((2.0 * pf_rng_uniform(&r) - 1.0) * bound);
+    }
+}
+
+size_t pf_model_num_params(const pf_model *m) { return m->n_params; }
+float *pf_model_params(pf_model *m) { return m->params; }
+float *pf_model_grads(pf_model *m) { return m->grads; }
+int pf_model_num_tensors(const pf_model *m) { return m->n_tensors; }
+const pf_param_info *pf_model_tensor_info(const pf_model *m, int i) {
+    return i >= 0 && i < m->n_tensors ? &m->tensors[i] : NULL;
+}
+int pf_model_scale(const pf_model *m) { return m->scale; }
+
+static int plan(pf_model *m, pf_plan *p, pf_conv *convs, int n, int h, int w, int training,
+                char *err, size_t errlen) {
+    if (n < 1 || h < 1 || w < 1) {
+        snprintf(err, errlen, "model: bad input shape %d x %d x %d", n, h, w);
+        return -1;
+    }
+    if (p->n == n && p->h == h && p->w == w) return 0;
+    pf_plan_free(p);
+    int rc = m->is_edsr ? pf_edsr_plan(m, p, convs, n, h, w, training, err, errlen)
+                        : pf_srcnn_plan(m, p, convs, n, h, w, training, err, errlen);
+    if (rc) {
+        pf_plan_free(p);
+        return -1;
+    }
+    p->n = n;
+    p->h = h;
+    p->w = w;
+    p->training = training;
+    return 0;
+}
+
+int pf_model_train_step(pf_model *m, const uint8_t *lq, const uint8_t *gt, int n, int lq_h,
+                        int lq_w, float *loss, char *err, size_t errlen) {
+    pf_plan *p = &m->train;
+    pf_conv *convs = m->train_conv;
+    if (plan(m, p, convs, n, lq_h, lq_w, 1, err, errlen)) return -1;
+    if (pf_model_set_weights(m, convs, err, errlen)) return -1;
+    int rc = m->is_edsr ? pf_edsr_forward(m, p, convs, lq, err, errlen)
+                        : pf_srcnn_forward(m, p, convs, lq, err, errlen);
+    if (rc) return -1;
+    int s = m->scale;
+    *loss = (float)pf_loss_forward_backward(&m->loss, p->out, gt, n, lq_h * s, lq_w * s,
+                                            m->is_edsr ? m->cfg.rgb_mean : NULL,
+                                            m->cfg.img_range, p->out_block, p->d_out);
+    rc = m->is_edsr ? pf_edsr_backward(m, p, convs, err, errlen)
+                    : pf_srcnn_backward(m, p, convs, err, errlen);
+    if (rc) return -1;
+    return pf_dnnl_check(dnnl_stream_wait(m->dnnl.stream), "model", "dnnl_stream_wait", err,
+                         errlen);
+}
+
+int pf_model_infer(pf_model *m, const uint8_t *lq, int h, int w, float *out, char *err,
+                   size_t errlen) {
+    pf_plan *p = &m->infer;
+    pf_conv *convs = m->infer_conv;
+    if (plan(m, p, convs, 1, h, w, 0, err, errlen)) return -1;
+    if (pf_model_set_weights(m, convs, err, errlen)) return -1;
+    int rc = m->is_edsr ? pf_edsr_forward(m, p, convs, lq, err, errlen)
+                        : pf_srcnn_forward(m, p, convs, lq, err, errlen);
+    if (rc) return -1;
+    if (pf_dnnl_check(dnnl_stream_wait(m->dnnl.stream), "model", "dnnl_stream_wait", err,
+                      errlen))
+        return -1;
+    pf_act_to_image(out, p->out, 1, h * m->scale, w * m->scale,
+                    m->is_edsr ? m->cfg.rgb_mean : NULL, m->cfg.img_range, p->out_block);
+    return 0;
+}
+
+static void append(char *buf, size_t len, const char *label, const char *name, int *count) {
+    size_t used = strlen(buf);
+    if (used + 1 >= len) return;
+    snprintf(buf + used, len - used, "%s%s '%s'", *count ? ";" : "", label, name);
+    (*count)++;
+}
+
+int pf_model_load_weights(pf_model *m, const struct pf_safetensors *st, char *err,
+                          size_t errlen) {
+    char msg[2048] = "";
+    int bad = 0;
+    for (int i = 0; i < m->n_tensors; i++) {
+        const pf_param_info *t = &m->tensors[i];
+        int ndim;
+        int64_t shape[4];
+        const float *d = pf_safetensors_get(st, t->name, &ndim, shape);
+        if (!d) {
+            append(msg, sizeof msg, " missing", t->name, &bad);
+            continue;
+        }
+        int same = ndim == t->ndim;
+        for (int k = 0; same && k < ndim; k++) same = shape[k] == t->shape[k];
+        if (!same) append(msg, sizeof msg, " mis-shaped", t->name, &bad);
+    }
+    int n = pf_safetensors_count(st);
+    for (int j = 0; j < n; j++) {
+        const char *name;
+        int ndim;
+        int64_t shape[4];
+        pf_safetensors_at(st, j, &name, &ndim, shape);
+        int known = 0;
+        for (int i = 0; i < m->n_tensors && !known; i++)
+            known = !strcmp(m->tensors[i].name, name);
+        if (!known) append(msg, sizeof msg, " unexpected", name, &bad);
+    }
+    if (bad) {
+        snprintf(err, errlen, "model: weights do not match %s:%s", m->cfg.model_type, msg);
+        return -1;
+    }
+    for (int i = 0; i < m->n_tensors; i++) {
+        const pf_param_info *t = &m->tensors[i];
+        int ndim;
+        int64_t shape[4];
+        const float *d = pf_safetensors_get(st, t->name, &ndim, shape);
+        memcpy(m->params + t->offset, d, t->numel * sizeof(float));
+    }
+    return 0;
+}

@@ -1,0 +1,75 @@
+/*  model_internal — the pf_model struct shared by model.c (construction, parameters, the
+    public entry points) and the per-network files edsr.c and srcnn.c (plans, forward,
+    backward). Not part of the public API.
+*/
+#ifndef PF_MODEL_INTERNAL_H
+#define PF_MODEL_INTERNAL_H
+#include "nn/cpu/conv_dnnl.h"
+#include "nn/loss.h"
+#include "nn/model.h"
+
+#define PF_PLAN_MAX_ALLOCS 160
+#define PF_MAX_STAGES 2
+
+/* Activation buffers for one input shape. Training keeps every activation backward needs;
+   inference lets buffers that are dead alias each other. */
+typedef struct {
+    int n, h, w;                /* LQ batch shape these are for; 0 = not built */
+    int training;
+    float *x;                   /* network input: mean-shifted LQ (EDSR) / bicubic (SRCNN) */
+    float *f0;                  /* EDSR conv_first output */
+    float **a;                  /* EDSR a[0..n_blocks], block inputs/outputs (a[0] = f0);
+                                   SRCNN a[0], a[1]: conv1 and conv2 outputs (after ReLU) */
+    float **t;                  /* EDSR body.i: ReLU(conv1) */
+    float *r;                   /* EDSR conv_after_body + f0 */
+    float *p;                   /* EDSR upsample conv output (largest stage); reused as its
+                                   gradient in backward */
+    float *q[PF_MAX_STAGES];    /* EDSR pixel shuffle outputs */
+    float *out;                 /* last conv output, 3 channels, block out_block */
+    float *d_out, *d_q, *d_r, *d_a, *d_t, *d_tmp, *d_u;   /* gradients (training) */
+    int in_block, block, out_block; /* layouts of x, of the features, of out */
+    void *allocs[PF_PLAN_MAX_ALLOCS];
+    int n_allocs;
+} pf_plan;
+
+struct pf_model {
+    pf_config cfg;              /* copy of the configuration it was built from */
+    int is_edsr;                /* 1 EDSR, 0 SRCNN */
+    int scale;
+    int n_stages, stage_r;      /* EDSR upsample: stages of factor stage_r (2 or 3) */
+    float *params, *grads;      /* flat buffers, n_params floats each */
+    size_t n_params;
+    pf_param_info *tensors;     /* weight then bias for every conv, in state_dict order */
+    int n_tensors;
+    int n_convs;
+    pf_conv *train_conv;        /* n_convs layers with training primitives */
+    pf_conv *infer_conv;        /* the same layers with inference primitives */
+    pf_loss loss;
+    pf_dnnl dnnl;
+    pf_plan train, infer;
+};
+
+/* Allocate n floats (64-byte aligned) owned by plan; NULL when out of memory. */
+float *pf_plan_alloc(pf_plan *p, size_t n);
+void pf_plan_free(pf_plan *p);
+
+/* Pointer to conv i's weights / bias in a flat buffer (params or grads). */
+float *pf_model_conv_w(pf_model *m, float *base, int i);
+float *pf_model_conv_b(pf_model *m, float *base, int i);
+
+/* Reorder every conv's current weights into its primitives' layouts. */
+int pf_model_set_weights(pf_model *m, pf_conv *convs, char *err, size_t errlen);
+
+/* Per-network: build plan (buffers + primitives) for LQ n x h x w; forward up to `out`;
+   backward from plan->d_out into m->grads. */
+int pf_edsr_plan(pf_model *m, pf_plan *p, pf_conv *convs, int n, int h, int w, int training,
+                 char *err, size_t errlen);
+int pf_edsr_forward(pf_model *m, pf_plan *p, pf_conv *convs, const uint8_t *lq, char *err,
+                    size_t errlen);
+int pf_edsr_backward(pf_model *m, pf_plan *p, pf_conv *convs, char *err, size_t errlen);
+int pf_srcnn_plan(pf_model *m, pf_plan *p, pf_conv *convs, int n, int h, int w, int training,
+                  char *err, size_t errlen);
+int pf_srcnn_forward(pf_model *m, pf_plan *p, pf_conv *convs, const uint8_t *lq, char *err,
+                     size_t errlen);
+int pf_srcnn_backward(pf_model *m, pf_plan *p, pf_conv *convs, char *err, size_t errlen);
+#endif
