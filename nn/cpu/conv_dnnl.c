@@ -48,6 +48,7 @@ void pf_conv_free(pf_conv *c) {
     destroy_mem(&c->m_dw);
     destroy_mem(&c->m_dw_user);
     destroy_mem(&c->m_dbias);
+    c->w_for_bwdd = NULL;
     c->n = c->h = c->w = 0;
 }
 
@@ -171,12 +172,14 @@ int pf_conv_setup(pf_conv *c, pf_dnnl *ctx, int n, int h, int w, int src_block, 
            "convolution backward-data primitive_create");
         const dnnl_memory_desc_t *wb_md = q_md(c->bwdd_pd, dnnl_query_weights_md);
         if (dnnl_memory_desc_equal(wb_md, wfwd_md)) {
-            c->w_to_bwdd = NULL; /* reuse the forward copy (or the user buffer) */
+            /* reuse the forward copy (or the user buffer) */
+            c->w_for_bwdd = c->w_to_fwd ? c->m_w_fwd : c->m_w_user;
         } else {
             if (make_reorder(c, &c->w_to_bwdd, &user_w_md, wb_md, err, errlen)) goto fail;
             if (c->w_to_bwdd)
                 CK(dnnl_memory_create(&c->m_w_bwdd, wb_md, ctx->engine, DNNL_MEMORY_ALLOCATE),
                    "memory_create");
+            c->w_for_bwdd = c->w_to_bwdd ? c->m_w_bwdd : c->m_w_user;
         }
     }
     CK(dnnl_convolution_backward_weights_desc_init(&cd, dnnl_convolution_direct, src_md, &wany,
@@ -254,7 +257,7 @@ int pf_conv_backward_data(pf_conv *c, const float *diff_dst, float *diff_src, ch
     if (set_handle(c, c->m_dst, diff_dst, err, errlen) ||
         set_handle(c, c->m_src, diff_src, err, errlen))
         return -1;
-    dnnl_memory_t w = c->w_to_bwdd ? c->m_w_bwdd : (c->w_to_fwd ? c->m_w_fwd : c->m_w_user);
+    dnnl_memory_t w = c->w_for_bwdd;
     dnnl_exec_arg_t a[3] = {
         { DNNL_ARG_DIFF_DST, c->m_dst },
         { DNNL_ARG_WEIGHTS, w },

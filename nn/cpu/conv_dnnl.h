@@ -32,6 +32,8 @@ typedef struct {
     dnnl_memory_t m_src, m_dst;         /* user handles, set per call */
     dnnl_memory_t m_w_user, m_bias;     /* OIHW weights and bias in the flat buffers */
     dnnl_memory_t m_w_fwd, m_w_bwdd;    /* weights in the primitives' layouts (owned) */
+    dnnl_memory_t w_for_bwdd;           /* which of m_w_user / m_w_fwd / m_w_bwdd backward-data
+                                           reads (not owned) */
     dnnl_memory_t m_dw, m_dw_user;      /* diff weights: primitive layout (owned), OIHW */
     dnnl_memory_t m_dbias;              /* diff bias into the flat gradient buffer */
 } pf_conv;
