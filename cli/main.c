@@ -1,8 +1,52 @@
-/*  pixflow — one executable, one subcommand per role (see docs/architecture.md). */
+/*  pixflow — one executable, one subcommand per role (docs/architecture.md):
+
+      pixflow train CONFIG [--resume auto|PATH] [--loaders N]   the whole job on this host
+      pixflow test CONFIG --checkpoint PATH                      data.test through a checkpoint
+      pixflow coordinator CONFIG [--bind EP] [--addr-file F]    the job's hub
+      pixflow loader --connect EP                               decode + augment + batch
+      pixflow worker --connect EP [--device cpu]                train the network
+      pixflow hook checkpoint|eval|log --connect EP             subscriber services
+*/
 #include <stdio.h>
 #include <string.h>
 
-int main(int argc, char **argv) {
-    fprintf(stderr, "usage: pixflow train|test|coordinator|loader|worker|hook ...\n");
+#include "cli/commands.h"
+#include "coordinator/coordinator.h"
+#include "hooks/hook.h"
+#include "loader/loader.h"
+#include "worker/worker.h"
+
+static int usage(void) {
+    fprintf(stderr,
+            "usage: pixflow <command> ...\n"
+            "  train CONFIG [--resume auto|PATH] [--loaders N]  run a training job on this host\n"
+            "  test CONFIG --checkpoint PATH                    evaluate data.test\n"
+            "  coordinator CONFIG [--bind EP] [--addr-file F] [--workers N] [--resume R]\n"
+            "  loader --connect EP [--name NAME]\n"
+            "  worker --connect EP [--device cpu]\n"
+            "  hook checkpoint|eval|log --connect EP\n"
+            "  --version\n");
     return 2;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) return usage();
+    const char *cmd = argv[1];
+    int n = argc - 2;
+    char **rest = argv + 2;
+    if (strcmp(cmd, "--version") == 0) {
+        printf("pixflow 0.1.0 (backends: cpu/oneDNN)\n");
+        return 0;
+    }
+    if (strcmp(cmd, "train") == 0) return pf_train_main(n, rest);
+    if (strcmp(cmd, "test") == 0) return pf_test_main(n, rest);
+    if (strcmp(cmd, "coordinator") == 0) return pf_coordinator_main(n, rest);
+    if (strcmp(cmd, "loader") == 0) return pf_loader_main(n, rest);
+    if (strcmp(cmd, "worker") == 0) return pf_worker_main(n, rest);
+    if (strcmp(cmd, "hook") == 0 && n >= 1) {
+        if (strcmp(rest[0], "checkpoint") == 0) return pf_hook_checkpoint_main(n - 1, rest + 1);
+        if (strcmp(rest[0], "eval") == 0) return pf_hook_eval_main(n - 1, rest + 1);
+        if (strcmp(rest[0], "log") == 0) return pf_hook_log_main(n - 1, rest + 1);
+    }
+    return usage();
 }

@@ -78,6 +78,7 @@ typedef struct {
     int n_tickets, cap_tickets;
     char ckpt_endpoint[PF_MAX_ENDPOINT];
     int started;                    /* START sent to workers */
+    int log_stopped;                /* draining: the log hook has been told to stop */
     phase ph;
     char stop_reason[PF_MAX_NAME];  /* "finish" | "interrupt" | "abort" */
     double phase_deadline;
@@ -342,7 +343,10 @@ static void peer_died(coord *c, peer *p, const char *why) {
 static void begin_drain(coord *c) {
     c->ph = PHASE_DRAINING;
     c->phase_deadline = pf_now() + DRAIN_TIMEOUT_S;
-    stop_all(c, c->stop_reason, "training ended", MASK(PF_ROLE_LOADER) | HOOKS);
+    /* The log hook goes last, so it records what the others publish while finishing. */
+    stop_all(c, c->stop_reason, "training ended",
+             MASK(PF_ROLE_LOADER) | MASK(PF_ROLE_CHECKPOINT) | MASK(PF_ROLE_EVAL));
+    c->log_stopped = 0;
     pf_info("workers done (%s); waiting for hooks to finish", c->stop_reason);
 }
 
@@ -354,10 +358,11 @@ static int all_workers_done(coord *c) {
     return 1;
 }
 
-static int hooks_done(coord *c) {
+/* 1 when every live peer of the roles in `mask` has answered its STOP. */
+static int roles_done(coord *c, int mask) {
     for (int i = 0; i < c->n_peers; i++) {
         peer *p = &c->peers[i];
-        if ((MASK(p->role) & HOOKS) && p->alive && !p->done) return 0;
+        if ((MASK(p->role) & mask) && p->alive && !p->done) return 0;
     }
     return 1;
 }
@@ -617,7 +622,13 @@ int pf_coordinator_main(int argc, char **argv) {
             abort_job(&c, "workers did not checkpoint within %.0f s of the interrupt",
                       STOP_TIMEOUT_S);
         if (c.ph == PHASE_DRAINING) {
-            if (hooks_done(&c) || now > c.phase_deadline) break;
+            if (!c.log_stopped && (c.phase_deadline == 0 ||
+                                   roles_done(&c, MASK(PF_ROLE_CHECKPOINT) | MASK(PF_ROLE_EVAL)))) {
+                if (c.phase_deadline != 0)
+                    stop_all(&c, c.stop_reason, "training ended", MASK(PF_ROLE_LOG));
+                c.log_stopped = 1;
+            }
+            if ((c.log_stopped && roles_done(&c, HOOKS)) || now > c.phase_deadline) break;
         }
     }
     if (c.exit_code == 0) publish(&c, "done", "job finished");

@@ -1,0 +1,8 @@
+/*  commands — the front-end subcommands (`pixflow train`, `pixflow test`). Role subcommands
+    have their entry points in their own folders. */
+#ifndef PF_COMMANDS_H
+#define PF_COMMANDS_H
+/* argv excludes the subcommand. Return the process exit status. */
+int pf_train_main(int argc, char **argv);
+int pf_test_main(int argc, char **argv);
+#endif

@@ -1,0 +1,407 @@
+/*  train — `pixflow train CONFIG`: the front end that runs a whole job on this host.
+
+    It validates the config and the data before anything starts, then spawns the coordinator,
+    the worker, `data.loaders` loaders and the checkpoint, eval and log hooks as separate
+    processes (posix_spawn of this same executable, all in one new process group so the
+    terminal's Ctrl-C reaches only the front end). It joins the job as a monitor, shows one live
+    progress line from the events, and reports any process that dies. Ctrl-C asks the
+    coordinator for an orderly stop (checkpoint, then exit); a second Ctrl-C kills the group.
+    Its exit status is the coordinator's.
+*/
+#include "cli/commands.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <zmq.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "coordinator/client.h"
+#include "coordinator/coordinator.h"
+
+extern char **environ;
+
+#define MAX_CHILDREN 72
+#define EXIT_GRACE_S 10.0
+
+typedef struct {
+    pid_t pid;
+    char name[64];              /* "coordinator", "worker", "loader1", "eval hook", ... */
+    int exited;
+    int status;                 /* from waitpid */
+} child;
+
+typedef struct {
+    child kids[MAX_CHILDREN];
+    int n;
+    pid_t pgid;                 /* the job's process group (the coordinator's pid) */
+} job;
+
+static char self_exe[4096];
+
+/* Spawn `pixflow ARGS...` into the job's process group. `single_thread`: give it one OpenMP
+   thread unless the user set OMP_NUM_THREADS. Returns the child or NULL with err. */
+static child *spawn(job *j, const char *name, char *const args[], int single_thread, char *err,
+                    size_t errlen) {
+    if (j->n == MAX_CHILDREN) {
+        snprintf(err, errlen, "too many processes");
+        return NULL;
+    }
+    posix_spawnattr_t attr;
+    posix_spawnattr_init(&attr);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
+                                        POSIX_SPAWN_SETSIGDEF);
+    posix_spawnattr_setpgroup(&attr, j->pgid);
+    sigset_t none, defs;
+    sigemptyset(&none);
+    posix_spawnattr_setsigmask(&attr, &none);
+    sigemptyset(&defs);
+    sigaddset(&defs, SIGINT);
+    sigaddset(&defs, SIGTERM);
+    posix_spawnattr_setsigdefault(&attr, &defs);
+    char *argv[32];
+    int k = 0;
+    argv[k++] = self_exe;
+    for (int i = 0; args[i] && k < 31; i++) argv[k++] = args[i];
+    argv[k] = NULL;
+    /* Environment: ours, plus OMP_NUM_THREADS=1 for processes that must not compete with the
+       worker for cores. */
+    int n_env = 0;
+    while (environ[n_env]) n_env++;
+    char **env = calloc((size_t)n_env + 2, sizeof *env);
+    int e = 0, has_omp = getenv("OMP_NUM_THREADS") != NULL;
+    for (int i = 0; i < n_env; i++) env[e++] = environ[i];
+    if (single_thread && !has_omp) env[e++] = "OMP_NUM_THREADS=1";
+    env[e] = NULL;
+    pid_t pid;
+    int rc = posix_spawn(&pid, self_exe, NULL, &attr, argv, env);
+    posix_spawnattr_destroy(&attr);
+    free(env);
+    if (rc != 0) {
+        snprintf(err, errlen, "cannot start %s: %s", name, strerror(rc));
+        return NULL;
+    }
+    child *c = &j->kids[j->n++];
+    memset(c, 0, sizeof *c);
+    c->pid = pid;
+    snprintf(c->name, sizeof c->name, "%s", name);
+    if (j->pgid == 0) j->pgid = pid;
+    return c;
+}
+
+static void describe_exit(int status, char *buf, size_t len) {
+    if (WIFEXITED(status)) snprintf(buf, len, "exited with status %d", WEXITSTATUS(status));
+    else if (WIFSIGNALED(status)) snprintf(buf, len, "was killed by signal %d (%s)",
+                                           WTERMSIG(status), strsignal(WTERMSIG(status)));
+    else snprintf(buf, len, "stopped (status %d)", status);
+}
+
+/* Reap exited children; report the ones that did not end cleanly. Returns the number still
+   running. */
+static int reap(job *j, int quiet) {
+    int running = 0;
+    for (int i = 0; i < j->n; i++) {
+        child *c = &j->kids[i];
+        if (c->exited) continue;
+        int st;
+        pid_t r = waitpid(c->pid, &st, WNOHANG);
+        if (r == c->pid) {
+            c->exited = 1;
+            c->status = st;
+            if (!quiet && !(WIFEXITED(st) && (WEXITSTATUS(st) == 0 || WEXITSTATUS(st) == 130))) {
+                char how[128];
+                describe_exit(st, how, sizeof how);
+                fprintf(stderr, "\npixflow: %s (pid %d) %s%s\n", c->name, (int)c->pid, how,
+                        strncmp(c->name, "loader", 6) == 0
+                            ? "; its tickets go to the other loaders" : "");
+            }
+        } else {
+            running++;
+        }
+    }
+    return running;
+}
+
+typedef struct {
+    int tty;
+    double last_draw;
+    int64_t iter, total;
+    double loss, lr;
+    double t_first;             /* pf_now() at the first train event */
+    int64_t iter_first;
+    int have_eval;
+    pf_msg_event last_eval;
+    int64_t log_interval;
+} progress;
+
+static void fmt_eta(double s, char *buf, size_t len) {
+    long t = s > 0 ? (long)s : 0;
+    snprintf(buf, len, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
+}
+
+static void on_event(progress *p, const pf_msg_event *ev) {
+    if (strcmp(ev->kind, "train") == 0) {
+        if (p->t_first == 0) {
+            p->t_first = pf_now();
+            p->iter_first = ev->iter;
+        }
+        p->iter = ev->iter;
+        p->total = ev->total_iters;
+        p->loss = ev->loss;
+        p->lr = ev->lr;
+        double now = pf_now();
+        int due = p->tty ? (now - p->last_draw > 0.2 || ev->iter == ev->total_iters)
+                         : (ev->iter % p->log_interval == 0 || ev->iter == ev->total_iters);
+        if (!due) return;
+        p->last_draw = now;
+        double rate = (ev->iter > p->iter_first)
+                          ? (ev->iter - p->iter_first) / (now - p->t_first) : 0;
+        char eta[32], evs[96] = "";
+        fmt_eta(rate > 0 ? (ev->total_iters - ev->iter) / rate : 0, eta, sizeof eta);
+        if (p->have_eval)
+            snprintf(evs, sizeof evs, " | eval PSNR %.2f dB @%" PRId64, p->last_eval.psnr,
+                     p->last_eval.iter);
+        fprintf(stdout, "%s[%" PRId64 "/%" PRId64 "] %5.1f%% %.2f it/s loss %.4f lr %.2e "
+                "eta %s%s%s", p->tty ? "\r" : "", ev->iter, ev->total_iters,
+                100.0 * ev->iter / (ev->total_iters ? ev->total_iters : 1), rate, ev->loss,
+                ev->lr, eta, evs, p->tty ? "\033[K" : "\n");
+        fflush(stdout);
+    } else if (strcmp(ev->kind, "eval") == 0) {
+        p->have_eval = 1;
+        p->last_eval = *ev;
+        fprintf(stdout, "%seval @ iter %" PRId64 ": PSNR %.3f dB (bicubic %.3f dB, %+.3f), "
+                "SSIM %.4f (bicubic %.4f)%s\n", p->tty ? "\r\033[K" : "", ev->iter, ev->psnr,
+                ev->psnr_bicubic, ev->psnr - ev->psnr_bicubic, ev->ssim, ev->ssim_bicubic,
+                "");
+        fflush(stdout);
+    } else if (strcmp(ev->kind, "error") == 0) {
+        fprintf(stdout, "%serror: %s\n", p->tty ? "\r\033[K" : "", ev->text);
+        fflush(stdout);
+    } else if (strcmp(ev->kind, "checkpoint") == 0 && !p->tty) {
+        fprintf(stdout, "checkpoint %s\n", ev->path);
+        fflush(stdout);
+    } else if (strcmp(ev->kind, "status") == 0 && strstr(ev->text, "reissued")) {
+        fprintf(stdout, "%s%s\n", p->tty ? "\r\033[K" : "", ev->text);
+        fflush(stdout);
+    }
+}
+
+static void usage(void) {
+    fprintf(stderr, "usage: pixflow train CONFIG [--resume auto|PATH] [--loaders N] "
+                    "[--bind tcp://HOST:PORT]\n");
+}
+
+int pf_train_main(int argc, char **argv) {
+    const char *cfg_path = NULL, *resume = NULL, *bind = NULL;
+    int loaders = -1;
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--resume") == 0 && i + 1 < argc) resume = argv[++i];
+        else if (strcmp(argv[i], "--loaders") == 0 && i + 1 < argc) loaders = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--bind") == 0 && i + 1 < argc) bind = argv[++i];
+        else if (argv[i][0] != '-' && !cfg_path) cfg_path = argv[i];
+        else {
+            usage();
+            return 2;
+        }
+    }
+    if (!cfg_path) {
+        usage();
+        return 2;
+    }
+    pf_log_set_name("pixflow");
+    ssize_t n = readlink("/proc/self/exe", self_exe, sizeof self_exe - 1);
+    if (n <= 0) {
+        fprintf(stderr, "pixflow: cannot find my own executable\n");
+        return 1;
+    }
+    self_exe[n] = '\0';
+    /* 1. Everything that can be checked before a process starts. */
+    static pf_config cfg;
+    pf_dataset train;
+    pf_sampler sampler;
+    int64_t total = 0;
+    char err[2048] = "";
+    if (pf_job_prepare(&cfg, cfg_path, resume, 1, &train, &sampler, &total, err,
+                       sizeof err) != 0) {
+        fprintf(stderr, "pixflow: %s\n", err);
+        return 2;
+    }
+    if (loaders < 0) loaders = cfg.loaders;
+    if (loaders < 1 || loaders > 64) {
+        fprintf(stderr, "pixflow: --loaders must be 1..64\n");
+        return 2;
+    }
+    printf("pixflow: %s: %s x%d, %d training images (%u samples/epoch), %" PRId64
+           " iterations, batch %d, %d loaders, work_dir %s\n", cfg_path, cfg.model_type,
+           cfg.scale, train.n_files, train.len, total, cfg.samples_per_gpu, loaders,
+           cfg.work_dir);
+    pf_dataset_close(&train);
+    pf_sampler_free(&sampler);
+
+    /* 2. The coordinator, then everyone else pointed at it. */
+    signal(SIGPIPE, SIG_IGN);
+    pf_catch_signals();
+    job j = { .n = 0, .pgid = 0 };
+    char addr_file[PF_PATH_MAX + 32];
+    snprintf(addr_file, sizeof addr_file, "%s/coordinator.addr", cfg.work_dir);
+    unlink(addr_file);
+    char *cargs[12];
+    int k = 0;
+    cargs[k++] = "coordinator";
+    cargs[k++] = (char *)cfg_path;
+    cargs[k++] = "--addr-file";
+    cargs[k++] = addr_file;
+    cargs[k++] = "--workers";
+    cargs[k++] = "1";
+    if (resume) {
+        cargs[k++] = "--resume";
+        cargs[k++] = (char *)resume;
+    }
+    if (bind) {
+        cargs[k++] = "--bind";
+        cargs[k++] = (char *)bind;
+    }
+    cargs[k] = NULL;
+    child *coord = spawn(&j, "coordinator", cargs, 1, err, sizeof err);
+    if (!coord) {
+        fprintf(stderr, "pixflow: %s\n", err);
+        return 1;
+    }
+    char *addr = NULL;
+    double deadline = pf_now() + 20.0;
+    while (!addr) {
+        struct stat st;
+        if (stat(addr_file, &st) == 0) addr = pf_read_file(addr_file, NULL, err, sizeof err);
+        if (addr) break;
+        reap(&j, 1);
+        if (coord->exited || pf_now() > deadline || pf_signalled) {
+            char how[128] = "did not start within 20 s";
+            if (coord->exited) describe_exit(coord->status, how, sizeof how);
+            fprintf(stderr, "pixflow: coordinator (pid %d) %s\n", (int)coord->pid, how);
+            kill(coord->pid, SIGKILL);
+            return 1;
+        }
+        usleep(20000);
+    }
+    int status = 1;
+    char *const wargs[] = { "worker", "--connect", addr, NULL };
+    char *const cpargs[] = { "hook", "checkpoint", "--connect", addr, NULL };
+    char *const eargs[] = { "hook", "eval", "--connect", addr, NULL };
+    char *const largs[] = { "hook", "log", "--connect", addr, NULL };
+    if (!spawn(&j, "worker", wargs, 0, err, sizeof err) ||
+        !spawn(&j, "checkpoint hook", cpargs, 1, err, sizeof err) ||
+        !spawn(&j, "eval hook", eargs, 1, err, sizeof err) ||
+        !spawn(&j, "log hook", largs, 1, err, sizeof err))
+        goto kill_all;
+    for (int i = 0; i < loaders; i++) {
+        char lname[32], *largv[6];
+        snprintf(lname, sizeof lname, "loader%d", i + 1);
+        largv[0] = "loader";
+        largv[1] = "--connect";
+        largv[2] = addr;
+        largv[3] = "--name";
+        largv[4] = lname;
+        largv[5] = NULL;
+        if (!spawn(&j, lname, largv, 1, err, sizeof err)) goto kill_all;
+    }
+    printf("pixflow: coordinator %s (pid %d); processes:", addr, (int)coord->pid);
+    for (int i = 0; i < j.n; i++) printf(" %s=%d", j.kids[i].name, (int)j.kids[i].pid);
+    printf("\n");
+    fflush(stdout);
+
+    /* 3. Watch the job. */
+    {
+        void *zctx = zmq_ctx_new();
+        static pf_client mon;
+        int joined = pf_client_join(&mon, zctx, addr, PF_ROLE_MONITOR, "pixflow-train", "",
+                                    err, sizeof err) == 0;
+        void *sub = joined ? pf_events_subscribe(zctx, mon.events_sub, NULL) : NULL;
+        if (!joined) fprintf(stderr, "pixflow: cannot watch the job: %s\n", err);
+        progress p = { .tty = isatty(STDOUT_FILENO), .log_interval = cfg.log_interval };
+        int interrupts = 0;
+        while (!coord->exited) {
+            if (pf_signalled) {
+                int sig = pf_signalled;
+                pf_signalled = 0;
+                if (++interrupts == 1) {
+                    fprintf(stderr, "\npixflow: %s: checkpointing and stopping (again to kill)\n",
+                            sig == SIGINT ? "interrupted" : "terminated");
+                    kill(coord->pid, SIGINT);
+                } else {
+                    fprintf(stderr, "\npixflow: killing the job\n");
+                    killpg(j.pgid, SIGKILL);
+                }
+            }
+            if (sub) {
+                zmq_pollitem_t it = { sub, 0, ZMQ_POLLIN, 0 };
+                if (zmq_poll(&it, 1, 100) > 0) {
+                    pf_msg_event *ev = malloc(sizeof *ev);
+                    char e2[256];
+                    while (ev && pf_events_recv(sub, ZMQ_DONTWAIT, ev, e2, sizeof e2) == 0)
+                        on_event(&p, ev);
+                    free(ev);
+                }
+            } else {
+                usleep(100000);
+            }
+            reap(&j, 0);
+        }
+        if (sub) {  /* the last events (final eval, done) */
+            pf_msg_event *ev = malloc(sizeof *ev);
+            char e2[256];
+            while (ev && pf_events_recv(sub, ZMQ_DONTWAIT, ev, e2, sizeof e2) == 0)
+                on_event(&p, ev);
+            free(ev);
+            zmq_close(sub);
+        }
+        if (p.tty) printf("\n");
+        if (joined) pf_client_close(&mon);
+        zmq_ctx_destroy(zctx);
+        status = WIFEXITED(coord->status) ? WEXITSTATUS(coord->status) : 1;
+        if (!WIFEXITED(coord->status)) {
+            char how[128];
+            describe_exit(coord->status, how, sizeof how);
+            fprintf(stderr, "pixflow: coordinator (pid %d) %s; stopping the job\n",
+                    (int)coord->pid, how);
+            killpg(j.pgid, SIGTERM);
+        }
+        if (p.have_eval) {
+            const pf_msg_event *e = &p.last_eval;
+            printf("pixflow: mean PSNR-%s on %s after %" PRId64 " iterations: %s %.3f dB, "
+                   "bicubic %.3f dB (%+.3f dB); SSIM %.4f vs %.4f\n",
+                   cfg.eval_y_channel ? "Y" : "RGB", cfg.eval.gt_folder, e->iter,
+                   cfg.model_type, e->psnr, e->psnr_bicubic, e->psnr - e->psnr_bicubic, e->ssim,
+                   e->ssim_bicubic);
+        }
+    }
+kill_all:
+    if (status == 1 && err[0] && !coord->exited) {
+        fprintf(stderr, "pixflow: %s\n", err);
+        kill(coord->pid, SIGINT);
+    }
+    /* 4. Every process of the job ends within EXIT_GRACE_S, or is killed. */
+    deadline = pf_now() + EXIT_GRACE_S;
+    while (reap(&j, 0) > 0 && pf_now() < deadline) usleep(50000);
+    if (reap(&j, 1) > 0) {
+        for (int i = 0; i < j.n; i++)
+            if (!j.kids[i].exited)
+                fprintf(stderr, "pixflow: %s (pid %d) did not exit; killing it\n",
+                        j.kids[i].name, (int)j.kids[i].pid);
+        killpg(j.pgid, SIGKILL);
+        while (reap(&j, 1) > 0) usleep(20000);
+    }
+    free(addr);
+    if (status == 0) printf("pixflow: done; logs and checkpoints in %s\n", cfg.work_dir);
+    else if (status == 130) printf("pixflow: stopped with a checkpoint; continue with "
+                                   "`pixflow train %s --resume auto`\n", cfg_path);
+    return status;
+}

@@ -1,0 +1,95 @@
+/*  evaluate — see evaluate.h. */
+#include "hooks/evaluate.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/image.h"
+#include "common/imresize.h"
+#include "common/metrics.h"
+#include "common/util.h"
+
+/* Copy `src` (h x w RGB8) into a ph x pw buffer, replicating the last row and column. */
+static void pad_replicate(const uint8_t *src, int h, int w, uint8_t *dst, int ph, int pw) {
+    for (int y = 0; y < ph; y++) {
+        const uint8_t *row = src + (size_t)(y < h ? y : h - 1) * w * 3;
+        uint8_t *out = dst + (size_t)y * pw * 3;
+        memcpy(out, row, (size_t)w * 3);
+        for (int x = w; x < pw; x++) memcpy(out + (size_t)x * 3, row + (size_t)(w - 1) * 3, 3);
+    }
+}
+
+int pf_evaluate(pf_model *m, const pf_config *cfg, pf_dataset *ds, const char *save_dir,
+                pf_eval_result *res, char *err, size_t errlen) {
+    memset(res, 0, sizeof *res);
+    res->items = calloc((size_t)ds->n_files, sizeof *res->items);
+    if (!res->items) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    if (save_dir && pf_mkdirs(save_dir, err, errlen) != 0) return -1;
+    int s = cfg->scale, mult = cfg->pad_multiple > 0 ? cfg->pad_multiple : 1;
+    for (int i = 0; i < ds->n_files; i++) {
+        const pf_image *gt, *lq;
+        if (pf_dataset_pair(ds, i, &gt, &lq, err, errlen) != 0) return -1;
+        int ph = (lq->h + mult - 1) / mult * mult, pw = (lq->w + mult - 1) / mult * mult;
+        size_t out_px = (size_t)ph * s * pw * s;
+        uint8_t *padded = malloc((size_t)ph * pw * 3);
+        float *out = malloc(out_px * 3 * sizeof *out);
+        uint8_t *out8 = malloc((size_t)gt->h * gt->w * 3);
+        uint8_t *bic = malloc((size_t)gt->h * gt->w * 3);
+        int rc = (padded && out && out8 && bic) ? 0 : -1;
+        if (rc) snprintf(err, errlen, "out of memory evaluating '%s'", ds->files[i].gt_path);
+        if (rc == 0) {
+            pad_replicate(lq->data, lq->h, lq->w, padded, ph, pw);
+            rc = pf_model_infer(m, padded, ph, pw, out, err, errlen);
+        }
+        if (rc == 0) {
+            /* Crop the padded output back to GT size, then clamp and round. */
+            for (int y = 0; y < gt->h; y++)
+                pf_to_u8(out + (size_t)y * pw * s * 3, out8 + (size_t)y * gt->w * 3,
+                         (size_t)gt->w * 3);
+            rc = pf_imresize_u8(lq->data, lq->h, lq->w, 3, (double)s, bic);
+            if (rc) snprintf(err, errlen, "bicubic upscaling of '%s' failed",
+                             ds->files[i].gt_path);
+        }
+        if (rc == 0) {
+            pf_eval_item *it = &res->items[i];
+            snprintf(it->name, sizeof it->name, "%s", ds->files[i].name);
+            int y = cfg->eval_y_channel, cb = cfg->crop_border;
+            it->psnr = pf_psnr(out8, gt->data, gt->h, gt->w, cb, y);
+            it->ssim = pf_ssim(out8, gt->data, gt->h, gt->w, cb, y);
+            it->psnr_bicubic = pf_psnr(bic, gt->data, gt->h, gt->w, cb, y);
+            it->ssim_bicubic = pf_ssim(bic, gt->data, gt->h, gt->w, cb, y);
+            res->psnr += it->psnr;
+            res->ssim += it->ssim;
+            res->psnr_bicubic += it->psnr_bicubic;
+            res->ssim_bicubic += it->ssim_bicubic;
+            res->n++;
+            if (save_dir) {
+                char path[PF_PATH_MAX * 2];
+                snprintf(path, sizeof path, "%s/%s.png", save_dir, it->name);
+                rc = pf_image_write_png(path, out8, gt->w, gt->h, err, errlen);
+            }
+        }
+        free(padded);
+        free(out);
+        free(out8);
+        free(bic);
+        if (rc) return -1;
+    }
+    if (res->n) {
+        res->psnr /= res->n;
+        res->ssim /= res->n;
+        res->psnr_bicubic /= res->n;
+        res->ssim_bicubic /= res->n;
+    }
+    return 0;
+}
+
+void pf_eval_result_free(pf_eval_result *res) {
+    free(res->items);
+    memset(res, 0, sizeof *res);
+}

@@ -1,0 +1,34 @@
+/*  evaluate — run a dataset through a model and measure it, the way the SR literature does
+    (docs/metrics.md): the LQ image (padded at the right and bottom edges by replication to a
+    multiple of eval_cfg.pad_multiple, cropped back after inference) goes through the network;
+    the output is clamped and rounded to uint8 and compared with the GT by PSNR and SSIM with
+    evaluation.crop_border and convert_to: y. The same metrics of MATLAB-bicubic upscaling of
+    the LQ are reported beside them. Used by the eval hook and by `pixflow test`.
+*/
+#ifndef PF_EVALUATE_H
+#define PF_EVALUATE_H
+#include <stddef.h>
+
+#include "common/config.h"
+#include "loader/dataset.h"
+#include "nn/model.h"
+
+typedef struct {
+    char name[256];             /* GT file stem */
+    double psnr, ssim;          /* network, dB and [0, 1] */
+    double psnr_bicubic, ssim_bicubic;
+} pf_eval_item;
+
+typedef struct {
+    int n;
+    pf_eval_item *items;        /* malloc'd, n entries in dataset order */
+    double psnr, ssim;          /* means over the images */
+    double psnr_bicubic, ssim_bicubic;
+} pf_eval_result;
+
+/* Evaluate `m` on every image of `ds`. When `save_dir` is not NULL, each output is written as
+   save_dir/<name>.png (the folder is created). Returns 0, or -1 with err naming the image. */
+int pf_evaluate(pf_model *m, const pf_config *cfg, pf_dataset *ds, const char *save_dir,
+                pf_eval_result *res, char *err, size_t errlen);
+void pf_eval_result_free(pf_eval_result *res);
+#endif

@@ -1,0 +1,135 @@
+/*  hook — see hook.h. */
+#include "hooks/hook.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zmq.h>
+
+#include "common/log.h"
+#include "common/util.h"
+
+static const char *bind_arg = "tcp://127.0.0.1:*";
+
+const char *pf_hook_bind_arg(void) {
+    return bind_arg;
+}
+
+static void send_done(pf_hook *h, int status, const char *text) {
+    pf_msg m = { .type = PF_MSG_DONE };
+    m.u.done.rank = -1;
+    m.u.done.status = status;
+    snprintf(m.u.done.text, sizeof m.u.done.text, "%s", text);
+    pf_client_send(&h->client, &m, NULL, 0);
+}
+
+/* Drain the SUB socket into the hook. Returns 0 or -1 (hook failure, err set). */
+static int drain_events(pf_hook *h, char *err, size_t errlen) {
+    for (;;) {
+        pf_msg_event *ev = malloc(sizeof *ev);
+        char e2[512];
+        if (!ev) return 0;
+        if (pf_events_recv(h->sub, ZMQ_DONTWAIT, ev, e2, sizeof e2) != 0) {
+            int again = (errno == EAGAIN || errno == EINTR);
+            if (!again) pf_warn("dropped a malformed event: %s", e2);
+            free(ev);
+            if (again) return 0;
+            continue;
+        }
+        int rc = h->ops->event ? h->ops->event(h, ev, err, errlen) : 0;
+        free(ev);
+        if (rc) return -1;
+    }
+}
+
+int pf_hook_run(const pf_hook_ops *ops, int argc, char **argv) {
+    const char *addr = NULL;
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--connect") == 0 && i + 1 < argc) addr = argv[++i];
+        else if (strcmp(argv[i], "--bind") == 0 && i + 1 < argc) bind_arg = argv[++i];
+        else addr = NULL, i = argc;
+    }
+    if (!addr) {
+        fprintf(stderr, "usage: pixflow hook %s --connect tcp://HOST:PORT [--bind "
+                        "tcp://HOST:PORT]\n", ops->name);
+        return 2;
+    }
+    char name[PF_MAX_NAME];
+    snprintf(name, sizeof name, "%s", ops->name);
+    pf_log_set_name(name);
+    pf_catch_signals();
+    signal(SIGINT, SIG_IGN);  /* stopped through the coordinator, after the workers */
+    static pf_hook h;
+    memset(&h, 0, sizeof h);
+    h.ops = ops;
+    h.zctx = zmq_ctx_new();
+    char err[2048] = "", endpoint[PF_MAX_ENDPOINT] = "";
+    int status = 1, joined = 0;
+    if (ops->bind && ops->bind(&h, endpoint, sizeof endpoint, err, sizeof err) != 0) goto out;
+    if (pf_client_join(&h.client, h.zctx, addr, ops->role, name, endpoint, err, sizeof err))
+        goto out;
+    joined = 1;
+    pf_log_set_level(h.client.cfg.log_level);
+    char path[PF_PATH_MAX + 64];
+    snprintf(path, sizeof path, "%s/%s_hook.log", h.client.cfg.work_dir, ops->name);
+    pf_log_open_file(path);
+    h.sub = pf_events_subscribe(h.zctx, h.client.events_sub, ops->kinds);
+    if (!h.sub) {
+        snprintf(err, sizeof err, "cannot subscribe to events at '%s'", h.client.events_sub);
+        goto out;
+    }
+    if (ops->start && ops->start(&h, err, sizeof err) != 0) goto out;
+    for (;;) {
+        if (pf_signalled == SIGTERM) {
+            snprintf(err, sizeof err, "terminated by SIGTERM");
+            goto out;
+        }
+        if (!pf_client_coordinator_alive(&h.client)) {
+            snprintf(err, sizeof err, "coordinator at %s stopped answering", addr);
+            goto out;
+        }
+        zmq_pollitem_t items[3] = { { h.client.ctrl, 0, ZMQ_POLLIN, 0 },
+                                    { h.sub, 0, ZMQ_POLLIN, 0 },
+                                    { h.own, 0, ZMQ_POLLIN, 0 } };
+        zmq_poll(items, h.own ? 3 : 2, 200);
+        if ((items[1].revents & ZMQ_POLLIN) && drain_events(&h, err, sizeof err) != 0) goto out;
+        if (h.own && (items[2].revents & ZMQ_POLLIN) && ops->own_ready &&
+            ops->own_ready(&h, err, sizeof err) != 0)
+            goto out;
+        if (!(items[0].revents & ZMQ_POLLIN)) continue;
+        pf_parts p;
+        if (pf_parts_recv(h.client.ctrl, ZMQ_DONTWAIT, &p, err, sizeof err) != 0) continue;
+        pf_msg *m = malloc(sizeof *m);
+        int ok = m && p.n >= 1 && pf_msg_decode(pf_parts_data(&p, 0), pf_parts_size(&p, 0), 0,
+                                                m, err, sizeof err) == 0;
+        pf_parts_close(&p);
+        if (!ok) {
+            pf_warn("dropped a bad message from the coordinator: %s", err);
+            free(m);
+            err[0] = '\0';
+            continue;
+        }
+        if (m->type == PF_MSG_STOP) {
+            char reason[PF_MAX_NAME];
+            snprintf(reason, sizeof reason, "%s", m->u.stop.reason);
+            free(m);
+            /* Take what is still in flight before finishing. */
+            if (drain_events(&h, err, sizeof err) != 0) goto out;
+            if (h.own && ops->own_ready && ops->own_ready(&h, err, sizeof err) != 0) goto out;
+            if (ops->stop && ops->stop(&h, reason, err, sizeof err) != 0) goto out;
+            status = 0;
+            goto out;
+        }
+        free(m);
+    }
+out:
+    if (status) pf_error("%s", err);
+    if (joined) send_done(&h, status, err);
+    if (ops->destroy) ops->destroy(&h);
+    if (h.sub) zmq_close(h.sub);
+    if (h.own) zmq_close(h.own);
+    if (joined) pf_client_close(&h.client);
+    zmq_ctx_term(h.zctx);
+    return status;
+}

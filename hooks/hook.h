@@ -1,0 +1,53 @@
+/*  hook — the loop every hook service shares: join the job, subscribe to the event kinds it
+    wants, optionally serve one socket of its own (the checkpoint hook's ROUTER), and on STOP
+    finish its work, answer DONE and exit. A hook supplies callbacks; `pixflow hook NAME
+    --connect ADDR` picks the hook by name.
+*/
+#ifndef PF_HOOK_H
+#define PF_HOOK_H
+#include <stddef.h>
+
+#include "coordinator/client.h"
+#include "proto/proto.h"
+
+typedef struct pf_hook pf_hook;
+
+typedef struct {
+    int role;                           /* pf_role */
+    const char *name;                   /* "checkpoint", "eval", "log" */
+    const char *const *kinds;           /* event kinds to subscribe to, NULL-terminated; NULL =
+                                           every event */
+    /* Bind the hook's own socket before joining; return its endpoint in `endpoint` (or leave
+       it empty). Optional. */
+    int (*bind)(pf_hook *h, char *endpoint, size_t eplen, char *err, size_t errlen);
+    /* After WELCOME: the config is in h->client.cfg. */
+    int (*start)(pf_hook *h, char *err, size_t errlen);
+    int (*event)(pf_hook *h, const pf_msg_event *ev, char *err, size_t errlen);
+    /* h->own is readable. */
+    int (*own_ready)(pf_hook *h, char *err, size_t errlen);
+    /* STOP received ("finish" | "interrupt" | "abort"): finish up before DONE. */
+    int (*stop)(pf_hook *h, const char *reason, char *err, size_t errlen);
+    void (*destroy)(pf_hook *h);
+} pf_hook_ops;
+
+struct pf_hook {
+    pf_client client;
+    void *zctx;
+    void *sub;                          /* events SUB */
+    void *own;                          /* the hook's own socket, or NULL */
+    void *state;                        /* the hook's data */
+    const pf_hook_ops *ops;
+};
+
+/* Run a hook to completion. argv: --connect ADDR [--bind tcp://HOST:PORT]. Returns the exit
+   status: 0 after a clean STOP, 1 on failure (the coordinator is told why). */
+int pf_hook_run(const pf_hook_ops *ops, int argc, char **argv);
+
+/* Per-hook entry points (argv excludes "hook NAME"). */
+int pf_hook_checkpoint_main(int argc, char **argv);
+int pf_hook_eval_main(int argc, char **argv);
+int pf_hook_log_main(int argc, char **argv);
+
+/* The --bind value given on the command line, or "tcp://127.0.0.1:*". */
+const char *pf_hook_bind_arg(void);
+#endif
