@@ -688,7 +688,8 @@ int pf_msg_decode(const void *data, size_t len, int expect, pf_msg *m, char *err
                       PF_MAX_HEADER);
     size_t objlen = scan_msgpack(data, len);
     if (objlen == 0)
-        return reject(&c, "not valid msgpack (truncated or malformed)");
+        return reject(&c, "not valid msgpack: truncated, a reserved byte, or a length or count "
+                          "that claims more than the frame holds");
     if (objlen != len)
         return reject(&c, "%zu trailing bytes after the map", len - objlen);
     msgpack_unpacked up;
@@ -698,7 +699,7 @@ int pf_msg_decode(const void *data, size_t len, int expect, pf_msg *m, char *err
     msgpack_unpack_return ur = msgpack_unpack_next(&up, data, len, &off);
     if (ur != MSGPACK_UNPACK_SUCCESS)
         rc = reject(&c, ur == MSGPACK_UNPACK_NOMEM_ERROR ? "out of memory"
-                                                          : "not valid msgpack");
+                                                          : "msgpack parse error");
     else if (off != len)
         rc = reject(&c, "%zu trailing bytes after the map", len - off);
     else if (up.data.type != MSGPACK_OBJECT_MAP)

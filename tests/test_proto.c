@@ -1,0 +1,921 @@
+/*  test_proto — proto/: every message type round-trips, every decoder rejects (and counts)
+    hostile or mismatched headers without crashing, and the ZeroMQ framing carries identity,
+    header and bulk frames.
+
+    The hostile cases are built by re-packing a valid encoding with one change (a key dropped,
+    a value of another msgpack type, an extra key, ...), so they cover every field of every
+    type without the test re-stating the schemas. Expected outcomes (which fields are optional,
+    string bounds) come from proto.h, not from proto/codec.c.
+*/
+#include "proto/proto.h"
+#include "pf_test.h"
+
+#include <errno.h>
+#include <msgpack.h>
+#include <stdint.h>
+#include <string.h>
+#include <zmq.h>
+
+static uint64_t total_rejects(void) {
+    uint64_t s = 0;
+    for (int t = 0; t < PF_MSG_COUNT; t++)
+        s += pf_proto_rejects(t);
+    return s;
+}
+
+static char config_text[] = "model:\n  type: EDSR\n  scale: 2\n";
+
+/* A message of `type` with every field set to something other than zero. */
+static void fill(pf_msg *m, int type) {
+    memset(m, 0, sizeof *m);
+    m->type = type;
+    switch (type) {
+    case PF_MSG_HELLO:
+        m->u.hello.role = PF_ROLE_WORKER;
+        strcpy(m->u.hello.name, "worker");
+        m->u.hello.pid = 4242;
+        strcpy(m->u.hello.host, "gpu-node-1");
+        strcpy(m->u.hello.endpoint, "tcp://10.0.0.2:5601");
+        break;
+    case PF_MSG_WELCOME:
+        m->u.welcome.peer_id = 17;
+        m->u.welcome.rank = 1;
+        m->u.welcome.world_size = 4;
+        m->u.welcome.heartbeat_ms = 500;
+        strcpy(m->u.welcome.events_pub, "tcp://10.0.0.1:5556");
+        strcpy(m->u.welcome.events_sub, "tcp://10.0.0.1:5557");
+        m->u.welcome.config = config_text;
+        m->u.welcome.config_len = (uint32_t)strlen(config_text);
+        break;
+    case PF_MSG_START:
+        strcpy(m->u.start.ckpt_endpoint, "tcp://10.0.0.3:5700");
+        break;
+    case PF_MSG_HEARTBEAT:
+        m->u.heartbeat.peer_id = 99;
+        break;
+    case PF_MSG_CREDIT:
+        m->u.credit.rank = 2;
+        m->u.credit.n = 4;
+        m->u.credit.next_iter = 1234;
+        break;
+    case PF_MSG_TICKET:
+        m->u.ticket.ticket_id = 0x1234567890ull;
+        m->u.ticket.epoch = 3;
+        m->u.ticket.iter = 777;
+        m->u.ticket.rank = 1;
+        m->u.ticket.n = 16;
+        for (uint32_t i = 0; i < 16; i++)
+            m->u.ticket.indices[i] = 1000000u * i + 7;
+        strcpy(m->u.ticket.endpoint, "tcp://10.0.0.2:5601");
+        break;
+    case PF_MSG_BATCH:
+        m->u.batch.ticket_id = 5555;
+        m->u.batch.epoch = 1;
+        m->u.batch.iter = 42;
+        m->u.batch.rank = 3;
+        m->u.batch.n = 8;
+        for (uint32_t i = 0; i < 8; i++)
+            m->u.batch.indices[i] = 4000000000u - i;
+        m->u.batch.gt_h = m->u.batch.gt_w = 96;
+        m->u.batch.lq_h = m->u.batch.lq_w = 48;
+        m->u.batch.loader_id = 12;
+        break;
+    case PF_MSG_ACK:
+        m->u.ack.ticket_id = UINT64_MAX;
+        m->u.ack.rank = 7;
+        break;
+    case PF_MSG_EVENT:
+        strcpy(m->u.event.kind, "train");
+        strcpy(m->u.event.source, "worker0");
+        m->u.event.seq = 31;
+        m->u.event.iter = 300;
+        m->u.event.total_iters = 1800;
+        m->u.event.epoch = 2;
+        m->u.event.loss = 0.0123456789;
+        m->u.event.lr = 2e-4;
+        m->u.event.time = 0.25;
+        m->u.event.data_time = 0.001;
+        m->u.event.psnr = 33.5;
+        m->u.event.ssim = 0.91;
+        m->u.event.best_psnr = 34.25;
+        m->u.event.best_iter = 900;
+        strcpy(m->u.event.path, "work_dirs/demo/checkpoints/iter_300.safetensors");
+        strcpy(m->u.event.text, "loss 0.0123");
+        break;
+    case PF_MSG_CKPT_SAVE:
+        m->u.ckpt_save.iter = 300;
+        m->u.ckpt_save.epoch = 1;
+        strcpy(m->u.ckpt_save.weights_name, "iter_300.safetensors");
+        strcpy(m->u.ckpt_save.optim_name, "iter_300.optim.safetensors");
+        m->u.ckpt_save.weights_size = 1u << 20;
+        m->u.ckpt_save.optim_size = 2u << 20;
+        break;
+    case PF_MSG_CKPT_ACK:
+        m->u.ckpt_ack.iter = 300;
+        m->u.ckpt_ack.ok = 1;
+        strcpy(m->u.ckpt_ack.path, "work_dirs/demo/checkpoints/iter_300.safetensors");
+        strcpy(m->u.ckpt_ack.error, "");
+        break;
+    case PF_MSG_STOP:
+        strcpy(m->u.stop.reason, "interrupt");
+        strcpy(m->u.stop.text, "SIGINT");
+        break;
+    case PF_MSG_DONE:
+        m->u.done.rank = 0;
+        m->u.done.iter = 1800;
+        m->u.done.status = 0;
+        strcpy(m->u.done.text, "finished");
+        break;
+    }
+}
+
+/* Field-exact comparison: both sides were zeroed before being filled. */
+static int same(const pf_msg *a, const pf_msg *b) {
+    if (a->type != b->type)
+        return 0;
+    if (a->type != PF_MSG_WELCOME)
+        return memcmp(a, b, sizeof *a) == 0;
+    const pf_msg_welcome *x = &a->u.welcome, *y = &b->u.welcome;
+    return x->peer_id == y->peer_id && x->rank == y->rank && x->world_size == y->world_size &&
+           x->heartbeat_ms == y->heartbeat_ms && !strcmp(x->events_pub, y->events_pub) &&
+           !strcmp(x->events_sub, y->events_sub) && x->config_len == y->config_len &&
+           y->config && memcmp(x->config, y->config, x->config_len) == 0 &&
+           y->config[y->config_len] == 0;
+}
+
+/* Decode that must fail: checks the return, that the struct is left cleared, that exactly
+   one rejection was counted and (when `word` is set) that the message names the problem. */
+static void expect_reject(const void *buf, size_t len, int expect, const char *word,
+                          const char *what) {
+    pf_msg d;
+    char err[512];
+    uint64_t before = total_rejects();
+    int rc = pf_msg_decode(buf, len, expect, &d, err, sizeof err);
+    CHECK(rc == -1, "%s: accepted", what);
+    CHECK(total_rejects() == before + 1, "%s: rejection not counted once", what);
+    CHECK(d.type == 0, "%s: struct not cleared", what);
+    if (word)
+        CHECK(strstr(err, word) != NULL, "%s: error '%s' does not mention '%s'", what, err,
+              word);
+    if (rc == 0)
+        pf_msg_clear(&d);
+}
+
+/* ---- re-packing a valid encoding with one change -------------------------------------- */
+
+typedef enum { MUT_NONE, MUT_DROP, MUT_REPLACE, MUT_ADD, MUT_DUP } mut_mode;
+typedef enum {
+    V_INT, V_NEG, V_STR, V_FLOAT, V_NIL, V_ARRAY, V_MAP, V_BOOL, V_BIN, V_LONGSTR, V_BIGINT
+} val_kind;
+
+static void pack_val(msgpack_packer *pk, val_kind v) {
+    static char longstr[PF_MAX_TEXT + 1];
+    switch (v) {
+    case V_INT: msgpack_pack_int64(pk, 5); break;
+    case V_NEG: msgpack_pack_int64(pk, -1); break;
+    case V_STR: msgpack_pack_str_with_body(pk, "x", 1); break;
+    case V_FLOAT: msgpack_pack_double(pk, 1.5); break;
+    case V_NIL: msgpack_pack_nil(pk); break;
+    case V_ARRAY: msgpack_pack_array(pk, 1); msgpack_pack_int64(pk, 1); break;
+    case V_MAP: msgpack_pack_map(pk, 0); break;
+    case V_BOOL: msgpack_pack_true(pk); break;
+    case V_BIN: msgpack_pack_bin_with_body(pk, "ab", 2); break;
+    case V_LONGSTR:
+        memset(longstr, 'a', sizeof longstr);
+        msgpack_pack_str_with_body(pk, longstr, sizeof longstr);
+        break;
+    case V_BIGINT: msgpack_pack_uint64(pk, UINT64_MAX); break;
+    }
+}
+
+/* Re-encode map `src` applying `mode` to `key` (MUT_ADD adds `key`: value). */
+static msgpack_sbuffer repack(const void *src, size_t len, mut_mode mode, const char *key,
+                              val_kind v) {
+    msgpack_unpacked up;
+    msgpack_unpacked_init(&up);
+    size_t off = 0;
+    msgpack_unpack_next(&up, src, len, &off);
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    const msgpack_object_map *map = &up.data.via.map;
+    size_t n = map->size + (mode == MUT_ADD || mode == MUT_DUP) - (mode == MUT_DROP);
+    msgpack_pack_map(&pk, n);
+    for (uint32_t i = 0; i < map->size; i++) {
+        const msgpack_object_kv *kv = &map->ptr[i];
+        int match = kv->key.via.str.size == strlen(key) &&
+                    !memcmp(kv->key.via.str.ptr, key, strlen(key));
+        if (match && mode == MUT_DROP)
+            continue;
+        msgpack_pack_object(&pk, kv->key);
+        if (match && mode == MUT_REPLACE)
+            pack_val(&pk, v);
+        else
+            msgpack_pack_object(&pk, kv->val);
+        if (match && mode == MUT_DUP) {
+            msgpack_pack_object(&pk, kv->key);
+            msgpack_pack_object(&pk, kv->val);
+        }
+    }
+    if (mode == MUT_ADD) {
+        msgpack_pack_str_with_body(&pk, key, strlen(key));
+        pack_val(&pk, v);
+    }
+    msgpack_unpacked_destroy(&up);
+    return sb;
+}
+
+/* Keys of the valid encoding of `type` with their msgpack types. */
+typedef struct {
+    char key[32];
+    msgpack_object_type type;
+} key_info;
+
+static int keys_of(const void *buf, size_t len, key_info *out, int max) {
+    msgpack_unpacked up;
+    msgpack_unpacked_init(&up);
+    size_t off = 0;
+    msgpack_unpack_next(&up, buf, len, &off);
+    int n = 0;
+    for (uint32_t i = 0; i < up.data.via.map.size && n < max; i++) {
+        const msgpack_object_kv *kv = &up.data.via.map.ptr[i];
+        snprintf(out[n].key, sizeof out[n].key, "%.*s", (int)kv->key.via.str.size,
+                 kv->key.via.str.ptr);
+        out[n++].type = kv->val.type;
+    }
+    msgpack_unpacked_destroy(&up);
+    return n;
+}
+
+/* proto.h: an event needs kind, source and seq; its other fields depend on the kind. */
+static int optional_field(int type, const char *key) {
+    return type == PF_MSG_EVENT && strcmp(key, "kind") && strcmp(key, "source") &&
+           strcmp(key, "seq") && strcmp(key, "type") && strcmp(key, "v");
+}
+
+/* A value of another msgpack type than `t`. */
+static val_kind wrong_kind(msgpack_object_type t, int variant) {
+    static const val_kind for_int[] = {V_STR, V_FLOAT, V_NIL, V_ARRAY, V_MAP, V_BOOL, V_BIN};
+    static const val_kind for_str[] = {V_INT, V_FLOAT, V_NIL, V_ARRAY, V_MAP, V_BOOL, V_BIN};
+    static const val_kind for_flt[] = {V_STR, V_INT, V_NIL, V_ARRAY, V_MAP, V_BOOL, V_BIN};
+    static const val_kind for_arr[] = {V_STR, V_INT, V_NIL, V_FLOAT, V_MAP, V_BOOL, V_BIN};
+    switch (t) {
+    case MSGPACK_OBJECT_POSITIVE_INTEGER: case MSGPACK_OBJECT_NEGATIVE_INTEGER:
+        return for_int[variant];
+    case MSGPACK_OBJECT_STR: return for_str[variant];
+    case MSGPACK_OBJECT_FLOAT64: case MSGPACK_OBJECT_FLOAT32: return for_flt[variant];
+    default: return for_arr[variant];
+    }
+}
+
+/* ---- tests ---------------------------------------------------------------------------- */
+
+static void test_names(void) {
+    CHECK(!strcmp(pf_msg_type_name(PF_MSG_TICKET), "ticket"), "ticket name");
+    CHECK(!strcmp(pf_msg_type_name(PF_MSG_CKPT_SAVE), "ckpt_save"), "ckpt_save name");
+    CHECK(!strcmp(pf_msg_type_name(0), "invalid"), "0 is invalid");
+    CHECK(!strcmp(pf_msg_type_name(PF_MSG_COUNT), "invalid"), "COUNT is invalid");
+    CHECK(!strcmp(pf_msg_type_name(-3), "invalid"), "negative is invalid");
+}
+
+static void test_round_trip(void) {
+    for (int t = 1; t < PF_MSG_COUNT; t++) {
+        pf_msg m, d;
+        fill(&m, t);
+        void *buf;
+        size_t len;
+        char err[256];
+        CHECK(pf_msg_encode(&m, &buf, &len) == 0, "encode %s", pf_msg_type_name(t));
+        CHECK(pf_msg_decode(buf, len, t, &d, err, sizeof err) == 0, "decode %s: %s",
+              pf_msg_type_name(t), err);
+        CHECK(same(&m, &d), "%s differs after a round trip", pf_msg_type_name(t));
+        pf_msg_clear(&d);
+        CHECK(pf_msg_decode(buf, len, 0, &d, err, sizeof err) == 0 && d.type == t,
+              "decode %s with expect 0", pf_msg_type_name(t));
+        pf_msg_clear(&d);
+        free(buf);
+    }
+    /* Full-size ticket and the largest config. */
+    pf_msg m, d;
+    fill(&m, PF_MSG_TICKET);
+    m.u.ticket.n = PF_MAX_BATCH;
+    for (uint32_t i = 0; i < PF_MAX_BATCH; i++)
+        m.u.ticket.indices[i] = UINT32_MAX - i;
+    void *buf;
+    size_t len;
+    char err[256];
+    CHECK(pf_msg_encode(&m, &buf, &len) == 0, "encode full ticket");
+    CHECK(pf_msg_decode(buf, len, PF_MSG_TICKET, &d, err, sizeof err) == 0 && same(&m, &d),
+          "full ticket: %s", err);
+    free(buf);
+    fill(&m, PF_MSG_WELCOME);
+    char *big = malloc(PF_MAX_CONFIG + 2);
+    memset(big, 'y', PF_MAX_CONFIG + 1);
+    big[PF_MAX_CONFIG + 1] = 0;
+    m.u.welcome.config = big;
+    m.u.welcome.config_len = PF_MAX_CONFIG;
+    CHECK(pf_msg_encode(&m, &buf, &len) == 0, "encode welcome with PF_MAX_CONFIG bytes");
+    CHECK(pf_msg_decode(buf, len, PF_MSG_WELCOME, &d, err, sizeof err) == 0 && same(&m, &d),
+          "welcome with PF_MAX_CONFIG bytes: %s", err);
+    pf_msg_clear(&d);
+    CHECK(d.type == 0 && d.u.welcome.config == NULL, "pf_msg_clear zeroes");
+    free(buf);
+    /* one byte more: the encoder refuses, and a hand-built header is rejected */
+    m.u.welcome.config_len = PF_MAX_CONFIG + 1;
+    CHECK(pf_msg_encode(&m, &buf, &len) == -1, "encode refuses config over PF_MAX_CONFIG");
+    m.u.welcome.config_len = 5;
+    CHECK(pf_msg_encode(&m, &buf, &len) == 0, "encode small welcome");
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    {
+        /* rebuild with config = big string */
+        msgpack_unpacked up;
+        msgpack_unpacked_init(&up);
+        size_t off = 0;
+        msgpack_unpack_next(&up, buf, len, &off);
+        msgpack_pack_map(&pk, up.data.via.map.size);
+        for (uint32_t i = 0; i < up.data.via.map.size; i++) {
+            msgpack_object_kv *kv = &up.data.via.map.ptr[i];
+            msgpack_pack_object(&pk, kv->key);
+            if (kv->key.via.str.size == 6 && !memcmp(kv->key.via.str.ptr, "config", 6))
+                msgpack_pack_str_with_body(&pk, big, PF_MAX_CONFIG + 1);
+            else
+                msgpack_pack_object(&pk, kv->val);
+        }
+        msgpack_unpacked_destroy(&up);
+    }
+    expect_reject(sb.data, sb.size, 0, "bound", "welcome config of PF_MAX_CONFIG + 1 bytes");
+    msgpack_sbuffer_destroy(&sb);
+    free(buf);
+    free(big);
+}
+
+static void test_encoder_bounds(void) {
+    pf_msg m;
+    void *buf;
+    size_t len;
+    fill(&m, PF_MSG_TICKET);
+    m.u.ticket.n = PF_MAX_BATCH + 1;
+    CHECK(pf_msg_encode(&m, &buf, &len) == -1, "ticket n > PF_MAX_BATCH refused");
+    fill(&m, PF_MSG_BATCH);
+    m.u.batch.n = 0;
+    CHECK(pf_msg_encode(&m, &buf, &len) == -1, "batch n = 0 refused");
+    fill(&m, PF_MSG_HELLO);
+    memset(m.u.hello.name, 'a', sizeof m.u.hello.name);  /* no terminator */
+    CHECK(pf_msg_encode(&m, &buf, &len) == -1, "unterminated string refused");
+    fill(&m, PF_MSG_STOP);
+    strcpy(m.u.stop.reason, "later");
+    CHECK(pf_msg_encode(&m, &buf, &len) == -1, "stop reason outside the list refused");
+    m.type = PF_MSG_COUNT;
+    CHECK(pf_msg_encode(&m, &buf, &len) == -1, "unknown type refused");
+    m.type = PF_MSG_INVALID;
+    CHECK(pf_msg_encode(&m, &buf, &len) == -1, "invalid type refused");
+    /* exact string bound: 63 bytes fit name[64], and decode accepts them */
+    fill(&m, PF_MSG_HELLO);
+    memset(m.u.hello.name, 'n', 63);
+    m.u.hello.name[63] = 0;
+    pf_msg d;
+    char err[256];
+    CHECK(pf_msg_encode(&m, &buf, &len) == 0, "63-byte name encodes");
+    CHECK(pf_msg_decode(buf, len, 0, &d, err, sizeof err) == 0 && same(&m, &d),
+          "63-byte name decodes: %s", err);
+    free(buf);
+}
+
+/* Every decoder: each byte-prefix, wrong version and type, each field with the wrong type,
+   dropped, duplicated, oversized, an extra key, trailing bytes. */
+static void test_hostile_per_type(void) {
+    for (int t = 1; t < PF_MSG_COUNT; t++) {
+        const char *tn = pf_msg_type_name(t);
+        char what[256];
+        pf_msg m;
+        fill(&m, t);
+        void *buf;
+        size_t len;
+        CHECK(pf_msg_encode(&m, &buf, &len) == 0, "encode %s", tn);
+
+        for (size_t cut = 0; cut < len; cut++) {
+            snprintf(what, sizeof what, "%s truncated to %zu of %zu bytes", tn, cut, len);
+            expect_reject(buf, cut, 0, NULL, what);
+        }
+        unsigned char *longer = malloc(len + 1);
+        memcpy(longer, buf, len);
+        longer[len] = 0xc0;
+        snprintf(what, sizeof what, "%s with a trailing byte", tn);
+        expect_reject(longer, len + 1, 0, "trailing", what);
+        free(longer);
+
+        /* expect mismatch is counted on the claimed type */
+        int other = t == PF_MSG_HELLO ? PF_MSG_DONE : PF_MSG_HELLO;
+        uint64_t before = pf_proto_rejects(t);
+        snprintf(what, sizeof what, "%s when expecting %s", tn, pf_msg_type_name(other));
+        expect_reject(buf, len, other, "expected", what);
+        CHECK(pf_proto_rejects(t) == before + 1, "%s: mismatch counted on its type", tn);
+
+        msgpack_sbuffer sb;
+        sb = repack(buf, len, MUT_REPLACE, "v", V_INT);
+        snprintf(what, sizeof what, "%s with version 5", tn);
+        expect_reject(sb.data, sb.size, 0, "version", what);
+        msgpack_sbuffer_destroy(&sb);
+        sb = repack(buf, len, MUT_REPLACE, "v", V_STR);
+        snprintf(what, sizeof what, "%s with version as str", tn);
+        expect_reject(sb.data, sb.size, 0, "v:", what);
+        msgpack_sbuffer_destroy(&sb);
+        sb = repack(buf, len, MUT_DROP, "v", V_INT);
+        snprintf(what, sizeof what, "%s without version", tn);
+        expect_reject(sb.data, sb.size, 0, "'v'", what);
+        msgpack_sbuffer_destroy(&sb);
+
+        before = pf_proto_rejects(PF_MSG_INVALID);
+        sb = repack(buf, len, MUT_REPLACE, "type", V_STR);
+        snprintf(what, sizeof what, "%s with type 'x'", tn);
+        expect_reject(sb.data, sb.size, 0, "unknown message type", what);
+        msgpack_sbuffer_destroy(&sb);
+        CHECK(pf_proto_rejects(PF_MSG_INVALID) == before + 1, "unknown type counted as invalid");
+        sb = repack(buf, len, MUT_REPLACE, "type", V_INT);
+        snprintf(what, sizeof what, "%s with type as int", tn);
+        expect_reject(sb.data, sb.size, 0, "type", what);
+        msgpack_sbuffer_destroy(&sb);
+        sb = repack(buf, len, MUT_DROP, "type", V_INT);
+        snprintf(what, sizeof what, "%s without type", tn);
+        expect_reject(sb.data, sb.size, 0, "type", what);
+        msgpack_sbuffer_destroy(&sb);
+
+        sb = repack(buf, len, MUT_ADD, "zzz", V_INT);
+        snprintf(what, sizeof what, "%s with unknown key", tn);
+        expect_reject(sb.data, sb.size, 0, "unknown key", what);
+        msgpack_sbuffer_destroy(&sb);
+
+        key_info keys[32];
+        int nk = keys_of(buf, len, keys, 32);
+        CHECK(nk >= 3, "%s has keys", tn);
+        for (int k = 0; k < nk; k++) {
+            const char *key = keys[k].key;
+            if (!strcmp(key, "type") || !strcmp(key, "v"))
+                continue;
+            for (int variant = 0; variant < 7; variant++) {
+                val_kind vk = wrong_kind(keys[k].type, variant);
+                sb = repack(buf, len, MUT_REPLACE, key, vk);
+                snprintf(what, sizeof what, "%s.%.40s with wrong msgpack type (variant %d)", tn,
+                         key, variant);
+                expect_reject(sb.data, sb.size, 0, key, what);
+                msgpack_sbuffer_destroy(&sb);
+            }
+            sb = repack(buf, len, MUT_DUP, key, V_INT);
+            snprintf(what, sizeof what, "%s.%.40s twice", tn, key);
+            expect_reject(sb.data, sb.size, 0, "duplicate", what);
+            msgpack_sbuffer_destroy(&sb);
+
+            sb = repack(buf, len, MUT_DROP, key, V_INT);
+            snprintf(what, sizeof what, "%s without %.40s", tn, key);
+            if (optional_field(t, key)) {
+                pf_msg d;
+                char err[256];
+                CHECK(pf_msg_decode(sb.data, sb.size, t, &d, err, sizeof err) == 0,
+                      "%s: optional field may be absent: %s", what, err);
+                pf_msg_clear(&d);
+            } else {
+                expect_reject(sb.data, sb.size, 0, "missing", what);
+            }
+            msgpack_sbuffer_destroy(&sb);
+
+            if (keys[k].type == MSGPACK_OBJECT_STR) {
+                /* PF_MAX_TEXT + 1 bytes is over every string bound except the config's */
+                sb = repack(buf, len, MUT_REPLACE, key, V_LONGSTR);
+                snprintf(what, sizeof what, "%s.%.40s oversized", tn, key);
+                if (t == PF_MSG_WELCOME && !strcmp(key, "config")) {
+                    pf_msg d;
+                    char err[256];
+                    CHECK(pf_msg_decode(sb.data, sb.size, t, &d, err, sizeof err) == 0 &&
+                              d.u.welcome.config_len == PF_MAX_TEXT + 1,
+                          "config may be long: %s", err);
+                    pf_msg_clear(&d);
+                } else {
+                    expect_reject(sb.data, sb.size, 0, "bound", what);
+                }
+                msgpack_sbuffer_destroy(&sb);
+            }
+            if (keys[k].type == MSGPACK_OBJECT_POSITIVE_INTEGER) {
+                sb = repack(buf, len, MUT_REPLACE, key, V_BIGINT);
+                snprintf(what, sizeof what, "%s.%.40s = 2^64-1", tn, key);
+                int fits_u64 = !strcmp(key, "ticket_id") || !strcmp(key, "seq") ||
+                               !strcmp(key, "weights_size") || !strcmp(key, "optim_size");
+                if (fits_u64) {
+                    pf_msg d;
+                    char err[256];
+                    CHECK(pf_msg_decode(sb.data, sb.size, t, &d, err, sizeof err) == 0,
+                          "%s: a uint64 field takes 2^64-1: %s", what, err);
+                    pf_msg_clear(&d);
+                } else {
+                    expect_reject(sb.data, sb.size, 0, "range", what);
+                }
+                msgpack_sbuffer_destroy(&sb);
+            }
+        }
+        free(buf);
+    }
+}
+
+/* Unsigned fields, counts, ranges. */
+static void test_field_rules(void) {
+    pf_msg m;
+    void *buf;
+    size_t len;
+    msgpack_sbuffer sb;
+    static const struct {
+        int type;
+        const char *key;
+    } unsigned_keys[] = {
+        {PF_MSG_TICKET, "ticket_id"}, {PF_MSG_TICKET, "epoch"},   {PF_MSG_TICKET, "n"},
+        {PF_MSG_BATCH, "gt_h"},       {PF_MSG_BATCH, "loader_id"}, {PF_MSG_ACK, "ticket_id"},
+        {PF_MSG_WELCOME, "peer_id"},  {PF_MSG_HEARTBEAT, "peer_id"}, {PF_MSG_CREDIT, "n"},
+        {PF_MSG_EVENT, "seq"},        {PF_MSG_CKPT_SAVE, "weights_size"},
+    };
+    for (size_t i = 0; i < sizeof unsigned_keys / sizeof unsigned_keys[0]; i++) {
+        fill(&m, unsigned_keys[i].type);
+        CHECK(pf_msg_encode(&m, &buf, &len) == 0, "encode");
+        sb = repack(buf, len, MUT_REPLACE, unsigned_keys[i].key, V_NEG);
+        char what[96];
+        snprintf(what, sizeof what, "%s.%s = -1", pf_msg_type_name(unsigned_keys[i].type),
+                 unsigned_keys[i].key);
+        expect_reject(sb.data, sb.size, 0, "negative", what);
+        msgpack_sbuffer_destroy(&sb);
+        free(buf);
+    }
+    /* negative where a signed field allows it: welcome.rank = -1 (not a worker) */
+    fill(&m, PF_MSG_WELCOME);
+    m.u.welcome.rank = -1;
+    pf_msg d;
+    char err[256];
+    CHECK(pf_msg_encode(&m, &buf, &len) == 0 &&
+              pf_msg_decode(buf, len, 0, &d, err, sizeof err) == 0 && d.u.welcome.rank == -1,
+          "welcome.rank -1: %s", err);
+    pf_msg_clear(&d);
+    free(buf);
+
+    /* n and the indices array must agree; n <= PF_MAX_BATCH */
+    for (int t = PF_MSG_TICKET; t <= PF_MSG_BATCH; t++) {
+        fill(&m, t);
+        uint32_t *n = t == PF_MSG_TICKET ? &m.u.ticket.n : &m.u.batch.n;
+        *n = 3;
+        CHECK(pf_msg_encode(&m, &buf, &len) == 0, "encode");
+        sb = repack(buf, len, MUT_REPLACE, "indices", V_ARRAY);   /* one item, n = 3 */
+        expect_reject(sb.data, sb.size, 0, "items", "n != length of indices");
+        msgpack_sbuffer_destroy(&sb);
+        sb = repack(buf, len, MUT_REPLACE, "n", V_BIGINT);
+        expect_reject(sb.data, sb.size, 0, "range", "n = 2^64-1");
+        msgpack_sbuffer_destroy(&sb);
+        free(buf);
+
+        /* PF_MAX_BATCH + 1 indices with n = PF_MAX_BATCH + 1, hand-built */
+        msgpack_sbuffer_init(&sb);
+        msgpack_packer pk;
+        msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+        *n = 1;
+        CHECK(pf_msg_encode(&m, &buf, &len) == 0, "encode");
+        msgpack_unpacked up;
+        msgpack_unpacked_init(&up);
+        size_t off = 0;
+        msgpack_unpack_next(&up, buf, len, &off);
+        msgpack_pack_map(&pk, up.data.via.map.size);
+        for (uint32_t i = 0; i < up.data.via.map.size; i++) {
+            msgpack_object_kv *kv = &up.data.via.map.ptr[i];
+            msgpack_pack_object(&pk, kv->key);
+            if (kv->key.via.str.size == 7 && !memcmp(kv->key.via.str.ptr, "indices", 7)) {
+                msgpack_pack_array(&pk, PF_MAX_BATCH + 1);
+                for (int j = 0; j <= PF_MAX_BATCH; j++)
+                    msgpack_pack_uint32(&pk, (uint32_t)j);
+            } else if (kv->key.via.str.size == 1 && kv->key.via.str.ptr[0] == 'n') {
+                msgpack_pack_uint32(&pk, PF_MAX_BATCH + 1);
+            } else {
+                msgpack_pack_object(&pk, kv->val);
+            }
+        }
+        msgpack_unpacked_destroy(&up);
+        expect_reject(sb.data, sb.size, 0, NULL, "PF_MAX_BATCH + 1 indices");
+        msgpack_sbuffer_destroy(&sb);
+        free(buf);
+
+        /* a negative index, an index over 32 bits */
+        fill(&m, t);
+        CHECK(pf_msg_encode(&m, &buf, &len) == 0, "encode");
+        for (int bad = 0; bad < 2; bad++) {
+            msgpack_sbuffer_init(&sb);
+            msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+            msgpack_unpacked_init(&up);
+            off = 0;
+            msgpack_unpack_next(&up, buf, len, &off);
+            msgpack_pack_map(&pk, up.data.via.map.size);
+            for (uint32_t i = 0; i < up.data.via.map.size; i++) {
+                msgpack_object_kv *kv = &up.data.via.map.ptr[i];
+                msgpack_pack_object(&pk, kv->key);
+                if (kv->key.via.str.size == 7 && !memcmp(kv->key.via.str.ptr, "indices", 7)) {
+                    msgpack_pack_array(&pk, kv->val.via.array.size);
+                    for (uint32_t j = 0; j < kv->val.via.array.size; j++) {
+                        if (j == 1 && bad == 0)
+                            msgpack_pack_int64(&pk, -5);
+                        else if (j == 1)
+                            msgpack_pack_uint64(&pk, 1ull << 32);
+                        else
+                            msgpack_pack_object(&pk, kv->val.via.array.ptr[j]);
+                    }
+                } else {
+                    msgpack_pack_object(&pk, kv->val);
+                }
+            }
+            msgpack_unpacked_destroy(&up);
+            expect_reject(sb.data, sb.size, 0, "indices[1]",
+                          bad == 0 ? "negative index" : "index over 32 bits");
+            msgpack_sbuffer_destroy(&sb);
+        }
+        free(buf);
+    }
+
+    /* credit.n must be 1..PF_MAX_BATCH; stop.reason from its list; hello.role a real role */
+    fill(&m, PF_MSG_CREDIT);
+    CHECK(pf_msg_encode(&m, &buf, &len) == 0, "encode");
+    sb = repack(buf, len, MUT_REPLACE, "n", V_INT);
+    CHECK(pf_msg_decode(sb.data, sb.size, 0, &m, err, sizeof err) == 0 && m.u.credit.n == 5,
+          "credit n = 5: %s", err);
+    msgpack_sbuffer_destroy(&sb);
+    free(buf);
+    fill(&m, PF_MSG_STOP);
+    CHECK(pf_msg_encode(&m, &buf, &len) == 0, "encode");
+    sb = repack(buf, len, MUT_REPLACE, "reason", V_STR);
+    expect_reject(sb.data, sb.size, 0, "reason", "stop.reason 'x'");
+    msgpack_sbuffer_destroy(&sb);
+    free(buf);
+    fill(&m, PF_MSG_HELLO);
+    CHECK(pf_msg_encode(&m, &buf, &len) == 0, "encode");
+    sb = repack(buf, len, MUT_REPLACE, "role", V_INT);   /* 5 = PF_ROLE_LOG: valid */
+    CHECK(pf_msg_decode(sb.data, sb.size, 0, &m, err, sizeof err) == 0, "role 5: %s", err);
+    msgpack_sbuffer_destroy(&sb);
+    sb = repack(buf, len, MUT_REPLACE, "role", V_NEG);
+    expect_reject(sb.data, sb.size, 0, "role", "hello.role -1");
+    msgpack_sbuffer_destroy(&sb);
+    free(buf);
+
+    /* a string with a NUL byte inside */
+    fill(&m, PF_MSG_START);
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    msgpack_pack_map(&pk, 3);
+    msgpack_pack_str_with_body(&pk, "type", 4);
+    msgpack_pack_str_with_body(&pk, "start", 5);
+    msgpack_pack_str_with_body(&pk, "v", 1);
+    msgpack_pack_int(&pk, PF_PROTO_VERSION);
+    msgpack_pack_str_with_body(&pk, "ckpt_endpoint", 13);
+    msgpack_pack_str_with_body(&pk, "tcp\0evil", 8);
+    expect_reject(sb.data, sb.size, 0, "NUL", "string with a NUL byte");
+    msgpack_sbuffer_destroy(&sb);
+    /* the same message without the NUL is fine: proves the hand-built header is right */
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    msgpack_pack_map(&pk, 3);
+    msgpack_pack_str_with_body(&pk, "type", 4);
+    msgpack_pack_str_with_body(&pk, "start", 5);
+    msgpack_pack_str_with_body(&pk, "v", 1);
+    msgpack_pack_int(&pk, PF_PROTO_VERSION);
+    msgpack_pack_str_with_body(&pk, "ckpt_endpoint", 13);
+    msgpack_pack_str_with_body(&pk, "tcp_evil", 8);
+    CHECK(pf_msg_decode(sb.data, sb.size, PF_MSG_START, &m, err, sizeof err) == 0 &&
+              !strcmp(m.u.start.ckpt_endpoint, "tcp_evil"),
+          "hand-built start: %s", err);
+    msgpack_sbuffer_destroy(&sb);
+}
+
+/* Headers that are not maps, and lengths that claim far more than the frame holds. */
+static void test_hostile_bytes(void) {
+    static const unsigned char map32[] = {0xdf, 0xff, 0xff, 0xff, 0xff, 0xa1, 'x', 1, 0, 0};
+    expect_reject(map32, sizeof map32, 0, "claims", "map32 of 2^32-1 entries in 10 bytes");
+    static const unsigned char arr32[] = {0xdd, 0xff, 0xff, 0xff, 0xff, 1, 2, 3, 4, 5};
+    expect_reject(arr32, sizeof arr32, 0, "claims", "array32 of 2^32-1 items in 10 bytes");
+    static const unsigned char str32[] = {0x81, 0xa4, 't', 'y', 'p', 'e',
+                                          0xdb, 0xff, 0xff, 0xff, 0xff, 'a'};
+    expect_reject(str32, sizeof str32, 0, "claims", "str32 of 4 GiB in 12 bytes");
+    static const unsigned char bin32[] = {0x81, 0xa1, 'a', 0xc6, 0xff, 0xff, 0xff, 0xff, 0};
+    expect_reject(bin32, sizeof bin32, 0, "claims", "bin32 of 4 GiB");
+    static const unsigned char ext32[] = {0x81, 0xa1, 'a', 0xc9, 0x7f, 0xff, 0xff, 0xff, 1, 0};
+    expect_reject(ext32, sizeof ext32, 0, "claims", "ext32 of 2 GiB");
+    /* a map16 whose values are map32 headers: each claims 2^32 entries */
+    unsigned char nested[64] = {0xde, 0x00, 0x08};
+    for (int i = 0; i < 8; i++) {
+        nested[3 + i * 6] = 0xa1;
+        nested[4 + i * 6] = (unsigned char)('a' + i);
+        nested[5 + i * 6] = 0xdf;
+        nested[6 + i * 6] = nested[7 + i * 6] = nested[8 + i * 6] = 0xff;
+    }
+    expect_reject(nested, sizeof nested, 0, "claims", "map of huge maps");
+    /* deep nesting: 200 one-element arrays */
+    unsigned char deep[201];
+    memset(deep, 0x91, 200);
+    deep[200] = 0x01;
+    expect_reject(deep, sizeof deep, 0, NULL, "200 nested arrays");
+    unsigned char deepmap[401];
+    for (int i = 0; i < 200; i++) {
+        deepmap[2 * i] = 0x81;
+        deepmap[2 * i + 1] = 0xa0;      /* key "" */
+    }
+    deepmap[400] = 0x01;
+    expect_reject(deepmap, sizeof deepmap, 0, NULL, "200 nested maps");
+    static const unsigned char never[] = {0x81, 0xc1, 0x01};
+    expect_reject(never, sizeof never, 0, NULL, "reserved byte 0xc1");
+    static const unsigned char notmap[][3] = {{0x93, 1, 2}, {0xa2, 'h', 'i'}, {0xcd, 1, 2}};
+    for (int i = 0; i < 3; i++) {
+        uint64_t before = pf_proto_rejects(PF_MSG_INVALID);
+        expect_reject(notmap[i], i == 1 ? 3 : 3, 0, NULL, "top level not a map");
+        CHECK(pf_proto_rejects(PF_MSG_INVALID) == before + 1, "non-map counted as invalid");
+    }
+    static const unsigned char intkey[] = {0x81, 0x01, 0x02};
+    expect_reject(intkey, sizeof intkey, 0, NULL, "int key");
+    static const unsigned char emptymap[] = {0x80};
+    expect_reject(emptymap, sizeof emptymap, 0, "type", "empty map");
+    expect_reject(NULL, 0, 0, "empty", "NULL buffer");
+    expect_reject("", 0, 0, "empty", "zero bytes");
+}
+
+/* SplitMix64 for reproducible fuzz input. */
+static uint64_t fuzz_state = 0x5eed;
+static uint64_t fuzz_next(void) {
+    uint64_t z = (fuzz_state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static void test_fuzz(void) {
+    unsigned char buf[512];
+    int accepted = 0, rejected = 0;
+    uint64_t before = total_rejects();
+    /* random bytes, with a map-ish first byte half of the time */
+    for (int i = 0; i < 4000; i++) {
+        size_t len = fuzz_next() % sizeof buf;
+        for (size_t j = 0; j < len; j++)
+            buf[j] = (unsigned char)fuzz_next();
+        if (len && (i & 1))
+            buf[0] = (unsigned char)(0x80 | (fuzz_next() & 0x0f));
+        pf_msg d;
+        char err[256];
+        if (pf_msg_decode(buf, len, 0, &d, err, sizeof err) == 0) {
+            accepted++;
+            pf_msg_clear(&d);
+        } else {
+            rejected++;
+        }
+    }
+    /* valid encodings of every type with 1..4 random bytes changed */
+    for (int i = 0; i < 6000; i++) {
+        int t = 1 + (int)(fuzz_next() % (PF_MSG_COUNT - 1));
+        pf_msg m;
+        fill(&m, t);
+        void *enc;
+        size_t len;
+        if (pf_msg_encode(&m, &enc, &len))
+            continue;
+        int changes = 1 + (int)(fuzz_next() % 4);
+        for (int c = 0; c < changes; c++)
+            ((unsigned char *)enc)[fuzz_next() % len] = (unsigned char)fuzz_next();
+        pf_msg d;
+        char err[256];
+        if (pf_msg_decode(enc, len, 0, &d, err, sizeof err) == 0) {
+            accepted++;
+            CHECK(d.type > 0 && d.type < PF_MSG_COUNT, "accepted message has a type");
+            if (d.type == PF_MSG_TICKET)
+                CHECK(d.u.ticket.n <= PF_MAX_BATCH, "accepted ticket within bounds");
+            pf_msg_clear(&d);
+        } else {
+            rejected++;
+        }
+        free(enc);
+    }
+    CHECK(total_rejects() == before + (uint64_t)rejected, "every fuzz rejection counted");
+    CHECK(rejected > 5000, "fuzz mostly rejected (%d rejected, %d accepted)", rejected,
+          accepted);
+    printf("fuzz: %d rejected, %d accepted (mutations that stayed valid)\n", rejected,
+           accepted);
+}
+
+/* ---- ZeroMQ framing ------------------------------------------------------------------- */
+
+static void test_pair(void *ctx) {
+    void *a = zmq_socket(ctx, ZMQ_PAIR), *b = zmq_socket(ctx, ZMQ_PAIR);
+    CHECK(zmq_bind(a, "inproc://pf-test-pair") == 0, "bind");
+    CHECK(zmq_connect(b, "inproc://pf-test-pair") == 0, "connect");
+    pf_msg m;
+    fill(&m, PF_MSG_BATCH);
+    unsigned char gt[96 * 96 * 3 * 2], lq[48 * 48 * 3 * 2];
+    for (size_t i = 0; i < sizeof gt; i++)
+        gt[i] = (unsigned char)(i * 7);
+    for (size_t i = 0; i < sizeof lq; i++)
+        lq[i] = (unsigned char)(i * 13);
+    pf_frame frames[2] = {{gt, sizeof gt}, {lq, sizeof lq}};
+    CHECK(pf_send(a, NULL, &m, frames, 2) == 0, "pf_send batch");
+    pf_parts p;
+    char err[256];
+    CHECK(pf_parts_recv(b, 0, &p, err, sizeof err) == 0, "recv: %s", err);
+    CHECK(p.n == 3, "3 parts, got %d", p.n);
+    pf_msg d;
+    CHECK(pf_msg_decode(pf_parts_data(&p, 0), pf_parts_size(&p, 0), PF_MSG_BATCH, &d, err,
+                        sizeof err) == 0 && same(&m, &d),
+          "header: %s", err);
+    CHECK(pf_parts_size(&p, 1) == sizeof gt && !memcmp(pf_parts_data(&p, 1), gt, sizeof gt),
+          "gt frame");
+    CHECK(pf_parts_size(&p, 2) == sizeof lq && !memcmp(pf_parts_data(&p, 2), lq, sizeof lq),
+          "lq frame");
+    CHECK(pf_parts_data(&p, 3) == NULL && pf_parts_size(&p, 3) == 0, "no part 3");
+    CHECK(pf_parts_data(&p, -1) == NULL, "no part -1");
+    pf_parts_close(&p);
+    CHECK(p.n == 0, "closed");
+
+    /* nothing waiting: EAGAIN */
+    CHECK(pf_parts_recv(b, ZMQ_DONTWAIT, &p, err, sizeof err) == -1 && errno == EAGAIN,
+          "EAGAIN when empty");
+
+    /* too many parts: dropped whole, counted, and the next message is intact */
+    for (int i = 0; i < PF_MAX_FRAMES + 3; i++)
+        zmq_send(a, "x", 1, i + 1 < PF_MAX_FRAMES + 3 ? ZMQ_SNDMORE : 0);
+    fill(&m, PF_MSG_HEARTBEAT);
+    CHECK(pf_send(a, NULL, &m, NULL, 0) == 0, "send heartbeat");
+    uint64_t before = pf_proto_rejects(PF_MSG_INVALID);
+    CHECK(pf_parts_recv(b, 0, &p, err, sizeof err) == -1 && strstr(err, "parts"),
+          "too many parts rejected: '%s'", err);
+    CHECK(pf_proto_rejects(PF_MSG_INVALID) == before + 1, "too many parts counted");
+    CHECK(pf_parts_recv(b, 0, &p, err, sizeof err) == 0 && p.n == 1, "next message intact");
+    CHECK(pf_msg_decode(pf_parts_data(&p, 0), pf_parts_size(&p, 0), PF_MSG_HEARTBEAT, &d, err,
+                        sizeof err) == 0 && d.u.heartbeat.peer_id == 99,
+          "heartbeat after the dropped message: %s", err);
+    pf_parts_close(&p);
+    /* exactly PF_MAX_FRAMES parts is fine */
+    for (int i = 0; i < PF_MAX_FRAMES; i++)
+        zmq_send(a, "y", 1, i + 1 < PF_MAX_FRAMES ? ZMQ_SNDMORE : 0);
+    CHECK(pf_parts_recv(b, 0, &p, err, sizeof err) == 0 && p.n == PF_MAX_FRAMES,
+          "PF_MAX_FRAMES parts accepted");
+    pf_parts_close(&p);
+    /* pf_send refuses more frames than a receiver takes, and a bad struct */
+    pf_frame many[PF_MAX_FRAMES];
+    for (int i = 0; i < PF_MAX_FRAMES; i++)
+        many[i] = (pf_frame){"z", 1};
+    CHECK(pf_send(a, NULL, &m, many, PF_MAX_FRAMES) == -1 && errno == EINVAL,
+          "pf_send with too many frames");
+    m.type = 0;
+    CHECK(pf_send(a, NULL, &m, NULL, 0) == -1 && errno == EINVAL, "pf_send invalid struct");
+    CHECK(pf_parts_recv(b, ZMQ_DONTWAIT, &p, err, sizeof err) == -1 && errno == EAGAIN,
+          "refused sends sent nothing");
+    zmq_close(a);
+    zmq_close(b);
+}
+
+static void test_router_dealer(void *ctx) {
+    void *router = zmq_socket(ctx, ZMQ_ROUTER), *dealer = zmq_socket(ctx, ZMQ_DEALER);
+    CHECK(zmq_setsockopt(dealer, ZMQ_ROUTING_ID, "loader-7", 8) == 0, "routing id");
+    CHECK(zmq_bind(router, "inproc://pf-test-ctrl") == 0, "bind");
+    CHECK(zmq_connect(dealer, "inproc://pf-test-ctrl") == 0, "connect");
+    pf_msg m, d;
+    fill(&m, PF_MSG_HELLO);
+    m.u.hello.role = PF_ROLE_LOADER;
+    CHECK(pf_send(dealer, NULL, &m, NULL, 0) == 0, "dealer sends hello");
+    pf_parts p;
+    char err[256];
+    CHECK(pf_parts_recv(router, 0, &p, err, sizeof err) == 0 && p.n == 2,
+          "router gets identity + header (%d parts)", p.n);
+    CHECK(pf_parts_size(&p, 0) == 8 && !memcmp(pf_parts_data(&p, 0), "loader-7", 8),
+          "identity frame");
+    CHECK(pf_msg_decode(pf_parts_data(&p, 1), pf_parts_size(&p, 1), PF_MSG_HELLO, &d, err,
+                        sizeof err) == 0 && same(&m, &d),
+          "hello: %s", err);
+    /* reply through the identity with a welcome and one bulk frame */
+    pf_frame id = {pf_parts_data(&p, 0), pf_parts_size(&p, 0)};
+    fill(&m, PF_MSG_WELCOME);
+    pf_frame extra = {"bulk", 4};
+    CHECK(pf_send(router, &id, &m, &extra, 1) == 0, "router replies");
+    pf_parts_close(&p);
+    CHECK(pf_parts_recv(dealer, 0, &p, err, sizeof err) == 0 && p.n == 2,
+          "dealer gets header + frame (%d parts)", p.n);
+    CHECK(pf_msg_decode(pf_parts_data(&p, 0), pf_parts_size(&p, 0), PF_MSG_WELCOME, &d, err,
+                        sizeof err) == 0 && same(&m, &d),
+          "welcome: %s", err);
+    pf_msg_clear(&d);
+    CHECK(pf_parts_size(&p, 1) == 4 && !memcmp(pf_parts_data(&p, 1), "bulk", 4), "bulk frame");
+    pf_parts_close(&p);
+    zmq_close(router);
+    zmq_close(dealer);
+}
+
+int main(void) {
+    test_names();
+    test_round_trip();
+    test_encoder_bounds();
+    test_hostile_per_type();
+    test_field_rules();
+    test_hostile_bytes();
+    test_fuzz();
+    void *ctx = zmq_ctx_new();
+    test_pair(ctx);
+    test_router_dealer(ctx);
+    zmq_ctx_term(ctx);
+    return pf_test_end("test_proto");
+}
