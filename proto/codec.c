@@ -90,6 +90,8 @@ static const pf_field WELCOME[] = {
 };
 static const pf_field START[] = {
     STR(pf_msg_start, ckpt_endpoint, 1),
+    RANGE(pf_msg_start, total_iters, K_I64, 1, 0, INT64_MAX),
+    RANGE(pf_msg_start, iters_per_epoch, K_I64, 1, 1, INT64_MAX),
 };
 static const pf_field HEARTBEAT[] = {
     INT(pf_msg_heartbeat, peer_id, K_U32, 1),
@@ -141,6 +143,8 @@ static const pf_field EVENT[] = {
     F64(pf_msg_event, psnr, 0),
     F64(pf_msg_event, ssim, 0),
     F64(pf_msg_event, best_psnr, 0),
+    F64(pf_msg_event, psnr_bicubic, 0),
+    F64(pf_msg_event, ssim_bicubic, 0),
     SINT(pf_msg_event, best_iter, K_I64, 0),
     STR(pf_msg_event, path, 0),
     STR(pf_msg_event, text, 0),
@@ -166,7 +170,7 @@ static const pf_field STOP[] = {
     STR(pf_msg_stop, text, 1),
 };
 static const pf_field DONE[] = {
-    RANGE(pf_msg_done, rank, K_I32, 1, 0, INT32_MAX),
+    RANGE(pf_msg_done, rank, K_I32, 1, -1, INT32_MAX),  /* -1: not a worker */
     RANGE(pf_msg_done, iter, K_I64, 1, 0, INT64_MAX),
     SINT(pf_msg_done, status, K_I32, 1),
     STR(pf_msg_done, text, 1),
