@@ -2,7 +2,9 @@
 
     Every image in PixFlow's data path is RGB8: uint8, interleaved HWC (row-major, 3 bytes a
     pixel, no row padding). Reading converts any PNG to that by one rule (docs/images.md):
-    palette -> RGB; gray -> R = G = B; 16-bit -> 8-bit by rounding (v * 255 + 32767) / 65535;
+    palette -> RGB (an index past the palette reads as black, as in libpng);
+    gray of 1/2/4 bits -> v * 255 / (2^bits - 1), exact; gray -> R = G = B;
+    16-bit -> 8-bit by rounding (v * 255 + 32767) / 65535 (integer division);
     alpha is dropped (not composited: restoration data has no meaningful alpha); tRNS ignored;
     interlaced images are de-interlaced; gamma/ICC chunks are ignored (values taken as stored).
 */

@@ -5,8 +5,12 @@
     Kernel: cubic with a = -0.5; when scale < 1 the kernel is stretched by 1/scale
     (antialiasing); kernel width 4 (4/scale when downscaling); taps outside the image use
     symmetric (mirror) padding; per-output weights are normalised to sum 1; the resize runs
-    along the dimension with the smaller scale first, like MATLAB. uint8 input is computed in
-    double and rounded half away from zero, clamped to [0, 255], as MATLAB does for uint8.
+    along the dimension with the smaller scale first, like MATLAB (one scale here: height
+    first, then width). uint8 input is computed in double and rounded half away from zero,
+    clamped to [0, 255], after EACH of the two passes, as MATLAB's imresizemex does for uint8
+    (its per-dimension result keeps the input's class). BasicSR's float imresize rounds only
+    once at the end, so on the same uint8 image it can differ by a few levels near clipped
+    edges; the MATLAB-made LR sets (DIV2K, Set5 ...) follow the rule implemented here.
 */
 #ifndef PF_IMRESIZE_H
 #define PF_IMRESIZE_H

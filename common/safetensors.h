@@ -3,7 +3,9 @@
     data_offsets: [begin, end]}, "__metadata__": {str: str}}, then the raw tensor bytes.
     PixFlow writes and reads F32 tensors only; a file with other dtypes is rejected by name.
     The parser validates everything (header length, JSON, offsets inside the buffer and
-    matching dtype * shape, no overlap) since files come from users and from the network.
+    matching dtype * shape, no overlap, no hole, no trailing bytes: the tensors must tile the
+    data section, as the reference implementation requires) since files come from users and
+    from the network. Error messages start with the file name and name the tensor at fault.
 */
 #ifndef PF_SAFETENSORS_H
 #define PF_SAFETENSORS_H
@@ -18,7 +20,9 @@ typedef struct {
 } pf_st_tensor;
 
 /* Serialise tensors and metadata (pairs meta[2i] = key, meta[2i+1] = value) into one malloc'd
-   buffer. Returns 0, or -1 with err (duplicate name, out of memory). */
+   buffer: data in the order given, compact JSON header padded with spaces to a multiple of 8.
+   Returns 0, or -1 with err (duplicate name or key, empty name or "__metadata__", ndim outside
+   0..4, negative dimension, out of memory). */
 int pf_safetensors_serialize(const pf_st_tensor *t, int n, const char *const *meta, int n_meta,
                              void **out, size_t *outlen, char *err, size_t errlen);
 
@@ -31,7 +35,9 @@ int pf_safetensors_parse(const void *buf, size_t len, const char *name, pf_safet
 int pf_safetensors_load(const char *path, pf_safetensors **out, char *err, size_t errlen);
 
 int pf_safetensors_count(const pf_safetensors *st);
-/* The i-th tensor (in file order): name, shape; returns its data (aligned copy, F32). */
+/* The i-th tensor in file order (ascending data offset): name, ndim, shape (entries past ndim
+   are 1); returns its data (aligned copy, F32, C order), or NULL if i is out of range. Any of
+   name, ndim, shape may be NULL. Pointers stay valid until pf_safetensors_free. */
 const float *pf_safetensors_at(const pf_safetensors *st, int i, const char **name, int *ndim,
                                int64_t shape[4]);
 /* By name; NULL if absent. */
@@ -41,9 +47,10 @@ const float *pf_safetensors_get(const pf_safetensors *st, const char *name, int 
 const char *pf_safetensors_meta(const pf_safetensors *st, const char *key);
 void pf_safetensors_free(pf_safetensors **st);
 
-/* Write `len` bytes to `path` durably: temp file in the same folder, fsync, rename, fsync of
-   the folder. Returns 0, or -1 with err naming the path (ENOSPC: "disk full"); on failure the
-   target is untouched and the temp file removed. */
+/* Write `len` bytes to `path` durably: temp file ".NAME.XXXXXX" in the same folder (mode
+   0644), fsync, rename, fsync of the folder. Returns 0, or -1 with err naming the path
+   (ENOSPC: "disk full"); on failure the target is untouched and the temp file removed — except
+   when only the final folder fsync fails: then the new file is in place and err says so. */
 int pf_write_file_atomic(const char *path, const void *data, size_t len, char *err,
                          size_t errlen);
 #endif
