@@ -131,7 +131,8 @@ static const char *describe(struct fy_node *n, char *buf, size_t size) {
     size_t len;
     const char *s = scalar(n, &len);
     size_t show = len > 40 ? 40 : len;
-    snprintf(buf, size, "'%.*s%s'", (int)show, s, len > show ? "..." : "");
+    snprintf(buf, size, "%s'%.*s%s'", is_plain(n) ? "" : "the quoted string ", (int)show, s,
+             len > show ? "..." : "");
     return buf;
 }
 
@@ -150,7 +151,7 @@ static int get_int(pf_cfg_ctx *c, struct fy_node *n, const char *key, int64_t lo
                    int64_t *out) {
     const char *want = lo > 0 ? "a positive integer" : lo == 0 ? "a non-negative integer"
                                                                : "an integer";
-    char g[64], t[32];
+    char g[96], t[32];
     size_t len;
     const char *s = scalar(n, &len);
     int ok = s && is_plain(n) && len > 0 && len < sizeof t;
@@ -167,7 +168,7 @@ static int get_int(pf_cfg_ctx *c, struct fy_node *n, const char *key, int64_t lo
     errno = 0;
     long long v = strtoll(t, NULL, 10);
     if (errno == ERANGE || v < lo || v > hi) {
-        if (v < lo && lo == 1 && errno != ERANGE)
+        if (v < lo && (lo == 0 || lo == 1) && errno != ERANGE)
             return fail(c, node_line(n), key, "expected %s, got %s", want, t);
         return fail(c, node_line(n), key, "must be between %lld and %lld, got %s", (long long)lo,
                     (long long)hi, t);
@@ -188,7 +189,7 @@ static int get_int32(pf_cfg_ctx *c, struct fy_node *n, const char *key, int lo, 
 /* A finite number (integers accepted). `lo_open`: lo itself is not allowed. */
 static int get_float(pf_cfg_ctx *c, struct fy_node *n, const char *key, double lo, int lo_open,
                      double hi, float *out) {
-    char g[64], t[64];
+    char g[96], t[64];
     size_t len;
     const char *s = scalar(n, &len);
     int ok = s && is_plain(n) && len > 0 && len < sizeof t;
@@ -218,7 +219,7 @@ static int get_float(pf_cfg_ctx *c, struct fy_node *n, const char *key, double l
 }
 
 static int get_bool(pf_cfg_ctx *c, struct fy_node *n, const char *key, int *out) {
-    char g[64];
+    char g[96];
     size_t len;
     const char *s = scalar(n, &len);
     if (s && is_plain(n)) {
@@ -235,7 +236,7 @@ static int get_bool(pf_cfg_ctx *c, struct fy_node *n, const char *key, int *out)
 }
 
 static int get_str(pf_cfg_ctx *c, struct fy_node *n, const char *key, char *out, size_t size) {
-    char g[64];
+    char g[96];
     if (is_null(n) || fy_node_get_type(n) != FYNT_SCALAR)
         return fail(c, node_line(n), key, "expected a string, got %s", describe(n, g, sizeof g));
     size_t len;
@@ -250,7 +251,7 @@ static int get_str(pf_cfg_ctx *c, struct fy_node *n, const char *key, char *out,
 /* A string from a fixed list (`choices` NULL-terminated); exact case unless `nocase`. */
 static int get_choice(pf_cfg_ctx *c, struct fy_node *n, const char *key, const char **choices,
                       int nocase, char *out, size_t size) {
-    char g[64], v[64];
+    char g[96], v[64];
     if (is_null(n) || fy_node_get_type(n) != FYNT_SCALAR || scalar_copy(n, v, sizeof v))
         v[0] = 0;
     for (int i = 0; v[0] && choices[i]; i++) {
@@ -271,7 +272,7 @@ static int get_choice(pf_cfg_ctx *c, struct fy_node *n, const char *key, const c
 /* A list of `min_n`..`max_n` items; `get` converts item i. */
 static int get_seq(pf_cfg_ctx *c, struct fy_node *n, const char *key, int min_n, int max_n,
                    int *count, struct fy_node **items) {
-    char g[64];
+    char g[96];
     if (!n || fy_node_get_type(n) != FYNT_SEQUENCE)
         return fail(c, node_line(n), key, "expected a list, got %s", describe(n, g, sizeof g));
     int k = 0;
@@ -314,7 +315,7 @@ static const char *keypath(const pf_section *s, const char *name, char *out, siz
 /* Open `value` (under key node `key`, named `path`) as a section; error when not a mapping. */
 static int open_section(pf_cfg_ctx *c, struct fy_node *key, struct fy_node *value,
                         const char *path, pf_section *out) {
-    char g[64];
+    char g[96];
     if (!value || fy_node_get_type(value) != FYNT_MAPPING)
         return fail(c, node_line(value) ? node_line(value) : node_line(key), path,
                     "expected a mapping, got %s", describe(value, g, sizeof g));
@@ -1176,7 +1177,7 @@ int pf_config_parse(pf_config *cfg, const char *path, const char *text, size_t l
     pf_lines L;
     memset(&L, 0, sizeof L);
     pf_section top = {.map = root, .opener = NULL, .prefix = ""};
-    char g[64];
+    char g[96];
     int rc;
     if (!root || fy_node_get_type(root) != FYNT_MAPPING)
         rc = fail(&c, node_line(root), "config", "expected a mapping at the top level, got %s",

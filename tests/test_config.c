@@ -1,0 +1,512 @@
+/*  test_config — common/config: valid configs parse to the values written in them (and the
+    documented defaults), broken ones fail with the exact `file:line: key.path:` prefix, and
+    pf_config_to_yaml round-trips to an equal struct whose hash is FNV-1a 64 of that text.
+
+    Broken configs are made from one valid base text by replacing one snippet, so each case
+    states only what it breaks. The expected line is where the case's marker text ends up in
+    the patched file (found by plain string search, not by the parser).
+*/
+#include "common/config.h"
+#include "pf_test.h"
+
+#include <stdint.h>
+#include <string.h>
+
+/* Valid base: every path is @D@ (replaced by the test data folder, which exists). */
+static const char *BASE =
+    "model:\n"                                                        /* 1 */
+    "  type: EDSR\n"
+    "  scale: 2\n"
+    "  n_feats: 32\n"
+    "  n_blocks: 4\n"                                                 /* 5 */
+    "  loss: {type: L1Loss, loss_weight: 1.0}\n"
+    "data:\n"
+    "  loaders: 3\n"
+    "  samples_per_gpu: 12\n"
+    "  train:\n"                                                      /* 10 */
+    "    type: PairedImageDataset\n"
+    "    gt_folder: @D@\n"
+    "    lq_folder: @D@/config\n"
+    "    filename_tmpl: '{}x2'\n"
+    "    gt_patch_size: 96\n"                                         /* 15 */
+    "    use_flip: true\n"
+    "    use_rot: true\n"
+    "    repeat: 100\n"
+    "  eval:\n"
+    "    gt_folder: @D@/config\n"                                     /* 20 */
+    "  test:\n"
+    "    gt_folder: @D@\n"
+    "optimizers: {type: Adam, lr: 2.0e-4, betas: [0.9, 0.999]}\n"
+    "lr_config:\n"
+    "  policy: Step\n"                                                /* 25 */
+    "  step: [1200, 1600]\n"
+    "  gamma: 0.5\n"
+    "  warmup: linear\n"
+    "  warmup_iters: 50\n"
+    "  warmup_ratio: 0.1\n"                                           /* 30 */
+    "total_iters: 1800\n"
+    "checkpoint_config: {interval: 300, max_keep_ckpts: 3}\n"
+    "log_config: {interval: 20}\n"
+    "evaluation: {interval: 600, metrics: [PSNR, SSIM], crop_border: 2, convert_to: y, "
+    "save_image: true}\n"
+    "eval_cfg: {pad_multiple: 4}\n"                                   /* 35 */
+    "work_dir: work_dirs/test\n"
+    "load_from: @D@/config/valid.yaml\n"
+    "resume_from: null\n"
+    "resume_optim: false\n"
+    "seed: 7\n"                                                       /* 40 */
+    "log_level: debug\n";
+
+static char data_dir[PF_PATH_MAX];
+
+/* Replace the first `old` in `in` by `new` into a malloc'd string (NULL old: append). */
+static char *replace(const char *in, const char *old, const char *new) {
+    size_t lin = strlen(in), lnew = strlen(new);
+    char *out = malloc(lin + lnew + 1);
+    if (!old) {
+        memcpy(out, in, lin);
+        memcpy(out + lin, new, lnew + 1);
+        return out;
+    }
+    const char *at = strstr(in, old);
+    if (!at) {
+        fprintf(stderr, "test bug: '%s' not in the text\n", old);
+        exit(2);
+    }
+    size_t head = (size_t)(at - in), lold = strlen(old);
+    memcpy(out, in, head);
+    memcpy(out + head, new, lnew);
+    memcpy(out + head + lnew, at + lold, lin - head - lold + 1);
+    return out;
+}
+
+/* `s` with every @D@ replaced by the test data folder, malloc'd. */
+static char *expand(const char *s) {
+    char *t = strdup(s);
+    while (strstr(t, "@D@")) {
+        char *u = replace(t, "@D@", data_dir);
+        free(t);
+        t = u;
+    }
+    return t;
+}
+
+/* The base with one replacement, @D@ expanded everywhere. */
+static char *make(const char *old, const char *new) {
+    char *t = expand(BASE);
+    if (old || new) {
+        char *o = old ? expand(old) : NULL, *w = expand(new);
+        char *u = replace(t, o, w);
+        free(t);
+        free(o);
+        free(w);
+        t = u;
+    }
+    return t;
+}
+
+/* 1-based line of the first `marker` in `text`. */
+static int line_of(const char *text, const char *marker) {
+    const char *at = strstr(text, marker);
+    if (!at) {
+        fprintf(stderr, "test bug: marker '%s' not found\n", marker);
+        exit(2);
+    }
+    int line = 1;
+    for (const char *p = text; p < at; p++)
+        line += *p == '\n';
+    return line;
+}
+
+static uint64_t fnv1a64(const char *s) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+    return h;
+}
+
+/* Parse -> to_yaml -> parse gives the same struct, the same text and the hash of the text. */
+static void check_round_trip(const pf_config *c, const char *what) {
+    char *y = pf_config_to_yaml(c);
+    CHECK(y != NULL, "%s: to_yaml", what);
+    if (!y)
+        return;
+    CHECK(c->hash == fnv1a64(y), "%s: hash is FNV-1a 64 of the resolved YAML", what);
+    pf_config d;
+    char err[512];
+    int rc = pf_config_parse(&d, c->path, y, strlen(y), 0, err, sizeof err);
+    CHECK(rc == 0, "%s: resolved YAML parses: %s\n%s", what, err, y);
+    if (rc == 0) {
+        CHECK(memcmp(c, &d, sizeof d) == 0, "%s: round trip gives an equal struct\n%s", what,
+              y);
+        char *y2 = pf_config_to_yaml(&d);
+        CHECK(y2 && !strcmp(y, y2), "%s: resolved YAML is stable", what);
+        free(y2);
+    }
+    free(y);
+}
+
+static void test_valid_base(void) {
+    char *text = make(NULL, NULL);
+    pf_config c;
+    char err[512];
+    int rc = pf_config_parse(&c, "t.yaml", text, strlen(text), 1, err, sizeof err);
+    CHECK(rc == 0, "base parses: %s", err);
+    CHECK(!strcmp(c.path, "t.yaml"), "path");
+    CHECK(!strcmp(c.model_type, "EDSR") && c.scale == 2 && c.n_feats == 32 && c.n_blocks == 4,
+          "model");
+    CHECK(c.in_channels == 3 && c.out_channels == 3, "channels default");
+    CHECK_NEAR(c.res_scale, 1.0, 0);
+    CHECK_NEAR(c.rgb_mean[0], 0.4488, 1e-7);
+    CHECK_NEAR(c.rgb_mean[2], 0.4040, 1e-7);
+    CHECK_NEAR(c.img_range, 255.0, 0);
+    CHECK(!strcmp(c.loss_type, "L1Loss"), "loss");
+    CHECK_NEAR(c.loss_weight, 1.0, 0);
+    CHECK(c.loaders == 3 && c.samples_per_gpu == 12 && c.prefetch == 4, "data sizes");
+    CHECK(c.train.present && c.eval.present && c.test.present, "datasets present");
+    CHECK(!strcmp(c.train.gt_folder, data_dir), "train gt '%s'", c.train.gt_folder);
+    CHECK(strstr(c.train.lq_folder, "/config") != NULL, "train lq");
+    CHECK(!strcmp(c.train.filename_tmpl, "{}x2"), "filename_tmpl");
+    CHECK(c.train.gt_patch_size == 96 && c.train.use_flip == 1 && c.train.use_rot == 1 &&
+              c.train.repeat == 100,
+          "train pipeline");
+    CHECK(!strcmp(c.eval.filename_tmpl, "{}") && c.eval.lq_folder[0] == 0 &&
+              c.eval.repeat == 1,
+          "eval defaults");
+    CHECK(!strcmp(c.optim_type, "Adam"), "optimizer");
+    CHECK_NEAR(c.learning_rate, 2e-4, 1e-11);
+    CHECK_NEAR(c.betas[0], 0.9, 1e-7);
+    CHECK_NEAR(c.betas[1], 0.999, 1e-7);
+    CHECK_NEAR(c.eps, 1e-8, 1e-15);
+    CHECK_NEAR(c.weight_decay, 0, 0);
+    CHECK(!strcmp(c.lr_policy, "Step") && c.n_lr_step == 2 && c.lr_step[0] == 1200 &&
+              c.lr_step[1] == 1600,
+          "step");
+    CHECK_NEAR(c.lr_gamma, 0.5, 0);
+    CHECK(!strcmp(c.lr_warmup, "linear") && c.lr_warmup_iters == 50, "warmup");
+    CHECK_NEAR(c.lr_warmup_ratio, 0.1, 1e-7);
+    CHECK(c.total_iters == 1800 && c.total_epochs == 0, "runner");
+    CHECK(c.ckpt_interval == 300 && c.ckpt_max_keep == 3, "checkpoint");
+    CHECK(c.log_interval == 20, "log");
+    CHECK(c.eval_interval == 600 && c.eval_psnr && c.eval_ssim && c.crop_border == 2 &&
+              c.eval_y_channel && c.eval_save_image,
+          "evaluation");
+    CHECK(c.pad_multiple == 4, "eval_cfg");
+    CHECK(!strcmp(c.work_dir, "work_dirs/test"), "work_dir");
+    CHECK(strstr(c.load_from, "config/valid.yaml") != NULL, "load_from");
+    CHECK(c.resume_from[0] == 0 && c.resume_optim == 0, "resume");
+    CHECK(c.seed == 7 && !strcmp(c.log_level, "debug"), "seed, log_level");
+    check_round_trip(&c, "base");
+    free(text);
+}
+
+static void test_defaults(void) {
+    const char *text = "model: {type: EDSR, scale: 4}\n"
+                       "data:\n"
+                       "  train: {gt_folder: a, gt_patch_size: 192}\n"
+                       "optimizers: {lr: 1.0e-4}\n"
+                       "total_iters: 100\n"
+                       "work_dir: w\n";
+    pf_config c;
+    char err[512];
+    CHECK(pf_config_parse(&c, "min.yaml", text, strlen(text), 0, err, sizeof err) == 0,
+          "minimal config: %s", err);
+    CHECK(c.n_feats == 64 && c.n_blocks == 16 && c.in_channels == 3, "model defaults");
+    CHECK(!strcmp(c.loss_type, "L1Loss"), "loss default");
+    CHECK_NEAR(c.charbonnier_eps, 1e-12, 1e-19);
+    CHECK(c.loaders == 2 && c.samples_per_gpu == 16 && c.prefetch == 4, "data defaults");
+    CHECK(!strcmp(c.train.type, "PairedImageDataset") && !strcmp(c.train.filename_tmpl, "{}") &&
+              c.train.use_flip == 0 && c.train.use_rot == 0 && c.train.repeat == 1,
+          "train defaults");
+    CHECK(!c.eval.present && !c.test.present, "no eval/test");
+    CHECK(!strcmp(c.optim_type, "Adam"), "Adam default");
+    CHECK_NEAR(c.betas[0], 0.9, 1e-7);
+    CHECK_NEAR(c.betas[1], 0.999, 1e-7);
+    CHECK_NEAR(c.eps, 1e-8, 1e-15);
+    CHECK(!strcmp(c.lr_policy, "Fixed") && c.lr_warmup[0] == 0, "lr defaults");
+    CHECK(c.ckpt_interval == 0 && c.ckpt_max_keep == -1, "checkpoint defaults");
+    CHECK(c.log_interval == 10, "log default");
+    CHECK(c.eval_interval == 0, "no evaluation");
+    CHECK(c.pad_multiple == 1, "pad default");
+    CHECK(c.load_from[0] == 0 && c.resume_from[0] == 0 && c.resume_optim == 1, "run defaults");
+    CHECK(c.seed == 0 && !strcmp(c.log_level, "info"), "seed/log_level defaults");
+    check_round_trip(&c, "minimal");
+}
+
+static void test_valid_file(void) {
+    char path[PF_PATH_MAX + 64];
+    snprintf(path, sizeof path, "%s/config/valid.yaml", data_dir);
+    FILE *f = fopen(path, "rb");
+    CHECK(f != NULL, "open %s", path);
+    if (!f)
+        return;
+    static char text[1 << 16];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = 0;
+    pf_config c;
+    char err[512];
+    CHECK(pf_config_parse(&c, path, text, n, 0, err, sizeof err) == 0, "valid.yaml: %s", err);
+    CHECK(!strcmp(c.model_type, "SRCNN") && c.scale == 3, "srcnn");
+    CHECK(c.srcnn_channels[1] == 64 && c.srcnn_channels[2] == 32 &&
+              c.srcnn_kernel_sizes[1] == 5,
+          "srcnn shape");
+    CHECK(!strcmp(c.loss_type, "CharbonnierLoss"), "charbonnier");
+    CHECK_NEAR(c.charbonnier_eps, 1e-6, 1e-13);
+    CHECK_NEAR(c.loss_weight, 0.5, 0);
+    CHECK(!strcmp(c.train.gt_folder, "data/DIV2K/HR sub"), "double-quoted path");
+    CHECK(!strcmp(c.train.lq_folder, "data/DIV2K/LR_bicubic/X3 'sub'"), "quote in path '%s'",
+          c.train.lq_folder);
+    CHECK(c.train.gt_patch_size == 33, "patch");
+    CHECK(c.test.present && !c.eval.present, "test only");
+    CHECK(!strcmp(c.lr_policy, "CosineRestart") && c.n_lr_periods == 4 &&
+              c.lr_periods[3] == 250000,
+          "periods");
+    CHECK_NEAR(c.lr_restart_weights[1], 0.5, 0);
+    CHECK_NEAR(c.lr_min, 1e-7, 1e-14);
+    CHECK_NEAR(c.lr_warmup_ratio, 0.001, 1e-9);
+    CHECK_NEAR(c.weight_decay, 1e-4, 1e-11);
+    CHECK(c.total_epochs == 40 && c.total_iters == 0, "epochs");
+    CHECK(c.ckpt_interval == 5000 && c.eval_interval == 0, "hooks");
+    CHECK(!strcmp(c.resume_from, "auto") && c.resume_optim == 0, "resume auto");
+    CHECK(c.seed == 123456789012ull, "seed");
+    CHECK(!strcmp(c.log_level, "warning"), "log level case-folded");
+    check_round_trip(&c, "valid.yaml");
+
+    /* pf_config_load checks paths: these folders do not exist */
+    CHECK(pf_config_load(&c, path, err, sizeof err) == -1, "load with path checks");
+    char want[PF_PATH_MAX + 128];
+    snprintf(want, sizeof want, "%s:%d: data.train.gt_folder: no such directory", path,
+             line_of(text, "    gt_folder: \"data/DIV2K/HR sub\""));
+    CHECK(!strncmp(err, want, strlen(want)), "load error '%s'", err);
+    CHECK(pf_config_load(&c, "/nonexistent/x.yaml", err, sizeof err) == -1 &&
+              strstr(err, "/nonexistent/x.yaml:1: config: cannot open"),
+          "missing file: '%s'", err);
+}
+
+static void test_demo(void) {
+    const char *src = getenv("PF_SOURCE_DIR");
+    char path[PF_PATH_MAX + 64];
+    snprintf(path, sizeof path, "%s/configs/demo.yaml", src ? src : ".");
+    FILE *f = fopen(path, "rb");
+    CHECK(f != NULL, "open %s", path);
+    if (!f)
+        return;
+    static char text[1 << 16];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    pf_config c;
+    char err[512];
+    CHECK(pf_config_parse(&c, path, text, n, 0, err, sizeof err) == 0, "demo.yaml: %s", err);
+    CHECK(!strcmp(c.model_type, "EDSR") && c.n_feats == 32 && c.n_blocks == 4 && c.scale == 2,
+          "demo model");
+    CHECK(c.samples_per_gpu == 16 && c.train.gt_patch_size == 96 && c.train.repeat == 100 &&
+              c.train.use_flip && c.train.use_rot && c.loaders == 2,
+          "demo data");
+    CHECK(!strcmp(c.train.gt_folder, "data/demo/train") &&
+              !strcmp(c.eval.gt_folder, "data/demo/val") &&
+              !strcmp(c.test.gt_folder, "data/demo/val"),
+          "demo folders");
+    CHECK(!strcmp(c.loss_type, "L1Loss") && !strcmp(c.optim_type, "Adam"), "demo loss/optim");
+    CHECK_NEAR(c.learning_rate, 2e-4, 1e-11);
+    CHECK(c.total_iters == 1800 && !strcmp(c.lr_policy, "Step") && c.n_lr_step == 2 &&
+              c.lr_step[0] == 1200 && c.lr_step[1] == 1600,
+          "demo schedule");
+    CHECK_NEAR(c.lr_gamma, 0.5, 0);
+    CHECK(c.ckpt_interval == 300 && c.eval_interval == 300 && c.eval_psnr && c.eval_ssim &&
+              c.crop_border == 2 && c.eval_y_channel && c.eval_save_image,
+          "demo hooks");
+    CHECK(!strcmp(c.work_dir, "work_dirs/demo") && c.seed == 0, "demo run");
+    check_round_trip(&c, "demo.yaml");
+}
+
+typedef struct {
+    const char *old, *new;              /* the one change to BASE (old NULL: append new) */
+    const char *marker;                 /* text on the expected line; NULL = line 1 */
+    const char *key;                    /* expected key path */
+    const char *word;                   /* must appear in the message */
+} broken_case;
+
+static const broken_case BROKEN[] = {
+    /* unknown key at each level */
+    {NULL, "foo: 1\n", "foo: 1", "foo", "unknown key"},
+    {"  n_blocks: 4\n", "  n_blocks: 4\n  foo: 1\n", "  foo: 1", "model.foo", "unknown key"},
+    {"loss_weight: 1.0}", "loss_weight: 1.0, bar: 2}", "  loss:", "model.loss.bar",
+     "unknown key"},
+    {"  loaders: 3\n", "  loaders: 3\n  workers_per_gpu: 2\n", "  workers_per_gpu",
+     "data.workers_per_gpu", "unknown key"},
+    {"    repeat: 100\n", "    repeat: 100\n    baz: 1\n", "    baz", "data.train.baz",
+     "unknown key"},
+    {"betas: [0.9, 0.999]}", "betas: [0.9, 0.999], momentum: 0.9}", "optimizers:",
+     "optimizers.momentum", "unknown key"},
+    {"  warmup_ratio: 0.1\n", "  warmup_ratio: 0.1\n  by_epoch: false\n", "  by_epoch",
+     "lr_config.by_epoch", "unknown key"},
+    {"max_keep_ckpts: 3}", "max_keep_ckpts: 3, save_optimizer: true}", "checkpoint_config:",
+     "checkpoint_config.save_optimizer", "unknown key"},
+    {"save_image: true}", "save_image: true, gpu_collect: true}", "evaluation:",
+     "evaluation.gpu_collect", "unknown key"},
+    {"{pad_multiple: 4}", "{pad_multiple: 4, tile: 64}", "eval_cfg:", "eval_cfg.tile",
+     "unknown key"},
+    {"  train:\n", "  training:\n", "  training:", "data.training", "unknown key"},
+    /* wrong types and values */
+    {"  n_feats: 32", "  n_feats: abc", "  n_feats", "model.n_feats",
+     "expected a positive integer, got 'abc'"},
+    {"  n_feats: 32", "  n_feats: 0", "  n_feats", "model.n_feats", "positive"},
+    {"  n_feats: 32", "  n_feats: 3.5", "  n_feats", "model.n_feats", "integer"},
+    {"  scale: 2", "  scale: '2'", "  scale", "model.scale", "integer"},
+    {"  scale: 2", "  scale: 5", "  scale", "model.scale", "2, 3 or 4"},
+    {"  scale: 2", "  scale: [2]", "  scale", "model.scale", "list"},
+    {"    use_flip: true", "    use_flip: 'yes'", "    use_flip", "data.train.use_flip",
+     "true or false"},
+    {"lr: 2.0e-4", "lr: -1", "optimizers:", "optimizers.lr", "greater than 0"},
+    {"lr: 2.0e-4", "lr: fast", "optimizers:", "optimizers.lr", "number"},
+    {"log_level: debug", "log_level: verbose", "log_level", "log_level", "one of"},
+    {"  type: EDSR", "  type: SwinIR", "  type: SwinIR", "model.type", "one of EDSR, SRCNN"},
+    {"eval_cfg: {pad_multiple: 4}", "eval_cfg: 4", "eval_cfg", "eval_cfg", "mapping"},
+    {"  samples_per_gpu: 12", "  samples_per_gpu: 2000", "  samples_per_gpu",
+     "data.samples_per_gpu", "between"},
+    {"    filename_tmpl: '{}x2'", "    filename_tmpl: 'x2'", "    filename_tmpl",
+     "data.train.filename_tmpl", "{}"},
+    {"  loss: {type: L1Loss", "  rgb_mean: [0.5, 0.5]\n  loss: {type: L1Loss", "  rgb_mean",
+     "model.rgb_mean", "expected 3 items"},
+    {"  step: [1200, 1600]", "  step: [1600, 1200]", "  step:", "lr_config.step[1]",
+     "increasing"},
+    {"  step: [1200, 1600]", "  step: 1200", "  step:", "lr_config.step", "list"},
+    {"seed: 7", "seed: -7", "seed:", "seed", "non-negative"},
+    {"  eval:\n    gt_folder: @D@/config\n",
+     "  eval:\n    gt_folder: @D@/config\n    gt_patch_size: 96\n", "    gt_patch_size: 96\n  test",
+     "data.eval.gt_patch_size", "only allowed in data.train"},
+    /* missing required */
+    {"  type: EDSR\n", "", NULL, "model.type", "missing"},
+    {"  scale: 2\n", "", NULL, "model.scale", "missing"},
+    {"lr: 2.0e-4, ", "", "optimizers:", "optimizers.lr", "missing"},
+    {"work_dir: work_dirs/test\n", "", NULL, "work_dir", "missing"},
+    {"    gt_folder: @D@\n    lq_folder", "    lq_folder", "  train:", "data.train.gt_folder",
+     "missing"},
+    {"    gt_patch_size: 96\n", "", "  train:", "data.train.gt_patch_size", "missing"},
+    /* runner keys */
+    {"total_iters: 1800\n", "total_iters: 1800\ntotal_epochs: 10\n", "total_epochs",
+     "total_iters", "exactly one of total_iters and total_epochs must be set"},
+    {"total_iters: 1800\n", "", NULL, "total_iters", "exactly one"},
+    /* cross-checks */
+    {"    gt_patch_size: 96", "    gt_patch_size: 97", "    gt_patch_size",
+     "data.train.gt_patch_size", "multiple of model.scale"},
+    {"interval: 600, metrics", "interval: 450, metrics", "evaluation:", "evaluation.interval",
+     "multiple of checkpoint_config.interval"},
+    {"  eval:\n    gt_folder: @D@/config\n", "", "evaluation:", "data.eval",
+     "required when evaluation"},
+    {"  type: EDSR", "  type: SRCNN", "  n_feats", "model.n_feats", "only allowed with type EDSR"},
+    {"loss_weight: 1.0}", "loss_weight: 1.0, eps: 1.0e-6}", "  loss:", "model.loss.eps",
+     "CharbonnierLoss"},
+    {"resume_from: null", "resume_from: auto", "resume_from", "resume_from", "exclusive"},
+    /* lr policy keys */
+    {"  policy: Step", "  policy: Fixed", "  step:", "lr_config.step",
+     "only allowed with policy Step"},
+    {"  policy: Step\n  step: [1200, 1600]\n  gamma: 0.5\n",
+     "  policy: CosineRestart\n  periods: [1000, 800]\n  restart_weights: [1, 0.5, 0.25]\n",
+     "  restart_weights", "lr_config.restart_weights", "has 3 items but periods has 2"},
+    {"  policy: Step\n  step: [1200, 1600]\n",
+     "  policy: CosineRestart\n  periods: [1000, 800]\n", "  gamma", "lr_config.gamma",
+     "only allowed with policy Step"},
+    {"  policy: Step\n  step: [1200, 1600]\n  gamma: 0.5\n",
+     "  policy: CosineRestart\n  periods: [1000, 500]\n", "  periods", "lr_config.periods",
+     "less than total_iters"},
+    {"  warmup: linear\n", "  warmup: null\n", "  warmup_iters", "lr_config.warmup_iters",
+     "only allowed with warmup"},
+    {"  warmup: linear", "  warmup: exp", "  warmup: exp", "lr_config.warmup", "one of linear"},
+    /* paths */
+    {"    gt_folder: @D@\n    lq", "    gt_folder: data/DIV2K_HR\n    lq", "data/DIV2K_HR",
+     "data.train.gt_folder", "no such directory 'data/DIV2K_HR'"},
+    {"    gt_folder: @D@\n", "    gt_folder: @D@/config/valid.yaml\n", "valid.yaml\n    lq",
+     "data.train.gt_folder", "not a directory"},
+    {"load_from: @D@/config/valid.yaml", "load_from: nowhere/iter_1.safetensors", "load_from",
+     "load_from", "no such file 'nowhere/iter_1.safetensors'"},
+    {"load_from: @D@/config/valid.yaml\nresume_from: null",
+     "load_from: ~\nresume_from: missing.safetensors", "resume_from", "resume_from",
+     "no such file"},
+    /* YAML syntax */
+    {"  n_blocks: 4\n", "  n_blocks: 4\n bad: 1\n", " bad: 1", "yaml", "indentation"},
+    {"  n_feats: 32", "  n_feats: @x", "  n_feats", "yaml", "syntax error"},
+    {"  n_blocks: 4\n", "  n_blocks: 4\n\tbad: 2\n", "\tbad", "yaml", "tab"},
+    {"seed: 7\n", "seed: 7\nseed: 8\n", "seed: 8", "yaml", "duplicate key"},
+    {"  n_blocks: 4\n", "  n_blocks: \"4\n", "  n_blocks", "yaml", "syntax error"},
+};
+
+static void test_broken(void) {
+    int n = (int)(sizeof BROKEN / sizeof BROKEN[0]);
+    CHECK(n >= 15, "at least 15 broken configs (%d)", n);
+    for (int i = 0; i < n; i++) {
+        const broken_case *b = &BROKEN[i];
+        /* @D@ in a case's snippets means the data folder too */
+        char *t0 = make(NULL, NULL), *o = b->old ? expand(b->old) : NULL, *w = expand(b->new);
+        char *text = replace(t0, o, w);
+        const char *mk = b->marker;
+        int line = mk ? line_of(text, mk) : 1;
+        char want[PF_PATH_MAX];
+        snprintf(want, sizeof want, "t.yaml:%d: %s: ", line, b->key);
+        pf_config c;
+        char err[1024] = "";
+        int rc = pf_config_parse(&c, "t.yaml", text, strlen(text), 1, err, sizeof err);
+        CHECK(rc == -1, "case %d (%s): accepted", i, b->key);
+        CHECK(!strncmp(err, want, strlen(want)), "case %d: want prefix '%s', got '%s'", i, want,
+              err);
+        CHECK(strstr(err + (strlen(err) > strlen(want) ? strlen(want) : 0), b->word) != NULL,
+              "case %d: '%s' does not say '%s'", i, err, b->word);
+        free(text);
+        free(t0);
+        free(o);
+        free(w);
+    }
+}
+
+static void test_misc_errors(void) {
+    pf_config c;
+    char err[512];
+    const char *list = "- a\n- b\n";
+    CHECK(pf_config_parse(&c, "l.yaml", list, strlen(list), 0, err, sizeof err) == -1 &&
+              !strncmp(err, "l.yaml:1: config: expected a mapping", 36),
+          "top-level list: '%s'", err);
+    CHECK(pf_config_parse(&c, "e.yaml", "", 0, 0, err, sizeof err) == -1 &&
+              !strncmp(err, "e.yaml:1: ", 10),
+          "empty file: '%s'", err);
+    const char *nul = "model: {type: EDSR}\0x";
+    CHECK(pf_config_parse(&c, "n.yaml", nul, 21, 0, err, sizeof err) == -1 &&
+              strstr(err, "NUL"),
+          "NUL byte: '%s'", err);
+    /* errors never overflow a small buffer */
+    char small[16];
+    char *text = make("  n_feats: 32", "  n_feats: abc");
+    CHECK(pf_config_parse(&c, "t.yaml", text, strlen(text), 0, small, sizeof small) == -1 &&
+              strlen(small) == sizeof small - 1,
+          "truncated error '%s'", small);
+    free(text);
+    /* without path checks a missing folder is fine */
+    text = make("    gt_folder: @D@\n    lq", "    gt_folder: data/DIV2K_HR\n    lq");
+    CHECK(pf_config_parse(&c, "t.yaml", text, strlen(text), 0, err, sizeof err) == 0,
+          "check_paths = 0: %s", err);
+    free(text);
+    /* hash changes with content, not with the file name */
+    char *a = make(NULL, NULL), *b = make("seed: 7", "seed: 8");
+    pf_config ca, cb, cc;
+    CHECK(pf_config_parse(&ca, "a.yaml", a, strlen(a), 0, err, sizeof err) == 0 &&
+              pf_config_parse(&cb, "a.yaml", b, strlen(b), 0, err, sizeof err) == 0 &&
+              pf_config_parse(&cc, "other.yaml", a, strlen(a), 0, err, sizeof err) == 0,
+          "parse for hash");
+    CHECK(ca.hash != cb.hash, "different seed, different hash");
+    CHECK(ca.hash == cc.hash, "same content, same hash");
+    free(a);
+    free(b);
+}
+
+int main(void) {
+    snprintf(data_dir, sizeof data_dir, "%s", pf_test_data());
+    CHECK(fnv1a64("") == 0xcbf29ce484222325ull && fnv1a64("a") == 0xaf63dc4c8601ec8cull,
+          "FNV-1a 64 reference vectors");
+    test_valid_base();
+    test_defaults();
+    test_valid_file();
+    test_demo();
+    test_broken();
+    test_misc_errors();
+    return pf_test_end("test_config");
+}
