@@ -8,10 +8,13 @@
 #include <time.h>
 #include <unistd.h>
 #include <fcntl.h>
+#include <stdlib.h>
 
 static char log_name[64] = "pixflow";
 static pf_log_level log_threshold = PF_LOG_INFO;
 static int log_fd = -1;
+static pf_log_level stderr_threshold = PF_LOG_DEBUG;  /* raised by PIXFLOW_LOG_STDERR */
+static int stderr_checked;
 
 void pf_log_set_name(const char *name) {
     snprintf(log_name, sizeof log_name, "%s", name);
@@ -48,7 +51,16 @@ void pf_log(pf_log_level level, const char *fmt, ...) {
     va_end(ap);
     n = (m < 0) ? n : (n + m < (int)sizeof line - 1 ? n + m : (int)sizeof line - 2);
     line[n++] = '\n';
-    ssize_t w = write(STDERR_FILENO, line, n);
+    if (!stderr_checked) {
+        /* The front end starts roles with PIXFLOW_LOG_STDERR=warning so that its terminal shows
+           the progress line and problems; everything else goes to the role's log file. */
+        const char *e = getenv("PIXFLOW_LOG_STDERR");
+        if (e && strcmp(e, "warning") == 0) stderr_threshold = PF_LOG_WARNING;
+        if (e && strcmp(e, "error") == 0) stderr_threshold = PF_LOG_ERROR;
+        stderr_checked = 1;
+    }
+    ssize_t w = 0;
+    if (level >= stderr_threshold || log_fd < 0) w = write(STDERR_FILENO, line, n);
     if (log_fd >= 0) w = write(log_fd, line, n);
     (void)w;
 }

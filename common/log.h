@@ -1,6 +1,8 @@
 /*  log — one log function for every role: "2026-11-29 15:40:01.123 worker0 INFO message" to
     stderr and, when a file is opened, to that file too (work_dir/rankN.log for workers,
     work_dir/<role>.log for the others). The threshold comes from the config's log_level.
+    With PIXFLOW_LOG_STDERR=warning (set by `pixflow train` for the processes it starts), lines
+    below WARNING go only to the file once one is open.
 */
 #ifndef PF_LOG_H
 #define PF_LOG_H

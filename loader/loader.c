@@ -159,6 +159,9 @@ int pf_loader_main(int argc, char **argv) {
         return 1;
     }
     pf_log_set_level(l.client.cfg.log_level);
+    char logpath[PF_PATH_MAX + 96];
+    snprintf(logpath, sizeof logpath, "%s/%s.log", l.client.cfg.work_dir, name);
+    if (pf_mkdirs(l.client.cfg.work_dir, err, sizeof err) == 0) pf_log_open_file(logpath);
     if (pf_dataset_open(&l.ds, &l.client.cfg.train, "data.train", l.client.cfg.scale,
                         l.client.cfg.train.gt_patch_size, err, sizeof err) != 0) {
         pf_error("%s", err);
