@@ -1034,10 +1034,15 @@ static int cross_check(pf_cfg_ctx *c, pf_config *cfg, pf_lines *L, int check_pat
         return fail(c, L->patch[0], "data.train.gt_patch_size",
                     "must be a positive multiple of model.scale (%d), got %d", cfg->scale,
                     cfg->train.gt_patch_size);
+    /* No checkpoint_config: one checkpoint at the end of an iteration-based run. The epoch
+       runner's length in iterations is known only once the dataset is read, so there the
+       interval stays 0, which means "at the end only". */
+    if (!L->ckpt_interval && cfg->total_iters)
+        cfg->ckpt_interval = cfg->total_iters;
     if (L->evaluation && !cfg->eval.present)
         return fail(c, L->evaluation, "data.eval", "required when evaluation is set");
     if (L->evaluation) {
-        if (!cfg->ckpt_interval)
+        if (!L->ckpt_interval)
             return fail(c, L->evaluation, "evaluation.interval",
                         "evaluation runs on checkpoints: checkpoint_config.interval must be set");
         if (cfg->eval_interval % cfg->ckpt_interval)

@@ -224,7 +224,8 @@ static void test_defaults(void) {
     CHECK_NEAR(c.betas[1], 0.999, 1e-7);
     CHECK_NEAR(c.eps, 1e-8, 1e-15);
     CHECK(!strcmp(c.lr_policy, "Fixed") && c.lr_warmup[0] == 0, "lr defaults");
-    CHECK(c.ckpt_interval == 0 && c.ckpt_max_keep == -1, "checkpoint defaults");
+    CHECK(c.ckpt_interval == 100 && c.ckpt_max_keep == -1,
+          "checkpoint defaults: one at the end (interval = total_iters)");
     CHECK(c.log_interval == 10, "log default");
     CHECK(c.eval_interval == 0, "no evaluation");
     CHECK(c.pad_multiple == 1, "pad default");
@@ -399,6 +400,8 @@ static const broken_case BROKEN[] = {
     {"loss_weight: 1.0}", "loss_weight: 1.0, eps: 1.0e-6}", "  loss:", "model.loss.eps",
      "CharbonnierLoss"},
     {"resume_from: null", "resume_from: auto", "resume_from", "resume_from", "exclusive"},
+    {"checkpoint_config: {interval: 300, max_keep_ckpts: 3}\n", "", "evaluation:",
+     "evaluation.interval", "checkpoint_config.interval must be set"},
     /* lr policy keys */
     {"  policy: Step", "  policy: Fixed", "  step:", "lr_config.step",
      "only allowed with policy Step"},
