@@ -55,18 +55,22 @@ static void gaussian(double g[SSIM_K]) {
 }
 
 /* Mean SSIM of one channel over the crop [c0, c0+ch) x [c0, c0+cw); needs ch, cw >= 11.
-   Returns NAN if memory runs out. */
+   Returns NAN if memory runs out. Loops run along x innermost so the compiler vectorises
+   them; each output still sums its 11 taps in order t = 0..10. */
 static double ssim_channel(const uint8_t *a, const uint8_t *b, int w, int c0, int ch, int cw,
                            int k) {
     const double C1 = (0.01 * 255) * (0.01 * 255), C2 = (0.03 * 255) * (0.03 * 255);
     double g[SSIM_K];
     gaussian(g);
-    int ow = cw - 2 * SSIM_R;                    /* valid output width */
-    /* ring[q][slot][x]: horizontally filtered rows of a, b, a^2, b^2, a*b */
-    double *ring = malloc(sizeof(double) * 5 * SSIM_K * (size_t)ow);
-    double *ra = malloc(sizeof(double) * (size_t)cw), *rb = malloc(sizeof(double) * (size_t)cw);
-    if (!ring || !ra || !rb) {
-        free(ring), free(ra), free(rb);
+    size_t ow = (size_t)cw - 2 * SSIM_R;         /* valid output width */
+    /* in[q]: one cropped row of a, b, a^2, b^2, a*b (q = 0..4);
+       ring[q][slot]: the last 11 rows of in[q] filtered horizontally;
+       m[q]: those filtered vertically, i.e. one row of the valid output */
+    double *in = malloc(sizeof(double) * 5 * (size_t)cw);
+    double *ring = malloc(sizeof(double) * 5 * SSIM_K * ow);
+    double *m = malloc(sizeof(double) * 5 * ow);
+    if (!in || !ring || !m) {
+        free(in), free(ring), free(m);
         return NAN;
     }
     double total = 0;
@@ -74,41 +78,42 @@ static double ssim_channel(const uint8_t *a, const uint8_t *b, int w, int c0, in
         const uint8_t *pa = a + ((size_t)(y + c0) * w + c0) * 3;
         const uint8_t *pb = b + ((size_t)(y + c0) * w + c0) * 3;
         for (int x = 0; x < cw; x++) {
-            ra[x] = sample(pa + (size_t)x * 3, k);
-            rb[x] = sample(pb + (size_t)x * 3, k);
+            double va = sample(pa + (size_t)x * 3, k), vb = sample(pb + (size_t)x * 3, k);
+            in[x] = va;
+            in[cw + x] = vb;
+            in[2 * cw + x] = va * va;
+            in[3 * cw + x] = vb * vb;
+            in[4 * cw + x] = va * vb;
         }
-        int slot = y % SSIM_K;
-        double *h0 = ring + ((size_t)0 * SSIM_K + slot) * ow, *h1 = ring + ((size_t)1 * SSIM_K + slot) * ow;
-        double *h2 = ring + ((size_t)2 * SSIM_K + slot) * ow, *h3 = ring + ((size_t)3 * SSIM_K + slot) * ow;
-        double *h4 = ring + ((size_t)4 * SSIM_K + slot) * ow;
-        for (int x = 0; x < ow; x++) {
-            double s0 = 0, s1 = 0, s2 = 0, s3 = 0, s4 = 0;
+        for (int q = 0; q < 5; q++) {
+            double *out = ring + ((size_t)q * SSIM_K + y % SSIM_K) * ow;
+            const double *src = in + (size_t)q * cw;
+            for (size_t x = 0; x < ow; x++) out[x] = 0;
             for (int t = 0; t < SSIM_K; t++) {
-                double va = ra[x + t], vb = rb[x + t];
-                s0 += g[t] * va;
-                s1 += g[t] * vb;
-                s2 += g[t] * va * va;
-                s3 += g[t] * vb * vb;
-                s4 += g[t] * va * vb;
+                for (size_t x = 0; x < ow; x++) out[x] += g[t] * src[x + t];
             }
-            h0[x] = s0, h1[x] = s1, h2[x] = s2, h3[x] = s3, h4[x] = s4;
         }
         if (y < SSIM_K - 1) continue;
         /* output row y - 10 uses filtered rows y-10 .. y, i.e. slots (y-10+t) % 11 */
-        for (int x = 0; x < ow; x++) {
-            double m[5] = {0, 0, 0, 0, 0};
+        for (int q = 0; q < 5; q++) {
+            double *mq = m + (size_t)q * ow;
+            for (size_t x = 0; x < ow; x++) mq[x] = 0;
             for (int t = 0; t < SSIM_K; t++) {
-                int s = (y - (SSIM_K - 1) + t) % SSIM_K;
-                for (int q = 0; q < 5; q++) m[q] += g[t] * ring[((size_t)q * SSIM_K + s) * ow + x];
+                int slot = (y - (SSIM_K - 1) + t) % SSIM_K;
+                const double *row = ring + ((size_t)q * SSIM_K + slot) * ow;
+                for (size_t x = 0; x < ow; x++) mq[x] += g[t] * row[x];
             }
-            double mu1 = m[0], mu2 = m[1];
-            double s11 = m[2] - mu1 * mu1, s22 = m[3] - mu2 * mu2, s12 = m[4] - mu1 * mu2;
+        }
+        for (size_t x = 0; x < ow; x++) {
+            double mu1 = m[x], mu2 = m[ow + x];
+            double s11 = m[2 * ow + x] - mu1 * mu1, s22 = m[3 * ow + x] - mu2 * mu2;
+            double s12 = m[4 * ow + x] - mu1 * mu2;
             total += ((2 * mu1 * mu2 + C1) * (2 * s12 + C2)) /
                      ((mu1 * mu1 + mu2 * mu2 + C1) * (s11 + s22 + C2));
         }
     }
-    free(ring), free(ra), free(rb);
-    return total / ((double)(ch - 2 * SSIM_R) * ow);
+    free(in), free(ring), free(m);
+    return total / ((double)(ch - 2 * SSIM_R) * (double)ow);
 }
 
 double pf_ssim(const uint8_t *a, const uint8_t *b, int h, int w, int crop_border, int y_channel) {

@@ -305,9 +305,8 @@ static int parse_into(pf_safetensors *s, const uint8_t *b, size_t len, char *err
     const char *end = NULL;
     cJSON *root = cJSON_ParseWithLengthOpts(json, (size_t)hlen, &end, 0);
     if (!root || !cJSON_IsObject(root)) {
-        size_t at = end ? (size_t)(end - json) : 0;
-        const char *e = cJSON_GetErrorPtr();
-        if (!root && e && e >= json && e <= json + hlen) at = (size_t)(e - json);
+        /* cJSON sets `end` to the error position too (no need for its global error pointer) */
+        size_t at = end && end >= json && end <= json + hlen ? (size_t)(end - json) : 0;
         snprintf(err, errlen, "header is not valid JSON (near byte %zu)", at);
         cJSON_Delete(root);
         return -1;

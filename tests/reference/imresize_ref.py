@@ -16,7 +16,8 @@ rounds between the passes too. A float version (no rounding, float32 between pas
 MATLAB on single) is written for pf_imresize_f32.
 
 Outputs (tests/data/imresize/): input.u8 (H x W x 3 uint8, HWC), tiny.u8, and for each case
-NAME.u8 (and NAME.f32, of INPUT / 255, except for the larger up* outputs) with cases.txt lines "NAME INPUT H W NUM DEN OUT_H OUT_W"
+NAME.u8 (and NAME.f32, of INPUT / 255, except for the larger up* outputs), listed in cases.txt
+as "NAME INPUT H W NUM DEN OUT_H OUT_W"
 (scale = NUM / DEN, computed in double the same way by the C test).
 Run: /usr/bin/python3 tests/reference/imresize_ref.py
 """
