@@ -1,0 +1,346 @@
+/*  End-to-end: `pixflow train` with every role as its own process, on small generated images.
+
+    A. 1 loader: the reference run (samples log = what the worker consumed, metrics.jsonl =
+       loss and learning rate of every iteration).
+    B. 3 loaders: bit-identical batches (sample ids and pixel digests) and identical losses.
+    C. 3 loaders, one killed with SIGKILL mid-run: the job finishes; within every epoch each
+       sample is consumed exactly once, and everything still equals run A.
+    D. 2 loaders, SIGINT to the front end mid-run: exit status 130, a checkpoint for the
+       iteration reached, every process gone within 10 s; then `--resume auto` finishes and its
+       learning rates and losses from the resume point equal run A's exactly.
+*/
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/image.h"
+#include "common/rng.h"
+#include "common/util.h"
+#include "pf_test.h"
+
+extern char **environ;
+
+#define TOTAL_ITERS 600
+#define ITERS_PER_EPOCH 6   /* 8 images x repeat 3 / batch 4 */
+
+static char root[256], bin[1024];
+
+static void make_images(const char *dir, int n, int size, uint64_t seed) {
+    pf_mkdirs(dir, NULL, 0);
+    uint8_t *px = malloc((size_t)size * size * 3);
+    for (int k = 0; k < n; k++) {
+        pf_rng r = pf_rng_make(seed, (uint64_t)k, 0);
+        double fx = 0.05 + 0.3 * pf_rng_uniform(&r), fy = 0.05 + 0.3 * pf_rng_uniform(&r);
+        for (int y = 0; y < size; y++)
+            for (int x = 0; x < size; x++)
+                for (int c = 0; c < 3; c++) {
+                    double v = 128 + 90 * sin(fx * x * (c + 1) + fy * y) +
+                               20 * (pf_rng_uniform(&r) - 0.5);
+                    px[((size_t)y * size + x) * 3 + c] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
+                }
+        char path[512], err[512];
+        snprintf(path, sizeof path, "%s/img%02d.png", dir, k);
+        if (pf_image_write_png(path, px, size, size, err, sizeof err) != 0) {
+            fprintf(stderr, "setup: %s\n", err);
+            exit(1);
+        }
+    }
+    free(px);
+}
+
+static void write_config(const char *path, const char *work_dir) {
+    FILE *f = fopen(path, "w");
+    fprintf(f,
+            "model: {type: EDSR, scale: 2, n_feats: 16, n_blocks: 2, loss: {type: L1Loss}}\n"
+            "data:\n"
+            "  samples_per_gpu: 4\n"
+            "  prefetch: 3\n"
+            "  train: {type: PairedImageDataset, gt_folder: %s/train, gt_patch_size: 32,\n"
+            "          use_flip: true, use_rot: true, repeat: 3}\n"
+            "  eval: {type: PairedImageDataset, gt_folder: %s/val}\n"
+            "optimizers: {type: Adam, lr: 1.0e-3}\n"
+            "lr_config: {policy: Step, step: [200, 400], gamma: 0.5, warmup: linear,\n"
+            "            warmup_iters: 20, warmup_ratio: 0.1}\n"
+            "total_iters: %d\n"
+            "checkpoint_config: {interval: 1000, max_keep_ckpts: 2}\n"
+            "log_config: {interval: 1}\n"
+            "evaluation: {interval: 1000, metrics: [PSNR, SSIM], crop_border: 2, "
+            "convert_to: y, save_image: false}\n"
+            "work_dir: %s\n"
+            "seed: 42\n",
+            root, root, TOTAL_ITERS, work_dir);
+    fclose(f);
+}
+
+typedef struct {
+    pid_t pid;
+    char out[600];
+} run;
+
+static void start(run *r, const char *cfg, const char *loaders, const char *resume,
+                  const char *tag) {
+    snprintf(r->out, sizeof r->out, "%s/%s.out", root, tag);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, r->out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    char *argv[] = { bin, "train", (char *)cfg, "--loaders", (char *)loaders,
+                     resume ? "--resume" : NULL, (char *)resume, NULL };
+    int rc = posix_spawn(&r->pid, bin, &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (rc != 0) {
+        fprintf(stderr, "cannot start %s: %s\n", bin, strerror(rc));
+        exit(1);
+    }
+}
+
+static int finish(run *r, double timeout_s) {
+    double end = pf_now() + timeout_s;
+    int st;
+    while (pf_now() < end) {
+        if (waitpid(r->pid, &st, WNOHANG) == r->pid) return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+        usleep(20000);
+    }
+    kill(r->pid, SIGKILL);
+    waitpid(r->pid, &st, 0);
+    return -1;
+}
+
+static int count_lines(const char *path) {
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    int n = 0, c;
+    while ((c = fgetc(f)) != EOF) n += c == '\n';
+    fclose(f);
+    return n;
+}
+
+/* pid of `name=` in the front end's "processes:" line, or 0. */
+static pid_t pid_of(const char *out, const char *name) {
+    char *text = pf_read_file(out, NULL, (char[256]){ 0 }, 256);
+    if (!text) return 0;
+    char key[64];
+    snprintf(key, sizeof key, " %s=", name);
+    char *p = strstr(text, key);
+    pid_t pid = p ? (pid_t)atoi(p + strlen(key)) : 0;
+    free(text);
+    return pid;
+}
+
+/* All pids on the "processes:" line. */
+static int all_pids(const char *out, pid_t *pids, int max) {
+    char *text = pf_read_file(out, NULL, (char[256]){ 0 }, 256);
+    if (!text) return 0;
+    int n = 0;
+    char *p = strstr(text, "processes:");
+    char *eol = p ? strchr(p, '\n') : NULL;
+    while (p && (p = strchr(p, '=')) && (!eol || p < eol) && n < max) pids[n++] = atoi(++p);
+    free(text);
+    return n;
+}
+
+/* The samples log without the loader= field (who built a batch may differ). */
+static char *samples(const char *work_dir) {
+    char path[600], err[256];
+    snprintf(path, sizeof path, "%s/samples_rank0.log", work_dir);
+    char *t = pf_read_file(path, NULL, err, sizeof err);
+    if (!t) return strdup("");
+    char *w = t;
+    for (char *r = t; *r;) {
+        if (strncmp(r, " loader=", 8) == 0) {
+            while (*r && *r != '\n') r++;
+        } else {
+            *w++ = *r++;
+        }
+    }
+    *w = '\0';
+    return t;
+}
+
+/* iter -> (loss, lr) of train entries in metrics.jsonl; returns count. */
+static int train_curve(const char *work_dir, double *loss, double *lr, int max) {
+    char path[600], err[256];
+    snprintf(path, sizeof path, "%s/metrics.jsonl", work_dir);
+    char *t = pf_read_file(path, NULL, err, sizeof err);
+    if (!t) return 0;
+    int n = 0;
+    for (char *line = strtok(t, "\n"); line; line = strtok(NULL, "\n")) {
+        cJSON *o = cJSON_Parse(line);
+        cJSON *kind = cJSON_GetObjectItem(o, "kind");
+        if (cJSON_IsString(kind) && strcmp(kind->valuestring, "train") == 0) {
+            int it = (int)cJSON_GetObjectItem(o, "iter")->valuedouble;
+            if (it >= 1 && it <= max) {
+                loss[it] = cJSON_GetObjectItem(o, "loss")->valuedouble;
+                lr[it] = cJSON_GetObjectItem(o, "lr")->valuedouble;
+                n++;
+            }
+        }
+        cJSON_Delete(o);
+    }
+    free(t);
+    return n;
+}
+
+/* Each epoch: every sample index exactly once. */
+static void check_exactly_once(const char *work_dir, const char *tag) {
+    char *t = samples(work_dir);
+    int seen[TOTAL_ITERS / ITERS_PER_EPOCH][24];
+    memset(seen, 0, sizeof seen);
+    int lines = 0, bad = 0;
+    for (char *line = strtok(t, "\n"); line; line = strtok(NULL, "\n")) {
+        long long it;
+        unsigned epoch;
+        unsigned long long ticket;
+        char ids[256];
+        if (sscanf(line, "%lld %u %llu %255s", &it, &epoch, &ticket, ids) != 4) {
+            bad++;
+            continue;
+        }
+        lines++;
+        char *save = NULL;
+        for (char *tok = strtok_r(ids, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+            int idx = atoi(tok);
+            if (epoch < TOTAL_ITERS / ITERS_PER_EPOCH && idx >= 0 && idx < 24) seen[epoch][idx]++;
+            else bad++;
+        }
+    }
+    int wrong = 0;
+    for (int e = 0; e < TOTAL_ITERS / ITERS_PER_EPOCH; e++)
+        for (int i = 0; i < 24; i++) wrong += seen[e][i] != 1;
+    CHECK(lines == TOTAL_ITERS, "%s: %d batches consumed, expected %d", tag, lines, TOTAL_ITERS);
+    CHECK(bad == 0 && wrong == 0, "%s: %d malformed entries, %d (epoch, sample) counts != 1",
+          tag, bad, wrong);
+    free(t);
+}
+
+static int wait_lines(const char *work_dir, int n, double timeout_s) {
+    char path[600];
+    snprintf(path, sizeof path, "%s/samples_rank0.log", work_dir);
+    double end = pf_now() + timeout_s;
+    while (pf_now() < end) {
+        if (count_lines(path) >= n) return 1;
+        usleep(5000);
+    }
+    return 0;
+}
+
+int main(void) {
+    const char *b = getenv("PF_BIN");
+    snprintf(bin, sizeof bin, "%s", b ? b : "build/pixflow");
+    snprintf(root, sizeof root, "/tmp/pf_e2e_%d", (int)getpid());
+    char dir[600], cfg[600], wd[4][600];
+    snprintf(dir, sizeof dir, "%s/train", root);
+    make_images(dir, 8, 48, 1);
+    snprintf(dir, sizeof dir, "%s/val", root);
+    make_images(dir, 2, 40, 2);
+    const char *tags[4] = { "one", "three", "killed", "interrupted" };
+    for (int i = 0; i < 4; i++) snprintf(wd[i], sizeof wd[i], "%s/work_%s", root, tags[i]);
+    setenv("OMP_NUM_THREADS", "2", 1);  /* the same thread count for every run */
+
+    /* A: reference, 1 loader. */
+    run r;
+    snprintf(cfg, sizeof cfg, "%s/one.yaml", root);
+    write_config(cfg, wd[0]);
+    double t0 = pf_now();
+    start(&r, cfg, "1", NULL, "one");
+    int st = finish(&r, 300);
+    CHECK(st == 0, "run A exited with %d (see %s)", st, r.out);
+    printf("run A: %d iterations in %.1f s\n", TOTAL_ITERS, pf_now() - t0);
+    check_exactly_once(wd[0], "run A");
+    char *ref = samples(wd[0]);
+    static double loss_a[TOTAL_ITERS + 1], lr_a[TOTAL_ITERS + 1];
+    CHECK(train_curve(wd[0], loss_a, lr_a, TOTAL_ITERS) == TOTAL_ITERS,
+          "run A: metrics.jsonl lacks train entries");
+    CHECK(fabs(lr_a[1] / 1e-4 - 1) < 1e-6 && fabs(lr_a[300] / 5e-4 - 1) < 1e-6,
+          "learning rate: warm-up start %g, after first milestone %g", lr_a[1], lr_a[300]);
+    CHECK(loss_a[TOTAL_ITERS] < loss_a[1], "loss did not go down: %g -> %g", loss_a[1],
+          loss_a[TOTAL_ITERS]);
+
+    /* B: 3 loaders, same batches and losses. */
+    snprintf(cfg, sizeof cfg, "%s/three.yaml", root);
+    write_config(cfg, wd[1]);
+    start(&r, cfg, "3", NULL, "three");
+    st = finish(&r, 300);
+    CHECK(st == 0, "run B exited with %d (see %s)", st, r.out);
+    char *s = samples(wd[1]);
+    CHECK(strcmp(s, ref) == 0, "3 loaders delivered other batches than 1 loader");
+    free(s);
+    static double loss_b[TOTAL_ITERS + 1], lr_b[TOTAL_ITERS + 1];
+    train_curve(wd[1], loss_b, lr_b, TOTAL_ITERS);
+    CHECK(memcmp(loss_a, loss_b, sizeof loss_a) == 0, "losses differ between 1 and 3 loaders");
+
+    /* C: kill -9 one of 3 loaders mid-run. */
+    snprintf(cfg, sizeof cfg, "%s/killed.yaml", root);
+    write_config(cfg, wd[2]);
+    start(&r, cfg, "3", NULL, "killed");
+    CHECK(wait_lines(wd[2], 100, 120), "run C did not reach iteration 100");
+    pid_t victim = pid_of(r.out, "loader2");
+    CHECK(victim > 0 && kill(victim, SIGKILL) == 0, "could not kill loader2 (pid %d)",
+          (int)victim);
+    st = finish(&r, 300);
+    CHECK(st == 0, "run C exited with %d after a loader was killed (see %s)", st, r.out);
+    check_exactly_once(wd[2], "run C");
+    s = samples(wd[2]);
+    CHECK(strcmp(s, ref) == 0, "batches changed when a loader died");
+    free(s);
+
+    /* D: SIGINT mid-run, then resume. */
+    snprintf(cfg, sizeof cfg, "%s/interrupted.yaml", root);
+    write_config(cfg, wd[3]);
+    start(&r, cfg, "2", NULL, "interrupted");
+    CHECK(wait_lines(wd[3], 150, 120), "run D did not reach iteration 150");
+    pid_t pids[16];
+    int np = all_pids(r.out, pids, 16);
+    CHECK(np >= 7, "found %d processes on the front end's line (want >= 7)", np);
+    double t_int = pf_now();
+    kill(r.pid, SIGINT);
+    st = finish(&r, 30);
+    double took = pf_now() - t_int;
+    CHECK(st == 130, "interrupted run exited with %d, expected 130 (see %s)", st, r.out);
+    CHECK(took < 10.0, "interrupted run took %.1f s to exit", took);
+    int left = 0;
+    for (int i = 0; i < np; i++) left += kill(pids[i], 0) == 0;
+    CHECK(left == 0, "%d processes left over after the interrupt", left);
+    char latest[700], err[256];
+    snprintf(latest, sizeof latest, "%s/checkpoints/latest", wd[3]);
+    char *name = pf_read_file(latest, NULL, err, sizeof err);
+    CHECK(name != NULL, "no checkpoints/latest after the interrupt: %s", err);
+    int k = name ? atoi(name + 5) : 0;
+    CHECK(k >= 150 && k < TOTAL_ITERS, "interrupt checkpoint at iteration %d", k);
+    printf("run D: interrupted at iteration %d, all processes gone after %.1f s\n", k, took);
+    free(name);
+    start(&r, cfg, "2", "auto", "resumed");
+    st = finish(&r, 300);
+    CHECK(st == 0, "resumed run exited with %d (see %s)", st, r.out);
+    static double loss_d[TOTAL_ITERS + 1], lr_d[TOTAL_ITERS + 1];
+    train_curve(wd[3], loss_d, lr_d, TOTAL_ITERS);
+    int diff = 0;
+    for (int it = k + 1; it <= TOTAL_ITERS; it++)
+        diff += loss_d[it] != loss_a[it] || lr_d[it] != lr_a[it];
+    CHECK(diff == 0, "%d iterations after the resume differ from the uninterrupted run", diff);
+    CHECK(loss_d[TOTAL_ITERS] == loss_a[TOTAL_ITERS], "final loss %.17g vs %.17g",
+          loss_d[TOTAL_ITERS], loss_a[TOTAL_ITERS]);
+    s = samples(wd[3]);
+    CHECK(strcmp(s, ref) == 0, "resumed run consumed other batches");
+    free(s);
+    free(ref);
+
+    int rc = pf_test_end("test_e2e_train");
+    if (rc == 0) {
+        char cmd[300];
+        snprintf(cmd, sizeof cmd, "rm -rf %s", root);
+        if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", root);
+    } else {
+        fprintf(stderr, "outputs kept in %s\n", root);
+    }
+    return rc;
+}
