@@ -1088,6 +1088,37 @@ static int cross_check(pf_cfg_ctx *c, pf_config *cfg, pf_lines *L, int check_pat
     return 0;
 }
 
+/* Aliases are refused rather than resolved: expanding nested aliases grows exponentially
+   ("billion laughs"), and the config is also parsed from the network (WELCOME). The nesting
+   depth is bounded too, which bounds the recursion of node_line. */
+#define PF_CONFIG_MAX_DEPTH 16
+static int check_plain_tree(pf_cfg_ctx *c, struct fy_node *n, int depth) {
+    if (!n)
+        return 0;
+    if (depth > PF_CONFIG_MAX_DEPTH)
+        return fail(c, 1, "config", "nested more than %d levels deep", PF_CONFIG_MAX_DEPTH);
+    if (fy_node_is_alias(n)) {
+        size_t len;
+        const char *s = fy_node_get_scalar(n, &len);
+        return fail(c, node_line(n), "yaml", "aliases are not supported (*%.*s)",
+                    (int)(len > 40 ? 40 : len), s ? s : "");
+    }
+    void *it = NULL;
+    if (fy_node_get_type(n) == FYNT_SEQUENCE) {
+        struct fy_node *item;
+        while ((item = fy_node_sequence_iterate(n, &it)))
+            if (check_plain_tree(c, item, depth + 1))
+                return -1;
+    } else if (fy_node_get_type(n) == FYNT_MAPPING) {
+        struct fy_node_pair *p;
+        while ((p = fy_node_mapping_iterate(n, &it)))
+            if (check_plain_tree(c, fy_node_pair_key(p), depth + 1) ||
+                check_plain_tree(c, fy_node_pair_value(p), depth + 1))
+                return -1;
+    }
+    return 0;
+}
+
 /* ---- public --------------------------------------------------------------------------- */
 
 static void set_defaults(pf_config *cfg) {
@@ -1167,7 +1198,7 @@ int pf_config_parse(pf_config *cfg, const char *path, const char *text, size_t l
     fy_diag_set_collect_errors(diag, true);
     struct fy_parse_cfg pcfg = {.flags = FYPCF_QUIET | FYPCF_COLLECT_DIAG, .diag = diag};
     struct fy_document *doc = fy_document_build_from_string(&pcfg, text, len);
-    if (!doc || fy_document_resolve(doc) != 0) {
+    if (!doc) {
         void *it = NULL;
         struct fy_diag_error *e = fy_diag_errors_iterate(diag, &it);
         if (e)
@@ -1179,6 +1210,11 @@ int pf_config_parse(pf_config *cfg, const char *path, const char *text, size_t l
         return -1;
     }
     struct fy_node *root = fy_document_root(doc);
+    if (check_plain_tree(&c, root, 0)) {
+        fy_document_destroy(doc);
+        fy_diag_destroy(diag);
+        return -1;
+    }
     pf_lines L;
     memset(&L, 0, sizeof L);
     pf_section top = {.map = root, .opener = NULL, .prefix = ""};

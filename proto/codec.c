@@ -193,6 +193,12 @@ static const pf_schema SCHEMAS[PF_MSG_COUNT] = {
     [PF_MSG_DONE] = {"done", DONE, NELEM(DONE)},
 };
 
+/* decode_map marks seen fields in a 32-bit mask. */
+#define FITS_MASK(t) _Static_assert(NELEM(t) < 32, #t " has too many fields for the seen mask")
+FITS_MASK(HELLO); FITS_MASK(WELCOME); FITS_MASK(START); FITS_MASK(HEARTBEAT); FITS_MASK(CREDIT);
+FITS_MASK(TICKET); FITS_MASK(BATCH); FITS_MASK(ACK); FITS_MASK(EVENT); FITS_MASK(CKPT_SAVE);
+FITS_MASK(CKPT_ACK); FITS_MASK(STOP); FITS_MASK(DONE);
+
 static _Atomic uint64_t rejects[PF_MSG_COUNT];
 
 const char *pf_msg_type_name(int type) {

@@ -433,6 +433,8 @@ static const broken_case BROKEN[] = {
     {"  n_blocks: 4\n", "  n_blocks: 4\n\tbad: 2\n", "\tbad", "yaml", "tab"},
     {"seed: 7\n", "seed: 7\nseed: 8\n", "seed: 8", "yaml", "duplicate key"},
     {"  n_blocks: 4\n", "  n_blocks: \"4\n", "  n_blocks", "yaml", "syntax error"},
+    {"  n_feats: 32\n  n_blocks: 4", "  n_feats: &w 32\n  n_blocks: *w", "  n_blocks", "yaml",
+     "aliases are not supported"},
 };
 
 static void test_broken(void) {
