@@ -4,6 +4,7 @@
       x = (lq - mean) * img_range
       f0 = conv_first(x)                                        3 -> C, 3x3
       a[i+1] = a[i] + res_scale * conv2(ReLU(conv1(a[i])))      body.i, a[0] = f0
+                                                    (ReLU and the adds fused into the convs)
       r = conv_after_body(a[n_blocks]) + f0
       per upsample stage: q = PixelShuffle(r)(upsample.{2s}(q))  C -> C r^2
       y = conv_last(q) / img_range + mean                        C -> 3
@@ -124,17 +125,15 @@ int pf_edsr_forward(pf_model *m, pf_plan *p, pf_conv *convs, const uint8_t *lq, 
                     size_t errlen) {
     int c = m->cfg.n_feats, nb = m->cfg.n_blocks, r = m->stage_r;
     int n = p->n, h = p->h, w = p->w, b = p->block;
-    size_t feat = pf_blk_numel(n, c, h, w, b);
 
     pf_image_to_act(p->x, lq, n, h, w, m->cfg.rgb_mean, m->cfg.img_range, p->in_block);
     TRY(pf_conv_forward(&convs[CONV_FIRST], p->x, p->f0, err, errlen));
     for (int i = 0; i < nb; i++) {
         TRY(pf_conv_forward(&convs[CONV1(i)], p->a[i], p->t[i], err, errlen));
-        TRY(pf_conv_forward(&convs[CONV2(i)], p->t[i], p->a[i + 1], err, errlen));
-        pf_residual_add(p->a[i + 1], p->a[i], m->cfg.res_scale, feat);
+        TRY(pf_conv_forward_residual(&convs[CONV2(i)], p->t[i], p->a[i], p->a[i + 1], err,
+                                     errlen));
     }
-    TRY(pf_conv_forward(&convs[CONV_AFTER(m)], p->a[nb], p->r, err, errlen));
-    pf_add_inplace(p->r, p->f0, feat);
+    TRY(pf_conv_forward_residual(&convs[CONV_AFTER(m)], p->a[nb], p->f0, p->r, err, errlen));
     const float *in = p->r;
     int sh = h, sw = w;
     for (int s = 0; s < m->n_stages; s++) {
@@ -186,13 +185,13 @@ int pf_edsr_backward(pf_model *m, pf_plan *p, pf_conv *convs, char *err, size_t 
         }
         BWDW(CONV2(i), p->t[i], du);
         TRY(pf_conv_backward_data(&convs[CONV2(i)], du, p->d_t, err, errlen));
-        pf_relu_backward(p->d_t, p->t[i], feat);
+        TRY(pf_op_relu_backward(&p->ops[0], &m->dnnl, p->d_t, p->t[i], feat, err, errlen));
         BWDW(CONV1(i), p->a[i], p->d_t);
         TRY(pf_conv_backward_data(&convs[CONV1(i)], p->d_t, p->d_tmp, err, errlen));
-        pf_add_inplace(p->d_a, p->d_tmp, feat);
+        TRY(pf_op_accumulate(&p->ops[1], &m->dnnl, p->d_a, p->d_tmp, feat, err, errlen));
     }
     /* f0 feeds both the body and the global skip */
-    pf_add_inplace(p->d_a, p->d_r, feat);
+    TRY(pf_op_accumulate(&p->ops[1], &m->dnnl, p->d_a, p->d_r, feat, err, errlen));
     BWDW(CONV_FIRST, p->x, p->d_a);
 #undef BWDW
     return 0;

@@ -4,49 +4,42 @@
 #include <string.h>
 #include "nn/cpu/dnnl_ctx.h"
 
-void pf_relu_backward(float *d, const float *y, size_t n) {
-    for (size_t i = 0; i < n; i++) d[i] = y[i] > 0.0f ? d[i] : 0.0f;
-}
-
-void pf_residual_add(float *out, const float *identity, float res_scale, size_t n) {
-    if (res_scale == 1.0f) {
-        for (size_t i = 0; i < n; i++) out[i] += identity[i];
-    } else {
-        for (size_t i = 0; i < n; i++) out[i] = identity[i] + res_scale * out[i];
-    }
-}
-
-void pf_add_inplace(float *a, const float *b, size_t n) {
-    for (size_t i = 0; i < n; i++) a[i] += b[i];
-}
-
 void pf_scale(float *dst, const float *src, float s, size_t n) {
     for (size_t i = 0; i < n; i++) dst[i] = s * src[i];
 }
 
 /* Walk the output (C channels, H r x W r) in memory order; each element's source is
-   channel c r^2 + (oh % r) r + (ow % r) at (oh / r, ow / r). `fwd` selects the direction. */
+   channel c r^2 + (oh % r) r + (ow % r) at (oh / r, ow / r). For one output row and one
+   column phase j the sources of a channel block sit at fixed offsets from the input pixel, so
+   they are computed once per row (off[j][k]) and the inner loop is a strided gather.
+   `fwd` selects the direction (big = out, small = in for forward; the reverse copies back). */
+#define PF_SHUFFLE_MAX_R 4
+#define PF_SHUFFLE_MAX_B 16
 static void shuffle(float *big, float *small, int n, int c, int h, int w, int r, int bi, int bo,
                     int fwd) {
     int oh_n = h * r, ow_n = w * r, cs = c * r * r;
     int cbo = (c + bo - 1) / bo;
+    size_t off[PF_SHUFFLE_MAX_R][PF_SHUFFLE_MAX_B];
     for (int in = 0; in < n; in++) {
         for (int cb = 0; cb < cbo; cb++) {
+            int kn = c - cb * bo < bo ? c - cb * bo : bo; /* real channels in this block */
             for (int oh = 0; oh < oh_n; oh++) {
                 int ih = oh / r, i = oh % r;
+                for (int j = 0; j < r; j++)
+                    for (int k = 0; k < kn; k++)
+                        off[j][k] = pf_blk_off(in, (cb * bo + k) * r * r + i * r + j, ih, 0, cs,
+                                               h, w, bi);
                 float *o = big + pf_blk_off(in, cb * bo, oh, 0, c, oh_n, ow_n, bo);
-                for (int ow = 0; ow < ow_n; ow++) {
-                    int iw = ow / r, j = ow % r;
-                    for (int k = 0; k < bo; k++, o++) {
-                        int oc = cb * bo + k;
-                        if (oc >= c) {
-                            if (fwd) *o = 0.0f;
-                            continue;
+                for (int iw = 0; iw < w; iw++) {
+                    size_t base = (size_t)iw * (size_t)bi;
+                    for (int j = 0; j < r; j++, o += bo) {
+                        const size_t *oj = off[j];
+                        if (fwd) {
+                            for (int k = 0; k < kn; k++) o[k] = small[oj[k] + base];
+                            for (int k = kn; k < bo; k++) o[k] = 0.0f;
+                        } else {
+                            for (int k = 0; k < kn; k++) small[oj[k] + base] = o[k];
                         }
-                        int ic = oc * r * r + i * r + j;
-                        size_t s = pf_blk_off(in, ic, ih, iw, cs, h, w, bi);
-                        if (fwd) *o = small[s];
-                        else small[s] = *o;
                     }
                 }
             }

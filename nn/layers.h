@@ -1,6 +1,8 @@
 /*  layers — the parameter-free layers of PixFlow's networks, as plain C free functions with
-    explicit forward and backward: ReLU mask, residual add, pixel shuffle, and the conversions
-    between the uint8 NHWC images loaders send and float activations.
+    explicit forward and backward: pixel shuffle, scaling, bicubic upsampling and the
+    conversions between the uint8 NHWC images loaders send and float activations. (ReLU and
+    residual adds are fused into the convolutions, their backward steps run as oneDNN
+    primitives: nn/cpu/conv_dnnl.h, nn/cpu/eltwise_dnnl.h.)
 
     Activations are N x C x H x W floats in an nCHWb layout (nn/cpu/dnnl_ctx.h: b = 1 is
     plain NCHW, b = 8 / 16 are oneDNN's nChw8c / nChw16c; channels padded to a multiple of b
@@ -12,23 +14,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* ReLU backward given the ReLU output y (torch's threshold_backward): d[i] = y[i] > 0 ? d[i]
-   : 0, in place. */
-void pf_relu_backward(float *d, const float *y, size_t n);
-
-/* Residual block output (BasicSR ResidualBlockNoBN): out[i] = identity[i] + res_scale * out[i],
-   in place on out (which holds the branch). */
-void pf_residual_add(float *out, const float *identity, float res_scale, size_t n);
-
-/* a[i] += b[i]. */
-void pf_add_inplace(float *a, const float *b, size_t n);
-
 /* dst[i] = s * src[i] (dst may equal src). */
 void pf_scale(float *dst, const float *src, float s, size_t n);
 
 /* PixelShuffle(r) forward (torch.nn.PixelShuffle): in N x (C r^2) x H x W (block bi) ->
    out N x C x (H r) x (W r) (block bo), out[n][c][h r + i][w r + j] = in[n][c r^2 + i r + j][h][w].
-   Padding channels of out are zeroed. */
+   Padding channels of out are zeroed. r must be 1..4 and the blocks 1, 8 or 16. */
 void pf_pixel_shuffle_forward(float *out, const float *in, int n, int c, int h, int w, int r,
                               int bi, int bo);
 

@@ -24,6 +24,7 @@ float *pf_plan_alloc(pf_plan *p, size_t n) {
 }
 
 void pf_plan_free(pf_plan *p) {
+    for (int i = 0; i < 4; i++) pf_op_free(&p->ops[i]);
     for (int i = 0; i < p->n_allocs; i++) free(p->allocs[i]);
     memset(p, 0, sizeof *p);
 }
@@ -137,8 +138,12 @@ pf_model *pf_model_new(const pf_config *cfg, char *err, size_t errlen) {
             add_conv(m, name, c, c, 3, 1);
             snprintf(name, sizeof name, "body.%d.conv2", i);
             add_conv(m, name, c, c, 3, 0);
+            pf_conv_set_residual(&m->train_conv[m->n_convs - 1], cfg->res_scale);
+            pf_conv_set_residual(&m->infer_conv[m->n_convs - 1], cfg->res_scale);
         }
         add_conv(m, "conv_after_body", c, c, 3, 0);
+        pf_conv_set_residual(&m->train_conv[m->n_convs - 1], 1.0f);
+        pf_conv_set_residual(&m->infer_conv[m->n_convs - 1], 1.0f);
         for (int s = 0; s < m->n_stages; s++) {
             snprintf(name, sizeof name, "upsample.%d", 2 * s);
             add_conv(m, name, c, c * m->stage_r * m->stage_r, 3, 0);

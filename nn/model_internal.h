@@ -5,6 +5,7 @@
 #ifndef PF_MODEL_INTERNAL_H
 #define PF_MODEL_INTERNAL_H
 #include "nn/cpu/conv_dnnl.h"
+#include "nn/cpu/eltwise_dnnl.h"
 #include "nn/loss.h"
 #include "nn/model.h"
 
@@ -28,6 +29,7 @@ typedef struct {
     float *out;                 /* last conv output, 3 channels, block out_block */
     float *d_out, *d_q, *d_r, *d_a, *d_t, *d_tmp, *d_u;   /* gradients (training) */
     int in_block, block, out_block; /* layouts of x, of the features, of out */
+    pf_op ops[4];               /* element-wise backward primitives (ReLU mask, accumulate) */
     void *allocs[PF_PLAN_MAX_ALLOCS];
     int n_allocs;
 } pf_plan;

@@ -62,15 +62,17 @@ int pf_srcnn_backward(pf_model *m, pf_plan *p, pf_conv *convs, char *err, size_t
     TRY(pf_conv_backward_weights(&convs[2], p->a[1], p->d_out, pf_model_conv_w(m, g, 2),
                                  pf_model_conv_b(m, g, 2), err, errlen));
     TRY(pf_conv_backward_data(&convs[2], p->d_out, p->d_a, err, errlen));
-    pf_relu_backward(p->d_a, p->a[1], pf_blk_numel(p->n, m->cfg.srcnn_channels[2],
-                                                   p->h * m->scale, p->w * m->scale,
-                                                   convs[1].dst_block));
+    TRY(pf_op_relu_backward(&p->ops[0], &m->dnnl, p->d_a, p->a[1],
+                            pf_blk_numel(p->n, m->cfg.srcnn_channels[2], p->h * m->scale,
+                                         p->w * m->scale, convs[1].dst_block),
+                            err, errlen));
     TRY(pf_conv_backward_weights(&convs[1], p->a[0], p->d_a, pf_model_conv_w(m, g, 1),
                                  pf_model_conv_b(m, g, 1), err, errlen));
     TRY(pf_conv_backward_data(&convs[1], p->d_a, p->d_t, err, errlen));
-    pf_relu_backward(p->d_t, p->a[0], pf_blk_numel(p->n, m->cfg.srcnn_channels[1],
-                                                   p->h * m->scale, p->w * m->scale,
-                                                   convs[0].dst_block));
+    TRY(pf_op_relu_backward(&p->ops[1], &m->dnnl, p->d_t, p->a[0],
+                            pf_blk_numel(p->n, m->cfg.srcnn_channels[1], p->h * m->scale,
+                                         p->w * m->scale, convs[0].dst_block),
+                            err, errlen));
     TRY(pf_conv_backward_weights(&convs[0], p->x, p->d_t, pf_model_conv_w(m, g, 0),
                                  pf_model_conv_b(m, g, 0), err, errlen));
     return 0;

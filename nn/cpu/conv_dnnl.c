@@ -16,6 +16,11 @@ void pf_conv_init(pf_conv *c, const char *name, int ic, int oc, int k, int relu)
     c->relu = relu;
 }
 
+void pf_conv_set_residual(pf_conv *c, float scale) {
+    c->add = 1;
+    c->add_scale = scale;
+}
+
 static void destroy_prim(dnnl_primitive_t *p) {
     if (*p) dnnl_primitive_destroy(*p);
     *p = NULL;
@@ -41,6 +46,7 @@ void pf_conv_free(pf_conv *c) {
     destroy_pd(&c->bwdw_pd);
     destroy_mem(&c->m_src);
     destroy_mem(&c->m_dst);
+    destroy_mem(&c->m_identity);
     destroy_mem(&c->m_w_user);
     destroy_mem(&c->m_bias);
     destroy_mem(&c->m_w_fwd);
@@ -53,7 +59,8 @@ void pf_conv_free(pf_conv *c) {
 }
 
 /* Forward primitive descriptor for the given activation blocks (-1 = any). */
-static int make_fwd_pd(pf_conv *c, int src_block, int dst_block, char *err, size_t errlen) {
+static int make_fwd_pd(pf_conv *c, int src_block, int dst_block, int fuse_add, char *err,
+                       size_t errlen) {
     dnnl_memory_desc_t src, wei, bias, dst;
     dnnl_convolution_desc_t cd;
     dnnl_primitive_attr_t attr = NULL;
@@ -73,10 +80,17 @@ static int make_fwd_pd(pf_conv *c, int src_block, int dst_block, char *err, size
                                           strides, pad, pad),
        "dnnl_convolution_forward_desc_init");
     CK(dnnl_primitive_attr_create(&attr), "dnnl_primitive_attr_create");
-    if (c->relu) {
+    if (c->relu || fuse_add) {
         CK(dnnl_post_ops_create(&po), "dnnl_post_ops_create");
-        CK(dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_relu, 0.0f, 0.0f),
-           "dnnl_post_ops_append_eltwise");
+        if (c->relu)
+            CK(dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_relu, 0.0f, 0.0f),
+               "dnnl_post_ops_append_eltwise");
+        if (fuse_add && c->add_scale != 1.0f)
+            CK(dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_linear, c->add_scale, 0.0f),
+               "dnnl_post_ops_append_eltwise");
+        if (fuse_add)
+            CK(dnnl_post_ops_append_binary(po, dnnl_binary_add, &dst),
+               "dnnl_post_ops_append_binary");
         CK(dnnl_primitive_attr_set_post_ops(attr, po), "dnnl_primitive_attr_set_post_ops");
     }
     destroy_pd(&c->fwd_pd);
@@ -124,14 +138,30 @@ int pf_conv_setup(pf_conv *c, pf_dnnl *ctx, int n, int h, int w, int src_block, 
     c->training = training;
     c->need_bwd_data = training && need_bwd_data;
 
+    if (c->add && dst_block < 0) {
+        snprintf(err, errlen, "%s: a residual convolution needs its output layout", c->name);
+        goto fail;
+    }
+    /* Fuse the residual add when oneDNN offers a JIT kernel with those post-ops; a reference
+       kernel would be far slower than the plain add. */
+    c->add_fused = 0;
+    if (c->add) {
+        char ferr[256];
+        const char *impl = NULL;
+        if (make_fwd_pd(c, src_block, dst_block, 1, ferr, sizeof ferr) == 0 &&
+            dnnl_primitive_desc_query(c->fwd_pd, dnnl_query_impl_info_str, 0, &impl) ==
+                dnnl_success &&
+            impl && !strstr(impl, "ref"))
+            c->add_fused = 1;
+    }
     /* Let oneDNN choose where asked; fall back to plain NCHW for layouts outside nCHWb. */
-    if (make_fwd_pd(c, src_block, dst_block, err, errlen)) goto fail;
+    if (!c->add_fused && make_fwd_pd(c, src_block, dst_block, 0, err, errlen)) goto fail;
     c->src_block = pf_dnnl_block_of(q_md(c->fwd_pd, dnnl_query_src_md), n, c->ic, h, w);
     c->dst_block = pf_dnnl_block_of(q_md(c->fwd_pd, dnnl_query_dst_md), n, c->oc, h, w);
     if (!c->src_block || !c->dst_block) {
         c->src_block = c->src_block ? c->src_block : 1;
         c->dst_block = c->dst_block ? c->dst_block : 1;
-        if (make_fwd_pd(c, c->src_block, c->dst_block, err, errlen)) goto fail;
+        if (make_fwd_pd(c, c->src_block, c->dst_block, c->add_fused, err, errlen)) goto fail;
     }
     CK(dnnl_primitive_create(&c->fwd, c->fwd_pd), "convolution forward primitive_create");
 
@@ -147,6 +177,8 @@ int pf_conv_setup(pf_conv *c, pf_dnnl *ctx, int n, int h, int w, int src_block, 
 
     CK(dnnl_memory_create(&c->m_src, src_md, ctx->engine, DNNL_MEMORY_NONE), "memory_create");
     CK(dnnl_memory_create(&c->m_dst, dst_md, ctx->engine, DNNL_MEMORY_NONE), "memory_create");
+    CK(dnnl_memory_create(&c->m_identity, dst_md, ctx->engine, DNNL_MEMORY_NONE),
+       "memory_create");
     CK(dnnl_memory_create(&c->m_w_user, &user_w_md, ctx->engine, DNNL_MEMORY_NONE),
        "memory_create");
     CK(dnnl_memory_create(&c->m_bias, &bias_md, ctx->engine, DNNL_MEMORY_NONE),
@@ -245,6 +277,35 @@ int pf_conv_forward(pf_conv *c, const float *src, float *dst, char *err, size_t 
         { DNNL_ARG_DST, c->m_dst },
     };
     return run(c, c->fwd, 4, a, "convolution forward", err, errlen);
+}
+
+int pf_conv_forward_residual(pf_conv *c, const float *src, const float *identity, float *dst,
+                             char *err, size_t errlen) {
+    if (!c->add) {
+        snprintf(err, errlen, "%s: not a residual convolution", c->name);
+        return -1;
+    }
+    if (!c->add_fused) {
+        if (pf_conv_forward(c, src, dst, err, errlen)) return -1;
+        size_t n = pf_blk_numel(c->n, c->oc, c->h, c->w, c->dst_block);
+        if (c->add_scale == 1.0f)
+            for (size_t i = 0; i < n; i++) dst[i] += identity[i];
+        else
+            for (size_t i = 0; i < n; i++) dst[i] = identity[i] + c->add_scale * dst[i];
+        return 0;
+    }
+    if (set_handle(c, c->m_src, src, err, errlen) || set_handle(c, c->m_dst, dst, err, errlen) ||
+        set_handle(c, c->m_identity, identity, err, errlen))
+        return -1;
+    int binary_idx = c->add_scale != 1.0f ? 1 : 0; /* position of the add in the chain */
+    dnnl_exec_arg_t a[5] = {
+        { DNNL_ARG_SRC, c->m_src },
+        { DNNL_ARG_WEIGHTS, c->w_to_fwd ? c->m_w_fwd : c->m_w_user },
+        { DNNL_ARG_BIAS, c->m_bias },
+        { DNNL_ARG_DST, c->m_dst },
+        { DNNL_ARG_ATTR_MULTIPLE_POST_OP(binary_idx) | DNNL_ARG_SRC_1, c->m_identity },
+    };
+    return run(c, c->fwd, 5, a, "convolution forward (residual)", err, errlen);
 }
 
 int pf_conv_backward_data(pf_conv *c, const float *diff_dst, float *diff_src, char *err,

@@ -20,6 +20,9 @@ typedef struct {
     char name[96];              /* for messages, e.g. "body.0.conv1" */
     int ic, oc, k;              /* channels in / out, square kernel size (odd) */
     int relu;                   /* forward applies ReLU after the bias */
+    int add;                    /* forward adds a residual: dst = identity + add_scale * conv */
+    float add_scale;            /* the residual branch's scale (EDSR res_scale) */
+    int add_fused;              /* the add runs as oneDNN post-ops (else in C after the conv) */
     /* what the primitives are built for */
     int n, h, w;                /* 0 when not built */
     int training;               /* forward_training with backward primitives */
@@ -30,6 +33,7 @@ typedef struct {
     dnnl_primitive_t fwd, bwdd, bwdw;
     dnnl_primitive_t w_to_fwd, w_to_bwdd, dw_to_user; /* weight reorders; NULL = same layout */
     dnnl_memory_t m_src, m_dst;         /* user handles, set per call */
+    dnnl_memory_t m_identity;           /* residual input of a fused add (dst's layout) */
     dnnl_memory_t m_w_user, m_bias;     /* OIHW weights and bias in the flat buffers */
     dnnl_memory_t m_w_fwd, m_w_bwdd;    /* weights in the primitives' layouts (owned) */
     dnnl_memory_t w_for_bwdd;           /* which of m_w_user / m_w_fwd / m_w_bwdd backward-data
@@ -40,6 +44,12 @@ typedef struct {
 
 /* Describe the layer; builds nothing. */
 void pf_conv_init(pf_conv *c, const char *name, int ic, int oc, int k, int relu);
+
+/* Make the forward a residual add: dst = identity + scale * (conv(src) + bias) (BasicSR's
+   ResidualBlockNoBN tail, EDSR's global skip). Call before pf_conv_setup; the output layout
+   must then be given (dst_block >= 0). Fused into the convolution as oneDNN post-ops
+   (eltwise linear, binary add) when oneDNN has a fast kernel for that, else done in C. */
+void pf_conv_set_residual(pf_conv *c, float scale);
 
 /* Build (or keep, when nothing changed) the primitives for an N x ic x H x W input.
    src_block: layout of the input (1, 8, 16) or -1 to let oneDNN choose; dst_block likewise
@@ -56,6 +66,11 @@ int pf_conv_set_weights(pf_conv *c, const float *w_oihw, const float *bias, char
 
 /* dst (N x oc x H x W, dst_block) = conv(src (N x ic x H x W, src_block)) [+ ReLU]. */
 int pf_conv_forward(pf_conv *c, const float *src, float *dst, char *err, size_t errlen);
+
+/* Forward of a layer made residual by pf_conv_set_residual: dst = identity + scale * conv(src).
+   identity has dst's shape and layout and must not alias dst. */
+int pf_conv_forward_residual(pf_conv *c, const float *src, const float *identity, float *dst,
+                             char *err, size_t errlen);
 
 /* diff_src = d loss / d src from diff_dst (the gradient at the conv output, after any ReLU
    mask has been applied by the caller). */
