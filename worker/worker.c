@@ -483,7 +483,7 @@ int pf_worker_main(int argc, char **argv) {
             snprintf(err, sizeof err, "aborted by the coordinator");
             goto done;
         }
-        if (it % w.cfg->ckpt_interval == 0 || it == w.total_iters) {
+        if ((w.cfg->ckpt_interval > 0 && it % w.cfg->ckpt_interval == 0) || it == w.total_iters) {
             if (save_checkpoint(&w, it, epoch, lr, err, sizeof err) != 0) goto done;
             last_ckpt = it;
         }
