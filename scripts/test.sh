@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# test.sh — build PixFlow and run every test (ctest). Installs the build dependencies first
+# when they are missing (scripts/setup.sh). Extra arguments go to ctest (e.g. -R proto).
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+bash "$ROOT/scripts/setup.sh"
+cd "$ROOT/build"
+ctest --output-on-failure "$@"
