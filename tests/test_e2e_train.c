@@ -26,6 +26,7 @@
 #include "common/rng.h"
 #include "common/util.h"
 #include "pf_test.h"
+#include <zmq.h>
 
 extern char **environ;
 
@@ -222,6 +223,79 @@ static void check_exactly_once(const char *work_dir, const char *tag) {
     free(t);
 }
 
+/* The value after `key` in a log file, up to a space, comma or newline. */
+static int log_value(const char *path, const char *key, char *out, size_t outlen) {
+    char err[256];
+    char *t = pf_read_file(path, NULL, err, sizeof err);
+    char *p = t ? strstr(t, key) : NULL;
+    if (!p) {
+        free(t);
+        return -1;
+    }
+    p += strlen(key);
+    size_t n = strcspn(p, " ,)\n");
+    snprintf(out, outlen, "%.*s", (int)(n < outlen ? n : outlen - 1), p);
+    free(t);
+    return 0;
+}
+
+/* Hostile traffic at a running job: the coordinator's ctrl, the events proxy and the worker's
+   data endpoint get random bytes, msgpack of the wrong shape, a wrong version, a map header
+   claiming 2^32 entries, and frames that lie about their sizes. The job must go on unchanged. */
+static void send_garbage(const char *work_dir) {
+    char path[700], ctrl[256] = "", events[256] = "", data[256] = "", err[256];
+    snprintf(path, sizeof path, "%s/coordinator.addr", work_dir);
+    char *a = pf_read_file(path, NULL, err, sizeof err);
+    if (a) snprintf(ctrl, sizeof ctrl, "%s", a);
+    free(a);
+    snprintf(path, sizeof path, "%s/coordinator.log", work_dir);
+    log_value(path, "events in ", events, sizeof events);
+    snprintf(path, sizeof path, "%s/rank0.log", work_dir);
+    log_value(path, "data endpoint ", data, sizeof data);
+    CHECK(ctrl[0] && events[0] && data[0], "endpoints not found: '%s' '%s' '%s'", ctrl, events,
+          data);
+    void *ctx = zmq_ctx_new();
+    void *d = zmq_socket(ctx, ZMQ_DEALER), *pub = zmq_socket(ctx, ZMQ_PUB),
+         *push = zmq_socket(ctx, ZMQ_PUSH);
+    int linger = 1000;
+    zmq_setsockopt(d, ZMQ_LINGER, &linger, sizeof linger);
+    zmq_setsockopt(pub, ZMQ_LINGER, &linger, sizeof linger);
+    zmq_setsockopt(push, ZMQ_LINGER, &linger, sizeof linger);
+    zmq_connect(d, ctrl);
+    zmq_connect(pub, events);
+    zmq_connect(push, data);
+    usleep(300000);
+    static const unsigned char huge_map[] = { 0xdf, 0xff, 0xff, 0xff, 0xff };
+    static const unsigned char wrong_version[] = {
+        0x82, 0xa4, 't', 'y', 'p', 'e', 0xa5, 'h', 'e', 'l', 'l', 'o', 0xa1, 'v', 0x63 };
+    static const unsigned char bad_batch[] = {
+        0x82, 0xa4, 't', 'y', 'p', 'e', 0xa5, 'b', 'a', 't', 'c', 'h', 0xa1, 'v', 0x01 };
+    pf_rng r = pf_rng_make(9, 9, 9);
+    for (int i = 0; i < 200; i++) {
+        unsigned char buf[64];
+        size_t n = 1 + pf_rng_below(&r, sizeof buf);
+        for (size_t k = 0; k < n; k++) buf[k] = (unsigned char)pf_rng_below(&r, 256);
+        zmq_send(d, buf, n, 0);
+        zmq_send(pub, "train", 5, ZMQ_SNDMORE);
+        zmq_send(pub, buf, n, 0);
+        zmq_send(push, buf, n, ZMQ_SNDMORE);
+        zmq_send(push, buf, 1, ZMQ_SNDMORE);
+        zmq_send(push, buf, 1, 0);
+    }
+    zmq_send(d, huge_map, sizeof huge_map, 0);
+    zmq_send(d, wrong_version, sizeof wrong_version, 0);
+    zmq_send(pub, "eval", 4, ZMQ_SNDMORE);
+    zmq_send(pub, huge_map, sizeof huge_map, 0);
+    zmq_send(push, bad_batch, sizeof bad_batch, ZMQ_SNDMORE);
+    zmq_send(push, "x", 1, ZMQ_SNDMORE);
+    zmq_send(push, "y", 1, 0);
+    for (int i = 0; i < 12; i++) zmq_send(push, "z", 1, i < 11 ? ZMQ_SNDMORE : 0);
+    zmq_close(d);
+    zmq_close(pub);
+    zmq_close(push);
+    zmq_ctx_term(ctx);
+}
+
 static int wait_lines(const char *work_dir, int n, double timeout_s) {
     char path[600];
     snprintf(path, sizeof path, "%s/samples_rank0.log", work_dir);
@@ -269,6 +343,8 @@ int main(void) {
     snprintf(cfg, sizeof cfg, "%s/three.yaml", root);
     write_config(cfg, wd[1]);
     start(&r, cfg, "3", NULL, "three");
+    CHECK(wait_lines(wd[1], 60, 120), "run B did not reach iteration 60");
+    send_garbage(wd[1]);
     st = finish(&r, 300);
     CHECK(st == 0, "run B exited with %d (see %s)", st, r.out);
     char *s = samples(wd[1]);
@@ -333,6 +409,37 @@ int main(void) {
     CHECK(strcmp(s, ref) == 0, "resumed run consumed other batches");
     free(s);
     free(ref);
+
+    /* E: a dead worker ends the job with a message naming it; nothing is left over. */
+    for (int victim_role = 0; victim_role < 2; victim_role++) {
+        const char *tag = victim_role ? "dead_coordinator" : "dead_worker";
+        char wdx[600];
+        snprintf(wdx, sizeof wdx, "%s/work_%s", root, tag);
+        snprintf(cfg, sizeof cfg, "%s/%s.yaml", root, tag);
+        write_config(cfg, wdx);
+        start(&r, cfg, "2", NULL, tag);
+        CHECK(wait_lines(wdx, 50, 120), "%s: did not reach iteration 50", tag);
+        np = all_pids(r.out, pids, 16);
+        pid_t v = pid_of(r.out, victim_role ? "coordinator" : "worker");
+        CHECK(v > 0 && kill(v, SIGKILL) == 0, "%s: could not kill pid %d", tag, (int)v);
+        double tk = pf_now();
+        st = finish(&r, 60);
+        double dt = pf_now() - tk;
+        CHECK(st != 0 && st != -1, "%s: front end exited with %d", tag, st);
+        CHECK(dt < 15, "%s: the job took %.1f s to end", tag, dt);
+        char *out = pf_read_file(r.out, NULL, err, sizeof err);
+        const char *want = victim_role ? "coordinator (pid" : "worker (pid";
+        CHECK(out && strstr(out, want) && strstr(out, "signal 9"),
+              "%s: output does not name the dead process:\n%s", tag, out ? out : "");
+        if (!victim_role)
+            CHECK(out && strstr(out, "worker rank 0"), "%s: coordinator's message missing", tag);
+        free(out);
+        usleep(500000);
+        left = 0;
+        for (int i = 0; i < np; i++) left += kill(pids[i], 0) == 0;
+        CHECK(left == 0, "%s: %d processes left over", tag, left);
+        printf("run %s: job ended %.1f s after the kill\n", tag, dt);
+    }
 
     int rc = pf_test_end("test_e2e_train");
     if (rc == 0) {

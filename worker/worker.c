@@ -404,8 +404,9 @@ int pf_worker_main(int argc, char **argv) {
                  w.cfg->work_dir, w.rank);
         goto done;
     }
-    pf_info("rank %d of %d, %zu parameters, iterations %" PRId64 "..%" PRId64, w.rank, w.world,
-            pf_model_num_params(w.model), start_iter, w.total_iters);
+    pf_info("rank %d of %d, %zu parameters, iterations %" PRId64 "..%" PRId64
+            ", data endpoint %s", w.rank, w.world, pf_model_num_params(w.model), start_iter,
+            w.total_iters, data_ep);
     publish_status(&w, "status", "worker%d training from iteration %" PRId64, w.rank,
                    start_iter);
     pf_msg credit = { .type = PF_MSG_CREDIT };
