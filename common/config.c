@@ -631,7 +631,9 @@ static int parse_data(pf_cfg_ctx *c, pf_section *s, pf_config *cfg, pf_lines *L)
     }
     if (r < 0)
         return -1;
-    if (!cfg->train.present)
+    /* data.train is needed to train (pixflow train checks it); `pixflow test` needs only
+       data.test. An empty data section is still an error. */
+    if (!cfg->train.present && !cfg->eval.present && !cfg->test.present)
         return missing(c, s, "train");
     return 0;
 }
@@ -1030,7 +1032,7 @@ static int cross_check(pf_cfg_ctx *c, pf_config *cfg, pf_lines *L, int check_pat
                                                                : L->total_epochs)
                             : 1,
                     "total_iters", "exactly one of total_iters and total_epochs must be set");
-    if (cfg->train.gt_patch_size % cfg->scale)
+    if (cfg->train.present && cfg->train.gt_patch_size % cfg->scale)
         return fail(c, L->patch[0], "data.train.gt_patch_size",
                     "must be a positive multiple of model.scale (%d), got %d", cfg->scale,
                     cfg->train.gt_patch_size);

@@ -1,0 +1,193 @@
+/*  `pixflow train` with bad input: every case must end with a clear message that names the
+    file, key or image, a non-zero status, and — for what can be checked up front — before any
+    process starts (no coordinator.addr, no config.yaml written).
+
+    Up front: unknown key, wrong type, missing folder, GT that is not scale x LQ, an image
+    smaller than the patch, a file that is not a PNG.
+    During the run: a PNG whose header is fine but whose pixel data is truncated fails in the
+    loader, and the job ends with that file's name on the terminal.
+    `pixflow test` with a checkpoint of the wrong architecture lists the mismatched tensors. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/image.h"
+#include "common/rng.h"
+#include "common/util.h"
+#include "pf_test.h"
+
+extern char **environ;
+static char root[256], bin[1024];
+
+/* Run `pixflow ARGS`, capture output; returns the exit status (-1 on timeout). */
+static int run(char *const args[], char **out, double timeout_s) {
+    char path[400];
+    snprintf(path, sizeof path, "%s/out.txt", root);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    char *argv[16];
+    int k = 0;
+    argv[k++] = bin;
+    for (int i = 0; args[i] && k < 15; i++) argv[k++] = args[i];
+    argv[k] = NULL;
+    pid_t pid;
+    if (posix_spawn(&pid, bin, &fa, NULL, argv, environ) != 0) return -2;
+    posix_spawn_file_actions_destroy(&fa);
+    double end = pf_now() + timeout_s;
+    int st = 0, done = 0;
+    while (pf_now() < end && !(done = waitpid(pid, &st, WNOHANG) == pid)) usleep(20000);
+    if (!done) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &st, 0);
+    }
+    char err[256];
+    *out = pf_read_file(path, NULL, err, sizeof err);
+    if (!*out) *out = strdup("");
+    return done && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void image(const char *dir, const char *name, int w, int h) {
+    pf_mkdirs(dir, NULL, 0);
+    uint8_t *px = malloc((size_t)w * h * 3);
+    pf_rng r = pf_rng_make((uint64_t)w, (uint64_t)h, 0);
+    for (int i = 0; i < w * h * 3; i++) px[i] = (uint8_t)pf_rng_below(&r, 256);
+    char path[512], err[256];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    if (pf_image_write_png(path, px, w, h, err, sizeof err) != 0) {
+        fprintf(stderr, "setup: %s\n", err);
+        exit(1);
+    }
+    free(px);
+}
+
+static const char *base_cfg =
+    "model: {type: EDSR, scale: 2, n_feats: 8, n_blocks: 1}\n"
+    "data:\n"
+    "  samples_per_gpu: 2\n"
+    "  train: {type: PairedImageDataset, gt_folder: %s, %s gt_patch_size: 32, repeat: 4}\n"
+    "optimizers: {type: Adam, lr: 1.0e-3}\n"
+    "total_iters: 20\n"
+    "work_dir: %s\n"
+    "%s";
+
+static void write_cfg(const char *path, const char *gt, const char *lq_part, const char *wd,
+                      const char *extra) {
+    FILE *f = fopen(path, "w");
+    fprintf(f, base_cfg, gt, lq_part, wd, extra);
+    fclose(f);
+}
+
+/* Expect failure before any process: status 2, `want` pieces in the output, no job files. */
+static void expect_upfront(const char *tag, const char *cfg, const char *wd, const char *want1,
+                           const char *want2) {
+    char *out;
+    char *args[] = { "train", (char *)cfg, NULL };
+    int st = run(args, &out, 30);
+    CHECK(st == 2, "%s: status %d, expected 2; output:\n%s", tag, st, out);
+    CHECK(strstr(out, want1) != NULL, "%s: output lacks '%s':\n%s", tag, want1, out);
+    CHECK(!want2 || strstr(out, want2) != NULL, "%s: output lacks '%s':\n%s", tag, want2, out);
+    char p[600];
+    snprintf(p, sizeof p, "%s/coordinator.addr", wd);
+    CHECK(access(p, F_OK) != 0, "%s: a coordinator was started", tag);
+    snprintf(p, sizeof p, "%s/config.yaml", wd);
+    CHECK(access(p, F_OK) != 0, "%s: config.yaml was written", tag);
+    free(out);
+}
+
+int main(void) {
+    const char *b = getenv("PF_BIN");
+    snprintf(bin, sizeof bin, "%s", b ? b : "build/pixflow");
+    snprintf(root, sizeof root, "/tmp/pf_cli_%d", (int)getpid());
+    pf_mkdirs(root, NULL, 0);
+    char gt[400], lq[400], small[400], notpng[400], trunc[400], cfg[400], wd[400];
+    snprintf(gt, sizeof gt, "%s/gt", root);
+    snprintf(lq, sizeof lq, "%s/lq", root);
+    snprintf(small, sizeof small, "%s/small", root);
+    snprintf(notpng, sizeof notpng, "%s/notpng", root);
+    snprintf(trunc, sizeof trunc, "%s/trunc", root);
+    snprintf(cfg, sizeof cfg, "%s/c.yaml", root);
+    snprintf(wd, sizeof wd, "%s/work", root);
+    image(gt, "a.png", 64, 64);
+    image(gt, "b.png", 64, 64);
+    image(lq, "a.png", 32, 32);
+    image(lq, "b.png", 31, 32);          /* GT b is not 2 x LQ b */
+    image(small, "tiny.png", 20, 20);
+    pf_mkdirs(notpng, NULL, 0);
+    char p[600];
+    snprintf(p, sizeof p, "%s/fake.png", notpng);
+    FILE *f = fopen(p, "w");
+    fputs("GIF89a not a png at all", f);
+    fclose(f);
+
+    write_cfg(cfg, gt, "", wd, "colour: red\n");
+    expect_upfront("unknown key", cfg, wd, "c.yaml:8: colour: unknown key", NULL);
+    write_cfg(cfg, gt, "", wd, "seed: abc\n");
+    expect_upfront("wrong type", cfg, wd, "c.yaml:8: seed:", NULL);
+    char missing[450];
+    snprintf(missing, sizeof missing, "%s/nowhere", root);
+    write_cfg(cfg, missing, "", wd, "");
+    expect_upfront("missing folder", cfg, wd, "c.yaml:4: data.train.gt_folder:", "nowhere");
+    char lq_part[500];
+    snprintf(lq_part, sizeof lq_part, "lq_folder: %s,", lq);
+    write_cfg(cfg, gt, lq_part, wd, "");
+    expect_upfront("GT != scale x LQ", cfg, wd, "gt/b.png", "lq/b.png");
+    write_cfg(cfg, small, "", wd, "");
+    expect_upfront("smaller than patch", cfg, wd, "small/tiny.png", "smaller than the patch");
+    write_cfg(cfg, notpng, "", wd, "");
+    expect_upfront("not a PNG", cfg, wd, "notpng/fake.png", "not a PNG");
+
+    /* A PNG with a valid header and truncated pixel data fails in the loader. */
+    image(trunc, "ok.png", 64, 64);
+    image(trunc, "cut.png", 64, 64);
+    snprintf(p, sizeof p, "%s/cut.png", trunc);
+    truncate(p, 300);
+    write_cfg(cfg, trunc, "", wd, "");
+    char *out;
+    char *args[] = { "train", cfg, NULL };
+    int st = run(args, &out, 60);
+    CHECK(st == 1, "truncated PNG: status %d, expected 1; output:\n%s", st, out);
+    CHECK(strstr(out, "trunc/cut.png") != NULL, "truncated PNG: the file is not named:\n%s",
+          out);
+    free(out);
+
+    /* pixflow test with weights of another architecture. */
+    char ck[600];
+    snprintf(ck, sizeof ck, "%s/checkpoints/latest", wd);
+    write_cfg(cfg, gt, "", wd,
+              "checkpoint_config: {interval: 20}\n");
+    char *targs[] = { "train", cfg, NULL };
+    st = run(targs, &out, 120);
+    CHECK(st == 0, "small training run failed (%d):\n%s", st, out);
+    free(out);
+    char tcfg[400];
+    snprintf(tcfg, sizeof tcfg, "%s/t.yaml", root);
+    f = fopen(tcfg, "w");
+    fprintf(f, "model: {type: EDSR, scale: 2, n_feats: 8, n_blocks: 2}\n"
+               "data:\n  test: {type: PairedImageDataset, gt_folder: %s}\n"
+               "optimizers: {lr: 1.0e-3}\ntotal_iters: 1\nwork_dir: %s\n", gt, wd);
+    fclose(f);
+    snprintf(p, sizeof p, "%s/checkpoints/iter_20.safetensors", wd);
+    char *xargs[] = { "test", tcfg, "--checkpoint", p, NULL };
+    st = run(xargs, &out, 60);
+    CHECK(st != 0, "test with mismatched weights succeeded:\n%s", out);
+    CHECK(strstr(out, "body.1.conv1.weight") != NULL, "the missing tensor is not named:\n%s",
+          out);
+    free(out);
+
+    int rc = pf_test_end("test_cli_errors");
+    if (rc == 0) {
+        char cmd[300];
+        snprintf(cmd, sizeof cmd, "rm -rf %s", root);
+        if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", root);
+    }
+    return rc;
+}
