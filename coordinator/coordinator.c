@@ -451,6 +451,8 @@ static void on_ctrl(coord *c) {
             } else if (m->u.done.status != 0) {
                 abort_job(c, "%s (pid %lld on %s) failed: %s", role_names[p->role],
                           (long long)p->pid, p->host, m->u.done.text);
+            } else if (p->role == PF_ROLE_LOADER && p->alive && c->ph == PHASE_RUNNING) {
+                peer_died(c, p, "left the job");
             }
             break;
         default:

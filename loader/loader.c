@@ -219,6 +219,16 @@ int pf_loader_main(int argc, char **argv) {
         free(m);
         if (stop) break;
     }
+    if (pf_signalled) {
+        /* Leaving on SIGTERM/SIGINT: say so, so the coordinator reissues our tickets at once
+           rather than after the heartbeat timeout. */
+        pf_info("signal %d: leaving the job", (int)pf_signalled);
+        pf_msg d = { .type = PF_MSG_DONE };
+        d.u.done.rank = -1;
+        snprintf(d.u.done.text, sizeof d.u.done.text, "loader %s left (signal %d)", name,
+                 (int)pf_signalled);
+        pf_client_send(&l.client, &d, NULL, 0);
+    }
     if (l.batches)
         pf_info("served %llu batches, %.1f ms each", (unsigned long long)l.batches,
                 1000.0 * l.busy_s / l.batches);
