@@ -59,7 +59,7 @@ int pf_test_main(int argc, char **argv) {
     snprintf(stem, sizeof stem, "%.*s", (int)strcspn(base, "."), base);
     snprintf(dir, sizeof dir, "%s/test/%s", cfg.work_dir, stem);
     double t0 = pf_now();
-    if (pf_evaluate(m, &cfg, &ds, dir, &r, err, sizeof err) != 0) {
+    if (pf_evaluate(m, &cfg, &ds, dir, NULL, NULL, &r, err, sizeof err) != 0) {
         fprintf(stderr, "pixflow: %s\n", err);
         goto out;
     }

@@ -68,10 +68,13 @@ static int evaluate_checkpoint(pf_hook *h, const char *path, int64_t iter, int64
     snprintf(dir, sizeof dir, "%s/eval_visuals/iter_%" PRId64, cfg->work_dir, iter);
     double t0 = pf_now();
     pf_eval_result r;
-    if (pf_evaluate(s->model, cfg, &s->ds, cfg->eval_save_image ? dir : NULL, &r, err,
-                    errlen) != 0) {
+    int rc = pf_evaluate(s->model, cfg, &s->ds, cfg->eval_save_image ? dir : NULL,
+                         (pf_eval_cancel_fn)pf_hook_stop_requested, h, &r, err, errlen);
+    if (rc != 0) {
         pf_eval_result_free(&r);
-        return -1;
+        if (rc == 1) pf_info("evaluation of iteration %" PRId64 " abandoned: the job is "
+                             "stopping", iter);
+        return rc == 1 ? 0 : -1;
     }
     s->last_iter = iter;
     if (s->best_iter < 0 || r.psnr > s->best_psnr) {

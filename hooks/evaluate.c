@@ -22,7 +22,8 @@ static void pad_replicate(const uint8_t *src, int h, int w, uint8_t *dst, int ph
 }
 
 int pf_evaluate(pf_model *m, const pf_config *cfg, pf_dataset *ds, const char *save_dir,
-                pf_eval_result *res, char *err, size_t errlen) {
+                pf_eval_cancel_fn cancel, void *cancel_ctx, pf_eval_result *res, char *err,
+                size_t errlen) {
     memset(res, 0, sizeof *res);
     res->items = calloc((size_t)ds->n_files, sizeof *res->items);
     if (!res->items) {
@@ -32,6 +33,7 @@ int pf_evaluate(pf_model *m, const pf_config *cfg, pf_dataset *ds, const char *s
     if (save_dir && pf_mkdirs(save_dir, err, errlen) != 0) return -1;
     int s = cfg->scale, mult = cfg->pad_multiple > 0 ? cfg->pad_multiple : 1;
     for (int i = 0; i < ds->n_files; i++) {
+        if (cancel && cancel(cancel_ctx)) return 1;
         const pf_image *gt, *lq;
         if (pf_dataset_pair(ds, i, &gt, &lq, err, errlen) != 0) return -1;
         int ph = (lq->h + mult - 1) / mult * mult, pw = (lq->w + mult - 1) / mult * mult;

@@ -26,9 +26,15 @@ typedef struct {
     double psnr_bicubic, ssim_bicubic;
 } pf_eval_result;
 
+/* Asked between images; returning non-zero abandons the evaluation (an interrupted job must
+   not wait for a whole evaluation set). */
+typedef int (*pf_eval_cancel_fn)(void *ctx);
+
 /* Evaluate `m` on every image of `ds`. When `save_dir` is not NULL, each output is written as
-   save_dir/<name>.png (the folder is created). Returns 0, or -1 with err naming the image. */
+   save_dir/<name>.png (the folder is created). `cancel` may be NULL. Returns 0, 1 when
+   cancelled, or -1 with err naming the image. */
 int pf_evaluate(pf_model *m, const pf_config *cfg, pf_dataset *ds, const char *save_dir,
-                pf_eval_result *res, char *err, size_t errlen);
+                pf_eval_cancel_fn cancel, void *cancel_ctx, pf_eval_result *res, char *err,
+                size_t errlen);
 void pf_eval_result_free(pf_eval_result *res);
 #endif

@@ -24,6 +24,22 @@ static void send_done(pf_hook *h, int status, const char *text) {
     pf_client_send(&h->client, &m, NULL, 0);
 }
 
+int pf_hook_stop_requested(pf_hook *h) {
+    if (h->pending_stop[0]) return strcmp(h->pending_stop, "finish") != 0;
+    pf_parts p;
+    char err[256];
+    while (pf_parts_recv(h->client.ctrl, ZMQ_DONTWAIT, &p, err, sizeof err) == 0) {
+        pf_msg *m = malloc(sizeof *m);
+        if (m && p.n >= 1 && pf_msg_decode(pf_parts_data(&p, 0), pf_parts_size(&p, 0),
+                                           PF_MSG_STOP, m, err, sizeof err) == 0)
+            snprintf(h->pending_stop, sizeof h->pending_stop, "%s", m->u.stop.reason);
+        free(m);
+        pf_parts_close(&p);
+        if (h->pending_stop[0]) break;
+    }
+    return h->pending_stop[0] && strcmp(h->pending_stop, "finish") != 0;
+}
+
 /* Drain the SUB socket into the hook. Returns 0 or -1 (hook failure, err set). */
 static int drain_events(pf_hook *h, char *err, size_t errlen) {
     for (;;) {
@@ -97,7 +113,8 @@ int pf_hook_run(const pf_hook_ops *ops, int argc, char **argv) {
         if (h.own && (items[2].revents & ZMQ_POLLIN) && ops->own_ready &&
             ops->own_ready(&h, err, sizeof err) != 0)
             goto out;
-        if (!(items[0].revents & ZMQ_POLLIN)) continue;
+        if (!h.pending_stop[0] && !(items[0].revents & ZMQ_POLLIN)) continue;
+        if (h.pending_stop[0]) goto stop;
         pf_parts p;
         if (pf_parts_recv(h.client.ctrl, ZMQ_DONTWAIT, &p, err, sizeof err) != 0) continue;
         pf_msg *m = malloc(sizeof *m);
@@ -111,18 +128,20 @@ int pf_hook_run(const pf_hook_ops *ops, int argc, char **argv) {
             continue;
         }
         if (m->type == PF_MSG_STOP) {
-            char reason[PF_MAX_NAME];
-            snprintf(reason, sizeof reason, "%s", m->u.stop.reason);
+            snprintf(h.pending_stop, sizeof h.pending_stop, "%s", m->u.stop.reason);
             free(m);
-            /* Take what is still in flight before finishing. */
-            if (drain_events(&h, err, sizeof err) != 0) goto out;
-            if (h.own && ops->own_ready && ops->own_ready(&h, err, sizeof err) != 0) goto out;
-            if (ops->stop && ops->stop(&h, reason, err, sizeof err) != 0) goto out;
-            status = 0;
-            goto out;
+            goto stop;
         }
         free(m);
     }
+stop:;
+    /* Take what is still in flight before finishing. */
+    char reason[PF_MAX_NAME];
+    snprintf(reason, sizeof reason, "%s", h.pending_stop);
+    if (drain_events(&h, err, sizeof err) != 0) goto out;
+    if (h.own && ops->own_ready && ops->own_ready(&h, err, sizeof err) != 0) goto out;
+    if (ops->stop && ops->stop(&h, reason, err, sizeof err) != 0) goto out;
+    status = 0;
 out:
     if (status) pf_error("%s", err);
     if (joined) send_done(&h, status, err);
