@@ -61,10 +61,17 @@ int pf_evaluate(pf_model *m, const pf_config *cfg, pf_dataset *ds, const char *s
             pf_eval_item *it = &res->items[i];
             snprintf(it->name, sizeof it->name, "%s", ds->files[i].name);
             int y = cfg->eval_y_channel, cb = cfg->crop_border;
-            it->psnr = pf_psnr(out8, gt->data, gt->h, gt->w, cb, y);
-            it->ssim = pf_ssim(out8, gt->data, gt->h, gt->w, cb, y);
-            it->psnr_bicubic = pf_psnr(bic, gt->data, gt->h, gt->w, cb, y);
-            it->ssim_bicubic = pf_ssim(bic, gt->data, gt->h, gt->w, cb, y);
+            /* evaluation.metrics decides what is computed; the rest stays NaN (null in
+               metrics.jsonl). */
+            it->psnr = it->psnr_bicubic = it->ssim = it->ssim_bicubic = NAN;
+            if (cfg->eval_psnr) {
+                it->psnr = pf_psnr(out8, gt->data, gt->h, gt->w, cb, y);
+                it->psnr_bicubic = pf_psnr(bic, gt->data, gt->h, gt->w, cb, y);
+            }
+            if (cfg->eval_ssim) {
+                it->ssim = pf_ssim(out8, gt->data, gt->h, gt->w, cb, y);
+                it->ssim_bicubic = pf_ssim(bic, gt->data, gt->h, gt->w, cb, y);
+            }
             res->psnr += it->psnr;
             res->ssim += it->ssim;
             res->psnr_bicubic += it->psnr_bicubic;

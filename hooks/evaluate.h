@@ -15,7 +15,7 @@
 
 typedef struct {
     char name[256];             /* GT file stem */
-    double psnr, ssim;          /* network, dB and [0, 1] */
+    double psnr, ssim;          /* network, dB and [0, 1]; NaN when not in evaluation.metrics */
     double psnr_bicubic, ssim_bicubic;
 } pf_eval_item;
 

@@ -59,7 +59,8 @@ static int log_start(pf_hook *h, char *err, size_t errlen) {
     }
     char ts[32];
     stamp(ts, sizeof ts);
-    fprintf(s->text, "%s config %s (hash %016" PRIx64 "), model %s x%d\n", ts, cfg->path,
+    fprintf(s->text, "%s config %s/config.yaml (hash %016" PRIx64 "), model %s x%d\n", ts,
+            cfg->work_dir,
             cfg->hash, cfg->model_type, cfg->scale);
     fflush(s->text);
     return 0;
