@@ -164,6 +164,32 @@ int pf_client_send(pf_client *c, const pf_msg *m, const pf_frame *frames, int nf
     return pf_send(c->ctrl, NULL, m, frames, nframes);
 }
 
+int pf_client_recv(pf_client *c, pf_msg **out) {
+    *out = NULL;
+    pf_parts p;
+    char err[512];
+    if (pf_parts_recv(c->ctrl, ZMQ_DONTWAIT, &p, err, sizeof err) != 0)
+        return (errno == EAGAIN || errno == EINTR) ? 0 : -1;
+    pf_msg *m = malloc(sizeof *m);
+    int ok = m && p.n >= 1 && pf_msg_decode(pf_parts_data(&p, 0), pf_parts_size(&p, 0), 0, m,
+                                            err, sizeof err) == 0;
+    pf_parts_close(&p);
+    if (!ok) {
+        pf_warn("dropped a bad message from the coordinator: %s", m ? err : "out of memory");
+        free(m);
+        return -1;
+    }
+    *out = m;
+    return 1;
+}
+
+void pf_client_msg_free(pf_msg **m) {
+    if (!*m) return;
+    pf_msg_clear(*m);
+    free(*m);
+    *m = NULL;
+}
+
 int pf_client_publish(pf_client *c, pf_msg_event *ev) {
     snprintf(ev->source, sizeof ev->source, "%s", c->name);
     ev->seq = ++c->event_seq;

@@ -50,6 +50,12 @@ int pf_client_coordinator_alive(pf_client *c);
 /* Send a message on ctrl. Returns 0 or -1. */
 int pf_client_send(pf_client *c, const pf_msg *m, const pf_frame *frames, int nframes);
 
+/* Take one message from the coordinator off ctrl without blocking. Returns 1 with *out a
+   malloc'd, decoded message (free with pf_client_msg_free), 0 when nothing is waiting, or -1
+   when a malformed message was dropped (logged; call again for the next). */
+int pf_client_recv(pf_client *c, pf_msg **out);
+void pf_client_msg_free(pf_msg **m);
+
 /* Publish an event: fills source and the next sequence number; the topic frame is the kind. */
 int pf_client_publish(pf_client *c, pf_msg_event *ev);
 

@@ -25,17 +25,12 @@ static void send_done(pf_hook *h, int status, const char *text) {
 }
 
 int pf_hook_stop_requested(pf_hook *h) {
-    if (h->pending_stop[0]) return strcmp(h->pending_stop, "finish") != 0;
-    pf_parts p;
-    char err[256];
-    while (pf_parts_recv(h->client.ctrl, ZMQ_DONTWAIT, &p, err, sizeof err) == 0) {
-        pf_msg *m = malloc(sizeof *m);
-        if (m && p.n >= 1 && pf_msg_decode(pf_parts_data(&p, 0), pf_parts_size(&p, 0),
-                                           PF_MSG_STOP, m, err, sizeof err) == 0)
+    pf_msg *m;
+    int rc;
+    while (!h->pending_stop[0] && (rc = pf_client_recv(&h->client, &m)) != 0) {
+        if (rc == 1 && m->type == PF_MSG_STOP)
             snprintf(h->pending_stop, sizeof h->pending_stop, "%s", m->u.stop.reason);
-        free(m);
-        pf_parts_close(&p);
-        if (h->pending_stop[0]) break;
+        pf_client_msg_free(&m);
     }
     return h->pending_stop[0] && strcmp(h->pending_stop, "finish") != 0;
 }
@@ -115,24 +110,12 @@ int pf_hook_run(const pf_hook_ops *ops, int argc, char **argv) {
             goto out;
         if (!h.pending_stop[0] && !(items[0].revents & ZMQ_POLLIN)) continue;
         if (h.pending_stop[0]) goto stop;
-        pf_parts p;
-        if (pf_parts_recv(h.client.ctrl, ZMQ_DONTWAIT, &p, err, sizeof err) != 0) continue;
-        pf_msg *m = malloc(sizeof *m);
-        int ok = m && p.n >= 1 && pf_msg_decode(pf_parts_data(&p, 0), pf_parts_size(&p, 0), 0,
-                                                m, err, sizeof err) == 0;
-        pf_parts_close(&p);
-        if (!ok) {
-            pf_warn("dropped a bad message from the coordinator: %s", err);
-            free(m);
-            err[0] = '\0';
-            continue;
-        }
-        if (m->type == PF_MSG_STOP) {
+        pf_msg *m;
+        if (pf_client_recv(&h.client, &m) != 1) continue;
+        if (m->type == PF_MSG_STOP)
             snprintf(h.pending_stop, sizeof h.pending_stop, "%s", m->u.stop.reason);
-            free(m);
-            goto stop;
-        }
-        free(m);
+        pf_client_msg_free(&m);
+        if (h.pending_stop[0]) goto stop;
     }
 stop:;
     /* Take what is still in flight before finishing. */

@@ -185,17 +185,8 @@ int pf_loader_main(int argc, char **argv) {
         }
         zmq_pollitem_t it = { l.client.ctrl, 0, ZMQ_POLLIN, 0 };
         if (zmq_poll(&it, 1, 200) <= 0) continue;
-        pf_parts p;
-        if (pf_parts_recv(l.client.ctrl, ZMQ_DONTWAIT, &p, err, sizeof err) != 0) continue;
-        pf_msg *m = malloc(sizeof *m);
-        int ok = m && p.n >= 1 && pf_msg_decode(pf_parts_data(&p, 0), pf_parts_size(&p, 0), 0,
-                                                m, err, sizeof err) == 0;
-        pf_parts_close(&p);
-        if (!ok) {
-            pf_warn("dropped a bad message from the coordinator: %s", err);
-            free(m);
-            continue;
-        }
+        pf_msg *m;
+        if (pf_client_recv(&l.client, &m) != 1) continue;
         int stop = 0;
         if (m->type == PF_MSG_TICKET) {
             double t0 = pf_now();
@@ -215,8 +206,7 @@ int pf_loader_main(int argc, char **argv) {
             pf_info("stop (%s): %s", m->u.stop.reason, m->u.stop.text);
             stop = 1;
         }
-        pf_msg_clear(m);
-        free(m);
+        pf_client_msg_free(&m);
         if (stop) break;
     }
     if (pf_signalled) {

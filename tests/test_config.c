@@ -310,8 +310,8 @@ static void test_demo(void) {
           "demo folders");
     CHECK(!strcmp(c.loss_type, "L1Loss") && !strcmp(c.optim_type, "Adam"), "demo loss/optim");
     CHECK_NEAR(c.learning_rate, 2e-4, 1e-11);
-    CHECK(c.total_iters == 1800 && !strcmp(c.lr_policy, "Step") && c.n_lr_step == 2 &&
-              c.lr_step[0] == 1200 && c.lr_step[1] == 1600,
+    CHECK(c.total_iters == 1500 && !strcmp(c.lr_policy, "Step") && c.n_lr_step == 2 &&
+              c.lr_step[0] == 1000 && c.lr_step[1] == 1300,
           "demo schedule");
     CHECK_NEAR(c.lr_gamma, 0.5, 0);
     CHECK(c.ckpt_interval == 300 && c.eval_interval == 300 && c.eval_psnr && c.eval_ssim &&

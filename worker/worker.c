@@ -75,27 +75,21 @@ static void publish_status(worker *w, const char *kind, const char *fmt, ...) {
 
 /* Handle whatever the coordinator sent; sets stop/abort flags. */
 static void poll_ctrl(worker *w) {
-    pf_parts p;
-    char err[512];
-    while (pf_parts_recv(w->client.ctrl, ZMQ_DONTWAIT, &p, err, sizeof err) == 0) {
-        pf_msg *m = malloc(sizeof *m);
-        if (m && p.n >= 1 && pf_msg_decode(pf_parts_data(&p, 0), pf_parts_size(&p, 0), 0, m,
-                                           err, sizeof err) == 0) {
-            if (m->type == PF_MSG_STOP) {
-                if (strcmp(m->u.stop.reason, "interrupt") == 0) {
-                    if (!w->stop_requested) pf_info("interrupt: checkpoint after this step");
-                    w->stop_requested = 1;
-                } else {
-                    pf_warn("stop (%s): %s", m->u.stop.reason, m->u.stop.text);
-                    w->abort_requested = 1;
-                }
-            }
-            pf_msg_clear(m);
-        } else {
-            pf_warn("dropped a bad message from the coordinator: %s", err);
+    pf_msg *m;
+    int rc;
+    while ((rc = pf_client_recv(&w->client, &m)) != 0) {
+        if (rc < 0 || m->type != PF_MSG_STOP) {
+            pf_client_msg_free(&m);
+            continue;
         }
-        free(m);
-        pf_parts_close(&p);
+        if (strcmp(m->u.stop.reason, "interrupt") == 0) {
+            if (!w->stop_requested) pf_info("interrupt: checkpoint after this step");
+            w->stop_requested = 1;
+        } else {
+            pf_warn("stop (%s): %s", m->u.stop.reason, m->u.stop.text);
+            w->abort_requested = 1;
+        }
+        pf_client_msg_free(&m);
     }
 }
 
@@ -288,26 +282,19 @@ static int wait_start(worker *w, char *ckpt_ep, size_t eplen) {
         }
         zmq_pollitem_t it = { w->client.ctrl, 0, ZMQ_POLLIN, 0 };
         if (zmq_poll(&it, 1, 200) <= 0) continue;
-        pf_parts p;
-        char err[512];
-        if (pf_parts_recv(w->client.ctrl, ZMQ_DONTWAIT, &p, err, sizeof err) != 0) continue;
-        pf_msg *m = malloc(sizeof *m);
-        int ok = m && p.n >= 1 && pf_msg_decode(pf_parts_data(&p, 0), pf_parts_size(&p, 0), 0,
-                                                m, err, sizeof err) == 0;
-        pf_parts_close(&p);
-        if (ok && m->type == PF_MSG_START) {
+        pf_msg *m;
+        if (pf_client_recv(&w->client, &m) != 1) continue;
+        int type = m->type;
+        if (type == PF_MSG_START) {
             snprintf(ckpt_ep, eplen, "%s", m->u.start.ckpt_endpoint);
             w->total_iters = m->u.start.total_iters;
             w->iters_per_epoch = m->u.start.iters_per_epoch;
-            free(m);
-            return 0;
-        }
-        if (ok && m->type == PF_MSG_STOP) {
+        } else if (type == PF_MSG_STOP) {
             pf_info("stopped before training started: %s", m->u.stop.text);
-            free(m);
-            return -1;
         }
-        free(m);
+        pf_client_msg_free(&m);
+        if (type == PF_MSG_START) return 0;
+        if (type == PF_MSG_STOP) return -1;
     }
     return -1;
 }
