@@ -266,6 +266,7 @@ int pf_train_main(int argc, char **argv) {
     cargs[k++] = addr_file;
     cargs[k++] = "--workers";
     cargs[k++] = "1";
+    cargs[k++] = "--exit-with-parent";
     if (resume) {
         cargs[k++] = "--resume";
         cargs[k++] = (char *)resume;
@@ -297,8 +298,17 @@ int pf_train_main(int argc, char **argv) {
         usleep(20000);
     }
     int status = 1;
-    char *const wargs[] = { "worker", "--connect", addr, NULL };
-    char *const cpargs[] = { "hook", "checkpoint", "--connect", addr, NULL };
+    /* The worker's data endpoint and the checkpoint hook's endpoint bind on the interface the
+       coordinator binds, so loaders from other hosts can reach them too. */
+    char role_bind[PF_MAX_ENDPOINT] = "tcp://127.0.0.1:*";
+    if (bind) {
+        const char *colon = strrchr(bind, ':');
+        int host_len = colon && colon > bind + 6 ? (int)(colon - bind) : (int)strlen(bind);
+        snprintf(role_bind, sizeof role_bind, "%.*s:*", host_len, bind);
+    }
+    char *const wargs[] = { "worker", "--connect", addr, "--bind", role_bind, NULL };
+    char *const cpargs[] = { "hook", "checkpoint", "--connect", addr, "--bind", role_bind,
+                             NULL };
     char *const eargs[] = { "hook", "eval", "--connect", addr, NULL };
     char *const largs[] = { "hook", "log", "--connect", addr, NULL };
     if (!spawn(&j, "worker", wargs, 0, err, sizeof err) ||
@@ -332,14 +342,22 @@ int pf_train_main(int argc, char **argv) {
         if (!joined) fprintf(stderr, "pixflow: cannot watch the job: %s\n", err);
         progress p = { .tty = isatty(STDOUT_FILENO), .log_interval = cfg.log_interval };
         int interrupts = 0;
+        double kill_at = 0;  /* after an interrupt: kill the job if it has not ended by then */
         while (!coord->exited) {
+            if (kill_at && pf_now() > kill_at) {
+                fprintf(stderr, "\npixflow: the job did not stop within 20 s; killing it\n");
+                killpg(j.pgid, SIGKILL);
+                kill_at = 0;
+            }
             if (pf_signalled) {
                 int sig = pf_signalled;
                 pf_signalled = 0;
                 if (++interrupts == 1) {
                     fprintf(stderr, "\npixflow: %s: checkpointing and stopping (again to kill)\n",
-                            sig == SIGINT ? "interrupted" : "terminated");
+                            sig == SIGINT ? "interrupted" : sig == SIGHUP ? "hung up"
+                                                                         : "terminated");
                     kill(coord->pid, SIGINT);
+                    kill_at = pf_now() + 20.0;
                 } else {
                     fprintf(stderr, "\npixflow: killing the job\n");
                     killpg(j.pgid, SIGKILL);

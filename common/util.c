@@ -91,6 +91,7 @@ void pf_catch_signals(void) {
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
 }
 
 uint64_t pf_fnv1a64(const void *data, size_t len, uint64_t h) {

@@ -20,7 +20,7 @@ char *pf_read_file(const char *path, size_t *len, char *err, size_t errlen);
 /* This machine's host name ("localhost" if unknown). */
 const char *pf_hostname(void);
 
-/* Install handlers that set pf_signalled to the signal number for SIGINT and SIGTERM (no
+/* Install handlers that set pf_signalled to the signal number for SIGINT, SIGTERM and SIGHUP (no
    SA_RESTART, so blocking calls return EINTR and the poll loop sees it). */
 extern volatile sig_atomic_t pf_signalled;
 void pf_catch_signals(void);

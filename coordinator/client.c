@@ -211,6 +211,23 @@ void pf_client_close(pf_client *c) {
     c->config_yaml = NULL;
 }
 
+int pf_bind_report(void *sock, const char *want, char *out, size_t outlen, char *err,
+                   size_t errlen) {
+    if (zmq_bind(sock, want) != 0) {
+        snprintf(err, errlen, "cannot bind '%s': %s", want, zmq_strerror(errno));
+        return -1;
+    }
+    char ep[PF_MAX_ENDPOINT];
+    size_t n = sizeof ep;
+    zmq_getsockopt(sock, ZMQ_LAST_ENDPOINT, ep, &n);
+    const char *wild = strstr(ep, "0.0.0.0");
+    if (wild)
+        snprintf(out, outlen, "%.*s%s%s", (int)(wild - ep), ep, pf_hostname(), wild + 7);
+    else
+        snprintf(out, outlen, "%s", ep);
+    return 0;
+}
+
 void *pf_events_subscribe(void *zctx, const char *events_sub, const char *const *kinds) {
     void *s = zmq_socket(zctx, ZMQ_SUB);
     int linger = 0;

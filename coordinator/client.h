@@ -62,6 +62,12 @@ int pf_client_publish(pf_client *c, pf_msg_event *ev);
 /* Stop the heartbeat thread, close sockets and free the config (not the context). */
 void pf_client_close(pf_client *c);
 
+/* Bind `sock` at `want` ("tcp://host:port", port may be "*") and put the endpoint peers should
+   connect to in `out`: a wildcard address (0.0.0.0) is replaced by this host's name. Returns 0,
+   or -1 with err naming the endpoint. */
+int pf_bind_report(void *sock, const char *want, char *out, size_t outlen, char *err,
+                   size_t errlen);
+
 /* A SUB socket connected to `events_sub`, subscribed to each kind in the NULL-terminated list
    (NULL list = everything). Returns the socket or NULL. */
 void *pf_events_subscribe(void *zctx, const char *events_sub, const char *const *kinds);

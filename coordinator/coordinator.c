@@ -25,11 +25,21 @@
 #include "coordinator/sampler.h"
 #include "loader/dataset.h"
 #include "proto/proto.h"
+#include "worker/train_state.h"
+
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <time.h>
 
 #define MAX_PEERS 256
 #define MAX_IDENTITY 256
 #define STOP_TIMEOUT_S 8.0     /* workers must checkpoint and answer an interrupt within this */
 #define DRAIN_TIMEOUT_S 300.0  /* hooks may finish their last evaluation within this */
+#define INTERRUPT_DRAIN_S 4.0  /* after an interrupt, hooks only flush: the job ends in < 10 s */
+#define JOIN_TIMEOUT_S 60.0    /* every worker rank and hook must have joined within this */
+#define TICKET_TIMEOUT_S 30.0  /* a ticket not acknowledged within this goes to another loader */
+#define FORWARD_BATCH 1000     /* events forwarded per poll round, so ctrl is never starved */
 
 static const char *role_names[PF_ROLE_COUNT] = {
     "none", "loader", "worker", "checkpoint hook", "eval hook", "log hook", "monitor"
@@ -56,6 +66,7 @@ typedef struct {
     int64_t iter;
     int rank;
     uint32_t loader;                /* peer id, 0 = waiting for a loader */
+    double sent;                    /* pf_now() when it went to that loader */
 } ticket;
 
 typedef enum { PHASE_JOINING, PHASE_RUNNING, PHASE_STOPPING, PHASE_DRAINING } phase;
@@ -79,6 +90,8 @@ typedef struct {
     char ckpt_endpoint[PF_MAX_ENDPOINT];
     int started;                    /* START sent to workers */
     int log_stopped;                /* draining: the log hook has been told to stop */
+    double t_start;                 /* pf_now() when the coordinator started listening */
+    double last_loader_warning;     /* pf_now() of the last "no live loader" warning */
     phase ph;
     char stop_reason[PF_MAX_NAME];  /* "finish" | "interrupt" | "abort" */
     double phase_deadline;
@@ -184,12 +197,18 @@ static void send_ticket(coord *c, ticket *t, peer *loader) {
     k->rank = t->rank;
     k->n = (uint32_t)c->cfg.samples_per_gpu;
     int64_t epoch = pf_sampler_batch(&c->sampler, t->iter, t->rank, k->indices);
+    if (epoch < 0) {
+        free(m);
+        abort_job(c, "out of memory drawing the sampler's permutation");
+        return;
+    }
     k->epoch = (uint32_t)epoch;
     peer *w = &c->peers[c->worker_of_rank[t->rank] - 1];
     snprintf(k->endpoint, sizeof k->endpoint, "%s", w->endpoint);
     send_to(c, loader, m);
     free(m);
     t->loader = loader->id;
+    t->sent = pf_now();
     loader->outstanding++;
 }
 
@@ -213,7 +232,7 @@ static void dispatch(coord *c) {
             c->credits[r]--;
         }
     }
-    for (int i = 0; i < c->n_tickets; i++) {
+    for (int i = 0; i < c->n_tickets && c->ph == PHASE_RUNNING; i++) {
         if (c->tickets[i].loader) continue;
         peer *l = least_loaded_loader(c);
         if (!l) return;
@@ -296,6 +315,10 @@ static void on_hello(coord *c, const void *id, size_t id_len, const pf_msg_hello
     if (p->role == PF_ROLE_CHECKPOINT)
         snprintf(c->ckpt_endpoint, sizeof c->ckpt_endpoint, "%s", p->endpoint);
     pf_msg *m = calloc(1, sizeof *m);
+    if (!m) {
+        abort_job(c, "out of memory welcoming %s", p->name);
+        return;
+    }
     m->type = PF_MSG_WELCOME;
     pf_msg_welcome *w = &m->u.welcome;
     w->peer_id = p->id;
@@ -348,10 +371,13 @@ static void peer_died(coord *c, peer *p, const char *why) {
 
 static void begin_drain(coord *c) {
     c->ph = PHASE_DRAINING;
-    c->phase_deadline = pf_now() + DRAIN_TIMEOUT_S;
-    /* The log hook goes last, so it records what the others publish while finishing. */
+    int interrupted = strcmp(c->stop_reason, "interrupt") == 0;
+    c->phase_deadline = pf_now() + (interrupted ? INTERRUPT_DRAIN_S : DRAIN_TIMEOUT_S);
+    /* The log hook goes last, so it records what the others publish while finishing. Workers
+       that never started are told too. */
     stop_all(c, c->stop_reason, "training ended",
-             MASK(PF_ROLE_LOADER) | MASK(PF_ROLE_CHECKPOINT) | MASK(PF_ROLE_EVAL));
+             MASK(PF_ROLE_LOADER) | MASK(PF_ROLE_CHECKPOINT) | MASK(PF_ROLE_EVAL) |
+                 (c->started ? 0 : MASK(PF_ROLE_WORKER)));
     c->log_stopped = 0;
     pf_info("workers done (%s); waiting for hooks to finish", c->stop_reason);
 }
@@ -441,8 +467,14 @@ static void on_ctrl(coord *c) {
                               (long long)p->pid, p->host, m->u.done.text);
                     break;
                 }
-                pf_info("worker rank %d done at iteration %lld", p->rank,
-                        (long long)m->u.done.iter);
+                pf_info("worker rank %d done at iteration %lld%s%s", p->rank,
+                        (long long)m->u.done.iter, m->u.done.text[0] ? ": " : "",
+                        m->u.done.text);
+                if (m->u.done.iter < c->total_iters && !c->stop_reason[0]) {
+                    /* It stopped early with a checkpoint (SIGTERM at the worker). */
+                    snprintf(c->stop_reason, sizeof c->stop_reason, "interrupt");
+                    c->exit_code = 130;
+                }
                 if (all_workers_done(c) && c->ph != PHASE_DRAINING) {
                     if (!c->stop_reason[0]) snprintf(c->stop_reason, sizeof c->stop_reason,
                                                      "finish");
@@ -464,9 +496,10 @@ static void on_ctrl(coord *c) {
     }
 }
 
-/* Forward everything waiting on `from` to `to`, frame by frame (the events proxy). */
+/* Forward up to FORWARD_BATCH messages waiting on `from` to `to`, frame by frame (the events
+   proxy); the rest wait for the next round so a flood of events cannot starve ctrl. */
 static void forward(void *from, void *to) {
-    for (;;) {
+    for (int n = 0; n < FORWARD_BATCH; n++) {
         zmq_msg_t part;
         zmq_msg_init(&part);
         if (zmq_msg_recv(&part, from, ZMQ_DONTWAIT) < 0) {
@@ -502,43 +535,96 @@ static void check_liveness(coord *c) {
         snprintf(why, sizeof why, "sent no heartbeat for %.1f s", now - p->last_seen);
         peer_died(c, p, why);
     }
+    if (c->ph != PHASE_RUNNING) return;
+    /* A ticket can be lost while its loader lives (a send that timed out, a batch the worker
+       refused as malformed): give it to another loader. The worker drops duplicates. */
+    int waiting = 0;
+    for (int i = 0; i < c->n_tickets; i++) {
+        ticket *t = &c->tickets[i];
+        if (!t->loader) {
+            waiting++;
+        } else if (now - t->sent > TICKET_TIMEOUT_S) {
+            peer *l = peer_by_id(c, t->loader);
+            if (l && l->outstanding > 0) l->outstanding--;
+            pf_warn("ticket %llu (iteration %lld) not acknowledged %.0f s after it went to "
+                    "%s; reissuing it", (unsigned long long)t->ticket_id, (long long)t->iter,
+                    now - t->sent, l ? l->name : "?");
+            t->loader = 0;
+            waiting++;
+        }
+    }
+    if (waiting) dispatch(c);
+    if (waiting && !least_loaded_loader(c) && now - c->last_loader_warning > 10.0) {
+        c->last_loader_warning = now;
+        pf_warn("no live loader: %d batches are waiting; start one with `pixflow loader "
+                "--connect %s`", waiting, c->ctrl_ep);
+        publish(c, "status", "no live loader: %d batches waiting (pixflow loader --connect %s)",
+                waiting, c->ctrl_ep);
+    }
+    if (!c->started && now - c->t_start > JOIN_TIMEOUT_S) {
+        char missing[256] = "";
+        int have = 0, hooks = 0;
+        for (int r = 0; r < c->world_size; r++) have += c->worker_of_rank[r] != 0;
+        for (int i = 0; i < c->n_peers; i++)
+            if (c->peers[i].alive) hooks |= MASK(c->peers[i].role);
+        snprintf(missing, sizeof missing, "%d of %d workers%s%s%s", have, c->world_size,
+                 hooks & MASK(PF_ROLE_CHECKPOINT) ? "" : ", no checkpoint hook",
+                 hooks & MASK(PF_ROLE_EVAL) ? "" : ", no eval hook",
+                 hooks & MASK(PF_ROLE_LOG) ? "" : ", no log hook");
+        abort_job(c, "the job did not assemble within %.0f s: %s", JOIN_TIMEOUT_S, missing);
+    }
 }
 
 /* --- set-up ------------------------------------------------------------------------------- */
 
-/* Bind `sock` at `want` ("tcp://host:port", port may be "*") and report the endpoint peers
-   should connect to (a wildcard address is replaced by this host's name). */
-static int bind_report(void *sock, const char *want, char *out, size_t outlen, char *err,
-                       size_t errlen) {
-    if (zmq_bind(sock, want) != 0) {
-        snprintf(err, errlen, "cannot bind '%s': %s", want, zmq_strerror(errno));
-        return -1;
+/* A fresh start in a work_dir that holds an earlier run's results moves them into
+   work_dir/archived_<time>/ (BasicSR renames the whole experiment folder likewise), so the new
+   run's checkpoints, logs and sample record are its own and nothing old is deleted. */
+static int archive_previous_run(const pf_config *cfg, char *err, size_t errlen) {
+    static const char *items[] = { "checkpoints", "train.log", "metrics.jsonl", "eval.log",
+                                   "eval_visuals", "samples_rank0.log", NULL };
+    char ckpts[PF_PATH_MAX + 32];
+    snprintf(ckpts, sizeof ckpts, "%s/checkpoints", cfg->work_dir);
+    struct stat st;
+    if (stat(ckpts, &st) != 0) return 0;
+    char stamp[32], dir[PF_PATH_MAX + 64];
+    time_t t = time(NULL);
+    struct tm tm;
+    localtime_r(&t, &tm);
+    strftime(stamp, sizeof stamp, "%Y%m%d_%H%M%S", &tm);
+    snprintf(dir, sizeof dir, "%s/archived_%s", cfg->work_dir, stamp);
+    if (pf_mkdirs(dir, err, errlen) != 0) return -1;
+    for (int i = 0; items[i]; i++) {
+        char from[PF_PATH_MAX + 64], to[PF_PATH_MAX + 128];
+        snprintf(from, sizeof from, "%s/%s", cfg->work_dir, items[i]);
+        snprintf(to, sizeof to, "%s/%s", dir, items[i]);
+        if (stat(from, &st) == 0 && rename(from, to) != 0) {
+            snprintf(err, errlen, "%s: cannot move the earlier run's %s into %s: %s",
+                     cfg->work_dir, items[i], dir, strerror(errno));
+            return -1;
+        }
     }
-    char ep[PF_MAX_ENDPOINT];
-    size_t n = sizeof ep;
-    zmq_getsockopt(sock, ZMQ_LAST_ENDPOINT, ep, &n);
-    const char *wild = strstr(ep, "0.0.0.0");
-    if (wild)
-        snprintf(out, outlen, "%.*s%s%s", (int)(wild - ep), ep, pf_hostname(), wild + 7);
-    else
-        snprintf(out, outlen, "%s", ep);
+    pf_warn("%s held an earlier run and this one does not resume it: moved its checkpoints "
+            "and logs to %s", cfg->work_dir, dir);
     return 0;
 }
 
 static void usage(void) {
     fprintf(stderr, "usage: pixflow coordinator CONFIG [--bind tcp://HOST:PORT] "
-                    "[--addr-file PATH] [--workers N] [--resume auto|PATH]\n");
+                    "[--addr-file PATH] [--workers N] [--resume auto|PATH] "
+                    "[--exit-with-parent]\n");
 }
 
 int pf_coordinator_main(int argc, char **argv) {
     const char *cfg_path = NULL, *bind = "tcp://127.0.0.1:*", *addr_file = NULL;
     const char *resume = NULL;
-    int workers = 1;
+    int workers = 1, exit_with_parent = 0;
     for (int i = 0; i < argc; i++) {
         if (strcmp(argv[i], "--bind") == 0 && i + 1 < argc) bind = argv[++i];
         else if (strcmp(argv[i], "--addr-file") == 0 && i + 1 < argc) addr_file = argv[++i];
         else if (strcmp(argv[i], "--workers") == 0 && i + 1 < argc) workers = atoi(argv[++i]);
         else if (strcmp(argv[i], "--resume") == 0 && i + 1 < argc) resume = argv[++i];
+        else if (strcmp(argv[i], "--exit-with-parent") == 0) exit_with_parent = 1;
         else if (argv[i][0] != '-' && !cfg_path) cfg_path = argv[i];
         else {
             usage();
@@ -551,6 +637,12 @@ int pf_coordinator_main(int argc, char **argv) {
     }
     pf_log_set_name("coordinator");
     pf_catch_signals();
+    /* Started by `pixflow train`: if the front end dies (closed terminal, kill), stop the job
+       in order rather than run on unattended. */
+    if (exit_with_parent && (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() == 1)) {
+        pf_error("the front end that started this coordinator is gone");
+        return 1;
+    }
     static coord c;
     memset(&c, 0, sizeof c);
     char err[2048] = "";
@@ -564,6 +656,10 @@ int pf_coordinator_main(int argc, char **argv) {
     char path[PF_PATH_MAX + 64];
     snprintf(path, sizeof path, "%s/coordinator.log", c.cfg.work_dir);
     pf_log_open_file(path);
+    if (!c.cfg.resume_from[0] && archive_previous_run(&c.cfg, err, sizeof err) != 0) {
+        pf_error("%s", err);
+        return 1;
+    }
     pf_dataset_close(&train);
     c.world_size = workers;
     c.yaml = pf_config_to_yaml(&c.cfg);
@@ -580,6 +676,13 @@ int pf_coordinator_main(int argc, char **argv) {
     c.xpub = zmq_socket(c.zctx, ZMQ_XPUB);
     int one = 1, linger = 1000;
     zmq_setsockopt(c.ctrl, ZMQ_ROUTER_MANDATORY, &one, sizeof one);
+    /* Never block on a peer that does not read: a send to a full queue fails (and is logged)
+       instead of freezing the job's hub. No control message is anywhere near 1 MiB. */
+    int zero = 0;
+    int64_t max_msg = 1 << 20;
+    zmq_setsockopt(c.ctrl, ZMQ_SNDTIMEO, &zero, sizeof zero);
+    zmq_setsockopt(c.ctrl, ZMQ_MAXMSGSIZE, &max_msg, sizeof max_msg);
+    zmq_setsockopt(c.xsub, ZMQ_MAXMSGSIZE, &max_msg, sizeof max_msg);
     zmq_setsockopt(c.ctrl, ZMQ_LINGER, &linger, sizeof linger);
     zmq_setsockopt(c.xsub, ZMQ_LINGER, &linger, sizeof linger);
     zmq_setsockopt(c.xpub, ZMQ_LINGER, &linger, sizeof linger);
@@ -590,9 +693,9 @@ int pf_coordinator_main(int argc, char **argv) {
     if (colon && colon > host_part + 6) *colon = '\0';
     char any[PF_MAX_ENDPOINT + 4];
     snprintf(any, sizeof any, "%s:*", host_part);
-    if (bind_report(c.ctrl, bind, c.ctrl_ep, sizeof c.ctrl_ep, err, sizeof err) ||
-        bind_report(c.xsub, any, c.pub_ep, sizeof c.pub_ep, err, sizeof err) ||
-        bind_report(c.xpub, any, c.sub_ep, sizeof c.sub_ep, err, sizeof err)) {
+    if (pf_bind_report(c.ctrl, bind, c.ctrl_ep, sizeof c.ctrl_ep, err, sizeof err) ||
+        pf_bind_report(c.xsub, any, c.pub_ep, sizeof c.pub_ep, err, sizeof err) ||
+        pf_bind_report(c.xpub, any, c.sub_ep, sizeof c.sub_ep, err, sizeof err)) {
         pf_error("%s", err);
         return 1;
     }
@@ -604,6 +707,7 @@ int pf_coordinator_main(int argc, char **argv) {
     pf_info("listening on %s (events in %s, out %s); config %s, %d worker(s)", c.ctrl_ep,
             c.pub_ep, c.sub_ep, cfg_path, workers);
     c.ph = PHASE_RUNNING;
+    c.t_start = pf_now();
     double next_check = pf_now() + 0.5;
     while (1) {
         zmq_pollitem_t items[] = {
@@ -618,8 +722,19 @@ int pf_coordinator_main(int argc, char **argv) {
         if (pf_signalled) {
             int sig = pf_signalled;
             pf_signalled = 0;
-            if (c.ph == PHASE_RUNNING) begin_interrupt(&c);
-            else pf_warn("signal %d while stopping: already stopping", sig);
+            if (c.ph == PHASE_RUNNING) {
+                begin_interrupt(&c);
+            } else if (c.ph == PHASE_DRAINING && strcmp(c.stop_reason, "finish") == 0) {
+                /* Interrupted during the final evaluation: cut it short. */
+                pf_warn("signal %d while finishing: hooks stop now", sig);
+                snprintf(c.stop_reason, sizeof c.stop_reason, "interrupt");
+                stop_all(&c, "interrupt", "interrupted by the user",
+                         MASK(PF_ROLE_CHECKPOINT) | MASK(PF_ROLE_EVAL));
+                double d = pf_now() + INTERRUPT_DRAIN_S;
+                if (d < c.phase_deadline) c.phase_deadline = d;
+            } else {
+                pf_warn("signal %d while stopping: already stopping", sig);
+            }
         }
         double now = pf_now();
         if (now >= next_check) {
@@ -636,7 +751,17 @@ int pf_coordinator_main(int argc, char **argv) {
                     stop_all(&c, c.stop_reason, "training ended", MASK(PF_ROLE_LOG));
                 c.log_stopped = 1;
             }
-            if ((c.log_stopped && roles_done(&c, HOOKS)) || now > c.phase_deadline) break;
+            if (c.log_stopped && roles_done(&c, HOOKS)) break;
+            if (now > c.phase_deadline) {
+                if (c.exit_code == 0) {
+                    pf_error("hooks did not finish within %.0f s of the end of training",
+                             DRAIN_TIMEOUT_S);
+                    publish(&c, "error", "hooks did not finish within %.0f s", DRAIN_TIMEOUT_S);
+                    c.exit_code = 1;
+                }
+                stop_all(&c, "abort", "did not finish in time", HOOKS);
+                break;
+            }
         }
     }
     if (c.exit_code == 0) publish(&c, "done", "job finished");
@@ -666,7 +791,21 @@ int pf_job_prepare(pf_config *cfg, const char *cfg_path, const char *resume, int
                    pf_dataset *train, pf_sampler *sampler, int64_t *total_iters, char *err,
                    size_t errlen) {
     if (pf_config_load(cfg, cfg_path, err, errlen) != 0) return -1;
+    /* Resolve the resume point here, once, so every role is handed a concrete file: "auto"
+       becomes work_dir/checkpoints/<latest> or, with no checkpoint yet, a fresh start (from
+       load_from when set). A checkpoint to resume from wins over load_from. */
     if (resume) snprintf(cfg->resume_from, sizeof cfg->resume_from, "%s", resume);
+    if (cfg->resume_from[0]) {
+        char path[PF_PATH_MAX];
+        struct stat st;
+        if (pf_state_resolve_resume(cfg, path, sizeof path, err, errlen) != 0) return -1;
+        if (path[0] && stat(path, &st) != 0) {
+            snprintf(err, errlen, "%s: resume_from: no checkpoint '%s'", cfg_path, path);
+            return -1;
+        }
+        snprintf(cfg->resume_from, sizeof cfg->resume_from, "%s", path);
+        if (path[0]) cfg->load_from[0] = '\0';
+    }
     if (!cfg->train.present) {
         snprintf(err, errlen, "%s: data.train: required for training", cfg_path);
         return -1;

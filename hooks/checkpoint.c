@@ -28,13 +28,7 @@ static int ckpt_bind(pf_hook *h, char *endpoint, size_t eplen, char *err, size_t
     h->own = zmq_socket(h->zctx, ZMQ_ROUTER);
     int linger = 2000;
     zmq_setsockopt(h->own, ZMQ_LINGER, &linger, sizeof linger);
-    if (zmq_bind(h->own, pf_hook_bind_arg()) != 0) {
-        snprintf(err, errlen, "cannot bind '%s': %s", pf_hook_bind_arg(), zmq_strerror(errno));
-        return -1;
-    }
-    size_t n = eplen;
-    zmq_getsockopt(h->own, ZMQ_LAST_ENDPOINT, endpoint, &n);
-    return 0;
+    return pf_bind_report(h->own, pf_hook_bind_arg(), endpoint, eplen, err, errlen);
 }
 
 /* 1 if `name` is "iter_<digits><suffix>" (so it cannot escape the folder). */
@@ -51,8 +45,9 @@ static int cmp_i64(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-/* Remove all but the newest `keep` checkpoints (both files of each). */
-static void prune(const char *dir, int keep) {
+/* Keep the newest `keep` checkpoints up to `current` (both files of each). Never touches
+   `current` itself or anything after it. */
+static void prune(const char *dir, int keep, int64_t current) {
     if (keep < 0) return;
     DIR *d = opendir(dir);
     if (!d) return;
@@ -60,11 +55,14 @@ static void prune(const char *dir, int keep) {
     int n = 0;
     struct dirent *e;
     while ((e = readdir(d)) && n < 4096) {
-        if (valid_name(e->d_name, ".safetensors")) iters[n++] = strtoll(e->d_name + 5, NULL, 10);
+        if (valid_name(e->d_name, ".safetensors")) {
+            int64_t it = strtoll(e->d_name + 5, NULL, 10);
+            if (it < current) iters[n++] = it;
+        }
     }
     closedir(d);
     qsort(iters, n, sizeof iters[0], cmp_i64);
-    for (int i = 0; i < n - keep; i++) {
+    for (int i = 0; i < n - (keep - 1); i++) {   /* `current` counts as one of the kept */
         char path[PF_PATH_MAX + 96];
         snprintf(path, sizeof path, "%s/iter_%" PRId64 ".safetensors", dir, iters[i]);
         unlink(path);
@@ -117,7 +115,7 @@ static void save(pf_hook *h, const pf_parts *p, const pf_msg_ckpt_save *c, pf_ms
         pf_error("checkpoint %" PRId64 " not written: %s", c->iter, err);
         return;
     }
-    prune(dir, cfg->ckpt_max_keep);
+    prune(dir, cfg->ckpt_max_keep, c->iter);
     ack->ok = 1;
     snprintf(ack->path, sizeof ack->path, "%s", wpath);
     pf_info("wrote %s (%.1f MB) and its optimiser state", wpath, c->weights_size / 1e6);
@@ -139,8 +137,8 @@ static int ckpt_ready(pf_hook *h, char *err, size_t errlen) {
                                       PF_MSG_CKPT_SAVE, m, e2, sizeof e2) == 0) {
             a->type = PF_MSG_CKPT_ACK;
             save(h, &p, &m->u.ckpt_save, &a->u.ckpt_ack);
-            pf_frame id = { pf_parts_data(&p, 0), pf_parts_size(&p, 0) };
-            pf_send(h->own, &id, a, NULL, 0);
+            /* The event goes out before the ack, so it is on its way to the subscribers
+               before the worker can finish and the job start to stop. */
             if (a->u.ckpt_ack.ok) {
                 pf_msg_event *ev = calloc(1, sizeof *ev);
                 if (ev) {
@@ -152,6 +150,8 @@ static int ckpt_ready(pf_hook *h, char *err, size_t errlen) {
                     free(ev);
                 }
             }
+            pf_frame id = { pf_parts_data(&p, 0), pf_parts_size(&p, 0) };
+            pf_send(h->own, &id, a, NULL, 0);
         } else {
             pf_warn("dropped a bad checkpoint request: %s", p.n >= 2 ? e2 : "too few frames");
         }

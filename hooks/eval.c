@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 
 #include "common/log.h"
 #include "common/util.h"
@@ -63,6 +64,12 @@ static int evaluate_checkpoint(pf_hook *h, const char *path, int64_t iter, int64
                                char *err, size_t errlen) {
     eval_state *s = h->state;
     const pf_config *cfg = &h->client.cfg;
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        /* Pruned (max_keep_ckpts) before this hook got to it: nothing to evaluate. */
+        pf_warn("%s is gone (pruned?); iteration %" PRId64 " not evaluated", path, iter);
+        return 0;
+    }
     if (pf_state_load_weights(s->model, path, NULL, err, errlen) != 0) return -1;
     char dir[PF_PATH_MAX + 64];
     snprintf(dir, sizeof dir, "%s/eval_visuals/iter_%" PRId64, cfg->work_dir, iter);

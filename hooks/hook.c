@@ -27,7 +27,9 @@ static void send_done(pf_hook *h, int status, const char *text) {
 int pf_hook_stop_requested(pf_hook *h) {
     pf_msg *m;
     int rc;
-    while (!h->pending_stop[0] && (rc = pf_client_recv(&h->client, &m)) != 0) {
+    /* A later interrupt or abort overrides a "finish" being worked on. */
+    while ((!h->pending_stop[0] || !strcmp(h->pending_stop, "finish")) &&
+           (rc = pf_client_recv(&h->client, &m)) != 0) {
         if (rc == 1 && m->type == PF_MSG_STOP)
             snprintf(h->pending_stop, sizeof h->pending_stop, "%s", m->u.stop.reason);
         pf_client_msg_free(&m);
@@ -118,10 +120,18 @@ int pf_hook_run(const pf_hook_ops *ops, int argc, char **argv) {
         if (h.pending_stop[0]) goto stop;
     }
 stop:;
-    /* Take what is still in flight before finishing. */
+    /* Take what is still in flight before finishing: events until 200 ms pass without one
+       (2 s at most), so the last checkpoint and eval events are not lost in the proxy. */
     char reason[PF_MAX_NAME];
     snprintf(reason, sizeof reason, "%s", h.pending_stop);
-    if (drain_events(&h, err, sizeof err) != 0) goto out;
+    for (double quiet_until = pf_now() + 0.2, give_up = pf_now() + 2.0;
+         pf_now() < quiet_until && pf_now() < give_up;) {
+        zmq_pollitem_t it = { h.sub, 0, ZMQ_POLLIN, 0 };
+        if (zmq_poll(&it, 1, 50) > 0) {
+            if (drain_events(&h, err, sizeof err) != 0) goto out;
+            quiet_until = pf_now() + 0.2;
+        }
+    }
     if (h.own && ops->own_ready && ops->own_ready(&h, err, sizeof err) != 0) goto out;
     if (ops->stop && ops->stop(&h, reason, err, sizeof err) != 0) goto out;
     status = 0;

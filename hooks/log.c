@@ -120,8 +120,10 @@ static int log_event(pf_hook *h, const pf_msg_event *ev, char *err, size_t errle
             return 0;
         }
         double loss = s->loss / s->n, t = s->time / s->n, dt = s->data_time / s->n;
-        double rate = (pf_now() - s->started) / (double)(ev->iter - s->first_iter);
-        long eta = (long)(rate * (double)(ev->total_iters - ev->iter));
+        int64_t done = ev->iter - s->first_iter;
+        double rate = done > 0 ? (pf_now() - s->started) / (double)done : 0;
+        long eta = (long)(rate * (double)(ev->total_iters > ev->iter ? ev->total_iters - ev->iter
+                                                                   : 0));
         fprintf(s->text, "%s Iter [%" PRId64 "/%" PRId64 "] epoch %" PRId64 ", lr: %.3e, "
                 "loss: %.4f, time: %.3f, data_time: %.3f, eta: %ld:%02ld:%02ld\n", ts, ev->iter,
                 ev->total_iters, ev->epoch, ev->lr, loss, t, dt, eta / 3600, eta / 60 % 60,

@@ -68,10 +68,18 @@ int pf_dataset_open(pf_dataset *ds, const pf_dataset_cfg *cfg, const char *key, 
         if (n == cap) {
             cap = cap ? 2 * cap : 64;
             char **t = realloc(names, sizeof *names * cap);
-            if (!t) break;
+            if (!t) break;  /* e != NULL marks the failure below */
             names = t;
         }
-        names[n++] = strdup(e->d_name);
+        if (!(names[n] = strdup(e->d_name))) break;
+        n++;
+    }
+    if (e) {    /* stopped early: out of memory */
+        closedir(d);
+        for (int i = 0; i < n; i++) free(names[i]);
+        free(names);
+        snprintf(err, errlen, "%s: out of memory listing '%s'", key, cfg->gt_folder);
+        return -1;
     }
     closedir(d);
     if (skipped)
@@ -97,6 +105,8 @@ int pf_dataset_open(pf_dataset *ds, const pf_dataset_cfg *cfg, const char *key, 
             rc = -1;
             break;
         }
+        f->file_w = w;
+        f->file_h = h;
         if (cfg->lq_folder[0]) {
             char lqn[512];
             if (lq_name(lqn, sizeof lqn, cfg->filename_tmpl, f->name)) {
@@ -147,7 +157,14 @@ int pf_dataset_open(pf_dataset *ds, const pf_dataset_cfg *cfg, const char *key, 
         pf_dataset_close(ds);
         return -1;
     }
-    ds->len = (uint32_t)n * (uint32_t)(cfg->repeat > 0 ? cfg->repeat : 1);
+    uint64_t len = (uint64_t)n * (uint64_t)(cfg->repeat > 0 ? cfg->repeat : 1);
+    if (len > UINT32_MAX) {
+        snprintf(err, errlen, "%s.repeat: %d images x %d is more than 2^32 samples", key, n,
+                 cfg->repeat);
+        pf_dataset_close(ds);
+        return -1;
+    }
+    ds->len = (uint32_t)len;
     return 0;
 }
 
@@ -167,9 +184,8 @@ int pf_dataset_pair(pf_dataset *ds, int file, const pf_image **gt, const pf_imag
     if (!f->decoded) {
         pf_image g = { 0 }, l = { 0 };
         if (pf_image_read_png(f->gt_path, &g, err, errlen)) return -1;
-        int want_w = f->lq_path[0] ? f->gt_w : g.w - g.w % ds->scale;
-        int want_h = f->lq_path[0] ? f->gt_h : g.h - g.h % ds->scale;
-        if (want_w != f->gt_w || want_h != f->gt_h) {
+        /* The file may have been replaced since open: everything below relies on its size. */
+        if (g.w != f->file_w || g.h != f->file_h) {
             snprintf(err, errlen, "%s: size changed since start-up", f->gt_path);
             pf_image_free(&g);
             return -1;

@@ -18,6 +18,7 @@ typedef struct {
     char gt_path[PF_PATH_MAX];
     char lq_path[PF_PATH_MAX];  /* "" when LQ is made by bicubic downscaling */
     char name[256];             /* GT file stem, e.g. "0801" */
+    int file_w, file_h;         /* GT file size read from its header at open */
     int gt_w, gt_h;             /* after mod-crop */
     int lq_w, lq_h;
     int decoded;                /* the cache below holds the pair */

@@ -183,6 +183,33 @@ int main(void) {
           out);
     free(out);
 
+    /* A fresh run into a work_dir that holds an earlier run: the earlier results move to
+       work_dir/archived_<time>/ and the new run's checkpoints survive pruning. Then --resume
+       auto with load_from in the config resumes (the checkpoint wins over load_from). */
+    write_cfg(cfg, gt, "", wd, "checkpoint_config: {interval: 5, max_keep_ckpts: 1}\n");
+    st = run(targs, &out, 120);
+    CHECK(st == 0, "second fresh run into the same work_dir failed (%d):\n%s", st, out);
+    free(out);
+    char *latest = pf_read_file(ck, NULL, (char[256]){ 0 }, 256);
+    CHECK(latest && strncmp(latest, "iter_20.safetensors", 19) == 0, "latest: %s",
+          latest ? latest : "(none)");
+    free(latest);
+    snprintf(p, sizeof p, "%s/checkpoints/iter_20.safetensors", wd);
+    CHECK(access(p, F_OK) == 0, "the final checkpoint was pruned");
+    snprintf(p, sizeof p, "%s/checkpoints/iter_15.safetensors", wd);
+    CHECK(access(p, F_OK) != 0, "max_keep_ckpts 1 kept iter_15");
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "ls -d %s/archived_*/checkpoints/iter_20.safetensors >/dev/null "
+             "2>&1", wd);
+    CHECK(system(cmd) == 0, "the earlier run's checkpoints were not archived");
+    char extra[800];
+    snprintf(extra, sizeof extra, "load_from: %s/checkpoints/iter_20.safetensors\n", wd);
+    write_cfg(cfg, gt, "", wd, extra);
+    char *rargs[] = { "train", cfg, "--resume", "auto", NULL };
+    st = run(rargs, &out, 120);
+    CHECK(st == 0, "--resume auto with load_from in the config failed (%d):\n%s", st, out);
+    free(out);
+
     int rc = pf_test_end("test_cli_errors");
     if (rc == 0) {
         char cmd[300];

@@ -73,10 +73,20 @@ static void publish_status(worker *w, const char *kind, const char *fmt, ...) {
     free(ev);
 }
 
+/* SIGTERM or SIGHUP at the worker itself (a scheduler preempting the job): stop like an
+   interrupt, with a checkpoint. */
+static void check_signal(worker *w) {
+    if (pf_signalled && !w->stop_requested) {
+        pf_info("signal %d: checkpoint after this step", (int)pf_signalled);
+        w->stop_requested = 1;
+    }
+}
+
 /* Handle whatever the coordinator sent; sets stop/abort flags. */
 static void poll_ctrl(worker *w) {
     pf_msg *m;
     int rc;
+    check_signal(w);
     while ((rc = pf_client_recv(&w->client, &m)) != 0) {
         if (rc < 0 || m->type != PF_MSG_STOP) {
             pf_client_msg_free(&m);
@@ -256,9 +266,11 @@ static FILE *open_samples_log(const pf_config *cfg, int rank, int64_t start_iter
         }
         free(line);
         fclose(in);
-        if (out) {
-            fclose(out);
-            rename(tmp, path);
+        if (!out || fclose(out) != 0 || rename(tmp, path) != 0) {
+            pf_error("%s: cannot rewrite the record for the resume at %lld", path,
+                     (long long)start_iter);
+            unlink(tmp);
+            return NULL;
         }
     } else if (start_iter > 0) {
         pf_warn("%s missing: its record starts at iteration %lld", path,
@@ -332,12 +344,12 @@ int pf_worker_main(int argc, char **argv) {
     zmq_setsockopt(w.data, ZMQ_LINGER, &linger, sizeof linger);
     zmq_setsockopt(w.data, ZMQ_RCVHWM, &hwm, sizeof hwm);
     char data_ep[PF_MAX_ENDPOINT];
-    size_t eplen = sizeof data_ep;
-    if (zmq_bind(w.data, bind) != 0) {
-        pf_error("cannot bind data endpoint '%s': %s", bind, zmq_strerror(errno));
+    if (pf_bind_report(w.data, bind, data_ep, sizeof data_ep, err, sizeof err) != 0) {
+        pf_error("data endpoint: %s", err);
+        zmq_close(w.data);
+        zmq_ctx_term(zctx);
         return 1;
     }
-    zmq_getsockopt(w.data, ZMQ_LAST_ENDPOINT, data_ep, &eplen);
     if (pf_client_join(&w.client, zctx, addr, PF_ROLE_WORKER, "worker", data_ep, err,
                        sizeof err)) {
         pf_error("%s", err);
@@ -419,6 +431,7 @@ int pf_worker_main(int argc, char **argv) {
             zmq_poll(items, 2, 200);
             if (items[0].revents & ZMQ_POLLIN) receive_batch(&w, it);
             if (items[1].revents & ZMQ_POLLIN) poll_ctrl(&w);
+            check_signal(&w);
         }
         if (w.abort_requested) {
             snprintf(err, sizeof err, "aborted by the coordinator");
@@ -493,7 +506,7 @@ done:;
     if (status) pf_error("%s", err);
     if (w.client.ctrl) pf_client_send(&w.client, &done, NULL, 0);
     if (w.samples_log) fclose(w.samples_log);
-    for (int i = 0; i < w.n_slots; i++)
+    for (int i = 0; w.slots && i < w.n_slots; i++)
         if (w.slots[i].used) pf_parts_close(&w.slots[i].parts);
     free(w.slots);
     if (w.ckpt) zmq_close(w.ckpt);
