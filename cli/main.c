@@ -19,7 +19,8 @@
 static int usage(void) {
     fprintf(stderr,
             "usage: pixflow <command> ...\n"
-            "  train CONFIG [--resume auto|PATH] [--loaders N]  run a training job on this host\n"
+            "  train CONFIG [--resume auto|PATH] [--loaders N] [--bind tcp://HOST:PORT]\n"
+            "                                                   run a training job on this host\n"
             "  test CONFIG --checkpoint PATH                    evaluate data.test\n"
             "  coordinator CONFIG [--bind EP] [--addr-file F] [--workers N] [--resume R]\n"
             "  loader --connect EP [--name NAME]\n"

@@ -30,7 +30,7 @@
 
 extern char **environ;
 
-#define MAX_CHILDREN 72
+#define MAX_CHILDREN 264       /* coordinator, worker, 3 hooks, up to 256 loaders */
 #define EXIT_GRACE_S 10.0
 
 typedef struct {
@@ -240,14 +240,17 @@ int pf_train_main(int argc, char **argv) {
         return 2;
     }
     if (loaders < 0) loaders = cfg.loaders;
-    if (loaders < 1 || loaders > 64) {
-        fprintf(stderr, "pixflow: --loaders must be 1..64\n");
+    if (loaders < 1 || loaders > 256) {
+        fprintf(stderr, "pixflow: --loaders must be 1..256\n");
         return 2;
     }
     printf("pixflow: %s: %s x%d, %d training images (%u samples/epoch), %" PRId64
            " iterations, batch %d, %d loaders, work_dir %s\n", cfg_path, cfg.model_type,
            cfg.scale, train.n_files, train.len, total, cfg.samples_per_gpu, loaders,
            cfg.work_dir);
+    if (cfg.resume_from[0]) printf("pixflow: resuming from %s\n", cfg.resume_from);
+    else if (cfg.load_from[0]) printf("pixflow: weights from %s, starting at iteration 0\n",
+                                      cfg.load_from);
     pf_dataset_close(&train);
     pf_sampler_free(&sampler);
 
