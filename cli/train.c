@@ -201,15 +201,16 @@ static void on_event(progress *p, const pf_msg_event *ev) {
 
 static void usage(void) {
     fprintf(stderr, "usage: pixflow train CONFIG [--resume auto|PATH] [--loaders N] "
-                    "[--bind tcp://HOST:PORT]\n");
+                    "[--workers N] [--bind tcp://HOST:PORT]\n");
 }
 
 int pf_train_main(int argc, char **argv) {
     const char *cfg_path = NULL, *resume = NULL, *bind = NULL;
-    int loaders = -1;
+    int loaders = -1, workers = 1;
     for (int i = 0; i < argc; i++) {
         if (strcmp(argv[i], "--resume") == 0 && i + 1 < argc) resume = argv[++i];
         else if (strcmp(argv[i], "--loaders") == 0 && i + 1 < argc) loaders = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--workers") == 0 && i + 1 < argc) workers = atoi(argv[++i]);
         else if (strcmp(argv[i], "--bind") == 0 && i + 1 < argc) bind = argv[++i];
         else if (argv[i][0] != '-' && !cfg_path) cfg_path = argv[i];
         else {
@@ -234,7 +235,11 @@ int pf_train_main(int argc, char **argv) {
     pf_sampler sampler;
     int64_t total = 0;
     char err[2048] = "";
-    if (pf_job_prepare(&cfg, cfg_path, resume, 1, &train, &sampler, &total, err,
+    if (workers < 1 || workers > 64) {
+        fprintf(stderr, "pixflow: --workers must be 1..64\n");
+        return 2;
+    }
+    if (pf_job_prepare(&cfg, cfg_path, resume, workers, &train, &sampler, &total, err,
                        sizeof err) != 0) {
         fprintf(stderr, "pixflow: %s\n", err);
         return 2;
@@ -245,9 +250,9 @@ int pf_train_main(int argc, char **argv) {
         return 2;
     }
     printf("pixflow: %s: %s x%d, %d training images (%u samples/epoch), %" PRId64
-           " iterations, batch %d, %d loaders, work_dir %s\n", cfg_path, cfg.model_type,
-           cfg.scale, train.n_files, train.len, total, cfg.samples_per_gpu, loaders,
-           cfg.work_dir);
+           " iterations, batch %d x %d worker%s, %d loaders, work_dir %s\n", cfg_path,
+           cfg.model_type, cfg.scale, train.n_files, train.len, total, cfg.samples_per_gpu,
+           workers, workers > 1 ? "s" : "", loaders, cfg.work_dir);
     if (cfg.resume_from[0]) printf("pixflow: resuming from %s\n", cfg.resume_from);
     else if (cfg.load_from[0]) printf("pixflow: weights from %s, starting at iteration 0\n",
                                       cfg.load_from);
@@ -267,8 +272,10 @@ int pf_train_main(int argc, char **argv) {
     cargs[k++] = (char *)cfg_path;
     cargs[k++] = "--addr-file";
     cargs[k++] = addr_file;
+    char workers_s[16];
+    snprintf(workers_s, sizeof workers_s, "%d", workers);
     cargs[k++] = "--workers";
-    cargs[k++] = "1";
+    cargs[k++] = workers_s;
     cargs[k++] = "--exit-with-parent";
     if (resume) {
         cargs[k++] = "--resume";
@@ -314,8 +321,13 @@ int pf_train_main(int argc, char **argv) {
                              NULL };
     char *const eargs[] = { "hook", "eval", "--connect", addr, NULL };
     char *const largs[] = { "hook", "log", "--connect", addr, NULL };
-    if (!spawn(&j, "worker", wargs, 0, err, sizeof err) ||
-        !spawn(&j, "checkpoint hook", cpargs, 1, err, sizeof err) ||
+    /* CPU workers of a group share the cores: each gets its share of OpenMP threads. */
+    for (int i = 0; i < workers; i++) {
+        char wname[32];
+        snprintf(wname, sizeof wname, workers == 1 ? "worker" : "worker%d", i);
+        if (!spawn(&j, wname, wargs, workers > 1, err, sizeof err)) goto kill_all;
+    }
+    if (!spawn(&j, "checkpoint hook", cpargs, 1, err, sizeof err) ||
         !spawn(&j, "eval hook", eargs, 1, err, sizeof err) ||
         !spawn(&j, "log hook", largs, 1, err, sizeof err))
         goto kill_all;

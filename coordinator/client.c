@@ -190,6 +190,73 @@ void pf_client_msg_free(pf_msg **m) {
     *m = NULL;
 }
 
+/* One request/answer on the kv socket. Returns the decoded answer (caller frees) and keeps its
+   value frame in *value (malloc'd) when there is one. */
+static pf_msg *kv_request(pf_client *c, const pf_msg *req, const pf_frame *frame, void **value,
+                          size_t *len) {
+    if (!c->kv) {
+        c->kv = zmq_socket(c->zctx, ZMQ_DEALER);
+        int linger = 0;
+        zmq_setsockopt(c->kv, ZMQ_LINGER, &linger, sizeof linger);
+        if (zmq_connect(c->kv, c->addr) != 0) {
+            zmq_close(c->kv);
+            c->kv = NULL;
+            return NULL;
+        }
+    }
+    if (pf_send(c->kv, NULL, req, frame, frame ? 1 : 0) != 0) return NULL;
+    double deadline = pf_now() + 5.0;
+    while (pf_now() < deadline) {
+        zmq_pollitem_t it = { c->kv, 0, ZMQ_POLLIN, 0 };
+        if (zmq_poll(&it, 1, 100) <= 0) continue;
+        pf_parts p;
+        char err[256];
+        if (pf_parts_recv(c->kv, ZMQ_DONTWAIT, &p, err, sizeof err) != 0) continue;
+        pf_msg *m = malloc(sizeof *m);
+        int ok = m && p.n >= 1 && pf_msg_decode(pf_parts_data(&p, 0), pf_parts_size(&p, 0),
+                                                PF_MSG_KV_VALUE, m, err, sizeof err) == 0 &&
+                 strcmp(m->u.kv_value.key, req->type == PF_MSG_KV_SET ? req->u.kv_set.key
+                                                                      : req->u.kv_get.key) == 0;
+        if (ok && value && m->u.kv_value.found) {
+            ok = p.n == 2 && pf_parts_size(&p, 1) == m->u.kv_value.size;
+            *len = m->u.kv_value.size;
+            *value = ok ? malloc(*len ? *len : 1) : NULL;
+            if (*value) memcpy(*value, pf_parts_data(&p, 1), *len);
+            else ok = 0;
+        }
+        pf_parts_close(&p);
+        if (ok) return m;
+        free(m);    /* an answer to an earlier, timed-out request: skip it */
+    }
+    return NULL;
+}
+
+int pf_client_kv_set(void *client, const char *key, const void *value, size_t len) {
+    pf_client *c = client;
+    if (strlen(key) >= PF_MAX_KEY || len > PF_MAX_KV_VALUE) return -1;
+    pf_msg req = { .type = PF_MSG_KV_SET };
+    snprintf(req.u.kv_set.key, sizeof req.u.kv_set.key, "%s", key);
+    req.u.kv_set.size = (uint32_t)len;
+    pf_frame f = { value, len };
+    pf_msg *a = kv_request(c, &req, &f, NULL, NULL);
+    int rc = a && a->u.kv_value.found ? 0 : -1;
+    free(a);
+    return rc;
+}
+
+int pf_client_kv_get(void *client, const char *key, void **value, size_t *len) {
+    pf_client *c = client;
+    if (strlen(key) >= PF_MAX_KEY) return -1;
+    pf_msg req = { .type = PF_MSG_KV_GET };
+    snprintf(req.u.kv_get.key, sizeof req.u.kv_get.key, "%s", key);
+    *value = NULL;
+    *len = 0;
+    pf_msg *a = kv_request(c, &req, NULL, value, len);
+    int rc = !a ? -1 : a->u.kv_value.found ? 1 : 0;
+    free(a);
+    return rc;
+}
+
 int pf_client_publish(pf_client *c, pf_msg_event *ev) {
     snprintf(ev->source, sizeof ev->source, "%s", c->name);
     ev->seq = ++c->event_seq;
@@ -205,8 +272,9 @@ void pf_client_close(pf_client *c) {
         pthread_join(c->hb_thread, NULL);
         zmq_close(c->ctrl);
         zmq_close(c->pub);
+        if (c->kv) zmq_close(c->kv);
     }
-    c->ctrl = c->pub = NULL;
+    c->ctrl = c->pub = c->kv = NULL;
     free(c->config_yaml);
     c->config_yaml = NULL;
 }

@@ -24,6 +24,9 @@ typedef struct {
     void *zctx;                 /* ZeroMQ context (owned) */
     void *ctrl;                 /* DEALER to the coordinator's ctrl (main thread only) */
     void *pub;                  /* PUB to events_pub (main thread only) */
+    void *kv;                   /* DEALER for key/value requests, opened on first use (main
+                                   thread only; a socket of its own so replies never mix with
+                                   role traffic on ctrl) */
     char addr[PF_MAX_ENDPOINT]; /* coordinator ctrl endpoint */
     char name[PF_MAX_NAME];     /* "loader", "worker0", ... (source of events) */
     uint32_t peer_id;
@@ -55,6 +58,12 @@ int pf_client_send(pf_client *c, const pf_msg *m, const pf_frame *frames, int nf
    when a malformed message was dropped (logged; call again for the next). */
 int pf_client_recv(pf_client *c, pf_msg **out);
 void pf_client_msg_free(pf_msg **m);
+
+/* The coordinator's key/value store (collective bootstrap). set: returns 0 or -1. get: 1 with
+   *value malloc'd and *len, 0 when the key is not set yet, -1 on failure (no answer within
+   5 s). Signatures match pf_kv_set_fn / pf_kv_get_fn with the client as context. */
+int pf_client_kv_set(void *client, const char *key, const void *value, size_t len);
+int pf_client_kv_get(void *client, const char *key, void **value, size_t *len);
 
 /* Publish an event: fills source and the next sequence number; the topic frame is the kind. */
 int pf_client_publish(pf_client *c, pf_msg_event *ev);

@@ -71,6 +71,14 @@ typedef struct {
 
 typedef enum { PHASE_JOINING, PHASE_RUNNING, PHASE_STOPPING, PHASE_DRAINING } phase;
 
+#define MAX_KV 4096
+
+typedef struct {
+    char key[PF_MAX_KEY];
+    void *value;                    /* malloc'd */
+    uint32_t size;
+} kv_entry;
+
 typedef struct {
     pf_config cfg;
     char *yaml;                     /* resolved config sent in WELCOME */
@@ -90,6 +98,8 @@ typedef struct {
     char ckpt_endpoint[PF_MAX_ENDPOINT];
     int started;                    /* START sent to workers */
     int log_stopped;                /* draining: the log hook has been told to stop */
+    kv_entry kv[MAX_KV];            /* key/value store for collective bootstrap */
+    int n_kv;
     double t_start;                 /* pf_now() when the coordinator started listening */
     double last_loader_warning;     /* pf_now() of the last "no live loader" warning */
     phase ph;
@@ -214,7 +224,9 @@ static void send_ticket(coord *c, ticket *t, peer *loader) {
 
 /* Turn credits into tickets and give waiting tickets to loaders. */
 static void dispatch(coord *c) {
-    if (c->ph != PHASE_RUNNING || !c->started) return;
+    /* Tickets keep flowing while workers stop: ranks of a group stop after the same step, which
+       may be a step or two after the STOP reached the first of them. */
+    if ((c->ph != PHASE_RUNNING && c->ph != PHASE_STOPPING) || !c->started) return;
     for (int r = 0; r < c->world_size; r++) {
         while (c->credits[r] > 0 && c->next_iter[r] >= 0 && c->next_iter[r] < c->total_iters) {
             if (c->n_tickets == c->cap_tickets) {
@@ -232,7 +244,8 @@ static void dispatch(coord *c) {
             c->credits[r]--;
         }
     }
-    for (int i = 0; i < c->n_tickets && c->ph == PHASE_RUNNING; i++) {
+    for (int i = 0; i < c->n_tickets && (c->ph == PHASE_RUNNING || c->ph == PHASE_STOPPING);
+         i++) {
         if (c->tickets[i].loader) continue;
         peer *l = least_loaded_loader(c);
         if (!l) return;
@@ -414,6 +427,50 @@ static void begin_interrupt(coord *c) {
     stop_all(c, "interrupt", "interrupted by the user", MASK(PF_ROLE_WORKER));
 }
 
+/* Key/value store: KV_SET stores frame 2 under the key (a later set replaces it), KV_GET
+   answers with the value or found = 0; peers poll until a key appears. */
+static void on_kv(coord *c, const pf_parts *parts, const pf_msg *m) {
+    const char *key = m->type == PF_MSG_KV_SET ? m->u.kv_set.key : m->u.kv_get.key;
+    pf_msg r = { .type = PF_MSG_KV_VALUE };
+    snprintf(r.u.kv_value.key, sizeof r.u.kv_value.key, "%s", key);
+    kv_entry *e = NULL;
+    for (int i = 0; i < c->n_kv && !e; i++)
+        if (strcmp(c->kv[i].key, key) == 0) e = &c->kv[i];
+    pf_frame id = { pf_parts_data(parts, 0), pf_parts_size(parts, 0) };
+    if (m->type == PF_MSG_KV_SET) {
+        uint32_t size = m->u.kv_set.size;
+        if (parts->n != 3 || pf_parts_size(parts, 2) != size) {
+            pf_warn("dropped a kv_set for '%s': value frame does not match its size", key);
+            return;
+        }
+        if (!e && c->n_kv == MAX_KV) {
+            abort_job(c, "key/value store full (%d keys)", MAX_KV);
+            return;
+        }
+        void *v = malloc(size ? size : 1);
+        if (!v) {
+            abort_job(c, "out of memory in the key/value store");
+            return;
+        }
+        memcpy(v, pf_parts_data(parts, 2), size);
+        if (!e) {
+            e = &c->kv[c->n_kv++];
+            snprintf(e->key, sizeof e->key, "%s", key);
+        } else {
+            free(e->value);
+        }
+        e->value = v;
+        e->size = size;
+        r.u.kv_value.found = 1;
+        pf_send(c->ctrl, &id, &r, NULL, 0);
+        return;
+    }
+    r.u.kv_value.found = e != NULL;
+    r.u.kv_value.size = e ? e->size : 0;
+    pf_frame value = { e ? e->value : "", e ? e->size : 0 };
+    pf_send(c->ctrl, &id, &r, e ? &value : NULL, e ? 1 : 0);
+}
+
 static void on_ctrl(coord *c) {
     pf_parts parts;
     char err[512];
@@ -447,6 +504,10 @@ static void on_ctrl(coord *c) {
             pf_send(c->ctrl, &f, &r, NULL, 0);
             break;
         }
+        case PF_MSG_KV_SET:
+        case PF_MSG_KV_GET:
+            on_kv(c, &parts, m);
+            break;
         case PF_MSG_CREDIT:
             if (p && p->role == PF_ROLE_WORKER && m->u.credit.rank == p->rank) {
                 if (c->next_iter[p->rank] < 0) c->next_iter[p->rank] = m->u.credit.next_iter;
@@ -535,7 +596,7 @@ static void check_liveness(coord *c) {
         snprintf(why, sizeof why, "sent no heartbeat for %.1f s", now - p->last_seen);
         peer_died(c, p, why);
     }
-    if (c->ph != PHASE_RUNNING) return;
+    if (c->ph != PHASE_RUNNING && c->ph != PHASE_STOPPING) return;
     /* A ticket can be lost while its loader lives (a send that timed out, a batch the worker
        refused as malformed): give it to another loader. The worker drops duplicates. */
     int waiting = 0;
@@ -781,6 +842,7 @@ int pf_coordinator_main(int argc, char **argv) {
     zmq_ctx_term(c.zctx);
     free(c.yaml);
     free(c.tickets);
+    for (int i = 0; i < c.n_kv; i++) free(c.kv[i].value);
     pf_sampler_free(&c.sampler);
     return c.exit_code;
 }

@@ -176,6 +176,19 @@ static const pf_field DONE[] = {
     STR(pf_msg_done, text, 1),
 };
 
+static const pf_field KV_SET[] = {
+    STR(pf_msg_kv_set, key, 1),
+    RANGE(pf_msg_kv_set, size, K_U32, 1, 0, PF_MAX_KV_VALUE),
+};
+static const pf_field KV_GET[] = {
+    STR(pf_msg_kv_get, key, 1),
+};
+static const pf_field KV_VALUE[] = {
+    STR(pf_msg_kv_value, key, 1),
+    RANGE(pf_msg_kv_value, found, K_I32, 1, 0, 1),
+    RANGE(pf_msg_kv_value, size, K_U32, 1, 0, PF_MAX_KV_VALUE),
+};
+
 static const pf_schema SCHEMAS[PF_MSG_COUNT] = {
     [PF_MSG_INVALID] = {"invalid", NULL, 0},
     [PF_MSG_HELLO] = {"hello", HELLO, NELEM(HELLO)},
@@ -191,6 +204,9 @@ static const pf_schema SCHEMAS[PF_MSG_COUNT] = {
     [PF_MSG_CKPT_ACK] = {"ckpt_ack", CKPT_ACK, NELEM(CKPT_ACK)},
     [PF_MSG_STOP] = {"stop", STOP, NELEM(STOP)},
     [PF_MSG_DONE] = {"done", DONE, NELEM(DONE)},
+    [PF_MSG_KV_SET] = {"kv_set", KV_SET, NELEM(KV_SET)},
+    [PF_MSG_KV_GET] = {"kv_get", KV_GET, NELEM(KV_GET)},
+    [PF_MSG_KV_VALUE] = {"kv_value", KV_VALUE, NELEM(KV_VALUE)},
 };
 
 /* decode_map marks seen fields in a 32-bit mask. */

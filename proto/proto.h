@@ -26,6 +26,8 @@
 #define PF_MAX_TEXT 4096                /* free text in events, errors */
 #define PF_MAX_CONFIG (1 << 20)         /* YAML text in WELCOME */
 #define PF_MAX_FRAMES 8
+#define PF_MAX_KEY 128                  /* key/value store key */
+#define PF_MAX_KV_VALUE (64 << 10)      /* key/value store value, bytes (a frame of its own) */
 
 typedef enum {
     PF_MSG_INVALID = 0,
@@ -42,6 +44,9 @@ typedef enum {
     PF_MSG_CKPT_ACK,    /* checkpoint hook -> worker: the files are on disk (or why not) */
     PF_MSG_STOP,        /* coordinator -> peer: finish, interrupt (checkpoint first) or abort */
     PF_MSG_DONE,        /* worker -> coordinator: training ended, with status */
+    PF_MSG_KV_SET,      /* peer -> coordinator: store frame 1 under key (collective bootstrap) */
+    PF_MSG_KV_GET,      /* peer -> coordinator: ask for key */
+    PF_MSG_KV_VALUE,    /* coordinator -> peer: key found or not; frame 1 = value when found */
     PF_MSG_COUNT
 } pf_msg_type;
 
@@ -156,6 +161,23 @@ typedef struct {
     char text[PF_MAX_TEXT];
 } pf_msg_done;
 
+/* The coordinator's key/value store, used to bootstrap collectives (Gloo, NCCL): values are
+   opaque bytes in the frame after the header, at most PF_MAX_KV_VALUE. */
+typedef struct {
+    char key[PF_MAX_KEY];
+    uint32_t size;                      /* KV_SET: bytes in frame 1 */
+} pf_msg_kv_set;
+
+typedef struct {
+    char key[PF_MAX_KEY];
+} pf_msg_kv_get;
+
+typedef struct {
+    char key[PF_MAX_KEY];
+    int32_t found;                      /* 1: frame 1 holds `size` bytes; 0: not (yet) set */
+    uint32_t size;
+} pf_msg_kv_value;
+
 typedef struct {
     int type;                           /* pf_msg_type */
     union {
@@ -172,6 +194,9 @@ typedef struct {
         pf_msg_ckpt_ack ckpt_ack;
         pf_msg_stop stop;
         pf_msg_done done;
+        pf_msg_kv_set kv_set;
+        pf_msg_kv_get kv_get;
+        pf_msg_kv_value kv_value;
     } u;
 } pf_msg;
 

@@ -15,7 +15,7 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
-BUILD_PKGS="build-essential cmake pkg-config libzmq3-dev libmsgpack-dev libpng-dev libfyaml-dev libdnnl-dev libcjson-dev"
+BUILD_PKGS="build-essential cmake pkg-config libzmq3-dev libmsgpack-dev libpng-dev libfyaml-dev libdnnl-dev libcjson-dev libgloo-dev"
 TEST_PKGS="python3 python3-numpy python3-skimage"
 
 say() { printf 'setup: %s\n' "$*"; }

@@ -26,6 +26,7 @@
 #include "common/rng.h"
 #include "common/util.h"
 #include "pf_test.h"
+#include "pf_test_job.h"
 #include <zmq.h>
 
 extern char **environ;
@@ -35,28 +36,6 @@ extern char **environ;
 
 static char root[256], bin[1024];
 
-static void make_images(const char *dir, int n, int size, uint64_t seed) {
-    pf_mkdirs(dir, NULL, 0);
-    uint8_t *px = malloc((size_t)size * size * 3);
-    for (int k = 0; k < n; k++) {
-        pf_rng r = pf_rng_make(seed, (uint64_t)k, 0);
-        double fx = 0.05 + 0.3 * pf_rng_uniform(&r), fy = 0.05 + 0.3 * pf_rng_uniform(&r);
-        for (int y = 0; y < size; y++)
-            for (int x = 0; x < size; x++)
-                for (int c = 0; c < 3; c++) {
-                    double v = 128 + 90 * sin(fx * x * (c + 1) + fy * y) +
-                               20 * (pf_rng_uniform(&r) - 0.5);
-                    px[((size_t)y * size + x) * 3 + c] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
-                }
-        char path[512], err[512];
-        snprintf(path, sizeof path, "%s/img%02d.png", dir, k);
-        if (pf_image_write_png(path, px, size, size, err, sizeof err) != 0) {
-            fprintf(stderr, "setup: %s\n", err);
-            exit(1);
-        }
-    }
-    free(px);
-}
 
 static void write_config(const char *path, const char *work_dir) {
     FILE *f = fopen(path, "w");
@@ -82,38 +61,14 @@ static void write_config(const char *path, const char *work_dir) {
     fclose(f);
 }
 
-typedef struct {
-    pid_t pid;
-    char out[600];
-} run;
+
+
 
 static void start(run *r, const char *cfg, const char *loaders, const char *resume,
                   const char *tag) {
-    snprintf(r->out, sizeof r->out, "%s/%s.out", root, tag);
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, r->out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_adddup2(&fa, 1, 2);
-    char *argv[] = { bin, "train", (char *)cfg, "--loaders", (char *)loaders,
-                     resume ? "--resume" : NULL, (char *)resume, NULL };
-    int rc = posix_spawn(&r->pid, bin, &fa, NULL, argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    if (rc != 0) {
-        fprintf(stderr, "cannot start %s: %s\n", bin, strerror(rc));
-        exit(1);
-    }
-}
-
-static int finish(run *r, double timeout_s) {
-    double end = pf_now() + timeout_s;
-    int st;
-    while (pf_now() < end) {
-        if (waitpid(r->pid, &st, WNOHANG) == r->pid) return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-        usleep(20000);
-    }
-    kill(r->pid, SIGKILL);
-    waitpid(r->pid, &st, 0);
-    return -1;
+    char out[600];
+    snprintf(out, sizeof out, "%s/%s.out", root, tag);
+    start_job(r, bin, out, cfg, loaders, resume, NULL, NULL);
 }
 
 static int count_lines(const char *path) {

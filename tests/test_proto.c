@@ -130,6 +130,18 @@ static void fill(pf_msg *m, int type) {
         m->u.done.status = 0;
         strcpy(m->u.done.text, "finished");
         break;
+    case PF_MSG_KV_SET:
+        strcpy(m->u.kv_set.key, "gloo/job/rank_1");
+        m->u.kv_set.size = 300;
+        break;
+    case PF_MSG_KV_GET:
+        strcpy(m->u.kv_get.key, "gloo/job/rank_0");
+        break;
+    case PF_MSG_KV_VALUE:
+        strcpy(m->u.kv_value.key, "gloo/job/rank_0");
+        m->u.kv_value.found = 1;
+        m->u.kv_value.size = 4096;
+        break;
     }
 }
 

@@ -30,9 +30,11 @@
 #include "nn/model.h"
 #include "nn/optim.h"
 #include "proto/proto.h"
+#include "worker/collective.h"
 #include "worker/train_state.h"
 
 #define CKPT_ACK_TIMEOUT_S 120.0
+#define COLLECTIVE_TIMEOUT_S 60.0  /* rendezvous, and each all-reduce: a dead rank ends the job */
 
 typedef struct {
     int used;
@@ -52,7 +54,10 @@ typedef struct {
     slot *slots;                /* prefetch slots, a batch for iteration it sits in it % n */
     int n_slots;
     FILE *samples_log;
-    int stop_requested;         /* STOP interrupt received: checkpoint and leave */
+    int stop_requested;         /* STOP interrupt or a signal here: checkpoint and leave */
+    int stop_agreed;            /* data parallel: some rank asked to stop; all stop after the
+                                   same step (voted in the per-step all-reduce) */
+    pf_collective *coll;        /* Gloo group of the world_size workers, NULL when alone */
     int abort_requested;        /* STOP abort received: leave now */
     uint64_t dropped;           /* duplicate or malformed batches */
 } worker;
@@ -71,6 +76,52 @@ static void publish_status(worker *w, const char *kind, const char *fmt, ...) {
     ev->total_iters = w->total_iters;
     pf_client_publish(&w->client, ev);
     free(ev);
+}
+
+/* 1 when training must stop after the current step: alone, as soon as asked; in a group, only
+   once the ranks agreed (each step's vote), so every rank leaves after the same step and no
+   all-reduce is left waiting for a rank that is gone. */
+static int stop_now(const worker *w) {
+    return w->coll ? w->stop_agreed : w->stop_requested;
+}
+
+/* Data parallel: average the gradients over the ranks (so the learning rate means the same for
+   any world size), average the loss for the log, and vote on stopping. */
+static int sync_step(worker *w, float *loss, char *err, size_t errlen) {
+    if (!w->coll) return 0;
+    float *g = pf_model_grads(w->model);
+    size_t n = pf_model_num_params(w->model);
+    if (pf_collective_allreduce_sum(w->coll, g, n, err, errlen) != 0) return -1;
+    float inv = 1.0f / (float)w->world;
+    for (size_t i = 0; i < n; i++) g[i] *= inv;
+    float vote[2] = { *loss, w->stop_requested ? 1.0f : 0.0f };
+    if (pf_collective_allreduce_sum(w->coll, vote, 2, err, errlen) != 0) return -1;
+    *loss = vote[0] * inv;
+    if (vote[1] > 0) w->stop_agreed = 1;
+    return 0;
+}
+
+/* After loading: every rank takes rank 0's parameters and optimiser state
+   (sync_model_params), so the ranks start identical whatever each one found on disk. */
+static int sync_model_params(worker *w, char *err, size_t errlen) {
+    if (!w->coll) return 0;
+    size_t n = pf_model_num_params(w->model);
+    float step = (float)w->adam.step;
+    if (pf_collective_broadcast(w->coll, pf_model_params(w->model), n, 0, err, errlen) != 0 ||
+        pf_collective_broadcast(w->coll, w->adam.exp_avg, n, 0, err, errlen) != 0 ||
+        pf_collective_broadcast(w->coll, w->adam.exp_avg_sq, n, 0, err, errlen) != 0 ||
+        pf_collective_broadcast(w->coll, &step, 1, 0, err, errlen) != 0)
+        return -1;
+    w->adam.step = (int64_t)step;
+    return 0;
+}
+
+/* The host part of "tcp://HOST:PORT". */
+static void endpoint_host(const char *ep, char *host, size_t len) {
+    const char *p = strstr(ep, "://");
+    p = p ? p + 3 : ep;
+    const char *colon = strrchr(p, ':');
+    snprintf(host, len, "%.*s", colon ? (int)(colon - p) : (int)strlen(p), p);
 }
 
 /* SIGTERM or SIGHUP at the worker itself (a scheduler preempting the job): stop like an
@@ -369,14 +420,18 @@ int pf_worker_main(int argc, char **argv) {
     int status = 1;
     int64_t it = 0, start_iter = 0;
     char ckpt_ep[PF_MAX_ENDPOINT];
-    if (w.world != 1) {
-        snprintf(err, sizeof err, "this build trains with one CPU worker; %d were asked for "
-                 "(data parallel comes with the Gloo/NCCL collectives)", w.world);
-        goto done;
-    }
     if (wait_start(&w, ckpt_ep, sizeof ckpt_ep) != 0) {
         snprintf(err, sizeof err, "did not start");
         goto done;
+    }
+    if (w.world > 1) {
+        char host[PF_MAX_ENDPOINT];
+        endpoint_host(data_ep, host, sizeof host);
+        w.coll = pf_collective_gloo_new(w.rank, w.world, host, "gloo", pf_client_kv_set,
+                                        pf_client_kv_get, &w.client, COLLECTIVE_TIMEOUT_S, err,
+                                        sizeof err);
+        if (!w.coll) goto done;
+        pf_info("joined the Gloo group: rank %d of %d on %s", w.rank, w.world, host);
     }
     w.model = pf_model_new(w.cfg, err, sizeof err);
     if (!w.model) goto done;
@@ -386,7 +441,7 @@ int pf_worker_main(int argc, char **argv) {
         goto done;
     }
     start_iter = restore(&w, err, sizeof err);
-    if (start_iter < 0) goto done;
+    if (start_iter < 0 || sync_model_params(&w, err, sizeof err) != 0) goto done;
     w.ckpt = zmq_socket(zctx, ZMQ_DEALER);
     linger = 5000;
     zmq_setsockopt(w.ckpt, ZMQ_LINGER, &linger, sizeof linger);
@@ -404,8 +459,9 @@ int pf_worker_main(int argc, char **argv) {
         goto done;
     }
     pf_info("rank %d of %d, %zu parameters, iterations %" PRId64 "..%" PRId64
-            ", data endpoint %s", w.rank, w.world, pf_model_num_params(w.model), start_iter,
-            w.total_iters, data_ep);
+            ", data endpoint %s, global batch %d (%d per worker)", w.rank, w.world,
+            pf_model_num_params(w.model), start_iter, w.total_iters, data_ep,
+            w.world * w.cfg->samples_per_gpu, w.cfg->samples_per_gpu);
     publish_status(&w, "status", "worker%d training from iteration %" PRId64, w.rank,
                    start_iter);
     pf_msg credit = { .type = PF_MSG_CREDIT };
@@ -417,11 +473,11 @@ int pf_worker_main(int argc, char **argv) {
     double lr = 0;
     int64_t epoch = w.iters_per_epoch ? start_iter / w.iters_per_epoch : 0;
     for (it = start_iter; it < w.total_iters;) {
-        if (w.stop_requested) break;
+        if (stop_now(&w)) break;
         /* Wait for the batch of this iteration. */
         double t_wait = pf_now();
         slot *s = &w.slots[it % w.n_slots];
-        while (!(s->used && s->hdr.iter == it) && !w.abort_requested && !w.stop_requested) {
+        while (!(s->used && s->hdr.iter == it) && !w.abort_requested && !stop_now(&w)) {
             if (!pf_client_coordinator_alive(&w.client)) {
                 snprintf(err, sizeof err, "coordinator stopped answering");
                 goto done;
@@ -437,7 +493,7 @@ int pf_worker_main(int argc, char **argv) {
             snprintf(err, sizeof err, "aborted by the coordinator");
             goto done;
         }
-        if (w.stop_requested) break;
+        if (stop_now(&w)) break;
         double data_time = pf_now() - t_wait;
         double t0 = pf_now();
         const pf_msg_batch *b = &s->hdr;
@@ -445,7 +501,8 @@ int pf_worker_main(int argc, char **argv) {
         const uint8_t *gt = pf_parts_data(&s->parts, 1), *lq = pf_parts_data(&s->parts, 2);
         float loss = 0;
         if (pf_model_train_step(w.model, lq, gt, (int)b->n, (int)b->lq_h, (int)b->lq_w, &loss,
-                                err, sizeof err) != 0)
+                                err, sizeof err) != 0 ||
+            sync_step(&w, &loss, err, sizeof err) != 0)
             goto done;
         lr = pf_lr_at(w.cfg, it);
         pf_adam_step(&w.adam, pf_model_params(w.model), pf_model_grads(w.model), (float)lr);
@@ -478,25 +535,26 @@ int pf_worker_main(int argc, char **argv) {
         ev.lr = lr;
         ev.time = pf_now() - t0 + data_time;
         ev.data_time = data_time;
-        pf_client_publish(&w.client, &ev);
+        if (w.rank == 0) pf_client_publish(&w.client, &ev);  /* loss is the group's mean */
         poll_ctrl(&w);
         if (w.abort_requested) {
             snprintf(err, sizeof err, "aborted by the coordinator");
             goto done;
         }
-        if ((w.cfg->ckpt_interval > 0 && it % w.cfg->ckpt_interval == 0) || it == w.total_iters) {
+        if (w.rank == 0 && ((w.cfg->ckpt_interval > 0 && it % w.cfg->ckpt_interval == 0) ||
+                            it == w.total_iters)) {
             if (save_checkpoint(&w, it, epoch, lr, err, sizeof err) != 0) goto done;
             last_ckpt = it;
         }
     }
-    if (w.stop_requested && it != last_ckpt) {
+    if (stop_now(&w) && it != last_ckpt && w.rank == 0) {
         if (save_checkpoint(&w, it, epoch, lr, err, sizeof err) != 0) goto done;
         last_ckpt = it;
     }
     status = 0;
     err[0] = '\0';
     pf_info("%s at iteration %" PRId64 " (%" PRIu64 " batch messages dropped)",
-            w.stop_requested ? "interrupted" : "finished", it, w.dropped);
+            stop_now(&w) ? "interrupted" : "finished", it, w.dropped);
 done:;
     pf_msg done = { .type = PF_MSG_DONE };
     done.u.done.rank = w.rank;
@@ -515,5 +573,6 @@ done:;
     zmq_ctx_term(zctx);
     pf_model_destroy(&w.model);
     pf_adam_free(&w.adam);
+    if (w.coll) pf_collective_destroy(&w.coll);
     return status;
 }

@@ -1,0 +1,161 @@
+/*  Data parallel on the CPU: two workers all-reducing with Gloo must train the same model as
+    one worker with the doubled batch.
+
+    Why they should agree: rank r of W takes perm[r::W] of each epoch's permutation, so at every
+    iteration the two ranks' 4 samples are exactly the single worker's 8 (checked from the
+    samples logs, as sets); augmentation depends on (seed, epoch, sample) only; each rank's L1
+    loss is a mean over its 4 samples and the workers average their gradients, which is the
+    gradient of the mean over all 8. Only the order of floating-point sums differs, so after N
+    Adam steps the weights must agree to fp32 rounding. To show the comparison has teeth, a
+    single worker with half the batch (same seed, other samples) must differ by far more.
+    (Adam is nearly invariant to a constant gradient scale, so summed instead of averaged
+    gradients would pass here; tests/test_nn_layers checks the optimiser, this checks the
+    data split and the all-reduce.) */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/safetensors.h"
+#include "pf_test.h"
+#include "pf_test_job.h"
+
+#define ITERS 20
+
+static char root[256], bin[1024];
+
+static void write_config(const char *path, const char *work_dir, int spg, int seed) {
+    FILE *f = fopen(path, "w");
+    fprintf(f,
+            "model: {type: EDSR, scale: 2, n_feats: 16, n_blocks: 2, loss: {type: L1Loss}}\n"
+            "data:\n"
+            "  samples_per_gpu: %d\n"
+            "  train: {type: PairedImageDataset, gt_folder: %s/train, gt_patch_size: 32,\n"
+            "          use_flip: true, use_rot: true, repeat: 4}\n"
+            "optimizers: {type: Adam, lr: 1.0e-3}\n"
+            "total_iters: %d\n"
+            "log_config: {interval: 1}\n"
+            "work_dir: %s\n"
+            "seed: %d\n",
+            spg, root, ITERS, work_dir, seed);
+    fclose(f);
+}
+
+static int train(const char *tag, int spg, int seed, const char *workers) {
+    char cfg[600], wd[600], out[600];
+    snprintf(cfg, sizeof cfg, "%s/%s.yaml", root, tag);
+    snprintf(wd, sizeof wd, "%s/%s", root, tag);
+    snprintf(out, sizeof out, "%s/%s.out", root, tag);
+    write_config(cfg, wd, spg, seed);
+    run r;
+    start_job(&r, bin, out, cfg, "2", NULL, "--workers", workers);
+    int st = finish(&r, 300);
+    CHECK(st == 0, "%s: pixflow train exited with %d (see %s)", tag, st, out);
+    return st;
+}
+
+/* Largest |a - b| over all tensors relative to the largest |b| of the same tensor. */
+static double weight_distance(const char *tag_a, const char *tag_b) {
+    char pa[600], pb[600], err[512];
+    snprintf(pa, sizeof pa, "%s/%s/checkpoints/iter_%d.safetensors", root, tag_a, ITERS);
+    snprintf(pb, sizeof pb, "%s/%s/checkpoints/iter_%d.safetensors", root, tag_b, ITERS);
+    pf_safetensors *a = NULL, *b = NULL;
+    if (pf_safetensors_load(pa, &a, err, sizeof err) != 0 ||
+        pf_safetensors_load(pb, &b, err, sizeof err) != 0) {
+        CHECK(0, "%s", err);
+        pf_safetensors_free(&a);
+        return INFINITY;
+    }
+    double worst = 0;
+    for (int i = 0; i < pf_safetensors_count(b); i++) {
+        const char *name;
+        int nd, nd2;
+        int64_t shape[4], shape2[4];
+        const float *vb = pf_safetensors_at(b, i, &name, &nd, shape);
+        const float *va = pf_safetensors_get(a, name, &nd2, shape2);
+        size_t n = 1;
+        for (int k = 0; k < nd; k++) n *= (size_t)shape[k];
+        if (!va) {
+            CHECK(0, "%s missing in %s", name, pa);
+            worst = INFINITY;
+            continue;
+        }
+        double diff = 0, scale = 1e-12;
+        for (size_t k = 0; k < n; k++) {
+            diff = fmax(diff, fabs((double)va[k] - vb[k]));
+            scale = fmax(scale, fabs((double)vb[k]));
+        }
+        worst = fmax(worst, diff / scale);
+    }
+    pf_safetensors_free(&a);
+    pf_safetensors_free(&b);
+    return worst;
+}
+
+/* Per iteration, the sorted sample ids of every rank's batch together. */
+static int batches(const char *tag, int ranks, unsigned ids[ITERS][16]) {
+    int count[ITERS] = { 0 };
+    for (int r = 0; r < ranks; r++) {
+        char path[600], err[256];
+        snprintf(path, sizeof path, "%s/%s/samples_rank%d.log", root, tag, r);
+        char *t = pf_read_file(path, NULL, err, sizeof err);
+        if (!t) return -1;
+        for (char *line = strtok(t, "\n"); line; line = strtok(NULL, "\n")) {
+            int it;
+            char list[256];
+            if (sscanf(line, "%d %*u %*u %255s", &it, list) != 2 || it < 0 || it >= ITERS)
+                continue;
+            char *save = NULL;
+            for (char *tok = strtok_r(list, ",", &save); tok && count[it] < 16;
+                 tok = strtok_r(NULL, ",", &save))
+                ids[it][count[it]++] = (unsigned)atoi(tok);
+        }
+        free(t);
+    }
+    for (int it = 0; it < ITERS; it++)
+        for (int i = 1; i < count[it]; i++)
+            for (int j = i; j > 0 && ids[it][j - 1] > ids[it][j]; j--) {
+                unsigned x = ids[it][j];
+                ids[it][j] = ids[it][j - 1];
+                ids[it][j - 1] = x;
+            }
+    int total = 0;
+    for (int it = 0; it < ITERS; it++) total += count[it];
+    return total;
+}
+
+int main(void) {
+    const char *b = getenv("PF_BIN");
+    snprintf(bin, sizeof bin, "%s", b ? b : "build/pixflow");
+    snprintf(root, sizeof root, "/tmp/pf_dp_%d", (int)getpid());
+    char dir[600];
+    snprintf(dir, sizeof dir, "%s/train", root);
+    make_images(dir, 8, 48, 11);
+    setenv("OMP_NUM_THREADS", "1", 1);
+
+    if (train("two_workers", 4, 7, "2") == 0 && train("one_worker", 8, 7, "1") == 0 &&
+        train("half_batch", 4, 7, "1") == 0) {
+        static unsigned a[ITERS][16], c[ITERS][16];
+        CHECK(batches("two_workers", 2, a) == ITERS * 8, "two workers consumed %d samples",
+              batches("two_workers", 2, a));
+        CHECK(batches("one_worker", 1, c) == ITERS * 8, "one worker consumed the wrong count");
+        CHECK(memcmp(a, c, sizeof a) == 0,
+              "the two ranks' batches together are not the single worker's batches");
+        double same = weight_distance("two_workers", "one_worker");
+        double other = weight_distance("half_batch", "one_worker");
+        printf("after %d steps: 2 workers x 4 vs 1 worker x 8: max relative weight "
+               "difference %.3g; 1 worker x 4: %.3g\n", ITERS, same, other);
+        CHECK(same < 1e-4, "data parallel drifted from the single worker: %.3g", same);
+        CHECK(other > 100 * same && other > 1e-3,
+              "the comparison cannot tell runs apart (%.3g vs %.3g)", other, same);
+    }
+    int rc = pf_test_end("test_data_parallel");
+    if (rc == 0) {
+        char cmd[300];
+        snprintf(cmd, sizeof cmd, "rm -rf %s", root);
+        if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", root);
+    } else {
+        fprintf(stderr, "outputs kept in %s\n", root);
+    }
+    return rc;
+}
