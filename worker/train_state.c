@@ -8,7 +8,23 @@
 #include <sys/stat.h>
 
 #include "common/safetensors.h"
+#include "common/log.h"
 #include "common/util.h"
+
+/* Hash of what decides the training trajectory: the resolved config without the keys that only
+   say where to start or where to write (resume_from, load_from, resume_optim, work_dir,
+   log_level). Stored as config_hash in every checkpoint. */
+static uint64_t training_hash(const pf_config *cfg) {
+    static pf_config c;
+    c = *cfg;
+    c.resume_from[0] = c.load_from[0] = c.work_dir[0] = '\0';
+    c.resume_optim = 1;
+    snprintf(c.log_level, sizeof c.log_level, "info");
+    char *yaml = pf_config_to_yaml(&c);
+    uint64_t h = yaml ? pf_fnv1a64(yaml, strlen(yaml), PF_FNV_OFFSET) : 0;
+    free(yaml);
+    return h;
+}
 
 int pf_state_serialize(const pf_config *cfg, pf_model *m, const pf_adam *optim, int64_t iter,
                        int64_t epoch, double learning_rate, void **weights, size_t *weights_len,
@@ -34,7 +50,7 @@ int pf_state_serialize(const pf_config *cfg, pf_model *m, const pf_adam *optim, 
         s_step[32];
     snprintf(s_iter, sizeof s_iter, "%" PRId64, iter);
     snprintf(s_epoch, sizeof s_epoch, "%" PRId64, epoch);
-    snprintf(s_hash, sizeof s_hash, "%016" PRIx64, cfg->hash);
+    snprintf(s_hash, sizeof s_hash, "%016" PRIx64, training_hash(cfg));
     snprintf(s_scale, sizeof s_scale, "%d", cfg->scale);
     snprintf(s_lr, sizeof s_lr, "%.9g", learning_rate);
     snprintf(s_seed, sizeof s_seed, "%" PRIu64, cfg->seed);
@@ -116,6 +132,24 @@ int pf_state_load_weights(pf_model *m, const char *path, int64_t *iter, char *er
     }
     pf_safetensors_free(&st);
     return rc;
+}
+
+int pf_state_check_resume(const pf_config *cfg, const char *path, char *err, size_t errlen) {
+    pf_safetensors *st = NULL;
+    if (pf_safetensors_load(path, &st, err, errlen) != 0) return -1;
+    char hash[32], seed[32];
+    snprintf(hash, sizeof hash, "%016" PRIx64, training_hash(cfg));
+    snprintf(seed, sizeof seed, "%" PRIu64, cfg->seed);
+    const char *h = pf_safetensors_meta(st, "config_hash");
+    const char *s = pf_safetensors_meta(st, "seed");
+    if (s && strcmp(s, seed) != 0)
+        pf_warn("%s was trained with seed %s, this config has seed %s: the batches from here on "
+                "are not the ones the interrupted run would have seen", path, s, seed);
+    else if (h && strcmp(h, hash) != 0)
+        pf_warn("%s was written under another config (hash %s, now %s): the resumed run may "
+                "differ from an uninterrupted one", path, h, hash);
+    pf_safetensors_free(&st);
+    return 0;
 }
 
 void pf_state_optim_path(const char *weights_path, char *out, size_t outlen) {

@@ -2,7 +2,8 @@
 
     Weights file (`iter_N.safetensors`): every model tensor under the reference implementation's
     name (BasicSR state_dict), F32, plus `__metadata__`: format "pixflow-1", iter (iterations
-    completed), epoch, config_hash (hex FNV-1a of the resolved config), model, scale,
+    completed), epoch, config_hash (hex FNV-1a of the resolved config without resume_from,
+    load_from, resume_optim, work_dir, log_level), model, scale,
     learning_rate (the rate of the last step), seed, next_iter (the sampler position: the next
     global iteration to train), adam_step.
     Optimiser file (`iter_N.optim.safetensors`): `<name>.exp_avg` and `<name>.exp_avg_sq` per
@@ -41,6 +42,11 @@ int pf_state_load_weights(pf_model *m, const char *path, int64_t *iter, char *er
    step). Returns 0 or -1 with err. */
 int pf_state_load_optim(pf_adam *optim, pf_model *m, const char *weights_path, char *err,
                         size_t errlen);
+
+/* Before resuming from `path`: warn (log) when the checkpoint was written under another config
+   (config_hash) or seed, since the resumed run then cannot equal an uninterrupted one. Returns
+   0, or -1 with err when the file cannot be read. */
+int pf_state_check_resume(const pf_config *cfg, const char *path, char *err, size_t errlen);
 
 /* "x/iter_100.safetensors" -> "x/iter_100.optim.safetensors". */
 void pf_state_optim_path(const char *weights_path, char *out, size_t outlen);

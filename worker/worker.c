@@ -281,7 +281,9 @@ static int64_t restore(worker *w, char *err, size_t errlen) {
     if (pf_state_resolve_resume(cfg, path, sizeof path, err, errlen) != 0) return -1;
     if (path[0]) {
         int64_t iter = 0;
-        if (pf_state_load_weights(w->model, path, &iter, err, errlen) != 0) return -1;
+        if (pf_state_check_resume(cfg, path, err, errlen) != 0 ||
+            pf_state_load_weights(w->model, path, &iter, err, errlen) != 0)
+            return -1;
         if (cfg->resume_optim) {
             if (pf_state_load_optim(&w->adam, w->model, path, err, errlen) != 0) return -1;
         }
