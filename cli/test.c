@@ -1,15 +1,25 @@
-/*  test — `pixflow test CONFIG --checkpoint PATH`: run data.test through a checkpoint.
+/*  test — `pixflow test CONFIG --checkpoint PATH [--workers N]`: run data.test through a
+    checkpoint.
 
     Outputs go to work_dir/test/<checkpoint stem>/<image>.png, with results.tsv beside them:
     one row per image (PSNR, SSIM, and bicubic's) and a mean row, the same table printed on
     stdout. Metrics follow evaluation.crop_border and evaluation.convert_to (docs/metrics.md).
-    This runs in one process on the CPU; distributing the test set over workers comes with the
-    multi-worker collectives.
+
+    With --workers N the test set is split across N worker processes (image i goes to worker
+    i mod N, each with its share of the cores); each writes its rows with full precision to
+    results_shard<r>.tsv and the front end gathers them in dataset order, so the table and the
+    means are bit-identical to a single worker's.
 */
 #include "cli/commands.h"
 
+#include <errno.h>
+#include <math.h>
+#include <spawn.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "common/config.h"
 #include "common/log.h"
@@ -19,20 +29,140 @@
 #include "nn/model.h"
 #include "worker/train_state.h"
 
+extern char **environ;
+
+/* The images of shard `r` of `n` (i mod n == r) as a dataset of their own. */
+static int shard_of(const pf_dataset *ds, int r, int n, pf_dataset *out) {
+    *out = *ds;
+    out->files = calloc((size_t)ds->n_files / n + 1, sizeof *out->files);
+    if (!out->files) return -1;
+    out->n_files = 0;
+    for (int i = r; i < ds->n_files; i += n) {
+        out->files[out->n_files] = ds->files[i];
+        out->files[out->n_files].decoded = 0;
+        out->n_files++;
+    }
+    return 0;
+}
+
+static void print_table(FILE *f, const pf_eval_result *r, const char *ch, int exact) {
+    const char *fmt = exact ? "%s\t%.17g\t%.17g\t%.17g\t%.17g\n" : "%s\t%.4f\t%.4f\t%.4f\t%.4f\n";
+    fprintf(f, "image\tpsnr_%s\tssim_%s\tpsnr_bicubic\tssim_bicubic\n", ch, ch);
+    for (int i = 0; i < r->n; i++)
+        fprintf(f, fmt, r->items[i].name, r->items[i].psnr, r->items[i].ssim,
+                r->items[i].psnr_bicubic, r->items[i].ssim_bicubic);
+    if (!exact)
+        fprintf(f, fmt, "mean", r->psnr, r->ssim, r->psnr_bicubic, r->ssim_bicubic);
+}
+
+/* Run the shards as child processes and gather their rows into `res` in dataset order. */
+static int run_shards(const char *cfg_path, const char *ckpt, int n, const pf_dataset *ds,
+                      const char *dir, pf_eval_result *res, char *err, size_t errlen) {
+    char self[4096];
+    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (len <= 0) {
+        snprintf(err, errlen, "cannot find my own executable");
+        return -1;
+    }
+    self[len] = '\0';
+    /* Each worker gets its share of the cores unless the user chose a thread count. */
+    if (!getenv("OMP_NUM_THREADS")) {
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        char share[16];
+        snprintf(share, sizeof share, "%ld", cores / n > 1 ? cores / n : 1);
+        setenv("OMP_NUM_THREADS", share, 1);
+    }
+    pid_t pids[64];
+    for (int r = 0; r < n; r++) {
+        char shard[32];
+        snprintf(shard, sizeof shard, "%d/%d", r, n);
+        char *argv[] = { self, "test", (char *)cfg_path, "--checkpoint", (char *)ckpt,
+                         "--shard", shard, NULL };
+        int rc = posix_spawn(&pids[r], self, NULL, NULL, argv, environ);
+        if (rc != 0) {
+            snprintf(err, errlen, "cannot start test worker %d: %s", r, strerror(rc));
+            for (int k = 0; k < r; k++) kill(pids[k], SIGTERM);
+            n = r;
+            break;
+        }
+    }
+    int failed = err[0] != '\0';
+    for (int r = 0; r < n; r++) {
+        int st;
+        waitpid(pids[r], &st, 0);
+        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+            if (!failed) snprintf(err, errlen, "test worker %d of %d failed", r, n);
+            failed = 1;
+        }
+    }
+    if (failed) return -1;
+    memset(res, 0, sizeof *res);
+    res->items = calloc((size_t)ds->n_files, sizeof *res->items);
+    if (!res->items) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    for (int r = 0; r < n; r++) {
+        char path[PF_PATH_MAX + 400];
+        snprintf(path, sizeof path, "%s/results_shard%d.tsv", dir, r);
+        FILE *f = fopen(path, "r");
+        if (!f) {
+            snprintf(err, errlen, "%s: missing: %s", path, strerror(errno));
+            return -1;
+        }
+        char line[1024];
+        int row = 0;
+        if (!fgets(line, sizeof line, f)) row = -1;   /* header */
+        for (int i = r; row >= 0 && i < ds->n_files; i += n) {
+            pf_eval_item *it = &res->items[i];
+            if (!fgets(line, sizeof line, f) ||
+                sscanf(line, "%255s %lg %lg %lg %lg", it->name, &it->psnr, &it->ssim,
+                       &it->psnr_bicubic, &it->ssim_bicubic) != 5 ||
+                strcmp(it->name, ds->files[i].name) != 0) {
+                row = -1;
+                break;
+            }
+        }
+        fclose(f);
+        unlink(path);
+        if (row < 0) {
+            snprintf(err, errlen, "%s: rows do not match the test set", path);
+            return -1;
+        }
+    }
+    for (int i = 0; i < ds->n_files; i++) {   /* same order of sums as one worker */
+        res->psnr += res->items[i].psnr;
+        res->ssim += res->items[i].ssim;
+        res->psnr_bicubic += res->items[i].psnr_bicubic;
+        res->ssim_bicubic += res->items[i].ssim_bicubic;
+    }
+    res->n = ds->n_files;
+    res->psnr /= res->n;
+    res->ssim /= res->n;
+    res->psnr_bicubic /= res->n;
+    res->ssim_bicubic /= res->n;
+    return 0;
+}
+
 int pf_test_main(int argc, char **argv) {
     const char *cfg_path = NULL, *ckpt = NULL;
+    int workers = 1, shard = -1, nshards = 0;
     for (int i = 0; i < argc; i++) {
         if (strcmp(argv[i], "--checkpoint") == 0 && i + 1 < argc) ckpt = argv[++i];
+        else if (strcmp(argv[i], "--workers") == 0 && i + 1 < argc) workers = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--shard") == 0 && i + 1 < argc &&
+                 sscanf(argv[i + 1], "%d/%d", &shard, &nshards) == 2) i++;
         else if (argv[i][0] != '-' && !cfg_path) cfg_path = argv[i];
         else cfg_path = NULL, i = argc;
     }
-    if (!cfg_path || !ckpt) {
-        fprintf(stderr, "usage: pixflow test CONFIG --checkpoint PATH\n");
+    if (!cfg_path || !ckpt || workers < 1 || workers > 64 ||
+        (shard >= 0 && (nshards < 1 || shard >= nshards))) {
+        fprintf(stderr, "usage: pixflow test CONFIG --checkpoint PATH [--workers N]\n");
         return 2;
     }
     pf_log_set_name("test");
     static pf_config cfg;
-    char err[2048];
+    char err[2048] = "";
     if (pf_config_load(&cfg, cfg_path, err, sizeof err) != 0) {
         fprintf(stderr, "pixflow: %s\n", err);
         return 2;
@@ -41,26 +171,53 @@ int pf_test_main(int argc, char **argv) {
         fprintf(stderr, "pixflow: %s: data.test: required by `pixflow test`\n", cfg_path);
         return 2;
     }
-    pf_dataset ds;
+    pf_dataset ds, part = { 0 };
     if (pf_dataset_open(&ds, &cfg.test, "data.test", cfg.scale, 0, err, sizeof err) != 0) {
         fprintf(stderr, "pixflow: %s\n", err);
         return 2;
     }
+    if (workers > ds.n_files) workers = ds.n_files;
     int status = 1;
     pf_eval_result r = { 0 };
-    pf_model *m = pf_model_new(&cfg, err, sizeof err);
-    if (!m || pf_state_load_weights(m, ckpt, NULL, err, sizeof err) != 0) {
-        fprintf(stderr, "pixflow: %s\n", err);
-        goto out;
-    }
+    pf_model *m = NULL;
     const char *base = strrchr(ckpt, '/');
     base = base ? base + 1 : ckpt;
     char stem[256], dir[PF_PATH_MAX + 300], tsv[PF_PATH_MAX + 320];
     snprintf(stem, sizeof stem, "%.*s", (int)strcspn(base, "."), base);
     snprintf(dir, sizeof dir, "%s/test/%s", cfg.work_dir, stem);
     double t0 = pf_now();
-    if (pf_evaluate(m, &cfg, &ds, dir, NULL, NULL, &r, err, sizeof err) != 0) {
-        fprintf(stderr, "pixflow: %s\n", err);
+    if (shard < 0 && workers > 1) {
+        if (pf_mkdirs(dir, err, sizeof err) != 0 ||
+            run_shards(cfg_path, ckpt, workers, &ds, dir, &r, err, sizeof err) != 0) {
+            fprintf(stderr, "pixflow: %s\n", err);
+            goto out;
+        }
+    } else {
+        pf_dataset *use = &ds;
+        if (shard >= 0) {
+            if (shard_of(&ds, shard, nshards, &part) != 0) {
+                fprintf(stderr, "pixflow: out of memory\n");
+                goto out;
+            }
+            use = &part;
+        }
+        m = pf_model_new(&cfg, err, sizeof err);
+        if (!m || pf_state_load_weights(m, ckpt, NULL, err, sizeof err) != 0 ||
+            pf_evaluate(m, &cfg, use, dir, NULL, NULL, &r, err, sizeof err) != 0) {
+            fprintf(stderr, "pixflow: %s\n", err);
+            goto out;
+        }
+    }
+    const char *ch = cfg.eval_y_channel ? "Y" : "RGB";
+    if (shard >= 0) {   /* a worker of a split test: full-precision rows for the gatherer */
+        snprintf(tsv, sizeof tsv, "%s/results_shard%d.tsv", dir, shard);
+        FILE *f = fopen(tsv, "w");
+        if (!f) {
+            fprintf(stderr, "pixflow: %s: cannot write\n", tsv);
+            goto out;
+        }
+        print_table(f, &r, ch, 1);
+        status = fclose(f) == 0 ? 0 : 1;
         goto out;
     }
     snprintf(tsv, sizeof tsv, "%s/results.tsv", dir);
@@ -69,23 +226,23 @@ int pf_test_main(int argc, char **argv) {
         fprintf(stderr, "pixflow: %s: cannot write\n", tsv);
         goto out;
     }
-    const char *ch = cfg.eval_y_channel ? "Y" : "RGB";
-    FILE *outs[2] = { stdout, f };
-    for (int k = 0; k < 2; k++) {
-        fprintf(outs[k], "image\tpsnr_%s\tssim_%s\tpsnr_bicubic\tssim_bicubic\n", ch, ch);
-        for (int i = 0; i < r.n; i++)
-            fprintf(outs[k], "%s\t%.4f\t%.4f\t%.4f\t%.4f\n", r.items[i].name, r.items[i].psnr,
-                    r.items[i].ssim, r.items[i].psnr_bicubic, r.items[i].ssim_bicubic);
-        fprintf(outs[k], "mean\t%.4f\t%.4f\t%.4f\t%.4f\n", r.psnr, r.ssim, r.psnr_bicubic,
-                r.ssim_bicubic);
-    }
+    print_table(stdout, &r, ch, 0);
+    print_table(f, &r, ch, 0);
     fclose(f);
-    printf("pixflow: %d images in %.1f s (crop_border %d, %s); outputs and results.tsv in %s\n",
-           r.n, pf_now() - t0, cfg.crop_border, ch, dir);
+    printf("pixflow: %d images in %.1f s on %d worker%s (crop_border %d, %s); outputs and "
+           "results.tsv in %s\n", r.n, pf_now() - t0, workers, workers > 1 ? "s" : "",
+           cfg.crop_border, ch, dir);
     status = 0;
 out:
     pf_eval_result_free(&r);
     pf_model_destroy(&m);
+    if (part.files) {
+        for (int i = 0; i < part.n_files; i++) {
+            pf_image_free(&part.files[i].gt);
+            pf_image_free(&part.files[i].lq);
+        }
+        free(part.files);
+    }
     pf_dataset_close(&ds);
     return status;
 }

@@ -32,12 +32,13 @@ static void write_config(const char *path, const char *work_dir, int spg, int se
             "  samples_per_gpu: %d\n"
             "  train: {type: PairedImageDataset, gt_folder: %s/train, gt_patch_size: 32,\n"
             "          use_flip: true, use_rot: true, repeat: 4}\n"
+            "  test: {type: PairedImageDataset, gt_folder: %s/train}\n"
             "optimizers: {type: Adam, lr: 1.0e-3}\n"
             "total_iters: %d\n"
             "log_config: {interval: 1}\n"
             "work_dir: %s\n"
             "seed: %d\n",
-            spg, root, ITERS, work_dir, seed);
+            spg, root, root, ITERS, work_dir, seed);
     fclose(f);
 }
 
@@ -149,6 +150,37 @@ int main(void) {
         CHECK(other > 100 * same && other > 1e-3,
               "the comparison cannot tell runs apart (%.3g vs %.3g)", other, same);
     }
+    /* pixflow test split over 3 workers gives the single worker's table, byte for byte. */
+    char cfg[600], ck[700], out[700], tsv[800];
+    snprintf(cfg, sizeof cfg, "%s/one_worker.yaml", root);
+    snprintf(ck, sizeof ck, "%s/one_worker/checkpoints/iter_%d.safetensors", root, ITERS);
+    snprintf(tsv, sizeof tsv, "%s/one_worker/test/iter_%d/results.tsv", root, ITERS);
+    char *tables[2] = { NULL, NULL };
+    const char *nw[2] = { "1", "3" };
+    for (int k = 0; k < 2; k++) {
+        snprintf(out, sizeof out, "%s/test_%s.out", root, nw[k]);
+        run r;
+        posix_spawn_file_actions_t fa;
+        posix_spawn_file_actions_init(&fa);
+        posix_spawn_file_actions_addopen(&fa, 1, out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        posix_spawn_file_actions_adddup2(&fa, 1, 2);
+        char *argv[] = { bin, "test", cfg, "--checkpoint", ck, "--workers", (char *)nw[k],
+                         NULL };
+        CHECK(posix_spawn(&r.pid, bin, &fa, NULL, argv, environ) == 0, "spawn");
+        posix_spawn_file_actions_destroy(&fa);
+        int st = finish(&r, 120);
+        CHECK(st == 0, "pixflow test --workers %s exited with %d (see %s)", nw[k], st, out);
+        char err[256];
+        tables[k] = pf_read_file(tsv, NULL, err, sizeof err);
+        CHECK(tables[k] != NULL, "%s", err);
+    }
+    CHECK(tables[0] && tables[1] && strcmp(tables[0], tables[1]) == 0 &&
+              strstr(tables[0], "img07\t"),
+          "pixflow test on 3 workers gave another table:\n%s\nvs\n%s",
+          tables[0] ? tables[0] : "", tables[1] ? tables[1] : "");
+    free(tables[0]);
+    free(tables[1]);
+
     int rc = pf_test_end("test_data_parallel");
     if (rc == 0) {
         char cmd[300];
