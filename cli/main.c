@@ -36,7 +36,12 @@ int main(int argc, char **argv) {
     int n = argc - 2;
     char **rest = argv + 2;
     if (strcmp(cmd, "--version") == 0) {
-        printf("pixflow 0.1.0 (backends: cpu/oneDNN)\n");
+#ifdef PIXFLOW_HAVE_CUDA
+        printf("pixflow 0.1.0 (backends: cpu/oneDNN; cuda ops built (cuDNN), GPU training not "
+               "yet; collectives: gloo)\n");
+#else
+        printf("pixflow 0.1.0 (backends: cpu/oneDNN; collectives: gloo)\n");
+#endif
         return 0;
     }
     if (strcmp(cmd, "train") == 0) return pf_train_main(n, rest);
