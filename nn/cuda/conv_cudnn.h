@@ -1,0 +1,109 @@
+/*  conv_cudnn — a 2-D convolution layer on cuDNN's legacy convolution API (stride 1, zero
+    padding k/2 on each side, with bias, as torch.nn.Conv2d(ic, oc, k, padding=k // 2)):
+    forward, backward-data, backward-filter, backward-bias. The GPU counterpart of
+    nn/cpu/conv_dnnl.h.
+
+    Tensors are device float32, plain NCHW: src N x ic x H x W, dst N x oc x H x W; weights
+    OIHW (oc x ic x k x k) and bias (oc) in the model's flat device buffers, passed per call,
+    so the layer owns no parameters. Descriptors and algorithms are chosen ONCE per shape by
+    pf_cuconv_setup (cudnnGet*Algorithm_v7 heuristics, or cudnnFind* benchmarks when the
+    context asks for it) and cached in the layer; the workspace is the context's, shared by
+    every layer and grown at setup to the largest need, so the training step itself allocates
+    nothing.
+
+    Maths: fp32 tensors; with allow_tf32 the convolutions may use TF32 tensor cores (cuDNN's
+    CUDNN_DEFAULT_MATH on Ampere and later, as PyTorch's allow_tf32 = True), otherwise strict
+    FP32 FMA kernels (CUDNN_FMA_MATH). CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION is deliberately not
+    used: it lets cuDNN down-convert fp32 data to fp16, which is not TF32.
+
+    Errors: every function returns 0, or -1 with err naming the layer and the cuDNN/CUDA call.
+    Work is queued on the context's stream; nothing synchronises except setup.
+*/
+#ifndef PF_CONV_CUDNN_H
+#define PF_CONV_CUDNN_H
+#include <stddef.h>
+#include <cuda_runtime_api.h>
+#include <cudnn.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Per-device state shared by the layers: handle, stream, workspace, policy. */
+typedef struct {
+    cudnnHandle_t handle;       /* bound to stream */
+    cudaStream_t stream;        /* where every layer's work is queued (not owned) */
+    void *workspace;            /* shared by all layers; one layer runs at a time per stream */
+    size_t workspace_bytes;     /* its size */
+    size_t workspace_limit;     /* largest workspace an algorithm may ask for (bytes) */
+    int allow_tf32;             /* convolutions may use TF32 tensor cores */
+    int deterministic;          /* only algorithms cuDNN reports as deterministic */
+    int benchmark;              /* choose algorithms by timing them (cudnnFind*) */
+} pf_cudnn;
+
+/* Create the cuDNN handle on the current device, bound to stream (0 = default stream).
+   workspace_limit defaults to 1 GiB; flags as in the struct. Returns NULL with err. */
+pf_cudnn *pf_cudnn_new(cudaStream_t stream, int allow_tf32, int deterministic, int benchmark,
+                       char *err, size_t errlen);
+/* Destroy the handle and free the workspace; nulls *self. */
+void pf_cudnn_destroy(pf_cudnn **self);
+
+/* Make the shared workspace at least `bytes` large (synchronises the stream before freeing
+   the old one). Returns 0 or -1 with err. */
+int pf_cudnn_reserve(pf_cudnn *ctx, size_t bytes, char *err, size_t errlen);
+
+typedef struct {
+    /* what the layer is */
+    char name[96];                          /* for messages, e.g. "body.0.conv1" */
+    int ic, oc, k;                          /* channels in / out, square kernel size (odd) */
+    /* what it is built for */
+    int n, h, w;                            /* 0 when not built */
+    int training;                           /* backward algorithms chosen too */
+    pf_cudnn *ctx;                          /* not owned */
+    cudnnTensorDescriptor_t src_desc;       /* N x ic x H x W */
+    cudnnTensorDescriptor_t dst_desc;       /* N x oc x H x W */
+    cudnnTensorDescriptor_t bias_desc;      /* 1 x oc x 1 x 1 */
+    cudnnFilterDescriptor_t w_desc;         /* oc x ic x k x k */
+    cudnnConvolutionDescriptor_t fwd_conv;  /* one per direction: each has the math type */
+    cudnnConvolutionDescriptor_t bwdd_conv; /*   of the algorithm chosen for it */
+    cudnnConvolutionDescriptor_t bwdf_conv;
+    cudnnConvolutionFwdAlgo_t fwd_algo;
+    cudnnConvolutionBwdDataAlgo_t bwdd_algo;
+    cudnnConvolutionBwdFilterAlgo_t bwdf_algo;
+    size_t fwd_ws, bwdd_ws, bwdf_ws;        /* workspace bytes each algorithm needs */
+} pf_cuconv;
+
+/* Describe the layer; builds nothing. */
+void pf_cuconv_init(pf_cuconv *c, const char *name, int ic, int oc, int k);
+
+/* Build descriptors and choose algorithms for an N x ic x H x W input (keeps them when the
+   shape and mode are unchanged), and grow the context's workspace. training: choose the
+   backward algorithms too. Returns 0, or -1 with err naming the layer. */
+int pf_cuconv_setup(pf_cuconv *c, pf_cudnn *ctx, int n, int h, int w, int training, char *err,
+                    size_t errlen);
+
+/* dst = conv(src, w) + bias (bias NULL: none). */
+int pf_cuconv_forward(pf_cuconv *c, const float *src, const float *w, const float *bias,
+                      float *dst, char *err, size_t errlen);
+
+/* diff_src = d loss / d src from diff_dst, overwritten. */
+int pf_cuconv_backward_data(pf_cuconv *c, const float *w, const float *diff_dst,
+                            float *diff_src, char *err, size_t errlen);
+
+/* dw (OIHW) = d loss / d w; accumulate = 0 overwrites, 1 adds to dw. */
+int pf_cuconv_backward_filter(pf_cuconv *c, const float *src, const float *diff_dst, float *dw,
+                              int accumulate, char *err, size_t errlen);
+
+/* db (oc) = sum of diff_dst over N, H, W; accumulate as above. */
+int pf_cuconv_backward_bias(pf_cuconv *c, const float *diff_dst, float *db, int accumulate,
+                            char *err, size_t errlen);
+
+/* Human-readable algorithm choice, e.g. "fwd 1 (ws 0 B) bwdd 1 (...) bwdf 1 (...)". */
+void pf_cuconv_describe(const pf_cuconv *c, char *buf, size_t buflen);
+
+void pf_cuconv_free(pf_cuconv *c);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
