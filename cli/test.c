@@ -31,20 +31,6 @@
 
 extern char **environ;
 
-/* The images of shard `r` of `n` (i mod n == r) as a dataset of their own. */
-static int shard_of(const pf_dataset *ds, int r, int n, pf_dataset *out) {
-    *out = *ds;
-    out->files = calloc((size_t)ds->n_files / n + 1, sizeof *out->files);
-    if (!out->files) return -1;
-    out->n_files = 0;
-    for (int i = r; i < ds->n_files; i += n) {
-        out->files[out->n_files] = ds->files[i];
-        out->files[out->n_files].decoded = 0;
-        out->n_files++;
-    }
-    return 0;
-}
-
 static void print_table(FILE *f, const pf_eval_result *r, const char *ch, int exact) {
     const char *fmt = exact ? "%s\t%.17g\t%.17g\t%.17g\t%.17g\n" : "%s\t%.4f\t%.4f\t%.4f\t%.4f\n";
     fprintf(f, "image\tpsnr_%s\tssim_%s\tpsnr_bicubic\tssim_bicubic\n", ch, ch);
@@ -195,7 +181,7 @@ int pf_test_main(int argc, char **argv) {
     } else {
         pf_dataset *use = &ds;
         if (shard >= 0) {
-            if (shard_of(&ds, shard, nshards, &part) != 0) {
+            if (pf_dataset_shard(&ds, shard, nshards, &part) != 0) {
                 fprintf(stderr, "pixflow: out of memory\n");
                 goto out;
             }
@@ -236,13 +222,7 @@ int pf_test_main(int argc, char **argv) {
 out:
     pf_eval_result_free(&r);
     pf_model_destroy(&m);
-    if (part.files) {
-        for (int i = 0; i < part.n_files; i++) {
-            pf_image_free(&part.files[i].gt);
-            pf_image_free(&part.files[i].lq);
-        }
-        free(part.files);
-    }
+    if (part.files) pf_dataset_close(&part);
     pf_dataset_close(&ds);
     return status;
 }

@@ -319,7 +319,8 @@ int pf_train_main(int argc, char **argv) {
     char *const wargs[] = { "worker", "--connect", addr, "--bind", role_bind, NULL };
     char *const cpargs[] = { "hook", "checkpoint", "--connect", addr, "--bind", role_bind,
                              NULL };
-    char *const eargs[] = { "hook", "eval", "--connect", addr, NULL };
+    char instance[32];
+    char *const eargs[] = { "hook", "eval", "--connect", addr, "--instance", instance, NULL };
     char *const largs[] = { "hook", "log", "--connect", addr, NULL };
     /* CPU workers of a group share the cores: each gets its share of OpenMP threads. */
     for (int i = 0; i < workers; i++) {
@@ -328,9 +329,14 @@ int pf_train_main(int argc, char **argv) {
         if (!spawn(&j, wname, wargs, workers > 1, err, sizeof err)) goto kill_all;
     }
     if (!spawn(&j, "checkpoint hook", cpargs, 1, err, sizeof err) ||
-        !spawn(&j, "eval hook", eargs, 1, err, sizeof err) ||
         !spawn(&j, "log hook", largs, 1, err, sizeof err))
         goto kill_all;
+    for (int i = 0; i < cfg.eval_instances; i++) {
+        char ename[32];
+        snprintf(instance, sizeof instance, "%d/%d", i, cfg.eval_instances);
+        snprintf(ename, sizeof ename, i ? "eval hook %d" : "eval hook", i);
+        if (!spawn(&j, ename, eargs, 1, err, sizeof err)) goto kill_all;
+    }
     for (int i = 0; i < loaders; i++) {
         char lname[32], *largv[6];
         snprintf(lname, sizeof lname, "loader%d", i + 1);

@@ -876,6 +876,13 @@ static int parse_eval(pf_cfg_ctx *c, pf_section *s, pf_config *cfg, pf_lines *L)
         } else if (!strcmp(name, "save_image")) {
             if (get_bool(c, v, kp, &cfg->eval_save_image))
                 return -1;
+        } else if (!strcmp(name, "instances")) {
+            if (get_int32(c, v, kp, 1, 64, &cfg->eval_instances))
+                return -1;
+        } else if (!strcmp(name, "device")) {
+            static const char *devices[] = {"cpu", NULL};
+            if (get_choice(c, v, kp, devices, 0, cfg->eval_device, sizeof cfg->eval_device))
+                return -1;
         } else {
             return unknown(c, s, k, name);
         }
@@ -1158,6 +1165,8 @@ static void set_defaults(pf_config *cfg) {
     cfg->ckpt_max_keep = -1;
     cfg->log_interval = 10;
     cfg->eval_psnr = cfg->eval_ssim = 1;
+    cfg->eval_instances = 1;
+    snprintf(cfg->eval_device, sizeof cfg->eval_device, "cpu");
     cfg->pad_multiple = 1;
     cfg->resume_optim = 1;
     snprintf(cfg->log_level, sizeof cfg->log_level, "info");
@@ -1448,6 +1457,7 @@ char *pf_config_to_yaml(const pf_config *cfg) {
             cfg->eval_psnr && cfg->eval_ssim ? ", " : "", cfg->eval_ssim ? "SSIM" : "");
         put(&b, "  crop_border: %d\n  convert_to: %s\n  save_image: %s\n", cfg->crop_border,
             cfg->eval_y_channel ? "y" : "null", cfg->eval_save_image ? "true" : "false");
+        put(&b, "  instances: %d\n  device: %s\n", cfg->eval_instances, cfg->eval_device);
     }
     put(&b, "eval_cfg:\n  pad_multiple: %d\n", cfg->pad_multiple);
     put(&b, "work_dir: ");

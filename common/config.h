@@ -89,6 +89,10 @@ typedef struct {
     int crop_border;                    /* evaluation.crop_border (pixels on each side) */
     int eval_y_channel;                 /* evaluation.convert_to: y */
     int eval_save_image;                /* evaluation.save_image */
+    int eval_instances;                 /* evaluation.instances: eval services that split the
+                                           eval set (default 1) */
+    char eval_device[16];               /* evaluation.device: "cpu" (the CUDA backend will add
+                                           "cuda:N") */
     int pad_multiple;                   /* eval_cfg.pad_multiple: pad LQ to a multiple, crop back */
 
     /* run */

@@ -272,10 +272,12 @@ static void maybe_start(coord *c) {
     if (c->started || c->ph != PHASE_RUNNING || !c->ckpt_endpoint[0]) return;
     for (int r = 0; r < c->world_size; r++)
         if (!c->worker_of_rank[r]) return;
-    int hooks = 0;
-    for (int i = 0; i < c->n_peers; i++)
+    int hooks = 0, evals = 0;
+    for (int i = 0; i < c->n_peers; i++) {
         if (c->peers[i].alive && (MASK(c->peers[i].role) & HOOKS)) hooks |= MASK(c->peers[i].role);
-    if (hooks != HOOKS) return;
+        evals += c->peers[i].alive && c->peers[i].role == PF_ROLE_EVAL;
+    }
+    if (hooks != HOOKS || evals < c->cfg.eval_instances) return;
     pf_msg m = { .type = PF_MSG_START };
     snprintf(m.u.start.ckpt_endpoint, sizeof m.u.start.ckpt_endpoint, "%s", c->ckpt_endpoint);
     m.u.start.total_iters = c->total_iters;

@@ -7,12 +7,18 @@
     publishes an "eval" event (PSNR, SSIM, best, and bicubic's PSNR/SSIM on the same images).
     When the job finishes it evaluates the final checkpoint (named by checkpoints/latest) if it
     has not yet, so the last numbers are always there.
+
+    With evaluation.instances N, instance i evaluates the images j with j mod N == i and writes
+    their lines to eval.log; instances 1..N-1 publish their sums as an "eval_part" event, and
+    instance 0 adds them to its own and, once all N parts of an iteration are in, writes the
+    summary, tracks the best and publishes "eval". Training never waits for any of this.
 */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <zmq.h>
 #include <sys/stat.h>
 
 #include "common/log.h"
@@ -23,9 +29,23 @@
 #include "nn/model.h"
 #include "worker/train_state.h"
 
+#define MAX_PENDING 16
+#define GATHER_TIMEOUT_S 600.0  /* instance 0 waits this long for the last parts at the end */
+
+/* Instance 0's sums for one iteration until every instance's part is in. */
 typedef struct {
-    pf_dataset ds;
+    int64_t iter, epoch;            /* -1 = free slot */
+    int parts;
+    int64_t count;
+    double psnr, ssim, psnr_bicubic, ssim_bicubic;
+    char path[PF_MAX_ENDPOINT * 4];
+} gather;
+
+typedef struct {
+    pf_dataset all;                 /* data.eval */
+    pf_dataset ds;                  /* this instance's share (= all when alone) */
     pf_model *model;
+    gather pending[MAX_PENDING];
     int64_t last_iter;          /* last iteration evaluated, -1 none */
     double best_psnr;
     int64_t best_iter;
@@ -46,8 +66,13 @@ static int eval_start(pf_hook *h, char *err, size_t errlen) {
         pf_info("no evaluation configured; idle");
         return 0;
     }
-    if (pf_dataset_open(&s->ds, &cfg->eval, "data.eval", cfg->scale, 0, err, errlen) != 0)
+    if (pf_dataset_open(&s->all, &cfg->eval, "data.eval", cfg->scale, 0, err, errlen) != 0)
         return -1;
+    if (pf_dataset_shard(&s->all, h->instance, h->instances, &s->ds) != 0) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    for (int i = 0; i < MAX_PENDING; i++) s->pending[i].iter = -1;
     s->model = pf_model_new(cfg, err, errlen);
     if (!s->model) return -1;
     char path[PF_PATH_MAX + 32];
@@ -58,6 +83,76 @@ static int eval_start(pf_hook *h, char *err, size_t errlen) {
         return -1;
     }
     return 0;
+}
+
+/* All parts of `g` are in: write the summary, track the best, publish "eval". */
+static void finish_gather(pf_hook *h, gather *g) {
+    eval_state *s = h->state;
+    const pf_config *cfg = &h->client.cfg;
+    double n = g->count > 0 ? (double)g->count : 1;
+    double psnr = g->psnr / n, ssim = g->ssim / n, pb = g->psnr_bicubic / n,
+           sb = g->ssim_bicubic / n;
+    if (s->best_iter < 0 || psnr > s->best_psnr) {
+        s->best_psnr = psnr;
+        s->best_iter = g->iter;
+    }
+    const char *ch = cfg->eval_y_channel ? "Y" : "RGB";
+    fprintf(s->log, "iter %" PRId64 ": PSNR-%s %.4f dB, SSIM-%s %.4f (bicubic %.4f dB, %.4f); "
+            "best %.4f dB at iter %" PRId64 "; %lld images, crop_border %d, %d instance%s\n",
+            g->iter, ch, psnr, ch, ssim, pb, sb, s->best_psnr, s->best_iter,
+            (long long)g->count, cfg->crop_border, h->instances, h->instances > 1 ? "s" : "");
+    fflush(s->log);
+    pf_info("iter %" PRId64 ": PSNR-%s %.4f dB (bicubic %.4f dB), SSIM %.4f", g->iter, ch, psnr,
+            pb, ssim);
+    pf_msg_event *ev = calloc(1, sizeof *ev);
+    if (ev) {
+        snprintf(ev->kind, sizeof ev->kind, "eval");
+        ev->iter = g->iter;
+        ev->epoch = g->epoch;
+        ev->psnr = psnr;
+        ev->ssim = ssim;
+        ev->psnr_bicubic = pb;
+        ev->ssim_bicubic = sb;
+        ev->best_psnr = s->best_psnr;
+        ev->best_iter = s->best_iter;
+        ev->count = g->count;
+        snprintf(ev->path, sizeof ev->path, "%s", g->path);
+        snprintf(ev->text, sizeof ev->text, "%lld images of %s, %s channel, crop_border %d",
+                 (long long)g->count, cfg->eval.gt_folder, ch, cfg->crop_border);
+        pf_client_publish(&h->client, ev);
+        free(ev);
+    }
+    g->iter = -1;
+}
+
+/* Instance 0: add one instance's sums for `iter`; publish when all parts are in. */
+static void add_part(pf_hook *h, int64_t iter, int64_t epoch, const char *path, int64_t count,
+                     double psnr, double ssim, double pb, double sb) {
+    eval_state *s = h->state;
+    gather *g = NULL, *free_slot = NULL;
+    for (int i = 0; i < MAX_PENDING; i++) {
+        if (s->pending[i].iter == iter) g = &s->pending[i];
+        if (s->pending[i].iter < 0 && !free_slot) free_slot = &s->pending[i];
+    }
+    if (!g) {
+        if (!free_slot) {
+            pf_warn("too many evaluations in flight; iteration %" PRId64 " dropped", iter);
+            return;
+        }
+        g = free_slot;
+        memset(g, 0, sizeof *g);
+        g->iter = iter;
+        g->epoch = epoch;
+    }
+    if (epoch >= 0) g->epoch = epoch;
+    if (path && path[0]) snprintf(g->path, sizeof g->path, "%s", path);
+    g->parts++;
+    g->count += count;
+    g->psnr += psnr;
+    g->ssim += ssim;
+    g->psnr_bicubic += pb;
+    g->ssim_bicubic += sb;
+    if (g->parts == h->instances) finish_gather(h, g);
 }
 
 static int evaluate_checkpoint(pf_hook *h, const char *path, int64_t iter, int64_t epoch,
@@ -84,38 +179,33 @@ static int evaluate_checkpoint(pf_hook *h, const char *path, int64_t iter, int64
         return rc == 1 ? 0 : -1;
     }
     s->last_iter = iter;
-    if (s->best_iter < 0 || r.psnr > s->best_psnr) {
-        s->best_psnr = r.psnr;
-        s->best_iter = iter;
-    }
     const char *ch = cfg->eval_y_channel ? "Y" : "RGB";
-    fprintf(s->log, "iter %" PRId64 ": PSNR-%s %.4f dB, SSIM-%s %.4f (bicubic %.4f dB, %.4f); "
-            "best %.4f dB at iter %" PRId64 "; %d images, crop_border %d, %.1f s\n", iter, ch,
-            r.psnr, ch, r.ssim, r.psnr_bicubic, r.ssim_bicubic, s->best_psnr, s->best_iter,
-            r.n, cfg->crop_border, pf_now() - t0);
     for (int i = 0; i < r.n; i++)
-        fprintf(s->log, "    %s: PSNR %.4f dB, SSIM %.4f (bicubic %.4f dB, %.4f)\n",
-                r.items[i].name, r.items[i].psnr, r.items[i].ssim, r.items[i].psnr_bicubic,
-                r.items[i].ssim_bicubic);
+        fprintf(s->log, "    iter %" PRId64 " %s: PSNR-%s %.4f dB, SSIM-%s %.4f (bicubic %.4f dB, "
+                "%.4f)\n", iter, r.items[i].name, ch, r.items[i].psnr, ch, r.items[i].ssim,
+                r.items[i].psnr_bicubic, r.items[i].ssim_bicubic);
     fflush(s->log);
-    pf_info("iter %" PRId64 ": PSNR-%s %.4f dB (bicubic %.4f dB), SSIM %.4f", iter, ch, r.psnr,
-            r.psnr_bicubic, r.ssim);
-    pf_msg_event *ev = calloc(1, sizeof *ev);
-    if (ev) {
-        snprintf(ev->kind, sizeof ev->kind, "eval");
-        ev->iter = iter;
-        ev->epoch = epoch;
-        ev->psnr = r.psnr;
-        ev->ssim = r.ssim;
-        ev->psnr_bicubic = r.psnr_bicubic;
-        ev->ssim_bicubic = r.ssim_bicubic;
-        ev->best_psnr = s->best_psnr;
-        ev->best_iter = s->best_iter;
-        snprintf(ev->path, sizeof ev->path, "%s", path);
-        snprintf(ev->text, sizeof ev->text, "%d images of %s, %s channel, crop_border %d", r.n,
-                 cfg->eval.gt_folder, ch, cfg->crop_border);
-        pf_client_publish(&h->client, ev);
-        free(ev);
+    pf_info("iter %" PRId64 ": %d images evaluated in %.1f s", iter, r.n, pf_now() - t0);
+    /* This instance's sums: straight to the gatherer when it is instance 0, else an event. */
+    double n = r.n;
+    if (h->instance == 0) {
+        add_part(h, iter, epoch, path, r.n, r.psnr * n, r.ssim * n, r.psnr_bicubic * n,
+                 r.ssim_bicubic * n);
+    } else {
+        pf_msg_event *ev = calloc(1, sizeof *ev);
+        if (ev) {
+            snprintf(ev->kind, sizeof ev->kind, "eval_part");
+            ev->iter = iter;
+            ev->epoch = epoch;
+            ev->count = r.n;
+            ev->psnr = r.psnr * n;
+            ev->ssim = r.ssim * n;
+            ev->psnr_bicubic = r.psnr_bicubic * n;
+            ev->ssim_bicubic = r.ssim_bicubic * n;
+            snprintf(ev->path, sizeof ev->path, "%s", path);
+            pf_client_publish(&h->client, ev);
+            free(ev);
+        }
     }
     pf_eval_result_free(&r);
     return 0;
@@ -124,7 +214,14 @@ static int evaluate_checkpoint(pf_hook *h, const char *path, int64_t iter, int64
 static int eval_event(pf_hook *h, const pf_msg_event *ev, char *err, size_t errlen) {
     eval_state *s = h->state;
     const pf_config *cfg = &h->client.cfg;
-    if (!s->model || strcmp(ev->kind, "checkpoint") != 0) return 0;
+    if (!s->model) return 0;
+    if (strcmp(ev->kind, "eval_part") == 0) {
+        if (h->instance == 0 && ev->count >= 0)
+            add_part(h, ev->iter, ev->epoch, ev->path, ev->count, ev->psnr, ev->ssim,
+                     ev->psnr_bicubic, ev->ssim_bicubic);
+        return 0;
+    }
+    if (strcmp(ev->kind, "checkpoint") != 0) return 0;
     if (ev->iter % cfg->eval_interval != 0 || ev->iter == s->last_iter) return 0;
     return evaluate_checkpoint(h, ev->path, ev->iter, ev->epoch, err, errlen);
 }
@@ -140,14 +237,34 @@ static int eval_stop(pf_hook *h, const char *reason, char *err, size_t errlen) {
     if (!path[0]) return 0;
     const char *base = strrchr(path, '/');
     int64_t iter = strtoll(base ? base + 6 : path + 5, NULL, 10);
-    if (iter == s->last_iter) return 0;
-    return evaluate_checkpoint(h, path, iter, -1, err, errlen);
+    if (iter != s->last_iter && evaluate_checkpoint(h, path, iter, -1, err, errlen) != 0)
+        return -1;
+    /* Instance 0 gathers the other instances' last parts before it leaves. */
+    double give_up = pf_now() + GATHER_TIMEOUT_S;
+    for (;;) {
+        int open = 0;
+        for (int i = 0; i < MAX_PENDING; i++) open += s->pending[i].iter >= 0;
+        if (!open || h->instance != 0 || pf_hook_stop_requested(h)) break;
+        if (pf_now() > give_up) {
+            pf_warn("%d evaluations still miss parts from other instances; giving up", open);
+            break;
+        }
+        zmq_pollitem_t it = { h->sub, 0, ZMQ_POLLIN, 0 };
+        if (zmq_poll(&it, 1, 200) <= 0) continue;
+        pf_msg_event *ev = malloc(sizeof *ev);
+        char e2[256];
+        while (ev && pf_events_recv(h->sub, ZMQ_DONTWAIT, ev, e2, sizeof e2) == 0)
+            if (strcmp(ev->kind, "eval_part") == 0) eval_event(h, ev, err, errlen);
+        free(ev);
+    }
+    return 0;
 }
 
 static void eval_destroy(pf_hook *h) {
     eval_state *s = h->state;
     if (!s) return;
-    pf_dataset_close(&s->ds);
+    if (s->ds.files != s->all.files) pf_dataset_close(&s->ds);
+    pf_dataset_close(&s->all);
     pf_model_destroy(&s->model);
     if (s->log) fclose(s->log);
     free(s);
@@ -157,7 +274,7 @@ static void eval_destroy(pf_hook *h) {
 static const pf_hook_ops eval_ops = {
     .role = PF_ROLE_EVAL,
     .name = "eval",
-    .kinds = (const char *const[]){ "checkpoint", NULL },
+    .kinds = (const char *const[]){ "checkpoint", "eval_part", NULL },
     .start = eval_start,
     .event = eval_event,
     .stop = eval_stop,

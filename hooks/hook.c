@@ -58,24 +58,31 @@ static int drain_events(pf_hook *h, char *err, size_t errlen) {
 
 int pf_hook_run(const pf_hook_ops *ops, int argc, char **argv) {
     const char *addr = NULL;
+    int instance = 0, instances = 1;
     for (int i = 0; i < argc; i++) {
         if (strcmp(argv[i], "--connect") == 0 && i + 1 < argc) addr = argv[++i];
+        else if (strcmp(argv[i], "--instance") == 0 && i + 1 < argc &&
+                 sscanf(argv[i + 1], "%d/%d", &instance, &instances) == 2 && instances >= 1 &&
+                 instances <= 64 && instance >= 0 && instance < instances) i++;
         else if (strcmp(argv[i], "--bind") == 0 && i + 1 < argc) bind_arg = argv[++i];
         else addr = NULL, i = argc;
     }
     if (!addr) {
         fprintf(stderr, "usage: pixflow hook %s --connect tcp://HOST:PORT [--bind "
-                        "tcp://HOST:PORT]\n", ops->name);
+                        "tcp://HOST:PORT] [--instance I/N]\n", ops->name);
         return 2;
     }
     char name[PF_MAX_NAME];
-    snprintf(name, sizeof name, "%s", ops->name);
+    if (instance) snprintf(name, sizeof name, "%s%d", ops->name, instance);
+    else snprintf(name, sizeof name, "%s", ops->name);
     pf_log_set_name(name);
     pf_catch_signals();
     signal(SIGINT, SIG_IGN);  /* stopped through the coordinator, after the workers */
     static pf_hook h;
     memset(&h, 0, sizeof h);
     h.ops = ops;
+    h.instance = instance;
+    h.instances = instances;
     h.zctx = zmq_ctx_new();
     char err[2048] = "", endpoint[PF_MAX_ENDPOINT] = "";
     int status = 1, joined = 0;
@@ -85,7 +92,7 @@ int pf_hook_run(const pf_hook_ops *ops, int argc, char **argv) {
     joined = 1;
     pf_log_set_level(h.client.cfg.log_level);
     char path[PF_PATH_MAX + 64];
-    snprintf(path, sizeof path, "%s/%s_hook.log", h.client.cfg.work_dir, ops->name);
+    snprintf(path, sizeof path, "%s/%s_hook.log", h.client.cfg.work_dir, name);
     pf_log_open_file(path);
     h.sub = pf_events_subscribe(h.zctx, h.client.events_sub, ops->kinds);
     if (!h.sub) {

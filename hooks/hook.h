@@ -38,13 +38,15 @@ struct pf_hook {
     void *state;                        /* the hook's data */
     const pf_hook_ops *ops;
     char pending_stop[PF_MAX_NAME];     /* a STOP reason taken by pf_hook_stop_requested */
+    int instance, instances;            /* --instance i/N: this service's share (0/1 alone) */
 };
 
 /* For long work inside a callback: 1 if the coordinator has asked to interrupt or abort (the
    STOP is kept and handled by the loop once the callback returns). */
 int pf_hook_stop_requested(pf_hook *h);
 
-/* Run a hook to completion. argv: --connect ADDR [--bind tcp://HOST:PORT]. Returns the exit
+/* Run a hook to completion. argv: --connect ADDR [--bind tcp://HOST:PORT] [--instance I/N]
+   (instance I of N services of the same kind; named NAME for I = 0, NAMEI otherwise). Returns the exit
    status: 0 after a clean STOP, 1 on failure (the coordinator is told why). */
 int pf_hook_run(const pf_hook_ops *ops, int argc, char **argv);
 

@@ -168,6 +168,22 @@ int pf_dataset_open(pf_dataset *ds, const pf_dataset_cfg *cfg, const char *key, 
     return 0;
 }
 
+int pf_dataset_shard(const pf_dataset *ds, int r, int n, pf_dataset *out) {
+    *out = *ds;
+    out->files = calloc((size_t)ds->n_files / n + 1, sizeof *out->files);
+    if (!out->files) return -1;
+    out->n_files = 0;
+    for (int i = r; i < ds->n_files; i += n) {
+        pf_sample_file *f = &out->files[out->n_files++];
+        *f = ds->files[i];
+        f->decoded = 0;
+        memset(&f->gt, 0, sizeof f->gt);
+        memset(&f->lq, 0, sizeof f->lq);
+    }
+    out->len = (uint32_t)out->n_files;
+    return 0;
+}
+
 void pf_dataset_close(pf_dataset *ds) {
     for (int i = 0; i < ds->n_files && ds->files; i++) {
         pf_image_free(&ds->files[i].gt);

@@ -40,6 +40,11 @@ int pf_dataset_open(pf_dataset *ds, const pf_dataset_cfg *cfg, const char *key, 
                     int gt_patch_size, char *err, size_t errlen);
 void pf_dataset_close(pf_dataset *ds);
 
+/* The files i with i mod n == r as a dataset of their own (for splitting an eval or test set
+   over workers); nothing decoded is shared. Free with pf_dataset_close. Returns 0 or -1 (out
+   of memory). */
+int pf_dataset_shard(const pf_dataset *ds, int r, int n, pf_dataset *out);
+
 /* Decoded pair of file `file` (cached after the first call). Returns 0, or -1 with err naming
    the file (unreadable PNG, size changed since open). */
 int pf_dataset_pair(pf_dataset *ds, int file, const pf_image **gt, const pf_image **lq,

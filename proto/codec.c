@@ -146,6 +146,7 @@ static const pf_field EVENT[] = {
     F64(pf_msg_event, psnr_bicubic, 0),
     F64(pf_msg_event, ssim_bicubic, 0),
     SINT(pf_msg_event, best_iter, K_I64, 0),
+    SINT(pf_msg_event, count, K_I64, 0),
     STR(pf_msg_event, path, 0),
     STR(pf_msg_event, text, 0),
 };

@@ -130,6 +130,7 @@ typedef struct {
     double psnr, ssim, best_psnr;       /* eval: dB, [0,1] */
     double psnr_bicubic, ssim_bicubic;  /* eval: the same metrics of bicubic upscaling */
     int64_t best_iter;
+    int64_t count;                      /* eval_part: images in the sums psnr..ssim_bicubic */
     char path[PF_MAX_ENDPOINT * 4];     /* checkpoint: file path */
     char text[PF_MAX_TEXT];             /* status/error/done text */
 } pf_msg_event;

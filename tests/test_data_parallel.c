@@ -181,6 +181,61 @@ int main(void) {
     free(tables[0]);
     free(tables[1]);
 
+    /* evaluation.instances 3 splits the eval set over three eval services; instance 0's
+       gathered means equal one service's (to summation order). */
+    double psnr[2][2] = { { 0 } }, ssim[2][2] = { { 0 } };
+    int got[2] = { 0, 0 };
+    for (int k = 0; k < 2; k++) {
+        char ecfg[600], ewd[600], eout[600];
+        snprintf(ecfg, sizeof ecfg, "%s/eval%d.yaml", root, k);
+        snprintf(ewd, sizeof ewd, "%s/eval%d", root, k);
+        snprintf(eout, sizeof eout, "%s/eval%d.out", root, k);
+        FILE *f = fopen(ecfg, "w");
+        fprintf(f, "model: {type: EDSR, scale: 2, n_feats: 8, n_blocks: 1}\n"
+                   "data:\n  samples_per_gpu: 4\n"
+                   "  train: {type: PairedImageDataset, gt_folder: %s/train, gt_patch_size: 32,"
+                   " repeat: 4}\n"
+                   "  eval: {type: PairedImageDataset, gt_folder: %s/train}\n"
+                   "optimizers: {lr: 1.0e-3}\ntotal_iters: 10\n"
+                   "checkpoint_config: {interval: 5}\n"
+                   "evaluation: {interval: 5, crop_border: 2, convert_to: y, instances: %d}\n"
+                   "work_dir: %s\nseed: 1\n", root, root, k ? 3 : 1, ewd);
+        fclose(f);
+        run r;
+        start_job(&r, bin, eout, ecfg, "1", NULL, NULL, NULL);
+        int st = finish(&r, 300);
+        CHECK(st == 0, "eval instances run %d exited with %d (see %s)", k, st, eout);
+        char path[700], err[256];
+        snprintf(path, sizeof path, "%s/metrics.jsonl", ewd);
+        char *t = pf_read_file(path, NULL, err, sizeof err);
+        for (char *line = t ? strtok(t, "\n") : NULL; line; line = strtok(NULL, "\n")) {
+            double it = 0, p = 0, q = 0;
+            char *e = strstr(line, "\"kind\":\"eval\"");
+            if (!e) continue;
+            char *pi = strstr(line, "\"iter\":"), *pp = strstr(line, "\"psnr\":"),
+                 *ps = strstr(line, "\"ssim\":");
+            if (!pi || !pp || !ps) continue;
+            it = atof(pi + 7);
+            p = atof(pp + 7);
+            q = atof(ps + 7);
+            int slot = it == 5 ? 0 : it == 10 ? 1 : -1;
+            if (slot >= 0) {
+                psnr[k][slot] = p;
+                ssim[k][slot] = q;
+                got[k]++;
+            }
+        }
+        free(t);
+    }
+    CHECK(got[0] == 2 && got[1] == 2, "eval entries: %d with 1 instance, %d with 3", got[0],
+          got[1]);
+    for (int slot = 0; slot < 2; slot++) {
+        CHECK(fabs(psnr[0][slot] - psnr[1][slot]) < 1e-9 && psnr[0][slot] > 10,
+              "PSNR %.12g (1 instance) vs %.12g (3 instances)", psnr[0][slot], psnr[1][slot]);
+        CHECK(fabs(ssim[0][slot] - ssim[1][slot]) < 1e-9, "SSIM %.12g vs %.12g",
+              ssim[0][slot], ssim[1][slot]);
+    }
+
     int rc = pf_test_end("test_data_parallel");
     if (rc == 0) {
         char cmd[300];
