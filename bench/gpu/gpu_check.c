@@ -1,1 +1,588 @@
-int main(void) { return 0; }
+/*  gpu_check — compares every nn/cuda op with a naive CPU loop written here (and Adam also
+    with nn/optim.c itself), on random inputs of odd shapes. One line per check:
+
+        op  shape  max_rel_err  PASS|FAIL
+
+    max_rel_err = max_i |gpu_i - ref_i| / max_i |ref_i|: the worst error relative to the
+    tensor's scale (a per-element ratio would blow up on values that cancel to ~0). References
+    accumulate in double. Tolerances: 1e-4 for fp32, 2e-2 for TF32 convolutions and bf16.
+
+    Exit status: 0 all passed, 1 a check failed or an op returned an error, 77 no usable CUDA
+    device (the message says why: no driver, no device, ...), 2 the check itself could not run
+    (out of memory).
+
+    Run through bench/gpu/run.sh, or: cmake --build build-gpu --target gpu_check &&
+    build-gpu/bench/gpu/gpu_check
+*/
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cuda_runtime_api.h>
+#include <cudnn.h>
+#include "nn/cuda/conv_cudnn.h"
+#include "nn/cuda/ops.h"
+#include "nn/optim.h"
+
+#define TOL_FP32 1e-4
+#define TOL_LOW 2e-2 /* TF32, bf16 */
+
+static int g_failures, g_checks;
+static char g_err[1024];
+
+/* ---- helpers ------------------------------------------------------------------------------ */
+
+static uint64_t g_rng = 0x9e3779b97f4a7c15ull;
+
+static uint64_t next_u64(void) { /* splitmix64 */
+    uint64_t z = (g_rng += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static float uniform(float lo, float hi) {
+    return lo + (hi - lo) * (float)((next_u64() >> 40) * (1.0 / 16777216.0));
+}
+
+static void fill(float *x, size_t n, float lo, float hi) {
+    for (size_t i = 0; i < n; i++) x[i] = uniform(lo, hi);
+}
+
+static void *host_alloc(size_t bytes) {
+    void *p = calloc(1, bytes ? bytes : 1);
+    if (!p) {
+        fprintf(stderr, "gpu_check: out of host memory (%zu bytes)\n", bytes);
+        exit(2);
+    }
+    return p;
+}
+
+static void *dev_alloc(size_t bytes) {
+    void *p = NULL;
+    cudaError_t e = cudaMalloc(&p, bytes ? bytes : 1);
+    if (e != cudaSuccess) {
+        fprintf(stderr, "gpu_check: cudaMalloc(%zu bytes): %s\n", bytes, cudaGetErrorString(e));
+        exit(2);
+    }
+    return p;
+}
+
+static void *upload(const void *h, size_t bytes) {
+    void *d = dev_alloc(bytes);
+    cudaError_t e = cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice);
+    if (e != cudaSuccess) {
+        fprintf(stderr, "gpu_check: cudaMemcpy to device: %s\n", cudaGetErrorString(e));
+        exit(2);
+    }
+    return d;
+}
+
+/* Wait for the GPU, then copy back; 0, or -1 with g_err (a kernel's execution error shows
+   here). */
+static int download(void *h, const void *d, size_t bytes) {
+    cudaError_t e = cudaDeviceSynchronize();
+    if (e == cudaSuccess) e = cudaMemcpy(h, d, bytes, cudaMemcpyDeviceToHost);
+    if (e != cudaSuccess) {
+        snprintf(g_err, sizeof g_err, "after the op: %s (%s)", cudaGetErrorString(e),
+                 cudaGetErrorName(e));
+        return -1;
+    }
+    return 0;
+}
+
+static double max_rel_err(const float *got, const float *ref, size_t n) {
+    double diff = 0.0, scale = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs((double)got[i] - (double)ref[i]);
+        if (!(d <= diff)) diff = d; /* NaN counts as the worst */
+        if (fabs((double)ref[i]) > scale) scale = fabs((double)ref[i]);
+    }
+    if (isnan(diff)) return INFINITY;
+    return scale > 0.0 ? diff / scale : diff;
+}
+
+static void report(const char *op, const char *shape, double err, double tol) {
+    int ok = err <= tol;
+    g_checks++;
+    if (!ok) g_failures++;
+    printf("%-28s %-36s %.3e %s\n", op, shape, err, ok ? "PASS" : "FAIL");
+    fflush(stdout);
+}
+
+static void report_error(const char *op, const char *shape, const char *msg) {
+    g_checks++;
+    g_failures++;
+    printf("%-28s %-36s ERROR %s FAIL\n", op, shape, msg);
+    fflush(stdout);
+}
+
+/* Compare count floats at device pointer d with ref; rc is the op's return code. */
+static void check(const char *op, const char *shape, int rc, const float *d, const float *ref,
+                  size_t count, double tol) {
+    if (rc) {
+        report_error(op, shape, g_err);
+        return;
+    }
+    float *got = host_alloc(count * sizeof(float));
+    if (download(got, d, count * sizeof(float)))
+        report_error(op, shape, g_err);
+    else
+        report(op, shape, max_rel_err(got, ref, count), tol);
+    free(got);
+}
+
+/* ---- element-wise, layout, loss, Adam, bf16 ----------------------------------------------- */
+
+static void check_input_conversion(void) {
+    int n = 2, h = 17, w = 23, c = 3;
+    size_t count = (size_t)n * h * w * c;
+    char shape[64];
+    snprintf(shape, sizeof shape, "N%d H%d W%d C%d", n, h, w, c);
+    uint8_t *img = host_alloc(count);
+    for (size_t i = 0; i < count; i++) img[i] = (uint8_t)(next_u64() & 255);
+    img[0] = 0;
+    img[1] = 255;
+    float *ref = host_alloc(count * sizeof(float));
+    for (int b = 0; b < n; b++)
+        for (int ch = 0; ch < c; ch++)
+            for (int y = 0; y < h; y++)
+                for (int x = 0; x < w; x++)
+                    ref[(((size_t)b * c + ch) * h + y) * w + x] =
+                        (float)img[(((size_t)b * h + y) * w + x) * c + ch] / 255.0f;
+    uint8_t *d_img = upload(img, count);
+    float *d_out = dev_alloc(count * sizeof(float));
+    int rc = pf_cuda_u8_nhwc_to_nchw(d_out, d_img, n, h, w, c, 0, g_err, sizeof g_err);
+    check("u8_nhwc_to_nchw", shape, rc, d_out, ref, count, TOL_FP32);
+
+    /* mean shift and its inverse on the converted image (EDSR: DIV2K mean, img_range 255) */
+    const float mean[3] = {0.4488f, 0.4371f, 0.4040f};
+    const float range = 255.0f;
+    float *ref2 = host_alloc(count * sizeof(float));
+    size_t hw = (size_t)h * w;
+    for (size_t i = 0; i < count; i++) ref2[i] = (ref[i] - mean[(i / hw) % c]) * range;
+    float *d_sh = dev_alloc(count * sizeof(float));
+    rc = pf_cuda_mean_shift(d_sh, d_out, n, c, h, w, mean, range, 0, g_err, sizeof g_err);
+    check("mean_shift", shape, rc, d_sh, ref2, count, TOL_FP32);
+    float *ref3 = host_alloc(count * sizeof(float));
+    for (size_t i = 0; i < count; i++) ref3[i] = ref2[i] / range + mean[(i / hw) % c];
+    rc = pf_cuda_mean_unshift(d_sh, d_sh, n, c, h, w, mean, range, 0, g_err, sizeof g_err);
+    check("mean_unshift (in place)", shape, rc, d_sh, ref3, count, TOL_FP32);
+    free(img), free(ref), free(ref2), free(ref3);
+    cudaFree(d_img), cudaFree(d_out), cudaFree(d_sh);
+}
+
+static void check_elementwise(void) {
+    size_t count = (size_t)2 * 32 * 29 * 31;
+    char shape[64];
+    snprintf(shape, sizeof shape, "count %zu", count);
+    float *x = host_alloc(count * sizeof(float)), *b = host_alloc(count * sizeof(float));
+    float *dy = host_alloc(count * sizeof(float)), *ref = host_alloc(count * sizeof(float));
+    fill(x, count, -1, 1);
+    fill(b, count, -1, 1);
+    fill(dy, count, -1, 1);
+    for (size_t i = 0; i < count; i += 97) x[i] = 0.0f; /* ReLU's kink: masked like torch */
+    float *d_x = upload(x, count * 4), *d_b = upload(b, count * 4), *d_dy = upload(dy, count * 4);
+    float *d_y = dev_alloc(count * 4), *d_t = dev_alloc(count * 4);
+    int rc;
+
+    for (size_t i = 0; i < count; i++) ref[i] = x[i] > 0 ? x[i] : 0;
+    rc = pf_cuda_relu_forward(d_y, d_x, count, 0, g_err, sizeof g_err);
+    check("relu_forward", shape, rc, d_y, ref, count, TOL_FP32);
+    for (size_t i = 0; i < count; i++) ref[i] = x[i] > 0 ? dy[i] : 0;
+    rc = pf_cuda_relu_backward(d_t, d_dy, d_y, count, 0, g_err, sizeof g_err);
+    check("relu_backward", shape, rc, d_t, ref, count, TOL_FP32);
+
+    const float s = 0.1f; /* EDSR res_scale */
+    for (size_t i = 0; i < count; i++) ref[i] = x[i] + s * b[i];
+    rc = pf_cuda_add_scaled(d_t, d_x, d_b, s, count, 0, g_err, sizeof g_err);
+    check("add_scaled (a + s b)", shape, rc, d_t, ref, count, TOL_FP32);
+    for (size_t i = 0; i < count; i++) ref[i] = s * dy[i];
+    rc = pf_cuda_scale(d_t, d_dy, s, count, 0, g_err, sizeof g_err);
+    check("scale (d b = s dy)", shape, rc, d_t, ref, count, TOL_FP32);
+    for (size_t i = 0; i < count; i++) ref[i] = s * dy[i] + 0.5f * x[i];
+    rc = pf_cuda_axpy(d_t, d_x, 0.5f, count, 0, g_err, sizeof g_err);
+    check("axpy (accumulate)", shape, rc, d_t, ref, count, TOL_FP32);
+    free(x), free(b), free(dy), free(ref);
+    cudaFree(d_x), cudaFree(d_b), cudaFree(d_dy), cudaFree(d_y), cudaFree(d_t);
+}
+
+static void check_pixel_shuffle(int n, int c, int h, int w, int r) {
+    size_t count = (size_t)n * c * r * r * h * w;
+    char shape[64];
+    snprintf(shape, sizeof shape, "N%d C%d->%d H%d W%d r%d", n, c * r * r, c, h, w, r);
+    float *in = host_alloc(count * 4), *ref = host_alloc(count * 4);
+    fill(in, count, -1, 1);
+    int hr = h * r, wr = w * r;
+    for (int b = 0; b < n; b++)
+        for (int ch = 0; ch < c; ch++)
+            for (int y = 0; y < h; y++)
+                for (int x = 0; x < w; x++)
+                    for (int i = 0; i < r; i++)
+                        for (int j = 0; j < r; j++)
+                            ref[(((size_t)b * c + ch) * hr + y * r + i) * wr + x * r + j] =
+                                in[(((size_t)b * c * r * r + ch * r * r + i * r + j) * h + y) *
+                                       w + x];
+    float *d_in = upload(in, count * 4), *d_out = dev_alloc(count * 4);
+    int rc = pf_cuda_pixel_shuffle_forward(d_out, d_in, n, c, h, w, r, 0, g_err, sizeof g_err);
+    check("pixel_shuffle_forward", shape, rc, d_out, ref, count, TOL_FP32);
+    /* backward of a permutation: feeding the forward's output back must give the input */
+    float *d_back = dev_alloc(count * 4);
+    float *d_ref = upload(ref, count * 4);
+    rc = pf_cuda_pixel_shuffle_backward(d_back, d_ref, n, c, h, w, r, 0, g_err, sizeof g_err);
+    check("pixel_shuffle_backward", shape, rc, d_back, in, count, TOL_FP32);
+    free(in), free(ref);
+    cudaFree(d_in), cudaFree(d_out), cudaFree(d_back), cudaFree(d_ref);
+}
+
+static void check_loss(int mse, size_t count) {
+    const char *name = mse ? "mse_loss" : "l1_loss";
+    char shape[64], op[64];
+    snprintf(shape, sizeof shape, "count %zu weight 0.5", count);
+    const float weight = 0.5f;
+    float *x = host_alloc(count * 4), *y = host_alloc(count * 4), *ref = host_alloc(count * 4);
+    fill(x, count, 0, 1);
+    fill(y, count, 0, 1);
+    for (size_t i = 0; i < count; i += 101) y[i] = x[i]; /* sign(0) = 0 */
+    float gscale = weight / (float)count;
+    double sum = 0.0;
+    for (size_t i = 0; i < count; i++) {
+        float d = x[i] - y[i];
+        if (mse) {
+            sum += (double)d * d;
+            ref[i] = 2.0f * d * gscale;
+        } else {
+            sum += fabs((double)d);
+            ref[i] = (d > 0 ? 1.0f : d < 0 ? -1.0f : 0.0f) * gscale;
+        }
+    }
+    float ref_loss = (float)(sum / (double)count * weight);
+    float *d_x = upload(x, count * 4), *d_y = upload(y, count * 4), *d_g = dev_alloc(count * 4);
+    float *d_loss = dev_alloc(4);
+    double *d_scratch = dev_alloc(PF_CUDA_LOSS_SCRATCH * sizeof(double));
+    int rc = (mse ? pf_cuda_mse_loss : pf_cuda_l1_loss)(d_loss, d_g, d_x, d_y, count, weight,
+                                                         d_scratch, 0, g_err, sizeof g_err);
+    snprintf(op, sizeof op, "%s value", name);
+    check(op, shape, rc, d_loss, &ref_loss, 1, TOL_FP32);
+    snprintf(op, sizeof op, "%s grad", name);
+    check(op, shape, rc, d_g, ref, count, TOL_FP32);
+    /* determinism: the same inputs again (without the gradient) give the same bits */
+    float first = 0, again = 0;
+    snprintf(op, sizeof op, "%s deterministic", name);
+    if (!rc && !download(&first, d_loss, 4) &&
+        !(mse ? pf_cuda_mse_loss : pf_cuda_l1_loss)(d_loss, NULL, d_x, d_y, count, weight,
+                                                    d_scratch, 0, g_err, sizeof g_err) &&
+        !download(&again, d_loss, 4))
+        report(op, shape, memcmp(&first, &again, 4) ? INFINITY : 0.0, 0.0);
+    else
+        report_error(op, shape, g_err);
+    free(x), free(y), free(ref);
+    cudaFree(d_x), cudaFree(d_y), cudaFree(d_g), cudaFree(d_loss), cudaFree(d_scratch);
+}
+
+static void check_adam(void) {
+    size_t count = 10007;
+    const float lr = 2e-4f, b1 = 0.9f, b2 = 0.99f, eps = 1e-8f, wd = 1e-4f;
+    char shape[96];
+    float *p = host_alloc(count * 4), *ref_p = host_alloc(count * 4), *g = host_alloc(count * 4);
+    float *ref_m = host_alloc(count * 4), *ref_v = host_alloc(count * 4);
+    fill(p, count, -0.5f, 0.5f);
+    memcpy(ref_p, p, count * 4);
+    pf_adam opt;
+    if (pf_adam_init(&opt, count, b1, b2, eps, wd)) exit(2);
+    float *opt_p = host_alloc(count * 4);
+    memcpy(opt_p, p, count * 4);
+    float *d_p = upload(p, count * 4), *d_g = dev_alloc(count * 4);
+    float *d_m = dev_alloc(count * 4), *d_v = dev_alloc(count * 4);
+    cudaMemset(d_m, 0, count * 4);
+    cudaMemset(d_v, 0, count * 4);
+    for (int t = 1; t <= 3; t++) {
+        fill(g, count, -1, 1);
+        if (cudaMemcpy(d_g, g, count * 4, cudaMemcpyHostToDevice) != cudaSuccess) exit(2);
+        /* naive: torch.optim.Adam's formula written out */
+        double bc1 = 1.0 - pow(b1, t), bc2 = 1.0 - pow(b2, t);
+        for (size_t i = 0; i < count; i++) {
+            float gi = g[i] + wd * ref_p[i];
+            ref_m[i] = b1 * ref_m[i] + (1.0f - b1) * gi;
+            ref_v[i] = b2 * ref_v[i] + (1.0f - b2) * gi * gi;
+            float denom = sqrtf(ref_v[i]) / (float)sqrt(bc2) + eps;
+            ref_p[i] -= (float)(lr / bc1) * (ref_m[i] / denom);
+        }
+        pf_adam_step(&opt, opt_p, g, lr);
+        int rc = pf_cuda_adam_step(d_p, d_g, d_m, d_v, count, lr, b1, b2, eps, wd, t, 0, g_err,
+                                   sizeof g_err);
+        snprintf(shape, sizeof shape, "count %zu step %d wd %g", count, t, (double)wd);
+        check("adam params (naive)", shape, rc, d_p, ref_p, count, TOL_FP32);
+        check("adam params (nn/optim.c)", shape, rc, d_p, opt_p, count, TOL_FP32);
+        check("adam exp_avg", shape, rc, d_m, opt.exp_avg, count, TOL_FP32);
+        check("adam exp_avg_sq", shape, rc, d_v, opt.exp_avg_sq, count, TOL_FP32);
+    }
+    pf_adam_free(&opt);
+    free(p), free(ref_p), free(g), free(ref_m), free(ref_v), free(opt_p);
+    cudaFree(d_p), cudaFree(d_g), cudaFree(d_m), cudaFree(d_v);
+}
+
+/* fp32 -> bf16, round to nearest even; NaN -> a quiet NaN. */
+static uint16_t ref_bf16(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+
+static float bf16_to_f32(uint16_t h) {
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+static void check_bf16(void) {
+    size_t count = 100003;
+    char shape[64];
+    snprintf(shape, sizeof shape, "count %zu", count);
+    float *x = host_alloc(count * 4);
+    fill(x, count, -1000, 1000);
+    /* ties (both parities), overflow to inf, inf, denormal, zero, NaN */
+    const uint32_t special[] = {0x3f808000u, 0x3f818000u, 0x3f80c000u, 0x7f7fffffu,
+                                0x7f800000u, 0xff800000u, 0x00000001u, 0x80000000u,
+                                0x7fc00000u, 0x00008000u, 0x00018000u};
+    for (size_t i = 0; i < sizeof special / sizeof *special; i++) memcpy(&x[i], &special[i], 4);
+    float *d_x = upload(x, count * 4);
+    uint16_t *d_h = dev_alloc(count * 2), *h = host_alloc(count * 2);
+    int rc = pf_cuda_f32_to_bf16(d_h, d_x, count, 0, g_err, sizeof g_err);
+    if (rc || download(h, d_h, count * 2)) {
+        report_error("f32_to_bf16", shape, g_err);
+    } else {
+        size_t mismatched = 0;
+        double err = 0.0;
+        for (size_t i = 0; i < count; i++) {
+            uint16_t want = ref_bf16(x[i]);
+            float got = bf16_to_f32(h[i]);
+            if (isnan(x[i])) {
+                if (!isnan(got)) mismatched++;
+                continue;
+            }
+            if (h[i] != want) mismatched++;
+            if (isfinite(got) && x[i] != 0.0f) {
+                double e = fabs((double)got - x[i]) / fabs((double)x[i]);
+                if (e > err && fabs(x[i]) > 1e-30) err = e;
+            }
+        }
+        char op[64];
+        snprintf(op, sizeof op, "f32_to_bf16 (%zu bit diffs)", mismatched);
+        report(op, shape, mismatched ? INFINITY : err, TOL_LOW);
+    }
+    free(x), free(h);
+    cudaFree(d_x), cudaFree(d_h);
+}
+
+/* ---- convolution -------------------------------------------------------------------------- */
+
+typedef struct {
+    int n, ic, oc, h, w, k;
+} conv_shape;
+
+static void conv_ref_forward(const conv_shape *s, const float *x, const float *wt,
+                             const float *bias, float *y) {
+    int p = s->k / 2, k = s->k;
+    for (int b = 0; b < s->n; b++)
+        for (int o = 0; o < s->oc; o++)
+            for (int yy = 0; yy < s->h; yy++)
+                for (int xx = 0; xx < s->w; xx++) {
+                    double acc = bias[o];
+                    for (int i = 0; i < s->ic; i++)
+                        for (int ky = 0; ky < k; ky++) {
+                            int sy = yy + ky - p;
+                            if (sy < 0 || sy >= s->h) continue;
+                            for (int kx = 0; kx < k; kx++) {
+                                int sx = xx + kx - p;
+                                if (sx < 0 || sx >= s->w) continue;
+                                acc += (double)wt[(((size_t)o * s->ic + i) * k + ky) * k + kx] *
+                                       x[(((size_t)b * s->ic + i) * s->h + sy) * s->w + sx];
+                            }
+                        }
+                    y[(((size_t)b * s->oc + o) * s->h + yy) * s->w + xx] = (float)acc;
+                }
+}
+
+static void conv_ref_backward_data(const conv_shape *s, const float *wt, const float *dy,
+                                   float *dx) {
+    int p = s->k / 2, k = s->k;
+    for (int b = 0; b < s->n; b++)
+        for (int i = 0; i < s->ic; i++)
+            for (int sy = 0; sy < s->h; sy++)
+                for (int sx = 0; sx < s->w; sx++) {
+                    double acc = 0.0;
+                    for (int o = 0; o < s->oc; o++)
+                        for (int ky = 0; ky < k; ky++) {
+                            int yy = sy - ky + p;
+                            if (yy < 0 || yy >= s->h) continue;
+                            for (int kx = 0; kx < k; kx++) {
+                                int xx = sx - kx + p;
+                                if (xx < 0 || xx >= s->w) continue;
+                                acc += (double)wt[(((size_t)o * s->ic + i) * k + ky) * k + kx] *
+                                       dy[(((size_t)b * s->oc + o) * s->h + yy) * s->w + xx];
+                            }
+                        }
+                    dx[(((size_t)b * s->ic + i) * s->h + sy) * s->w + sx] = (float)acc;
+                }
+}
+
+static void conv_ref_backward_weights(const conv_shape *s, const float *x, const float *dy,
+                                      float *dw, float *db) {
+    int p = s->k / 2, k = s->k;
+    for (int o = 0; o < s->oc; o++) {
+        double bacc = 0.0;
+        for (int b = 0; b < s->n; b++)
+            for (size_t j = 0; j < (size_t)s->h * s->w; j++)
+                bacc += dy[((size_t)b * s->oc + o) * s->h * s->w + j];
+        db[o] = (float)bacc;
+        for (int i = 0; i < s->ic; i++)
+            for (int ky = 0; ky < k; ky++)
+                for (int kx = 0; kx < k; kx++) {
+                    double acc = 0.0;
+                    for (int b = 0; b < s->n; b++)
+                        for (int yy = 0; yy < s->h; yy++) {
+                            int sy = yy + ky - p;
+                            if (sy < 0 || sy >= s->h) continue;
+                            for (int xx = 0; xx < s->w; xx++) {
+                                int sx = xx + kx - p;
+                                if (sx < 0 || sx >= s->w) continue;
+                                acc += (double)dy[(((size_t)b * s->oc + o) * s->h + yy) * s->w +
+                                                  xx] *
+                                       x[(((size_t)b * s->ic + i) * s->h + sy) * s->w + sx];
+                            }
+                        }
+                    dw[(((size_t)o * s->ic + i) * k + ky) * k + kx] = (float)acc;
+                }
+    }
+}
+
+/* All four directions of one shape under one context; mode names the context in the output. */
+static void check_conv(pf_cudnn *ctx, const char *mode, const conv_shape *s, double tol) {
+    char shape[96], op[64], algos[256];
+    snprintf(shape, sizeof shape, "N%d C%d->%d H%d W%d k%d", s->n, s->ic, s->oc, s->h, s->w,
+             s->k);
+    size_t nx = (size_t)s->n * s->ic * s->h * s->w, ny = (size_t)s->n * s->oc * s->h * s->w;
+    size_t nw = (size_t)s->oc * s->ic * s->k * s->k;
+    float *x = host_alloc(nx * 4), *wt = host_alloc(nw * 4), *bias = host_alloc(s->oc * 4);
+    float *dy = host_alloc(ny * 4), *y = host_alloc(ny * 4), *dx = host_alloc(nx * 4);
+    float *dw = host_alloc(nw * 4), *db = host_alloc(s->oc * 4);
+    float bound = 1.0f / sqrtf((float)(s->ic * s->k * s->k)); /* PyTorch's default init */
+    fill(x, nx, 0, 1);
+    fill(wt, nw, -bound, bound);
+    fill(bias, s->oc, -bound, bound);
+    fill(dy, ny, -1, 1);
+    conv_ref_forward(s, x, wt, bias, y);
+    conv_ref_backward_data(s, wt, dy, dx);
+    conv_ref_backward_weights(s, x, dy, dw, db);
+
+    float *d_x = upload(x, nx * 4), *d_w = upload(wt, nw * 4), *d_b = upload(bias, s->oc * 4);
+    float *d_dy = upload(dy, ny * 4), *d_y = dev_alloc(ny * 4), *d_dx = dev_alloc(nx * 4);
+    float *d_dw = dev_alloc(nw * 4), *d_db = dev_alloc(s->oc * 4);
+    pf_cuconv c;
+    pf_cuconv_init(&c, "check_conv", s->ic, s->oc, s->k);
+    if (pf_cuconv_setup(&c, ctx, s->n, s->h, s->w, 1, g_err, sizeof g_err)) {
+        snprintf(op, sizeof op, "conv setup %s", mode);
+        report_error(op, shape, g_err);
+    } else {
+        pf_cuconv_describe(&c, algos, sizeof algos);
+        printf("# conv %s %s: %s\n", mode, shape, algos);
+        int rc = pf_cuconv_forward(&c, d_x, d_w, d_b, d_y, g_err, sizeof g_err);
+        snprintf(op, sizeof op, "conv_fwd %s", mode);
+        check(op, shape, rc, d_y, y, ny, tol);
+        rc = pf_cuconv_backward_data(&c, d_w, d_dy, d_dx, g_err, sizeof g_err);
+        snprintf(op, sizeof op, "conv_bwd_data %s", mode);
+        check(op, shape, rc, d_dx, dx, nx, tol);
+        rc = pf_cuconv_backward_filter(&c, d_x, d_dy, d_dw, 0, g_err, sizeof g_err);
+        snprintf(op, sizeof op, "conv_bwd_filter %s", mode);
+        check(op, shape, rc, d_dw, dw, nw, tol);
+        rc = pf_cuconv_backward_bias(&c, d_dy, d_db, 0, g_err, sizeof g_err);
+        snprintf(op, sizeof op, "conv_bwd_bias %s", mode);
+        check(op, shape, rc, d_db, db, s->oc, tol);
+        /* accumulate = 1 adds: a second pass doubles both gradients */
+        for (size_t i = 0; i < nw; i++) dw[i] *= 2.0f;
+        for (int i = 0; i < s->oc; i++) db[i] *= 2.0f;
+        rc = pf_cuconv_backward_filter(&c, d_x, d_dy, d_dw, 1, g_err, sizeof g_err);
+        snprintf(op, sizeof op, "conv_bwd_filter+= %s", mode);
+        check(op, shape, rc, d_dw, dw, nw, tol);
+        rc = pf_cuconv_backward_bias(&c, d_dy, d_db, 1, g_err, sizeof g_err);
+        snprintf(op, sizeof op, "conv_bwd_bias+= %s", mode);
+        check(op, shape, rc, d_db, db, s->oc, tol);
+    }
+    pf_cuconv_free(&c);
+    free(x), free(wt), free(bias), free(dy), free(y), free(dx), free(dw), free(db);
+    cudaFree(d_x), cudaFree(d_w), cudaFree(d_b), cudaFree(d_dy), cudaFree(d_y), cudaFree(d_dx);
+    cudaFree(d_dw), cudaFree(d_db);
+}
+
+static void check_convs(void) {
+    /* odd sizes on purpose; k = 9 / 1 / 5 are SRCNN's layers, 3 EDSR's */
+    const conv_shape shapes[] = {
+        {2, 3, 16, 13, 17, 3}, {2, 16, 16, 24, 19, 3}, {2, 32, 32, 21, 23, 3},
+        {2, 16, 32, 21, 15, 1}, {2, 3, 32, 33, 27, 9}, {2, 32, 3, 17, 40, 5},
+        {2, 32, 12, 40, 13, 3}, /* EDSR's upsample conv: 4 * 3 outputs */
+    };
+    const int nshapes = (int)(sizeof shapes / sizeof *shapes);
+    struct {
+        const char *mode;
+        int tf32, deterministic, benchmark;
+        double tol;
+    } modes[] = {
+        {"fp32", 0, 0, 0, TOL_FP32},
+        {"tf32", 1, 0, 0, TOL_LOW},
+        {"fp32-det-find", 0, 1, 1, TOL_FP32},
+    };
+    for (size_t m = 0; m < sizeof modes / sizeof *modes; m++) {
+        pf_cudnn *ctx = pf_cudnn_new(0, modes[m].tf32, modes[m].deterministic,
+                                     modes[m].benchmark, g_err, sizeof g_err);
+        if (!ctx) {
+            report_error("pf_cudnn_new", modes[m].mode, g_err);
+            continue;
+        }
+        for (int i = 0; i < nshapes; i++) check_conv(ctx, modes[m].mode, &shapes[i], modes[m].tol);
+        pf_cudnn_destroy(&ctx);
+    }
+}
+
+int main(void) {
+    int ndev = 0;
+    cudaError_t e = cudaGetDeviceCount(&ndev);
+    if (e != cudaSuccess || ndev == 0) {
+        printf("no CUDA device: %s\n",
+               e != cudaSuccess ? cudaGetErrorString(e) : "cudaGetDeviceCount returned 0");
+        return 77;
+    }
+    struct cudaDeviceProp prop;
+    if ((e = cudaGetDeviceProperties(&prop, 0)) != cudaSuccess ||
+        (e = cudaSetDevice(0)) != cudaSuccess) {
+        printf("no CUDA device: %s\n", cudaGetErrorString(e));
+        return 77;
+    }
+    int rt = 0, drv = 0;
+    cudaRuntimeGetVersion(&rt);
+    cudaDriverGetVersion(&drv);
+    printf("# device 0 of %d: %s, sm_%d%d, %.1f GiB; CUDA runtime %d, driver %d, cuDNN %zu\n",
+           ndev, prop.name, prop.major, prop.minor,
+           (double)prop.totalGlobalMem / (1024.0 * 1024.0 * 1024.0), rt, drv,
+           cudnnGetVersion());
+    printf("# %-26s %-36s %s\n", "op", "shape", "max_rel_err (vs max |ref|)");
+
+    check_input_conversion();
+    check_elementwise();
+    check_pixel_shuffle(2, 3, 13, 17, 2);
+    check_pixel_shuffle(2, 5, 11, 7, 3);
+    check_pixel_shuffle(1, 3, 9, 14, 4);
+    check_loss(0, (size_t)2 * 3 * 37 * 29);
+    check_loss(1, (size_t)2 * 3 * 37 * 29);
+    check_loss(0, (size_t)16 * 3 * 96 * 96 * 3 + 5); /* > one pass of the loss grid */
+    check_adam();
+    check_bf16();
+    check_convs();
+
+    printf("# %d checks, %d failed\n", g_checks, g_failures);
+    return g_failures ? 1 : 0;
+}
