@@ -27,7 +27,11 @@ log() { echo "$@" | tee -a "$LOG"; }
 
 {
   echo "# PixFlow gpu_check, commit $COMMIT, $(date -u '+%Y-%m-%d %H:%M:%S UTC'), host $(hostname)"
-  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | sed 's/^/# nvidia-smi: /'
+  if command -v nvidia-smi >/dev/null; then
+    nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | sed 's/^/# nvidia-smi: /'
+  else
+    echo "# nvidia-smi: not found"
+  fi
   nvcc --version 2>&1 | tail -1 | sed 's/^/# nvcc: /'
 } | tee "$LOG"
 
