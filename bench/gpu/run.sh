@@ -74,6 +74,16 @@ timeout 300 "$CHECK" 2>&1 | tee -a "$LOG"
 STATUS=${PIPESTATUS[0]}
 log "## gpu_check exit status $STATUS"
 
+# 2b. The NCCL collective on one rank, when the full build made it.
+if [ "$CHECK" = build-gpu/bench/gpu/gpu_check ] &&
+   cmake --build build-gpu -j"$JOBS" --target nccl_check >>build-gpu/build.log 2>&1; then
+  log "## build-gpu/bench/gpu/nccl_check"
+  timeout 120 build-gpu/bench/gpu/nccl_check 2>&1 | tee -a "$LOG"
+  NSTATUS=${PIPESTATUS[0]}
+  log "## nccl_check exit status $NSTATUS"
+  [ "$STATUS" = 0 ] && [ "$NSTATUS" != 0 ] && STATUS=$NSTATUS
+fi
+
 # 3. Optionally the CPU tests, to show the CUDA build did not disturb them.
 if [ "$RUN_TESTS" = 1 ] && [ "$CHECK" = build-gpu/bench/gpu/gpu_check ]; then
   log "## ctest (CPU tests)"
