@@ -210,6 +210,36 @@ int main(void) {
     CHECK(st == 0, "--resume auto with load_from in the config failed (%d):\n%s", st, out);
     free(out);
 
+    /* A full disk at checkpoint time: a 300 KiB tmpfs as work_dir. The job must end with the
+       reason, and no partial or temporary checkpoint file may be left. Needs root to mount;
+       without it the case is reported as skipped. */
+    char tiny_fs[600], cmdm[800];
+    snprintf(tiny_fs, sizeof tiny_fs, "%s/tiny_fs", root);
+    pf_mkdirs(tiny_fs, NULL, 0);
+    snprintf(cmdm, sizeof cmdm, "mount -t tmpfs -o size=300k tmpfs %s 2>/dev/null", tiny_fs);
+    if (system(cmdm) == 0) {
+        char fwd[700];
+        snprintf(fwd, sizeof fwd, "%s/w", tiny_fs);
+        f = fopen(cfg, "w");
+        fprintf(f, "model: {type: EDSR, scale: 2, n_feats: 64, n_blocks: 2}\n"
+                   "data:\n  samples_per_gpu: 2\n"
+                   "  train: {type: PairedImageDataset, gt_folder: %s, gt_patch_size: 32, "
+                   "repeat: 4}\n"
+                   "optimizers: {lr: 1.0e-3}\ntotal_iters: 6\n"
+                   "checkpoint_config: {interval: 3}\nwork_dir: %s\n", gt, fwd);
+        fclose(f);
+        st = run(targs, &out, 60);
+        CHECK(st == 1, "disk full: status %d, expected 1:\n%s", st, out);
+        CHECK(strstr(out, "disk full") != NULL, "disk full: the reason is not shown:\n%s", out);
+        free(out);
+        snprintf(cmdm, sizeof cmdm, "test -z \"$(ls -A %s/checkpoints 2>/dev/null)\"", fwd);
+        CHECK(system(cmdm) == 0, "disk full: files left in %s/checkpoints", fwd);
+        snprintf(cmdm, sizeof cmdm, "umount %s", tiny_fs);
+        if (system(cmdm) != 0) fprintf(stderr, "could not unmount %s\n", tiny_fs);
+    } else {
+        printf("disk-full case skipped: cannot mount a tmpfs here (needs root)\n");
+    }
+
     int rc = pf_test_end("test_cli_errors");
     if (rc == 0) {
         char cmd[300];
