@@ -13,6 +13,12 @@
 
     Run through bench/gpu/run.sh, or: cmake --build build-gpu --target gpu_check &&
     build-gpu/bench/gpu/gpu_check
+
+    The "network" section (built only in the CMake build, which defines PIXFLOW_HAVE_CUDA and
+    links the CPU backend; run.sh's nvcc-only fallback skips it) runs EDSR on the GPU
+    (nn/cuda/model_cuda.h) against the CPU model (nn/model.h) with the same weights and batch:
+    loss, every gradient tensor, inference output, parameters after 3 Adam steps; then times
+    the EDSR-baseline x4 training step (`# timing` lines).
 */
 #include <math.h>
 #include <stdint.h>
@@ -24,6 +30,11 @@
 #include "nn/cuda/conv_cudnn.h"
 #include "nn/cuda/ops.h"
 #include "nn/optim.h"
+#ifdef PIXFLOW_HAVE_CUDA
+#include <time.h>
+#include "nn/cuda/model_cuda.h"
+#include "nn/model.h"
+#endif
 
 #define TOL_FP32 1e-4
 #define TOL_LOW 2e-2 /* TF32, bf16 */
@@ -548,6 +559,294 @@ static void check_convs(void) {
     }
 }
 
+/* ---- network: EDSR on the GPU (nn/cuda/model_cuda) vs the CPU model (nn/model) ------------ */
+
+#ifdef PIXFLOW_HAVE_CUDA
+
+static void edsr_cfg(pf_config *c, int scale, int n_feats, int n_blocks, float res_scale,
+                     const char *loss) {
+    memset(c, 0, sizeof *c);
+    strcpy(c->model_type, "EDSR");
+    c->scale = scale;
+    c->in_channels = c->out_channels = 3;
+    c->n_feats = n_feats;
+    c->n_blocks = n_blocks;
+    c->res_scale = res_scale;
+    c->rgb_mean[0] = 0.4488f; /* BasicSR's DIV2K mean, img_range 255: the real settings */
+    c->rgb_mean[1] = 0.4371f;
+    c->rgb_mean[2] = 0.4040f;
+    c->img_range = 255.0f;
+    strcpy(c->loss_type, loss);
+    c->loss_weight = 1.0f;
+    c->charbonnier_eps = 1e-12f;
+}
+
+static void random_u8(uint8_t *x, size_t n) {
+    for (size_t i = 0; i < n; i++) x[i] = (uint8_t)(next_u64() & 255);
+}
+
+/* Worst per-tensor max_rel_err over the flat buffers; *worst_name gets that tensor's name. */
+static double worst_tensor_err(const pf_model *cpu, const float *got, const float *ref,
+                               const char **worst_name) {
+    double worst = 0.0;
+    *worst_name = "";
+    for (int i = 0; i < pf_model_num_tensors(cpu); i++) {
+        const pf_param_info *t = pf_model_tensor_info(cpu, i);
+        double e = max_rel_err(got + t->offset, ref + t->offset, t->numel);
+        if (!(e <= worst)) {
+            worst = e;
+            *worst_name = t->name;
+        }
+    }
+    return worst;
+}
+
+/* One EDSR config, one math mode: build both models with the same seeded weights, one train
+   step on the same random batch, compare loss, every gradient tensor and inference; then 3
+   Adam steps (a new batch each) and compare the parameters. */
+static void check_network(const char *label, const pf_config *cfg, int n, int h, int w,
+                          int tf32) {
+    const char *mode = tf32 ? "tf32" : "fp32";
+    const double tol = tf32 ? TOL_LOW : TOL_FP32;
+    char shape[96], op[128];
+    snprintf(shape, sizeof shape, "%s %s N%d LQ%dx%d %s", label, mode, n, h, w,
+             cfg->loss_type);
+    int s = cfg->scale, H = h * s, W = w * s;
+    pf_model *cpu = pf_model_new(cfg, g_err, sizeof g_err);
+    if (!cpu) {
+        report_error("net cpu model", shape, g_err);
+        return;
+    }
+    pf_model_init(cpu, 20240601);
+    pf_cuda_model *gpu = pf_cuda_model_new(cfg, 0, tf32, g_err, sizeof g_err);
+    if (!gpu) {
+        report_error("net gpu model", shape, g_err);
+        pf_model_destroy(&cpu);
+        return;
+    }
+    size_t np = pf_model_num_params(cpu);
+    float *grads = host_alloc(np * sizeof(float)), *params = host_alloc(np * sizeof(float));
+    size_t lq_bytes = (size_t)n * h * w * 3, gt_bytes = (size_t)n * H * W * 3;
+    uint8_t *lq = host_alloc(lq_bytes), *gt = host_alloc(gt_bytes);
+    float *out_cpu = host_alloc((size_t)H * W * 3 * sizeof(float));
+    float *out_gpu = host_alloc((size_t)H * W * 3 * sizeof(float));
+
+    /* same parameter layout: names, offsets, sizes */
+    int same = pf_cuda_model_num_params(gpu) == np &&
+               pf_cuda_model_num_tensors(gpu) == pf_model_num_tensors(cpu);
+    for (int i = 0; same && i < pf_model_num_tensors(cpu); i++) {
+        const pf_param_info *a = pf_model_tensor_info(cpu, i);
+        const pf_param_info *b = pf_cuda_model_tensor_info(gpu, i);
+        same = !strcmp(a->name, b->name) && a->offset == b->offset && a->numel == b->numel;
+    }
+    report("net param layout", shape, same ? 0.0 : INFINITY, 0.0);
+    if (!same) goto done;
+
+    if (pf_cuda_model_set_params(gpu, pf_model_params(cpu), g_err, sizeof g_err)) {
+        report_error("net set_params", shape, g_err);
+        goto done;
+    }
+    random_u8(lq, lq_bytes);
+    random_u8(gt, gt_bytes);
+    float loss_cpu = 0, loss_gpu = 0;
+    if (pf_model_train_step(cpu, lq, gt, n, h, w, &loss_cpu, g_err, sizeof g_err)) {
+        report_error("net cpu train step", shape, g_err);
+        goto done;
+    }
+    if (pf_cuda_model_train_step(gpu, lq, gt, n, h, w, &loss_gpu, g_err, sizeof g_err)) {
+        report_error("net gpu train step", shape, g_err);
+        goto done;
+    }
+    report("net loss", shape, fabs((double)loss_gpu - loss_cpu) / fabs((double)loss_cpu), tol);
+
+    /* L1's gradient is sign(pred - gt): where the two backends' predictions straddle a GT
+       value the sign differs and the gradients do too, legitimately. Count the near-ties
+       (from the CPU's inference of each image) so such a failure can be told apart. */
+    int ties = 0;
+    if (!strcmp(cfg->loss_type, "L1Loss"))
+        for (int b = 0; b < n; b++) {
+            if (pf_model_infer(cpu, lq + (size_t)b * h * w * 3, h, w, out_cpu, g_err,
+                               sizeof g_err))
+                break;
+            for (size_t i = 0; i < (size_t)H * W * 3; i++)
+                if (fabs(out_cpu[i] - gt[(size_t)b * H * W * 3 + i] / 255.0) < 1e-5) ties++;
+        }
+
+    if (pf_cuda_model_get_grads(gpu, grads, g_err, sizeof g_err)) {
+        report_error("net get_grads", shape, g_err);
+        goto done;
+    }
+    const float *ref = pf_model_grads(cpu);
+    for (int i = 0; i < pf_model_num_tensors(cpu); i++) {
+        const pf_param_info *t = pf_model_tensor_info(cpu, i);
+        snprintf(op, sizeof op, "net grad %s%s", t->name, ties ? " (L1 near-ties)" : "");
+        report(op, shape, max_rel_err(grads + t->offset, ref + t->offset, t->numel), tol);
+    }
+    if (ties) printf("# %s: %d predictions within 1e-5 of their GT value (L1 sign)\n", shape,
+                     ties);
+
+    /* inference of the first image */
+    int rc = pf_model_infer(cpu, lq, h, w, out_cpu, g_err, sizeof g_err);
+    if (rc) {
+        report_error("net cpu infer", shape, g_err);
+        goto done;
+    }
+    if (pf_cuda_model_infer(gpu, lq, h, w, out_gpu, g_err, sizeof g_err))
+        report_error("net infer", shape, g_err);
+    else
+        report("net infer", shape, max_rel_err(out_gpu, out_cpu, (size_t)H * W * 3), tol);
+
+    /* 3 Adam steps on both (BasicSR EDSR: lr 1e-4, betas 0.9 / 0.99) */
+    const float lr = 1e-4f, b1 = 0.9f, b2 = 0.99f, eps = 1e-8f, wd = 0.0f;
+    pf_adam opt;
+    if (pf_adam_init(&opt, np, b1, b2, eps, wd)) exit(2);
+    if (pf_cuda_model_adam_init(gpu, b1, b2, eps, wd, g_err, sizeof g_err)) {
+        report_error("net adam init", shape, g_err);
+        pf_adam_free(&opt);
+        goto done;
+    }
+    for (int t = 1; t <= 3; t++) {
+        if (t > 1) {
+            random_u8(lq, lq_bytes);
+            random_u8(gt, gt_bytes);
+            if (pf_model_train_step(cpu, lq, gt, n, h, w, &loss_cpu, g_err, sizeof g_err) ||
+                pf_cuda_model_train_step(gpu, lq, gt, n, h, w, &loss_gpu, g_err,
+                                         sizeof g_err)) {
+                report_error("net adam train step", shape, g_err);
+                break;
+            }
+        }
+        pf_adam_step(&opt, pf_model_params(cpu), pf_model_grads(cpu), lr);
+        if (pf_cuda_model_adam_step(gpu, lr, g_err, sizeof g_err)) {
+            report_error("net adam step", shape, g_err);
+            break;
+        }
+        if (t == 3) {
+            const char *worst;
+            if (pf_cuda_model_get_params(gpu, params, g_err, sizeof g_err)) {
+                report_error("net adam params", shape, g_err);
+                break;
+            }
+            double e = worst_tensor_err(cpu, params, pf_model_params(cpu), &worst);
+            snprintf(op, sizeof op, "net adam x3 params (%s)", worst);
+            report(op, shape, e, tol);
+            report("net adam x3 loss (step 3)", shape,
+                   fabs((double)loss_gpu - loss_cpu) / fabs((double)loss_cpu), tol);
+        }
+    }
+    pf_adam_free(&opt);
+done:
+    free(grads), free(params), free(lq), free(gt), free(out_cpu), free(out_gpu);
+    pf_cuda_model_destroy(&gpu);
+    pf_model_destroy(&cpu);
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* EDSR-baseline x4 (64 feats, 16 blocks, res_scale 1, L1) training step: batch 16, LQ 48x48
+   (BasicSR's DIV2K recipe: gt_size 192), upload + forward + loss + backward + Adam, timed on
+   the host around a synchronised step; median of 20 after 5 warm-up steps. */
+static void time_edsr_baseline(int tf32) {
+    const int n = 16, h = 48, w = 48, warm = 5, steps = 20;
+    const char *mode = tf32 ? "tf32" : "fp32";
+    pf_config cfg;
+    edsr_cfg(&cfg, 4, 64, 16, 1.0f, "L1Loss");
+    pf_model *cpu = pf_model_new(&cfg, g_err, sizeof g_err); /* for the seeded weights only */
+    if (!cpu) {
+        printf("# timing EDSR x4 %s: cpu model: %s\n", mode, g_err);
+        return;
+    }
+    pf_model_init(cpu, 1);
+    size_t free0 = 0, free1 = 0, total = 0;
+    cudaMemGetInfo(&free0, &total);
+    pf_cuda_model *gpu = pf_cuda_model_new(&cfg, 0, tf32, g_err, sizeof g_err);
+    size_t lq_bytes = (size_t)n * h * w * 3, gt_bytes = lq_bytes * 16;
+    uint8_t *lq = host_alloc(lq_bytes), *gt = host_alloc(gt_bytes);
+    random_u8(lq, lq_bytes);
+    random_u8(gt, gt_bytes);
+    double t[20];
+    float loss = 0;
+    int ok = gpu && !pf_cuda_model_set_params(gpu, pf_model_params(cpu), g_err, sizeof g_err) &&
+             !pf_cuda_model_adam_init(gpu, 0.9f, 0.99f, 1e-8f, 0.0f, g_err, sizeof g_err);
+    for (int i = 0; ok && i < warm + steps; i++) {
+        double t0 = now_s();
+        ok = !pf_cuda_model_train_step(gpu, lq, gt, n, h, w, &loss, g_err, sizeof g_err) &&
+             !pf_cuda_model_adam_step(gpu, 1e-4f, g_err, sizeof g_err) &&
+             cudaStreamSynchronize(pf_cuda_model_stream(gpu)) == cudaSuccess;
+        if (i >= warm) t[i - warm] = now_s() - t0;
+        if (i == 0) cudaMemGetInfo(&free1, &total);
+    }
+    if (!ok) {
+        printf("# timing EDSR x4 64f 16b N%d LQ%d %s: ERROR %s\n", n, h, mode, g_err);
+    } else {
+        qsort(t, steps, sizeof *t, cmp_double);
+        double med = 0.5 * (t[steps / 2 - 1] + t[steps / 2]);
+        printf("# timing EDSR x4 64f 16b N%d LQ%d %s train step (upload+fwd+loss+bwd+adam): "
+               "median %.2f ms, min %.2f ms, max %.2f ms, %.1f img/s; device memory %.0f MiB "
+               "(model + activations + workspace); loss %.4f\n",
+               n, h, mode, med * 1e3, t[0] * 1e3, t[steps - 1] * 1e3, n / med,
+               (double)(free0 - free1) / (1024.0 * 1024.0), (double)loss);
+    }
+    fflush(stdout);
+    free(lq), free(gt);
+    pf_cuda_model_destroy(&gpu);
+    pf_model_destroy(&cpu);
+}
+
+static void check_networks(void) {
+    static const struct {
+        int scale, h, w;
+        float res_scale;
+        const char *loss;
+    } cases[] = {
+        {2, 12, 12, 1.0f, "L1Loss"},  {2, 17, 13, 0.5f, "MSELoss"},
+        {4, 12, 12, 1.0f, "MSELoss"}, {4, 17, 13, 0.1f, "L1Loss"},
+        {3, 17, 13, 1.0f, "MSELoss"},
+    };
+    for (int tf32 = 0; tf32 <= 1; tf32++)
+        for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+            pf_config cfg;
+            char label[64];
+            edsr_cfg(&cfg, cases[i].scale, 16, 2, cases[i].res_scale, cases[i].loss);
+            snprintf(label, sizeof label, "EDSR x%d 16f 2b rs%g", cases[i].scale,
+                     (double)cases[i].res_scale);
+            check_network(label, &cfg, 2, cases[i].h, cases[i].w, tf32);
+        }
+    /* the errors the API promises */
+    pf_config cfg;
+    edsr_cfg(&cfg, 2, 16, 2, 1.0f, "L1Loss");
+    strcpy(cfg.model_type, "SRCNN");
+    pf_cuda_model *m = pf_cuda_model_new(&cfg, 0, 0, g_err, sizeof g_err);
+    report("net SRCNN refused", g_err, m ? INFINITY : 0.0, 0.0);
+    pf_cuda_model_destroy(&m);
+    edsr_cfg(&cfg, 2, 16, 2, 1.0f, "CharbonnierLoss");
+    m = pf_cuda_model_new(&cfg, 0, 0, g_err, sizeof g_err);
+    uint8_t px[2 * 2 * 3 * 4] = {0};
+    float loss;
+    int refused = m && pf_cuda_model_train_step(m, px, px, 1, 2, 2, &loss, g_err,
+                                                sizeof g_err) != 0;
+    report("net Charbonnier refused", g_err, refused ? 0.0 : INFINITY, 0.0);
+    pf_cuda_model_destroy(&m);
+
+    time_edsr_baseline(0);
+    time_edsr_baseline(1);
+}
+
+#else
+static void check_networks(void) {
+    printf("# network: skipped (needs the CMake build: the CPU model is the reference)\n");
+}
+#endif
+
 int main(void) {
     int ndev = 0;
     cudaError_t e = cudaGetDeviceCount(&ndev);
@@ -582,6 +881,7 @@ int main(void) {
     check_adam();
     check_bf16();
     check_convs();
+    check_networks();
 
     printf("# %d checks, %d failed\n", g_checks, g_failures);
     return g_failures ? 1 : 0;
