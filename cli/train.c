@@ -27,6 +27,7 @@
 #include "common/util.h"
 #include "coordinator/client.h"
 #include "coordinator/coordinator.h"
+#include "worker/device.h"
 
 extern char **environ;
 
@@ -201,16 +202,17 @@ static void on_event(progress *p, const pf_msg_event *ev) {
 
 static void usage(void) {
     fprintf(stderr, "usage: pixflow train CONFIG [--resume auto|PATH] [--loaders N] "
-                    "[--workers N] [--bind tcp://HOST:PORT]\n");
+                    "[--workers N] [--gpus N] [--bind tcp://HOST:PORT]\n");
 }
 
 int pf_train_main(int argc, char **argv) {
     const char *cfg_path = NULL, *resume = NULL, *bind = NULL;
-    int loaders = -1, workers = 1;
+    int loaders = -1, workers = -1, gpus = -1;
     for (int i = 0; i < argc; i++) {
         if (strcmp(argv[i], "--resume") == 0 && i + 1 < argc) resume = argv[++i];
         else if (strcmp(argv[i], "--loaders") == 0 && i + 1 < argc) loaders = atoi(argv[++i]);
         else if (strcmp(argv[i], "--workers") == 0 && i + 1 < argc) workers = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--gpus") == 0 && i + 1 < argc) gpus = atoi(argv[++i]);
         else if (strcmp(argv[i], "--bind") == 0 && i + 1 < argc) bind = argv[++i];
         else if (argv[i][0] != '-' && !cfg_path) cfg_path = argv[i];
         else {
@@ -235,6 +237,22 @@ int pf_train_main(int argc, char **argv) {
     pf_sampler sampler;
     int64_t total = 0;
     char err[2048] = "";
+    /* One worker per visible GPU (CUDA_VISIBLE_DEVICES applies; --gpus N takes the first N,
+       --gpus 0 forces the CPU), else CPU workers (--workers N, default 1). */
+    int visible = pf_gpu_count();
+    if (gpus > visible) {
+        fprintf(stderr, "pixflow: --gpus %d: only %d CUDA device%s visible\n", gpus, visible,
+                visible == 1 ? "" : "s");
+        return 2;
+    }
+    if (gpus < 0) gpus = workers > 0 ? 0 : visible;
+    if (gpus > 0 && workers > 0 && workers != gpus) {
+        fprintf(stderr, "pixflow: --workers %d with %d GPUs: GPU jobs run one worker per GPU\n",
+                workers, gpus);
+        return 2;
+    }
+    if (gpus > 0) workers = gpus;
+    if (workers < 0) workers = 1;
     if (workers < 1 || workers > 64) {
         fprintf(stderr, "pixflow: --workers must be 1..64\n");
         return 2;
@@ -250,9 +268,9 @@ int pf_train_main(int argc, char **argv) {
         return 2;
     }
     printf("pixflow: %s: %s x%d, %d training images (%u samples/epoch), %" PRId64
-           " iterations, batch %d x %d worker%s, %d loaders, work_dir %s\n", cfg_path,
+           " iterations, batch %d x %d %s worker%s, %d loaders, work_dir %s\n", cfg_path,
            cfg.model_type, cfg.scale, train.n_files, train.len, total, cfg.samples_per_gpu,
-           workers, workers > 1 ? "s" : "", loaders, cfg.work_dir);
+           workers, gpus > 0 ? "GPU" : "CPU", workers > 1 ? "s" : "", loaders, cfg.work_dir);
     if (cfg.resume_from[0]) printf("pixflow: resuming from %s\n", cfg.resume_from);
     else if (cfg.load_from[0]) printf("pixflow: weights from %s, starting at iteration 0\n",
                                       cfg.load_from);
@@ -316,7 +334,9 @@ int pf_train_main(int argc, char **argv) {
         int host_len = colon && colon > bind + 6 ? (int)(colon - bind) : (int)strlen(bind);
         snprintf(role_bind, sizeof role_bind, "%.*s:*", host_len, bind);
     }
-    char *const wargs[] = { "worker", "--connect", addr, "--bind", role_bind, NULL };
+    char device[32] = "cpu";
+    char *const wargs[] = { "worker", "--connect", addr, "--bind", role_bind, "--device", device,
+                            NULL };
     char *const cpargs[] = { "hook", "checkpoint", "--connect", addr, "--bind", role_bind,
                              NULL };
     char instance[32];
@@ -326,6 +346,7 @@ int pf_train_main(int argc, char **argv) {
     for (int i = 0; i < workers; i++) {
         char wname[32];
         snprintf(wname, sizeof wname, workers == 1 ? "worker" : "worker%d", i);
+        if (gpus > 0) snprintf(device, sizeof device, "cuda:%d", i);
         if (!spawn(&j, wname, wargs, workers > 1, err, sizeof err)) goto kill_all;
     }
     if (!spawn(&j, "checkpoint hook", cpargs, 1, err, sizeof err) ||

@@ -31,6 +31,7 @@
 #include "nn/optim.h"
 #include "proto/proto.h"
 #include "worker/collective.h"
+#include "worker/device.h"
 #include "worker/train_state.h"
 
 #define CKPT_ACK_TIMEOUT_S 120.0
@@ -57,7 +58,9 @@ typedef struct {
     int stop_requested;         /* STOP interrupt or a signal here: checkpoint and leave */
     int stop_agreed;            /* data parallel: some rank asked to stop; all stop after the
                                    same step (voted in the per-step all-reduce) */
-    pf_collective *coll;        /* Gloo group of the world_size workers, NULL when alone */
+    pf_collective *coll;        /* Gloo group of the world_size CPU workers, NULL otherwise */
+    pf_gpu *gpu;                /* --device cuda:N: the model on the GPU (NCCL group inside) */
+    int grouped;                /* world_size > 1: steps are agreed through a collective */
     int abort_requested;        /* STOP abort received: leave now */
     uint64_t dropped;           /* duplicate or malformed batches */
 } worker;
@@ -82,7 +85,7 @@ static void publish_status(worker *w, const char *kind, const char *fmt, ...) {
    once the ranks agreed (each step's vote), so every rank leaves after the same step and no
    all-reduce is left waiting for a rank that is gone. */
 static int stop_now(const worker *w) {
-    return w->coll ? w->stop_agreed : w->stop_requested;
+    return w->grouped ? w->stop_agreed : w->stop_requested;
 }
 
 /* Data parallel: average the gradients over the ranks (so the learning rate means the same for
@@ -202,6 +205,10 @@ static int save_checkpoint(worker *w, int64_t iter, int64_t epoch, double lr, ch
                            size_t errlen) {
     void *wbuf = NULL, *obuf = NULL;
     size_t wlen = 0, olen = 0;
+    /* On a GPU the state lives on the device: bring it to the CPU model to serialise it. */
+    if (w->gpu && pf_gpu_download(w->gpu, pf_model_params(w->model), &w->adam, err,
+                                  errlen) != 0)
+        return -1;
     if (pf_state_serialize(w->cfg, w->model, &w->adam, iter, epoch, lr, &wbuf, &wlen, &obuf,
                            &olen, err, errlen) != 0)
         return -1;
@@ -333,7 +340,7 @@ static FILE *open_samples_log(const pf_config *cfg, int rank, int64_t start_iter
 }
 
 static void usage(void) {
-    fprintf(stderr, "usage: pixflow worker --connect tcp://HOST:PORT [--device cpu] "
+    fprintf(stderr, "usage: pixflow worker --connect tcp://HOST:PORT [--device cpu|cuda:N] "
                     "[--bind tcp://HOST:PORT]\n");
 }
 
@@ -366,6 +373,7 @@ static int wait_start(worker *w, char *ckpt_ep, size_t eplen) {
 
 int pf_worker_main(int argc, char **argv) {
     const char *addr = NULL, *device = "cpu", *bind = "tcp://127.0.0.1:*";
+    int gpu_index = -1;
     for (int i = 0; i < argc; i++) {
         if (strcmp(argv[i], "--connect") == 0 && i + 1 < argc) addr = argv[++i];
         else if (strcmp(argv[i], "--device") == 0 && i + 1 < argc) device = argv[++i];
@@ -379,9 +387,16 @@ int pf_worker_main(int argc, char **argv) {
         usage();
         return 2;
     }
-    if (strcmp(device, "cpu") != 0) {
-        fprintf(stderr, "pixflow worker: --device %s: this build has the cpu backend only\n",
-                device);
+    if (strncmp(device, "cuda:", 5) == 0) {
+        char *end = NULL;
+        long d = strtol(device + 5, &end, 10);
+        if (!end || *end || d < 0 || d > 255) {
+            fprintf(stderr, "pixflow worker: --device %s: expected cpu or cuda:N\n", device);
+            return 2;
+        }
+        gpu_index = (int)d;
+    } else if (strcmp(device, "cpu") != 0) {
+        fprintf(stderr, "pixflow worker: --device %s: expected cpu or cuda:N\n", device);
         return 2;
     }
     pf_log_set_name("worker");
@@ -426,7 +441,8 @@ int pf_worker_main(int argc, char **argv) {
         snprintf(err, sizeof err, "did not start");
         goto done;
     }
-    if (w.world > 1) {
+    w.grouped = w.world > 1;
+    if (w.world > 1 && gpu_index < 0) {
         char host[PF_MAX_ENDPOINT];
         endpoint_host(data_ep, host, sizeof host);
         w.coll = pf_collective_gloo_new(w.rank, w.world, host, "gloo", pf_client_kv_set,
@@ -444,6 +460,19 @@ int pf_worker_main(int argc, char **argv) {
     }
     start_iter = restore(&w, err, sizeof err);
     if (start_iter < 0 || sync_model_params(&w, err, sizeof err) != 0) goto done;
+    if (gpu_index >= 0) {
+        /* Train on the GPU: the restored state goes up once; a group agrees on rank 0's. */
+        w.gpu = pf_gpu_new(w.cfg, gpu_index, err, sizeof err);
+        if (!w.gpu || pf_gpu_upload(w.gpu, pf_model_params(w.model), &w.adam, err,
+                                    sizeof err) != 0)
+            goto done;
+        if (w.world > 1 &&
+            (pf_gpu_join_group(w.gpu, w.rank, w.world, pf_client_kv_set, pf_client_kv_get,
+                               &w.client, COLLECTIVE_TIMEOUT_S, err, sizeof err) != 0 ||
+             pf_gpu_broadcast_state(w.gpu, err, sizeof err) != 0))
+            goto done;
+        pf_info("training on cuda:%d%s", gpu_index, w.world > 1 ? " (NCCL group)" : "");
+    }
     w.ckpt = zmq_socket(zctx, ZMQ_DEALER);
     linger = 5000;
     zmq_setsockopt(w.ckpt, ZMQ_LINGER, &linger, sizeof linger);
@@ -502,12 +531,22 @@ int pf_worker_main(int argc, char **argv) {
         epoch = b->epoch;
         const uint8_t *gt = pf_parts_data(&s->parts, 1), *lq = pf_parts_data(&s->parts, 2);
         float loss = 0;
-        if (pf_model_train_step(w.model, lq, gt, (int)b->n, (int)b->lq_h, (int)b->lq_w, &loss,
-                                err, sizeof err) != 0 ||
-            sync_step(&w, &loss, err, sizeof err) != 0)
-            goto done;
         lr = pf_lr_at(w.cfg, it);
-        pf_adam_step(&w.adam, pf_model_params(w.model), pf_model_grads(w.model), (float)lr);
+        if (w.gpu) {
+            int stop = w.stop_requested;
+            if (pf_gpu_train_step(w.gpu, lq, gt, (int)b->n, (int)b->lq_h, (int)b->lq_w, &loss,
+                                  &stop, err, sizeof err) != 0 ||
+                pf_gpu_adam_step(w.gpu, (float)lr, err, sizeof err) != 0)
+                goto done;
+            if (stop) w.stop_agreed = 1;
+        } else {
+            if (pf_model_train_step(w.model, lq, gt, (int)b->n, (int)b->lq_h, (int)b->lq_w,
+                                    &loss, err, sizeof err) != 0 ||
+                sync_step(&w, &loss, err, sizeof err) != 0)
+                goto done;
+            pf_adam_step(&w.adam, pf_model_params(w.model), pf_model_grads(w.model),
+                         (float)lr);
+        }
         /* Record, acknowledge, return the credit. */
         uint64_t digest = pf_fnv1a64(gt, pf_parts_size(&s->parts, 1), PF_FNV_OFFSET);
         digest = pf_fnv1a64(lq, pf_parts_size(&s->parts, 2), digest);
@@ -576,5 +615,6 @@ done:;
     pf_model_destroy(&w.model);
     pf_adam_free(&w.adam);
     if (w.coll) pf_collective_destroy(&w.coll);
+    if (w.gpu) pf_gpu_destroy(&w.gpu);
     return status;
 }

@@ -1,0 +1,138 @@
+/*  device_cuda — worker/device.h on the CUDA backend (nn/cuda/model_cuda.c, NCCL). */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <cuda_runtime.h>
+
+#include "nn/cuda/collective_nccl.h"
+#include "nn/cuda/model_cuda.h"
+#include "worker/device.h"
+
+struct pf_gpu {
+    pf_cuda_model *model;
+    pf_nccl *group;                     /* NULL when training alone */
+    float *vote;                        /* device [loss, stop] for the per-step agreement */
+    int device;
+};
+
+int pf_gpu_count(void) {
+    int n = 0;
+    return cudaGetDeviceCount(&n) == cudaSuccess ? n : 0;
+}
+
+pf_gpu *pf_gpu_new(const pf_config *cfg, int device, char *err, size_t errlen) {
+    pf_gpu *g = calloc(1, sizeof *g);
+    if (!g) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    g->device = device;
+    g->model = pf_cuda_model_new(cfg, device, 0, err, errlen);
+    if (!g->model ||
+        pf_cuda_model_adam_init(g->model, cfg->betas[0], cfg->betas[1], cfg->eps,
+                                cfg->weight_decay, err, errlen) != 0) {
+        pf_gpu_destroy(&g);
+        return NULL;
+    }
+    cudaError_t e = cudaMalloc((void **)&g->vote, 2 * sizeof(float));
+    if (e != cudaSuccess) {
+        snprintf(err, errlen, "cuda:%d: cudaMalloc (vote): %s", device, cudaGetErrorString(e));
+        pf_gpu_destroy(&g);
+        return NULL;
+    }
+    return g;
+}
+
+void pf_gpu_destroy(pf_gpu **g) {
+    if (!*g) return;
+    pf_nccl_destroy(&(*g)->group);
+    if ((*g)->vote) cudaFree((*g)->vote);
+    pf_cuda_model_destroy(&(*g)->model);
+    free(*g);
+    *g = NULL;
+}
+
+int pf_gpu_upload(pf_gpu *g, const float *params, const pf_adam *adam, char *err,
+                  size_t errlen) {
+    if (pf_cuda_model_set_params(g->model, params, err, errlen) != 0) return -1;
+    return pf_cuda_model_set_adam_state(g->model, adam->exp_avg, adam->exp_avg_sq, adam->step,
+                                        err, errlen);
+}
+
+int pf_gpu_download(pf_gpu *g, float *params, pf_adam *adam, char *err, size_t errlen) {
+    if (pf_cuda_model_get_params(g->model, params, err, errlen) != 0) return -1;
+    return pf_cuda_model_get_adam_state(g->model, adam->exp_avg, adam->exp_avg_sq, &adam->step,
+                                        err, errlen);
+}
+
+int pf_gpu_join_group(pf_gpu *g, int rank, int world, pf_kv_set_fn set, pf_kv_get_fn get,
+                      void *kv_ctx, double timeout_s, char *err, size_t errlen) {
+    g->group = pf_nccl_new(rank, world, g->device, "nccl", set, get, kv_ctx, timeout_s, err,
+                           errlen);
+    return g->group ? 0 : -1;
+}
+
+int pf_gpu_broadcast_state(pf_gpu *g, char *err, size_t errlen) {
+    if (!g->group) return 0;
+    size_t n = pf_cuda_model_num_params(g->model);
+    float *host_m = malloc(n * sizeof(float)), *host_v = malloc(n * sizeof(float));
+    int64_t step = 0;
+    int rc = -1;
+    cudaStream_t s = pf_cuda_model_stream(g->model);
+    float *dm = NULL, *dv = NULL;
+    if (!host_m || !host_v) {
+        snprintf(err, errlen, "out of memory");
+    } else if (pf_nccl_broadcast(g->group, pf_cuda_model_params_device(g->model), n, 0, s, err,
+                                 errlen) == 0 &&
+               pf_cuda_model_get_adam_state(g->model, host_m, host_v, &step, err,
+                                            errlen) == 0 &&
+               cudaMalloc((void **)&dm, n * sizeof(float)) == cudaSuccess &&
+               cudaMalloc((void **)&dv, n * sizeof(float)) == cudaSuccess &&
+               cudaMemcpy(dm, host_m, n * sizeof(float), cudaMemcpyHostToDevice) == cudaSuccess &&
+               cudaMemcpy(dv, host_v, n * sizeof(float), cudaMemcpyHostToDevice) == cudaSuccess &&
+               pf_nccl_broadcast(g->group, dm, n, 0, s, err, errlen) == 0 &&
+               pf_nccl_broadcast(g->group, dv, n, 0, s, err, errlen) == 0 &&
+               cudaMemcpy(host_m, dm, n * sizeof(float), cudaMemcpyDeviceToHost) == cudaSuccess &&
+               cudaMemcpy(host_v, dv, n * sizeof(float), cudaMemcpyDeviceToHost) == cudaSuccess) {
+        /* Every rank holds the same step count already (same checkpoint or a fresh start). */
+        rc = pf_cuda_model_set_adam_state(g->model, host_m, host_v, step, err, errlen);
+    } else if (!err[0]) {
+        snprintf(err, errlen, "cuda:%d: copying the Adam state for the broadcast failed",
+                 g->device);
+    }
+    if (dm) cudaFree(dm);
+    if (dv) cudaFree(dv);
+    free(host_m);
+    free(host_v);
+    return rc;
+}
+
+int pf_gpu_train_step(pf_gpu *g, const uint8_t *lq, const uint8_t *gt, int n, int lq_h,
+                      int lq_w, float *loss, int *stop, char *err, size_t errlen) {
+    if (pf_cuda_model_train_step(g->model, lq, gt, n, lq_h, lq_w, loss, err, errlen) != 0)
+        return -1;
+    if (!g->group) return 0;
+    cudaStream_t s = pf_cuda_model_stream(g->model);
+    size_t np = pf_cuda_model_num_params(g->model);
+    if (pf_nccl_allreduce_mean(g->group, pf_cuda_model_grads_device(g->model), np, s, err,
+                               errlen) != 0)
+        return -1;
+    float vote[2] = { *loss, *stop ? 1.0f : 0.0f };
+    cudaError_t e = cudaMemcpyAsync(g->vote, vote, sizeof vote, cudaMemcpyHostToDevice, s);
+    if (e == cudaSuccess && pf_nccl_allreduce_mean(g->group, g->vote, 2, s, err, errlen) != 0)
+        return -1;
+    if (e == cudaSuccess)
+        e = cudaMemcpyAsync(vote, g->vote, sizeof vote, cudaMemcpyDeviceToHost, s);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(s);
+    if (e != cudaSuccess) {
+        snprintf(err, errlen, "cuda:%d: step vote copy: %s", g->device, cudaGetErrorString(e));
+        return -1;
+    }
+    *loss = vote[0];
+    *stop = vote[1] > 0;
+    return 0;
+}
+
+int pf_gpu_adam_step(pf_gpu *g, float learning_rate, char *err, size_t errlen) {
+    return pf_cuda_model_adam_step(g->model, learning_rate, err, errlen);
+}

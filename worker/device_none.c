@@ -1,0 +1,61 @@
+/*  device_none — worker/device.h in a build without the CUDA backend. */
+#include <stdio.h>
+
+#include "worker/device.h"
+
+static const char *no_cuda = "this build has no CUDA backend (nvcc and cuDNN were not found "
+                             "when it was configured); use --device cpu";
+
+int pf_gpu_count(void) {
+    return 0;
+}
+
+pf_gpu *pf_gpu_new(const pf_config *cfg, int device, char *err, size_t errlen) {
+    (void)cfg;
+    (void)device;
+    snprintf(err, errlen, "%s", no_cuda);
+    return NULL;
+}
+
+void pf_gpu_destroy(pf_gpu **g) {
+    *g = NULL;
+}
+
+int pf_gpu_upload(pf_gpu *g, const float *params, const pf_adam *adam, char *err,
+                  size_t errlen) {
+    (void)g, (void)params, (void)adam;
+    snprintf(err, errlen, "%s", no_cuda);
+    return -1;
+}
+
+int pf_gpu_download(pf_gpu *g, float *params, pf_adam *adam, char *err, size_t errlen) {
+    (void)g, (void)params, (void)adam;
+    snprintf(err, errlen, "%s", no_cuda);
+    return -1;
+}
+
+int pf_gpu_join_group(pf_gpu *g, int rank, int world, pf_kv_set_fn set, pf_kv_get_fn get,
+                      void *kv_ctx, double timeout_s, char *err, size_t errlen) {
+    (void)g, (void)rank, (void)world, (void)set, (void)get, (void)kv_ctx, (void)timeout_s;
+    snprintf(err, errlen, "%s", no_cuda);
+    return -1;
+}
+
+int pf_gpu_broadcast_state(pf_gpu *g, char *err, size_t errlen) {
+    (void)g;
+    snprintf(err, errlen, "%s", no_cuda);
+    return -1;
+}
+
+int pf_gpu_train_step(pf_gpu *g, const uint8_t *lq, const uint8_t *gt, int n, int lq_h,
+                      int lq_w, float *loss, int *stop, char *err, size_t errlen) {
+    (void)g, (void)lq, (void)gt, (void)n, (void)lq_h, (void)lq_w, (void)loss, (void)stop;
+    snprintf(err, errlen, "%s", no_cuda);
+    return -1;
+}
+
+int pf_gpu_adam_step(pf_gpu *g, float learning_rate, char *err, size_t errlen) {
+    (void)g, (void)learning_rate;
+    snprintf(err, errlen, "%s", no_cuda);
+    return -1;
+}
