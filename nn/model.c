@@ -12,6 +12,7 @@
 #include "common/safetensors.h"
 #include "nn/layers.h"
 #include "nn/model_internal.h"
+#include "nn/param_table.h"
 
 float *pf_plan_alloc(pf_plan *p, size_t n) {
     if (p->n_allocs >= PF_PLAN_MAX_ALLOCS) return NULL;
@@ -46,22 +47,7 @@ int pf_model_set_weights(pf_model *m, pf_conv *convs, char *err, size_t errlen) 
 
 /* Register conv `name` (ic -> oc, k x k) as tensors name.weight (OIHW) and name.bias (O). */
 static void add_conv(pf_model *m, const char *name, int ic, int oc, int k, int relu) {
-    pf_param_info *w = &m->tensors[m->n_tensors++], *b = &m->tensors[m->n_tensors++];
-    snprintf(w->name, sizeof w->name, "%s.weight", name);
-    w->offset = m->n_params;
-    w->numel = (size_t)oc * ic * k * k;
-    w->ndim = 4;
-    w->shape[0] = oc;
-    w->shape[1] = ic;
-    w->shape[2] = k;
-    w->shape[3] = k;
-    m->n_params += w->numel;
-    snprintf(b->name, sizeof b->name, "%s.bias", name);
-    b->offset = m->n_params;
-    b->numel = (size_t)oc;
-    b->ndim = 1;
-    b->shape[0] = oc;
-    m->n_params += b->numel;
+    pf_param_table_add_conv(m->tensors, &m->n_tensors, &m->n_params, name, ic, oc, k);
     pf_conv_init(&m->train_conv[m->n_convs], name, ic, oc, k, relu);
     pf_conv_init(&m->infer_conv[m->n_convs], name, ic, oc, k, relu);
     m->n_convs++;

@@ -10,6 +10,7 @@
     1 / img_range (the inverse mean shift's backward).
 */
 #include "nn/cuda/model_cuda.h"
+#include "nn/param_table.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -113,24 +114,9 @@ static int use_device(const pf_cuda_model *m, char *err, size_t errlen) {
 /* ---- construction ------------------------------------------------------------------------- */
 
 /* Register conv `name` (ic -> oc, k x k) as tensors name.weight (OIHW) and name.bias (O):
-   the same bookkeeping as nn/model.c's add_conv, so the offsets are the CPU model's. */
+   through nn/param_table.c like nn/model.c, so the offsets are the CPU model's. */
 static void add_conv(pf_cuda_model *m, const char *name, int ic, int oc, int k) {
-    pf_param_info *w = &m->tensors[m->n_tensors++], *b = &m->tensors[m->n_tensors++];
-    snprintf(w->name, sizeof w->name, "%s.weight", name);
-    w->offset = m->n_params;
-    w->numel = (size_t)oc * ic * k * k;
-    w->ndim = 4;
-    w->shape[0] = oc;
-    w->shape[1] = ic;
-    w->shape[2] = k;
-    w->shape[3] = k;
-    m->n_params += w->numel;
-    snprintf(b->name, sizeof b->name, "%s.bias", name);
-    b->offset = m->n_params;
-    b->numel = (size_t)oc;
-    b->ndim = 1;
-    b->shape[0] = oc;
-    m->n_params += b->numel;
+    pf_param_table_add_conv(m->tensors, &m->n_tensors, &m->n_params, name, ic, oc, k);
     pf_cuconv_init(&m->train_conv[m->n_convs], name, ic, oc, k);
     pf_cuconv_init(&m->infer_conv[m->n_convs], name, ic, oc, k);
     m->n_convs++;
