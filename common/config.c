@@ -359,7 +359,7 @@ static int missing(pf_cfg_ctx *c, const pf_section *s, const char *name) {
 typedef struct {
     int scale, patch[3], gt[3], lq[3], eval_interval, ckpt_interval, total_iters,
         total_epochs, load_from, resume_from, data_eval, evaluation, lr_periods, restart_w,
-        channels, loss_eps, loss_type, samples;
+        channels, loss_eps, loss_type, samples, meta[3], degradation[3];
     int model_type;
     /* model keys seen, to check they match the model type */
     int edsr_key, srcnn_key;
@@ -532,10 +532,122 @@ static int parse_model(pf_cfg_ctx *c, pf_section *s, pf_config *cfg, pf_lines *L
     return 0;
 }
 
+/* A number, or a list [lo, hi] with lo <= hi, into lo/hi (both the number when one). */
+static int get_float_range(pf_cfg_ctx *c, struct fy_node *v, const char *kp, double lo,
+                           double hi, float *out_lo, float *out_hi) {
+    if (fy_node_get_type(v) != FYNT_SEQUENCE) {
+        if (get_float(c, v, kp, lo, 0, hi, out_lo))
+            return -1;
+        *out_hi = *out_lo;
+        return 0;
+    }
+    struct fy_node *items[2];
+    int n;
+    char ip[160];
+    if (get_seq(c, v, kp, 2, 2, &n, items))
+        return -1;
+    for (int i = 0; i < 2; i++) {
+        snprintf(ip, sizeof ip, "%s[%d]", kp, i);
+        if (get_float(c, items[i], ip, lo, 0, hi, i ? out_hi : out_lo))
+            return -1;
+    }
+    if (*out_lo > *out_hi)
+        return fail(c, node_line(v), kp, "range [%g, %g] is empty", *out_lo, *out_hi);
+    return 0;
+}
+
+/* One item of data.*.degradation (a mapping with `type`). */
+static int parse_degradation_step(pf_cfg_ctx *c, struct fy_node *item, const char *kp,
+                                  pf_degradation *g) {
+    static const char *types[] = {"BI", "BD", "DN", "JPEG", NULL};
+    pf_section s;
+    if (open_section(c, item, item, kp, &s))
+        return -1;
+    struct fy_node *type = fy_node_mapping_lookup_by_string(item, "type", FY_NT);
+    char tp[200];
+    snprintf(tp, sizeof tp, "%s.type", kp);
+    if (!type)
+        return missing(c, &s, "type");
+    if (get_choice(c, type, tp, types, 0, g->type, sizeof g->type))
+        return -1;
+    if (!strcmp(g->type, "BD")) {
+        g->kernel_size = 7;
+        g->sigma = g->sigma_max = 1.6f;
+    } else if (!strcmp(g->type, "DN")) {
+        g->sigma = g->sigma_max = 30.0f;
+    }
+    int have_quality = 0;
+    void *it = NULL;
+    char name[64], ap[200];
+    struct fy_node *k, *v;
+    int r;
+    while ((r = next_pair(c, &s, &it, name, sizeof name, &k, &v)) > 0) {
+        keypath(&s, name, ap, sizeof ap);
+        if (!strcmp(name, "type"))
+            continue;
+        if (!strcmp(name, "kernel_size") && !strcmp(g->type, "BD")) {
+            if (get_int32(c, v, ap, 1, 51, &g->kernel_size))
+                return -1;
+            if (g->kernel_size % 2 == 0)
+                return fail(c, node_line(v), ap, "must be odd, got %d", g->kernel_size);
+        } else if (!strcmp(name, "sigma") && !strcmp(g->type, "BD")) {
+            if (get_float(c, v, ap, 0, 1, 50, &g->sigma))
+                return -1;
+            g->sigma_max = g->sigma;
+        } else if (!strcmp(name, "sigma") && !strcmp(g->type, "DN")) {
+            if (get_float_range(c, v, ap, 0, 255, &g->sigma, &g->sigma_max))
+                return -1;
+        } else if (!strcmp(name, "quality") && !strcmp(g->type, "JPEG")) {
+            float q0, q1;
+            if (get_float_range(c, v, ap, 1, 100, &q0, &q1))
+                return -1;
+            if (q0 != (int)q0 || q1 != (int)q1)
+                return fail(c, node_line(v), ap, "expected integers in [1, 100]");
+            g->quality = (int)q0;
+            g->quality_max = (int)q1;
+            have_quality = 1;
+        } else if (!strcmp(name, "kernel_size") || !strcmp(name, "sigma") ||
+                   !strcmp(name, "quality")) {
+            return fail(c, node_line(k), ap, "not a parameter of type %s", g->type);
+        } else {
+            return unknown(c, &s, k, name);
+        }
+    }
+    if (r < 0)
+        return -1;
+    if (!strcmp(g->type, "JPEG") && !have_quality)
+        return missing(c, &s, "quality");
+    return 0;
+}
+
+/* data.*.degradation: a list; the first step downscales (BI, BD or DN), JPEG may follow. */
+static int parse_degradation(pf_cfg_ctx *c, struct fy_node *v, const char *kp,
+                             pf_dataset_cfg *d) {
+    struct fy_node *items[PF_MAX_DEGRADATIONS];
+    int n;
+    if (get_seq(c, v, kp, 1, 2, &n, items))
+        return -1;
+    for (int i = 0; i < n; i++) {
+        char ip[160];
+        snprintf(ip, sizeof ip, "%s[%d]", kp, i);
+        if (parse_degradation_step(c, items[i], ip, &d->degradation[i]))
+            return -1;
+        int down = strcmp(d->degradation[i].type, "JPEG") != 0;
+        if (i == 0 && !down)
+            return fail(c, node_line(items[i]), ip,
+                        "the first step must downscale (BI, BD or DN), got JPEG");
+        if (i > 0 && down)
+            return fail(c, node_line(items[i]), ip,
+                        "only one downscaling step (BI, BD or DN) is allowed; JPEG may follow");
+    }
+    d->n_degradations = n;
+    return 0;
+}
+
 /* data.train / data.eval / data.test; `idx` 0, 1, 2. */
 static int parse_dataset(pf_cfg_ctx *c, pf_section *s, pf_dataset_cfg *d, int idx,
                          pf_lines *L) {
-    static const char *types[] = {"PairedImageDataset", NULL};
+    static const char *types[] = {"PairedImageDataset", "SingleImageDataset", NULL};
     void *it = NULL;
     char name[64], kp[128];
     struct fy_node *k, *v;
@@ -584,6 +696,16 @@ static int parse_dataset(pf_cfg_ctx *c, pf_section *s, pf_dataset_cfg *d, int id
             train_only = 1;
             if (idx == 0 && get_int32(c, v, kp, 1, 1 << 20, &d->repeat))
                 return -1;
+        } else if (!strcmp(name, "meta_info_file")) {
+            if (is_null(v))
+                d->meta_info_file[0] = 0;
+            else if (get_str(c, v, kp, d->meta_info_file, sizeof d->meta_info_file))
+                return -1;
+            L->meta[idx] = node_line(k);
+        } else if (!strcmp(name, "degradation")) {
+            if (parse_degradation(c, v, kp, d))
+                return -1;
+            L->degradation[idx] = node_line(k);
         } else {
             return unknown(c, s, k, name);
         }
@@ -593,10 +715,35 @@ static int parse_dataset(pf_cfg_ctx *c, pf_section *s, pf_dataset_cfg *d, int id
     if (r < 0)
         return -1;
     (void)have_type;
+    char kp2[128];
+    if (!strcmp(d->type, "SingleImageDataset")) {
+        if (idx != 2)
+            return fail(c, section_line(s), keypath(s, "type", kp2, sizeof kp2),
+                        "SingleImageDataset (LQ only, no metrics) is only allowed in data.test");
+        if (L->gt[idx])
+            return fail(c, L->gt[idx], keypath(s, "gt_folder", kp2, sizeof kp2),
+                        "not used by SingleImageDataset (LQ only); remove it");
+        if (!d->lq_folder[0])
+            return fail(c, L->lq[idx] ? L->lq[idx] : section_line(s),
+                        keypath(s, "lq_folder", kp2, sizeof kp2),
+                        "required by SingleImageDataset");
+        if (L->degradation[idx])
+            return fail(c, L->degradation[idx], keypath(s, "degradation", kp2, sizeof kp2),
+                        "not used by SingleImageDataset (its LQ is read from lq_folder)");
+        return 0;
+    }
     if (!L->gt[idx])
         return missing(c, s, "gt_folder");
     if (idx == 0 && !L->patch[0])
         return missing(c, s, "gt_patch_size");
+    if (d->lq_folder[0] && L->degradation[idx])
+        return fail(c, L->degradation[idx], keypath(s, "degradation", kp2, sizeof kp2),
+                    "makes LQ from GT; it cannot be combined with lq_folder '%s'",
+                    d->lq_folder);
+    if (!d->lq_folder[0] && !d->n_degradations) {
+        d->n_degradations = 1;
+        snprintf(d->degradation[0].type, sizeof d->degradation[0].type, "BI");
+    }
     return 0;
 }
 
@@ -618,6 +765,18 @@ static int parse_data(pf_cfg_ctx *c, pf_section *s, pf_config *cfg, pf_lines *L)
         } else if (!strcmp(name, "prefetch")) {
             if (get_int32(c, v, kp, 1, 1024, &cfg->prefetch))
                 return -1;
+        } else if (!strcmp(name, "cache_mb")) {
+            if (get_int32(c, v, kp, 0, 1 << 20, &cfg->cache_mb))
+                return -1;
+        } else if (!strcmp(name, "loader_threads")) {
+            if (get_int32(c, v, kp, 1, 64, &cfg->loader_threads))
+                return -1;
+        } else if (!strcmp(name, "on_bad_sample")) {
+            static const char *modes[] = {"fail", "skip", NULL};
+            char mode[8];
+            if (get_choice(c, v, kp, modes, 0, mode, sizeof mode))
+                return -1;
+            cfg->skip_bad_samples = !strcmp(mode, "skip");
         } else if (!strcmp(name, "train") || !strcmp(name, "eval") || !strcmp(name, "test")) {
             int idx = name[1] == 'r' ? 0 : name[1] == 'v' ? 1 : 2;
             pf_dataset_cfg *d = idx == 0 ? &cfg->train : idx == 1 ? &cfg->eval : &cfg->test;
@@ -1083,10 +1242,13 @@ static int cross_check(pf_cfg_ctx *c, pf_config *cfg, pf_lines *L, int check_pat
         if (!ds[i]->present)
             continue;
         snprintf(kp, sizeof kp, "%s.gt_folder", names[i]);
-        if (check_dir(c, L->gt[i], kp, ds[i]->gt_folder))
+        if (ds[i]->gt_folder[0] && check_dir(c, L->gt[i], kp, ds[i]->gt_folder))
             return -1;
         snprintf(kp, sizeof kp, "%s.lq_folder", names[i]);
         if (ds[i]->lq_folder[0] && check_dir(c, L->lq[i], kp, ds[i]->lq_folder))
+            return -1;
+        snprintf(kp, sizeof kp, "%s.meta_info_file", names[i]);
+        if (ds[i]->meta_info_file[0] && check_file(c, L->meta[i], kp, ds[i]->meta_info_file))
             return -1;
     }
     if (cfg->load_from[0] && check_file(c, L->load_from, "load_from", cfg->load_from))
@@ -1149,6 +1311,8 @@ static void set_defaults(pf_config *cfg) {
     cfg->loaders = 2;
     cfg->samples_per_gpu = 16;
     cfg->prefetch = 4;
+    cfg->cache_mb = 1024;
+    cfg->loader_threads = 1;
     pf_dataset_cfg *ds[3] = {&cfg->train, &cfg->eval, &cfg->test};
     for (int i = 0; i < 3; i++) {
         snprintf(ds[i]->type, sizeof ds[i]->type, "PairedImageDataset");
@@ -1331,13 +1495,34 @@ static void put_word(pf_buf *b, const char *s) {
     put(b, "%s", s);
 }
 
+static void put_degradation(pf_buf *b, const pf_degradation *g) {
+    put(b, "      - type: ");
+    put_word(b, g->type);
+    put(b, "\n");
+    if (!strcmp(g->type, "BD")) {
+        put(b, "        kernel_size: %d\n        sigma: ", g->kernel_size);
+        put_float(b, g->sigma);
+        put(b, "\n");
+    } else if (!strcmp(g->type, "DN")) {
+        put(b, "        sigma: [");
+        put_float(b, g->sigma);
+        put(b, ", ");
+        put_float(b, g->sigma_max);
+        put(b, "]\n");
+    } else if (!strcmp(g->type, "JPEG")) {
+        put(b, "        quality: [%d, %d]\n", g->quality, g->quality_max);
+    }
+}
+
 static void put_dataset(pf_buf *b, const char *name, const pf_dataset_cfg *d, int train) {
     if (!d->present)
         return;
     put(b, "  %s:\n    type: ", name);
     put_word(b, d->type);
-    put(b, "\n    gt_folder: ");
-    put_str(b, d->gt_folder);
+    if (d->gt_folder[0]) {
+        put(b, "\n    gt_folder: ");
+        put_str(b, d->gt_folder);
+    }
     put(b, "\n    lq_folder: ");
     if (d->lq_folder[0])
         put_str(b, d->lq_folder);
@@ -1345,7 +1530,17 @@ static void put_dataset(pf_buf *b, const char *name, const pf_dataset_cfg *d, in
         put(b, "null");
     put(b, "\n    filename_tmpl: ");
     put_str(b, d->filename_tmpl);
+    put(b, "\n    meta_info_file: ");
+    if (d->meta_info_file[0])
+        put_str(b, d->meta_info_file);
+    else
+        put(b, "null");
     put(b, "\n");
+    if (d->n_degradations) {
+        put(b, "    degradation:\n");
+        for (int i = 0; i < d->n_degradations; i++)
+            put_degradation(b, &d->degradation[i]);
+    }
     if (train)
         put(b, "    gt_patch_size: %d\n    use_flip: %s\n    use_rot: %s\n    repeat: %d\n",
             d->gt_patch_size, d->use_flip ? "true" : "false", d->use_rot ? "true" : "false",
@@ -1392,6 +1587,8 @@ char *pf_config_to_yaml(const pf_config *cfg) {
 
     put(&b, "data:\n  loaders: %d\n  samples_per_gpu: %d\n  prefetch: %d\n", cfg->loaders,
         cfg->samples_per_gpu, cfg->prefetch);
+    put(&b, "  cache_mb: %d\n  loader_threads: %d\n  on_bad_sample: %s\n", cfg->cache_mb,
+        cfg->loader_threads, cfg->skip_bad_samples ? "skip" : "fail");
     put_dataset(&b, "train", &cfg->train, 1);
     put_dataset(&b, "eval", &cfg->eval, 0);
     put_dataset(&b, "test", &cfg->test, 0);

@@ -18,12 +18,35 @@
 #define PF_MAX_MILESTONES 16
 #define PF_MAX_PERIODS 16
 
+#define PF_MAX_DEGRADATIONS 4
+
+/* One step of the on-the-fly degradation that makes LQ from GT (data.*.degradation). The
+   first step downscales by model.scale: "BI" (MATLAB bicubic), "BD" (Gaussian blur, then every
+   scale-th pixel) or "DN" (bicubic, then Gaussian noise); "JPEG" may follow. Names and default
+   parameters are those of RDN (Zhang et al., CVPR 2018): BD 7x7 sigma 1.6, DN noise level 30. */
+typedef struct {
+    char type[8];                       /* "BI" | "BD" | "DN" | "JPEG" */
+    int kernel_size;                    /* BD: Gaussian kernel size, odd (7) */
+    float sigma;                        /* BD: blur sigma in pixels (1.6); DN: noise sigma on
+                                           the 0..255 scale, low end of the range (30) */
+    float sigma_max;                    /* DN: high end (= sigma when one number is given) */
+    int quality, quality_max;           /* JPEG: quality 1..100, drawn per sample from
+                                           [quality, quality_max] */
+} pf_degradation;
+
 /* One dataset block: data.train, data.eval or data.test. */
 typedef struct {
     int present;                        /* 1 when the block is in the file */
-    char type[32];                      /* "PairedImageDataset" (only type so far) */
-    char gt_folder[PF_PATH_MAX];        /* folder of ground-truth PNGs (required) */
-    char lq_folder[PF_PATH_MAX];        /* folder of low-quality PNGs; "" = bicubic on the fly */
+    char type[32];                      /* "PairedImageDataset" | "SingleImageDataset" (LQ
+                                           only; data.test only) */
+    char gt_folder[PF_PATH_MAX];        /* folder of ground-truth images (required by
+                                           PairedImageDataset, refused by SingleImageDataset) */
+    char lq_folder[PF_PATH_MAX];        /* folder of low-quality images; "" = made from GT by
+                                           `degradation` on the fly */
+    char meta_info_file[PF_PATH_MAX];   /* "" or a file whose lines name the GT (Single: LQ)
+                                           files to use, in order (BasicSR meta_info) */
+    int n_degradations;                 /* steps below; 0 when lq_folder is given */
+    pf_degradation degradation[PF_MAX_DEGRADATIONS];
     char filename_tmpl[64];             /* LQ name from GT stem, "{}" default, e.g. "{}x2" */
     int gt_patch_size;                  /* train: GT crop size in pixels (multiple of scale) */
     int use_flip;                       /* train: random horizontal and vertical flips */
@@ -54,6 +77,9 @@ typedef struct {
     int loaders;                        /* loader processes `pixflow train` starts (default 2) */
     int samples_per_gpu;                /* batch size per worker */
     int prefetch;                       /* batches a worker may hold ahead (credits), default 4 */
+    int cache_mb;                       /* decoded-image cache of each loader, MiB (1024) */
+    int loader_threads;                 /* decode/augment threads in each loader (1) */
+    int skip_bad_samples;               /* data.on_bad_sample: 0 = fail (default), 1 = skip */
     pf_dataset_cfg train, eval, test;
 
     /* optimizer (one generator) */

@@ -50,6 +50,9 @@ int pf_dataset_open(pf_dataset *ds, const pf_dataset_cfg *cfg, const char *key, 
     memset(ds, 0, sizeof *ds);
     ds->cfg = *cfg;
     ds->scale = scale;
+    ds->gt_patch = gt_patch_size;
+    ds->stats.limit = SIZE_MAX;
+    pthread_mutex_init(&ds->lock, NULL);
     DIR *d = opendir(cfg->gt_folder);
     if (!d) {
         snprintf(err, errlen, "%s.gt_folder: cannot open '%s': %s", key, cfg->gt_folder,
@@ -181,6 +184,9 @@ int pf_dataset_shard(const pf_dataset *ds, int r, int n, pf_dataset *out) {
         memset(&f->lq, 0, sizeof f->lq);
     }
     out->len = (uint32_t)out->n_files;
+    memset(&out->stats, 0, sizeof out->stats);
+    out->stats.limit = ds->stats.limit;
+    pthread_mutex_init(&out->lock, NULL);
     return 0;
 }
 
@@ -192,11 +198,14 @@ void pf_dataset_close(pf_dataset *ds) {
     free(ds->files);
     ds->files = NULL;
     ds->n_files = 0;
+    pthread_mutex_destroy(&ds->lock);
 }
 
 int pf_dataset_pair(pf_dataset *ds, int file, const pf_image **gt, const pf_image **lq,
                     char *err, size_t errlen) {
     pf_sample_file *f = &ds->files[file];
+    if (f->decoded) ds->stats.hits++;
+    else ds->stats.misses++;
     if (!f->decoded) {
         pf_image g = { 0 }, l = { 0 };
         if (pf_image_read_png(f->gt_path, &g, err, errlen)) return -1;
@@ -239,6 +248,7 @@ int pf_dataset_pair(pf_dataset *ds, int file, const pf_image **gt, const pf_imag
         f->gt = g;
         f->lq = l;
         f->decoded = 1;
+        ds->stats.bytes += ((size_t)g.w * g.h + (size_t)l.w * l.h) * 3;
     }
     *gt = &f->gt;
     *lq = &f->lq;
@@ -278,4 +288,32 @@ void pf_paired_crop_augment(const pf_image *gt, const pf_image *lq, int scale, i
     copy_patch(lq->data, lq->w, top, left, lq_patch, hflip, vflip, transpose, lq_out);
     copy_patch(gt->data, gt->w, top * scale, left * scale, gt_patch, hflip, vflip, transpose,
                gt_out);
+}
+
+void pf_dataset_set_cache_limit(pf_dataset *ds, size_t bytes) {
+    pthread_mutex_lock(&ds->lock);
+    ds->stats.limit = bytes;
+    pthread_mutex_unlock(&ds->lock);
+}
+
+void pf_dataset_cache_stats(pf_dataset *ds, pf_cache_stats *out) {
+    pthread_mutex_lock(&ds->lock);
+    *out = ds->stats;
+    pthread_mutex_unlock(&ds->lock);
+}
+
+int pf_dataset_sample(pf_dataset *ds, uint32_t index, uint64_t seed, uint32_t epoch,
+                      uint8_t *gt_out, uint8_t *lq_out, char *err, size_t errlen) {
+    if (index >= ds->len) {
+        snprintf(err, errlen, "sample %u is out of range (the dataset has %u)", index, ds->len);
+        return -1;
+    }
+    const pf_image *gt, *lq;
+    pthread_mutex_lock(&ds->lock);
+    int rc = pf_dataset_pair(ds, (int)(index % (uint32_t)ds->n_files), &gt, &lq, err, errlen);
+    if (rc == 0)
+        pf_paired_crop_augment(gt, lq, ds->scale, ds->gt_patch, ds->cfg.use_flip,
+                               ds->cfg.use_rot, seed, epoch, index, gt_out, lq_out);
+    pthread_mutex_unlock(&ds->lock);
+    return rc;
 }

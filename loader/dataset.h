@@ -9,6 +9,8 @@
 */
 #ifndef PF_DATASET_H
 #define PF_DATASET_H
+#include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "common/config.h"
@@ -25,12 +27,22 @@ typedef struct {
     pf_image gt, lq;            /* cached RGB8 pixels */
 } pf_sample_file;
 
+/* Decoded-image cache counters (one per dataset). */
+typedef struct {
+    uint64_t hits, misses;      /* pf_dataset_sample/pair calls that found / decoded the pair */
+    uint64_t evictions;         /* pairs dropped to stay under the limit */
+    size_t bytes, limit;        /* bytes of pixels held now; the limit (SIZE_MAX: none) */
+} pf_cache_stats;
+
 typedef struct {
     pf_dataset_cfg cfg;
     int scale;
     int n_files;
     pf_sample_file *files;
     uint32_t len;               /* n_files * repeat */
+    int gt_patch;               /* training GT patch (0 for eval/test) */
+    pthread_mutex_t lock;       /* guards the cache (files[].decoded/gt/lq) and stats */
+    pf_cache_stats stats;
 } pf_dataset;
 
 /* List and check the dataset described by cfg (`key` such as "data.train" names it in
@@ -49,6 +61,21 @@ int pf_dataset_shard(const pf_dataset *ds, int r, int n, pf_dataset *out);
    the file (unreadable PNG, size changed since open). */
 int pf_dataset_pair(pf_dataset *ds, int file, const pf_image **gt, const pf_image **lq,
                     char *err, size_t errlen);
+
+/* Bound the decoded-image cache to `bytes` of pixels (GT + LQ), least recently used pairs
+   dropped first; 0 keeps nothing (every sample decodes its pair). Default: no bound. */
+void pf_dataset_set_cache_limit(pf_dataset *ds, size_t bytes);
+
+/* A snapshot of the cache counters. Thread-safe. */
+void pf_dataset_cache_stats(pf_dataset *ds, pf_cache_stats *out);
+
+/* Training sample `index` (in [0, len)) of `epoch`: the pair of file index % n_files, cropped
+   and augmented by pf_paired_crop_augment with the dataset's patch size and flags, into gt_out
+   (gt_patch^2 * 3 bytes) and lq_out ((gt_patch/scale)^2 * 3), RGB8 HWC. Safe to call from
+   several threads at once. Returns 0, or -1 with err naming the file (unreadable, changed
+   since open, out of memory); the same call fails the same way in any loader. */
+int pf_dataset_sample(pf_dataset *ds, uint32_t index, uint64_t seed, uint32_t epoch,
+                      uint8_t *gt_out, uint8_t *lq_out, char *err, size_t errlen);
 
 /* BasicSR's paired_random_crop + augment for sample `index` of `epoch`: an LQ patch of
    gt_patch/scale at a random position and the GT patch at scale times it, then hflip, vflip

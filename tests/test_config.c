@@ -215,6 +215,10 @@ static void test_defaults(void) {
     CHECK(!strcmp(c.loss_type, "L1Loss"), "loss default");
     CHECK_NEAR(c.charbonnier_eps, 1e-12, 1e-19);
     CHECK(c.loaders == 2 && c.samples_per_gpu == 16 && c.prefetch == 4, "data defaults");
+    CHECK(c.cache_mb == 1024 && c.loader_threads == 1 && c.skip_bad_samples == 0,
+          "data-plane defaults");
+    CHECK(c.train.n_degradations == 1 && !strcmp(c.train.degradation[0].type, "BI"),
+          "no lq_folder: bicubic (BI) by default");
     CHECK(!strcmp(c.train.type, "PairedImageDataset") && !strcmp(c.train.filename_tmpl, "{}") &&
               c.train.use_flip == 0 && c.train.use_rot == 0 && c.train.repeat == 1,
           "train defaults");
@@ -232,6 +236,42 @@ static void test_defaults(void) {
     CHECK(c.load_from[0] == 0 && c.resume_from[0] == 0 && c.resume_optim == 1, "run defaults");
     CHECK(c.seed == 0 && !strcmp(c.log_level, "info"), "seed/log_level defaults");
     check_round_trip(&c, "minimal");
+}
+
+/* The data-plane keys and a degradation pipeline parse, keep their values and round-trip. */
+static void test_data_plane_keys(void) {
+    char *t1 = make("  loaders: 3\n",
+                    "  loaders: 3\n  cache_mb: 64\n  loader_threads: 4\n  on_bad_sample: skip\n");
+    char *text = replace(t1, "  eval:\n    gt_folder: ",
+                         "  eval:\n    degradation:\n      - {type: DN, sigma: [5, 50]}\n"
+                         "      - {type: JPEG, quality: [30, 95]}\n    gt_folder: ");
+    char *t2 = replace(text, "  test:\n    gt_folder: ",
+                       "  test:\n    degradation: [{type: BD, sigma: 2.5, kernel_size: 9}]\n"
+                       "    meta_info_file: @D@/config/valid.yaml\n    gt_folder: ");
+    char *t3 = expand(t2);
+    pf_config c;
+    char err[512];
+    CHECK(pf_config_parse(&c, "d.yaml", t3, strlen(t3), 1, err, sizeof err) == 0,
+          "data-plane keys parse: %s", err);
+    CHECK(c.cache_mb == 64 && c.loader_threads == 4 && c.skip_bad_samples == 1, "data keys");
+    CHECK(c.train.n_degradations == 0, "lq_folder given: no degradation");
+    CHECK(c.eval.n_degradations == 2 && !strcmp(c.eval.degradation[0].type, "DN") &&
+              !strcmp(c.eval.degradation[1].type, "JPEG"),
+          "eval pipeline");
+    CHECK_NEAR(c.eval.degradation[0].sigma, 5, 0);
+    CHECK_NEAR(c.eval.degradation[0].sigma_max, 50, 0);
+    CHECK(c.eval.degradation[1].quality == 30 && c.eval.degradation[1].quality_max == 95,
+          "jpeg range");
+    CHECK(c.test.n_degradations == 1 && !strcmp(c.test.degradation[0].type, "BD") &&
+              c.test.degradation[0].kernel_size == 9,
+          "BD");
+    CHECK_NEAR(c.test.degradation[0].sigma, 2.5, 0);
+    CHECK(strstr(c.test.meta_info_file, "valid.yaml") != NULL, "meta_info_file");
+    check_round_trip(&c, "data-plane keys");
+    free(t1);
+    free(text);
+    free(t2);
+    free(t3);
 }
 
 static void test_valid_file(void) {
@@ -417,6 +457,47 @@ static const broken_case BROKEN[] = {
     {"  warmup: linear\n", "  warmup: null\n", "  warmup_iters", "lr_config.warmup_iters",
      "only allowed with warmup"},
     {"  warmup: linear", "  warmup: exp", "  warmup: exp", "lr_config.warmup", "one of linear"},
+    /* data plane and degradations */
+    {"  loaders: 3\n", "  loaders: 3\n  on_bad_sample: ignore\n", "on_bad_sample",
+     "data.on_bad_sample", "one of fail, skip"},
+    {"  loaders: 3\n", "  loaders: 3\n  loader_threads: 0\n", "loader_threads",
+     "data.loader_threads", "positive"},
+    {"  loaders: 3\n", "  loaders: 3\n  cache_mb: -1\n", "cache_mb", "data.cache_mb",
+     "non-negative"},
+    {"  eval:\n    gt_folder: @D@/config\n",
+     "  eval:\n    gt_folder: @D@/config\n    degradation: [{type: JPEG, quality: 50}]\n",
+     "degradation:", "data.eval.degradation[0]", "first step must downscale"},
+    {"  eval:\n    gt_folder: @D@/config\n",
+     "  eval:\n    gt_folder: @D@/config\n    degradation: [{type: BI}, {type: DN}]\n",
+     "degradation:", "data.eval.degradation[1]", "only one downscaling step"},
+    {"  eval:\n    gt_folder: @D@/config\n",
+     "  eval:\n    gt_folder: @D@/config\n    degradation: [{type: BD, kernel_size: 6}]\n",
+     "degradation:", "data.eval.degradation[0].kernel_size", "odd"},
+    {"  eval:\n    gt_folder: @D@/config\n",
+     "  eval:\n    gt_folder: @D@/config\n    degradation: [{type: BI, sigma: 2}]\n",
+     "degradation:", "data.eval.degradation[0].sigma", "not a parameter of type BI"},
+    {"  eval:\n    gt_folder: @D@/config\n",
+     "  eval:\n    gt_folder: @D@/config\n    degradation: [{type: DN, sigma: [40, 10]}]\n",
+     "degradation:", "data.eval.degradation[0].sigma", "empty"},
+    {"  eval:\n    gt_folder: @D@/config\n",
+     "  eval:\n    gt_folder: @D@/config\n"
+     "    degradation: [{type: BI}, {type: JPEG, quality: 101}]\n",
+     "degradation:", "data.eval.degradation[1].quality", "[1, 100]"},
+    {"  eval:\n    gt_folder: @D@/config\n",
+     "  eval:\n    gt_folder: @D@/config\n    degradation: [{type: BI}, {type: JPEG}]\n",
+     "degradation:", "data.eval.degradation[1].quality", "missing"},
+    {"    repeat: 100\n", "    repeat: 100\n    degradation: [{type: BD}]\n", "degradation",
+     "data.train.degradation", "cannot be combined with lq_folder"},
+    {"  test:\n    gt_folder: @D@\n", "  test:\n    type: SingleImageDataset\n    gt_folder: @D@\n",
+     "    gt_folder: @D@\noptim", "data.test.gt_folder", "not used by SingleImageDataset"},
+    {"  test:\n    gt_folder: @D@\n", "  test:\n    type: SingleImageDataset\n", "  test:",
+     "data.test.lq_folder", "required by SingleImageDataset"},
+    {"  eval:\n    gt_folder: @D@/config\n",
+     "  eval:\n    type: SingleImageDataset\n    lq_folder: @D@/config\n", "  eval:",
+     "data.eval.type", "only allowed in data.test"},
+    {"  test:\n    gt_folder: @D@\n",
+     "  test:\n    gt_folder: @D@\n    meta_info_file: @D@/meta_missing.txt\n",
+     "meta_info_file", "data.test.meta_info_file", "no such file"},
     /* paths */
     {"    gt_folder: @D@\n    lq", "    gt_folder: data/DIV2K_HR\n    lq", "data/DIV2K_HR",
      "data.train.gt_folder", "no such directory 'data/DIV2K_HR'"},
@@ -445,8 +526,9 @@ static void test_broken(void) {
         /* @D@ in a case's snippets means the data folder too */
         char *t0 = make(NULL, NULL), *o = b->old ? expand(b->old) : NULL, *w = expand(b->new);
         char *text = replace(t0, o, w);
-        const char *mk = b->marker;
+        char *mk = b->marker ? expand(b->marker) : NULL;
         int line = mk ? line_of(text, mk) : 1;
+        free(mk);
         char want[PF_PATH_MAX];
         snprintf(want, sizeof want, "t.yaml:%d: %s: ", line, b->key);
         pf_config c;
@@ -510,6 +592,7 @@ int main(void) {
     test_valid_base();
     test_defaults();
     test_valid_file();
+    test_data_plane_keys();
     test_demo();
     test_broken();
     test_misc_errors();
