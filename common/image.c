@@ -1,4 +1,5 @@
-/*  image — PNG in and out through libpng (see image.h and docs/images.md for the RGB8 rule).
+/*  image — PNG in and out through libpng (see image.h and docs/images.md for the RGB8 rule),
+    and pf_image_read, which reads a PNG or a JPEG (image_jpeg.c) by the file's extension.
 
     Decoding uses libpng's low-level API with no libpng transforms except de-interlacing: rows
     are read as stored (packed 1/2/4-bit samples, big-endian 16-bit samples, palette indices)
@@ -21,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 /* Largest decoded image accepted, in pixels: a guard against headers that claim gigapixels
    (the allocation would happen before the truncated data is noticed). */
@@ -235,6 +237,31 @@ int pf_image_read_png(const char *path, pf_image *out, char *err, size_t errlen)
     size_t len;
     if (slurp(path, &buf, &len, err, errlen) != 0) return -1;
     int rc = pf_image_decode_png(buf, len, path, out, err, errlen);
+    free(buf);
+    return rc;
+}
+
+int pf_image_format_of(const char *path) {
+    const char *dot = strrchr(path, '.');
+    if (!dot || strchr(dot, '/')) return PF_IMAGE_UNKNOWN;
+    if (strcasecmp(dot, ".png") == 0) return PF_IMAGE_PNG;
+    if (strcasecmp(dot, ".jpg") == 0 || strcasecmp(dot, ".jpeg") == 0) return PF_IMAGE_JPEG;
+    return PF_IMAGE_UNKNOWN;
+}
+
+int pf_image_read(const char *path, pf_image *out, char *err, size_t errlen) {
+    out->w = out->h = 0;
+    out->data = NULL;
+    int format = pf_image_format_of(path);
+    if (format == PF_IMAGE_UNKNOWN) {
+        snprintf(err, errlen, "%s: not a .png, .jpg or .jpeg file", path);
+        return -1;
+    }
+    uint8_t *buf;
+    size_t len;
+    if (slurp(path, &buf, &len, err, errlen) != 0) return -1;
+    int rc = format == PF_IMAGE_PNG ? pf_image_decode_png(buf, len, path, out, err, errlen)
+                                    : pf_image_decode_jpeg(buf, len, path, out, err, errlen);
     free(buf);
     return rc;
 }

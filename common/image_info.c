@@ -1,5 +1,6 @@
 /*  image_info — see image_info.h. */
 #include "common/image_info.h"
+#include "common/image.h"
 
 #include <errno.h>
 #include <png.h>
@@ -58,4 +59,16 @@ int pf_image_png_size(const char *path, int *w, int *h, char *err, size_t errlen
     png_destroy_read_struct(&png, &info, NULL);
     fclose(f);
     return 0;
+}
+
+int pf_image_size(const char *path, int *w, int *h, char *err, size_t errlen) {
+    switch (pf_image_format_of(path)) {
+    case PF_IMAGE_PNG:
+        return pf_image_png_size(path, w, h, err, errlen);
+    case PF_IMAGE_JPEG:
+        return pf_image_jpeg_size(path, w, h, err, errlen);
+    default:
+        snprintf(err, errlen, "%s: not a .png, .jpg or .jpeg file", path);
+        return -1;
+    }
 }

@@ -4,8 +4,9 @@
 #   scripts/setup.sh              install missing packages, then configure and build (Release)
 #   scripts/setup.sh --deps-only  install missing packages only
 #   scripts/setup.sh --test-deps  also install the optional Python reference tools' packages
-#                                 (python3-numpy, python3-skimage; used by scripts/*.py and
-#                                 bench/*.py, never by the C tests)
+#                                 (python3-numpy, python3-skimage, python3-pil; used by
+#                                 scripts/*.py, bench/*.py and tests/reference/*.py, never by
+#                                 the C tests)
 #
 # Idempotent: packages already installed (dpkg -s) are skipped and apt is not touched at all
 # when nothing is missing; `apt-get update` runs only when a missing package has no install
@@ -15,8 +16,8 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
-BUILD_PKGS="build-essential cmake pkg-config libzmq3-dev libmsgpack-dev libpng-dev libfyaml-dev libdnnl-dev libcjson-dev libgloo-dev"
-TEST_PKGS="python3 python3-numpy python3-skimage"
+BUILD_PKGS="build-essential cmake pkg-config libzmq3-dev libmsgpack-dev libpng-dev libjpeg62-turbo-dev libfyaml-dev libdnnl-dev libcjson-dev libgloo-dev"
+TEST_PKGS="python3 python3-numpy python3-skimage python3-pil"
 
 say() { printf 'setup: %s\n' "$*"; }
 die() { printf 'setup: error: %s\n' "$*" >&2; exit 1; }
@@ -27,7 +28,7 @@ for arg in "$@"; do
     case "$arg" in
         --deps-only) deps_only=1 ;;
         --test-deps) test_deps=1 ;;
-        -h|--help) sed -n '2,13p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,14p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) die "unknown option '$arg' (try --help)" ;;
     esac
 done
