@@ -4,6 +4,8 @@
     Outputs go to work_dir/test/<checkpoint stem>/<image>.png, with results.tsv beside them:
     one row per image (PSNR, SSIM, and bicubic's) and a mean row, the same table printed on
     stdout. Metrics follow evaluation.crop_border and evaluation.convert_to (docs/metrics.md).
+    A SingleImageDataset (LQ only) has no GT: the outputs are written, no metrics, no
+    results.tsv, and the closing line says so.
 
     With --workers N the test set is split across N worker processes (image i goes to worker
     i mod N, each with its share of the cores); each writes its rows with full precision to
@@ -162,6 +164,7 @@ int pf_test_main(int argc, char **argv) {
         fprintf(stderr, "pixflow: %s\n", err);
         return 2;
     }
+    pf_dataset_set_seed(&ds, cfg.seed);     /* DN noise / JPEG quality per image */
     if (workers > ds.n_files) workers = ds.n_files;
     int status = 1;
     pf_eval_result r = { 0 };
@@ -204,6 +207,13 @@ int pf_test_main(int argc, char **argv) {
         }
         print_table(f, &r, ch, 1);
         status = fclose(f) == 0 ? 0 : 1;
+        goto out;
+    }
+    if (ds.single) {    /* no GT: outputs only */
+        printf("pixflow: SingleImageDataset (LQ only, no GT): %d images super-resolved x%d in "
+               "%.1f s on %d worker%s; no metrics computed; outputs in %s\n", r.n, cfg.scale,
+               pf_now() - t0, workers, workers > 1 ? "s" : "", dir);
+        status = 0;
         goto out;
     }
     snprintf(tsv, sizeof tsv, "%s/results.tsv", dir);

@@ -36,39 +36,41 @@ int pf_evaluate(pf_model *m, const pf_config *cfg, pf_dataset *ds, const char *s
         if (cancel && cancel(cancel_ctx)) return 1;
         const pf_image *gt, *lq;
         if (pf_dataset_pair(ds, i, &gt, &lq, err, errlen) != 0) return -1;
+        const char *path = ds->single ? ds->files[i].lq_path : ds->files[i].gt_path;
+        /* The output is the GT's size; without a GT (SingleImageDataset), scale x the LQ. */
+        int oh = gt->data ? gt->h : lq->h * s, ow = gt->data ? gt->w : lq->w * s;
         int ph = (lq->h + mult - 1) / mult * mult, pw = (lq->w + mult - 1) / mult * mult;
         size_t out_px = (size_t)ph * s * pw * s;
         uint8_t *padded = malloc((size_t)ph * pw * 3);
         float *out = malloc(out_px * 3 * sizeof *out);
-        uint8_t *out8 = malloc((size_t)gt->h * gt->w * 3);
-        uint8_t *bic = malloc((size_t)gt->h * gt->w * 3);
-        int rc = (padded && out && out8 && bic) ? 0 : -1;
-        if (rc) snprintf(err, errlen, "out of memory evaluating '%s'", ds->files[i].gt_path);
+        uint8_t *out8 = malloc((size_t)oh * ow * 3);
+        uint8_t *bic = gt->data ? malloc((size_t)oh * ow * 3) : NULL;
+        int rc = (padded && out && out8 && (bic || !gt->data)) ? 0 : -1;
+        if (rc) snprintf(err, errlen, "out of memory evaluating '%s'", path);
         if (rc == 0) {
             pad_replicate(lq->data, lq->h, lq->w, padded, ph, pw);
             rc = pf_model_infer(m, padded, ph, pw, out, err, errlen);
         }
         if (rc == 0) {
-            /* Crop the padded output back to GT size, then clamp and round. */
-            for (int y = 0; y < gt->h; y++)
-                pf_to_u8(out + (size_t)y * pw * s * 3, out8 + (size_t)y * gt->w * 3,
-                         (size_t)gt->w * 3);
-            rc = pf_imresize_u8(lq->data, lq->h, lq->w, 3, (double)s, bic);
-            if (rc) snprintf(err, errlen, "bicubic upscaling of '%s' failed",
-                             ds->files[i].gt_path);
+            /* Crop the padded output back to the output size, then clamp and round. */
+            for (int y = 0; y < oh; y++)
+                pf_to_u8(out + (size_t)y * pw * s * 3, out8 + (size_t)y * ow * 3,
+                         (size_t)ow * 3);
+            if (bic && (rc = pf_imresize_u8(lq->data, lq->h, lq->w, 3, (double)s, bic)) != 0)
+                snprintf(err, errlen, "bicubic upscaling of '%s' failed", path);
         }
         if (rc == 0) {
             pf_eval_item *it = &res->items[i];
             snprintf(it->name, sizeof it->name, "%s", ds->files[i].name);
             int y = cfg->eval_y_channel, cb = cfg->crop_border;
             /* evaluation.metrics decides what is computed; the rest stays NaN (null in
-               metrics.jsonl). */
+               metrics.jsonl), and so does everything without a GT. */
             it->psnr = it->psnr_bicubic = it->ssim = it->ssim_bicubic = NAN;
-            if (cfg->eval_psnr) {
+            if (cfg->eval_psnr && gt->data) {
                 it->psnr = pf_psnr(out8, gt->data, gt->h, gt->w, cb, y);
                 it->psnr_bicubic = pf_psnr(bic, gt->data, gt->h, gt->w, cb, y);
             }
-            if (cfg->eval_ssim) {
+            if (cfg->eval_ssim && gt->data) {
                 it->ssim = pf_ssim(out8, gt->data, gt->h, gt->w, cb, y);
                 it->ssim_bicubic = pf_ssim(bic, gt->data, gt->h, gt->w, cb, y);
             }
@@ -78,9 +80,9 @@ int pf_evaluate(pf_model *m, const pf_config *cfg, pf_dataset *ds, const char *s
             res->ssim_bicubic += it->ssim_bicubic;
             res->n++;
             if (save_dir) {
-                char path[PF_PATH_MAX * 2];
-                snprintf(path, sizeof path, "%s/%s.png", save_dir, it->name);
-                rc = pf_image_write_png(path, out8, gt->w, gt->h, err, errlen);
+                char out_path[PF_PATH_MAX * 2];
+                snprintf(out_path, sizeof out_path, "%s/%s.png", save_dir, it->name);
+                rc = pf_image_write_png(out_path, out8, ow, oh, err, errlen);
             }
         }
         free(padded);

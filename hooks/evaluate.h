@@ -4,6 +4,7 @@
     the output is clamped and rounded to uint8 and compared with the GT by PSNR and SSIM with
     evaluation.crop_border and convert_to: y. The same metrics of MATLAB-bicubic upscaling of
     the LQ are reported beside them. Used by the eval hook and by `pixflow test`.
+    A SingleImageDataset (no GT) gives outputs of scale x the LQ size and no metrics (NaN).
 */
 #ifndef PF_EVALUATE_H
 #define PF_EVALUATE_H

@@ -1,4 +1,12 @@
-/*  dataset — see dataset.h. */
+/*  dataset — see dataset.h.
+
+    The file list is built once at open (folder listing or meta_info_file) and never changes;
+    only the cache fields of each file change afterwards, under ds->lock. An entry moves
+    EMPTY -> LOADING (one thread decodes it, without the lock) -> READY (in the LRU list) ->
+    EMPTY (evicted, only when no caller has it pinned). Threads that find an entry LOADING
+    wait on ds->loaded; if the decoding failed, the entry is EMPTY again and the next thread
+    tries (and fails) on its own, so every caller gets its own error message.
+*/
 #include "loader/dataset.h"
 
 #include <dirent.h>
@@ -6,27 +14,140 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/stat.h>
 
+#include "common/degrade.h"
 #include "common/image_info.h"
-#include "common/imresize.h"
 #include "common/log.h"
 #include "common/rng.h"
-
-static int has_png_ext(const char *name) {
-    size_t n = strlen(name);
-    return n > 4 && strcasecmp(name + n - 4, ".png") == 0;
-}
 
 static int cmp_str(const void *a, const void *b) {
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* LQ file name from the template: every "{}" becomes the GT stem. */
-static int lq_name(char *out, size_t outlen, const char *tmpl, const char *stem) {
+static int is_file(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* A growing list of file names (relative to their folder). */
+typedef struct {
+    char **names;
+    int n, cap;
+} name_list;
+
+static int names_add(name_list *l, const char *name) {
+    if (l->n == l->cap) {
+        int cap = l->cap ? 2 * l->cap : 64;
+        char **t = realloc(l->names, sizeof *t * cap);
+        if (!t) return -1;
+        l->names = t;
+        l->cap = cap;
+    }
+    if (!(l->names[l->n] = strdup(name))) return -1;
+    l->n++;
+    return 0;
+}
+
+static void names_free(name_list *l) {
+    for (int i = 0; i < l->n; i++) free(l->names[i]);
+    free(l->names);
+    memset(l, 0, sizeof *l);
+}
+
+/* Every .png/.jpg/.jpeg of `folder` (key.field in messages), sorted by name. */
+static int list_folder(const char *folder, const char *key, const char *field, name_list *out,
+                       char *err, size_t errlen) {
+    DIR *d = opendir(folder);
+    if (!d) {
+        snprintf(err, errlen, "%s.%s: cannot open '%s': %s", key, field, folder,
+                 strerror(errno));
+        return -1;
+    }
+    int skipped = 0, oom = 0;
+    struct dirent *e;
+    while (!oom && (e = readdir(d))) {
+        if (e->d_name[0] == '.') continue;
+        if (pf_image_format_of(e->d_name) == PF_IMAGE_UNKNOWN) skipped++;
+        else oom = names_add(out, e->d_name) != 0;
+    }
+    closedir(d);
+    if (oom) {
+        snprintf(err, errlen, "%s: out of memory listing '%s'", key, folder);
+        return -1;
+    }
+    if (skipped)
+        pf_warn("%s.%s: ignoring %d files that are not .png, .jpg or .jpeg in '%s'", key, field,
+                skipped, folder);
+    if (out->n == 0) {
+        snprintf(err, errlen, "%s.%s: no .png, .jpg or .jpeg files in '%s'", key, field,
+                 folder);
+        return -1;
+    }
+    qsort(out->names, out->n, sizeof *out->names, cmp_str);
+    return 0;
+}
+
+/* BasicSR meta_info: the first whitespace-separated word of each non-empty line names a file
+   of `folder`, in order. A missing file or another extension is an error naming the meta file
+   and line. */
+static int read_meta(const char *meta, const char *folder, const char *key, const char *field,
+                     name_list *out, char *err, size_t errlen) {
+    FILE *f = fopen(meta, "r");
+    if (!f) {
+        snprintf(err, errlen, "%s.meta_info_file: cannot open '%s': %s", key, meta,
+                 strerror(errno));
+        return -1;
+    }
+    char line[4096], path[PF_PATH_MAX * 2];
+    int lineno = 0, rc = 0;
+    while (rc == 0 && fgets(line, sizeof line, f)) {
+        lineno++;
+        char *word = line + strspn(line, " \t\r\n");
+        word[strcspn(word, " \t\r\n")] = 0;
+        if (!word[0]) continue;
+        snprintf(path, sizeof path, "%s/%s", folder, word);
+        if (pf_image_format_of(word) == PF_IMAGE_UNKNOWN) {
+            snprintf(err, errlen, "%s.meta_info_file: %s:%d: '%s' is not a .png, .jpg or .jpeg "
+                     "file", key, meta, lineno, word);
+            rc = -1;
+        } else if (!is_file(path)) {
+            snprintf(err, errlen, "%s.meta_info_file: %s:%d: no file '%s' (%s '%s')", key, meta,
+                     lineno, path, field, folder);
+            rc = -1;
+        } else if (names_add(out, word) != 0) {
+            snprintf(err, errlen, "%s: out of memory reading '%s'", key, meta);
+            rc = -1;
+        }
+    }
+    if (rc == 0 && ferror(f)) {
+        snprintf(err, errlen, "%s.meta_info_file: read error on '%s'", key, meta);
+        rc = -1;
+    }
+    fclose(f);
+    if (rc == 0 && out->n == 0) {
+        snprintf(err, errlen, "%s.meta_info_file: '%s' names no file", key, meta);
+        rc = -1;
+    }
+    return rc;
+}
+
+/* The stem of a file name: no folder, no extension. */
+static void stem_of(const char *name, char *out, size_t outlen) {
+    const char *base = strrchr(name, '/');
+    base = base ? base + 1 : name;
+    const char *dot = strrchr(base, '.');
+    snprintf(out, outlen, "%.*s", (int)(dot ? dot - base : (long)strlen(base)), base);
+}
+
+/* LQ path for a GT stem: lq_folder/tmpl(stem) with the GT's extension if that file exists,
+   else the first of .png, .jpg, .jpeg that does; `out` holds the first candidate when none
+   exists. Returns 1 found, 0 not found, -1 name too long. */
+static int find_lq(char *out, size_t outlen, const char *folder, const char *tmpl,
+                   const char *stem, const char *gt_ext) {
+    char base[512];
     size_t n = 0;
-    for (const char *p = tmpl; *p;) {
+    for (const char *p = tmpl; *p;) {     /* every "{}" becomes the stem */
         const char *piece = p;
         size_t len = 1;
         if (p[0] == '{' && p[1] == '}') {
@@ -36,13 +157,102 @@ static int lq_name(char *out, size_t outlen, const char *tmpl, const char *stem)
         } else {
             p++;
         }
-        if (n + len >= outlen) return -1;
-        memcpy(out + n, piece, len);
+        if (n + len >= sizeof base) return -1;
+        memcpy(base + n, piece, len);
         n += len;
     }
-    if (n + 5 > outlen) return -1;
-    memcpy(out + n, ".png", 5);
+    base[n] = 0;
+    const char *exts[] = { gt_ext, ".png", ".jpg", ".jpeg" };
+    for (int i = 0; i < 4; i++) {
+        if ((size_t)snprintf(out, outlen, "%s/%s%s", folder, base, exts[i]) >= outlen) return -1;
+        if (is_file(out)) return 1;
+    }
+    snprintf(out, outlen, "%s/%s%s", folder, base, gt_ext);
     return 0;
+}
+
+/* Fill and check files[i] for the file `name` (relative to its folder). */
+static int open_file(pf_dataset *ds, pf_sample_file *f, const char *name, const char *key,
+                     char *err, size_t errlen) {
+    const pf_dataset_cfg *cfg = &ds->cfg;
+    int scale = ds->scale, lq_patch = ds->gt_patch / scale;
+    stem_of(name, f->name, sizeof f->name);
+    if (ds->single) {
+        if ((size_t)snprintf(f->lq_path, sizeof f->lq_path, "%s/%s", cfg->lq_folder, name) >=
+            sizeof f->lq_path) {
+            snprintf(err, errlen, "%s: path too long: '%s/%s'", key, cfg->lq_folder, name);
+            return -1;
+        }
+        if (pf_image_size(f->lq_path, &f->lq_w, &f->lq_h, err, errlen)) return -1;
+        f->file_w = f->lq_w;
+        f->file_h = f->lq_h;
+        return 0;
+    }
+    if ((size_t)snprintf(f->gt_path, sizeof f->gt_path, "%s/%s", cfg->gt_folder, name) >=
+        sizeof f->gt_path) {
+        snprintf(err, errlen, "%s: path too long: '%s/%s'", key, cfg->gt_folder, name);
+        return -1;
+    }
+    int w, h;
+    if (pf_image_size(f->gt_path, &w, &h, err, errlen)) return -1;
+    f->file_w = w;
+    f->file_h = h;
+    if (cfg->lq_folder[0]) {
+        int found = find_lq(f->lq_path, sizeof f->lq_path, cfg->lq_folder, cfg->filename_tmpl,
+                            f->name, strrchr(name, '.'));
+        if (found < 0) {
+            snprintf(err, errlen, "%s.filename_tmpl: name too long for '%s'", key, f->name);
+            return -1;
+        }
+        if (!found) {
+            snprintf(err, errlen, "%s: no LQ image '%s' (nor .png, .jpg, .jpeg) for GT '%s' "
+                     "(lq_folder + filename_tmpl '%s')", key, f->lq_path, f->gt_path,
+                     cfg->filename_tmpl);
+            return -1;
+        }
+        if (pf_image_size(f->lq_path, &f->lq_w, &f->lq_h, err, errlen)) return -1;
+        if (w != f->lq_w * scale || h != f->lq_h * scale) {
+            snprintf(err, errlen, "%s: GT '%s' is %dx%d but LQ '%s' is %dx%d: GT must be "
+                     "exactly scale %d x LQ", key, f->gt_path, w, h, f->lq_path, f->lq_w,
+                     f->lq_h, scale);
+            return -1;
+        }
+        f->gt_w = w;
+        f->gt_h = h;
+    } else {
+        f->gt_w = w - w % scale;    /* mod-crop, as BasicSR's mod_crop */
+        f->gt_h = h - h % scale;
+        f->lq_w = f->gt_w / scale;
+        f->lq_h = f->gt_h / scale;
+    }
+    if (f->lq_w < 1 || f->lq_h < 1 || (lq_patch > 0 && (f->lq_w < lq_patch ||
+                                                          f->lq_h < lq_patch))) {
+        snprintf(err, errlen, "%s: '%s' (%dx%d, LQ %dx%d) is smaller than the patch: "
+                 "gt_patch_size %d needs an LQ of at least %dx%d", key, f->gt_path, w, h,
+                 f->lq_w, f->lq_h, ds->gt_patch, lq_patch, lq_patch);
+        return -1;
+    }
+    return 0;
+}
+
+/* The cache fields of an entry that holds nothing. */
+static void entry_reset(pf_sample_file *f) {
+    f->state = PF_ENTRY_EMPTY;
+    f->pins = 0;
+    f->lru_prev = f->lru_next = -1;
+    memset(&f->gt, 0, sizeof f->gt);
+    memset(&f->lq, 0, sizeof f->lq);
+}
+
+/* Everything of a dataset but its file list, for open and shard. */
+static void init_cache(pf_dataset *ds, size_t limit) {
+    pthread_mutex_init(&ds->lock, NULL);
+    pthread_cond_init(&ds->loaded, NULL);
+    ds->lru_head = ds->lru_tail = -1;
+    memset(&ds->stats, 0, sizeof ds->stats);
+    ds->stats.limit = limit;
+    ds->pair_file = -1;
+    memset(&ds->pair_lq, 0, sizeof ds->pair_lq);
 }
 
 int pf_dataset_open(pf_dataset *ds, const pf_dataset_cfg *cfg, const char *key, int scale,
@@ -51,119 +261,38 @@ int pf_dataset_open(pf_dataset *ds, const pf_dataset_cfg *cfg, const char *key, 
     ds->cfg = *cfg;
     ds->scale = scale;
     ds->gt_patch = gt_patch_size;
-    ds->stats.limit = SIZE_MAX;
-    pthread_mutex_init(&ds->lock, NULL);
-    DIR *d = opendir(cfg->gt_folder);
-    if (!d) {
-        snprintf(err, errlen, "%s.gt_folder: cannot open '%s': %s", key, cfg->gt_folder,
-                 strerror(errno));
-        return -1;
-    }
-    char **names = NULL;
-    int n = 0, cap = 0, skipped = 0;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        if (e->d_name[0] == '.') continue;
-        if (!has_png_ext(e->d_name)) {
-            skipped++;
-            continue;
+    ds->single = strcmp(cfg->type, "SingleImageDataset") == 0;
+    ds->random_steps = !cfg->lq_folder[0] &&
+                       pf_degrade_is_random(cfg->degradation, cfg->n_degradations);
+    init_cache(ds, SIZE_MAX);
+    const char *folder = ds->single ? cfg->lq_folder : cfg->gt_folder;
+    const char *field = ds->single ? "lq_folder" : "gt_folder";
+    name_list names = { 0 };
+    int rc = cfg->meta_info_file[0]
+                 ? read_meta(cfg->meta_info_file, folder, key, field, &names, err, errlen)
+                 : list_folder(folder, key, field, &names, err, errlen);
+    if (rc == 0) {
+        ds->files = calloc(names.n, sizeof *ds->files);
+        if (!ds->files) {
+            snprintf(err, errlen, "%s: out of memory", key);
+            rc = -1;
         }
-        if (n == cap) {
-            cap = cap ? 2 * cap : 64;
-            char **t = realloc(names, sizeof *names * cap);
-            if (!t) break;  /* e != NULL marks the failure below */
-            names = t;
-        }
-        if (!(names[n] = strdup(e->d_name))) break;
-        n++;
     }
-    if (e) {    /* stopped early: out of memory */
-        closedir(d);
-        for (int i = 0; i < n; i++) free(names[i]);
-        free(names);
-        snprintf(err, errlen, "%s: out of memory listing '%s'", key, cfg->gt_folder);
-        return -1;
-    }
-    closedir(d);
-    if (skipped)
-        pf_warn("%s.gt_folder: ignoring %d files that are not .png in '%s'", key, skipped,
-                cfg->gt_folder);
-    if (n == 0) {
-        snprintf(err, errlen, "%s.gt_folder: no .png files in '%s'", key, cfg->gt_folder);
-        free(names);
-        return -1;
-    }
-    qsort(names, n, sizeof *names, cmp_str);
-    ds->files = calloc(n, sizeof *ds->files);
-    ds->n_files = n;
-    int rc = ds->files ? 0 : -1;
-    if (rc) snprintf(err, errlen, "%s: out of memory", key);
-    int lq_patch = gt_patch_size / scale;
-    for (int i = 0; i < n && rc == 0; i++) {
+    for (int i = 0; rc == 0 && i < names.n; i++) {
         pf_sample_file *f = &ds->files[i];
-        snprintf(f->gt_path, sizeof f->gt_path, "%s/%s", cfg->gt_folder, names[i]);
-        snprintf(f->name, sizeof f->name, "%.*s", (int)(strlen(names[i]) - 4), names[i]);
-        int w, h;
-        if (pf_image_png_size(f->gt_path, &w, &h, err, errlen)) {
-            rc = -1;
-            break;
-        }
-        f->file_w = w;
-        f->file_h = h;
-        if (cfg->lq_folder[0]) {
-            char lqn[512];
-            if (lq_name(lqn, sizeof lqn, cfg->filename_tmpl, f->name)) {
-                snprintf(err, errlen, "%s.filename_tmpl: name too long for '%s'", key, f->name);
-                rc = -1;
-                break;
-            }
-            snprintf(f->lq_path, sizeof f->lq_path, "%s/%s", cfg->lq_folder, lqn);
-            struct stat st;
-            if (stat(f->lq_path, &st) != 0) {
-                snprintf(err, errlen, "%s: no LQ image '%s' for GT '%s' (lq_folder + "
-                         "filename_tmpl '%s')", key, f->lq_path, f->gt_path,
-                         cfg->filename_tmpl);
-                rc = -1;
-                break;
-            }
-            if (pf_image_png_size(f->lq_path, &f->lq_w, &f->lq_h, err, errlen)) {
-                rc = -1;
-                break;
-            }
-            if (w != f->lq_w * scale || h != f->lq_h * scale) {
-                snprintf(err, errlen, "%s: GT '%s' is %dx%d but LQ '%s' is %dx%d: GT must be "
-                         "exactly scale %d x LQ", key, f->gt_path, w, h, f->lq_path, f->lq_w,
-                         f->lq_h, scale);
-                rc = -1;
-                break;
-            }
-            f->gt_w = w;
-            f->gt_h = h;
-        } else {
-            f->gt_w = w - w % scale;    /* mod-crop, as BasicSR's mod_crop */
-            f->gt_h = h - h % scale;
-            f->lq_w = f->gt_w / scale;
-            f->lq_h = f->gt_h / scale;
-        }
-        if (f->lq_w < 1 || f->lq_h < 1 || (lq_patch > 0 && (f->lq_w < lq_patch ||
-                                                              f->lq_h < lq_patch))) {
-            snprintf(err, errlen, "%s: '%s' (%dx%d, LQ %dx%d) is smaller than the patch: "
-                     "gt_patch_size %d needs an LQ of at least %dx%d", key, f->gt_path, w, h,
-                     f->lq_w, f->lq_h, gt_patch_size, lq_patch, lq_patch);
-            rc = -1;
-            break;
-        }
+        entry_reset(f);
+        f->id = i;
+        ds->n_files = i + 1;
+        rc = open_file(ds, f, names.names[i], key, err, errlen);
     }
-    for (int i = 0; i < n; i++) free(names[i]);
-    free(names);
+    names_free(&names);
+    uint64_t len = (uint64_t)ds->n_files * (uint64_t)(cfg->repeat > 0 ? cfg->repeat : 1);
+    if (rc == 0 && len > UINT32_MAX) {
+        snprintf(err, errlen, "%s.repeat: %d images x %d is more than 2^32 samples", key,
+                 ds->n_files, cfg->repeat);
+        rc = -1;
+    }
     if (rc) {
-        pf_dataset_close(ds);
-        return -1;
-    }
-    uint64_t len = (uint64_t)n * (uint64_t)(cfg->repeat > 0 ? cfg->repeat : 1);
-    if (len > UINT32_MAX) {
-        snprintf(err, errlen, "%s.repeat: %d images x %d is more than 2^32 samples", key, n,
-                 cfg->repeat);
         pf_dataset_close(ds);
         return -1;
     }
@@ -173,21 +302,21 @@ int pf_dataset_open(pf_dataset *ds, const pf_dataset_cfg *cfg, const char *key, 
 
 int pf_dataset_shard(const pf_dataset *ds, int r, int n, pf_dataset *out) {
     *out = *ds;
+    init_cache(out, ds->stats.limit);
     out->files = calloc((size_t)ds->n_files / n + 1, sizeof *out->files);
     if (!out->files) return -1;
     out->n_files = 0;
     for (int i = r; i < ds->n_files; i += n) {
         pf_sample_file *f = &out->files[out->n_files++];
         *f = ds->files[i];
-        f->decoded = 0;
-        memset(&f->gt, 0, sizeof f->gt);
-        memset(&f->lq, 0, sizeof f->lq);
+        entry_reset(f);
     }
     out->len = (uint32_t)out->n_files;
-    memset(&out->stats, 0, sizeof out->stats);
-    out->stats.limit = ds->stats.limit;
-    pthread_mutex_init(&out->lock, NULL);
     return 0;
+}
+
+void pf_dataset_set_seed(pf_dataset *ds, uint64_t seed) {
+    ds->seed = seed;
 }
 
 void pf_dataset_close(pf_dataset *ds) {
@@ -198,60 +327,210 @@ void pf_dataset_close(pf_dataset *ds) {
     free(ds->files);
     ds->files = NULL;
     ds->n_files = 0;
+    pf_image_free(&ds->pair_lq);
+    ds->pair_file = -1;
+    pthread_cond_destroy(&ds->loaded);
     pthread_mutex_destroy(&ds->lock);
+}
+
+/* ---- decoded-image cache (callers of the static functions below hold ds->lock where said) */
+
+static size_t entry_bytes(const pf_sample_file *f) {
+    return ((size_t)f->gt.w * f->gt.h + (size_t)f->lq.w * f->lq.h) * 3;
+}
+
+/* Lock held. */
+static void lru_unlink(pf_dataset *ds, pf_sample_file *f) {
+    if (f->lru_prev >= 0) ds->files[f->lru_prev].lru_next = f->lru_next;
+    else ds->lru_head = f->lru_next;
+    if (f->lru_next >= 0) ds->files[f->lru_next].lru_prev = f->lru_prev;
+    else ds->lru_tail = f->lru_prev;
+    f->lru_prev = f->lru_next = -1;
+}
+
+/* Lock held. */
+static void lru_push_front(pf_dataset *ds, int i) {
+    pf_sample_file *f = &ds->files[i];
+    f->lru_prev = -1;
+    f->lru_next = ds->lru_head;
+    if (ds->lru_head >= 0) ds->files[ds->lru_head].lru_prev = i;
+    ds->lru_head = i;
+    if (ds->lru_tail < 0) ds->lru_tail = i;
+}
+
+/* Lock held: drop unpinned entries, least recently used first, until the bytes held fit the
+   limit or only pinned entries are left. */
+static void evict_over_limit(pf_dataset *ds) {
+    for (int i = ds->lru_tail; i >= 0 && ds->stats.bytes > ds->stats.limit;) {
+        pf_sample_file *f = &ds->files[i];
+        int prev = f->lru_prev;
+        if (f->pins == 0) {
+            lru_unlink(ds, f);
+            ds->stats.bytes -= entry_bytes(f);
+            ds->stats.evictions++;
+            pf_image_free(&f->gt);
+            pf_image_free(&f->lq);
+            f->state = PF_ENTRY_EMPTY;
+        }
+        i = prev;
+    }
+}
+
+/* Decode file f's pair (no lock held: reads only what open set). GT is mod-cropped; LQ is
+   read, or made by the downscaling step. Returns 0, or -1 with err naming the file. */
+static int load_pair(const pf_dataset *ds, const pf_sample_file *f, pf_image *g, pf_image *l,
+                     char *err, size_t errlen) {
+    memset(g, 0, sizeof *g);
+    memset(l, 0, sizeof *l);
+    if (ds->single) {
+        if (pf_image_read(f->lq_path, l, err, errlen)) return -1;
+        if (l->w != f->lq_w || l->h != f->lq_h) {
+            snprintf(err, errlen, "%s: size changed since start-up", f->lq_path);
+            pf_image_free(l);
+            return -1;
+        }
+        return 0;
+    }
+    if (pf_image_read(f->gt_path, g, err, errlen)) return -1;
+    /* The file may have been replaced since open: everything below relies on its size. */
+    if (g->w != f->file_w || g->h != f->file_h) {
+        snprintf(err, errlen, "%s: size changed since start-up", f->gt_path);
+        pf_image_free(g);
+        return -1;
+    }
+    if (g->w != f->gt_w) {   /* mod-crop in place: keep the top-left gt_w x gt_h */
+        for (int y = 0; y < f->gt_h; y++)
+            memmove(g->data + (size_t)y * f->gt_w * 3, g->data + (size_t)y * g->w * 3,
+                    (size_t)f->gt_w * 3);
+        g->w = f->gt_w;
+    }
+    g->h = f->gt_h;
+    if (f->lq_path[0]) {
+        if (pf_image_read(f->lq_path, l, err, errlen)) {
+            pf_image_free(g);
+            return -1;
+        }
+        if (l->w != f->lq_w || l->h != f->lq_h) {
+            snprintf(err, errlen, "%s: size changed since start-up", f->lq_path);
+            pf_image_free(g);
+            pf_image_free(l);
+            return -1;
+        }
+        return 0;
+    }
+    static const pf_degradation bi = { .type = "BI" };
+    const pf_degradation *down = ds->cfg.n_degradations ? &ds->cfg.degradation[0] : &bi;
+    l->w = f->lq_w;
+    l->h = f->lq_h;
+    l->data = malloc((size_t)l->w * l->h * 3);
+    if (!l->data || pf_degrade_downscale(down, g->data, g->h, g->w, ds->scale, l->data)) {
+        snprintf(err, errlen, "%s: %s downscaling failed (out of memory)", f->gt_path,
+                 down->type);
+        pf_image_free(g);
+        pf_image_free(l);
+        return -1;
+    }
+    return 0;
+}
+
+/* Pin file i's decoded pair, decoding it first when no thread has. Returns 0 (files[i].gt/lq
+   valid until release), or -1 with err. */
+static int acquire(pf_dataset *ds, int i, char *err, size_t errlen) {
+    pf_sample_file *f = &ds->files[i];
+    pthread_mutex_lock(&ds->lock);
+    while (f->state == PF_ENTRY_LOADING) pthread_cond_wait(&ds->loaded, &ds->lock);
+    if (f->state == PF_ENTRY_READY) {
+        f->pins++;
+        ds->stats.hits++;
+        lru_unlink(ds, f);
+        lru_push_front(ds, i);
+        pthread_mutex_unlock(&ds->lock);
+        return 0;
+    }
+    f->state = PF_ENTRY_LOADING;
+    ds->stats.misses++;
+    pthread_mutex_unlock(&ds->lock);
+
+    pf_image g, l;
+    int rc = load_pair(ds, f, &g, &l, err, errlen);
+
+    pthread_mutex_lock(&ds->lock);
+    if (rc == 0) {
+        f->gt = g;
+        f->lq = l;
+        f->state = PF_ENTRY_READY;
+        f->pins = 1;
+        lru_push_front(ds, i);
+        ds->stats.bytes += entry_bytes(f);
+        evict_over_limit(ds);
+    } else {
+        f->state = PF_ENTRY_EMPTY;
+    }
+    pthread_cond_broadcast(&ds->loaded);
+    pthread_mutex_unlock(&ds->lock);
+    return rc;
+}
+
+/* Unpin file i's pair; it may be evicted now. */
+static void release(pf_dataset *ds, int i) {
+    pthread_mutex_lock(&ds->lock);
+    ds->files[i].pins--;
+    evict_over_limit(ds);
+    pthread_mutex_unlock(&ds->lock);
+}
+
+void pf_dataset_set_cache_limit(pf_dataset *ds, size_t bytes) {
+    pthread_mutex_lock(&ds->lock);
+    ds->stats.limit = bytes;
+    evict_over_limit(ds);
+    pthread_mutex_unlock(&ds->lock);
+}
+
+void pf_dataset_cache_stats(pf_dataset *ds, pf_cache_stats *out) {
+    pthread_mutex_lock(&ds->lock);
+    *out = ds->stats;
+    pthread_mutex_unlock(&ds->lock);
+}
+
+uint64_t pf_dataset_degrade_key(uint64_t seed, uint64_t epoch, uint64_t index) {
+    /* One more chained word, so the stream is not the crop's pf_rng_make(seed, epoch, index). */
+    return pf_mix64(pf_rng_make(seed, epoch, index).key ^ 0x6465677261646521ULL); /* "degrade!" */
 }
 
 int pf_dataset_pair(pf_dataset *ds, int file, const pf_image **gt, const pf_image **lq,
                     char *err, size_t errlen) {
-    pf_sample_file *f = &ds->files[file];
-    if (f->decoded) ds->stats.hits++;
-    else ds->stats.misses++;
-    if (!f->decoded) {
-        pf_image g = { 0 }, l = { 0 };
-        if (pf_image_read_png(f->gt_path, &g, err, errlen)) return -1;
-        /* The file may have been replaced since open: everything below relies on its size. */
-        if (g.w != f->file_w || g.h != f->file_h) {
-            snprintf(err, errlen, "%s: size changed since start-up", f->gt_path);
-            pf_image_free(&g);
-            return -1;
-        }
-        if (g.w != f->gt_w) {   /* mod-crop in place: keep the top-left gt_w x gt_h */
-            for (int y = 0; y < f->gt_h; y++)
-                memmove(g.data + (size_t)y * f->gt_w * 3, g.data + (size_t)y * g.w * 3,
-                        (size_t)f->gt_w * 3);
-            g.w = f->gt_w;
-        }
-        g.h = f->gt_h;
-        if (f->lq_path[0]) {
-            if (pf_image_read_png(f->lq_path, &l, err, errlen)) {
-                pf_image_free(&g);
-                return -1;
-            }
-            if (l.w != f->lq_w || l.h != f->lq_h) {
-                snprintf(err, errlen, "%s: size changed since start-up", f->lq_path);
-                pf_image_free(&g);
-                pf_image_free(&l);
-                return -1;
-            }
-        } else {
-            l.w = f->lq_w;
-            l.h = f->lq_h;
-            l.data = malloc((size_t)l.w * l.h * 3);
-            if (!l.data || pf_imresize_u8(g.data, g.h, g.w, 3, 1.0 / ds->scale, l.data)) {
-                snprintf(err, errlen, "%s: bicubic downscaling failed (out of memory)",
-                         f->gt_path);
-                pf_image_free(&g);
-                pf_image_free(&l);
-                return -1;
-            }
-        }
-        f->gt = g;
-        f->lq = l;
-        f->decoded = 1;
-        ds->stats.bytes += ((size_t)g.w * g.h + (size_t)l.w * l.h) * 3;
+    if (file < 0 || file >= ds->n_files) {
+        snprintf(err, errlen, "image %d is out of range (the dataset has %d)", file,
+                 ds->n_files);
+        return -1;
     }
+    /* Pin the new pair before unpinning the last one, so asking for the same file twice
+       never decodes it again, whatever the limit. */
+    int rc = acquire(ds, file, err, errlen);
+    if (ds->pair_file >= 0) release(ds, ds->pair_file);
+    ds->pair_file = rc == 0 ? file : -1;
+    if (rc) return -1;
+    pf_sample_file *f = &ds->files[file];
     *gt = &f->gt;
     *lq = &f->lq;
+    if (!ds->random_steps) return 0;
+    size_t n = (size_t)f->lq.w * f->lq.h * 3;
+    if (ds->pair_lq.w * ds->pair_lq.h != f->lq.w * f->lq.h) {
+        uint8_t *p = realloc(ds->pair_lq.data, n);
+        if (!p) {
+            snprintf(err, errlen, "%s: out of memory", f->gt_path);
+            return -1;
+        }
+        ds->pair_lq.data = p;
+    }
+    ds->pair_lq.w = f->lq.w;
+    ds->pair_lq.h = f->lq.h;
+    memcpy(ds->pair_lq.data, f->lq.data, n);
+    if (pf_degrade_random(ds->cfg.degradation, ds->cfg.n_degradations,
+                          pf_dataset_degrade_key(ds->seed, PF_DATASET_EVAL_EPOCH, (uint64_t)f->id),
+                          ds->pair_lq.data, f->lq.w, f->lq.h, err, errlen) != 0)
+        return -1;
+    *lq = &ds->pair_lq;
     return 0;
 }
 
@@ -290,30 +569,31 @@ void pf_paired_crop_augment(const pf_image *gt, const pf_image *lq, int scale, i
                gt_out);
 }
 
-void pf_dataset_set_cache_limit(pf_dataset *ds, size_t bytes) {
-    pthread_mutex_lock(&ds->lock);
-    ds->stats.limit = bytes;
-    pthread_mutex_unlock(&ds->lock);
-}
-
-void pf_dataset_cache_stats(pf_dataset *ds, pf_cache_stats *out) {
-    pthread_mutex_lock(&ds->lock);
-    *out = ds->stats;
-    pthread_mutex_unlock(&ds->lock);
-}
-
 int pf_dataset_sample(pf_dataset *ds, uint32_t index, uint64_t seed, uint32_t epoch,
                       uint8_t *gt_out, uint8_t *lq_out, char *err, size_t errlen) {
     if (index >= ds->len) {
         snprintf(err, errlen, "sample %u is out of range (the dataset has %u)", index, ds->len);
         return -1;
     }
-    const pf_image *gt, *lq;
-    pthread_mutex_lock(&ds->lock);
-    int rc = pf_dataset_pair(ds, (int)(index % (uint32_t)ds->n_files), &gt, &lq, err, errlen);
-    if (rc == 0)
-        pf_paired_crop_augment(gt, lq, ds->scale, ds->gt_patch, ds->cfg.use_flip,
-                               ds->cfg.use_rot, seed, epoch, index, gt_out, lq_out);
-    pthread_mutex_unlock(&ds->lock);
-    return rc;
+    if (ds->single) {
+        snprintf(err, errlen, "a SingleImageDataset has no training samples (no GT)");
+        return -1;
+    }
+    int i = (int)(index % (uint32_t)ds->n_files);
+    if (acquire(ds, i, err, errlen) != 0) return -1;
+    pf_sample_file *f = &ds->files[i];
+    pf_paired_crop_augment(&f->gt, &f->lq, ds->scale, ds->gt_patch, ds->cfg.use_flip,
+                           ds->cfg.use_rot, seed, epoch, index, gt_out, lq_out);
+    release(ds, i);
+    if (!ds->random_steps) return 0;
+    int lp = ds->gt_patch / ds->scale;
+    if (pf_degrade_random(ds->cfg.degradation, ds->cfg.n_degradations,
+                          pf_dataset_degrade_key(seed, epoch, index), lq_out, lp, lp, err,
+                          errlen) != 0) {
+        char why[256];
+        snprintf(why, sizeof why, "%s", err);
+        snprintf(err, errlen, "%s: sample %u: %s", f->gt_path, index, why);
+        return -1;
+    }
+    return 0;
 }

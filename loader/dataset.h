@@ -1,11 +1,27 @@
-/*  dataset — PairedImageDataset (BasicSR/MMagic): GT PNGs in gt_folder, LQ either from
-    lq_folder (name = filename_tmpl with "{}" replaced by the GT stem, ".png") or made on the fly
-    by MATLAB-compatible bicubic downscaling of the GT mod-cropped to the scale.
+/*  dataset — PairedImageDataset and SingleImageDataset (BasicSR/MMagic).
 
-    Opening a dataset lists and checks every pair up front (sizes from the PNG headers): a GT
-    that is not exactly scale x its LQ, or (for training) an LQ smaller than the LQ patch, is an
-    error naming the files. Decoded pairs are cached for the dataset's lifetime.
-    RepeatDataset: index i in [0, len) is file i % n_files.
+    Paired: GT images (.png, .jpg, .jpeg) in gt_folder; LQ either from lq_folder (file
+    filename_tmpl with "{}" replaced by the GT stem, with the GT's extension, else the first of
+    .png, .jpg, .jpeg that exists) or made from the GT mod-cropped to the scale by the
+    configured degradation (common/degrade.h). Single (data.test only): LQ images of lq_folder,
+    no GT. With meta_info_file, the files are the ones it names (first word of each non-empty
+    line), in its order; else every image of the folder, sorted by name.
+
+    Opening a dataset lists and checks every file up front (sizes from the headers): a GT that
+    is not exactly scale x its LQ, or (for training) an LQ smaller than the LQ patch, is an
+    error naming the files. RepeatDataset: index i in [0, len) is file i % n_files.
+
+    Decoded-image cache: each file's decoded pair (GT after mod-crop, and LQ after the per-image
+    downscaling step) is kept in a least-recently-used cache bounded by a number of bytes of
+    pixels. A caller pins an entry while it reads the pixels; decoding happens outside the lock
+    with the entry marked as loading, so a second thread asking for the same file waits for the
+    first instead of decoding it again; only unpinned entries are evicted, so the bytes held
+    exceed the limit only by the entries in use at that moment (an entry larger than the limit
+    is decoded, used by its caller, and dropped when released).
+
+    Random degradation steps (DN noise, JPEG) are not cached: pf_dataset_sample applies them to
+    each LQ patch with draws keyed by (seed, epoch, index), pf_dataset_pair to the whole LQ
+    with draws keyed by (the dataset's seed, the image's position in the dataset as opened).
 */
 #ifndef PF_DATASET_H
 #define PF_DATASET_H
@@ -16,20 +32,30 @@
 #include "common/config.h"
 #include "common/image.h"
 
+/* Cache entry states. */
+enum { PF_ENTRY_EMPTY = 0, PF_ENTRY_LOADING = 1, PF_ENTRY_READY = 2 };
+
 typedef struct {
-    char gt_path[PF_PATH_MAX];
-    char lq_path[PF_PATH_MAX];  /* "" when LQ is made by bicubic downscaling */
-    char name[256];             /* GT file stem, e.g. "0801" */
-    int file_w, file_h;         /* GT file size read from its header at open */
-    int gt_w, gt_h;             /* after mod-crop */
+    char gt_path[PF_PATH_MAX];  /* "" for SingleImageDataset */
+    char lq_path[PF_PATH_MAX];  /* "" when LQ is made from GT by the degradation */
+    char name[256];             /* file stem (GT; Single: LQ), e.g. "0801" */
+    int id;                     /* position in the dataset as opened (kept by
+                                   pf_dataset_shard): keys pf_dataset_pair's random steps */
+    int file_w, file_h;         /* GT file size read from its header at open (Single: LQ) */
+    int gt_w, gt_h;             /* after mod-crop (0 for Single) */
     int lq_w, lq_h;
-    int decoded;                /* the cache below holds the pair */
-    pf_image gt, lq;            /* cached RGB8 pixels */
+    /* cache entry, guarded by pf_dataset.lock */
+    int state;                  /* PF_ENTRY_EMPTY, _LOADING (a thread is decoding it), _READY */
+    int pins;                   /* callers reading gt/lq now; a pinned entry is never evicted */
+    int lru_prev, lru_next;     /* READY entries, most recently used first; -1 at the ends */
+    pf_image gt, lq;            /* decoded RGB8 pixels when READY */
 } pf_sample_file;
 
 /* Decoded-image cache counters (one per dataset). */
 typedef struct {
-    uint64_t hits, misses;      /* pf_dataset_sample/pair calls that found / decoded the pair */
+    uint64_t hits;              /* pair requests that found the pair decoded (or being decoded
+                                   by another thread, and waited for it) */
+    uint64_t misses;            /* pair requests that decoded it */
     uint64_t evictions;         /* pairs dropped to stay under the limit */
     size_t bytes, limit;        /* bytes of pixels held now; the limit (SIZE_MAX: none) */
 } pf_cache_stats;
@@ -37,33 +63,51 @@ typedef struct {
 typedef struct {
     pf_dataset_cfg cfg;
     int scale;
+    int single;                 /* SingleImageDataset: LQ only, gt empty */
     int n_files;
     pf_sample_file *files;
     uint32_t len;               /* n_files * repeat */
     int gt_patch;               /* training GT patch (0 for eval/test) */
-    pthread_mutex_t lock;       /* guards the cache (files[].decoded/gt/lq) and stats */
+    int random_steps;           /* the degradation has a random step (DN, JPEG) */
+    uint64_t seed;              /* pf_dataset_pair's random steps (pf_dataset_set_seed) */
+    pthread_mutex_t lock;       /* guards the cache fields of files[], lru_*, stats */
+    pthread_cond_t loaded;      /* broadcast when an entry leaves PF_ENTRY_LOADING */
+    int lru_head, lru_tail;     /* most / least recently used READY entry; -1 when none */
     pf_cache_stats stats;
+    int pair_file;              /* entry pinned by the last pf_dataset_pair call, -1 none */
+    pf_image pair_lq;           /* pf_dataset_pair's LQ with the random steps applied */
 } pf_dataset;
 
 /* List and check the dataset described by cfg (`key` such as "data.train" names it in
    errors). gt_patch_size > 0 also checks that every LQ holds a patch of gt_patch/scale.
-   Returns 0, or -1 with err. */
+   Errors name the file (and for meta_info_file the meta file and line). The cache starts
+   unbounded. Returns 0, or -1 with err. */
 int pf_dataset_open(pf_dataset *ds, const pf_dataset_cfg *cfg, const char *key, int scale,
                     int gt_patch_size, char *err, size_t errlen);
 void pf_dataset_close(pf_dataset *ds);
 
 /* The files i with i mod n == r as a dataset of their own (for splitting an eval or test set
-   over workers); nothing decoded is shared. Free with pf_dataset_close. Returns 0 or -1 (out
-   of memory). */
+   over workers); nothing decoded is shared; the seed, the cache limit and each file's id are
+   kept, so an image degrades the same in any shard. Free with pf_dataset_close. Returns 0 or
+   -1 (out of memory). */
 int pf_dataset_shard(const pf_dataset *ds, int r, int n, pf_dataset *out);
 
-/* Decoded pair of file `file` (cached after the first call). Returns 0, or -1 with err naming
-   the file (unreadable PNG, size changed since open). */
+/* Seed of the random degradation steps pf_dataset_pair applies (default 0); eval and test set
+   the config's seed. Not thread-safe: call before use. */
+void pf_dataset_set_seed(pf_dataset *ds, uint64_t seed);
+
+/* Decoded pair of file `file` for evaluation and testing, whole images, RGB8: GT (gt->data
+   NULL for SingleImageDataset) and LQ with the random steps applied, drawn from (seed set by
+   pf_dataset_set_seed, files[file].id). The pointers stay valid until the next
+   pf_dataset_pair call or pf_dataset_close (the entry stays pinned until then); one caller
+   thread at a time (pf_dataset_sample may run beside it). Returns 0, or -1 with err naming the
+   file (unreadable image, size changed since open, out of memory). */
 int pf_dataset_pair(pf_dataset *ds, int file, const pf_image **gt, const pf_image **lq,
                     char *err, size_t errlen);
 
 /* Bound the decoded-image cache to `bytes` of pixels (GT + LQ), least recently used pairs
-   dropped first; 0 keeps nothing (every sample decodes its pair). Default: no bound. */
+   dropped first (at once, if over); 0 keeps nothing (every sample decodes its pair).
+   Default: no bound. Thread-safe. */
 void pf_dataset_set_cache_limit(pf_dataset *ds, size_t bytes);
 
 /* A snapshot of the cache counters. Thread-safe. */
@@ -71,9 +115,12 @@ void pf_dataset_cache_stats(pf_dataset *ds, pf_cache_stats *out);
 
 /* Training sample `index` (in [0, len)) of `epoch`: the pair of file index % n_files, cropped
    and augmented by pf_paired_crop_augment with the dataset's patch size and flags, into gt_out
-   (gt_patch^2 * 3 bytes) and lq_out ((gt_patch/scale)^2 * 3), RGB8 HWC. Safe to call from
-   several threads at once. Returns 0, or -1 with err naming the file (unreadable, changed
-   since open, out of memory); the same call fails the same way in any loader. */
+   (gt_patch^2 * 3 bytes) and lq_out ((gt_patch/scale)^2 * 3), RGB8 HWC; then the random
+   degradation steps on lq_out, drawn from (seed, epoch, index) in a stream of their own (the
+   crop's draws are those of pf_paired_crop_augment alone). Safe to call from several threads
+   at once; the bytes depend only on (seed, epoch, index). Returns 0, or -1 with err naming the
+   file (unreadable, changed since open, out of memory, or a SingleImageDataset); the same call
+   fails the same way in any loader. */
 int pf_dataset_sample(pf_dataset *ds, uint32_t index, uint64_t seed, uint32_t epoch,
                       uint8_t *gt_out, uint8_t *lq_out, char *err, size_t errlen);
 
@@ -85,4 +132,9 @@ int pf_dataset_sample(pf_dataset *ds, uint32_t index, uint64_t seed, uint32_t ep
 void pf_paired_crop_augment(const pf_image *gt, const pf_image *lq, int scale, int gt_patch,
                             int use_flip, int use_rot, uint64_t seed, uint32_t epoch,
                             uint32_t index, uint8_t *gt_out, uint8_t *lq_out);
+
+/* The key pf_dataset_sample (epoch < 2^32) and pf_dataset_pair (eval: the image's id, with a
+   word no epoch can take) give pf_degrade_random. Exposed for tests. */
+uint64_t pf_dataset_degrade_key(uint64_t seed, uint64_t epoch, uint64_t index);
+#define PF_DATASET_EVAL_EPOCH ((uint64_t)1 << 32)
 #endif
