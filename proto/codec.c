@@ -15,7 +15,8 @@
       3. The map is checked against the schema: `type` known (and equal to `expect`), `v` equal
          to PF_PROTO_VERSION, every key known and seen once, every value of the right msgpack
          type and in range, strings and arrays within bounds, required fields present, and the
-         per-type invariants (batch/ticket n == len(indices) <= PF_MAX_BATCH, ...).
+         per-type invariants (batch/ticket n == len(indices) <= PF_MAX_BATCH; batch
+         1 <= n + len(skipped) <= PF_MAX_BATCH).
     Every rejection increments a per-type counter (pf_proto_rejects).
 */
 #include "proto/proto.h"
@@ -40,7 +41,10 @@ typedef enum {
     K_U64,      /* uint64_t: msgpack non-negative int */
     K_F64,      /* double: msgpack float32/float64 */
     K_STR,      /* char[size]: msgpack str of at most size-1 bytes, no NUL */
-    K_U32_ARR,  /* uint32_t[bound] with its uint32_t count at count_off: msgpack array */
+    K_U32_ARR,  /* uint32_t[bound] with its uint32_t count at count_off, itself a wire field
+                   that must equal the array's length: msgpack array */
+    K_U32_LIST, /* uint32_t[bound] whose uint32_t count at count_off is not on the wire: it is
+                   the array's length */
     K_TEXT      /* char * (malloc'd on decode) with uint32_t length at count_off: msgpack str */
 } pf_kind;
 
@@ -48,9 +52,10 @@ typedef struct {
     const char *name;                   /* key on the wire */
     pf_kind kind;
     size_t off;                         /* offset in the type's struct */
-    size_t size;                        /* K_STR: buffer size; K_U32_ARR / K_TEXT: max items /
-                                           bytes */
-    size_t count_off;                   /* K_U32_ARR / K_TEXT: offset of the uint32_t count */
+    size_t size;                        /* K_STR: buffer size; K_U32_ARR / K_U32_LIST / K_TEXT:
+                                           max items / bytes */
+    size_t count_off;                   /* K_U32_ARR / K_U32_LIST / K_TEXT: offset of the
+                                           uint32_t count */
     int required;                       /* 1 = a header without it is rejected */
     int64_t lo;                         /* integer kinds: smallest accepted value */
     uint64_t hi;                        /* integer kinds: largest accepted value (0 = type max) */
@@ -116,7 +121,7 @@ static const pf_field BATCH[] = {
     INT(pf_msg_batch, epoch, K_U32, 1),
     RANGE(pf_msg_batch, iter, K_I64, 1, 0, INT64_MAX),
     RANGE(pf_msg_batch, rank, K_I32, 1, 0, INT32_MAX),
-    RANGE(pf_msg_batch, n, K_U32, 1, 1, PF_MAX_BATCH),
+    RANGE(pf_msg_batch, n, K_U32, 1, 0, PF_MAX_BATCH),   /* 0: every sample skipped */
     {"indices", K_U32_ARR, offsetof(pf_msg_batch, indices), PF_MAX_BATCH,
      offsetof(pf_msg_batch, n), 1, 0, 0, NULL},
     RANGE(pf_msg_batch, gt_h, K_U32, 1, 1, 1 << 16),
@@ -124,6 +129,8 @@ static const pf_field BATCH[] = {
     RANGE(pf_msg_batch, lq_h, K_U32, 1, 1, 1 << 16),
     RANGE(pf_msg_batch, lq_w, K_U32, 1, 1, 1 << 16),
     INT(pf_msg_batch, loader_id, K_U32, 1),
+    {"skipped", K_U32_LIST, offsetof(pf_msg_batch, skipped), PF_MAX_BATCH,
+     offsetof(pf_msg_batch, n_skipped), 0, 0, 0, NULL},
 };
 static const pf_field ACK[] = {
     INT(pf_msg_ack, ticket_id, K_U64, 1),
@@ -149,6 +156,13 @@ static const pf_field EVENT[] = {
     SINT(pf_msg_event, count, K_I64, 0),
     STR(pf_msg_event, path, 0),
     STR(pf_msg_event, text, 0),
+    STR(pf_msg_event, host, 0),
+    F64(pf_msg_event, patches_per_s, 0),
+    F64(pf_msg_event, bytes_per_s, 0),
+    F64(pf_msg_event, hit_rate, 0),
+    RANGE(pf_msg_event, cache_bytes, K_I64, 0, 0, INT64_MAX),
+    RANGE(pf_msg_event, queue_depth, K_I64, 0, 0, INT64_MAX),
+    SINT(pf_msg_event, sample, K_I64, 0),
 };
 static const pf_field CKPT_SAVE[] = {
     RANGE(pf_msg_ckpt_save, iter, K_I64, 1, 0, INT64_MAX),
@@ -214,7 +228,8 @@ static const pf_schema SCHEMAS[PF_MSG_COUNT] = {
 #define FITS_MASK(t) _Static_assert(NELEM(t) < 32, #t " has too many fields for the seen mask")
 FITS_MASK(HELLO); FITS_MASK(WELCOME); FITS_MASK(START); FITS_MASK(HEARTBEAT); FITS_MASK(CREDIT);
 FITS_MASK(TICKET); FITS_MASK(BATCH); FITS_MASK(ACK); FITS_MASK(EVENT); FITS_MASK(CKPT_SAVE);
-FITS_MASK(CKPT_ACK); FITS_MASK(STOP); FITS_MASK(DONE);
+FITS_MASK(CKPT_ACK); FITS_MASK(STOP); FITS_MASK(DONE); FITS_MASK(KV_SET); FITS_MASK(KV_GET);
+FITS_MASK(KV_VALUE);
 
 static _Atomic uint64_t rejects[PF_MSG_COUNT];
 
@@ -266,6 +281,21 @@ static int in_bounds(const pf_field *f, int64_t sv, uint64_t uv, int negative) {
     return uv <= hi && (lo <= 0 || uv >= (uint64_t)lo);
 }
 
+/* Invariants across fields of one type, checked by the encoder and the decoder alike.
+   Returns NULL, or what is wrong. */
+static const char *cross_field_error(const pf_msg *m, char *buf, size_t len) {
+    if (m->type == PF_MSG_BATCH) {
+        /* The ticket had 1..PF_MAX_BATCH samples: those sent plus those skipped. */
+        uint64_t total = (uint64_t)m->u.batch.n + m->u.batch.n_skipped;
+        if (total < 1 || total > PF_MAX_BATCH) {
+            snprintf(buf, len, "n + len(skipped) = %llu out of range [1, %d]",
+                     (unsigned long long)total, PF_MAX_BATCH);
+            return buf;
+        }
+    }
+    return NULL;
+}
+
 /* ---- encode --------------------------------------------------------------------------- */
 
 static int pack_str(msgpack_packer *pk, const char *s, size_t len) {
@@ -304,7 +334,7 @@ int pf_msg_encode(const pf_msg *m, void **out, size_t *outlen) {
                     return -1;
             }
             continue;
-        case K_U32_ARR:
+        case K_U32_ARR: case K_U32_LIST:
             if (*(const uint32_t *)(base + f->count_off) > f->size)
                 return -1;
             continue;
@@ -323,6 +353,9 @@ int pf_msg_encode(const pf_msg *m, void **out, size_t *outlen) {
         if (!in_bounds(f, sv, uv, neg))
             return -1;
     }
+    char why[128];
+    if (cross_field_error(m, why, sizeof why))
+        return -1;
 
     msgpack_sbuffer sb;
     msgpack_packer pk;
@@ -344,7 +377,7 @@ int pf_msg_encode(const pf_msg *m, void **out, size_t *outlen) {
         case K_U64: e = msgpack_pack_uint64(&pk, *(const uint64_t *)p); break;
         case K_F64: e = msgpack_pack_double(&pk, *(const double *)p); break;
         case K_STR: e = pack_str(&pk, p, strlen(p)); break;
-        case K_U32_ARR: {
+        case K_U32_ARR: case K_U32_LIST: {
             uint32_t n = *(const uint32_t *)(base + f->count_off);
             const uint32_t *a = (const uint32_t *)p;
             e = msgpack_pack_array(&pk, n);
@@ -559,7 +592,7 @@ static int decode_field(pf_dctx *c, const pf_field *f, const msgpack_object *o, 
         }
         return 0;
     }
-    case K_U32_ARR: {
+    case K_U32_ARR: case K_U32_LIST: {
         if (o->type != MSGPACK_OBJECT_ARRAY)
             return reject(c, "%s: expected array, got %s", f->name, mp_type_name(o->type));
         uint32_t n = o->via.array.size;
@@ -579,7 +612,10 @@ static int decode_field(pf_dctx *c, const pf_field *f, const msgpack_object *o, 
                               (unsigned long long)e->via.u64);
             a[i] = (uint32_t)e->via.u64;
         }
-        *arr_n = n;
+        if (f->kind == K_U32_LIST)
+            *(uint32_t *)(base + f->count_off) = n;
+        else
+            *arr_n = n;
         return 0;
     }
     case K_TEXT: {
@@ -699,6 +735,9 @@ static int decode_map(pf_dctx *c, const msgpack_object *root, int expect, pf_msg
                 return reject(c, "n = %u but %s has %lld items", n, f->name, (long long)arr_n);
         }
     }
+    char why[128];
+    if (cross_field_error(m, why, sizeof why))
+        return reject(c, "%s", why);
     return 0;
 }
 

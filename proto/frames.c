@@ -10,7 +10,10 @@
     boundary, and the rejection is counted under PF_MSG_INVALID.
 
     pf_send copies the caller's buffers into ZeroMQ messages (zmq_send), so the caller may free
-    or reuse them as soon as it returns.
+    or reuse them as soon as it returns. pf_send_zc hands the bulk frames to ZeroMQ without a
+    copy (zmq_msg_init_data) and ZeroMQ calls the caller's free function for each frame once it
+    has written it out (or dropped it): the loader's batch buffers go back to their pool that
+    way.
 */
 #include "proto/proto.h"
 
@@ -22,32 +25,70 @@
 
 void pf_proto_count_reject(int type);   /* proto/codec.c */
 
-int pf_send(void *sock, const pf_frame *identity, const pf_msg *m, const pf_frame *frames,
-            int nframes) {
-    if (!sock || !m || nframes < 0 || (nframes && !frames) ||
-        (identity ? 1 : 0) + 1 + nframes > PF_MAX_FRAMES) {
+/* Send [identity] + header + frames. With free_fn set the frames are handed over without a
+   copy (pf_send_zc); free_fn then runs exactly once per frame on every path. */
+static int send_parts(void *sock, const pf_frame *identity, const pf_msg *m,
+                      const pf_frame *frames, int nframes, pf_frame_free_fn *free_fn,
+                      void *hint) {
+    int bad = !sock || !m || nframes < 0 || (nframes && !frames) ||
+              (identity ? 1 : 0) + 1 + nframes > PF_MAX_FRAMES;
+    void *hdr = NULL;
+    size_t hdrlen = 0;
+    if (bad || pf_msg_encode(m, &hdr, &hdrlen)) {
+        if (free_fn)
+            for (int i = 0; frames && i < nframes; i++)
+                free_fn((void *)frames[i].data, hint);
         errno = EINVAL;
         return -1;
     }
-    void *hdr;
-    size_t hdrlen;
-    if (pf_msg_encode(m, &hdr, &hdrlen)) {
-        errno = EINVAL;
-        return -1;
-    }
-    int rc = 0;
+    /* Zero-copy frames become ZeroMQ messages first, so that every one of them is either sent
+       (ZeroMQ frees it when done) or closed here (which frees it) on every path. */
+    zmq_msg_t zc[PF_MAX_FRAMES];
+    for (int i = 0; free_fn && i < nframes; i++)
+        if (zmq_msg_init_data(&zc[i], (void *)frames[i].data, frames[i].size, free_fn, hint)) {
+            for (int j = 0; j < i; j++)
+                zmq_msg_close(&zc[j]);
+            for (int j = i; j < nframes; j++)
+                free_fn((void *)frames[j].data, hint);
+            free(hdr);
+            errno = ENOMEM;
+            return -1;
+        }
+    int rc = 0, sent = 0;
     if (identity && zmq_send(sock, identity->data, identity->size, ZMQ_SNDMORE) < 0)
         rc = -1;
     if (!rc && zmq_send(sock, hdr, hdrlen, nframes ? ZMQ_SNDMORE : 0) < 0)
         rc = -1;
-    for (int i = 0; !rc && i < nframes; i++)
-        if (zmq_send(sock, frames[i].data, frames[i].size, i + 1 < nframes ? ZMQ_SNDMORE : 0) <
-            0)
+    for (; !rc && sent < nframes; sent++) {
+        int more = sent + 1 < nframes ? ZMQ_SNDMORE : 0;
+        if (free_fn ? zmq_msg_send(&zc[sent], sock, more) < 0
+                    : zmq_send(sock, frames[sent].data, frames[sent].size, more) < 0) {
             rc = -1;
+            break;
+        }
+    }
     int saved = errno;
+    /* Frames not sent (a failed zmq_msg_send leaves the message with us) are closed here,
+       which calls free_fn. */
+    for (int i = sent; free_fn && i < nframes; i++)
+        zmq_msg_close(&zc[i]);
     free(hdr);
     errno = saved;
     return rc;
+}
+
+int pf_send(void *sock, const pf_frame *identity, const pf_msg *m, const pf_frame *frames,
+            int nframes) {
+    return send_parts(sock, identity, m, frames, nframes, NULL, NULL);
+}
+
+int pf_send_zc(void *sock, const pf_frame *identity, const pf_msg *m, const pf_frame *frames,
+               int nframes, pf_frame_free_fn *free_fn, void *hint) {
+    if (!free_fn) {
+        errno = EINVAL;
+        return -1;
+    }
+    return send_parts(sock, identity, m, frames, nframes, free_fn, hint);
 }
 
 void pf_parts_close(pf_parts *p) {

@@ -19,7 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PF_PROTO_VERSION 1
+#define PF_PROTO_VERSION 2               /* 2: batch.skipped, loader/skip event fields */
 #define PF_MAX_BATCH 1024               /* samples in one ticket/batch */
 #define PF_MAX_ENDPOINT 256             /* "tcp://host:port" and friends */
 #define PF_MAX_NAME 64
@@ -107,10 +107,15 @@ typedef struct {
     uint32_t epoch;
     int64_t iter;
     int32_t rank;
-    uint32_t n;
-    uint32_t indices[PF_MAX_BATCH];
+    uint32_t n;                         /* samples in the frames, 0..PF_MAX_BATCH (fewer than
+                                           the ticket's when some were skipped) */
+    uint32_t indices[PF_MAX_BATCH];     /* dataset indices of those samples, in frame order */
     uint32_t gt_h, gt_w, lq_h, lq_w;    /* patch sizes; frames are n*h*w*3 bytes each */
     uint32_t loader_id;                 /* peer_id of the loader that built it */
+    uint32_t skipped[PF_MAX_BATCH];     /* data.on_bad_sample skip: ticket samples left out
+                                           (unreadable file); n + n_skipped = the ticket's n */
+    uint32_t n_skipped;                 /* items in skipped (not a wire field: the array's
+                                           length) */
 } pf_msg_batch;
 
 typedef struct {
@@ -121,7 +126,7 @@ typedef struct {
 /* Events: kind selects which optional fields mean something. */
 typedef struct {
     char kind[PF_MAX_NAME];             /* "train" | "checkpoint" | "eval" | "status" | "done"
-                                           | "error" | "loader" */
+                                           | "error" | "loader" | "skip" */
     char source[PF_MAX_NAME];           /* publisher name, e.g. "worker0", "eval" */
     uint64_t seq;                       /* per-publisher sequence number from 1 */
     int64_t iter, total_iters;
@@ -130,9 +135,19 @@ typedef struct {
     double psnr, ssim, best_psnr;       /* eval: dB, [0,1] */
     double psnr_bicubic, ssim_bicubic;  /* eval: the same metrics of bicubic upscaling */
     int64_t best_iter;
-    int64_t count;                      /* eval_part: images in the sums psnr..ssim_bicubic */
-    char path[PF_MAX_ENDPOINT * 4];     /* checkpoint: file path */
-    char text[PF_MAX_TEXT];             /* status/error/done text */
+    int64_t count;                      /* eval_part: images in the sums psnr..ssim_bicubic;
+                                           train: samples skipped in this batch; skip: samples
+                                           this loader skipped so far */
+    char path[PF_MAX_ENDPOINT * 4];     /* checkpoint: file path; skip: the unreadable file */
+    char text[PF_MAX_TEXT];             /* status/error/done text; skip: why */
+    char host[PF_MAX_NAME];             /* loader, skip: the loader's host */
+    double patches_per_s, bytes_per_s;  /* loader: samples and payload bytes (GT + LQ frames)
+                                           sent per second over the interval `time` */
+    double hit_rate;                    /* loader: decoded-image cache hits / lookups over the
+                                           interval, [0, 1] (0 without lookups) */
+    int64_t cache_bytes;                /* loader: pixels held in its cache now, bytes */
+    int64_t queue_depth;                /* loader: tickets received and not yet served */
+    int64_t sample;                     /* skip: the dataset index left out */
 } pf_msg_event;
 
 typedef struct {
@@ -236,6 +251,18 @@ typedef struct {
    Returns 0 or -1 (errno from zmq). */
 int pf_send(void *sock, const pf_frame *identity, const pf_msg *m,
             const pf_frame *frames, int nframes);
+
+/* Called by ZeroMQ when it no longer needs a frame handed over by pf_send_zc: `data` is the
+   frame's bytes, `hint` the caller's. It may run on a libzmq I/O thread. */
+typedef void pf_frame_free_fn(void *data, void *hint);
+
+/* pf_send without copying the bulk frames: ZeroMQ keeps frames[i].data until it calls
+   free_fn(frames[i].data, hint), exactly once per frame whatever happens (also when the send
+   fails or is refused, possibly before pf_send_zc returns, possibly on an I/O thread). The
+   identity and header are copied. Returns 0 or -1 (errno from zmq, EINVAL for bad
+   arguments). */
+int pf_send_zc(void *sock, const pf_frame *identity, const pf_msg *m, const pf_frame *frames,
+               int nframes, pf_frame_free_fn *free_fn, void *hint);
 
 /* Receive one multipart message; blocks unless `flags` has ZMQ_DONTWAIT. Returns 0, or -1 with
    errno (EAGAIN, EINTR) or with err set when there are too many parts (they are drained). */

@@ -12,6 +12,8 @@
 
 #include <errno.h>
 #include <msgpack.h>
+#include <stdatomic.h>
+#include <unistd.h>
 #include <stdint.h>
 #include <string.h>
 #include <zmq.h>
@@ -81,6 +83,9 @@ static void fill(pf_msg *m, int type) {
         m->u.batch.gt_h = m->u.batch.gt_w = 96;
         m->u.batch.lq_h = m->u.batch.lq_w = 48;
         m->u.batch.loader_id = 12;
+        m->u.batch.n_skipped = 2;
+        m->u.batch.skipped[0] = 3000000000u;
+        m->u.batch.skipped[1] = 17;
         break;
     case PF_MSG_ACK:
         m->u.ack.ticket_id = UINT64_MAX;
@@ -105,6 +110,14 @@ static void fill(pf_msg *m, int type) {
         m->u.event.best_iter = 900;
         strcpy(m->u.event.path, "work_dirs/demo/checkpoints/iter_300.safetensors");
         strcpy(m->u.event.text, "loss 0.0123");
+        m->u.event.count = 3;
+        strcpy(m->u.event.host, "cpu-node-7");
+        m->u.event.patches_per_s = 812.5;
+        m->u.event.bytes_per_s = 3.5e8;
+        m->u.event.hit_rate = 0.75;
+        m->u.event.cache_bytes = 1ll << 33;
+        m->u.event.queue_depth = 6;
+        m->u.event.sample = 123456;
         break;
     case PF_MSG_CKPT_SAVE:
         m->u.ckpt_save.iter = 300;
@@ -206,18 +219,25 @@ static void pack_val(msgpack_packer *pk, val_kind v) {
     }
 }
 
+/* Start re-encoding the map in `src`: *up holds it (destroy it after), *pk writes into *sb. */
+static const msgpack_object_map *repack_begin(const void *src, size_t len,
+                                              msgpack_unpacked *up, msgpack_sbuffer *sb,
+                                              msgpack_packer *pk) {
+    msgpack_unpacked_init(up);
+    size_t off = 0;
+    msgpack_unpack_next(up, src, len, &off);
+    msgpack_sbuffer_init(sb);
+    msgpack_packer_init(pk, sb, msgpack_sbuffer_write);
+    return &up->data.via.map;
+}
+
 /* Re-encode map `src` applying `mode` to `key` (MUT_ADD adds `key`: value). */
 static msgpack_sbuffer repack(const void *src, size_t len, mut_mode mode, const char *key,
                               val_kind v) {
     msgpack_unpacked up;
-    msgpack_unpacked_init(&up);
-    size_t off = 0;
-    msgpack_unpack_next(&up, src, len, &off);
     msgpack_sbuffer sb;
-    msgpack_sbuffer_init(&sb);
     msgpack_packer pk;
-    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-    const msgpack_object_map *map = &up.data.via.map;
+    const msgpack_object_map *map = repack_begin(src, len, &up, &sb, &pk);
     size_t n = map->size + (mode == MUT_ADD || mode == MUT_DUP) - (mode == MUT_DROP);
     msgpack_pack_map(&pk, n);
     for (uint32_t i = 0; i < map->size; i++) {
@@ -239,6 +259,40 @@ static msgpack_sbuffer repack(const void *src, size_t len, mut_mode mode, const 
     if (mode == MUT_ADD) {
         msgpack_pack_str_with_body(&pk, key, strlen(key));
         pack_val(&pk, v);
+    }
+    msgpack_unpacked_destroy(&up);
+    return sb;
+}
+
+/* Re-encode map `src` with `key`'s value replaced by an array of `count` items, item j = j,
+   except item 1 when `bad` is 1 (negative) or 2 (over 32 bits); and "n" replaced by n_value
+   when it is >= 0. */
+static msgpack_sbuffer repack_array(const void *src, size_t len, const char *key,
+                                    uint32_t count, int bad, int64_t n_value) {
+    msgpack_unpacked up;
+    msgpack_sbuffer sb;
+    msgpack_packer pk;
+    const msgpack_object_map *map = repack_begin(src, len, &up, &sb, &pk);
+    msgpack_pack_map(&pk, map->size);
+    for (uint32_t i = 0; i < map->size; i++) {
+        const msgpack_object_kv *kv = &map->ptr[i];
+        msgpack_pack_object(&pk, kv->key);
+        if (kv->key.via.str.size == strlen(key) &&
+            !memcmp(kv->key.via.str.ptr, key, strlen(key))) {
+            msgpack_pack_array(&pk, count);
+            for (uint32_t j = 0; j < count; j++) {
+                if (j == 1 && bad == 1)
+                    msgpack_pack_int64(&pk, -5);
+                else if (j == 1 && bad == 2)
+                    msgpack_pack_uint64(&pk, 1ull << 32);
+                else
+                    msgpack_pack_uint32(&pk, j);
+            }
+        } else if (n_value >= 0 && kv->key.via.str.size == 1 && kv->key.via.str.ptr[0] == 'n') {
+            msgpack_pack_int64(&pk, n_value);
+        } else {
+            msgpack_pack_object(&pk, kv->val);
+        }
     }
     msgpack_unpacked_destroy(&up);
     return sb;
@@ -266,8 +320,11 @@ static int keys_of(const void *buf, size_t len, key_info *out, int max) {
     return n;
 }
 
-/* proto.h: an event needs kind, source and seq; its other fields depend on the kind. */
+/* proto.h: an event needs kind, source and seq; its other fields depend on the kind. A batch
+   without `skipped` skipped nothing. */
 static int optional_field(int type, const char *key) {
+    if (type == PF_MSG_BATCH)
+        return !strcmp(key, "skipped");
     return type == PF_MSG_EVENT && strcmp(key, "kind") && strcmp(key, "source") &&
            strcmp(key, "seq") && strcmp(key, "type") && strcmp(key, "v");
 }
@@ -380,7 +437,16 @@ static void test_encoder_bounds(void) {
     CHECK(pf_msg_encode(&m, &buf, &len) == -1, "ticket n > PF_MAX_BATCH refused");
     fill(&m, PF_MSG_BATCH);
     m.u.batch.n = 0;
-    CHECK(pf_msg_encode(&m, &buf, &len) == -1, "batch n = 0 refused");
+    m.u.batch.n_skipped = 0;
+    CHECK(pf_msg_encode(&m, &buf, &len) == -1, "batch with no sample and none skipped refused");
+    m.u.batch.n_skipped = 1;
+    CHECK(pf_msg_encode(&m, &buf, &len) == 0, "batch n = 0 with one skipped sample encodes");
+    free(buf);
+    m.u.batch.n = PF_MAX_BATCH;
+    CHECK(pf_msg_encode(&m, &buf, &len) == -1, "batch n + skipped > PF_MAX_BATCH refused");
+    m.u.batch.n = 1;
+    m.u.batch.n_skipped = PF_MAX_BATCH + 1;
+    CHECK(pf_msg_encode(&m, &buf, &len) == -1, "batch skipped over PF_MAX_BATCH refused");
     fill(&m, PF_MSG_HELLO);
     memset(m.u.hello.name, 'a', sizeof m.u.hello.name);  /* no terminator */
     CHECK(pf_msg_encode(&m, &buf, &len) == -1, "unterminated string refused");
@@ -589,30 +655,9 @@ static void test_field_rules(void) {
         free(buf);
 
         /* PF_MAX_BATCH + 1 indices with n = PF_MAX_BATCH + 1, hand-built */
-        msgpack_sbuffer_init(&sb);
-        msgpack_packer pk;
-        msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
         *n = 1;
         CHECK(pf_msg_encode(&m, &buf, &len) == 0, "encode");
-        msgpack_unpacked up;
-        msgpack_unpacked_init(&up);
-        size_t off = 0;
-        msgpack_unpack_next(&up, buf, len, &off);
-        msgpack_pack_map(&pk, up.data.via.map.size);
-        for (uint32_t i = 0; i < up.data.via.map.size; i++) {
-            msgpack_object_kv *kv = &up.data.via.map.ptr[i];
-            msgpack_pack_object(&pk, kv->key);
-            if (kv->key.via.str.size == 7 && !memcmp(kv->key.via.str.ptr, "indices", 7)) {
-                msgpack_pack_array(&pk, PF_MAX_BATCH + 1);
-                for (int j = 0; j <= PF_MAX_BATCH; j++)
-                    msgpack_pack_uint32(&pk, (uint32_t)j);
-            } else if (kv->key.via.str.size == 1 && kv->key.via.str.ptr[0] == 'n') {
-                msgpack_pack_uint32(&pk, PF_MAX_BATCH + 1);
-            } else {
-                msgpack_pack_object(&pk, kv->val);
-            }
-        }
-        msgpack_unpacked_destroy(&up);
+        sb = repack_array(buf, len, "indices", PF_MAX_BATCH + 1, 0, PF_MAX_BATCH + 1);
         expect_reject(sb.data, sb.size, 0, NULL, "PF_MAX_BATCH + 1 indices");
         msgpack_sbuffer_destroy(&sb);
         free(buf);
@@ -620,37 +665,47 @@ static void test_field_rules(void) {
         /* a negative index, an index over 32 bits */
         fill(&m, t);
         CHECK(pf_msg_encode(&m, &buf, &len) == 0, "encode");
-        for (int bad = 0; bad < 2; bad++) {
-            msgpack_sbuffer_init(&sb);
-            msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-            msgpack_unpacked_init(&up);
-            off = 0;
-            msgpack_unpack_next(&up, buf, len, &off);
-            msgpack_pack_map(&pk, up.data.via.map.size);
-            for (uint32_t i = 0; i < up.data.via.map.size; i++) {
-                msgpack_object_kv *kv = &up.data.via.map.ptr[i];
-                msgpack_pack_object(&pk, kv->key);
-                if (kv->key.via.str.size == 7 && !memcmp(kv->key.via.str.ptr, "indices", 7)) {
-                    msgpack_pack_array(&pk, kv->val.via.array.size);
-                    for (uint32_t j = 0; j < kv->val.via.array.size; j++) {
-                        if (j == 1 && bad == 0)
-                            msgpack_pack_int64(&pk, -5);
-                        else if (j == 1)
-                            msgpack_pack_uint64(&pk, 1ull << 32);
-                        else
-                            msgpack_pack_object(&pk, kv->val.via.array.ptr[j]);
-                    }
-                } else {
-                    msgpack_pack_object(&pk, kv->val);
-                }
-            }
-            msgpack_unpacked_destroy(&up);
+        for (int bad = 1; bad <= 2; bad++) {
+            sb = repack_array(buf, len, "indices", *n, bad, -1);
             expect_reject(sb.data, sb.size, 0, "indices[1]",
-                          bad == 0 ? "negative index" : "index over 32 bits");
+                          bad == 1 ? "negative index" : "index over 32 bits");
             msgpack_sbuffer_destroy(&sb);
         }
         free(buf);
     }
+
+    /* batch.skipped: every length checked against PF_MAX_BATCH, alone and with n */
+    fill(&m, PF_MSG_BATCH);
+    m.u.batch.n = 1;
+    CHECK(pf_msg_encode(&m, &buf, &len) == 0, "encode");
+    sb = repack_array(buf, len, "skipped", PF_MAX_BATCH + 1, 0, -1);
+    expect_reject(sb.data, sb.size, 0, "bound", "PF_MAX_BATCH + 1 skipped");
+    msgpack_sbuffer_destroy(&sb);
+    sb = repack_array(buf, len, "skipped", PF_MAX_BATCH, 0, -1);
+    expect_reject(sb.data, sb.size, 0, "out of range", "n 1 + PF_MAX_BATCH skipped");
+    msgpack_sbuffer_destroy(&sb);
+    sb = repack_array(buf, len, "skipped", PF_MAX_BATCH - 1, 0, -1);
+    CHECK(pf_msg_decode(sb.data, sb.size, PF_MSG_BATCH, &m, err, sizeof err) == 0 &&
+              m.u.batch.n_skipped == PF_MAX_BATCH - 1 && m.u.batch.skipped[7] == 7,
+          "n 1 + PF_MAX_BATCH - 1 skipped accepted: %s", err);
+    msgpack_sbuffer_destroy(&sb);
+    for (int bad = 1; bad <= 2; bad++) {
+        sb = repack_array(buf, len, "skipped", 3, bad, -1);
+        expect_reject(sb.data, sb.size, 0, "skipped[1]",
+                      bad == 1 ? "negative skipped index" : "skipped index over 32 bits");
+        msgpack_sbuffer_destroy(&sb);
+    }
+    free(buf);
+    fill(&m, PF_MSG_BATCH);
+    m.u.batch.n = 0;
+    CHECK(pf_msg_encode(&m, &buf, &len) == 0, "encode a batch whose samples were all skipped");
+    CHECK(pf_msg_decode(buf, len, PF_MSG_BATCH, &m, err, sizeof err) == 0 &&
+              m.u.batch.n == 0 && m.u.batch.n_skipped == 2,
+          "batch with no sample left: %s", err);
+    sb = repack_array(buf, len, "skipped", 0, 0, -1);
+    expect_reject(sb.data, sb.size, 0, "out of range", "batch with no sample and none skipped");
+    msgpack_sbuffer_destroy(&sb);
+    free(buf);
 
     /* credit.n must be 1..PF_MAX_BATCH; stop.reason from its list; hello.role a real role */
     fill(&m, PF_MSG_CREDIT);
@@ -871,6 +926,105 @@ static void test_pair(void *ctx) {
     zmq_close(b);
 }
 
+/* pf_send_zc: the frames arrive intact, and free_fn runs exactly once per frame on every
+   path: after delivery (inproc: when the receiver closes them; tcp: once written out), for
+   empty frames, when the send fails, and when the call is refused. */
+static atomic_int zc_calls;
+
+static void zc_free(void *data, void *hint) {
+    (void)data;
+    CHECK(hint == &zc_calls, "free_fn gets the caller's hint");
+    atomic_fetch_add(&zc_calls, 1);
+}
+
+static int zc_wait(int want) {
+    for (int i = 0; i < 200 && atomic_load(&zc_calls) < want; i++)
+        usleep(5000);
+    return atomic_load(&zc_calls);
+}
+
+static void zc_roundtrip(void *tx, void *rx, uint32_t n, const char *what) {
+    static unsigned char gt[4 * 8 * 8 * 3], lq[4 * 4 * 4 * 3];
+    for (size_t i = 0; i < sizeof gt; i++)
+        gt[i] = (unsigned char)(i * 5 + n);
+    for (size_t i = 0; i < sizeof lq; i++)
+        lq[i] = (unsigned char)(i * 11 + n);
+    pf_msg m, d;
+    fill(&m, PF_MSG_BATCH);
+    m.u.batch.n = n;
+    memset(m.u.batch.indices + n, 0, sizeof m.u.batch.indices - n * sizeof m.u.batch.indices[0]);
+    m.u.batch.gt_h = m.u.batch.gt_w = 8;
+    m.u.batch.lq_h = m.u.batch.lq_w = 4;
+    size_t gsz = n * 8 * 8 * 3, lsz = n * 4 * 4 * 3;
+    pf_frame frames[2] = {{gt, gsz}, {lq, lsz}};
+    atomic_store(&zc_calls, 0);
+    CHECK(pf_send_zc(tx, NULL, &m, frames, 2, zc_free, &zc_calls) == 0, "%s: send: %s", what,
+          zmq_strerror(errno));
+    pf_parts p;
+    char err[256];
+    CHECK(pf_parts_recv(rx, 0, &p, err, sizeof err) == 0 && p.n == 3, "%s: 3 parts", what);
+    CHECK(pf_msg_decode(pf_parts_data(&p, 0), pf_parts_size(&p, 0), PF_MSG_BATCH, &d, err,
+                        sizeof err) == 0 && same(&m, &d),
+          "%s: header: %s", what, err);
+    CHECK(pf_parts_size(&p, 1) == gsz && (!gsz || !memcmp(pf_parts_data(&p, 1), gt, gsz)),
+          "%s: gt frame", what);
+    CHECK(pf_parts_size(&p, 2) == lsz && (!lsz || !memcmp(pf_parts_data(&p, 2), lq, lsz)),
+          "%s: lq frame", what);
+    pf_parts_close(&p);
+    CHECK(zc_wait(2) == 2, "%s: free_fn called %d times, expected 2", what,
+          atomic_load(&zc_calls));
+    usleep(20000);
+    CHECK(atomic_load(&zc_calls) == 2, "%s: free_fn called again", what);
+}
+
+static void test_zero_copy(void *ctx) {
+    void *a = zmq_socket(ctx, ZMQ_PAIR), *b = zmq_socket(ctx, ZMQ_PAIR);
+    CHECK(zmq_bind(a, "inproc://pf-test-zc") == 0, "bind");
+    CHECK(zmq_connect(b, "inproc://pf-test-zc") == 0, "connect");
+    zc_roundtrip(a, b, 4, "inproc batch");
+    zc_roundtrip(a, b, 0, "inproc batch with empty frames");
+    /* tcp: ZeroMQ's I/O thread writes the frames out, then frees them */
+    void *push = zmq_socket(ctx, ZMQ_PUSH), *pull = zmq_socket(ctx, ZMQ_PULL);
+    int linger = 0;
+    zmq_setsockopt(push, ZMQ_LINGER, &linger, sizeof linger);
+    char ep[256];
+    size_t eplen = sizeof ep;
+    CHECK(zmq_bind(pull, "tcp://127.0.0.1:*") == 0, "bind tcp");
+    zmq_getsockopt(pull, ZMQ_LAST_ENDPOINT, ep, &eplen);
+    CHECK(zmq_connect(push, ep) == 0, "connect tcp");
+    zc_roundtrip(push, pull, 3, "tcp batch");
+
+    pf_msg m;
+    fill(&m, PF_MSG_HEARTBEAT);
+    unsigned char x[16] = {0};
+    pf_frame many[PF_MAX_FRAMES];
+    for (int i = 0; i < PF_MAX_FRAMES; i++)
+        many[i] = (pf_frame){x, sizeof x};
+    atomic_store(&zc_calls, 0);
+    CHECK(pf_send_zc(a, NULL, &m, many, PF_MAX_FRAMES, zc_free, &zc_calls) == -1 &&
+              errno == EINVAL,
+          "too many frames refused");
+    CHECK(atomic_load(&zc_calls) == PF_MAX_FRAMES, "refused: free_fn for every frame (%d)",
+          atomic_load(&zc_calls));
+    CHECK(pf_send_zc(a, NULL, &m, many, 1, NULL, NULL) == -1 && errno == EINVAL,
+          "no free_fn refused");
+    /* a send that fails: a PUSH with no peer and no wait */
+    void *lonely = zmq_socket(ctx, ZMQ_PUSH);
+    int zero = 0;
+    zmq_setsockopt(lonely, ZMQ_SNDTIMEO, &zero, sizeof zero);
+    zmq_setsockopt(lonely, ZMQ_LINGER, &zero, sizeof zero);
+    atomic_store(&zc_calls, 0);
+    CHECK(pf_send_zc(lonely, NULL, &m, many, 2, zc_free, &zc_calls) == -1 && errno == EAGAIN,
+          "send with no peer fails with EAGAIN (%s)", zmq_strerror(errno));
+    CHECK(atomic_load(&zc_calls) == 2, "failed send: free_fn for both frames (%d)",
+          atomic_load(&zc_calls));
+    zmq_close(lonely);
+    zmq_close(push);
+    zmq_close(pull);
+    zmq_close(a);
+    zmq_close(b);
+}
+
 static void test_router_dealer(void *ctx) {
     void *router = zmq_socket(ctx, ZMQ_ROUTER), *dealer = zmq_socket(ctx, ZMQ_DEALER);
     CHECK(zmq_setsockopt(dealer, ZMQ_ROUTING_ID, "loader-7", 8) == 0, "routing id");
@@ -917,6 +1071,7 @@ int main(void) {
     test_fuzz();
     void *ctx = zmq_ctx_new();
     test_pair(ctx);
+    test_zero_copy(ctx);
     test_router_dealer(ctx);
     zmq_ctx_term(ctx);
     return pf_test_end("test_proto");
