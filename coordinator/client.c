@@ -51,50 +51,20 @@ static void *heartbeat_main(void *arg) {
     return NULL;
 }
 
-int pf_client_join(pf_client *c, void *zctx, const char *addr, int role, const char *name,
-                   const char *endpoint, char *err, size_t errlen) {
-    memset(c, 0, sizeof *c);
-    c->zctx = zctx;
-    snprintf(c->addr, sizeof c->addr, "%s", addr);
-    snprintf(c->name, sizeof c->name, "%s", name);
-    c->ctrl = zmq_socket(zctx, ZMQ_DEALER);
-    int linger = 2000;
-    zmq_setsockopt(c->ctrl, ZMQ_LINGER, &linger, sizeof linger);
-    if (zmq_connect(c->ctrl, addr) != 0) {
-        snprintf(err, errlen, "cannot connect to coordinator '%s': %s", addr,
-                 zmq_strerror(errno));
-        zmq_close(c->ctrl);
-        c->ctrl = NULL;
-        return -1;
-    }
-    pf_msg hello = { .type = PF_MSG_HELLO };
-    hello.u.hello.role = role;
-    snprintf(hello.u.hello.name, sizeof hello.u.hello.name, "%s", name);
-    hello.u.hello.pid = getpid();
-    snprintf(hello.u.hello.host, sizeof hello.u.hello.host, "%s", pf_hostname());
-    snprintf(hello.u.hello.endpoint, sizeof hello.u.hello.endpoint, "%s",
-             endpoint ? endpoint : "");
-    if (pf_send(c->ctrl, NULL, &hello, NULL, 0) != 0) {
-        snprintf(err, errlen, "cannot send HELLO to coordinator '%s': %s", addr,
-                 zmq_strerror(errno));
-        goto fail;
-    }
-    double deadline = pf_now() + PF_JOIN_TIMEOUT_MS / 1000.0;
+/* Wait up to `wait_s` for the coordinator's answer to HELLO on c->ctrl. Returns 1 with the
+   WELCOME taken into c, 0 when nothing came in time, or -1 with err (refused, signalled). */
+static int await_welcome(pf_client *c, double wait_s, char *err, size_t errlen) {
+    double deadline = pf_now() + wait_s;
     for (;;) {
+        if (pf_signalled) {
+            snprintf(err, errlen, "interrupted (signal %d) while joining the coordinator at "
+                     "'%s'", (int)pf_signalled, c->addr);
+            return -1;
+        }
         double left = deadline - pf_now();
-        if (left <= 0) {
-            snprintf(err, errlen, "no answer from coordinator at '%s' within %d s", addr,
-                     PF_JOIN_TIMEOUT_MS / 1000);
-            goto fail;
-        }
+        if (left <= 0) return 0;
         zmq_pollitem_t it = { c->ctrl, 0, ZMQ_POLLIN, 0 };
-        if (zmq_poll(&it, 1, (long)(left * 1000) + 1) <= 0) {
-            if (pf_signalled) {
-                snprintf(err, errlen, "interrupted while joining");
-                goto fail;
-            }
-            continue;
-        }
+        if (zmq_poll(&it, 1, (long)(left * 1000) + 1) <= 0) continue;
         pf_parts p;
         char e2[512];
         if (pf_parts_recv(c->ctrl, 0, &p, e2, sizeof e2) != 0) continue;
@@ -103,13 +73,15 @@ int pf_client_join(pf_client *c, void *zctx, const char *addr, int role, const c
                                            e2, sizeof e2) == 0;
         pf_parts_close(&p);
         if (!ok) {
-            pf_warn("dropped a malformed message from the coordinator: %s", e2);
+            pf_warn("dropped a malformed message from the coordinator at '%s': %s", c->addr,
+                    e2);
             continue;
         }
         if (m.type == PF_MSG_STOP) {
-            snprintf(err, errlen, "coordinator refused: %s", m.u.stop.text);
+            snprintf(err, errlen, "the coordinator at '%s' refused us: %s", c->addr,
+                     m.u.stop.text);
             pf_msg_clear(&m);
-            goto fail;
+            return -1;
         }
         if (m.type != PF_MSG_WELCOME) {
             pf_msg_clear(&m);
@@ -124,7 +96,68 @@ int pf_client_join(pf_client *c, void *zctx, const char *addr, int role, const c
         c->config_yaml = w->config;
         w->config = NULL;
         pf_msg_clear(&m);
-        break;
+        return 1;
+    }
+}
+
+int pf_client_join_wait(pf_client *c, void *zctx, const char *addr, int role, const char *name,
+                        const char *endpoint, double timeout_s, int backoff, char *err,
+                        size_t errlen) {
+    memset(c, 0, sizeof *c);
+    c->zctx = zctx;
+    snprintf(c->addr, sizeof c->addr, "%s", addr);
+    snprintf(c->name, sizeof c->name, "%s", name);
+    c->ctrl = zmq_socket(zctx, ZMQ_DEALER);
+    int linger = 2000;
+    zmq_setsockopt(c->ctrl, ZMQ_LINGER, &linger, sizeof linger);
+    /* ZeroMQ reconnects in the background; back off as we do, so a coordinator that is not
+       there yet is not hammered. */
+    int ivl = (int)(PF_JOIN_RETRY_FIRST_S * 1000), ivl_max = (int)(PF_JOIN_RETRY_MAX_S * 1000);
+    zmq_setsockopt(c->ctrl, ZMQ_RECONNECT_IVL, &ivl, sizeof ivl);
+    zmq_setsockopt(c->ctrl, ZMQ_RECONNECT_IVL_MAX, &ivl_max, sizeof ivl_max);
+    if (zmq_connect(c->ctrl, addr) != 0) {
+        snprintf(err, errlen, "cannot connect to coordinator '%s': %s (expected "
+                 "tcp://HOST:PORT)", addr, zmq_strerror(errno));
+        zmq_close(c->ctrl);
+        c->ctrl = NULL;
+        return -1;
+    }
+    pf_msg hello = { .type = PF_MSG_HELLO };
+    hello.u.hello.role = role;
+    snprintf(hello.u.hello.name, sizeof hello.u.hello.name, "%s", name);
+    hello.u.hello.pid = getpid();
+    snprintf(hello.u.hello.host, sizeof hello.u.hello.host, "%s", pf_hostname());
+    snprintf(hello.u.hello.endpoint, sizeof hello.u.hello.endpoint, "%s",
+             endpoint ? endpoint : "");
+    /* One socket throughout: ZeroMQ queues HELLO until a connection is up, so a coordinator
+       that starts later still gets it. Each attempt sends HELLO again (the coordinator ignores
+       a repeated HELLO from the same socket), in case it had restarted meanwhile. */
+    double t0 = pf_now(), wait = backoff ? PF_JOIN_RETRY_FIRST_S : timeout_s;
+    int rc = 0;
+    for (int attempt = 1;; attempt++) {
+        if (pf_send(c->ctrl, NULL, &hello, NULL, 0) != 0) {
+            snprintf(err, errlen, "cannot send HELLO to coordinator '%s': %s", addr,
+                     zmq_strerror(errno));
+            goto fail;
+        }
+        if (timeout_s >= 0 && wait > timeout_s - (pf_now() - t0))
+            wait = timeout_s - (pf_now() - t0);
+        rc = await_welcome(c, wait > 0 ? wait : 0, err, errlen);
+        if (rc < 0) goto fail;
+        if (rc == 1) break;
+        double waited = pf_now() - t0;
+        if (timeout_s >= 0 && waited >= timeout_s - 1e-3) {
+            snprintf(err, errlen, "no answer from the coordinator at '%s' within %.1f s (is it "
+                     "running, and is that its ctrl address?)", addr, timeout_s);
+            goto fail;
+        }
+        if (backoff) {
+            double next = wait * 2 > PF_JOIN_RETRY_MAX_S ? PF_JOIN_RETRY_MAX_S : wait * 2;
+            /* Said once per doubling, then once a minute while at the longest wait. */
+            if (next > wait || attempt % (int)(60 / PF_JOIN_RETRY_MAX_S) == 0)
+                pf_warn("cannot reach coordinator at %s; retrying in %.1f s", addr, next);
+            wait = next;
+        }
     }
     if (pf_config_parse(&c->cfg, "<config from coordinator>", c->config_yaml,
                         strlen(c->config_yaml), 0, err, errlen) != 0)
@@ -154,6 +187,12 @@ fail:
     c->pub = c->ctrl = NULL;
     c->config_yaml = NULL;
     return -1;
+}
+
+int pf_client_join(pf_client *c, void *zctx, const char *addr, int role, const char *name,
+                   const char *endpoint, char *err, size_t errlen) {
+    return pf_client_join_wait(c, zctx, addr, role, name, endpoint, PF_JOIN_TIMEOUT_MS / 1000.0,
+                               0, err, errlen);
 }
 
 int pf_client_coordinator_alive(pf_client *c) {

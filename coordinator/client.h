@@ -19,6 +19,8 @@
 #define PF_HEARTBEAT_MS 500
 #define PF_PEER_TIMEOUT_MS 3000
 #define PF_JOIN_TIMEOUT_MS 15000
+#define PF_JOIN_RETRY_FIRST_S 0.1  /* pf_client_join_wait: first wait for WELCOME, doubling */
+#define PF_JOIN_RETRY_MAX_S 5.0    /* ... up to this */
 
 typedef struct {
     void *zctx;                 /* ZeroMQ context (owned) */
@@ -43,9 +45,18 @@ typedef struct {
 /* Connect to `addr`, send HELLO (role, name, endpoint) and wait for WELCOME up to
    PF_JOIN_TIMEOUT_MS; parse its config (paths are not re-checked). Starts the heartbeat thread
    and connects the PUB socket. Returns 0, or -1 with err (timeout: "no answer from
-   coordinator at ADDR"). */
+   coordinator at ADDR"; refused; a signal while waiting). */
 int pf_client_join(pf_client *c, void *zctx, const char *addr, int role, const char *name,
                    const char *endpoint, char *err, size_t errlen);
+
+/* pf_client_join for a peer that may start before the coordinator (a loader joining from
+   another host): waits up to timeout_s seconds (< 0: until it joins or a signal comes). With
+   `backoff` the attempts wait PF_JOIN_RETRY_FIRST_S, doubling up to PF_JOIN_RETRY_MAX_S, and
+   each doubling is logged as "cannot reach coordinator at ADDR; retrying in N s". Returns as
+   pf_client_join. */
+int pf_client_join_wait(pf_client *c, void *zctx, const char *addr, int role, const char *name,
+                        const char *endpoint, double timeout_s, int backoff, char *err,
+                        size_t errlen);
 
 /* 1 while the coordinator has answered a heartbeat within PF_PEER_TIMEOUT_MS. */
 int pf_client_coordinator_alive(pf_client *c);
