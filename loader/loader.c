@@ -1,15 +1,30 @@
-/*  loader — `pixflow loader --connect ADDR`: turns tickets into batches.
+/*  loader — `pixflow loader --connect ADDR [--join-timeout S]`: turns tickets into batches.
 
-    It joins the job through the coordinator, opens the train set named in the config it is
-    given, and for each TICKET decodes (once, then cached) the listed samples, applies the
-    paired random crop and flips drawn from (seed, epoch, sample index), packs uint8 NHWC GT and
-    LQ frames and PUSHes them straight to the worker the ticket names. It keeps no state that
-    matters: if it dies, the coordinator gives its tickets to another loader and the batches come
-    out bit-identical.
+    It joins the job through the coordinator (waiting, with back-off, for one that is not up
+    yet), opens the train set named in the config it is given, and serves TICKETs in the order
+    they come: each ticket's samples are decoded and augmented by pf_dataset_sample (crop and
+    flips drawn from (seed, epoch, sample index); decoded images cached up to data.cache_mb),
+    split over data.loader_threads threads that write straight into a batch buffer, and the
+    buffer's GT and LQ frames go to the worker the ticket names without a copy (the buffer
+    returns to its pool when ZeroMQ has written them). It keeps no state that matters: if it
+    dies, the coordinator gives its tickets to another loader and the batches come out
+    bit-identical.
+
+    Every LOADER_EVENT_S seconds, and when it leaves, it publishes a `loader` event: patches/s,
+    payload bytes/s, cache hit rate and bytes, and its queue (tickets received, not served).
+
+    A sample whose file has become unreadable: with data.on_bad_sample `fail` the loader sends
+    DONE with the error (naming the file) and the coordinator ends the job; with `skip` the
+    sample is left out of its batch (the batch lists it under `skipped`), logged, and
+    published as a `skip` event.
+
+    Bounds: at most LOADER_BUFFERS batches of pixels in memory (the pool), at most MAX_QUEUE
+    tickets queued (the coordinator never sends more than the workers' credits anyway).
 */
 #include "loader/loader.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,25 +34,45 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "coordinator/client.h"
+#include "loader/batch_builder.h"
+#include "loader/batch_pool.h"
 #include "loader/dataset.h"
 #include "proto/proto.h"
 
 #define MAX_WORKERS 64
+#define LOADER_BUFFERS 4        /* batch buffers: being filled + being written out */
+#define MAX_QUEUE 1024          /* tickets waiting; beyond (a confused coordinator) dropped */
+#define LOADER_EVENT_S 2.0      /* a `loader` event this often */
 
 typedef struct {
     char endpoint[PF_MAX_ENDPOINT];
     void *push;                     /* PUSH connected to that worker's data endpoint */
 } worker_link;
 
+/* What the loader did over one event interval. */
+typedef struct {
+    double since;                   /* pf_now() at the start of the interval */
+    uint64_t patches, bytes;        /* samples and GT + LQ bytes sent */
+    uint64_t hits, misses;          /* cache counters at the start of the interval */
+} interval;
+
 typedef struct {
     pf_client client;
+    const char *name;
     pf_dataset ds;
+    pf_batch_builder *builder;
+    pf_batch_pool *pool;
+    size_t gt_size, lq_size;        /* bytes of one sample's GT and LQ */
     worker_link links[MAX_WORKERS];
     int n_links;
-    uint8_t *gt_buf, *lq_buf;       /* one batch, reused */
-    size_t gt_cap, lq_cap;
-    uint64_t batches;
-    double busy_s;
+    pf_msg_ticket *queue;           /* ring of MAX_QUEUE tickets received, not yet served */
+    int q_head, q_len;
+    pf_msg *batch_msg;              /* header of the batch being sent (reused) */
+    interval iv;
+    double next_event;              /* pf_now() of the next `loader` event */
+    uint64_t batches, patches, skipped;
+    double busy_s;                  /* time spent making and sending batches */
+    double joined_at, first_ticket_at;
 } loader;
 
 static void *link_for(loader *l, const char *endpoint) {
@@ -61,80 +96,231 @@ static void *link_for(loader *l, const char *endpoint) {
     return s;
 }
 
+/* The file a sample's error is about: the LQ file when the error names it, else the GT file
+   (the sample's own). */
+static const char *bad_file(const pf_dataset *ds, uint32_t index, const char *err) {
+    const pf_sample_file *f = &ds->files[index % (uint32_t)ds->n_files];
+    return f->lq_path[0] && strstr(err, f->lq_path) ? f->lq_path : f->gt_path;
+}
+
+/* --- events ----------------------------------------------------------------------------- */
+
+/* Publish the `loader` event for the interval that ends now and start the next one. */
+static void publish_stats(loader *l, const char *text) {
+    pf_cache_stats cs;
+    pf_dataset_cache_stats(&l->ds, &cs);
+    double now = pf_now(), dt = now - l->iv.since;
+    uint64_t hits = cs.hits - l->iv.hits, misses = cs.misses - l->iv.misses;
+    pf_msg_event *ev = calloc(1, sizeof *ev);
+    if (ev) {
+        snprintf(ev->kind, sizeof ev->kind, "loader");
+        snprintf(ev->host, sizeof ev->host, "%s", pf_hostname());
+        snprintf(ev->text, sizeof ev->text, "%s", text);
+        ev->time = dt;
+        ev->patches_per_s = dt > 0 ? (double)l->iv.patches / dt : 0;
+        ev->bytes_per_s = dt > 0 ? (double)l->iv.bytes / dt : 0;
+        ev->hit_rate = hits + misses ? (double)hits / (double)(hits + misses) : 0;
+        ev->cache_bytes = (int64_t)cs.bytes;
+        ev->queue_depth = l->q_len;
+        ev->count = (int64_t)l->skipped;
+        pf_client_publish(&l->client, ev);
+        pf_debug("%.0f patches/s, %.1f MB/s, cache hit rate %.2f (%.1f MiB held), queue %d",
+                 ev->patches_per_s, ev->bytes_per_s / 1e6, ev->hit_rate,
+                 (double)cs.bytes / (1 << 20), l->q_len);
+        free(ev);
+    }
+    l->iv = (interval){ .since = now, .hits = cs.hits, .misses = cs.misses };
+    l->next_event = now + LOADER_EVENT_S;
+}
+
+/* A sample left out (on_bad_sample: skip): say so in the log and on the event bus. */
+static void report_skip(loader *l, const pf_msg_ticket *t, uint32_t index, const char *why) {
+    l->skipped++;
+    const char *file = bad_file(&l->ds, index, why);
+    pf_warn("skipped sample %u (epoch %u, iteration %lld) of ticket %llu: %s", index, t->epoch,
+            (long long)t->iter, (unsigned long long)t->ticket_id, why);
+    pf_msg_event *ev = calloc(1, sizeof *ev);
+    if (!ev) return;
+    snprintf(ev->kind, sizeof ev->kind, "skip");
+    snprintf(ev->host, sizeof ev->host, "%s", pf_hostname());
+    snprintf(ev->path, sizeof ev->path, "%s", file);
+    snprintf(ev->text, sizeof ev->text, "%s", why);
+    ev->iter = t->iter;
+    ev->epoch = t->epoch;
+    ev->sample = index;
+    ev->count = (int64_t)l->skipped;
+    pf_client_publish(&l->client, ev);
+    free(ev);
+}
+
+/* --- batches ---------------------------------------------------------------------------- */
+
 /* Build and send the batch of one ticket. Returns 0, or -1 with err (fatal for this loader:
    an unreadable image fails the same way in any loader, so the job must hear about it). */
 static int serve_ticket(loader *l, const pf_msg_ticket *t, char *err, size_t errlen) {
     const pf_config *cfg = &l->client.cfg;
-    int gp = cfg->train.gt_patch_size, lp = gp / cfg->scale;
-    size_t gt_sz = (size_t)gp * gp * 3, lq_sz = (size_t)lp * lp * 3;
-    if (t->n * gt_sz > l->gt_cap) {
-        free(l->gt_buf);
-        l->gt_cap = t->n * gt_sz;
-        l->gt_buf = malloc(l->gt_cap);
-    }
-    if (t->n * lq_sz > l->lq_cap) {
-        free(l->lq_buf);
-        l->lq_cap = t->n * lq_sz;
-        l->lq_buf = malloc(l->lq_cap);
-    }
-    if (!l->gt_buf || !l->lq_buf) {
-        snprintf(err, errlen, "out of memory for a batch of %u", t->n);
-        l->gt_cap = l->lq_cap = 0;
-        return -1;
-    }
     for (uint32_t i = 0; i < t->n; i++) {
         if (t->indices[i] >= l->ds.len) {
             snprintf(err, errlen, "ticket %llu names sample %u but data.train has %u",
                      (unsigned long long)t->ticket_id, t->indices[i], l->ds.len);
             return -1;
         }
-        const pf_image *gt, *lq;
-        if (pf_dataset_pair(&l->ds, (int)(t->indices[i] % (uint32_t)l->ds.n_files), &gt, &lq,
-                            err, errlen) != 0)
-            return -1;
-        pf_paired_crop_augment(gt, lq, cfg->scale, gp, cfg->train.use_flip, cfg->train.use_rot,
-                               cfg->seed, t->epoch, t->indices[i], l->gt_buf + i * gt_sz,
-                               l->lq_buf + i * lq_sz);
     }
-    pf_msg *m = calloc(1, sizeof *m);
-    if (!m) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
+    pf_batch_buf *buf = NULL;
+    while (!buf) {
+        buf = pf_batch_pool_take(l->pool, 0.2);
+        if (!buf && pf_signalled) return 0;
+        if (!buf && !pf_client_coordinator_alive(&l->client)) return 0;
     }
-    m->type = PF_MSG_BATCH;
-    pf_msg_batch *b = &m->u.batch;
+    int failed = pf_batch_builder_fill(l->builder, cfg->seed, t->epoch, t->indices, t->n,
+                                       buf->gt, buf->lq);
+    pf_msg_batch *b = &l->batch_msg->u.batch;
+    memset(b, 0, sizeof *b);
     b->ticket_id = t->ticket_id;
     b->epoch = t->epoch;
     b->iter = t->iter;
     b->rank = t->rank;
-    b->n = t->n;
-    memcpy(b->indices, t->indices, sizeof b->indices[0] * t->n);
-    b->gt_h = b->gt_w = (uint32_t)gp;
-    b->lq_h = b->lq_w = (uint32_t)lp;
+    b->gt_h = b->gt_w = (uint32_t)cfg->train.gt_patch_size;
+    b->lq_h = b->lq_w = (uint32_t)(cfg->train.gt_patch_size / cfg->scale);
     b->loader_id = l->client.peer_id;
-    pf_frame frames[2] = { { l->gt_buf, t->n * gt_sz }, { l->lq_buf, t->n * lq_sz } };
+    for (uint32_t i = 0; i < t->n; i++) {
+        const char *why = failed ? pf_batch_builder_error(l->builder, i) : NULL;
+        if (why && !cfg->skip_bad_samples) {
+            snprintf(err, errlen, "sample %u (epoch %u, iteration %lld): %s (data.on_bad_sample"
+                     " is fail; set it to skip to train on without such samples)",
+                     t->indices[i], t->epoch, (long long)t->iter, why);
+            pf_batch_pool_put(buf);
+            return -1;
+        }
+        if (why) {
+            report_skip(l, t, t->indices[i], why);
+            b->skipped[b->n_skipped++] = t->indices[i];
+            continue;
+        }
+        /* Close the gap left by skipped samples: the frames hold the others in order. */
+        if (b->n != i) {
+            memmove(buf->gt + b->n * l->gt_size, buf->gt + i * l->gt_size, l->gt_size);
+            memmove(buf->lq + b->n * l->lq_size, buf->lq + i * l->lq_size, l->lq_size);
+        }
+        b->indices[b->n++] = t->indices[i];
+    }
+    pf_frame frames[2] = { { buf->gt, b->n * l->gt_size }, { buf->lq, b->n * l->lq_size } };
     void *push = link_for(l, t->endpoint);
-    int rc = push ? pf_send(push, NULL, m, frames, 2) : -1;
-    free(m);
+    int rc = -1;
+    if (push) {
+        pf_batch_pool_hand_over(buf, 2);
+        rc = pf_send_zc(push, NULL, l->batch_msg, frames, 2, pf_batch_pool_frame_done, buf);
+    } else {
+        pf_batch_pool_put(buf);
+    }
     if (rc != 0) {
-        /* Not fatal: the ticket stays outstanding at the coordinator, and a worker that is gone
-           ends the job there. */
+        /* Not fatal: the ticket stays outstanding at the coordinator, which reissues it; a
+           worker that is gone ends the job there. */
         pf_warn("could not send batch %llu to '%s': %s", (unsigned long long)t->ticket_id,
-                t->endpoint, zmq_strerror(errno));
+                t->endpoint, push ? zmq_strerror(errno) : "no connection");
+        return 0;
+    }
+    l->batches++;
+    l->patches += b->n;
+    l->iv.patches += b->n;
+    l->iv.bytes += frames[0].size + frames[1].size;
+    return 0;
+}
+
+/* --- the loop --------------------------------------------------------------------------- */
+
+/* Take what the coordinator sent (waiting up to timeout_ms for the first message). Tickets go
+   to the queue. Returns 1 when told to stop, else 0. */
+static int take_ctrl(loader *l, long timeout_ms) {
+    zmq_pollitem_t it = { l->client.ctrl, 0, ZMQ_POLLIN, 0 };
+    if (zmq_poll(&it, 1, timeout_ms) <= 0) return 0;
+    pf_msg *m;
+    int rc, stop = 0;
+    while (!stop && (rc = pf_client_recv(&l->client, &m)) != 0) {
+        if (rc < 0) continue;
+        if (m->type == PF_MSG_TICKET) {
+            if (!l->first_ticket_at) {
+                l->first_ticket_at = pf_now();
+                pf_info("first ticket %.0f ms after joining",
+                        1000 * (l->first_ticket_at - l->joined_at));
+            }
+            if (l->q_len == MAX_QUEUE) {
+                pf_warn("ticket queue full (%d): dropped ticket %llu; the coordinator reissues "
+                        "it", MAX_QUEUE, (unsigned long long)m->u.ticket.ticket_id);
+            } else {
+                l->queue[(l->q_head + l->q_len++) % MAX_QUEUE] = m->u.ticket;
+            }
+        } else if (m->type == PF_MSG_STOP) {
+            pf_info("stop (%s): %s", m->u.stop.reason, m->u.stop.text);
+            stop = 1;
+        }
+        pf_client_msg_free(&m);
+    }
+    return stop;
+}
+
+/* Serve tickets until STOP, a signal, a fatal error or the coordinator's silence. Returns the
+   exit status. */
+static int run(loader *l, const char *addr, char *err, size_t errlen) {
+    l->iv.since = pf_now();
+    l->next_event = l->iv.since + LOADER_EVENT_S;
+    while (!pf_signalled) {
+        if (!pf_client_coordinator_alive(&l->client)) {
+            pf_error("coordinator at %s stopped answering; exiting", addr);
+            return 1;
+        }
+        double now = pf_now();
+        long wait_ms = l->q_len ? 0 : (long)(1000 * (l->next_event - now)) + 1;
+        if (wait_ms > 200) wait_ms = 200;
+        if (take_ctrl(l, wait_ms < 0 ? 0 : wait_ms)) return 0;
+        if (pf_now() >= l->next_event) publish_stats(l, "");
+        if (!l->q_len) continue;
+        const pf_msg_ticket *t = &l->queue[l->q_head];
+        double t0 = pf_now();
+        if (serve_ticket(l, t, err, errlen) != 0) return 1;
+        l->busy_s += pf_now() - t0;
+        l->q_head = (l->q_head + 1) % MAX_QUEUE;
+        l->q_len--;
     }
     return 0;
 }
 
+static void send_done(loader *l, int status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void send_done(loader *l, int status, const char *fmt, ...) {
+    pf_msg d = { .type = PF_MSG_DONE };
+    d.u.done.rank = -1;
+    d.u.done.status = status;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(d.u.done.text, sizeof d.u.done.text, fmt, ap);
+    va_end(ap);
+    pf_client_send(&l->client, &d, NULL, 0);
+}
+
 static void usage(void) {
-    fprintf(stderr, "usage: pixflow loader --connect tcp://HOST:PORT [--name NAME]\n");
+    fprintf(stderr, "usage: pixflow loader --connect tcp://HOST:PORT [--name NAME] "
+                    "[--join-timeout SECONDS]\n");
 }
 
 int pf_loader_main(int argc, char **argv) {
     const char *addr = NULL, *name = NULL;
+    double join_timeout = -1;   /* keep trying */
     for (int i = 0; i < argc; i++) {
-        if (strcmp(argv[i], "--connect") == 0 && i + 1 < argc) addr = argv[++i];
-        else if (strcmp(argv[i], "--name") == 0 && i + 1 < argc) name = argv[++i];
-        else {
+        if (strcmp(argv[i], "--connect") == 0 && i + 1 < argc) {
+            addr = argv[++i];
+        } else if (strcmp(argv[i], "--name") == 0 && i + 1 < argc) {
+            name = argv[++i];
+        } else if (strcmp(argv[i], "--join-timeout") == 0 && i + 1 < argc) {
+            char *end = NULL;
+            join_timeout = strtod(argv[++i], &end);
+            if (!end || *end || !(join_timeout > 0)) {
+                fprintf(stderr, "pixflow loader: --join-timeout %s: expected seconds > 0\n",
+                        argv[i]);
+                return 2;
+            }
+        } else {
             usage();
             return 2;
         }
@@ -151,82 +337,72 @@ int pf_loader_main(int argc, char **argv) {
     pf_log_set_name(name);
     pf_catch_signals();
     static loader l;
+    l.name = name;
     char err[2048] = "";
     void *zctx = zmq_ctx_new();
-    if (pf_client_join(&l.client, zctx, addr, PF_ROLE_LOADER, name, "", err, sizeof err)) {
+    if (pf_client_join_wait(&l.client, zctx, addr, PF_ROLE_LOADER, name, "", join_timeout, 1,
+                            err, sizeof err)) {
         pf_error("%s", err);
         zmq_ctx_term(zctx);
         return 1;
     }
-    pf_log_set_level(l.client.cfg.log_level);
+    l.joined_at = pf_now();
+    const pf_config *cfg = &l.client.cfg;
+    pf_log_set_level(cfg->log_level);
     char logpath[PF_PATH_MAX + 96];
-    snprintf(logpath, sizeof logpath, "%s/%s.log", l.client.cfg.work_dir, name);
-    if (pf_mkdirs(l.client.cfg.work_dir, err, sizeof err) == 0) pf_log_open_file(logpath);
-    if (pf_dataset_open(&l.ds, &l.client.cfg.train, "data.train", l.client.cfg.scale,
-                        l.client.cfg.train.gt_patch_size, err, sizeof err) != 0) {
+    snprintf(logpath, sizeof logpath, "%s/%s.log", cfg->work_dir, name);
+    if (pf_mkdirs(cfg->work_dir, err, sizeof err) == 0) pf_log_open_file(logpath);
+    int status = 1;
+    if (pf_dataset_open(&l.ds, &cfg->train, "data.train", cfg->scale,
+                        cfg->train.gt_patch_size, err, sizeof err) != 0) {
         pf_error("%s", err);
-        pf_msg m = { .type = PF_MSG_DONE };
-        m.u.done.rank = -1;
-        m.u.done.status = 1;
-        snprintf(m.u.done.text, sizeof m.u.done.text, "%s", err);
-        pf_client_send(&l.client, &m, NULL, 0);
+        send_done(&l, 1, "loader %s: %s", name, err);
         pf_client_close(&l.client);
         zmq_ctx_term(zctx);
         return 1;
     }
-    pf_info("joined %s as peer %u; %d images, %u samples per epoch", addr, l.client.peer_id,
-            l.ds.n_files, l.ds.len);
-    int status = 0;
-    while (!pf_signalled) {
-        if (!pf_client_coordinator_alive(&l.client)) {
-            pf_error("coordinator at %s stopped answering; exiting", addr);
-            status = 1;
-            break;
-        }
-        zmq_pollitem_t it = { l.client.ctrl, 0, ZMQ_POLLIN, 0 };
-        if (zmq_poll(&it, 1, 200) <= 0) continue;
-        pf_msg *m;
-        if (pf_client_recv(&l.client, &m) != 1) continue;
-        int stop = 0;
-        if (m->type == PF_MSG_TICKET) {
-            double t0 = pf_now();
-            if (serve_ticket(&l, &m->u.ticket, err, sizeof err) != 0) {
-                pf_error("%s", err);
-                pf_msg d = { .type = PF_MSG_DONE };
-                d.u.done.rank = -1;
-                d.u.done.status = 1;
-                snprintf(d.u.done.text, sizeof d.u.done.text, "loader %s: %s", name, err);
-                pf_client_send(&l.client, &d, NULL, 0);
-                status = 1;
-                stop = 1;
-            }
-            l.batches++;
-            l.busy_s += pf_now() - t0;
-        } else if (m->type == PF_MSG_STOP) {
-            pf_info("stop (%s): %s", m->u.stop.reason, m->u.stop.text);
-            stop = 1;
-        }
-        pf_client_msg_free(&m);
-        if (stop) break;
+    pf_dataset_set_cache_limit(&l.ds, (size_t)cfg->cache_mb << 20);
+    l.builder = pf_batch_builder_new(&l.ds, cfg->loader_threads, err, sizeof err);
+    if (l.builder) pf_batch_builder_sample_sizes(l.builder, &l.gt_size, &l.lq_size);
+    size_t n = (size_t)cfg->samples_per_gpu;
+    l.pool = l.builder ? pf_batch_pool_new(LOADER_BUFFERS, n * l.gt_size, n * l.lq_size) : NULL;
+    l.queue = calloc(MAX_QUEUE, sizeof *l.queue);
+    l.batch_msg = calloc(1, sizeof *l.batch_msg);
+    if (!l.builder || !l.pool || !l.queue || !l.batch_msg) {
+        if (l.builder) snprintf(err, sizeof err, "out of memory for %d batch buffers of %zu "
+                                "bytes", LOADER_BUFFERS, n * (l.gt_size + l.lq_size));
+        pf_error("%s", err);
+        send_done(&l, 1, "loader %s: %s", name, err);
+        goto out;
     }
-    if (pf_signalled) {
+    l.batch_msg->type = PF_MSG_BATCH;
+    pf_info("joined %s as peer %u; %d images, %u samples per epoch; %d thread(s), cache %d MiB, "
+            "on_bad_sample %s", addr, l.client.peer_id, l.ds.n_files, l.ds.len,
+            cfg->loader_threads, cfg->cache_mb, cfg->skip_bad_samples ? "skip" : "fail");
+    status = run(&l, addr, err, sizeof err);
+    if (status && err[0]) {
+        pf_error("%s", err);
+        send_done(&l, 1, "loader %s: %s", name, err);
+    } else if (pf_signalled) {
         /* Leaving on SIGTERM/SIGINT: say so, so the coordinator reissues our tickets at once
            rather than after the heartbeat timeout. */
         pf_info("signal %d: leaving the job", (int)pf_signalled);
-        pf_msg d = { .type = PF_MSG_DONE };
-        d.u.done.rank = -1;
-        snprintf(d.u.done.text, sizeof d.u.done.text, "loader %s left (signal %d)", name,
-                 (int)pf_signalled);
-        pf_client_send(&l.client, &d, NULL, 0);
+        send_done(&l, 0, "loader %s left (signal %d)", name, (int)pf_signalled);
     }
+    publish_stats(&l, "final");
     if (l.batches)
-        pf_info("served %llu batches, %.1f ms each", (unsigned long long)l.batches,
-                1000.0 * l.busy_s / l.batches);
+        pf_info("served %llu batches (%llu patches, %llu skipped), %.1f ms each",
+                (unsigned long long)l.batches, (unsigned long long)l.patches,
+                (unsigned long long)l.skipped, 1000.0 * l.busy_s / l.batches);
+out:
     for (int i = 0; i < l.n_links; i++) zmq_close(l.links[i].push);
-    pf_dataset_close(&l.ds);
     pf_client_close(&l.client);
+    /* After this ZeroMQ holds no frame: every batch buffer is back in the pool. */
     zmq_ctx_term(zctx);
-    free(l.gt_buf);
-    free(l.lq_buf);
+    pf_batch_builder_destroy(&l.builder);
+    pf_batch_pool_destroy(&l.pool);
+    pf_dataset_close(&l.ds);
+    free(l.queue);
+    free(l.batch_msg);
     return status;
 }
