@@ -63,6 +63,8 @@ typedef struct {
     int grouped;                /* world_size > 1: steps are agreed through a collective */
     int abort_requested;        /* STOP abort received: leave now */
     uint64_t dropped;           /* duplicate or malformed batches */
+    uint64_t skipped;           /* samples the loaders left out (data.on_bad_sample: skip) */
+    uint64_t empty_steps;       /* iterations whose batch had no sample left: no step taken */
 } worker;
 
 static void publish_status(worker *w, const char *kind, const char *fmt, ...)
@@ -88,19 +90,70 @@ static int stop_now(const worker *w) {
     return w->grouped ? w->stop_agreed : w->stop_requested;
 }
 
-/* Data parallel: average the gradients over the ranks (so the learning rate means the same for
-   any world size), average the loss for the log, and vote on stopping. */
-static int sync_step(worker *w, float *loss, char *err, size_t errlen) {
-    if (!w->coll) return 0;
+/* Data parallel: average the gradients over the ranks that had samples (so the learning rate
+   means the same for any world size), average the loss for the log, and vote on stopping.
+   `has_samples` is 0 for a rank whose batch lost every sample (data.on_bad_sample: skip): it
+   contributes zero gradients. Returns how many ranks had samples (0: nobody steps), or -1 with
+   err. */
+static int sync_step(worker *w, int has_samples, float *loss, char *err, size_t errlen) {
+    if (!w->coll) return has_samples;
     float *g = pf_model_grads(w->model);
     size_t n = pf_model_num_params(w->model);
+    if (!has_samples) {
+        memset(g, 0, n * sizeof *g);
+        *loss = 0;
+    }
     if (pf_collective_allreduce_sum(w->coll, g, n, err, errlen) != 0) return -1;
-    float inv = 1.0f / (float)w->world;
+    float vote[3] = { *loss, w->stop_requested ? 1.0f : 0.0f, has_samples ? 1.0f : 0.0f };
+    if (pf_collective_allreduce_sum(w->coll, vote, 3, err, errlen) != 0) return -1;
+    int ranks = (int)(vote[2] + 0.5f);
+    float inv = ranks ? 1.0f / (float)ranks : 0.0f;
     for (size_t i = 0; i < n; i++) g[i] *= inv;
-    float vote[2] = { *loss, w->stop_requested ? 1.0f : 0.0f };
-    if (pf_collective_allreduce_sum(w->coll, vote, 2, err, errlen) != 0) return -1;
     *loss = vote[0] * inv;
     if (vote[1] > 0) w->stop_agreed = 1;
+    return ranks;
+}
+
+/* One iteration's training step on batch b (gt, lq: its frames): forward, backward, gradients
+   averaged over the group, Adam. A batch whose every sample was skipped (data.on_bad_sample:
+   skip) takes no step on its own; in a CPU group the rank contributes zero gradients and the
+   others' average is applied, and when no rank has a sample nobody steps. Either way the
+   iteration counts, so the learning rate, the sampler and a resume stay functions of the
+   iteration. Returns 0 or -1 with err. */
+static int train_step(worker *w, const pf_msg_batch *b, const uint8_t *gt, const uint8_t *lq,
+                      double lr, float *loss, char *err, size_t errlen) {
+    *loss = 0;
+    if (w->gpu) {
+        if (b->n == 0 && w->grouped) {
+            snprintf(err, errlen, "iteration %lld: every sample of rank %d's batch was skipped "
+                     "(unreadable files); a GPU group cannot skip a step yet",
+                     (long long)b->iter, w->rank);
+            return -1;
+        }
+        if (b->n == 0) {
+            w->empty_steps++;
+            return 0;
+        }
+        int stop = w->stop_requested;
+        if (pf_gpu_train_step(w->gpu, lq, gt, (int)b->n, (int)b->lq_h, (int)b->lq_w, loss,
+                              &stop, err, errlen) != 0 ||
+            pf_gpu_adam_step(w->gpu, (float)lr, err, errlen) != 0)
+            return -1;
+        if (stop) w->stop_agreed = 1;
+        return 0;
+    }
+    if (b->n > 0 && pf_model_train_step(w->model, lq, gt, (int)b->n, (int)b->lq_h,
+                                        (int)b->lq_w, loss, err, errlen) != 0)
+        return -1;
+    int ranks = sync_step(w, b->n > 0, loss, err, errlen);
+    if (ranks < 0) return -1;
+    if (ranks == 0) {
+        w->empty_steps++;
+        pf_warn("iteration %lld: no sample left in the batch (all skipped); no step taken",
+                (long long)b->iter);
+        return 0;
+    }
+    pf_adam_step(&w->adam, pf_model_params(w->model), pf_model_grads(w->model), (float)lr);
     return 0;
 }
 
@@ -173,7 +226,10 @@ static void receive_batch(worker *w, int64_t next_iter) {
         pf_msg_batch *b = &m->u.batch;
         size_t gp = (size_t)cfg->train.gt_patch_size, lp = gp / cfg->scale;
         if (b->rank != w->rank) why = "batch for another rank";
-        else if (b->n != (uint32_t)cfg->samples_per_gpu) why = "wrong batch size";
+        else if (b->n + b->n_skipped != (uint32_t)cfg->samples_per_gpu)
+            why = "wrong batch size";
+        else if (b->n_skipped && !cfg->skip_bad_samples)
+            why = "samples skipped but data.on_bad_sample is fail";
         else if (b->gt_h != gp || b->gt_w != gp || b->lq_h != lp || b->lq_w != lp)
             why = "wrong patch size";
         else if (pf_parts_size(&p, 1) != b->n * gp * gp * 3 ||
@@ -493,8 +549,9 @@ int pf_worker_main(int argc, char **argv) {
             ", data endpoint %s, global batch %d (%d per worker)", w.rank, w.world,
             pf_model_num_params(w.model), start_iter, w.total_iters, data_ep,
             w.world * w.cfg->samples_per_gpu, w.cfg->samples_per_gpu);
-    publish_status(&w, "status", "worker%d training from iteration %" PRId64, w.rank,
-                   start_iter);
+    publish_status(&w, "status", "worker%d training from iteration %" PRId64 ", global batch %d "
+                   "(%d workers x %d)", w.rank, start_iter, w.world * w.cfg->samples_per_gpu,
+                   w.world, w.cfg->samples_per_gpu);
     pf_msg credit = { .type = PF_MSG_CREDIT };
     credit.u.credit.rank = w.rank;
     credit.u.credit.n = (uint32_t)w.n_slots;
@@ -528,32 +585,24 @@ int pf_worker_main(int argc, char **argv) {
         double data_time = pf_now() - t_wait;
         double t0 = pf_now();
         const pf_msg_batch *b = &s->hdr;
+        int64_t b_skipped = b->n_skipped;
         epoch = b->epoch;
         const uint8_t *gt = pf_parts_data(&s->parts, 1), *lq = pf_parts_data(&s->parts, 2);
         float loss = 0;
         lr = pf_lr_at(w.cfg, it);
-        if (w.gpu) {
-            int stop = w.stop_requested;
-            if (pf_gpu_train_step(w.gpu, lq, gt, (int)b->n, (int)b->lq_h, (int)b->lq_w, &loss,
-                                  &stop, err, sizeof err) != 0 ||
-                pf_gpu_adam_step(w.gpu, (float)lr, err, sizeof err) != 0)
-                goto done;
-            if (stop) w.stop_agreed = 1;
-        } else {
-            if (pf_model_train_step(w.model, lq, gt, (int)b->n, (int)b->lq_h, (int)b->lq_w,
-                                    &loss, err, sizeof err) != 0 ||
-                sync_step(&w, &loss, err, sizeof err) != 0)
-                goto done;
-            pf_adam_step(&w.adam, pf_model_params(w.model), pf_model_grads(w.model),
-                         (float)lr);
-        }
+        w.skipped += b->n_skipped;
+        if (train_step(&w, b, gt, lq, lr, &loss, err, sizeof err) != 0) goto done;
         /* Record, acknowledge, return the credit. */
         uint64_t digest = pf_fnv1a64(gt, pf_parts_size(&s->parts, 1), PF_FNV_OFFSET);
         digest = pf_fnv1a64(lq, pf_parts_size(&s->parts, 2), digest);
         fprintf(w.samples_log, "%" PRId64 " %u %" PRIu64 " ", b->iter, b->epoch, b->ticket_id);
         for (uint32_t i = 0; i < b->n; i++)
             fprintf(w.samples_log, "%s%u", i ? "," : "", b->indices[i]);
-        fprintf(w.samples_log, " %016" PRIx64 " loader=%u\n", digest, b->loader_id);
+        fprintf(w.samples_log, "%s %016" PRIx64 " loader=%u", b->n ? "" : "-", digest,
+                b->loader_id);
+        for (uint32_t i = 0; i < b->n_skipped; i++)
+            fprintf(w.samples_log, "%s%u", i ? "," : " skipped=", b->skipped[i]);
+        fputc('\n', w.samples_log);
         fflush(w.samples_log);
         pf_msg ack = { .type = PF_MSG_ACK };
         ack.u.ack.ticket_id = b->ticket_id;
@@ -576,6 +625,7 @@ int pf_worker_main(int argc, char **argv) {
         ev.lr = lr;
         ev.time = pf_now() - t0 + data_time;
         ev.data_time = data_time;
+        ev.count = b_skipped;
         if (w.rank == 0) pf_client_publish(&w.client, &ev);  /* loss is the group's mean */
         poll_ctrl(&w);
         if (w.abort_requested) {
@@ -594,8 +644,14 @@ int pf_worker_main(int argc, char **argv) {
     }
     status = 0;
     err[0] = '\0';
-    pf_info("%s at iteration %" PRId64 " (%" PRIu64 " batch messages dropped)",
-            stop_now(&w) ? "interrupted" : "finished", it, w.dropped);
+    pf_info("%s at iteration %" PRId64 " (%" PRIu64 " batch messages dropped, %" PRIu64
+            " samples skipped, %" PRIu64 " iterations without a sample)",
+            stop_now(&w) ? "interrupted" : "finished", it, w.dropped, w.skipped,
+            w.empty_steps);
+    if (w.skipped)
+        publish_status(&w, "status", "worker%d: %" PRIu64 " samples skipped (unreadable files, "
+                       "data.on_bad_sample: skip), %" PRIu64 " iterations without a sample",
+                       w.rank, w.skipped, w.empty_steps);
 done:;
     pf_msg done = { .type = PF_MSG_DONE };
     done.u.done.rank = w.rank;
