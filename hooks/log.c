@@ -5,6 +5,11 @@
     data_time, eta", like MMCV's TextLoggerHook) and one JSON object of work_dir/metrics.jsonl;
     eval, checkpoint, status, error and done events are written as they come. Every publisher's
     sequence numbers are checked: a gap is logged ("missed N events from X"), not hidden.
+
+    Loaders: every `loader` event (throughput, cache, queue; every 2 s per loader) goes to
+    metrics.jsonl; train.log gets a loader's first one, then one per LOADER_LINE_S, and its
+    last. Every `skip` event (a sample left out because its file became unreadable) goes to
+    both, and when the hook stops, a summary line counts the skipped samples by file.
 */
 #include <cjson/cJSON.h>
 #include <inttypes.h>
@@ -18,13 +23,21 @@
 #include "hooks/hook.h"
 
 #define MAX_SOURCES 64
+#define LOADER_LINE_S 30.0      /* at most one train.log line per loader this often */
+#define MAX_BAD_FILES 32        /* files named in the summary */
 
 typedef struct {
     FILE *text;                 /* train.log */
     FILE *json;                 /* metrics.jsonl */
     char sources[MAX_SOURCES][PF_MAX_NAME];
     uint64_t last_seq[MAX_SOURCES];
+    double last_line[MAX_SOURCES];  /* loaders: pf_now() of the source's last train.log line */
     int n_sources;
+    int64_t skipped;            /* skip events seen */
+    int64_t skipped_in_interval;/* samples skipped in the current train interval */
+    char bad_files[MAX_BAD_FILES][PF_MAX_ENDPOINT * 4];
+    int64_t bad_count[MAX_BAD_FILES];
+    int n_bad;
     int64_t n;                  /* train events in the current interval */
     double loss, time, data_time;
     double started;             /* pf_now() of the first train event */
@@ -59,23 +72,27 @@ static int log_start(pf_hook *h, char *err, size_t errlen) {
     }
     char ts[32];
     stamp(ts, sizeof ts);
-    fprintf(s->text, "%s config %s/config.yaml (hash %016" PRIx64 "), model %s x%d\n", ts,
-            cfg->work_dir,
-            cfg->hash, cfg->model_type, cfg->scale);
+    int world = h->client.world_size;
+    fprintf(s->text, "%s config %s/config.yaml (hash %016" PRIx64 "), model %s x%d, global "
+            "batch %d (%d workers x %d)\n", ts, cfg->work_dir, cfg->hash, cfg->model_type,
+            cfg->scale, world * cfg->samples_per_gpu, world, cfg->samples_per_gpu);
     fflush(s->text);
     return 0;
 }
 
-static void check_seq(log_state *s, const pf_msg_event *ev) {
+/* Check the source's sequence number; returns its index, or -1 when there are too many
+   sources to track. */
+static int check_seq(log_state *s, const pf_msg_event *ev) {
     int i;
     for (i = 0; i < s->n_sources; i++)
         if (strcmp(s->sources[i], ev->source) == 0) break;
     if (i == s->n_sources) {
-        if (i == MAX_SOURCES) return;
+        if (i == MAX_SOURCES) return -1;
         snprintf(s->sources[i], sizeof s->sources[i], "%s", ev->source);
         s->n_sources++;
         s->last_seq[i] = ev->seq;
-        return;
+        s->last_line[i] = -1;
+        return i;
     }
     if (ev->seq > s->last_seq[i] + 1) {
         char ts[32];
@@ -84,6 +101,52 @@ static void check_seq(log_state *s, const pf_msg_event *ev) {
                 ev->seq - s->last_seq[i] - 1, ev->source);
     }
     s->last_seq[i] = ev->seq;
+    return i;
+}
+
+/* A `loader` event: every one to metrics.jsonl, some to train.log (see the top). */
+static void log_loader(log_state *s, int src, const pf_msg_event *ev, const char *ts,
+                       cJSON *o) {
+    int last = strcmp(ev->text, "final") == 0;
+    if (src < 0 || last || s->last_line[src] < 0 ||
+        pf_now() - s->last_line[src] >= LOADER_LINE_S) {
+        fprintf(s->text, "%s Loader %s (%s)%s: %.1f patches/s, %.2f MB/s, cache hit rate "
+                "%.1f%% (%.1f MiB held), queue %" PRId64 "\n", ts, ev->source, ev->host,
+                last ? " leaving" : "", ev->patches_per_s, ev->bytes_per_s / 1e6,
+                100 * ev->hit_rate, (double)ev->cache_bytes / (1 << 20), ev->queue_depth);
+        fflush(s->text);
+        if (src >= 0) s->last_line[src] = pf_now();
+    }
+    cJSON_AddStringToObject(o, "host", ev->host);
+    cJSON_AddNumberToObject(o, "interval", ev->time);
+    cJSON_AddNumberToObject(o, "patches_per_s", ev->patches_per_s);
+    cJSON_AddNumberToObject(o, "bytes_per_s", ev->bytes_per_s);
+    cJSON_AddNumberToObject(o, "hit_rate", ev->hit_rate);
+    cJSON_AddNumberToObject(o, "cache_bytes", (double)ev->cache_bytes);
+    cJSON_AddNumberToObject(o, "queue_depth", (double)ev->queue_depth);
+    cJSON_AddNumberToObject(o, "skipped", (double)ev->count);
+    if (last) cJSON_AddBoolToObject(o, "final", 1);
+}
+
+/* A `skip` event: a sample left out of its batch because its file became unreadable. */
+static void log_skip(log_state *s, const pf_msg_event *ev, const char *ts, cJSON *o) {
+    s->skipped++;
+    int i;
+    for (i = 0; i < s->n_bad && strcmp(s->bad_files[i], ev->path); i++) {}
+    if (i == s->n_bad && i < MAX_BAD_FILES)
+        snprintf(s->bad_files[s->n_bad++], sizeof s->bad_files[0], "%s", ev->path);
+    if (i < MAX_BAD_FILES) s->bad_count[i]++;
+    fprintf(s->text, "%s Skipped sample %" PRId64 " (epoch %" PRId64 ", iter %" PRId64 ") "
+            "from %s on %s: %s\n", ts, ev->sample, ev->epoch, ev->iter, ev->source, ev->host,
+            ev->text);
+    fflush(s->text);
+    cJSON_AddNumberToObject(o, "iter", (double)ev->iter);
+    cJSON_AddNumberToObject(o, "epoch", (double)ev->epoch);
+    cJSON_AddNumberToObject(o, "sample", (double)ev->sample);
+    cJSON_AddStringToObject(o, "path", ev->path);
+    cJSON_AddStringToObject(o, "host", ev->host);
+    cJSON_AddStringToObject(o, "text", ev->text);
+    cJSON_AddNumberToObject(o, "skipped", (double)s->skipped);
 }
 
 static void write_json(log_state *s, cJSON *o) {
@@ -99,7 +162,7 @@ static void write_json(log_state *s, cJSON *o) {
 static int log_event(pf_hook *h, const pf_msg_event *ev, char *err, size_t errlen) {
     log_state *s = h->state;
     const pf_config *cfg = &h->client.cfg;
-    check_seq(s, ev);
+    int src = check_seq(s, ev);
     char ts[32];
     stamp(ts, sizeof ts);
     cJSON *o = cJSON_CreateObject();
@@ -115,6 +178,7 @@ static int log_event(pf_hook *h, const pf_msg_event *ev, char *err, size_t errle
         s->loss += ev->loss;
         s->time += ev->time;
         s->data_time += ev->data_time;
+        s->skipped_in_interval += ev->count;
         if (ev->iter % cfg->log_interval != 0 && ev->iter != ev->total_iters) {
             cJSON_Delete(o);
             return 0;
@@ -124,10 +188,13 @@ static int log_event(pf_hook *h, const pf_msg_event *ev, char *err, size_t errle
         double rate = done > 0 ? (pf_now() - s->started) / (double)done : 0;
         long eta = (long)(rate * (double)(ev->total_iters > ev->iter ? ev->total_iters - ev->iter
                                                                    : 0));
+        char skipped[48] = "";
+        if (s->skipped_in_interval)
+            snprintf(skipped, sizeof skipped, ", skipped: %" PRId64, s->skipped_in_interval);
         fprintf(s->text, "%s Iter [%" PRId64 "/%" PRId64 "] epoch %" PRId64 ", lr: %.3e, "
-                "loss: %.4f, time: %.3f, data_time: %.3f, eta: %ld:%02ld:%02ld\n", ts, ev->iter,
-                ev->total_iters, ev->epoch, ev->lr, loss, t, dt, eta / 3600, eta / 60 % 60,
-                eta % 60);
+                "loss: %.4f, time: %.3f, data_time: %.3f%s, eta: %ld:%02ld:%02ld\n", ts,
+                ev->iter, ev->total_iters, ev->epoch, ev->lr, loss, t, dt, skipped, eta / 3600,
+                eta / 60 % 60, eta % 60);
         fflush(s->text);
         cJSON_AddNumberToObject(o, "iter", (double)ev->iter);
         cJSON_AddNumberToObject(o, "epoch", (double)ev->epoch);
@@ -136,7 +203,9 @@ static int log_event(pf_hook *h, const pf_msg_event *ev, char *err, size_t errle
         cJSON_AddNumberToObject(o, "time", t);
         cJSON_AddNumberToObject(o, "data_time", dt);
         cJSON_AddNumberToObject(o, "n", (double)s->n);
+        cJSON_AddNumberToObject(o, "skipped", (double)s->skipped_in_interval);
         s->n = 0;
+        s->skipped_in_interval = 0;
         s->loss = s->time = s->data_time = 0;
     } else if (strcmp(ev->kind, "eval") == 0) {
         fprintf(s->text, "%s Eval iter %" PRId64 ": PSNR %.4f dB, SSIM %.4f (bicubic %.4f dB, "
@@ -151,6 +220,10 @@ static int log_event(pf_hook *h, const pf_msg_event *ev, char *err, size_t errle
         cJSON_AddNumberToObject(o, "best_psnr", ev->best_psnr);
         cJSON_AddNumberToObject(o, "best_iter", (double)ev->best_iter);
         cJSON_AddStringToObject(o, "checkpoint", ev->path);
+    } else if (strcmp(ev->kind, "loader") == 0) {
+        log_loader(s, src, ev, ts, o);
+    } else if (strcmp(ev->kind, "skip") == 0) {
+        log_skip(s, ev, ts, o);
     } else if (strcmp(ev->kind, "checkpoint") == 0) {
         fprintf(s->text, "%s Saved checkpoint %s\n", ts, ev->path);
         fflush(s->text);
@@ -162,6 +235,39 @@ static int log_event(pf_hook *h, const pf_msg_event *ev, char *err, size_t errle
         cJSON_AddStringToObject(o, "text", ev->text);
     }
     write_json(s, o);
+    (void)err;
+    (void)errlen;
+    return 0;
+}
+
+/* STOP: the summary of skipped samples, in both files. */
+static int log_stop(pf_hook *h, const char *reason, char *err, size_t errlen) {
+    log_state *s = h->state;
+    char ts[32], files[2048] = "";
+    stamp(ts, sizeof ts);
+    cJSON *o = cJSON_CreateObject(), *list = cJSON_CreateArray();
+    cJSON_AddStringToObject(o, "kind", "summary");
+    cJSON_AddStringToObject(o, "source", "log");
+    cJSON_AddStringToObject(o, "time_stamp", ts);
+    cJSON_AddNumberToObject(o, "skipped", (double)s->skipped);
+    for (int i = 0; i < s->n_bad; i++) {
+        size_t used = strlen(files);
+        snprintf(files + used, sizeof files - used, "%s%s (%" PRId64 ")", i ? ", " : "",
+                 s->bad_files[i], s->bad_count[i]);
+        cJSON *f = cJSON_CreateObject();
+        cJSON_AddStringToObject(f, "path", s->bad_files[i]);
+        cJSON_AddNumberToObject(f, "count", (double)s->bad_count[i]);
+        cJSON_AddItemToArray(list, f);
+    }
+    cJSON_AddItemToObject(o, "files", list);
+    write_json(s, o);
+    if (s->skipped)
+        fprintf(s->text, "%s Summary: %" PRId64 " samples skipped (data.on_bad_sample: skip): "
+                "%s\n", ts, s->skipped, files);
+    else
+        fprintf(s->text, "%s Summary: no sample skipped\n", ts);
+    fflush(s->text);
+    (void)reason;
     (void)err;
     (void)errlen;
     return 0;
@@ -182,6 +288,7 @@ static const pf_hook_ops log_ops = {
     .kinds = NULL,
     .start = log_start,
     .event = log_event,
+    .stop = log_stop,
     .destroy = log_destroy,
 };
 
