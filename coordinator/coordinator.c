@@ -253,6 +253,22 @@ static void dispatch(coord *c) {
     }
 }
 
+/* A worker's CREDIT: n more free prefetch slots. Bound: its credits plus its unacknowledged
+   tickets never exceed data.prefetch, so the tickets the coordinator holds (and any loader's
+   share of them) stay within world_size x prefetch whatever a worker sends. */
+static void take_credit(coord *c, peer *w, uint32_t n) {
+    int64_t held = c->credits[w->rank];
+    for (int i = 0; i < c->n_tickets; i++) held += c->tickets[i].rank == w->rank;
+    if (held + n > c->cfg.prefetch) {
+        pf_warn("worker rank %d (pid %lld on %s) granted %u credits while holding %lld of "
+                "data.prefetch %d; keeping %lld", w->rank, (long long)w->pid, w->host, n,
+                (long long)held, c->cfg.prefetch,
+                (long long)(held < c->cfg.prefetch ? c->cfg.prefetch - held : 0));
+        n = held < c->cfg.prefetch ? (uint32_t)(c->cfg.prefetch - held) : 0;
+    }
+    c->credits[w->rank] += n;
+}
+
 static void ack_ticket(coord *c, uint64_t ticket_id) {
     for (int i = 0; i < c->n_tickets; i++) {
         if (c->tickets[i].ticket_id != ticket_id) continue;
@@ -513,7 +529,7 @@ static void on_ctrl(coord *c) {
         case PF_MSG_CREDIT:
             if (p && p->role == PF_ROLE_WORKER && m->u.credit.rank == p->rank) {
                 if (c->next_iter[p->rank] < 0) c->next_iter[p->rank] = m->u.credit.next_iter;
-                c->credits[p->rank] += m->u.credit.n;
+                take_credit(c, p, m->u.credit.n);
                 dispatch(c);
             }
             break;
@@ -524,6 +540,13 @@ static void on_ctrl(coord *c) {
         case PF_MSG_DONE:
             if (!p) break;
             p->done = 1;
+            if (m->u.done.status != 0 && c->ph == PHASE_DRAINING && c->exit_code == 1) {
+                /* The job is already being aborted: this is the peer answering the abort, not
+                   a second cause worth an error of its own. */
+                pf_info("%s (pid %lld on %s) stopped: %s", role_names[p->role],
+                        (long long)p->pid, p->host, m->u.done.text);
+                break;
+            }
             if (p->role == PF_ROLE_WORKER) {
                 if (m->u.done.status != 0) {
                     abort_job(c, "worker rank %d (pid %lld on %s) failed: %s", p->rank,
@@ -546,7 +569,8 @@ static void on_ctrl(coord *c) {
             } else if (m->u.done.status != 0) {
                 abort_job(c, "%s (pid %lld on %s) failed: %s", role_names[p->role],
                           (long long)p->pid, p->host, m->u.done.text);
-            } else if (p->role == PF_ROLE_LOADER && p->alive && c->ph == PHASE_RUNNING) {
+            } else if (p->role == PF_ROLE_LOADER && p->alive &&
+                       (c->ph == PHASE_RUNNING || c->ph == PHASE_STOPPING)) {
                 peer_died(c, p, "left the job");
             }
             break;
