@@ -263,8 +263,10 @@ int pf_train_main(int argc, char **argv) {
         return 2;
     }
     if (loaders < 0) loaders = cfg.loaders;
-    if (loaders < 1 || loaders > 256) {
-        fprintf(stderr, "pixflow: --loaders must be 1..256\n");
+    /* --loaders 0: every loader joins by hand (`pixflow loader --connect ADDR`, from any
+       host); until one does, the coordinator says how every 10 s. */
+    if (loaders < 0 || loaders > 256) {
+        fprintf(stderr, "pixflow: --loaders must be 0..256\n");
         return 2;
     }
     printf("pixflow: %s: %s x%d, %d training images (%u samples/epoch), %" PRId64
