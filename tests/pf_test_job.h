@@ -1,7 +1,12 @@
 /*  pf_test_job — helpers for tests that run `pixflow` as a user would: make small PNG data
-    sets, start `pixflow train` in the background with its output in a file, wait for it. */
+    sets, start `pixflow train` (or any subcommand) in the background with its output in a file,
+    wait for it, and read what the job wrote: the front end's "processes:" line, log values, the
+    workers' samples logs (work_dir/samples_rankN.log, one line per consumed batch:
+    `iter epoch ticket idx,idx,... digest loader=ID[ skipped=idx,...]`, the digest FNV-1a of
+    the batch's GT then LQ bytes) and metrics.jsonl. */
 #ifndef PF_TEST_JOB_H
 #define PF_TEST_JOB_H
+#include <cjson/cJSON.h>
 #include <fcntl.h>
 #include <math.h>
 #include <signal.h>
@@ -15,6 +20,7 @@
 #include "common/image.h"
 #include "common/rng.h"
 #include "common/util.h"
+#include "pf_test.h"
 
 extern char **environ;
 
@@ -48,15 +54,26 @@ typedef struct {
     char out[600];
 } run;
 
-/* Start `bin train cfg --loaders L [--resume R] [extra...]` with output in out_path. */
-static void start_job(run *r, const char *bin, const char *out_path, const char *cfg,
-                      const char *loaders, const char *resume, const char *extra1,
-                      const char *extra2) {
+/* Start argv[0] (found on PATH when it has no slash) with argv (NULL-terminated), stdout and
+   stderr to out_path. Exits the test when it cannot start. */
+static inline void start_cmd(run *r, const char *out_path, char *const argv[]) {
     snprintf(r->out, sizeof r->out, "%s", out_path);
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_addopen(&fa, 1, r->out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    int rc = posix_spawnp(&r->pid, argv[0], &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (rc != 0) {
+        fprintf(stderr, "cannot start %s: %s\n", argv[0], strerror(rc));
+        exit(1);
+    }
+}
+
+/* Start `bin train cfg --loaders L [--resume R] [extra...]` with output in out_path. */
+static void start_job(run *r, const char *bin, const char *out_path, const char *cfg,
+                      const char *loaders, const char *resume, const char *extra1,
+                      const char *extra2) {
     char *argv[12];
     int k = 0;
     argv[k++] = (char *)bin;
@@ -71,12 +88,7 @@ static void start_job(run *r, const char *bin, const char *out_path, const char 
     if (extra1) argv[k++] = (char *)extra1;
     if (extra2) argv[k++] = (char *)extra2;
     argv[k] = NULL;
-    int rc = posix_spawn(&r->pid, bin, &fa, NULL, argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    if (rc != 0) {
-        fprintf(stderr, "cannot start %s: %s\n", bin, strerror(rc));
-        exit(1);
-    }
+    start_cmd(r, out_path, argv);
 }
 
 /* Wait for the run; its exit status, 128 when killed by a signal, -1 after timeout_s (then it
@@ -91,5 +103,254 @@ static int finish(run *r, double timeout_s) {
     kill(r->pid, SIGKILL);
     waitpid(r->pid, &st, 0);
     return -1;
+}
+
+static inline int count_lines(const char *path) {
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    int n = 0, c;
+    while ((c = fgetc(f)) != EOF) n += c == '\n';
+    fclose(f);
+    return n;
+}
+
+/* pid of `name=` in the front end's "processes:" line, or 0. */
+static inline pid_t pid_of(const char *out, const char *name) {
+    char *text = pf_read_file(out, NULL, (char[256]){ 0 }, 256);
+    if (!text) return 0;
+    char key[64];
+    snprintf(key, sizeof key, " %s=", name);
+    char *p = strstr(text, key);
+    pid_t pid = p ? (pid_t)atoi(p + strlen(key)) : 0;
+    free(text);
+    return pid;
+}
+
+/* All pids on the "processes:" line. */
+static inline int all_pids(const char *out, pid_t *pids, int max) {
+    char *text = pf_read_file(out, NULL, (char[256]){ 0 }, 256);
+    if (!text) return 0;
+    int n = 0;
+    char *p = strstr(text, "processes:");
+    char *eol = p ? strchr(p, '\n') : NULL;
+    while (p && (p = strchr(p, '=')) && (!eol || p < eol) && n < max) pids[n++] = atoi(++p);
+    free(text);
+    return n;
+}
+
+/* Rank `rank`'s samples log without the loader=ID fields (who built a batch may differ); ""
+   when there is none. The caller frees it. */
+static inline char *samples_rank(const char *work_dir, int rank) {
+    char path[600], err[256];
+    snprintf(path, sizeof path, "%s/samples_rank%d.log", work_dir, rank);
+    char *t = pf_read_file(path, NULL, err, sizeof err);
+    if (!t) return strdup("");
+    char *w = t;
+    for (char *r = t; *r;) {
+        if (strncmp(r, " loader=", 8) == 0) {
+            r += 8;
+            while (*r && *r != ' ' && *r != '\n') r++;
+        } else {
+            *w++ = *r++;
+        }
+    }
+    *w = '\0';
+    return t;
+}
+
+static inline char *samples(const char *work_dir) { return samples_rank(work_dir, 0); }
+
+/* iter -> (loss, lr) of train entries in metrics.jsonl; returns count. */
+static inline int train_curve(const char *work_dir, double *loss, double *lr, int max) {
+    char path[600], err[256];
+    snprintf(path, sizeof path, "%s/metrics.jsonl", work_dir);
+    char *t = pf_read_file(path, NULL, err, sizeof err);
+    if (!t) return 0;
+    int n = 0;
+    for (char *line = strtok(t, "\n"); line; line = strtok(NULL, "\n")) {
+        cJSON *o = cJSON_Parse(line);
+        cJSON *kind = cJSON_GetObjectItem(o, "kind");
+        if (cJSON_IsString(kind) && strcmp(kind->valuestring, "train") == 0) {
+            int it = (int)cJSON_GetObjectItem(o, "iter")->valuedouble;
+            if (it >= 1 && it <= max) {
+                loss[it] = cJSON_GetObjectItem(o, "loss")->valuedouble;
+                lr[it] = cJSON_GetObjectItem(o, "lr")->valuedouble;
+                n++;
+            }
+        }
+        cJSON_Delete(o);
+    }
+    free(t);
+    return n;
+}
+
+/* Exactly once: over the samples logs of ranks 0..ranks-1, every epoch of a run of total_iters
+   iterations (iters_per_epoch per rank) consumes each of its epoch_len sample indices exactly
+   once, and each rank consumed total_iters batches. (Skipped samples count as missing: for
+   data sets without bad samples.) */
+static inline void check_exactly_once(const char *work_dir, int ranks, int total_iters,
+                               int iters_per_epoch, int epoch_len, const char *tag) {
+    int epochs = total_iters / iters_per_epoch;
+    int *seen = calloc((size_t)epochs * epoch_len, sizeof *seen);
+    int lines = 0, bad = 0, wrong = 0;
+    for (int rank = 0; rank < ranks; rank++) {
+        char *t = samples_rank(work_dir, rank);
+        int rank_lines = 0;
+        for (char *line = strtok(t, "\n"); line; line = strtok(NULL, "\n")) {
+            long long it;
+            unsigned epoch;
+            unsigned long long ticket;
+            char ids[256];
+            if (sscanf(line, "%lld %u %llu %255s", &it, &epoch, &ticket, ids) != 4) {
+                bad++;
+                continue;
+            }
+            rank_lines++;
+            char *save = NULL;
+            for (char *tok = strtok_r(ids, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+                int idx = atoi(tok);
+                if (epoch < (unsigned)epochs && idx >= 0 && idx < epoch_len)
+                    seen[epoch * epoch_len + idx]++;
+                else bad++;
+            }
+        }
+        CHECK(rank_lines == total_iters, "%s: rank %d consumed %d batches, expected %d", tag,
+              rank, rank_lines, total_iters);
+        lines += rank_lines;
+        free(t);
+    }
+    for (int i = 0; i < epochs * epoch_len; i++) {
+        if (seen[i] != 1 && wrong < 5)
+            fprintf(stderr, "%s: epoch %d sample %d consumed %d times\n", tag, i / epoch_len,
+                    i % epoch_len, seen[i]);
+        wrong += seen[i] != 1;
+    }
+    CHECK(bad == 0 && wrong == 0, "%s: %d malformed entries, %d (epoch, sample) counts != 1",
+          tag, bad, wrong);
+    free(seen);
+}
+
+/* The value after `key` in a log file, up to a space, comma or newline. */
+static inline int log_value(const char *path, const char *key, char *out, size_t outlen) {
+    char err[256];
+    char *t = pf_read_file(path, NULL, err, sizeof err);
+    char *p = t ? strstr(t, key) : NULL;
+    if (!p) {
+        free(t);
+        return -1;
+    }
+    p += strlen(key);
+    size_t n = strcspn(p, " ,)\n");
+    snprintf(out, outlen, "%.*s", (int)(n < outlen ? n : outlen - 1), p);
+    free(t);
+    return 0;
+}
+
+/* Wait until rank 0 has consumed n batches; 1, or 0 after timeout_s. */
+static inline int wait_lines(const char *work_dir, int n, double timeout_s) {
+    char path[600];
+    snprintf(path, sizeof path, "%s/samples_rank0.log", work_dir);
+    double end = pf_now() + timeout_s;
+    while (pf_now() < end) {
+        if (count_lines(path) >= n) return 1;
+        usleep(5000);
+    }
+    return 0;
+}
+
+/* A config for data-plane tests, small enough for many runs a minute: EDSR x2 with 8 features
+   and 1 block, batches of 4 GT patches of 16 x 16 from train_dir (each image `repeat` times an
+   epoch), prefetch 3, Adam at a fixed 1e-3, seed 7, no evaluation. */
+static inline void write_tiny_config(const char *path, const char *train_dir, const char *work_dir,
+                              int repeat, int total_iters) {
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        fprintf(stderr, "setup: cannot write %s\n", path);
+        exit(1);
+    }
+    fprintf(f,
+            "model: {type: EDSR, scale: 2, n_feats: 8, n_blocks: 1, loss: {type: L1Loss}}\n"
+            "data:\n"
+            "  samples_per_gpu: 4\n"
+            "  prefetch: 3\n"
+            "  train: {type: PairedImageDataset, gt_folder: %s, gt_patch_size: 16,\n"
+            "          use_flip: true, use_rot: true, repeat: %d}\n"
+            "optimizers: {type: Adam, lr: 1.0e-3}\n"
+            "total_iters: %d\n"
+            "checkpoint_config: {interval: 1000, max_keep_ckpts: 2}\n"
+            "log_config: {interval: 1}\n"
+            "work_dir: %s\n"
+            "seed: 7\n",
+            train_dir, repeat, total_iters, work_dir);
+    fclose(f);
+}
+
+/* Rank by rank, the batches of `wd` equal those of `ref`; prints the first line that differs. */
+static inline void check_same_batches(const char *ref, const char *wd, int ranks, const char *tag) {
+    for (int rank = 0; rank < ranks; rank++) {
+        char *a = samples_rank(ref, rank), *b = samples_rank(wd, rank);
+        int same = strcmp(a, b) == 0;
+        if (!same) {
+            int line = 1;
+            char *p = a, *q = b;
+            while (*p && *p == *q) line += *p == '\n', p++, q++;
+            while (p > a && p[-1] != '\n') p--, q--;
+            fprintf(stderr, "%s: rank %d, batch line %d:\n  reference: %.*s\n  this run:  %.*s\n",
+                    tag, rank, line, (int)strcspn(p, "\n"), p, (int)strcspn(q, "\n"), q);
+        }
+        CHECK(same, "%s: rank %d consumed other batches than the reference", tag, rank);
+        free(a);
+        free(b);
+    }
+}
+
+/* The peer id the coordinator gave loader `name` (from work_dir/name.log), or 0. */
+static inline unsigned loader_peer(const char *work_dir, const char *name) {
+    char path[700], v[32];
+    snprintf(path, sizeof path, "%s/%s.log", work_dir, name);
+    return log_value(path, "as peer ", v, sizeof v) == 0 ? (unsigned)atoi(v) : 0;
+}
+
+/* How many batches loader `peer` built, over ranks 0..ranks-1. */
+static inline int batches_by(const char *work_dir, int ranks, unsigned peer) {
+    char key[32], path[600], err[256];
+    snprintf(key, sizeof key, " loader=%u", peer);
+    int n = 0;
+    for (int rank = 0; rank < ranks; rank++) {
+        snprintf(path, sizeof path, "%s/samples_rank%d.log", work_dir, rank);
+        char *t = pf_read_file(path, NULL, err, sizeof err);
+        for (char *p = t; p && (p = strstr(p, key)); p++)
+            n += p[strlen(key)] == ' ' || p[strlen(key)] == '\n';
+        free(t);
+    }
+    return n;
+}
+
+/* Wait until `text` appears in `path`; 1, or 0 after timeout_s. */
+static inline int wait_text(const char *path, const char *text, double timeout_s) {
+    for (double end = pf_now() + timeout_s; pf_now() < end; usleep(10000)) {
+        char err[256];
+        char *t = pf_read_file(path, NULL, err, sizeof err);
+        int found = t && strstr(t, text);
+        free(t);
+        if (found) return 1;
+    }
+    return 0;
+}
+
+/* Remove folder `dir` and everything in it (rm -rf); says so when it cannot. */
+static inline void remove_tree(const char *dir) {
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+}
+
+/* pf_test_end(name); then the test's folder `root` is removed when every check passed, and
+   named for the post-mortem otherwise. Returns the exit status. */
+static inline int pf_test_job_end(const char *name, const char *root) {
+    int rc = pf_test_end(name);
+    if (rc == 0) remove_tree(root);
+    else fprintf(stderr, "outputs kept in %s\n", root);
+    return rc;
 }
 #endif

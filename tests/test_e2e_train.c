@@ -71,129 +71,6 @@ static void start(run *r, const char *cfg, const char *loaders, const char *resu
     start_job(r, bin, out, cfg, loaders, resume, NULL, NULL);
 }
 
-static int count_lines(const char *path) {
-    FILE *f = fopen(path, "r");
-    if (!f) return 0;
-    int n = 0, c;
-    while ((c = fgetc(f)) != EOF) n += c == '\n';
-    fclose(f);
-    return n;
-}
-
-/* pid of `name=` in the front end's "processes:" line, or 0. */
-static pid_t pid_of(const char *out, const char *name) {
-    char *text = pf_read_file(out, NULL, (char[256]){ 0 }, 256);
-    if (!text) return 0;
-    char key[64];
-    snprintf(key, sizeof key, " %s=", name);
-    char *p = strstr(text, key);
-    pid_t pid = p ? (pid_t)atoi(p + strlen(key)) : 0;
-    free(text);
-    return pid;
-}
-
-/* All pids on the "processes:" line. */
-static int all_pids(const char *out, pid_t *pids, int max) {
-    char *text = pf_read_file(out, NULL, (char[256]){ 0 }, 256);
-    if (!text) return 0;
-    int n = 0;
-    char *p = strstr(text, "processes:");
-    char *eol = p ? strchr(p, '\n') : NULL;
-    while (p && (p = strchr(p, '=')) && (!eol || p < eol) && n < max) pids[n++] = atoi(++p);
-    free(text);
-    return n;
-}
-
-/* The samples log without the loader= field (who built a batch may differ). */
-static char *samples(const char *work_dir) {
-    char path[600], err[256];
-    snprintf(path, sizeof path, "%s/samples_rank0.log", work_dir);
-    char *t = pf_read_file(path, NULL, err, sizeof err);
-    if (!t) return strdup("");
-    char *w = t;
-    for (char *r = t; *r;) {
-        if (strncmp(r, " loader=", 8) == 0) {
-            while (*r && *r != '\n') r++;
-        } else {
-            *w++ = *r++;
-        }
-    }
-    *w = '\0';
-    return t;
-}
-
-/* iter -> (loss, lr) of train entries in metrics.jsonl; returns count. */
-static int train_curve(const char *work_dir, double *loss, double *lr, int max) {
-    char path[600], err[256];
-    snprintf(path, sizeof path, "%s/metrics.jsonl", work_dir);
-    char *t = pf_read_file(path, NULL, err, sizeof err);
-    if (!t) return 0;
-    int n = 0;
-    for (char *line = strtok(t, "\n"); line; line = strtok(NULL, "\n")) {
-        cJSON *o = cJSON_Parse(line);
-        cJSON *kind = cJSON_GetObjectItem(o, "kind");
-        if (cJSON_IsString(kind) && strcmp(kind->valuestring, "train") == 0) {
-            int it = (int)cJSON_GetObjectItem(o, "iter")->valuedouble;
-            if (it >= 1 && it <= max) {
-                loss[it] = cJSON_GetObjectItem(o, "loss")->valuedouble;
-                lr[it] = cJSON_GetObjectItem(o, "lr")->valuedouble;
-                n++;
-            }
-        }
-        cJSON_Delete(o);
-    }
-    free(t);
-    return n;
-}
-
-/* Each epoch: every sample index exactly once. */
-static void check_exactly_once(const char *work_dir, const char *tag) {
-    char *t = samples(work_dir);
-    int seen[TOTAL_ITERS / ITERS_PER_EPOCH][24];
-    memset(seen, 0, sizeof seen);
-    int lines = 0, bad = 0;
-    for (char *line = strtok(t, "\n"); line; line = strtok(NULL, "\n")) {
-        long long it;
-        unsigned epoch;
-        unsigned long long ticket;
-        char ids[256];
-        if (sscanf(line, "%lld %u %llu %255s", &it, &epoch, &ticket, ids) != 4) {
-            bad++;
-            continue;
-        }
-        lines++;
-        char *save = NULL;
-        for (char *tok = strtok_r(ids, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-            int idx = atoi(tok);
-            if (epoch < TOTAL_ITERS / ITERS_PER_EPOCH && idx >= 0 && idx < 24) seen[epoch][idx]++;
-            else bad++;
-        }
-    }
-    int wrong = 0;
-    for (int e = 0; e < TOTAL_ITERS / ITERS_PER_EPOCH; e++)
-        for (int i = 0; i < 24; i++) wrong += seen[e][i] != 1;
-    CHECK(lines == TOTAL_ITERS, "%s: %d batches consumed, expected %d", tag, lines, TOTAL_ITERS);
-    CHECK(bad == 0 && wrong == 0, "%s: %d malformed entries, %d (epoch, sample) counts != 1",
-          tag, bad, wrong);
-    free(t);
-}
-
-/* The value after `key` in a log file, up to a space, comma or newline. */
-static int log_value(const char *path, const char *key, char *out, size_t outlen) {
-    char err[256];
-    char *t = pf_read_file(path, NULL, err, sizeof err);
-    char *p = t ? strstr(t, key) : NULL;
-    if (!p) {
-        free(t);
-        return -1;
-    }
-    p += strlen(key);
-    size_t n = strcspn(p, " ,)\n");
-    snprintf(out, outlen, "%.*s", (int)(n < outlen ? n : outlen - 1), p);
-    free(t);
-    return 0;
-}
-
 /* Hostile traffic at a running job: the coordinator's ctrl, the events proxy and the worker's
    data endpoint get random bytes, msgpack of the wrong shape, a wrong version, a map header
    claiming 2^32 entries, and frames that lie about their sizes. The job must go on unchanged. */
@@ -251,17 +128,6 @@ static void send_garbage(const char *work_dir) {
     zmq_ctx_term(ctx);
 }
 
-static int wait_lines(const char *work_dir, int n, double timeout_s) {
-    char path[600];
-    snprintf(path, sizeof path, "%s/samples_rank0.log", work_dir);
-    double end = pf_now() + timeout_s;
-    while (pf_now() < end) {
-        if (count_lines(path) >= n) return 1;
-        usleep(5000);
-    }
-    return 0;
-}
-
 int main(void) {
     const char *b = getenv("PF_BIN");
     snprintf(bin, sizeof bin, "%s", b ? b : "build/pixflow");
@@ -284,7 +150,7 @@ int main(void) {
     int st = finish(&r, 300);
     CHECK(st == 0, "run A exited with %d (see %s)", st, r.out);
     printf("run A: %d iterations in %.1f s\n", TOTAL_ITERS, pf_now() - t0);
-    check_exactly_once(wd[0], "run A");
+    check_exactly_once(wd[0], 1, TOTAL_ITERS, ITERS_PER_EPOCH, 24, "run A");
     char *ref = samples(wd[0]);
     static double loss_a[TOTAL_ITERS + 1], lr_a[TOTAL_ITERS + 1];
     CHECK(train_curve(wd[0], loss_a, lr_a, TOTAL_ITERS) == TOTAL_ITERS,
@@ -319,7 +185,7 @@ int main(void) {
           (int)victim);
     st = finish(&r, 300);
     CHECK(st == 0, "run C exited with %d after a loader was killed (see %s)", st, r.out);
-    check_exactly_once(wd[2], "run C");
+    check_exactly_once(wd[2], 1, TOTAL_ITERS, ITERS_PER_EPOCH, 24, "run C");
     s = samples(wd[2]);
     CHECK(strcmp(s, ref) == 0, "batches changed when a loader died");
     free(s);
@@ -396,13 +262,5 @@ int main(void) {
         printf("run %s: job ended %.1f s after the kill\n", tag, dt);
     }
 
-    int rc = pf_test_end("test_e2e_train");
-    if (rc == 0) {
-        char cmd[300];
-        snprintf(cmd, sizeof cmd, "rm -rf %s", root);
-        if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", root);
-    } else {
-        fprintf(stderr, "outputs kept in %s\n", root);
-    }
-    return rc;
+    return pf_test_job_end("test_e2e_train", root);
 }
