@@ -27,9 +27,14 @@ static void *heartbeat_main(void *arg) {
     }
     pf_msg hb = { .type = PF_MSG_HEARTBEAT };
     hb.u.heartbeat.peer_id = c->peer_id;
-    long long next = 0;
+    long long next = 0, prev = now_ms();
     while (!atomic_load(&c->hb_stop)) {
         long long t = now_ms();
+        /* This loop wakes every 100 ms. A longer gap means this process was not running
+           (host overloaded): the coordinator could not be heard meanwhile, so credit the gap
+           instead of reading it as the coordinator's silence. */
+        if (t - prev > 1000) atomic_fetch_add(&c->hb_last_reply_ms, t - prev);
+        prev = t;
         if (t >= next) {
             pf_send(s, NULL, &hb, NULL, 0);
             next = t + PF_HEARTBEAT_MS;

@@ -102,6 +102,8 @@ typedef struct {
     int n_kv;
     double t_start;                 /* pf_now() when the coordinator started listening */
     double last_loader_warning;     /* pf_now() of the last "no live loader" warning */
+    double last_check;              /* pf_now() of the last liveness check */
+    int last_loader;                /* index in peers of the loader given the last ticket */
     phase ph;
     char stop_reason[PF_MAX_NAME];  /* "finish" | "interrupt" | "abort" */
     double phase_deadline;
@@ -186,14 +188,25 @@ static void abort_job(coord *c, const char *fmt, ...) {
 
 /* --- tickets ------------------------------------------------------------------------------ */
 
+static int has_live_loader(const coord *c) {
+    for (int i = 0; i < c->n_peers; i++)
+        if (c->peers[i].role == PF_ROLE_LOADER && c->peers[i].alive) return 1;
+    return 0;
+}
+
+/* The live loader with the fewest outstanding tickets; ties go round-robin (the scan starts
+   after the loader chosen last), so every loader gets work even when workers x prefetch
+   tickets are fewer than the loaders. */
 static peer *least_loaded_loader(coord *c) {
     peer *best = NULL;
-    for (int i = 0; i < c->n_peers; i++) {
+    for (int k = 1; k <= c->n_peers; k++) {
+        int i = (c->last_loader + k) % c->n_peers;
         peer *p = &c->peers[i];
         if (p->role == PF_ROLE_LOADER && p->alive && (!best || p->outstanding <
                                                                    best->outstanding))
             best = p;
     }
+    if (best) c->last_loader = (int)(best - c->peers);
     return best;
 }
 
@@ -609,8 +622,20 @@ static void forward(void *from, void *to) {
     }
 }
 
+/* Liveness checks run every 0.5 s. A longer gap means this process was not running (a host
+   under heavy load can stop everything for seconds): peers could not be heard meanwhile, so
+   the gap is credited to every peer rather than read as their silence. */
+#define STALL_CREDIT_AFTER_S 1.0
+
 static void check_liveness(coord *c) {
     double now = pf_now();
+    double gap = c->last_check > 0 ? now - c->last_check : 0;
+    c->last_check = now;
+    if (gap > STALL_CREDIT_AFTER_S) {
+        pf_warn("this coordinator did not run for %.1f s (host overloaded?); peers' heartbeat "
+                "clocks are extended by that much", gap);
+        for (int i = 0; i < c->n_peers; i++) c->peers[i].last_seen += gap;
+    }
     for (int i = 0; i < c->n_peers; i++) {
         peer *p = &c->peers[i];
         if (!p->alive || now - p->last_seen < PF_PEER_TIMEOUT_MS / 1000.0) continue;
@@ -641,7 +666,7 @@ static void check_liveness(coord *c) {
         }
     }
     if (waiting) dispatch(c);
-    if (waiting && !least_loaded_loader(c) && now - c->last_loader_warning > 10.0) {
+    if (waiting && !has_live_loader(c) && now - c->last_loader_warning > 10.0) {
         c->last_loader_warning = now;
         pf_warn("no live loader: %d batches are waiting; start one with `pixflow loader "
                 "--connect %s`", waiting, c->ctrl_ep);
