@@ -3,7 +3,7 @@
       pixflow train CONFIG [--resume auto|PATH] [--loaders N]   the whole job on this host
       pixflow test CONFIG --checkpoint PATH                      data.test through a checkpoint
       pixflow coordinator CONFIG [--bind EP] [--addr-file F]    the job's hub
-      pixflow loader --connect EP                               decode + augment + batch
+      pixflow loader --connect EP [--join-timeout S]            decode + augment + batch
       pixflow worker --connect EP [--device cpu]                train the network
       pixflow hook checkpoint|eval|log --connect EP             subscriber services
 */
@@ -19,12 +19,15 @@
 static int usage(void) {
     fprintf(stderr,
             "usage: pixflow <command> ...\n"
-            "  train CONFIG [--resume auto|PATH] [--loaders N] [--bind tcp://HOST:PORT]\n"
-            "                                                   run a training job on this host\n"
-            "  test CONFIG --checkpoint PATH                    evaluate data.test\n"
+            "  train CONFIG [--resume auto|PATH] [--loaders N] [--workers N] [--gpus N]\n"
+            "        [--bind tcp://HOST:PORT]                   run a training job on this host\n"
+            "                                                   (--loaders 0: loaders join by hand)\n"
+            "  test CONFIG --checkpoint PATH [--workers N]      evaluate data.test\n"
             "  coordinator CONFIG [--bind EP] [--addr-file F] [--workers N] [--resume R]\n"
-            "  loader --connect EP [--name NAME]\n"
-            "  worker --connect EP [--device cpu]\n"
+            "  loader --connect EP [--name NAME] [--join-timeout S]\n"
+            "                                                   join a job (from any host); waits\n"
+            "                                                   for the coordinator unless timed out\n"
+            "  worker --connect EP [--device cpu|cuda:N] [--bind EP]\n"
             "  hook checkpoint|eval|log --connect EP\n"
             "  --version\n");
     return 2;
