@@ -47,26 +47,27 @@ int main(int argc, char **argv) {
     long patches = 0;
     t0 = pf_now();
     while (pf_now() - t0 < 2.0) {
-        for (int k = 0; k < 1000; k++, idx++) {
-            const pf_image *g, *l;
-            pf_dataset_pair(&ds, (int)(idx % (uint32_t)ds.n_files), &g, &l, err, sizeof err);
-            pf_paired_crop_augment(g, l, cfg.scale, gp, cfg.train.use_flip, cfg.train.use_rot,
-                                   cfg.seed, 0, idx, gt, lq);
-        }
+        for (int k = 0; k < 1000; k++, idx++)
+            if (pf_dataset_sample(&ds, idx % ds.len, cfg.seed, 0, gt, lq, err, sizeof err)) {
+                fprintf(stderr, "%s\n", err);
+                return 1;
+            }
         patches += 1000;
     }
     double dt = pf_now() - t0;
-    printf("crop + flip, GT patch %d: %.0f patches/s\n", gp, patches / dt);
+    printf("pf_dataset_sample (crop + flips as configured), GT patch %d: %.0f patches/s\n", gp,
+           patches / dt);
     pf_msg *m = calloc(1, sizeof *m);
     long batches = 0;
     t0 = pf_now();
     while (pf_now() - t0 < 2.0) {
         for (int j = 0; j < n; j++, idx++) {
-            const pf_image *g, *l;
-            pf_dataset_pair(&ds, (int)(idx % (uint32_t)ds.n_files), &g, &l, err, sizeof err);
-            pf_paired_crop_augment(g, l, cfg.scale, gp, 1, 1, cfg.seed, 0, idx,
-                                   gt + (size_t)j * gp * gp * 3, lq + (size_t)j * lp * lp * 3);
-            m->u.batch.indices[j] = idx;
+            if (pf_dataset_sample(&ds, idx % ds.len, cfg.seed, 0, gt + (size_t)j * gp * gp * 3,
+                                  lq + (size_t)j * lp * lp * 3, err, sizeof err)) {
+                fprintf(stderr, "%s\n", err);
+                return 1;
+            }
+            m->u.batch.indices[j] = idx % ds.len;
         }
         m->type = PF_MSG_BATCH;
         m->u.batch.n = (uint32_t)n;

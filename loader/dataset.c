@@ -538,17 +538,36 @@ int pf_dataset_pair(pf_dataset *ds, int file, const pf_image **gt, const pf_imag
    applied as BasicSR's augment does them: hflip, then vflip, then transpose. */
 static void copy_patch(const uint8_t *src, int w, int top, int left, int p, int hflip,
                        int vflip, int transpose, uint8_t *dst) {
-    for (int y = 0; y < p; y++) {
-        for (int x = 0; x < p; x++) {
-            int a = transpose ? x : y;
-            int b = transpose ? y : x;
-            if (vflip) a = p - 1 - a;
-            if (hflip) b = p - 1 - b;
-            const uint8_t *s = src + ((size_t)(top + a) * w + (left + b)) * 3;
-            uint8_t *d = dst + ((size_t)y * p + x) * 3;
-            d[0] = s[0];
-            d[1] = s[1];
-            d[2] = s[2];
+    /* Same mapping as the per-pixel definition dst(y, x) = src(top + a, left + b) with
+       (a, b) = transpose ? (x, y) : (y, x), then a = p-1-a if vflip, b = p-1-b if hflip; but
+       source rows are read in order (whole rows by memcpy when nothing is mirrored), which
+       made a 96 x 96 patch about 2x faster than the per-pixel loop (bench/loader). */
+    size_t row = (size_t)p * 3;
+    for (int a = 0; a < p; a++) {
+        const uint8_t *s = src + ((size_t)(top + a) * w + left) * 3;
+        int ra = vflip ? p - 1 - a : a;     /* a after the vertical flip */
+        if (!transpose) {
+            uint8_t *d = dst + (size_t)ra * row;
+            if (!hflip) {
+                memcpy(d, s, row);
+            } else {
+                for (int b = 0; b < p; b++) {
+                    const uint8_t *q = s + (size_t)(p - 1 - b) * 3;
+                    d[3 * b] = q[0];
+                    d[3 * b + 1] = q[1];
+                    d[3 * b + 2] = q[2];
+                }
+            }
+        } else {
+            /* source row a lands in output column ra; source column b in output row y */
+            uint8_t *d = dst + (size_t)ra * 3;
+            for (int b = 0; b < p; b++) {
+                int y = hflip ? p - 1 - b : b;
+                uint8_t *o = d + (size_t)y * row;
+                o[0] = s[3 * b];
+                o[1] = s[3 * b + 1];
+                o[2] = s[3 * b + 2];
+            }
         }
     }
 }

@@ -73,6 +73,7 @@ typedef struct {
     uint64_t batches, patches, skipped;
     double busy_s;                  /* time spent making and sending batches */
     double joined_at, first_ticket_at;
+    int stop_received;              /* STOP arrived while waiting for a free batch buffer */
 } loader;
 
 static void *link_for(loader *l, const char *endpoint) {
@@ -155,6 +156,8 @@ static void report_skip(loader *l, const pf_msg_ticket *t, uint32_t index, const
 
 /* --- batches ---------------------------------------------------------------------------- */
 
+static int take_ctrl(loader *l, long timeout_ms);
+
 /* Build and send the batch of one ticket. Returns 0, or -1 with err (fatal for this loader:
    an unreadable image fails the same way in any loader, so the job must hear about it). */
 static int serve_ticket(loader *l, const pf_msg_ticket *t, char *err, size_t errlen) {
@@ -171,6 +174,12 @@ static int serve_ticket(loader *l, const pf_msg_ticket *t, char *err, size_t err
         buf = pf_batch_pool_take(l->pool, 0.2);
         if (!buf && pf_signalled) return 0;
         if (!buf && !pf_client_coordinator_alive(&l->client)) return 0;
+        /* All buffers are still queued to workers (one may have left with batches in its
+           queue): keep listening, so a STOP is not missed while we wait. */
+        if (!buf && take_ctrl(l, 0)) {
+            l->stop_received = 1;
+            return 0;
+        }
     }
     int failed = pf_batch_builder_fill(l->builder, cfg->seed, t->epoch, t->indices, t->n,
                                        buf->gt, buf->lq);
@@ -278,6 +287,7 @@ static int run(loader *l, const char *addr, char *err, size_t errlen) {
         const pf_msg_ticket *t = &l->queue[l->q_head];
         double t0 = pf_now();
         if (serve_ticket(l, t, err, errlen) != 0) return 1;
+        if (l->stop_received) return 0;
         l->busy_s += pf_now() - t0;
         l->q_head = (l->q_head + 1) % MAX_QUEUE;
         l->q_len--;
