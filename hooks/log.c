@@ -10,6 +10,12 @@
     metrics.jsonl; train.log gets a loader's first one, then one per LOADER_LINE_S, and its
     last. Every `skip` event (a sample left out because its file became unreadable) goes to
     both, and when the hook stops, a summary line counts the skipped samples by file.
+
+    TensorBoard: the same train averages (train/loss, train/lr, train/time in s/iter,
+    train/data_time) and eval results (eval/psnr, eval/ssim, eval/psnr_bicubic,
+    eval/ssim_bicubic) go to work_dir/events.out.tfevents.<unix time>.<host> as scalars, step =
+    iteration (hooks/tb_writer.c). A failed write there is reported once and does not stop the
+    hook.
 */
 #include <cjson/cJSON.h>
 #include <inttypes.h>
@@ -21,6 +27,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "hooks/hook.h"
+#include "hooks/tb_writer.h"
 
 #define MAX_SOURCES 64
 #define LOADER_LINE_S 30.0      /* at most one train.log line per loader this often */
@@ -29,6 +36,8 @@
 typedef struct {
     FILE *text;                 /* train.log */
     FILE *json;                 /* metrics.jsonl */
+    pf_tb_writer *tb;           /* events.out.tfevents.*, NULL when it could not be created */
+    int tb_reported;            /* its failure is in train.log */
     char sources[MAX_SOURCES][PF_MAX_NAME];
     uint64_t last_seq[MAX_SOURCES];
     double last_line[MAX_SOURCES];  /* loaders: pf_now() of the source's last train.log line */
@@ -76,8 +85,29 @@ static int log_start(pf_hook *h, char *err, size_t errlen) {
     fprintf(s->text, "%s config %s/config.yaml (hash %016" PRIx64 "), model %s x%d, global "
             "batch %d (%d workers x %d)\n", ts, cfg->work_dir, cfg->hash, cfg->model_type,
             cfg->scale, world * cfg->samples_per_gpu, world, cfg->samples_per_gpu);
+    pf_tb_writer *tb = pf_tb_writer_new(cfg->work_dir, err, errlen);
+    if (tb) {
+        fprintf(s->text, "%s TensorBoard scalars: %s\n", ts, pf_tb_writer_path(tb));
+        s->tb = tb;
+    } else {
+        fprintf(s->text, "%s TensorBoard scalars not written: %s\n", ts, err);
+        pf_warn("log hook: TensorBoard scalars not written: %s", err);
+        err[0] = 0;
+    }
     fflush(s->text);
     return 0;
+}
+
+/* One TensorBoard scalar; a failed write is noted in train.log once (tb_writer logs it too). */
+static void tb_scalar(log_state *s, const char *tag, int64_t step, double value) {
+    if (!s->tb || pf_tb_writer_scalar(s->tb, tag, step, (float)value) == 0 || s->tb_reported)
+        return;
+    char ts[32];
+    stamp(ts, sizeof ts);
+    fprintf(s->text, "%s TensorBoard event file %s: write failed; no more scalars written\n", ts,
+            pf_tb_writer_path(s->tb));
+    fflush(s->text);
+    s->tb_reported = 1;
 }
 
 /* Check the source's sequence number; returns its index, or -1 when there are too many
@@ -196,6 +226,10 @@ static int log_event(pf_hook *h, const pf_msg_event *ev, char *err, size_t errle
                 ev->iter, ev->total_iters, ev->epoch, ev->lr, loss, t, dt, skipped, eta / 3600,
                 eta / 60 % 60, eta % 60);
         fflush(s->text);
+        tb_scalar(s, "train/loss", ev->iter, loss);
+        tb_scalar(s, "train/lr", ev->iter, ev->lr);
+        tb_scalar(s, "train/time", ev->iter, t);
+        tb_scalar(s, "train/data_time", ev->iter, dt);
         cJSON_AddNumberToObject(o, "iter", (double)ev->iter);
         cJSON_AddNumberToObject(o, "epoch", (double)ev->epoch);
         cJSON_AddNumberToObject(o, "lr", ev->lr);
@@ -212,6 +246,10 @@ static int log_event(pf_hook *h, const pf_msg_event *ev, char *err, size_t errle
                 "%.4f); best %.4f dB at iter %" PRId64 "\n", ts, ev->iter, ev->psnr, ev->ssim,
                 ev->psnr_bicubic, ev->ssim_bicubic, ev->best_psnr, ev->best_iter);
         fflush(s->text);
+        tb_scalar(s, "eval/psnr", ev->iter, ev->psnr);
+        tb_scalar(s, "eval/ssim", ev->iter, ev->ssim);
+        tb_scalar(s, "eval/psnr_bicubic", ev->iter, ev->psnr_bicubic);
+        tb_scalar(s, "eval/ssim_bicubic", ev->iter, ev->ssim_bicubic);
         cJSON_AddNumberToObject(o, "iter", (double)ev->iter);
         cJSON_AddNumberToObject(o, "psnr", ev->psnr);
         cJSON_AddNumberToObject(o, "ssim", ev->ssim);
@@ -278,6 +316,7 @@ static void log_destroy(pf_hook *h) {
     if (!s) return;
     if (s->text) fclose(s->text);
     if (s->json) fclose(s->json);
+    pf_tb_writer_destroy(&s->tb);
     free(s);
     h->state = NULL;
 }

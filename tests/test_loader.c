@@ -4,7 +4,8 @@
     A. data.loader_threads 1 and 3: byte-identical batches (sample ids and pixel digests of
        every batch in samples_rank0.log); metrics.jsonl holds `loader` events (throughput, cache
        hit rate and bytes, queue) and train entries with data_time; train.log names the global
-       batch.
+       batch; work_dir holds one TensorBoard event file whose train/loss and train/lr scalars
+       (read by tests/pf_test_tb.h) have the steps and values of metrics.jsonl's train entries.
     B. A training image deleted mid-run with data.cache_mb 0 (every sample re-reads its file):
        on_bad_sample `fail` ends the job with a non-zero status and a message naming the file;
        `skip` finishes, every sample of that file from then on is listed as skipped in the
@@ -26,6 +27,7 @@
 #include "common/util.h"
 #include "pf_test.h"
 #include "pf_test_job.h"
+#include "pf_test_tb.h"
 
 #define ITERS_PER_EPOCH 6   /* 8 images x repeat 3 / batch 4 */
 #define EPOCH_LEN 24
@@ -170,6 +172,28 @@ static void test_threads(void) {
         double dt = num(cJSON_GetArrayItem(ev, i), "data_time"),
                t = num(cJSON_GetArrayItem(ev, i), "time");
         CHECK(dt >= 0 && dt <= t, "train entry: data_time %g within time %g", dt, t);
+    }
+    char tb_path[1024], tb_err[256];
+    static tb_event tb[TB_MAX_EVENTS];
+    CHECK(tb_find(wd3, tb_path, sizeof tb_path) == 1, "one events.out.tfevents.* in %s", wd3);
+    int n_tb = tb_read(tb_path, tb, TB_MAX_EVENTS, tb_err, sizeof tb_err);
+    CHECK(n_tb > 0 && strcmp(tb[0].file_version, "brain.Event:2") == 0, "%s: %s", tb_path,
+          n_tb < 0 ? tb_err : "no file_version first");
+    const char *tags[2] = {"train/loss", "train/lr"}, *keys[2] = {"loss", "lr"};
+    for (int k = 0; k < 2; k++) {
+        int j = 0;
+        for (int i = 0; i < n_tb; i++) {
+            if (strcmp(tb[i].tag, tags[k]) != 0) continue;
+            cJSON *e = cJSON_GetArrayItem(ev, j++);
+            CHECK(e && tb[i].step == (int64_t)num(e, "iter"), "%s record %d: step %lld, "
+                  "metrics.jsonl iter %g", tags[k], j, (long long)tb[i].step,
+                  e ? num(e, "iter") : -1);
+            CHECK(e && fabs(tb[i].value - num(e, keys[k])) <= 1e-6 * fabs(num(e, keys[k])),
+                  "%s at %lld: %g, metrics.jsonl %g", tags[k], (long long)tb[i].step,
+                  tb[i].value, e ? num(e, keys[k]) : -1);
+        }
+        CHECK(j == cJSON_GetArraySize(ev), "%d %s records, %d train entries", j, tags[k],
+              cJSON_GetArraySize(ev));
     }
     cJSON_Delete(ev);
     char *log = work_file(wd3, "train.log");
