@@ -1345,6 +1345,42 @@ static uint64_t fnv1a64(const char *s) {
     return h;
 }
 
+/* Offset of the first byte of `s` that does not start a well-formed UTF-8 sequence (RFC 3629:
+   no overlong forms, no surrogates, nothing past U+10FFFF), or `len` when all of it is UTF-8.
+   YAML text must be checked before libfyaml sees it: libfyaml 0.7.12 loops forever on a
+   directive followed by a malformed sequence ("%\xf0", found by tests/fuzz/fuzz_config). */
+static size_t utf8_invalid_at(const unsigned char *s, size_t len) {
+    size_t i = 0;
+    while (i < len) {
+        unsigned char b = s[i];
+        size_t n;
+        unsigned char lo = 0x80, hi = 0xBF;     /* allowed range of the second byte */
+        if (b < 0x80) {
+            i++;
+            continue;
+        } else if (b >= 0xC2 && b <= 0xDF) {
+            n = 1;
+        } else if (b >= 0xE0 && b <= 0xEF) {
+            n = 2;
+            if (b == 0xE0) lo = 0xA0;           /* overlong */
+            if (b == 0xED) hi = 0x9F;           /* surrogates */
+        } else if (b >= 0xF0 && b <= 0xF4) {
+            n = 3;
+            if (b == 0xF0) lo = 0x90;           /* overlong */
+            if (b == 0xF4) hi = 0x8F;           /* past U+10FFFF */
+        } else {
+            return i;
+        }
+        if (len - i - 1 < n || s[i + 1] < lo || s[i + 1] > hi)
+            return i;
+        for (size_t k = 2; k <= n; k++)
+            if (s[i + k] < 0x80 || s[i + k] > 0xBF)
+                return i;
+        i += n + 1;
+    }
+    return len;
+}
+
 /* Silences libfyaml's own printing; errors are collected and read back. */
 static void quiet_output(struct fy_diag *diag, void *user, const char *buf, size_t len) {
     (void)diag, (void)user, (void)buf, (void)len;
@@ -1361,6 +1397,14 @@ int pf_config_parse(pf_config *cfg, const char *path, const char *text, size_t l
         return fail(&c, 1, "config", "larger than %d bytes", PF_CONFIG_MAX_BYTES);
     if (memchr(text, 0, len))
         return fail(&c, 1, "config", "contains a NUL byte");
+    size_t bad = utf8_invalid_at((const unsigned char *)text, len);
+    if (bad < len) {
+        int line = 1;
+        for (size_t i = 0; i < bad; i++)
+            line += text[i] == '\n';
+        return fail(&c, line, "config", "not UTF-8 text (byte 0x%02x at offset %zu)",
+                    (unsigned char)text[bad], bad);
+    }
 
     struct fy_diag_cfg dcfg;
     fy_diag_cfg_default(&dcfg);

@@ -560,6 +560,24 @@ static void test_misc_errors(void) {
     CHECK(pf_config_parse(&c, "n.yaml", nul, 21, 0, err, sizeof err) == -1 &&
               strstr(err, "NUL"),
           "NUL byte: '%s'", err);
+    /* Not UTF-8: refused before libfyaml, which loops forever on a directive followed by a
+       malformed sequence (tests/fuzz/regressions/config/). The line is the offending byte's. */
+    const char *hang = "# ok\n%\xf0 x\n";
+    CHECK(pf_config_parse(&c, "u.yaml", hang, strlen(hang), 0, err, sizeof err) == -1 &&
+              !strcmp(err, "u.yaml:2: config: not UTF-8 text (byte 0xf0 at offset 6)"),
+          "bad UTF-8: '%s'", err);
+    const char *overlong = "a: \xc0\xaf\n", *surrogate = "a: \xed\xa0\x80\n";
+    CHECK(pf_config_parse(&c, "o.yaml", overlong, strlen(overlong), 0, err, sizeof err) == -1 &&
+              strstr(err, "not UTF-8") &&
+              pf_config_parse(&c, "s.yaml", surrogate, strlen(surrogate), 0, err, sizeof err) == -1 &&
+              strstr(err, "not UTF-8"),
+          "overlong / surrogate: '%s'", err);
+    const char *utf8 = "# r\xc3\xa9sum\xc3\xa9 \xe2\x80\x94 \xf0\x9f\x98\x80 \xf4\x8f\xbf\xbf\n"
+                       "model: {type: EDSR, scale: 4}\n"
+                       "data: {train: {gt_folder: a, gt_patch_size: 192}}\n"
+                       "optimizers: {lr: 1.0e-4}\ntotal_iters: 100\nwork_dir: w\n";
+    CHECK(pf_config_parse(&c, "v.yaml", utf8, strlen(utf8), 0, err, sizeof err) == 0,
+          "UTF-8 comment (2, 3, 4 bytes, U+10FFFF): '%s'", err);
     /* errors never overflow a small buffer */
     char small[16];
     char *text = make("  n_feats: 32", "  n_feats: abc");
