@@ -130,6 +130,12 @@ int main(void) {
 
     write_cfg(cfg, gt, "", wd, "colour: red\n");
     expect_upfront("unknown key", cfg, wd, "c.yaml:8: colour: unknown key", NULL);
+    /* 11 bytes on which libfyaml 0.7.12 crashes (found by tests/fuzz, see tests/fuzz/known):
+       an error, not a crash of pixflow */
+    f = fopen(cfg, "w");
+    fputs("? ?:& ? :\t:", f);
+    fclose(f);
+    expect_upfront("libfyaml crash input", cfg, wd, "c.yaml:1: config:", "parser (libfyaml) crashed");
     write_cfg(cfg, gt, "", wd, "seed: abc\n");
     expect_upfront("wrong type", cfg, wd, "c.yaml:8: seed:", NULL);
     char missing[450];
