@@ -338,6 +338,16 @@ static inline int wait_text(const char *path, const char *text, double timeout_s
     return 0;
 }
 
+/* Start of a test that runs pixflow: the binary (PF_BIN, else build/pixflow) into `bin` and the
+   test's folder /tmp/pf_<tag>_<pid> (created) into `root`. */
+static inline void pf_test_job_begin(const char *tag, char *bin, size_t binlen, char *root,
+                                     size_t rootlen) {
+    const char *b = getenv("PF_BIN");
+    snprintf(bin, binlen, "%s", b ? b : "build/pixflow");
+    snprintf(root, rootlen, "/tmp/pf_%s_%d", tag, (int)getpid());
+    pf_mkdirs(root, NULL, 0);
+}
+
 /* Remove folder `dir` and everything in it (rm -rf); says so when it cannot. */
 static inline void remove_tree(const char *dir) {
     char cmd[700];

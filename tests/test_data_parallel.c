@@ -126,9 +126,7 @@ static int batches(const char *tag, int ranks, unsigned ids[ITERS][16]) {
 }
 
 int main(void) {
-    const char *b = getenv("PF_BIN");
-    snprintf(bin, sizeof bin, "%s", b ? b : "build/pixflow");
-    snprintf(root, sizeof root, "/tmp/pf_dp_%d", (int)getpid());
+    pf_test_job_begin("dp", bin, sizeof bin, root, sizeof root);
     char dir[600];
     snprintf(dir, sizeof dir, "%s/train", root);
     make_images(dir, 8, 48, 11);

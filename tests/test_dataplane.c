@@ -287,9 +287,7 @@ static void interrupted(const char *ref) {
 }
 
 int main(void) {
-    const char *b = getenv("PF_BIN");
-    snprintf(bin, sizeof bin, "%s", b ? b : "build/pixflow");
-    snprintf(root, sizeof root, "/tmp/pf_dataplane_%d", (int)getpid());
+    pf_test_job_begin("dataplane", bin, sizeof bin, root, sizeof root);
     char one[600], two[600];
     snprintf(train_dir, sizeof train_dir, "%s/train", root);
     make_images(train_dir, N_IMAGES, 40, 3);

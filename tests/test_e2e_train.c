@@ -129,9 +129,7 @@ static void send_garbage(const char *work_dir) {
 }
 
 int main(void) {
-    const char *b = getenv("PF_BIN");
-    snprintf(bin, sizeof bin, "%s", b ? b : "build/pixflow");
-    snprintf(root, sizeof root, "/tmp/pf_e2e_%d", (int)getpid());
+    pf_test_job_begin("e2e", bin, sizeof bin, root, sizeof root);
     char dir[600], cfg[600], wd[4][600];
     snprintf(dir, sizeof dir, "%s/train", root);
     make_images(dir, 8, 48, 1);

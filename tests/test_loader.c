@@ -334,9 +334,7 @@ static void test_early_loader(void) {
 }
 
 int main(void) {
-    const char *b = getenv("PF_BIN");
-    snprintf(bin, sizeof bin, "%s", b ? b : "build/pixflow");
-    snprintf(root, sizeof root, "/tmp/pf_loader_%d", (int)getpid());
+    pf_test_job_begin("loader", bin, sizeof bin, root, sizeof root);
     char dir[600];
     snprintf(dir, sizeof dir, "%s/train", root);
     make_images(dir, 8, 48, 1);

@@ -250,10 +250,7 @@ static void check_endpoints(const char *out) {
 }
 
 int main(void) {
-    const char *b = getenv("PF_BIN");
-    snprintf(bin, sizeof bin, "%s", b ? b : "build/pixflow");
-    snprintf(root, sizeof root, "/tmp/pf_two_host_%d", (int)getpid());
-    pf_mkdirs(root, NULL, 0);
+    pf_test_job_begin("two_host", bin, sizeof bin, root, sizeof root);
     remove_stale();
     atexit(cleanup);
     signal(SIGINT, on_signal);
