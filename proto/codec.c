@@ -163,6 +163,13 @@ static const pf_field EVENT[] = {
     RANGE(pf_msg_event, cache_bytes, K_I64, 0, 0, INT64_MAX),
     RANGE(pf_msg_event, queue_depth, K_I64, 0, 0, INT64_MAX),
     SINT(pf_msg_event, sample, K_I64, 0),
+    STR(pf_msg_event, role, 0),
+    RANGE(pf_msg_event, rank, K_I32, 0, -1, INT32_MAX),
+    SINT(pf_msg_event, pid, K_I64, 0),
+    INT(pf_msg_event, peer_id, K_U32, 0),
+    STR(pf_msg_event, state, 0),
+    STR(pf_msg_event, device, 0),
+    RANGE(pf_msg_event, mem_bytes, K_I64, 0, 0, INT64_MAX),
 };
 static const pf_field CKPT_SAVE[] = {
     RANGE(pf_msg_ckpt_save, iter, K_I64, 1, 0, INT64_MAX),
@@ -204,6 +211,37 @@ static const pf_field KV_VALUE[] = {
     RANGE(pf_msg_kv_value, size, K_U32, 1, 0, PF_MAX_KV_VALUE),
 };
 
+static const pf_field SNAPSHOT[] = {
+    RANGE(pf_msg_snapshot, max_train, K_U32, 1, 0, PF_MAX_SNAPSHOT_TRAIN),
+};
+static const char *const PHASES[] = {"joining", "running", "stopping", "draining", NULL};
+static const pf_field SNAPSHOT_END[] = {
+    INT(pf_msg_snapshot_end, events, K_U32, 1),
+    RANGE(pf_msg_snapshot_end, total_iters, K_I64, 1, 0, INT64_MAX),
+    RANGE(pf_msg_snapshot_end, iters_per_epoch, K_I64, 1, 0, INT64_MAX),
+    RANGE(pf_msg_snapshot_end, world_size, K_I32, 1, 0, INT32_MAX),
+    RANGE(pf_msg_snapshot_end, batch, K_I32, 1, 0, INT32_MAX),
+    RANGE(pf_msg_snapshot_end, started, K_I32, 1, 0, 1),
+    {"phase", K_STR, offsetof(pf_msg_snapshot_end, phase),
+     MEMBER_SIZE(pf_msg_snapshot_end, phase), 0, 1, 0, 0, PHASES},
+    F64(pf_msg_snapshot_end, uptime, 1),
+    STR(pf_msg_snapshot_end, work_dir, 1),
+    STR(pf_msg_snapshot_end, model, 1),
+};
+static const char *const VISUAL_TAGS[] = {"train", "eval", NULL};
+static const pf_field VISUAL[] = {
+    STR(pf_msg_visual, source, 1),
+    {"tag", K_STR, offsetof(pf_msg_visual, tag), MEMBER_SIZE(pf_msg_visual, tag), 0, 1, 0, 0,
+     VISUAL_TAGS},
+    STR(pf_msg_visual, name, 1),
+    RANGE(pf_msg_visual, iter, K_I64, 1, 0, INT64_MAX),
+    RANGE(pf_msg_visual, n, K_U32, 1, 1, PF_MAX_VISUAL),
+    RANGE(pf_msg_visual, gt_h, K_U32, 1, 1, 1 << 16),
+    RANGE(pf_msg_visual, gt_w, K_U32, 1, 1, 1 << 16),
+    RANGE(pf_msg_visual, lq_h, K_U32, 1, 1, 1 << 16),
+    RANGE(pf_msg_visual, lq_w, K_U32, 1, 1, 1 << 16),
+};
+
 static const pf_schema SCHEMAS[PF_MSG_COUNT] = {
     [PF_MSG_INVALID] = {"invalid", NULL, 0},
     [PF_MSG_HELLO] = {"hello", HELLO, NELEM(HELLO)},
@@ -222,14 +260,17 @@ static const pf_schema SCHEMAS[PF_MSG_COUNT] = {
     [PF_MSG_KV_SET] = {"kv_set", KV_SET, NELEM(KV_SET)},
     [PF_MSG_KV_GET] = {"kv_get", KV_GET, NELEM(KV_GET)},
     [PF_MSG_KV_VALUE] = {"kv_value", KV_VALUE, NELEM(KV_VALUE)},
+    [PF_MSG_SNAPSHOT] = {"snapshot", SNAPSHOT, NELEM(SNAPSHOT)},
+    [PF_MSG_SNAPSHOT_END] = {"snapshot_end", SNAPSHOT_END, NELEM(SNAPSHOT_END)},
+    [PF_MSG_VISUAL] = {"visual", VISUAL, NELEM(VISUAL)},
 };
 
-/* decode_map marks seen fields in a 32-bit mask. */
-#define FITS_MASK(t) _Static_assert(NELEM(t) < 32, #t " has too many fields for the seen mask")
+/* decode_map marks seen fields in a 64-bit mask. */
+#define FITS_MASK(t) _Static_assert(NELEM(t) < 64, #t " has too many fields for the seen mask")
 FITS_MASK(HELLO); FITS_MASK(WELCOME); FITS_MASK(START); FITS_MASK(HEARTBEAT); FITS_MASK(CREDIT);
 FITS_MASK(TICKET); FITS_MASK(BATCH); FITS_MASK(ACK); FITS_MASK(EVENT); FITS_MASK(CKPT_SAVE);
 FITS_MASK(CKPT_ACK); FITS_MASK(STOP); FITS_MASK(DONE); FITS_MASK(KV_SET); FITS_MASK(KV_GET);
-FITS_MASK(KV_VALUE);
+FITS_MASK(KV_VALUE); FITS_MASK(SNAPSHOT); FITS_MASK(SNAPSHOT_END); FITS_MASK(VISUAL);
 
 static _Atomic uint64_t rejects[PF_MSG_COUNT];
 
@@ -678,7 +719,7 @@ static int decode_map(pf_dctx *c, const msgpack_object *root, int expect, pf_msg
         return reject(c, "expected a %s message", pf_msg_type_name(expect));
 
     const pf_schema *sc = &SCHEMAS[type];
-    uint32_t seen = 0;                  /* bit i: field i seen (schemas have < 32 fields) */
+    uint64_t seen = 0;                  /* bit i: field i seen (schemas have < 64 fields) */
     int have_v = 0;
     int64_t arr_n = -1;
     m->type = type;
@@ -714,16 +755,16 @@ static int decode_map(pf_dctx *c, const msgpack_object *root, int expect, pf_msg
             shown[n] = 0;
             return reject(c, "unknown key '%s'", shown);
         }
-        if (seen & (1u << fi))
+        if (seen & (1ull << fi))
             return reject(c, "duplicate key '%s'", sc->fields[fi].name);
-        seen |= 1u << fi;
+        seen |= 1ull << fi;
         if (decode_field(c, &sc->fields[fi], v, base, &arr_n))
             return -1;
     }
     if (!have_v)
         return reject(c, "missing key 'v' (schema version)");
     for (int j = 0; j < sc->nfields; j++)
-        if (sc->fields[j].required && !(seen & (1u << j)))
+        if (sc->fields[j].required && !(seen & (1ull << j)))
             return reject(c, "missing required field '%s'", sc->fields[j].name);
 
     /* Arrays come with their count: they must agree. */

@@ -19,7 +19,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PF_PROTO_VERSION 2               /* 2: batch.skipped, loader/skip event fields */
+#define PF_PROTO_VERSION 3               /* 2: batch.skipped, loader/skip event fields;
+                                           3: peer/worker event fields, snapshot, visual */
 #define PF_MAX_BATCH 1024               /* samples in one ticket/batch */
 #define PF_MAX_ENDPOINT 256             /* "tcp://host:port" and friends */
 #define PF_MAX_NAME 64
@@ -28,6 +29,10 @@
 #define PF_MAX_FRAMES 8
 #define PF_MAX_KEY 128                  /* key/value store key */
 #define PF_MAX_KV_VALUE (64 << 10)      /* key/value store value, bytes (a frame of its own) */
+#define PF_MAX_SNAPSHOT_TRAIN 4096      /* train events a monitor may ask to be replayed */
+#define PF_MAX_VISUAL 64                /* samples in one visual message */
+#define PF_MAX_VISUAL_FRAME (1 << 20)   /* bytes in one frame of a visual message (the events
+                                           proxy disconnects a publisher sending more) */
 
 typedef enum {
     PF_MSG_INVALID = 0,
@@ -47,6 +52,11 @@ typedef enum {
     PF_MSG_KV_SET,      /* peer -> coordinator: store frame 1 under key (collective bootstrap) */
     PF_MSG_KV_GET,      /* peer -> coordinator: ask for key */
     PF_MSG_KV_VALUE,    /* coordinator -> peer: key found or not; frame 1 = value when found */
+    PF_MSG_SNAPSHOT,    /* monitor -> coordinator: replay the job's state (events), then END */
+    PF_MSG_SNAPSHOT_END,/* coordinator -> monitor: the replay is complete; job facts */
+    PF_MSG_VISUAL,      /* worker / eval hook -> events (topic "visual"): frames lq, output, gt
+                           (uint8 NHWC RGB) of a few samples, for the visual hook and
+                           TensorBoard images */
     PF_MSG_COUNT
 } pf_msg_type;
 
@@ -148,6 +158,14 @@ typedef struct {
     int64_t cache_bytes;                /* loader: pixels held in its cache now, bytes */
     int64_t queue_depth;                /* loader: tickets received and not yet served */
     int64_t sample;                     /* skip: the dataset index left out */
+    char role[PF_MAX_NAME];             /* peer: "loader", "worker", "checkpoint hook", ... */
+    int32_t rank;                       /* peer, worker: worker rank (-1 for other roles) */
+    int64_t pid;                        /* peer, worker: process id */
+    uint32_t peer_id;                   /* peer: the coordinator's id for it */
+    char state[PF_MAX_NAME];            /* peer: "joined" | "dead" | "left" */
+    char device[PF_MAX_NAME];           /* worker: "cpu", "cuda:0", ... */
+    int64_t mem_bytes;                  /* worker: memory in use (cpu: resident set; cuda: device
+                                           memory allocated), bytes */
 } pf_msg_event;
 
 typedef struct {
@@ -194,6 +212,38 @@ typedef struct {
     uint32_t size;
 } pf_msg_kv_value;
 
+/* A monitor's request for the job's state. The coordinator answers on ctrl with events (type
+   event) it kept: the last event of each (source, kind), the last `max_train` train events and
+   the eval history, in the order it saw them, plus a `peer` event (source "coordinator") for
+   every peer it knows; then SNAPSHOT_END. */
+typedef struct {
+    uint32_t max_train;                 /* 0..PF_MAX_SNAPSHOT_TRAIN */
+} pf_msg_snapshot;
+
+typedef struct {
+    uint32_t events;                    /* events replayed before this message */
+    int64_t total_iters, iters_per_epoch;
+    int32_t world_size;                 /* workers */
+    int32_t batch;                      /* global batch: workers x samples_per_gpu */
+    int32_t started;                    /* 1 once START went to the workers */
+    char phase[PF_MAX_NAME];            /* "joining" | "running" | "stopping" | "draining" */
+    double uptime;                      /* seconds since the coordinator started listening */
+    char work_dir[PF_MAX_ENDPOINT * 4];
+    char model[PF_MAX_NAME];            /* model.type */
+} pf_msg_snapshot_end;
+
+/* Pictures for the visual hook and TensorBoard: frames lq (n x lq_h x lq_w x 3), output and gt
+   (n x gt_h x gt_w x 3 each), uint8 NHWC RGB, each at most PF_MAX_VISUAL_FRAME bytes. Not an
+   event: it has no sequence number. */
+typedef struct {
+    char source[PF_MAX_NAME];           /* "worker0", "eval" */
+    char tag[PF_MAX_NAME];              /* "train" (the worker's current batch) | "eval" */
+    char name[PF_MAX_NAME];             /* eval: the image's file name; train: "" */
+    int64_t iter;                       /* iterations completed when the pictures were taken */
+    uint32_t n;                         /* samples, 1..PF_MAX_VISUAL */
+    uint32_t gt_h, gt_w, lq_h, lq_w;
+} pf_msg_visual;
+
 typedef struct {
     int type;                           /* pf_msg_type */
     union {
@@ -213,6 +263,9 @@ typedef struct {
         pf_msg_kv_set kv_set;
         pf_msg_kv_get kv_get;
         pf_msg_kv_value kv_value;
+        pf_msg_snapshot snapshot;
+        pf_msg_snapshot_end snapshot_end;
+        pf_msg_visual visual;
     } u;
 } pf_msg;
 

@@ -118,6 +118,13 @@ static void fill(pf_msg *m, int type) {
         m->u.event.cache_bytes = 1ll << 33;
         m->u.event.queue_depth = 6;
         m->u.event.sample = 123456;
+        strcpy(m->u.event.role, "worker");
+        m->u.event.rank = -1;
+        m->u.event.pid = 4242;
+        m->u.event.peer_id = 9;
+        strcpy(m->u.event.state, "dead");
+        strcpy(m->u.event.device, "cuda:1");
+        m->u.event.mem_bytes = 3ll << 31;
         break;
     case PF_MSG_CKPT_SAVE:
         m->u.ckpt_save.iter = 300;
@@ -154,6 +161,30 @@ static void fill(pf_msg *m, int type) {
         strcpy(m->u.kv_value.key, "gloo/job/rank_0");
         m->u.kv_value.found = 1;
         m->u.kv_value.size = 4096;
+        break;
+    case PF_MSG_SNAPSHOT:
+        m->u.snapshot.max_train = 240;
+        break;
+    case PF_MSG_SNAPSHOT_END:
+        m->u.snapshot_end.events = 77;
+        m->u.snapshot_end.total_iters = 1800;
+        m->u.snapshot_end.iters_per_epoch = 37;
+        m->u.snapshot_end.world_size = 2;
+        m->u.snapshot_end.batch = 32;
+        m->u.snapshot_end.started = 1;
+        strcpy(m->u.snapshot_end.phase, "running");
+        m->u.snapshot_end.uptime = 12.5;
+        strcpy(m->u.snapshot_end.work_dir, "work_dirs/demo");
+        strcpy(m->u.snapshot_end.model, "EDSR");
+        break;
+    case PF_MSG_VISUAL:
+        strcpy(m->u.visual.source, "worker0");
+        strcpy(m->u.visual.tag, "eval");
+        strcpy(m->u.visual.name, "0801.png");
+        m->u.visual.iter = 300;
+        m->u.visual.n = 4;
+        m->u.visual.gt_h = m->u.visual.gt_w = 96;
+        m->u.visual.lq_h = m->u.visual.lq_w = 24;
         break;
     }
 }

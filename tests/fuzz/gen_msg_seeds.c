@@ -88,6 +88,18 @@ int main(int argc, char **argv) {
         case PF_MSG_KV_SET: strcpy(m.u.kv_set.key, "gloo/0"); m.u.kv_set.size = 64; break;
         case PF_MSG_KV_GET: strcpy(m.u.kv_get.key, "gloo/0"); break;
         case PF_MSG_KV_VALUE: strcpy(m.u.kv_value.key, "gloo/0"); m.u.kv_value.found = 1; m.u.kv_value.size = 64; break;
+        case PF_MSG_SNAPSHOT: m.u.snapshot.max_train = 240; break;
+        case PF_MSG_SNAPSHOT_END:
+            m.u.snapshot_end.events = 5; m.u.snapshot_end.total_iters = 1000;
+            m.u.snapshot_end.iters_per_epoch = 10; m.u.snapshot_end.world_size = 1;
+            m.u.snapshot_end.batch = 16; strcpy(m.u.snapshot_end.phase, "running");
+            strcpy(m.u.snapshot_end.work_dir, "work_dirs/demo"); strcpy(m.u.snapshot_end.model, "EDSR");
+            break;
+        case PF_MSG_VISUAL:
+            strcpy(m.u.visual.source, "worker0"); strcpy(m.u.visual.tag, "train");
+            m.u.visual.iter = 10; m.u.visual.n = 2; m.u.visual.gt_h = m.u.visual.gt_w = 8;
+            m.u.visual.lq_h = m.u.visual.lq_w = 4;
+            break;
         }
         put(argv[1], t, "");
         if (t == PF_MSG_WELCOME || t == PF_MSG_BATCH || t == PF_MSG_EVENT)
