@@ -5,4 +5,5 @@
 /* argv excludes the subcommand. Return the process exit status. */
 int pf_train_main(int argc, char **argv);
 int pf_test_main(int argc, char **argv);
+int pf_monitor_main(int argc, char **argv);     /* cli/monitor.c */
 #endif

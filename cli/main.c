@@ -6,6 +6,7 @@
       pixflow loader --connect EP [--join-timeout S]            decode + augment + batch
       pixflow worker --connect EP [--device cpu]                train the network
       pixflow hook checkpoint|eval|log --connect EP             subscriber services
+      pixflow monitor --connect EP [--once | --json]            watch a job from any host
 */
 #include <stdio.h>
 #include <string.h>
@@ -29,6 +30,9 @@ static int usage(void) {
             "                                                   for the coordinator unless timed out\n"
             "  worker --connect EP [--device cpu|cuda:N] [--bind EP]\n"
             "  hook checkpoint|eval|log --connect EP\n"
+            "  monitor --connect EP [--once | --json] [--interval S]\n"
+            "                                                   watch a running job (any host,\n"
+            "                                                   any time)\n"
             "  --version\n");
     return 2;
 }
@@ -52,6 +56,7 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "coordinator") == 0) return pf_coordinator_main(n, rest);
     if (strcmp(cmd, "loader") == 0) return pf_loader_main(n, rest);
     if (strcmp(cmd, "worker") == 0) return pf_worker_main(n, rest);
+    if (strcmp(cmd, "monitor") == 0) return pf_monitor_main(n, rest);
     if (strcmp(cmd, "hook") == 0 && n >= 1) {
         if (strcmp(rest[0], "checkpoint") == 0) return pf_hook_checkpoint_main(n - 1, rest + 1);
         if (strcmp(rest[0], "eval") == 0) return pf_hook_eval_main(n - 1, rest + 1);

@@ -23,6 +23,7 @@
 #include "common/util.h"
 #include "coordinator/client.h"
 #include "coordinator/sampler.h"
+#include "coordinator/snapshot.h"
 #include "loader/dataset.h"
 #include "proto/proto.h"
 #include "worker/train_state.h"
@@ -59,6 +60,7 @@ typedef struct {
     int rank;                       /* workers */
     int outstanding;                /* loaders: tickets assigned and not yet acknowledged */
     int done;                       /* answered STOP (hooks) or sent DONE (workers) */
+    char state[16];                 /* "joined" | "dead" | "left" (peer events, snapshots) */
 } peer;
 
 typedef struct {
@@ -109,6 +111,7 @@ typedef struct {
     double phase_deadline;
     int exit_code;
     uint64_t event_seq;
+    pf_snapshot *snap;              /* events kept for monitors that join late */
 } coord;
 
 /* --- events ----------------------------------------------------------------------------- */
@@ -129,6 +132,36 @@ static void publish(coord *c, const char *kind, const char *fmt, ...) {
     va_end(ap);
     pf_frame topic = { ev->kind, strlen(ev->kind) };
     pf_send(c->xpub, &topic, &m, NULL, 0);
+    pf_snapshot_add(c->snap, ev);
+}
+
+/* The `peer` event of `p` (its name in text) with the coordinator's latest sequence number,
+   or, with `advance`, as a new event of its own. */
+static void peer_event(coord *c, const peer *p, pf_msg_event *ev, int advance) {
+    memset(ev, 0, sizeof *ev);
+    snprintf(ev->kind, sizeof ev->kind, "peer");
+    snprintf(ev->source, sizeof ev->source, "coordinator");
+    ev->seq = advance ? ++c->event_seq : c->event_seq;
+    ev->total_iters = c->total_iters;
+    snprintf(ev->text, sizeof ev->text, "%s", p->name);
+    snprintf(ev->role, sizeof ev->role, "%s", role_names[p->role]);
+    ev->rank = p->rank;
+    ev->pid = p->pid;
+    ev->peer_id = p->id;
+    snprintf(ev->host, sizeof ev->host, "%s", p->host);
+    snprintf(ev->state, sizeof ev->state, "%s", p->state);
+}
+
+/* A peer joined, died or left: tell the monitors (not about monitors themselves). */
+static void publish_peer(coord *c, peer *p, const char *state) {
+    if (strcmp(p->state, state) == 0) return;
+    snprintf(p->state, sizeof p->state, "%s", state);
+    if (p->role == PF_ROLE_MONITOR) return;
+    pf_msg m = { .type = PF_MSG_EVENT };
+    peer_event(c, p, &m.u.event, 1);
+    pf_frame topic = { "peer", 4 };
+    pf_send(c->xpub, &topic, &m, NULL, 0);
+    pf_snapshot_add(c->snap, &m.u.event);
 }
 
 /* --- peers -------------------------------------------------------------------------------- */
@@ -320,10 +353,21 @@ static void maybe_start(coord *c) {
 }
 
 static void on_hello(coord *c, const void *id, size_t id_len, const pf_msg_hello *h) {
-    if (id_len > MAX_IDENTITY || c->n_peers == MAX_PEERS) return;
+    if (id_len > MAX_IDENTITY) return;
     peer *p = peer_by_identity(c, id, id_len);
     if (p) return; /* a repeated HELLO on the same socket: ignore */
     if (h->role <= PF_ROLE_NONE || h->role >= PF_ROLE_COUNT) return;
+    /* Monitors come and go (`pixflow monitor --once` in a loop): one that has left gives its
+       slot to the next, so they never use up MAX_PEERS. */
+    peer *reuse = NULL;
+    for (int i = 0; i < c->n_peers && h->role == PF_ROLE_MONITOR && !reuse; i++)
+        if (c->peers[i].role == PF_ROLE_MONITOR && !c->peers[i].alive) reuse = &c->peers[i];
+    if (!reuse && c->n_peers == MAX_PEERS) {
+        pf_warn("refused %s from %s pid %lld: %d peers have joined, the most a job takes",
+                h->role > 0 && h->role < PF_ROLE_COUNT ? role_names[h->role] : "a peer",
+                h->host, (long long)h->pid, MAX_PEERS);
+        return;
+    }
     peer tmp = { 0 };
     tmp.role = h->role;
     snprintf(tmp.name, sizeof tmp.name, "%s", h->name);
@@ -350,12 +394,19 @@ static void on_hello(coord *c, const void *id, size_t id_len, const pf_msg_hello
                 (long long)h->pid, refuse);
         return;
     }
-    p = &c->peers[c->n_peers++];
-    *p = tmp;
-    p->id = (uint32_t)c->n_peers;
+    if (reuse) {
+        uint32_t id_kept = reuse->id;
+        p = reuse;
+        *p = tmp;
+        p->id = id_kept;
+    } else {
+        p = &c->peers[c->n_peers++];
+        *p = tmp;
+        p->id = (uint32_t)c->n_peers;
+    }
     p->alive = 1;
     p->last_seen = pf_now();
-    if (p->role == PF_ROLE_WORKER) c->worker_of_rank[p->rank] = c->n_peers;
+    if (p->role == PF_ROLE_WORKER) c->worker_of_rank[p->rank] = (int)p->id;
     if (p->role == PF_ROLE_CHECKPOINT)
         snprintf(c->ckpt_endpoint, sizeof c->ckpt_endpoint, "%s", p->endpoint);
     pf_msg *m = calloc(1, sizeof *m);
@@ -378,14 +429,17 @@ static void on_hello(coord *c, const void *id, size_t id_len, const pf_msg_hello
     free(m);
     pf_info("%s '%s' joined from %s (pid %lld)%s%s", role_names[p->role], p->name, p->host,
             (long long)p->pid, p->rank >= 0 ? ", rank " : "", p->rank >= 0 ? "assigned" : "");
-    publish(c, "status", "%s %s joined from %s (pid %lld)", role_names[p->role], p->name,
-            p->host, (long long)p->pid);
+    if (p->role != PF_ROLE_MONITOR)
+        publish(c, "status", "%s %s joined from %s (pid %lld)", role_names[p->role], p->name,
+                p->host, (long long)p->pid);
+    publish_peer(c, p, "joined");
     maybe_start(c);
     dispatch(c);
 }
 
 static void peer_died(coord *c, peer *p, const char *why) {
     p->alive = 0;
+    publish_peer(c, p, strcmp(why, "left the job") == 0 ? "left" : "dead");
     if (p->role == PF_ROLE_LOADER) {
         int moved = 0;
         for (int i = 0; i < c->n_tickets; i++) {
@@ -502,6 +556,57 @@ static void on_kv(coord *c, const pf_parts *parts, const pf_msg *m) {
     pf_send(c->ctrl, &id, &r, e ? &value : NULL, e ? 1 : 0);
 }
 
+typedef struct {
+    coord *c;
+    pf_frame id;
+    uint32_t sent;
+} replay_ctx;
+
+static void replay_one(const pf_msg_event *ev, void *ctx) {
+    replay_ctx *r = ctx;
+    pf_msg *m = malloc(sizeof *m);
+    if (!m) return;
+    m->type = PF_MSG_EVENT;
+    m->u.event = *ev;
+    if (pf_send(r->c->ctrl, &r->id, m, NULL, 0) == 0) r->sent++;
+    free(m);
+}
+
+static const char *phase_name(phase ph) {
+    static const char *names[] = { "joining", "running", "stopping", "draining" };
+    return names[ph];
+}
+
+/* A monitor's SNAPSHOT: the kept events in the order they came, a `peer` event for every peer
+   (its state now), then SNAPSHOT_END. Anyone who can reach ctrl may ask: it is what the
+   events endpoint tells a subscriber anyway. */
+static void on_snapshot(coord *c, const void *id, size_t id_len, uint32_t max_train) {
+    replay_ctx r = { c, { id, id_len }, 0 };
+    pf_snapshot_replay(c->snap, max_train, replay_one, &r);
+    pf_msg_event *ev = malloc(sizeof *ev);
+    for (int i = 0; ev && i < c->n_peers; i++) {
+        if (c->peers[i].role == PF_ROLE_MONITOR) continue;
+        peer_event(c, &c->peers[i], ev, 0);
+        replay_one(ev, &r);
+    }
+    free(ev);
+    pf_msg end = { .type = PF_MSG_SNAPSHOT_END };
+    pf_msg_snapshot_end *e = &end.u.snapshot_end;
+    e->events = r.sent;
+    e->total_iters = c->total_iters;
+    e->iters_per_epoch = c->sampler.iters_per_epoch;
+    e->world_size = c->world_size;
+    e->batch = c->world_size * c->cfg.samples_per_gpu;
+    e->started = c->started;
+    snprintf(e->phase, sizeof e->phase, "%s", phase_name(c->ph));
+    e->uptime = pf_now() - c->t_start;
+    snprintf(e->work_dir, sizeof e->work_dir, "%s", c->cfg.work_dir);
+    snprintf(e->model, sizeof e->model, "%s", c->cfg.model_type);
+    pf_frame f = { id, id_len };
+    if (pf_send(c->ctrl, &f, &end, NULL, 0) != 0)
+        pf_warn("cannot send a snapshot to a monitor: %s", zmq_strerror(errno));
+}
+
 static void on_ctrl(coord *c) {
     pf_parts parts;
     char err[512];
@@ -539,6 +644,9 @@ static void on_ctrl(coord *c) {
         case PF_MSG_KV_GET:
             on_kv(c, &parts, m);
             break;
+        case PF_MSG_SNAPSHOT:
+            on_snapshot(c, id, id_len, m->u.snapshot.max_train);
+            break;
         case PF_MSG_CREDIT:
             if (p && p->role == PF_ROLE_WORKER && m->u.credit.rank == p->rank) {
                 if (c->next_iter[p->rank] < 0) c->next_iter[p->rank] = m->u.credit.next_iter;
@@ -552,7 +660,13 @@ static void on_ctrl(coord *c) {
             break;
         case PF_MSG_DONE:
             if (!p) break;
+            if (p->role == PF_ROLE_MONITOR) {   /* a monitor leaving: its slot is free */
+                p->alive = 0;
+                break;
+            }
             p->done = 1;
+            if (m->u.done.status == 0 && p->role != PF_ROLE_LOADER)
+                publish_peer(c, p, "left");
             if (m->u.done.status != 0 && c->ph == PHASE_DRAINING && c->exit_code == 1) {
                 /* The job is already being aborted: this is the peer answering the abort, not
                    a second cause worth an error of its own. */
@@ -598,27 +712,48 @@ static void on_ctrl(coord *c) {
 
 /* Forward up to FORWARD_BATCH messages waiting on `from` to `to`, frame by frame (the events
    proxy); the rest wait for the next round so a flood of events cannot starve ctrl. */
-static void forward(void *from, void *to) {
+/* The header of an event passing through the proxy, remembered for monitors (not `visual`
+   messages: pictures are not state; nor malformed ones: subscribers drop those too). */
+static void keep_event(coord *c, zmq_msg_t *topic, zmq_msg_t *header) {
+    if (zmq_msg_size(topic) == 6 && memcmp(zmq_msg_data(topic), "visual", 6) == 0) return;
+    pf_msg *m = malloc(sizeof *m);
+    char err[256];
+    if (m && pf_msg_decode(zmq_msg_data(header), zmq_msg_size(header), PF_MSG_EVENT, m, err,
+                           sizeof err) == 0) {
+        pf_snapshot_add(c->snap, &m->u.event);
+        pf_msg_clear(m);
+    }
+    free(m);
+}
+
+static void forward(coord *c, void *from, void *to) {
     for (int n = 0; n < FORWARD_BATCH; n++) {
-        zmq_msg_t part;
+        zmq_msg_t part, topic;
         zmq_msg_init(&part);
+        zmq_msg_init(&topic);
         if (zmq_msg_recv(&part, from, ZMQ_DONTWAIT) < 0) {
             zmq_msg_close(&part);
+            zmq_msg_close(&topic);
             return;
         }
-        int more = zmq_msg_more(&part);
+        int more = zmq_msg_more(&part), index = 0;
+        int peek = c && from == c->xsub;
+        if (peek) zmq_msg_copy(&topic, &part);
         zmq_msg_send(&part, to, more ? ZMQ_SNDMORE : 0);
         zmq_msg_close(&part);
         while (more) {
             zmq_msg_init(&part);
             if (zmq_msg_recv(&part, from, 0) < 0) {
                 zmq_msg_close(&part);
+                zmq_msg_close(&topic);
                 return;
             }
             more = zmq_msg_more(&part);
+            if (peek && ++index == 1) keep_event(c, &topic, &part);
             zmq_msg_send(&part, to, more ? ZMQ_SNDMORE : 0);
             zmq_msg_close(&part);
         }
+        zmq_msg_close(&topic);
     }
 }
 
@@ -641,6 +776,7 @@ static void check_liveness(coord *c) {
         if (!p->alive || now - p->last_seen < PF_PEER_TIMEOUT_MS / 1000.0) continue;
         if (c->ph == PHASE_DRAINING && (p->role == PF_ROLE_LOADER || p->done)) {
             p->alive = 0;   /* it left after being told to */
+            publish_peer(c, p, "left");
             continue;
         }
         char why[96];
@@ -781,6 +917,11 @@ int pf_coordinator_main(int argc, char **argv) {
         return 1;
     }
     for (int r = 0; r < 64; r++) c.next_iter[r] = -1;
+    c.snap = pf_snapshot_new();
+    if (!c.snap) {
+        pf_error("out of memory");
+        return 1;
+    }
 
     c.zctx = zmq_ctx_new();
     c.ctrl = zmq_socket(c.zctx, ZMQ_ROUTER);
@@ -796,6 +937,9 @@ int pf_coordinator_main(int argc, char **argv) {
     zmq_setsockopt(c.ctrl, ZMQ_MAXMSGSIZE, &max_msg, sizeof max_msg);
     zmq_setsockopt(c.xsub, ZMQ_MAXMSGSIZE, &max_msg, sizeof max_msg);
     zmq_setsockopt(c.ctrl, ZMQ_LINGER, &linger, sizeof linger);
+    /* A snapshot is up to ~4,900 messages to one monitor at once. */
+    int sndhwm = 16384;
+    zmq_setsockopt(c.ctrl, ZMQ_SNDHWM, &sndhwm, sizeof sndhwm);
     zmq_setsockopt(c.xsub, ZMQ_LINGER, &linger, sizeof linger);
     zmq_setsockopt(c.xpub, ZMQ_LINGER, &linger, sizeof linger);
     /* Events bind on the same interface as ctrl, on ports of their own. */
@@ -828,8 +972,8 @@ int pf_coordinator_main(int argc, char **argv) {
             { c.xpub, 0, ZMQ_POLLIN, 0 },
         };
         zmq_poll(items, 3, 100);
-        if (items[1].revents & ZMQ_POLLIN) forward(c.xsub, c.xpub);
-        if (items[2].revents & ZMQ_POLLIN) forward(c.xpub, c.xsub);
+        if (items[1].revents & ZMQ_POLLIN) forward(&c, c.xsub, c.xpub);
+        if (items[2].revents & ZMQ_POLLIN) forward(&c, c.xpub, c.xsub);
         if (items[0].revents & ZMQ_POLLIN) on_ctrl(&c);
         if (pf_signalled) {
             int sig = pf_signalled;
@@ -883,7 +1027,7 @@ int pf_coordinator_main(int argc, char **argv) {
     while (pf_now() < until) {
         zmq_pollitem_t items[] = { { c.xsub, 0, ZMQ_POLLIN, 0 }, { c.ctrl, 0, ZMQ_POLLIN, 0 } };
         zmq_poll(items, 2, 50);
-        if (items[0].revents & ZMQ_POLLIN) forward(c.xsub, c.xpub);
+        if (items[0].revents & ZMQ_POLLIN) forward(&c, c.xsub, c.xpub);
         if (items[1].revents & ZMQ_POLLIN) on_ctrl(&c);
     }
     pf_info("exiting with status %d", c.exit_code);
@@ -893,6 +1037,7 @@ int pf_coordinator_main(int argc, char **argv) {
     zmq_ctx_term(c.zctx);
     free(c.yaml);
     free(c.tickets);
+    pf_snapshot_free(c.snap);
     for (int i = 0; i < c.n_kv; i++) free(c.kv[i].value);
     pf_sampler_free(&c.sampler);
     return c.exit_code;

@@ -26,6 +26,7 @@
 
 #include "common/log.h"
 #include "common/util.h"
+#include "hooks/event_json.h"
 #include "hooks/hook.h"
 #include "hooks/tb_writer.h"
 
@@ -147,14 +148,7 @@ static void log_loader(log_state *s, int src, const pf_msg_event *ev, const char
         fflush(s->text);
         if (src >= 0) s->last_line[src] = pf_now();
     }
-    cJSON_AddStringToObject(o, "host", ev->host);
-    cJSON_AddNumberToObject(o, "interval", ev->time);
-    cJSON_AddNumberToObject(o, "patches_per_s", ev->patches_per_s);
-    cJSON_AddNumberToObject(o, "bytes_per_s", ev->bytes_per_s);
-    cJSON_AddNumberToObject(o, "hit_rate", ev->hit_rate);
-    cJSON_AddNumberToObject(o, "cache_bytes", (double)ev->cache_bytes);
-    cJSON_AddNumberToObject(o, "queue_depth", (double)ev->queue_depth);
-    cJSON_AddNumberToObject(o, "skipped", (double)ev->count);
+    pf_event_json_add(o, ev);
     if (last) cJSON_AddBoolToObject(o, "final", 1);
 }
 
@@ -170,12 +164,7 @@ static void log_skip(log_state *s, const pf_msg_event *ev, const char *ts, cJSON
             "from %s on %s: %s\n", ts, ev->sample, ev->epoch, ev->iter, ev->source, ev->host,
             ev->text);
     fflush(s->text);
-    cJSON_AddNumberToObject(o, "iter", (double)ev->iter);
-    cJSON_AddNumberToObject(o, "epoch", (double)ev->epoch);
-    cJSON_AddNumberToObject(o, "sample", (double)ev->sample);
-    cJSON_AddStringToObject(o, "path", ev->path);
-    cJSON_AddStringToObject(o, "host", ev->host);
-    cJSON_AddStringToObject(o, "text", ev->text);
+    pf_event_json_add(o, ev);
     cJSON_AddNumberToObject(o, "skipped", (double)s->skipped);
 }
 
@@ -250,14 +239,7 @@ static int log_event(pf_hook *h, const pf_msg_event *ev, char *err, size_t errle
         tb_scalar(s, "eval/ssim", ev->iter, ev->ssim);
         tb_scalar(s, "eval/psnr_bicubic", ev->iter, ev->psnr_bicubic);
         tb_scalar(s, "eval/ssim_bicubic", ev->iter, ev->ssim_bicubic);
-        cJSON_AddNumberToObject(o, "iter", (double)ev->iter);
-        cJSON_AddNumberToObject(o, "psnr", ev->psnr);
-        cJSON_AddNumberToObject(o, "ssim", ev->ssim);
-        cJSON_AddNumberToObject(o, "psnr_bicubic", ev->psnr_bicubic);
-        cJSON_AddNumberToObject(o, "ssim_bicubic", ev->ssim_bicubic);
-        cJSON_AddNumberToObject(o, "best_psnr", ev->best_psnr);
-        cJSON_AddNumberToObject(o, "best_iter", (double)ev->best_iter);
-        cJSON_AddStringToObject(o, "checkpoint", ev->path);
+        pf_event_json_add(o, ev);
     } else if (strcmp(ev->kind, "loader") == 0) {
         log_loader(s, src, ev, ts, o);
     } else if (strcmp(ev->kind, "skip") == 0) {
@@ -265,8 +247,11 @@ static int log_event(pf_hook *h, const pf_msg_event *ev, char *err, size_t errle
     } else if (strcmp(ev->kind, "checkpoint") == 0) {
         fprintf(s->text, "%s Saved checkpoint %s\n", ts, ev->path);
         fflush(s->text);
-        cJSON_AddNumberToObject(o, "iter", (double)ev->iter);
-        cJSON_AddStringToObject(o, "path", ev->path);
+        pf_event_json_add(o, ev);
+    } else if (strcmp(ev->kind, "worker") == 0 || strcmp(ev->kind, "peer") == 0) {
+        /* metrics.jsonl only: worker events come every 2 s per rank, and train.log already
+           has the coordinator's status line for each join and death. */
+        pf_event_json_add(o, ev);
     } else {
         fprintf(s->text, "%s %s %s: %s\n", ts, ev->source, ev->kind, ev->text);
         fflush(s->text);

@@ -22,6 +22,10 @@ typedef struct pf_gpu pf_gpu;
    backend or a driver. */
 int pf_gpu_count(void);
 
+/* Device memory in use on g's device (total - free, as cudaMemGetInfo reports it: every
+   process's allocations on that GPU), bytes; -1 when unknown or without the CUDA backend. */
+int64_t pf_gpu_mem_used(pf_gpu *g);
+
 /* A GPU model for cfg on device `device` (TF32 allowed unless train precision says fp32 — for
    now always strict FP32). Returns NULL with err. */
 pf_gpu *pf_gpu_new(const pf_config *cfg, int device, char *err, size_t errlen);

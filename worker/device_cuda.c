@@ -20,6 +20,14 @@ int pf_gpu_count(void) {
     return cudaGetDeviceCount(&n) == cudaSuccess ? n : 0;
 }
 
+int64_t pf_gpu_mem_used(pf_gpu *g) {
+    size_t free_b = 0, total = 0;
+    if (!g || cudaSetDevice(g->device) != cudaSuccess ||
+        cudaMemGetInfo(&free_b, &total) != cudaSuccess)
+        return -1;
+    return (int64_t)(total - free_b);
+}
+
 pf_gpu *pf_gpu_new(const pf_config *cfg, int device, char *err, size_t errlen) {
     pf_gpu *g = calloc(1, sizeof *g);
     if (!g) {

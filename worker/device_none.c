@@ -10,6 +10,11 @@ int pf_gpu_count(void) {
     return 0;
 }
 
+int64_t pf_gpu_mem_used(pf_gpu *g) {
+    (void)g;
+    return -1;
+}
+
 pf_gpu *pf_gpu_new(const pf_config *cfg, int device, char *err, size_t errlen) {
     (void)cfg;
     (void)device;

@@ -83,6 +83,34 @@ static void publish_status(worker *w, const char *kind, const char *fmt, ...) {
     free(ev);
 }
 
+/* Every rank, every 2 s of training and when it starts: a `worker` event with its device and
+   memory in use (cpu: resident set from /proc/self/statm; cuda: pf_gpu_mem_used) for
+   `pixflow monitor`. */
+#define WORKER_EVENT_INTERVAL_S 2.0
+
+static void publish_worker(worker *w, const char *device, int64_t iter) {
+    pf_msg_event *ev = calloc(1, sizeof *ev);
+    if (!ev) return;
+    snprintf(ev->kind, sizeof ev->kind, "worker");
+    ev->iter = iter;
+    ev->total_iters = w->total_iters;
+    ev->rank = w->rank;
+    ev->pid = getpid();
+    snprintf(ev->host, sizeof ev->host, "%s", pf_hostname());
+    snprintf(ev->device, sizeof ev->device, "%s", device);
+    int64_t mem = w->gpu ? pf_gpu_mem_used(w->gpu) : -1;
+    if (mem < 0) {
+        long pages = 0, resident = 0;
+        FILE *f = fopen("/proc/self/statm", "r");
+        if (f && fscanf(f, "%ld %ld", &pages, &resident) == 2)
+            mem = (int64_t)resident * sysconf(_SC_PAGESIZE);
+        if (f) fclose(f);
+    }
+    ev->mem_bytes = mem > 0 ? mem : 0;
+    pf_client_publish(&w->client, ev);
+    free(ev);
+}
+
 /* 1 when training must stop after the current step: alone, as soon as asked; in a group, only
    once the ranks agreed (each step's vote), so every rank leaves after the same step and no
    all-reduce is left waiting for a rank that is gone. */
@@ -560,7 +588,12 @@ int pf_worker_main(int argc, char **argv) {
     int64_t last_ckpt = start_iter;
     double lr = 0;
     int64_t epoch = w.iters_per_epoch ? start_iter / w.iters_per_epoch : 0;
+    double next_worker_event = 0;
     for (it = start_iter; it < w.total_iters;) {
+        if (pf_now() >= next_worker_event) {
+            publish_worker(&w, device, it);
+            next_worker_event = pf_now() + WORKER_EVENT_INTERVAL_S;
+        }
         if (stop_now(&w)) break;
         /* Wait for the batch of this iteration. */
         double t_wait = pf_now();

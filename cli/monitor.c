@@ -1,0 +1,539 @@
+/*  monitor — `pixflow monitor --connect tcp://HOST:PORT [--once | --json]`: watch a running job
+    from any host, joining at any time.
+
+    Joining late: the monitor registers with the coordinator (role monitor: it never holds up or
+    ends the job), subscribes to the events endpoint, waits until the subscription carries
+    events (or 0.5 s), and only then asks for a SNAPSHOT. The coordinator replays what it kept
+    (coordinator/snapshot.h: the last event of every source and kind, the recent train events,
+    the eval history, a `peer` event per process) and ends with SNAPSHOT_END. Every event after
+    that point reaches the subscription, and events seen twice (in the replay and on the
+    subscription) are told apart by their per-source sequence numbers, so nothing falls
+    between the two. Sequence numbers that jump are shown as gaps (events lost on the way:
+    a publisher's or the proxy's queue was full, or a slow subscriber), never hidden.
+
+    Views: the default is a terminal view redrawn every --interval s (progress bar, ETA, it/s,
+    samples/s, data wait, loss and lr sparklines, loaders, workers, hooks, eval history, gaps,
+    recent messages) until the job ends or Ctrl-C; --once prints the view once after the
+    snapshot (plain text, for scripts and logs); --json prints every event, replayed ones first
+    (with "replay": true), as one JSON object per line, gaps as {"kind": "gap", ...}, until the
+    job ends. Exit status: 0 when the job finished or the view was printed, 1 when the
+    coordinator cannot be reached or stops answering, 2 bad usage.
+*/
+#include "cli/commands.h"
+
+#include <cjson/cJSON.h>
+#include <inttypes.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <zmq.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "coordinator/client.h"
+#include "hooks/event_json.h"
+#include "proto/proto.h"
+
+#define MAX_ROWS 256
+#define MAX_SOURCES 512
+#define TRAIN_KEEP PF_MAX_SNAPSHOT_TRAIN
+#define DEFAULT_HISTORY 240
+#define EVAL_KEEP 256
+#define NOTES 6
+#define SPARK_WIDTH 48
+
+typedef struct {
+    char source[PF_MAX_NAME];
+    uint64_t last;                      /* highest sequence number seen */
+    uint64_t missing;                   /* events lost in gaps */
+    uint64_t gap_from, gap_to;          /* the latest gap */
+} seq_track;
+
+typedef struct {
+    char name[PF_MAX_NAME], host[PF_MAX_NAME], state[16], role[PF_MAX_NAME], device[PF_MAX_NAME];
+    int64_t pid, rank, iter, mem_bytes;
+    int has_stats;                      /* loaders: a loader event came */
+    double patches_per_s, bytes_per_s, hit_rate;
+    int64_t cache_bytes, queue_depth;
+    double seen;                        /* pf_now() of its last event (0 = from the snapshot) */
+} row;
+
+typedef struct {
+    int64_t iter;
+    double loss, lr, time, data_time;
+} train_point;
+
+typedef struct {
+    int64_t iter;
+    double psnr, ssim, psnr_bicubic, ssim_bicubic;
+} eval_point;
+
+typedef struct {
+    /* job */
+    char addr[PF_MAX_ENDPOINT];
+    pf_msg_snapshot_end job;
+    int have_job;
+    double job_at;                      /* pf_now() when SNAPSHOT_END came */
+    int64_t iter, epoch;
+    int done;                           /* the coordinator's `done` event came */
+    char done_text[256];
+    /* rows */
+    row loaders[MAX_ROWS], workers[MAX_ROWS], hooks[MAX_ROWS];
+    int n_loaders, n_workers, n_hooks;
+    /* history */
+    train_point train[TRAIN_KEEP];
+    int n_train, train_head;
+    eval_point eval[EVAL_KEEP];
+    int n_eval;
+    double best_psnr;
+    int64_t best_iter;
+    char notes[NOTES][PF_MAX_NAME + 300];
+    int n_notes;
+    char last_ckpt[PF_MAX_ENDPOINT * 4];
+    int64_t skipped;
+    /* sequence */
+    seq_track seqs[MAX_SOURCES];
+    int n_seqs;
+    uint64_t events, duplicates, gaps, missing;
+    int json;
+} monitor;
+
+/* ---- state ------------------------------------------------------------------------------- */
+
+static row *find_row(row *rows, int *n, const char *name, int64_t rank) {
+    for (int i = 0; i < *n; i++)
+        if (rank >= 0 ? rows[i].rank == rank : strcmp(rows[i].name, name) == 0) return &rows[i];
+    if (*n == MAX_ROWS) return NULL;
+    row *r = &rows[(*n)++];
+    memset(r, 0, sizeof *r);
+    snprintf(r->name, sizeof r->name, "%s", name);
+    r->rank = rank;
+    snprintf(r->state, sizeof r->state, "joined");
+    return r;
+}
+
+static void note(monitor *m, const pf_msg_event *ev) {
+    if (m->n_notes == NOTES) {
+        memmove(m->notes[0], m->notes[1], sizeof m->notes[0] * (NOTES - 1));
+        m->n_notes--;
+    }
+    char *t = m->notes[m->n_notes++];
+    snprintf(t, sizeof m->notes[0], "%s %s: %.280s", ev->source, ev->kind, ev->text);
+    for (char *c = t; *c; c++)
+        if (*c == '\n' || *c == '\r') *c = ' ';
+}
+
+/* Sequence bookkeeping. Returns 0 for an event seen before (drop it), else 1; a jump past the
+   next number is a gap (live events only: the replay is a selection on purpose). */
+static int track(monitor *m, const pf_msg_event *ev, int live) {
+    seq_track *t = NULL;
+    for (int i = 0; i < m->n_seqs && !t; i++)
+        if (strcmp(m->seqs[i].source, ev->source) == 0) t = &m->seqs[i];
+    if (!t && m->n_seqs < MAX_SOURCES) {
+        t = &m->seqs[m->n_seqs++];
+        memset(t, 0, sizeof *t);
+        snprintf(t->source, sizeof t->source, "%s", ev->source);
+    }
+    if (!t) return 1;
+    if (ev->seq <= t->last) {
+        /* The replay repeats the coordinator's latest number in its `peer` rows. */
+        if (live) m->duplicates++;
+        return !live && ev->seq == t->last && strcmp(ev->kind, "peer") == 0;
+    }
+    if (live && ev->seq > t->last + 1) {
+        t->gap_from = t->last + 1;
+        t->gap_to = ev->seq - 1;
+        t->missing += t->gap_to - t->gap_from + 1;
+        m->gaps++;
+        m->missing += t->gap_to - t->gap_from + 1;
+        if (m->json) {
+            printf("{\"kind\":\"gap\",\"source\":\"%s\",\"from\":%" PRIu64 ",\"to\":%" PRIu64
+                   ",\"missing\":%" PRIu64 "}\n", t->source, t->gap_from, t->gap_to,
+                   t->gap_to - t->gap_from + 1);
+            fflush(stdout);
+        }
+    }
+    t->last = ev->seq;
+    return 1;
+}
+
+static void print_json(const pf_msg_event *ev, int replay) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "kind", ev->kind);
+    cJSON_AddStringToObject(o, "source", ev->source);
+    cJSON_AddNumberToObject(o, "seq", (double)ev->seq);
+    if (replay) cJSON_AddBoolToObject(o, "replay", 1);
+    pf_event_json_add(o, ev);
+    char *line = cJSON_PrintUnformatted(o);
+    if (line) printf("%s\n", line);
+    fflush(stdout);
+    free(line);
+    cJSON_Delete(o);
+}
+
+static void apply(monitor *m, const pf_msg_event *ev, int live) {
+    if (!track(m, ev, live)) return;
+    m->events++;
+    if (m->json) print_json(ev, !live);
+    double now = live ? pf_now() : 0;
+    if (!strcmp(ev->kind, "train")) {
+        train_point *p = &m->train[(m->train_head + m->n_train) % TRAIN_KEEP];
+        if (m->n_train == TRAIN_KEEP) m->train_head = (m->train_head + 1) % TRAIN_KEEP;
+        else m->n_train++;
+        *p = (train_point){ ev->iter, ev->loss, ev->lr, ev->time, ev->data_time };
+        if (ev->iter > m->iter) m->iter = ev->iter;
+        m->epoch = ev->epoch;
+    } else if (!strcmp(ev->kind, "eval")) {
+        if (m->n_eval == EVAL_KEEP) {
+            memmove(m->eval, m->eval + 1, sizeof m->eval[0] * (EVAL_KEEP - 1));
+            m->n_eval--;
+        }
+        m->eval[m->n_eval++] = (eval_point){ ev->iter, ev->psnr, ev->ssim, ev->psnr_bicubic,
+                                             ev->ssim_bicubic };
+        m->best_psnr = ev->best_psnr;
+        m->best_iter = ev->best_iter;
+    } else if (!strcmp(ev->kind, "loader")) {
+        row *r = find_row(m->loaders, &m->n_loaders, ev->source, -1);
+        if (!r) return;
+        snprintf(r->host, sizeof r->host, "%s", ev->host);
+        r->has_stats = 1;
+        r->patches_per_s = ev->patches_per_s;
+        r->bytes_per_s = ev->bytes_per_s;
+        r->hit_rate = ev->hit_rate;
+        r->cache_bytes = ev->cache_bytes;
+        r->queue_depth = ev->queue_depth;
+        r->seen = now;
+    } else if (!strcmp(ev->kind, "worker")) {
+        row *r = find_row(m->workers, &m->n_workers, ev->source, ev->rank);
+        if (!r) return;
+        snprintf(r->host, sizeof r->host, "%s", ev->host);
+        snprintf(r->device, sizeof r->device, "%s", ev->device);
+        r->pid = ev->pid;
+        r->mem_bytes = ev->mem_bytes;
+        r->iter = ev->iter;
+        r->seen = now;
+    } else if (!strcmp(ev->kind, "peer")) {
+        row *r;
+        if (!strcmp(ev->role, "loader")) r = find_row(m->loaders, &m->n_loaders, ev->text, -1);
+        else if (!strcmp(ev->role, "worker"))
+            r = find_row(m->workers, &m->n_workers, ev->text, ev->rank);
+        else r = find_row(m->hooks, &m->n_hooks, ev->text, -1);
+        if (!r) return;
+        snprintf(r->role, sizeof r->role, "%s", ev->role);
+        snprintf(r->host, sizeof r->host, "%s", ev->host);
+        snprintf(r->state, sizeof r->state, "%s", ev->state);
+        r->pid = ev->pid;
+    } else if (!strcmp(ev->kind, "checkpoint")) {
+        snprintf(m->last_ckpt, sizeof m->last_ckpt, "%s", ev->path);
+    } else if (!strcmp(ev->kind, "skip")) {
+        m->skipped++;
+    } else if (!strcmp(ev->kind, "status") || !strcmp(ev->kind, "error") ||
+               !strcmp(ev->kind, "done")) {
+        note(m, ev);
+        if (!strcmp(ev->kind, "done") && !strcmp(ev->source, "coordinator") && live) {
+            m->done = 1;
+            snprintf(m->done_text, sizeof m->done_text, "%s", ev->text);
+        }
+    }
+}
+
+/* ---- view -------------------------------------------------------------------------------- */
+
+static void hms(double s, char *out, size_t n) {
+    if (!(s >= 0) || s > 1e8) {
+        snprintf(out, n, "--:--:--");
+        return;
+    }
+    long t = (long)(s + 0.5);
+    snprintf(out, n, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
+}
+
+/* The last `width` values of the train history, field `f`, as block characters scaled
+   between their min and max. */
+static void sparkline(const monitor *m, int f, int width, char *out, size_t n,
+                      double *lo_out, double *hi_out) {
+    static const char *blocks[] = { "\u2581", "\u2582", "\u2583", "\u2584", "\u2585", "\u2586",
+                                    "\u2587", "\u2588" };
+    int k = m->n_train < width ? m->n_train : width;
+    double v[SPARK_WIDTH], lo = INFINITY, hi = -INFINITY;
+    for (int i = 0; i < k; i++) {
+        const train_point *p = &m->train[(m->train_head + m->n_train - k + i) % TRAIN_KEEP];
+        v[i] = f == 0 ? p->loss : p->lr;
+        if (v[i] < lo) lo = v[i];
+        if (v[i] > hi) hi = v[i];
+    }
+    out[0] = 0;
+    size_t used = 0;
+    for (int i = 0; i < k && used + 4 < n; i++) {
+        int b = hi > lo ? (int)((v[i] - lo) / (hi - lo) * 7.0 + 0.5) : 3;
+        used += (size_t)snprintf(out + used, n - used, "%s", blocks[b < 0 ? 0 : b > 7 ? 7 : b]);
+    }
+    *lo_out = k ? lo : 0;
+    *hi_out = k ? hi : 0;
+}
+
+static const char *shown_state(const row *r, double now, char *buf, size_t n) {
+    if (!strcmp(r->state, "joined")) {
+        if (r->seen > 0 && now - r->seen > 6.0) {
+            snprintf(buf, n, "quiet %.0fs", now - r->seen);
+            return buf;
+        }
+        return "alive";
+    }
+    return r->state;
+}
+
+static void render(const monitor *m, FILE *o) {
+    double now = pf_now();
+    const pf_msg_snapshot_end *j = &m->job;
+    char up[32], eta[32];
+    hms(j->uptime + (now - m->job_at), up, sizeof up);
+    fprintf(o, "PixFlow job %s  model %s  work_dir %s\n", m->addr, j->model, j->work_dir);
+    fprintf(o, "phase %s%s  up %s  workers %d  global batch %d\n", m->done ? "done" : j->phase,
+            j->started || m->done ? "" : " (waiting for roles)", up, j->world_size, j->batch);
+    /* progress */
+    int64_t total = j->total_iters;
+    double frac = total > 0 ? (double)m->iter / (double)total : 0;
+    char bar[64];
+    int w = 40, full = (int)(frac * w + 1e-9);
+    for (int i = 0; i < w; i++) bar[i] = i < full ? '#' : '.';
+    bar[w] = 0;
+    double t_iter = 0, t_data = 0;
+    int k = m->n_train < 20 ? m->n_train : 20;
+    for (int i = 0; i < k; i++) {
+        const train_point *p = &m->train[(m->train_head + m->n_train - k + i) % TRAIN_KEEP];
+        t_iter += p->time;
+        t_data += p->data_time;
+    }
+    if (k) {
+        t_iter /= k;
+        t_data /= k;
+    }
+    hms(t_iter > 0 ? t_iter * (double)(total - m->iter) : -1, eta, sizeof eta);
+    fprintf(o, "progress [%s] %" PRId64 "/%" PRId64 " %5.1f%%  epoch %" PRId64 "  ETA %s\n",
+            bar, m->iter, total, 100 * frac, m->epoch, m->done ? "0:00:00" : eta);
+    if (t_iter > 0)
+        fprintf(o, "speed    %.2f it/s  %.1f samples/s  data wait %.4f s/step (%.1f%%)\n",
+                1 / t_iter, j->batch / t_iter, t_data, 100 * t_data / t_iter);
+    else
+        fprintf(o, "speed    (no training step yet)\n");
+    char sp[SPARK_WIDTH * 4 + 4];
+    double lo, hi;
+    if (m->n_train) {
+        const train_point *last = &m->train[(m->train_head + m->n_train - 1) % TRAIN_KEEP];
+        sparkline(m, 0, SPARK_WIDTH, sp, sizeof sp, &lo, &hi);
+        fprintf(o, "loss     %.5f %s [%.4g..%.4g]\n", last->loss, sp, lo, hi);
+        sparkline(m, 1, SPARK_WIDTH, sp, sizeof sp, &lo, &hi);
+        fprintf(o, "lr       %.3e %s [%.3g..%.3g]\n", last->lr, sp, lo, hi);
+    }
+    /* loaders */
+    int alive = 0;
+    for (int i = 0; i < m->n_loaders; i++) alive += !strcmp(m->loaders[i].state, "joined");
+    fprintf(o, "loaders  %d (%d alive)\n", m->n_loaders, alive);
+    if (m->n_loaders)
+        fprintf(o, "  %-20s %-16s %8s %-9s %10s %8s %6s %9s %5s\n", "name", "host", "pid",
+                "state", "patches/s", "MB/s", "hit%", "cache MB", "queue");
+    char st[32];
+    for (int i = 0; i < m->n_loaders; i++) {
+        const row *r = &m->loaders[i];
+        fprintf(o, "  %-20s %-16s %8" PRId64 " %-9s", r->name, r->host, r->pid,
+                shown_state(r, now, st, sizeof st));
+        if (r->has_stats)
+            fprintf(o, " %10.1f %8.2f %6.1f %9.1f %5" PRId64 "\n", r->patches_per_s,
+                    r->bytes_per_s / 1e6, 100 * r->hit_rate, r->cache_bytes / 1048576.0,
+                    r->queue_depth);
+        else
+            fprintf(o, " %10s\n", "-");
+    }
+    fprintf(o, "workers  %d\n", m->n_workers);
+    for (int i = 0; i < m->n_workers; i++) {
+        const row *r = &m->workers[i];
+        fprintf(o, "  rank %-3" PRId64 " %-16s pid %-8" PRId64 " %-9s device %-8s mem %.1f MiB\n",
+                r->rank, r->host, r->pid, shown_state(r, now, st, sizeof st),
+                r->device[0] ? r->device : "?", r->mem_bytes / 1048576.0);
+    }
+    fprintf(o, "hooks   ");
+    for (int i = 0; i < m->n_hooks; i++)
+        fprintf(o, " %s %s (%s, %s)", m->hooks[i].role, m->hooks[i].name, m->hooks[i].host,
+                shown_state(&m->hooks[i], now, st, sizeof st));
+    fprintf(o, "\n");
+    /* eval */
+    if (m->n_eval) {
+        fprintf(o, "eval     best %.4f dB at iter %" PRId64 "; last %d:\n", m->best_psnr,
+                m->best_iter, m->n_eval < 5 ? m->n_eval : 5);
+        for (int i = m->n_eval < 5 ? 0 : m->n_eval - 5; i < m->n_eval; i++)
+            fprintf(o, "  iter %-8" PRId64 " PSNR %.4f dB  SSIM %.4f  (bicubic %.4f dB, %.4f)\n",
+                    m->eval[i].iter, m->eval[i].psnr, m->eval[i].ssim, m->eval[i].psnr_bicubic,
+                    m->eval[i].ssim_bicubic);
+    } else {
+        fprintf(o, "eval     none yet\n");
+    }
+    if (m->last_ckpt[0]) fprintf(o, "checkpoint %s\n", m->last_ckpt);
+    if (m->skipped) fprintf(o, "skipped samples: %" PRId64 "\n", m->skipped);
+    fprintf(o, "events   %" PRIu64 " (%" PRIu64 " duplicates dropped); gaps: ", m->events,
+            m->duplicates);
+    if (!m->gaps) fprintf(o, "none\n");
+    else {
+        fprintf(o, "%" PRIu64 " events missing in %" PRIu64 " gaps:", m->missing, m->gaps);
+        for (int i = 0; i < m->n_seqs; i++)
+            if (m->seqs[i].missing)
+                fprintf(o, " %s %" PRIu64 " (last: seq %" PRIu64 "-%" PRIu64 ")",
+                        m->seqs[i].source, m->seqs[i].missing, m->seqs[i].gap_from,
+                        m->seqs[i].gap_to);
+        fprintf(o, "\n");
+    }
+    for (int i = 0; i < m->n_notes; i++) fprintf(o, "  | %s\n", m->notes[i]);
+    if (m->done) fprintf(o, "job ended: %s\n", m->done_text);
+    fflush(o);
+}
+
+/* ---- main -------------------------------------------------------------------------------- */
+
+static int usage(void) {
+    fprintf(stderr, "usage: pixflow monitor --connect tcp://HOST:PORT [--once | --json] "
+                    "[--interval S] [--history N (train events replayed, <= 4096)] "
+                    "[--join-timeout S]\n");
+    return 2;
+}
+
+/* Take every event waiting on `sub`. */
+static void drain(monitor *m, void *sub, int live) {
+    pf_msg_event *ev = malloc(sizeof *ev);
+    char err[256];
+    while (ev && pf_events_recv(sub, ZMQ_DONTWAIT, ev, err, sizeof err) == 0) apply(m, ev, live);
+    free(ev);
+}
+
+int pf_monitor_main(int argc, char **argv) {
+    const char *addr = NULL;
+    int once = 0, json = 0;
+    double interval = 1.0, join_timeout = 10.0;
+    long history = DEFAULT_HISTORY;
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--connect") && i + 1 < argc) addr = argv[++i];
+        else if (!strcmp(argv[i], "--once")) once = 1;
+        else if (!strcmp(argv[i], "--json")) json = 1;
+        else if (!strcmp(argv[i], "--interval") && i + 1 < argc) interval = atof(argv[++i]);
+        else if (!strcmp(argv[i], "--history") && i + 1 < argc) history = atol(argv[++i]);
+        else if (!strcmp(argv[i], "--join-timeout") && i + 1 < argc)
+            join_timeout = atof(argv[++i]);
+        else return usage();
+    }
+    if (!addr || (once && json) || !(interval > 0) || history < 0 || history > TRAIN_KEEP ||
+        !(join_timeout > 0))
+        return usage();
+    pf_log_set_name("monitor");
+    pf_catch_signals();
+    static monitor m;
+    memset(&m, 0, sizeof m);
+    m.json = json;
+    snprintf(m.addr, sizeof m.addr, "%s", addr);
+    void *zctx = zmq_ctx_new();
+    static pf_client cl;
+    char err[1024];
+    int rc = 1;
+    void *sub = NULL;
+    if (pf_client_join_wait(&cl, zctx, addr, PF_ROLE_MONITOR, "monitor", "", join_timeout, 0,
+                            err, sizeof err) != 0) {
+        fprintf(stderr, "pixflow monitor: %s\n", err);
+        zmq_ctx_destroy(zctx);
+        return 1;
+    }
+    sub = pf_events_subscribe(zctx, cl.events_sub, NULL);
+    if (!sub) {
+        fprintf(stderr, "pixflow monitor: cannot subscribe to events at %s\n", cl.events_sub);
+        goto out;
+    }
+    /* The subscription travels to the proxy asynchronously; an event arriving proves it is in
+       place. A quiet job gets 0.5 s. Events taken here count as live. */
+    {
+        zmq_pollitem_t it = { sub, 0, ZMQ_POLLIN, 0 };
+        zmq_poll(&it, 1, 500);
+    }
+    pf_msg req = { .type = PF_MSG_SNAPSHOT };
+    req.u.snapshot.max_train = (uint32_t)history;
+    if (pf_client_send(&cl, &req, NULL, 0) != 0) {
+        fprintf(stderr, "pixflow monitor: cannot ask %s for a snapshot\n", addr);
+        goto out;
+    }
+    /* Replay first, in order; the subscription meanwhile buffers (events it holds that the
+       replay also had are dropped by sequence number when applied after it). */
+    double deadline = pf_now() + 10.0;
+    while (!m.have_job) {
+        if (pf_now() > deadline || !pf_client_coordinator_alive(&cl)) {
+            fprintf(stderr, "pixflow monitor: no snapshot from the coordinator at %s\n", addr);
+            goto out;
+        }
+        if (pf_signalled) goto out;
+        zmq_pollitem_t it = { cl.ctrl, 0, ZMQ_POLLIN, 0 };
+        zmq_poll(&it, 1, 100);
+        pf_msg *msg = NULL;
+        while (!m.have_job && pf_client_recv(&cl, &msg) == 1) {
+            if (msg->type == PF_MSG_EVENT) apply(&m, &msg->u.event, 0);
+            else if (msg->type == PF_MSG_SNAPSHOT_END) {
+                m.job = msg->u.snapshot_end;
+                m.have_job = 1;
+                m.job_at = pf_now();
+            }
+            pf_client_msg_free(&msg);
+        }
+    }
+    if (json) {
+        printf("{\"kind\":\"snapshot_end\",\"events\":%u,\"total_iters\":%" PRId64
+               ",\"world_size\":%d,\"batch\":%d,\"phase\":\"%s\",\"uptime\":%.3f}\n",
+               m.job.events, m.job.total_iters, m.job.world_size, m.job.batch, m.job.phase,
+               m.job.uptime);
+        fflush(stdout);
+    }
+    drain(&m, sub, 1);
+    if (once) {
+        render(&m, stdout);
+        rc = 0;
+        goto out;
+    }
+    int tty = isatty(STDOUT_FILENO);
+    double next_draw = 0;
+    while (!m.done) {
+        if (pf_signalled) {
+            rc = 0;
+            goto out;
+        }
+        if (!pf_client_coordinator_alive(&cl)) {
+            if (!json && tty) render(&m, stdout);
+            fprintf(stderr, "pixflow monitor: the coordinator at %s stopped answering\n", addr);
+            rc = 1;
+            goto out;
+        }
+        zmq_pollitem_t it = { sub, 0, ZMQ_POLLIN, 0 };
+        zmq_poll(&it, 1, 100);
+        drain(&m, sub, 1);
+        pf_msg *msg = NULL;
+        while (pf_client_recv(&cl, &msg) == 1) pf_client_msg_free(&msg);  /* STOP etc. */
+        if (!json && pf_now() >= next_draw) {
+            if (tty) fputs("\033[H\033[2J", stdout);
+            render(&m, stdout);
+            if (!tty) fputs("\n", stdout);
+            next_draw = pf_now() + interval;
+        }
+    }
+    if (!json) {
+        if (tty) fputs("\033[H\033[2J", stdout);
+        render(&m, stdout);
+    }
+    rc = 0;
+out:
+    if (sub) zmq_close(sub);
+    {
+        pf_msg bye = { .type = PF_MSG_DONE };   /* frees this monitor's slot */
+        bye.u.done.rank = -1;
+        snprintf(bye.u.done.text, sizeof bye.u.done.text, "monitor leaving");
+        pf_client_send(&cl, &bye, NULL, 0);
+    }
+    pf_client_close(&cl);
+    zmq_ctx_destroy(zctx);
+    return rc;
+}
