@@ -32,6 +32,8 @@
 #include <strings.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <signal.h>
+#include <time.h>
 #include <unistd.h>
 
 #define PF_CONFIG_MAX_BYTES (1 << 20)   /* = PF_MAX_CONFIG: the file must fit a WELCOME */
@@ -1388,8 +1390,8 @@ static void quiet_output(struct fy_diag *diag, void *user, const char *buf, size
     (void)diag, (void)user, (void)buf, (void)len;
 }
 
-int pf_config_parse(pf_config *cfg, const char *path, const char *text, size_t len,
-                    int check_paths, char *err, size_t errlen) {
+static int parse_text(pf_config *cfg, const char *path, const char *text, size_t len,
+                      int check_paths, char *err, size_t errlen) {
     pf_cfg_ctx c = {path ? path : "<config>", err, errlen, 0};
     if (err && errlen)
         err[0] = 0;
@@ -1460,6 +1462,69 @@ int pf_config_parse(pf_config *cfg, const char *path, const char *text, size_t l
     return 0;
 }
 
+/* libfyaml 0.7.12 (Debian 12) crashes on a few malformed inputs (tests/fuzz/regressions/config/
+   crash_libfyaml_*): the text is parsed in a child process first, so such text is an error,
+   not a crash of the process (a worker parses text it received over the network). A child
+   that ends in any way but exit status 0 (a signal; a sanitizer's report, which exits 1) or
+   takes longer than PF_CONFIG_PROBE_S is reported. Costs one fork per parse. */
+#define PF_CONFIG_PROBE_S 10.0
+
+static int probe_in_child(pf_cfg_ctx *c, const char *text, size_t len) {
+    pid_t pid = fork();
+    if (pid < 0)
+        return 0;   /* no child to spare: parse in-process as before */
+    if (pid == 0) {
+        static pf_config probe;
+        char e[16];
+        parse_text(&probe, "probe", text, len, 0, e, sizeof e);
+        _exit(0);
+    }
+    int st = 0;
+    struct timespec nap = {0, 1000000};
+    for (long waited_ms = 0;; waited_ms++) {
+        pid_t r = waitpid(pid, &st, WNOHANG);
+        if (r == pid)
+            break;
+        if (r < 0 && errno != EINTR)
+            return 0;
+        if (waited_ms > (long)(PF_CONFIG_PROBE_S * 1000)) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &st, 0);
+            return fail(c, 1, "config",
+                        "the YAML parser (libfyaml) did not finish within %.0f s on this text: "
+                        "it is not well-formed YAML; check it with a YAML linter",
+                        PF_CONFIG_PROBE_S);
+        }
+        nanosleep(&nap, NULL);
+    }
+    if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
+        return 0;
+    if (WIFSIGNALED(st))
+        return fail(c, 1, "config",
+                    "the YAML parser (libfyaml) crashed on this text (signal %d): it is not "
+                    "well-formed YAML; check it with a YAML linter",
+                    WTERMSIG(st));
+    return fail(c, 1, "config",
+                "the YAML parser (libfyaml) failed on this text (exit status %d): it is not "
+                "well-formed YAML; check it with a YAML linter",
+                WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+}
+
+int pf_config_parse(pf_config *cfg, const char *path, const char *text, size_t len,
+                    int check_paths, char *err, size_t errlen) {
+    pf_cfg_ctx c = {path ? path : "<config>", err, errlen, 0};
+    if (err && errlen)
+        err[0] = 0;
+    if (len <= PF_CONFIG_MAX_BYTES && !memchr(text, 0, len) &&
+        utf8_invalid_at((const unsigned char *)text, len) >= len &&
+        probe_in_child(&c, text, len) != 0) {
+        set_defaults(cfg);
+        snprintf(cfg->path, sizeof cfg->path, "%s", c.path);
+        return -1;
+    }
+    return parse_text(cfg, path, text, len, check_paths, err, errlen);
+}
+
 int pf_config_load(pf_config *cfg, const char *path, char *err, size_t errlen) {
     pf_cfg_ctx c = {path, err, errlen, 0};
     FILE *f = fopen(path, "rb");
@@ -1475,26 +1540,6 @@ int pf_config_load(pf_config *cfg, const char *path, char *err, size_t errlen) {
         free(buf);
         set_defaults(cfg);
         return fail(&c, 1, "config", buf ? "read error" : "out of memory");
-    }
-    /* libfyaml 0.7.12 (Debian 12) crashes on a few malformed inputs (tests/fuzz/known/): parse
-       a file in a child first, so such a file is an error, not a crash of the job. */
-    if (n <= PF_CONFIG_MAX_BYTES) {
-        pid_t pid = fork();
-        if (pid == 0) {
-            static pf_config probe;
-            char e[16];
-            pf_config_parse(&probe, path, buf, n, 0, e, sizeof e);
-            _exit(0);
-        }
-        int st = 0;
-        if (pid > 0 && waitpid(pid, &st, 0) == pid && WIFSIGNALED(st)) {
-            free(buf);
-            set_defaults(cfg);
-            return fail(&c, 1, "config",
-                        "the YAML parser (libfyaml) crashed on this file (signal %d): it is "
-                        "not well-formed YAML; check it with a YAML linter",
-                        WTERMSIG(st));
-        }
     }
     int rc = pf_config_parse(cfg, path, buf, n, 1, err, errlen);
     free(buf);

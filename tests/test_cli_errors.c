@@ -130,7 +130,7 @@ int main(void) {
 
     write_cfg(cfg, gt, "", wd, "colour: red\n");
     expect_upfront("unknown key", cfg, wd, "c.yaml:8: colour: unknown key", NULL);
-    /* 11 bytes on which libfyaml 0.7.12 crashes (found by tests/fuzz, see tests/fuzz/known):
+    /* 11 bytes on which libfyaml 0.7.12 crashes (found by tests/fuzz; tests/fuzz/regressions/config/crash_libfyaml_*):
        an error, not a crash of pixflow */
     f = fopen(cfg, "w");
     fputs("? ?:& ? :\t:", f);
