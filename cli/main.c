@@ -6,12 +6,14 @@
       pixflow loader --connect EP [--join-timeout S]            decode + augment + batch
       pixflow worker --connect EP [--device cpu]                train the network
       pixflow hook checkpoint|eval|log --connect EP             subscriber services
+      pixflow keygen DIR [--name NAME [--allow]]                CURVE keys (security.curve)
 */
 #include <stdio.h>
 #include <string.h>
 
 #include "cli/commands.h"
 #include "coordinator/coordinator.h"
+#include "coordinator/security.h"
 #include "hooks/hook.h"
 #include "loader/loader.h"
 #include "worker/worker.h"
@@ -29,6 +31,9 @@ static int usage(void) {
             "                                                   for the coordinator unless timed out\n"
             "  worker --connect EP [--device cpu|cuda:N] [--bind EP]\n"
             "  hook checkpoint|eval|log --connect EP\n"
+            "  keygen DIR [--name NAME [--allow]]               CURVE key pairs for security.curve\n"
+            "  --keys DIR (train, coordinator, loader, worker, hook; or PIXFLOW_KEYS=DIR): the\n"
+            "        key folder when the job runs with security.curve: true\n"
             "  --version\n");
     return 2;
 }
@@ -52,6 +57,7 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "coordinator") == 0) return pf_coordinator_main(n, rest);
     if (strcmp(cmd, "loader") == 0) return pf_loader_main(n, rest);
     if (strcmp(cmd, "worker") == 0) return pf_worker_main(n, rest);
+    if (strcmp(cmd, "keygen") == 0) return pf_keygen_main(n, rest);
     if (strcmp(cmd, "hook") == 0 && n >= 1) {
         if (strcmp(rest[0], "checkpoint") == 0) return pf_hook_checkpoint_main(n - 1, rest + 1);
         if (strcmp(rest[0], "eval") == 0) return pf_hook_eval_main(n - 1, rest + 1);
