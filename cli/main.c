@@ -7,12 +7,14 @@
       pixflow worker --connect EP [--device cpu]                train the network
       pixflow hook checkpoint|eval|log --connect EP             subscriber services
       pixflow monitor --connect EP [--once | --json]            watch a job from any host
+      pixflow keygen DIR [--name NAME [--allow]]                CURVE keys (security.curve)
 */
 #include <stdio.h>
 #include <string.h>
 
 #include "cli/commands.h"
 #include "coordinator/coordinator.h"
+#include "coordinator/security.h"
 #include "hooks/hook.h"
 #include "loader/loader.h"
 #include "worker/worker.h"
@@ -33,6 +35,9 @@ static int usage(void) {
             "  monitor --connect EP [--once | --json] [--interval S]\n"
             "                                                   watch a running job (any host,\n"
             "                                                   any time)\n"
+            "  keygen DIR [--name NAME [--allow]]               CURVE key pairs for security.curve\n"
+            "  --keys DIR (train, coordinator, loader, worker, hook; or PIXFLOW_KEYS=DIR): the\n"
+            "        key folder when the job runs with security.curve: true\n"
             "  --version\n");
     return 2;
 }
@@ -57,6 +62,7 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "loader") == 0) return pf_loader_main(n, rest);
     if (strcmp(cmd, "worker") == 0) return pf_worker_main(n, rest);
     if (strcmp(cmd, "monitor") == 0) return pf_monitor_main(n, rest);
+    if (strcmp(cmd, "keygen") == 0) return pf_keygen_main(n, rest);
     if (strcmp(cmd, "hook") == 0 && n >= 1) {
         if (strcmp(rest[0], "checkpoint") == 0) return pf_hook_checkpoint_main(n - 1, rest + 1);
         if (strcmp(rest[0], "eval") == 0) return pf_hook_eval_main(n - 1, rest + 1);

@@ -35,6 +35,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "coordinator/client.h"
+#include "coordinator/security.h"
 #include "hooks/event_json.h"
 #include "proto/proto.h"
 
@@ -396,7 +397,7 @@ static void render(const monitor *m, FILE *o) {
 static int usage(void) {
     fprintf(stderr, "usage: pixflow monitor --connect tcp://HOST:PORT [--once | --json] "
                     "[--interval S] [--history N (train events replayed, <= 4096)] "
-                    "[--join-timeout S]\n");
+                    "[--join-timeout S] [--keys DIR]\n");
     return 2;
 }
 
@@ -409,7 +410,7 @@ static void drain(monitor *m, void *sub, int live) {
 }
 
 int pf_monitor_main(int argc, char **argv) {
-    const char *addr = NULL;
+    const char *addr = NULL, *keys = NULL;
     int once = 0, json = 0;
     double interval = 1.0, join_timeout = 10.0;
     long history = DEFAULT_HISTORY;
@@ -417,6 +418,7 @@ int pf_monitor_main(int argc, char **argv) {
         if (!strcmp(argv[i], "--connect") && i + 1 < argc) addr = argv[++i];
         else if (!strcmp(argv[i], "--once")) once = 1;
         else if (!strcmp(argv[i], "--json")) json = 1;
+        else if (!strcmp(argv[i], "--keys") && i + 1 < argc) keys = argv[++i];
         else if (!strcmp(argv[i], "--interval") && i + 1 < argc) interval = atof(argv[++i]);
         else if (!strcmp(argv[i], "--history") && i + 1 < argc) history = atol(argv[++i]);
         else if (!strcmp(argv[i], "--join-timeout") && i + 1 < argc)
@@ -432,15 +434,24 @@ int pf_monitor_main(int argc, char **argv) {
     memset(&m, 0, sizeof m);
     m.json = json;
     snprintf(m.addr, sizeof m.addr, "%s", addr);
-    void *zctx = zmq_ctx_new();
     static pf_client cl;
     char err[1024];
+    /* A CURVE job (security.curve): this monitor's key pair must be in the job's allowed/. */
+    if (pf_security_init_peer(keys, PF_SEC_CLIENT, err, sizeof err) != 0) {
+        fprintf(stderr, "pixflow monitor: %s\n", err);
+        return 1;
+    }
+    void *zctx = pf_zmq_ctx_new();
+    if (!zctx) {
+        fprintf(stderr, "pixflow monitor: cannot create a ZeroMQ context\n");
+        return 1;
+    }
     int rc = 1;
     void *sub = NULL;
     if (pf_client_join_wait(&cl, zctx, addr, PF_ROLE_MONITOR, "monitor", "", join_timeout, 0,
                             err, sizeof err) != 0) {
         fprintf(stderr, "pixflow monitor: %s\n", err);
-        zmq_ctx_destroy(zctx);
+        pf_zmq_ctx_term(zctx);
         return 1;
     }
     sub = pf_events_subscribe(zctx, cl.events_sub, NULL);
@@ -534,6 +545,6 @@ out:
         pf_client_send(&cl, &bye, NULL, 0);
     }
     pf_client_close(&cl);
-    zmq_ctx_destroy(zctx);
+    pf_zmq_ctx_term(zctx);
     return rc;
 }

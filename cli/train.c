@@ -27,6 +27,7 @@
 #include "common/util.h"
 #include "coordinator/client.h"
 #include "coordinator/coordinator.h"
+#include "coordinator/security.h"
 #include "worker/device.h"
 
 extern char **environ;
@@ -202,11 +203,11 @@ static void on_event(progress *p, const pf_msg_event *ev) {
 
 static void usage(void) {
     fprintf(stderr, "usage: pixflow train CONFIG [--resume auto|PATH] [--loaders N] "
-                    "[--workers N] [--gpus N] [--bind tcp://HOST:PORT]\n");
+                    "[--workers N] [--gpus N] [--bind tcp://HOST:PORT] [--keys DIR]\n");
 }
 
 int pf_train_main(int argc, char **argv) {
-    const char *cfg_path = NULL, *resume = NULL, *bind = NULL;
+    const char *cfg_path = NULL, *resume = NULL, *bind = NULL, *keys = NULL;
     int loaders = -1, workers = -1, gpus = -1;
     for (int i = 0; i < argc; i++) {
         if (strcmp(argv[i], "--resume") == 0 && i + 1 < argc) resume = argv[++i];
@@ -214,6 +215,7 @@ int pf_train_main(int argc, char **argv) {
         else if (strcmp(argv[i], "--workers") == 0 && i + 1 < argc) workers = atoi(argv[++i]);
         else if (strcmp(argv[i], "--gpus") == 0 && i + 1 < argc) gpus = atoi(argv[++i]);
         else if (strcmp(argv[i], "--bind") == 0 && i + 1 < argc) bind = argv[++i];
+        else if (strcmp(argv[i], "--keys") == 0 && i + 1 < argc) keys = argv[++i];
         else if (argv[i][0] != '-' && !cfg_path) cfg_path = argv[i];
         else {
             usage();
@@ -278,6 +280,16 @@ int pf_train_main(int argc, char **argv) {
                                       cfg.load_from);
     pf_dataset_close(&train);
     pf_sampler_free(&sampler);
+
+    /* security.curve: every process started below finds the key folder in PIXFLOW_KEYS (and
+       none when CURVE is off, so a stray variable cannot make one side use CURVE alone). */
+    if (pf_security_init_job(cfg.curve, cfg.keys_dir, keys, PF_SEC_CLIENT, err,
+                             sizeof err) != 0) {
+        fprintf(stderr, "pixflow: %s\n", err);
+        return 2;
+    }
+    if (pf_security_on()) setenv(PF_KEYS_ENV, pf_security_dir(), 1);
+    else unsetenv(PF_KEYS_ENV);
 
     /* 2. The coordinator, then everyone else pointed at it. */
     signal(SIGPIPE, SIG_IGN);
@@ -378,7 +390,7 @@ int pf_train_main(int argc, char **argv) {
 
     /* 3. Watch the job. */
     {
-        void *zctx = zmq_ctx_new();
+        void *zctx = pf_zmq_ctx_new();
         static pf_client mon;
         int joined = pf_client_join(&mon, zctx, addr, PF_ROLE_MONITOR, "pixflow-train", "",
                                     err, sizeof err) == 0;
@@ -428,10 +440,11 @@ int pf_train_main(int argc, char **argv) {
                 on_event(&p, ev);
             free(ev);
             zmq_close(sub);
+            sub = NULL;
         }
         if (p.tty) printf("\n");
         if (joined) pf_client_close(&mon);
-        zmq_ctx_destroy(zctx);
+        pf_zmq_ctx_term(zctx);
         status = WIFEXITED(coord->status) ? WEXITSTATUS(coord->status) : 1;
         if (!WIFEXITED(coord->status)) {
             char how[128];

@@ -363,7 +363,7 @@ static int missing(pf_cfg_ctx *c, const pf_section *s, const char *name) {
 typedef struct {
     int scale, patch[3], gt[3], lq[3], eval_interval, ckpt_interval, total_iters,
         total_epochs, load_from, resume_from, data_eval, evaluation, lr_periods, restart_w,
-        channels, loss_eps, loss_type, samples, meta[3], degradation[3];
+        channels, loss_eps, loss_type, samples, meta[3], degradation[3], keys_dir;
     int model_type;
     /* model keys seen, to check they match the model type */
     int edsr_key, srcnn_key;
@@ -1074,6 +1074,31 @@ static int parse_eval_cfg(pf_cfg_ctx *c, pf_section *s, pf_config *cfg) {
     return r < 0 ? -1 : 0;
 }
 
+static int get_opt_path(pf_cfg_ctx *c, struct fy_node *v, const char *kp, char *out,
+                        size_t size);
+
+/* security: CURVE on the links that can cross hosts (docs/architecture.md, Security). */
+static int parse_security(pf_cfg_ctx *c, pf_section *s, pf_config *cfg, pf_lines *L) {
+    void *it = NULL;
+    char name[64], kp[128];
+    struct fy_node *k, *v;
+    int r;
+    while ((r = next_pair(c, s, &it, name, sizeof name, &k, &v)) > 0) {
+        keypath(s, name, kp, sizeof kp);
+        if (!strcmp(name, "curve")) {
+            if (get_bool(c, v, kp, &cfg->curve))
+                return -1;
+        } else if (!strcmp(name, "keys_dir")) {
+            if (get_opt_path(c, v, kp, cfg->keys_dir, sizeof cfg->keys_dir))
+                return -1;
+            L->keys_dir = node_line(k);
+        } else {
+            return unknown(c, s, k, name);
+        }
+    }
+    return r < 0 ? -1 : 0;
+}
+
 /* A path that may be null. */
 static int get_opt_path(pf_cfg_ctx *c, struct fy_node *v, const char *kp, char *out,
                         size_t size) {
@@ -1132,6 +1157,9 @@ static int parse_top(pf_cfg_ctx *c, pf_section *s, pf_config *cfg, pf_lines *L) 
             L->evaluation = node_line(k);
         } else if (!strcmp(name, "eval_cfg")) {
             if (open_section(c, k, v, kp, &sub) || parse_eval_cfg(c, &sub, cfg))
+                return -1;
+        } else if (!strcmp(name, "security")) {
+            if (open_section(c, k, v, kp, &sub) || parse_security(c, &sub, cfg, L))
                 return -1;
         } else if (!strcmp(name, "work_dir")) {
             if (get_str(c, v, kp, cfg->work_dir, sizeof cfg->work_dir))
@@ -1256,6 +1284,8 @@ static int cross_check(pf_cfg_ctx *c, pf_config *cfg, pf_lines *L, int check_pat
             return -1;
     }
     if (cfg->load_from[0] && check_file(c, L->load_from, "load_from", cfg->load_from))
+        return -1;
+    if (cfg->keys_dir[0] && check_dir(c, L->keys_dir, "security.keys_dir", cfg->keys_dir))
         return -1;
     if (cfg->resume_from[0] && strcmp(cfg->resume_from, "auto") &&
         check_file(c, L->resume_from, "resume_from", cfg->resume_from))
@@ -1768,6 +1798,12 @@ char *pf_config_to_yaml(const pf_config *cfg) {
         put(&b, "  instances: %d\n  device: %s\n", cfg->eval_instances, cfg->eval_device);
     }
     put(&b, "eval_cfg:\n  pad_multiple: %d\n", cfg->pad_multiple);
+    put(&b, "security:\n  curve: %s\n  keys_dir: ", cfg->curve ? "true" : "false");
+    if (cfg->keys_dir[0])
+        put_str(&b, cfg->keys_dir);
+    else
+        put(&b, "null");
+    put(&b, "\n");
     put(&b, "work_dir: ");
     put_str(&b, cfg->work_dir);
     put(&b, "\nload_from: ");

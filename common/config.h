@@ -128,6 +128,10 @@ typedef struct {
     int resume_optim;                   /* default 1 */
     uint64_t seed;                      /* default 0 */
     char log_level[16];                 /* "debug" | "info" | "warning" | "error" */
+
+    /* security */
+    int curve;                          /* security.curve: CURVE on every link (default 0) */
+    char keys_dir[PF_PATH_MAX];         /* security.keys_dir: "" = none (--keys / PIXFLOW_KEYS) */
 } pf_config;
 
 /* Parse and validate YAML `text` (named `path` in messages; paths in the file are resolved

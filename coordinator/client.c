@@ -11,6 +11,7 @@
 
 #include "common/log.h"
 #include "common/util.h"
+#include "coordinator/security.h"
 
 static long long now_ms(void) {
     return (long long)(pf_now() * 1000.0);
@@ -21,7 +22,7 @@ static void *heartbeat_main(void *arg) {
     void *s = zmq_socket(c->zctx, ZMQ_DEALER);
     int linger = 0;
     zmq_setsockopt(s, ZMQ_LINGER, &linger, sizeof linger);
-    if (zmq_connect(s, c->addr) != 0) {
+    if (pf_security_client(s) != 0 || zmq_connect(s, c->addr) != 0) {
         zmq_close(s);
         return NULL;
     }
@@ -58,7 +59,8 @@ static void *heartbeat_main(void *arg) {
 
 /* Wait up to `wait_s` for the coordinator's answer to HELLO on c->ctrl. Returns 1 with the
    WELCOME taken into c, 0 when nothing came in time, or -1 with err (refused, signalled). */
-static int await_welcome(pf_client *c, double wait_s, char *err, size_t errlen) {
+static int await_welcome(pf_client *c, void *watch, int *failures, double wait_s, char *err,
+                         size_t errlen) {
     double deadline = pf_now() + wait_s;
     for (;;) {
         if (pf_signalled) {
@@ -68,8 +70,11 @@ static int await_welcome(pf_client *c, double wait_s, char *err, size_t errlen) 
         }
         double left = deadline - pf_now();
         if (left <= 0) return 0;
-        zmq_pollitem_t it = { c->ctrl, 0, ZMQ_POLLIN, 0 };
-        if (zmq_poll(&it, 1, (long)(left * 1000) + 1) <= 0) continue;
+        zmq_pollitem_t it[2] = { { c->ctrl, 0, ZMQ_POLLIN, 0 }, { watch, 0, ZMQ_POLLIN, 0 } };
+        if (zmq_poll(it, watch ? 2 : 1, (long)(left * 1000) + 1) <= 0) continue;
+        /* A refused CURVE handshake is otherwise silent: no WELCOME, ever. */
+        if (pf_security_watch_check(watch, c->addr, failures, err, errlen)) return -1;
+        if (!(it[0].revents & ZMQ_POLLIN)) continue;
         pf_parts p;
         char e2[512];
         if (pf_parts_recv(c->ctrl, 0, &p, e2, sizeof e2) != 0) continue;
@@ -120,9 +125,12 @@ int pf_client_join_wait(pf_client *c, void *zctx, const char *addr, int role, co
     int ivl = (int)(PF_JOIN_RETRY_FIRST_S * 1000), ivl_max = (int)(PF_JOIN_RETRY_MAX_S * 1000);
     zmq_setsockopt(c->ctrl, ZMQ_RECONNECT_IVL, &ivl, sizeof ivl);
     zmq_setsockopt(c->ctrl, ZMQ_RECONNECT_IVL_MAX, &ivl_max, sizeof ivl_max);
-    if (zmq_connect(c->ctrl, addr) != 0) {
+    void *watch = pf_security_watch(zctx, c->ctrl);
+    int failures = 0;
+    if (pf_security_client(c->ctrl) != 0 || zmq_connect(c->ctrl, addr) != 0) {
         snprintf(err, errlen, "cannot connect to coordinator '%s': %s (expected "
                  "tcp://HOST:PORT)", addr, zmq_strerror(errno));
+        pf_security_unwatch(c->ctrl, watch);
         zmq_close(c->ctrl);
         c->ctrl = NULL;
         return -1;
@@ -147,13 +155,15 @@ int pf_client_join_wait(pf_client *c, void *zctx, const char *addr, int role, co
         }
         if (timeout_s >= 0 && wait > timeout_s - (pf_now() - t0))
             wait = timeout_s - (pf_now() - t0);
-        rc = await_welcome(c, wait > 0 ? wait : 0, err, errlen);
+        rc = await_welcome(c, watch, &failures, wait > 0 ? wait : 0, err, errlen);
         if (rc < 0) goto fail;
         if (rc == 1) break;
         double waited = pf_now() - t0;
         if (timeout_s >= 0 && waited >= timeout_s - 1e-3) {
             snprintf(err, errlen, "no answer from the coordinator at '%s' within %.1f s (is it "
-                     "running, and is that its ctrl address?)", addr, timeout_s);
+                     "running, and is that its ctrl address?%s)", addr, timeout_s,
+                     pf_security_on() ? " does it run with security.curve and admit our key?"
+                                      : "");
             goto fail;
         }
         if (backoff) {
@@ -167,9 +177,11 @@ int pf_client_join_wait(pf_client *c, void *zctx, const char *addr, int role, co
     if (pf_config_parse(&c->cfg, "<config from coordinator>", c->config_yaml,
                         strlen(c->config_yaml), 0, err, errlen) != 0)
         goto fail;
+    pf_security_unwatch(c->ctrl, watch);
+    watch = NULL;
     c->pub = zmq_socket(zctx, ZMQ_PUB);
     zmq_setsockopt(c->pub, ZMQ_LINGER, &linger, sizeof linger);
-    if (zmq_connect(c->pub, c->events_pub) != 0) {
+    if (pf_security_client(c->pub) != 0 || zmq_connect(c->pub, c->events_pub) != 0) {
         snprintf(err, errlen, "cannot connect to events '%s': %s", c->events_pub,
                  zmq_strerror(errno));
         goto fail;
@@ -183,6 +195,7 @@ int pf_client_join_wait(pf_client *c, void *zctx, const char *addr, int role, co
     return 0;
 fail:
     if (c->pub) zmq_close(c->pub);
+    if (c->ctrl) pf_security_unwatch(c->ctrl, watch);
     if (c->ctrl) {
         int zero = 0;
         zmq_setsockopt(c->ctrl, ZMQ_LINGER, &zero, sizeof zero);
@@ -242,7 +255,7 @@ static pf_msg *kv_request(pf_client *c, const pf_msg *req, const pf_frame *frame
         c->kv = zmq_socket(c->zctx, ZMQ_DEALER);
         int linger = 0;
         zmq_setsockopt(c->kv, ZMQ_LINGER, &linger, sizeof linger);
-        if (zmq_connect(c->kv, c->addr) != 0) {
+        if (pf_security_client(c->kv) != 0 || zmq_connect(c->kv, c->addr) != 0) {
             zmq_close(c->kv);
             c->kv = NULL;
             return NULL;
@@ -323,8 +336,13 @@ void pf_client_close(pf_client *c) {
     c->config_yaml = NULL;
 }
 
-int pf_bind_report(void *sock, const char *want, char *out, size_t outlen, char *err,
-                   size_t errlen) {
+int pf_bind_report(void *sock, const char *what, const char *want, char *out, size_t outlen,
+                   char *err, size_t errlen) {
+    if (pf_security_server(sock, what, err, errlen) != 0) return -1;
+    if (!pf_security_on() && !pf_endpoint_is_local(want))
+        pf_warn("%s binds %s without CURVE: anyone who can reach that address can join or feed "
+                "the job; set security.curve: true (docs/architecture.md, Security)", what,
+                want);
     if (zmq_bind(sock, want) != 0) {
         snprintf(err, errlen, "cannot bind '%s': %s", want, zmq_strerror(errno));
         return -1;
@@ -350,7 +368,7 @@ void *pf_events_subscribe(void *zctx, const char *events_sub, const char *const 
         for (int i = 0; kinds[i]; i++) zmq_setsockopt(s, ZMQ_SUBSCRIBE, kinds[i],
                                                       strlen(kinds[i]));
     }
-    if (zmq_connect(s, events_sub) != 0) {
+    if (pf_security_client(s) != 0 || zmq_connect(s, events_sub) != 0) {
         zmq_close(s);
         return NULL;
     }

@@ -44,8 +44,10 @@ typedef struct {
 
 /* Connect to `addr`, send HELLO (role, name, endpoint) and wait for WELCOME up to
    PF_JOIN_TIMEOUT_MS; parse its config (paths are not re-checked). Starts the heartbeat thread
-   and connects the PUB socket. Returns 0, or -1 with err (timeout: "no answer from
-   coordinator at ADDR"; refused; a signal while waiting). */
+   and connects the PUB socket. Every socket is a CURVE client when this process has CURVE on
+   (coordinator/security.h). Returns 0, or -1 with err (timeout: "no answer from coordinator at
+   ADDR"; refused, including a CURVE key the coordinator does not admit or a security mismatch,
+   which fail at once with "could not authenticate: ..."; a signal while waiting). */
 int pf_client_join(pf_client *c, void *zctx, const char *addr, int role, const char *name,
                    const char *endpoint, char *err, size_t errlen);
 
@@ -82,11 +84,14 @@ int pf_client_publish(pf_client *c, pf_msg_event *ev);
 /* Stop the heartbeat thread, close sockets and free the config (not the context). */
 void pf_client_close(pf_client *c);
 
-/* Bind `sock` at `want` ("tcp://host:port", port may be "*") and put the endpoint peers should
-   connect to in `out`: a wildcard address (0.0.0.0) is replaced by this host's name. Returns 0,
-   or -1 with err naming the endpoint. */
-int pf_bind_report(void *sock, const char *want, char *out, size_t outlen, char *err,
-                   size_t errlen);
+/* Bind `sock` (named `what` in messages: "ctrl", "data", ...) at `want` ("tcp://host:port",
+   port may be "*") and put the endpoint peers should connect to in `out`: a wildcard address
+   (0.0.0.0) is replaced by this host's name. With CURVE on in this process the socket is made a
+   CURVE server first (pf_security_server); without it, a `want` that is not a loopback address
+   is bound with a warning naming it and security.curve. Returns 0, or -1 with err naming the
+   endpoint. */
+int pf_bind_report(void *sock, const char *what, const char *want, char *out, size_t outlen,
+                   char *err, size_t errlen);
 
 /* A SUB socket connected to `events_sub`, subscribed to each kind in the NULL-terminated list
    (NULL list = everything). Returns the socket or NULL. */

@@ -23,6 +23,7 @@
 #include "common/util.h"
 #include "coordinator/client.h"
 #include "coordinator/sampler.h"
+#include "coordinator/security.h"
 #include "coordinator/snapshot.h"
 #include "loader/dataset.h"
 #include "proto/proto.h"
@@ -860,18 +861,19 @@ static int archive_previous_run(const pf_config *cfg, char *err, size_t errlen) 
 static void usage(void) {
     fprintf(stderr, "usage: pixflow coordinator CONFIG [--bind tcp://HOST:PORT] "
                     "[--addr-file PATH] [--workers N] [--resume auto|PATH] "
-                    "[--exit-with-parent]\n");
+                    "[--keys DIR] [--exit-with-parent]\n");
 }
 
 int pf_coordinator_main(int argc, char **argv) {
     const char *cfg_path = NULL, *bind = "tcp://127.0.0.1:*", *addr_file = NULL;
-    const char *resume = NULL;
+    const char *resume = NULL, *keys = NULL;
     int workers = 1, exit_with_parent = 0;
     for (int i = 0; i < argc; i++) {
         if (strcmp(argv[i], "--bind") == 0 && i + 1 < argc) bind = argv[++i];
         else if (strcmp(argv[i], "--addr-file") == 0 && i + 1 < argc) addr_file = argv[++i];
         else if (strcmp(argv[i], "--workers") == 0 && i + 1 < argc) workers = atoi(argv[++i]);
         else if (strcmp(argv[i], "--resume") == 0 && i + 1 < argc) resume = argv[++i];
+        else if (strcmp(argv[i], "--keys") == 0 && i + 1 < argc) keys = argv[++i];
         else if (strcmp(argv[i], "--exit-with-parent") == 0) exit_with_parent = 1;
         else if (argv[i][0] != '-' && !cfg_path) cfg_path = argv[i];
         else {
@@ -923,7 +925,12 @@ int pf_coordinator_main(int argc, char **argv) {
         return 1;
     }
 
-    c.zctx = zmq_ctx_new();
+    if (pf_security_init_job(c.cfg.curve, c.cfg.keys_dir, keys, PF_SEC_SERVER, err,
+                             sizeof err) != 0) {
+        pf_error("%s", err);
+        return 2;
+    }
+    c.zctx = pf_zmq_ctx_new();
     c.ctrl = zmq_socket(c.zctx, ZMQ_ROUTER);
     c.xsub = zmq_socket(c.zctx, ZMQ_XSUB);
     c.xpub = zmq_socket(c.zctx, ZMQ_XPUB);
@@ -949,9 +956,9 @@ int pf_coordinator_main(int argc, char **argv) {
     if (colon && colon > host_part + 6) *colon = '\0';
     char any[PF_MAX_ENDPOINT + 4];
     snprintf(any, sizeof any, "%s:*", host_part);
-    if (pf_bind_report(c.ctrl, bind, c.ctrl_ep, sizeof c.ctrl_ep, err, sizeof err) ||
-        pf_bind_report(c.xsub, any, c.pub_ep, sizeof c.pub_ep, err, sizeof err) ||
-        pf_bind_report(c.xpub, any, c.sub_ep, sizeof c.sub_ep, err, sizeof err)) {
+    if (pf_bind_report(c.ctrl, "ctrl", bind, c.ctrl_ep, sizeof c.ctrl_ep, err, sizeof err) ||
+        pf_bind_report(c.xsub, "events in", any, c.pub_ep, sizeof c.pub_ep, err, sizeof err) ||
+        pf_bind_report(c.xpub, "events out", any, c.sub_ep, sizeof c.sub_ep, err, sizeof err)) {
         pf_error("%s", err);
         return 1;
     }
@@ -1034,7 +1041,7 @@ int pf_coordinator_main(int argc, char **argv) {
     zmq_close(c.ctrl);
     zmq_close(c.xsub);
     zmq_close(c.xpub);
-    zmq_ctx_term(c.zctx);
+    pf_zmq_ctx_term(c.zctx);
     free(c.yaml);
     free(c.tickets);
     pf_snapshot_free(c.snap);

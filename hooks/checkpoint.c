@@ -28,7 +28,7 @@ static int ckpt_bind(pf_hook *h, char *endpoint, size_t eplen, char *err, size_t
     h->own = zmq_socket(h->zctx, ZMQ_ROUTER);
     int linger = 2000;
     zmq_setsockopt(h->own, ZMQ_LINGER, &linger, sizeof linger);
-    return pf_bind_report(h->own, pf_hook_bind_arg(), endpoint, eplen, err, errlen);
+    return pf_bind_report(h->own, "checkpoint", pf_hook_bind_arg(), endpoint, eplen, err, errlen);
 }
 
 /* 1 if `name` is "iter_<digits><suffix>" (so it cannot escape the folder). */

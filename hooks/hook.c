@@ -9,6 +9,7 @@
 
 #include "common/log.h"
 #include "common/util.h"
+#include "coordinator/security.h"
 
 static const char *bind_arg = "tcp://127.0.0.1:*";
 
@@ -57,7 +58,7 @@ static int drain_events(pf_hook *h, char *err, size_t errlen) {
 }
 
 int pf_hook_run(const pf_hook_ops *ops, int argc, char **argv) {
-    const char *addr = NULL;
+    const char *addr = NULL, *keys = NULL;
     int instance = 0, instances = 1;
     for (int i = 0; i < argc; i++) {
         if (strcmp(argv[i], "--connect") == 0 && i + 1 < argc) addr = argv[++i];
@@ -65,11 +66,12 @@ int pf_hook_run(const pf_hook_ops *ops, int argc, char **argv) {
                  sscanf(argv[i + 1], "%d/%d", &instance, &instances) == 2 && instances >= 1 &&
                  instances <= 64 && instance >= 0 && instance < instances) i++;
         else if (strcmp(argv[i], "--bind") == 0 && i + 1 < argc) bind_arg = argv[++i];
+        else if (strcmp(argv[i], "--keys") == 0 && i + 1 < argc) keys = argv[++i];
         else addr = NULL, i = argc;
     }
     if (!addr) {
         fprintf(stderr, "usage: pixflow hook %s --connect tcp://HOST:PORT [--bind "
-                        "tcp://HOST:PORT] [--instance I/N]\n", ops->name);
+                        "tcp://HOST:PORT] [--instance I/N] [--keys DIR]\n", ops->name);
         return 2;
     }
     char name[PF_MAX_NAME];
@@ -83,8 +85,13 @@ int pf_hook_run(const pf_hook_ops *ops, int argc, char **argv) {
     h.ops = ops;
     h.instance = instance;
     h.instances = instances;
-    h.zctx = zmq_ctx_new();
     char err[2048] = "", endpoint[PF_MAX_ENDPOINT] = "";
+    if (pf_security_init_peer(keys, PF_SEC_CLIENT | (ops->bind ? PF_SEC_SERVER : 0), err,
+                              sizeof err) != 0) {
+        pf_error("%s", err);
+        return 2;
+    }
+    h.zctx = pf_zmq_ctx_new();
     int status = 1, joined = 0;
     if (ops->bind && ops->bind(&h, endpoint, sizeof endpoint, err, sizeof err) != 0) goto out;
     if (pf_client_join(&h.client, h.zctx, addr, ops->role, name, endpoint, err, sizeof err))
@@ -149,6 +156,6 @@ out:
     if (h.sub) zmq_close(h.sub);
     if (h.own) zmq_close(h.own);
     if (joined) pf_client_close(&h.client);
-    zmq_ctx_term(h.zctx);
+    pf_zmq_ctx_term(h.zctx);
     return status;
 }

@@ -34,6 +34,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "coordinator/client.h"
+#include "coordinator/security.h"
 #include "loader/batch_builder.h"
 #include "loader/batch_pool.h"
 #include "loader/dataset.h"
@@ -85,7 +86,7 @@ static void *link_for(loader *l, const char *endpoint) {
     zmq_setsockopt(s, ZMQ_LINGER, &linger, sizeof linger);
     zmq_setsockopt(s, ZMQ_SNDHWM, &hwm, sizeof hwm);
     zmq_setsockopt(s, ZMQ_SNDTIMEO, &tmo, sizeof tmo);
-    if (zmq_connect(s, endpoint) != 0) {
+    if (pf_security_client(s) != 0 || zmq_connect(s, endpoint) != 0) {
         pf_error("cannot connect to worker data endpoint '%s': %s", endpoint,
                  zmq_strerror(errno));
         zmq_close(s);
@@ -311,17 +312,19 @@ static void send_done(loader *l, int status, const char *fmt, ...) {
 
 static void usage(void) {
     fprintf(stderr, "usage: pixflow loader --connect tcp://HOST:PORT [--name NAME] "
-                    "[--join-timeout SECONDS]\n");
+                    "[--join-timeout SECONDS] [--keys DIR]\n");
 }
 
 int pf_loader_main(int argc, char **argv) {
-    const char *addr = NULL, *name = NULL;
+    const char *addr = NULL, *name = NULL, *keys = NULL;
     double join_timeout = -1;   /* keep trying */
     for (int i = 0; i < argc; i++) {
         if (strcmp(argv[i], "--connect") == 0 && i + 1 < argc) {
             addr = argv[++i];
         } else if (strcmp(argv[i], "--name") == 0 && i + 1 < argc) {
             name = argv[++i];
+        } else if (strcmp(argv[i], "--keys") == 0 && i + 1 < argc) {
+            keys = argv[++i];
         } else if (strcmp(argv[i], "--join-timeout") == 0 && i + 1 < argc) {
             char *end = NULL;
             join_timeout = strtod(argv[++i], &end);
@@ -349,11 +352,15 @@ int pf_loader_main(int argc, char **argv) {
     static loader l;
     l.name = name;
     char err[2048] = "";
-    void *zctx = zmq_ctx_new();
+    if (pf_security_init_peer(keys, PF_SEC_CLIENT, err, sizeof err) != 0) {
+        pf_error("%s", err);
+        return 2;
+    }
+    void *zctx = pf_zmq_ctx_new();
     if (pf_client_join_wait(&l.client, zctx, addr, PF_ROLE_LOADER, name, "", join_timeout, 1,
                             err, sizeof err)) {
         pf_error("%s", err);
-        zmq_ctx_term(zctx);
+        pf_zmq_ctx_term(zctx);
         return 1;
     }
     l.joined_at = pf_now();
@@ -368,7 +375,7 @@ int pf_loader_main(int argc, char **argv) {
         pf_error("%s", err);
         send_done(&l, 1, "loader %s: %s", name, err);
         pf_client_close(&l.client);
-        zmq_ctx_term(zctx);
+        pf_zmq_ctx_term(zctx);
         return 1;
     }
     pf_dataset_set_cache_limit(&l.ds, (size_t)cfg->cache_mb << 20);
@@ -408,7 +415,7 @@ out:
     for (int i = 0; i < l.n_links; i++) zmq_close(l.links[i].push);
     pf_client_close(&l.client);
     /* After this ZeroMQ holds no frame: every batch buffer is back in the pool. */
-    zmq_ctx_term(zctx);
+    pf_zmq_ctx_term(zctx);
     pf_batch_builder_destroy(&l.builder);
     pf_batch_pool_destroy(&l.pool);
     pf_dataset_close(&l.ds);

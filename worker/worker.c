@@ -26,6 +26,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "coordinator/client.h"
+#include "coordinator/security.h"
 #include "nn/lr_schedule.h"
 #include "nn/model.h"
 #include "nn/optim.h"
@@ -425,7 +426,7 @@ static FILE *open_samples_log(const pf_config *cfg, int rank, int64_t start_iter
 
 static void usage(void) {
     fprintf(stderr, "usage: pixflow worker --connect tcp://HOST:PORT [--device cpu|cuda:N] "
-                    "[--bind tcp://HOST:PORT]\n");
+                    "[--bind tcp://HOST:PORT] [--keys DIR]\n");
 }
 
 /* Wait for START; fills the checkpoint endpoint. Returns 0 or -1 (stopped or coordinator
@@ -456,12 +457,13 @@ static int wait_start(worker *w, char *ckpt_ep, size_t eplen) {
 }
 
 int pf_worker_main(int argc, char **argv) {
-    const char *addr = NULL, *device = "cpu", *bind = "tcp://127.0.0.1:*";
+    const char *addr = NULL, *device = "cpu", *bind = "tcp://127.0.0.1:*", *keys = NULL;
     int gpu_index = -1;
     for (int i = 0; i < argc; i++) {
         if (strcmp(argv[i], "--connect") == 0 && i + 1 < argc) addr = argv[++i];
         else if (strcmp(argv[i], "--device") == 0 && i + 1 < argc) device = argv[++i];
         else if (strcmp(argv[i], "--bind") == 0 && i + 1 < argc) bind = argv[++i];
+        else if (strcmp(argv[i], "--keys") == 0 && i + 1 < argc) keys = argv[++i];
         else {
             usage();
             return 2;
@@ -490,23 +492,28 @@ int pf_worker_main(int argc, char **argv) {
     signal(SIGINT, SIG_IGN);
     static worker w;
     char err[2048] = "";
-    void *zctx = zmq_ctx_new();
+    /* Workers bind (data) and connect (ctrl, checkpoint hook): both halves of the keys. */
+    if (pf_security_init_peer(keys, PF_SEC_CLIENT | PF_SEC_SERVER, err, sizeof err) != 0) {
+        pf_error("%s", err);
+        return 2;
+    }
+    void *zctx = pf_zmq_ctx_new();
     w.data = zmq_socket(zctx, ZMQ_PULL);
     int linger = 0, hwm = 256;
     zmq_setsockopt(w.data, ZMQ_LINGER, &linger, sizeof linger);
     zmq_setsockopt(w.data, ZMQ_RCVHWM, &hwm, sizeof hwm);
     char data_ep[PF_MAX_ENDPOINT];
-    if (pf_bind_report(w.data, bind, data_ep, sizeof data_ep, err, sizeof err) != 0) {
+    if (pf_bind_report(w.data, "data", bind, data_ep, sizeof data_ep, err, sizeof err) != 0) {
         pf_error("data endpoint: %s", err);
         zmq_close(w.data);
-        zmq_ctx_term(zctx);
+        pf_zmq_ctx_term(zctx);
         return 1;
     }
     if (pf_client_join(&w.client, zctx, addr, PF_ROLE_WORKER, "worker", data_ep, err,
                        sizeof err)) {
         pf_error("%s", err);
         zmq_close(w.data);
-        zmq_ctx_term(zctx);
+        pf_zmq_ctx_term(zctx);
         return 1;
     }
     w.cfg = &w.client.cfg;
@@ -560,7 +567,7 @@ int pf_worker_main(int argc, char **argv) {
     w.ckpt = zmq_socket(zctx, ZMQ_DEALER);
     linger = 5000;
     zmq_setsockopt(w.ckpt, ZMQ_LINGER, &linger, sizeof linger);
-    if (zmq_connect(w.ckpt, ckpt_ep) != 0) {
+    if (pf_security_client(w.ckpt) != 0 || zmq_connect(w.ckpt, ckpt_ep) != 0) {
         snprintf(err, sizeof err, "cannot connect to checkpoint hook '%s': %s", ckpt_ep,
                  zmq_strerror(errno));
         goto done;
@@ -700,7 +707,7 @@ done:;
     if (w.ckpt) zmq_close(w.ckpt);
     zmq_close(w.data);
     pf_client_close(&w.client);
-    zmq_ctx_term(zctx);
+    pf_zmq_ctx_term(zctx);
     pf_model_destroy(&w.model);
     pf_adam_free(&w.adam);
     if (w.coll) pf_collective_destroy(&w.coll);

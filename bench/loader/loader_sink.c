@@ -245,7 +245,7 @@ int main(int argc, char **argv) {
     char data_ep[PF_MAX_ENDPOINT];
     if (zmq_setsockopt(s.data, ZMQ_LINGER, &linger, sizeof linger) != 0 ||
         zmq_setsockopt(s.data, ZMQ_RCVHWM, &hwm, sizeof hwm) != 0 ||
-        pf_bind_report(s.data, "tcp://127.0.0.1:*", data_ep, sizeof data_ep, err,
+        pf_bind_report(s.data, "data", "tcp://127.0.0.1:*", data_ep, sizeof data_ep, err,
                        sizeof err) != 0 ||
         pf_client_join(&s.client, zctx, addr, PF_ROLE_WORKER, "sink", data_ep, err,
                        sizeof err) != 0) {

@@ -1,0 +1,489 @@
+/*  security — see security.h.
+
+    How a refusal reaches the log: libzmq's socket monitor reports, per bound socket,
+    ACCEPTED (with the connection's fd, whose peer address we read at once), then for a
+    refused peer HANDSHAKE_FAILED_AUTH (zauth answered 400: key not allowed) or
+    HANDSHAKE_FAILED_PROTOCOL (no CURVE, or a box that does not open with our key), then
+    DISCONNECTED with the same fd. One thread per bound socket reads those events and writes
+    one warning per refused connection. The monitor carries no peer address of its own, hence
+    the getpeername on ACCEPTED.
+*/
+#include "coordinator/security.h"
+
+#include <arpa/inet.h>
+#include <czmq.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/util.h"
+
+#define MAX_WATCHED 8      /* bound sockets one process secures (coordinator: 3) */
+#define MAX_CONNS 256      /* connections whose address a watcher remembers at once */
+
+typedef struct {
+    void *pair;                 /* PAIR connected to the socket's monitor (watcher thread) */
+    char what[32];              /* "ctrl", "data", ... for the log line */
+    pthread_t thread;
+} watcher;
+
+static struct {
+    int on;                     /* pf_security_init succeeded */
+    int roles;                  /* PF_SEC_CLIENT | PF_SEC_SERVER */
+    char dir[4096];             /* the key folder */
+    uint8_t server_public[32], server_secret[32];  /* job's server key pair */
+    uint8_t client_public[32], client_secret[32];  /* this peer's key pair */
+    zactor_t *auth;             /* zauth, with PF_SEC_SERVER */
+    void *ctx;                  /* czmq's context (zsys_init) */
+    watcher watchers[MAX_WATCHED];
+    int n_watchers;
+    atomic_int stop;            /* tells the watcher threads to end */
+} sec;
+
+const char *pf_security_keys_dir(const char *arg, const char *cfg_dir) {
+    if (arg && arg[0]) return arg;
+    const char *env = getenv(PF_KEYS_ENV);
+    if (env && env[0]) return env;
+    if (cfg_dir && cfg_dir[0]) return cfg_dir;
+    return NULL;
+}
+
+int pf_security_on(void) {
+    return sec.on;
+}
+
+const char *pf_security_dir(void) {
+    return sec.on ? sec.dir : "";
+}
+
+/* Load the certificate at `path` (public part) and, with `secret`, `path`_secret. Copies the
+   keys out. Returns 0, or -1 with err naming the file. */
+static int load_cert(const char *path, int secret, uint8_t pub[32], uint8_t sec_key[32],
+                     char *err, size_t errlen) {
+    char file[4200];
+    snprintf(file, sizeof file, secret ? "%s_secret" : "%s", path);
+    if (access(file, R_OK) != 0) {
+        snprintf(err, errlen, "CURVE key '%s': %s (make the key folder with `pixflow keygen "
+                 "DIR`)", file, strerror(errno));
+        return -1;
+    }
+    zcert_t *cert = zcert_load(path);
+    static const uint8_t zero[32];
+    if (!cert || (secret && !memcmp(zcert_secret_key(cert), zero, 32))) {
+        snprintf(err, errlen, "CURVE key '%s': not a readable czmq certificate", file);
+        zcert_destroy(&cert);
+        return -1;
+    }
+    memcpy(pub, zcert_public_key(cert), 32);
+    if (secret) memcpy(sec_key, zcert_secret_key(cert), 32);
+    zcert_destroy(&cert);
+    return 0;
+}
+
+int pf_security_init(const char *dir, int roles, char *err, size_t errlen) {
+    if (sec.on) {
+        snprintf(err, errlen, "CURVE is already on (keys from '%s')", sec.dir);
+        return -1;
+    }
+    struct stat st;
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        snprintf(err, errlen, "CURVE key folder '%s': %s", dir,
+                 errno && !S_ISDIR(st.st_mode) ? strerror(errno) : "not a directory");
+        return -1;
+    }
+    snprintf(sec.dir, sizeof sec.dir, "%s", dir);
+    char path[4200], allowed[4200];
+    snprintf(path, sizeof path, "%s/server", dir);
+    if (load_cert(path, (roles & PF_SEC_SERVER) != 0, sec.server_public, sec.server_secret,
+                  err, errlen) != 0)
+        return -1;
+    if (roles & PF_SEC_CLIENT) {
+        snprintf(path, sizeof path, "%s/client", dir);
+        if (load_cert(path, 1, sec.client_public, sec.client_secret, err, errlen) != 0)
+            return -1;
+    }
+    snprintf(allowed, sizeof allowed, "%s/allowed", dir);
+    if ((roles & PF_SEC_SERVER) &&
+        (stat(allowed, &st) != 0 || !S_ISDIR(st.st_mode) || access(allowed, R_OK | X_OK))) {
+        snprintf(err, errlen, "CURVE allowed folder '%s': %s (it holds the public keys of the "
+                 "peers this process admits)", allowed,
+                 access(allowed, F_OK) ? strerror(errno) : "not a readable directory");
+        return -1;
+    }
+    /* czmq catches SIGINT/SIGTERM in zsys_init unless told not to; PixFlow's roles have
+       their own handlers (pf_catch_signals), so keep whatever is installed. */
+    struct sigaction saved[3];
+    const int sigs[3] = { SIGINT, SIGTERM, SIGHUP };
+    for (int i = 0; i < 3; i++) sigaction(sigs[i], NULL, &saved[i]);
+    setenv("ZSYS_SIGHANDLER", "false", 1);
+    zsys_handler_set(NULL);
+    sec.ctx = zsys_init();
+    for (int i = 0; i < 3; i++) sigaction(sigs[i], &saved[i], NULL);
+    if (!sec.ctx) {
+        snprintf(err, errlen, "cannot make the ZeroMQ context for CURVE (zsys_init)");
+        return -1;
+    }
+    if (roles & PF_SEC_SERVER) {
+        sec.auth = zactor_new(zauth, NULL);
+        if (!sec.auth || zstr_sendx(sec.auth, "CURVE", allowed, NULL) != 0 ||
+            zsock_wait(sec.auth) != 0) {
+            snprintf(err, errlen, "cannot start the CURVE authenticator (zauth) on '%s'",
+                     allowed);
+            zactor_destroy(&sec.auth);
+            return -1;
+        }
+    }
+    sec.roles = roles;
+    sec.on = 1;
+    return 0;
+}
+
+int pf_security_init_job(int curve, const char *cfg_keys_dir, const char *keys_arg, int roles,
+                         char *err, size_t errlen) {
+    const char *dir = pf_security_keys_dir(keys_arg, cfg_keys_dir);
+    if (!curve) {
+        if (keys_arg) pf_warn("--keys %s: ignored, security.curve is false", keys_arg);
+        return 0;
+    }
+    if (!dir) {
+        snprintf(err, errlen, "security.curve is true but there is no key folder: set "
+                 "security.keys_dir, pass --keys DIR or set %s (make one with `pixflow keygen "
+                 "DIR`)", PF_KEYS_ENV);
+        return -1;
+    }
+    return pf_security_init(dir, roles, err, errlen);
+}
+
+int pf_security_init_peer(const char *keys_arg, int roles, char *err, size_t errlen) {
+    const char *dir = pf_security_keys_dir(keys_arg, NULL);
+    return dir ? pf_security_init(dir, roles, err, errlen) : 0;
+}
+
+void *pf_zmq_ctx_new(void) {
+    return sec.on ? sec.ctx : zmq_ctx_new();
+}
+
+void pf_zmq_ctx_term(void *ctx) {
+    if (!sec.on || ctx != sec.ctx) {
+        zmq_ctx_term(ctx);
+        return;
+    }
+    atomic_store(&sec.stop, 1);
+    for (int i = 0; i < sec.n_watchers; i++) pthread_join(sec.watchers[i].thread, NULL);
+    sec.n_watchers = 0;
+    zactor_destroy(&sec.auth);
+    zsys_shutdown();
+    sec.ctx = NULL;
+    sec.on = 0;
+}
+
+int pf_security_client(void *sock) {
+    if (!sec.on) return 0;
+    if (!(sec.roles & PF_SEC_CLIENT)) {
+        errno = EINVAL;
+        return -1;
+    }
+    if (zmq_setsockopt(sock, ZMQ_CURVE_SERVERKEY, sec.server_public, 32) ||
+        zmq_setsockopt(sock, ZMQ_CURVE_PUBLICKEY, sec.client_public, 32) ||
+        zmq_setsockopt(sock, ZMQ_CURVE_SECRETKEY, sec.client_secret, 32))
+        return -1;
+    return 0;
+}
+
+/* One monitor event: [uint16 event, uint32 value][endpoint]. Returns 0 or -1. */
+static int read_event(void *pair, int flags, int *event, uint32_t *value) {
+    zmq_msg_t m;
+    zmq_msg_init(&m);
+    if (zmq_msg_recv(&m, pair, flags) < 0) {
+        zmq_msg_close(&m);
+        return -1;
+    }
+    int ok = zmq_msg_size(&m) >= 6 && zmq_msg_more(&m);
+    if (ok) {
+        const uint8_t *d = zmq_msg_data(&m);
+        uint16_t e;
+        memcpy(&e, d, 2);
+        memcpy(value, d + 2, 4);
+        *event = e;
+    }
+    zmq_msg_close(&m);
+    zmq_msg_init(&m);                 /* the endpoint frame: not needed */
+    zmq_msg_recv(&m, pair, 0);
+    zmq_msg_close(&m);
+    return ok ? 0 : -1;
+}
+
+/* Why a handshake failed, from a HANDSHAKE_FAILED_* event, for the log and the peer. */
+static const char *failure_reason(int event, uint32_t value) {
+    if (event == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH)
+        return "public key not in the allowed folder";
+    if (event == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL &&
+        value == ZMQ_PROTOCOL_ERROR_ZMTP_MECHANISM_MISMATCH)
+        return "it does not use CURVE (no keys)";
+    if (event == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL &&
+        value == ZMQ_PROTOCOL_ERROR_ZMTP_CRYPTOGRAPHIC)
+        return "its CURVE handshake does not open with this job's server key";
+    /* Either side may see a mismatch first; the other then sees only a broken handshake. */
+    return "CURVE handshake broken off (a peer without keys, or with another job's server key)";
+}
+
+static void peer_address(int fd, char *out, size_t outlen) {
+    struct sockaddr_storage a;
+    socklen_t n = sizeof a;
+    char ip[INET6_ADDRSTRLEN] = "";
+    snprintf(out, outlen, "an unknown address");
+    if (getpeername(fd, (struct sockaddr *)&a, &n) != 0) return;
+    if (a.ss_family == AF_INET) {
+        struct sockaddr_in *in = (struct sockaddr_in *)&a;
+        inet_ntop(AF_INET, &in->sin_addr, ip, sizeof ip);
+        snprintf(out, outlen, "%s:%u", ip, ntohs(in->sin_port));
+    } else if (a.ss_family == AF_INET6) {
+        struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&a;
+        inet_ntop(AF_INET6, &in6->sin6_addr, ip, sizeof ip);
+        snprintf(out, outlen, "[%s]:%u", ip, ntohs(in6->sin6_port));
+    }
+}
+
+static void *watcher_main(void *arg) {
+    watcher *w = arg;
+    struct { int fd; char addr[64]; } conns[MAX_CONNS];
+    int n_conns = 0;
+    const char *pending = NULL;   /* reason of a failed handshake, logged at its disconnect */
+    while (!atomic_load(&sec.stop)) {
+        zmq_pollitem_t it = { w->pair, 0, ZMQ_POLLIN, 0 };
+        if (zmq_poll(&it, 1, 100) <= 0) continue;
+        int event;
+        uint32_t value;
+        if (read_event(w->pair, ZMQ_DONTWAIT, &event, &value) != 0) continue;
+        if (event == ZMQ_EVENT_MONITOR_STOPPED) break;
+        if (event == ZMQ_EVENT_ACCEPTED) {
+            int slot = n_conns < MAX_CONNS ? n_conns++ : (int)(value % MAX_CONNS);
+            for (int i = 0; i < n_conns; i++)
+                if (conns[i].fd == (int)value) slot = i;
+            conns[slot].fd = (int)value;
+            peer_address((int)value, conns[slot].addr, sizeof conns[slot].addr);
+        } else if (event & (ZMQ_EVENT_HANDSHAKE_FAILED_AUTH |
+                            ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
+                            ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL)) {
+            pending = failure_reason(event, value);
+        } else if (event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED) {
+            pending = NULL;
+        } else if (event == ZMQ_EVENT_DISCONNECTED) {
+            const char *addr = "an unknown address";
+            for (int i = 0; i < n_conns; i++) {
+                if (conns[i].fd != (int)value) continue;
+                addr = conns[i].addr;
+                conns[i] = conns[--n_conns];
+                if (pending) pf_warn("refused a connection from %s on %s: %s (keys: %s/allowed)",
+                                     addr, w->what, pending, sec.dir);
+                pending = NULL;
+                break;
+            }
+            if (pending) {
+                pf_warn("refused a connection from %s on %s: %s (keys: %s/allowed)", addr,
+                        w->what, pending, sec.dir);
+                pending = NULL;
+            }
+        }
+    }
+    zmq_close(w->pair);
+    return NULL;
+}
+
+int pf_security_server(void *sock, const char *what, char *err, size_t errlen) {
+    if (!sec.on) return 0;
+    if (!(sec.roles & PF_SEC_SERVER)) {
+        snprintf(err, errlen, "%s: this process has no server key to bind with CURVE", what);
+        return -1;
+    }
+    int one = 1;
+    if (zmq_setsockopt(sock, ZMQ_CURVE_SERVER, &one, sizeof one) ||
+        zmq_setsockopt(sock, ZMQ_CURVE_SECRETKEY, sec.server_secret, 32) ||
+        zmq_setsockopt(sock, ZMQ_ZAP_DOMAIN, "pixflow", 7)) {
+        snprintf(err, errlen, "%s: cannot turn CURVE on: %s", what, zmq_strerror(errno));
+        return -1;
+    }
+    if (sec.n_watchers == MAX_WATCHED) return 0;   /* secured, just not watched */
+    watcher *w = &sec.watchers[sec.n_watchers];
+    char ep[64];
+    snprintf(ep, sizeof ep, "inproc://pf-security-%d", sec.n_watchers);
+    snprintf(w->what, sizeof w->what, "%s", what);
+    int events = ZMQ_EVENT_ACCEPTED | ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_HANDSHAKE_SUCCEEDED |
+                 ZMQ_EVENT_HANDSHAKE_FAILED_AUTH | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
+                 ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL;
+    if (zmq_socket_monitor(sock, ep, events) != 0) {
+        snprintf(err, errlen, "%s: cannot monitor the socket: %s", what, zmq_strerror(errno));
+        return -1;
+    }
+    /* Connected before the bind, so no event of this socket is lost. */
+    w->pair = zmq_socket(sec.ctx, ZMQ_PAIR);
+    if (!w->pair || zmq_connect(w->pair, ep) != 0 ||
+        pthread_create(&w->thread, NULL, watcher_main, w) != 0) {
+        snprintf(err, errlen, "%s: cannot start the CURVE monitor", what);
+        if (w->pair) zmq_close(w->pair);
+        return -1;
+    }
+    sec.n_watchers++;
+    return 0;
+}
+
+void *pf_security_watch(void *ctx, void *sock) {
+    static atomic_int seq;
+    char ep[64];
+    snprintf(ep, sizeof ep, "inproc://pf-watch-%d-%d", (int)getpid(), atomic_fetch_add(&seq, 1));
+    if (zmq_socket_monitor(sock, ep, ZMQ_EVENT_HANDSHAKE_FAILED_AUTH |
+                                         ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
+                                         ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL) != 0)
+        return NULL;
+    void *pair = zmq_socket(ctx, ZMQ_PAIR);
+    if (pair && zmq_connect(pair, ep) == 0) return pair;
+    if (pair) zmq_close(pair);
+    zmq_socket_monitor(sock, NULL, 0);
+    return NULL;
+}
+
+int pf_security_watch_check(void *watch, const char *addr, int *failures, char *err,
+                            size_t errlen) {
+    int event;
+    uint32_t value;
+    while (watch && read_event(watch, ZMQ_DONTWAIT, &event, &value) == 0) {
+        if (event == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH) {
+            snprintf(err, errlen, "could not authenticate: %s refused this process's CURVE "
+                     "key (%s/client): its public key is not in the allowed folder there",
+                     addr, sec.dir);
+            return 1;
+        }
+        int mismatch = event == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL &&
+                       value == ZMQ_PROTOCOL_ERROR_ZMTP_MECHANISM_MISMATCH;
+        /* Which side notices a mismatch first is a race: the other sees the connection
+           dropped mid-handshake. So a few dropped handshakes count as a mismatch too. */
+        if (mismatch || (!sec.on && ++*failures >= 3)) {
+            if (sec.on)
+                snprintf(err, errlen, "could not authenticate: this process uses CURVE (keys "
+                         "in %s) but %s does not (security.curve is false there)", sec.dir,
+                         addr);
+            else
+                snprintf(err, errlen, "refused by %s: the job runs with security.curve and "
+                         "this process has no keys (pass --keys DIR or set %s)", addr,
+                         PF_KEYS_ENV);
+            return 1;
+        }
+        /* A wrong server key shows here only as a dropped handshake; a coordinator that is
+           restarting can cause one too, so give up after a few. */
+        if (sec.on && ++*failures >= 3) {
+            snprintf(err, errlen, "could not authenticate: %d handshakes with %s failed (%s)%s",
+                     *failures, addr, failure_reason(event, value),
+                     sec.on ? "; does the key folder's 'server' hold this job's server "
+                              "public key?" : "");
+            return 1;
+        }
+    }
+    return 0;
+}
+
+void pf_security_unwatch(void *sock, void *watch) {
+    if (!watch) return;
+    zmq_socket_monitor(sock, NULL, 0);
+    zmq_close(watch);
+}
+
+int pf_endpoint_is_local(const char *ep) {
+    if (strncmp(ep, "tcp://", 6) != 0) return 1;
+    const char *h = ep + 6;
+    if (strncmp(h, "127.", 4) == 0 || strncmp(h, "localhost:", 10) == 0 ||
+        strncmp(h, "[::1]:", 6) == 0)
+        return 1;
+    return 0;
+}
+
+/* --- pixflow keygen --------------------------------------------------------------------- */
+
+/* Write a new key pair as DIR/NAME (public) and DIR/NAME_secret (mode 0600); with `allow`
+   also DIR/allowed/NAME. Refuses to overwrite. Returns 0, or -1 with err. */
+static int write_pair(const char *dir, const char *name, int allow, char *err, size_t errlen) {
+    char pub[4200], secret[4300], allowed[4300];
+    snprintf(pub, sizeof pub, "%s/%s", dir, name);
+    snprintf(secret, sizeof secret, "%s_secret", pub);
+    snprintf(allowed, sizeof allowed, "%s/allowed/%s", dir, name);
+    const char *exists = !access(pub, F_OK) ? pub : !access(secret, F_OK) ? secret
+                       : allow && !access(allowed, F_OK) ? allowed : NULL;
+    if (exists) {
+        snprintf(err, errlen, "'%s' exists; not overwriting a key", exists);
+        return -1;
+    }
+    zcert_t *cert = zcert_new();
+    if (!cert) {
+        snprintf(err, errlen, "cannot make a key pair (libsodium?)");
+        return -1;
+    }
+    zcert_set_meta(cert, "name", "%s", name);
+    int rc = zcert_save(cert, pub);
+    if (rc == 0) rc = chmod(secret, 0600);
+    if (rc == 0) rc = chmod(pub, 0644);
+    if (rc == 0 && allow) rc = zcert_save_public(cert, allowed);
+    zcert_destroy(&cert);
+    if (rc != 0) {
+        snprintf(err, errlen, "cannot write '%s': %s", rc && access(pub, F_OK) ? pub : allowed,
+                 strerror(errno));
+        return -1;
+    }
+    printf("pixflow keygen: wrote %s and %s%s%s\n", pub, secret, allow ? ", admitted in " : "",
+           allow ? allowed : "");
+    return 0;
+}
+
+static int valid_key_name(const char *n) {
+    size_t len = strlen(n);
+    if (!len || len > 64 || n[0] == '.' || (len > 7 && !strcmp(n + len - 7, "_secret")))
+        return 0;
+    for (; *n; n++)
+        if (!(('a' <= *n && *n <= 'z') || ('A' <= *n && *n <= 'Z') || ('0' <= *n && *n <= '9') ||
+              *n == '_' || *n == '-' || *n == '.'))
+            return 0;
+    return 1;
+}
+
+int pf_keygen_main(int argc, char **argv) {
+    const char *dir = NULL, *name = NULL;
+    int allow = 0;
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--name") && i + 1 < argc) name = argv[++i];
+        else if (!strcmp(argv[i], "--allow")) allow = 1;
+        else if (argv[i][0] != '-' && !dir) dir = argv[i];
+        else dir = NULL, i = argc;
+    }
+    if (!dir || (name && !valid_key_name(name))) {
+        fprintf(stderr, "usage: pixflow keygen DIR [--name NAME [--allow]]\n"
+                        "  without --name: a job's key folder (server and client pairs, the client "
+                        "admitted in DIR/allowed/)\n"
+                        "  --name NAME: one more pair DIR/NAME, DIR/NAME_secret (NAME: letters, "
+                        "digits, . _ -); --allow: admit it\n");
+        return 2;
+    }
+    char err[4400], allowed[4200];
+    snprintf(allowed, sizeof allowed, "%s/allowed", dir);
+    if ((mkdir(dir, 0700) != 0 && errno != EEXIST) ||
+        ((!name || allow) && mkdir(allowed, 0755) != 0 && errno != EEXIST)) {
+        fprintf(stderr, "pixflow keygen: cannot make '%s': %s\n",
+                access(dir, F_OK) ? dir : allowed, strerror(errno));
+        return 1;
+    }
+    int rc = name ? write_pair(dir, name, allow, err, sizeof err)
+                  : (write_pair(dir, "server", 0, err, sizeof err) ||
+                     write_pair(dir, "client", 1, err, sizeof err));
+    if (rc) {
+        fprintf(stderr, "pixflow keygen: %s\n", err);
+        return 1;
+    }
+    return 0;
+}
