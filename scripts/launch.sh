@@ -237,7 +237,7 @@ n_procs=${#p_role[@]}
 
 mkdir -p "$log_dir" || die "$log_dir: cannot create the log folder"
 state=$(mktemp -d "${TMPDIR:-/tmp}/pixflow-launch.XXXXXX")
-printf 'index\thost\trole\trank\tpid\tlog\n' > "$log_dir/procs.tsv"
+rm -f "$log_dir/procs.tsv"
 
 # ---- start, watch, stop ------------------------------------------------------------------------
 p_job=()  # local pid of each process's pipeline
@@ -278,11 +278,15 @@ start_proc() {
     p_job[i]=$!
     set +m
 }
-pid_of() { cat "$state/$1.pid" 2>/dev/null || true; }
+# These set REPLY rather than print: no command substitution in the watch loop, where a signal
+# trap running while bash 5.2 parses one has been seen to break the parse ("interrupt trap:
+# unexpected EOF while looking for matching `)'").
+pid_of() { REPLY=""; [ ! -s "$state/$1.pid" ] || read -r REPLY < "$state/$1.pid"; }
 ended() { [ -e "$state/$1.rsh" ]; }
 # Exit status of process $1: its own, else (never started, ssh failed) the remote shell's.
 status_of() {
-    if [ -s "$state/$1.exit" ]; then cat "$state/$1.exit"; else cat "$state/$1.rsh"; fi
+    if [ -s "$state/$1.exit" ]; then read -r REPLY < "$state/$1.exit"
+    else read -r REPLY < "$state/$1.rsh"; fi
 }
 describe() {  # status [index]
     local st=$1
@@ -300,20 +304,19 @@ describe() {  # status [index]
     fi
 }
 signal_proc() {  # index SIGNAL
-    local pid
-    pid=$(pid_of "$1")
-    [ -n "$pid" ] && ! ended "$1" || return 0
-    on_host "${p_hostidx[$1]}" "kill -$2 $pid 2>/dev/null" < /dev/null > /dev/null 2>&1 || true
+    pid_of "$1"
+    [ -n "$REPLY" ] && ! ended "$1" || return 0
+    on_host "${p_hostidx[$1]}" "kill -$2 $REPLY 2>/dev/null" < /dev/null > /dev/null 2>&1 || true
 }
 signal_all() {  # in parallel: each may be an ssh round trip
     local i pids=()
     for ((i = 0; i < n_procs; i++)); do signal_proc "$i" "$1" & pids+=($!); done
     for i in "${pids[@]}"; do wait "$i" || true; done
 }
-running() {
-    local i n=0
-    for ((i = 0; i < n_procs; i++)); do [ -z "${p_job[$i]:-}" ] || ended "$i" || n=$((n + 1)); done
-    echo $n
+running() {  # whether a started process has not ended
+    local i
+    for ((i = 0; i < n_procs; i++)); do [ -z "${p_job[$i]:-}" ] || ended "$i" || return 0; done
+    return 1
 }
 
 interrupts=0 stop_at=0 interrupted=0
@@ -361,12 +364,20 @@ for ((i = 0; i < n_procs; i++)); do
         start_proc "$i"
     fi
 done
-sleep 0.5
+# procs.tsv once every started process has reported its pid (or ended).
+deadline=$((SECONDS + 30))
+for ((i = 0; i < n_procs; i++)); do
+    [ -n "${p_job[$i]:-}" ] || continue
+    while [ ! -s "$state/$i.pid" ] && ! ended "$i" && [ "$SECONDS" -lt "$deadline" ]; do
+        sleep 0.1
+    done
+done
 for ((i = 0; i < n_procs; i++)); do
     [ -n "${p_job[$i]:-}" ] || continue
     printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$i" "${p_host[$i]}" "${p_role[$i]}" "${p_rank[$i]}" \
-        "$(pid_of "$i")" "$(log_of "$i")" >> "$log_dir/procs.tsv"
-done
+        "$(pid_of "$i"; echo "$REPLY")" "$(log_of "$i")"
+done | { printf 'index\thost\trole\trank\tpid\tlog\n'; cat; } > "$log_dir/procs.tsv.tmp"
+mv "$log_dir/procs.tsv.tmp" "$log_dir/procs.tsv"
 
 # Loop until the coordinator (or, on another mpirun rank, every local process) has ended.
 reported=()
@@ -392,7 +403,7 @@ while :; do
         signal_all TERM
         killed_at=$((SECONDS + 5))
     fi
-    if [ "$killed_at" -gt 0 ] && [ "$SECONDS" -ge "$killed_at" ] && [ "$(running)" -gt 0 ]; then
+    if [ "$killed_at" -gt 0 ] && [ "$SECONDS" -ge "$killed_at" ] && running; then
         say "killing what is left"
         signal_all KILL
         killed_at=$((SECONDS + 1000000))
@@ -400,33 +411,35 @@ while :; do
     for ((i = 0; i < n_procs; i++)); do
         [ -z "${reported[$i]:-}" ] && ended "$i" || continue
         reported[i]=1
-        st=$(status_of "$i")
-        if [ "$st" != 0 ] && [ "$st" != 130 ]; then
+        status_of "$i"
+        if [ "$REPLY" != 0 ] && [ "$REPLY" != 130 ]; then
             what=""
             [ "${p_role[$i]}" != loader ] || what="; its tickets go to the other loaders"
-            say "${p_role[$i]} ${p_rank[$i]} on ${p_host[$i]} (pid $(pid_of "$i")) $(describe "$st" "$i")$what"
+            st=$REPLY
+            pid_of "$i"
+            say "${p_role[$i]} ${p_rank[$i]} on ${p_host[$i]} (pid $REPLY) $(describe "$st" "$i")$what"
         fi
     done
     if [ -n "$coord" ]; then ended "$coord" && break
-    elif [ "$(running)" = 0 ]; then break; fi
+    elif ! running; then break; fi
     monitor_check
     sleep 0.5
 done
 # The coordinator has stopped the job: the others follow within EXIT_GRACE_S.
 deadline=$((SECONDS + EXIT_GRACE_S))
-while [ "$(running)" -gt 0 ] && [ "$SECONDS" -lt "$deadline" ] && [ "$interrupts" -lt 2 ]; do
+while running && [ "$SECONDS" -lt "$deadline" ] && [ "$interrupts" -lt 2 ]; do
     sleep 0.2
 done
-if [ "$(running)" -gt 0 ]; then
+if running; then
     for ((i = 0; i < n_procs; i++)); do
-        [ -z "${p_job[$i]:-}" ] || ended "$i" || say "${p_role[$i]} ${p_rank[$i]} on ${p_host[$i]} (pid $(pid_of "$i")) did not exit; terminating it"
+        [ -z "${p_job[$i]:-}" ] || ended "$i" || say "${p_role[$i]} ${p_rank[$i]} on ${p_host[$i]} (pid $(pid_of "$i"; echo "$REPLY")) did not exit; terminating it"
     done
     signal_all TERM
     deadline=$((SECONDS + 5))
-    while [ "$(running)" -gt 0 ] && [ "$SECONDS" -lt "$deadline" ]; do sleep 0.2; done
+    while running && [ "$SECONDS" -lt "$deadline" ]; do sleep 0.2; done
     signal_all KILL
     deadline=$((SECONDS + 5))
-    while [ "$(running)" -gt 0 ] && [ "$SECONDS" -lt "$deadline" ]; do sleep 0.2; done
+    while running && [ "$SECONDS" -lt "$deadline" ]; do sleep 0.2; done
 fi
 for ((i = 0; i < n_procs; i++)); do
     [ -z "${p_job[$i]:-}" ] || wait "${p_job[$i]}" 2> /dev/null || true
@@ -436,22 +449,23 @@ done
 failed=()
 for ((i = 0; i < n_procs; i++)); do
     [ -n "${p_job[$i]:-}" ] || continue  # never started (the coordinator failed first)
-    if ended "$i"; then st=$(status_of "$i"); else st=unknown; fi
+    if ended "$i"; then status_of "$i"; st=$REPLY; else st=unknown; fi
     if [ "$st" != 0 ] && { [ "$st" != 130 ] || [ "$interrupted" = 0 ]; }; then failed+=("$i"); fi
 done
 if [ "${#failed[@]}" -gt 0 ]; then
     echo "$me: ${#failed[@]} process(es) did not end cleanly:" >&2
     printf '  %-16s %-12s %-5s %-8s %s\n' HOST ROLE RANK PID STATUS >&2
     for i in "${failed[@]}"; do
-        if ended "$i"; then d=$(describe "$(status_of "$i")" "$i"); else d="did not exit"; fi
-        pid=$(pid_of "$i")
+        if ended "$i"; then status_of "$i"; d=$(describe "$REPLY" "$i"); else d="did not exit"; fi
+        pid_of "$i"
+        pid=$REPLY
         printf '  %-16s %-12s %-5s %-8s %s\n' "${p_host[$i]}" "${p_role[$i]}" "${p_rank[$i]}" \
             "${pid:--}" "$d" >&2
         tail -n 3 "$(log_of "$i")" 2> /dev/null | sed 's/^/      | /' >&2 || true
     done
 fi
 if [ -n "$coord" ]; then
-    if ended "$coord"; then status=$(status_of "$coord"); else status=1; fi
+    if ended "$coord"; then status_of "$coord"; status=$REPLY; else status=1; fi
     [ -s "$state/$coord.exit" ] || status=1
     case $status in
         0) say "done; logs in $log_dir" ;;
