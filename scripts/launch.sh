@@ -1,0 +1,481 @@
+#!/usr/bin/env bash
+# launch.sh — start one PixFlow training job on several hosts (docs/architecture.md, "Several
+# hosts").
+#
+#   scripts/launch.sh [--hostfile FILE] [--gpus N] [--loaders-per-host N] [--bind-addr ADDR]
+#                     [--port P] [--rsh CMD] [--pixflow PATH] [--log-dir DIR] CONFIG [-- ARGS]
+#
+# Where the hosts come from, first match wins:
+#   --hostfile FILE   lines `HOST slots=N [loaders=M] [addr=A]` (as DeepSpeed/MPI hostfiles; `#`
+#                     comments, blank lines); slots = workers on that host (GPUs with --gpus,
+#                     else CPU workers), loaders = loader processes (default --loaders-per-host),
+#                     addr = the address other hosts reach it by (default: found on the host).
+#   Slurm             SLURM_JOB_NODELIST (expanded by `scontrol show hostnames`); slots per node
+#                     from --gpus, SLURM_GPUS_ON_NODE, else SLURM_NTASKS_PER_NODE, else 1.
+#   mpirun            OMPI_COMM_WORLD_RANK/SIZE/LOCAL_RANK: mpirun runs this script once per node
+#                     (`mpirun --map-by ppr:1:node`), each copy starts its own node's share
+#                     locally (no ssh); rank 0 also runs the coordinator and the hooks.
+#                     --bind-addr is then required: rank 0's address, the same on every rank.
+#   otherwise         this host alone.
+# The first host runs the coordinator and the checkpoint, eval and log hooks, plus its workers
+# and loaders; the others run workers and loaders. Commands reach a host as `RSH HOST 'command'`
+# (RSH default `ssh -o BatchMode=yes`); they cd to this directory and run PIXFLOW (default: this
+# script's build/pixflow, by the same absolute path), so every host needs the same paths (a shared
+# file system, as for MPI jobs).
+#
+# Every process's output goes to the launcher's stdout as `[host role rank] line` and to
+# LOG_DIR/HOST.ROLE.RANK.log; LOG_DIR/procs.tsv lists them with their pids. SIGINT/SIGTERM:
+# SIGINT to the coordinator, which has the workers checkpoint and stop (exit 130); if the job is
+# not gone within 40 s (or at a second signal) everything is terminated, then killed. When a
+# process ends other than cleanly (status 0, or 130 after an interrupt), a summary names its host,
+# role, rank, pid, status and last lines. Exit status: the coordinator's (1 when it did not run).
+# `A && B || die ...`: die and continue cannot fail, so these read as if-then-else.
+# shellcheck disable=SC2015
+set -euo pipefail
+
+readonly STOP_GRACE_S=40   # coordinator: 8 s for workers, 4 s for hooks, checkpoint write
+readonly EXIT_GRACE_S=15   # the others, once the coordinator has exited
+readonly READY_TIMEOUT_S=60
+
+me=launch
+die() { echo "$me: $*" >&2; exit 2; }
+say() { echo "$me: $*" >&2; }
+usage() { sed -n '4,6p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+# Single-quote a word for a POSIX shell.
+q() { local s=${1//\'/\'\\\'\'}; printf "'%s'" "$s"; }
+
+script_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+hostfile="" gpus="" loaders_per_host=1 bind_addr="" port=29500 rsh="ssh -o BatchMode=yes"
+pixflow="${script_dir%/scripts}/build/pixflow" log_dir="" config="" extra=()
+while [ $# -gt 0 ]; do
+    case $1 in
+        --hostfile) hostfile=${2:?--hostfile needs a file}; shift 2 ;;
+        --gpus) gpus=${2:?--gpus needs a number}; shift 2 ;;
+        --loaders-per-host) loaders_per_host=${2:?--loaders-per-host needs a number}; shift 2 ;;
+        --bind-addr) bind_addr=${2:?--bind-addr needs an address}; shift 2 ;;
+        --port) port=${2:?--port needs a number}; shift 2 ;;
+        --rsh) rsh=${2:?--rsh needs a command}; shift 2 ;;
+        --pixflow) pixflow=${2:?--pixflow needs a path}; shift 2 ;;
+        --log-dir) log_dir=${2:?--log-dir needs a folder}; shift 2 ;;
+        -h|--help) usage ;;
+        --) shift; extra=("$@"); break ;;
+        -*) die "unknown option '$1' (see --help)" ;;
+        *) [ -z "$config" ] || die "two configs: '$config' and '$1'"; config=$1; shift ;;
+    esac
+done
+[ -n "$config" ] || usage
+[ -r "$config" ] || die "$config: cannot read the config"
+is_count() { [[ $1 =~ ^[0-9]+$ ]] && [ "$1" -le 256 ]; }
+[ -z "$gpus" ] || is_count "$gpus" || die "--gpus $gpus: expected 0..256"
+is_count "$loaders_per_host" || die "--loaders-per-host $loaders_per_host: expected 0..256"
+[[ $port =~ ^[0-9]+$ ]] && [ "$port" -ge 1 ] && [ "$port" -le 65535 ] ||
+    die "--port $port: expected 1..65535"
+case $pixflow in /*) ;; *) pixflow="$PWD/$pixflow" ;; esac
+read -ra rsh_cmd <<< "$rsh"
+[ "${#rsh_cmd[@]}" -gt 0 ] || die "--rsh: empty command"
+case $config in /*) ;; *) config="$PWD/$config" ;; esac
+workdir_cwd=$PWD
+
+# The config's work_dir (top-level `work_dir:` line) and evaluation.instances (the key exists
+# nowhere else), read without a YAML parser; the coordinator validates the real thing.
+cfg_text=$(sed 's/[[:space:]]#.*//; s/^#.*//' "$config")
+work_dir=$(sed -n "s/^work_dir:[[:space:]]*['\"]\{0,1\}\([^'\"]*\)['\"]\{0,1\}[[:space:]]*$/\1/p" \
+    <<< "$cfg_text" | head -n1)
+eval_instances=$(grep -o 'instances:[[:space:]]*[0-9]\+' <<< "$cfg_text" | head -n1 |
+    grep -o '[0-9]\+$' || true)
+eval_instances=${eval_instances:-1}
+if [ -z "$log_dir" ]; then
+    if [ -n "$work_dir" ]; then log_dir="$work_dir/launch"; else log_dir=./launch_logs; fi
+fi
+
+# ---- hosts: host_name[i], host_slots[i], host_loaders[i], host_addr[i] --------------------
+host_name=() host_slots=() host_loaders=() host_addr=()
+mode=local mpi_rank=0
+add_host() { host_name+=("$1"); host_slots+=("$2"); host_loaders+=("$3"); host_addr+=("$4"); }
+if [ -n "$hostfile" ]; then
+    mode=rsh
+    [ -r "$hostfile" ] || die "$hostfile: cannot read the hostfile"
+    lineno=0
+    while IFS= read -r line || [ -n "$line" ]; do
+        lineno=$((lineno + 1))
+        line=${line%%#*}
+        read -ra words <<< "$line"
+        [ "${#words[@]}" -gt 0 ] || continue
+        h=${words[0]} s="" l=$loaders_per_host a=""
+        [[ $h =~ ^[A-Za-z0-9._@-]+$ ]] || die "$hostfile:$lineno: '$h' is not a host name"
+        for w in "${words[@]:1}"; do
+            case $w in
+                slots=*) s=${w#slots=}; is_count "$s" ||
+                    die "$hostfile:$lineno: $w: expected slots=N, N in 0..256" ;;
+                loaders=*) l=${w#loaders=}; is_count "$l" ||
+                    die "$hostfile:$lineno: $w: expected loaders=N, N in 0..256" ;;
+                addr=*) a=${w#addr=}; [ -n "$a" ] || die "$hostfile:$lineno: empty addr=" ;;
+                *) die "$hostfile:$lineno: '$w': expected slots=N, loaders=N or addr=ADDR" ;;
+            esac
+        done
+        [ -n "$s" ] || die "$hostfile:$lineno: host $h has no slots=N"
+        add_host "$h" "$s" "$l" "$a"
+    done < "$hostfile"
+    [ "${#host_name[@]}" -gt 0 ] || die "$hostfile: no hosts in it"
+elif [ -n "${SLURM_JOB_NODELIST:-}" ]; then
+    mode=rsh
+    if command -v scontrol > /dev/null; then
+        mapfile -t nodes < <(scontrol show hostnames "$SLURM_JOB_NODELIST")
+    else
+        [[ $SLURM_JOB_NODELIST != *[\[]* ]] ||
+            die "SLURM_JOB_NODELIST=$SLURM_JOB_NODELIST needs \`scontrol show hostnames\`, not found"
+        IFS=, read -ra nodes <<< "$SLURM_JOB_NODELIST"
+    fi
+    s=${gpus:-${SLURM_GPUS_ON_NODE:-${SLURM_NTASKS_PER_NODE:-1}}}
+    s=${s%%(*}  # SLURM_NTASKS_PER_NODE may read "2(x3)"
+    for h in "${nodes[@]}"; do add_host "$h" "$s" "$loaders_per_host" ""; done
+elif [ -n "${OMPI_COMM_WORLD_RANK:-}" ]; then
+    mode=mpi
+    mpi_rank=$OMPI_COMM_WORLD_RANK
+    mpi_size=${OMPI_COMM_WORLD_SIZE:?OMPI_COMM_WORLD_SIZE not set}
+    [ "${OMPI_COMM_WORLD_LOCAL_RANK:-0}" = 0 ] && [ "${OMPI_COMM_WORLD_LOCAL_SIZE:-1}" = 1 ] ||
+        die "mpirun: one copy of this script per node, please (mpirun --map-by ppr:1:node);" \
+            "rank $mpi_rank is local rank ${OMPI_COMM_WORLD_LOCAL_RANK:-0}"
+    [ -n "$bind_addr" ] || [ "$mpi_size" = 1 ] ||
+        die "mpirun: --bind-addr ADDR (rank 0's address, the same on every rank) is required"
+    s=${gpus:-1}
+    for ((r = 0; r < mpi_size; r++)); do add_host "$(hostname)" "$s" "$loaders_per_host" ""; done
+else
+    add_host "$(hostname)" "${gpus:-1}" "$loaders_per_host" ""
+fi
+n_hosts=${#host_name[@]}
+workers=0
+for s in "${host_slots[@]}"; do workers=$((workers + s)); done
+[ "$workers" -ge 1 ] && [ "$workers" -le 64 ] || die "$workers worker slots in all: expected 1..64"
+
+if [ -z "$bind_addr" ]; then
+    bind_addr=${host_addr[0]}
+    if [ -z "$bind_addr" ] && [ "$mode" != rsh ]; then bind_addr=127.0.0.1; fi
+    if [ -z "$bind_addr" ]; then
+        bind_addr=$(getent ahostsv4 "${host_name[0]}" | awk 'NR == 1 { print $1 }') || true
+        [ -n "$bind_addr" ] || die "cannot resolve ${host_name[0]} (the first host); give --bind-addr"
+        if [[ $bind_addr == 127.* ]] && [ "$n_hosts" -gt 1 ]; then
+            die "${host_name[0]} resolves to $bind_addr, which the other hosts cannot reach;" \
+                "give --bind-addr or addr= in the hostfile"
+        fi
+    fi
+fi
+endpoint="tcp://$bind_addr:$port"
+
+# ---- processes: p_host, p_role, p_rank, p_cmd (remote shell script), p_local -----------------
+p_host=() p_hostidx=() p_role=() p_rank=() p_cmd=()
+env_common="OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}"
+[ -z "${PIXFLOW_LOG_STDERR:-}" ] || env_common+=" PIXFLOW_LOG_STDERR=$(q "$PIXFLOW_LOG_STDERR")"
+one_thread="OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}"
+# add_proc HOSTIDX ROLE RANK 'ENV' ARGS...: one process; its shell script prints its pid, then
+# its exit status, as marker lines the launcher reads.
+add_proc() {
+    local hi=$1 role=$2 rank=$3 env=$4 args="" a
+    shift 4
+    for a in "$@"; do args+=" $(q "$a")"; done
+    local pre=""
+    # A worker binds its data endpoint (and Gloo) on the address loaders reach it by: the first
+    # host's is the coordinator's; another host's is addr= or its route to the coordinator.
+    if [ "$role" = worker ]; then
+        if [ "$hi" = 0 ] || [ -n "${host_addr[$hi]}" ]; then
+            local a0=$bind_addr
+            [ "$hi" = 0 ] || a0=${host_addr[$hi]}
+            pre="a=$(q "$a0");"
+        else
+            pre="a=\$(ip -4 route get $(q "$bind_addr") 2>/dev/null | sed -n 's/.* src \\([0-9.]*\\).*/\\1/p');
+[ -n \"\$a\" ] || { echo \"$me: cannot find this host's address towards $bind_addr (ip -4 route get)\"; exit 1; };"
+        fi
+        args+=" --bind \"tcp://\$a:*\""
+    fi
+    p_host+=("${host_name[$hi]}") p_hostidx+=("$hi") p_role+=("$role") p_rank+=("$rank")
+    p_cmd+=("exec 2>&1; cd $(q "$workdir_cwd") || exit 126; $pre
+$env_common $env $(q "$pixflow")$args &
+echo \"@@pixflow-pid \$!\"; wait \$!; echo \"@@pixflow-exit \$?\"")
+}
+
+hosts_here=()  # the host indices this launcher starts processes on
+if [ "$mode" = mpi ]; then hosts_here=("$mpi_rank"); else
+    for ((h = 0; h < n_hosts; h++)); do hosts_here+=("$h"); done
+fi
+worker_rank=0 loader_rank=0
+for ((h = 0; h < n_hosts; h++)); do
+    mine=0
+    for x in "${hosts_here[@]}"; do [ "$x" != "$h" ] || mine=1; done
+    if [ "$h" = 0 ] && [ "$mine" = 1 ]; then
+        add_proc 0 coordinator 0 "$one_thread" coordinator "$config" --bind "$endpoint" \
+            --workers "$workers" "${extra[@]}"
+        add_proc 0 checkpoint 0 "$one_thread" hook checkpoint --connect "$endpoint" \
+            --bind "tcp://$bind_addr:*"
+        add_proc 0 log 0 "$one_thread" hook log --connect "$endpoint"
+        for ((i = 0; i < eval_instances; i++)); do
+            add_proc 0 eval "$i" "$one_thread" hook eval --connect "$endpoint" \
+                --instance "$i/$eval_instances"
+        done
+    fi
+    s=${host_slots[$h]}
+    for ((i = 0; i < s; i++)); do
+        if [ -n "$gpus" ] && [ "$gpus" -gt 0 ]; then dev="cuda:$i" env=""
+        else
+            dev=cpu env=""
+            # CPU workers of one host share its cores.
+            [ -n "${OMP_NUM_THREADS:-}" ] || [ "$s" = 1 ] ||
+                env="OMP_NUM_THREADS=\$(( (\$(nproc) + $s - 1) / $s ))"
+        fi
+        [ "$mine" = 0 ] || add_proc "$h" worker "$worker_rank" "$env" worker \
+            --connect "$endpoint" --device "$dev"
+        worker_rank=$((worker_rank + 1))
+    done
+    for ((i = 0; i < ${host_loaders[$h]}; i++)); do
+        [ "$mine" = 0 ] || add_proc "$h" loader "$loader_rank" "$one_thread" loader \
+            --connect "$endpoint" --name "loader$loader_rank@${host_name[$h]}"
+        loader_rank=$((loader_rank + 1))
+    done
+done
+n_procs=${#p_role[@]}
+[ "$loader_rank" -gt 0 ] ||
+    say "no loaders (every host has loaders=0): the job waits for \`pixflow loader --connect $endpoint\`"
+
+mkdir -p "$log_dir" || die "$log_dir: cannot create the log folder"
+state=$(mktemp -d "${TMPDIR:-/tmp}/pixflow-launch.XXXXXX")
+rm -f "$log_dir/procs.tsv"
+
+# ---- start, watch, stop ------------------------------------------------------------------------
+p_job=()  # local pid of each process's pipeline
+log_of() { echo "$log_dir/${p_host[$1]}.${p_role[$1]}.${p_rank[$1]}.log"; }
+# Run a shell command on host index $1 (locally without ssh in local and mpirun modes).
+on_host() {
+    if [ "$mode" = rsh ]; then "${rsh_cmd[@]}" "${host_name[$1]}" "$2"; else sh -c "$2"; fi
+}
+# Read a process's output: marker lines go to STATE.pid/.exit/.rsh (.ready when the
+# coordinator listens), the rest to LOG and, prefixed, to stdout. (In bash: mawk, Debian's awk,
+# reads pipes in blocks, which would hold lines back.)
+read_output() {  # PREFIX LOG STATE
+    local line
+    while IFS= read -r line; do
+        case $line in
+            "@@pixflow-pid "*) echo "${line#* }" > "$3.pid" ;;
+            "@@pixflow-exit "*) echo "${line#* }" > "$3.exit" ;;
+            "@@rsh-exit "*) echo "${line#* }" > "$3.rsh" ;;
+            *)
+                [[ $line != *" listening on "* ]] || : > "$3.ready"
+                printf '%s\n' "$line" >> "$2"
+                printf '%s%s\n' "$1" "$line" ;;
+        esac
+    done
+}
+start_proc() {
+    local i=$1 log
+    log=$(log_of "$i")
+    : > "$log"
+    # Own process group (set -m): the terminal's Ctrl-C reaches the launcher only, which
+    # forwards it to the coordinator; stdin from /dev/null so ssh does not read the terminal.
+    set -m
+    {
+        set +e
+        on_host "${p_hostidx[$i]}" "${p_cmd[$i]}" < /dev/null 2>&1
+        echo "@@rsh-exit $?"
+    } | read_output "[${p_host[$i]} ${p_role[$i]} ${p_rank[$i]}] " "$log" "$state/$i" &
+    p_job[i]=$!
+    set +m
+}
+# These set REPLY rather than print: no command substitution in the watch loop, where a signal
+# trap running while bash 5.2 parses one has been seen to break the parse ("interrupt trap:
+# unexpected EOF while looking for matching `)'").
+pid_of() { REPLY=""; [ ! -s "$state/$1.pid" ] || read -r REPLY < "$state/$1.pid"; }
+ended() { [ -e "$state/$1.rsh" ]; }
+# Exit status of process $1: its own, else (never started, ssh failed) the remote shell's.
+status_of() {
+    if [ -s "$state/$1.exit" ]; then read -r REPLY < "$state/$1.exit"
+    else read -r REPLY < "$state/$1.rsh"; fi
+}
+describe() {  # status [index]
+    local st=$1
+    if [ -n "${2:-}" ] && [ ! -s "$state/$2.exit" ]; then
+        case $st in
+            126) echo "exit 126 (cannot cd to $workdir_cwd)" ;;
+            127) echo "exit 127 (cannot run: ${rsh_cmd[0]} or the command not found)" ;;
+            255) echo "exit 255 (${rsh_cmd[0]} failed: host unreachable?)" ;;
+            *) echo "exit $st (before pixflow started)" ;;
+        esac
+    elif [ "$st" -gt 128 ] && [ "$st" -lt 160 ]; then
+        echo "killed by SIG$(kill -l $((st - 128)))"
+    else
+        echo "exit $st"
+    fi
+}
+signal_proc() {  # index SIGNAL
+    pid_of "$1"
+    [ -n "$REPLY" ] && ! ended "$1" || return 0
+    on_host "${p_hostidx[$1]}" "kill -$2 $REPLY 2>/dev/null" < /dev/null > /dev/null 2>&1 || true
+}
+signal_all() {  # in parallel: each may be an ssh round trip
+    local i pids=()
+    for ((i = 0; i < n_procs; i++)); do signal_proc "$i" "$1" & pids+=($!); done
+    for i in "${pids[@]}"; do wait "$i" || true; done
+}
+running() {  # whether a started process has not ended
+    local i
+    for ((i = 0; i < n_procs; i++)); do [ -z "${p_job[$i]:-}" ] || ended "$i" || return 0; done
+    return 1
+}
+
+interrupts=0 stop_at=0 interrupted=0
+# shellcheck disable=SC2317  # called by trap
+on_signal() { interrupts=$((interrupts + 1)); }
+trap on_signal INT TERM HUP
+# shellcheck disable=SC2317  # called by trap
+cleanup() {
+    local i
+    for ((i = 0; i < n_procs; i++)); do
+        ended "$i" || signal_proc "$i" KILL
+        [ -z "${p_job[$i]:-}" ] || kill "${p_job[$i]}" 2> /dev/null || true
+    done
+    rm -rf "$state"
+}
+trap cleanup EXIT
+
+say "$n_procs process(es) on ${#hosts_here[@]} host(s), coordinator $endpoint, $workers worker(s)," \
+    "logs in $log_dir"
+coord=""  # index of the coordinator, when this launcher runs it
+for ((i = 0; i < n_procs; i++)); do
+    if [ "${p_role[$i]}" = coordinator ]; then
+        coord=$i
+        start_proc "$i"
+        # The others join once it listens (they would retry for 15 s; this is plainer).
+        deadline=$((SECONDS + READY_TIMEOUT_S))
+        while [ ! -e "$state/$i.ready" ] && ! ended "$i" && [ "$SECONDS" -lt "$deadline" ] &&
+              [ "$interrupts" = 0 ]; do sleep 0.1; done
+        if [ ! -e "$state/$i.ready" ]; then
+            ended "$i" || [ "$interrupts" -gt 0 ] ||
+                say "the coordinator did not listen on $endpoint within ${READY_TIMEOUT_S} s"
+            ended "$i" || interrupts=2 interrupted=1
+            break
+        fi
+    elif [ "$mode" = mpi ] && [ -z "$coord" ] && [ "$i" = 0 ]; then
+        # Another rank: wait for rank 0's coordinator to listen.
+        deadline=$((SECONDS + READY_TIMEOUT_S))
+        until (exec 3<> "/dev/tcp/$bind_addr/$port") 2> /dev/null; do
+            [ "$SECONDS" -lt "$deadline" ] && [ "$interrupts" = 0 ] ||
+                { say "no coordinator at $endpoint within ${READY_TIMEOUT_S} s"; exit 1; }
+            sleep 0.5
+        done
+        start_proc "$i"
+    else
+        start_proc "$i"
+    fi
+done
+# procs.tsv once every started process has reported its pid (or ended).
+deadline=$((SECONDS + 30))
+for ((i = 0; i < n_procs; i++)); do
+    [ -n "${p_job[$i]:-}" ] || continue
+    while [ ! -s "$state/$i.pid" ] && ! ended "$i" && [ "$SECONDS" -lt "$deadline" ]; do
+        sleep 0.1
+    done
+done
+for ((i = 0; i < n_procs; i++)); do
+    [ -n "${p_job[$i]:-}" ] || continue
+    printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$i" "${p_host[$i]}" "${p_role[$i]}" "${p_rank[$i]}" \
+        "$(pid_of "$i"; echo "$REPLY")" "$(log_of "$i")"
+done | { printf 'index\thost\trole\trank\tpid\tlog\n'; cat; } > "$log_dir/procs.tsv.tmp"
+mv "$log_dir/procs.tsv.tmp" "$log_dir/procs.tsv"
+
+# Loop until the coordinator (or, on another mpirun rank, every local process) has ended.
+reported=()
+killed_at=0
+# ---- [monitor check hook] a later `pixflow monitor --connect EP --once` check plugs in here:
+# monitor_check() is called once a second while the job runs; it does nothing yet.
+monitor_check() { :; }
+while :; do
+    if [ "$interrupts" -gt 0 ] && [ "$interrupted" = 0 ]; then
+        interrupted=1
+        stop_at=$((SECONDS + STOP_GRACE_S))
+        if [ -n "$coord" ] && ! ended "$coord"; then
+            say "interrupted: the coordinator checkpoints and stops the job (again to kill it)"
+            signal_proc "$coord" INT
+        else
+            say "interrupted: waiting for the coordinator to stop the job (again to kill it)"
+        fi
+    fi
+    if { [ "$interrupts" -gt 1 ] || { [ "$stop_at" -gt 0 ] && [ "$SECONDS" -ge "$stop_at" ]; }; } &&
+       [ "$killed_at" = 0 ]; then
+        if [ "$interrupts" -gt 1 ]; then say "second interrupt: terminating every process"
+        else say "the job did not stop within ${STOP_GRACE_S} s: terminating every process"; fi
+        signal_all TERM
+        killed_at=$((SECONDS + 5))
+    fi
+    if [ "$killed_at" -gt 0 ] && [ "$SECONDS" -ge "$killed_at" ] && running; then
+        say "killing what is left"
+        signal_all KILL
+        killed_at=$((SECONDS + 1000000))
+    fi
+    for ((i = 0; i < n_procs; i++)); do
+        [ -z "${reported[$i]:-}" ] && ended "$i" || continue
+        reported[i]=1
+        status_of "$i"
+        if [ "$REPLY" != 0 ] && [ "$REPLY" != 130 ]; then
+            what=""
+            [ "${p_role[$i]}" != loader ] || what="; its tickets go to the other loaders"
+            st=$REPLY
+            pid_of "$i"
+            say "${p_role[$i]} ${p_rank[$i]} on ${p_host[$i]} (pid $REPLY) $(describe "$st" "$i")$what"
+        fi
+    done
+    if [ -n "$coord" ]; then ended "$coord" && break
+    elif ! running; then break; fi
+    monitor_check
+    sleep 0.5
+done
+# The coordinator has stopped the job: the others follow within EXIT_GRACE_S.
+deadline=$((SECONDS + EXIT_GRACE_S))
+while running && [ "$SECONDS" -lt "$deadline" ] && [ "$interrupts" -lt 2 ]; do
+    sleep 0.2
+done
+if running; then
+    for ((i = 0; i < n_procs; i++)); do
+        [ -z "${p_job[$i]:-}" ] || ended "$i" || say "${p_role[$i]} ${p_rank[$i]} on ${p_host[$i]} (pid $(pid_of "$i"; echo "$REPLY")) did not exit; terminating it"
+    done
+    signal_all TERM
+    deadline=$((SECONDS + 5))
+    while running && [ "$SECONDS" -lt "$deadline" ]; do sleep 0.2; done
+    signal_all KILL
+    deadline=$((SECONDS + 5))
+    while running && [ "$SECONDS" -lt "$deadline" ]; do sleep 0.2; done
+fi
+for ((i = 0; i < n_procs; i++)); do
+    [ -z "${p_job[$i]:-}" ] || wait "${p_job[$i]}" 2> /dev/null || true
+done
+
+# ---- failure summary and exit status -----------------------------------------------------------
+failed=()
+for ((i = 0; i < n_procs; i++)); do
+    [ -n "${p_job[$i]:-}" ] || continue  # never started (the coordinator failed first)
+    if ended "$i"; then status_of "$i"; st=$REPLY; else st=unknown; fi
+    if [ "$st" != 0 ] && { [ "$st" != 130 ] || [ "$interrupted" = 0 ]; }; then failed+=("$i"); fi
+done
+if [ "${#failed[@]}" -gt 0 ]; then
+    echo "$me: ${#failed[@]} process(es) did not end cleanly:" >&2
+    printf '  %-16s %-12s %-5s %-8s %s\n' HOST ROLE RANK PID STATUS >&2
+    for i in "${failed[@]}"; do
+        if ended "$i"; then status_of "$i"; d=$(describe "$REPLY" "$i"); else d="did not exit"; fi
+        pid_of "$i"
+        pid=$REPLY
+        printf '  %-16s %-12s %-5s %-8s %s\n' "${p_host[$i]}" "${p_role[$i]}" "${p_rank[$i]}" \
+            "${pid:--}" "$d" >&2
+        tail -n 3 "$(log_of "$i")" 2> /dev/null | sed 's/^/      | /' >&2 || true
+    done
+fi
+if [ -n "$coord" ]; then
+    if ended "$coord"; then status_of "$coord"; status=$REPLY; else status=1; fi
+    [ -s "$state/$coord.exit" ] || status=1
+    case $status in
+        0) say "done; logs in $log_dir" ;;
+        130) say "stopped with a checkpoint; continue with: $0 ... $config -- --resume auto" ;;
+        *) say "the job failed (coordinator: $(describe "$status" "$coord")); logs in $log_dir" ;;
+    esac
+    exit "$status"
+fi
+# Another mpirun rank: its workers decide (a lost loader does not fail the job).
+for i in "${failed[@]:-}"; do
+    [ -z "$i" ] || [ "${p_role[$i]}" = loader ] || exit 1
+done
+exit 0
