@@ -336,6 +336,7 @@ trap cleanup EXIT
 
 say "$n_procs process(es) on ${#hosts_here[@]} host(s), coordinator $endpoint, $workers worker(s)," \
     "logs in $log_dir"
+say "watch it from any host: pixflow monitor --connect $endpoint"
 coord=""  # index of the coordinator, when this launcher runs it
 for ((i = 0; i < n_procs; i++)); do
     if [ "${p_role[$i]}" = coordinator ]; then
@@ -382,9 +383,6 @@ mv "$log_dir/procs.tsv.tmp" "$log_dir/procs.tsv"
 # Loop until the coordinator (or, on another mpirun rank, every local process) has ended.
 reported=()
 killed_at=0
-# ---- [monitor check hook] a later `pixflow monitor --connect EP --once` check plugs in here:
-# monitor_check() is called once a second while the job runs; it does nothing yet.
-monitor_check() { :; }
 while :; do
     if [ "$interrupts" -gt 0 ] && [ "$interrupted" = 0 ]; then
         interrupted=1
@@ -422,7 +420,6 @@ while :; do
     done
     if [ -n "$coord" ]; then ended "$coord" && break
     elif ! running; then break; fi
-    monitor_check
     sleep 0.5
 done
 # The coordinator has stopped the job: the others follow within EXIT_GRACE_S.

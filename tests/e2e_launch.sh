@@ -11,6 +11,8 @@
 #      reports it dead, the job goes on and finishes; the launcher's failure summary names it
 #      (hostB, loader, 0, its pid, killed by SIGKILL), and hostC's loader (exit 255); every
 #      process's output is on the launcher's stdout as `[host role rank] ...` and in its log file;
+#      a `pixflow monitor --once` run in B while the job runs lists both loaders alive, and after
+#      the kill shows loader 0 dead and loader 1 alive;
 #   2. SIGINT to launch.sh: the job checkpoints and stops, exit 130.
 # Needs root (`ip netns`); without it, says why and exits 77 (ctest: skipped). Namespaces and
 # their processes go at exit, on SIGINT/SIGTERM/SIGHUP, and (left by a killed run) at the start.
@@ -120,10 +122,15 @@ wait_for() {  # SECONDS COMMAND...: until the command succeeds; 1 on timeout
     until "$@"; do [ "$SECONDS" -lt "$end" ] || return 1; sleep 0.2; done
 }
 lines() { [ -e "$1" ] && [ "$(wc -l < "$1")" -ge "$2" ]; }
-# ---- [monitor check] later: `pixflow monitor --connect tcp://10.202.0.1:7300 --once` run in
-# namespace B must list both of B's loaders and show the killed one as dead. Called after the
-# kill, while the job runs; does nothing yet.
-monitor_check() { :; }
+# `pixflow monitor --once` from host B (namespace B), joining the running job late: its view
+# into FILE.
+monitor_once() {  # FILE
+    ip netns exec "$ns_b" "$bin" monitor --connect tcp://10.202.0.1:7300 --once > "$1" 2>&1
+}
+# The monitor's row of loader NAME shows STATE (alive / dead).
+loader_row() {  # FILE NAME STATE
+    grep -Eq "^  $2 +[^ ]+ +[0-9]+ $3 " "$1"
+}
 
 # ---- 1. a job across A and B; a loader killed mid-run -------------------------------------------
 # ~200 iterations/s on one core: a run of about 30 s, the loader killed after 1000.
@@ -142,11 +149,21 @@ wait_for 30 test -e "$tsv" || true
 loader_pid=$(awk -F'\t' '$2 == "hostB" && $3 == "loader" && $4 == "0" { print $5 }' "$tsv")
 check "procs.tsv names loader 0 on hostB with a pid" test -n "$loader_pid"
 check "that pid runs in namespace B" grep -qx "$loader_pid" <(ip netns pids "$ns_b")
+mon1=$root/monitor1.txt mon2=$root/monitor2.txt
+check "a monitor in B joins the running job (--once, exit 0; $mon1)" monitor_once "$mon1"
+check "the monitor lists both of B's loaders alive" \
+    grep -q "^loaders  2 (2 alive)" "$mon1"
+check "the monitor's loader0@hostB row is alive with the pid procs.tsv names" \
+    grep -Eq "^  loader0@hostB +[^ ]+ +$loader_pid alive " "$mon1"
+check "the monitor's loader1@hostB row is alive" loader_row "$mon1" loader1@hostB alive
+check "the monitor shows the worker on A (device cpu)" grep -q "device cpu" "$mon1"
 n_before=$(wc -l < "$samples")
 kill -KILL "$loader_pid"
 check "the coordinator reports the killed loader dead" wait_for 20 grep -q \
     "loader loader0@hostB (pid $loader_pid on .*) sent no heartbeat" "$wd/coordinator.log"
-monitor_check
+check "the monitor then shows loader0@hostB dead, loader1@hostB alive ($mon2)" \
+    eval 'monitor_once "$mon2" && loader_row "$mon2" loader0@hostB dead &&
+          loader_row "$mon2" loader1@hostB alive && grep -q "^loaders  2 (1 alive)" "$mon2"'
 st=0
 wait "$launcher_pid" || st=$?
 launcher_pid=""
