@@ -359,7 +359,7 @@ static void render(const monitor *m, FILE *o) {
     }
     fprintf(o, "hooks   ");
     for (int i = 0; i < m->n_hooks; i++)
-        fprintf(o, " %s %s (%s, %s)", m->hooks[i].role, m->hooks[i].name, m->hooks[i].host,
+        fprintf(o, "%s %s (%s, %s)", i ? "," : "", m->hooks[i].role, m->hooks[i].host,
                 shown_state(&m->hooks[i], now, st, sizeof st));
     fprintf(o, "\n");
     /* eval */
