@@ -24,6 +24,7 @@
 #include <zmq.h>
 
 #include "common/log.h"
+#include "common/metrics.h"
 #include "common/util.h"
 #include "coordinator/client.h"
 #include "nn/lr_schedule.h"
@@ -200,11 +201,7 @@ static void publish_visual(worker *w, const pf_msg_batch *b, const uint8_t *gt,
         pf_warn("visual: no training output to show at iteration %" PRId64, done);
         return;
     }
-    for (size_t i = 0; i < count; i++) {
-        float v = w->visual_out[i];
-        v = v < 0 ? 0 : v > 1 ? 1 : v;
-        w->visual_u8[i] = (uint8_t)(v * 255.0f + 0.5f);
-    }
+    pf_to_u8(w->visual_out, w->visual_u8, count);   /* as evaluation does */
     pf_msg m = { .type = PF_MSG_VISUAL };
     pf_msg_visual *v = &m.u.visual;
     snprintf(v->source, sizeof v->source, "%s", w->client.name);

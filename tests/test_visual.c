@@ -1,0 +1,252 @@
+/*  Visual hook and TensorBoard images, end to end: `pixflow train` with visual_config
+    {interval: 2, num_samples: 3, output_dir} and an evaluation every 2 iterations, then what the
+    job wrote is checked against values computed here from the data and the checkpoints:
+
+    A. OUTPUT_DIR holds iter_2.png and iter_4.png only (work_dir/visuals is not made when
+       output_dir is given); each is 3 x 16 wide, 3 x 16 tall (3 samples of 16 x 16 GT).
+    B. Row i of iter_N.png is sample i of the batch of iteration N-1 (samples_rank0.log gives its
+       indices and epoch): the GT column equals pf_dataset_sample's GT patch of that sample (the
+       bytes the loader made), the LQ column pf_imresize_u8 x2 of its LQ patch, and the output
+       column the network of checkpoint iter_{N-1} (the weights that step ran with) run on the
+       LQ patch by pf_model_infer, within 1 level (batch vs single-image convolution order).
+    C. The TensorBoard event file: every record's CRCs check (tests/pf_test_tb.h, its own
+       decoder); "visual/train" images at steps 2 and 4, colorspace 3, whose PNG decodes to the
+       same pixels as the iter_N.png the visual hook wrote; "eval/img00".."eval/img02" (not
+       img03: num_samples 3) at steps 2 and 4, 3 x 48 by 48, with the GT column equal to the GT
+       file, the output column equal to eval_visuals/iter_N/imgNN.png (saved by evaluation) and
+       the LQ column pf_imresize_u8 x2 of the eval LQ.
+*/
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "common/config.h"
+#include "common/image.h"
+#include "common/imresize.h"
+#include "common/metrics.h"
+#include "loader/dataset.h"
+#include "nn/model.h"
+#include "pf_test_job.h"
+#include "pf_test_tb.h"
+#include "worker/train_state.h"
+
+#define GT 16
+#define LQ 8
+#define N_SAMPLES 3
+
+static char root[512], wd[600], pics[600];
+
+/* Column `col` (0 LQ, 1 output, 2 GT) of row block `row` of a grid whose cells are s x s. */
+static void cell(const pf_image *grid, int row, int col, int s, uint8_t *out) {
+    for (int y = 0; y < s; y++)
+        memcpy(out + (size_t)y * s * 3,
+               grid->data + (((size_t)row * s + y) * grid->w + (size_t)col * s) * 3,
+               (size_t)s * 3);
+}
+
+static int max_diff(const uint8_t *a, const uint8_t *b, size_t n) {
+    int m = 0;
+    for (size_t i = 0; i < n; i++) {
+        int d = abs((int)a[i] - (int)b[i]);
+        if (d > m) m = d;
+    }
+    return m;
+}
+
+/* Indices and epoch of the batch of iteration `iter` from samples_rank0.log. */
+static int batch_of(int64_t iter, uint32_t *idx, int max, uint32_t *epoch) {
+    char path[700], line[1024];
+    snprintf(path, sizeof path, "%s/samples_rank0.log", wd);
+    FILE *f = fopen(path, "r");
+    int n = 0;
+    while (f && fgets(line, sizeof line, f)) {
+        long long it;
+        unsigned ep;
+        unsigned long long ticket;
+        char list[512];
+        if (sscanf(line, "%lld %u %llu %511s", &it, &ep, &ticket, list) != 4 || it != iter)
+            continue;
+        *epoch = ep;
+        for (char *p = strtok(list, ","); p && n < max; p = strtok(NULL, ",")) idx[n++] = (uint32_t)atoi(p);
+        break;
+    }
+    if (f) fclose(f);
+    return n;
+}
+
+static void check_train_grid(const pf_config *cfg, pf_dataset *ds, int64_t iter,
+                             const pf_image *grid) {
+    uint32_t idx[8], epoch = 0;
+    int n = batch_of(iter - 1, idx, 8, &epoch);
+    CHECK(n == 4, "iter %lld: batch of %d samples in samples_rank0.log", (long long)iter, n);
+    char err[512], ck[700];
+    snprintf(ck, sizeof ck, "%s/checkpoints/iter_%lld.safetensors", wd, (long long)iter - 1);
+    pf_model *m = pf_model_new(cfg, err, sizeof err);
+    CHECK(m && pf_state_load_weights(m, ck, NULL, err, sizeof err) == 0, "%s: %s", ck, err);
+    for (int i = 0; i < N_SAMPLES && i < n && m; i++) {
+        uint8_t gt[GT * GT * 3], lq[LQ * LQ * 3], up[GT * GT * 3], got[GT * GT * 3],
+            net[GT * GT * 3];
+        float out[GT * GT * 3];
+        CHECK(pf_dataset_sample(ds, idx[i], cfg->seed, epoch, gt, lq, err, sizeof err) == 0,
+              "sample %u: %s", idx[i], err);
+        cell(grid, i, 2, GT, got);
+        CHECK(!memcmp(got, gt, sizeof gt), "iter %lld row %d: GT column is not sample %u's GT",
+              (long long)iter, i, idx[i]);
+        CHECK(pf_imresize_u8(lq, LQ, LQ, 3, 2.0, up) == 0, "imresize");
+        cell(grid, i, 0, GT, got);
+        CHECK(!memcmp(got, up, sizeof up), "iter %lld row %d: LQ column is not imresize(LQ)",
+              (long long)iter, i);
+        CHECK(pf_model_infer(m, lq, LQ, LQ, out, err, sizeof err) == 0, "infer: %s", err);
+        pf_to_u8(out, net, sizeof net);
+        cell(grid, i, 1, GT, got);
+        int d = max_diff(got, net, sizeof net);
+        CHECK(d <= 1, "iter %lld row %d: output column differs from the checkpoint's network "
+              "by up to %d levels", (long long)iter, i, d);
+    }
+    pf_model_destroy(&m);
+}
+
+static void check_eval_image(const pf_config *cfg, pf_dataset *eval, const tb_event *e,
+                             int file) {
+    char err[512], path[800];
+    pf_image img = {0}, saved = {0};
+    CHECK(pf_image_decode_png(e->png, e->png_len, e->tag, &img, err, sizeof err) == 0, "%s",
+          err);
+    CHECK(img.w == 3 * 48 && img.h == 48 && e->width == img.w && e->height == img.h,
+          "%s: %dx%d (header %lldx%lld), want 144x48", e->tag, img.w, img.h,
+          (long long)e->width, (long long)e->height);
+    const pf_image *gt, *lq;
+    CHECK(pf_dataset_pair(eval, file, &gt, &lq, err, sizeof err) == 0, "%s", err);
+    if (img.w != 144 || img.h != 48 || gt->w != 48 || lq->w != 24) {
+        pf_image_free(&img);
+        return;
+    }
+    uint8_t got[48 * 48 * 3], up[48 * 48 * 3];
+    cell(&img, 0, 2, 48, got);
+    CHECK(!memcmp(got, gt->data, sizeof got), "%s: GT column is not the GT file", e->tag);
+    CHECK(pf_imresize_u8(lq->data, 24, 24, 3, 2.0, up) == 0, "imresize");
+    cell(&img, 0, 0, 48, got);
+    CHECK(!memcmp(got, up, sizeof up), "%s: LQ column is not imresize(LQ)", e->tag);
+    snprintf(path, sizeof path, "%s/eval_visuals/iter_%lld/img%02d.png", wd, (long long)e->step,
+             file);
+    CHECK(pf_image_read_png(path, &saved, err, sizeof err) == 0, "%s", err);
+    cell(&img, 0, 1, 48, got);
+    CHECK(saved.data && !memcmp(got, saved.data, sizeof got),
+          "%s step %lld: output column is not %s", e->tag, (long long)e->step, path);
+    (void)cfg;
+    pf_image_free(&saved);
+    pf_image_free(&img);
+}
+
+static tb_event ev[TB_MAX_EVENTS];
+
+int main(void) {
+    char bin[512], data[600], cfg_path[700], out[700], err[512];
+    pf_test_job_begin("visual", bin, sizeof bin, root, sizeof root);
+    snprintf(data, sizeof data, "%s/data", root);
+    snprintf(wd, sizeof wd, "%s/wd", root);
+    snprintf(pics, sizeof pics, "%s/pics", root);
+    snprintf(cfg_path, sizeof cfg_path, "%s/visual.yaml", root);
+    snprintf(out, sizeof out, "%s/out.txt", root);
+    make_images(data, 4, 48, 11);
+    FILE *f = fopen(cfg_path, "w");
+    fprintf(f,
+            "model: {type: EDSR, scale: 2, n_feats: 8, n_blocks: 1, loss: {type: L1Loss}}\n"
+            "data:\n"
+            "  samples_per_gpu: 4\n"
+            "  train: {gt_folder: %s, gt_patch_size: %d, use_flip: true, use_rot: true,\n"
+            "          repeat: 2}\n"
+            "  eval: {gt_folder: %s}\n"
+            "optimizers: {type: Adam, lr: 1.0e-3}\n"
+            "total_iters: 4\n"
+            "checkpoint_config: {interval: 1}\n"
+            "evaluation: {interval: 2, metrics: [PSNR], save_image: true}\n"
+            "log_config: {interval: 1}\n"
+            "visual_config: {interval: 2, num_samples: %d, output_dir: %s}\n"
+            "work_dir: %s\n"
+            "seed: 5\n",
+            data, GT, data, N_SAMPLES, pics, wd);
+    fclose(f);
+    run r;
+    start_job(&r, bin, out, cfg_path, "1", NULL, NULL, NULL);
+    int st = finish(&r, 300);
+    CHECK(st == 0, "pixflow train exited %d (see %s)", st, out);
+
+    pf_config cfg;
+    CHECK(pf_config_load(&cfg, cfg_path, err, sizeof err) == 0, "%s", err);
+    pf_dataset ds, eval;
+    CHECK(pf_dataset_open(&ds, &cfg.train, "data.train", cfg.scale, cfg.train.gt_patch_size, err,
+                          sizeof err) == 0, "%s", err);
+    CHECK(pf_dataset_open(&eval, &cfg.eval, "data.eval", cfg.scale, 0, err, sizeof err) == 0,
+          "%s", err);
+    pf_dataset_set_seed(&eval, cfg.seed);
+
+    /* A, B */
+    char p[800];
+    struct stat sb;
+    snprintf(p, sizeof p, "%s/visuals", wd);
+    CHECK(stat(p, &sb) != 0, "%s made although output_dir is set", p);
+    pf_image grids[5] = {{0}};
+    for (int it = 1; it <= 4; it++) {
+        snprintf(p, sizeof p, "%s/iter_%d.png", pics, it);
+        int have = stat(p, &sb) == 0;
+        CHECK(have == (it % 2 == 0), "%s %s", p, have ? "written" : "missing");
+        if (!have || it % 2) continue;
+        CHECK(pf_image_read_png(p, &grids[it], err, sizeof err) == 0, "%s", err);
+        CHECK(grids[it].w == 3 * GT && grids[it].h == N_SAMPLES * GT, "%s is %dx%d", p,
+              grids[it].w, grids[it].h);
+        if (grids[it].w == 3 * GT && grids[it].h == N_SAMPLES * GT)
+            check_train_grid(&cfg, &ds, it, &grids[it]);
+    }
+
+    /* C */
+    char tb[800];
+    CHECK(tb_find(wd, tb, sizeof tb) == 1, "one event file in %s", wd);
+    int n = tb_read(tb, ev, TB_MAX_EVENTS, err, sizeof err);
+    CHECK(n > 0, "%s: %s", tb, err);
+    int train_seen = 0, eval_seen[4][5] = {{0}}, scalars = 0;
+    for (int i = 0; i < n; i++) {
+        const tb_event *e = &ev[i];
+        if (!e->has_image) {
+            scalars += e->n_values == 1;
+            continue;
+        }
+        CHECK(e->colorspace == 3 && e->png, "%s: colorspace %lld", e->tag,
+              (long long)e->colorspace);
+        if (!strcmp(e->tag, "visual/train")) {
+            train_seen++;
+            pf_image img = {0};
+            int k = (int)e->step;
+            CHECK((k == 2 || k == 4) && grids[k].data, "visual/train at step %d", k);
+            CHECK(pf_image_decode_png(e->png, e->png_len, "tb", &img, err, sizeof err) == 0,
+                  "%s", err);
+            if ((k == 2 || k == 4) && grids[k].data)
+                CHECK(img.w == grids[k].w && img.h == grids[k].h && e->width == img.w &&
+                      e->height == img.h &&
+                      !memcmp(img.data, grids[k].data, (size_t)img.w * img.h * 3),
+                      "visual/train step %d differs from pics/iter_%d.png", k, k);
+            pf_image_free(&img);
+        } else {
+            int file = -1;
+            CHECK(sscanf(e->tag, "eval/img%d", &file) == 1 && file >= 0 && file < N_SAMPLES &&
+                  (e->step == 2 || e->step == 4), "unexpected image %s at step %lld", e->tag,
+                  (long long)e->step);
+            if (file >= 0 && file < 4 && (e->step == 2 || e->step == 4)) {
+                eval_seen[file][e->step]++;
+                check_eval_image(&cfg, &eval, e, file);
+            }
+        }
+    }
+    CHECK(train_seen == 2, "%d visual/train images, want 2", train_seen);
+    for (int k = 0; k < N_SAMPLES; k++)
+        CHECK(eval_seen[k][2] == 1 && eval_seen[k][4] == 1, "eval/img%02d: %d at step 2, %d at "
+              "step 4", k, eval_seen[k][2], eval_seen[k][4]);
+    CHECK(scalars >= 4, "scalars still written (%d)", scalars);
+    if (n > 0) tb_free(ev, n);
+    for (int k = 0; k < 5; k++) pf_image_free(&grids[k]);
+    pf_dataset_close(&ds);
+    pf_dataset_close(&eval);
+    if (pf_test_fail_ == 0) remove_tree(root);
+    return pf_test_end("test_visual");
+}
