@@ -1,8 +1,10 @@
-/*  Visual hook and TensorBoard images, end to end: `pixflow train` with visual_config
-    {interval: 2, num_samples: 3, output_dir} and an evaluation every 2 iterations, then what the
+/*  Visual hook and TensorBoard images, end to end: `pixflow train` of 6 iterations with
+    visual_config {interval: 3, num_samples: 3, output_dir} and an evaluation every 3 iterations
+    (the first pictures come a few steps in: a hook's SUB may join the events proxy a moment
+    after training starts), then what the
     job wrote is checked against values computed here from the data and the checkpoints:
 
-    A. OUTPUT_DIR holds iter_2.png and iter_4.png only (work_dir/visuals is not made when
+    A. OUTPUT_DIR holds iter_3.png and iter_6.png only (work_dir/visuals is not made when
        output_dir is given); each is 3 x 16 wide, 3 x 16 tall (3 samples of 16 x 16 GT).
     B. Row i of iter_N.png is sample i of the batch of iteration N-1 (samples_rank0.log gives its
        indices and epoch): the GT column equals pf_dataset_sample's GT patch of that sample (the
@@ -10,9 +12,9 @@
        column the network of checkpoint iter_{N-1} (the weights that step ran with) run on the
        LQ patch by pf_model_infer, within 1 level (batch vs single-image convolution order).
     C. The TensorBoard event file: every record's CRCs check (tests/pf_test_tb.h, its own
-       decoder); "visual/train" images at steps 2 and 4, colorspace 3, whose PNG decodes to the
+       decoder); "visual/train" images at steps 3 and 6, colorspace 3, whose PNG decodes to the
        same pixels as the iter_N.png the visual hook wrote; "eval/img00".."eval/img02" (not
-       img03: num_samples 3) at steps 2 and 4, 3 x 48 by 48, with the GT column equal to the GT
+       img03: num_samples 3) at steps 3 and 6, 3 x 48 by 48, with the GT column equal to the GT
        file, the output column equal to eval_visuals/iter_N/imgNN.png (saved by evaluation) and
        the LQ column pf_imresize_u8 x2 of the eval LQ.
 */
@@ -159,11 +161,11 @@ int main(void) {
             "          repeat: 2}\n"
             "  eval: {gt_folder: %s}\n"
             "optimizers: {type: Adam, lr: 1.0e-3}\n"
-            "total_iters: 4\n"
+            "total_iters: 6\n"
             "checkpoint_config: {interval: 1}\n"
-            "evaluation: {interval: 2, metrics: [PSNR], save_image: true}\n"
+            "evaluation: {interval: 3, metrics: [PSNR], save_image: true}\n"
             "log_config: {interval: 1}\n"
-            "visual_config: {interval: 2, num_samples: %d, output_dir: %s}\n"
+            "visual_config: {interval: 3, num_samples: %d, output_dir: %s}\n"
             "work_dir: %s\n"
             "seed: 5\n",
             data, GT, data, N_SAMPLES, pics, wd);
@@ -187,12 +189,12 @@ int main(void) {
     struct stat sb;
     snprintf(p, sizeof p, "%s/visuals", wd);
     CHECK(stat(p, &sb) != 0, "%s made although output_dir is set", p);
-    pf_image grids[5] = {{0}};
-    for (int it = 1; it <= 4; it++) {
+    pf_image grids[7] = {{0}};
+    for (int it = 1; it <= 6; it++) {
         snprintf(p, sizeof p, "%s/iter_%d.png", pics, it);
         int have = stat(p, &sb) == 0;
-        CHECK(have == (it % 2 == 0), "%s %s", p, have ? "written" : "missing");
-        if (!have || it % 2) continue;
+        CHECK(have == (it % 3 == 0), "%s %s", p, have ? "written" : "missing");
+        if (!have || it % 3) continue;
         CHECK(pf_image_read_png(p, &grids[it], err, sizeof err) == 0, "%s", err);
         CHECK(grids[it].w == 3 * GT && grids[it].h == N_SAMPLES * GT, "%s is %dx%d", p,
               grids[it].w, grids[it].h);
@@ -205,7 +207,7 @@ int main(void) {
     CHECK(tb_find(wd, tb, sizeof tb) == 1, "one event file in %s", wd);
     int n = tb_read(tb, ev, TB_MAX_EVENTS, err, sizeof err);
     CHECK(n > 0, "%s: %s", tb, err);
-    int train_seen = 0, eval_seen[4][5] = {{0}}, scalars = 0;
+    int train_seen = 0, eval_seen[4][7] = {{0}}, scalars = 0;
     for (int i = 0; i < n; i++) {
         const tb_event *e = &ev[i];
         if (!e->has_image) {
@@ -218,10 +220,10 @@ int main(void) {
             train_seen++;
             pf_image img = {0};
             int k = (int)e->step;
-            CHECK((k == 2 || k == 4) && grids[k].data, "visual/train at step %d", k);
+            CHECK((k == 3 || k == 6) && grids[k].data, "visual/train at step %d", k);
             CHECK(pf_image_decode_png(e->png, e->png_len, "tb", &img, err, sizeof err) == 0,
                   "%s", err);
-            if ((k == 2 || k == 4) && grids[k].data)
+            if ((k == 3 || k == 6) && grids[k].data)
                 CHECK(img.w == grids[k].w && img.h == grids[k].h && e->width == img.w &&
                       e->height == img.h &&
                       !memcmp(img.data, grids[k].data, (size_t)img.w * img.h * 3),
@@ -230,9 +232,9 @@ int main(void) {
         } else {
             int file = -1;
             CHECK(sscanf(e->tag, "eval/img%d", &file) == 1 && file >= 0 && file < N_SAMPLES &&
-                  (e->step == 2 || e->step == 4), "unexpected image %s at step %lld", e->tag,
+                  (e->step == 3 || e->step == 6), "unexpected image %s at step %lld", e->tag,
                   (long long)e->step);
-            if (file >= 0 && file < 4 && (e->step == 2 || e->step == 4)) {
+            if (file >= 0 && file < 4 && (e->step == 3 || e->step == 6)) {
                 eval_seen[file][e->step]++;
                 check_eval_image(&cfg, &eval, e, file);
             }
@@ -240,11 +242,11 @@ int main(void) {
     }
     CHECK(train_seen == 2, "%d visual/train images, want 2", train_seen);
     for (int k = 0; k < N_SAMPLES; k++)
-        CHECK(eval_seen[k][2] == 1 && eval_seen[k][4] == 1, "eval/img%02d: %d at step 2, %d at "
-              "step 4", k, eval_seen[k][2], eval_seen[k][4]);
+        CHECK(eval_seen[k][3] == 1 && eval_seen[k][6] == 1, "eval/img%02d: %d at step 3, %d at "
+              "step 6", k, eval_seen[k][3], eval_seen[k][6]);
     CHECK(scalars >= 4, "scalars still written (%d)", scalars);
     if (n > 0) tb_free(ev, n);
-    for (int k = 0; k < 5; k++) pf_image_free(&grids[k]);
+    for (int k = 0; k < 7; k++) pf_image_free(&grids[k]);
     pf_dataset_close(&ds);
     pf_dataset_close(&eval);
     if (pf_test_fail_ == 0) remove_tree(root);
