@@ -75,7 +75,7 @@ static int drain_events(pf_hook *h, char *err, size_t errlen) {
             continue;
         }
         int rc = 0;
-        if (p.n >= 1 && pf_parts_size(&p, 0) == 6 && !memcmp(pf_parts_data(&p, 0), "visual", 6)) {
+        if (pf_events_is_visual(&p)) {
             rc = take_visual(h, &p, err, errlen);
         } else {
             pf_msg_event *ev = malloc(sizeof *ev);

@@ -17,11 +17,18 @@
        img03: num_samples 3) at steps 3 and 6, 3 x 48 by 48, with the GT column equal to the GT
        file, the output column equal to eval_visuals/iter_N/imgNN.png (saved by evaluation) and
        the LQ column pf_imresize_u8 x2 of the eval LQ.
+    D. Bad pictures from a stranger on the events proxy during a longer job: a visual message
+       of 2 frames, one whose header is not msgpack, one with n = 0, one whose frames are a byte
+       short, one whose GT is not a multiple of its LQ. The job still ends 0, the visual hook
+       logs a warning for each ("dropped a visual message"), and a well-formed one sent after
+       them (n 1, LQ 1 x 1 (10, 20, 30), output and GT 2 x 2, iter 999) is written as
+       iter_999.png with the hand-worked pixels: LQ column all (10, 20, 30), then output, GT.
 */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <zmq.h>
 
 #include "common/config.h"
 #include "common/image.h"
@@ -31,6 +38,7 @@
 #include "nn/model.h"
 #include "pf_test_job.h"
 #include "pf_test_tb.h"
+#include "proto/proto.h"
 #include "worker/train_state.h"
 
 #define GT 16
@@ -143,6 +151,115 @@ static void check_eval_image(const pf_config *cfg, pf_dataset *eval, const tb_ev
 
 static tb_event ev[TB_MAX_EVENTS];
 
+/* Send one visual message: header from `v` (NULL: the bytes `raw`), then nframes frames of the
+   given sizes from `bytes`. */
+static void send_visual(void *pub, const pf_msg_visual *v, const char *raw, const uint8_t *bytes,
+                        const size_t *sizes, int nframes) {
+    if (v) {
+        pf_msg m = { .type = PF_MSG_VISUAL };
+        m.u.visual = *v;
+        pf_frame topic = { "visual", 6 }, frames[3];
+        for (int i = 0; i < nframes; i++) frames[i] = (pf_frame){ bytes, sizes[i] };
+        CHECK(pf_send(pub, &topic, &m, frames, nframes) == 0, "pf_send");
+        return;
+    }
+    zmq_send(pub, "visual", 6, ZMQ_SNDMORE);
+    zmq_send(pub, raw, strlen(raw), nframes ? ZMQ_SNDMORE : 0);
+    for (int i = 0; i < nframes; i++)
+        zmq_send(pub, bytes, sizes[i], i + 1 < nframes ? ZMQ_SNDMORE : 0);
+}
+
+static void test_bad_pictures(const char *bin, const char *data) {
+    char cfg_path[700], out[700], wd2[700], pics2[700], path[800], events[256] = "", err[512];
+    snprintf(cfg_path, sizeof cfg_path, "%s/bad.yaml", root);
+    snprintf(out, sizeof out, "%s/bad.txt", root);
+    snprintf(wd2, sizeof wd2, "%s/wd2", root);
+    snprintf(pics2, sizeof pics2, "%s/pics2", root);
+    FILE *f = fopen(cfg_path, "w");
+    fprintf(f,
+            "model: {type: EDSR, scale: 2, n_feats: 8, n_blocks: 1, loss: {type: L1Loss}}\n"
+            "data:\n"
+            "  samples_per_gpu: 4\n"
+            "  train: {gt_folder: %s, gt_patch_size: 16, repeat: 100}\n"
+            "optimizers: {type: Adam, lr: 1.0e-3}\n"
+            "total_iters: 3000\n"
+            "log_config: {interval: 100}\n"
+            "visual_config: {interval: 1000, num_samples: 2, output_dir: %s}\n"
+            "work_dir: %s\n",
+            data, pics2, wd2);
+    fclose(f);
+    run r;
+    start_job(&r, bin, out, cfg_path, "1", NULL, NULL, NULL);
+    snprintf(path, sizeof path, "%s/coordinator.log", wd2);
+    CHECK(wait_text(path, "visual hook 'visual' joined", 60), "the visual hook did not join");
+    log_value(path, "events in ", events, sizeof events);
+    snprintf(path, sizeof path, "%s/samples_rank0.log", wd2);
+    CHECK(wait_lines(wd2, 1, 60), "training did not start");
+    void *ctx = zmq_ctx_new(), *pub = zmq_socket(ctx, ZMQ_PUB);
+    int linger = 2000;
+    zmq_setsockopt(pub, ZMQ_LINGER, &linger, sizeof linger);
+    CHECK(zmq_connect(pub, events) == 0, "connect to '%s'", events);
+    usleep(500000);                                     /* PUB: let the connection settle */
+    static uint8_t bytes[64];
+    for (int i = 0; i < 64; i++) bytes[i] = (uint8_t)(i * 5);
+    pf_msg_visual v;
+    memset(&v, 0, sizeof v);
+    snprintf(v.source, sizeof v.source, "stranger");
+    snprintf(v.tag, sizeof v.tag, "train");
+    v.iter = 999;
+    v.n = 1;
+    v.lq_h = v.lq_w = 1;
+    v.gt_h = v.gt_w = 2;
+    const size_t good[3] = {3, 12, 12}, short_gt[3] = {3, 12, 11};
+    send_visual(pub, &v, NULL, bytes, good, 1);              /* 2 frames after the topic */
+    send_visual(pub, NULL, "\xc1 not msgpack", bytes, good, 3);
+    pf_msg_visual bad = v;
+    bad.gt_h = 3;                                            /* not a multiple of lq */
+    send_visual(pub, &bad, NULL, bytes, (const size_t[3]){3, 18, 18}, 3);
+    send_visual(pub, &v, NULL, bytes, short_gt, 3);
+    /* n = 0 cannot be encoded by pf_send (out of range): the same header, n patched. */
+    pf_msg m = { .type = PF_MSG_VISUAL };
+    m.u.visual = v;
+    void *hdr;
+    size_t hdrlen;
+    CHECK(pf_msg_encode(&m, &hdr, &hdrlen) == 0, "encode");
+    uint8_t *key = memmem(hdr, hdrlen, "\xa1n\x01", 3);  /* "n": 1 */
+    CHECK(key != NULL, "n in the header");
+    if (key) key[2] = 0;
+    zmq_send(pub, "visual", 6, ZMQ_SNDMORE);
+    zmq_send(pub, hdr, hdrlen, ZMQ_SNDMORE);
+    for (int i = 0; i < 3; i++) zmq_send(pub, bytes, good[i], i < 2 ? ZMQ_SNDMORE : 0);
+    free(hdr);
+    const uint8_t px[27] = {10, 20, 30,                       /* LQ, then output, then GT */
+                            1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12,
+                            101, 102, 103, 104, 105, 106, 107, 108, 109, 110, 111, 112};
+    pf_frame topic = { "visual", 6 }, frames[3] = { { px, 3 }, { px + 3, 12 }, { px + 15, 12 } };
+    m.u.visual = v;
+    CHECK(pf_send(pub, &topic, &m, frames, 3) == 0, "good picture");
+    zmq_close(pub);
+    zmq_ctx_term(ctx);
+    int st = finish(&r, 300);
+    CHECK(st == 0, "the job with bad pictures exited %d (see %s)", st, out);
+    snprintf(path, sizeof path, "%s/visual_hook.log", wd2);
+    char *log = pf_read_file(path, NULL, err, sizeof err);
+    int warnings = 0;
+    for (char *p = log; p && (p = strstr(p, "dropped a ")) != NULL; p++) warnings++;
+    CHECK(warnings == 5, "%d warnings about dropped pictures in %s, want 5", warnings, path);
+    CHECK(log && strstr(log, "do not match") && strstr(log, "not an integer multiple"),
+          "the warnings say what is wrong");
+    free(log);
+    pf_image img = {0};
+    snprintf(path, sizeof path, "%s/iter_999.png", pics2);
+    CHECK(pf_image_read_png(path, &img, err, sizeof err) == 0, "%s", err);
+    static const uint8_t want[2][6][3] = {
+        {{10, 20, 30}, {10, 20, 30}, {1, 2, 3}, {4, 5, 6}, {101, 102, 103}, {104, 105, 106}},
+        {{10, 20, 30}, {10, 20, 30}, {7, 8, 9}, {10, 11, 12}, {107, 108, 109}, {110, 111, 112}},
+    };
+    CHECK(img.w == 6 && img.h == 2 && !memcmp(img.data, want, sizeof want),
+          "iter_999.png: %dx%d, pixels differ from the hand-worked grid", img.w, img.h);
+    pf_image_free(&img);
+}
+
 int main(void) {
     char bin[512], data[600], cfg_path[700], out[700], err[512];
     pf_test_job_begin("visual", bin, sizeof bin, root, sizeof root);
@@ -249,6 +366,9 @@ int main(void) {
     for (int k = 0; k < 7; k++) pf_image_free(&grids[k]);
     pf_dataset_close(&ds);
     pf_dataset_close(&eval);
+
+    /* D */
+    test_bad_pictures(bin, data);
     if (pf_test_fail_ == 0) remove_tree(root);
     return pf_test_end("test_visual");
 }
