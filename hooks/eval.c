@@ -18,7 +18,6 @@
     on topic "visual", tag "eval", for the log hook's TensorBoard images "eval/<name>".
 */
 #include <inttypes.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +29,7 @@
 #include "common/util.h"
 #include "hooks/evaluate.h"
 #include "hooks/hook.h"
+#include "hooks/visual_grid.h"
 #include "loader/dataset.h"
 #include "nn/model.h"
 #include "worker/train_state.h"
@@ -171,8 +171,8 @@ typedef struct {
 /* visual_config.interval > 0: the first visual_config.num_samples images of data.eval (global
    order: pf_dataset_file.id) go out as PF_MSG_VISUAL tag "eval", n = 1,
    name = the image's stem, for TensorBoard (log hook). LQ, output and GT are centre-cropped
-   consistently (LQ ch x cw at (y0, x0), output and GT s ch x s cw at (s y0, s x0)) so the GT
-   frame fits PF_MAX_VISUAL_FRAME. Best effort: PUB drops at its high-water mark. */
+   consistently (pf_visual_fit: LQ ch x cw at (y0, x0), output and GT s ch x s cw at
+   (s y0, s x0)) so the GT frame fits PF_MAX_VISUAL_FRAME. Best effort: PUB drops at its high-water mark. */
 static void publish_sample(void *ctx, int file, const char *name, const pf_image *lq,
                            const uint8_t *out, const pf_image *gt) {
     sample_ctx *c = ctx;
@@ -181,18 +181,9 @@ static void publish_sample(void *ctx, int file, const char *name, const pf_image
     int s = cfg->scale;
     int64_t global = c->ds->files[file].id;
     if (global >= cfg->visual_num_samples || gt->h < lq->h * s || gt->w < lq->w * s) return;
-    int64_t area = PF_MAX_VISUAL_FRAME / 3 / (s * s);     /* LQ pixels that fit */
-    int ch = lq->h, cw = lq->w;
-    if ((int64_t)ch * cw > area) {
-        double f = sqrt((double)area / ((double)ch * cw));
-        ch = (int)(ch * f) > 0 ? (int)(ch * f) : 1;
-        cw = (int)(cw * f) > 0 ? (int)(cw * f) : 1;
-        while ((int64_t)ch * cw > area) {
-            if (ch >= cw) ch--;
-            else cw--;
-        }
-    }
-    int y0 = (lq->h - ch) / 2, x0 = (lq->w - cw) / 2, gh = ch * s, gw = cw * s;
+    int y0, x0, ch, cw;
+    pf_visual_fit(lq->h, lq->w, s, &y0, &x0, &ch, &cw);
+    int gh = ch * s, gw = cw * s;
     uint8_t *lq_c = malloc((size_t)ch * cw * 3), *out_c = malloc((size_t)gh * gw * 3),
             *gt_c = malloc((size_t)gh * gw * 3);
     if (lq_c && out_c && gt_c) {

@@ -1,6 +1,7 @@
 /*  visual_grid — see visual_grid.h. */
 #include "hooks/visual_grid.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +37,24 @@ int pf_visual_check(const pf_msg_visual *v, size_t lq_len, size_t out_len, size_
         return -1;
     }
     return 0;
+}
+
+void pf_visual_fit(int lq_h, int lq_w, int s, int *y0, int *x0, int *ch, int *cw) {
+    int64_t area = PF_MAX_VISUAL_FRAME / 3 / ((int64_t)s * s);    /* LQ pixels that fit */
+    int h = lq_h, w = lq_w;
+    if ((int64_t)h * w > area) {
+        double f = sqrt((double)area / ((double)h * w));
+        h = (int)(h * f) > 0 ? (int)(h * f) : 1;
+        w = (int)(w * f) > 0 ? (int)(w * f) : 1;
+        while ((int64_t)h * w > area) {         /* float rounding: never over the frame */
+            if (h >= w) h--;
+            else w--;
+        }
+    }
+    *ch = h;
+    *cw = w;
+    *y0 = (lq_h - h) / 2;
+    *x0 = (lq_w - w) / 2;
 }
 
 uint8_t *pf_visual_grid(const pf_msg_visual *v, const uint8_t *lq, const uint8_t *output,

@@ -26,4 +26,10 @@ int pf_visual_check(const pf_msg_visual *v, size_t lq_len, size_t out_len, size_
    them), or NULL with err (out of memory). */
 uint8_t *pf_visual_grid(const pf_msg_visual *v, const uint8_t *lq, const uint8_t *output,
                         const uint8_t *gt, int *w, int *h, char *err, size_t errlen);
+
+/* The centred crop of an lq_h x lq_w LQ image whose GT (s times larger) fits one visual frame:
+   the largest ch x cw with the image's aspect ratio (rounded down) such that
+   (s ch) (s cw) 3 <= PF_MAX_VISUAL_FRAME, at y0 = (lq_h - ch) / 2, x0 = (lq_w - cw) / 2; the
+   whole image (y0 = x0 = 0) when it fits. The GT and output crops are s times each. */
+void pf_visual_fit(int lq_h, int lq_w, int s, int *y0, int *x0, int *ch, int *cw);
 #endif

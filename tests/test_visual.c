@@ -23,6 +23,11 @@
        logs a warning for each ("dropped a visual message"), and a well-formed one sent after
        them (n 1, LQ 1 x 1 (10, 20, 30), output and GT 2 x 2, iter 999) is written as
        iter_999.png with the hand-worked pixels: LQ column all (10, 20, 30), then output, GT.
+       The same job evaluates one 1000 x 1000 image at the end: its TensorBoard image
+       eval/img00 is the centre crop that fits a 1 MiB frame, worked by hand (LQ 500 x 500;
+       87381 LQ pixels fit; 295 x 295 at (102, 102); GT and output 590 x 590 at (204, 204)):
+       1770 x 590, GT column = the GT file's crop, output column = the same crop of the saved
+       eval output.
 */
 #include <stdio.h>
 #include <stdlib.h>
@@ -169,8 +174,51 @@ static void send_visual(void *pub, const pf_msg_visual *v, const char *raw, cons
         zmq_send(pub, bytes, sizes[i], i + 1 < nframes ? ZMQ_SNDMORE : 0);
 }
 
+/* The eval picture of a 1000 x 1000 image, centre-cropped (see D at the top). */
+static void check_big_eval(const char *wd2, const char *big) {
+    char tb[800], err[512], path[900];
+    CHECK(tb_find(wd2, tb, sizeof tb) == 1, "one event file in %s", wd2);
+    int n = tb_read(tb, ev, TB_MAX_EVENTS, err, sizeof err), seen = 0;
+    CHECK(n > 0, "%s: %s", tb, err);
+    pf_image gt = {0}, saved = {0};
+    snprintf(path, sizeof path, "%s/img00.png", big);
+    CHECK(pf_image_read_png(path, &gt, err, sizeof err) == 0, "%s", err);
+    snprintf(path, sizeof path, "%s/eval_visuals/iter_3000/img00.png", wd2);
+    CHECK(pf_image_read_png(path, &saved, err, sizeof err) == 0, "%s", err);
+    for (int i = 0; i < n; i++) {
+        if (!ev[i].has_image || strcmp(ev[i].tag, "eval/img00") != 0) continue;
+        seen++;
+        pf_image img = {0};
+        CHECK(pf_image_decode_png(ev[i].png, ev[i].png_len, "tb", &img, err, sizeof err) == 0,
+              "%s", err);
+        CHECK(ev[i].step == 3000 && img.w == 1770 && img.h == 590, "eval/img00 step %lld %dx%d",
+              (long long)ev[i].step, img.w, img.h);
+        if (img.w != 1770 || img.h != 590 || !gt.data || !saved.data) {
+            pf_image_free(&img);
+            continue;
+        }
+        int gt_ok = 1, out_ok = 1;
+        for (int y = 0; y < 590; y++) {
+            const uint8_t *row = img.data + (size_t)y * 1770 * 3;
+            size_t src = ((size_t)(204 + y) * 1000 + 204) * 3;
+            gt_ok &= !memcmp(row + 2 * 590 * 3, gt.data + src, 590 * 3);
+            out_ok &= !memcmp(row + 590 * 3, saved.data + src, 590 * 3);
+        }
+        CHECK(gt_ok, "eval/img00: GT column is not the centre crop of the GT");
+        CHECK(out_ok, "eval/img00: output column is not the centre crop of the saved output");
+        pf_image_free(&img);
+    }
+    CHECK(seen == 1, "%d eval/img00 images, want 1", seen);
+    if (n > 0) tb_free(ev, n);
+    pf_image_free(&gt);
+    pf_image_free(&saved);
+}
+
 static void test_bad_pictures(const char *bin, const char *data) {
     char cfg_path[700], out[700], wd2[700], pics2[700], path[800], events[256] = "", err[512];
+    char big[700];
+    snprintf(big, sizeof big, "%s/big", root);
+    make_images(big, 1, 1000, 4);
     snprintf(cfg_path, sizeof cfg_path, "%s/bad.yaml", root);
     snprintf(out, sizeof out, "%s/bad.txt", root);
     snprintf(wd2, sizeof wd2, "%s/wd2", root);
@@ -181,12 +229,15 @@ static void test_bad_pictures(const char *bin, const char *data) {
             "data:\n"
             "  samples_per_gpu: 4\n"
             "  train: {gt_folder: %s, gt_patch_size: 16, repeat: 100}\n"
+            "  eval: {gt_folder: %s}\n"
             "optimizers: {type: Adam, lr: 1.0e-3}\n"
             "total_iters: 3000\n"
+            "checkpoint_config: {interval: 3000}\n"
+            "evaluation: {interval: 3000, metrics: [PSNR], save_image: true}\n"
             "log_config: {interval: 100}\n"
             "visual_config: {interval: 1000, num_samples: 2, output_dir: %s}\n"
             "work_dir: %s\n",
-            data, pics2, wd2);
+            data, big, pics2, wd2);
     fclose(f);
     run r;
     start_job(&r, bin, out, cfg_path, "1", NULL, NULL, NULL);
@@ -258,6 +309,7 @@ static void test_bad_pictures(const char *bin, const char *data) {
     CHECK(img.w == 6 && img.h == 2 && !memcmp(img.data, want, sizeof want),
           "iter_999.png: %dx%d, pixels differ from the hand-worked grid", img.w, img.h);
     pf_image_free(&img);
+    check_big_eval(wd2, big);
 }
 
 int main(void) {

@@ -7,6 +7,10 @@
     B. Scale 3 from a 2 x 1 LQ: the GT and output columns are the frames' bytes at the right
        places, the LQ column is pf_imresize_u8 of the LQ frame, and its two ends are
        hand-checked (mirror padding keeps the top pixel at the top value's side).
+    D. pf_visual_fit: a 24 x 24 LQ at x2 fits whole; a 600 x 400 LQ at x2 (GT 2.88 MB) is cut
+       to 362 x 241 at (119, 79), worked by hand: 1 MiB / 3 / 4 = 87381 LQ pixels, factor
+       sqrt(87381 / 240000) = 0.60340, 600 f = 362.04, 400 f = 241.36; GT 724 x 482 x 3 =
+       1,046,904 bytes <= 1,048,576. A 1 x 100000 strip at x4 keeps 1 row and 21845 columns.
     C. pf_visual_check rejects what a bad publisher could send: n = 0, a GT that is not an
        integer multiple of the LQ, a frame one byte short or long, frames over
        PF_MAX_VISUAL_FRAME; and accepts the exact sizes.
@@ -118,9 +122,23 @@ static void test_check(void) {
           strstr(err, "exceed"), "oversized frames: %s", err);
 }
 
+static void test_fit(void) {
+    int y0, x0, ch, cw;
+    pf_visual_fit(24, 24, 2, &y0, &x0, &ch, &cw);
+    CHECK(y0 == 0 && x0 == 0 && ch == 24 && cw == 24, "24x24 fits: %d %d %dx%d", y0, x0, ch, cw);
+    pf_visual_fit(600, 400, 2, &y0, &x0, &ch, &cw);
+    CHECK(y0 == 119 && x0 == 79 && ch == 362 && cw == 241, "600x400 x2: (%d, %d) %dx%d", y0, x0,
+          ch, cw);
+    CHECK((size_t)ch * 2 * cw * 2 * 3 <= PF_MAX_VISUAL_FRAME, "fits a frame");
+    pf_visual_fit(1, 100000, 4, &y0, &x0, &ch, &cw);
+    CHECK(ch == 1 && cw == 21845 && y0 == 0 && x0 == (100000 - 21845) / 2,
+          "strip: (%d, %d) %dx%d", y0, x0, ch, cw);
+}
+
 int main(void) {
     test_hand_worked();
     test_scale3();
     test_check();
+    test_fit();
     return pf_test_end("test_visual_grid");
 }
