@@ -5,7 +5,7 @@
       pixflow coordinator CONFIG [--bind EP] [--addr-file F]    the job's hub
       pixflow loader --connect EP [--join-timeout S]            decode + augment + batch
       pixflow worker --connect EP [--device cpu]                train the network
-      pixflow hook checkpoint|eval|log --connect EP             subscriber services
+      pixflow hook checkpoint|eval|log|visual --connect EP      subscriber services
       pixflow monitor --connect EP [--once | --json]            watch a job from any host
       pixflow keygen DIR [--name NAME [--allow]]                CURVE keys (security.curve)
 */
@@ -31,7 +31,7 @@ static int usage(void) {
             "                                                   join a job (from any host); waits\n"
             "                                                   for the coordinator unless timed out\n"
             "  worker --connect EP [--device cpu|cuda:N] [--bind EP]\n"
-            "  hook checkpoint|eval|log --connect EP\n"
+            "  hook checkpoint|eval|log|visual --connect EP\n"
             "  monitor --connect EP [--once | --json] [--interval S]\n"
             "                                                   watch a running job (any host,\n"
             "                                                   any time)\n"
@@ -67,6 +67,7 @@ int main(int argc, char **argv) {
         if (strcmp(rest[0], "checkpoint") == 0) return pf_hook_checkpoint_main(n - 1, rest + 1);
         if (strcmp(rest[0], "eval") == 0) return pf_hook_eval_main(n - 1, rest + 1);
         if (strcmp(rest[0], "log") == 0) return pf_hook_log_main(n - 1, rest + 1);
+        if (strcmp(rest[0], "visual") == 0) return pf_hook_visual_main(n - 1, rest + 1);
     }
     return usage();
 }

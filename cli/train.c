@@ -356,6 +356,7 @@ int pf_train_main(int argc, char **argv) {
     char instance[32];
     char *const eargs[] = { "hook", "eval", "--connect", addr, "--instance", instance, NULL };
     char *const largs[] = { "hook", "log", "--connect", addr, NULL };
+    char *const vargs[] = { "hook", "visual", "--connect", addr, NULL };
     /* CPU workers of a group share the cores: each gets its share of OpenMP threads. */
     for (int i = 0; i < workers; i++) {
         char wname[32];
@@ -364,7 +365,8 @@ int pf_train_main(int argc, char **argv) {
         if (!spawn(&j, wname, wargs, workers > 1, err, sizeof err)) goto kill_all;
     }
     if (!spawn(&j, "checkpoint hook", cpargs, 1, err, sizeof err) ||
-        !spawn(&j, "log hook", largs, 1, err, sizeof err))
+        !spawn(&j, "log hook", largs, 1, err, sizeof err) ||
+        (cfg.visual_interval > 0 && !spawn(&j, "visual hook", vargs, 1, err, sizeof err)))
         goto kill_all;
     for (int i = 0; i < cfg.eval_instances; i++) {
         char ename[32];

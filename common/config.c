@@ -999,6 +999,29 @@ static int parse_log(pf_cfg_ctx *c, pf_section *s, pf_config *cfg) {
     return r < 0 ? -1 : 0;
 }
 
+static int parse_visual(pf_cfg_ctx *c, pf_section *s, pf_config *cfg) {
+    void *it = NULL;
+    char name[64], kp[128];
+    struct fy_node *k, *v;
+    int r;
+    while ((r = next_pair(c, s, &it, name, sizeof name, &k, &v)) > 0) {
+        keypath(s, name, kp, sizeof kp);
+        if (!strcmp(name, "interval")) {
+            if (get_int(c, v, kp, 0, INT64_MAX, &cfg->visual_interval))
+                return -1;
+        } else if (!strcmp(name, "output_dir")) {
+            if (get_str(c, v, kp, cfg->visual_output_dir, sizeof cfg->visual_output_dir))
+                return -1;
+        } else if (!strcmp(name, "num_samples")) {
+            if (get_int32(c, v, kp, 1, PF_VISUAL_MAX_SAMPLES, &cfg->visual_num_samples))
+                return -1;
+        } else {
+            return unknown(c, s, k, name);
+        }
+    }
+    return r < 0 ? -1 : 0;
+}
+
 static int parse_eval(pf_cfg_ctx *c, pf_section *s, pf_config *cfg, pf_lines *L) {
     static const char *metrics[] = {"PSNR", "SSIM", NULL};
     static const char *convert[] = {"y", NULL};
@@ -1150,6 +1173,9 @@ static int parse_top(pf_cfg_ctx *c, pf_section *s, pf_config *cfg, pf_lines *L) 
                 return -1;
         } else if (!strcmp(name, "log_config")) {
             if (open_section(c, k, v, kp, &sub) || parse_log(c, &sub, cfg))
+                return -1;
+        } else if (!strcmp(name, "visual_config")) {
+            if (open_section(c, k, v, kp, &sub) || parse_visual(c, &sub, cfg))
                 return -1;
         } else if (!strcmp(name, "evaluation")) {
             if (open_section(c, k, v, kp, &sub) || parse_eval(c, &sub, cfg, L))
@@ -1362,6 +1388,7 @@ static void set_defaults(pf_config *cfg) {
     cfg->lr_warmup_ratio = 0.1f;
     cfg->ckpt_max_keep = -1;
     cfg->log_interval = 10;
+    cfg->visual_num_samples = 4;
     cfg->eval_psnr = cfg->eval_ssim = 1;
     cfg->eval_instances = 1;
     snprintf(cfg->eval_device, sizeof cfg->eval_device, "cpu");
@@ -1789,6 +1816,14 @@ char *pf_config_to_yaml(const pf_config *cfg) {
         put(&b, "checkpoint_config:\n  interval: %lld\n  max_keep_ckpts: %d\n",
             (long long)cfg->ckpt_interval, cfg->ckpt_max_keep);
     put(&b, "log_config:\n  interval: %lld\n", (long long)cfg->log_interval);
+    if (cfg->visual_interval || cfg->visual_num_samples != 4 || cfg->visual_output_dir[0])
+        put(&b, "visual_config:\n  interval: %lld\n  num_samples: %d\n",
+            (long long)cfg->visual_interval, cfg->visual_num_samples);
+    if (cfg->visual_output_dir[0]) {
+        put(&b, "  output_dir: ");
+        put_str(&b, cfg->visual_output_dir);
+        put(&b, "\n");
+    }
     if (cfg->eval_interval) {
         put(&b, "evaluation:\n  interval: %lld\n  metrics: [", (long long)cfg->eval_interval);
         put(&b, "%s%s%s]\n", cfg->eval_psnr ? "PSNR" : "",

@@ -19,6 +19,7 @@
 #define PF_MAX_PERIODS 16
 
 #define PF_MAX_DEGRADATIONS 4
+#define PF_VISUAL_MAX_SAMPLES 16         /* visual_config.num_samples upper bound */
 
 /* One step of the on-the-fly degradation that makes LQ from GT (data.*.degradation). The
    first step downscales by model.scale: "BI" (MATLAB bicubic), "BD" (Gaussian blur, then every
@@ -110,6 +111,9 @@ typedef struct {
     int64_t ckpt_interval;              /* checkpoint_config.interval (iterations) */
     int ckpt_max_keep;                  /* checkpoint_config.max_keep_ckpts, -1 = keep all */
     int64_t log_interval;               /* log_config.interval (iterations) */
+    int64_t visual_interval;            /* visual_config.interval (iterations), 0 = off */
+    char visual_output_dir[PF_PATH_MAX];/* visual_config.output_dir, "" = work_dir/visuals */
+    int visual_num_samples;             /* visual_config.num_samples, 1..16 (default 4) */
     int64_t eval_interval;              /* evaluation.interval (iterations, multiple of ckpt) */
     int eval_psnr, eval_ssim;           /* evaluation.metrics contains PSNR / SSIM */
     int crop_border;                    /* evaluation.crop_border (pixels on each side) */

@@ -328,10 +328,12 @@ static int encode(png_enc *e, const uint8_t *rgb, int w, int h) {
     return 0;
 }
 
-int pf_image_write_png(const char *path, const uint8_t *rgb, int w, int h, char *err,
-                       size_t errlen) {
+int pf_image_encode_png(const uint8_t *rgb, int w, int h, uint8_t **buf, size_t *len,
+                        char *err, size_t errlen) {
+    *buf = NULL;
+    *len = 0;
     if (w <= 0 || h <= 0 || w > (1 << 20) || h > (1 << 20) || !rgb) {
-        snprintf(err, errlen, "%s: invalid image size %dx%d", path, w, h);
+        snprintf(err, errlen, "invalid image size %dx%d", w, h);
         return -1;
     }
     png_enc e;
@@ -339,11 +341,26 @@ int pf_image_write_png(const char *path, const uint8_t *rgb, int w, int h, char 
     int rc = encode(&e, rgb, w, h);
     png_destroy_write_struct(e.png ? &e.png : NULL, e.info ? &e.info : NULL);
     if (rc != 0) {
-        snprintf(err, errlen, "%s: cannot encode PNG: %s", path, e.msg);
-    } else {
-        rc = pf_write_file_atomic(path, e.buf, e.len, err, errlen);
+        snprintf(err, errlen, "cannot encode PNG: %s", e.msg);
+        free(e.buf);
+        return -1;
     }
-    free(e.buf);
+    *buf = e.buf;
+    *len = e.len;
+    return 0;
+}
+
+int pf_image_write_png(const char *path, const uint8_t *rgb, int w, int h, char *err,
+                       size_t errlen) {
+    uint8_t *buf;
+    size_t len;
+    char e[256];
+    if (pf_image_encode_png(rgb, w, h, &buf, &len, e, sizeof e) != 0) {
+        snprintf(err, errlen, "%s: %s", path, e);
+        return -1;
+    }
+    int rc = pf_write_file_atomic(path, buf, len, err, errlen);
+    free(buf);
     return rc;
 }
 

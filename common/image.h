@@ -52,6 +52,11 @@ int pf_image_decode_jpeg(const void *buf, size_t len, const char *name, pf_image
 int pf_image_encode_jpeg(const uint8_t *rgb, int w, int h, int quality, uint8_t **buf,
                          size_t *len, char *err, size_t errlen);
 
+/* Encode RGB8 HWC pixels (w x h) as an 8-bit RGB PNG in memory: *buf is malloc'd (free it),
+   *len its bytes. Returns 0, or -1 with err (invalid size, out of memory, libpng error). */
+int pf_image_encode_png(const uint8_t *rgb, int w, int h, uint8_t **buf, size_t *len,
+                        char *err, size_t errlen);
+
 /* Write RGB8 HWC pixels as an 8-bit RGB PNG, through a temporary file renamed into place.
    Returns 0, or -1 with err naming the path (e.g. disk full). */
 int pf_image_write_png(const char *path, const uint8_t *rgb, int w, int h, char *err,

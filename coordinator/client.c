@@ -375,17 +375,19 @@ void *pf_events_subscribe(void *zctx, const char *events_sub, const char *const 
     return s;
 }
 
-int pf_events_recv(void *sub, int flags, pf_msg_event *ev, char *err, size_t errlen) {
-    pf_parts p;
-    if (pf_parts_recv(sub, flags, &p, err, errlen) != 0) return -1;
+int pf_events_is_visual(const pf_parts *p) {
+    return p->n >= 1 && pf_parts_size(p, 0) == 6 && memcmp(pf_parts_data(p, 0), "visual", 6) == 0;
+}
+
+int pf_events_decode(const pf_parts *p, pf_msg_event *ev, char *err, size_t errlen) {
     int rc = -1;
     pf_msg *m = malloc(sizeof *m);
     if (!m) {
         snprintf(err, errlen, "out of memory");
-    } else if (p.n != 2) {
-        snprintf(err, errlen, "event with %d frames (expected topic + header)", p.n);
+    } else if (p->n != 2) {
+        snprintf(err, errlen, "event with %d frames (expected topic + header)", p->n);
         errno = EPROTO;
-    } else if (pf_msg_decode(pf_parts_data(&p, 1), pf_parts_size(&p, 1), PF_MSG_EVENT, m, err,
+    } else if (pf_msg_decode(pf_parts_data(p, 1), pf_parts_size(p, 1), PF_MSG_EVENT, m, err,
                              errlen) == 0) {
         *ev = m->u.event;
         rc = 0;
@@ -393,6 +395,17 @@ int pf_events_recv(void *sub, int flags, pf_msg_event *ev, char *err, size_t err
         errno = EPROTO;
     }
     free(m);
-    pf_parts_close(&p);
     return rc;
+}
+
+int pf_events_recv(void *sub, int flags, pf_msg_event *ev, char *err, size_t errlen) {
+    for (;;) {
+        pf_parts p;
+        if (pf_parts_recv(sub, flags, &p, err, errlen) != 0) return -1;
+        /* Pictures share the proxy but are not events: skipped here (hooks/hook.c takes them). */
+        int visual = pf_events_is_visual(&p);
+        int rc = visual ? 0 : pf_events_decode(&p, ev, err, errlen);
+        pf_parts_close(&p);
+        if (!visual) return rc;
+    }
 }

@@ -97,7 +97,15 @@ int pf_bind_report(void *sock, const char *what, const char *want, char *out, si
    (NULL list = everything). Returns the socket or NULL. */
 void *pf_events_subscribe(void *zctx, const char *events_sub, const char *const *kinds);
 
-/* Receive one event from a SUB socket (topic frame + header). Returns 0, or -1 with err for a
-   malformed event (dropped and counted by proto) or errno EAGAIN/EINTR. */
+/* 1 when a message received from the events proxy has the topic frame "visual" (a
+   PF_MSG_VISUAL: pictures, not an event), else 0. */
+int pf_events_is_visual(const pf_parts *p);
+
+/* Decode a received event (topic frame + header). Returns 0, or -1 with err (errno EPROTO). */
+int pf_events_decode(const pf_parts *p, pf_msg_event *ev, char *err, size_t errlen);
+
+/* Receive one event from a SUB socket (topic frame + header); messages on topic "visual"
+   (pictures, not events) are skipped. Returns 0, or -1 with err for a malformed event (dropped
+   and counted by proto) or errno EAGAIN/EINTR. */
 int pf_events_recv(void *sub, int flags, pf_msg_event *ev, char *err, size_t errlen);
 #endif

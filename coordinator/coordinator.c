@@ -44,7 +44,8 @@
 #define FORWARD_BATCH 1000     /* events forwarded per poll round, so ctrl is never starved */
 
 static const char *role_names[PF_ROLE_COUNT] = {
-    "none", "loader", "worker", "checkpoint hook", "eval hook", "log hook", "monitor"
+    "none", "loader", "worker", "checkpoint hook", "eval hook", "log hook", "monitor",
+    "visual hook"
 };
 
 typedef struct {
@@ -200,7 +201,11 @@ static void stop_all(coord *c, const char *reason, const char *text, int roles_m
 }
 
 #define MASK(r) (1 << (r))
-#define HOOKS (MASK(PF_ROLE_CHECKPOINT) | MASK(PF_ROLE_EVAL) | MASK(PF_ROLE_LOG))
+/* Every hook role: stopped and waited for at the end. */
+#define HOOKS (MASK(PF_ROLE_CHECKPOINT) | MASK(PF_ROLE_EVAL) | MASK(PF_ROLE_LOG) | \
+               MASK(PF_ROLE_VISUAL))
+/* The hooks training waits for: the visual hook only when visual_config.interval > 0. */
+#define HOOKS_NEEDED(c) (HOOKS & ~((c)->cfg.visual_interval > 0 ? 0 : MASK(PF_ROLE_VISUAL)))
 
 /* End the job now: every peer is told to abort. */
 static void abort_job(coord *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -329,18 +334,20 @@ static void ack_ticket(coord *c, uint64_t ticket_id) {
 
 /* --- message handling --------------------------------------------------------------------- */
 
-/* Training starts once every rank has a worker and the checkpoint, eval and log hooks are
-   there (so no checkpoint or event goes unrecorded); loaders may come later. */
+/* Training starts once every rank has a worker and the checkpoint, eval and log hooks (and the
+   visual hook when visual_config.interval > 0) are there (so no checkpoint, event or picture
+   goes unrecorded); loaders may come later. */
 static void maybe_start(coord *c) {
     if (c->started || c->ph != PHASE_RUNNING || !c->ckpt_endpoint[0]) return;
     for (int r = 0; r < c->world_size; r++)
         if (!c->worker_of_rank[r]) return;
     int hooks = 0, evals = 0;
     for (int i = 0; i < c->n_peers; i++) {
-        if (c->peers[i].alive && (MASK(c->peers[i].role) & HOOKS)) hooks |= MASK(c->peers[i].role);
+        if (c->peers[i].alive && (MASK(c->peers[i].role) & HOOKS_NEEDED(c)))
+            hooks |= MASK(c->peers[i].role);
         evals += c->peers[i].alive && c->peers[i].role == PF_ROLE_EVAL;
     }
-    if (hooks != HOOKS || evals < c->cfg.eval_instances) return;
+    if (hooks != HOOKS_NEEDED(c) || evals < c->cfg.eval_instances) return;
     pf_msg m = { .type = PF_MSG_START };
     snprintf(m.u.start.ckpt_endpoint, sizeof m.u.start.ckpt_endpoint, "%s", c->ckpt_endpoint);
     m.u.start.total_iters = c->total_iters;
@@ -476,7 +483,7 @@ static void begin_drain(coord *c) {
        that never started are told too. */
     stop_all(c, c->stop_reason, "training ended",
              MASK(PF_ROLE_LOADER) | MASK(PF_ROLE_CHECKPOINT) | MASK(PF_ROLE_EVAL) |
-                 (c->started ? 0 : MASK(PF_ROLE_WORKER)));
+                 MASK(PF_ROLE_VISUAL) | (c->started ? 0 : MASK(PF_ROLE_WORKER)));
     c->log_stopped = 0;
     pf_info("workers done (%s); waiting for hooks to finish", c->stop_reason);
 }
@@ -816,10 +823,11 @@ static void check_liveness(coord *c) {
         for (int r = 0; r < c->world_size; r++) have += c->worker_of_rank[r] != 0;
         for (int i = 0; i < c->n_peers; i++)
             if (c->peers[i].alive) hooks |= MASK(c->peers[i].role);
-        snprintf(missing, sizeof missing, "%d of %d workers%s%s%s", have, c->world_size,
+        snprintf(missing, sizeof missing, "%d of %d workers%s%s%s%s", have, c->world_size,
                  hooks & MASK(PF_ROLE_CHECKPOINT) ? "" : ", no checkpoint hook",
                  hooks & MASK(PF_ROLE_EVAL) ? "" : ", no eval hook",
-                 hooks & MASK(PF_ROLE_LOG) ? "" : ", no log hook");
+                 hooks & MASK(PF_ROLE_LOG) ? "" : ", no log hook",
+                 (hooks | ~HOOKS_NEEDED(c)) & MASK(PF_ROLE_VISUAL) ? "" : ", no visual hook");
         abort_job(c, "the job did not assemble within %.0f s: %s", JOIN_TIMEOUT_S, missing);
     }
 }

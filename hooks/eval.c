@@ -12,6 +12,10 @@
     their lines to eval.log; instances 1..N-1 publish their sums as an "eval_part" event, and
     instance 0 adds them to its own and, once all N parts of an iteration are in, writes the
     summary, tracks the best and publishes "eval". Training never waits for any of this.
+
+    With visual_config.interval > 0 each evaluation also publishes the first
+    visual_config.num_samples eval images (LQ, output, GT, centre-cropped to fit a visual frame)
+    on topic "visual", tag "eval", for the log hook's TensorBoard images "eval/<name>".
 */
 #include <inttypes.h>
 #include <stdio.h>
@@ -25,6 +29,7 @@
 #include "common/util.h"
 #include "hooks/evaluate.h"
 #include "hooks/hook.h"
+#include "hooks/visual_grid.h"
 #include "loader/dataset.h"
 #include "nn/model.h"
 #include "worker/train_state.h"
@@ -156,6 +161,62 @@ static void add_part(pf_hook *h, int64_t iter, int64_t epoch, const char *path, 
     if (g->parts == h->instances) finish_gather(h, g);
 }
 
+/* What publish_sample needs besides the image. */
+typedef struct {
+    pf_hook *h;
+    const pf_dataset *ds;           /* this instance's share */
+    int64_t iter;
+} sample_ctx;
+
+/* visual_config.interval > 0: the first visual_config.num_samples images of data.eval (global
+   order: pf_dataset_file.id) go out as PF_MSG_VISUAL tag "eval", n = 1,
+   name = the image's stem, for TensorBoard (log hook). LQ, output and GT are centre-cropped
+   consistently (pf_visual_fit: LQ ch x cw at (y0, x0), output and GT s ch x s cw at
+   (s y0, s x0)) so the GT frame fits PF_MAX_VISUAL_FRAME. Best effort: PUB drops at its high-water mark. */
+static void publish_sample(void *ctx, int file, const char *name, const pf_image *lq,
+                           const uint8_t *out, const pf_image *gt) {
+    sample_ctx *c = ctx;
+    pf_hook *h = c->h;
+    const pf_config *cfg = &h->client.cfg;
+    int s = cfg->scale;
+    int64_t global = c->ds->files[file].id;
+    if (global >= cfg->visual_num_samples || gt->h < lq->h * s || gt->w < lq->w * s) return;
+    int y0, x0, ch, cw;
+    pf_visual_fit(lq->h, lq->w, s, &y0, &x0, &ch, &cw);
+    int gh = ch * s, gw = cw * s;
+    uint8_t *lq_c = malloc((size_t)ch * cw * 3), *out_c = malloc((size_t)gh * gw * 3),
+            *gt_c = malloc((size_t)gh * gw * 3);
+    if (lq_c && out_c && gt_c) {
+        for (int y = 0; y < ch; y++)
+            memcpy(lq_c + (size_t)y * cw * 3, lq->data + ((size_t)(y0 + y) * lq->w + x0) * 3,
+                   (size_t)cw * 3);
+        for (int y = 0; y < gh; y++) {
+            size_t src = ((size_t)(y0 * s + y) * gt->w + (size_t)x0 * s) * 3;
+            memcpy(out_c + (size_t)y * gw * 3, out + src, (size_t)gw * 3);
+            memcpy(gt_c + (size_t)y * gw * 3, gt->data + src, (size_t)gw * 3);
+        }
+        pf_msg m = { .type = PF_MSG_VISUAL };
+        pf_msg_visual *v = &m.u.visual;
+        snprintf(v->source, sizeof v->source, "%s", h->client.name);
+        snprintf(v->tag, sizeof v->tag, "eval");
+        snprintf(v->name, sizeof v->name, "%s", name);
+        v->iter = c->iter;
+        v->n = 1;
+        v->lq_h = (uint32_t)ch;
+        v->lq_w = (uint32_t)cw;
+        v->gt_h = (uint32_t)gh;
+        v->gt_w = (uint32_t)gw;
+        pf_frame topic = { "visual", 6 };
+        pf_frame frames[3] = { { lq_c, (size_t)ch * cw * 3 }, { out_c, (size_t)gh * gw * 3 },
+                               { gt_c, (size_t)gh * gw * 3 } };
+        if (pf_send(h->client.pub, &topic, &m, frames, 3) != 0)
+            pf_warn("eval sample %s of iteration %" PRId64 " not published", name, c->iter);
+    }
+    free(lq_c);
+    free(out_c);
+    free(gt_c);
+}
+
 static int evaluate_checkpoint(pf_hook *h, const char *path, int64_t iter, int64_t epoch,
                                char *err, size_t errlen) {
     eval_state *s = h->state;
@@ -171,8 +232,11 @@ static int evaluate_checkpoint(pf_hook *h, const char *path, int64_t iter, int64
     snprintf(dir, sizeof dir, "%s/eval_visuals/iter_%" PRId64, cfg->work_dir, iter);
     double t0 = pf_now();
     pf_eval_result r;
+    sample_ctx sc = { h, &s->ds, iter };
     int rc = pf_evaluate(s->model, cfg, &s->ds, cfg->eval_save_image ? dir : NULL,
-                         (pf_eval_cancel_fn)pf_hook_stop_requested, h, &r, err, errlen);
+                         (pf_eval_cancel_fn)pf_hook_stop_requested, h,
+                         cfg->visual_interval > 0 ? publish_sample : NULL, &sc, &r, err,
+                         errlen);
     if (rc != 0) {
         pf_eval_result_free(&r);
         if (rc == 1) pf_info("evaluation of iteration %" PRId64 " abandoned: the job is "

@@ -22,8 +22,8 @@ static void pad_replicate(const uint8_t *src, int h, int w, uint8_t *dst, int ph
 }
 
 int pf_evaluate(pf_model *m, const pf_config *cfg, pf_dataset *ds, const char *save_dir,
-                pf_eval_cancel_fn cancel, void *cancel_ctx, pf_eval_result *res, char *err,
-                size_t errlen) {
+                pf_eval_cancel_fn cancel, void *cancel_ctx, pf_eval_image_fn on_image,
+                void *image_ctx, pf_eval_result *res, char *err, size_t errlen) {
     memset(res, 0, sizeof *res);
     res->items = calloc((size_t)ds->n_files, sizeof *res->items);
     if (!res->items) {
@@ -79,6 +79,7 @@ int pf_evaluate(pf_model *m, const pf_config *cfg, pf_dataset *ds, const char *s
             res->psnr_bicubic += it->psnr_bicubic;
             res->ssim_bicubic += it->ssim_bicubic;
             res->n++;
+            if (on_image && gt->data) on_image(image_ctx, i, it->name, lq, out8, gt);
             if (save_dir) {
                 char out_path[PF_PATH_MAX * 2];
                 snprintf(out_path, sizeof out_path, "%s/%s.png", save_dir, it->name);

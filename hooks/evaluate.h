@@ -31,11 +31,17 @@ typedef struct {
    not wait for a whole evaluation set). */
 typedef int (*pf_eval_cancel_fn)(void *ctx);
 
+/* Called after each image that has a GT: `file` its index in the dataset, `name` its stem,
+   lq and gt the dataset's images (RGB8 HWC), out the network's output clamped and rounded to
+   uint8, gt->h x gt->w x 3 HWC. */
+typedef void (*pf_eval_image_fn)(void *ctx, int file, const char *name, const pf_image *lq,
+                                 const uint8_t *out, const pf_image *gt);
+
 /* Evaluate `m` on every image of `ds`. When `save_dir` is not NULL, each output is written as
-   save_dir/<name>.png (the folder is created). `cancel` may be NULL. Returns 0, 1 when
-   cancelled, or -1 with err naming the image. */
+   save_dir/<name>.png (the folder is created). `cancel` and `on_image` may be NULL. Returns 0,
+   1 when cancelled, or -1 with err naming the image. */
 int pf_evaluate(pf_model *m, const pf_config *cfg, pf_dataset *ds, const char *save_dir,
-                pf_eval_cancel_fn cancel, void *cancel_ctx, pf_eval_result *res, char *err,
-                size_t errlen);
+                pf_eval_cancel_fn cancel, void *cancel_ctx, pf_eval_image_fn on_image,
+                void *image_ctx, pf_eval_result *res, char *err, size_t errlen);
 void pf_eval_result_free(pf_eval_result *res);
 #endif

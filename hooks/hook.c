@@ -10,6 +10,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "coordinator/security.h"
+#include "hooks/visual_grid.h"
 
 static const char *bind_arg = "tcp://127.0.0.1:*";
 
@@ -38,21 +39,54 @@ int pf_hook_stop_requested(pf_hook *h) {
     return h->pending_stop[0] && strcmp(h->pending_stop, "finish") != 0;
 }
 
+/* A message on topic "visual": decoded, its frames checked, handed to ops->visual. Bad input
+   is logged and dropped. Returns 0 or -1 (hook failure, err set). */
+static int take_visual(pf_hook *h, const pf_parts *p, char *err, size_t errlen) {
+    if (!h->ops->visual) return 0;
+    pf_msg *m = malloc(sizeof *m);
+    char e2[512];
+    int rc = 0;
+    if (!m) return 0;
+    if (p->n != 5) {
+        pf_warn("dropped a visual message with %d frames (expected topic, header, lq, output, "
+                "gt)", p->n);
+    } else if (pf_msg_decode(pf_parts_data(p, 1), pf_parts_size(p, 1), PF_MSG_VISUAL, m, e2,
+                             sizeof e2) != 0) {
+        pf_warn("dropped a malformed visual message: %s", e2);
+    } else if (pf_visual_check(&m->u.visual, pf_parts_size(p, 2), pf_parts_size(p, 3),
+                               pf_parts_size(p, 4), e2, sizeof e2) != 0) {
+        pf_warn("dropped a visual message from '%s' (iter %lld): %s", m->u.visual.source,
+                (long long)m->u.visual.iter, e2);
+    } else {
+        rc = h->ops->visual(h, &m->u.visual, pf_parts_data(p, 2), pf_parts_data(p, 3),
+                            pf_parts_data(p, 4), err, errlen);
+    }
+    free(m);
+    return rc;
+}
+
 /* Drain the SUB socket into the hook. Returns 0 or -1 (hook failure, err set). */
 static int drain_events(pf_hook *h, char *err, size_t errlen) {
     for (;;) {
-        pf_msg_event *ev = malloc(sizeof *ev);
+        pf_parts p;
         char e2[512];
-        if (!ev) return 0;
-        if (pf_events_recv(h->sub, ZMQ_DONTWAIT, ev, e2, sizeof e2) != 0) {
-            int again = (errno == EAGAIN || errno == EINTR);
-            if (!again) pf_warn("dropped a malformed event: %s", e2);
-            free(ev);
-            if (again) return 0;
+        if (pf_parts_recv(h->sub, ZMQ_DONTWAIT, &p, e2, sizeof e2) != 0) {
+            if (errno == EAGAIN || errno == EINTR) return 0;
+            pf_warn("dropped a malformed event: %s", e2);
             continue;
         }
-        int rc = h->ops->event ? h->ops->event(h, ev, err, errlen) : 0;
-        free(ev);
+        int rc = 0;
+        if (pf_events_is_visual(&p)) {
+            rc = take_visual(h, &p, err, errlen);
+        } else {
+            pf_msg_event *ev = malloc(sizeof *ev);
+            if (ev && pf_events_decode(&p, ev, e2, sizeof e2) != 0)
+                pf_warn("dropped a malformed event: %s", e2);
+            else if (ev && h->ops->event)
+                rc = h->ops->event(h, ev, err, errlen);
+            free(ev);
+        }
+        pf_parts_close(&p);
         if (rc) return -1;
     }
 }

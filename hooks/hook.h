@@ -6,6 +6,7 @@
 #ifndef PF_HOOK_H
 #define PF_HOOK_H
 #include <stddef.h>
+#include <stdint.h>
 
 #include "coordinator/client.h"
 #include "proto/proto.h"
@@ -23,6 +24,11 @@ typedef struct {
     /* After WELCOME: the config is in h->client.cfg. */
     int (*start)(pf_hook *h, char *err, size_t errlen);
     int (*event)(pf_hook *h, const pf_msg_event *ev, char *err, size_t errlen);
+    /* A PF_MSG_VISUAL (topic "visual") whose frames passed pf_visual_check: lq n x lq_h x lq_w
+       x 3, output and gt n x gt_h x gt_w x 3, uint8 NHWC RGB. Optional: without it, visual
+       messages are ignored. A malformed one is logged and dropped before reaching here. */
+    int (*visual)(pf_hook *h, const pf_msg_visual *v, const uint8_t *lq, const uint8_t *output,
+                  const uint8_t *gt, char *err, size_t errlen);
     /* h->own is readable. */
     int (*own_ready)(pf_hook *h, char *err, size_t errlen);
     /* STOP received ("finish" | "interrupt" | "abort"): finish up before DONE. */
@@ -54,6 +60,7 @@ int pf_hook_run(const pf_hook_ops *ops, int argc, char **argv);
 int pf_hook_checkpoint_main(int argc, char **argv);
 int pf_hook_eval_main(int argc, char **argv);
 int pf_hook_log_main(int argc, char **argv);
+int pf_hook_visual_main(int argc, char **argv);
 
 /* The --bind value given on the command line, or "tcp://127.0.0.1:*". */
 const char *pf_hook_bind_arg(void);

@@ -14,8 +14,10 @@
     TensorBoard: the same train averages (train/loss, train/lr, train/time in s/iter,
     train/data_time) and eval results (eval/psnr, eval/ssim, eval/psnr_bicubic,
     eval/ssim_bicubic) go to work_dir/events.out.tfevents.<unix time>.<host> as scalars, step =
-    iteration (hooks/tb_writer.c). A failed write there is reported once and does not stop the
-    hook.
+    iteration (hooks/tb_writer.c). Visual messages (topic "visual") go there as images: the
+    worker's training samples as "visual/train", the eval hook's as "eval/<file name>", each the
+    grid LQ upscaled | output | GT (hooks/visual_grid.c) PNG-encoded, step = iteration. A failed
+    write there is reported once and does not stop the hook.
 */
 #include <cjson/cJSON.h>
 #include <inttypes.h>
@@ -24,11 +26,13 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/image.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "hooks/event_json.h"
 #include "hooks/hook.h"
 #include "hooks/tb_writer.h"
+#include "hooks/visual_grid.h"
 
 #define MAX_SOURCES 64
 #define LOADER_LINE_S 30.0      /* at most one train.log line per loader this often */
@@ -99,16 +103,47 @@ static int log_start(pf_hook *h, char *err, size_t errlen) {
     return 0;
 }
 
-/* One TensorBoard scalar; a failed write is noted in train.log once (tb_writer logs it too). */
-static void tb_scalar(log_state *s, const char *tag, int64_t step, double value) {
-    if (!s->tb || pf_tb_writer_scalar(s->tb, tag, step, (float)value) == 0 || s->tb_reported)
-        return;
+/* After a TensorBoard write returned rc: a failure is noted in train.log once (tb_writer logs
+   it too). */
+static void tb_note(log_state *s, int rc) {
+    if (rc == 0 || s->tb_reported) return;
     char ts[32];
     stamp(ts, sizeof ts);
-    fprintf(s->text, "%s TensorBoard event file %s: write failed; no more scalars written\n", ts,
+    fprintf(s->text, "%s TensorBoard event file %s: write failed; nothing more written\n", ts,
             pf_tb_writer_path(s->tb));
     fflush(s->text);
     s->tb_reported = 1;
+}
+
+/* One TensorBoard scalar. */
+static void tb_scalar(log_state *s, const char *tag, int64_t step, double value) {
+    if (s->tb) tb_note(s, pf_tb_writer_scalar(s->tb, tag, step, (float)value));
+}
+
+/* A visual message (checked by the hook loop) as a TensorBoard image: the grid LQ upscaled |
+   output | GT (hooks/visual_grid.c) as PNG, tag "visual/train" for the worker's training
+   samples and "eval/<file name>" for the eval hook's, step = v->iter. */
+static int log_visual(pf_hook *h, const pf_msg_visual *v, const uint8_t *lq,
+                      const uint8_t *output, const uint8_t *gt, char *err, size_t errlen) {
+    log_state *s = h->state;
+    if (!s->tb || pf_tb_writer_failed(s->tb)) return 0;
+    char tag[PF_MAX_NAME + 8], e2[512];
+    if (strcmp(v->tag, "train") == 0) snprintf(tag, sizeof tag, "visual/train");
+    else snprintf(tag, sizeof tag, "eval/%s", v->name);
+    int w, gh;
+    uint8_t *png = NULL;
+    size_t len = 0;
+    uint8_t *grid = pf_visual_grid(v, lq, output, gt, &w, &gh, e2, sizeof e2);
+    if (grid && pf_image_encode_png(grid, w, gh, &png, &len, e2, sizeof e2) == 0)
+        tb_note(s, pf_tb_writer_image(s->tb, tag, v->iter, gh, w, png, len));
+    else
+        pf_warn("log hook: TensorBoard image %s of iter %lld not written: %s", tag,
+                (long long)v->iter, e2);
+    free(grid);
+    free(png);
+    (void)err;
+    (void)errlen;
+    return 0;
 }
 
 /* Check the source's sequence number; returns its index, or -1 when there are too many
@@ -312,6 +347,7 @@ static const pf_hook_ops log_ops = {
     .kinds = NULL,
     .start = log_start,
     .event = log_event,
+    .visual = log_visual,
     .stop = log_stop,
     .destroy = log_destroy,
 };

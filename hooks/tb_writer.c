@@ -1,4 +1,4 @@
-/*  tb_writer — TensorBoard event files of scalars (see tb_writer.h).
+/*  tb_writer — TensorBoard event files of scalars and images (see tb_writer.h).
 
     Framing is TensorFlow's TFRecord (tensorflow/core/lib/io/record_writer.cc): the length and
     the data each followed by their masked CRC32C, masked = ((crc >> 15) | (crc << 17)) +
@@ -77,7 +77,7 @@ static int write_event(pf_tb_writer *self, const Tensorflow__Event *ev) {
     }
     free(buf);
     if (ok) return 0;
-    pf_error("TensorBoard event file %s: %s; no more scalars are written to it", self->path,
+    pf_error("TensorBoard event file %s: %s; nothing more is written to it", self->path,
              buf ? (errno ? strerror(errno) : "write failed") : "out of memory");
     self->failed = 1;
     fclose(self->file);
@@ -114,12 +114,9 @@ pf_tb_writer *pf_tb_writer_new(const char *dir, char *err, size_t errlen) {
     return pf_tb_writer_open(path, err, errlen);
 }
 
-int pf_tb_writer_scalar(pf_tb_writer *self, const char *tag, int64_t step, float value) {
-    Tensorflow__Summary__Value v = TENSORFLOW__SUMMARY__VALUE__INIT;
-    v.tag = (char *)tag;
-    v.value_case = TENSORFLOW__SUMMARY__VALUE__VALUE_SIMPLE_VALUE;
-    v.simple_value = value;
-    Tensorflow__Summary__Value *values[1] = {&v};
+/* Write one Event with wall_time = now, step and the one summary value v. */
+static int write_value(pf_tb_writer *self, int64_t step, Tensorflow__Summary__Value *v) {
+    Tensorflow__Summary__Value *values[1] = {v};
     Tensorflow__Summary summary = TENSORFLOW__SUMMARY__INIT;
     summary.n_value = 1;
     summary.value = values;
@@ -129,6 +126,29 @@ int pf_tb_writer_scalar(pf_tb_writer *self, const char *tag, int64_t step, float
     ev.what_case = TENSORFLOW__EVENT__WHAT_SUMMARY;
     ev.summary = &summary;
     return write_event(self, &ev);
+}
+
+int pf_tb_writer_scalar(pf_tb_writer *self, const char *tag, int64_t step, float value) {
+    Tensorflow__Summary__Value v = TENSORFLOW__SUMMARY__VALUE__INIT;
+    v.tag = (char *)tag;
+    v.value_case = TENSORFLOW__SUMMARY__VALUE__VALUE_SIMPLE_VALUE;
+    v.simple_value = value;
+    return write_value(self, step, &v);
+}
+
+int pf_tb_writer_image(pf_tb_writer *self, const char *tag, int64_t step, int height, int width,
+                       const uint8_t *png, size_t png_len) {
+    Tensorflow__Summary__Image img = TENSORFLOW__SUMMARY__IMAGE__INIT;
+    img.height = height;
+    img.width = width;
+    img.colorspace = 3;
+    img.encoded_image_string.data = (uint8_t *)png;
+    img.encoded_image_string.len = png_len;
+    Tensorflow__Summary__Value v = TENSORFLOW__SUMMARY__VALUE__INIT;
+    v.tag = (char *)tag;
+    v.value_case = TENSORFLOW__SUMMARY__VALUE__VALUE_IMAGE;
+    v.image = &img;
+    return write_value(self, step, &v);
 }
 
 const char *pf_tb_writer_path(const pf_tb_writer *self) {

@@ -1,4 +1,5 @@
-/*  tb_writer — a TensorBoard event file of scalar summaries (`events.out.tfevents.*`).
+/*  tb_writer — a TensorBoard event file of scalar and image summaries
+    (`events.out.tfevents.*`).
 
     Each record is one tensorflow.Event (hooks/tb_event.proto, encoded by protobuf-c) framed as
     a TFRecord: uint64 length, uint32 masked CRC32C of the length bytes, the data, uint32 masked
@@ -26,6 +27,12 @@ pf_tb_writer *pf_tb_writer_open(const char *path, char *err, size_t errlen);
 /* Write one Event with wall_time = now, step, and one scalar (tag, e.g. "train/loss").
    Returns 0, or -1 once the writer has failed (see the top). */
 int pf_tb_writer_scalar(pf_tb_writer *self, const char *tag, int64_t step, float value);
+
+/* Write one Event with wall_time = now, step, and one image (tag, e.g. "visual/train"):
+   Summary.Image {height, width (pixels), colorspace 3 (RGB), encoded_image_string = the
+   png_len bytes of an RGB PNG of that size}. Returns 0, or -1 once the writer has failed. */
+int pf_tb_writer_image(pf_tb_writer *self, const char *tag, int64_t step, int height, int width,
+                       const uint8_t *png, size_t png_len);
 
 /* The file's path. */
 const char *pf_tb_writer_path(const pf_tb_writer *self);

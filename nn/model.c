@@ -239,6 +239,14 @@ int pf_model_train_step(pf_model *m, const uint8_t *lq, const uint8_t *gt, int n
                          errlen);
 }
 
+int pf_model_train_output(const pf_model *m, int n, float *out) {
+    const pf_plan *p = &m->train;
+    if (!p->n || !p->out || n < 1 || n > p->n) return -1;
+    pf_act_to_image(out, p->out, n, p->h * m->scale, p->w * m->scale,
+                    m->is_edsr ? m->cfg.rgb_mean : NULL, m->cfg.img_range, p->out_block);
+    return 0;
+}
+
 int pf_model_infer(pf_model *m, const uint8_t *lq, int h, int w, float *out, char *err,
                    size_t errlen) {
     pf_plan *p = &m->infer;

@@ -53,6 +53,13 @@ const pf_param_info *pf_model_tensor_info(const pf_model *m, int i);
 int pf_model_train_step(pf_model *m, const uint8_t *lq, const uint8_t *gt, int n, int lq_h,
                         int lq_w, float *loss, char *err, size_t errlen);
 
+/* The network output of the last pf_model_train_step for its first n samples (1 <= n <= that
+   step's batch): out is n x (lq_h*scale) x (lq_w*scale) x 3 float NHWC, values nominally
+   [0, 1], not clamped (what pf_model_infer would give for those inputs with the weights before
+   the optimiser step). Costs a layout conversion only, no forward pass. Returns 0, or -1 when
+   no training step has run or n is out of range. */
+int pf_model_train_output(const pf_model *m, int n, float *out);
+
 /* Inference of one image: lq h x w x 3 uint8 HWC -> out (h*scale) x (w*scale) x 3 float HWC,
    values nominally [0, 1], not clamped. Returns 0 or -1 with err. */
 int pf_model_infer(pf_model *m, const uint8_t *lq, int h, int w, float *out, char *err,

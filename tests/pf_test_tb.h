@@ -5,7 +5,9 @@
     own protobuf wire decoding of tensorflow.Event with TensorFlow's field numbers
     (tensorflow/core/util/event.proto: wall_time 1 double, step 2 int64, file_version 3 string,
     summary 5; tensorflow/core/framework/summary.proto: Summary.value 1, Value.tag 1,
-    Value.simple_value 2 float). No protobuf-c here, so a wrong schema in the writer shows.
+    Value.simple_value 2 float, Value.image 4; Image.height 1, width 2, colorspace 3 int32,
+    encoded_image_string 4 bytes). No protobuf-c here, so a wrong schema in the writer shows.
+    An image's bytes are copied out (tb_free releases them).
 */
 #ifndef PF_TEST_TB_H
 #define PF_TEST_TB_H
@@ -22,9 +24,21 @@ typedef struct {
     int64_t step;
     char file_version[64];      /* "" unless the event holds one */
     int n_values;               /* scalars in its summary (PixFlow writes one) */
-    char tag[128];              /* the first scalar's tag */
-    float value;                /* and value */
+    char tag[128];              /* the first value's tag */
+    float value;                /* and its scalar value */
+    int has_image;              /* the first value is an image: */
+    int64_t height, width, colorspace;
+    uint8_t *png;               /* its encoded bytes (malloc'd), png_len of them */
+    size_t png_len;
 } tb_event;
+
+/* Free the image bytes of n events. */
+static inline void tb_free(tb_event *ev, int n) {
+    for (int i = 0; i < n; i++) {
+        free(ev[i].png);
+        ev[i].png = NULL;
+    }
+}
 
 /* CRC32C bit by bit, reflected polynomial 0x82F63B78. */
 static inline uint32_t tb_crc32c(const uint8_t *p, size_t n) {
@@ -87,10 +101,33 @@ static inline int tb_fields(const uint8_t *p, const uint8_t *end, tb_field_fn fn
     return 0;
 }
 
+static inline int tb_image_field(void *ctx, int field, int wire, uint64_t v, const uint8_t *b,
+                                 size_t n) {
+    tb_event *e = ctx;
+    if (field == 1 && wire == 0) {
+        e->height = (int64_t)v;
+    } else if (field == 2 && wire == 0) {
+        e->width = (int64_t)v;
+    } else if (field == 3 && wire == 0) {
+        e->colorspace = (int64_t)v;
+    } else if (field == 4 && wire == 2 && !e->png) {
+        e->png = malloc(n ? n : 1);
+        if (!e->png) return -1;
+        memcpy(e->png, b, n);
+        e->png_len = n;
+    } else {
+        return -1;
+    }
+    return 0;
+}
+
 static inline int tb_value_field(void *ctx, int field, int wire, uint64_t v, const uint8_t *b,
                                  size_t n) {
     tb_event *e = ctx;
-    if (field == 1 && wire == 2 && n < sizeof e->tag) {
+    if (field == 4 && wire == 2 && !e->has_image) {
+        e->has_image = 1;
+        return tb_fields(b, b + n, tb_image_field, e);
+    } else if (field == 1 && wire == 2 && n < sizeof e->tag) {
         memcpy(e->tag, b, n);
         e->tag[n] = 0;
     } else if (field == 2 && wire == 5) {
@@ -146,7 +183,7 @@ static inline int tb_read(const char *path, tb_event *ev, int max, char *err, si
             return -1;
         }
         uint64_t len = tb_le(head, 8);
-        if (tb_le(head + 8, 4) != tb_masked(head, 8) || len > (1 << 20)) {
+        if (tb_le(head + 8, 4) != tb_masked(head, 8) || len > (64u << 20)) {
             snprintf(err, errlen, "record %d: length CRC mismatch (length %llu)", count,
                      (unsigned long long)len);
             fclose(f);
@@ -165,6 +202,7 @@ static inline int tb_read(const char *path, tb_event *ev, int max, char *err, si
         int bad_msg = !bad_crc && tb_fields(data, data + len, tb_event_field, &ev[count]);
         free(data);
         if (bad_crc || bad_msg) {
+            tb_free(ev, count + 1);
             snprintf(err, errlen, "record %d: %s", count, bad_crc ? "data CRC mismatch"
                                                                   : "not a PixFlow Event");
             fclose(f);

@@ -231,6 +231,8 @@ static void test_defaults(void) {
     CHECK(c.ckpt_interval == 100 && c.ckpt_max_keep == -1,
           "checkpoint defaults: one at the end (interval = total_iters)");
     CHECK(c.log_interval == 10, "log default");
+    CHECK(c.visual_interval == 0 && c.visual_output_dir[0] == 0 && c.visual_num_samples == 4,
+          "visual defaults: off, work_dir/visuals, 4 samples");
     CHECK(c.eval_interval == 0, "no evaluation");
     CHECK(c.pad_multiple == 1, "pad default");
     CHECK(c.load_from[0] == 0 && c.resume_from[0] == 0 && c.resume_optim == 1, "run defaults");
@@ -388,6 +390,17 @@ static const broken_case BROKEN[] = {
      "evaluation.gpu_collect", "unknown key"},
     {"{pad_multiple: 4}", "{pad_multiple: 4, tile: 64}", "eval_cfg:", "eval_cfg.tile",
      "unknown key"},
+    {"log_config: {interval: 20}\n", "log_config: {interval: 20}\nvisual_config: {every: 5}\n",
+     "visual_config", "visual_config.every", "unknown key"},
+    {"log_config: {interval: 20}\n", "log_config: {interval: 20}\nvisual_config: {interval: "
+     "-1}\n", "visual_config", "visual_config.interval", "non-negative"},
+    {"log_config: {interval: 20}\n", "log_config: {interval: 20}\nvisual_config: {interval: "
+     "5, num_samples: 17}\n", "visual_config", "visual_config.num_samples",
+     "between 1 and 16, got 17"},
+    {"log_config: {interval: 20}\n", "log_config: {interval: 20}\nvisual_config: {interval: "
+     "5, num_samples: 0}\n", "visual_config", "visual_config.num_samples", "positive"},
+    {"log_config: {interval: 20}\n", "log_config: {interval: 20}\nvisual_config: {output_dir: "
+     "[a]}\n", "visual_config", "visual_config.output_dir", "string"},
     {"  train:\n", "  training:\n", "  training:", "data.training", "unknown key"},
     /* wrong types and values */
     {"  n_feats: 32", "  n_feats: abc", "  n_feats", "model.n_feats",
@@ -603,6 +616,29 @@ static void test_misc_errors(void) {
     free(b);
 }
 
+/* visual_config: values kept and round-tripped; output_dir is optional. */
+static void test_visual(void) {
+    char *text = make("log_config: {interval: 20}\n", "log_config: {interval: 20}\n"
+                      "visual_config: {interval: 150, output_dir: pics/v, num_samples: 16}\n");
+    pf_config c;
+    char err[512];
+    CHECK(pf_config_parse(&c, "v.yaml", text, strlen(text), 0, err, sizeof err) == 0,
+          "visual_config parses: %s", err);
+    CHECK(c.visual_interval == 150 && !strcmp(c.visual_output_dir, "pics/v") &&
+              c.visual_num_samples == 16,
+          "visual_config values");
+    check_round_trip(&c, "visual_config");
+    free(text);
+    text = make("log_config: {interval: 20}\n",
+                "log_config: {interval: 20}\nvisual_config: {interval: 0}\n");
+    CHECK(pf_config_parse(&c, "v0.yaml", text, strlen(text), 0, err, sizeof err) == 0,
+          "visual_config interval 0 parses: %s", err);
+    CHECK(c.visual_interval == 0 && c.visual_num_samples == 4 && !c.visual_output_dir[0],
+          "interval 0: off, defaults kept");
+    check_round_trip(&c, "visual_config off");
+    free(text);
+}
+
 int main(void) {
     snprintf(data_dir, sizeof data_dir, "%s", pf_test_data());
     CHECK(fnv1a64("") == 0xcbf29ce484222325ull && fnv1a64("a") == 0xaf63dc4c8601ec8cull,
@@ -612,6 +648,7 @@ int main(void) {
     test_valid_file();
     test_data_plane_keys();
     test_demo();
+    test_visual();
     test_broken();
     test_misc_errors();
     return pf_test_end("test_config");

@@ -10,6 +10,10 @@
     C. A flipped byte in the data or in the length is caught by the reader (the check can fail).
     D. Reopening the file appends; a writer on /dev/full (disk full) reports failure, returns
        -1 and keeps going without crashing.
+    E. Images: pf_tb_writer_image records read back with their tag, step, height, width,
+       colorspace 3 and the exact PNG bytes written, which decode (common/image.c) to the
+       pixels encoded (a 7 x 5 gradient and a 300 x 400 noise picture, > 128 KiB of PNG so the
+       lengths take multi-byte varints), and every record's CRCs check.
 */
 #include <stdint.h>
 #include <stdio.h>
@@ -18,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/image.h"
 #include "hooks/tb_writer.h"
 #include "pf_test.h"
 #include "pf_test_tb.h"
@@ -162,6 +167,57 @@ int main(void) {
         CHECK(strcmp(pf_tb_writer_path(w), "/dev/full") == 0, "path");
         pf_tb_writer_destroy(&w);
     }
+
+    /* E */
+    char ipath[1100];
+    snprintf(ipath, sizeof ipath, "%s/images.tfevents", dir);
+    w = pf_tb_writer_open(ipath, err, sizeof err);
+    CHECK(w != NULL, "open %s: %s", ipath, err);
+    static const struct { const char *tag; int64_t step; int w, h; } pics[] = {
+        {"visual/train", 300, 7, 5}, {"eval/0801", (int64_t)1 << 33, 400, 300},
+    };
+    uint8_t *px[2] = {NULL, NULL}, *png[2] = {NULL, NULL};
+    size_t png_len[2] = {0, 0};
+    uint64_t x = 88172645463325252ull;
+    for (int k = 0; k < 2 && w; k++) {
+        size_t bytes = (size_t)pics[k].w * pics[k].h * 3;
+        px[k] = malloc(bytes);
+        for (size_t i = 0; i < bytes; i++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            px[k][i] = k == 0 ? (uint8_t)(i * 11) : (uint8_t)x;
+        }
+        CHECK(pf_image_encode_png(px[k], pics[k].w, pics[k].h, &png[k], &png_len[k], err,
+                                  sizeof err) == 0, "encode %d: %s", k, err);
+        CHECK(pf_tb_writer_image(w, pics[k].tag, pics[k].step, pics[k].h, pics[k].w, png[k],
+                                 png_len[k]) == 0, "image %d", k);
+    }
+    CHECK(png_len[1] > (128u << 10), "noise PNG of %zu bytes", png_len[1]);
+    pf_tb_writer_destroy(&w);
+    n = tb_read(ipath, ev, TB_MAX_EVENTS, err, sizeof err);
+    CHECK(n == 3, "images: %d records (%s)", n, n < 0 ? err : "");
+    for (int k = 0; k < 2 && n == 3; k++) {
+        const tb_event *e = &ev[k + 1];
+        CHECK(e->has_image && e->n_values == 1 && !strcmp(e->tag, pics[k].tag) &&
+              e->step == pics[k].step, "image %d: tag '%s' step %lld", k, e->tag,
+              (long long)e->step);
+        CHECK(e->height == pics[k].h && e->width == pics[k].w && e->colorspace == 3,
+              "image %d: %lldx%lld colorspace %lld", k, (long long)e->width,
+              (long long)e->height, (long long)e->colorspace);
+        CHECK(e->png_len == png_len[k] && e->png && !memcmp(e->png, png[k], png_len[k]),
+              "image %d: PNG bytes differ", k);
+        pf_image img = {0};
+        CHECK(e->png && pf_image_decode_png(e->png, e->png_len, "tb", &img, err, sizeof err) == 0,
+              "image %d decodes: %s", k, err);
+        CHECK(img.w == pics[k].w && img.h == pics[k].h && img.data &&
+              !memcmp(img.data, px[k], (size_t)img.w * img.h * 3), "image %d pixels", k);
+        pf_image_free(&img);
+    }
+    if (n > 0) tb_free(ev, n);
+    for (int k = 0; k < 2; k++) {
+        free(px[k]);
+        free(png[k]);
+    }
+    unlink(ipath);
 
     unlink(bad);
     unlink(path);

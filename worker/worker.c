@@ -24,6 +24,7 @@
 #include <zmq.h>
 
 #include "common/log.h"
+#include "common/metrics.h"
 #include "common/util.h"
 #include "coordinator/client.h"
 #include "coordinator/security.h"
@@ -66,6 +67,11 @@ typedef struct {
     uint64_t dropped;           /* duplicate or malformed batches */
     uint64_t skipped;           /* samples the loaders left out (data.on_bad_sample: skip) */
     uint64_t empty_steps;       /* iterations whose batch had no sample left: no step taken */
+    uint64_t visuals;           /* visual messages published */
+    double visual_time;         /* seconds spent preparing and publishing them */
+    float *visual_out;          /* the step's output of the published samples (NHWC float) */
+    uint8_t *visual_u8;         /* the same as uint8 */
+    size_t visual_cap;          /* floats / bytes each of the two holds */
 } worker;
 
 static void publish_status(worker *w, const char *kind, const char *fmt, ...)
@@ -184,6 +190,64 @@ static int train_step(worker *w, const pf_msg_batch *b, const uint8_t *gt, const
     }
     pf_adam_step(&w->adam, pf_model_params(w->model), pf_model_grads(w->model), (float)lr);
     return 0;
+}
+
+/* visual_config: after the step of iteration `done` - 1 (done = iterations completed), rank 0
+   publishes on topic "visual" the first n = min(num_samples, batch) samples: lq and gt bytes
+   from the batch, and the network's output of that step (no extra forward pass) clamped to
+   [0, 1], times 255, rounded to uint8; n shrinks until each frame fits PF_MAX_VISUAL_FRAME.
+   PUB drops at its high-water mark, so this never blocks. A failure is logged, never fatal.
+   CUDA backend: the output stays on the GPU (pf_gpu_train_step does not hand it back), so the
+   GPU worker publishes nothing yet. */
+static void publish_visual(worker *w, const pf_msg_batch *b, const uint8_t *gt,
+                           const uint8_t *lq, int64_t done) {
+    if (w->rank != 0 || w->cfg->visual_interval <= 0 || done % w->cfg->visual_interval != 0 ||
+        b->n == 0 || w->gpu)
+        return;
+    double t0 = pf_now();
+    int s = pf_model_scale(w->model);
+    size_t lq_img = (size_t)b->lq_h * b->lq_w * 3, gt_img = lq_img * s * s;
+    int n = w->cfg->visual_num_samples < (int)b->n ? w->cfg->visual_num_samples : (int)b->n;
+    while (n > 0 && (size_t)n * gt_img > PF_MAX_VISUAL_FRAME) n--;
+    if (n == 0) {
+        pf_warn("visual: one %ux%u GT patch exceeds %d bytes; no picture of iteration %" PRId64,
+                b->lq_h * s, b->lq_w * s, PF_MAX_VISUAL_FRAME, done);
+        return;
+    }
+    size_t count = (size_t)n * gt_img;
+    if (count > w->visual_cap) {
+        float *f = realloc(w->visual_out, count * sizeof *f);
+        if (f) w->visual_out = f;
+        uint8_t *u = f ? realloc(w->visual_u8, count) : NULL;
+        if (u) w->visual_u8 = u;
+        if (!f || !u) {
+            pf_warn("visual: out of memory; no picture of iteration %" PRId64, done);
+            return;
+        }
+        w->visual_cap = count;
+    }
+    if (pf_model_train_output(w->model, n, w->visual_out) != 0) {
+        pf_warn("visual: no training output to show at iteration %" PRId64, done);
+        return;
+    }
+    pf_to_u8(w->visual_out, w->visual_u8, count);   /* as evaluation does */
+    pf_msg m = { .type = PF_MSG_VISUAL };
+    pf_msg_visual *v = &m.u.visual;
+    snprintf(v->source, sizeof v->source, "%s", w->client.name);
+    snprintf(v->tag, sizeof v->tag, "train");
+    v->iter = done;
+    v->n = (uint32_t)n;
+    v->lq_h = b->lq_h;
+    v->lq_w = b->lq_w;
+    v->gt_h = b->lq_h * (uint32_t)s;
+    v->gt_w = b->lq_w * (uint32_t)s;
+    pf_frame topic = { "visual", 6 };
+    pf_frame frames[3] = { { lq, (size_t)n * lq_img }, { w->visual_u8, count },
+                           { gt, count } };
+    if (pf_send(w->client.pub, &topic, &m, frames, 3) != 0)
+        pf_warn("visual: publish of iteration %" PRId64 " failed: %s", done, zmq_strerror(errno));
+    w->visuals++;
+    w->visual_time += pf_now() - t0;
 }
 
 /* After loading: every rank takes rank 0's parameters and optimiser state
@@ -632,6 +696,7 @@ int pf_worker_main(int argc, char **argv) {
         lr = pf_lr_at(w.cfg, it);
         w.skipped += b->n_skipped;
         if (train_step(&w, b, gt, lq, lr, &loss, err, sizeof err) != 0) goto done;
+        publish_visual(&w, b, gt, lq, it + 1);
         /* Record, acknowledge, return the credit. */
         uint64_t digest = pf_fnv1a64(gt, pf_parts_size(&s->parts, 1), PF_FNV_OFFSET);
         digest = pf_fnv1a64(lq, pf_parts_size(&s->parts, 2), digest);
@@ -688,6 +753,9 @@ int pf_worker_main(int argc, char **argv) {
             " samples skipped, %" PRIu64 " iterations without a sample)",
             stop_now(&w) ? "interrupted" : "finished", it, w.dropped, w.skipped,
             w.empty_steps);
+    if (w.visuals)
+        pf_info("visual: %" PRIu64 " pictures published, %.3f ms each on average", w.visuals,
+                1e3 * w.visual_time / (double)w.visuals);
     if (w.skipped)
         publish_status(&w, "status", "worker%d: %" PRIu64 " samples skipped (unreadable files, "
                        "data.on_bad_sample: skip), %" PRIu64 " iterations without a sample",
@@ -710,6 +778,8 @@ done:;
     pf_zmq_ctx_term(zctx);
     pf_model_destroy(&w.model);
     pf_adam_free(&w.adam);
+    free(w.visual_out);
+    free(w.visual_u8);
     if (w.coll) pf_collective_destroy(&w.coll);
     if (w.gpu) pf_gpu_destroy(&w.gpu);
     return status;
