@@ -3,7 +3,8 @@
 # hosts").
 #
 #   scripts/launch.sh [--hostfile FILE] [--gpus N] [--loaders-per-host N] [--bind-addr ADDR]
-#                     [--port P] [--rsh CMD] [--pixflow PATH] [--log-dir DIR] CONFIG [-- ARGS]
+#                     [--port P] [--rsh CMD] [--pixflow PATH] [--log-dir DIR] [--keys DIR]
+#                     CONFIG [-- ARGS]
 #
 # Where the hosts come from, first match wins:
 #   --hostfile FILE   lines `HOST slots=N [loaders=M] [addr=A]` (as DeepSpeed/MPI hostfiles; `#`
@@ -23,6 +24,12 @@
 # script's build/pixflow, by the same absolute path), so every host needs the same paths (a shared
 # file system, as for MPI jobs).
 #
+# CURVE (the config's `security: {curve: true}`): the key folder (`pixflow keygen DIR`) is
+# --keys DIR, else $PIXFLOW_KEYS, else the config's security.keys_dir, as for the coordinator;
+# every process gets it as `--keys DIR`, so DIR must exist by that path on every host (connecting
+# hosts need server, client, client_secret; hosts with workers also server_secret, allowed/).
+# Without security.curve no process gets keys (PIXFLOW_KEYS is cleared), as with `pixflow train`.
+#
 # Every process's output goes to the launcher's stdout as `[host role rank] line` and to
 # LOG_DIR/HOST.ROLE.RANK.log; LOG_DIR/procs.tsv lists them with their pids. SIGINT/SIGTERM:
 # SIGINT to the coordinator, which has the workers checkpoint and stop (exit 130); if the job is
@@ -40,13 +47,14 @@ readonly READY_TIMEOUT_S=60
 me=launch
 die() { echo "$me: $*" >&2; exit 2; }
 say() { echo "$me: $*" >&2; }
-usage() { sed -n '4,6p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '4,7p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 # Single-quote a word for a POSIX shell.
 q() { local s=${1//\'/\'\\\'\'}; printf "'%s'" "$s"; }
 
 script_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 hostfile="" gpus="" loaders_per_host=1 bind_addr="" port=29500 rsh="ssh -o BatchMode=yes"
-pixflow="${script_dir%/scripts}/build/pixflow" log_dir="" config="" extra=()
+pixflow="${script_dir%/scripts}/build/pixflow" log_dir="" config="" extra=() keys=""
+keys_given=0
 while [ $# -gt 0 ]; do
     case $1 in
         --hostfile) hostfile=${2:?--hostfile needs a file}; shift 2 ;;
@@ -57,6 +65,7 @@ while [ $# -gt 0 ]; do
         --rsh) rsh=${2:?--rsh needs a command}; shift 2 ;;
         --pixflow) pixflow=${2:?--pixflow needs a path}; shift 2 ;;
         --log-dir) log_dir=${2:?--log-dir needs a folder}; shift 2 ;;
+        --keys) keys=${2:?--keys needs a folder}; keys_given=1; shift 2 ;;
         -h|--help) usage ;;
         --) shift; extra=("$@"); break ;;
         -*) die "unknown option '$1' (see --help)" ;;
@@ -84,6 +93,31 @@ work_dir=$(sed -n "s/^work_dir:[[:space:]]*['\"]\{0,1\}\([^'\"]*\)['\"]\{0,1\}[[
 eval_instances=$(grep -o 'instances:[[:space:]]*[0-9]\+' <<< "$cfg_text" | head -n1 |
     grep -o '[0-9]\+$' || true)
 eval_instances=${eval_instances:-1}
+# security.curve and security.keys_dir (the keys exist nowhere else), likewise.
+curve=$(grep -o 'curve:[[:space:]]*[A-Za-z]*' <<< "$cfg_text" | head -n1 | sed 's/.*[: ]//' ||
+    true)
+cfg_keys=$(grep -o "keys_dir:[[:space:]]*[^,}[:space:]]*" <<< "$cfg_text" | head -n1 |
+    sed "s/^keys_dir:[[:space:]]*//; s/^['\"]//; s/['\"]\$//" || true)
+[ "$cfg_keys" != null ] && [ "$cfg_keys" != "~" ] || cfg_keys=""
+for a in "${extra[@]}"; do
+    [ "$a" != --keys ] || die "give --keys DIR to launch.sh (every process needs it), not after --"
+done
+[ "$keys_given" = 1 ] || keys=${PIXFLOW_KEYS:-}
+case $curve in
+    true|True|TRUE)
+        if [ -z "$keys" ]; then
+            [ -n "$cfg_keys" ] ||
+                die "$config: security.curve is true but there is no key folder:" \
+                    "pass --keys DIR, set PIXFLOW_KEYS or security.keys_dir (\`pixflow keygen DIR\`)"
+            keys=$cfg_keys
+        fi
+        case $keys in /*) ;; *) keys="$PWD/$keys" ;; esac
+        [ -d "$keys" ] ||
+            die "--keys $keys: no such folder (make it with \`pixflow keygen DIR\`)" ;;
+    *)
+        [ "$keys_given" = 0 ] || say "--keys $keys: ignored, security.curve is not true in $config"
+        keys="" ;;
+esac
 if [ -z "$log_dir" ]; then
     if [ -n "$work_dir" ]; then log_dir="$work_dir/launch"; else log_dir=./launch_logs; fi
 fi
@@ -166,12 +200,16 @@ endpoint="tcp://$bind_addr:$port"
 p_host=() p_hostidx=() p_role=() p_rank=() p_cmd=()
 env_common="OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}"
 [ -z "${PIXFLOW_LOG_STDERR:-}" ] || env_common+=" PIXFLOW_LOG_STDERR=$(q "$PIXFLOW_LOG_STDERR")"
+# Keys travel as --keys (ssh does not pass the environment); an inherited PIXFLOW_KEYS must not
+# turn CURVE on for the peers of a job without it.
+env_common+=" PIXFLOW_KEYS="
 one_thread="OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}"
 # add_proc HOSTIDX ROLE RANK 'ENV' ARGS...: one process; its shell script prints its pid, then
 # its exit status, as marker lines the launcher reads.
 add_proc() {
     local hi=$1 role=$2 rank=$3 env=$4 args="" a
     shift 4
+    [ -z "$keys" ] || set -- "$@" --keys "$keys"
     for a in "$@"; do args+=" $(q "$a")"; done
     local pre=""
     # A worker binds its data endpoint (and Gloo) on the address loaders reach it by: the first
@@ -336,7 +374,7 @@ trap cleanup EXIT
 
 say "$n_procs process(es) on ${#hosts_here[@]} host(s), coordinator $endpoint, $workers worker(s)," \
     "logs in $log_dir"
-say "watch it from any host: pixflow monitor --connect $endpoint"
+say "watch it from any host: pixflow monitor --connect $endpoint${keys:+ --keys $(q "$keys")}"
 coord=""  # index of the coordinator, when this launcher runs it
 for ((i = 0; i < n_procs; i++)); do
     if [ "${p_role[$i]}" = coordinator ]; then

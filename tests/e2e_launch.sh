@@ -13,10 +13,19 @@
 #      process's output is on the launcher's stdout as `[host role rank] ...` and in its log file;
 #      a `pixflow monitor --once` run in B while the job runs lists both loaders alive, and after
 #      the kill shows loader 0 dead and loader 1 alive;
-#   2. SIGINT to launch.sh: the job checkpoints and stops, exit 130.
+#   2. SIGINT to launch.sh: the job checkpoints and stops, exit 130;
+#   3. CURVE (`security: {curve: true}`, keys from `pixflow keygen`, `launch.sh --keys`): while
+#      the job runs, two intruder loaders from B, one with the job's server key but a client key
+#      not in allowed/ and one without keys, each exit 1 within 10 s saying why; the
+#      coordinator's log names the refused key, and the peers without keys, with B's address
+#      (10.202.0.2); a monitor in B with --keys lists both loaders alive, one without keys is
+#      refused (exit non-zero, says it has no keys); the job finishes with exit 0, every
+#      iteration once, with the batches of run 1 (iteration, epoch, sample ids, pixel digest),
+#      served by B's two loaders only.
 # Needs root (`ip netns`); without it, says why and exits 77 (ctest: skipped). Namespaces and
 # their processes go at exit, on SIGINT/SIGTERM/SIGHUP, and (left by a killed run) at the start.
 set -euo pipefail
+unset PIXFLOW_KEYS  # runs 1 and 2 run without CURVE; run 3 passes its keys itself
 
 src=${PF_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
 bin=${PF_BIN:-$src/build/pixflow}
@@ -107,12 +116,12 @@ seed: 7
 EOF
 }
 export OMP_NUM_THREADS=1
-run_launch() {  # OUT CONFIG: in the background, launcher_pid set
+run_launch() {  # OUT CONFIG [LAUNCH ARGS]: in the background, launcher_pid set
     # As a job of its own (set -m): a background command of a non-interactive shell would
     # start with SIGINT ignored, and a shell cannot trap a signal ignored at its start.
     set -m
     "$launch" --hostfile "$root/hosts" --bind-addr 10.202.0.1 --port 7300 --rsh "$root/rsh" \
-        --pixflow "$bin" "$2" > "$1" 2>&1 &
+        --pixflow "$bin" "${@:3}" "$2" > "$1" 2>&1 &
     launcher_pid=$!
     set +m
 }
@@ -124,8 +133,8 @@ wait_for() {  # SECONDS COMMAND...: until the command succeeds; 1 on timeout
 lines() { [ -e "$1" ] && [ "$(wc -l < "$1")" -ge "$2" ]; }
 # `pixflow monitor --once` from host B (namespace B), joining the running job late: its view
 # into FILE.
-monitor_once() {  # FILE
-    ip netns exec "$ns_b" "$bin" monitor --connect tcp://10.202.0.1:7300 --once > "$1" 2>&1
+monitor_once() {  # FILE [MONITOR ARGS]
+    ip netns exec "$ns_b" "$bin" monitor --connect tcp://10.202.0.1:7300 --once "${@:2}" > "$1" 2>&1
 }
 # The monitor's row of loader NAME shows STATE (alive / dead).
 loader_row() {  # FILE NAME STATE
@@ -161,6 +170,7 @@ n_before=$(wc -l < "$samples")
 kill -KILL "$loader_pid"
 check "the coordinator reports the killed loader dead" wait_for 20 grep -q \
     "loader loader0@hostB (pid $loader_pid on .*) sent no heartbeat" "$wd/coordinator.log"
+# shellcheck disable=SC2016  # expanded by eval
 check "the monitor then shows loader0@hostB dead, loader1@hostB alive ($mon2)" \
     eval 'monitor_once "$mon2" && loader_row "$mon2" loader0@hostB dead &&
           loader_row "$mon2" loader1@hostB alive && grep -q "^loaders  2 (1 alive)" "$mon2"'
@@ -199,6 +209,77 @@ if wait_for 120 lines "$wd/samples_rank0.log" 30; then
         grep -q "interrupted: the coordinator checkpoints" "$out"
 else
     fail "second job did not start within 120 s (see $out)"
+fi
+
+# ---- 3. CURVE: intruders from B are refused, the job is not disturbed ---------------------------
+keys=$root/keys other=$root/other_keys
+"$bin" keygen "$keys" > "$root/keygen.out" 2>&1
+# The intruder's folder: the job's server public key, a client pair of its own not in allowed/.
+"$bin" keygen "$other" --name client >> "$root/keygen.out" 2>&1
+cp "$keys/server" "$other/server"
+wd=$root/work3 out=$root/launch3.out iters3=3000
+write_config "$root/three.yaml" "$wd" "$iters3"
+echo "security: {curve: true}" >> "$root/three.yaml"
+run_launch "$out" "$root/three.yaml" --keys "$keys"
+# A command in B: its output into FILE, "STATUS MILLISECONDS" into FILE.st.
+in_b_timed() {  # FILE COMMAND...
+    local f=$1 t0 st=0
+    shift
+    t0=$(date +%s%N)
+    ip netns exec "$ns_b" timeout 30 "$@" > "$f" 2>&1 || st=$?
+    echo "$st $((($(date +%s%N) - t0) / 1000000))" > "$f.st"
+}
+# An intruder in FILE exited 1 within 10 s saying WHY.
+refused_fast() {  # FILE WHY
+    local st ms
+    read -r st ms < "$1.st"
+    echo "   ($1: exit $st after $ms ms)"
+    [ "$st" = 1 ] && [ "$ms" -lt 10000 ] && grep -q "$2" "$1"
+}
+samples=$wd/samples_rank0.log
+if wait_for 120 lines "$samples" 100; then
+    ep=tcp://10.202.0.1:7300
+    in_b_timed "$root/intruder.out" "$bin" loader --connect "$ep" --keys "$other" \
+        --name intruder &
+    i1=$!
+    in_b_timed "$root/nokeys.out" "$bin" loader --connect "$ep" --name nokeys &
+    i2=$!
+    mon3=$root/monitor3.txt mon4=$root/monitor4.txt
+    check "CURVE: a monitor in B with --keys joins ($mon3)" monitor_once "$mon3" --keys "$keys"
+    check "CURVE: the monitor lists both of B's loaders alive" \
+        grep -q "^loaders  2 (2 alive)" "$mon3"
+    st=0
+    monitor_once "$mon4" || st=$?
+    check "CURVE: a monitor without keys is refused (exit $st; $mon4)" \
+        test "$st" != 0 -a -n "$(grep "this process has no keys" "$mon4")"
+    wait "$i1" "$i2" || true
+    check "CURVE: a loader with a key not in allowed/: exit 1 within 10 s, could not authenticate" \
+        refused_fast "$root/intruder.out" "could not authenticate"
+    check "CURVE: the loader without keys exits 1 within 10 s, says it has no keys" \
+        refused_fast "$root/nokeys.out" "this process has no keys"
+    clog=$wd/coordinator.log
+    from_b="refused a connection from 10\.202\.0\.2:[0-9]+ on ctrl:"
+    check "CURVE: the coordinator names the refused key with B's address" \
+        wait_for 5 grep -Eq "$from_b public key not in the allowed" "$clog"
+    # Without keys (the loader and the monitor, each retrying): a mechanism mismatch, or a
+    # handshake broken off when the client noticed first.
+    check "CURVE: ... and the refused peers without keys with B's address" wait_for 5 grep -Eq \
+        "$from_b (it does not use CURVE|CURVE handshake broken off)" "$clog"
+    st=0
+    wait "$launcher_pid" || st=$?
+    launcher_pid=""
+    check "CURVE: the job finished with exit 0 (status $st; $out)" test "$st" = 0
+    check "CURVE: the launcher's monitor hint has --keys" \
+        grep -q "pixflow monitor --connect $ep --keys '$keys'" "$out"
+    check "CURVE: every iteration once ($(wc -l < "$samples") of $iters3 lines)" \
+        cmp -s <(awk '{ print $1 }' "$samples" | sort -n) <(seq 0 $((iters3 - 1)))
+    check "CURVE: the batches of run 1 (iteration, epoch, sample ids, digest)" \
+        cmp -s <(cut -d' ' -f1,2,4,5 "$samples" | sort -n) \
+        <(head -n "$iters3" "$root/work1/samples_rank0.log" | cut -d' ' -f1,2,4,5)
+    check "CURVE: served by B's two loaders, no intruder" \
+        test "$(grep -o 'loader=[0-9]*' "$samples" | sort -u | wc -l)" = 2
+else
+    fail "the CURVE job did not reach iteration 100 within 120 s (see $out)"
 fi
 
 [ "$fails" = 0 ] || { echo "$fails check(s) failed" >&2; exit 1; }
