@@ -7,6 +7,7 @@
       pixflow worker --connect EP [--device cpu]                train the network
       pixflow hook checkpoint|eval|log|visual --connect EP      subscriber services
       pixflow monitor --connect EP [--once | --json]            watch a job from any host
+      pixflow config CONFIG [--get KEY ...]                     the resolved config / values
       pixflow keygen DIR [--name NAME [--allow]]                CURVE keys (security.curve)
 */
 #include <stdio.h>
@@ -38,6 +39,8 @@ static int usage(void) {
             "  keygen DIR [--name NAME [--allow]]               CURVE key pairs for security.curve\n"
             "  --keys DIR (train, coordinator, loader, worker, hook; or PIXFLOW_KEYS=DIR): the\n"
             "        key folder when the job runs with security.curve: true\n"
+            "  config CONFIG [--get KEY ...]                    the resolved config, or values\n"
+            "                                                   of keys (for scripts)\n"
             "  --version\n");
     return 2;
 }
@@ -62,6 +65,7 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "loader") == 0) return pf_loader_main(n, rest);
     if (strcmp(cmd, "worker") == 0) return pf_worker_main(n, rest);
     if (strcmp(cmd, "monitor") == 0) return pf_monitor_main(n, rest);
+    if (strcmp(cmd, "config") == 0) return pf_config_main(n, rest);
     if (strcmp(cmd, "keygen") == 0) return pf_keygen_main(n, rest);
     if (strcmp(cmd, "hook") == 0 && n >= 1) {
         if (strcmp(rest[0], "checkpoint") == 0) return pf_hook_checkpoint_main(n - 1, rest + 1);

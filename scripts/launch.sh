@@ -85,24 +85,16 @@ read -ra rsh_cmd <<< "$rsh"
 case $config in /*) ;; *) config="$PWD/$config" ;; esac
 workdir_cwd=$PWD
 
-# The config's work_dir (top-level `work_dir:` line) and evaluation.instances (the key exists
-# nowhere else), read without a YAML parser; the coordinator validates the real thing.
-cfg_text=$(sed 's/[[:space:]]#.*//; s/^#.*//' "$config")
-work_dir=$(sed -n "s/^work_dir:[[:space:]]*['\"]\{0,1\}\([^'\"]*\)['\"]\{0,1\}[[:space:]]*$/\1/p" \
-    <<< "$cfg_text" | head -n1)
-eval_instances=$(grep -o 'instances:[[:space:]]*[0-9]\+' <<< "$cfg_text" | head -n1 |
-    grep -o '[0-9]\+$' || true)
-eval_instances=${eval_instances:-1}
-# security.curve and security.keys_dir (the keys exist nowhere else), likewise.
-curve=$(grep -o 'curve:[[:space:]]*[A-Za-z]*' <<< "$cfg_text" | head -n1 | sed 's/.*[: ]//' ||
-    true)
-cfg_keys=$(grep -o "keys_dir:[[:space:]]*[^,}[:space:]]*" <<< "$cfg_text" | head -n1 |
-    sed "s/^keys_dir:[[:space:]]*//; s/^['\"]//; s/['\"]\$//" || true)
-[ "$cfg_keys" != null ] && [ "$cfg_keys" != "~" ] || cfg_keys=""
-for a in "${extra[@]}"; do
-    [ "$a" != --keys ] || die "give --keys DIR to launch.sh (every process needs it), not after --"
-done
-[ "$keys_given" = 1 ] || keys=${PIXFLOW_KEYS:-}
+# What the job needs from the config, resolved by PixFlow's own parser (`pixflow config
+# --get`, run here): work_dir, the eval hook count, whether a visual hook is needed, and
+# security.curve / keys_dir. A bad config stops the launcher here with the parser's message.
+mapfile -t cfg_values < <(cd "$workdir_cwd" && "$pixflow" config "$config" --get work_dir \
+    evaluation.instances visual_config.interval security.curve security.keys_dir 2>&1;
+    echo "status $?")
+[ "${cfg_values[-1]:-}" = "status 0" ] && [ "${#cfg_values[@]}" = 6 ] ||
+    die "$(printf '%s\n' "${cfg_values[@]}" | grep -v '^status ' | tail -n 3)"
+work_dir=${cfg_values[0]} eval_instances=${cfg_values[1]} visual_interval=${cfg_values[2]}
+curve=${cfg_values[3]} cfg_keys=${cfg_values[4]}
 case $curve in
     true|True|TRUE)
         if [ -z "$keys" ]; then
@@ -245,6 +237,9 @@ for ((h = 0; h < n_hosts; h++)); do
         add_proc 0 checkpoint 0 "$one_thread" hook checkpoint --connect "$endpoint" \
             --bind "tcp://$bind_addr:*"
         add_proc 0 log 0 "$one_thread" hook log --connect "$endpoint"
+        if [ "$visual_interval" -gt 0 ]; then
+            add_proc 0 visual 0 "$one_thread" hook visual --connect "$endpoint"
+        fi
         for ((i = 0; i < eval_instances; i++)); do
             add_proc 0 eval "$i" "$one_thread" hook eval --connect "$endpoint" \
                 --instance "$i/$eval_instances"
