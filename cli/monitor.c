@@ -2,8 +2,9 @@
     from any host, joining at any time.
 
     Joining late: the monitor registers with the coordinator (role monitor: it never holds up or
-    ends the job), subscribes to the events endpoint, waits until the subscription carries
-    events (or 0.5 s), and only then asks for a SNAPSHOT. The coordinator replays what it kept
+    ends the job), subscribes to the events endpoint, waits until the subscription delivers (a
+    probe it publishes on its own topic comes back, pf_client_confirm_subscription), and only
+    then asks for a SNAPSHOT. The coordinator replays what it kept
     (coordinator/snapshot.h: the last event of every source and kind, the recent train events,
     the eval history, a `peer` event per process) and ends with SNAPSHOT_END. Every event after
     that point reaches the subscription, and events seen twice (in the replay and on the
@@ -459,11 +460,12 @@ int pf_monitor_main(int argc, char **argv) {
         fprintf(stderr, "pixflow monitor: cannot subscribe to events at %s\n", cl.events_sub);
         goto out;
     }
-    /* The subscription travels to the proxy asynchronously; an event arriving proves it is in
-       place. A quiet job gets 0.5 s. Events taken here count as live. */
-    {
-        zmq_pollitem_t it = { sub, 0, ZMQ_POLLIN, 0 };
-        zmq_poll(&it, 1, 500);
+    /* The subscription travels to the proxy asynchronously: a probe published on our own
+       topic coming back proves it delivers. Events that arrive before it were forwarded before
+       the snapshot request, so the snapshot covers them: they are dropped here. */
+    if (pf_client_confirm_subscription(&cl, sub, 10.0, NULL, NULL, err, sizeof err) != 0) {
+        fprintf(stderr, "pixflow monitor: %s\n", err);
+        goto out;
     }
     pf_msg req = { .type = PF_MSG_SNAPSHOT };
     req.u.snapshot.max_train = (uint32_t)history;

@@ -379,6 +379,52 @@ int pf_events_is_visual(const pf_parts *p) {
     return p->n >= 1 && pf_parts_size(p, 0) == 6 && memcmp(pf_parts_data(p, 0), "visual", 6) == 0;
 }
 
+int pf_events_is_probe(const pf_parts *p) {
+    return p->n >= 1 && pf_parts_size(p, 0) > 6 && memcmp(pf_parts_data(p, 0), "ready/", 6) == 0;
+}
+
+int pf_client_confirm_subscription(pf_client *c, void *sub, double timeout_s,
+                                   int (*on_other)(const pf_parts *msg, void *ctx), void *ctx,
+                                   char *err, size_t errlen) {
+    char topic[32];
+    snprintf(topic, sizeof topic, "ready/%u", c->peer_id);
+    zmq_setsockopt(sub, ZMQ_SUBSCRIBE, topic, strlen(topic));
+    pf_msg probe = { .type = PF_MSG_READY };
+    probe.u.ready.peer_id = c->peer_id;
+    pf_frame t = { topic, strlen(topic) };
+    double deadline = pf_now() + timeout_s, next_probe = 0;
+    int seen = 0;
+    while (!seen) {
+        double now = pf_now();
+        if (now > deadline) {
+            snprintf(err, errlen, "the events subscription at %s did not deliver within %.0f s",
+                     c->events_sub, timeout_s);
+            return -1;
+        }
+        if (now >= next_probe) {
+            pf_send(c->pub, &t, &probe, NULL, 0);
+            next_probe = now + 0.1;
+        }
+        zmq_pollitem_t it = { sub, 0, ZMQ_POLLIN, 0 };
+        zmq_poll(&it, 1, 20);
+        pf_parts p;
+        char e2[256];
+        while (!seen && pf_parts_recv(sub, ZMQ_DONTWAIT, &p, e2, sizeof e2) == 0) {
+            int mine = pf_events_is_probe(&p) && pf_parts_size(&p, 0) == strlen(topic) &&
+                       memcmp(pf_parts_data(&p, 0), topic, strlen(topic)) == 0;
+            int rc = mine || pf_events_is_probe(&p) || !on_other ? 0 : on_other(&p, ctx);
+            pf_parts_close(&p);
+            if (rc) {
+                snprintf(err, errlen, "while confirming the events subscription");
+                return -1;
+            }
+            seen = mine;
+        }
+    }
+    zmq_setsockopt(sub, ZMQ_UNSUBSCRIBE, topic, strlen(topic));
+    return pf_client_send(c, &probe, NULL, 0);
+}
+
 int pf_events_decode(const pf_parts *p, pf_msg_event *ev, char *err, size_t errlen) {
     int rc = -1;
     pf_msg *m = malloc(sizeof *m);
@@ -403,9 +449,9 @@ int pf_events_recv(void *sub, int flags, pf_msg_event *ev, char *err, size_t err
         pf_parts p;
         if (pf_parts_recv(sub, flags, &p, err, errlen) != 0) return -1;
         /* Pictures share the proxy but are not events: skipped here (hooks/hook.c takes them). */
-        int visual = pf_events_is_visual(&p);
-        int rc = visual ? 0 : pf_events_decode(&p, ev, err, errlen);
+        int skip = pf_events_is_visual(&p) || pf_events_is_probe(&p);
+        int rc = skip ? 0 : pf_events_decode(&p, ev, err, errlen);
         pf_parts_close(&p);
-        if (!visual) return rc;
+        if (!skip) return rc;
     }
 }

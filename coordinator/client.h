@@ -101,6 +101,18 @@ void *pf_events_subscribe(void *zctx, const char *events_sub, const char *const 
    PF_MSG_VISUAL: pictures, not an event), else 0. */
 int pf_events_is_visual(const pf_parts *p);
 
+/* 1 when it has a topic "ready/<peer id>" (a hook's subscription probe, PF_MSG_READY), else 0. */
+int pf_events_is_probe(const pf_parts *p);
+
+/* For a subscriber whose first events must not be lost (hooks): publish probes on topic
+   "ready/<its peer id>" on its PUB every 100 ms until one comes back on `sub` (which then
+   delivers: the proxy forwards to it), calling on_other(msg, ctx) for anything else `sub`
+   receives meanwhile, then send READY on ctrl so the coordinator may start. Returns 0, or -1
+   with err after timeout_s or when on_other returns -1. */
+int pf_client_confirm_subscription(pf_client *c, void *sub, double timeout_s,
+                                   int (*on_other)(const pf_parts *msg, void *ctx), void *ctx,
+                                   char *err, size_t errlen);
+
 /* Decode a received event (topic frame + header). Returns 0, or -1 with err (errno EPROTO). */
 int pf_events_decode(const pf_parts *p, pf_msg_event *ev, char *err, size_t errlen);
 

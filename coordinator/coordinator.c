@@ -63,6 +63,7 @@ typedef struct {
     int outstanding;                /* loaders: tickets assigned and not yet acknowledged */
     int done;                       /* answered STOP (hooks) or sent DONE (workers) */
     char state[16];                 /* "joined" | "dead" | "left" (peer events, snapshots) */
+    int ready;                      /* hooks: READY came (their events subscription delivers) */
 } peer;
 
 typedef struct {
@@ -335,17 +336,18 @@ static void ack_ticket(coord *c, uint64_t ticket_id) {
 /* --- message handling --------------------------------------------------------------------- */
 
 /* Training starts once every rank has a worker and the checkpoint, eval and log hooks (and the
-   visual hook when visual_config.interval > 0) are there (so no checkpoint, event or picture
-   goes unrecorded); loaders may come later. */
+   visual hook when visual_config.interval > 0) are there and READY, i.e. their events
+   subscriptions deliver (so no checkpoint, event or picture goes unrecorded); loaders may come
+   later. */
 static void maybe_start(coord *c) {
     if (c->started || c->ph != PHASE_RUNNING || !c->ckpt_endpoint[0]) return;
     for (int r = 0; r < c->world_size; r++)
         if (!c->worker_of_rank[r]) return;
     int hooks = 0, evals = 0;
     for (int i = 0; i < c->n_peers; i++) {
-        if (c->peers[i].alive && (MASK(c->peers[i].role) & HOOKS_NEEDED(c)))
+        if (c->peers[i].alive && c->peers[i].ready && (MASK(c->peers[i].role) & HOOKS_NEEDED(c)))
             hooks |= MASK(c->peers[i].role);
-        evals += c->peers[i].alive && c->peers[i].role == PF_ROLE_EVAL;
+        evals += c->peers[i].alive && c->peers[i].ready && c->peers[i].role == PF_ROLE_EVAL;
     }
     if (hooks != HOOKS_NEEDED(c) || evals < c->cfg.eval_instances) return;
     pf_msg m = { .type = PF_MSG_START };
@@ -652,6 +654,13 @@ static void on_ctrl(coord *c) {
         case PF_MSG_KV_GET:
             on_kv(c, &parts, m);
             break;
+        case PF_MSG_READY:
+            if (p && !p->ready) {
+                p->ready = 1;
+                maybe_start(c);
+                dispatch(c);
+            }
+            break;
         case PF_MSG_SNAPSHOT:
             on_snapshot(c, id, id_len, m->u.snapshot.max_train);
             break;
@@ -724,6 +733,7 @@ static void on_ctrl(coord *c) {
    messages: pictures are not state; nor malformed ones: subscribers drop those too). */
 static void keep_event(coord *c, zmq_msg_t *topic, zmq_msg_t *header) {
     if (zmq_msg_size(topic) == 6 && memcmp(zmq_msg_data(topic), "visual", 6) == 0) return;
+    if (zmq_msg_size(topic) > 6 && memcmp(zmq_msg_data(topic), "ready/", 6) == 0) return;
     pf_msg *m = malloc(sizeof *m);
     char err[256];
     if (m && pf_msg_decode(zmq_msg_data(header), zmq_msg_size(header), PF_MSG_EVENT, m, err,
@@ -822,12 +832,12 @@ static void check_liveness(coord *c) {
         int have = 0, hooks = 0;
         for (int r = 0; r < c->world_size; r++) have += c->worker_of_rank[r] != 0;
         for (int i = 0; i < c->n_peers; i++)
-            if (c->peers[i].alive) hooks |= MASK(c->peers[i].role);
+            if (c->peers[i].alive && c->peers[i].ready) hooks |= MASK(c->peers[i].role);
         snprintf(missing, sizeof missing, "%d of %d workers%s%s%s%s", have, c->world_size,
-                 hooks & MASK(PF_ROLE_CHECKPOINT) ? "" : ", no checkpoint hook",
-                 hooks & MASK(PF_ROLE_EVAL) ? "" : ", no eval hook",
-                 hooks & MASK(PF_ROLE_LOG) ? "" : ", no log hook",
-                 (hooks | ~HOOKS_NEEDED(c)) & MASK(PF_ROLE_VISUAL) ? "" : ", no visual hook");
+                 hooks & MASK(PF_ROLE_CHECKPOINT) ? "" : ", no checkpoint hook ready",
+                 hooks & MASK(PF_ROLE_EVAL) ? "" : ", no eval hook ready",
+                 hooks & MASK(PF_ROLE_LOG) ? "" : ", no log hook ready",
+                 (hooks | ~HOOKS_NEEDED(c)) & MASK(PF_ROLE_VISUAL) ? "" : ", no visual hook ready");
         abort_job(c, "the job did not assemble within %.0f s: %s", JOIN_TIMEOUT_S, missing);
     }
 }

@@ -65,6 +65,33 @@ static int take_visual(pf_hook *h, const pf_parts *p, char *err, size_t errlen) 
     return rc;
 }
 
+/* One message from the SUB socket: pictures to ops->visual, events to ops->event, probes
+   (another hook's subscription check) ignored. Returns 0 or -1 (hook failure, err set). */
+static int take_message(pf_hook *h, const pf_parts *p, char *err, size_t errlen) {
+    if (pf_events_is_probe(p)) return 0;
+    if (pf_events_is_visual(p)) return take_visual(h, p, err, errlen);
+    char e2[512];
+    int rc = 0;
+    pf_msg_event *ev = malloc(sizeof *ev);
+    if (ev && pf_events_decode(p, ev, e2, sizeof e2) != 0)
+        pf_warn("dropped a malformed event: %s", e2);
+    else if (ev && h->ops->event)
+        rc = h->ops->event(h, ev, err, errlen);
+    free(ev);
+    return rc;
+}
+
+typedef struct {
+    pf_hook *h;
+    char *err;
+    size_t errlen;
+} take_ctx;
+
+static int take_during_probe(const pf_parts *p, void *ctx) {
+    take_ctx *t = ctx;
+    return take_message(t->h, p, t->err, t->errlen);
+}
+
 /* Drain the SUB socket into the hook. Returns 0 or -1 (hook failure, err set). */
 static int drain_events(pf_hook *h, char *err, size_t errlen) {
     for (;;) {
@@ -75,21 +102,13 @@ static int drain_events(pf_hook *h, char *err, size_t errlen) {
             pf_warn("dropped a malformed event: %s", e2);
             continue;
         }
-        int rc = 0;
-        if (pf_events_is_visual(&p)) {
-            rc = take_visual(h, &p, err, errlen);
-        } else {
-            pf_msg_event *ev = malloc(sizeof *ev);
-            if (ev && pf_events_decode(&p, ev, e2, sizeof e2) != 0)
-                pf_warn("dropped a malformed event: %s", e2);
-            else if (ev && h->ops->event)
-                rc = h->ops->event(h, ev, err, errlen);
-            free(ev);
-        }
+        int rc = take_message(h, &p, err, errlen);
         pf_parts_close(&p);
         if (rc) return -1;
     }
 }
+
+#define HOOK_READY_TIMEOUT_S 20.0
 
 int pf_hook_run(const pf_hook_ops *ops, int argc, char **argv) {
     const char *addr = NULL, *keys = NULL;
@@ -141,6 +160,14 @@ int pf_hook_run(const pf_hook_ops *ops, int argc, char **argv) {
         goto out;
     }
     if (ops->start && ops->start(&h, err, sizeof err) != 0) goto out;
+    /* Training starts only once every hook has said READY: its subscription delivers, so it
+       misses none of the job's events (a SUB joins the proxy asynchronously). */
+    {
+        take_ctx t = { &h, err, sizeof err };
+        if (pf_client_confirm_subscription(&h.client, h.sub, HOOK_READY_TIMEOUT_S,
+                                           take_during_probe, &t, err, sizeof err) != 0)
+            goto out;
+    }
     for (;;) {
         if (pf_signalled == SIGTERM) {
             snprintf(err, sizeof err, "terminated by SIGTERM");

@@ -242,6 +242,10 @@ static const pf_field VISUAL[] = {
     RANGE(pf_msg_visual, lq_w, K_U32, 1, 1, 1 << 16),
 };
 
+static const pf_field READY[] = {
+    INT(pf_msg_ready, peer_id, K_U32, 1),
+};
+
 static const pf_schema SCHEMAS[PF_MSG_COUNT] = {
     [PF_MSG_INVALID] = {"invalid", NULL, 0},
     [PF_MSG_HELLO] = {"hello", HELLO, NELEM(HELLO)},
@@ -263,6 +267,7 @@ static const pf_schema SCHEMAS[PF_MSG_COUNT] = {
     [PF_MSG_SNAPSHOT] = {"snapshot", SNAPSHOT, NELEM(SNAPSHOT)},
     [PF_MSG_SNAPSHOT_END] = {"snapshot_end", SNAPSHOT_END, NELEM(SNAPSHOT_END)},
     [PF_MSG_VISUAL] = {"visual", VISUAL, NELEM(VISUAL)},
+    [PF_MSG_READY] = {"ready", READY, NELEM(READY)},
 };
 
 /* decode_map marks seen fields in a 64-bit mask. */
@@ -270,7 +275,7 @@ static const pf_schema SCHEMAS[PF_MSG_COUNT] = {
 FITS_MASK(HELLO); FITS_MASK(WELCOME); FITS_MASK(START); FITS_MASK(HEARTBEAT); FITS_MASK(CREDIT);
 FITS_MASK(TICKET); FITS_MASK(BATCH); FITS_MASK(ACK); FITS_MASK(EVENT); FITS_MASK(CKPT_SAVE);
 FITS_MASK(CKPT_ACK); FITS_MASK(STOP); FITS_MASK(DONE); FITS_MASK(KV_SET); FITS_MASK(KV_GET);
-FITS_MASK(KV_VALUE); FITS_MASK(SNAPSHOT); FITS_MASK(SNAPSHOT_END); FITS_MASK(VISUAL);
+FITS_MASK(KV_VALUE); FITS_MASK(SNAPSHOT); FITS_MASK(SNAPSHOT_END); FITS_MASK(VISUAL); FITS_MASK(READY);
 
 static _Atomic uint64_t rejects[PF_MSG_COUNT];
 

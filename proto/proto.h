@@ -57,6 +57,9 @@ typedef enum {
     PF_MSG_VISUAL,      /* worker / eval hook -> events (topic "visual"): frames lq, output, gt
                            (uint8 NHWC RGB) of a few samples, for the visual hook and
                            TensorBoard images */
+    PF_MSG_READY,       /* hook -> coordinator (ctrl): its events subscription delivers (a probe
+                           it published came back through the proxy); also the probe itself on
+                           events, topic "ready/<peer_id>" */
     PF_MSG_COUNT
 } pf_msg_type;
 
@@ -245,6 +248,10 @@ typedef struct {
 } pf_msg_visual;
 
 typedef struct {
+    uint32_t peer_id;
+} pf_msg_ready;
+
+typedef struct {
     int type;                           /* pf_msg_type */
     union {
         pf_msg_hello hello;
@@ -266,6 +273,7 @@ typedef struct {
         pf_msg_snapshot snapshot;
         pf_msg_snapshot_end snapshot_end;
         pf_msg_visual visual;
+        pf_msg_ready ready;
     } u;
 } pf_msg;
 

@@ -177,6 +177,9 @@ static void fill(pf_msg *m, int type) {
         strcpy(m->u.snapshot_end.work_dir, "work_dirs/demo");
         strcpy(m->u.snapshot_end.model, "EDSR");
         break;
+    case PF_MSG_READY:
+        m->u.ready.peer_id = 4000000000u;
+        break;
     case PF_MSG_VISUAL:
         strcpy(m->u.visual.source, "worker0");
         strcpy(m->u.visual.tag, "eval");

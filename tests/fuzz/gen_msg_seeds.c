@@ -89,6 +89,7 @@ int main(int argc, char **argv) {
         case PF_MSG_KV_GET: strcpy(m.u.kv_get.key, "gloo/0"); break;
         case PF_MSG_KV_VALUE: strcpy(m.u.kv_value.key, "gloo/0"); m.u.kv_value.found = 1; m.u.kv_value.size = 64; break;
         case PF_MSG_SNAPSHOT: m.u.snapshot.max_train = 240; break;
+        case PF_MSG_READY: m.u.ready.peer_id = 3; break;
         case PF_MSG_SNAPSHOT_END:
             m.u.snapshot_end.events = 5; m.u.snapshot_end.total_iters = 1000;
             m.u.snapshot_end.iters_per_epoch = 10; m.u.snapshot_end.world_size = 1;
