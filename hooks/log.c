@@ -253,6 +253,7 @@ static int log_event(pf_hook *h, const pf_msg_event *ev, char *err, size_t errle
         tb_scalar(s, "train/loss", ev->iter, loss);
         tb_scalar(s, "train/lr", ev->iter, ev->lr);
         tb_scalar(s, "train/time", ev->iter, t);
+        if (t > 0) tb_scalar(s, "train/it_per_s", ev->iter, 1.0 / t);
         tb_scalar(s, "train/data_time", ev->iter, dt);
         cJSON_AddNumberToObject(o, "iter", (double)ev->iter);
         cJSON_AddNumberToObject(o, "epoch", (double)ev->epoch);

@@ -4,7 +4,7 @@
     A. data.loader_threads 1 and 3: byte-identical batches (sample ids and pixel digests of
        every batch in samples_rank0.log); metrics.jsonl holds `loader` events (throughput, cache
        hit rate and bytes, queue) and train entries with data_time; train.log names the global
-       batch; work_dir holds one TensorBoard event file whose train/loss and train/lr scalars
+       batch; work_dir holds one TensorBoard event file whose train/loss, train/lr and train/it_per_s (= 1 / time) scalars
        (read by tests/pf_test_tb.h) have the steps and values of metrics.jsonl's train entries.
     B. A training image deleted mid-run with data.cache_mb 0 (every sample re-reads its file):
        on_bad_sample `fail` ends the job with a non-zero status and a message naming the file;
@@ -179,8 +179,10 @@ static void test_threads(void) {
     int n_tb = tb_read(tb_path, tb, TB_MAX_EVENTS, tb_err, sizeof tb_err);
     CHECK(n_tb > 0 && strcmp(tb[0].file_version, "brain.Event:2") == 0, "%s: %s", tb_path,
           n_tb < 0 ? tb_err : "no file_version first");
-    const char *tags[2] = {"train/loss", "train/lr"}, *keys[2] = {"loss", "lr"};
-    for (int k = 0; k < 2; k++) {
+    /* train/it_per_s is 1 / time (written only where time > 0, as in every entry here). */
+    const char *tags[3] = {"train/loss", "train/lr", "train/it_per_s"},
+               *keys[3] = {"loss", "lr", "time"};
+    for (int k = 0; k < 3; k++) {
         int j = 0;
         for (int i = 0; i < n_tb; i++) {
             if (strcmp(tb[i].tag, tags[k]) != 0) continue;
@@ -188,9 +190,10 @@ static void test_threads(void) {
             CHECK(e && tb[i].step == (int64_t)num(e, "iter"), "%s record %d: step %lld, "
                   "metrics.jsonl iter %g", tags[k], j, (long long)tb[i].step,
                   e ? num(e, "iter") : -1);
-            CHECK(e && fabs(tb[i].value - num(e, keys[k])) <= 1e-6 * fabs(num(e, keys[k])),
-                  "%s at %lld: %g, metrics.jsonl %g", tags[k], (long long)tb[i].step,
-                  tb[i].value, e ? num(e, keys[k]) : -1);
+            double want = e ? (k == 2 ? 1.0 / num(e, keys[k]) : num(e, keys[k])) : -1;
+            CHECK(e && fabs(tb[i].value - want) <= 1e-6 * fabs(want),
+                  "%s at %lld: %g, from metrics.jsonl %g", tags[k], (long long)tb[i].step,
+                  tb[i].value, want);
         }
         CHECK(j == cJSON_GetArraySize(ev), "%d %s records, %d train entries", j, tags[k],
               cJSON_GetArraySize(ev));
