@@ -1,7 +1,8 @@
 /*  `pixflow config CONFIG [--get KEY ...]` — the config as PixFlow resolves it.
 
     Without --get: the resolved YAML (every key, defaults filled in; what the coordinator sends
-    its peers). With --get: one line per KEY, its resolved value, for scripts (scripts/launch.sh
+    its peers), after the same checks as `pixflow train` (data folders must exist). --get
+    parses without checking paths. With --get: one line per KEY, its resolved value, for scripts (scripts/launch.sh
     reads the hooks a job needs and its key folder this way instead of grepping YAML). Keys:
     work_dir, model.type, evaluation.instances, visual_config.interval, security.curve (true /
     false), security.keys_dir, total_iters, seed. Exit status 0, 2 for a bad config (the
@@ -14,6 +15,7 @@
 
 #include "cli/commands.h"
 #include "common/config.h"
+#include "common/util.h"
 
 static int print_key(const pf_config *c, const char *key) {
     if (!strcmp(key, "work_dir")) printf("%s\n", c->work_dir);
@@ -36,7 +38,18 @@ int pf_config_main(int argc, char **argv) {
     }
     static pf_config cfg;
     char err[2048];
-    if (pf_config_load(&cfg, argv[0], err, sizeof err) != 0) {
+    /* --get does not require the data folders to exist here: the launcher may run on a host
+       that does not hold the data (the roles check them where they run). */
+    int rc;
+    if (argc == 1) {
+        rc = pf_config_load(&cfg, argv[0], err, sizeof err);
+    } else {
+        size_t len = 0;
+        char *text = pf_read_file(argv[0], &len, err, sizeof err);
+        rc = text ? pf_config_parse(&cfg, argv[0], text, len, 0, err, sizeof err) : -1;
+        free(text);
+    }
+    if (rc != 0) {
         fprintf(stderr, "pixflow: %s\n", err);
         return 2;
     }

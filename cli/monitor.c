@@ -153,10 +153,17 @@ static int track(monitor *m, const pf_msg_event *ev, int live) {
         m->gaps++;
         m->missing += t->gap_to - t->gap_from + 1;
         if (m->json) {
-            printf("{\"kind\":\"gap\",\"source\":\"%s\",\"from\":%" PRIu64 ",\"to\":%" PRIu64
-                   ",\"missing\":%" PRIu64 "}\n", t->source, t->gap_from, t->gap_to,
-                   t->gap_to - t->gap_from + 1);
+            cJSON *o = cJSON_CreateObject();
+            cJSON_AddStringToObject(o, "kind", "gap");
+            cJSON_AddStringToObject(o, "source", t->source);
+            cJSON_AddNumberToObject(o, "from", (double)t->gap_from);
+            cJSON_AddNumberToObject(o, "to", (double)t->gap_to);
+            cJSON_AddNumberToObject(o, "missing", (double)(t->gap_to - t->gap_from + 1));
+            char *line = cJSON_PrintUnformatted(o);
+            if (line) printf("%s\n", line);
             fflush(stdout);
+            free(line);
+            cJSON_Delete(o);
         }
     }
     t->last = ev->seq;
@@ -177,10 +184,34 @@ static void print_json(const pf_msg_event *ev, int replay) {
     cJSON_Delete(o);
 }
 
-static void apply(monitor *m, const pf_msg_event *ev, int live) {
-    if (!track(m, ev, live)) return;
+/* A process that joins under a name seen before (a loader restarted with its name) numbers
+   its events from 1 again: forget the old numbering. The coordinator announces the join
+   before the process can publish, so this comes first. Live events only: in the replay the
+   peer rows come after the events they would reset. */
+static void restart_numbering(monitor *m, const pf_msg_event *ev) {
+    for (int i = 0; i < m->n_seqs; i++)
+        if (strcmp(m->seqs[i].source, ev->text) == 0) m->seqs[i].last = 0;
+}
+
+/* Control characters in strings from the network (a terminal escape in a host name) become
+   '?' before anything is shown on the terminal. */
+static void clean_str(char *s) {
+    for (; *s; s++)
+        if ((unsigned char)*s < 0x20 || *s == 0x7f) *s = '?';
+}
+
+static void apply(monitor *m, const pf_msg_event *raw, int live) {
+    if (!track(m, raw, live)) return;
+    if (live && !strcmp(raw->kind, "peer") && !strcmp(raw->state, "joined"))
+        restart_numbering(m, raw);
     m->events++;
-    if (m->json) print_json(ev, !live);
+    if (m->json) print_json(raw, !live);   /* cJSON escapes what it prints */
+    static pf_msg_event copy;
+    copy = *raw;
+    char *strs[] = { copy.kind, copy.source, copy.text, copy.host, copy.role, copy.state,
+                     copy.device, copy.path };
+    for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++) clean_str(strs[i]);
+    const pf_msg_event *ev = &copy;
     double now = live ? pf_now() : 0;
     if (!strcmp(ev->kind, "train")) {
         train_point *p = &m->train[(m->train_head + m->n_train) % TRAIN_KEEP];

@@ -147,8 +147,13 @@ int pf_client_join_wait(pf_client *c, void *zctx, const char *addr, int role, co
        a repeated HELLO from the same socket), in case it had restarted meanwhile. */
     double t0 = pf_now(), wait = backoff ? PF_JOIN_RETRY_FIRST_S : timeout_s;
     int rc = 0;
+    /* A send can block for good when libzmq has given up on the connection (a handshake that
+       ended in a protocol error: not a PixFlow ctrl endpoint); bounded here, so the join
+       deadline holds. EAGAIN counts as an attempt that got no answer. */
+    int join_sndtimeo = 200, blocking = -1;
+    zmq_setsockopt(c->ctrl, ZMQ_SNDTIMEO, &join_sndtimeo, sizeof join_sndtimeo);
     for (int attempt = 1;; attempt++) {
-        if (pf_send(c->ctrl, NULL, &hello, NULL, 0) != 0) {
+        if (pf_send(c->ctrl, NULL, &hello, NULL, 0) != 0 && errno != EAGAIN) {
             snprintf(err, errlen, "cannot send HELLO to coordinator '%s': %s", addr,
                      zmq_strerror(errno));
             goto fail;
@@ -174,6 +179,7 @@ int pf_client_join_wait(pf_client *c, void *zctx, const char *addr, int role, co
             wait = next;
         }
     }
+    zmq_setsockopt(c->ctrl, ZMQ_SNDTIMEO, &blocking, sizeof blocking);
     if (pf_config_parse(&c->cfg, "<config from coordinator>", c->config_yaml,
                         strlen(c->config_yaml), 0, err, errlen) != 0)
         goto fail;
@@ -396,6 +402,11 @@ int pf_client_confirm_subscription(pf_client *c, void *sub, double timeout_s,
     int seen = 0;
     while (!seen) {
         double now = pf_now();
+        if (pf_signalled) {
+            snprintf(err, errlen, "signal %d while confirming the events subscription",
+                     (int)pf_signalled);
+            return -1;
+        }
         if (now > deadline) {
             snprintf(err, errlen, "the events subscription at %s did not deliver within %.0f s",
                      c->events_sub, timeout_s);
@@ -414,8 +425,9 @@ int pf_client_confirm_subscription(pf_client *c, void *sub, double timeout_s,
                        memcmp(pf_parts_data(&p, 0), topic, strlen(topic)) == 0;
             int rc = mine || pf_events_is_probe(&p) || !on_other ? 0 : on_other(&p, ctx);
             pf_parts_close(&p);
-            if (rc) {
-                snprintf(err, errlen, "while confirming the events subscription");
+            if (rc) {   /* on_other said why (err may be its buffer too) */
+                if (err && errlen && !err[0])
+                    snprintf(err, errlen, "failed while confirming the events subscription");
                 return -1;
             }
             seen = mine;
@@ -423,6 +435,18 @@ int pf_client_confirm_subscription(pf_client *c, void *sub, double timeout_s,
     }
     zmq_setsockopt(sub, ZMQ_UNSUBSCRIBE, topic, strlen(topic));
     return pf_client_send(c, &probe, NULL, 0);
+}
+
+int pf_client_confirm_publisher(pf_client *c, double timeout_s, char *err, size_t errlen) {
+    static const char *const none[] = { "ready/", NULL };  /* probes only */
+    void *sub = pf_events_subscribe(c->zctx, c->events_sub, none);
+    if (!sub) {
+        snprintf(err, errlen, "cannot subscribe to events at '%s'", c->events_sub);
+        return -1;
+    }
+    int rc = pf_client_confirm_subscription(c, sub, timeout_s, NULL, NULL, err, errlen);
+    zmq_close(sub);
+    return rc;
 }
 
 int pf_events_decode(const pf_parts *p, pf_msg_event *ev, char *err, size_t errlen) {

@@ -113,6 +113,11 @@ int pf_client_confirm_subscription(pf_client *c, void *sub, double timeout_s,
                                    int (*on_other)(const pf_parts *msg, void *ctx), void *ctx,
                                    char *err, size_t errlen);
 
+/* For a publisher whose first events must not be lost (a worker's first train events): the
+   same probe through a SUB of its own, opened and closed here, proves its PUB is connected
+   to the proxy and subscribed to. Returns 0 or -1 with err (timeout, signal). */
+int pf_client_confirm_publisher(pf_client *c, double timeout_s, char *err, size_t errlen);
+
 /* Decode a received event (topic frame + header). Returns 0, or -1 with err (errno EPROTO). */
 int pf_events_decode(const pf_parts *p, pf_msg_event *ev, char *err, size_t errlen);
 

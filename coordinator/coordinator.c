@@ -362,22 +362,27 @@ static void maybe_start(coord *c) {
             (long long)c->total_iters, (long long)c->sampler.iters_per_epoch);
 }
 
+/* Monitors and loaders come and go (`pixflow monitor --once` in a loop, loaders added and
+   killed in an elastic job): a slot of one that has gone, with no ticket still naming it, goes
+   to the next of the same role, so they never use up MAX_PEERS. Its peer id stays. */
+static peer *reusable_slot(coord *c, int role) {
+    if (role != PF_ROLE_MONITOR && role != PF_ROLE_LOADER) return NULL;
+    for (int i = 0; i < c->n_peers; i++) {
+        peer *q = &c->peers[i];
+        if (q->role != role || q->alive) continue;
+        int named = 0;
+        for (int k = 0; k < c->n_tickets && !named; k++) named = c->tickets[k].loader == q->id;
+        if (!named) return q;
+    }
+    return NULL;
+}
+
 static void on_hello(coord *c, const void *id, size_t id_len, const pf_msg_hello *h) {
     if (id_len > MAX_IDENTITY) return;
     peer *p = peer_by_identity(c, id, id_len);
     if (p) return; /* a repeated HELLO on the same socket: ignore */
     if (h->role <= PF_ROLE_NONE || h->role >= PF_ROLE_COUNT) return;
-    /* Monitors come and go (`pixflow monitor --once` in a loop): one that has left gives its
-       slot to the next, so they never use up MAX_PEERS. */
-    peer *reuse = NULL;
-    for (int i = 0; i < c->n_peers && h->role == PF_ROLE_MONITOR && !reuse; i++)
-        if (c->peers[i].role == PF_ROLE_MONITOR && !c->peers[i].alive) reuse = &c->peers[i];
-    if (!reuse && c->n_peers == MAX_PEERS) {
-        pf_warn("refused %s from %s pid %lld: %d peers have joined, the most a job takes",
-                h->role > 0 && h->role < PF_ROLE_COUNT ? role_names[h->role] : "a peer",
-                h->host, (long long)h->pid, MAX_PEERS);
-        return;
-    }
+    peer *reuse = reusable_slot(c, h->role);
     peer tmp = { 0 };
     tmp.role = h->role;
     snprintf(tmp.name, sizeof tmp.name, "%s", h->name);
@@ -397,6 +402,22 @@ static void on_hello(coord *c, const void *id, size_t id_len, const pf_msg_hello
     }
     if (h->role == PF_ROLE_CHECKPOINT && !refuse && c->ckpt_endpoint[0])
         refuse = "a checkpoint hook is already registered";
+    char why[PF_MAX_TEXT];
+    /* A loader's name is its events' source: two live ones with one name would mix their
+       sequence numbers (monitors would drop one's events as duplicates). */
+    for (int i = 0; i < c->n_peers && !refuse && h->role == PF_ROLE_LOADER; i++) {
+        const peer *q = &c->peers[i];
+        if (q->role == PF_ROLE_LOADER && q->alive && strcmp(q->name, h->name) == 0) {
+            snprintf(why, sizeof why, "a live loader is already named '%s' (pid %lld on %s); "
+                     "start this one with another --name", q->name, (long long)q->pid, q->host);
+            refuse = why;
+        }
+    }
+    if (!refuse && !reuse && c->n_peers == MAX_PEERS) {
+        snprintf(why, sizeof why, "%d processes have joined this job, the most it takes",
+                 MAX_PEERS);
+        refuse = why;
+    }
     if (refuse) {
         peer q = tmp;
         send_stop(c, &q, "abort", refuse);
@@ -976,13 +997,16 @@ int pf_coordinator_main(int argc, char **argv) {
     snprintf(any, sizeof any, "%s:*", host_part);
     if (pf_bind_report(c.ctrl, "ctrl", bind, c.ctrl_ep, sizeof c.ctrl_ep, err, sizeof err) ||
         pf_bind_report(c.xsub, "events in", any, c.pub_ep, sizeof c.pub_ep, err, sizeof err) ||
-        pf_bind_report(c.xpub, "events out", any, c.sub_ep, sizeof c.sub_ep, err, sizeof err)) {
+        pf_bind_report(c.xpub, "events out", any, c.sub_ep, sizeof c.sub_ep, err, sizeof err) ||
+        (addr_file && pf_write_file_atomic(addr_file, c.ctrl_ep, strlen(c.ctrl_ep), err,
+                                           sizeof err) != 0)) {
+        /* Close everything first: with CURVE the context is czmq's, whose exit-time cleanup
+           aborts on sockets left open. */
         pf_error("%s", err);
-        return 1;
-    }
-    if (addr_file && pf_write_file_atomic(addr_file, c.ctrl_ep, strlen(c.ctrl_ep), err,
-                                          sizeof err) != 0) {
-        pf_error("%s", err);
+        zmq_close(c.ctrl);
+        zmq_close(c.xsub);
+        zmq_close(c.xpub);
+        pf_zmq_ctx_term(c.zctx);
         return 1;
     }
     pf_info("listening on %s (events in %s, out %s); config %s, %d worker(s)", c.ctrl_ep,

@@ -96,9 +96,12 @@ int pf_security_init(const char *dir, int roles, char *err, size_t errlen) {
         return -1;
     }
     struct stat st;
-    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
-        snprintf(err, errlen, "CURVE key folder '%s': %s", dir,
-                 errno && !S_ISDIR(st.st_mode) ? strerror(errno) : "not a directory");
+    if (stat(dir, &st) != 0) {
+        snprintf(err, errlen, "CURVE key folder '%s': %s", dir, strerror(errno));
+        return -1;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        snprintf(err, errlen, "CURVE key folder '%s': not a directory", dir);
         return -1;
     }
     snprintf(sec.dir, sizeof sec.dir, "%s", dir);
@@ -372,10 +375,15 @@ int pf_security_watch_check(void *watch, const char *addr, int *failures, char *
                 snprintf(err, errlen, "could not authenticate: this process uses CURVE (keys "
                          "in %s) but %s does not (security.curve is false there)", sec.dir,
                          addr);
-            else
+            else if (mismatch)
                 snprintf(err, errlen, "refused by %s: the job runs with security.curve and "
                          "this process has no keys (pass --keys DIR or set %s)", addr,
                          PF_KEYS_ENV);
+            else
+                snprintf(err, errlen, "%d handshakes with %s failed (%s): either it is not a "
+                         "PixFlow ctrl endpoint, or the job runs with security.curve and this "
+                         "process has no keys (pass --keys DIR or set %s)", *failures, addr,
+                         failure_reason(event, value), PF_KEYS_ENV);
             return 1;
         }
         /* A wrong server key shows here only as a dropped handshake; a coordinator that is

@@ -31,7 +31,8 @@
 # Without security.curve no process gets keys (PIXFLOW_KEYS is cleared), as with `pixflow train`.
 #
 # Every process's output goes to the launcher's stdout as `[host role rank] line` and to
-# LOG_DIR/HOST.ROLE.RANK.log; LOG_DIR/procs.tsv lists them with their pids. SIGINT/SIGTERM:
+# LOG_DIR/HOST.ROLE.RANK.log; LOG_DIR/procs.tsv (under mpirun procs.rankN.tsv per launcher)
+# lists them with their pids. SIGINT/SIGTERM:
 # SIGINT to the coordinator, which has the workers checkpoint and stop (exit 130); if the job is
 # not gone within 40 s (or at a second signal) everything is terminated, then killed. When a
 # process ends other than cleanly (status 0, or 130 after an interrupt), a summary names its host,
@@ -128,7 +129,8 @@ if [ -n "$hostfile" ]; then
         read -ra words <<< "$line"
         [ "${#words[@]}" -gt 0 ] || continue
         h=${words[0]} s="" l=$loaders_per_host a=""
-        [[ $h =~ ^[A-Za-z0-9._@-]+$ ]] || die "$hostfile:$lineno: '$h' is not a host name"
+        [[ $h =~ ^[A-Za-z0-9._@-]+$ && $h != -* ]] ||
+            die "$hostfile:$lineno: '$h' is not a host name"
         for w in "${words[@]:1}"; do
             case $w in
                 slots=*) s=${w#slots=}; is_count "$s" ||
@@ -186,6 +188,8 @@ if [ -z "$bind_addr" ]; then
         fi
     fi
 fi
+[[ $bind_addr =~ ^[A-Za-z0-9._:-]+$ && $bind_addr != -* ]] ||
+    die "--bind-addr '$bind_addr': expected an IP address or host name"
 endpoint="tcp://$bind_addr:$port"
 
 # ---- processes: p_host, p_role, p_rank, p_cmd (remote shell script), p_local -----------------
@@ -270,7 +274,10 @@ n_procs=${#p_role[@]}
 
 mkdir -p "$log_dir" || die "$log_dir: cannot create the log folder"
 state=$(mktemp -d "${TMPDIR:-/tmp}/pixflow-launch.XXXXXX")
-rm -f "$log_dir/procs.tsv"
+# Under mpirun every rank shares the log folder: each writes its own list.
+procs_tsv=$log_dir/procs.tsv
+[ "$mode" != mpi ] || procs_tsv=$log_dir/procs.rank$mpi_rank.tsv
+rm -f "$procs_tsv"
 
 # ---- start, watch, stop ------------------------------------------------------------------------
 p_job=()  # local pid of each process's pipeline
@@ -410,8 +417,8 @@ for ((i = 0; i < n_procs; i++)); do
     [ -n "${p_job[$i]:-}" ] || continue
     printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$i" "${p_host[$i]}" "${p_role[$i]}" "${p_rank[$i]}" \
         "$(pid_of "$i"; echo "$REPLY")" "$(log_of "$i")"
-done | { printf 'index\thost\trole\trank\tpid\tlog\n'; cat; } > "$log_dir/procs.tsv.tmp"
-mv "$log_dir/procs.tsv.tmp" "$log_dir/procs.tsv"
+done | { printf 'index\thost\trole\trank\tpid\tlog\n'; cat; } > "$procs_tsv.tmp"
+mv "$procs_tsv.tmp" "$procs_tsv"
 
 # Loop until the coordinator (or, on another mpirun rank, every local process) has ended.
 reported=()

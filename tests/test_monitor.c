@@ -9,7 +9,9 @@
     B. `--once` mid-run lists both loaders alive (names from the front end's processes line,
        with their pids), the worker with its device and memory, the hooks, and a progress line;
        after `kill -9` of one loader it shows that loader dead and the other alive while the
-       job goes on and finishes with status 0.
+       job goes on and finishes with status 0. A second live loader named like a live one is
+       refused; the killed one restarted under its name is taken, and the streaming monitor
+       shows its events although their sequence numbers start at 1 again.
     C. No coordinator: `--once --join-timeout 1` at a dead address exits 1 within ~3 s, saying
        it cannot reach it. Bad usage exits 2.
 */
@@ -122,6 +124,7 @@ int main(void) {
     run job;
     snprintf(out, sizeof out, "%s/train.out", root);
     start_job(&job, bin, out, cfg, "2", NULL, NULL, NULL);
+    double t_job = pf_now();
     char addr_path[400];
     snprintf(addr_path, sizeof addr_path, "%s/coordinator.addr", wd);
     double until = pf_now() + 120;
@@ -165,7 +168,10 @@ int main(void) {
     CHECK(strstr(v, "progress [") && strstr(v, "it/s"), "B: no progress or speed:\n%s", v);
     free(v);
 
-    /* Kill loader2; the coordinator declares it dead after the 3 s heartbeat timeout. */
+    /* Kill loader2 once it has published a few events (a loader event every 2 s), so its
+       restart below numbers from below where it got; the coordinator declares it dead after
+       the 3 s heartbeat timeout. */
+    while (pf_now() - t_job < 8.0) usleep(100 * 1000);
     if (l2 > 0) kill(l2, SIGKILL);
     until = pf_now() + 20;
     int dead = 0;
@@ -184,7 +190,31 @@ int main(void) {
           "B: loader1 not alive after loader2 died:\n%s", v);
     free(v);
 
+    /* A second live loader named loader1 is refused (its events would mix with loader1's);
+       loader2 restarted under its old name is welcome, and the monitor takes its events
+       although their numbering starts again at 1. */
+    {
+        char *argv[] = { bin, "loader", "--connect", addr, "--name", "loader1", NULL };
+        char dup_out[300];
+        snprintf(dup_out, sizeof dup_out, "%s/dup.out", root);
+        run r;
+        start_cmd(&r, dup_out, argv);
+        int dst = finish(&r, 20);
+        char *t = slurp(dup_out);
+        CHECK(dst != 0 && strstr(t, "already named 'loader1'"),
+              "B: a second live loader1 was not refused (status %d): %s", dst, t);
+        free(t);
+    }
+    run again;
+    {
+        char *argv[] = { bin, "loader", "--connect", addr, "--name", "loader2", NULL };
+        char again_out[300];
+        snprintf(again_out, sizeof again_out, "%s/again.out", root);
+        start_cmd(&again, again_out, argv);
+    }
+
     st = finish(&job, 600);
+    finish(&again, 20);
     CHECK(st == 0, "job status %d after a loader was killed (see %s)", st, out);
     int mst = finish(&mon, 20);
     CHECK(mst == 0, "A: --json monitor status %d (want 0 at the job's end)", mst);
@@ -197,6 +227,8 @@ int main(void) {
     static int seen[TOTAL + 1];
     char *t = slurp(json_out);
     int replayed = 0, live = 0, gaps = 0, bad_loss = 0, lines = 0;
+    int rejoined = 0, after_rejoin = 0;   /* loader2's live join, then its loader events */
+    double old_max = 0, first_after = 0;  /* loader2's highest seq before, first seq after */
     char last_kind[64] = "", last_source[64] = "";
     for (char *line = strtok(t, "\n"); line; line = strtok(NULL, "\n")) {
         cJSON *o = cJSON_Parse(line);
@@ -208,6 +240,17 @@ int main(void) {
         snprintf(last_source, sizeof last_source, "%s",
                  cJSON_IsString(s) ? s->valuestring : "");
         if (cJSON_IsString(k) && !strcmp(k->valuestring, "gap")) gaps++;
+        const cJSON *nm = cJSON_GetObjectItem(o, "name"), *stt = cJSON_GetObjectItem(o, "state");
+        if (cJSON_IsString(k) && !strcmp(k->valuestring, "peer") && cJSON_IsString(nm) &&
+            !strcmp(nm->valuestring, "loader2") && cJSON_IsString(stt) &&
+            !strcmp(stt->valuestring, "joined") && !cJSON_GetObjectItem(o, "replay"))
+            rejoined++;
+        int from_l2 = cJSON_IsString(s) && !strcmp(s->valuestring, "loader2");
+        double sq = cJSON_GetNumberValue(cJSON_GetObjectItem(o, "seq"));
+        if (!rejoined && from_l2 && sq > old_max) old_max = sq;
+        if (rejoined && from_l2 && !first_after) first_after = sq;
+        if (rejoined && from_l2 && cJSON_IsString(k) && !strcmp(k->valuestring, "loader"))
+            after_rejoin++;
         if (cJSON_IsString(k) && !strcmp(k->valuestring, "train")) {
             int it = (int)cJSON_GetObjectItem(o, "iter")->valuedouble;
             double loss = cJSON_GetObjectItem(o, "loss")->valuedouble;
@@ -233,6 +276,14 @@ int main(void) {
     CHECK(missing == 0 && twice == 0, "A: iterations missing %d, seen twice %d", missing, twice);
     CHECK(bad_loss == 0, "A: %d losses differ from metrics.jsonl", bad_loss);
     CHECK(gaps == 0, "A: %d gaps reported in a healthy local run", gaps);
+    CHECK(rejoined == 1 && after_rejoin >= 1,
+          "B: restarted loader2: %d live joins, %d loader events after it (its numbering "
+          "restarts at 1)", rejoined, after_rejoin);
+    /* Meaningful only when the first loader2 had got further than the new one starts. */
+    CHECK(old_max >= 3 && first_after >= 1 && first_after <= 2,
+          "B: loader2 reached seq %g before the kill; the first event shown from its "
+          "restart has seq %g (want 1 or 2: not dropped as a duplicate)", old_max,
+          first_after);
     CHECK(!strcmp(last_kind, "done") && !strcmp(last_source, "coordinator"),
           "A: last line is %s from %s, not the coordinator's done", last_kind, last_source);
     free(addr);

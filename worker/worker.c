@@ -592,6 +592,9 @@ int pf_worker_main(int argc, char **argv) {
     int status = 1;
     int64_t it = 0, start_iter = 0;
     char ckpt_ep[PF_MAX_ENDPOINT];
+    /* The first train events must reach the hooks: a PUB drops what it publishes before it is
+       connected to the proxy and subscribed to. START waits in ctrl's queue meanwhile. */
+    if (pf_client_confirm_publisher(&w.client, 20.0, err, sizeof err) != 0) goto done;
     if (wait_start(&w, ckpt_ep, sizeof ckpt_ep) != 0) {
         snprintf(err, sizeof err, "did not start");
         goto done;
