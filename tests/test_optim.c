@@ -4,10 +4,14 @@
     Adam / AdamW / SGD with param groups for lr_mult and decay_mult, clip_grad_norm_, BasicSR's
     EMA). For each case the same 10 steps run here, with one pf_optim_group per tensor; params,
     EMA, the clipping norms and the optimiser state must match torch within 1e-6 relative (per
-    tensor: max |ours - torch| <= 1e-6 max |torch|; exp_avg_sq 3e-5, see test_case). The frozen tensor (lr_mult 0) and its EMA
-    must stay bit-identical to the start. Also: MMCV's longest-substring rule for custom keys. */
+    tensor: max |ours - torch| <= 1e-6 max |torch|; exp_avg_sq 3e-5, see test_case). The
+    frozen tensor (lr_mult 0) and its EMA must stay bit-identical to the start. Also: MMCV's longest-substring rule for custom keys,
+    and the checkpoint round trip of each optimiser's state and the EMA (worker/train_state). */
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "common/config.h"
+#include "nn/model.h"
 #include "nn/optim.h"
 #include "tests/pf_test.h"
 #include "worker/train_state.h"
@@ -207,7 +211,150 @@ static void test_custom_keys(void) {
     CHECK(pf_state_custom_key(&cfg, "conv_body.bias") == 0, "tie: alphabetical");
 }
 
+static void write_buf(const char *path, const void *buf, size_t len) {
+    FILE *f = fopen(path, "wb");
+    CHECK(f && fwrite(buf, 1, len, f) == len, "write %s", path);
+    if (f) fclose(f);
+}
+
+/* SRCNN x2 under `optim` (an optimizers mapping) and `extra` top-level keys. */
+static pf_model *make_model(pf_config *c, const char *optim, const char *extra) {
+    char text[1024], err[512];
+    snprintf(text, sizeof text, "model: {type: SRCNN, scale: 2}\n"
+             "data:\n  train: {gt_folder: a, gt_patch_size: 32}\n"
+             "optimizers: %s\ntotal_iters: 10\nwork_dir: w\n%s", optim, extra);
+    CHECK(pf_config_parse(c, "t.yaml", text, strlen(text), 0, err, sizeof err) == 0, "%s", err);
+    pf_model *m = pf_model_new(c, err, sizeof err);
+    CHECK(m != NULL, "%s", err);
+    if (m) pf_model_init(m, 3);
+    return m;
+}
+
+/* Train 3 steps, checkpoint, load into a fresh optimiser: state, step and EMA come back
+   bitwise; another type refuses the file; evaluation weights are the EMA's. */
+static void test_checkpoint(const char *optim, const char *extra, int n_state) {
+    static pf_config c;
+    char err[512], dir[] = "/tmp/test_optim_XXXXXX", wpath[64], opath[80];
+    pf_model *m = make_model(&c, optim, extra);
+    if (!m || !mkdtemp(dir)) return;
+    pf_optim o, back;
+    CHECK(pf_state_optim_new(&c, m, &o, err, sizeof err) == 0, "%s", err);
+    size_t n = pf_model_num_params(m);
+    float *grads = malloc(n * sizeof(float));
+    for (int t = 0; t < 3; t++) {
+        for (size_t i = 0; i < n; i++) grads[i] = 0.01f * (float)((i * 7 + (size_t)t) % 13) - 0.06f;
+        pf_optim_step(&o, pf_model_params(m), grads, 1e-2f);
+    }
+    void *wb, *ob;
+    size_t wl, ol;
+    CHECK(pf_state_serialize(&c, m, &o, 3, 0, 1e-2, &wb, &wl, &ob, &ol, err, sizeof err) == 0,
+          "%s", err);
+    snprintf(wpath, sizeof wpath, "%s/iter_3.safetensors", dir);
+    snprintf(opath, sizeof opath, "%s/iter_3.optim.safetensors", dir);
+    write_buf(wpath, wb, wl);
+    write_buf(opath, ob, ol);
+    free(wb);
+    free(ob);
+    CHECK(pf_state_optim_new(&c, m, &back, err, sizeof err) == 0, "%s", err);
+    CHECK(pf_state_load_optim(&back, m, wpath, err, sizeof err) == 0, "%s: %s", optim, err);
+    CHECK(pf_state_load_ema(&back, m, wpath, err, sizeof err) == 0, "%s: %s", optim, err);
+    CHECK(back.step == 3, "%s: step %lld", optim, (long long)back.step);
+    float *a[4] = { o.exp_avg, o.exp_avg_sq, o.momentum_buffer, o.ema };
+    float *b[4] = { back.exp_avg, back.exp_avg_sq, back.momentum_buffer, back.ema };
+    int have = 0;
+    for (int k = 0; k < 4; k++) {
+        CHECK(!a[k] == !b[k], "%s: state %d", optim, k);
+        if (a[k] && b[k]) {
+            have += k < 3;
+            CHECK(memcmp(a[k], b[k], n * sizeof(float)) == 0, "%s: state %d differs", optim, k);
+        }
+    }
+    CHECK(have == n_state, "%s: %d state buffers, expected %d", optim, have, n_state);
+    /* Evaluation prefers the EMA; load_from (pf_state_load_weights) takes the plain names. */
+    int ema = -1;
+    float *p = pf_model_params(m), *keep = malloc(n * sizeof(float));
+    memcpy(keep, p, n * sizeof(float));
+    CHECK(pf_state_load_eval_weights(m, wpath, &ema, err, sizeof err) == 0, "%s", err);
+    CHECK(ema == (o.ema != NULL), "%s: eval weights ema=%d", optim, ema);
+    if (o.ema) CHECK(memcmp(p, o.ema, n * sizeof(float)) == 0, "%s: eval took not the EMA", optim);
+    CHECK(pf_state_load_weights(m, wpath, NULL, err, sizeof err) == 0, "load_from: %s", err);
+    CHECK(memcmp(p, keep, n * sizeof(float)) == 0, "%s: plain weights", optim);
+    pf_optim_free(&back);
+    /* Resuming this file under another optimiser type is an error that says what to do. */
+    static pf_config c2;
+    const char *other = strstr(optim, "SGD") ? "{type: Adam, lr: 1.0e-3}"
+                                             : "{type: SGD, lr: 0.1, momentum: 0.9}";
+    pf_model *m2 = make_model(&c2, other, "");
+    if (m2) {
+        CHECK(pf_state_optim_new(&c2, m2, &back, err, sizeof err) == 0, "%s", err);
+        CHECK(pf_state_load_optim(&back, m2, wpath, err, sizeof err) == -1 &&
+                  strstr(err, "resume_optim: false"),
+              "%s resumed as %s: '%s'", optim, other, err);
+        pf_optim_free(&back);
+        pf_model_destroy(&m2);
+    }
+    unlink(wpath);
+    unlink(opath);
+    rmdir(dir);
+    free(keep);
+    free(grads);
+    pf_optim_free(&o);
+    pf_model_destroy(&m);
+}
+
+/* A custom key that matches no parameter stops the worker; lr_mult 0 freezes conv1. */
+static void test_optim_new(void) {
+    static pf_config c;
+    char err[512];
+    pf_model *m = make_model(&c, "{type: AdamW, lr: 1.0e-3, paramwise_cfg: {custom_keys: "
+                                 "{conv9: {lr_mult: 0}}}}", "");
+    pf_optim o;
+    if (m) {
+        CHECK(pf_state_optim_new(&c, m, &o, err, sizeof err) == -1 && strstr(err, "'conv9'"),
+              "unmatched key: '%s'", err);
+        pf_model_destroy(&m);
+    }
+    m = make_model(&c, "{type: AdamW, lr: 1.0e-3, paramwise_cfg: {custom_keys: "
+                       "{conv1: {lr_mult: 0}, 'conv3.bias': {lr_mult: 2, decay_mult: 0}}}}", "");
+    if (!m) return;
+    CHECK(pf_state_optim_new(&c, m, &o, err, sizeof err) == 0, "%s", err);
+    CHECK(o.n_groups == pf_model_num_tensors(m), "one group per tensor");
+    for (int i = 0; i < o.n_groups; i++) {
+        const char *name = pf_model_tensor_info(m, i)->name;
+        float lm = !strncmp(name, "conv1.", 6) ? 0.0f : !strcmp(name, "conv3.bias") ? 2.0f : 1.0f;
+        float dm = !strcmp(name, "conv3.bias") ? 0.0f : 1.0f;
+        CHECK(o.groups[i].lr_mult == lm && o.groups[i].decay_mult == dm, "%s: %g %g", name,
+              o.groups[i].lr_mult, o.groups[i].decay_mult);
+    }
+    pf_optim_free(&o);
+    pf_model_destroy(&m);
+}
+
+/* A GPU job refuses what nn/cuda does not implement, naming it. */
+static void test_cuda_refusal(void) {
+    static pf_config c;
+    char err[256];
+    pf_model *m = make_model(&c, "{type: Adam, lr: 1.0e-3}", "");
+    CHECK(pf_state_cuda_unsupported(&c, err, sizeof err) == 0, "plain Adam runs on cuda");
+    pf_model_destroy(&m);
+    m = make_model(&c, "{type: SGD, lr: 0.1, momentum: 0.9}", "");
+    CHECK(pf_state_cuda_unsupported(&c, err, sizeof err) == 1 &&
+              !strcmp(err, "optimizers.type SGD is not supported on cuda yet (Adam only)"),
+          "SGD on cuda: '%s'", err);
+    pf_model_destroy(&m);
+    m = make_model(&c, "{type: Adam, lr: 1.0e-3}", "ema_decay: 0.999\n");
+    CHECK(pf_state_cuda_unsupported(&c, err, sizeof err) == 1 && strstr(err, "ema_decay"),
+          "EMA on cuda: '%s'", err);
+    pf_model_destroy(&m);
+}
+
 int main(void) {
+    test_cuda_refusal();
+    test_checkpoint("{type: Adam, lr: 1.0e-3}", "", 2);
+    test_checkpoint("{type: AdamW, lr: 1.0e-3}", "ema_decay: 0.9\n", 2);
+    test_checkpoint("{type: SGD, lr: 0.1, momentum: 0.9}", "ema_decay: 0.999\n", 1);
+    test_checkpoint("{type: SGD, lr: 0.1}", "", 0);
+    test_optim_new();
     for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) test_case(&CASES[i]);
     test_default_group();
     test_custom_keys();

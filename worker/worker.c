@@ -1,8 +1,9 @@
 /*  worker — `pixflow worker --connect ADDR [--device cpu]`: trains the network.
 
     It binds a PULL data endpoint, joins the job (HELLO names that endpoint), waits for START,
-    builds the model and restores it (resume_from: weights, optimiser, iteration; load_from:
-    weights only; else init from the seed), then grants `prefetch` credits and consumes batches
+    builds the model and its optimiser (optimizers, paramwise_cfg, ema_decay) and restores them
+    (resume_from: weights, EMA, optimiser, iteration; load_from: weights only; else init from
+    the seed), then grants `prefetch` credits and consumes batches
     strictly in ticket order: batch for global iteration `it` is ticket it * W + rank. Each
     consumed batch is acknowledged and its credit returned; duplicates (a reissued ticket whose
     first loader was not dead after all) are dropped by ticket id.
@@ -150,9 +151,10 @@ static int sync_step(worker *w, int has_samples, float *loss, char *err, size_t 
 }
 
 /* One iteration's training step on batch b (gt, lq: its frames): forward, backward, gradients
-   averaged over the group, Adam. A batch whose every sample was skipped (data.on_bad_sample:
-   skip) takes no step on its own; in a CPU group the rank contributes zero gradients and the
-   others' average is applied, and when no rank has a sample nobody steps. Either way the
+   averaged over the group, clipped (optimizer_config.grad_clip), the optimiser step and the
+   EMA (nn/optim; on a GPU plain Adam). A batch whose every sample was skipped
+   (data.on_bad_sample: skip) takes no step on its own; in a CPU group the rank contributes
+   zero gradients and the others' average is applied, and when no rank has a sample nobody steps. Either way the
    iteration counts, so the learning rate, the sampler and a resume stay functions of the
    iteration. Returns 0 or -1 with err. */
 static int train_step(worker *w, const pf_msg_batch *b, const uint8_t *gt, const uint8_t *lq,
@@ -252,23 +254,6 @@ static void publish_visual(worker *w, const pf_msg_batch *b, const uint8_t *gt,
         pf_warn("visual: publish of iteration %" PRId64 " failed: %s", done, zmq_strerror(errno));
     w->visuals++;
     w->visual_time += pf_now() - t0;
-}
-
-/* The CUDA backend has plain Adam only (nn/cuda: pf_cuda_model_adam_step): refuse what it
-   would otherwise silently train differently. Returns 1 with err when cfg needs more. */
-static int gpu_optim_unsupported(const pf_config *cfg, char *err, size_t errlen) {
-    const char *what = strcmp(cfg->optim_type, "Adam") != 0 ? "optimizers.type"
-                     : cfg->n_custom_keys > 0               ? "optimizers.paramwise_cfg"
-                     : cfg->grad_clip_max_norm > 0          ? "optimizer_config.grad_clip"
-                     : cfg->ema_decay > 0                   ? "ema_decay"
-                                                            : NULL;
-    if (!what) return 0;
-    if (!strcmp(what, "optimizers.type"))
-        snprintf(err, errlen, "optimizers.type %s is not supported on cuda yet (Adam only)",
-                 cfg->optim_type);
-    else
-        snprintf(err, errlen, "%s is not supported on cuda yet", what);
-    return 1;
 }
 
 /* After loading: every rank takes rank 0's parameters and optimiser state
@@ -636,7 +621,7 @@ int pf_worker_main(int argc, char **argv) {
     }
     w.model = pf_model_new(w.cfg, err, sizeof err);
     if (!w.model) goto done;
-    if (gpu_index >= 0 && gpu_optim_unsupported(w.cfg, err, sizeof err)) goto done;
+    if (gpu_index >= 0 && pf_state_cuda_unsupported(w.cfg, err, sizeof err)) goto done;
     if (pf_state_optim_new(w.cfg, w.model, &w.optim, err, sizeof err) != 0) goto done;
     start_iter = restore(&w, err, sizeof err);
     if (start_iter < 0 || sync_model_params(&w, err, sizeof err) != 0) goto done;
