@@ -197,6 +197,7 @@ int pf_test_main(int argc, char **argv) {
             fprintf(stderr, "pixflow: %s\n", err);
             goto out;
         }
+        if (ema && shard < 0) printf("pixflow: %s: its EMA weights (params_ema.*)\n", ckpt);
     }
     const char *ch = cfg.eval_y_channel ? "Y" : "RGB";
     if (shard >= 0) {   /* a worker of a split test: full-precision rows for the gatherer */

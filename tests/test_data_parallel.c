@@ -168,6 +168,25 @@ int main(void) {
         CHECK(same < 1e-4, "SGD data parallel drifted from the single worker: %.3g", same);
         CHECK(other > 100 * same && other > 1e-3,
               "SGD: the comparison cannot tell runs apart (%.3g vs %.3g)", other, same);
+        /* pixflow test evaluates the EMA weights of such a checkpoint and says so. */
+        char scfg[600], sck[700], sout[700], err[256];
+        snprintf(scfg, sizeof scfg, "%s/one_worker_sgd.yaml", root);
+        snprintf(sck, sizeof sck, "%s/one_worker_sgd/checkpoints/iter_%d.safetensors", root,
+                 ITERS);
+        snprintf(sout, sizeof sout, "%s/test_sgd.out", root);
+        run r;
+        posix_spawn_file_actions_t fa;
+        posix_spawn_file_actions_init(&fa);
+        posix_spawn_file_actions_addopen(&fa, 1, sout, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        posix_spawn_file_actions_adddup2(&fa, 1, 2);
+        char *argv[] = { bin, "test", scfg, "--checkpoint", sck, NULL };
+        CHECK(posix_spawn(&r.pid, bin, &fa, NULL, argv, environ) == 0, "spawn");
+        posix_spawn_file_actions_destroy(&fa);
+        CHECK(finish(&r, 120) == 0, "pixflow test of the SGD checkpoint failed (see %s)", sout);
+        char *text = pf_read_file(sout, NULL, err, sizeof err);
+        CHECK(text && strstr(text, "its EMA weights (params_ema.*)"),
+              "pixflow test does not say it used the EMA weights:\n%s", text ? text : err);
+        free(text);
     }
     /* pixflow test split over 3 workers gives the single worker's table, byte for byte. */
     char cfg[600], ck[700], out[700], tsv[800];
