@@ -346,12 +346,17 @@ int pf_state_optim_new(const pf_config *cfg, pf_model *m, pf_optim *o, char *err
         if (k >= 0) {
             g[i].lr_mult = cfg->custom_keys[k].lr_mult;
             g[i].decay_mult = cfg->custom_keys[k].decay_mult;
-            used[k] = 1;
+            used[k]++;
         }
     }
     int rc = 0;
     for (int k = 0; k < cfg->n_custom_keys && rc == 0; k++) {
-        if (used[k]) continue;
+        if (used[k]) {
+            pf_info("paramwise_cfg: '%s' (lr_mult %g, decay_mult %g) applies to %d tensor%s",
+                    cfg->custom_keys[k].key, cfg->custom_keys[k].lr_mult,
+                    cfg->custom_keys[k].decay_mult, used[k], used[k] > 1 ? "s" : "");
+            continue;
+        }
         snprintf(err, errlen, "optimizers.paramwise_cfg.custom_keys: '%s' is in no parameter "
                  "name of %s (names like '%s')", cfg->custom_keys[k].key, cfg->model_type,
                  pf_model_tensor_info(m, 0)->name);
