@@ -191,11 +191,13 @@ int pf_test_main(int argc, char **argv) {
             use = &part;
         }
         m = pf_model_new(&cfg, err, sizeof err);
-        if (!m || pf_state_load_weights(m, ckpt, NULL, err, sizeof err) != 0 ||
+        int ema;   /* the EMA weights when the checkpoint has them, as evaluation */
+        if (!m || pf_state_load_eval_weights(m, ckpt, &ema, err, sizeof err) != 0 ||
             pf_evaluate(m, &cfg, use, dir, NULL, NULL, NULL, NULL, &r, err, sizeof err) != 0) {
             fprintf(stderr, "pixflow: %s\n", err);
             goto out;
         }
+        if (ema && shard < 0) printf("pixflow: %s: its EMA weights (params_ema.*)\n", ckpt);
     }
     const char *ch = cfg.eval_y_channel ? "Y" : "RGB";
     if (shard >= 0) {   /* a worker of a split test: full-precision rows for the gatherer */

@@ -29,6 +29,7 @@
 #include "coordinator/coordinator.h"
 #include "coordinator/security.h"
 #include "worker/device.h"
+#include "worker/train_state.h"
 
 extern char **environ;
 
@@ -269,6 +270,10 @@ int pf_train_main(int argc, char **argv) {
        host); until one does, the coordinator says how every 10 s. */
     if (loaders < 0 || loaders > 256) {
         fprintf(stderr, "pixflow: --loaders must be 0..256\n");
+        return 2;
+    }
+    if (gpus > 0 && pf_state_cuda_unsupported(&cfg, err, sizeof err)) {
+        fprintf(stderr, "pixflow: %s: %s (--gpus 0 trains on the CPU)\n", cfg_path, err);
         return 2;
     }
     printf("pixflow: %s: %s x%d, %d training images (%u samples/epoch), %" PRId64

@@ -801,12 +801,76 @@ static int parse_data(pf_cfg_ctx *c, pf_section *s, pf_config *cfg, pf_lines *L)
     return 0;
 }
 
+/* One custom key `ck` (named `kp` for messages) from mapping `v` under key node `k`:
+   {lr_mult: X, decay_mult: Y}, both default 1. */
+static int parse_custom_key(pf_cfg_ctx *c, struct fy_node *k, struct fy_node *v, const char *kp,
+                            pf_custom_key *ck) {
+    pf_section one;
+    if (open_section(c, k, v, kp, &one))
+        return -1;
+    ck->lr_mult = ck->decay_mult = 1.0f;
+    void *it = NULL;
+    char field[64], fp[256];
+    struct fy_node *fk, *fv;
+    int r;
+    while ((r = next_pair(c, &one, &it, field, sizeof field, &fk, &fv)) > 0) {
+        snprintf(fp, sizeof fp, "%s.%s", kp, field);
+        float *out = !strcmp(field, "lr_mult")      ? &ck->lr_mult
+                   : !strcmp(field, "decay_mult")   ? &ck->decay_mult
+                                                    : NULL;
+        if (!out)
+            return unknown(c, &one, fk, field);
+        if (get_float(c, fv, fp, 0, 0, HUGE_VAL, out))
+            return -1;
+    }
+    return r < 0 ? -1 : 0;
+}
+
+/* optimizers.paramwise_cfg: {custom_keys: {KEY: {lr_mult: X, decay_mult: Y}}} (MMCV). */
+static int parse_paramwise(pf_cfg_ctx *c, pf_section *s, pf_config *cfg) {
+    static const char *name_chars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                    "0123456789_.";
+    void *it = NULL;
+    char name[64], kp[128];
+    struct fy_node *k, *v;
+    int r;
+    while ((r = next_pair(c, s, &it, name, sizeof name, &k, &v)) > 0) {
+        keypath(s, name, kp, sizeof kp);
+        pf_section keys;
+        if (strcmp(name, "custom_keys") != 0)
+            return unknown(c, s, k, name);
+        if (open_section(c, k, v, kp, &keys))
+            return -1;
+        void *it2 = NULL;
+        char key[64], kp2[192];
+        struct fy_node *k2, *v2;
+        int r2;
+        while ((r2 = next_pair(c, &keys, &it2, key, sizeof key, &k2, &v2)) > 0) {
+            snprintf(kp2, sizeof kp2, "%s.%s", kp, key);
+            if (!key[0] || strspn(key, name_chars) != strlen(key))
+                return fail(c, node_line(k2), kp2, "a parameter-name part is made of letters, "
+                            "digits, '_' and '.'");
+            if (cfg->n_custom_keys == PF_MAX_CUSTOM_KEYS)
+                return fail(c, node_line(k2), kp2, "at most %d custom keys", PF_MAX_CUSTOM_KEYS);
+            pf_custom_key *ck = &cfg->custom_keys[cfg->n_custom_keys++];
+            snprintf(ck->key, sizeof ck->key, "%s", key);
+            if (parse_custom_key(c, k2, v2, kp2, ck))
+                return -1;
+        }
+        if (r2 < 0)
+            return -1;
+    }
+    return r < 0 ? -1 : 0;
+}
+
 static int parse_optim(pf_cfg_ctx *c, pf_section *s, pf_config *cfg) {
-    static const char *types[] = {"Adam", NULL};
+    static const char *types[] = {"Adam", "AdamW", "SGD", NULL};
     void *it = NULL;
     char name[64], kp[128];
     struct fy_node *k, *v, *items[4];
-    int r, n, have_lr = 0;
+    int r, n, have_lr = 0, have_wd = 0;
+    int adam_line = 0, sgd_line = 0;    /* a key of only one family, for the type check */
+    const char *adam_key = "", *sgd_key = "";
     while ((r = next_pair(c, s, &it, name, sizeof name, &k, &v)) > 0) {
         keypath(s, name, kp, sizeof kp);
         if (!strcmp(name, "type")) {
@@ -825,11 +889,30 @@ static int parse_optim(pf_cfg_ctx *c, pf_section *s, pf_config *cfg) {
                 if (get_float(c, items[i], ip, 0, 0, 0.9999999, &cfg->betas[i]))
                     return -1;
             }
+            adam_line = node_line(k), adam_key = "betas";
         } else if (!strcmp(name, "eps")) {
             if (get_float(c, v, kp, 0, 1, HUGE_VAL, &cfg->eps))
                 return -1;
+            adam_line = node_line(k), adam_key = "eps";
         } else if (!strcmp(name, "weight_decay")) {
             if (get_float(c, v, kp, 0, 0, HUGE_VAL, &cfg->weight_decay))
+                return -1;
+            have_wd = 1;
+        } else if (!strcmp(name, "momentum")) {
+            if (get_float(c, v, kp, 0, 0, 1, &cfg->momentum))
+                return -1;
+            sgd_line = node_line(k), sgd_key = "momentum";
+        } else if (!strcmp(name, "dampening")) {
+            if (get_float(c, v, kp, 0, 0, 1, &cfg->dampening))
+                return -1;
+            sgd_line = node_line(k), sgd_key = "dampening";
+        } else if (!strcmp(name, "nesterov")) {
+            if (get_bool(c, v, kp, &cfg->nesterov))
+                return -1;
+            sgd_line = node_line(k), sgd_key = "nesterov";
+        } else if (!strcmp(name, "paramwise_cfg")) {
+            pf_section sub;
+            if (open_section(c, k, v, kp, &sub) || parse_paramwise(c, &sub, cfg))
                 return -1;
         } else {
             return unknown(c, s, k, name);
@@ -839,7 +922,65 @@ static int parse_optim(pf_cfg_ctx *c, pf_section *s, pf_config *cfg) {
         return -1;
     if (!have_lr)
         return missing(c, s, "lr");
+    int sgd = !strcmp(cfg->optim_type, "SGD");
+    if (sgd && adam_line)
+        return fail(c, adam_line, keypath(s, adam_key, kp, sizeof kp),
+                    "only for type Adam or AdamW (type is SGD)");
+    if (!sgd && sgd_line)
+        return fail(c, sgd_line, keypath(s, sgd_key, kp, sizeof kp),
+                    "only for type SGD (type is %s)", cfg->optim_type);
+    if (cfg->nesterov && (cfg->momentum <= 0 || cfg->dampening != 0))
+        return fail(c, sgd_line, keypath(s, "nesterov", kp, sizeof kp),
+                    "Nesterov momentum requires a momentum > 0 and zero dampening (torch)");
+    if (!have_wd && !strcmp(cfg->optim_type, "AdamW"))
+        cfg->weight_decay = 0.01f;   /* torch.optim.AdamW's default */
     return 0;
+}
+
+/* optimizer_config: {grad_clip: {max_norm: X, norm_type: 2}} or grad_clip: null (MMCV
+   OptimizerHook). */
+static int parse_optimizer_config(pf_cfg_ctx *c, pf_section *s, pf_config *cfg) {
+    void *it = NULL;
+    char name[64], kp[128];
+    struct fy_node *k, *v;
+    int r;
+    while ((r = next_pair(c, s, &it, name, sizeof name, &k, &v)) > 0) {
+        keypath(s, name, kp, sizeof kp);
+        if (strcmp(name, "grad_clip") != 0)
+            return unknown(c, s, k, name);
+        if (is_null(v)) {
+            cfg->grad_clip_max_norm = 0;
+            continue;
+        }
+        pf_section clip;
+        if (open_section(c, k, v, kp, &clip))
+            return -1;
+        void *it2 = NULL;
+        char field[64], kp2[192];
+        struct fy_node *k2, *v2;
+        int r2, have_max = 0;
+        while ((r2 = next_pair(c, &clip, &it2, field, sizeof field, &k2, &v2)) > 0) {
+            keypath(&clip, field, kp2, sizeof kp2);
+            if (!strcmp(field, "max_norm")) {
+                if (get_float(c, v2, kp2, 0, 1, HUGE_VAL, &cfg->grad_clip_max_norm))
+                    return -1;
+                have_max = 1;
+            } else if (!strcmp(field, "norm_type")) {
+                float t;
+                if (get_float(c, v2, kp2, 0, 1, HUGE_VAL, &t))
+                    return -1;
+                if (t != 2.0f)
+                    return fail(c, node_line(v2), kp2, "only the L2 norm (2) is implemented");
+            } else {
+                return unknown(c, &clip, k2, field);
+            }
+        }
+        if (r2 < 0)
+            return -1;
+        if (!have_max)
+            return missing(c, &clip, "max_norm");
+    }
+    return r < 0 ? -1 : 0;
 }
 
 static int parse_lr(pf_cfg_ctx *c, pf_section *s, pf_config *cfg, pf_lines *L) {
@@ -1157,6 +1298,12 @@ static int parse_top(pf_cfg_ctx *c, pf_section *s, pf_config *cfg, pf_lines *L) 
             if (open_section(c, k, v, kp, &sub) || parse_optim(c, &sub, cfg))
                 return -1;
             have_optim = 1;
+        } else if (!strcmp(name, "optimizer_config")) {
+            if (open_section(c, k, v, kp, &sub) || parse_optimizer_config(c, &sub, cfg))
+                return -1;
+        } else if (!strcmp(name, "ema_decay")) {
+            if (get_float(c, v, kp, 0, 0, 0.9999999, &cfg->ema_decay))
+                return -1;
         } else if (!strcmp(name, "lr_config")) {
             if (open_section(c, k, v, kp, &sub) || parse_lr(c, &sub, cfg, L))
                 return -1;
@@ -1765,15 +1912,44 @@ char *pf_config_to_yaml(const pf_config *cfg) {
     put_word(&b, cfg->optim_type);
     put(&b, "\n  lr: ");
     put_float(&b, cfg->learning_rate);
-    put(&b, "\n  betas: [");
-    put_float(&b, cfg->betas[0]);
-    put(&b, ", ");
-    put_float(&b, cfg->betas[1]);
-    put(&b, "]\n  eps: ");
-    put_float(&b, cfg->eps);
+    if (strcmp(cfg->optim_type, "SGD") != 0) {
+        put(&b, "\n  betas: [");
+        put_float(&b, cfg->betas[0]);
+        put(&b, ", ");
+        put_float(&b, cfg->betas[1]);
+        put(&b, "]\n  eps: ");
+        put_float(&b, cfg->eps);
+    }
     put(&b, "\n  weight_decay: ");
     put_float(&b, cfg->weight_decay);
     put(&b, "\n");
+    if (!strcmp(cfg->optim_type, "SGD")) {
+        put(&b, "  momentum: ");
+        put_float(&b, cfg->momentum);
+        put(&b, "\n  dampening: ");
+        put_float(&b, cfg->dampening);
+        put(&b, "\n  nesterov: %s\n", cfg->nesterov ? "true" : "false");
+    }
+    if (cfg->n_custom_keys > 0) {
+        put(&b, "  paramwise_cfg:\n    custom_keys:\n");
+        for (int i = 0; i < cfg->n_custom_keys; i++) {
+            put(&b, "      '%s':\n        lr_mult: ", cfg->custom_keys[i].key);
+            put_float(&b, cfg->custom_keys[i].lr_mult);
+            put(&b, "\n        decay_mult: ");
+            put_float(&b, cfg->custom_keys[i].decay_mult);
+            put(&b, "\n");
+        }
+    }
+    if (cfg->grad_clip_max_norm > 0) {
+        put(&b, "optimizer_config:\n  grad_clip:\n    max_norm: ");
+        put_float(&b, cfg->grad_clip_max_norm);
+        put(&b, "\n    norm_type: 2\n");
+    }
+    if (cfg->ema_decay > 0) {
+        put(&b, "ema_decay: ");
+        put_float(&b, cfg->ema_decay);
+        put(&b, "\n");
+    }
 
     put(&b, "lr_config:\n  policy: ");
     put_word(&b, cfg->lr_policy);

@@ -19,6 +19,16 @@
 #define PF_MAX_PERIODS 16
 
 #define PF_MAX_DEGRADATIONS 4
+#define PF_MAX_CUSTOM_KEYS 16
+
+/* optimizers.paramwise_cfg.custom_keys entry (MMCV DefaultOptimizerConstructor): parameters
+   whose name contains `key` (the longest such key wins; ties: the alphabetically first) train
+   with lr * lr_mult and weight_decay * decay_mult. */
+typedef struct {
+    char key[64];                       /* [A-Za-z0-9_.]+ */
+    float lr_mult;                      /* 1; 0 freezes the parameters */
+    float decay_mult;                   /* 1 */
+} pf_custom_key;
 #define PF_VISUAL_MAX_SAMPLES 16         /* visual_config.num_samples upper bound */
 
 /* One step of the on-the-fly degradation that makes LQ from GT (data.*.degradation). The
@@ -84,11 +94,19 @@ typedef struct {
     pf_dataset_cfg train, eval, test;
 
     /* optimizer (one generator) */
-    char optim_type[16];                /* "Adam" */
+    char optim_type[16];                /* "Adam" | "AdamW" | "SGD" */
     float learning_rate;                /* optimizers.lr */
-    float betas[2];                     /* (0.9, 0.999) */
-    float eps;                          /* 1e-8 */
-    float weight_decay;                 /* 0 (L2 added to the gradient, as torch.optim.Adam) */
+    float betas[2];                     /* Adam/AdamW: (0.9, 0.999) */
+    float eps;                          /* Adam/AdamW: 1e-8 */
+    float weight_decay;                 /* 0 (AdamW: 0.01, torch's default); Adam and SGD add
+                                           it to the gradient, AdamW decays the weights */
+    float momentum;                     /* SGD: 0 */
+    float dampening;                    /* SGD: 0 */
+    int nesterov;                       /* SGD: 0 */
+    pf_custom_key custom_keys[PF_MAX_CUSTOM_KEYS]; /* optimizers.paramwise_cfg.custom_keys */
+    int n_custom_keys;
+    float grad_clip_max_norm;           /* optimizer_config.grad_clip.max_norm; 0 = no clip */
+    float ema_decay;                    /* top-level ema_decay (BasicSR); 0 = no EMA */
 
     /* lr_config */
     char lr_policy[24];                 /* "Fixed" | "Step" | "CosineRestart" */

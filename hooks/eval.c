@@ -227,7 +227,13 @@ static int evaluate_checkpoint(pf_hook *h, const char *path, int64_t iter, int64
         pf_warn("%s is gone (pruned?); iteration %" PRId64 " not evaluated", path, iter);
         return 0;
     }
-    if (pf_state_load_weights(s->model, path, NULL, err, errlen) != 0) return -1;
+    /* With ema_decay > 0 the checkpoint carries the EMA weights: evaluate those (BasicSR). */
+    int ema = 0;
+    if (pf_state_load_eval_weights(s->model, path, &ema, err, errlen) != 0) return -1;
+    if (ema) {
+        fprintf(s->log, "    iter %" PRId64 ": EMA weights (" PF_EMA_PREFIX "*)\n", iter);
+        fflush(s->log);
+    }
     char dir[PF_PATH_MAX + 64];
     snprintf(dir, sizeof dir, "%s/eval_visuals/iter_%" PRId64, cfg->work_dir, iter);
     double t0 = pf_now();

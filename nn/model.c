@@ -294,7 +294,8 @@ int pf_model_load_weights(pf_model *m, const struct pf_safetensors *st, char *er
         int ndim;
         int64_t shape[4];
         pf_safetensors_at(st, j, &name, &ndim, shape);
-        int known = 0;
+        /* The EMA copy a checkpoint may carry (worker/train_state.h) is not the model's. */
+        int known = !strncmp(name, PF_EMA_PREFIX, strlen(PF_EMA_PREFIX));
         for (int i = 0; i < m->n_tensors && !known; i++)
             known = !strcmp(m->tensors[i].name, name);
         if (!known) append(msg, sizeof msg, " unexpected", name, &bad);

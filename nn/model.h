@@ -68,8 +68,10 @@ int pf_model_infer(pf_model *m, const uint8_t *lq, int h, int w, float *out, cha
 int pf_model_scale(const pf_model *m);
 
 /* Copy weights from a safetensors file's tensors into the model, by reference name. Every
-   model tensor must be present with the same shape and no extra tensors may exist; otherwise
-   -1 with err listing the missing, unexpected and mis-shaped names. */
+   model tensor must be present with the same shape and no extra tensors may exist (tensors
+   named PF_EMA_PREFIX + name, a checkpoint's EMA weights, are ignored); otherwise -1 with err
+   listing the missing, unexpected and mis-shaped names. */
+#define PF_EMA_PREFIX "params_ema."
 struct pf_safetensors;
 int pf_model_load_weights(pf_model *m, const struct pf_safetensors *st, char *err,
                           size_t errlen);

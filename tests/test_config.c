@@ -240,6 +240,52 @@ static void test_defaults(void) {
     check_round_trip(&c, "minimal");
 }
 
+/* The optimiser family: SGD, AdamW's torch default decay, paramwise_cfg, grad_clip, EMA. */
+static void test_optimizer_keys(void) {
+    const char *head = "model: {type: EDSR, scale: 2}\n"
+                       "data:\n"
+                       "  train: {gt_folder: a, gt_patch_size: 96}\n";
+    const char *tail = "total_iters: 100\nwork_dir: w\n";
+    char text[1024], err[512];
+    pf_config c;
+    snprintf(text, sizeof text, "%soptimizers:\n  type: SGD\n  lr: 0.1\n  momentum: 0.9\n"
+             "  nesterov: true\n  weight_decay: 1.0e-4\n  paramwise_cfg:\n"
+             "    custom_keys:\n      body: {lr_mult: 0.5}\n      'body.0': {lr_mult: 0, "
+             "decay_mult: 0}\n      conv_first: {decay_mult: 2}\n"
+             "optimizer_config: {grad_clip: {max_norm: 35, norm_type: 2}}\n"
+             "ema_decay: 0.999\n%s", head, tail);
+    CHECK(pf_config_parse(&c, "o.yaml", text, strlen(text), 0, err, sizeof err) == 0,
+          "SGD config parses: %s", err);
+    CHECK(!strcmp(c.optim_type, "SGD") && c.nesterov == 1, "SGD, nesterov");
+    CHECK_NEAR(c.momentum, 0.9, 1e-7);
+    CHECK_NEAR(c.dampening, 0, 0);
+    CHECK_NEAR(c.weight_decay, 1e-4, 1e-11);
+    CHECK(c.n_custom_keys == 3 && !strcmp(c.custom_keys[1].key, "body.0"), "custom keys");
+    CHECK_NEAR(c.custom_keys[0].lr_mult, 0.5, 0);
+    CHECK_NEAR(c.custom_keys[0].decay_mult, 1, 0);
+    CHECK_NEAR(c.custom_keys[1].lr_mult, 0, 0);
+    CHECK_NEAR(c.custom_keys[2].lr_mult, 1, 0);
+    CHECK_NEAR(c.custom_keys[2].decay_mult, 2, 0);
+    CHECK_NEAR(c.grad_clip_max_norm, 35, 0);
+    CHECK_NEAR(c.ema_decay, 0.999, 1e-7);
+    check_round_trip(&c, "SGD, paramwise_cfg, grad_clip, ema_decay");
+
+    snprintf(text, sizeof text, "%soptimizers: {type: AdamW, lr: 1.0e-3}\n"
+             "optimizer_config: {grad_clip: null}\n%s", head, tail);
+    CHECK(pf_config_parse(&c, "w.yaml", text, strlen(text), 0, err, sizeof err) == 0,
+          "AdamW config parses: %s", err);
+    CHECK(!strcmp(c.optim_type, "AdamW"), "AdamW");
+    CHECK_NEAR(c.weight_decay, 0.01, 1e-9);   /* torch.optim.AdamW's default */
+    CHECK(c.grad_clip_max_norm == 0 && c.ema_decay == 0 && c.n_custom_keys == 0,
+          "grad_clip null, no EMA");
+    check_round_trip(&c, "AdamW");
+    snprintf(text, sizeof text, "%soptimizers: {type: AdamW, lr: 1.0e-3, weight_decay: 0}\n%s",
+             head, tail);
+    CHECK(pf_config_parse(&c, "w.yaml", text, strlen(text), 0, err, sizeof err) == 0 &&
+              c.weight_decay == 0,
+          "AdamW with an explicit weight_decay 0 keeps it: %s", err);
+}
+
 /* The data-plane keys and a degradation pipeline parse, keep their values and round-trip. */
 static void test_data_plane_keys(void) {
     char *t1 = make("  loaders: 3\n",
@@ -380,8 +426,41 @@ static const broken_case BROKEN[] = {
      "data.workers_per_gpu", "unknown key"},
     {"    repeat: 100\n", "    repeat: 100\n    baz: 1\n", "    baz", "data.train.baz",
      "unknown key"},
+    {"betas: [0.9, 0.999]}", "betas: [0.9, 0.999], amsgrad: true}", "optimizers:",
+     "optimizers.amsgrad", "unknown key"},
+    /* optimizer keys of the other family, clipping, EMA, paramwise_cfg */
     {"betas: [0.9, 0.999]}", "betas: [0.9, 0.999], momentum: 0.9}", "optimizers:",
-     "optimizers.momentum", "unknown key"},
+     "optimizers.momentum", "only for type SGD (type is Adam)"},
+    {"type: Adam,", "type: SGD,", "optimizers:", "optimizers.betas",
+     "only for type Adam or AdamW"},
+    {"betas: [0.9, 0.999]}", "nesterov: true}", "optimizers:", "optimizers.nesterov",
+     "only for type SGD"},
+    {"type: Adam, lr: 2.0e-4, betas: [0.9, 0.999]}", "type: SGD, lr: 0.1, nesterov: true}",
+     "optimizers:", "optimizers.nesterov", "momentum > 0 and zero dampening"},
+    {"type: Adam,", "type: RMSprop,", "optimizers:", "optimizers.type",
+     "expected one of Adam, AdamW, SGD"},
+    {"betas: [0.9, 0.999]}", "betas: [0.9, 0.999], paramwise_cfg: {bias_lr_mult: 2}}",
+     "optimizers:", "optimizers.paramwise_cfg.bias_lr_mult", "unknown key"},
+    {"betas: [0.9, 0.999]}", "paramwise_cfg: {custom_keys: {'body/0': {lr_mult: 0}}}}",
+     "optimizers:", "optimizers.paramwise_cfg.custom_keys.body/0", "letters, digits"},
+    {"betas: [0.9, 0.999]}", "paramwise_cfg: {custom_keys: {body: {lr: 0}}}}",
+     "optimizers:", "optimizers.paramwise_cfg.custom_keys.body.lr", "unknown key"},
+    {"betas: [0.9, 0.999]}", "paramwise_cfg: {custom_keys: {body: {lr_mult: -1}}}}",
+     "optimizers:", "optimizers.paramwise_cfg.custom_keys.body.lr_mult", "must be in"},
+    {"work_dir: work_dirs/test\n", "work_dir: work_dirs/test\nema_decay: 1\n", "ema_decay",
+     "ema_decay", "must be in"},
+    {"work_dir: work_dirs/test\n",
+     "work_dir: work_dirs/test\noptimizer_config: {grad_clip: {max_norm: 1, norm_type: 1}}\n",
+     "optimizer_config", "optimizer_config.grad_clip.norm_type", "only the L2 norm"},
+    {"work_dir: work_dirs/test\n",
+     "work_dir: work_dirs/test\noptimizer_config: {grad_clip: {norm_type: 2}}\n",
+     "optimizer_config", "optimizer_config.grad_clip.max_norm", "missing"},
+    {"work_dir: work_dirs/test\n",
+     "work_dir: work_dirs/test\noptimizer_config: {grad_clip: {max_norm: 0}}\n",
+     "optimizer_config", "optimizer_config.grad_clip.max_norm", "greater than 0"},
+    {"work_dir: work_dirs/test\n",
+     "work_dir: work_dirs/test\noptimizer_config: {detect_anomalous_params: true}\n",
+     "optimizer_config", "optimizer_config.detect_anomalous_params", "unknown key"},
     {"  warmup_ratio: 0.1\n", "  warmup_ratio: 0.1\n  by_epoch: false\n", "  by_epoch",
      "lr_config.by_epoch", "unknown key"},
     {"max_keep_ckpts: 3}", "max_keep_ckpts: 3, save_optimizer: true}", "checkpoint_config:",
@@ -640,6 +719,7 @@ static void test_visual(void) {
 }
 
 int main(void) {
+    test_optimizer_keys();
     snprintf(data_dir, sizeof data_dir, "%s", pf_test_data());
     CHECK(fnv1a64("") == 0xcbf29ce484222325ull && fnv1a64("a") == 0xaf63dc4c8601ec8cull,
           "FNV-1a 64 reference vectors");

@@ -10,7 +10,8 @@
     single worker with half the batch (same seed, other samples) must differ by far more.
     (Adam is nearly invariant to a constant gradient scale, so summed instead of averaged
     gradients would pass here; tests/test_nn_layers checks the optimiser, this checks the
-    data split and the all-reduce.) */
+    data split and the all-reduce.) The same with SGD + momentum + grad_clip + ema_decay, which
+    is scale-sensitive, with the EMA tensors compared too. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,7 +25,14 @@
 
 static char root[256], bin[1024];
 
-static void write_config(const char *path, const char *work_dir, int spg, int seed) {
+static const char *ADAM = "optimizers: {type: Adam, lr: 1.0e-3}\n";
+/* Not scale-invariant, unlike Adam: summed instead of averaged gradients would show. */
+static const char *SGD_EMA = "optimizers: {type: SGD, lr: 0.05, momentum: 0.9, "
+                             "weight_decay: 1.0e-4}\n"
+                             "optimizer_config: {grad_clip: {max_norm: 0.5}}\nema_decay: 0.9\n";
+
+static void write_config(const char *path, const char *work_dir, int spg, int seed,
+                         const char *optim) {
     FILE *f = fopen(path, "w");
     fprintf(f,
             "model: {type: EDSR, scale: 2, n_feats: 16, n_blocks: 2, loss: {type: L1Loss}}\n"
@@ -33,21 +41,21 @@ static void write_config(const char *path, const char *work_dir, int spg, int se
             "  train: {type: PairedImageDataset, gt_folder: %s/train, gt_patch_size: 32,\n"
             "          use_flip: true, use_rot: true, repeat: 4}\n"
             "  test: {type: PairedImageDataset, gt_folder: %s/train}\n"
-            "optimizers: {type: Adam, lr: 1.0e-3}\n"
+            "%s"
             "total_iters: %d\n"
             "log_config: {interval: 1}\n"
             "work_dir: %s\n"
             "seed: %d\n",
-            spg, root, root, ITERS, work_dir, seed);
+            spg, root, root, optim, ITERS, work_dir, seed);
     fclose(f);
 }
 
-static int train(const char *tag, int spg, int seed, const char *workers) {
+static int train(const char *tag, int spg, int seed, const char *workers, const char *optim) {
     char cfg[600], wd[600], out[600];
     snprintf(cfg, sizeof cfg, "%s/%s.yaml", root, tag);
     snprintf(wd, sizeof wd, "%s/%s", root, tag);
     snprintf(out, sizeof out, "%s/%s.out", root, tag);
-    write_config(cfg, wd, spg, seed);
+    write_config(cfg, wd, spg, seed, optim);
     run r;
     start_job(&r, bin, out, cfg, "2", NULL, "--workers", workers);
     int st = finish(&r, 300);
@@ -132,8 +140,8 @@ int main(void) {
     make_images(dir, 8, 48, 11);
     setenv("OMP_NUM_THREADS", "1", 1);
 
-    if (train("two_workers", 4, 7, "2") == 0 && train("one_worker", 8, 7, "1") == 0 &&
-        train("half_batch", 4, 7, "1") == 0) {
+    if (train("two_workers", 4, 7, "2", ADAM) == 0 && train("one_worker", 8, 7, "1", ADAM) == 0 &&
+        train("half_batch", 4, 7, "1", ADAM) == 0) {
         static unsigned a[ITERS][16], c[ITERS][16];
         CHECK(batches("two_workers", 2, a) == ITERS * 8, "two workers consumed %d samples",
               batches("two_workers", 2, a));
@@ -147,6 +155,38 @@ int main(void) {
         CHECK(same < 1e-4, "data parallel drifted from the single worker: %.3g", same);
         CHECK(other > 100 * same && other > 1e-3,
               "the comparison cannot tell runs apart (%.3g vs %.3g)", other, same);
+    }
+    /* SGD with momentum, clipping and an EMA: the same agreement, EMA tensors included
+       (weight_distance compares every tensor of the checkpoint, params_ema.* too). */
+    if (train("two_workers_sgd", 4, 7, "2", SGD_EMA) == 0 &&
+        train("one_worker_sgd", 8, 7, "1", SGD_EMA) == 0 &&
+        train("half_batch_sgd", 4, 7, "1", SGD_EMA) == 0) {
+        double same = weight_distance("two_workers_sgd", "one_worker_sgd");
+        double other = weight_distance("half_batch_sgd", "one_worker_sgd");
+        printf("SGD + EMA: 2 workers x 4 vs 1 worker x 8: %.3g; 1 worker x 4: %.3g\n", same,
+               other);
+        CHECK(same < 1e-4, "SGD data parallel drifted from the single worker: %.3g", same);
+        CHECK(other > 100 * same && other > 1e-3,
+              "SGD: the comparison cannot tell runs apart (%.3g vs %.3g)", other, same);
+        /* pixflow test evaluates the EMA weights of such a checkpoint and says so. */
+        char scfg[600], sck[700], sout[700], err[256];
+        snprintf(scfg, sizeof scfg, "%s/one_worker_sgd.yaml", root);
+        snprintf(sck, sizeof sck, "%s/one_worker_sgd/checkpoints/iter_%d.safetensors", root,
+                 ITERS);
+        snprintf(sout, sizeof sout, "%s/test_sgd.out", root);
+        run r;
+        posix_spawn_file_actions_t fa;
+        posix_spawn_file_actions_init(&fa);
+        posix_spawn_file_actions_addopen(&fa, 1, sout, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        posix_spawn_file_actions_adddup2(&fa, 1, 2);
+        char *argv[] = { bin, "test", scfg, "--checkpoint", sck, NULL };
+        CHECK(posix_spawn(&r.pid, bin, &fa, NULL, argv, environ) == 0, "spawn");
+        posix_spawn_file_actions_destroy(&fa);
+        CHECK(finish(&r, 120) == 0, "pixflow test of the SGD checkpoint failed (see %s)", sout);
+        char *text = pf_read_file(sout, NULL, err, sizeof err);
+        CHECK(text && strstr(text, "its EMA weights (params_ema.*)"),
+              "pixflow test does not say it used the EMA weights:\n%s", text ? text : err);
+        free(text);
     }
     /* pixflow test split over 3 workers gives the single worker's table, byte for byte. */
     char cfg[600], ck[700], out[700], tsv[800];

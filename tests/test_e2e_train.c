@@ -8,6 +8,10 @@
     D. 2 loaders, SIGINT to the front end mid-run: exit status 130, a checkpoint for the
        iteration reached, every process gone within 10 s; then `--resume auto` finishes and its
        learning rates and losses from the resume point equal run A's exactly.
+    F. SGD + Nesterov + weight decay + paramwise lr_mult (one tensor frozen) + grad_clip +
+       ema_decay: interrupted and resumed equals uninterrupted (losses, final weights, EMA and
+       momentum buffers bitwise); the frozen tensor and its EMA stay the seed's init; eval.log
+       names the EMA weights.
 */
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -24,6 +28,9 @@
 
 #include "common/image.h"
 #include "common/rng.h"
+#include "common/config.h"
+#include "common/safetensors.h"
+#include "nn/model.h"
 #include "common/util.h"
 #include "pf_test.h"
 #include "pf_test_job.h"
@@ -37,7 +44,10 @@ extern char **environ;
 static char root[256], bin[1024];
 
 
-static void write_config(const char *path, const char *work_dir) {
+/* The test job; `optim` is the optimizers mapping, `extra` more top-level keys, `every` the
+   checkpoint and evaluation interval. */
+static void write_config_with(const char *path, const char *work_dir, const char *optim,
+                              const char *extra, int every) {
     FILE *f = fopen(path, "w");
     fprintf(f,
             "model: {type: EDSR, scale: 2, n_feats: 16, n_blocks: 2, loss: {type: L1Loss}}\n"
@@ -47,22 +57,24 @@ static void write_config(const char *path, const char *work_dir) {
             "  train: {type: PairedImageDataset, gt_folder: %s/train, gt_patch_size: 32,\n"
             "          use_flip: true, use_rot: true, repeat: 3}\n"
             "  eval: {type: PairedImageDataset, gt_folder: %s/val}\n"
-            "optimizers: {type: Adam, lr: 1.0e-3}\n"
+            "optimizers: %s\n"
             "lr_config: {policy: Step, step: [200, 400], gamma: 0.5, warmup: linear,\n"
             "            warmup_iters: 20, warmup_ratio: 0.1}\n"
             "total_iters: %d\n"
-            "checkpoint_config: {interval: 1000, max_keep_ckpts: 2}\n"
+            "checkpoint_config: {interval: %d, max_keep_ckpts: 2}\n"
             "log_config: {interval: 1}\n"
-            "evaluation: {interval: 1000, metrics: [PSNR, SSIM], crop_border: 2, "
+            "evaluation: {interval: %d, metrics: [PSNR, SSIM], crop_border: 2, "
             "convert_to: y, save_image: false}\n"
+            "%s"
             "work_dir: %s\n"
             "seed: 42\n",
-            root, root, TOTAL_ITERS, work_dir);
+            root, root, optim, TOTAL_ITERS, every, every, extra, work_dir);
     fclose(f);
 }
 
-
-
+static void write_config(const char *path, const char *work_dir) {
+    write_config_with(path, work_dir, "{type: Adam, lr: 1.0e-3}", "", 1000);
+}
 
 static void start(run *r, const char *cfg, const char *loaders, const char *resume,
                   const char *tag) {
@@ -126,6 +138,138 @@ static void send_garbage(const char *work_dir) {
     zmq_close(pub);
     zmq_close(push);
     zmq_ctx_term(ctx);
+}
+
+/* Every tensor of `a` equals (bitwise) the one of the same name in `b`; returns how many
+   differ or are missing, -1 when a file cannot be read. */
+static int tensors_differ(const char *a, const char *b) {
+    pf_safetensors *sa = NULL, *sb = NULL;
+    char err[256];
+    if (pf_safetensors_load(a, &sa, err, sizeof err) != 0 ||
+        pf_safetensors_load(b, &sb, err, sizeof err) != 0) {
+        pf_safetensors_free(&sa);
+        return -1;
+    }
+    int bad = 0, n = pf_safetensors_count(sa);
+    for (int j = 0; j < n; j++) {
+        const char *name;
+        int nd, nd2;
+        int64_t sh[4], sh2[4];
+        pf_safetensors_at(sa, j, &name, &nd, sh);
+        const float *x = pf_safetensors_get(sa, name, &nd, sh);
+        const float *y = pf_safetensors_get(sb, name, &nd2, sh2);
+        size_t numel = 1;
+        for (int k = 0; k < nd; k++) numel *= (size_t)sh[k];
+        bad += !x || !y || nd != nd2 || memcmp(sh, sh2, sizeof(int64_t) * (size_t)nd) != 0 ||
+               memcmp(x, y, numel * sizeof(float)) != 0;
+    }
+    pf_safetensors_free(&sa);
+    pf_safetensors_free(&sb);
+    return bad;
+}
+
+static void test_sgd_ema_resume(void) {
+    const char *optim = "{type: SGD, lr: 0.05, momentum: 0.9, nesterov: true, "
+                        "weight_decay: 1.0e-4, paramwise_cfg: {custom_keys: "
+                        "{conv_first: {lr_mult: 0}, body: {lr_mult: 0.5, decay_mult: 0}}}}";
+    const char *extra = "optimizer_config: {grad_clip: {max_norm: 0.5, norm_type: 2}}\n"
+                        "ema_decay: 0.99\n";
+    char cfg[600], wdu[600], wdi[600];
+    run r;
+    snprintf(wdu, sizeof wdu, "%s/work_sgd", root);
+    snprintf(wdi, sizeof wdi, "%s/work_sgd_interrupted", root);
+    snprintf(cfg, sizeof cfg, "%s/sgd.yaml", root);
+    write_config_with(cfg, wdu, optim, extra, 300);
+    double t0 = pf_now();
+    start(&r, cfg, "1", NULL, "sgd");
+    int st = finish(&r, 300);
+    CHECK(st == 0, "run F exited with %d (see %s)", st, r.out);
+    printf("run F (SGD, EMA): %d iterations in %.1f s\n", TOTAL_ITERS, pf_now() - t0);
+    static double loss_u[TOTAL_ITERS + 1], lr_u[TOTAL_ITERS + 1];
+    CHECK(train_curve(wdu, loss_u, lr_u, TOTAL_ITERS) == TOTAL_ITERS,
+          "run F: metrics.jsonl lacks train entries");
+    CHECK(loss_u[TOTAL_ITERS] < loss_u[1], "SGD: loss did not go down: %g -> %g", loss_u[1],
+          loss_u[TOTAL_ITERS]);
+
+    snprintf(cfg, sizeof cfg, "%s/sgd_interrupted.yaml", root);
+    write_config_with(cfg, wdi, optim, extra, 300);
+    start(&r, cfg, "1", NULL, "sgd_interrupted");
+    CHECK(wait_lines(wdi, 150, 120), "run F' did not reach iteration 150");
+    kill(r.pid, SIGINT);
+    st = finish(&r, 30);
+    CHECK(st == 130, "run F' exited with %d, expected 130 (see %s)", st, r.out);
+    start(&r, cfg, "1", "auto", "sgd_resumed");
+    st = finish(&r, 300);
+    CHECK(st == 0, "run F' resumed exited with %d (see %s)", st, r.out);
+    static double loss_i[TOTAL_ITERS + 1], lr_i[TOTAL_ITERS + 1];
+    train_curve(wdi, loss_i, lr_i, TOTAL_ITERS);
+    int diff = 0;
+    for (int it = 1; it <= TOTAL_ITERS; it++)
+        diff += loss_i[it] != loss_u[it] || lr_i[it] != lr_u[it];
+    CHECK(diff == 0, "SGD: %d iterations after the resume differ from the uninterrupted run",
+          diff);
+    char a[700], b[700];
+    snprintf(a, sizeof a, "%s/checkpoints/iter_%d.safetensors", wdu, TOTAL_ITERS);
+    snprintf(b, sizeof b, "%s/checkpoints/iter_%d.safetensors", wdi, TOTAL_ITERS);
+    CHECK(tensors_differ(a, b) == 0, "SGD: final weights / EMA differ after the resume");
+    snprintf(a, sizeof a, "%s/checkpoints/iter_%d.optim.safetensors", wdu, TOTAL_ITERS);
+    snprintf(b, sizeof b, "%s/checkpoints/iter_%d.optim.safetensors", wdi, TOTAL_ITERS);
+    CHECK(tensors_differ(a, b) == 0, "SGD: final momentum buffers differ after the resume");
+
+    /* The checkpoint's contents: EMA tensors, the frozen conv_first, momentum buffers. */
+    snprintf(a, sizeof a, "%s/checkpoints/iter_%d.safetensors", wdu, TOTAL_ITERS);
+    pf_safetensors *st_w = NULL, *st_o = NULL;
+    char err[256];
+    CHECK(pf_safetensors_load(a, &st_w, err, sizeof err) == 0, "%s", err);
+    snprintf(b, sizeof b, "%s/checkpoints/iter_%d.optim.safetensors", wdu, TOTAL_ITERS);
+    CHECK(pf_safetensors_load(b, &st_o, err, sizeof err) == 0, "%s", err);
+    if (st_w && st_o) {
+        int nd;
+        int64_t sh[4];
+        const float *w = pf_safetensors_get(st_w, "conv_first.weight", &nd, sh);
+        size_t n0 = w ? (size_t)(sh[0] * sh[1] * sh[2] * sh[3]) : 0;
+        const float *e = pf_safetensors_get(st_w, "params_ema.conv_first.weight", &nd, sh);
+        const float *w1 = pf_safetensors_get(st_w, "body.0.conv1.weight", &nd, sh);
+        const float *e1 = pf_safetensors_get(st_w, "params_ema.body.0.conv1.weight", &nd, sh);
+        size_t numel = (size_t)(sh[0] * sh[1] * sh[2] * sh[3]);
+        CHECK(w && e && w1 && e1, "weights file lacks params_ema.* tensors");
+        if (w && e) {
+            /* The seed's init (pf_model_init), recomputed here. */
+            pf_config c;
+            char cpath[600];
+            snprintf(cpath, sizeof cpath, "%s/sgd.yaml", root);
+            CHECK(pf_config_load(&c, cpath, err, sizeof err) == 0, "%s", err);
+            pf_model *m = pf_model_new(&c, err, sizeof err);
+            if (m) {
+                pf_model_init(m, c.seed);
+                const float *p0 = pf_model_params(m) + pf_model_tensor_info(m, 0)->offset;
+                CHECK(!strcmp(pf_model_tensor_info(m, 0)->name, "conv_first.weight"),
+                      "tensor 0 is %s", pf_model_tensor_info(m, 0)->name);
+                CHECK(memcmp(w, p0, n0 * sizeof(float)) == 0,
+                      "frozen conv_first.weight moved");
+                CHECK(memcmp(e, p0, n0 * sizeof(float)) == 0,
+                      "EMA of the frozen conv_first.weight drifted");
+                pf_model_destroy(&m);
+            }
+        }
+        if (w1 && e1) {
+            int differs = 0;
+            for (size_t i = 0; i < numel; i++) differs += w1[i] != e1[i];
+            CHECK(differs > 0, "EMA of body.0.conv1.weight equals the weights");
+        }
+        CHECK(pf_safetensors_get(st_o, "body.0.conv1.weight.momentum_buffer", &nd, sh) &&
+                  !pf_safetensors_get(st_o, "body.0.conv1.weight.exp_avg", &nd, sh),
+              "optimiser file: momentum_buffer expected, no exp_avg");
+        const char *type = pf_safetensors_meta(st_o, "optimizer");
+        CHECK(type && !strcmp(type, "SGD"), "optimizer metadata '%s'", type ? type : "");
+    }
+    pf_safetensors_free(&st_w);
+    pf_safetensors_free(&st_o);
+    snprintf(a, sizeof a, "%s/eval.log", wdu);
+    char *log = pf_read_file(a, NULL, err, sizeof err);
+    CHECK(log && strstr(log, "iter 600: EMA weights (params_ema.*)"),
+          "eval.log does not say the EMA weights were evaluated:\n%s", log ? log : err);
+    free(log);
 }
 
 int main(void) {
@@ -228,6 +372,12 @@ int main(void) {
     CHECK(strcmp(s, ref) == 0, "resumed run consumed other batches");
     free(s);
     free(ref);
+
+    /* F: SGD with Nesterov momentum and weight decay, conv_first frozen (lr_mult 0),
+       gradient clipping and an EMA: interrupted + resumed == uninterrupted, in the losses and
+       in every tensor of the final checkpoint (weights, params_ema.*); the frozen tensor and
+       its EMA keep the seed's values; evaluation says it used the EMA weights. */
+    test_sgd_ema_resume();
 
     /* E: a dead worker ends the job with a message naming it; nothing is left over. */
     for (int victim_role = 0; victim_role < 2; victim_role++) {

@@ -33,9 +33,9 @@ void pf_gpu_destroy(pf_gpu **g);
 
 /* Host <-> device copies of the flat parameters and the Adam state (same layout as the CPU
    model's buffers). Return 0 or -1 with err. */
-int pf_gpu_upload(pf_gpu *g, const float *params, const pf_adam *adam, char *err,
+int pf_gpu_upload(pf_gpu *g, const float *params, const pf_optim *adam, char *err,
                   size_t errlen);
-int pf_gpu_download(pf_gpu *g, float *params, pf_adam *adam, char *err, size_t errlen);
+int pf_gpu_download(pf_gpu *g, float *params, pf_optim *adam, char *err, size_t errlen);
 
 /* Data parallel: join the NCCL group (id through the key/value store), then take rank 0's
    parameters and Adam state. Return 0 or -1 with err. */

@@ -60,14 +60,14 @@ void pf_gpu_destroy(pf_gpu **g) {
     *g = NULL;
 }
 
-int pf_gpu_upload(pf_gpu *g, const float *params, const pf_adam *adam, char *err,
+int pf_gpu_upload(pf_gpu *g, const float *params, const pf_optim *adam, char *err,
                   size_t errlen) {
     if (pf_cuda_model_set_params(g->model, params, err, errlen) != 0) return -1;
     return pf_cuda_model_set_adam_state(g->model, adam->exp_avg, adam->exp_avg_sq, adam->step,
                                         err, errlen);
 }
 
-int pf_gpu_download(pf_gpu *g, float *params, pf_adam *adam, char *err, size_t errlen) {
+int pf_gpu_download(pf_gpu *g, float *params, pf_optim *adam, char *err, size_t errlen) {
     if (pf_cuda_model_get_params(g->model, params, err, errlen) != 0) return -1;
     return pf_cuda_model_get_adam_state(g->model, adam->exp_avg, adam->exp_avg_sq, &adam->step,
                                         err, errlen);

@@ -26,14 +26,14 @@ void pf_gpu_destroy(pf_gpu **g) {
     *g = NULL;
 }
 
-int pf_gpu_upload(pf_gpu *g, const float *params, const pf_adam *adam, char *err,
+int pf_gpu_upload(pf_gpu *g, const float *params, const pf_optim *adam, char *err,
                   size_t errlen) {
     (void)g, (void)params, (void)adam;
     snprintf(err, errlen, "%s", no_cuda);
     return -1;
 }
 
-int pf_gpu_download(pf_gpu *g, float *params, pf_adam *adam, char *err, size_t errlen) {
+int pf_gpu_download(pf_gpu *g, float *params, pf_optim *adam, char *err, size_t errlen) {
     (void)g, (void)params, (void)adam;
     snprintf(err, errlen, "%s", no_cuda);
     return -1;

@@ -26,12 +26,35 @@ static uint64_t training_hash(const pf_config *cfg) {
     return h;
 }
 
-int pf_state_serialize(const pf_config *cfg, pf_model *m, const pf_adam *optim, int64_t iter,
+/* The optimiser tensors of each model tensor, torch's state names. */
+static int optim_state(const pf_optim *o, const char **suffix, float **data) {
+    int k = 0;
+    if (o->exp_avg) suffix[k] = "exp_avg", data[k++] = o->exp_avg;
+    if (o->exp_avg_sq) suffix[k] = "exp_avg_sq", data[k++] = o->exp_avg_sq;
+    if (o->momentum_buffer) suffix[k] = "momentum_buffer", data[k++] = o->momentum_buffer;
+    return k;
+}
+
+/* Tensor table entry `t` for model tensor p under `name`, data at base + p->offset. */
+static void st_entry(pf_st_tensor *t, const pf_param_info *p, const char *name,
+                     const float *base) {
+    t->name = name;
+    t->data = base + p->offset;
+    t->ndim = p->ndim;
+    memcpy(t->shape, p->shape, sizeof t->shape);
+}
+
+int pf_state_serialize(const pf_config *cfg, pf_model *m, const pf_optim *optim, int64_t iter,
                        int64_t epoch, double learning_rate, void **weights, size_t *weights_len,
                        void **optim_buf, size_t *optim_len, char *err, size_t errlen) {
     int n = pf_model_num_tensors(m);
-    pf_st_tensor *t = calloc((size_t)n * 2, sizeof *t);
-    char (*names)[112] = calloc((size_t)n * 2, sizeof *names);
+    const char *suffix[3];
+    float *data[3];
+    int per = optim ? optim_state(optim, suffix, data) : 0;
+    int ema = optim && optim->ema;
+    int slots = n * (per > 1 + ema ? per : 1 + ema);
+    pf_st_tensor *t = calloc((size_t)slots + 1, sizeof *t);
+    char (*names)[112] = calloc((size_t)slots + 1, sizeof *names);
     if (!t || !names) {
         free(t);
         free(names);
@@ -41,10 +64,11 @@ int pf_state_serialize(const pf_config *cfg, pf_model *m, const pf_adam *optim, 
     const float *params = pf_model_params(m);
     for (int i = 0; i < n; i++) {
         const pf_param_info *p = pf_model_tensor_info(m, i);
-        t[i].name = p->name;
-        t[i].data = params + p->offset;
-        t[i].ndim = p->ndim;
-        memcpy(t[i].shape, p->shape, sizeof t[i].shape);
+        st_entry(&t[i], p, p->name, params);
+        if (ema) {
+            snprintf(names[n + i], sizeof names[0], PF_EMA_PREFIX "%s", p->name);
+            st_entry(&t[n + i], p, names[n + i], optim->ema);
+        }
     }
     char s_iter[32], s_epoch[32], s_hash[32], s_scale[16], s_lr[32], s_seed[32], s_next[32],
         s_step[32];
@@ -61,23 +85,20 @@ int pf_state_serialize(const pf_config *cfg, pf_model *m, const pf_adam *optim, 
         "model", cfg->model_type, "scale", s_scale, "learning_rate", s_lr, "seed", s_seed,
         "next_iter", s_next, "adam_step", s_step,
     };
-    int rc = pf_safetensors_serialize(t, n, meta, (int)(sizeof meta / sizeof meta[0]) / 2,
-                                      weights, weights_len, err, errlen);
+    int rc = pf_safetensors_serialize(t, n * (1 + ema), meta,
+                                      (int)(sizeof meta / sizeof meta[0]) / 2, weights,
+                                      weights_len, err, errlen);
     if (rc == 0 && optim) {
         for (int i = 0; i < n; i++) {
             const pf_param_info *p = pf_model_tensor_info(m, i);
-            for (int k = 0; k < 2; k++) {
-                pf_st_tensor *o = &t[2 * i + k];
-                snprintf(names[2 * i + k], sizeof names[0], "%s.%s", p->name,
-                         k ? "exp_avg_sq" : "exp_avg");
-                o->name = names[2 * i + k];
-                o->data = (k ? optim->exp_avg_sq : optim->exp_avg) + p->offset;
-                o->ndim = p->ndim;
-                memcpy(o->shape, p->shape, sizeof o->shape);
+            for (int k = 0; k < per; k++) {
+                snprintf(names[per * i + k], sizeof names[0], "%s.%s", p->name, suffix[k]);
+                st_entry(&t[per * i + k], p, names[per * i + k], data[k]);
             }
         }
-        const char *ometa[] = { "format", "pixflow-1", "iter", s_iter, "adam_step", s_step };
-        rc = pf_safetensors_serialize(t, 2 * n, ometa, 3, optim_buf, optim_len, err, errlen);
+        const char *ometa[] = { "format", "pixflow-1", "iter", s_iter, "adam_step", s_step,
+                                "optimizer", pf_optim_kind_name(optim->s.kind) };
+        rc = pf_safetensors_serialize(t, per * n, ometa, 4, optim_buf, optim_len, err, errlen);
         if (rc) {
             free(*weights);
             *weights = NULL;
@@ -162,32 +183,64 @@ void pf_state_optim_path(const char *weights_path, char *out, size_t outlen) {
         snprintf(out, outlen, "%s.optim.safetensors", weights_path);
 }
 
-int pf_state_load_optim(pf_adam *optim, pf_model *m, const char *weights_path, char *err,
+/* Copy tensor "<prefix><name><suffix>" of every model tensor from `st` (file `path`) into
+   the flat buffer `dst`. Returns 0, 1 when not one of them is present (dst untouched), or -1
+   with err when some are missing or mis-shaped. */
+static int load_flat(const pf_safetensors *st, pf_model *m, const char *prefix,
+                     const char *suffix, float *dst, const char *path, char *err,
+                     size_t errlen) {
+    int n = pf_model_num_tensors(m), found = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        for (int i = 0; i < n; i++) {
+            const pf_param_info *p = pf_model_tensor_info(m, i);
+            char name[160];
+            snprintf(name, sizeof name, "%s%s%s", prefix, p->name, suffix);
+            int ndim;
+            int64_t shape[4];
+            const float *d = pf_safetensors_get(st, name, &ndim, shape);
+            size_t numel = 1;
+            for (int j = 0; d && j < ndim; j++) numel *= (size_t)shape[j];
+            if (pass == 0) {
+                found += d != NULL;
+                continue;
+            }
+            if (!d || numel != p->numel) {
+                snprintf(err, errlen, "%s: tensor '%s' %s", path, name,
+                         d ? "has the wrong shape" : "is missing");
+                return -1;
+            }
+            memcpy(dst + p->offset, d, sizeof(float) * numel);
+        }
+        if (pass == 0 && found == 0) return 1;
+    }
+    return 0;
+}
+
+int pf_state_load_optim(pf_optim *optim, pf_model *m, const char *weights_path, char *err,
                         size_t errlen) {
     char path[PF_PATH_MAX + 32];
     pf_state_optim_path(weights_path, path, sizeof path);
     pf_safetensors *st = NULL;
     if (pf_safetensors_load(path, &st, err, errlen) != 0) return -1;
     int rc = 0;
-    int n = pf_model_num_tensors(m);
-    for (int i = 0; i < n && rc == 0; i++) {
-        const pf_param_info *p = pf_model_tensor_info(m, i);
-        for (int k = 0; k < 2 && rc == 0; k++) {
-            char name[128];
-            snprintf(name, sizeof name, "%s.%s", p->name, k ? "exp_avg_sq" : "exp_avg");
-            int ndim;
-            int64_t shape[4];
-            const float *d = pf_safetensors_get(st, name, &ndim, shape);
-            size_t numel = 1;
-            for (int j = 0; d && j < ndim; j++) numel *= (size_t)shape[j];
-            if (!d || numel != p->numel) {
-                snprintf(err, errlen, "%s: tensor '%s' %s", path, name,
-                         d ? "has the wrong shape" : "is missing");
-                rc = -1;
-                break;
-            }
-            memcpy((k ? optim->exp_avg_sq : optim->exp_avg) + p->offset, d,
-                   sizeof(float) * numel);
+    const char *type = pf_safetensors_meta(st, "optimizer");
+    const char *want = pf_optim_kind_name(optim->s.kind);
+    if (strcmp(type ? type : "Adam", want) != 0) {
+        snprintf(err, errlen, "%s holds %s state, the config trains with %s: set resume_optim: "
+                 "false to resume the weights with a fresh optimiser", path,
+                 type ? type : "Adam", want);
+        rc = -1;
+    }
+    const char *suffix[3];
+    float *data[3];
+    int per = optim_state(optim, suffix, data);
+    for (int k = 0; k < per && rc == 0; k++) {
+        char sfx[32];
+        snprintf(sfx, sizeof sfx, ".%s", suffix[k]);
+        rc = load_flat(st, m, "", sfx, data[k], path, err, errlen);
+        if (rc == 1) {
+            snprintf(err, errlen, "%s: no %s tensors", path, suffix[k]);
+            rc = -1;
         }
     }
     const char *s = pf_safetensors_meta(st, "adam_step");
@@ -202,5 +255,123 @@ int pf_state_load_optim(pf_adam *optim, pf_model *m, const char *weights_path, c
         }
     }
     pf_safetensors_free(&st);
+    return rc;
+}
+
+int pf_state_load_ema(pf_optim *optim, pf_model *m, const char *path, char *err,
+                      size_t errlen) {
+    if (!optim->ema) return 0;
+    pf_safetensors *st = NULL;
+    if (pf_safetensors_load(path, &st, err, errlen) != 0) return -1;
+    int rc = load_flat(st, m, PF_EMA_PREFIX, "", optim->ema, path, err, errlen);
+    pf_safetensors_free(&st);
+    if (rc == 1) {
+        pf_warn("%s has no EMA weights (" PF_EMA_PREFIX "*): the EMA restarts from its weights",
+                path);
+        memcpy(optim->ema, pf_model_params(m), pf_model_num_params(m) * sizeof(float));
+        rc = 0;
+    }
+    return rc;
+}
+
+int pf_state_load_eval_weights(pf_model *m, const char *path, int *ema, char *err,
+                               size_t errlen) {
+    pf_safetensors *st = NULL;
+    if (pf_safetensors_load(path, &st, err, errlen) != 0) return -1;
+    int rc = pf_model_load_weights(m, st, err, errlen);
+    *ema = 0;
+    if (rc == 0) {
+        rc = load_flat(st, m, PF_EMA_PREFIX, "", pf_model_params(m), path, err, errlen);
+        *ema = rc == 0;
+        if (rc == 1) rc = 0;
+    }
+    pf_safetensors_free(&st);
+    return rc;
+}
+
+int pf_state_cuda_unsupported(const pf_config *cfg, char *err, size_t errlen) {
+    const char *what = strcmp(cfg->optim_type, "Adam") != 0 ? "optimizers.type"
+                     : cfg->n_custom_keys > 0               ? "optimizers.paramwise_cfg"
+                     : cfg->grad_clip_max_norm > 0          ? "optimizer_config.grad_clip"
+                     : cfg->ema_decay > 0                   ? "ema_decay"
+                                                            : NULL;
+    if (!what) return 0;
+    if (!strcmp(what, "optimizers.type"))
+        snprintf(err, errlen, "optimizers.type %s is not supported on cuda yet (Adam only)",
+                 cfg->optim_type);
+    else
+        snprintf(err, errlen, "%s is not supported on cuda yet", what);
+    return 1;
+}
+
+int pf_state_custom_key(const pf_config *cfg, const char *name) {
+    int best = -1;
+    for (int i = 0; i < cfg->n_custom_keys; i++) {
+        const char *k = cfg->custom_keys[i].key;
+        if (!strstr(name, k)) continue;
+        if (best < 0) {
+            best = i;
+            continue;
+        }
+        const char *b = cfg->custom_keys[best].key;
+        size_t lk = strlen(k), lb = strlen(b);
+        if (lk > lb || (lk == lb && strcmp(k, b) < 0)) best = i;
+    }
+    return best;
+}
+
+int pf_state_optim_new(const pf_config *cfg, pf_model *m, pf_optim *o, char *err,
+                       size_t errlen) {
+    pf_optim_settings s = {
+        .kind = !strcmp(cfg->optim_type, "AdamW") ? PF_OPTIM_ADAMW
+              : !strcmp(cfg->optim_type, "SGD")   ? PF_OPTIM_SGD
+                                                  : PF_OPTIM_ADAM,
+        .beta1 = cfg->betas[0], .beta2 = cfg->betas[1], .eps = cfg->eps,
+        .weight_decay = cfg->weight_decay, .momentum = cfg->momentum,
+        .dampening = cfg->dampening, .nesterov = cfg->nesterov,
+    };
+    size_t np = pf_model_num_params(m);
+    int n = pf_model_num_tensors(m);
+    pf_optim_group *g = calloc((size_t)n + 1, sizeof *g);
+    int used[PF_MAX_CUSTOM_KEYS] = { 0 };
+    if (!g || pf_optim_init(o, np, &s) != 0) {
+        free(g);
+        snprintf(err, errlen, "out of memory for the optimiser");
+        return -1;
+    }
+    for (int i = 0; i < n; i++) {
+        const pf_param_info *p = pf_model_tensor_info(m, i);
+        int k = pf_state_custom_key(cfg, p->name);
+        g[i] = (pf_optim_group){ p->offset, p->numel, 1.0f, 1.0f };
+        if (k >= 0) {
+            g[i].lr_mult = cfg->custom_keys[k].lr_mult;
+            g[i].decay_mult = cfg->custom_keys[k].decay_mult;
+            used[k]++;
+        }
+    }
+    int rc = 0;
+    for (int k = 0; k < cfg->n_custom_keys && rc == 0; k++) {
+        if (used[k]) {
+            pf_info("paramwise_cfg: '%s' (lr_mult %g, decay_mult %g) applies to %d tensor%s",
+                    cfg->custom_keys[k].key, cfg->custom_keys[k].lr_mult,
+                    cfg->custom_keys[k].decay_mult, used[k], used[k] > 1 ? "s" : "");
+            continue;
+        }
+        snprintf(err, errlen, "optimizers.paramwise_cfg.custom_keys: '%s' is in no parameter "
+                 "name of %s (names like '%s')", cfg->custom_keys[k].key, cfg->model_type,
+                 pf_model_tensor_info(m, 0)->name);
+        rc = -1;
+    }
+    if (rc == 0 && cfg->n_custom_keys > 0 && pf_optim_set_groups(o, g, n) != 0) {
+        snprintf(err, errlen, "out of memory for the optimiser");
+        rc = -1;
+    }
+    if (rc == 0 && cfg->ema_decay > 0 &&
+        pf_optim_ema_init(o, cfg->ema_decay, pf_model_params(m)) != 0) {
+        snprintf(err, errlen, "out of memory for the EMA weights");
+        rc = -1;
+    }
+    free(g);
+    if (rc != 0) pf_optim_free(o);
     return rc;
 }

@@ -1,8 +1,9 @@
 /*  worker — `pixflow worker --connect ADDR [--device cpu]`: trains the network.
 
     It binds a PULL data endpoint, joins the job (HELLO names that endpoint), waits for START,
-    builds the model and restores it (resume_from: weights, optimiser, iteration; load_from:
-    weights only; else init from the seed), then grants `prefetch` credits and consumes batches
+    builds the model and its optimiser (optimizers, paramwise_cfg, ema_decay) and restores them
+    (resume_from: weights, EMA, optimiser, iteration; load_from: weights only; else init from
+    the seed), then grants `prefetch` credits and consumes batches
     strictly in ticket order: batch for global iteration `it` is ticket it * W + rank. Each
     consumed batch is acknowledged and its credit returned; duplicates (a reissued ticket whose
     first loader was not dead after all) are dropped by ticket id.
@@ -53,7 +54,7 @@ typedef struct {
     int rank, world;
     int64_t total_iters, iters_per_epoch;
     pf_model *model;
-    pf_adam adam;
+    pf_optim optim;
     slot *slots;                /* prefetch slots, a batch for iteration it sits in it % n */
     int n_slots;
     FILE *samples_log;
@@ -150,9 +151,10 @@ static int sync_step(worker *w, int has_samples, float *loss, char *err, size_t 
 }
 
 /* One iteration's training step on batch b (gt, lq: its frames): forward, backward, gradients
-   averaged over the group, Adam. A batch whose every sample was skipped (data.on_bad_sample:
-   skip) takes no step on its own; in a CPU group the rank contributes zero gradients and the
-   others' average is applied, and when no rank has a sample nobody steps. Either way the
+   averaged over the group, clipped (optimizer_config.grad_clip), the optimiser step and the
+   EMA (nn/optim; on a GPU plain Adam). A batch whose every sample was skipped
+   (data.on_bad_sample: skip) takes no step on its own; in a CPU group the rank contributes
+   zero gradients and the others' average is applied, and when no rank has a sample nobody steps. Either way the
    iteration counts, so the learning rate, the sampler and a resume stay functions of the
    iteration. Returns 0 or -1 with err. */
 static int train_step(worker *w, const pf_msg_batch *b, const uint8_t *gt, const uint8_t *lq,
@@ -188,7 +190,11 @@ static int train_step(worker *w, const pf_msg_batch *b, const uint8_t *gt, const
                 (long long)b->iter);
         return 0;
     }
-    pf_adam_step(&w->adam, pf_model_params(w->model), pf_model_grads(w->model), (float)lr);
+    /* MMCV OptimizerHook: clip the (averaged) gradients by their global norm, then step. */
+    if (w->cfg->grad_clip_max_norm > 0)
+        pf_clip_grad_norm(pf_model_grads(w->model), pf_model_num_params(w->model),
+                          w->cfg->grad_clip_max_norm);
+    pf_optim_step(&w->optim, pf_model_params(w->model), pf_model_grads(w->model), (float)lr);
     return 0;
 }
 
@@ -255,13 +261,15 @@ static void publish_visual(worker *w, const pf_msg_batch *b, const uint8_t *gt,
 static int sync_model_params(worker *w, char *err, size_t errlen) {
     if (!w->coll) return 0;
     size_t n = pf_model_num_params(w->model);
-    float step = (float)w->adam.step;
-    if (pf_collective_broadcast(w->coll, pf_model_params(w->model), n, 0, err, errlen) != 0 ||
-        pf_collective_broadcast(w->coll, w->adam.exp_avg, n, 0, err, errlen) != 0 ||
-        pf_collective_broadcast(w->coll, w->adam.exp_avg_sq, n, 0, err, errlen) != 0 ||
-        pf_collective_broadcast(w->coll, &step, 1, 0, err, errlen) != 0)
-        return -1;
-    w->adam.step = (int64_t)step;
+    pf_optim *o = &w->optim;
+    float step = (float)o->step;
+    float *state[] = { pf_model_params(w->model), o->exp_avg, o->exp_avg_sq,
+                       o->momentum_buffer, o->ema };
+    for (size_t i = 0; i < sizeof state / sizeof state[0]; i++)
+        if (state[i] && pf_collective_broadcast(w->coll, state[i], n, 0, err, errlen) != 0)
+            return -1;
+    if (pf_collective_broadcast(w->coll, &step, 1, 0, err, errlen) != 0) return -1;
+    o->step = (int64_t)step;
     return 0;
 }
 
@@ -355,10 +363,10 @@ static int save_checkpoint(worker *w, int64_t iter, int64_t epoch, double lr, ch
     void *wbuf = NULL, *obuf = NULL;
     size_t wlen = 0, olen = 0;
     /* On a GPU the state lives on the device: bring it to the CPU model to serialise it. */
-    if (w->gpu && pf_gpu_download(w->gpu, pf_model_params(w->model), &w->adam, err,
+    if (w->gpu && pf_gpu_download(w->gpu, pf_model_params(w->model), &w->optim, err,
                                   errlen) != 0)
         return -1;
-    if (pf_state_serialize(w->cfg, w->model, &w->adam, iter, epoch, lr, &wbuf, &wlen, &obuf,
+    if (pf_state_serialize(w->cfg, w->model, &w->optim, iter, epoch, lr, &wbuf, &wlen, &obuf,
                            &olen, err, errlen) != 0)
         return -1;
     pf_msg *m = calloc(1, sizeof *m);
@@ -441,8 +449,9 @@ static int64_t restore(worker *w, char *err, size_t errlen) {
             pf_state_load_weights(w->model, path, &iter, err, errlen) != 0)
             return -1;
         if (cfg->resume_optim) {
-            if (pf_state_load_optim(&w->adam, w->model, path, err, errlen) != 0) return -1;
+            if (pf_state_load_optim(&w->optim, w->model, path, err, errlen) != 0) return -1;
         }
+        if (pf_state_load_ema(&w->optim, w->model, path, err, errlen) != 0) return -1;
         pf_info("resumed from %s at iteration %" PRId64 "%s", path, iter,
                 cfg->resume_optim ? " with optimiser state" : " (optimiser state reset)");
         return iter;
@@ -452,9 +461,13 @@ static int64_t restore(worker *w, char *err, size_t errlen) {
     if (cfg->load_from[0]) {
         if (pf_state_load_weights(w->model, cfg->load_from, NULL, err, errlen) != 0) return -1;
         pf_info("loaded weights from %s; training starts at iteration 0", cfg->load_from);
-        return 0;
+    } else {
+        pf_model_init(w->model, cfg->seed);
     }
-    pf_model_init(w->model, cfg->seed);
+    /* BasicSR: the EMA starts as a copy of the weights training starts from. */
+    if (w->optim.ema)
+        memcpy(w->optim.ema, pf_model_params(w->model),
+               pf_model_num_params(w->model) * sizeof(float));
     return 0;
 }
 
@@ -611,17 +624,14 @@ int pf_worker_main(int argc, char **argv) {
     }
     w.model = pf_model_new(w.cfg, err, sizeof err);
     if (!w.model) goto done;
-    if (pf_adam_init(&w.adam, pf_model_num_params(w.model), w.cfg->betas[0], w.cfg->betas[1],
-                     w.cfg->eps, w.cfg->weight_decay) != 0) {
-        snprintf(err, sizeof err, "out of memory for the optimiser");
-        goto done;
-    }
+    if (gpu_index >= 0 && pf_state_cuda_unsupported(w.cfg, err, sizeof err)) goto done;
+    if (pf_state_optim_new(w.cfg, w.model, &w.optim, err, sizeof err) != 0) goto done;
     start_iter = restore(&w, err, sizeof err);
     if (start_iter < 0 || sync_model_params(&w, err, sizeof err) != 0) goto done;
     if (gpu_index >= 0) {
         /* Train on the GPU: the restored state goes up once; a group agrees on rank 0's. */
         w.gpu = pf_gpu_new(w.cfg, gpu_index, err, sizeof err);
-        if (!w.gpu || pf_gpu_upload(w.gpu, pf_model_params(w.model), &w.adam, err,
+        if (!w.gpu || pf_gpu_upload(w.gpu, pf_model_params(w.model), &w.optim, err,
                                     sizeof err) != 0)
             goto done;
         if (w.world > 1 &&
@@ -780,7 +790,7 @@ done:;
     pf_client_close(&w.client);
     pf_zmq_ctx_term(zctx);
     pf_model_destroy(&w.model);
-    pf_adam_free(&w.adam);
+    pf_optim_free(&w.optim);
     free(w.visual_out);
     free(w.visual_u8);
     if (w.coll) pf_collective_destroy(&w.coll);
