@@ -6,7 +6,8 @@
     HANDSHAKE_FAILED_PROTOCOL (no CURVE, or a box that does not open with our key), then
     DISCONNECTED with the same fd. One thread per bound socket reads those events and writes
     one warning per refused connection. The monitor carries no peer address of its own, hence
-    the getpeername on ACCEPTED.
+    the getpeername on ACCEPTED; handshake results carry no fd, so each goes to the oldest
+    connection still in its handshake (watcher_main).
 */
 #include "coordinator/security.h"
 
@@ -48,7 +49,42 @@ static struct {
     watcher watchers[MAX_WATCHED];
     int n_watchers;
     atomic_int stop;            /* tells the watcher threads to end */
+    pthread_t zap_log_thread;   /* reads zauth's verbose log (zap_log_main) */
+    int zap_log_running;
 } sec;
+
+#define ZAP_LOG_ENDPOINT "inproc://pf-zauth-log"
+
+/* zauth decides every CURVE handshake on this process's bound sockets, one ZAP request at a
+   time; with VERBOSE it logs (through czmq's log, sent here by zsys_set_logsender) each
+   request's peer IP address, then its reply. A reply other than 200 is a refused key: logged
+   with that address. This is exact per connection, unlike the socket monitors (whose
+   handshake events carry no peer). */
+static void *zap_log_main(void *arg) {
+    (void)arg;
+    void *sub = zmq_socket(sec.ctx, ZMQ_SUB);
+    int timeout = 100;
+    zmq_setsockopt(sub, ZMQ_SUBSCRIBE, "", 0);
+    zmq_setsockopt(sub, ZMQ_RCVTIMEO, &timeout, sizeof timeout);
+    zmq_connect(sub, ZAP_LOG_ENDPOINT);
+    char addr[64] = "an unknown address", line[512];
+    while (!atomic_load(&sec.stop)) {
+        int n = zmq_recv(sub, line, sizeof line - 1, 0);
+        if (n < 0) continue;
+        line[n < (int)sizeof line - 1 ? n : (int)sizeof line - 1] = 0;
+        const char *ip = strstr(line, "ipaddress="), *code = strstr(line, "status_code=");
+        if (ip) {
+            snprintf(addr, sizeof addr, "%.*s", (int)strcspn(ip + 10, " \r\n"), ip + 10);
+        } else if (code && strncmp(code + 12, "200", 3) != 0) {
+            const char *text = strstr(line, "status_text=");
+            pf_warn("refused a connection from %s: public key not in the allowed folder "
+                    "(zauth: %s; keys: %s/allowed)", addr, text ? text + 12 : code + 12,
+                    sec.dir);
+        }
+    }
+    zmq_close(sub);
+    return NULL;
+}
 
 const char *pf_security_keys_dir(const char *arg, const char *cfg_dir) {
     if (arg && arg[0]) return arg;
@@ -137,8 +173,15 @@ int pf_security_init(const char *dir, int roles, char *err, size_t errlen) {
         return -1;
     }
     if (roles & PF_SEC_SERVER) {
+        /* zauth's verbose lines go to zap_log_main only (not stderr, not syslog). */
+        zsys_set_logstream(NULL);
+        zsys_set_logsystem(false);
+        zsys_set_logsender(ZAP_LOG_ENDPOINT);
+        atomic_store(&sec.stop, 0);
+        sec.zap_log_running = pthread_create(&sec.zap_log_thread, NULL, zap_log_main, NULL) == 0;
         sec.auth = zactor_new(zauth, NULL);
-        if (!sec.auth || zstr_sendx(sec.auth, "CURVE", allowed, NULL) != 0 ||
+        if (!sec.auth || zstr_sendx(sec.auth, "VERBOSE", NULL) != 0 ||
+            zsock_wait(sec.auth) != 0 || zstr_sendx(sec.auth, "CURVE", allowed, NULL) != 0 ||
             zsock_wait(sec.auth) != 0) {
             snprintf(err, errlen, "cannot start the CURVE authenticator (zauth) on '%s'",
                      allowed);
@@ -184,6 +227,8 @@ void pf_zmq_ctx_term(void *ctx) {
     atomic_store(&sec.stop, 1);
     for (int i = 0; i < sec.n_watchers; i++) pthread_join(sec.watchers[i].thread, NULL);
     sec.n_watchers = 0;
+    if (sec.zap_log_running) pthread_join(sec.zap_log_thread, NULL);
+    sec.zap_log_running = 0;
     zactor_destroy(&sec.auth);
     zsys_shutdown();
     sec.ctx = NULL;
@@ -257,11 +302,19 @@ static void peer_address(int fd, char *out, size_t outlen) {
     }
 }
 
+/* Handshake events carry no fd: a result goes to the oldest accepted connection whose
+   handshake has no result yet (exact while handshakes end in the order they began, which is
+   the case for connections that come one after another), and is logged at that connection's
+   DISCONNECTED. */
 static void *watcher_main(void *arg) {
     watcher *w = arg;
-    struct { int fd; char addr[64]; } conns[MAX_CONNS];
+    struct {
+        int fd;
+        char addr[64];
+        int resolved;                 /* its handshake ended (ok or not) */
+        const char *reason;           /* why it failed, or NULL */
+    } conns[MAX_CONNS];
     int n_conns = 0;
-    const char *pending = NULL;   /* reason of a failed handshake, logged at its disconnect */
     while (!atomic_load(&sec.stop)) {
         zmq_pollitem_t it = { w->pair, 0, ZMQ_POLLIN, 0 };
         if (zmq_poll(&it, 1, 100) <= 0) continue;
@@ -270,32 +323,44 @@ static void *watcher_main(void *arg) {
         if (read_event(w->pair, ZMQ_DONTWAIT, &event, &value) != 0) continue;
         if (event == ZMQ_EVENT_MONITOR_STOPPED) break;
         if (event == ZMQ_EVENT_ACCEPTED) {
-            int slot = n_conns < MAX_CONNS ? n_conns++ : (int)(value % MAX_CONNS);
+            int slot = -1;
             for (int i = 0; i < n_conns; i++)
                 if (conns[i].fd == (int)value) slot = i;
+            if (slot < 0 && n_conns == MAX_CONNS) {  /* full: forget the oldest */
+                memmove(conns, conns + 1, sizeof conns[0] * (MAX_CONNS - 1));
+                n_conns--;
+            }
+            if (slot < 0) slot = n_conns++;
             conns[slot].fd = (int)value;
+            conns[slot].resolved = 0;
+            conns[slot].reason = NULL;
             peer_address((int)value, conns[slot].addr, sizeof conns[slot].addr);
         } else if (event & (ZMQ_EVENT_HANDSHAKE_FAILED_AUTH |
                             ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
-                            ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL)) {
-            pending = failure_reason(event, value);
-        } else if (event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED) {
-            pending = NULL;
+                            ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL |
+                            ZMQ_EVENT_HANDSHAKE_SUCCEEDED)) {
+            int i = 0;
+            while (i < n_conns && conns[i].resolved) i++;
+            /* A refused key (zauth's 400) is logged by zap_log_main, with its address. */
+            const char *reason = event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED ||
+                                         event == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH
+                                     ? NULL : failure_reason(event, value);
+            if (i < n_conns) {
+                conns[i].resolved = 1;
+                conns[i].reason = reason;
+            } else if (reason) {
+                pf_warn("refused a connection from an unknown address on %s: %s (keys: "
+                        "%s/allowed)", w->what, reason, sec.dir);
+            }
         } else if (event == ZMQ_EVENT_DISCONNECTED) {
-            const char *addr = "an unknown address";
             for (int i = 0; i < n_conns; i++) {
                 if (conns[i].fd != (int)value) continue;
-                addr = conns[i].addr;
-                conns[i] = conns[--n_conns];
-                if (pending) pf_warn("refused a connection from %s on %s: %s (keys: %s/allowed)",
-                                     addr, w->what, pending, sec.dir);
-                pending = NULL;
+                if (conns[i].reason)
+                    pf_warn("refused a connection from %s on %s: %s (keys: %s/allowed)",
+                            conns[i].addr, w->what, conns[i].reason, sec.dir);
+                memmove(conns + i, conns + i + 1, sizeof conns[0] * (size_t)(n_conns - i - 1));
+                n_conns--;
                 break;
-            }
-            if (pending) {
-                pf_warn("refused a connection from %s on %s: %s (keys: %s/allowed)", addr,
-                        w->what, pending, sec.dir);
-                pending = NULL;
             }
         }
     }

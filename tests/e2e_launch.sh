@@ -260,7 +260,7 @@ if wait_for 120 lines "$samples" 100; then
     clog=$wd/coordinator.log
     from_b="refused a connection from 10\.202\.0\.2:[0-9]+ on ctrl:"
     check "CURVE: the coordinator names the refused key with B's address" \
-        wait_for 5 grep -Eq "$from_b public key not in the allowed" "$clog"
+        wait_for 5 grep -Eq "refused a connection from 10\.202\.0\.2: public key not in the allowed" "$clog"
     # Without keys (the loader and the monitor, each retrying): a mechanism mismatch, or a
     # handshake broken off when the client noticed first.
     check "CURVE: ... and the refused peers without keys with B's address" wait_for 5 grep -Eq \

@@ -193,8 +193,9 @@ static void test_job(const char *keys, const char *intruder_keys) {
     intruder(addr, NULL, "nokeys", "has no keys");
     char log[700];
     snprintf(log, sizeof log, "%s/coordinator.log", wd);
-    CHECK(wait_text(log, "on ctrl: public key not in the allowed folder", 5),
-          "coordinator.log does not log the refused key");
+    CHECK(wait_text(log, "refused a connection from 127.0.0.1: public key not in the allowed "
+                         "folder", 5),
+          "coordinator.log does not log the refused key with its address");
     CHECK(wait_text(log, "refused a connection from 127.0.0.1:", 1),
           "coordinator.log does not name the refused peer's address");
     /* The loader without keys: the server sees a mechanism mismatch or, when the client
