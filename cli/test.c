@@ -28,6 +28,7 @@
 #include "common/util.h"
 #include "hooks/evaluate.h"
 #include "loader/dataset.h"
+#include "nn/infer.h"
 #include "nn/model.h"
 #include "worker/train_state.h"
 
@@ -227,9 +228,11 @@ int pf_test_main(int argc, char **argv) {
     print_table(stdout, &r, ch, 0);
     print_table(f, &r, ch, 0);
     fclose(f);
-    printf("pixflow: %d images in %.1f s on %d worker%s (crop_border %d, %s); outputs and "
-           "results.tsv in %s\n", r.n, pf_now() - t0, workers, workers > 1 ? "s" : "",
-           cfg.crop_border, ch, dir);
+    char mode[192];
+    printf("pixflow: %d images in %.1f s on %d worker%s (crop_border %d, %s, inference: %s); "
+           "outputs and results.tsv in %s\n", r.n, pf_now() - t0, workers,
+           workers > 1 ? "s" : "", cfg.crop_border, ch,
+           pf_infer_describe(&cfg, mode, sizeof mode), dir);
     status = 0;
 out:
     pf_eval_result_free(&r);

@@ -183,7 +183,7 @@ static int get_int(pf_cfg_ctx *c, struct fy_node *n, const char *key, int64_t lo
 
 static int get_int32(pf_cfg_ctx *c, struct fy_node *n, const char *key, int lo, int hi,
                      int *out) {
-    int64_t v;
+    int64_t v = 0;   /* set by get_int on success; silences -Wmaybe-uninitialized */
     if (get_int(c, n, key, lo, hi, &v))
         return -1;
     *out = (int)v;
@@ -1231,6 +1231,15 @@ static int parse_eval_cfg(pf_cfg_ctx *c, pf_section *s, pf_config *cfg) {
         if (!strcmp(name, "pad_multiple")) {
             if (get_int32(c, v, kp, 1, 1 << 16, &cfg->pad_multiple))
                 return -1;
+        } else if (!strcmp(name, "ensemble")) {
+            if (get_bool(c, v, kp, &cfg->eval_ensemble))
+                return -1;
+        } else if (!strcmp(name, "tile")) {
+            if (get_int32(c, v, kp, 0, 1 << 16, &cfg->eval_tile))
+                return -1;
+        } else if (!strcmp(name, "tile_overlap")) {
+            if (get_int32(c, v, kp, 0, 1 << 16, &cfg->eval_tile_overlap))
+                return -1;
         } else {
             return unknown(c, s, k, name);
         }
@@ -1540,6 +1549,7 @@ static void set_defaults(pf_config *cfg) {
     cfg->eval_instances = 1;
     snprintf(cfg->eval_device, sizeof cfg->eval_device, "cpu");
     cfg->pad_multiple = 1;
+    cfg->eval_tile_overlap = 40;
     cfg->resume_optim = 1;
     snprintf(cfg->log_level, sizeof cfg->log_level, "info");
 }
@@ -2009,6 +2019,13 @@ char *pf_config_to_yaml(const pf_config *cfg) {
         put(&b, "  instances: %d\n  device: %s\n", cfg->eval_instances, cfg->eval_device);
     }
     put(&b, "eval_cfg:\n  pad_multiple: %d\n", cfg->pad_multiple);
+    /* Written only when not the default, so configs without them keep their hash. */
+    if (cfg->eval_ensemble)
+        put(&b, "  ensemble: true\n");
+    if (cfg->eval_tile)
+        put(&b, "  tile: %d\n", cfg->eval_tile);
+    if (cfg->eval_tile_overlap != 40)
+        put(&b, "  tile_overlap: %d\n", cfg->eval_tile_overlap);
     put(&b, "security:\n  curve: %s\n  keys_dir: ", cfg->curve ? "true" : "false");
     if (cfg->keys_dir[0])
         put_str(&b, cfg->keys_dir);

@@ -142,6 +142,9 @@ typedef struct {
     char eval_device[16];               /* evaluation.device: "cpu" (the CUDA backend will add
                                            "cuda:N") */
     int pad_multiple;                   /* eval_cfg.pad_multiple: pad LQ to a multiple, crop back */
+    int eval_ensemble;                  /* eval_cfg.ensemble: x8 self-ensemble (default 0) */
+    int eval_tile;                      /* eval_cfg.tile: tile core in LQ pixels, 0 = off */
+    int eval_tile_overlap;              /* eval_cfg.tile_overlap: LQ pixels of context (40) */
 
     /* run */
     char work_dir[PF_PATH_MAX];

@@ -31,6 +31,7 @@
 #include "hooks/hook.h"
 #include "hooks/visual_grid.h"
 #include "loader/dataset.h"
+#include "nn/infer.h"
 #include "nn/model.h"
 #include "worker/train_state.h"
 
@@ -103,10 +104,12 @@ static void finish_gather(pf_hook *h, gather *g) {
         s->best_iter = g->iter;
     }
     const char *ch = cfg->eval_y_channel ? "Y" : "RGB";
+    char mode[192];
     fprintf(s->log, "iter %" PRId64 ": PSNR-%s %.4f dB, SSIM-%s %.4f (bicubic %.4f dB, %.4f); "
-            "best %.4f dB at iter %" PRId64 "; %lld images, crop_border %d, %d instance%s\n",
-            g->iter, ch, psnr, ch, ssim, pb, sb, s->best_psnr, s->best_iter,
-            (long long)g->count, cfg->crop_border, h->instances, h->instances > 1 ? "s" : "");
+            "best %.4f dB at iter %" PRId64 "; %lld images, crop_border %d, %d instance%s, "
+            "inference: %s\n", g->iter, ch, psnr, ch, ssim, pb, sb, s->best_psnr, s->best_iter,
+            (long long)g->count, cfg->crop_border, h->instances, h->instances > 1 ? "s" : "",
+            pf_infer_describe(cfg, mode, sizeof mode));
     fflush(s->log);
     pf_info("iter %" PRId64 ": PSNR-%s %.4f dB (bicubic %.4f dB), SSIM %.4f", g->iter, ch, psnr,
             pb, ssim);

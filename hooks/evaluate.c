@@ -10,6 +10,7 @@
 #include "common/imresize.h"
 #include "common/metrics.h"
 #include "common/util.h"
+#include "nn/infer.h"
 
 /* Copy `src` (h x w RGB8) into a ph x pw buffer, replicating the last row and column. */
 static void pad_replicate(const uint8_t *src, int h, int w, uint8_t *dst, int ph, int pw) {
@@ -32,6 +33,7 @@ int pf_evaluate(pf_model *m, const pf_config *cfg, pf_dataset *ds, const char *s
     }
     if (save_dir && pf_mkdirs(save_dir, err, errlen) != 0) return -1;
     int s = cfg->scale, mult = cfg->pad_multiple > 0 ? cfg->pad_multiple : 1;
+    pf_infer_opts opts = {cfg->eval_ensemble, cfg->eval_tile, cfg->eval_tile_overlap};
     for (int i = 0; i < ds->n_files; i++) {
         if (cancel && cancel(cancel_ctx)) return 1;
         const pf_image *gt, *lq;
@@ -49,7 +51,7 @@ int pf_evaluate(pf_model *m, const pf_config *cfg, pf_dataset *ds, const char *s
         if (rc) snprintf(err, errlen, "out of memory evaluating '%s'", path);
         if (rc == 0) {
             pad_replicate(lq->data, lq->h, lq->w, padded, ph, pw);
-            rc = pf_model_infer(m, padded, ph, pw, out, err, errlen);
+            rc = pf_infer(m, padded, ph, pw, &opts, out, err, errlen);
         }
         if (rc == 0) {
             /* Crop the padded output back to the output size, then clamp and round. */

@@ -1,6 +1,7 @@
 /*  evaluate — run a dataset through a model and measure it, the way the SR literature does
     (docs/metrics.md): the LQ image (padded at the right and bottom edges by replication to a
-    multiple of eval_cfg.pad_multiple, cropped back after inference) goes through the network;
+    multiple of eval_cfg.pad_multiple, cropped back after inference) goes through the network
+    (pf_infer: with eval_cfg.ensemble the x8 self-ensemble, with eval_cfg.tile in tiles);
     the output is clamped and rounded to uint8 and compared with the GT by PSNR and SSIM with
     evaluation.crop_border and convert_to: y. The same metrics of MATLAB-bicubic upscaling of
     the LQ are reported beside them. Used by the eval hook and by `pixflow test`.

@@ -467,8 +467,16 @@ static const broken_case BROKEN[] = {
      "checkpoint_config.save_optimizer", "unknown key"},
     {"save_image: true}", "save_image: true, gpu_collect: true}", "evaluation:",
      "evaluation.gpu_collect", "unknown key"},
-    {"{pad_multiple: 4}", "{pad_multiple: 4, tile: 64}", "eval_cfg:", "eval_cfg.tile",
+    {"{pad_multiple: 4}", "{pad_multiple: 4, tile_pad: 64}", "eval_cfg:", "eval_cfg.tile_pad",
      "unknown key"},
+    {"{pad_multiple: 4}", "{pad_multiple: 4, ensemble: 'yes'}", "eval_cfg:",
+     "eval_cfg.ensemble", "true or false"},
+    {"{pad_multiple: 4}", "{pad_multiple: 4, tile: -8}", "eval_cfg:", "eval_cfg.tile",
+     "non-negative"},
+    {"{pad_multiple: 4}", "{pad_multiple: 4, tile: 64.5}", "eval_cfg:", "eval_cfg.tile",
+     "integer"},
+    {"{pad_multiple: 4}", "{pad_multiple: 4, tile_overlap: -1}", "eval_cfg:",
+     "eval_cfg.tile_overlap", "non-negative"},
     {"log_config: {interval: 20}\n", "log_config: {interval: 20}\nvisual_config: {every: 5}\n",
      "visual_config", "visual_config.every", "unknown key"},
     {"log_config: {interval: 20}\n", "log_config: {interval: 20}\nvisual_config: {interval: "
@@ -695,6 +703,36 @@ static void test_misc_errors(void) {
     free(b);
 }
 
+/* eval_cfg.ensemble / tile / tile_overlap: values kept and round-tripped; the defaults are
+   not written, so configs without them keep the hash they had before these keys existed. */
+static void test_eval_cfg(void) {
+    char *text = make("eval_cfg: {pad_multiple: 4}", "eval_cfg: {pad_multiple: 4, ensemble: "
+                      "true, tile: 64, tile_overlap: 16}");
+    pf_config c, d;
+    char err[512];
+    CHECK(pf_config_parse(&c, "e.yaml", text, strlen(text), 0, err, sizeof err) == 0,
+          "eval_cfg parses: %s", err);
+    CHECK(c.eval_ensemble == 1 && c.eval_tile == 64 && c.eval_tile_overlap == 16,
+          "eval_cfg values %d %d %d", c.eval_ensemble, c.eval_tile, c.eval_tile_overlap);
+    check_round_trip(&c, "eval_cfg ensemble + tile");
+    free(text);
+    text = make("eval_cfg: {pad_multiple: 4}", "eval_cfg: {pad_multiple: 4}");
+    CHECK(pf_config_parse(&c, "e.yaml", text, strlen(text), 0, err, sizeof err) == 0, "%s",
+          err);
+    CHECK(c.eval_ensemble == 0 && c.eval_tile == 0 && c.eval_tile_overlap == 40,
+          "eval_cfg defaults: no ensemble, no tiles, overlap 40");
+    char *y = pf_config_to_yaml(&c);
+    CHECK(y && !strstr(y, "ensemble") && !strstr(y, "tile"), "defaults written:\n%s", y);
+    free(y);
+    free(text);
+    text = make("eval_cfg: {pad_multiple: 4}", "eval_cfg: {pad_multiple: 4, ensemble: false, "
+                "tile: 0, tile_overlap: 40}");
+    CHECK(pf_config_parse(&d, "e.yaml", text, strlen(text), 0, err, sizeof err) == 0, "%s",
+          err);
+    CHECK(c.hash == d.hash, "explicit defaults change the hash");
+    free(text);
+}
+
 /* visual_config: values kept and round-tripped; output_dir is optional. */
 static void test_visual(void) {
     char *text = make("log_config: {interval: 20}\n", "log_config: {interval: 20}\n"
@@ -729,6 +767,7 @@ int main(void) {
     test_data_plane_keys();
     test_demo();
     test_visual();
+    test_eval_cfg();
     test_broken();
     test_misc_errors();
     return pf_test_end("test_config");

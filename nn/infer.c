@@ -1,0 +1,113 @@
+/*  infer — see infer.h. */
+#include "nn/infer.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nn/model_internal.h"
+
+int pf_infer_receptive_radius(const pf_config *cfg) {
+    if (!strcmp(cfg->model_type, "EDSR"))
+        /* conv_first 1, two 3x3 per block, conv_after_body 1, the upsampler's convs and
+           conv_last at HR resolution together less than 2 LQ pixels. */
+        return 2 * cfg->n_blocks + 4;
+    /* SRCNN: bicubic upsampling reaches 2 LQ pixels, then the convolutions at HR. */
+    int hr = 0;
+    for (int i = 0; i < 3; i++) hr += cfg->srcnn_kernel_sizes[i] / 2;
+    return 2 + (hr + cfg->scale - 1) / cfg->scale;
+}
+
+const char *pf_infer_describe(const pf_config *cfg, char *buf, size_t len) {
+    int r = pf_infer_receptive_radius(cfg);
+    char tile[128] = "";
+    if (cfg->eval_tile > 0)
+        snprintf(tile, sizeof tile, "tile %d overlap %d%s", cfg->eval_tile,
+                 cfg->eval_tile_overlap, cfg->eval_tile_overlap < r ? " < receptive radius" : "");
+    if (cfg->eval_tile > 0 && cfg->eval_tile_overlap < r)
+        snprintf(tile + strlen(tile), sizeof tile - strlen(tile), " %d: seams possible", r);
+    snprintf(buf, len, "%s%s%s", cfg->eval_ensemble ? "x8 ensemble" : "",
+             cfg->eval_ensemble && tile[0] ? ", " : "",
+             tile[0] ? tile : cfg->eval_ensemble ? "" : "whole image");
+    return buf;
+}
+
+void pf_dihedral(const void *src, int h, int w, size_t px, int t, int inverse, void *dst) {
+    int tr = t & 4, dh = tr ? w : h, dw = tr ? h : w;
+    const uint8_t *s = src;
+    uint8_t *d = dst;
+    for (int i = 0; i < dh; i++)
+        for (int j = 0; j < dw; j++) {
+            int a = (t & 2) ? dh - 1 - i : i, b = (t & 1) ? dw - 1 - j : j;
+            size_t o = (size_t)i * dw + j;                        /* in the transformed image */
+            size_t x = tr ? (size_t)b * w + a : (size_t)a * w + b; /* in the original */
+            if (inverse)
+                memcpy(d + x * px, s + o * px, px);
+            else
+                memcpy(d + o * px, s + x * px, px);
+        }
+}
+
+/* Start of the window of `win` pixels around the core starting at c0 in a dimension of n. */
+static int window_start(int c0, int overlap, int win, int n) {
+    int s = c0 - overlap;
+    if (s > n - win) s = n - win;
+    return s < 0 ? 0 : s;
+}
+
+/* Tiled (or, when the tile covers the image, whole) inference of one image. */
+static int infer_tiled(pf_model *m, const uint8_t *lq, int h, int w, int tile, int overlap,
+                       float *out, char *err, size_t errlen) {
+    if (tile <= 0 || (tile >= h && tile >= w)) return pf_model_infer(m, lq, h, w, out, err, errlen);
+    int s = m->scale;
+    int wh = tile + 2 * overlap < h ? tile + 2 * overlap : h;
+    int ww = tile + 2 * overlap < w ? tile + 2 * overlap : w;
+    uint8_t *win = malloc((size_t)wh * ww * 3);
+    float *wout = malloc((size_t)wh * s * ww * s * 3 * sizeof *wout);
+    int rc = win && wout ? 0 : -1;
+    if (rc) snprintf(err, errlen, "out of memory for a %dx%d tile", ww, wh);
+    for (int cy = 0; cy < h && !rc; cy += tile)
+        for (int cx = 0; cx < w && !rc; cx += tile) {
+            int sy = window_start(cy, overlap, wh, h), sx = window_start(cx, overlap, ww, w);
+            for (int y = 0; y < wh; y++)
+                memcpy(win + (size_t)y * ww * 3, lq + ((size_t)(sy + y) * w + sx) * 3,
+                       (size_t)ww * 3);
+            if ((rc = pf_model_infer(m, win, wh, ww, wout, err, errlen)) != 0) break;
+            int ch = (cy + tile < h ? tile : h - cy) * s, cw = (cx + tile < w ? tile : w - cx) * s;
+            int oy = (cy - sy) * s, ox = (cx - sx) * s;
+            for (int y = 0; y < ch; y++)
+                memcpy(out + ((size_t)(cy * s + y) * w * s + cx * s) * 3,
+                       wout + ((size_t)(oy + y) * ww * s + ox) * 3, (size_t)cw * 3 * sizeof *out);
+        }
+    free(win);
+    free(wout);
+    return rc;
+}
+
+int pf_infer(pf_model *m, const uint8_t *lq, int h, int w, const pf_infer_opts *o, float *out,
+             char *err, size_t errlen) {
+    if (!o->ensemble) return infer_tiled(m, lq, h, w, o->tile, o->tile_overlap, out, err, errlen);
+    int s = m->scale;
+    size_t n_out = (size_t)h * s * w * s * 3;
+    uint8_t *tlq = malloc((size_t)h * w * 3);
+    float *tout = malloc(n_out * sizeof *tout), *back = malloc(n_out * sizeof *back);
+    int rc = tlq && tout && back ? 0 : -1;
+    if (rc) snprintf(err, errlen, "out of memory for the x8 ensemble");
+    if (!rc) memset(out, 0, n_out * sizeof *out);
+    /* The four untransposed transforms first, then the four transposed: the network plan is
+       rebuilt only once when the image is not square. */
+    for (int t = 0; t < 8 && !rc; t++) {
+        pf_dihedral(lq, h, w, 3, t, 0, tlq);
+        int th = t & 4 ? w : h, tw = t & 4 ? h : w;
+        if ((rc = infer_tiled(m, tlq, th, tw, o->tile, o->tile_overlap, tout, err, errlen)))
+            break;
+        pf_dihedral(tout, h * s, w * s, 3 * sizeof(float), t, 1, back);
+        for (size_t i = 0; i < n_out; i++) out[i] += back[i];
+    }
+    if (!rc)
+        for (size_t i = 0; i < n_out; i++) out[i] *= 0.125f;
+    free(tlq);
+    free(tout);
+    free(back);
+    return rc;
+}

@@ -1,0 +1,48 @@
+/*  infer — whole-image inference the way evaluation and `pixflow test` run it: optional x8
+    self-ensemble (EDSR's forward_x8, Lim et al. 2017) and optional tiling (BasicSR's
+    tile_process) so an image whose activations do not fit is run piece by piece with network
+    buffers bounded by the tile, not by the image. Used by hooks/evaluate.c only.
+*/
+#ifndef PF_INFER_H
+#define PF_INFER_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include "nn/model.h"
+
+typedef struct {
+    int ensemble;       /* 1: average the 8 dihedral transforms (eval_cfg.ensemble) */
+    int tile;           /* output core of a tile in LQ pixels; 0 = whole image (eval_cfg.tile) */
+    int tile_overlap;   /* LQ pixels of context around each core (eval_cfg.tile_overlap) */
+} pf_infer_opts;
+
+/* Radius, in LQ pixels, of the network's receptive field: an upper bound on how far an input
+   pixel can influence an output pixel (EDSR 2 * n_blocks + 4, SRCNN 2 + ceil(6 / scale) for
+   the 9-1-5 kernels). Tiling with tile_overlap >= this equals untiled inference up to float
+   summation order. */
+int pf_infer_receptive_radius(const pf_config *cfg);
+
+/* A short description of cfg's eval_cfg inference mode for logs, into buf: "whole image",
+   "x8 ensemble", "tile 64 overlap 40" or both joined by ", "; a tiling whose overlap is below
+   pf_infer_receptive_radius says so ("overlap 8 < receptive radius 36: seams possible").
+   Returns buf. */
+const char *pf_infer_describe(const pf_config *cfg, char *buf, size_t len);
+
+/* The dihedral transform t (0..7) of an h x w image of px-byte pixels, HWC: bit 2 transposes,
+   then bit 0 flips left-right and bit 1 flips top-bottom (of the transposed image). inverse =
+   0: dst = T_t(src), src h x w, dst (t & 4 ? w x h : h x w). inverse = 1: dst = T_t^-1(src),
+   src the transformed shape, dst h x w. */
+void pf_dihedral(const void *src, int h, int w, size_t px, int t, int inverse, void *dst);
+
+/* Inference of one image with `o`: lq h x w x 3 uint8 HWC -> out (h*scale) x (w*scale) x 3
+   float HWC, not clamped (pf_model_infer's contract). Ensemble: the mean, in float, of the 8
+   transformed inferences transformed back; no rounding happens here. Tiling: cores of
+   tile x tile LQ pixels on a grid from the top-left; each is inferred from a window of
+   min(tile + 2*tile_overlap, h) x min(tile + 2*tile_overlap, w) pixels around it, shifted
+   inwards at the image edges so every window has the same size (one network plan for all
+   tiles); only each core's output is kept, so tiles do not blend but abut, exactly (no seam)
+   when tile_overlap >= pf_infer_receptive_radius. Ensemble and tiling combine (each
+   transformed image is tiled). Returns 0 or -1 with err. */
+int pf_infer(pf_model *m, const uint8_t *lq, int h, int w, const pf_infer_opts *o, float *out,
+             char *err, size_t errlen);
+#endif
