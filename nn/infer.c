@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "nn/model_internal.h"
+#include "nn/model.h"
 
 int pf_infer_receptive_radius(const pf_config *cfg) {
     if (!strcmp(cfg->model_type, "EDSR"))
@@ -59,7 +59,7 @@ static int window_start(int c0, int overlap, int win, int n) {
 static int infer_tiled(pf_model *m, const uint8_t *lq, int h, int w, int tile, int overlap,
                        float *out, char *err, size_t errlen) {
     if (tile <= 0 || (tile >= h && tile >= w)) return pf_model_infer(m, lq, h, w, out, err, errlen);
-    int s = m->scale;
+    int s = pf_model_scale(m);
     int wh = tile + 2 * overlap < h ? tile + 2 * overlap : h;
     int ww = tile + 2 * overlap < w ? tile + 2 * overlap : w;
     uint8_t *win = malloc((size_t)wh * ww * 3);
@@ -87,7 +87,7 @@ static int infer_tiled(pf_model *m, const uint8_t *lq, int h, int w, int tile, i
 int pf_infer(pf_model *m, const uint8_t *lq, int h, int w, const pf_infer_opts *o, float *out,
              char *err, size_t errlen) {
     if (!o->ensemble) return infer_tiled(m, lq, h, w, o->tile, o->tile_overlap, out, err, errlen);
-    int s = m->scale;
+    int s = pf_model_scale(m);
     size_t n_out = (size_t)h * s * w * s * 3;
     uint8_t *tlq = malloc((size_t)h * w * 3);
     float *tout = malloc(n_out * sizeof *tout), *back = malloc(n_out * sizeof *back);

@@ -11,7 +11,7 @@
     F. SGD + Nesterov + weight decay + paramwise lr_mult (one tensor frozen) + grad_clip +
        ema_decay: interrupted and resumed equals uninterrupted (losses, final weights, EMA and
        momentum buffers bitwise); the frozen tensor and its EMA stay the seed's init; eval.log
-       names the EMA weights.
+       names the EMA weights and the inference mode (eval_cfg: x8 ensemble with tiles).
 */
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -173,7 +173,8 @@ static void test_sgd_ema_resume(void) {
                         "weight_decay: 1.0e-4, paramwise_cfg: {custom_keys: "
                         "{conv_first: {lr_mult: 0}, body: {lr_mult: 0.5, decay_mult: 0}}}}";
     const char *extra = "optimizer_config: {grad_clip: {max_norm: 0.5, norm_type: 2}}\n"
-                        "ema_decay: 0.99\n";
+                        "ema_decay: 0.99\n"
+                        "eval_cfg: {ensemble: true, tile: 16, tile_overlap: 8}\n";
     char cfg[600], wdu[600], wdi[600];
     run r;
     snprintf(wdu, sizeof wdu, "%s/work_sgd", root);
@@ -269,6 +270,8 @@ static void test_sgd_ema_resume(void) {
     char *log = pf_read_file(a, NULL, err, sizeof err);
     CHECK(log && strstr(log, "iter 600: EMA weights (params_ema.*)"),
           "eval.log does not say the EMA weights were evaluated:\n%s", log ? log : err);
+    CHECK(log && strstr(log, "inference: x8 ensemble, tile 16 overlap 8\n"),
+          "eval.log does not name the inference mode (eval_cfg):\n%s", log ? log : err);
     free(log);
 }
 
