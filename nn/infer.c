@@ -20,12 +20,12 @@ int pf_infer_receptive_radius(const pf_config *cfg) {
 
 const char *pf_infer_describe(const pf_config *cfg, char *buf, size_t len) {
     int r = pf_infer_receptive_radius(cfg);
-    char tile[128] = "";
+    char tile[128] = "", warn[64] = "";
+    if (cfg->eval_tile_overlap < r)
+        snprintf(warn, sizeof warn, " < receptive radius %d: seams possible", r);
     if (cfg->eval_tile > 0)
         snprintf(tile, sizeof tile, "tile %d overlap %d%s", cfg->eval_tile,
-                 cfg->eval_tile_overlap, cfg->eval_tile_overlap < r ? " < receptive radius" : "");
-    if (cfg->eval_tile > 0 && cfg->eval_tile_overlap < r)
-        snprintf(tile + strlen(tile), sizeof tile - strlen(tile), " %d: seams possible", r);
+                 cfg->eval_tile_overlap, warn);
     snprintf(buf, len, "%s%s%s", cfg->eval_ensemble ? "x8 ensemble" : "",
              cfg->eval_ensemble && tile[0] ? ", " : "",
              tile[0] ? tile : cfg->eval_ensemble ? "" : "whole image");

@@ -229,6 +229,13 @@ static void test_tiles(void) {
     d = tiled_vs_whole(m, 2, 21, 30, tiles + 1, 1, r, 1, &u);
     CHECK(d <= 1e-4 && u <= 1, "ensemble + tile 10: max abs %g, uint8 %d", d, u);
     pf_model_destroy(&m);
+    char mode[192];
+    c.eval_tile = 8, c.eval_tile_overlap = 3;
+    pf_infer_describe(&c, mode, sizeof mode);
+    CHECK(!strcmp(mode, "tile 8 overlap 3 < receptive radius 8: seams possible"), "'%s'", mode);
+    c.eval_tile_overlap = 8, c.eval_ensemble = 1;
+    pf_infer_describe(&c, mode, sizeof mode);
+    CHECK(!strcmp(mode, "x8 ensemble, tile 8 overlap 8"), "'%s'", mode);
 
     edsr_cfg(&c, 4, 1);
     m = pf_model_new(&c, err, sizeof err);
