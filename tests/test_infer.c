@@ -7,7 +7,8 @@
     (b) tiled == untiled within 1e-4 (max abs, float) and +-1 after uint8 rounding, for EDSR and
         SRCNN, tile sizes that do not divide the image, overlap >= the receptive radius, windows
         clipped in one dimension only, and ensemble + tiles; with overlap 0 the same comparison
-        fails (seams: > 1e-3), so the check can fail.
+        fails (seams: > 1e-3), so the check can fail. Memory: the peak RSS of a tiled
+        inference of a 320 x 320 image is below half that of the whole-image inference.
     (c) `pixflow test` on a checkpoint trained here for 800 Adam steps with flip/transpose augmentation: ensemble gives a PSNR
         different from the plain one (printed), tiling (overlap >= radius) gives the plain PSNR
         within 1e-3 dB, and the closing line names the inference mode. */
@@ -15,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -261,6 +263,54 @@ static void test_tiles(void) {
     pf_model_destroy(&m);
 }
 
+/* Peak resident memory (KiB) of a fresh child process that builds EDSR (32 features, 4
+   blocks) x2 and infers one 320 x 320 LQ image with tile `tile` (0 = whole), overlap 12;
+   -1 on failure. */
+static long peak_rss_kib(int tile) {
+    int fd[2];
+    if (pipe(fd)) return -1;
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(fd[0]);
+        alarm(120);   /* a hung child fails the check instead of the test hanging */
+        pf_config c;
+        char err[512];
+        edsr_cfg(&c, 2, 4);
+        c.n_feats = 32;
+        pf_model *m = pf_model_new(&c, err, sizeof err);
+        int h = 320, w = 320;
+        uint8_t *lq = random_image(h, w, 3);
+        float *out = malloc((size_t)h * w * 4 * 3 * sizeof *out);
+        pf_infer_opts o = { 0, tile, 12 };
+        long kib = -1;
+        if (m && lq && out) {
+            pf_model_init(m, 1);
+            struct rusage r;
+            if (pf_infer(m, lq, h, w, &o, out, err, sizeof err) == 0 &&
+                getrusage(RUSAGE_SELF, &r) == 0)
+                kib = r.ru_maxrss;
+        }
+        if (write(fd[1], &kib, sizeof kib) != sizeof kib) _exit(1);
+        _exit(0);
+    }
+    close(fd[1]);
+    long kib = -1;
+    if (pid < 0 || read(fd[0], &kib, sizeof kib) != sizeof kib) kib = -1;
+    close(fd[0]);
+    if (pid > 0) waitpid(pid, NULL, 0);
+    return kib;
+}
+
+/* Memory bounded by the tile: a tiled inference's peak is far below the whole image's. */
+static void test_tile_memory(void) {
+    long whole = peak_rss_kib(0), tiled = peak_rss_kib(32);
+    printf("peak RSS, EDSR-32x4 x2 on 320x320: whole %ld MiB, tile 32 overlap 12 %ld MiB\n",
+           whole / 1024, tiled / 1024);
+    CHECK(whole > 0 && tiled > 0, "peak RSS not measured (%ld, %ld)", whole, tiled);
+    CHECK(tiled * 2 < whole, "tiled peak %ld KiB is not below half the whole image's %ld KiB",
+          tiled, whole);
+}
+
 /* (c) end to end through `pixflow test`. */
 static char root[256];
 
@@ -411,6 +461,7 @@ static void test_cli(void) {
 }
 
 int main(void) {
+    test_tile_memory();   /* first: fork after oneDNN's OpenMP threads started can hang */
     test_ensemble();
     test_tiles();
     test_cli();
