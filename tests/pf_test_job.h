@@ -105,6 +105,14 @@ static int finish(run *r, double timeout_s) {
     return -1;
 }
 
+/* The whole file at `path` (malloc'd, NUL-terminated), or "" (malloc'd) when it cannot be read:
+   for tests that look for text in logs that may not exist yet. */
+static inline char *slurp(const char *path) {
+    char err[256];
+    char *t = pf_read_file(path, NULL, err, sizeof err);
+    return t ? t : strdup("");
+}
+
 static inline int count_lines(const char *path) {
     FILE *f = fopen(path, "r");
     if (!f) return 0;

@@ -35,12 +35,6 @@ static int run_cmd(const char *out, char *const argv[], double timeout_s, double
     return st;
 }
 
-static char *slurp(const char *path) {
-    char err[256];
-    char *t = pf_read_file(path, NULL, err, sizeof err);
-    return t ? t : strdup("");
-}
-
 static int mode_of(const char *path) {
     struct stat st;
     return stat(path, &st) == 0 ? (int)(st.st_mode & 0777) : -1;

@@ -58,12 +58,6 @@ static void write_config(const char *path, const char *work_dir, int total_iters
     fclose(f);
 }
 
-static char *slurp(const char *path) {
-    char err[256];
-    char *t = pf_read_file(path, NULL, err, sizeof err);
-    return t ? t : strdup("");
-}
-
 static char *work_file(const char *work_dir, const char *name) {
     char path[700];
     snprintf(path, sizeof path, "%s/%s", work_dir, name);

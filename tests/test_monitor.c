@@ -30,12 +30,6 @@
 
 static char root[256], bin[1024];
 
-static char *slurp(const char *path) {
-    char err[256];
-    char *t = pf_read_file(path, NULL, err, sizeof err);
-    return t ? t : strdup("");
-}
-
 /* Lines of metrics.jsonl with kind train: loss by iteration. */
 static int metrics_losses(const char *work_dir, double *loss) {
     double lr[TOTAL + 1];
