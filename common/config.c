@@ -1513,6 +1513,12 @@ static void set_defaults(pf_config *cfg) {
     cfg->in_channels = cfg->out_channels = 3;
     cfg->n_feats = 64;
     cfg->n_blocks = 16;
+    cfg->num_group = 10;
+    cfg->squeeze_factor = 16;
+    cfg->num_grow_ch = 32;
+    cfg->fsrcnn_d = 56;
+    cfg->fsrcnn_s = 12;
+    cfg->fsrcnn_m = 4;
     cfg->res_scale = 1.0f;
     cfg->rgb_mean[0] = 0.4488f;
     cfg->rgb_mean[1] = 0.4371f;

@@ -71,13 +71,20 @@ typedef struct {
     uint64_t hash;                      /* FNV-1a 64 of the resolved YAML text */
 
     /* model */
-    char model_type[32];                /* "EDSR" | "SRCNN" */
+    char model_type[32];                /* "EDSR" | "SRCNN" | "FSRCNN" | "ESPCN" | "MSRResNet" |
+                                           "RCAN" | "RRDBNet" */
     int scale;                          /* 2, 3 or 4 */
     int in_channels, out_channels;      /* 3, 3 */
-    int n_feats, n_blocks;              /* EDSR width and depth */
-    float res_scale;                    /* EDSR residual scaling */
-    float rgb_mean[3];                  /* EDSR mean shift (DIV2K mean, BasicSR default) */
-    float img_range;                    /* EDSR: 255 */
+    int n_feats, n_blocks;              /* width and depth (BasicSR num_feat / num_block) of
+                                           EDSR (64 / 16), MSRResNet (64 / 16), RCAN (64 / 16
+                                           blocks per group), RRDBNet (64 / 23) */
+    int num_group;                      /* RCAN residual groups (10) */
+    int squeeze_factor;                 /* RCAN channel attention reduction (16) */
+    int num_grow_ch;                    /* RRDBNet dense block growth channels (32) */
+    int fsrcnn_d, fsrcnn_s, fsrcnn_m;   /* FSRCNN d (56), s (12), m (4) */
+    float res_scale;                    /* EDSR / RCAN residual scaling (1) */
+    float rgb_mean[3];                  /* EDSR / RCAN mean shift (DIV2K mean, BasicSR) */
+    float img_range;                    /* EDSR / RCAN: 255 */
     int srcnn_channels[4];              /* SRCNN: (3, 64, 32, 3) */
     int srcnn_kernel_sizes[3];          /* SRCNN: (9, 1, 5) */
     char loss_type[32];                 /* "L1Loss" | "MSELoss" | "CharbonnierLoss" */
