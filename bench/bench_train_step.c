@@ -1,10 +1,19 @@
-/*  bench_train_step — seconds per training step (forward + loss + backward + Adam) of PixFlow's
-    CPU backend, for the demo EDSR (n_feats 32, n_blocks 4, x2) and EDSR-baseline (64 / 16,
-    x2), batch 16 with 48 x 48 LQ patches, L1 loss. Prints the median of N timed steps after W
-    warm-up steps. Threads: oneDNN's OpenMP pool, i.e. OMP_NUM_THREADS (default all cores).
-    bench/torch_train_step.py measures the same in PyTorch; bench/run_train_step.sh runs both.
+/*  bench_train_step — seconds per training step (forward + L1 loss + backward + Adam) of
+    PixFlow's CPU backend, and seconds per whole-image inference, for the cases of the issue's
+    benchmark (bench/train_step runs them against PyTorch, bench/torch_train_step.py):
 
-    usage: bench_train_step [--steps N] [--warmup W] [--batch B] [--patch P] [--only demo|baseline]
+      demo           EDSR 32 feats 4 blocks x2, batch 16, 48 x 48 LQ patches
+      edsr_baseline  EDSR 64 / 16 x2, batch 16, LQ patch 48
+      msrresnet      MSRResNet 64 / 16 x4, batch 16, LQ patch 32
+      rcan_small     RCAN x2, 64 feats, 2 groups of 4 RCABs, squeeze 16, batch 16, LQ patch 48
+      edsr_infer     EDSR 64 / 16 x4, pf_model_infer of one 256 x 256 LQ image (3 x 256 x 256
+                     in, 3 x 1024 x 1024 out)
+
+    Inputs are random uint8 NHWC, converted inside the step as the worker's are. Prints, per
+    case, the median of N timed steps after W warm-up steps. Threads: oneDNN's OpenMP pool,
+    i.e. OMP_NUM_THREADS (default all cores).
+
+    usage: bench_train_step [--steps N] [--warmup W] [--only CASE]
 */
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +22,25 @@
 #include "common/rng.h"
 #include "nn/model.h"
 #include "nn/optim.h"
+
+typedef struct {
+    const char *name;
+    const char *model_type;
+    int scale;
+    int n_feats, n_blocks, num_group;   /* num_group: RCAN only */
+    int batch, patch;                   /* training: batch and LQ patch; inference: batch 1 and
+                                           the LQ image side */
+    int infer;                          /* 1: time pf_model_infer, no loss, no optimiser */
+} bench_case;
+
+static const bench_case CASES[] = {
+    {"demo", "EDSR", 2, 32, 4, 0, 16, 48, 0},
+    {"edsr_baseline", "EDSR", 2, 64, 16, 0, 16, 48, 0},
+    {"msrresnet", "MSRResNet", 4, 64, 16, 0, 16, 32, 0},
+    {"rcan_small", "RCAN", 2, 64, 4, 2, 16, 48, 0},
+    {"edsr_infer", "EDSR", 4, 64, 16, 0, 1, 256, 1},
+};
+#define N_CASES (int)(sizeof CASES / sizeof CASES[0])
 
 static double now(void) {
     struct timespec ts;
@@ -25,69 +53,96 @@ static int cmp(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-static void edsr_cfg(pf_config *c, int feats, int blocks) {
+/* Every model field pf_model_new reads, with common/config.c's defaults (there is no public
+   defaults function) and the case's network, scale and sizes; optimiser Adam, lr 1e-4. */
+static void case_cfg(pf_config *c, const bench_case *k) {
     memset(c, 0, sizeof *c);
-    strcpy(c->model_type, "EDSR");
-    c->scale = 2;
+    snprintf(c->model_type, sizeof c->model_type, "%s", k->model_type);
+    c->scale = k->scale;
     c->in_channels = c->out_channels = 3;
-    c->n_feats = feats;
-    c->n_blocks = blocks;
+    c->n_feats = k->n_feats;
+    c->n_blocks = k->n_blocks;
+    c->num_group = k->num_group ? k->num_group : 10;
+    c->squeeze_factor = 16;
+    c->num_grow_ch = 32;
+    c->fsrcnn_d = 56;
+    c->fsrcnn_s = 12;
+    c->fsrcnn_m = 4;
     c->res_scale = 1.0f;
     c->rgb_mean[0] = 0.4488f;
     c->rgb_mean[1] = 0.4371f;
     c->rgb_mean[2] = 0.4040f;
     c->img_range = 255.0f;
-    strcpy(c->loss_type, "L1Loss");
+    int ch[4] = {3, 64, 32, 3}, ks[3] = {9, 1, 5};
+    memcpy(c->srcnn_channels, ch, sizeof ch);
+    memcpy(c->srcnn_kernel_sizes, ks, sizeof ks);
+    snprintf(c->loss_type, sizeof c->loss_type, "L1Loss");
     c->loss_weight = 1.0f;
+    c->charbonnier_eps = 1e-12f;
+    snprintf(c->optim_type, sizeof c->optim_type, "Adam");
     c->learning_rate = 1e-4f;
     c->betas[0] = 0.9f;
     c->betas[1] = 0.999f;
     c->eps = 1e-8f;
 }
 
-static int bench(const char *label, const pf_config *cfg, int batch, int patch, int warmup,
-                 int steps) {
+static int bench(const bench_case *k, int warmup, int steps) {
+    pf_config cfg;
+    case_cfg(&cfg, k);
     char err[512];
-    pf_model *m = pf_model_new(cfg, err, sizeof err);
+    pf_model *m = pf_model_new(&cfg, err, sizeof err);
     if (!m) {
-        fprintf(stderr, "%s\n", err);
+        fprintf(stderr, "%s: %s\n", k->name, err);
         return -1;
     }
     pf_model_init(m, 0);
     pf_adam adam;
-    if (pf_adam_init(&adam, pf_model_num_params(m), cfg->betas[0], cfg->betas[1], cfg->eps,
-                     cfg->weight_decay)) {
+    if (pf_adam_init(&adam, pf_model_num_params(m), cfg.betas[0], cfg.betas[1], cfg.eps,
+                     cfg.weight_decay)) {
         fprintf(stderr, "out of memory\n");
         pf_model_destroy(&m);
         return -1;
     }
-    int s = cfg->scale, gp = patch * s;
-    size_t nlq = (size_t)batch * patch * patch * 3, ngt = (size_t)batch * gp * gp * 3;
+    int s = cfg.scale, p = k->patch, gp = p * s;
+    size_t nlq = (size_t)k->batch * p * p * 3, ngt = (size_t)k->batch * gp * gp * 3;
     uint8_t *lq = malloc(nlq), *gt = malloc(ngt);
-    pf_rng r = pf_rng_make(1, 2, 3);
-    for (size_t i = 0; i < nlq; i++) lq[i] = (uint8_t)pf_rng_below(&r, 256);
-    for (size_t i = 0; i < ngt; i++) gt[i] = (uint8_t)pf_rng_below(&r, 256);
+    float *out = k->infer ? malloc(ngt * sizeof(float)) : NULL;
     double *t = calloc((size_t)steps, sizeof(double));
-    float loss = 0.0f;
     int rc = 0;
-    for (int i = 0; i < warmup + steps; i++) {
+    if (!lq || !gt || !t || (k->infer && !out)) {
+        fprintf(stderr, "out of memory\n");
+        rc = -1;
+    }
+    pf_rng r = pf_rng_make(1, 2, 3);
+    for (size_t i = 0; !rc && i < nlq; i++) lq[i] = (uint8_t)pf_rng_below(&r, 256);
+    for (size_t i = 0; !rc && i < ngt; i++) gt[i] = (uint8_t)pf_rng_below(&r, 256);
+    float loss = 0.0f;
+    for (int i = 0; !rc && i < warmup + steps; i++) {
         double t0 = now();
-        if (pf_model_train_step(m, lq, gt, batch, patch, patch, &loss, err, sizeof err)) {
-            fprintf(stderr, "%s\n", err);
-            rc = -1;
-            break;
+        if (k->infer) {
+            rc = pf_model_infer(m, lq, p, p, out, err, sizeof err);
+        } else {
+            rc = pf_model_train_step(m, lq, gt, k->batch, p, p, &loss, err, sizeof err);
+            if (!rc) pf_adam_step(&adam, pf_model_params(m), pf_model_grads(m),
+                                  cfg.learning_rate);
         }
-        pf_adam_step(&adam, pf_model_params(m), pf_model_grads(m), cfg->learning_rate);
+        if (rc) fprintf(stderr, "%s: %s\n", k->name, err);
         if (i >= warmup) t[i - warmup] = now() - t0;
     }
     if (!rc) {
         qsort(t, (size_t)steps, sizeof(double), cmp);
-        printf("%-9s EDSR %d feats %d blocks x%d batch %d patch %d: %zu params, median %.4f s/step "
-               "(min %.4f, max %.4f, %d steps), last loss %.4f\n",
-               label, cfg->n_feats, cfg->n_blocks, s, batch, patch, pf_model_num_params(m),
-               t[steps / 2], t[0], t[steps - 1], steps, loss);
+        char groups[32] = "";
+        if (k->num_group) snprintf(groups, sizeof groups, " %d groups", k->num_group);
+        printf("%-13s pixflow %s %d feats %d blocks%s x%d %s batch %d patch %d: %zu params, "
+               "median %.4f s/step (min %.4f, max %.4f, %d steps)",
+               k->name, k->model_type, k->n_feats, k->n_blocks, groups, s,
+               k->infer ? "infer" : "train", k->batch, p,
+               pf_model_num_params(m), t[steps / 2], t[0], t[steps - 1], steps);
+        if (k->infer) printf("\n");
+        else printf(", last loss %.4f\n", loss);
     }
     free(t);
+    free(out);
     free(lq);
     free(gt);
     pf_adam_free(&adam);
@@ -96,30 +151,27 @@ static int bench(const char *label, const pf_config *cfg, int batch, int patch, 
 }
 
 int main(int argc, char **argv) {
-    int steps = 10, warmup = 3, batch = 16, patch = 48;
+    int steps = 10, warmup = 3;
     const char *only = "";
-    for (int i = 1; i + 1 < argc; i += 2) {
+    int bad = argc % 2 == 0;
+    for (int i = 1; !bad && i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--steps")) steps = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--warmup")) warmup = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--batch")) batch = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--patch")) patch = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--only")) only = argv[i + 1];
-        else {
-            fprintf(stderr, "usage: %s [--steps N] [--warmup W] [--batch B] [--patch P] "
-                    "[--only demo|baseline]\n", argv[0]);
-            return 2;
-        }
+        else bad = 1;
+    }
+    int found = !*only;
+    for (int i = 0; i < N_CASES; i++) found |= !strcmp(only, CASES[i].name);
+    if (bad || !found) {
+        fprintf(stderr, "usage: %s [--steps N] [--warmup W] [--only CASE]\ncases:", argv[0]);
+        for (int i = 0; i < N_CASES; i++) fprintf(stderr, " %s", CASES[i].name);
+        fprintf(stderr, "\n");
+        return 2;
     }
     if (steps < 1) steps = 1;
-    pf_config cfg;
+    if (warmup < 0) warmup = 0;
     int rc = 0;
-    if (strcmp(only, "baseline")) {
-        edsr_cfg(&cfg, 32, 4);
-        rc |= bench("demo", &cfg, batch, patch, warmup, steps);
-    }
-    if (strcmp(only, "demo")) {
-        edsr_cfg(&cfg, 64, 16);
-        rc |= bench("baseline", &cfg, batch, patch, warmup, steps);
-    }
+    for (int i = 0; i < N_CASES; i++)
+        if (!*only || !strcmp(only, CASES[i].name)) rc |= bench(&CASES[i], warmup, steps);
     return rc ? 1 : 0;
 }
