@@ -1,11 +1,12 @@
 #!/usr/bin/python3
-"""torch_train_step — PyTorch 1.13 counterpart of bench/bench_train_step.c: seconds per
-training step (forward + L1 loss + backward + Adam) of BasicSR's EDSR, demo (32 feats, 4 blocks)
-and EDSR-baseline (64 / 16), x2, batch 16, 48 x 48 LQ patches, inputs uint8 NHWC converted to
-float NCHW / 255 inside the step as PixFlow does. Median of --steps after --warmup.
+"""torch_train_step — PyTorch 1.13 counterpart of bench/bench_train_step.c, the same cases:
+seconds per training step (forward + L1 loss + backward + Adam, lr 1e-4) with inputs uint8
+NHWC converted to float NCHW / 255 inside the step as PixFlow does, and seconds per
+whole-image inference (model.eval(), torch.inference_mode()). Networks are the BasicSR
+re-implementations of tests/reference/zoo_archs.py. Median of --steps after --warmup.
 
 usage: /usr/bin/python3 bench/torch_train_step.py [--threads T] [--steps N] [--warmup W]
-                                                   [--only demo|baseline]
+                                                   [--only CASE]
 """
 import argparse
 import os
@@ -13,37 +14,62 @@ import sys
 import time
 
 import torch
+import torch.nn.functional as F
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests",
                                 "reference"))
-from nn_torch_ref import EDSR  # noqa: E402  (BasicSR's EDSR, re-implemented)
+from zoo_archs import build  # noqa: E402
+
+# name: (model_type, scale, hyper-parameters, batch, LQ patch or image side, inference)
+CASES = {
+    "demo": ("EDSR", 2, dict(n_feats=32, n_blocks=4), 16, 48, False),
+    "edsr_baseline": ("EDSR", 2, dict(n_feats=64, n_blocks=16), 16, 48, False),
+    "msrresnet": ("MSRResNet", 4, dict(n_feats=64, n_blocks=16), 16, 32, False),
+    "rcan_small": ("RCAN", 2, dict(n_feats=64, num_group=2, n_blocks=4, squeeze_factor=16),
+                   16, 48, False),
+    "edsr_infer": ("EDSR", 4, dict(n_feats=64, n_blocks=16), 1, 256, True),
+}
 
 
-def bench(label, feats, blocks, batch, patch, warmup, steps):
+def to_input(u8):
+    """uint8 N x H x W x 3 -> float N x 3 x H x W in [0, 1], as PixFlow's step does."""
+    return u8.permute(0, 3, 1, 2).float() / 255.0
+
+
+def bench(name, warmup, steps):
+    model_type, scale, hp, batch, patch, infer = CASES[name]
     torch.manual_seed(0)
-    net = EDSR(feats, blocks, 2, 1.0)
-    opt = torch.optim.Adam(net.parameters(), lr=1e-4, betas=(0.9, 0.999), eps=1e-8)
+    net = build(model_type, scale, **hp)
     g = torch.Generator().manual_seed(1)
     lq = torch.randint(0, 256, (batch, patch, patch, 3), generator=g, dtype=torch.uint8)
-    gt = torch.randint(0, 256, (batch, 2 * patch, 2 * patch, 3), generator=g, dtype=torch.uint8)
+    gt = torch.randint(0, 256, (batch, scale * patch, scale * patch, 3), generator=g,
+                       dtype=torch.uint8)
+    opt = None
+    if infer:
+        net.eval()
+    else:
+        opt = torch.optim.Adam(net.parameters(), lr=1e-4, betas=(0.9, 0.999), eps=1e-8)
     times = []
     loss = None
     for i in range(warmup + steps):
         t0 = time.perf_counter()
-        x = lq.permute(0, 3, 1, 2).float() / 255.0
-        y = gt.permute(0, 3, 1, 2).float() / 255.0
-        opt.zero_grad()
-        loss = torch.nn.functional.l1_loss(net(x), y)
-        loss.backward()
-        opt.step()
+        if infer:
+            with torch.inference_mode():
+                out = net(to_input(lq)).permute(0, 2, 3, 1).contiguous()  # HWC, as PixFlow's
+        else:
+            opt.zero_grad()
+            loss = F.l1_loss(net(to_input(lq)), to_input(gt))
+            loss.backward()
+            opt.step()
         if i >= warmup:
             times.append(time.perf_counter() - t0)
     times.sort()
     n_params = sum(p.numel() for p in net.parameters())
-    print("%-9s torch EDSR %d feats %d blocks x2 batch %d patch %d: %d params, median %.4f "
-          "s/step (min %.4f, max %.4f, %d steps), last loss %.4f"
-          % (label, feats, blocks, batch, patch, n_params, times[len(times) // 2], times[0],
-             times[-1], steps, loss.item()))
+    print("%-13s torch %s %s x%d %s batch %d patch %d: %d params, median %.4f s/step "
+          "(min %.4f, max %.4f, %d steps)%s"
+          % (name, model_type, " ".join("%s %s" % kv for kv in hp.items()), scale,
+             "infer" if infer else "train", batch, patch, n_params, times[len(times) // 2],
+             times[0], times[-1], steps, "" if infer else ", last loss %.4f" % loss.item()))
 
 
 def main():
@@ -51,16 +77,13 @@ def main():
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--warmup", type=int, default=3)
-    ap.add_argument("--batch", type=int, default=16)
-    ap.add_argument("--patch", type=int, default=48)
-    ap.add_argument("--only", default="")
+    ap.add_argument("--only", default="", choices=[""] + list(CASES))
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     print("torch %s, %d threads" % (torch.__version__, torch.get_num_threads()))
-    if a.only != "baseline":
-        bench("demo", 32, 4, a.batch, a.patch, a.warmup, a.steps)
-    if a.only != "demo":
-        bench("baseline", 64, 16, a.batch, a.patch, a.warmup, a.steps)
+    for name in CASES:
+        if not a.only or a.only == name:
+            bench(name, a.warmup, max(1, a.steps))
 
 
 if __name__ == "__main__":
