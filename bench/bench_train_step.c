@@ -13,7 +13,11 @@
     case, the median of N timed steps after W warm-up steps. Threads: oneDNN's OpenMP pool,
     i.e. OMP_NUM_THREADS (default all cores).
 
-    usage: bench_train_step [--steps N] [--warmup W] [--only CASE]
+    --mark prints a line "pf_mark step I warmup 0|1 model_ms T adam_ms A" on stdout after each
+    step (model_ms: pf_model_train_step or pf_model_infer; adam_ms: the optimiser), so that
+    bench/dnnl_profile.py can split ONEDNN_VERBOSE=1 output into steps.
+
+    usage: bench_train_step [--steps N] [--warmup W] [--only CASE] [--mark 1]
 */
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,7 +90,7 @@ static void case_cfg(pf_config *c, const bench_case *k) {
     c->eps = 1e-8f;
 }
 
-static int bench(const bench_case *k, int warmup, int steps) {
+static int bench(const bench_case *k, int warmup, int steps, int mark) {
     pf_config cfg;
     case_cfg(&cfg, k);
     char err[512];
@@ -119,15 +123,20 @@ static int bench(const bench_case *k, int warmup, int steps) {
     float loss = 0.0f;
     for (int i = 0; !rc && i < warmup + steps; i++) {
         double t0 = now();
-        if (k->infer) {
+        if (k->infer)
             rc = pf_model_infer(m, lq, p, p, out, err, sizeof err);
-        } else {
+        else
             rc = pf_model_train_step(m, lq, gt, k->batch, p, p, &loss, err, sizeof err);
-            if (!rc) pf_adam_step(&adam, pf_model_params(m), pf_model_grads(m),
-                                  cfg.learning_rate);
-        }
+        double t1 = now();
+        if (!rc && !k->infer)
+            pf_adam_step(&adam, pf_model_params(m), pf_model_grads(m), cfg.learning_rate);
         if (rc) fprintf(stderr, "%s: %s\n", k->name, err);
         if (i >= warmup) t[i - warmup] = now() - t0;
+        if (mark) {
+            printf("pf_mark step %d warmup %d model_ms %.3f adam_ms %.3f\n", i, i < warmup,
+                   1e3 * (t1 - t0), 1e3 * (now() - t1));
+            fflush(stdout);
+        }
     }
     if (!rc) {
         qsort(t, (size_t)steps, sizeof(double), cmp);
@@ -136,8 +145,8 @@ static int bench(const bench_case *k, int warmup, int steps) {
         printf("%-13s pixflow %s %d feats %d blocks%s x%d %s batch %d patch %d: %zu params, "
                "median %.4f s/step (min %.4f, max %.4f, %d steps)",
                k->name, k->model_type, k->n_feats, k->n_blocks, groups, s,
-               k->infer ? "infer" : "train", k->batch, p,
-               pf_model_num_params(m), t[steps / 2], t[0], t[steps - 1], steps);
+               k->infer ? "infer" : "train", k->batch, p, pf_model_num_params(m),
+               (t[(steps - 1) / 2] + t[steps / 2]) / 2, t[0], t[steps - 1], steps);
         if (k->infer) printf("\n");
         else printf(", last loss %.4f\n", loss);
     }
@@ -151,19 +160,20 @@ static int bench(const bench_case *k, int warmup, int steps) {
 }
 
 int main(int argc, char **argv) {
-    int steps = 10, warmup = 3;
+    int steps = 10, warmup = 3, mark = 0;
     const char *only = "";
     int bad = argc % 2 == 0;
     for (int i = 1; !bad && i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--steps")) steps = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--warmup")) warmup = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--only")) only = argv[i + 1];
+        else if (!strcmp(argv[i], "--mark")) mark = atoi(argv[i + 1]);
         else bad = 1;
     }
     int found = !*only;
     for (int i = 0; i < N_CASES; i++) found |= !strcmp(only, CASES[i].name);
     if (bad || !found) {
-        fprintf(stderr, "usage: %s [--steps N] [--warmup W] [--only CASE]\ncases:", argv[0]);
+        fprintf(stderr, "usage: %s [--steps N] [--warmup W] [--only CASE] [--mark 1]\ncases:", argv[0]);
         for (int i = 0; i < N_CASES; i++) fprintf(stderr, " %s", CASES[i].name);
         fprintf(stderr, "\n");
         return 2;
@@ -172,6 +182,6 @@ int main(int argc, char **argv) {
     if (warmup < 0) warmup = 0;
     int rc = 0;
     for (int i = 0; i < N_CASES; i++)
-        if (!*only || !strcmp(only, CASES[i].name)) rc |= bench(&CASES[i], warmup, steps);
+        if (!*only || !strcmp(only, CASES[i].name)) rc |= bench(&CASES[i], warmup, steps, mark);
     return rc ? 1 : 0;
 }

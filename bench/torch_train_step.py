@@ -68,7 +68,7 @@ def bench(name, warmup, steps):
     print("%-13s torch %s %s x%d %s batch %d patch %d: %d params, median %.4f s/step "
           "(min %.4f, max %.4f, %d steps)%s"
           % (name, model_type, " ".join("%s %s" % kv for kv in hp.items()), scale,
-             "infer" if infer else "train", batch, patch, n_params, times[len(times) // 2],
+             "infer" if infer else "train", batch, patch, n_params, (times[(steps - 1) // 2] + times[steps // 2]) / 2,
              times[0], times[-1], steps, "" if infer else ", last loss %.4f" % loss.item()))
 
 
