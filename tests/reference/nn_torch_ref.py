@@ -2,8 +2,8 @@
 """nn_torch_ref — reference tensors for tests/test_nn_torch_parity.c, computed with PyTorch.
 
 Builds BasicSR's EDSR (basicsr/archs/edsr_arch.py) and MMagic's SRCNNNet from zoo_archs.py
-(re-implementations with the same modules and state_dict names), with PyTorch's default init under torch.manual_seed,
-runs one tiny uint8 batch through the training step (input / 255, loss vs gt / 255) and dumps
+(re-implementations with the same modules and state_dict names), with PyTorch's default init
+under torch.manual_seed, runs one tiny uint8 batch through the training step (input / 255, loss vs gt / 255) and dumps
 inputs, weights, output, loss, every gradient, and the losses of 3 further torch.optim.Adam
 steps. CI has no torch: the committed files in tests/data are what the C test reads.
 
