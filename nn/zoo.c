@@ -271,9 +271,10 @@ int pf_zoo_build(pf_model *m, char *err, size_t errlen) {
         snprintf(err, errlen, "model: %s does not support scale %d", c->model_type, c->scale);
         return -1;
     }
-    if (c->n_feats < 1 || c->n_blocks < 0 || c->num_group < 1 || c->squeeze_factor < 1 ||
-        c->squeeze_factor > c->n_feats || c->num_grow_ch < 1 || c->fsrcnn_d < 1 ||
-        c->fsrcnn_s < 1 || c->fsrcnn_m < 0 || c->img_range <= 0.0f) {
+    int rcan_ = !strcmp(c->model_type, "RCAN");
+    if (c->n_feats < 1 || c->n_blocks < 0 || c->num_group < 1 || c->num_grow_ch < 1 ||
+        c->fsrcnn_d < 1 || c->fsrcnn_s < 1 || c->fsrcnn_m < 0 || c->img_range <= 0.0f ||
+        (rcan_ && (c->squeeze_factor < 1 || c->squeeze_factor > c->n_feats))) {
         snprintf(err, errlen, "model: %s hyper-parameters out of range", c->model_type);
         return -1;
     }
