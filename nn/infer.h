@@ -19,7 +19,9 @@ typedef struct {
 /* Radius, in LQ pixels, of the network's receptive field: an upper bound on how far an input
    pixel can influence an output pixel (EDSR 2 * n_blocks + 4, SRCNN 2 + ceil(6 / scale) for
    the 9-1-5 kernels). Tiling with tile_overlap >= this equals untiled inference up to float
-   summation order. */
+   summation order. PF_INFER_GLOBAL for networks that see the whole image (RCAN's channel
+   attention pools over it): no overlap makes tiles exact for those. */
+#define PF_INFER_GLOBAL (1 << 20)
 int pf_infer_receptive_radius(const pf_config *cfg);
 
 /* A short description of cfg's eval_cfg inference mode for logs, into buf: "whole image",

@@ -5,6 +5,7 @@
 */
 #include "nn/model.h"
 #include <math.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,15 +27,17 @@ float *pf_plan_alloc(pf_plan *p, size_t n) {
 
 void pf_plan_free(pf_plan *p) {
     for (int i = 0; i < 4; i++) pf_op_free(&p->ops[i]);
+    pf_gstate_free(&p->g);
     for (int i = 0; i < p->n_allocs; i++) free(p->allocs[i]);
     memset(p, 0, sizeof *p);
 }
 
+static int conv_tensor(const pf_model *m, int i) { return m->conv_w ? m->conv_w[i] : 2 * i; }
 float *pf_model_conv_w(pf_model *m, float *base, int i) {
-    return base + m->tensors[2 * i].offset;
+    return base + m->tensors[conv_tensor(m, i)].offset;
 }
 float *pf_model_conv_b(pf_model *m, float *base, int i) {
-    return base + m->tensors[2 * i + 1].offset;
+    return base + m->tensors[conv_tensor(m, i) + 1].offset;
 }
 
 int pf_model_set_weights(pf_model *m, pf_conv *convs, char *err, size_t errlen) {
@@ -51,6 +54,63 @@ static void add_conv(pf_model *m, const char *name, int ic, int oc, int k, int r
     pf_conv_init(&m->train_conv[m->n_convs], name, ic, oc, k, relu);
     pf_conv_init(&m->infer_conv[m->n_convs], name, ic, oc, k, relu);
     m->n_convs++;
+}
+
+/* Room for `convs` more layers and `tensors` more tensors. */
+static int reserve(pf_model *m, int convs, int tensors) {
+    if (m->n_convs + convs > m->cap_convs) {
+        int cap = m->cap_convs ? 2 * m->cap_convs : 64;
+        while (cap < m->n_convs + convs) cap *= 2;
+        pf_conv *a = realloc(m->train_conv, (size_t)cap * sizeof *a);
+        if (!a) return -1;
+        m->train_conv = a;
+        pf_conv *b = realloc(m->infer_conv, (size_t)cap * sizeof *b);
+        if (!b) return -1;
+        m->infer_conv = b;
+        int *w = realloc(m->conv_w, (size_t)cap * sizeof *w);
+        if (!w) return -1;
+        m->conv_w = w;
+        m->cap_convs = cap;
+    }
+    if (m->n_tensors + tensors > m->cap_tensors) {
+        int cap = m->cap_tensors ? 2 * m->cap_tensors : 128;
+        while (cap < m->n_tensors + tensors) cap *= 2;
+        pf_param_info *t = realloc(m->tensors, (size_t)cap * sizeof *t);
+        if (!t) return -1;
+        m->tensors = t;
+        pf_param_init *in = realloc(m->init, (size_t)cap * sizeof *in);
+        if (!in) return -1;
+        m->init = in;
+        m->cap_tensors = cap;
+    }
+    return 0;
+}
+
+int pf_model_add_conv(pf_model *m, const char *name, int ic, int oc, int k,
+                      pf_param_init w_init, pf_param_init b_init) {
+    if (reserve(m, 1, 2)) return -1;
+    int t = m->n_tensors;
+    pf_param_table_add_conv(m->tensors, &m->n_tensors, &m->n_params, name, ic, oc, k);
+    m->init[t] = w_init;
+    m->init[t + 1] = b_init;
+    m->conv_w[m->n_convs] = t;
+    pf_conv_init(&m->train_conv[m->n_convs], name, ic, oc, k, 0);
+    pf_conv_init(&m->infer_conv[m->n_convs], name, ic, oc, k, 0);
+    return m->n_convs++;
+}
+
+int pf_model_add_vector(pf_model *m, const char *name, int numel, pf_param_init init) {
+    if (reserve(m, 0, 1)) return -1;
+    pf_param_info *t = &m->tensors[m->n_tensors];
+    memset(t, 0, sizeof *t);
+    snprintf(t->name, sizeof t->name, "%s", name);
+    t->offset = m->n_params;
+    t->numel = (size_t)numel;
+    t->ndim = 1;
+    t->shape[0] = numel;
+    m->n_params += (size_t)numel;
+    m->init[m->n_tensors] = init;
+    return m->n_tensors++;
 }
 
 pf_model *pf_model_new(const pf_config *cfg, char *err, size_t errlen) {
@@ -104,10 +164,12 @@ pf_model *pf_model_new(const pf_config *cfg, char *err, size_t errlen) {
         }
         max_convs = 3;
     } else {
-        snprintf(err, errlen, "model: unsupported model_type '%s' (EDSR, SRCNN)",
-                 cfg->model_type);
-        goto fail;
+        m->is_graph = 1;
+        pf_graph_init(&m->graph);
+        if (pf_zoo_build(m, err, errlen)) goto fail;
+        max_convs = 0;
     }
+    if (!m->is_graph) {
     m->tensors = calloc((size_t)max_convs * 2, sizeof *m->tensors);
     m->train_conv = calloc((size_t)max_convs, sizeof *m->train_conv);
     m->infer_conv = calloc((size_t)max_convs, sizeof *m->infer_conv);
@@ -141,6 +203,7 @@ pf_model *pf_model_new(const pf_config *cfg, char *err, size_t errlen) {
         add_conv(m, "conv2", ch[1], ch[2], k[1], 1);
         add_conv(m, "conv3", ch[2], ch[3], k[2], 0);
     }
+    }
     m->params = calloc(m->n_params, sizeof(float));
     m->grads = calloc(m->n_params, sizeof(float));
     if (!m->params || !m->grads) {
@@ -167,13 +230,45 @@ void pf_model_destroy(pf_model **self) {
     free(m->train_conv);
     free(m->infer_conv);
     free(m->tensors);
+    free(m->init);
+    free(m->conv_w);
+    pf_graph_free(&m->graph);
     free(m->params);
     free(m->grads);
     free(m);
     *self = NULL;
 }
 
+/* Graph networks: each tensor by its pf_param_init, from stream (seed, tensor index); normal
+   draws by Box-Muller on pairs of uniforms. */
+static void init_graph(pf_model *m, uint64_t seed) {
+    for (int i = 0; i < m->n_tensors; i++) {
+        const pf_param_info *t = &m->tensors[i];
+        const pf_param_init *in = &m->init[i];
+        pf_rng r = pf_rng_make(seed, (uint64_t)i, 0);
+        float *p = m->params + t->offset;
+        for (size_t j = 0; j < t->numel; j++) {
+            double v;
+            if (in->kind == PF_INIT_CONST) {
+                v = in->scale;
+            } else if (in->kind == PF_INIT_UNIFORM) {
+                v = (2.0 * pf_rng_uniform(&r) - 1.0) / sqrt(in->fan_in);
+            } else {
+                double u1 = pf_rng_uniform(&r), u2 = pf_rng_uniform(&r);
+                if (u1 < 1e-300) u1 = 1e-300;
+                v = sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2) * sqrt(2.0 / in->fan_in) *
+                    in->scale;
+            }
+            p[j] = (float)v;
+        }
+    }
+}
+
 void pf_model_init(pf_model *m, uint64_t seed) {
+    if (m->is_graph) {
+        init_graph(m, seed);
+        return;
+    }
     /* kaiming_uniform_(a = sqrt(5)): gain = sqrt(2 / (1 + 5)), bound = gain * sqrt(3 / fan_in)
        = 1 / sqrt(fan_in); the bias bound is 1 / sqrt(fan_in) as well. Tensor i draws from
        stream (seed, i), element j is its j-th draw. */
@@ -206,8 +301,9 @@ static int plan(pf_model *m, pf_plan *p, pf_conv *convs, int n, int h, int w, in
     }
     if (p->n == n && p->h == h && p->w == w) return 0;
     pf_plan_free(p);
-    int rc = m->is_edsr ? pf_edsr_plan(m, p, convs, n, h, w, training, err, errlen)
-                        : pf_srcnn_plan(m, p, convs, n, h, w, training, err, errlen);
+    int rc = m->is_graph  ? pf_graph_plan(m, p, convs, n, h, w, training, err, errlen)
+             : m->is_edsr ? pf_edsr_plan(m, p, convs, n, h, w, training, err, errlen)
+                          : pf_srcnn_plan(m, p, convs, n, h, w, training, err, errlen);
     if (rc) {
         pf_plan_free(p);
         return -1;
@@ -219,21 +315,36 @@ static int plan(pf_model *m, pf_plan *p, pf_conv *convs, int n, int h, int w, in
     return 0;
 }
 
+static int forward(pf_model *m, pf_plan *p, pf_conv *convs, const uint8_t *lq, char *err,
+                   size_t errlen) {
+    return m->is_graph  ? pf_graph_forward(m, p, convs, lq, err, errlen)
+           : m->is_edsr ? pf_edsr_forward(m, p, convs, lq, err, errlen)
+                        : pf_srcnn_forward(m, p, convs, lq, err, errlen);
+}
+
+/* The output activation's units: y = out / range + mean (mean NULL: none). */
+static const float *out_mean(const pf_model *m) {
+    if (m->is_graph) return m->graph.use_mean ? m->graph.mean : NULL;
+    return m->is_edsr ? m->cfg.rgb_mean : NULL;
+}
+static float out_range(const pf_model *m) {
+    return m->is_graph ? m->graph.range : m->cfg.img_range;
+}
+
 int pf_model_train_step(pf_model *m, const uint8_t *lq, const uint8_t *gt, int n, int lq_h,
                         int lq_w, float *loss, char *err, size_t errlen) {
     pf_plan *p = &m->train;
     pf_conv *convs = m->train_conv;
     if (plan(m, p, convs, n, lq_h, lq_w, 1, err, errlen)) return -1;
     if (pf_model_set_weights(m, convs, err, errlen)) return -1;
-    int rc = m->is_edsr ? pf_edsr_forward(m, p, convs, lq, err, errlen)
-                        : pf_srcnn_forward(m, p, convs, lq, err, errlen);
+    int rc = forward(m, p, convs, lq, err, errlen);
     if (rc) return -1;
     int s = m->scale;
     *loss = (float)pf_loss_forward_backward(&m->loss, p->out, gt, n, lq_h * s, lq_w * s,
-                                            m->is_edsr ? m->cfg.rgb_mean : NULL,
-                                            m->cfg.img_range, p->out_block, p->d_out);
-    rc = m->is_edsr ? pf_edsr_backward(m, p, convs, err, errlen)
-                    : pf_srcnn_backward(m, p, convs, err, errlen);
+                                            out_mean(m), out_range(m), p->out_block, p->d_out);
+    rc = m->is_graph  ? pf_graph_backward(m, p, convs, err, errlen)
+         : m->is_edsr ? pf_edsr_backward(m, p, convs, err, errlen)
+                      : pf_srcnn_backward(m, p, convs, err, errlen);
     if (rc) return -1;
     return pf_dnnl_check(dnnl_stream_wait(m->dnnl.stream), "model", "dnnl_stream_wait", err,
                          errlen);
@@ -242,8 +353,8 @@ int pf_model_train_step(pf_model *m, const uint8_t *lq, const uint8_t *gt, int n
 int pf_model_train_output(const pf_model *m, int n, float *out) {
     const pf_plan *p = &m->train;
     if (!p->n || !p->out || n < 1 || n > p->n) return -1;
-    pf_act_to_image(out, p->out, n, p->h * m->scale, p->w * m->scale,
-                    m->is_edsr ? m->cfg.rgb_mean : NULL, m->cfg.img_range, p->out_block);
+    pf_act_to_image(out, p->out, n, p->h * m->scale, p->w * m->scale, out_mean(m),
+                    out_range(m), p->out_block);
     return 0;
 }
 
@@ -253,14 +364,12 @@ int pf_model_infer(pf_model *m, const uint8_t *lq, int h, int w, float *out, cha
     pf_conv *convs = m->infer_conv;
     if (plan(m, p, convs, 1, h, w, 0, err, errlen)) return -1;
     if (pf_model_set_weights(m, convs, err, errlen)) return -1;
-    int rc = m->is_edsr ? pf_edsr_forward(m, p, convs, lq, err, errlen)
-                        : pf_srcnn_forward(m, p, convs, lq, err, errlen);
-    if (rc) return -1;
+    if (forward(m, p, convs, lq, err, errlen)) return -1;
     if (pf_dnnl_check(dnnl_stream_wait(m->dnnl.stream), "model", "dnnl_stream_wait", err,
                       errlen))
         return -1;
-    pf_act_to_image(out, p->out, 1, h * m->scale, w * m->scale,
-                    m->is_edsr ? m->cfg.rgb_mean : NULL, m->cfg.img_range, p->out_block);
+    pf_act_to_image(out, p->out, 1, h * m->scale, w * m->scale, out_mean(m), out_range(m),
+                    p->out_block);
     return 0;
 }
 
@@ -311,5 +420,17 @@ int pf_model_load_weights(pf_model *m, const struct pf_safetensors *st, char *er
         const float *d = pf_safetensors_get(st, t->name, &ndim, shape);
         memcpy(m->params + t->offset, d, t->numel * sizeof(float));
     }
+    return 0;
+}
+
+int pf_set_threads(const char *arg, char *err, size_t errlen) {
+    char *end = NULL;
+    long n = arg ? strtol(arg, &end, 10) : 0;
+    if (!arg || !*arg || *end || n < 1 || n > 1024) {
+        snprintf(err, errlen, "--threads %s: expected a whole number 1..1024", arg ? arg : "");
+        return -1;
+    }
+    omp_set_num_threads((int)n);
+    setenv("OMP_NUM_THREADS", arg, 1);    /* for the processes this one starts */
     return 0;
 }

@@ -6,6 +6,7 @@
 #define PF_MODEL_INTERNAL_H
 #include "nn/cpu/conv_dnnl.h"
 #include "nn/cpu/eltwise_dnnl.h"
+#include "nn/graph.h"
 #include "nn/loss.h"
 #include "nn/model.h"
 
@@ -32,11 +33,32 @@ typedef struct {
     pf_op ops[4];               /* element-wise backward primitives (ReLU mask, accumulate) */
     void *allocs[PF_PLAN_MAX_ALLOCS];
     int n_allocs;
+    pf_gstate *g;               /* graph networks: per-tensor layouts and buffers */
 } pf_plan;
+
+/* How pf_model_init draws one tensor of a graph network (the reference's scheme). */
+typedef enum {
+    PF_INIT_UNIFORM,            /* U(-1/sqrt(fan_in), 1/sqrt(fan_in)): PyTorch's default for
+                                   conv weights (kaiming_uniform a = sqrt(5)) and biases */
+    PF_INIT_NORMAL,             /* N(0, 2 / fan_in) * scale: kaiming_normal fan-in, times
+                                   BasicSR's default_init_weights scale */
+    PF_INIT_CONST,              /* every element = scale (PReLU 0.25, zero biases) */
+} pf_init_kind;
+
+typedef struct {
+    pf_init_kind kind;
+    double fan_in, scale;
+} pf_param_init;
 
 struct pf_model {
     pf_config cfg;              /* copy of the configuration it was built from */
-    int is_edsr;                /* 1 EDSR, 0 SRCNN */
+    int is_edsr;                /* 1 EDSR, 0 SRCNN (or a graph network) */
+    int is_graph;               /* FSRCNN, ESPCN, MSRResNet, RCAN, RRDBNet: run by graph.c */
+    pf_graph graph;
+    pf_param_init *init;        /* graph networks: per tensor (n_tensors) */
+    int cap_tensors, cap_convs; /* room in tensors / init and the conv arrays */
+    int *conv_w;                /* graph networks: tensor index of conv i's weight (its bias
+                                   follows); EDSR / SRCNN: 2 i */
     int scale;
     int n_stages, stage_r;      /* EDSR upsample: stages of factor stage_r (2 or 3) */
     float *params, *grads;      /* flat buffers, n_params floats each */
@@ -50,6 +72,17 @@ struct pf_model {
     pf_dnnl dnnl;
     pf_plan train, infer;
 };
+
+/* Graph networks (nn/zoo.c): build m->graph, its convolutions and parameter tensors from
+   m->cfg. Returns 0 or -1 with err. */
+int pf_zoo_build(pf_model *m, char *err, size_t errlen);
+
+/* Register a convolution (weight + bias, with their init) for a graph network; returns its
+   layer index or -1 when out of memory. */
+int pf_model_add_conv(pf_model *m, const char *name, int ic, int oc, int k,
+                      pf_param_init w_init, pf_param_init b_init);
+/* Register a parameter tensor of `numel` floats, shape (numel); returns its tensor index. */
+int pf_model_add_vector(pf_model *m, const char *name, int numel, pf_param_init init);
 
 /* Allocate n floats (64-byte aligned) owned by plan; NULL when out of memory. */
 float *pf_plan_alloc(pf_plan *p, size_t n);

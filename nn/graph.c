@@ -1,0 +1,734 @@
+/*  graph — planning, forward and backward of node-list networks (see graph.h). */
+#include "nn/graph.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nn/layers.h"
+#include "nn/model_internal.h"
+
+#define TRY(x) do { if (x) return -1; } while (0)
+
+/* ---- building ------------------------------------------------------------------------- */
+
+void pf_graph_init(pf_graph *g) {
+    memset(g, 0, sizeof *g);
+    g->input = g->output = -1;
+    g->range = 1.0f;
+}
+
+void pf_graph_free(pf_graph *g) {
+    free(g->t);
+    free(g->node);
+    pf_graph_init(g);
+}
+
+/* Room for one more element in *arr (n used of *cap, elem bytes each); 0, or -1 with
+   g->oom set. */
+static int grow(pf_graph *g, void **arr, int n, int *cap, size_t elem) {
+    if (n < *cap) return 0;
+    int c = *cap ? 2 * *cap : 64;
+    void *a = realloc(*arr, (size_t)c * elem);
+    if (!a) {
+        g->oom = 1;
+        return -1;
+    }
+    *arr = a;
+    *cap = c;
+    return 0;
+}
+
+int pf_graph_tensor(pf_graph *g, int c, int mul, int div, int one) {
+    if (grow(g, (void **)&g->t, g->n_t, &g->cap_t, sizeof *g->t)) return -1;
+    g->t[g->n_t] = (pf_gtensor){ .c = c, .mul = mul, .div = div, .one = one };
+    return g->n_t++;
+}
+
+int pf_graph_node(pf_graph *g, pf_gop op, const int *in, int n_in, int out_c, int out_mul,
+                  int out_div, int out_one) {
+    if (g->oom) return -1;
+    for (int i = 0; i < n_in; i++)
+        if (in[i] < 0) return -1;
+    if (grow(g, (void **)&g->node, g->n_node, &g->cap_node, sizeof *g->node)) return -1;
+    int out = pf_graph_tensor(g, out_c, out_mul, out_div, out_one);
+    if (out < 0) return -1;
+    pf_gnode *nd = &g->node[g->n_node++];
+    memset(nd, 0, sizeof *nd);
+    nd->op = op;
+    nd->n_in = n_in;
+    for (int i = 0; i < n_in; i++) nd->in[i] = in[i];
+    nd->out = out;
+    nd->conv = nd->param = -1;
+    nd->scale = 1.0f;
+    nd->r = 1;
+    return out;
+}
+
+/* ---- plan state ----------------------------------------------------------------------- */
+
+typedef struct {
+    int h, w;           /* spatial size in this plan */
+    int block;          /* layout; 0 = not chosen yet */
+    size_t numel;       /* floats, padding included */
+    float *data, *grad;
+    int slot;           /* inference: buffer slot */
+    int last_use;       /* index of the last node reading it */
+    int need_grad;      /* some parameter lies upstream */
+    int grad_set;       /* backward: grad holds a value (else it is garbage) */
+} pf_tstate;
+
+struct pf_gstate {
+    int n;
+    pf_tstate *ts;
+    float *arena;           /* every buffer */
+    float *scratch[2];      /* backward temporaries, max numel each */
+    size_t max_numel;
+};
+
+void pf_gstate_free(pf_gstate **s) {
+    if (!*s) return;
+    free((*s)->ts);
+    free((*s)->arena);
+    free(*s);
+    *s = NULL;
+}
+
+static size_t tnumel(const pf_tstate *t, int n, int c) {
+    return pf_blk_numel(n, c, t->h, t->w, t->block);
+}
+
+/* Layouts and sizes, node by node (see graph.h). */
+static int plan_layouts(pf_model *m, pf_gstate *S, pf_conv *convs, int h, int w, int training,
+                        char *err, size_t errlen) {
+    pf_graph *g = &m->graph;
+    int n = S->n;
+    for (int i = 0; i < g->n_t; i++) {
+        pf_gtensor *t = &g->t[i];
+        S->ts[i].h = t->one ? 1 : h * t->mul / t->div;
+        S->ts[i].w = t->one ? 1 : w * t->mul / t->div;
+        S->ts[i].last_use = -1;
+        if (!t->one && (h * t->mul % t->div || w * t->mul % t->div)) {
+            snprintf(err, errlen, "%s: input %d x %d is not divisible by %d", m->cfg.model_type,
+                     h, w, t->div);
+            return -1;
+        }
+    }
+    for (int k = 0; k < g->n_node; k++) {
+        pf_gnode *nd = &g->node[k];
+        pf_tstate *o = &S->ts[nd->out];
+        for (int i = 0; i < nd->n_in; i++) {
+            S->ts[nd->in[i]].last_use = k;
+            if (S->ts[nd->in[i]].need_grad) o->need_grad = 1;
+        }
+        pf_tstate *a = nd->n_in > 0 ? &S->ts[nd->in[0]] : NULL;
+        switch (nd->op) {
+        case PF_G_INPUT:
+        case PF_G_BILINEAR_IN:
+            break;              /* chosen by the consumer */
+        case PF_G_CONV: {
+            pf_conv *c = &convs[nd->conv];
+            int dst = nd->n_in > 1 ? S->ts[nd->in[1]].block : -1;
+            if (nd->n_in > 1 && !dst) {
+                snprintf(err, errlen, "%s: residual input has no layout", c->name);
+                return -1;
+            }
+            TRY(pf_conv_setup(c, &m->dnnl, n, a->h, a->w, a->block ? a->block : -1, dst,
+                              training, a->need_grad, err, errlen));
+            if (a->block && c->src_block != a->block) {
+                snprintf(err, errlen, "%s: oneDNN chose an unexpected input layout", c->name);
+                return -1;
+            }
+            a->block = c->src_block;
+            o->block = c->dst_block;
+            o->need_grad = 1;   /* it has weights */
+            break;
+        }
+        case PF_G_PRELU:
+            o->need_grad = 1;
+            /* fall through */
+        default:
+            if (!a->block) a->block = 1;
+            o->block = a->block;
+            break;
+        case PF_G_ADD:
+        case PF_G_MUL_CH: {
+            pf_tstate *b = &S->ts[nd->in[1]];
+            if (!a->block && !b->block) a->block = 1;
+            if (!a->block) a->block = b->block;
+            if (!b->block) b->block = a->block;
+            if (nd->op == PF_G_MUL_CH && nd->n_in > 2) {
+                if (!S->ts[nd->in[2]].block) S->ts[nd->in[2]].block = a->block;
+                if (S->ts[nd->in[2]].block != a->block) {
+                    snprintf(err, errlen, "%s: channel attention residual in another layout",
+                             m->cfg.model_type);
+                    return -1;
+                }
+            }
+            o->block = a->block;
+            break;
+        }
+        }
+    }
+    S->ts[g->output].last_use = g->n_node;  /* the loss reads it */
+    S->max_numel = 0;
+    for (int i = 0; i < g->n_t; i++) {
+        if (!S->ts[i].block) S->ts[i].block = 1;
+        S->ts[i].numel = tnumel(&S->ts[i], n, g->t[i].c);
+        if (S->ts[i].numel > S->max_numel) S->max_numel = S->ts[i].numel;
+    }
+    return 0;
+}
+
+/* Buffers: training keeps all; inference reuses the slots of dead tensors. */
+static int plan_buffers(pf_model *m, pf_gstate *S, int training) {
+    pf_graph *g = &m->graph;
+    size_t total = 0;
+#define ROUND(x) (((x) + 15) / 16 * 16)
+    if (training) {
+        for (int i = 0; i < g->n_t; i++) {
+            total += ROUND(S->ts[i].numel);
+            if (S->ts[i].need_grad) total += ROUND(S->ts[i].numel);
+        }
+        total += 2 * ROUND(S->max_numel);
+    } else {
+        /* slot sizes, grown as tensors are assigned */
+        size_t *size = calloc((size_t)g->n_t + 1, sizeof *size);
+        int *busy = calloc((size_t)g->n_t + 1, sizeof *busy);
+        int n_slots = 0;
+        if (!size || !busy) {
+            free(size);
+            free(busy);
+            return -1;
+        }
+        int order[2] = { g->input, -1 };
+        for (int k = -1; k < g->n_node; k++) {
+            int t = k < 0 ? order[0] : g->node[k].out;
+            /* best fit among free slots, else a new one */
+            int best = -1;
+            for (int s = 0; s < n_slots; s++)
+                if (!busy[s] && (best < 0 || (size[s] >= S->ts[t].numel &&
+                                              (size[best] < S->ts[t].numel ||
+                                               size[s] < size[best]))))
+                    best = s;
+            if (best < 0 || size[best] < S->ts[t].numel) {
+                if (best < 0) best = n_slots++;
+                if (size[best] < S->ts[t].numel) size[best] = S->ts[t].numel;
+            }
+            busy[best] = 1;
+            S->ts[t].slot = best;
+            if (k < 0) continue;
+            /* inputs whose last reader this is are free again (after the output took its
+               slot, so no node writes over its own input) */
+            pf_gnode *nd = &g->node[k];
+            for (int i = 0; i < nd->n_in; i++)
+                if (S->ts[nd->in[i]].last_use == k) busy[S->ts[nd->in[i]].slot] = 0;
+        }
+        size_t *off = calloc((size_t)n_slots + 1, sizeof *off);
+        if (!off) {
+            free(size);
+            free(busy);
+            return -1;
+        }
+        for (int s = 0; s < n_slots; s++) {
+            off[s] = total;
+            total += ROUND(size[s]);
+        }
+        S->arena = aligned_alloc(64, (total ? total : 16) * sizeof(float));
+        if (S->arena) {
+            memset(S->arena, 0, total * sizeof(float));
+            for (int i = 0; i < g->n_t; i++) S->ts[i].data = S->arena + off[S->ts[i].slot];
+        }
+        free(size);
+        free(busy);
+        free(off);
+        return S->arena ? 0 : -1;
+    }
+    S->arena = aligned_alloc(64, total * sizeof(float));
+    if (!S->arena) return -1;
+    memset(S->arena, 0, total * sizeof(float));
+    float *p = S->arena;
+    for (int i = 0; i < g->n_t; i++) {
+        S->ts[i].data = p;
+        p += ROUND(S->ts[i].numel);
+        if (S->ts[i].need_grad) {
+            S->ts[i].grad = p;
+            p += ROUND(S->ts[i].numel);
+        }
+    }
+    S->scratch[0] = p;
+    p += ROUND(S->max_numel);
+    S->scratch[1] = p;
+#undef ROUND
+    return 0;
+}
+
+int pf_graph_plan(pf_model *m, void *plan, pf_conv *convs, int n, int h, int w, int training,
+                  char *err, size_t errlen) {
+    pf_plan *p = plan;
+    pf_graph *g = &m->graph;
+    pf_gstate *S = calloc(1, sizeof *S);
+    if (!S || !(S->ts = calloc((size_t)g->n_t, sizeof *S->ts))) {
+        free(S);
+        snprintf(err, errlen, "%s: out of memory", m->cfg.model_type);
+        return -1;
+    }
+    S->n = n;
+    p->g = S;
+    TRY(plan_layouts(m, S, convs, h, w, training, err, errlen));
+    if (plan_buffers(m, S, training)) {
+        snprintf(err, errlen, "%s: out of memory for activations of a %d x %d x %d batch",
+                 m->cfg.model_type, n, h, w);
+        return -1;
+    }
+    pf_tstate *out = &S->ts[g->output];
+    p->in_block = S->ts[g->input].block;
+    p->block = out->block;
+    p->out_block = out->block;
+    p->out = out->data;
+    p->d_out = out->grad;
+    return 0;
+}
+
+/* ---- element-wise kernels ------------------------------------------------------------- */
+
+/* Loops over (n, channel block, pixel) of a blocked tensor with C real channels; `body` sees
+   `base` (offset of the pixel's block of channels), `c0` (first channel of the block) and
+   `kn` (real channels in it). */
+#define FOR_BLOCKS(N, C, HW, B)                                                           \
+    _Pragma("omp parallel for collapse(2) schedule(static)")                              \
+    for (int n_ = 0; n_ < (N); n_++)                                                      \
+        for (int cb_ = 0; cb_ < ((C) + (B) - 1) / (B); cb_++)                              \
+            for (size_t px_ = 0, c0 __attribute__((unused)) = (size_t)cb_ * (B),           \
+                        kn = (size_t)((C) - cb_ * (B) < (B) ? (C) - cb_ * (B) : (B)),      \
+                        base = (((size_t)n_ * (((C) + (B) - 1) / (B)) + cb_) * (HW)) * (B); \
+                 px_ < (HW); px_++, base += (B))
+
+/* dst = (acc ? dst : 0) + s * src over n floats. */
+static void axpy(float *dst, const float *src, float s, size_t n, int acc) {
+    if (acc) {
+#pragma omp parallel for schedule(static)
+        for (size_t i = 0; i < n; i++) dst[i] += s * src[i];
+    } else if (s == 1.0f) {
+        memcpy(dst, src, n * sizeof(float));
+    } else {
+#pragma omp parallel for schedule(static)
+        for (size_t i = 0; i < n; i++) dst[i] = s * src[i];
+    }
+}
+
+/* Like axpy between tensors of the same shape in (possibly) different layouts. */
+static void axpy_layout(float *dst, int bd, const float *src, int bs, float s, int n, int c,
+                        int h, int w, int acc) {
+    if (bd == bs) {
+        axpy(dst, src, s, pf_blk_numel(n, c, h, w, bd), acc);
+        return;
+    }
+#pragma omp parallel for collapse(2) schedule(static)
+    for (int in = 0; in < n; in++)
+        for (int ic = 0; ic < c; ic++)
+            for (int y = 0; y < h; y++)
+                for (int x = 0; x < w; x++) {
+                    float v = s * src[pf_blk_off(in, ic, y, x, c, h, w, bs)];
+                    float *d = &dst[pf_blk_off(in, ic, y, x, c, h, w, bd)];
+                    *d = acc ? *d + v : v;
+                }
+}
+
+/* ---- forward -------------------------------------------------------------------------- */
+
+static int forward_node(pf_model *m, pf_gstate *S, pf_conv *convs, const pf_gnode *nd,
+                        const uint8_t *lq, char *err, size_t errlen) {
+    pf_graph *g = &m->graph;
+    int n = S->n, C = g->t[nd->out].c;
+    pf_tstate *o = &S->ts[nd->out], *a = nd->n_in ? &S->ts[nd->in[0]] : NULL;
+    int b = o->block;
+    size_t hw = (size_t)o->h * (size_t)o->w;
+    float *y = o->data;
+    switch (nd->op) {
+    case PF_G_INPUT:
+        pf_image_to_act(y, lq, n, o->h, o->w, g->use_mean ? g->mean : NULL, g->range, b);
+        return 0;
+    case PF_G_BILINEAR_IN: {
+        /* ATen upsample_bilinear2d, align_corners=False, scale given: src = (dst + 0.5) / r
+           - 0.5 clamped at 0; the right/bottom tap clamps to the last pixel. */
+        int r = nd->r, H = o->h, W = o->w, ih = H / r, iw = W / r;
+        float inv = 1.0f / (float)r;
+#pragma omp parallel for collapse(2) schedule(static)
+        for (int in = 0; in < n; in++)
+            for (int oy = 0; oy < H; oy++) {
+                float sy = ((float)oy + 0.5f) * inv - 0.5f;
+                if (sy < 0) sy = 0;
+                int y0 = (int)sy, y1 = y0 + (y0 < ih - 1);
+                float ly1 = sy - (float)y0, ly0 = 1.0f - ly1;
+                for (int ox = 0; ox < W; ox++) {
+                    float sx = ((float)ox + 0.5f) * inv - 0.5f;
+                    if (sx < 0) sx = 0;
+                    int x0 = (int)sx, x1 = x0 + (x0 < iw - 1);
+                    float lx1 = sx - (float)x0, lx0 = 1.0f - lx1;
+                    for (int c = 0; c < 3; c++) {
+#define PX(yy, xx) ((float)lq[(((size_t)in * ih + (yy)) * iw + (xx)) * 3 + c] / 255.0f)
+                        float v = ly0 * (lx0 * PX(y0, x0) + lx1 * PX(y0, x1)) +
+                                  ly1 * (lx0 * PX(y1, x0) + lx1 * PX(y1, x1));
+#undef PX
+                        y[pf_blk_off(in, c, oy, ox, 3, H, W, b)] = v;
+                    }
+                }
+            }
+        return 0;
+    }
+    case PF_G_CONV: {
+        pf_conv *c = &convs[nd->conv];
+        if (nd->n_in > 1)
+            return pf_conv_forward_residual(c, a->data, S->ts[nd->in[1]].data, y, err, errlen);
+        return pf_conv_forward(c, a->data, y, err, errlen);
+    }
+    case PF_G_PRELU: {
+        const float *x = a->data, *al = m->params + m->tensors[nd->param].offset;
+        FOR_BLOCKS(n, C, hw, b) for (size_t k = 0; k < kn; k++) {
+            float v = x[base + k];
+            y[base + k] = v > 0 ? v : al[c0 + k] * v;
+        }
+        return 0;
+    }
+    case PF_G_TANH: {
+        const float *x = a->data;
+        FOR_BLOCKS(n, C, hw, b) for (size_t k = 0; k < kn; k++) y[base + k] = tanhf(x[base + k]);
+        return 0;
+    }
+    case PF_G_SIGMOID: {
+        const float *x = a->data;
+        FOR_BLOCKS(n, C, hw, b) for (size_t k = 0; k < kn; k++)
+            y[base + k] = 1.0f / (1.0f + expf(-x[base + k]));
+        return 0;
+    }
+    case PF_G_ADD: {
+        pf_tstate *bb = &S->ts[nd->in[1]];
+        if (y != a->data) axpy(y, a->data, 1.0f, o->numel, 0);
+        axpy_layout(y, b, bb->data, bb->block, nd->scale, n, C, o->h, o->w, 1);
+        return 0;
+    }
+    case PF_G_GAP: {
+        const float *x = a->data;
+        size_t ahw = (size_t)a->h * (size_t)a->w;
+        int cb = (C + b - 1) / b;
+#pragma omp parallel for collapse(2) schedule(static)
+        for (int in = 0; in < n; in++)
+            for (int ib = 0; ib < cb; ib++) {
+                double acc[16] = { 0 };
+                const float *src = x + ((size_t)in * cb + ib) * ahw * b;
+                for (size_t px = 0; px < ahw; px++)
+                    for (int k = 0; k < b; k++) acc[k] += src[px * b + k];
+                for (int k = 0; k < b; k++)
+                    y[((size_t)in * cb + ib) * b + k] = (float)(acc[k] / (double)ahw);
+            }
+        return 0;
+    }
+    case PF_G_MUL_CH: {
+        const float *x = a->data, *s = S->ts[nd->in[1]].data;
+        const float *res = nd->n_in > 2 ? S->ts[nd->in[2]].data : NULL;
+        size_t cs = (size_t)pf_blk_c(C, S->ts[nd->in[1]].block);  /* 1 x 1: [n][c] */
+        float sc = nd->scale;
+        FOR_BLOCKS(n, C, hw, b) {
+            const float *sv = s + (size_t)n_ * cs + c0;
+            for (size_t k = 0; k < kn; k++)
+                y[base + k] = (res ? res[base + k] : 0.0f) + sc * (x[base + k] * sv[k]);
+        }
+        return 0;
+    }
+    case PF_G_CONCAT: {
+        int c_off = 0;
+        for (int i = 0; i < nd->n_in; i++) {
+            pf_tstate *t = &S->ts[nd->in[i]];
+            int ci = g->t[nd->in[i]].c;
+            if (t->block == b && c_off % b == 0) {
+                /* whole channel blocks: one copy per sample */
+                size_t chunk = pf_blk_numel(1, ci, o->h, o->w, b);
+                size_t obase = (size_t)(c_off / b) * hw * b;
+                for (int in = 0; in < n; in++)
+                    memcpy(y + (size_t)in * (o->numel / n) + obase, t->data + (size_t)in * chunk,
+                           chunk * sizeof(float));
+            } else {
+#pragma omp parallel for collapse(2) schedule(static)
+                for (int in = 0; in < n; in++)
+                    for (int ic = 0; ic < ci; ic++)
+                        for (int yy = 0; yy < o->h; yy++)
+                            for (int xx = 0; xx < o->w; xx++)
+                                y[pf_blk_off(in, c_off + ic, yy, xx, C, o->h, o->w, b)] =
+                                    t->data[pf_blk_off(in, ic, yy, xx, ci, o->h, o->w,
+                                                       t->block)];
+            }
+            c_off += ci;
+        }
+        return 0;
+    }
+    case PF_G_SHUFFLE:
+        pf_pixel_shuffle_forward(y, a->data, n, C, a->h, a->w, nd->r, a->block, b);
+        return 0;
+    case PF_G_UNSHUFFLE:
+        /* the inverse permutation: PixelShuffle's backward moves values the same way */
+        pf_pixel_shuffle_backward(y, a->data, n, g->t[nd->in[0]].c, o->h, o->w, nd->r, b,
+                                  a->block);
+        return 0;
+    case PF_G_NEAREST: {
+        const float *x = a->data;
+        int r = nd->r, H = o->h, W = o->w, cb = (C + b - 1) / b;
+#pragma omp parallel for collapse(2) schedule(static)
+        for (int in = 0; in < n; in++)
+            for (int ib = 0; ib < cb; ib++)
+                for (int yy = 0; yy < H; yy++) {
+                    const float *src = x + (((size_t)in * cb + ib) * a->h + yy / r) * a->w * b;
+                    float *dst = y + (((size_t)in * cb + ib) * H + yy) * W * b;
+                    for (int xx = 0; xx < W; xx++)
+                        memcpy(dst + (size_t)xx * b, src + (size_t)(xx / r) * b,
+                               (size_t)b * sizeof(float));
+                }
+        return 0;
+    }
+    }
+    snprintf(err, errlen, "%s: unknown graph op %d", m->cfg.model_type, (int)nd->op);
+    return -1;
+}
+
+int pf_graph_forward(pf_model *m, void *plan, pf_conv *convs, const uint8_t *lq, char *err,
+                     size_t errlen) {
+    pf_gstate *S = ((pf_plan *)plan)->g;
+    for (int k = 0; k < m->graph.n_node; k++)
+        TRY(forward_node(m, S, convs, &m->graph.node[k], lq, err, errlen));
+    return 0;
+}
+
+/* ---- backward ------------------------------------------------------------------------- */
+
+/* The gradient buffer of t for a contribution: *acc says whether to add to it. NULL when t
+   needs no gradient. */
+static float *grad_for(pf_tstate *t, int *acc) {
+    if (!t->need_grad) return NULL;
+    *acc = t->grad_set;
+    t->grad_set = 1;
+    return t->grad;
+}
+
+static int backward_node(pf_model *m, pf_gstate *S, pf_conv *convs, const pf_gnode *nd,
+                         char *err, size_t errlen) {
+    pf_graph *g = &m->graph;
+    int n = S->n, C = g->t[nd->out].c, acc = 0;
+    pf_tstate *o = &S->ts[nd->out], *a = nd->n_in ? &S->ts[nd->in[0]] : NULL;
+    if (!o->grad_set) return 0;         /* nothing flows back through here */
+    int b = o->block;
+    size_t hw = (size_t)o->h * (size_t)o->w;
+    float *dy = o->grad;
+    const float *y = o->data;
+    float *dx;
+    switch (nd->op) {
+    case PF_G_INPUT:
+    case PF_G_BILINEAR_IN:
+        return 0;
+    case PF_G_CONV: {
+        pf_conv *c = &convs[nd->conv];
+        if (c->relu) {
+            /* fused (Leaky)ReLU: the output's sign is the input's (alpha >= 0) */
+            float al = c->alpha;
+            size_t cnt = o->numel;
+#pragma omp parallel for schedule(static)
+            for (size_t i = 0; i < cnt; i++)
+                if (!(y[i] > 0)) dy[i] *= al;
+        }
+        const float *dd = dy;
+        if (nd->n_in > 1) {
+            /* out = identity + scale * conv: the identity gets dy as it is */
+            pf_tstate *id = &S->ts[nd->in[1]];
+            if ((dx = grad_for(id, &acc)))
+                axpy_layout(dx, id->block, dy, b, 1.0f, n, C, o->h, o->w, acc);
+            if (nd->scale != 1.0f) {
+                axpy(S->scratch[0], dy, nd->scale, o->numel, 0);
+                dd = S->scratch[0];
+            }
+        }
+        const pf_param_info *wt = &m->tensors[nd->param], *bt = &m->tensors[nd->param + 1];
+        TRY(pf_conv_backward_weights(c, a->data, dd, m->grads + wt->offset,
+                                     m->grads + bt->offset, err, errlen));
+        if ((dx = grad_for(a, &acc))) {
+            if (!acc) return pf_conv_backward_data(c, dd, dx, err, errlen);
+            TRY(pf_conv_backward_data(c, dd, S->scratch[1], err, errlen));
+            axpy(dx, S->scratch[1], 1.0f, a->numel, 1);
+        }
+        return 0;
+    }
+    case PF_G_PRELU: {
+        const float *x = a->data, *al = m->params + m->tensors[nd->param].offset;
+        float *dal = m->grads + m->tensors[nd->param].offset;
+        int cb = (C + b - 1) / b;
+        dx = grad_for(a, &acc);
+        /* d alpha[c] = sum over x <= 0 of dy * x: per (sample, block) partial sums first,
+           added in a fixed order, so the result does not depend on the thread count */
+        double *part = calloc((size_t)n * cb * b, sizeof *part);
+        if (!part) {
+            snprintf(err, errlen, "%s: out of memory", m->cfg.model_type);
+            return -1;
+        }
+#pragma omp parallel for collapse(2) schedule(static)
+        for (int in = 0; in < n; in++)
+            for (int ib = 0; ib < cb; ib++) {
+                size_t base = ((size_t)in * cb + ib) * hw * b;
+                int c0 = ib * b, kn = C - c0 < b ? C - c0 : b;
+                double *pp = part + ((size_t)in * cb + ib) * b;
+                for (size_t px = 0; px < hw; px++, base += b)
+                    for (int k = 0; k < kn; k++) {
+                        float v = x[base + k], d = dy[base + k];
+                        float g1 = v > 0 ? d : al[c0 + k] * d;
+                        if (!(v > 0)) pp[k] += (double)d * v;
+                        if (dx) dx[base + k] = acc ? dx[base + k] + g1 : g1;
+                    }
+            }
+        for (int c = 0; c < C; c++) {
+            double s = 0;
+            for (int in = 0; in < n; in++) s += part[((size_t)in * cb + c / b) * b + c % b];
+            dal[c] = (float)s;
+        }
+        free(part);
+        return 0;
+    }
+    case PF_G_TANH:
+    case PF_G_SIGMOID: {
+        if (!(dx = grad_for(a, &acc))) return 0;
+        int tanh_ = nd->op == PF_G_TANH;
+        FOR_BLOCKS(n, C, hw, b) for (size_t k = 0; k < kn; k++) {
+            float v = y[base + k];
+            float d = dy[base + k] * (tanh_ ? 1.0f - v * v : v * (1.0f - v));
+            dx[base + k] = acc ? dx[base + k] + d : d;
+        }
+        return 0;
+    }
+    case PF_G_ADD: {
+        pf_tstate *bb = &S->ts[nd->in[1]];
+        if ((dx = grad_for(a, &acc))) axpy(dx, dy, 1.0f, o->numel, acc);
+        if ((dx = grad_for(bb, &acc)))
+            axpy_layout(dx, bb->block, dy, b, nd->scale, n, C, o->h, o->w, acc);
+        return 0;
+    }
+    case PF_G_GAP: {
+        if (!(dx = grad_for(a, &acc))) return 0;
+        size_t ahw = (size_t)a->h * (size_t)a->w;
+        float inv = 1.0f / (float)ahw;
+        int cb = (C + b - 1) / b;
+        FOR_BLOCKS(n, C, ahw, b) {
+            const float *d = dy + ((size_t)n_ * cb + cb_) * b;
+            for (size_t k = 0; k < kn; k++)
+                dx[base + k] = (acc ? dx[base + k] : 0.0f) + d[k] * inv;
+        }
+        return 0;
+    }
+    case PF_G_MUL_CH: {
+        pf_tstate *st = &S->ts[nd->in[1]];
+        const float *x = a->data, *s = st->data;
+        float sc = nd->scale;
+        int cb = (C + b - 1) / b;
+        size_t cs = (size_t)pf_blk_c(C, st->block);     /* 1 x 1: [n][c] */
+        if (nd->n_in > 2 && (dx = grad_for(&S->ts[nd->in[2]], &acc)))
+            axpy(dx, dy, 1.0f, o->numel, acc);
+        if ((dx = grad_for(a, &acc))) {
+            FOR_BLOCKS(n, C, hw, b) {
+                const float *sv = s + (size_t)n_ * cs + c0;
+                for (size_t k = 0; k < kn; k++) {
+                    float d = sc * dy[base + k] * sv[k];
+                    dx[base + k] = acc ? dx[base + k] + d : d;
+                }
+            }
+        }
+        if ((dx = grad_for(st, &acc))) {
+#pragma omp parallel for collapse(2) schedule(static)
+            for (int in = 0; in < n; in++)
+                for (int ib = 0; ib < cb; ib++) {
+                    double sum[16] = { 0 };
+                    size_t base = ((size_t)in * cb + ib) * hw * b;
+                    for (size_t px = 0; px < hw; px++)
+                        for (int k = 0; k < b; k++)
+                            sum[k] += (double)dy[base + px * b + k] * x[base + px * b + k];
+                    float *d = dx + (size_t)in * cs + (size_t)ib * b;
+                    int kn = C - ib * b < b ? C - ib * b : b;
+                    for (int k = 0; k < kn; k++)
+                        d[k] = (acc ? d[k] : 0.0f) + sc * (float)sum[k];
+                }
+        }
+        return 0;
+    }
+    case PF_G_CONCAT: {
+        int c_off = 0;
+        for (int i = 0; i < nd->n_in; i++) {
+            pf_tstate *t = &S->ts[nd->in[i]];
+            int ci = g->t[nd->in[i]].c;
+            if ((dx = grad_for(t, &acc))) {
+                if (t->block == b && c_off % b == 0) {
+                    size_t chunk = pf_blk_numel(1, ci, o->h, o->w, b);
+                    size_t obase = (size_t)(c_off / b) * hw * b;
+                    for (int in = 0; in < n; in++)
+                        axpy(dx + (size_t)in * chunk, dy + (size_t)in * (o->numel / n) + obase,
+                             1.0f, chunk, acc);
+                } else {
+#pragma omp parallel for collapse(2) schedule(static)
+                    for (int in = 0; in < n; in++)
+                        for (int ic = 0; ic < ci; ic++)
+                            for (int yy = 0; yy < o->h; yy++)
+                                for (int xx = 0; xx < o->w; xx++) {
+                                    float v = dy[pf_blk_off(in, c_off + ic, yy, xx, C, o->h,
+                                                            o->w, b)];
+                                    float *d = &dx[pf_blk_off(in, ic, yy, xx, ci, o->h, o->w,
+                                                              t->block)];
+                                    *d = acc ? *d + v : v;
+                                }
+                }
+            }
+            c_off += ci;
+        }
+        return 0;
+    }
+    case PF_G_SHUFFLE:
+    case PF_G_UNSHUFFLE: {
+        if (!(dx = grad_for(a, &acc))) return 0;
+        float *dst = acc ? S->scratch[1] : dx;
+        if (nd->op == PF_G_SHUFFLE)
+            pf_pixel_shuffle_backward(dst, dy, n, C, a->h, a->w, nd->r, a->block, b);
+        else
+            pf_pixel_shuffle_forward(dst, dy, n, g->t[nd->in[0]].c, o->h, o->w, nd->r, b,
+                                     a->block);
+        if (acc) axpy(dx, dst, 1.0f, a->numel, 1);
+        return 0;
+    }
+    case PF_G_NEAREST: {
+        if (!(dx = grad_for(a, &acc))) return 0;
+        int r = nd->r, H = a->h, W = a->w, cb = (C + b - 1) / b;
+#pragma omp parallel for collapse(2) schedule(static)
+        for (int in = 0; in < n; in++)
+            for (int ib = 0; ib < cb; ib++)
+                for (int yy = 0; yy < H; yy++)
+                    for (int xx = 0; xx < W; xx++) {
+                        float sum[16] = { 0 };
+                        for (int i = 0; i < r; i++)
+                            for (int j = 0; j < r; j++) {
+                                const float *src = dy + ((((size_t)in * cb + ib) * o->h +
+                                                          (size_t)yy * r + i) * o->w +
+                                                         (size_t)xx * r + j) * b;
+                                for (int k = 0; k < b; k++) sum[k] += src[k];
+                            }
+                        float *d = dx + ((((size_t)in * cb + ib) * H + yy) * W + xx) * b;
+                        for (int k = 0; k < b; k++) d[k] = acc ? d[k] + sum[k] : sum[k];
+                    }
+        return 0;
+    }
+    }
+    snprintf(err, errlen, "%s: unknown graph op %d", m->cfg.model_type, (int)nd->op);
+    return -1;
+}
+
+int pf_graph_backward(pf_model *m, void *plan, pf_conv *convs, char *err, size_t errlen) {
+    pf_gstate *S = ((pf_plan *)plan)->g;
+    pf_graph *g = &m->graph;
+    memset(m->grads, 0, m->n_params * sizeof(float));
+    for (int i = 0; i < g->n_t; i++) S->ts[i].grad_set = 0;
+    S->ts[g->output].grad_set = 1;      /* the loss wrote d_out */
+    for (int k = g->n_node - 1; k >= 0; k--)
+        TRY(backward_node(m, S, convs, &g->node[k], err, errlen));
+    return 0;
+}

@@ -1,0 +1,93 @@
+/*  graph — the networks of the model zoo (FSRCNN, ESPCN, MSRResNet, RCAN, RRDBNet) as a list
+    of nodes over tensors, run forward in order and backward in reverse (a tape). EDSR and SRCNN
+    keep their hand-written plans (edsr.c, srcnn.c); everything else is described here once by
+    a builder (nn/zoo.c) and planned for each input shape.
+
+    Tensors are N x C x H x W floats in the nCHWb layouts of nn/cpu/dnnl_ctx.h, padding
+    channels always zero. A tensor's H x W is the LQ size times mul / div (1 x 1 for pooled
+    tensors). Layouts are chosen at plan time: a convolution takes its input's layout and lets
+    oneDNN choose its output's (normally the blocked layout its fast kernels use), element-wise
+    nodes keep their first input's, so features stay blocked from the first convolution to the
+    last with no reorder in between. Convolutions may fuse ReLU / LeakyReLU and a residual add
+    (nn/cpu/conv_dnnl.h).
+
+    Memory: a training plan keeps every tensor and its gradient; an inference plan lets a
+    tensor reuse the buffer of one that is dead (liveness over the node order), so the peak is
+    a few feature maps whatever the depth.
+*/
+#ifndef PF_GRAPH_H
+#define PF_GRAPH_H
+#include <stddef.h>
+#include <stdint.h>
+#include "nn/cpu/conv_dnnl.h"
+#include "nn/cpu/eltwise_dnnl.h"
+
+#define PF_G_MAX_IN 6
+
+typedef enum {
+    PF_G_INPUT,         /* out = (lq / 255 - mean) * range  (the graph's one input) */
+    PF_G_CONV,          /* out = conv(in0) [ReLU / LeakyReLU] or in1 + scale * conv(in0) */
+    PF_G_PRELU,         /* out = in0 > 0 ? in0 : a[c] * in0 (torch.nn.PReLU(C)) */
+    PF_G_TANH,          /* out = tanh(in0) */
+    PF_G_SIGMOID,       /* out = 1 / (1 + exp(-in0)) */
+    PF_G_ADD,           /* out = in0 + scale * in1 */
+    PF_G_GAP,           /* out (C x 1 x 1) = mean of in0 over H x W (AdaptiveAvgPool2d(1)) */
+    PF_G_MUL_CH,        /* out = [in2 +] scale * in0 * in1[n][c]; in1 is C x 1 x 1 */
+    PF_G_CONCAT,        /* out = torch.cat(in, 1) */
+    PF_G_SHUFFLE,       /* PixelShuffle(r) */
+    PF_G_UNSHUFFLE,     /* PixelUnshuffle(r) */
+    PF_G_NEAREST,       /* F.interpolate(scale_factor=r, mode='nearest') */
+    PF_G_BILINEAR_IN,   /* F.interpolate(lq / 255, scale_factor=r, mode='bilinear',
+                           align_corners=False); no gradient */
+} pf_gop;
+
+typedef struct {
+    int c;              /* channels */
+    int mul, div;       /* H = H_lq * mul / div (likewise W) */
+    int one;            /* pooled: 1 x 1 */
+} pf_gtensor;
+
+typedef struct {
+    pf_gop op;
+    int in[PF_G_MAX_IN], n_in;  /* input tensor ids */
+    int out;                    /* output tensor id */
+    int conv;                   /* CONV: layer index in the model's conv arrays */
+    int param;                  /* PRELU: index of its weight in the model's tensor table */
+    float scale;                /* ADD, MUL_CH, CONV with residual */
+    int r;                      /* SHUFFLE, UNSHUFFLE, NEAREST, BILINEAR_IN factor */
+} pf_gnode;
+
+typedef struct {
+    pf_gtensor *t;
+    int n_t, cap_t;
+    pf_gnode *node;
+    int n_node, cap_node;
+    int input, output;          /* tensor ids */
+    int use_mean;               /* input / output mean shift (EDSR-style); else mean NULL */
+    float mean[3], range;       /* y = out / range + mean */
+    int oom;                    /* an append failed; the builder reports it */
+} pf_graph;
+
+/* Building (nn/zoo.c). Each returns the new tensor id (or -1 after running out of memory, also
+   recorded in g->oom). */
+void pf_graph_init(pf_graph *g);
+void pf_graph_free(pf_graph *g);
+int pf_graph_tensor(pf_graph *g, int c, int mul, int div, int one);
+int pf_graph_node(pf_graph *g, pf_gop op, const int *in, int n_in, int out_c, int out_mul,
+                  int out_div, int out_one);
+
+/* Per-shape state: layouts, buffers, gradients (model_internal.h holds it in pf_plan). */
+typedef struct pf_gstate pf_gstate;
+struct pf_model;
+
+/* Plan the model's graph for LQ n x h x w; fills p->out, p->out_block, p->in_block, p->block
+   and (training) p->d_out of the model's pf_plan. Returns 0 or -1 with err. */
+int pf_graph_plan(struct pf_model *m, void *plan, pf_conv *convs, int n, int h, int w,
+                  int training, char *err, size_t errlen);
+int pf_graph_forward(struct pf_model *m, void *plan, pf_conv *convs, const uint8_t *lq,
+                     char *err, size_t errlen);
+/* Backward from plan->d_out (set by the loss) into m->grads (overwritten). */
+int pf_graph_backward(struct pf_model *m, void *plan, pf_conv *convs, char *err,
+                      size_t errlen);
+void pf_gstate_free(pf_gstate **s);
+#endif

@@ -1,0 +1,297 @@
+/*  zoo — the graph networks, each described once as nodes over tensors (nn/graph.h) with the
+    reference implementation's parameter names and initialisation (docs/models.md):
+
+      FSRCNN     Dong et al., "Accelerating the Super-Resolution Convolutional Neural Network",
+                 ECCV 2016; parameter names of yjn870/FSRCNN-pytorch (RGB).
+      ESPCN      Shi et al., "Real-Time Single Image and Video Super-Resolution Using an
+                 Efficient Sub-Pixel Convolutional Neural Network", CVPR 2016; yjn870/ESPCN-pytorch.
+      MSRResNet  Wang et al. (BasicSR basicsr/archs/srresnet_arch.py, the SRResNet of Ledig et
+                 al. 2017 without batch norm).
+      RCAN       Zhang et al., "Image Super-Resolution Using Very Deep Residual Channel
+                 Attention Networks", ECCV 2018; BasicSR basicsr/archs/rcan_arch.py.
+      RRDBNet    Wang et al., "ESRGAN", ECCVW 2018; BasicSR basicsr/archs/rrdbnet_arch.py.
+*/
+#include <stdio.h>
+#include <string.h>
+
+#include "nn/model_internal.h"
+
+typedef struct {
+    pf_model *m;
+    pf_graph *g;
+} zb;
+
+enum { NO_ACT = -1 };           /* conv activation: NO_ACT, or the LeakyReLU slope (0 = ReLU) */
+enum { TORCH_INIT, BASICSR_INIT }; /* PyTorch default, or default_init_weights(scale 0.1) */
+
+/* conv `name` on tensor x: ic = x's channels -> oc, k x k, padding k / 2; activation `act`;
+   residual: out = res + rscale * conv when res >= 0. Returns the output tensor. */
+static int conv(zb *z, int x, const char *name, int oc, int k, float act, int res,
+                float rscale, int init) {
+    if (x < 0) return -1;
+    const pf_gtensor t = z->g->t[x];
+    double fan = (double)t.c * k * k;
+    pf_param_init wi = { PF_INIT_UNIFORM, fan, 1.0 }, bi = { PF_INIT_UNIFORM, fan, 1.0 };
+    if (init == BASICSR_INIT) {
+        wi = (pf_param_init){ PF_INIT_NORMAL, fan, 0.1 };
+        bi = (pf_param_init){ PF_INIT_CONST, 1.0, 0.0 };
+    }
+    int ci = pf_model_add_conv(z->m, name, t.c, oc, k, wi, bi);
+    if (ci < 0) return -1;
+    pf_conv *cs[2] = { &z->m->train_conv[ci], &z->m->infer_conv[ci] };
+    for (int i = 0; i < 2; i++) {
+        if (act != NO_ACT) pf_conv_set_lrelu(cs[i], act);
+        if (res >= 0) pf_conv_set_residual(cs[i], rscale);
+    }
+    int in[2] = { x, res };
+    int out = pf_graph_node(z->g, PF_G_CONV, in, res >= 0 ? 2 : 1, oc, t.mul, t.div, t.one);
+    if (out < 0) return -1;
+    pf_gnode *nd = &z->g->node[z->g->n_node - 1];
+    nd->conv = ci;
+    nd->param = z->m->conv_w[ci];
+    nd->scale = res >= 0 ? rscale : 1.0f;
+    return out;
+}
+
+/* A parameter-free node keeping x's channels; spatial times mul / div. */
+static int op(zb *z, pf_gop o, int x, int c, int mul, int div, int r, float scale) {
+    if (x < 0) return -1;
+    const pf_gtensor t = z->g->t[x];
+    int out = pf_graph_node(z->g, o, &x, 1, c, t.mul * mul, t.div * div, o == PF_G_GAP ? 1 : t.one);
+    if (out < 0) return -1;
+    z->g->node[z->g->n_node - 1].r = r;
+    z->g->node[z->g->n_node - 1].scale = scale;
+    return out;
+}
+
+static int binary(zb *z, pf_gop o, int a, int b, int res, float scale) {
+    if (a < 0 || b < 0) return -1;
+    int in[3] = { a, b, res };
+    const pf_gtensor t = z->g->t[a];
+    int out = pf_graph_node(z->g, o, in, res >= 0 ? 3 : 2, t.c, t.mul, t.div, t.one);
+    if (out >= 0) z->g->node[z->g->n_node - 1].scale = scale;
+    return out;
+}
+
+static int prelu(zb *z, int x, const char *name) {
+    if (x < 0) return -1;
+    const pf_gtensor t = z->g->t[x];
+    char full[96];
+    snprintf(full, sizeof full, "%s.weight", name);
+    int p = pf_model_add_vector(z->m, full, t.c, (pf_param_init){ PF_INIT_CONST, 1.0, 0.25 });
+    if (p < 0) return -1;
+    int out = pf_graph_node(z->g, PF_G_PRELU, &x, 1, t.c, t.mul, t.div, t.one);
+    if (out >= 0) z->g->node[z->g->n_node - 1].param = p;
+    return out;
+}
+
+static int concat(zb *z, const int *xs, int n) {
+    int c = 0;
+    for (int i = 0; i < n; i++) {
+        if (xs[i] < 0) return -1;
+        c += z->g->t[xs[i]].c;
+    }
+    const pf_gtensor t = z->g->t[xs[0]];
+    return pf_graph_node(z->g, PF_G_CONCAT, xs, n, c, t.mul, t.div, t.one);
+}
+
+/* EDSR / RCAN upsampler: per factor-2 stage (or one factor-3 stage) conv C -> C r^2 named
+   upsample.{2 s}, PixelShuffle(r). */
+static int upsample(zb *z, int x, int nf, int scale) {
+    int r = scale == 3 ? 3 : 2, stages = scale == 4 ? 2 : 1;
+    char name[64];
+    for (int s = 0; s < stages; s++) {
+        snprintf(name, sizeof name, "upsample.%d", 2 * s);
+        x = conv(z, x, name, nf * r * r, 3, NO_ACT, -1, 1, TORCH_INIT);
+        x = op(z, PF_G_SHUFFLE, x, nf, r, 1, r, 1);
+    }
+    return x;
+}
+
+static int fsrcnn(zb *z, int x) {
+    const pf_config *c = &z->m->cfg;
+    int d = c->fsrcnn_d, s = c->fsrcnn_s, m = c->fsrcnn_m;
+    char name[64], pname[64];
+    x = prelu(z, conv(z, x, "first_part.0", d, 5, NO_ACT, -1, 1, TORCH_INIT), "first_part.1");
+    x = prelu(z, conv(z, x, "mid_part.0", s, 1, NO_ACT, -1, 1, TORCH_INIT), "mid_part.1");
+    for (int i = 0; i < m; i++) {
+        snprintf(name, sizeof name, "mid_part.%d", 2 + 2 * i);
+        snprintf(pname, sizeof pname, "mid_part.%d", 3 + 2 * i);
+        x = prelu(z, conv(z, x, name, s, 3, NO_ACT, -1, 1, TORCH_INIT), pname);
+    }
+    snprintf(name, sizeof name, "mid_part.%d", 2 + 2 * m);
+    snprintf(pname, sizeof pname, "mid_part.%d", 3 + 2 * m);
+    x = prelu(z, conv(z, x, name, d, 1, NO_ACT, -1, 1, TORCH_INIT), pname);
+    if (x < 0) return -1;
+    /* ConvTranspose2d(d, 3, 9, stride=scale, padding=4, output_padding=scale-1): weight
+       (d, 3, 9, 9); PyTorch's fan-in for it is dim 1 times the kernel: 3 * 81. */
+    double fan = 3.0 * 81.0;
+    int ci = pf_model_add_conv(z->m, "last_part", d, 3, 9,
+                               (pf_param_init){ PF_INIT_UNIFORM, fan, 1.0 },
+                               (pf_param_init){ PF_INIT_UNIFORM, fan, 1.0 });
+    if (ci < 0) return -1;
+    pf_param_info *w = &z->m->tensors[z->m->conv_w[ci]];
+    w->shape[0] = d;
+    w->shape[1] = 3;
+    pf_conv_set_transposed(&z->m->train_conv[ci], c->scale);
+    pf_conv_set_transposed(&z->m->infer_conv[ci], c->scale);
+    const pf_gtensor t = z->g->t[x];
+    int out = pf_graph_node(z->g, PF_G_CONV, &x, 1, 3, t.mul * c->scale, t.div, 0);
+    if (out < 0) return -1;
+    z->g->node[z->g->n_node - 1].conv = ci;
+    z->g->node[z->g->n_node - 1].param = z->m->conv_w[ci];
+    return out;
+}
+
+static int espcn(zb *z, int x) {
+    int r = z->m->cfg.scale;
+    x = op(z, PF_G_TANH, conv(z, x, "first_part.0", 64, 5, NO_ACT, -1, 1, TORCH_INIT), 64, 1,
+           1, 1, 1);
+    x = op(z, PF_G_TANH, conv(z, x, "first_part.2", 32, 3, NO_ACT, -1, 1, TORCH_INIT), 32, 1,
+           1, 1, 1);
+    x = conv(z, x, "last_part.0", 3 * r * r, 3, NO_ACT, -1, 1, TORCH_INIT);
+    return op(z, PF_G_SHUFFLE, x, 3, r, 1, r, 1);
+}
+
+static int msrresnet(zb *z, int x) {
+    const pf_config *c = &z->m->cfg;
+    int nf = c->n_feats, s = c->scale;
+    char name[64];
+    const float lrelu = 0.1f;
+    int f = conv(z, x, "conv_first", nf, 3, lrelu, -1, 1, BASICSR_INIT);
+    for (int i = 0; i < c->n_blocks; i++) {
+        snprintf(name, sizeof name, "body.%d.conv1", i);
+        int t = conv(z, f, name, nf, 3, 0.0f, -1, 1, BASICSR_INIT);
+        snprintf(name, sizeof name, "body.%d.conv2", i);
+        f = conv(z, t, name, nf, 3, NO_ACT, f, 1.0f, BASICSR_INIT);
+    }
+    /* lrelu(pixel_shuffle(conv)) = pixel_shuffle(lrelu(conv)): fused into the conv */
+    if (s == 4) {
+        f = op(z, PF_G_SHUFFLE, conv(z, f, "upconv1", nf * 4, 3, lrelu, -1, 1, BASICSR_INIT),
+               nf, 2, 1, 2, 1);
+        f = op(z, PF_G_SHUFFLE, conv(z, f, "upconv2", nf * 4, 3, lrelu, -1, 1, BASICSR_INIT),
+               nf, 2, 1, 2, 1);
+    } else {
+        f = op(z, PF_G_SHUFFLE,
+               conv(z, f, "upconv1", nf * s * s, 3, lrelu, -1, 1, BASICSR_INIT), nf, s, 1, s,
+               1);
+    }
+    f = conv(z, f, "conv_hr", nf, 3, lrelu, -1, 1, BASICSR_INIT);
+    f = conv(z, f, "conv_last", 3, 3, NO_ACT, -1, 1, BASICSR_INIT);
+    int base = op(z, PF_G_BILINEAR_IN, x, 3, s, 1, s, 1);
+    return binary(z, PF_G_ADD, f, base, -1, 1.0f);
+}
+
+static int rcan(zb *z, int x) {
+    const pf_config *c = &z->m->cfg;
+    int nf = c->n_feats, sq = nf / c->squeeze_factor;
+    char name[128];
+    int f0 = conv(z, x, "conv_first", nf, 3, NO_ACT, -1, 1, TORCH_INIT);
+    int g_in = f0;
+    for (int g = 0; g < c->num_group; g++) {
+        int r = g_in;
+        for (int b = 0; b < c->n_blocks; b++) {
+            char pre[80];
+            snprintf(pre, sizeof pre, "body.%d.residual_group.%d.rcab", g, b);
+            snprintf(name, sizeof name, "%s.0", pre);
+            int t = conv(z, r, name, nf, 3, 0.0f, -1, 1, TORCH_INIT);
+            snprintf(name, sizeof name, "%s.2", pre);
+            int u = conv(z, t, name, nf, 3, NO_ACT, -1, 1, TORCH_INIT);
+            int p = op(z, PF_G_GAP, u, nf, 1, 1, 1, 1);
+            snprintf(name, sizeof name, "%s.3.attention.1", pre);
+            int a1 = conv(z, p, name, sq, 1, 0.0f, -1, 1, TORCH_INIT);
+            snprintf(name, sizeof name, "%s.3.attention.3", pre);
+            int a2 = conv(z, a1, name, nf, 1, NO_ACT, -1, 1, TORCH_INIT);
+            int sg = op(z, PF_G_SIGMOID, a2, nf, 1, 1, 1, 1);
+            /* RCAB: x + res_scale * (u * attention) */
+            r = binary(z, PF_G_MUL_CH, u, sg, r, c->res_scale);
+        }
+        snprintf(name, sizeof name, "body.%d.conv", g);
+        g_in = conv(z, r, name, nf, 3, NO_ACT, g_in, 1.0f, TORCH_INIT);
+    }
+    int body = conv(z, g_in, "conv_after_body", nf, 3, NO_ACT, f0, 1.0f, TORCH_INIT);
+    return conv(z, upsample(z, body, nf, c->scale), "conv_last", 3, 3, NO_ACT, -1, 1,
+                TORCH_INIT);
+}
+
+static int rrdbnet(zb *z, int x) {
+    const pf_config *c = &z->m->cfg;
+    int nf = c->n_feats, gc = c->num_grow_ch;
+    const float lrelu = 0.2f;
+    char name[96];
+    if (c->scale == 2) x = op(z, PF_G_UNSHUFFLE, x, 12, 1, 2, 2, 1);
+    int fea = conv(z, x, "conv_first", nf, 3, NO_ACT, -1, 1, TORCH_INIT);
+    int r = fea;
+    for (int i = 0; i < c->n_blocks; i++) {
+        int rin = r, xx = r;
+        for (int j = 1; j <= 3; j++) {
+            int parts[5] = { xx };
+            for (int k = 1; k <= 5; k++) {
+                int in = k == 1 ? xx : concat(z, parts, k);
+                snprintf(name, sizeof name, "body.%d.rdb%d.conv%d", i, j, k);
+                if (k < 5)
+                    parts[k] = conv(z, in, name, gc, 3, lrelu, -1, 1, BASICSR_INIT);
+                else
+                    xx = conv(z, in, name, nf, 3, NO_ACT, xx, 0.2f, BASICSR_INIT);
+            }
+        }
+        r = binary(z, PF_G_ADD, rin, xx, -1, 0.2f);
+    }
+    int f = conv(z, r, "conv_body", nf, 3, NO_ACT, fea, 1.0f, TORCH_INIT);
+    f = conv(z, op(z, PF_G_NEAREST, f, nf, 2, 1, 2, 1), "conv_up1", nf, 3, lrelu, -1, 1,
+             TORCH_INIT);
+    f = conv(z, op(z, PF_G_NEAREST, f, nf, 2, 1, 2, 1), "conv_up2", nf, 3, lrelu, -1, 1,
+             TORCH_INIT);
+    f = conv(z, f, "conv_hr", nf, 3, lrelu, -1, 1, TORCH_INIT);
+    return conv(z, f, "conv_last", 3, 3, NO_ACT, -1, 1, TORCH_INIT);
+}
+
+int pf_zoo_build(pf_model *m, char *err, size_t errlen) {
+    const pf_config *c = &m->cfg;
+    static const struct {
+        const char *type;
+        int (*build)(zb *, int);
+        int scales;     /* bit s set: scale s supported */
+    } nets[] = {
+        { "FSRCNN", fsrcnn, 1 << 2 | 1 << 3 | 1 << 4 },
+        { "ESPCN", espcn, 1 << 2 | 1 << 3 | 1 << 4 },
+        { "MSRResNet", msrresnet, 1 << 2 | 1 << 3 | 1 << 4 },
+        { "RCAN", rcan, 1 << 2 | 1 << 3 | 1 << 4 },
+        { "RRDBNet", rrdbnet, 1 << 2 | 1 << 4 },
+    };
+    int which = -1;
+    for (size_t i = 0; i < sizeof nets / sizeof nets[0]; i++)
+        if (!strcmp(c->model_type, nets[i].type)) which = (int)i;
+    if (which < 0) {
+        snprintf(err, errlen, "model: unsupported model_type '%s' (EDSR, SRCNN, FSRCNN, ESPCN, "
+                 "MSRResNet, RCAN, RRDBNet)", c->model_type);
+        return -1;
+    }
+    if (c->scale < 2 || c->scale > 4 || !(nets[which].scales >> c->scale & 1)) {
+        snprintf(err, errlen, "model: %s does not support scale %d", c->model_type, c->scale);
+        return -1;
+    }
+    int rcan_ = !strcmp(c->model_type, "RCAN");
+    if (c->n_feats < 1 || c->n_blocks < 0 || c->num_group < 1 || c->num_grow_ch < 1 ||
+        c->fsrcnn_d < 1 || c->fsrcnn_s < 1 || c->fsrcnn_m < 0 || c->img_range <= 0.0f ||
+        (rcan_ && (c->squeeze_factor < 1 || c->squeeze_factor > c->n_feats))) {
+        snprintf(err, errlen, "model: %s hyper-parameters out of range", c->model_type);
+        return -1;
+    }
+    zb z = { m, &m->graph };
+    pf_graph *g = &m->graph;
+    if (!strcmp(c->model_type, "RCAN")) {
+        g->use_mean = 1;
+        memcpy(g->mean, c->rgb_mean, sizeof g->mean);
+        g->range = c->img_range;
+    }
+    int x = pf_graph_node(g, PF_G_INPUT, NULL, 0, 3, 1, 1, 0);
+    g->input = x;
+    int out = nets[which].build(&z, x);
+    if (out < 0 || g->oom) {
+        snprintf(err, errlen, "model: out of memory building %s", c->model_type);
+        return -1;
+    }
+    g->output = out;
+    return 0;
+}
