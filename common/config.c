@@ -1529,6 +1529,12 @@ static int cross_check(pf_cfg_ctx *c, pf_config *cfg, pf_lines *L, int check_pat
         return fail(c, L->patch[0], "data.train.gt_patch_size",
                     "must be a positive multiple of model.scale (%d), got %d", cfg->scale,
                     cfg->train.gt_patch_size);
+    /* RRDBNet x2 pixel-unshuffles the LQ patch by 2 first (BasicSR asserts even sizes). */
+    if (cfg->train.present && model_type_bit(cfg->model_type) == M_RRDBNET &&
+        cfg->scale == 2 && cfg->train.gt_patch_size % 4)
+        return fail(c, L->patch[0], "data.train.gt_patch_size",
+                    "must be a multiple of 4 for RRDBNet x2 (the LQ patch is pixel-unshuffled "
+                    "by 2), got %d", cfg->train.gt_patch_size);
     /* No checkpoint_config: one checkpoint at the end of an iteration-based run. The epoch
        runner's length in iterations is known only once the dataset is read, so there the
        interval stays 0, which means "at the end only". */

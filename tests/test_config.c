@@ -372,6 +372,17 @@ static void test_model_zoo_keys(void) {
               c[0].fsrcnn_m == 4,
           "zoo defaults");
     free(text);
+    /* RRDBNet x2 unshuffles the LQ patch by 2: the GT patch must be a multiple of 4 */
+    char *t1 = make(base_model, "  type: RRDBNet\n  scale: 2\n");
+    text = replace(t1, "gt_patch_size: 96", "gt_patch_size: 98");
+    char want[64];
+    snprintf(want, sizeof want, "z.yaml:%d: data.train.gt_patch_size: must be a multiple of 4",
+             line_of(text, "    gt_patch_size: 98"));
+    CHECK(pf_config_parse(&c[0], "z.yaml", text, strlen(text), 0, err, sizeof err) == -1 &&
+              !strncmp(err, want, strlen(want)),
+          "RRDBNet x2 patch 98: '%s'", err);
+    free(text);
+    free(t1);
 }
 
 static void test_valid_file(void) {

@@ -17,8 +17,8 @@
       - round trip: the checkpoint writer's weights file (pf_state_serialize) re-loads bit-
         identically; with one tensor renamed or one mis-shaped, pf_model_load_weights fails and
         its message names that tensor;
-      - one training step: output (pf_model_train_output), loss and every gradient within
-        relative error 1e-4 of torch (max |ours - torch| / max(max |torch|, 1e-6), per
+      - one training step: output (pf_model_train_output, and pf_model_infer image by image),
+        loss and every gradient within relative error 1e-4 of torch (max |ours - torch| / max(max |torch|, 1e-6), per
         tensor); then the losses of 10 Adam steps (pf_optim, lr 1e-3, betas (0.9, 0.999), eps
         1e-8) within 1e-4 relative.
     Usage: test_zoo_parity [CASE ...] (default: every file in tests/data/zoo; ctest runs one
@@ -285,6 +285,19 @@ static void check_training(const char *cname, pf_model *m, const pf_safetensors 
         if (e > worst) {
             worst = e;
             snprintf(worst_name, sizeof worst_name, "%s", key);
+        }
+    }
+
+    /* The inference path (one image at a time) gives the same output. */
+    size_t per = n_out / (size_t)n;
+    for (int i = 0; i < n; i++) {
+        rc = pf_model_infer(m, lq + (size_t)i * h * w * 3, h, w, out, err, sizeof err);
+        CHECK(rc == 0, "%s: infer: %s", cname, err);
+        e = rc ? 1.0 : rel_err(out, ref_out + (size_t)i * per, per);
+        CHECK(e <= TOL, "%s: inference of image %d: relative error %.3g", cname, i, e);
+        if (e > worst) {
+            worst = e;
+            snprintf(worst_name, sizeof worst_name, "ref.out (inference, image %d)", i);
         }
     }
 

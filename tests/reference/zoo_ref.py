@@ -24,15 +24,14 @@ CI has no torch: the committed files are what the C test reads.
 
 Run from the repository root:  /usr/bin/python3 tests/reference/zoo_ref.py
 """
-import json
 import os
-import struct
 import sys
 
 import torch
 import torch.nn as nn
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import st_io  # noqa: E402
 import zoo_archs  # noqa: E402
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "zoo")
@@ -57,20 +56,6 @@ CASES = [
     # x2 pixel-unshuffles the LQ first: height and width must be even
     ("rrdbnet_x2", 20, "RRDBNet", 2, {"n_feats": 8, "n_blocks": 1, "num_grow_ch": 4}, (6, 8)),
 ]
-
-
-def write_safetensors(path, tensors, meta):
-    """tensors: list of (name, float tensor) in file order; meta: {str: str}."""
-    header, blobs, at = {"__metadata__": meta}, [], 0
-    for name, t in tensors:
-        b = t.detach().contiguous().to(torch.float32).numpy().astype("<f4").tobytes()
-        header[name] = {"dtype": "F32", "shape": list(t.shape), "data_offsets": [at, at + len(b)]}
-        blobs.append(b)
-        at += len(b)
-    hdr = json.dumps(header, separators=(",", ":")).encode()
-    hdr += b" " * (-len(hdr) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(hdr)) + hdr + b"".join(blobs))
 
 
 def meta_value(v):
@@ -138,7 +123,7 @@ def make_case(name, seed, model_type, scale, hp, lq_hw):
             "adam_steps": str(ADAM_STEPS), "seed": str(seed)}
     meta.update({k: meta_value(v) for k, v in hp.items()})
     path = os.path.join(OUT, name + ".safetensors")
-    write_safetensors(path, tensors, meta)
+    st_io.write(path, tensors, meta)
     print("%-13s params %6d  loss %.6f -> %.6f  negative activation inputs %s  %d bytes"
           % (name, sum(v.numel() for _, v in params), losses[0], losses[-1],
              min(negatives.values()) if negatives else "-", os.path.getsize(path)))
