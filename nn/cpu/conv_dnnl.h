@@ -48,7 +48,7 @@ typedef struct {
 void pf_conv_init(pf_conv *c, const char *name, int ic, int oc, int k, int relu);
 
 /* Make the fused activation a LeakyReLU with negative slope alpha > 0. Its backward (the
-   caller's job) is pf_op_lrelu_backward on the output. */
+   caller's job) masks the gradient with the output: d *= y > 0 ? 1 : alpha. */
 void pf_conv_set_lrelu(pf_conv *c, float alpha);
 
 /* Make the forward a residual add: dst = identity + scale * (conv(src) + bias) (BasicSR's
