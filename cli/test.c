@@ -141,12 +141,18 @@ int pf_test_main(int argc, char **argv) {
         else if (strcmp(argv[i], "--workers") == 0 && i + 1 < argc) workers = atoi(argv[++i]);
         else if (strcmp(argv[i], "--shard") == 0 && i + 1 < argc &&
                  sscanf(argv[i + 1], "%d/%d", &shard, &nshards) == 2) i++;
-        else if (argv[i][0] != '-' && !cfg_path) cfg_path = argv[i];
+        else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
+            char terr[128];
+            if (pf_set_threads(argv[++i], terr, sizeof terr)) {
+                fprintf(stderr, "pixflow test: %s\n", terr);
+                return 2;
+            }
+        } else if (argv[i][0] != '-' && !cfg_path) cfg_path = argv[i];
         else cfg_path = NULL, i = argc;
     }
     if (!cfg_path || !ckpt || workers < 1 || workers > 64 ||
         (shard >= 0 && (nshards < 1 || shard >= nshards))) {
-        fprintf(stderr, "usage: pixflow test CONFIG --checkpoint PATH [--workers N]\n");
+        fprintf(stderr, "usage: pixflow test CONFIG --checkpoint PATH [--workers N] [--threads N]\n");
         return 2;
     }
     pf_log_set_name("test");

@@ -204,7 +204,8 @@ static void on_event(progress *p, const pf_msg_event *ev) {
 
 static void usage(void) {
     fprintf(stderr, "usage: pixflow train CONFIG [--resume auto|PATH] [--loaders N] "
-                    "[--workers N] [--gpus N] [--bind tcp://HOST:PORT] [--keys DIR]\n");
+                    "[--workers N] [--gpus N] [--bind tcp://HOST:PORT] [--keys DIR] "
+                    "[--threads N]\n");
 }
 
 int pf_train_main(int argc, char **argv) {
@@ -217,7 +218,14 @@ int pf_train_main(int argc, char **argv) {
         else if (strcmp(argv[i], "--gpus") == 0 && i + 1 < argc) gpus = atoi(argv[++i]);
         else if (strcmp(argv[i], "--bind") == 0 && i + 1 < argc) bind = argv[++i];
         else if (strcmp(argv[i], "--keys") == 0 && i + 1 < argc) keys = argv[++i];
-        else if (argv[i][0] != '-' && !cfg_path) cfg_path = argv[i];
+        else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
+            /* compute threads of each worker and eval hook (through OMP_NUM_THREADS) */
+            char terr[128];
+            if (pf_set_threads(argv[++i], terr, sizeof terr)) {
+                fprintf(stderr, "pixflow train: %s\n", terr);
+                return 2;
+            }
+        } else if (argv[i][0] != '-' && !cfg_path) cfg_path = argv[i];
         else {
             usage();
             return 2;

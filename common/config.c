@@ -357,17 +357,70 @@ static int missing(pf_cfg_ctx *c, const pf_section *s, const char *name) {
     return fail(c, section_line(s), keypath(s, name, kp, sizeof kp), "required key is missing");
 }
 
+/* ---- model types and their keys ------------------------------------------------------ */
+
+/* The networks of docs/models.md, in the order messages list them; bit i of a key's `types`
+   below is MODEL_TYPES[i]. */
+static const char *MODEL_TYPES[] = {"EDSR", "SRCNN", "FSRCNN", "ESPCN", "MSRResNet", "RCAN",
+                                    "RRDBNet", NULL};
+enum {
+    M_EDSR = 1 << 0, M_SRCNN = 1 << 1, M_FSRCNN = 1 << 2, M_ESPCN = 1 << 3,
+    M_MSRRESNET = 1 << 4, M_RCAN = 1 << 5, M_RRDBNET = 1 << 6
+};
+
+typedef enum {
+    MK_N_FEATS, MK_NUM_FEAT, MK_N_BLOCKS, MK_NUM_BLOCK, MK_NUM_GROUP, MK_SQUEEZE_FACTOR,
+    MK_NUM_GROW_CH, MK_RES_SCALE, MK_RGB_MEAN, MK_IMG_RANGE, MK_D, MK_S, MK_M, MK_CHANNELS,
+    MK_KERNEL_SIZES, MK_COUNT
+} model_key_id;
+
+/* Hyper-parameter keys of `model:`: each is allowed only with the types it configures.
+   `twin` is the other spelling of the same field (BasicSR's num_feat / num_block), -1 if none;
+   giving both spellings is an error. */
+static const struct {
+    const char *name;                   /* key under model: */
+    unsigned types;                     /* M_* bits of the types that take it */
+    int twin;                           /* model_key_id of the other spelling, or -1 */
+} MODEL_KEYS[MK_COUNT] = {
+    [MK_N_FEATS] = {"n_feats", M_EDSR | M_MSRRESNET | M_RCAN | M_RRDBNET, MK_NUM_FEAT},
+    [MK_NUM_FEAT] = {"num_feat", M_EDSR | M_MSRRESNET | M_RCAN | M_RRDBNET, MK_N_FEATS},
+    [MK_N_BLOCKS] = {"n_blocks", M_EDSR | M_MSRRESNET | M_RCAN | M_RRDBNET, MK_NUM_BLOCK},
+    [MK_NUM_BLOCK] = {"num_block", M_EDSR | M_MSRRESNET | M_RCAN | M_RRDBNET, MK_N_BLOCKS},
+    [MK_NUM_GROUP] = {"num_group", M_RCAN, -1},
+    [MK_SQUEEZE_FACTOR] = {"squeeze_factor", M_RCAN, -1},
+    [MK_NUM_GROW_CH] = {"num_grow_ch", M_RRDBNET, -1},
+    [MK_RES_SCALE] = {"res_scale", M_EDSR | M_RCAN, -1},
+    [MK_RGB_MEAN] = {"rgb_mean", M_EDSR | M_RCAN, -1},
+    [MK_IMG_RANGE] = {"img_range", M_EDSR | M_RCAN, -1},
+    [MK_D] = {"d", M_FSRCNN, -1},
+    [MK_S] = {"s", M_FSRCNN, -1},
+    [MK_M] = {"m", M_FSRCNN, -1},
+    [MK_CHANNELS] = {"channels", M_SRCNN, -1},
+    [MK_KERNEL_SIZES] = {"kernel_sizes", M_SRCNN, -1},
+};
+
+/* M_* bit of a model type name; 0 for an unknown one. */
+static unsigned model_type_bit(const char *type) {
+    for (int i = 0; MODEL_TYPES[i]; i++)
+        if (!strcmp(type, MODEL_TYPES[i]))
+            return 1u << i;
+    return 0;
+}
+
+/* Whether key `id` configures the network `type`. */
+static int model_key_applies(const char *type, model_key_id id) {
+    return (MODEL_KEYS[id].types & model_type_bit(type)) != 0;
+}
+
 /* ---- sections ------------------------------------------------------------------------- */
 
 /* Line of each key, for cross-checks after the walk (0 = absent). Names are the key paths. */
 typedef struct {
     int scale, patch[3], gt[3], lq[3], eval_interval, ckpt_interval, total_iters,
         total_epochs, load_from, resume_from, data_eval, evaluation, lr_periods, restart_w,
-        channels, loss_eps, loss_type, samples, meta[3], degradation[3], keys_dir;
+        loss_eps, loss_type, samples, meta[3], degradation[3], keys_dir;
     int model_type;
-    /* model keys seen, to check they match the model type */
-    int edsr_key, srcnn_key;
-    char edsr_name[64], srcnn_name[64];
+    int model_key[MK_COUNT];            /* model hyper-parameter keys, by model_key_id */
 } pf_lines;
 
 static int parse_loss(pf_cfg_ctx *c, pf_section *s, pf_config *cfg, pf_lines *L) {
@@ -409,17 +462,125 @@ static int parse_loss(pf_cfg_ctx *c, pf_section *s, pf_config *cfg, pf_lines *L)
     return 0;
 }
 
+/* A list of exactly `n` integers in lo..hi (n <= 4) into out; "key[i]: ..." errors. */
+static int get_int_list(pf_cfg_ctx *c, struct fy_node *v, const char *kp, int n, int lo, int hi,
+                        int *out) {
+    struct fy_node *items[4];
+    char ip[160];
+    int got;
+    if (get_seq(c, v, kp, n, n, &got, items))
+        return -1;
+    for (int i = 0; i < n; i++) {
+        snprintf(ip, sizeof ip, "%s[%d]", kp, i);
+        if (get_int32(c, items[i], ip, lo, hi, &out[i]))
+            return -1;
+    }
+    return 0;
+}
+
+/* One hyper-parameter key of model: (`id`, canonical: the twin spellings share a branch). */
+static int parse_model_key(pf_cfg_ctx *c, model_key_id id, struct fy_node *v, const char *kp,
+                           pf_config *cfg) {
+    struct fy_node *items[4];
+    char ip[160];
+    int n;
+    switch (id) {
+    case MK_N_FEATS:
+    case MK_NUM_FEAT:
+        return get_int32(c, v, kp, 1, 4096, &cfg->n_feats);
+    case MK_N_BLOCKS:
+    case MK_NUM_BLOCK:
+        return get_int32(c, v, kp, 1, 1024, &cfg->n_blocks);
+    case MK_NUM_GROUP:
+        return get_int32(c, v, kp, 1, 1024, &cfg->num_group);
+    case MK_SQUEEZE_FACTOR:
+        return get_int32(c, v, kp, 1, 4096, &cfg->squeeze_factor);
+    case MK_NUM_GROW_CH:
+        return get_int32(c, v, kp, 1, 4096, &cfg->num_grow_ch);
+    case MK_RES_SCALE:
+        return get_float(c, v, kp, 0, 1, HUGE_VAL, &cfg->res_scale);
+    case MK_IMG_RANGE:
+        return get_float(c, v, kp, 0, 1, HUGE_VAL, &cfg->img_range);
+    case MK_D:
+        return get_int32(c, v, kp, 1, 4096, &cfg->fsrcnn_d);
+    case MK_S:
+        return get_int32(c, v, kp, 1, 4096, &cfg->fsrcnn_s);
+    case MK_M:
+        return get_int32(c, v, kp, 0, 1024, &cfg->fsrcnn_m);
+    case MK_RGB_MEAN:
+        if (get_seq(c, v, kp, 3, 3, &n, items))
+            return -1;
+        for (int i = 0; i < 3; i++) {
+            snprintf(ip, sizeof ip, "%s[%d]", kp, i);
+            if (get_float(c, items[i], ip, 0, 0, 1, &cfg->rgb_mean[i]))
+                return -1;
+        }
+        return 0;
+    case MK_CHANNELS:
+        return get_int_list(c, v, kp, 4, 1, 4096, cfg->srcnn_channels);
+    case MK_KERNEL_SIZES:
+        if (get_int_list(c, v, kp, 3, 1, 63, cfg->srcnn_kernel_sizes))
+            return -1;
+        get_seq(c, v, kp, 3, 3, &n, items);
+        for (int i = 0; i < 3; i++) {
+            snprintf(ip, sizeof ip, "%s[%d]", kp, i);
+            if (cfg->srcnn_kernel_sizes[i] % 2 == 0)
+                return fail(c, node_line(items[i]), ip, "kernel size must be odd, got %d",
+                            cfg->srcnn_kernel_sizes[i]);
+        }
+        return 0;
+    case MK_COUNT:
+        break;
+    }
+    return -1;
+}
+
+/* After the walk: the first key (in the file) that the model type does not take, as
+   "only allowed with type A, B or C"; -1 when there is one. */
+static int check_model_keys(pf_cfg_ctx *c, const pf_section *s, const pf_config *cfg,
+                            const pf_lines *L) {
+    int bad = -1;
+    for (int id = 0; id < MK_COUNT; id++)
+        if (L->model_key[id] && !model_key_applies(cfg->model_type, (model_key_id)id) &&
+            (bad < 0 || L->model_key[id] < L->model_key[bad]))
+            bad = id;
+    if (bad < 0)
+        return 0;
+    char list[160] = "", kp[128];
+    unsigned types = MODEL_KEYS[bad].types;
+    for (int i = 0; MODEL_TYPES[i]; i++) {
+        if (!(types & (1u << i)))
+            continue;
+        types &= ~(1u << i);
+        size_t at = strlen(list);
+        snprintf(list + at, sizeof list - at, "%s%s", at ? (types ? ", " : " or ") : "",
+                 MODEL_TYPES[i]);
+    }
+    return fail(c, L->model_key[bad], keypath(s, MODEL_KEYS[bad].name, kp, sizeof kp),
+                "only allowed with type %s (model.type is %s)", list, cfg->model_type);
+}
+
 static int parse_model(pf_cfg_ctx *c, pf_section *s, pf_config *cfg, pf_lines *L) {
-    static const char *types[] = {"EDSR", "SRCNN", NULL};
     void *it = NULL;
-    char name[64], kp[128];
-    struct fy_node *k, *v, *items[16];
-    int r, n, have_channels = 0, in_line = 0, out_line = 0;
+    char name[64], kp[128], twin[128];
+    struct fy_node *k, *v;
+    int r, in_line = 0, out_line = 0;
     while ((r = next_pair(c, s, &it, name, sizeof name, &k, &v)) > 0) {
         keypath(s, name, kp, sizeof kp);
-        int edsr = 0, srcnn = 0;
-        if (!strcmp(name, "type")) {
-            if (get_choice(c, v, kp, types, 0, cfg->model_type, sizeof cfg->model_type))
+        int id = 0;
+        while (id < MK_COUNT && strcmp(name, MODEL_KEYS[id].name))
+            id++;
+        if (id < MK_COUNT) {
+            int other = MODEL_KEYS[id].twin;
+            if (other >= 0 && L->model_key[other])
+                return fail(c, node_line(k), kp, "same setting as %s (line %d); give only one",
+                            keypath(s, MODEL_KEYS[other].name, twin, sizeof twin),
+                            L->model_key[other]);
+            if (parse_model_key(c, (model_key_id)id, v, kp, cfg))
+                return -1;
+            L->model_key[id] = node_line(k);
+        } else if (!strcmp(name, "type")) {
+            if (get_choice(c, v, kp, MODEL_TYPES, 0, cfg->model_type, sizeof cfg->model_type))
                 return -1;
             L->model_type = node_line(k);
         } else if (!strcmp(name, "scale")) {
@@ -434,71 +595,12 @@ static int parse_model(pf_cfg_ctx *c, pf_section *s, pf_config *cfg, pf_lines *L
             if (get_int32(c, v, kp, 1, 1 << 20, &cfg->out_channels))
                 return -1;
             out_line = node_line(k);
-        } else if (!strcmp(name, "n_feats")) {
-            edsr = 1;
-            if (get_int32(c, v, kp, 1, 4096, &cfg->n_feats))
-                return -1;
-        } else if (!strcmp(name, "n_blocks")) {
-            edsr = 1;
-            if (get_int32(c, v, kp, 1, 1024, &cfg->n_blocks))
-                return -1;
-        } else if (!strcmp(name, "res_scale")) {
-            edsr = 1;
-            if (get_float(c, v, kp, 0, 1, HUGE_VAL, &cfg->res_scale))
-                return -1;
-        } else if (!strcmp(name, "rgb_mean")) {
-            edsr = 1;
-            if (get_seq(c, v, kp, 3, 3, &n, items))
-                return -1;
-            for (int i = 0; i < 3; i++) {
-                char ip[160];
-                snprintf(ip, sizeof ip, "%s[%d]", kp, i);
-                if (get_float(c, items[i], ip, 0, 0, 1, &cfg->rgb_mean[i]))
-                    return -1;
-            }
-        } else if (!strcmp(name, "img_range")) {
-            edsr = 1;
-            if (get_float(c, v, kp, 0, 1, HUGE_VAL, &cfg->img_range))
-                return -1;
-        } else if (!strcmp(name, "channels")) {
-            srcnn = 1;
-            if (get_seq(c, v, kp, 4, 4, &n, items))
-                return -1;
-            for (int i = 0; i < 4; i++) {
-                char ip[160];
-                snprintf(ip, sizeof ip, "%s[%d]", kp, i);
-                if (get_int32(c, items[i], ip, 1, 4096, &cfg->srcnn_channels[i]))
-                    return -1;
-            }
-            have_channels = 1;
-            L->channels = node_line(k);
-        } else if (!strcmp(name, "kernel_sizes")) {
-            srcnn = 1;
-            if (get_seq(c, v, kp, 3, 3, &n, items))
-                return -1;
-            for (int i = 0; i < 3; i++) {
-                char ip[160];
-                snprintf(ip, sizeof ip, "%s[%d]", kp, i);
-                if (get_int32(c, items[i], ip, 1, 63, &cfg->srcnn_kernel_sizes[i]))
-                    return -1;
-                if (cfg->srcnn_kernel_sizes[i] % 2 == 0)
-                    return fail(c, node_line(items[i]), ip, "kernel size must be odd, got %d",
-                                cfg->srcnn_kernel_sizes[i]);
-            }
         } else if (!strcmp(name, "loss")) {
             pf_section sub;
             if (open_section(c, k, v, kp, &sub) || parse_loss(c, &sub, cfg, L))
                 return -1;
         } else {
             return unknown(c, s, k, name);
-        }
-        if (edsr && !L->edsr_key) {
-            L->edsr_key = node_line(k);
-            snprintf(L->edsr_name, sizeof L->edsr_name, "%s", name);
-        }
-        if (srcnn && !L->srcnn_key) {
-            L->srcnn_key = node_line(k);
-            snprintf(L->srcnn_name, sizeof L->srcnn_name, "%s", name);
         }
     }
     if (r < 0)
@@ -515,20 +617,31 @@ static int parse_model(pf_cfg_ctx *c, pf_section *s, pf_config *cfg, pf_lines *L
     if (cfg->out_channels != 3)
         return fail(c, out_line, "model.out_channels",
                     "must be 3 (images are loaded as RGB), got %d", cfg->out_channels);
-    int is_edsr = !strcmp(cfg->model_type, "EDSR");
-    if (!is_edsr && L->edsr_key)
-        return fail(c, L->edsr_key, keypath(s, L->edsr_name, kp, sizeof kp),
-                    "only allowed with type EDSR");
-    if (is_edsr && L->srcnn_key)
-        return fail(c, L->srcnn_key, keypath(s, L->srcnn_name, kp, sizeof kp),
-                    "only allowed with type SRCNN");
-    if (!is_edsr) {
-        if (!have_channels) {
+    if (check_model_keys(c, s, cfg, L))
+        return -1;
+    unsigned type = model_type_bit(cfg->model_type);
+    if (type == M_RRDBNET) {
+        /* BasicSR's RRDBNet upsamples x4 by two nearest x2 stages; x2 pixel-unshuffles first.
+           x3 has no such construction. */
+        if (cfg->scale == 3)
+            return fail(c, L->scale, "model.scale", "must be 2 or 4 for RRDBNet, got 3");
+        if (!L->model_key[MK_N_BLOCKS] && !L->model_key[MK_NUM_BLOCK])
+            cfg->n_blocks = 23;
+    }
+    if (type == M_RCAN && cfg->squeeze_factor > cfg->n_feats) {
+        int line = L->model_key[MK_SQUEEZE_FACTOR];
+        line = line ? line : L->model_key[MK_N_FEATS] + L->model_key[MK_NUM_FEAT];
+        return fail(c, line, "model.squeeze_factor",
+                    "must be at most n_feats (%d): channel attention has n_feats / "
+                    "squeeze_factor channels, got %d", cfg->n_feats, cfg->squeeze_factor);
+    }
+    if (type == M_SRCNN) {
+        if (!L->model_key[MK_CHANNELS]) {
             cfg->srcnn_channels[0] = cfg->in_channels;
             cfg->srcnn_channels[3] = cfg->out_channels;
         } else if (cfg->srcnn_channels[0] != cfg->in_channels ||
                    cfg->srcnn_channels[3] != cfg->out_channels) {
-            return fail(c, L->channels, "model.channels",
+            return fail(c, L->model_key[MK_CHANNELS], "model.channels",
                         "first and last must equal in_channels and out_channels (%d, %d)",
                         cfg->in_channels, cfg->out_channels);
         }
@@ -1416,6 +1529,12 @@ static int cross_check(pf_cfg_ctx *c, pf_config *cfg, pf_lines *L, int check_pat
         return fail(c, L->patch[0], "data.train.gt_patch_size",
                     "must be a positive multiple of model.scale (%d), got %d", cfg->scale,
                     cfg->train.gt_patch_size);
+    /* RRDBNet x2 pixel-unshuffles the LQ patch by 2 first (BasicSR asserts even sizes). */
+    if (cfg->train.present && model_type_bit(cfg->model_type) == M_RRDBNET &&
+        cfg->scale == 2 && cfg->train.gt_patch_size % 4)
+        return fail(c, L->patch[0], "data.train.gt_patch_size",
+                    "must be a multiple of 4 for RRDBNet x2 (the LQ patch is pixel-unshuffled "
+                    "by 2), got %d", cfg->train.gt_patch_size);
     /* No checkpoint_config: one checkpoint at the end of an iteration-based run. The epoch
        runner's length in iterations is known only once the dataset is read, so there the
        interval stays 0, which means "at the end only". */
@@ -1883,13 +2002,22 @@ char *pf_config_to_yaml(const pf_config *cfg) {
     if (!b.s)
         return NULL;
     b.s[0] = 0;
-    int edsr = !strcmp(cfg->model_type, "EDSR");
+    const char *t = cfg->model_type;
     put(&b, "model:\n  type: ");
-    put_word(&b, cfg->model_type);
+    put_word(&b, t);
     put(&b, "\n  scale: %d\n  in_channels: %d\n  out_channels: %d\n", cfg->scale,
         cfg->in_channels, cfg->out_channels);
-    if (edsr) {
-        put(&b, "  n_feats: %d\n  n_blocks: %d\n  res_scale: ", cfg->n_feats, cfg->n_blocks);
+    /* Only the keys the type takes (the parser refuses the others); EDSR's and SRCNN's keys
+       come in the order they always had, so their configs keep their hashes. */
+    if (model_key_applies(t, MK_N_FEATS))
+        put(&b, "  n_feats: %d\n  n_blocks: %d\n", cfg->n_feats, cfg->n_blocks);
+    if (model_key_applies(t, MK_NUM_GROUP))
+        put(&b, "  num_group: %d\n  squeeze_factor: %d\n", cfg->num_group,
+            cfg->squeeze_factor);
+    if (model_key_applies(t, MK_NUM_GROW_CH))
+        put(&b, "  num_grow_ch: %d\n", cfg->num_grow_ch);
+    if (model_key_applies(t, MK_RES_SCALE)) {
+        put(&b, "  res_scale: ");
         put_float(&b, cfg->res_scale);
         put(&b, "\n  rgb_mean: [");
         for (int i = 0; i < 3; i++) {
@@ -1899,12 +2027,14 @@ char *pf_config_to_yaml(const pf_config *cfg) {
         put(&b, "]\n  img_range: ");
         put_float(&b, cfg->img_range);
         put(&b, "\n");
-    } else {
+    }
+    if (model_key_applies(t, MK_D))
+        put(&b, "  d: %d\n  s: %d\n  m: %d\n", cfg->fsrcnn_d, cfg->fsrcnn_s, cfg->fsrcnn_m);
+    if (model_key_applies(t, MK_CHANNELS))
         put(&b, "  channels: [%d, %d, %d, %d]\n  kernel_sizes: [%d, %d, %d]\n",
             cfg->srcnn_channels[0], cfg->srcnn_channels[1], cfg->srcnn_channels[2],
             cfg->srcnn_channels[3], cfg->srcnn_kernel_sizes[0], cfg->srcnn_kernel_sizes[1],
             cfg->srcnn_kernel_sizes[2]);
-    }
     put(&b, "  loss:\n    type: ");
     put_word(&b, cfg->loss_type);
     put(&b, "\n    loss_weight: ");

@@ -547,8 +547,13 @@ static int backward_node(pf_model *m, pf_gstate *S, pf_conv *convs, const pf_gno
             }
         }
         const pf_param_info *wt = &m->tensors[nd->param], *bt = &m->tensors[nd->param + 1];
-        TRY(pf_conv_backward_weights(c, a->data, dd, m->grads + wt->offset,
-                                     m->grads + bt->offset, err, errlen));
+        float *gw = m->grads + wt->offset, *gb = m->grads + bt->offset;
+        if (nd->conv == m->sub_conv) {  /* FSRCNN: gradients of the sub-pixel form first */
+            gw = m->sub_dw;
+            gb = m->sub_dw + (size_t)c->oc * c->ic * c->k * c->k;
+        }
+        TRY(pf_conv_backward_weights(c, a->data, dd, gw, gb, err, errlen));
+        if (nd->conv == m->sub_conv) pf_zoo_sub_grads(m);
         if ((dx = grad_for(a, &acc))) {
             if (!acc) return pf_conv_backward_data(c, dd, dx, err, errlen);
             TRY(pf_conv_backward_data(c, dd, S->scratch[1], err, errlen));

@@ -5,6 +5,7 @@
 */
 #include "nn/model.h"
 #include <math.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,10 +41,15 @@ float *pf_model_conv_b(pf_model *m, float *base, int i) {
 }
 
 int pf_model_set_weights(pf_model *m, pf_conv *convs, char *err, size_t errlen) {
-    for (int i = 0; i < m->n_convs; i++)
-        if (pf_conv_set_weights(&convs[i], pf_model_conv_w(m, m->params, i),
-                                pf_model_conv_b(m, m->params, i), err, errlen))
-            return -1;
+    for (int i = 0; i < m->n_convs; i++) {
+        const float *w = pf_model_conv_w(m, m->params, i), *b = pf_model_conv_b(m, m->params, i);
+        if (i == m->sub_conv) {
+            pf_zoo_sub_weights(m);
+            w = m->sub_w;
+            b = m->sub_w + (size_t)convs[i].oc * convs[i].ic * convs[i].k * convs[i].k;
+        }
+        if (pf_conv_set_weights(&convs[i], w, b, err, errlen)) return -1;
+    }
     return 0;
 }
 
@@ -98,18 +104,35 @@ int pf_model_add_conv(pf_model *m, const char *name, int ic, int oc, int k,
     return m->n_convs++;
 }
 
-int pf_model_add_vector(pf_model *m, const char *name, int numel, pf_param_init init) {
+int pf_model_add_tensor(pf_model *m, const char *name, int ndim, const int64_t *shape,
+                        pf_param_init init) {
     if (reserve(m, 0, 1)) return -1;
     pf_param_info *t = &m->tensors[m->n_tensors];
     memset(t, 0, sizeof *t);
     snprintf(t->name, sizeof t->name, "%s", name);
     t->offset = m->n_params;
-    t->numel = (size_t)numel;
-    t->ndim = 1;
-    t->shape[0] = numel;
-    m->n_params += (size_t)numel;
+    t->numel = 1;
+    t->ndim = ndim;
+    for (int i = 0; i < ndim; i++) {
+        t->shape[i] = shape[i];
+        t->numel *= (size_t)shape[i];
+    }
+    m->n_params += t->numel;
     m->init[m->n_tensors] = init;
     return m->n_tensors++;
+}
+
+int pf_model_add_vector(pf_model *m, const char *name, int numel, pf_param_init init) {
+    int64_t shape[1] = { numel };
+    return pf_model_add_tensor(m, name, 1, shape, init);
+}
+
+int pf_model_add_layer(pf_model *m, const char *name, int ic, int oc, int k, int weight_tensor) {
+    if (reserve(m, 1, 0)) return -1;
+    pf_conv_init(&m->train_conv[m->n_convs], name, ic, oc, k, 0);
+    pf_conv_init(&m->infer_conv[m->n_convs], name, ic, oc, k, 0);
+    m->conv_w[m->n_convs] = weight_tensor;
+    return m->n_convs++;
 }
 
 pf_model *pf_model_new(const pf_config *cfg, char *err, size_t errlen) {
@@ -120,6 +143,7 @@ pf_model *pf_model_new(const pf_config *cfg, char *err, size_t errlen) {
     }
     m->cfg = *cfg;
     m->scale = cfg->scale;
+    m->sub_conv = -1;
     if (pf_loss_parse(cfg->loss_type, &m->loss.type)) {
         snprintf(err, errlen, "model: unsupported loss_type '%s' (L1Loss, MSELoss, "
                  "CharbonnierLoss)", cfg->loss_type);
@@ -231,6 +255,8 @@ void pf_model_destroy(pf_model **self) {
     free(m->tensors);
     free(m->init);
     free(m->conv_w);
+    free(m->sub_w);
+    free(m->sub_dw);
     pf_graph_free(&m->graph);
     free(m->params);
     free(m->grads);
@@ -419,5 +445,17 @@ int pf_model_load_weights(pf_model *m, const struct pf_safetensors *st, char *er
         const float *d = pf_safetensors_get(st, t->name, &ndim, shape);
         memcpy(m->params + t->offset, d, t->numel * sizeof(float));
     }
+    return 0;
+}
+
+int pf_set_threads(const char *arg, char *err, size_t errlen) {
+    char *end = NULL;
+    long n = arg ? strtol(arg, &end, 10) : 0;
+    if (!arg || !*arg || *end || n < 1 || n > 1024) {
+        snprintf(err, errlen, "--threads %s: expected a whole number 1..1024", arg ? arg : "");
+        return -1;
+    }
+    omp_set_num_threads((int)n);
+    setenv("OMP_NUM_THREADS", arg, 1);    /* for the processes this one starts */
     return 0;
 }

@@ -67,6 +67,12 @@ int pf_model_infer(pf_model *m, const uint8_t *lq, int h, int w, float *out, cha
 
 int pf_model_scale(const pf_model *m);
 
+/* Set the CPU backend's compute threads (the OpenMP pool oneDNN and the graph kernels share)
+   from a `--threads` argument: a whole number 1..1024. Returns 0, or -1 with err saying what
+   is wrong with `arg`. Also exported as OMP_NUM_THREADS to the processes started after it.
+   Without it the pool has OMP_NUM_THREADS threads (default: all cores). */
+int pf_set_threads(const char *arg, char *err, size_t errlen);
+
 /* Copy weights from a safetensors file's tensors into the model, by reference name. Every
    model tensor must be present with the same shape and no extra tensors may exist (tensors
    named PF_EMA_PREFIX + name, a checkpoint's EMA weights, are ignored); otherwise -1 with err

@@ -59,6 +59,11 @@ struct pf_model {
     int cap_tensors, cap_convs; /* room in tensors / init and the conv arrays */
     int *conv_w;                /* graph networks: tensor index of conv i's weight (its bias
                                    follows); EDSR / SRCNN: 2 i */
+    int sub_conv, sub_stride;   /* FSRCNN: the conv layer computing its ConvTranspose2d in
+                                   sub-pixel form (zoo.c), its stride; -1 / 0 when none */
+    int sub_r;                  /* its kernel is (2 sub_r + 1)^2 */
+    float *sub_w, *sub_dw;      /* that layer's weights + bias, and their gradients, in the
+                                   conv's own OIHW layout */
     int scale;
     int n_stages, stage_r;      /* EDSR upsample: stages of factor stage_r (2 or 3) */
     float *params, *grads;      /* flat buffers, n_params floats each */
@@ -81,6 +86,19 @@ int pf_zoo_build(pf_model *m, char *err, size_t errlen);
    layer index or -1 when out of memory. */
 int pf_model_add_conv(pf_model *m, const char *name, int ic, int oc, int k,
                       pf_param_init w_init, pf_param_init b_init);
+/* Register a layer whose weights are not its own tensors (FSRCNN's sub-pixel conv); returns
+   its layer index or -1. conv_w[i] is set to weight_tensor. */
+int pf_model_add_layer(pf_model *m, const char *name, int ic, int oc, int k, int weight_tensor);
+
+/* Register a parameter tensor of ndim (1..4) dims; returns its tensor index or -1. */
+int pf_model_add_tensor(pf_model *m, const char *name, int ndim, const int64_t *shape,
+                        pf_param_init init);
+
+/* FSRCNN: sub_w from the ConvTranspose2d tensors in m->params; and the reverse mapping of
+   sub_dw into m->grads. */
+void pf_zoo_sub_weights(pf_model *m);
+void pf_zoo_sub_grads(pf_model *m);
+
 /* Register a parameter tensor of `numel` floats, shape (numel); returns its tensor index. */
 int pf_model_add_vector(pf_model *m, const char *name, int numel, pf_param_init init);
 

@@ -12,6 +12,7 @@
       RRDBNet    Wang et al., "ESRGAN", ECCVW 2018; BasicSR basicsr/archs/rrdbnet_arch.py.
 */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "nn/model_internal.h"
@@ -22,7 +23,9 @@ typedef struct {
 } zb;
 
 enum { NO_ACT = -1 };           /* conv activation: NO_ACT, or the LeakyReLU slope (0 = ReLU) */
-enum { TORCH_INIT, BASICSR_INIT }; /* PyTorch default, or default_init_weights(scale 0.1) */
+/* PyTorch default; BasicSR default_init_weights(scale 0.1); yjn870's N(0, 2 / (oc k k)) with
+   zero bias (FSRCNN, ESPCN) */
+enum { TORCH_INIT, BASICSR_INIT, FANOUT_INIT };
 
 /* conv `name` on tensor x: ic = x's channels -> oc, k x k, padding k / 2; activation `act`;
    residual: out = res + rscale * conv when res >= 0. Returns the output tensor. */
@@ -34,6 +37,9 @@ static int conv(zb *z, int x, const char *name, int oc, int k, float act, int re
     pf_param_init wi = { PF_INIT_UNIFORM, fan, 1.0 }, bi = { PF_INIT_UNIFORM, fan, 1.0 };
     if (init == BASICSR_INIT) {
         wi = (pf_param_init){ PF_INIT_NORMAL, fan, 0.1 };
+        bi = (pf_param_init){ PF_INIT_CONST, 1.0, 0.0 };
+    } else if (init == FANOUT_INIT) {
+        wi = (pf_param_init){ PF_INIT_NORMAL, (double)oc * k * k, 1.0 };
         bi = (pf_param_init){ PF_INIT_CONST, 1.0, 0.0 };
     }
     int ci = pf_model_add_conv(z->m, name, t.c, oc, k, wi, bi);
@@ -112,44 +118,105 @@ static int fsrcnn(zb *z, int x) {
     const pf_config *c = &z->m->cfg;
     int d = c->fsrcnn_d, s = c->fsrcnn_s, m = c->fsrcnn_m;
     char name[64], pname[64];
-    x = prelu(z, conv(z, x, "first_part.0", d, 5, NO_ACT, -1, 1, TORCH_INIT), "first_part.1");
-    x = prelu(z, conv(z, x, "mid_part.0", s, 1, NO_ACT, -1, 1, TORCH_INIT), "mid_part.1");
+    x = prelu(z, conv(z, x, "first_part.0", d, 5, NO_ACT, -1, 1, FANOUT_INIT), "first_part.1");
+    x = prelu(z, conv(z, x, "mid_part.0", s, 1, NO_ACT, -1, 1, FANOUT_INIT), "mid_part.1");
     for (int i = 0; i < m; i++) {
         snprintf(name, sizeof name, "mid_part.%d", 2 + 2 * i);
         snprintf(pname, sizeof pname, "mid_part.%d", 3 + 2 * i);
-        x = prelu(z, conv(z, x, name, s, 3, NO_ACT, -1, 1, TORCH_INIT), pname);
+        x = prelu(z, conv(z, x, name, s, 3, NO_ACT, -1, 1, FANOUT_INIT), pname);
     }
     snprintf(name, sizeof name, "mid_part.%d", 2 + 2 * m);
     snprintf(pname, sizeof pname, "mid_part.%d", 3 + 2 * m);
-    x = prelu(z, conv(z, x, name, d, 1, NO_ACT, -1, 1, TORCH_INIT), pname);
+    x = prelu(z, conv(z, x, name, d, 1, NO_ACT, -1, 1, FANOUT_INIT), pname);
     if (x < 0) return -1;
-    /* ConvTranspose2d(d, 3, 9, stride=scale, padding=4, output_padding=scale-1): weight
-       (d, 3, 9, 9); PyTorch's fan-in for it is dim 1 times the kernel: 3 * 81. */
-    double fan = 3.0 * 81.0;
-    int ci = pf_model_add_conv(z->m, "last_part", d, 3, 9,
-                               (pf_param_init){ PF_INIT_UNIFORM, fan, 1.0 },
-                               (pf_param_init){ PF_INIT_UNIFORM, fan, 1.0 });
-    if (ci < 0) return -1;
-    pf_param_info *w = &z->m->tensors[z->m->conv_w[ci]];
-    w->shape[0] = d;
-    w->shape[1] = 3;
-    pf_conv_set_transposed(&z->m->train_conv[ci], c->scale);
-    pf_conv_set_transposed(&z->m->infer_conv[ci], c->scale);
+    /* last_part: ConvTranspose2d(d, 3, 9, stride=scale, padding=4, output_padding=scale-1),
+       weight (d, 3, 9, 9), initialised N(0, 0.001^2) with zero bias as yjn870 does. It runs
+       as a stride-1 conv to 3 scale^2 channels + PixelShuffle(scale) (pf_zoo_sub_weights):
+       oneDNN 2.6 has only reference kernels for strided deconvolution (about 100x slower). */
+    int r = c->scale;
+    int64_t wshape[4] = { d, 3, 9, 9 }, bshape[1] = { 3 };
+    int wt = pf_model_add_tensor(z->m, "last_part.weight", 4, wshape,
+                                 (pf_param_init){ PF_INIT_NORMAL, 2.0, 0.001 });
+    if (wt < 0 || pf_model_add_tensor(z->m, "last_part.bias", 1, bshape,
+                                      (pf_param_init){ PF_INIT_CONST, 1.0, 0.0 }) < 0)
+        return -1;
+    int R = 0;                  /* largest input offset a tap reaches: |kh - i - 4| / r */
+    for (int kh = 0; kh < 9; kh++) {
+        int dh = (kh - 4 - ((kh - 4) % r + r) % r) / r;
+        if (dh > R) R = dh;
+        if (-dh > R) R = -dh;
+    }
+    int k = 2 * R + 1;
+    int ci = pf_model_add_layer(z->m, "last_part", d, 3 * r * r, k, wt);
+    size_t wn = (size_t)3 * r * r * d * k * k;
+    z->m->sub_conv = ci;
+    z->m->sub_stride = r;
+    z->m->sub_r = R;
+    if (ci < 0 || !(z->m->sub_w = calloc(wn + 3 * r * r, sizeof(float))) ||
+        !(z->m->sub_dw = calloc(wn + 3 * r * r, sizeof(float))))
+        return -1;
     const pf_gtensor t = z->g->t[x];
-    int out = pf_graph_node(z->g, PF_G_CONV, &x, 1, 3, t.mul * c->scale, t.div, 0);
-    if (out < 0) return -1;
+    x = pf_graph_node(z->g, PF_G_CONV, &x, 1, 3 * r * r, t.mul, t.div, 0);
+    if (x < 0) return -1;
     z->g->node[z->g->n_node - 1].conv = ci;
-    z->g->node[z->g->n_node - 1].param = z->m->conv_w[ci];
-    return out;
+    z->g->node[z->g->n_node - 1].param = wt;
+    return op(z, PF_G_SHUFFLE, x, 3, r, 1, r, 1);
 }
+
+/* The sub-pixel form of ConvTranspose2d(d, 3, 9, stride r, padding 4, output_padding r - 1)
+   (Shi et al. 2016 show the equivalence): output pixel (r h + i, r w + j) of channel o is
+   sum over c, kh, kw of x[c][h - dh][w - dw] W[c][o][kh][kw], where kh = r dh + i + 4 and
+   kw = r dw + j + 4 lie in 0..8 — a stride-1 convolution whose output channel o r^2 + i r + j
+   has tap (R - dh, R - dw) = W[c][o][kh][kw], then PixelShuffle(r). Each (kh, kw) maps to one
+   tap; the other taps are zero. `to_sub` packs W, b into sub_w; else the gradients of sub_dw go
+   back into the tensors' gradients. */
+static void sub_map(pf_model *m, int to_sub) {
+    const pf_param_info *wt = &m->tensors[m->conv_w[m->sub_conv]], *bt = wt + 1;
+    int d = (int)wt->shape[0], r = m->sub_stride, R = m->sub_r, k = 2 * R + 1, oc = 3 * r * r;
+    size_t wn = (size_t)oc * d * k * k;
+    float *W = (to_sub ? m->params : m->grads) + wt->offset;
+    float *B = (to_sub ? m->params : m->grads) + bt->offset;
+    float *S = to_sub ? m->sub_w : m->sub_dw;
+    if (to_sub) memset(S, 0, wn * sizeof(float));
+    for (int kh = 0; kh < 9; kh++) {
+        int i = ((kh - 4) % r + r) % r, dh = (kh - 4 - i) / r;
+        for (int kw = 0; kw < 9; kw++) {
+            int j = ((kw - 4) % r + r) % r, dw = (kw - 4 - j) / r;
+            for (int o = 0; o < 3; o++)
+                for (int c = 0; c < d; c++) {
+                    size_t s = ((((size_t)o * r * r + (size_t)i * r + j) * d + c) * k +
+                                (size_t)(R - dh)) * k + (size_t)(R - dw);
+                    size_t w = (((size_t)c * 3 + o) * 9 + kh) * 9 + kw;
+                    if (to_sub) S[s] = W[w];
+                    else W[w] = S[s];
+                }
+        }
+    }
+    for (int o = 0; o < 3; o++) {
+        double g = 0;
+        for (int p = 0; p < r * r; p++) {
+            if (to_sub) S[wn + (size_t)o * r * r + p] = B[o];
+            else g += S[wn + (size_t)o * r * r + p];
+        }
+        if (!to_sub) B[o] = (float)g;
+    }
+}
+
+void pf_zoo_sub_weights(pf_model *m) { sub_map(m, 1); }
+void pf_zoo_sub_grads(pf_model *m) { sub_map(m, 0); }
 
 static int espcn(zb *z, int x) {
     int r = z->m->cfg.scale;
-    x = op(z, PF_G_TANH, conv(z, x, "first_part.0", 64, 5, NO_ACT, -1, 1, TORCH_INIT), 64, 1,
+    x = op(z, PF_G_TANH, conv(z, x, "first_part.0", 64, 5, NO_ACT, -1, 1, FANOUT_INIT), 64, 1,
            1, 1, 1);
-    x = op(z, PF_G_TANH, conv(z, x, "first_part.2", 32, 3, NO_ACT, -1, 1, TORCH_INIT), 32, 1,
+    x = op(z, PF_G_TANH, conv(z, x, "first_part.2", 32, 3, NO_ACT, -1, 1, FANOUT_INIT), 32, 1,
            1, 1, 1);
     x = conv(z, x, "last_part.0", 3 * r * r, 3, NO_ACT, -1, 1, TORCH_INIT);
+    if (x >= 0) {               /* yjn870: the last conv N(0, 0.001^2), zero bias */
+        int w = z->m->conv_w[z->g->node[z->g->n_node - 1].conv];
+        z->m->init[w] = (pf_param_init){ PF_INIT_NORMAL, 2.0, 0.001 };
+        z->m->init[w + 1] = (pf_param_init){ PF_INIT_CONST, 1.0, 0.0 };
+    }
     return op(z, PF_G_SHUFFLE, x, 3, r, 1, r, 1);
 }
 
@@ -271,9 +338,10 @@ int pf_zoo_build(pf_model *m, char *err, size_t errlen) {
         snprintf(err, errlen, "model: %s does not support scale %d", c->model_type, c->scale);
         return -1;
     }
-    if (c->n_feats < 1 || c->n_blocks < 0 || c->num_group < 1 || c->squeeze_factor < 1 ||
-        c->squeeze_factor > c->n_feats || c->num_grow_ch < 1 || c->fsrcnn_d < 1 ||
-        c->fsrcnn_s < 1 || c->fsrcnn_m < 0 || c->img_range <= 0.0f) {
+    int rcan_ = !strcmp(c->model_type, "RCAN");
+    if (c->n_feats < 1 || c->n_blocks < 0 || c->num_group < 1 || c->num_grow_ch < 1 ||
+        c->fsrcnn_d < 1 || c->fsrcnn_s < 1 || c->fsrcnn_m < 0 || c->img_range <= 0.0f ||
+        (rcan_ && (c->squeeze_factor < 1 || c->squeeze_factor > c->n_feats))) {
         snprintf(err, errlen, "model: %s hyper-parameters out of range", c->model_type);
         return -1;
     }

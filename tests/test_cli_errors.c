@@ -246,6 +246,24 @@ int main(void) {
         printf("disk-full case skipped: cannot mount a tmpfs here (needs root)\n");
     }
 
+    /* --threads: a bad count is refused up front by every command that computes */
+    {
+        char *targs[] = { "train", cfg, "--threads", "0", NULL };
+        char *wargs[] = { "worker", "--connect", "tcp://127.0.0.1:1", "--threads", "2x", NULL };
+        char *eargs[] = { "test", cfg, "--checkpoint", "x", "--threads", "-3", NULL };
+        char *const *cases[] = { targs, wargs, eargs };
+        const char *want[] = { "--threads 0: expected a whole number 1..1024",
+                               "--threads 2x: expected a whole number 1..1024",
+                               "--threads -3: expected a whole number 1..1024" };
+        for (int i = 0; i < 3; i++) {
+            char *out;
+            int st = run((char *const *)cases[i], &out, 30);
+            CHECK(st == 2 && strstr(out, want[i]), "--threads case %d: status %d, output:\n%s",
+                  i, st, out);
+            free(out);
+        }
+    }
+
     int rc = pf_test_end("test_cli_errors");
     if (rc == 0) {
         char cmd[300];

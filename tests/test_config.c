@@ -322,6 +322,69 @@ static void test_data_plane_keys(void) {
     free(t3);
 }
 
+/* The model zoo keys: values, aliases, per-type defaults, and the resolved YAML holds only the
+   keys of the type (so it parses back). */
+static void test_model_zoo_keys(void) {
+    static const struct {
+        const char *model;              /* replaces BASE's model lines */
+        const char *absent;             /* a key the resolved YAML must not hold */
+    } cases[] = {
+        {"  type: RCAN\n  scale: 2\n  num_feat: 32\n  num_block: 3\n  num_group: 2\n"
+         "  squeeze_factor: 8\n  res_scale: 0.5\n", "channels"},
+        {"  type: RRDBNet\n  scale: 4\n  n_feats: 24\n  num_grow_ch: 12\n", "res_scale"},
+        {"  type: RRDBNet\n  scale: 2\n  num_block: 2\n", "num_group"},
+        {"  type: FSRCNN\n  scale: 3\n  d: 32\n  s: 5\n  m: 0\n", "n_feats"},
+        {"  type: ESPCN\n  scale: 3\n", "n_feats"},
+        {"  type: MSRResNet\n  scale: 4\n  n_feats: 16\n  n_blocks: 2\n", "res_scale"},
+    };
+    const char *base_model = "  type: EDSR\n  scale: 2\n  n_feats: 32\n  n_blocks: 4\n";
+    pf_config c[6];
+    char err[512];
+    for (int i = 0; i < 6; i++) {
+        char *text = make(base_model, cases[i].model);
+        CHECK(pf_config_parse(&c[i], "z.yaml", text, strlen(text), 0, err, sizeof err) == 0,
+              "zoo case %d parses: %s", i, err);
+        char *y = pf_config_to_yaml(&c[i]);
+        char word[64];
+        snprintf(word, sizeof word, "  %s:", cases[i].absent);
+        CHECK(y && !strstr(y, word), "zoo case %d: resolved YAML holds %s\n%s", i, word, y);
+        free(y);
+        check_round_trip(&c[i], cases[i].model);
+        free(text);
+    }
+    CHECK(!strcmp(c[0].model_type, "RCAN") && c[0].n_feats == 32 && c[0].n_blocks == 3 &&
+              c[0].num_group == 2 && c[0].squeeze_factor == 8,
+          "RCAN: num_feat / num_block aliases, num_group, squeeze_factor");
+    CHECK_NEAR(c[0].res_scale, 0.5, 0);
+    CHECK(c[1].n_feats == 24 && c[1].n_blocks == 23 && c[1].num_grow_ch == 12,
+          "RRDBNet: n_blocks defaults to 23 (got %d)", c[1].n_blocks);
+    CHECK(c[2].scale == 2 && c[2].n_blocks == 2 && c[2].n_feats == 64 && c[2].num_grow_ch == 32,
+          "RRDBNet x2: num_block kept, defaults 64 / 32");
+    CHECK(c[3].fsrcnn_d == 32 && c[3].fsrcnn_s == 5 && c[3].fsrcnn_m == 0, "FSRCNN d s m");
+    CHECK(!strcmp(c[4].model_type, "ESPCN") && c[4].scale == 3 && c[4].n_blocks == 16, "ESPCN");
+    CHECK(c[5].n_feats == 16 && c[5].n_blocks == 2, "MSRResNet");
+    /* defaults of every zoo key (BasicSR / the papers) */
+    char *text = make(base_model, "  type: RCAN\n  scale: 4\n");
+    CHECK(pf_config_parse(&c[0], "z.yaml", text, strlen(text), 0, err, sizeof err) == 0, "%s",
+          err);
+    CHECK(c[0].n_feats == 64 && c[0].n_blocks == 16 && c[0].num_group == 10 &&
+              c[0].squeeze_factor == 16 && c[0].fsrcnn_d == 56 && c[0].fsrcnn_s == 12 &&
+              c[0].fsrcnn_m == 4,
+          "zoo defaults");
+    free(text);
+    /* RRDBNet x2 unshuffles the LQ patch by 2: the GT patch must be a multiple of 4 */
+    char *t1 = make(base_model, "  type: RRDBNet\n  scale: 2\n");
+    text = replace(t1, "gt_patch_size: 96", "gt_patch_size: 98");
+    char want[64];
+    snprintf(want, sizeof want, "z.yaml:%d: data.train.gt_patch_size: must be a multiple of 4",
+             line_of(text, "    gt_patch_size: 98"));
+    CHECK(pf_config_parse(&c[0], "z.yaml", text, strlen(text), 0, err, sizeof err) == -1 &&
+              !strncmp(err, want, strlen(want)),
+          "RRDBNet x2 patch 98: '%s'", err);
+    free(text);
+    free(t1);
+}
+
 static void test_valid_file(void) {
     char path[PF_PATH_MAX + 64];
     snprintf(path, sizeof path, "%s/config/valid.yaml", data_dir);
@@ -537,6 +600,47 @@ static const broken_case BROKEN[] = {
     {"  eval:\n    gt_folder: @D@/config\n", "", "evaluation:", "data.eval",
      "required when evaluation"},
     {"  type: EDSR", "  type: SRCNN", "  n_feats", "model.n_feats", "only allowed with type EDSR"},
+    /* model zoo keys: each only with the types it configures, one spelling per field */
+    {"  type: EDSR", "  type: FSRCNN", "  n_feats", "model.n_feats",
+     "only allowed with type EDSR, MSRResNet, RCAN or RRDBNet (model.type is FSRCNN)"},
+    {"  n_blocks: 4\n", "  n_blocks: 4\n  num_group: 2\n", "  num_group", "model.num_group",
+     "only allowed with type RCAN (model.type is EDSR)"},
+    {"  n_blocks: 4\n", "  n_blocks: 4\n  squeeze_factor: 4\n", "  squeeze_factor",
+     "model.squeeze_factor", "only allowed with type RCAN"},
+    {"  n_blocks: 4\n", "  n_blocks: 4\n  num_grow_ch: 16\n", "  num_grow_ch",
+     "model.num_grow_ch", "only allowed with type RRDBNet"},
+    {"  n_blocks: 4\n", "  n_blocks: 4\n  d: 32\n", "  d: 32", "model.d",
+     "only allowed with type FSRCNN"},
+    {"  n_blocks: 4\n", "  n_blocks: 4\n  m: 2\n", "  m: 2", "model.m",
+     "only allowed with type FSRCNN"},
+    {"  type: EDSR\n  scale: 2\n  n_feats: 32\n  n_blocks: 4\n",
+     "  type: MSRResNet\n  scale: 2\n  n_feats: 32\n  res_scale: 0.1\n", "  res_scale",
+     "model.res_scale", "only allowed with type EDSR or RCAN (model.type is MSRResNet)"},
+    {"  type: EDSR\n  scale: 2\n  n_feats: 32\n  n_blocks: 4\n",
+     "  type: RCAN\n  scale: 2\n  kernel_sizes: [9, 1, 5]\n", "  kernel_sizes",
+     "model.kernel_sizes", "only allowed with type SRCNN (model.type is RCAN)"},
+    {"  type: EDSR\n  scale: 2\n  n_feats: 32\n  n_blocks: 4\n",
+     "  type: ESPCN\n  scale: 2\n  n_blocks: 4\n  n_feats: 32\n", "  n_blocks",
+     "model.n_blocks", "only allowed with type EDSR, MSRResNet"},
+    {"  n_blocks: 4\n", "  n_blocks: 4\n  num_feat: 32\n", "  num_feat", "model.num_feat",
+     "same setting as model.n_feats (line 4); give only one"},
+    {"  n_feats: 32\n  n_blocks: 4\n", "  num_block: 4\n  n_feats: 32\n  n_blocks: 4\n",
+     "  n_blocks", "model.n_blocks", "same setting as model.num_block (line 4)"},
+    {"  n_feats: 32", "  num_feat: 0", "  num_feat", "model.num_feat", "positive"},
+    {"  type: EDSR\n  scale: 2", "  type: RRDBNet\n  scale: 3", "  scale: 3", "model.scale",
+     "must be 2 or 4 for RRDBNet, got 3"},
+    {"  type: EDSR\n  scale: 2\n  n_feats: 32\n",
+     "  type: RCAN\n  scale: 2\n  n_feats: 32\n  squeeze_factor: 64\n", "  squeeze_factor",
+     "model.squeeze_factor", "must be at most n_feats (32)"},
+    {"  type: EDSR\n  scale: 2\n  n_feats: 32\n", "  type: RCAN\n  scale: 2\n  n_feats: 8\n",
+     "  n_feats: 8", "model.squeeze_factor", "must be at most n_feats (8)"},
+    {"  type: EDSR\n  scale: 2\n  n_feats: 32\n  n_blocks: 4\n",
+     "  type: RCAN\n  scale: 2\n  squeeze_factor: 0\n", "  squeeze_factor",
+     "model.squeeze_factor", "positive"},
+    {"  type: EDSR\n  scale: 2\n  n_feats: 32\n  n_blocks: 4\n",
+     "  type: FSRCNN\n  scale: 2\n  m: -1\n", "  m: -1", "model.m", "non-negative"},
+    {"  type: EDSR\n  scale: 2\n  n_feats: 32\n  n_blocks: 4\n",
+     "  type: FSRCNN\n  scale: 2\n  d: 0\n", "  d: 0", "model.d", "positive"},
     {"loss_weight: 1.0}", "loss_weight: 1.0, eps: 1.0e-6}", "  loss:", "model.loss.eps",
      "CharbonnierLoss"},
     {"resume_from: null", "resume_from: auto", "resume_from", "resume_from", "exclusive"},
@@ -764,6 +868,7 @@ int main(void) {
     test_valid_base();
     test_defaults();
     test_valid_file();
+    test_model_zoo_keys();
     test_data_plane_keys();
     test_demo();
     test_visual();

@@ -503,7 +503,7 @@ static FILE *open_samples_log(const pf_config *cfg, int rank, int64_t start_iter
 
 static void usage(void) {
     fprintf(stderr, "usage: pixflow worker --connect tcp://HOST:PORT [--device cpu|cuda:N] "
-                    "[--bind tcp://HOST:PORT] [--keys DIR]\n");
+                    "[--bind tcp://HOST:PORT] [--keys DIR] [--threads N]\n");
 }
 
 /* Wait for START; fills the checkpoint endpoint. Returns 0 or -1 (stopped or coordinator
@@ -541,7 +541,13 @@ int pf_worker_main(int argc, char **argv) {
         else if (strcmp(argv[i], "--device") == 0 && i + 1 < argc) device = argv[++i];
         else if (strcmp(argv[i], "--bind") == 0 && i + 1 < argc) bind = argv[++i];
         else if (strcmp(argv[i], "--keys") == 0 && i + 1 < argc) keys = argv[++i];
-        else {
+        else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
+            char err[128];
+            if (pf_set_threads(argv[++i], err, sizeof err)) {
+                fprintf(stderr, "pixflow worker: %s\n", err);
+                return 2;
+            }
+        } else {
             usage();
             return 2;
         }

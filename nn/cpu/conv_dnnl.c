@@ -14,36 +14,11 @@ void pf_conv_init(pf_conv *c, const char *name, int ic, int oc, int k, int relu)
     c->oc = oc;
     c->k = k;
     c->relu = relu;
-    c->stride = 1;
 }
 
 void pf_conv_set_lrelu(pf_conv *c, float alpha) {
     c->relu = 1;
     c->alpha = alpha;
-}
-
-void pf_conv_set_transposed(pf_conv *c, int stride) {
-    c->transposed = 1;
-    c->stride = stride;
-}
-
-/* Output spatial size for an input of h (stride 1, or ConvTranspose2d's h * stride). */
-static int out_size(const pf_conv *c, int h) { return c->transposed ? h * c->stride : h; }
-
-/* Weights in PyTorch's layout: Conv2d (oc, ic, k, k) = oneDNN oihw; ConvTranspose2d
-   (ic, oc, k, k) = oneDNN iohw (oneDNN's dims are (oc, ic, k, k) for both). */
-static dnnl_format_tag_t user_w_tag(const pf_conv *c) {
-    return c->transposed ? dnnl_iohw : dnnl_oihw;
-}
-
-/* Strides and paddings of the operation (left/top and right/bottom). */
-static void geometry(const pf_conv *c, dnnl_dims_t strides, dnnl_dims_t pad_l,
-                     dnnl_dims_t pad_r) {
-    strides[0] = strides[1] = c->stride;
-    pad_l[0] = pad_l[1] = c->k / 2;
-    /* ConvTranspose2d's output_padding (stride - 1) comes off the right padding: oneDNN's
-       output = (in - 1) stride - pad_l - pad_r + k = in * stride. */
-    pad_r[0] = pad_r[1] = c->k / 2 - (c->transposed ? c->stride - 1 : 0);
 }
 
 void pf_conv_set_residual(pf_conv *c, float scale) {
@@ -96,25 +71,19 @@ static int make_fwd_pd(pf_conv *c, int src_block, int dst_block, int fuse_add, c
     dnnl_primitive_attr_t attr = NULL;
     dnnl_post_ops_t po = NULL;
     dnnl_dims_t wdims = { c->oc, c->ic, c->k, c->k }, bdims = { c->oc };
-    dnnl_dims_t strides, pad_l, pad_r;
+    dnnl_dims_t strides = { 1, 1 }, pad = { c->k / 2, c->k / 2 };
     int rc = -1;
-    geometry(c, strides, pad_l, pad_r);
     if (pf_dnnl_act_md(&src, c->n, c->ic, c->h, c->w, src_block, err, errlen)) return -1;
-    if (pf_dnnl_act_md(&dst, c->n, c->oc, out_size(c, c->h), out_size(c, c->w), dst_block, err,
-                       errlen))
-        return -1;
+    if (pf_dnnl_act_md(&dst, c->n, c->oc, c->h, c->w, dst_block, err, errlen)) return -1;
     CK(dnnl_memory_desc_init_by_tag(&wei, 4, wdims, dnnl_f32, dnnl_format_tag_any),
        "weights memory_desc");
     CK(dnnl_memory_desc_init_by_tag(&bias, 1, bdims, dnnl_f32, dnnl_a), "bias memory_desc");
-    dnnl_prop_kind_t prop = c->training ? dnnl_forward_training : dnnl_forward_inference;
-    if (c->transposed)
-        CK(dnnl_deconvolution_forward_desc_init(&cd, prop, dnnl_deconvolution_direct, &src,
-                                                &wei, &bias, &dst, strides, pad_l, pad_r),
-           "dnnl_deconvolution_forward_desc_init");
-    else
-        CK(dnnl_convolution_forward_desc_init(&cd, prop, dnnl_convolution_direct, &src, &wei,
-                                              &bias, &dst, strides, pad_l, pad_r),
-           "dnnl_convolution_forward_desc_init");
+    CK(dnnl_convolution_forward_desc_init(&cd,
+                                          c->training ? dnnl_forward_training
+                                                      : dnnl_forward_inference,
+                                          dnnl_convolution_direct, &src, &wei, &bias, &dst,
+                                          strides, pad, pad),
+       "dnnl_convolution_forward_desc_init");
     CK(dnnl_primitive_attr_create(&attr), "dnnl_primitive_attr_create");
     if (c->relu || fuse_add) {
         CK(dnnl_post_ops_create(&po), "dnnl_post_ops_create");
@@ -193,8 +162,7 @@ int pf_conv_setup(pf_conv *c, pf_dnnl *ctx, int n, int h, int w, int src_block, 
     /* Let oneDNN choose where asked; fall back to plain NCHW for layouts outside nCHWb. */
     if (!c->add_fused && make_fwd_pd(c, src_block, dst_block, 0, err, errlen)) goto fail;
     c->src_block = pf_dnnl_block_of(q_md(c->fwd_pd, dnnl_query_src_md), n, c->ic, h, w);
-    c->dst_block = pf_dnnl_block_of(q_md(c->fwd_pd, dnnl_query_dst_md), n, c->oc,
-                                    out_size(c, h), out_size(c, w));
+    c->dst_block = pf_dnnl_block_of(q_md(c->fwd_pd, dnnl_query_dst_md), n, c->oc, h, w);
     if (!c->src_block || !c->dst_block) {
         c->src_block = c->src_block ? c->src_block : 1;
         c->dst_block = c->dst_block ? c->dst_block : 1;
@@ -207,9 +175,8 @@ int pf_conv_setup(pf_conv *c, pf_dnnl *ctx, int n, int h, int w, int src_block, 
     const dnnl_memory_desc_t *wfwd_md = q_md(c->fwd_pd, dnnl_query_weights_md);
     dnnl_memory_desc_t user_w_md, bias_md;
     dnnl_dims_t wdims = { c->oc, c->ic, c->k, c->k }, bdims = { c->oc };
-    dnnl_dims_t strides, pad, pad_r;
-    geometry(c, strides, pad, pad_r);
-    CK(dnnl_memory_desc_init_by_tag(&user_w_md, 4, wdims, dnnl_f32, user_w_tag(c)),
+    dnnl_dims_t strides = { 1, 1 }, pad = { c->k / 2, c->k / 2 };
+    CK(dnnl_memory_desc_init_by_tag(&user_w_md, 4, wdims, dnnl_f32, dnnl_oihw),
        "weights memory_desc");
     CK(dnnl_memory_desc_init_by_tag(&bias_md, 1, bdims, dnnl_f32, dnnl_a), "bias memory_desc");
 
@@ -233,15 +200,9 @@ int pf_conv_setup(pf_conv *c, pf_dnnl *ctx, int n, int h, int w, int src_block, 
     CK(dnnl_memory_desc_init_by_tag(&wany, 4, wdims, dnnl_f32, dnnl_format_tag_any),
        "weights memory_desc");
     if (c->need_bwd_data) {
-        if (c->transposed)
-            CK(dnnl_deconvolution_backward_data_desc_init(&cd, dnnl_deconvolution_direct,
-                                                          src_md, &wany, dst_md, strides, pad,
-                                                          pad_r),
-               "dnnl_deconvolution_backward_data_desc_init");
-        else
-            CK(dnnl_convolution_backward_data_desc_init(&cd, dnnl_convolution_direct, src_md,
-                                                        &wany, dst_md, strides, pad, pad_r),
-               "dnnl_convolution_backward_data_desc_init");
+        CK(dnnl_convolution_backward_data_desc_init(&cd, dnnl_convolution_direct, src_md,
+                                                    &wany, dst_md, strides, pad, pad),
+           "dnnl_convolution_backward_data_desc_init");
         CK(dnnl_primitive_desc_create(&c->bwdd_pd, &cd, NULL, ctx->engine, c->fwd_pd),
            "convolution backward-data primitive_desc_create");
         CK(dnnl_primitive_create(&c->bwdd, c->bwdd_pd),
@@ -258,16 +219,9 @@ int pf_conv_setup(pf_conv *c, pf_dnnl *ctx, int n, int h, int w, int src_block, 
             c->w_for_bwdd = c->w_to_bwdd ? c->m_w_bwdd : c->m_w_user;
         }
     }
-    if (c->transposed)
-        CK(dnnl_deconvolution_backward_weights_desc_init(&cd, dnnl_deconvolution_direct, src_md,
-                                                         &wany, &bias_md, dst_md, strides, pad,
-                                                         pad_r),
-           "dnnl_deconvolution_backward_weights_desc_init");
-    else
-        CK(dnnl_convolution_backward_weights_desc_init(&cd, dnnl_convolution_direct, src_md,
-                                                       &wany, &bias_md, dst_md, strides, pad,
-                                                       pad_r),
-           "dnnl_convolution_backward_weights_desc_init");
+    CK(dnnl_convolution_backward_weights_desc_init(&cd, dnnl_convolution_direct, src_md, &wany,
+                                                   &bias_md, dst_md, strides, pad, pad),
+       "dnnl_convolution_backward_weights_desc_init");
     CK(dnnl_primitive_desc_create(&c->bwdw_pd, &cd, NULL, ctx->engine, c->fwd_pd),
        "convolution backward-weights primitive_desc_create");
     CK(dnnl_primitive_create(&c->bwdw, c->bwdw_pd),

@@ -22,8 +22,6 @@ typedef struct {
     int relu;                   /* forward applies ReLU (LeakyReLU when alpha != 0) after the
                                    bias */
     float alpha;                /* negative slope of that ReLU (0: plain ReLU) */
-    int transposed, stride;     /* ConvTranspose2d with this stride (output = input * stride,
-                                   padding k / 2, output_padding stride - 1); else stride 1 */
     int add;                    /* forward adds a residual: dst = identity + add_scale * conv */
     float add_scale;            /* the residual branch's scale (EDSR res_scale) */
     int add_fused;              /* the add runs as oneDNN post-ops (else in C after the conv) */
@@ -49,15 +47,9 @@ typedef struct {
 /* Describe the layer; builds nothing. */
 void pf_conv_init(pf_conv *c, const char *name, int ic, int oc, int k, int relu);
 
-/* Make the fused activation a LeakyReLU with negative slope alpha > 0 (call after init with
-   relu = 1). Its backward (caller's job) is pf_op_relu_backward with alpha on the output. */
+/* Make the fused activation a LeakyReLU with negative slope alpha > 0. Its backward (the
+   caller's job) masks the gradient with the output: d *= y > 0 ? 1 : alpha. */
 void pf_conv_set_lrelu(pf_conv *c, float alpha);
-
-/* Make the layer torch.nn.ConvTranspose2d(ic, oc, k, stride, padding=k // 2,
-   output_padding=stride - 1): an H x W input gives H*stride x W*stride. Weights are then
-   (ic, oc, k, k) (PyTorch's layout for transposed convolutions) and pf_conv_setup's h, w are
-   the input's. oneDNN deconvolution primitives. */
-void pf_conv_set_transposed(pf_conv *c, int stride);
 
 /* Make the forward a residual add: dst = identity + scale * (conv(src) + bias) (BasicSR's
    ResidualBlockNoBN tail, EDSR's global skip). Call before pf_conv_setup; the output layout

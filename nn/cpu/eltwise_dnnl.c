@@ -12,10 +12,8 @@ void pf_op_free(pf_op *op) {
     memset(op, 0, sizeof *op);
 }
 
-static int build(pf_op *op, pf_dnnl *ctx, pf_op_kind kind, size_t n, float alpha, char *err,
-                 size_t errlen) {
-    if (op->prim && op->kind == kind && op->n == n && op->ctx == ctx && op->alpha == alpha)
-        return 0;
+static int build(pf_op *op, pf_dnnl *ctx, pf_op_kind kind, size_t n, char *err, size_t errlen) {
+    if (op->prim && op->kind == kind && op->n == n && op->ctx == ctx) return 0;
     const char *name = kind == PF_OP_RELU_BACKWARD ? "relu backward" : "gradient accumulate";
     dnnl_primitive_desc_t pd = NULL;
     dnnl_memory_desc_t md;
@@ -23,18 +21,17 @@ static int build(pf_op *op, pf_dnnl *ctx, pf_op_kind kind, size_t n, float alpha
     pf_op_free(op);
     op->kind = kind;
     op->ctx = ctx;
-    op->alpha = alpha;
     CK(dnnl_memory_desc_init_by_tag(&md, 1, dims, dnnl_f32, dnnl_a), "memory_desc");
     if (kind == PF_OP_RELU_BACKWARD) {
         dnnl_eltwise_desc_t ed;
         CK(dnnl_eltwise_backward_desc_init(&ed, dnnl_eltwise_relu_use_dst_for_bwd, &md, &md,
-                                           alpha, 0.0f),
+                                           0.0f, 0.0f),
            "dnnl_eltwise_backward_desc_init");
         /* backward eltwise wants a forward hint */
         dnnl_eltwise_desc_t fd;
         dnnl_primitive_desc_t hint = NULL;
         CK(dnnl_eltwise_forward_desc_init(&fd, dnnl_forward_training,
-                                          dnnl_eltwise_relu_use_dst_for_bwd, &md, alpha, 0.0f),
+                                          dnnl_eltwise_relu_use_dst_for_bwd, &md, 0.0f, 0.0f),
            "dnnl_eltwise_forward_desc_init");
         CK(dnnl_primitive_desc_create(&hint, &fd, NULL, ctx->engine, NULL),
            "eltwise forward primitive_desc_create");
@@ -73,19 +70,14 @@ fail:
 
 int pf_op_relu_backward(pf_op *op, pf_dnnl *ctx, float *d, const float *y, size_t n, char *err,
                         size_t errlen) {
-    return pf_op_lrelu_backward(op, ctx, d, y, n, 0.0f, err, errlen);
-}
-
-int pf_op_lrelu_backward(pf_op *op, pf_dnnl *ctx, float *d, const float *y, size_t n,
-                         float alpha, char *err, size_t errlen) {
-    if (build(op, ctx, PF_OP_RELU_BACKWARD, n, alpha, err, errlen)) return -1;
+    if (build(op, ctx, PF_OP_RELU_BACKWARD, n, err, errlen)) return -1;
     return exec2(op, d, y, DNNL_ARG_DIFF_DST, DNNL_ARG_DST, DNNL_ARG_DIFF_SRC, "relu backward",
                  err, errlen);
 }
 
 int pf_op_accumulate(pf_op *op, pf_dnnl *ctx, float *a, const float *b, size_t n, char *err,
                      size_t errlen) {
-    if (build(op, ctx, PF_OP_ACCUMULATE, n, 0.0f, err, errlen)) return -1;
+    if (build(op, ctx, PF_OP_ACCUMULATE, n, err, errlen)) return -1;
     return exec2(op, a, b, DNNL_ARG_MULTIPLE_SRC, DNNL_ARG_MULTIPLE_SRC + 1, DNNL_ARG_DST,
                  "gradient accumulate", err, errlen);
 }

@@ -17,7 +17,6 @@ typedef enum { PF_OP_RELU_BACKWARD, PF_OP_ACCUMULATE } pf_op_kind;
 typedef struct {
     pf_op_kind kind;
     size_t n;                   /* floats the primitive is built for; 0 = none */
-    float alpha;                /* ReLU backward: negative slope it is built for */
     pf_dnnl *ctx;
     dnnl_primitive_t prim;
     dnnl_memory_t m0, m1;       /* operand handles, set per call */
@@ -26,11 +25,6 @@ typedef struct {
 /* d = y > 0 ? d : 0 over n floats (torch's threshold_backward on the ReLU output y). */
 int pf_op_relu_backward(pf_op *op, pf_dnnl *ctx, float *d, const float *y, size_t n, char *err,
                         size_t errlen);
-
-/* LeakyReLU backward on its output: d = y > 0 ? d : alpha * d (alpha > 0 keeps the sign, so
-   the output decides as well as the input would). */
-int pf_op_lrelu_backward(pf_op *op, pf_dnnl *ctx, float *d, const float *y, size_t n,
-                         float alpha, char *err, size_t errlen);
 
 /* a += b over n floats. */
 int pf_op_accumulate(pf_op *op, pf_dnnl *ctx, float *a, const float *b, size_t n, char *err,

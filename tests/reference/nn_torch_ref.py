@@ -1,9 +1,9 @@
 #!/usr/bin/python3
 """nn_torch_ref — reference tensors for tests/test_nn_torch_parity.c, computed with PyTorch.
 
-Builds BasicSR's EDSR (basicsr/archs/edsr_arch.py, re-implemented here: same modules, same
-state_dict names) and MMagic's SRCNNNet, with PyTorch's default init under torch.manual_seed,
-runs one tiny uint8 batch through the training step (input / 255, loss vs gt / 255) and dumps
+Builds BasicSR's EDSR (basicsr/archs/edsr_arch.py) and MMagic's SRCNNNet from zoo_archs.py
+(re-implementations with the same modules and state_dict names), with PyTorch's default init
+under torch.manual_seed, runs one tiny uint8 batch through the training step (input / 255, loss vs gt / 255) and dumps
 inputs, weights, output, loss, every gradient, and the losses of 3 further torch.optim.Adam
 steps. CI has no torch: the committed files in tests/data are what the C test reads.
 
@@ -12,83 +12,18 @@ Writes tests/data/nn_ref_<case>.bin (raw little-endian float32, tensors back to 
 tests/data/nn_ref_<case>.txt (manifest: "param KEY VALUE" lines, then
 "tensor NAME OFFSET_FLOATS NUMEL D0 D1 ..." lines).
 """
-import math
 import os
 
 import torch
-import torch.nn as nn
 import torch.nn.functional as F
+
+from zoo_archs import EDSR as ZooEDSR, SRCNNNet
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data")
 
 
-class ResidualBlockNoBN(nn.Module):
-    def __init__(self, num_feat, res_scale):
-        super().__init__()
-        self.res_scale = res_scale
-        self.conv1 = nn.Conv2d(num_feat, num_feat, 3, 1, 1, bias=True)
-        self.conv2 = nn.Conv2d(num_feat, num_feat, 3, 1, 1, bias=True)
-        self.relu = nn.ReLU(inplace=True)
-
-    def forward(self, x):
-        return x + self.conv2(self.relu(self.conv1(x))) * self.res_scale
-
-
-class Upsample(nn.Sequential):
-    def __init__(self, scale, num_feat):
-        m = []
-        if (scale & (scale - 1)) == 0:
-            for _ in range(int(math.log(scale, 2))):
-                m.append(nn.Conv2d(num_feat, 4 * num_feat, 3, 1, 1))
-                m.append(nn.PixelShuffle(2))
-        elif scale == 3:
-            m.append(nn.Conv2d(num_feat, 9 * num_feat, 3, 1, 1))
-            m.append(nn.PixelShuffle(3))
-        super().__init__(*m)
-
-
-class EDSR(nn.Module):
-    def __init__(self, num_feat, num_block, upscale, res_scale, img_range=255.0,
-                 rgb_mean=(0.4488, 0.4371, 0.4040)):
-        super().__init__()
-        self.img_range = img_range
-        self.mean = torch.Tensor(rgb_mean).view(1, 3, 1, 1)
-        self.conv_first = nn.Conv2d(3, num_feat, 3, 1, 1)
-        self.body = nn.Sequential(*[ResidualBlockNoBN(num_feat, res_scale)
-                                    for _ in range(num_block)])
-        self.conv_after_body = nn.Conv2d(num_feat, num_feat, 3, 1, 1)
-        self.upsample = Upsample(upscale, num_feat)
-        self.conv_last = nn.Conv2d(num_feat, 3, 3, 1, 1)
-
-    def forward(self, x):
-        self.mean = self.mean.type_as(x)
-        x = (x - self.mean) * self.img_range
-        x = self.conv_first(x)
-        res = self.conv_after_body(self.body(x))
-        res += x
-        x = self.conv_last(self.upsample(res))
-        x = x / self.img_range + self.mean
-        return x
-
-
-class SRCNNNet(nn.Module):
-    def __init__(self, channels, kernel_sizes, upscale_factor):
-        super().__init__()
-        self.img_upsampler = nn.Upsample(scale_factor=upscale_factor, mode='bicubic',
-                                         align_corners=False)
-        self.conv1 = nn.Conv2d(channels[0], channels[1], kernel_sizes[0],
-                               padding=kernel_sizes[0] // 2)
-        self.conv2 = nn.Conv2d(channels[1], channels[2], kernel_sizes[1],
-                               padding=kernel_sizes[1] // 2)
-        self.conv3 = nn.Conv2d(channels[2], channels[3], kernel_sizes[2],
-                               padding=kernel_sizes[2] // 2)
-        self.relu = nn.ReLU()
-
-    def forward(self, x):
-        x = self.img_upsampler(x)
-        out = self.relu(self.conv1(x))
-        out = self.relu(self.conv2(out))
-        return self.conv3(out)
+def EDSR(num_feat, num_block, upscale, res_scale):
+    return ZooEDSR(num_feat=num_feat, num_block=num_block, upscale=upscale, res_scale=res_scale)
 
 
 def loss_fn(kind, pred, target, weight, eps):
