@@ -173,7 +173,8 @@ int main(int argc, char **argv) {
     int found = !*only;
     for (int i = 0; i < N_CASES; i++) found |= !strcmp(only, CASES[i].name);
     if (bad || !found) {
-        fprintf(stderr, "usage: %s [--steps N] [--warmup W] [--only CASE] [--mark 1]\ncases:", argv[0]);
+        fprintf(stderr, "usage: %s [--steps N] [--warmup W] [--only CASE] [--mark 1]\ncases:",
+                argv[0]);
         for (int i = 0; i < N_CASES; i++) fprintf(stderr, " %s", CASES[i].name);
         fprintf(stderr, "\n");
         return 2;

@@ -64,11 +64,12 @@ def bench(name, warmup, steps):
         if i >= warmup:
             times.append(time.perf_counter() - t0)
     times.sort()
+    median = (times[(steps - 1) // 2] + times[steps // 2]) / 2
     n_params = sum(p.numel() for p in net.parameters())
     print("%-13s torch %s %s x%d %s batch %d patch %d: %d params, median %.4f s/step "
           "(min %.4f, max %.4f, %d steps)%s"
           % (name, model_type, " ".join("%s %s" % kv for kv in hp.items()), scale,
-             "infer" if infer else "train", batch, patch, n_params, (times[(steps - 1) // 2] + times[steps // 2]) / 2,
+             "infer" if infer else "train", batch, patch, n_params, median,
              times[0], times[-1], steps, "" if infer else ", last loss %.4f" % loss.item()))
 
 
