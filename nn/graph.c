@@ -81,6 +81,7 @@ typedef struct {
 
 struct pf_gstate {
     int n;
+    int training;
     pf_tstate *ts;
     float *arena;           /* every buffer */
     float *scratch[2];      /* backward temporaries, max numel each */
@@ -275,6 +276,7 @@ int pf_graph_plan(pf_model *m, void *plan, pf_conv *convs, int n, int h, int w, 
         return -1;
     }
     S->n = n;
+    S->training = training;
     p->g = S;
     TRY(plan_layouts(m, S, convs, h, w, training, err, errlen));
     if (plan_buffers(m, S, training)) {
@@ -346,6 +348,10 @@ static int forward_node(pf_model *m, pf_gstate *S, pf_conv *convs, const pf_gnod
     int b = o->block;
     size_t hw = (size_t)o->h * (size_t)o->w;
     float *y = o->data;
+    /* Padding channels must read as zeros. Training buffers are never shared and start
+       zeroed; an inference buffer may have held another tensor, and the C kernels below write
+       real channels only. */
+    if (!S->training && C % b && nd->op != PF_G_CONV) memset(y, 0, o->numel * sizeof(float));
     switch (nd->op) {
     case PF_G_INPUT:
         pf_image_to_act(y, lq, n, o->h, o->w, g->use_mean ? g->mean : NULL, g->range, b);
@@ -442,7 +448,7 @@ static int forward_node(pf_model *m, pf_gstate *S, pf_conv *convs, const pf_gnod
         for (int i = 0; i < nd->n_in; i++) {
             pf_tstate *t = &S->ts[nd->in[i]];
             int ci = g->t[nd->in[i]].c;
-            if (t->block == b && c_off % b == 0) {
+            if (t->block == b && c_off % b == 0 && ci % b == 0) {
                 /* whole channel blocks: one copy per sample */
                 size_t chunk = pf_blk_numel(1, ci, o->h, o->w, b);
                 size_t obase = (size_t)(c_off / b) * hw * b;
@@ -665,7 +671,7 @@ static int backward_node(pf_model *m, pf_gstate *S, pf_conv *convs, const pf_gno
             pf_tstate *t = &S->ts[nd->in[i]];
             int ci = g->t[nd->in[i]].c;
             if ((dx = grad_for(t, &acc))) {
-                if (t->block == b && c_off % b == 0) {
+                if (t->block == b && c_off % b == 0 && ci % b == 0) {
                     size_t chunk = pf_blk_numel(1, ci, o->h, o->w, b);
                     size_t obase = (size_t)(c_off / b) * hw * b;
                     for (int in = 0; in < n; in++)
