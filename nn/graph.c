@@ -146,6 +146,12 @@ static int plan_layouts(pf_model *m, pf_gstate *S, pf_conv *convs, int h, int w,
             o->need_grad = 1;   /* it has weights */
             break;
         }
+        case PF_G_UNSHUFFLE:
+            /* its output's layout is chosen by the consumer like the input's: left plain, a
+               12-channel conv_first (RRDBNet x2) gets oneDNN's gemm kernel with a plain
+               output, and every later layer follows it */
+            if (!a->block) a->block = 1;
+            break;
         case PF_G_PRELU:
             o->need_grad = 1;
             /* fall through */
