@@ -131,6 +131,13 @@ static int plan_layouts(pf_model *m, pf_gstate *S, pf_conv *convs, int h, int w,
         case PF_G_CONV: {
             pf_conv *c = &convs[nd->conv];
             int dst = nd->n_in > 1 ? S->ts[nd->in[1]].block : -1;
+            if (nd->n_in > 1 && c->relu) {
+                /* the fused activation runs before the residual add (identity + scale *
+                   act(conv)); backward masks with the sum's sign, right only without one */
+                snprintf(err, errlen, "%s: a residual convolution cannot fuse an activation",
+                         c->name);
+                return -1;
+            }
             if (nd->n_in > 1 && !dst) {
                 snprintf(err, errlen, "%s: residual input has no layout", c->name);
                 return -1;
