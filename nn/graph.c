@@ -216,9 +216,10 @@ static int plan_buffers(pf_model *m, pf_gstate *S, int training) {
             free(busy);
             return -1;
         }
-        int order[2] = { g->input, -1 };
-        for (int k = -1; k < g->n_node; k++) {
-            int t = k < 0 ? order[0] : g->node[k].out;
+        /* node 0 (PF_G_INPUT) produces the input: no slot for it before the loop, which
+           would stay busy for good */
+        for (int k = 0; k < g->n_node; k++) {
+            int t = g->node[k].out;
             /* best fit among free slots, else a new one */
             int best = -1;
             for (int s = 0; s < n_slots; s++)
@@ -232,7 +233,6 @@ static int plan_buffers(pf_model *m, pf_gstate *S, int training) {
             }
             busy[best] = 1;
             S->ts[t].slot = best;
-            if (k < 0) continue;
             /* inputs whose last reader this is are free again (after the output took its
                slot, so no node writes over its own input) */
             pf_gnode *nd = &g->node[k];
