@@ -33,6 +33,10 @@ int pf_evaluate(pf_model *m, const pf_config *cfg, pf_dataset *ds, const char *s
     }
     if (save_dir && pf_mkdirs(save_dir, err, errlen) != 0) return -1;
     int s = cfg->scale, mult = cfg->pad_multiple > 0 ? cfg->pad_multiple : 1;
+    /* and whatever the network needs (RRDBNet x2: even sizes); both are powers of two or 1 in
+       practice, so the larger is a multiple of the smaller unless the user chose otherwise */
+    int q = pf_model_input_multiple(m);
+    if (mult % q) mult *= q;
     pf_infer_opts opts = {cfg->eval_ensemble, cfg->eval_tile, cfg->eval_tile_overlap};
     for (int i = 0; i < ds->n_files; i++) {
         if (cancel && cancel(cancel_ctx)) return 1;

@@ -81,6 +81,7 @@ typedef struct {
 
 struct pf_gstate {
     int n;
+    int training;
     pf_tstate *ts;
     float *arena;           /* every buffer */
     float *scratch[2];      /* backward temporaries, max numel each */
@@ -130,6 +131,13 @@ static int plan_layouts(pf_model *m, pf_gstate *S, pf_conv *convs, int h, int w,
         case PF_G_CONV: {
             pf_conv *c = &convs[nd->conv];
             int dst = nd->n_in > 1 ? S->ts[nd->in[1]].block : -1;
+            if (nd->n_in > 1 && c->relu) {
+                /* the fused activation runs before the residual add (identity + scale *
+                   act(conv)); backward masks with the sum's sign, right only without one */
+                snprintf(err, errlen, "%s: a residual convolution cannot fuse an activation",
+                         c->name);
+                return -1;
+            }
             if (nd->n_in > 1 && !dst) {
                 snprintf(err, errlen, "%s: residual input has no layout", c->name);
                 return -1;
@@ -145,6 +153,12 @@ static int plan_layouts(pf_model *m, pf_gstate *S, pf_conv *convs, int h, int w,
             o->need_grad = 1;   /* it has weights */
             break;
         }
+        case PF_G_UNSHUFFLE:
+            /* its output's layout is chosen by the consumer like the input's: left plain, a
+               12-channel conv_first (RRDBNet x2) gets oneDNN's gemm kernel with a plain
+               output, and every later layer follows it */
+            if (!a->block) a->block = 1;
+            break;
         case PF_G_PRELU:
             o->need_grad = 1;
             /* fall through */
@@ -202,9 +216,10 @@ static int plan_buffers(pf_model *m, pf_gstate *S, int training) {
             free(busy);
             return -1;
         }
-        int order[2] = { g->input, -1 };
-        for (int k = -1; k < g->n_node; k++) {
-            int t = k < 0 ? order[0] : g->node[k].out;
+        /* node 0 (PF_G_INPUT) produces the input: no slot for it before the loop, which
+           would stay busy for good */
+        for (int k = 0; k < g->n_node; k++) {
+            int t = g->node[k].out;
             /* best fit among free slots, else a new one */
             int best = -1;
             for (int s = 0; s < n_slots; s++)
@@ -218,7 +233,6 @@ static int plan_buffers(pf_model *m, pf_gstate *S, int training) {
             }
             busy[best] = 1;
             S->ts[t].slot = best;
-            if (k < 0) continue;
             /* inputs whose last reader this is are free again (after the output took its
                slot, so no node writes over its own input) */
             pf_gnode *nd = &g->node[k];
@@ -275,6 +289,7 @@ int pf_graph_plan(pf_model *m, void *plan, pf_conv *convs, int n, int h, int w, 
         return -1;
     }
     S->n = n;
+    S->training = training;
     p->g = S;
     TRY(plan_layouts(m, S, convs, h, w, training, err, errlen));
     if (plan_buffers(m, S, training)) {
@@ -346,6 +361,10 @@ static int forward_node(pf_model *m, pf_gstate *S, pf_conv *convs, const pf_gnod
     int b = o->block;
     size_t hw = (size_t)o->h * (size_t)o->w;
     float *y = o->data;
+    /* Padding channels must read as zeros. Training buffers are never shared and start
+       zeroed; an inference buffer may have held another tensor, and the C kernels below write
+       real channels only. */
+    if (!S->training && C % b && nd->op != PF_G_CONV) memset(y, 0, o->numel * sizeof(float));
     switch (nd->op) {
     case PF_G_INPUT:
         pf_image_to_act(y, lq, n, o->h, o->w, g->use_mean ? g->mean : NULL, g->range, b);
@@ -442,7 +461,7 @@ static int forward_node(pf_model *m, pf_gstate *S, pf_conv *convs, const pf_gnod
         for (int i = 0; i < nd->n_in; i++) {
             pf_tstate *t = &S->ts[nd->in[i]];
             int ci = g->t[nd->in[i]].c;
-            if (t->block == b && c_off % b == 0) {
+            if (t->block == b && c_off % b == 0 && ci % b == 0) {
                 /* whole channel blocks: one copy per sample */
                 size_t chunk = pf_blk_numel(1, ci, o->h, o->w, b);
                 size_t obase = (size_t)(c_off / b) * hw * b;
@@ -665,7 +684,7 @@ static int backward_node(pf_model *m, pf_gstate *S, pf_conv *convs, const pf_gno
             pf_tstate *t = &S->ts[nd->in[i]];
             int ci = g->t[nd->in[i]].c;
             if ((dx = grad_for(t, &acc))) {
-                if (t->block == b && c_off % b == 0) {
+                if (t->block == b && c_off % b == 0 && ci % b == 0) {
                     size_t chunk = pf_blk_numel(1, ci, o->h, o->w, b);
                     size_t obase = (size_t)(c_off / b) * hw * b;
                     for (int in = 0; in < n; in++)

@@ -66,18 +66,23 @@ void pf_dihedral(const void *src, int h, int w, size_t px, int t, int inverse, v
         }
 }
 
-/* Start of the window of `win` pixels around the core starting at c0 in a dimension of n. */
-static int window_start(int c0, int overlap, int win, int n) {
+/* Start of the window of `win` pixels around the core starting at c0 in a dimension of n,
+   a multiple of q (the network's input multiple; n and win are multiples of it). */
+static int window_start(int c0, int overlap, int win, int n, int q) {
     int s = c0 - overlap;
     if (s > n - win) s = n - win;
-    return s < 0 ? 0 : s;
+    s = s < 0 ? 0 : s;
+    return s / q * q;
 }
 
 /* Tiled (or, when the tile covers the image, whole) inference of one image. */
 static int infer_tiled(pf_model *m, const uint8_t *lq, int h, int w, int tile, int overlap,
                        float *out, char *err, size_t errlen) {
     if (tile <= 0 || (tile >= h && tile >= w)) return pf_model_infer(m, lq, h, w, out, err, errlen);
-    int s = pf_model_scale(m);
+    int s = pf_model_scale(m), q = pf_model_input_multiple(m);
+    /* windows aligned to the input multiple see the same pixel groups as the whole image */
+    tile = (tile + q - 1) / q * q;
+    overlap = (overlap + q - 1) / q * q;
     int wh = tile + 2 * overlap < h ? tile + 2 * overlap : h;
     int ww = tile + 2 * overlap < w ? tile + 2 * overlap : w;
     uint8_t *win = malloc((size_t)wh * ww * 3);
@@ -86,7 +91,7 @@ static int infer_tiled(pf_model *m, const uint8_t *lq, int h, int w, int tile, i
     if (rc) snprintf(err, errlen, "out of memory for a %dx%d tile", ww, wh);
     for (int cy = 0; cy < h && !rc; cy += tile)
         for (int cx = 0; cx < w && !rc; cx += tile) {
-            int sy = window_start(cy, overlap, wh, h), sx = window_start(cx, overlap, ww, w);
+            int sy = window_start(cy, overlap, wh, h, q), sx = window_start(cx, overlap, ww, w, q);
             for (int y = 0; y < wh; y++)
                 memcpy(win + (size_t)y * ww * 3, lq + ((size_t)(sy + y) * w + sx) * 3,
                        (size_t)ww * 3);

@@ -318,6 +318,13 @@ const pf_param_info *pf_model_tensor_info(const pf_model *m, int i) {
 }
 int pf_model_scale(const pf_model *m) { return m->scale; }
 
+int pf_model_input_multiple(const pf_model *m) {
+    int q = 1;
+    for (int i = 0; m->is_graph && i < m->graph.n_t; i++)
+        if (!m->graph.t[i].one && m->graph.t[i].div > q) q = m->graph.t[i].div;
+    return q;
+}
+
 static int plan(pf_model *m, pf_plan *p, pf_conv *convs, int n, int h, int w, int training,
                 char *err, size_t errlen) {
     if (n < 1 || h < 1 || w < 1) {

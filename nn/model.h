@@ -67,6 +67,10 @@ int pf_model_infer(pf_model *m, const uint8_t *lq, int h, int w, float *out, cha
 
 int pf_model_scale(const pf_model *m);
 
+/* LQ height and width must be multiples of this (RRDBNet x2 pixel-unshuffles its input by 2;
+   1 for every other network). Evaluation pads to it; tiles are aligned to it. */
+int pf_model_input_multiple(const pf_model *m);
+
 /* Set the CPU backend's compute threads (the OpenMP pool oneDNN and the graph kernels share)
    from a `--threads` argument: a whole number 1..1024. Returns 0, or -1 with err saying what
    is wrong with `arg`. Also exported as OMP_NUM_THREADS to the processes started after it.

@@ -339,10 +339,23 @@ int pf_zoo_build(pf_model *m, char *err, size_t errlen) {
         return -1;
     }
     int rcan_ = !strcmp(c->model_type, "RCAN");
-    if (c->n_feats < 1 || c->n_blocks < 0 || c->num_group < 1 || c->num_grow_ch < 1 ||
-        c->fsrcnn_d < 1 || c->fsrcnn_s < 1 || c->fsrcnn_m < 0 || c->img_range <= 0.0f ||
-        (rcan_ && (c->squeeze_factor < 1 || c->squeeze_factor > c->n_feats))) {
-        snprintf(err, errlen, "model: %s hyper-parameters out of range", c->model_type);
+    const char *bad = c->n_feats < 1             ? "n_feats >= 1"
+                      : c->n_blocks < 0          ? "n_blocks >= 0"
+                      : c->num_group < 1         ? "num_group >= 1"
+                      : c->num_grow_ch < 1       ? "num_grow_ch >= 1"
+                      : c->fsrcnn_d < 1          ? "d >= 1"
+                      : c->fsrcnn_s < 1          ? "s >= 1"
+                      : c->fsrcnn_m < 0          ? "m >= 0"
+                      : !(c->img_range > 0.0f)   ? "img_range > 0"
+                      : rcan_ && (c->squeeze_factor < 1 || c->squeeze_factor > c->n_feats)
+                          ? "1 <= squeeze_factor <= n_feats"
+                          : NULL;
+    if (bad) {
+        snprintf(err, errlen, "model: %s needs %s (n_feats %d, n_blocks %d, num_group %d, "
+                 "num_grow_ch %d, d %d, s %d, m %d, img_range %g, squeeze_factor %d)",
+                 c->model_type, bad, c->n_feats, c->n_blocks, c->num_group, c->num_grow_ch,
+                 c->fsrcnn_d, c->fsrcnn_s, c->fsrcnn_m, (double)c->img_range,
+                 c->squeeze_factor);
         return -1;
     }
     zb z = { m, &m->graph };

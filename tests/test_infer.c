@@ -263,6 +263,44 @@ static void test_tiles(void) {
     pf_model_destroy(&m);
 }
 
+/* (b) for the graph networks: MSRResNet (bilinear skip) and RRDBNet x2 (pixel-unshuffled
+   input: tiles aligned to 2, else the 2x2 groups differ) tile exactly; RCAN's channel
+   attention pools the whole image, which pf_infer_describe says. */
+static void test_graph_tiles(void) {
+    char err[512], buf[256];
+    const int tiles[3] = { 6, 9, 14 };
+    static const struct { const char *type; int scale, h, w; } nets[] = {
+        { "MSRResNet", 3, 21, 26 }, { "RRDBNet", 2, 40, 46 }, { "FSRCNN", 2, 19, 23 },
+    };
+    for (size_t i = 0; i < sizeof nets / sizeof nets[0]; i++) {
+        pf_config c;
+        edsr_cfg(&c, nets[i].scale, 2);
+        strcpy(c.model_type, nets[i].type);
+        c.n_blocks = 1, c.num_grow_ch = 4, c.fsrcnn_d = 8, c.fsrcnn_s = 4, c.fsrcnn_m = 1;
+        if (!strcmp(nets[i].type, "RRDBNet")) c.n_blocks = 0;   /* radius 8: several windows */
+        c.num_group = 1, c.squeeze_factor = 4;
+        int r = pf_infer_receptive_radius(&c), u;
+        pf_model *m = pf_model_new(&c, err, sizeof err);
+        CHECK(m != NULL, "%s: %s", nets[i].type, err);
+        if (!m) continue;
+        pf_model_init(m, 11);
+        double d = tiled_vs_whole(m, c.scale, nets[i].h, nets[i].w, tiles, 3, r, 0, &u);
+        CHECK(d <= 1e-4 && u <= 1, "%s tiled, overlap %d: max abs %g, uint8 %d", nets[i].type, r,
+              d, u);
+        printf("%s x%d tiles 6/9/14 overlap %d: max abs %.3g, uint8 max diff %d\n",
+               nets[i].type, c.scale, r, d, u);
+        d = tiled_vs_whole(m, c.scale, nets[i].h, nets[i].w, tiles, 1, 0, 0, &u);
+        CHECK(d > 1e-3, "%s overlap 0 shows no seam (max abs %g)", nets[i].type, d);
+        pf_model_destroy(&m);
+    }
+    pf_config c;
+    edsr_cfg(&c, 2, 2);
+    strcpy(c.model_type, "RCAN");
+    c.eval_tile = 32, c.eval_tile_overlap = 40;
+    pf_infer_describe(&c, buf, sizeof buf);
+    CHECK(strstr(buf, "RCAN pools the whole image") != NULL, "RCAN tiling not flagged: '%s'", buf);
+}
+
 /* Peak resident memory (KiB) of a fresh child process that builds EDSR (32 features, 4
    blocks) x2 and infers one 320 x 320 LQ image with tile `tile` (0 = whole), overlap 12;
    -1 on failure. */
@@ -464,6 +502,7 @@ int main(void) {
     test_tile_memory();   /* first: fork after oneDNN's OpenMP threads started can hang */
     test_ensemble();
     test_tiles();
+    test_graph_tiles();
     test_cli();
     return pf_test_end("test_infer");
 }

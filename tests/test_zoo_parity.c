@@ -31,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/config.h"
 #include "common/safetensors.h"
@@ -202,6 +203,24 @@ static void check_weights_files(const char *cname, const pf_config *cfg, pf_mode
         free(yaml);
     }
     free(wbuf);
+
+    /* From PyTorch: tests/data/zoo_torch/<case>.safetensors, when present, is the module's
+       state_dict as torch wrote it (tests/reference/zoo_roundtrip.py -o, after
+       load_state_dict(strict=True) of this case's weights): `load_from`'s path must take it
+       and give the same bits. */
+    char tpath[1024];
+    snprintf(tpath, sizeof tpath, "%s/zoo_torch/%s.safetensors", pf_test_data(), cname);
+    if (access(tpath, F_OK) == 0) {
+        pf_safetensors *ts = NULL;
+        CHECK(pf_safetensors_load(tpath, &ts, err, sizeof err) == 0, "%s", err);
+        memset(pf_model_params(m2), 0, bytes);
+        CHECK(ts && pf_model_load_weights(m2, ts, err, sizeof err) == 0, "%s: %s: %s", cname,
+              tpath, err);
+        CHECK(!memcmp(pf_model_params(m), pf_model_params(m2), bytes),
+              "%s: weights written by torch load with different bits", cname);
+        printf("%s: weights written by PyTorch (%s) load bit-identically\n", cname, tpath);
+        pf_safetensors_free(&ts);
+    }
 
     /* One tensor renamed (the last: a bias or a PReLU slope), then one mis-shaped (the first,
        flattened to 1-D): refused, and the message names it. */

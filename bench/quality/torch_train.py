@@ -6,7 +6,7 @@ bench/quality/run.sh (PixFlow vs PyTorch training quality).
 
 RESOLVED.yaml is `pixflow config CONFIG`'s output (every key resolved, so the recipe is the one
 PixFlow runs). Used from it: model (type, scale, hyper-parameters; the network from
-tests/reference/zoo_archs.py, PyTorch's default init), loss (L1Loss / MSELoss, loss_weight),
+tests/reference/zoo_archs.py, initialised as its reference does: zoo_archs.reference_init), loss (L1Loss / MSELoss, loss_weight),
 optimizers (Adam / AdamW: lr, betas, eps, weight_decay), lr_config (Step: step, gamma; Fixed),
 total_iters, data.samples_per_gpu, data.train (gt_folder, gt_patch_size, use_flip, use_rot,
 repeat; LQ by MATLAB bicubic: lq_folder must be null and no degradation other than BI),
@@ -96,7 +96,7 @@ def main():
     rng = np.random.default_rng(args.seed)
 
     hp = {k: v for k, v in mc.items() if k not in NOT_HP}
-    model = zoo_archs.build(mc['type'], scale, **hp)
+    model = zoo_archs.reference_init(zoo_archs.build(mc['type'], scale, **hp), mc['type'])
     loss_cfg = mc.get('loss', {'type': 'L1Loss', 'loss_weight': 1.0})
     crit = {'L1Loss': F.l1_loss, 'MSELoss': F.mse_loss}[loss_cfg['type']]
     lw = float(loss_cfg.get('loss_weight', 1.0))

@@ -325,3 +325,36 @@ def build(model_type, scale, **hp):
     if scale not in (2, 4):
         raise ValueError("RRDBNet: scale must be 2 or 4")
     return RRDBNet(3, 3, scale, int(p["n_feats"]), int(p["n_blocks"]), int(p["num_grow_ch"]))
+
+
+def reference_init(net, model_type):
+    """Re-draw `net`'s weights the way its reference implementation does (PyTorch's default
+    init is what the modules above start with): BasicSR's default_init_weights(scale=0.1)
+    (kaiming_normal_ fan-in, times 0.1, bias 0) for every conv of MSRResNet and the dense blocks
+    of RRDBNet; yjn870's N(0, 2 / (out_channels k^2)) with zero bias for FSRCNN and ESPCN, their
+    last layer N(0, 0.001^2). SRCNN, EDSR, RCAN keep PyTorch's default."""
+    def basicsr(convs):
+        for c in convs:
+            nn.init.kaiming_normal_(c.weight)
+            c.weight.data.mul_(0.1)
+            c.bias.data.zero_()
+
+    def fan_out(conv, std=None):
+        s = std if std is not None else \
+            math.sqrt(2.0 / (conv.out_channels * conv.weight[0][0].numel()))
+        conv.weight.data.normal_(0.0, s)
+        conv.bias.data.zero_()
+
+    with torch.no_grad():
+        if model_type == "MSRResNet":
+            basicsr([m for m in net.modules() if isinstance(m, nn.Conv2d)])
+        elif model_type == "RRDBNet":
+            for m in net.modules():
+                if isinstance(m, ResidualDenseBlock):
+                    basicsr([m.conv1, m.conv2, m.conv3, m.conv4, m.conv5])
+        elif model_type in ("FSRCNN", "ESPCN"):
+            convs = [m for m in net.modules() if isinstance(m, (nn.Conv2d, nn.ConvTranspose2d))]
+            for c in convs[:-1]:
+                fan_out(c)
+            fan_out(convs[-1], 0.001)
+    return net
