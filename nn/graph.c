@@ -77,6 +77,7 @@ typedef struct {
     int last_use;       /* index of the last node reading it */
     int need_grad;      /* some parameter lies upstream */
     int grad_set;       /* backward: grad holds a value (else it is garbage) */
+    float *grad_own;    /* its own gradient buffer; grad may point elsewhere for a step */
 } pf_tstate;
 
 struct pf_gstate {
@@ -267,7 +268,7 @@ static int plan_buffers(pf_model *m, pf_gstate *S, int training) {
         S->ts[i].data = p;
         p += ROUND(S->ts[i].numel);
         if (S->ts[i].need_grad) {
-            S->ts[i].grad = p;
+            S->ts[i].grad = S->ts[i].grad_own = p;
             p += ROUND(S->ts[i].numel);
         }
     }
@@ -530,6 +531,21 @@ static float *grad_for(pf_tstate *t, int *acc) {
     return t->grad;
 }
 
+/* t's gradient gets dy (the gradient of a same-shaped output, layout b) added. When t has
+   none yet and the layouts agree, t simply takes over dy's buffer instead of copying it: that
+   output is dead once its node's backward has run, and each node passes its buffer on to one
+   input at most. */
+static void grad_pass(pf_tstate *t, float *dy, int b, int n, int c, int h, int w) {
+    int acc;
+    if (t->need_grad && !t->grad_set && t->block == b) {
+        t->grad = dy;
+        t->grad_set = 1;
+        return;
+    }
+    float *dx = grad_for(t, &acc);
+    if (dx) axpy_layout(dx, t->block, dy, b, 1.0f, n, c, h, w, acc);
+}
+
 static int backward_node(pf_model *m, pf_gstate *S, pf_conv *convs, const pf_gnode *nd,
                          char *err, size_t errlen) {
     pf_graph *g = &m->graph;
@@ -569,9 +585,7 @@ static int backward_node(pf_model *m, pf_gstate *S, pf_conv *convs, const pf_gno
         const float *dd = dy;
         if (nd->n_in > 1) {
             /* out = identity + scale * conv: the identity gets dy as it is */
-            pf_tstate *id = &S->ts[nd->in[1]];
-            if ((dx = grad_for(id, &acc)))
-                axpy_layout(dx, id->block, dy, b, 1.0f, n, C, o->h, o->w, acc);
+            grad_pass(&S->ts[nd->in[1]], dy, b, n, C, o->h, o->w);
             if (nd->scale != 1.0f) {
                 axpy(S->scratch[0], dy, nd->scale, o->numel, 0);
                 dd = S->scratch[0];
@@ -639,7 +653,7 @@ static int backward_node(pf_model *m, pf_gstate *S, pf_conv *convs, const pf_gno
     }
     case PF_G_ADD: {
         pf_tstate *bb = &S->ts[nd->in[1]];
-        if ((dx = grad_for(a, &acc))) axpy(dx, dy, 1.0f, o->numel, acc);
+        grad_pass(a, dy, b, n, C, o->h, o->w);
         if ((dx = grad_for(bb, &acc)))
             axpy_layout(dx, bb->block, dy, b, nd->scale, n, C, o->h, o->w, acc);
         return 0;
@@ -662,8 +676,7 @@ static int backward_node(pf_model *m, pf_gstate *S, pf_conv *convs, const pf_gno
         float sc = nd->scale;
         int cb = (C + b - 1) / b;
         size_t cs = (size_t)pf_blk_c(C, st->block);     /* 1 x 1: [n][c] */
-        if (nd->n_in > 2 && (dx = grad_for(&S->ts[nd->in[2]], &acc)))
-            axpy(dx, dy, 1.0f, o->numel, acc);
+        if (nd->n_in > 2) grad_pass(&S->ts[nd->in[2]], dy, b, n, C, o->h, o->w);
         if ((dx = grad_for(a, &acc))) {
             FOR_BLOCKS(n, C, hw, b) {
                 const float *sv = s + (size_t)n_ * cs + c0;
@@ -762,7 +775,10 @@ int pf_graph_backward(pf_model *m, void *plan, pf_conv *convs, char *err, size_t
     pf_gstate *S = ((pf_plan *)plan)->g;
     pf_graph *g = &m->graph;
     memset(m->grads, 0, m->n_params * sizeof(float));
-    for (int i = 0; i < g->n_t; i++) S->ts[i].grad_set = 0;
+    for (int i = 0; i < g->n_t; i++) {
+        S->ts[i].grad_set = 0;
+        S->ts[i].grad = S->ts[i].grad_own;
+    }
     S->ts[g->output].grad_set = 1;      /* the loss wrote d_out */
     for (int k = g->n_node - 1; k >= 0; k--)
         TRY(backward_node(m, S, convs, &g->node[k], err, errlen));
