@@ -353,6 +353,63 @@ static void axpy_layout(float *dst, int bd, const float *src, int bs, float s, i
                 }
 }
 
+/* Channel-attention kernels over one (sample, channel block) run of hw pixels with kn real
+   channels of b lanes. Full blocks of 8 or 16 get a constant lane count so GCC vectorises the
+   lane loop; a partial block takes the general loop. */
+#define LANES(b, kn, body)                                                                 \
+    do {                                                                                  \
+        if ((kn) == 8 && (b) == 8) { enum { K = 8 }; body }                               \
+        else if ((kn) == 16 && (b) == 16) { enum { K = 16 }; body }                       \
+        else { const int K = (kn); body }                                                 \
+    } while (0)
+
+/* y = [res +] sc * x * s (s per lane) */
+static void mul_ch_run(float *y, const float *x, const float *res, const float *sv, float sc,
+                       size_t hw, int b, int kn) {
+    LANES(b, kn, {
+        for (size_t px = 0; px < hw; px++, y += b, x += b) {
+            for (int k = 0; k < K; k++) y[k] = sc * (x[k] * sv[k]);
+            if (res) {
+                for (int k = 0; k < K; k++) y[k] += res[k];
+                res += b;
+            }
+        }
+    });
+}
+
+/* dx = [dx +] sc * dy * s */
+static void mul_ch_grad_x(float *dx, const float *dy, const float *sv, float sc, size_t hw, int b,
+                          int kn, int acc) {
+    LANES(b, kn, {
+        for (size_t px = 0; px < hw; px++, dx += b, dy += b)
+            for (int k = 0; k < K; k++) dx[k] = (acc ? dx[k] : 0.0f) + sc * dy[k] * sv[k];
+    });
+}
+
+/* sum[k] = sum over the run of dy * x (double, in pixel order) */
+static void dot_run(double *sum, const float *dy, const float *x, size_t hw, int b, int kn) {
+    LANES(b, kn, {
+        for (size_t px = 0; px < hw; px++, dy += b, x += b)
+            for (int k = 0; k < K; k++) sum[k] += (double)dy[k] * x[k];
+    });
+}
+
+/* sum[k] = sum over the run of x */
+static void sum_run(double *sum, const float *x, size_t hw, int b, int kn) {
+    LANES(b, kn, {
+        for (size_t px = 0; px < hw; px++, x += b)
+            for (int k = 0; k < K; k++) sum[k] += x[k];
+    });
+}
+
+/* dx = [dx +] d (per lane, broadcast over the run) */
+static void bcast_run(float *dx, const float *d, size_t hw, int b, int kn, int acc) {
+    LANES(b, kn, {
+        for (size_t px = 0; px < hw; px++, dx += b)
+            for (int k = 0; k < K; k++) dx[k] = (acc ? dx[k] : 0.0f) + d[k];
+    });
+}
+
 /* ---- forward -------------------------------------------------------------------------- */
 
 static int forward_node(pf_model *m, pf_gstate *S, pf_conv *convs, const pf_gnode *nd,
@@ -438,10 +495,9 @@ static int forward_node(pf_model *m, pf_gstate *S, pf_conv *convs, const pf_gnod
         for (int in = 0; in < n; in++)
             for (int ib = 0; ib < cb; ib++) {
                 double acc[16] = { 0 };
-                const float *src = x + ((size_t)in * cb + ib) * ahw * b;
-                for (size_t px = 0; px < ahw; px++)
-                    for (int k = 0; k < b; k++) acc[k] += src[px * b + k];
-                for (int k = 0; k < b; k++)
+                int kn = C - ib * b < b ? C - ib * b : b;
+                sum_run(acc, x + ((size_t)in * cb + ib) * ahw * b, ahw, b, kn);
+                for (int k = 0; k < kn; k++)
                     y[((size_t)in * cb + ib) * b + k] = (float)(acc[k] / (double)ahw);
             }
         return 0;
@@ -451,11 +507,15 @@ static int forward_node(pf_model *m, pf_gstate *S, pf_conv *convs, const pf_gnod
         const float *res = nd->n_in > 2 ? S->ts[nd->in[2]].data : NULL;
         size_t cs = (size_t)pf_blk_c(C, S->ts[nd->in[1]].block);  /* 1 x 1: [n][c] */
         float sc = nd->scale;
-        FOR_BLOCKS(n, C, hw, b) {
-            const float *sv = s + (size_t)n_ * cs + c0;
-            for (size_t k = 0; k < kn; k++)
-                y[base + k] = (res ? res[base + k] : 0.0f) + sc * (x[base + k] * sv[k]);
-        }
+        int cb = (C + b - 1) / b;
+#pragma omp parallel for collapse(2) schedule(static)
+        for (int in = 0; in < n; in++)
+            for (int ib = 0; ib < cb; ib++) {
+                size_t base = ((size_t)in * cb + ib) * hw * b;
+                int kn = C - ib * b < b ? C - ib * b : b;
+                mul_ch_run(y + base, x + base, res ? res + base : NULL,
+                           s + (size_t)in * cs + (size_t)ib * b, sc, hw, b, kn);
+            }
         return 0;
     }
     case PF_G_CONCAT: {
@@ -663,11 +723,14 @@ static int backward_node(pf_model *m, pf_gstate *S, pf_conv *convs, const pf_gno
         size_t ahw = (size_t)a->h * (size_t)a->w;
         float inv = 1.0f / (float)ahw;
         int cb = (C + b - 1) / b;
-        FOR_BLOCKS(n, C, ahw, b) {
-            const float *d = dy + ((size_t)n_ * cb + cb_) * b;
-            for (size_t k = 0; k < kn; k++)
-                dx[base + k] = (acc ? dx[base + k] : 0.0f) + d[k] * inv;
-        }
+#pragma omp parallel for collapse(2) schedule(static)
+        for (int in = 0; in < n; in++)
+            for (int ib = 0; ib < cb; ib++) {
+                float d[16];
+                int kn = C - ib * b < b ? C - ib * b : b;
+                for (int k = 0; k < kn; k++) d[k] = dy[((size_t)in * cb + ib) * b + k] * inv;
+                bcast_run(dx + ((size_t)in * cb + ib) * ahw * b, d, ahw, b, kn, acc);
+            }
         return 0;
     }
     case PF_G_MUL_CH: {
@@ -678,13 +741,14 @@ static int backward_node(pf_model *m, pf_gstate *S, pf_conv *convs, const pf_gno
         size_t cs = (size_t)pf_blk_c(C, st->block);     /* 1 x 1: [n][c] */
         if (nd->n_in > 2) grad_pass(&S->ts[nd->in[2]], dy, b, n, C, o->h, o->w);
         if ((dx = grad_for(a, &acc))) {
-            FOR_BLOCKS(n, C, hw, b) {
-                const float *sv = s + (size_t)n_ * cs + c0;
-                for (size_t k = 0; k < kn; k++) {
-                    float d = sc * dy[base + k] * sv[k];
-                    dx[base + k] = acc ? dx[base + k] + d : d;
+#pragma omp parallel for collapse(2) schedule(static)
+            for (int in = 0; in < n; in++)
+                for (int ib = 0; ib < cb; ib++) {
+                    size_t base = ((size_t)in * cb + ib) * hw * b;
+                    int kn = C - ib * b < b ? C - ib * b : b;
+                    mul_ch_grad_x(dx + base, dy + base, s + (size_t)in * cs + (size_t)ib * b, sc,
+                                  hw, b, kn, acc);
                 }
-            }
         }
         if ((dx = grad_for(st, &acc))) {
 #pragma omp parallel for collapse(2) schedule(static)
@@ -692,11 +756,9 @@ static int backward_node(pf_model *m, pf_gstate *S, pf_conv *convs, const pf_gno
                 for (int ib = 0; ib < cb; ib++) {
                     double sum[16] = { 0 };
                     size_t base = ((size_t)in * cb + ib) * hw * b;
-                    for (size_t px = 0; px < hw; px++)
-                        for (int k = 0; k < b; k++)
-                            sum[k] += (double)dy[base + px * b + k] * x[base + px * b + k];
-                    float *d = dx + (size_t)in * cs + (size_t)ib * b;
                     int kn = C - ib * b < b ? C - ib * b : b;
+                    dot_run(sum, dy + base, x + base, hw, b, kn);
+                    float *d = dx + (size_t)in * cs + (size_t)ib * b;
                     for (int k = 0; k < kn; k++)
                         d[k] = (acc ? d[k] : 0.0f) + sc * (float)sum[k];
                 }
