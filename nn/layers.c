@@ -19,9 +19,11 @@ static void shuffle(float *big, float *small, int n, int c, int h, int w, int r,
                     int fwd) {
     int oh_n = h * r, ow_n = w * r, cs = c * r * r;
     int cbo = (c + bo - 1) / bo;
-    size_t off[PF_SHUFFLE_MAX_R][PF_SHUFFLE_MAX_B];
+    /* (sample, output channel block) pairs touch disjoint memory in both directions */
+#pragma omp parallel for collapse(2) schedule(static)
     for (int in = 0; in < n; in++) {
         for (int cb = 0; cb < cbo; cb++) {
+            size_t off[PF_SHUFFLE_MAX_R][PF_SHUFFLE_MAX_B];
             int kn = c - cb * bo < bo ? c - cb * bo : bo; /* real channels in this block */
             for (int oh = 0; oh < oh_n; oh++) {
                 int ih = oh / r, i = oh % r;
