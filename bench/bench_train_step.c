@@ -57,37 +57,15 @@ static int cmp(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-/* Every model field pf_model_new reads, with common/config.c's defaults (there is no public
-   defaults function) and the case's network, scale and sizes; optimiser Adam, lr 1e-4. */
+/* The config's defaults with the case's network, scale and sizes; optimiser Adam, lr 1e-4. */
 static void case_cfg(pf_config *c, const bench_case *k) {
-    memset(c, 0, sizeof *c);
+    pf_config_defaults(c);
     snprintf(c->model_type, sizeof c->model_type, "%s", k->model_type);
     c->scale = k->scale;
-    c->in_channels = c->out_channels = 3;
     c->n_feats = k->n_feats;
     c->n_blocks = k->n_blocks;
-    c->num_group = k->num_group ? k->num_group : 10;
-    c->squeeze_factor = 16;
-    c->num_grow_ch = 32;
-    c->fsrcnn_d = 56;
-    c->fsrcnn_s = 12;
-    c->fsrcnn_m = 4;
-    c->res_scale = 1.0f;
-    c->rgb_mean[0] = 0.4488f;
-    c->rgb_mean[1] = 0.4371f;
-    c->rgb_mean[2] = 0.4040f;
-    c->img_range = 255.0f;
-    int ch[4] = {3, 64, 32, 3}, ks[3] = {9, 1, 5};
-    memcpy(c->srcnn_channels, ch, sizeof ch);
-    memcpy(c->srcnn_kernel_sizes, ks, sizeof ks);
-    snprintf(c->loss_type, sizeof c->loss_type, "L1Loss");
-    c->loss_weight = 1.0f;
-    c->charbonnier_eps = 1e-12f;
-    snprintf(c->optim_type, sizeof c->optim_type, "Adam");
+    if (k->num_group) c->num_group = k->num_group;
     c->learning_rate = 1e-4f;
-    c->betas[0] = 0.9f;
-    c->betas[1] = 0.999f;
-    c->eps = 1e-8f;
 }
 
 static int bench(const bench_case *k, int warmup, int steps, int mark) {

@@ -1627,7 +1627,7 @@ static int check_plain_tree(pf_cfg_ctx *c, struct fy_node *n, int depth) {
 
 /* ---- public --------------------------------------------------------------------------- */
 
-static void set_defaults(pf_config *cfg) {
+void pf_config_defaults(pf_config *cfg) {
     memset(cfg, 0, sizeof *cfg);
     cfg->in_channels = cfg->out_channels = 3;
     cfg->n_feats = 64;
@@ -1734,7 +1734,7 @@ static int parse_text(pf_config *cfg, const char *path, const char *text, size_t
     pf_cfg_ctx c = {path ? path : "<config>", err, errlen, 0};
     if (err && errlen)
         err[0] = 0;
-    set_defaults(cfg);
+    pf_config_defaults(cfg);
     snprintf(cfg->path, sizeof cfg->path, "%s", c.path);
     if (len > PF_CONFIG_MAX_BYTES)
         return fail(&c, 1, "config", "larger than %d bytes", PF_CONFIG_MAX_BYTES);
@@ -1857,7 +1857,7 @@ int pf_config_parse(pf_config *cfg, const char *path, const char *text, size_t l
     if (len <= PF_CONFIG_MAX_BYTES && !memchr(text, 0, len) &&
         utf8_invalid_at((const unsigned char *)text, len) >= len &&
         probe_in_child(&c, text, len) != 0) {
-        set_defaults(cfg);
+        pf_config_defaults(cfg);
         snprintf(cfg->path, sizeof cfg->path, "%s", c.path);
         return -1;
     }
@@ -1868,7 +1868,7 @@ int pf_config_load(pf_config *cfg, const char *path, char *err, size_t errlen) {
     pf_cfg_ctx c = {path, err, errlen, 0};
     FILE *f = fopen(path, "rb");
     if (!f) {
-        set_defaults(cfg);
+        pf_config_defaults(cfg);
         return fail(&c, 1, "config", "cannot open: %s", strerror(errno));
     }
     char *buf = malloc(PF_CONFIG_MAX_BYTES + 1);
@@ -1877,7 +1877,7 @@ int pf_config_load(pf_config *cfg, const char *path, char *err, size_t errlen) {
     fclose(f);
     if (!buf || rerr) {
         free(buf);
-        set_defaults(cfg);
+        pf_config_defaults(cfg);
         return fail(&c, 1, "config", buf ? "read error" : "out of memory");
     }
     int rc = pf_config_parse(cfg, path, buf, n, 1, err, errlen);

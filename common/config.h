@@ -166,6 +166,11 @@ typedef struct {
     char keys_dir[PF_PATH_MAX];         /* security.keys_dir: "" = none (--keys / PIXFLOW_KEYS) */
 } pf_config;
 
+/* Every field at its default (what a config that gives only the required keys gets); the
+   required ones (model.type, scale, data folders, ...) are left empty. For programs that build
+   a pf_config in code (tests, benchmarks). */
+void pf_config_defaults(pf_config *cfg);
+
 /* Parse and validate YAML `text` (named `path` in messages; paths in the file are resolved
    relative to the current directory). Fills `cfg` with defaults first. Returns 0, or -1 with
    `err` = "path:line: key: what is wrong". `check_paths`: also require folders to exist.

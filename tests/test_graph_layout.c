@@ -14,7 +14,7 @@
 #include "tests/pf_test.h"
 
 static void base_cfg(pf_config *c, const char *type, int scale) {
-    memset(c, 0, sizeof *c);
+    pf_config_defaults(c);
     snprintf(c->model_type, sizeof c->model_type, "%s", type);
     c->scale = scale;
     c->n_feats = 16;
@@ -25,14 +25,6 @@ static void base_cfg(pf_config *c, const char *type, int scale) {
     c->fsrcnn_d = 12;
     c->fsrcnn_s = 5;
     c->fsrcnn_m = 1;
-    c->in_channels = c->out_channels = 3;
-    c->res_scale = 1;
-    c->img_range = 255;
-    c->rgb_mean[0] = 0.4488f;
-    c->rgb_mean[1] = 0.4371f;
-    c->rgb_mean[2] = 0.4040f;
-    snprintf(c->loss_type, sizeof c->loss_type, "L1Loss");
-    c->loss_weight = 1;
 }
 
 static void one_case(const char *type, int scale) {
