@@ -410,6 +410,34 @@ static void bcast_run(float *dx, const float *d, size_t hw, int b, int kn, int a
     });
 }
 
+/* Channels c_off .. c_off + ci of `big` (the concatenation o, C channels, layout o->block)
+   against `part` (ci channels, layout pb): forward copies part into big; backward writes (or,
+   with acc, adds) big's slice into part. Whole channel blocks move as one run per sample. */
+static void concat_part(float *big, const pf_tstate *o, int C, float *part, int pb, int ci,
+                        int c_off, int n, int forward, int acc) {
+    int b = o->block, H = o->h, W = o->w;
+    if (pb == b && c_off % b == 0 && ci % b == 0) {
+        size_t chunk = pf_blk_numel(1, ci, H, W, b);
+        size_t obase = (size_t)(c_off / b) * (size_t)H * W * b;
+        for (int in = 0; in < n; in++) {
+            float *bg = big + (size_t)in * (o->numel / n) + obase, *pt = part + (size_t)in * chunk;
+            if (forward) axpy(bg, pt, 1.0f, chunk, 0);
+            else axpy(pt, bg, 1.0f, chunk, acc);
+        }
+        return;
+    }
+#pragma omp parallel for collapse(2) schedule(static)
+    for (int in = 0; in < n; in++)
+        for (int ic = 0; ic < ci; ic++)
+            for (int yy = 0; yy < H; yy++)
+                for (int xx = 0; xx < W; xx++) {
+                    float *bg = &big[pf_blk_off(in, c_off + ic, yy, xx, C, H, W, b)];
+                    float *pt = &part[pf_blk_off(in, ic, yy, xx, ci, H, W, pb)];
+                    if (forward) *bg = *pt;
+                    else *pt = acc ? *pt + *bg : *bg;
+                }
+}
+
 /* ---- forward -------------------------------------------------------------------------- */
 
 static int forward_node(pf_model *m, pf_gstate *S, pf_conv *convs, const pf_gnode *nd,
@@ -522,25 +550,8 @@ static int forward_node(pf_model *m, pf_gstate *S, pf_conv *convs, const pf_gnod
         int c_off = 0;
         for (int i = 0; i < nd->n_in; i++) {
             pf_tstate *t = &S->ts[nd->in[i]];
-            int ci = g->t[nd->in[i]].c;
-            if (t->block == b && c_off % b == 0 && ci % b == 0) {
-                /* whole channel blocks: one copy per sample */
-                size_t chunk = pf_blk_numel(1, ci, o->h, o->w, b);
-                size_t obase = (size_t)(c_off / b) * hw * b;
-                for (int in = 0; in < n; in++)
-                    memcpy(y + (size_t)in * (o->numel / n) + obase, t->data + (size_t)in * chunk,
-                           chunk * sizeof(float));
-            } else {
-#pragma omp parallel for collapse(2) schedule(static)
-                for (int in = 0; in < n; in++)
-                    for (int ic = 0; ic < ci; ic++)
-                        for (int yy = 0; yy < o->h; yy++)
-                            for (int xx = 0; xx < o->w; xx++)
-                                y[pf_blk_off(in, c_off + ic, yy, xx, C, o->h, o->w, b)] =
-                                    t->data[pf_blk_off(in, ic, yy, xx, ci, o->h, o->w,
-                                                       t->block)];
-            }
-            c_off += ci;
+            concat_part(y, o, C, t->data, t->block, g->t[nd->in[i]].c, c_off, n, 1, 0);
+            c_off += g->t[nd->in[i]].c;
         }
         return 0;
     }
@@ -769,29 +780,9 @@ static int backward_node(pf_model *m, pf_gstate *S, pf_conv *convs, const pf_gno
         int c_off = 0;
         for (int i = 0; i < nd->n_in; i++) {
             pf_tstate *t = &S->ts[nd->in[i]];
-            int ci = g->t[nd->in[i]].c;
-            if ((dx = grad_for(t, &acc))) {
-                if (t->block == b && c_off % b == 0 && ci % b == 0) {
-                    size_t chunk = pf_blk_numel(1, ci, o->h, o->w, b);
-                    size_t obase = (size_t)(c_off / b) * hw * b;
-                    for (int in = 0; in < n; in++)
-                        axpy(dx + (size_t)in * chunk, dy + (size_t)in * (o->numel / n) + obase,
-                             1.0f, chunk, acc);
-                } else {
-#pragma omp parallel for collapse(2) schedule(static)
-                    for (int in = 0; in < n; in++)
-                        for (int ic = 0; ic < ci; ic++)
-                            for (int yy = 0; yy < o->h; yy++)
-                                for (int xx = 0; xx < o->w; xx++) {
-                                    float v = dy[pf_blk_off(in, c_off + ic, yy, xx, C, o->h,
-                                                            o->w, b)];
-                                    float *d = &dx[pf_blk_off(in, ic, yy, xx, ci, o->h, o->w,
-                                                              t->block)];
-                                    *d = acc ? *d + v : v;
-                                }
-                }
-            }
-            c_off += ci;
+            if ((dx = grad_for(t, &acc)))
+                concat_part(dy, o, C, dx, t->block, g->t[nd->in[i]].c, c_off, n, 0, acc);
+            c_off += g->t[nd->in[i]].c;
         }
         return 0;
     }
