@@ -2,18 +2,8 @@
     upsampler (see pf_bicubic_upsample_image in layers.h). */
 #include <math.h>
 #include "nn/cpu/dnnl_ctx.h"
+#include "nn/cubic.h"
 #include "nn/layers.h"
-
-/* Keys' cubic convolution weights for fractional offset t, A = -0.75 (PyTorch's
-   get_cubic_upsample_coefficients). */
-static void cubic_coeffs(float c[4], float t) {
-    const float A = -0.75f;
-    float x1 = t + 1.0f, x2 = 1.0f - t, x3 = 2.0f - t;
-    c[0] = ((A * x1 - 5.0f * A) * x1 + 8.0f * A) * x1 - 4.0f * A;
-    c[1] = ((A + 2.0f) * t - (A + 3.0f)) * t * t + 1.0f;
-    c[2] = ((A + 2.0f) * x2 - (A + 3.0f)) * x2 * x2 + 1.0f;
-    c[3] = ((A * x3 - 5.0f * A) * x3 + 8.0f * A) * x3 - 4.0f * A;
-}
 
 static int clampi(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : v; }
 
@@ -26,12 +16,12 @@ void pf_bicubic_upsample_image(float *dst, const uint8_t *img, int n, int h, int
             float ry = scale * ((float)oy + 0.5f) - 0.5f;
             int iy = (int)floorf(ry);
             float cy[4];
-            cubic_coeffs(cy, ry - (float)iy);
+            pf_cubic_coeffs(cy, ry - (float)iy);
             for (int ox = 0; ox < ow_n; ox++) {
                 float rx = scale * ((float)ox + 0.5f) - 0.5f;
                 int ix = (int)floorf(rx);
                 float cx[4];
-                cubic_coeffs(cx, rx - (float)ix);
+                pf_cubic_coeffs(cx, rx - (float)ix);
                 for (int c = 0; c < 3; c++) {
                     float acc = 0.0f;
                     for (int ky = 0; ky < 4; ky++) {

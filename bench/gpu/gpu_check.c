@@ -559,6 +559,491 @@ static void check_convs(void) {
     }
 }
 
+/* ---- graph-network ops (nn/graph.c's node ops, plain NCHW) -------------------------------- */
+
+/* Overwrite a device buffer with host data (an acc = 1 check's prior gradient, or garbage
+   that an overwriting op must replace). */
+static void set_dev(void *d, const void *h, size_t bytes) {
+    cudaError_t e = cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice);
+    if (e != cudaSuccess) {
+        fprintf(stderr, "gpu_check: cudaMemcpy to device: %s\n", cudaGetErrorString(e));
+        exit(2);
+    }
+}
+
+/* A reduction run again on the same inputs must give the same bits: first holds count floats
+   downloaded after the first run, rc is the second run's return code. */
+static void check_repeat(const char *op, const char *shape, int rc, const float *d,
+                         const float *first, size_t count) {
+    float *again = host_alloc(count * sizeof(float));
+    if (rc || download(again, d, count * sizeof(float)))
+        report_error(op, shape, g_err);
+    else
+        report(op, shape, memcmp(first, again, count * sizeof(float)) ? INFINITY : 0.0, 0.0);
+    free(again);
+}
+
+/* Fetch count floats for check_repeat; NULL (after reporting) when the op failed. */
+static float *fetch(const char *op, const char *shape, int rc, const float *d, size_t count) {
+    float *h = host_alloc(count * sizeof(float));
+    if (!rc && !download(h, d, count * sizeof(float))) return h;
+    report_error(op, shape, g_err);
+    free(h);
+    return NULL;
+}
+
+/* LeakyReLU (slopes 0.2 and 0), tanh, sigmoid: forward, then backward from the forward's
+   output with acc = 0 and 1 (LeakyReLU's backward has no acc; it is also run in place). The
+   reference derivatives are written with x, the kernels' with y. */
+static void check_activations(void) {
+    size_t count = (size_t)2 * 5 * 37 * 41 + 3;
+    char shape[64], op[64];
+    float *x = host_alloc(count * 4), *dy = host_alloc(count * 4), *prior = host_alloc(count * 4);
+    float *ref = host_alloc(count * 4), *y = host_alloc(count * 4);
+    fill(x, count, -4, 4);
+    fill(dy, count, -1, 1);
+    fill(prior, count, -1, 1);
+    for (size_t i = 0; i < count; i += 89) x[i] = 0.0f; /* the kink: slope alpha, as torch */
+    float *d_x = upload(x, count * 4), *d_dy = upload(dy, count * 4);
+    float *d_y = dev_alloc(count * 4), *d_dx = dev_alloc(count * 4);
+    static const struct {
+        const char *name;
+        int kind; /* 0 LeakyReLU, 1 tanh, 2 sigmoid */
+        float alpha;
+    } acts[] = {
+        {"leaky_relu", 0, 0.2f}, {"leaky_relu", 0, 0.0f}, {"tanh", 1, 0}, {"sigmoid", 2, 0},
+    };
+    for (size_t a = 0; a < sizeof acts / sizeof *acts; a++) {
+        int kind = acts[a].kind;
+        double alpha = acts[a].alpha;
+        if (kind == 0)
+            snprintf(shape, sizeof shape, "count %zu alpha %g", count, alpha);
+        else
+            snprintf(shape, sizeof shape, "count %zu", count);
+        for (size_t i = 0; i < count; i++) {
+            double v = x[i];
+            y[i] = (float)(kind == 0 ? (v > 0 ? v : alpha * v)
+                           : kind == 1 ? tanh(v) : 1.0 / (1.0 + exp(-v)));
+        }
+        int rc = kind == 0 ? pf_cuda_leaky_relu_forward(d_y, d_x, acts[a].alpha, count, 0, g_err,
+                                                        sizeof g_err)
+                 : kind == 1 ? pf_cuda_tanh_forward(d_y, d_x, count, 0, g_err, sizeof g_err)
+                             : pf_cuda_sigmoid_forward(d_y, d_x, count, 0, g_err, sizeof g_err);
+        snprintf(op, sizeof op, "%s_forward", acts[a].name);
+        check(op, shape, rc, d_y, y, count, TOL_FP32);
+        set_dev(d_y, y, count * 4); /* the backward reads the reference output */
+        for (int acc = 0; acc <= (kind == 0 ? 0 : 1); acc++) {
+            set_dev(d_dx, prior, count * 4);
+            for (size_t i = 0; i < count; i++) {
+                double v = x[i], s = 1.0 / (1.0 + exp(-v));
+                double g = kind == 0 ? (v > 0 ? 1.0 : alpha)
+                           : kind == 1 ? 1.0 - tanh(v) * tanh(v) : s * (1.0 - s);
+                ref[i] = (float)((acc ? (double)prior[i] : 0.0) + g * dy[i]);
+            }
+            if (kind == 0)
+                rc = pf_cuda_leaky_relu_backward(d_dx, d_dy, d_y, acts[a].alpha, count, 0, g_err,
+                                                 sizeof g_err);
+            else
+                rc = (kind == 1 ? pf_cuda_tanh_backward : pf_cuda_sigmoid_backward)(
+                    d_dx, d_dy, d_y, count, acc, 0, g_err, sizeof g_err);
+            snprintf(op, sizeof op, "%s_backward%s", acts[a].name,
+                     kind == 0 ? "" : acc ? " acc=1" : " acc=0");
+            check(op, shape, rc, d_dx, ref, count, TOL_FP32);
+        }
+        if (kind == 0) { /* dx = dy: the gradient buffer reused */
+            set_dev(d_dx, dy, count * 4);
+            rc = pf_cuda_leaky_relu_backward(d_dx, d_dx, d_y, acts[a].alpha, count, 0, g_err,
+                                             sizeof g_err);
+            check("leaky_relu_backward in place", shape, rc, d_dx, ref, count, TOL_FP32);
+        }
+    }
+    free(x), free(dy), free(prior), free(ref), free(y);
+    cudaFree(d_x), cudaFree(d_dy), cudaFree(d_y), cudaFree(d_dx);
+}
+
+/* torch.nn.PReLU(C): forward; backward with acc = 0 and 1, dalpha (overwritten: the device
+   buffer starts as garbage), dalpha alone (dx NULL), and dalpha's bits on a second run. */
+static void check_prelu(int n, int c, int h, int w) {
+    size_t hw = (size_t)h * w, count = (size_t)n * c * hw;
+    char shape[64], op[64];
+    snprintf(shape, sizeof shape, "N%d C%d H%d W%d", n, c, h, w);
+    float *x = host_alloc(count * 4), *dy = host_alloc(count * 4), *prior = host_alloc(count * 4);
+    float *ref = host_alloc(count * 4), *al = host_alloc(c * 4), *ref_al = host_alloc(c * 4);
+    float *junk = host_alloc(c * 4);
+    fill(x, count, -1, 1);
+    fill(dy, count, -1, 1);
+    fill(prior, count, -1, 1);
+    fill(al, c, 0.05f, 0.5f);
+    fill(junk, c, 100, 200);
+    for (size_t i = 0; i < count; i += 13) x[i] = 0.0f; /* x = 0 takes the alpha branch */
+    for (int b = 0; b < n; b++)
+        for (int ch = 0; ch < c; ch++)
+            for (size_t p = 0; p < hw; p++) {
+                size_t i = ((size_t)b * c + ch) * hw + p;
+                ref[i] = (float)(x[i] > 0 ? (double)x[i] : (double)al[ch] * x[i]);
+            }
+    float *d_x = upload(x, count * 4), *d_dy = upload(dy, count * 4), *d_al = upload(al, c * 4);
+    float *d_y = dev_alloc(count * 4), *d_dx = dev_alloc(count * 4), *d_dal = dev_alloc(c * 4);
+    int rc = pf_cuda_prelu_forward(d_y, d_x, d_al, n, c, h, w, 0, g_err, sizeof g_err);
+    check("prelu_forward", shape, rc, d_y, ref, count, TOL_FP32);
+    for (int ch = 0; ch < c; ch++) {
+        double s = 0.0;
+        for (int b = 0; b < n; b++)
+            for (size_t p = 0; p < hw; p++) {
+                size_t i = ((size_t)b * c + ch) * hw + p;
+                if (x[i] <= 0) s += (double)dy[i] * x[i];
+            }
+        ref_al[ch] = (float)s;
+    }
+    for (int acc = 0; acc <= 1; acc++) {
+        set_dev(d_dx, prior, count * 4);
+        set_dev(d_dal, junk, c * 4);
+        for (int b = 0; b < n; b++)
+            for (int ch = 0; ch < c; ch++)
+                for (size_t p = 0; p < hw; p++) {
+                    size_t i = ((size_t)b * c + ch) * hw + p;
+                    double g = x[i] > 0 ? (double)dy[i] : (double)al[ch] * dy[i];
+                    ref[i] = (float)((acc ? (double)prior[i] : 0.0) + g);
+                }
+        rc = pf_cuda_prelu_backward(d_dx, d_dal, d_dy, d_x, d_al, n, c, h, w, acc, 0, g_err,
+                                    sizeof g_err);
+        snprintf(op, sizeof op, "prelu_backward dx acc=%d", acc);
+        check(op, shape, rc, d_dx, ref, count, TOL_FP32);
+        snprintf(op, sizeof op, "prelu_backward dalpha acc=%d", acc);
+        check(op, shape, rc, d_dal, ref_al, c, TOL_FP32);
+    }
+    set_dev(d_dal, junk, c * 4);
+    rc = pf_cuda_prelu_backward(NULL, d_dal, d_dy, d_x, d_al, n, c, h, w, 0, 0, g_err,
+                                sizeof g_err);
+    check("prelu_backward dalpha dx=NULL", shape, rc, d_dal, ref_al, c, TOL_FP32);
+    float *first = fetch("prelu dalpha deterministic", shape, rc, d_dal, c);
+    if (first) {
+        rc = pf_cuda_prelu_backward(NULL, d_dal, d_dy, d_x, d_al, n, c, h, w, 0, 0, g_err,
+                                    sizeof g_err);
+        check_repeat("prelu dalpha deterministic", shape, rc, d_dal, first, c);
+        free(first);
+    }
+    free(x), free(dy), free(prior), free(ref), free(al), free(ref_al), free(junk);
+    cudaFree(d_x), cudaFree(d_dy), cudaFree(d_al), cudaFree(d_y), cudaFree(d_dx), cudaFree(d_dal);
+}
+
+/* AdaptiveAvgPool2d(1): forward (and its bits on a second run), backward acc = 0 and 1. */
+static void check_gap(int n, int c, int h, int w) {
+    size_t hw = (size_t)h * w, planes = (size_t)n * c, count = planes * hw;
+    char shape[64], op[64];
+    snprintf(shape, sizeof shape, "N%d C%d H%d W%d", n, c, h, w);
+    float *x = host_alloc(count * 4), *dy = host_alloc(planes * 4), *prior = host_alloc(count * 4);
+    float *ref = host_alloc(count * 4);
+    fill(x, count, -1, 1);
+    fill(dy, planes, -1, 1);
+    fill(prior, count, -1, 1);
+    for (size_t q = 0; q < planes; q++) {
+        double s = 0.0;
+        for (size_t p = 0; p < hw; p++) s += x[q * hw + p];
+        ref[q] = (float)(s / (double)hw);
+    }
+    float *d_x = upload(x, count * 4), *d_dy = upload(dy, planes * 4);
+    float *d_y = dev_alloc(planes * 4), *d_dx = dev_alloc(count * 4);
+    int rc = pf_cuda_gap_forward(d_y, d_x, n, c, h, w, 0, g_err, sizeof g_err);
+    check("gap_forward", shape, rc, d_y, ref, planes, TOL_FP32);
+    float *first = fetch("gap_forward deterministic", shape, rc, d_y, planes);
+    if (first) {
+        rc = pf_cuda_gap_forward(d_y, d_x, n, c, h, w, 0, g_err, sizeof g_err);
+        check_repeat("gap_forward deterministic", shape, rc, d_y, first, planes);
+        free(first);
+    }
+    for (int acc = 0; acc <= 1; acc++) {
+        set_dev(d_dx, prior, count * 4);
+        for (size_t q = 0; q < planes; q++)
+            for (size_t p = 0; p < hw; p++)
+                ref[q * hw + p] =
+                    (float)((acc ? (double)prior[q * hw + p] : 0.0) + (double)dy[q] / (double)hw);
+        rc = pf_cuda_gap_backward(d_dx, d_dy, n, c, h, w, acc, 0, g_err, sizeof g_err);
+        snprintf(op, sizeof op, "gap_backward acc=%d", acc);
+        check(op, shape, rc, d_dx, ref, count, TOL_FP32);
+    }
+    free(x), free(dy), free(prior), free(ref);
+    cudaFree(d_x), cudaFree(d_dy), cudaFree(d_y), cudaFree(d_dx);
+}
+
+/* RCAN's channel-attention multiply y = [res +] sc x s: forward with and without res;
+   backward with both gradients (acc 0 / 1), dx alone (ds NULL), ds alone (dx NULL), and ds's
+   bits on a second run. */
+static void check_mul_ch(int n, int c, int h, int w) {
+    size_t hw = (size_t)h * w, planes = (size_t)n * c, count = planes * hw;
+    const float sc = 0.7f;
+    char shape[64], op[64];
+    snprintf(shape, sizeof shape, "N%d C%d H%d W%d sc %g", n, c, h, w, (double)sc);
+    float *x = host_alloc(count * 4), *s = host_alloc(planes * 4), *res = host_alloc(count * 4);
+    float *dy = host_alloc(count * 4), *px = host_alloc(count * 4), *ps = host_alloc(planes * 4);
+    float *ref = host_alloc(count * 4), *ref_s = host_alloc(planes * 4);
+    fill(x, count, -1, 1);
+    fill(s, planes, 0, 1); /* a sigmoid's output */
+    fill(res, count, -1, 1);
+    fill(dy, count, -1, 1);
+    fill(px, count, -1, 1);
+    fill(ps, planes, -1, 1);
+    float *d_x = upload(x, count * 4), *d_s = upload(s, planes * 4);
+    float *d_res = upload(res, count * 4), *d_dy = upload(dy, count * 4);
+    float *d_y = dev_alloc(count * 4), *d_dx = dev_alloc(count * 4), *d_ds = dev_alloc(planes * 4);
+    for (int with_res = 0; with_res <= 1; with_res++) {
+        for (size_t q = 0; q < planes; q++)
+            for (size_t p = 0; p < hw; p++) {
+                size_t i = q * hw + p;
+                ref[i] = (float)((with_res ? (double)res[i] : 0.0) + (double)sc * x[i] * s[q]);
+            }
+        int rc = pf_cuda_mul_ch_forward(d_y, d_x, d_s, with_res ? d_res : NULL, sc, n, c, h, w,
+                                        0, g_err, sizeof g_err);
+        check(with_res ? "mul_ch_forward +res" : "mul_ch_forward", shape, rc, d_y, ref, count,
+              TOL_FP32);
+    }
+    /* (dx?, ds?, acc_x, acc_s) */
+    static const int cases[][4] = {{1, 1, 0, 0}, {1, 1, 1, 1}, {1, 0, 1, 0}, {0, 1, 0, 1}};
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        int want_x = cases[k][0], want_s = cases[k][1], acc_x = cases[k][2], acc_s = cases[k][3];
+        set_dev(d_dx, px, count * 4);
+        set_dev(d_ds, ps, planes * 4);
+        for (size_t q = 0; q < planes; q++) {
+            double sum = 0.0;
+            for (size_t p = 0; p < hw; p++) {
+                size_t i = q * hw + p;
+                sum += (double)dy[i] * x[i];
+                ref[i] = (float)((acc_x ? (double)px[i] : 0.0) + (double)sc * dy[i] * s[q]);
+            }
+            ref_s[q] = (float)((acc_s ? (double)ps[q] : 0.0) + (double)sc * sum);
+        }
+        int rc = pf_cuda_mul_ch_backward(want_x ? d_dx : NULL, want_s ? d_ds : NULL, d_dy, d_x,
+                                         d_s, sc, n, c, h, w, acc_x, acc_s, 0, g_err,
+                                         sizeof g_err);
+        const char *which = want_x && want_s ? "" : want_x ? " ds=NULL" : " dx=NULL";
+        if (want_x) {
+            snprintf(op, sizeof op, "mul_ch_backward dx acc=%d%s", acc_x, which);
+            check(op, shape, rc, d_dx, ref, count, TOL_FP32);
+        }
+        if (want_s) {
+            snprintf(op, sizeof op, "mul_ch_backward ds acc=%d%s", acc_s, which);
+            check(op, shape, rc, d_ds, ref_s, planes, TOL_FP32);
+        }
+    }
+    int rc = pf_cuda_mul_ch_backward(NULL, d_ds, d_dy, d_x, d_s, sc, n, c, h, w, 0, 0, 0, g_err,
+                                     sizeof g_err);
+    float *first = fetch("mul_ch ds deterministic", shape, rc, d_ds, planes);
+    if (first) {
+        rc = pf_cuda_mul_ch_backward(NULL, d_ds, d_dy, d_x, d_s, sc, n, c, h, w, 0, 0, 0, g_err,
+                                     sizeof g_err);
+        check_repeat("mul_ch ds deterministic", shape, rc, d_ds, first, planes);
+        free(first);
+    }
+    free(x), free(s), free(res), free(dy), free(px), free(ps), free(ref), free(ref_s);
+    cudaFree(d_x), cudaFree(d_s), cudaFree(d_res), cudaFree(d_dy), cudaFree(d_y), cudaFree(d_dx);
+    cudaFree(d_ds);
+}
+
+/* torch.cat's slice copy: channels [src_off, src_off + cc) of a src_c-channel tensor onto
+   channels [dst_off, dst_off + cc) of a dst_c-channel one, acc = 0 and 1; the rest of dst
+   must stay as it was. */
+static void check_copy_channels(int n, int h, int w) {
+    const int src_c = 7, src_off = 2, dst_c = 9, dst_off = 3, cc = 4;
+    size_t hw = (size_t)h * w, ns = (size_t)n * src_c * hw, nd = (size_t)n * dst_c * hw;
+    char shape[64], op[64];
+    snprintf(shape, sizeof shape, "N%d C%d[%d:%d]->C%d[%d:%d] H%d W%d", n, src_c, src_off,
+             src_off + cc, dst_c, dst_off, dst_off + cc, h, w);
+    float *src = host_alloc(ns * 4), *prior = host_alloc(nd * 4), *ref = host_alloc(nd * 4);
+    fill(src, ns, -1, 1);
+    fill(prior, nd, -1, 1);
+    float *d_src = upload(src, ns * 4), *d_dst = dev_alloc(nd * 4);
+    for (int acc = 0; acc <= 1; acc++) {
+        memcpy(ref, prior, nd * 4);
+        for (int b = 0; b < n; b++)
+            for (int k = 0; k < cc; k++)
+                for (size_t p = 0; p < hw; p++) {
+                    float *r = &ref[((size_t)b * dst_c + dst_off + k) * hw + p];
+                    double v = src[((size_t)b * src_c + src_off + k) * hw + p];
+                    *r = (float)((acc ? (double)*r : 0.0) + v);
+                }
+        set_dev(d_dst, prior, nd * 4);
+        int rc = pf_cuda_copy_channels(d_dst, dst_c, dst_off, d_src, src_c, src_off, cc, n,
+                                       (int)hw, acc, 0, g_err, sizeof g_err);
+        snprintf(op, sizeof op, "copy_channels acc=%d", acc);
+        check(op, shape, rc, d_dst, ref, nd, TOL_FP32);
+    }
+    free(src), free(prior), free(ref);
+    cudaFree(d_src), cudaFree(d_dst);
+}
+
+/* F.interpolate(mode='nearest', scale_factor=r): forward, backward acc = 0 and 1. */
+static void check_nearest(int n, int c, int h, int w, int r) {
+    int H = h * r, W = w * r;
+    size_t nx = (size_t)n * c * h * w, ny = (size_t)n * c * H * W;
+    char shape[64], op[64];
+    snprintf(shape, sizeof shape, "N%d C%d H%d W%d r%d", n, c, h, w, r);
+    float *x = host_alloc(nx * 4), *dy = host_alloc(ny * 4), *prior = host_alloc(nx * 4);
+    float *ref = host_alloc(ny * 4);
+    fill(x, nx, -1, 1);
+    fill(dy, ny, -1, 1);
+    fill(prior, nx, -1, 1);
+    size_t planes = (size_t)n * c;
+    for (size_t q = 0; q < planes; q++)
+        for (int Y = 0; Y < H; Y++)
+            for (int X = 0; X < W; X++)
+                ref[(q * H + Y) * W + X] = x[(q * h + Y / r) * w + X / r];
+    float *d_x = upload(x, nx * 4), *d_dy = upload(dy, ny * 4);
+    float *d_y = dev_alloc(ny * 4), *d_dx = dev_alloc(nx * 4);
+    int rc = pf_cuda_nearest_forward(d_y, d_x, n, c, h, w, r, 0, g_err, sizeof g_err);
+    check("nearest_forward", shape, rc, d_y, ref, ny, TOL_FP32);
+    for (int acc = 0; acc <= 1; acc++) {
+        /* each dy pixel goes to the input pixel it was copied from */
+        double *sum = calloc(nx, sizeof *sum);
+        if (!sum) exit(2);
+        for (size_t q = 0; q < planes; q++)
+            for (int Y = 0; Y < H; Y++)
+                for (int X = 0; X < W; X++)
+                    sum[(q * h + Y / r) * w + X / r] += dy[(q * H + Y) * W + X];
+        for (size_t i = 0; i < nx; i++) ref[i] = (float)((acc ? (double)prior[i] : 0.0) + sum[i]);
+        free(sum);
+        set_dev(d_dx, prior, nx * 4);
+        rc = pf_cuda_nearest_backward(d_dx, d_dy, n, c, h, w, r, acc, 0, g_err, sizeof g_err);
+        snprintf(op, sizeof op, "nearest_backward acc=%d", acc);
+        check(op, shape, rc, d_dx, ref, nx, TOL_FP32);
+    }
+    free(x), free(dy), free(prior), free(ref);
+    cudaFree(d_x), cudaFree(d_dy), cudaFree(d_y), cudaFree(d_dx);
+}
+
+/* Keys' cubic convolution kernel (A = -0.75) at distance d. */
+static double keys_cubic(double d) {
+    const double A = -0.75;
+    d = fabs(d);
+    if (d <= 1.0) return ((A + 2.0) * d - (A + 3.0)) * d * d + 1.0;
+    if (d < 2.0) return ((A * d - 5.0 * A) * d + 8.0 * A) * d - 4.0 * A;
+    return 0.0;
+}
+
+static int clamp_int(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : v; }
+
+/* F.interpolate(lq / 255, scale_factor=r, align_corners=False), bilinear and bicubic, from an
+   NHWC uint8 batch, in double: ATen's source coordinate (dst + 0.5) / r - 0.5 (bilinear clamps
+   it at 0 and the far tap at the last pixel; bicubic clamps its 4 taps to the image). */
+static void check_upsample_u8(int n, int h, int w, int r) {
+    int H = h * r, W = w * r;
+    size_t nin = (size_t)n * h * w * 3, nout = (size_t)n * 3 * H * W;
+    char shape[64];
+    snprintf(shape, sizeof shape, "N%d LQ%dx%d x3 r%d", n, h, w, r);
+    uint8_t *lq = host_alloc(nin);
+    for (size_t i = 0; i < nin; i++) lq[i] = (uint8_t)(next_u64() & 255);
+    float *bil = host_alloc(nout * 4), *bic = host_alloc(nout * 4);
+#define LQ(b, yy, xx, ch) (lq[(((size_t)(b) * h + (yy)) * w + (xx)) * 3 + (ch)] / 255.0)
+    for (int b = 0; b < n; b++)
+        for (int ch = 0; ch < 3; ch++)
+            for (int Y = 0; Y < H; Y++)
+                for (int X = 0; X < W; X++) {
+                    size_t o = (((size_t)b * 3 + ch) * H + Y) * W + X;
+                    double sy = (Y + 0.5) / r - 0.5, sx = (X + 0.5) / r - 0.5;
+                    /* bilinear */
+                    double cy = sy < 0 ? 0 : sy, cx = sx < 0 ? 0 : sx;
+                    int y0 = (int)floor(cy), x0 = (int)floor(cx);
+                    int y1 = y0 + 1 < h ? y0 + 1 : h - 1, x1 = x0 + 1 < w ? x0 + 1 : w - 1;
+                    double fy = cy - y0, fx = cx - x0;
+                    double top = (1 - fx) * LQ(b, y0, x0, ch) + fx * LQ(b, y0, x1, ch);
+                    double bottom = (1 - fx) * LQ(b, y1, x0, ch) + fx * LQ(b, y1, x1, ch);
+                    bil[o] = (float)((1 - fy) * top + fy * bottom);
+                    /* bicubic: taps floor(s) - 1 .. floor(s) + 2 */
+                    int iy = (int)floor(sy), ix = (int)floor(sx);
+                    double v = 0.0;
+                    for (int ty = iy - 1; ty <= iy + 2; ty++)
+                        for (int tx = ix - 1; tx <= ix + 2; tx++)
+                            v += keys_cubic(sy - ty) * keys_cubic(sx - tx) *
+                                 LQ(b, clamp_int(ty, 0, h - 1), clamp_int(tx, 0, w - 1), ch);
+                    bic[o] = (float)v;
+                }
+#undef LQ
+    uint8_t *d_lq = upload(lq, nin);
+    float *d_y = dev_alloc(nout * 4);
+    int rc = pf_cuda_bilinear_u8(d_y, d_lq, n, h, w, r, 0, g_err, sizeof g_err);
+    check("bilinear_u8", shape, rc, d_y, bil, nout, TOL_FP32);
+    rc = pf_cuda_bicubic_u8(d_y, d_lq, n, h, w, r, 0, g_err, sizeof g_err);
+    check("bicubic_u8", shape, rc, d_y, bic, nout, TOL_FP32);
+    free(lq), free(bil), free(bic);
+    cudaFree(d_lq), cudaFree(d_y);
+}
+
+/* dst[i] = sum of src at idx[i per ..], a quarter of the indices -1 (no tap). */
+static void check_gather_sum(size_t count, int per) {
+    const size_t nsrc = 1013;
+    size_t nidx = count * (size_t)per;
+    char shape[64];
+    snprintf(shape, sizeof shape, "count %zu per %d src %zu", count, per, nsrc);
+    float *src = host_alloc(nsrc * 4), *ref = host_alloc(count * 4);
+    int *idx = host_alloc(nidx * sizeof(int));
+    fill(src, nsrc, -1, 1);
+    for (size_t k = 0; k < nidx; k++) idx[k] = next_u64() % 4 ? (int)(next_u64() % nsrc) : -1;
+    for (size_t i = 0; i < count; i++) {
+        double s = 0.0;
+        for (int j = 0; j < per; j++)
+            if (idx[i * per + j] >= 0) s += src[idx[i * per + j]];
+        ref[i] = (float)s;
+    }
+    float *d_src = upload(src, nsrc * 4), *d_dst = dev_alloc(count * 4);
+    int *d_idx = upload(idx, nidx * sizeof(int));
+    int rc = pf_cuda_gather_sum(d_dst, d_src, d_idx, count, per, 0, g_err, sizeof g_err);
+    check("gather_sum", shape, rc, d_dst, ref, count, TOL_FP32);
+    free(src), free(ref), free(idx);
+    cudaFree(d_src), cudaFree(d_dst), cudaFree(d_idx);
+}
+
+/* The argument errors the contracts promise, and count 0 as a no-op (NULL pointers then). */
+static void check_graph_op_args(void) {
+    float v = 1.0f, *f = &v;
+    char *e = g_err;
+    size_t el = sizeof g_err;
+    struct {
+        const char *what;
+        int rc, want;
+    } cases[] = {
+        {"nearest r=0", pf_cuda_nearest_forward(f, f, 1, 1, 1, 1, 0, 0, e, el), -1},
+        {"bicubic n<0", pf_cuda_bicubic_u8(f, NULL, -1, 1, 1, 2, 0, e, el), -1},
+        {"copy slice out of range", pf_cuda_copy_channels(f, 4, 2, f, 4, 0, 3, 1, 1, 0, 0, e, el),
+         -1},
+        {"gather per=0", pf_cuda_gather_sum(f, f, NULL, 1, 0, 0, e, el), -1},
+        {"leaky alpha<0", pf_cuda_leaky_relu_forward(f, f, -0.1f, 1, 0, e, el), -1},
+        {"prelu dalpha NULL", pf_cuda_prelu_backward(NULL, NULL, f, f, f, 1, 1, 1, 1, 0, 0, e, el),
+         -1},
+        {"gap empty plane", pf_cuda_gap_forward(f, f, 1, 1, 0, 3, 0, e, el), -1},
+        {"tanh count 0", pf_cuda_tanh_forward(NULL, NULL, 0, 0, e, el), 0},
+        {"mul_ch n=0", pf_cuda_mul_ch_forward(NULL, NULL, NULL, NULL, 1, 0, 4, 4, 4, 0, e, el), 0},
+        {"gather count 0", pf_cuda_gather_sum(NULL, NULL, NULL, 0, 2, 0, e, el), 0},
+    };
+    int wrong = 0;
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+        if (cases[i].rc != cases[i].want) {
+            printf("# graph op args: %s returned %d, expected %d\n", cases[i].what, cases[i].rc,
+                   cases[i].want);
+            wrong++;
+        }
+    char shape[64];
+    snprintf(shape, sizeof shape, "%zu cases", sizeof cases / sizeof *cases);
+    report("graph ops bad args / no-ops", shape, wrong ? INFINITY : 0.0, 0.0);
+}
+
+static void check_graph_ops(void) {
+    check_activations();
+    check_prelu(2, 5, 7, 9);
+    check_prelu(2, 3, 37, 41); /* > THREADS elements per channel */
+    check_gap(2, 5, 7, 9);
+    check_gap(2, 3, 37, 41);
+    check_mul_ch(2, 5, 7, 9);
+    check_mul_ch(2, 3, 37, 41);
+    check_copy_channels(2, 7, 9);
+    check_nearest(2, 5, 7, 9, 2);
+    check_nearest(2, 5, 7, 9, 3);
+    check_upsample_u8(2, 7, 9, 2);
+    check_upsample_u8(2, 7, 9, 3);
+    check_upsample_u8(1, 5, 11, 4);
+    check_gather_sum(517, 1);
+    check_gather_sum(517, 4);
+    check_graph_op_args();
+}
+
 /* ---- network: EDSR on the GPU (nn/cuda/model_cuda) vs the CPU model (nn/model) ------------ */
 
 #ifdef PIXFLOW_HAVE_CUDA
@@ -881,6 +1366,7 @@ int main(void) {
     check_adam();
     check_bf16();
     check_convs();
+    check_graph_ops();
     check_networks();
 
     printf("# %d checks, %d failed\n", g_checks, g_failures);

@@ -4,10 +4,13 @@
     THREADS threads and at most MAX_BLOCKS blocks, so any count fits one launch. Kernels that
     permute data (layout conversion, pixel shuffle) loop over the OUTPUT so that writes are
     coalesced. The loss reduction uses a fixed grid and fixed-order trees (no atomics), so it
-    is deterministic. Adam uses explicitly rounded float operations (no FMA contraction), so it
-    computes the same bits as the C loop in nn/optim.c compiled without FMA.
+    is deterministic; so are the graph ops' reductions (k_plane_sum: one block per result, each
+    thread a fixed stride of elements in double, then the same tree). Adam uses explicitly
+    rounded float operations (no FMA contraction), so it computes the same bits as the C loop
+    in nn/optim.c compiled without FMA.
 */
 #include "nn/cuda/ops.h"
+#include "nn/cubic.h"
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 #include <math.h>
@@ -330,4 +333,467 @@ int pf_cuda_f32_to_bf16(uint16_t *dst, const float *src, size_t count, cudaStrea
     if (!count) return 0;
     k_f32_to_bf16<<<grid_for(count), THREADS, 0, stream>>>(dst, src, count);
     return check_launch("k_f32_to_bf16", err, errlen);
+}
+
+/* ---- graph-network ops -------------------------------------------------------------------- */
+
+/* The graph ops below follow nn/graph.c's forward_node / backward_node (and nn/bicubic.c)
+   operation for operation on plain NCHW, so that the float results agree with the CPU's up to
+   the device's FMA contraction and its tanhf / expf. */
+
+static int negative(int a, int b, int c, int d) { return a < 0 || b < 0 || c < 0 || d < 0; }
+
+static int null_tensor(const char *fn, char *err, size_t errlen) {
+    return bad_arg(fn, "NULL tensor", err, errlen);
+}
+
+/* Blocks for a kernel with one block per result (grid-stride over results past MAX_BLOCKS). */
+static unsigned blocks_for(size_t results) {
+    return (unsigned)(results < MAX_BLOCKS ? results : MAX_BLOCKS);
+}
+
+enum { ACT_LEAKY = 0, ACT_TANH = 1, ACT_SIGMOID = 2 };
+
+/* y = act(x): LeakyReLU of slope alpha (0: ReLU), tanh or the logistic sigmoid. */
+__global__ void k_act_forward(float *y, const float *x, size_t count, int act, float alpha) {
+    GRID_STRIDE(i, count) {
+        float v = x[i];
+        if (act == ACT_LEAKY) y[i] = v > 0.0f ? v : alpha * v;
+        else if (act == ACT_TANH) y[i] = tanhf(v);
+        else y[i] = 1.0f / (1.0f + expf(-v));
+    }
+}
+
+/* dx = (acc ? dx : 0) + dy act'(x), the derivative written with the forward's output y. */
+__global__ void k_act_backward(float *dx, const float *dy, const float *y, size_t count,
+                               int act, float alpha, int acc) {
+    GRID_STRIDE(i, count) {
+        float v = y[i], d;
+        if (act == ACT_LEAKY) d = v > 0.0f ? dy[i] : alpha * dy[i];
+        else d = dy[i] * (act == ACT_TANH ? 1.0f - v * v : v * (1.0f - v));
+        dx[i] = acc ? dx[i] + d : d;
+    }
+}
+
+static int act_forward(const char *fn, int act, float alpha, float *y, const float *x,
+                       size_t count, cudaStream_t stream, char *err, size_t errlen) {
+    if (!(alpha >= 0.0f)) return bad_arg(fn, "negative or NaN slope", err, errlen);
+    if (!count) return 0;
+    if (!y || !x) return null_tensor(fn, err, errlen);
+    k_act_forward<<<grid_for(count), THREADS, 0, stream>>>(y, x, count, act, alpha);
+    return check_launch("k_act_forward", err, errlen);
+}
+
+static int act_backward(const char *fn, int act, float alpha, float *dx, const float *dy,
+                        const float *y, size_t count, int acc, cudaStream_t stream, char *err,
+                        size_t errlen) {
+    if (!(alpha >= 0.0f)) return bad_arg(fn, "negative or NaN slope", err, errlen);
+    if (!count) return 0;
+    if (!dx || !dy || !y) return null_tensor(fn, err, errlen);
+    k_act_backward<<<grid_for(count), THREADS, 0, stream>>>(dx, dy, y, count, act, alpha, acc);
+    return check_launch("k_act_backward", err, errlen);
+}
+
+int pf_cuda_leaky_relu_forward(float *y, const float *x, float alpha, size_t count,
+                               cudaStream_t stream, char *err, size_t errlen) {
+    return act_forward("pf_cuda_leaky_relu_forward", ACT_LEAKY, alpha, y, x, count, stream, err,
+                       errlen);
+}
+
+int pf_cuda_leaky_relu_backward(float *dx, const float *dy, const float *y, float alpha,
+                                size_t count, cudaStream_t stream, char *err, size_t errlen) {
+    return act_backward("pf_cuda_leaky_relu_backward", ACT_LEAKY, alpha, dx, dy, y, count, 0,
+                        stream, err, errlen);
+}
+
+int pf_cuda_tanh_forward(float *y, const float *x, size_t count, cudaStream_t stream, char *err,
+                         size_t errlen) {
+    return act_forward("pf_cuda_tanh_forward", ACT_TANH, 0.0f, y, x, count, stream, err, errlen);
+}
+
+int pf_cuda_sigmoid_forward(float *y, const float *x, size_t count, cudaStream_t stream,
+                            char *err, size_t errlen) {
+    return act_forward("pf_cuda_sigmoid_forward", ACT_SIGMOID, 0.0f, y, x, count, stream, err,
+                       errlen);
+}
+
+int pf_cuda_tanh_backward(float *dx, const float *dy, const float *y, size_t count, int acc,
+                          cudaStream_t stream, char *err, size_t errlen) {
+    return act_backward("pf_cuda_tanh_backward", ACT_TANH, 0.0f, dx, dy, y, count, acc, stream,
+                        err, errlen);
+}
+
+int pf_cuda_sigmoid_backward(float *dx, const float *dy, const float *y, size_t count, int acc,
+                             cudaStream_t stream, char *err, size_t errlen) {
+    return act_backward("pf_cuda_sigmoid_backward", ACT_SIGMOID, 0.0f, dx, dy, y, count, acc,
+                        stream, err, errlen);
+}
+
+/* ---- per-plane reductions ---- */
+
+enum { RED_SUM = 0, RED_DOT = 1, RED_PRELU = 2 };
+
+/* One block per result o < nout (grid-stride over results): the sum over planes o, o + stride,
+   ... (np of them, hw floats each) of a (RED_SUM), a b (RED_DOT) or a b where b <= 0
+   (RED_PRELU: dy x where x is not positive), in double. Thread t adds elements t, t + THREADS,
+   ... in order, then block_sum's fixed tree: no atomics, the same bits on every run.
+   out[o] = (acc ? out[o] : 0) + scale * (float)(sum / div). */
+__global__ void k_plane_sum(float *out, const float *a, const float *b, size_t nout,
+                            size_t stride, int np, size_t hw, int mode, double div, float scale,
+                            int acc) {
+    __shared__ double s[THREADS];
+    size_t len = (size_t)np * hw;
+    for (size_t o = blockIdx.x; o < nout; o += gridDim.x) {
+        double sum = 0.0;
+        for (size_t j = threadIdx.x; j < len; j += THREADS) {
+            size_t e = (j / hw * stride + o) * hw + j % hw;
+            if (mode == RED_SUM) sum += a[e];
+            else if (mode == RED_DOT || !(b[e] > 0.0f)) sum += (double)a[e] * b[e];
+        }
+        s[threadIdx.x] = sum;
+        /* block_sum ends with a barrier; after it only thread 0 touches s[0], so the next
+           result's writes cannot race its read */
+        block_sum(s);
+        if (threadIdx.x == 0) {
+            float v = scale * (float)(s[0] / div);
+            out[o] = acc ? out[o] + v : v;
+        }
+    }
+}
+
+/* ---- PReLU ---- */
+
+/* y = x > 0 ? x : alpha[c] x; one thread per element of N x C x H x W. */
+__global__ void k_prelu_forward(float *y, const float *x, const float *alpha, int c, size_t hw,
+                                size_t count) {
+    GRID_STRIDE(i, count) {
+        float v = x[i];
+        y[i] = v > 0.0f ? v : alpha[(i / hw) % c] * v;
+    }
+}
+
+/* dx = (acc ? dx : 0) + (x > 0 ? dy : alpha[c] dy). */
+__global__ void k_prelu_backward_dx(float *dx, const float *dy, const float *x,
+                                    const float *alpha, int c, size_t hw, int acc,
+                                    size_t count) {
+    GRID_STRIDE(i, count) {
+        float d = x[i] > 0.0f ? dy[i] : alpha[(i / hw) % c] * dy[i];
+        dx[i] = acc ? dx[i] + d : d;
+    }
+}
+
+int pf_cuda_prelu_forward(float *y, const float *x, const float *alpha, int n, int c, int h,
+                          int w, cudaStream_t stream, char *err, size_t errlen) {
+    const char *fn = "pf_cuda_prelu_forward";
+    if (negative(n, c, h, w)) return bad_arg(fn, "negative dimension", err, errlen);
+    size_t hw = (size_t)h * w, count = (size_t)n * c * hw;
+    if (!count) return 0;
+    if (!y || !x || !alpha) return null_tensor(fn, err, errlen);
+    k_prelu_forward<<<grid_for(count), THREADS, 0, stream>>>(y, x, alpha, c, hw, count);
+    return check_launch("k_prelu_forward", err, errlen);
+}
+
+int pf_cuda_prelu_backward(float *dx, float *dalpha, const float *dy, const float *x,
+                           const float *alpha, int n, int c, int h, int w, int acc,
+                           cudaStream_t stream, char *err, size_t errlen) {
+    const char *fn = "pf_cuda_prelu_backward";
+    if (negative(n, c, h, w)) return bad_arg(fn, "negative dimension", err, errlen);
+    size_t hw = (size_t)h * w, count = (size_t)n * c * hw;
+    if (!c) return 0;
+    /* dalpha is written even when there are no elements (a sum over nothing is 0) */
+    if (!dalpha || (count && (!dy || !x || (dx && !alpha)))) return null_tensor(fn, err, errlen);
+    if (dx && count) {
+        k_prelu_backward_dx<<<grid_for(count), THREADS, 0, stream>>>(dx, dy, x, alpha, c, hw,
+                                                                     acc, count);
+        if (check_launch("k_prelu_backward_dx", err, errlen)) return -1;
+    }
+    k_plane_sum<<<blocks_for((size_t)c), THREADS, 0, stream>>>(
+        dalpha, dy, x, (size_t)c, (size_t)c, n, hw, RED_PRELU, 1.0, 1.0f, 0);
+    return check_launch("k_plane_sum (prelu dalpha)", err, errlen);
+}
+
+/* ---- global average pool and channel attention ---- */
+
+int pf_cuda_gap_forward(float *y, const float *x, int n, int c, int h, int w,
+                        cudaStream_t stream, char *err, size_t errlen) {
+    const char *fn = "pf_cuda_gap_forward";
+    if (negative(n, c, h, w)) return bad_arg(fn, "negative dimension", err, errlen);
+    size_t planes = (size_t)n * c, hw = (size_t)h * w;
+    if (!planes) return 0;
+    if (!hw) return bad_arg(fn, "empty plane (the mean is undefined)", err, errlen);
+    if (!y || !x) return null_tensor(fn, err, errlen);
+    k_plane_sum<<<blocks_for(planes), THREADS, 0, stream>>>(y, x, NULL, planes, planes, 1, hw,
+                                                            RED_SUM, (double)hw, 1.0f, 0);
+    return check_launch("k_plane_sum (gap)", err, errlen);
+}
+
+/* dx = (acc ? dx : 0) + dy[n][c] inv, inv = 1 / (h w) in float as nn/graph.c. */
+__global__ void k_gap_backward(float *dx, const float *dy, size_t hw, float inv, int acc,
+                               size_t count) {
+    GRID_STRIDE(i, count) {
+        float d = dy[i / hw] * inv;
+        dx[i] = acc ? dx[i] + d : d;
+    }
+}
+
+int pf_cuda_gap_backward(float *dx, const float *dy, int n, int c, int h, int w, int acc,
+                         cudaStream_t stream, char *err, size_t errlen) {
+    const char *fn = "pf_cuda_gap_backward";
+    if (negative(n, c, h, w)) return bad_arg(fn, "negative dimension", err, errlen);
+    size_t hw = (size_t)h * w, count = (size_t)n * c * hw;
+    if (!count) return 0;
+    if (!dx || !dy) return null_tensor(fn, err, errlen);
+    k_gap_backward<<<grid_for(count), THREADS, 0, stream>>>(dx, dy, hw, 1.0f / (float)hw, acc,
+                                                            count);
+    return check_launch("k_gap_backward", err, errlen);
+}
+
+/* y = sc (x s[n][c]) [+ res], in nn/graph.c's order. */
+__global__ void k_mul_ch_forward(float *y, const float *x, const float *s, const float *res,
+                                 float sc, size_t hw, size_t count) {
+    GRID_STRIDE(i, count) {
+        float v = sc * (x[i] * s[i / hw]);
+        y[i] = res ? v + res[i] : v;
+    }
+}
+
+/* dx = (acc ? dx : 0) + sc dy s[n][c]. */
+__global__ void k_mul_ch_backward_dx(float *dx, const float *dy, const float *s, float sc,
+                                     size_t hw, int acc, size_t count) {
+    GRID_STRIDE(i, count) {
+        float d = sc * dy[i] * s[i / hw];
+        dx[i] = acc ? dx[i] + d : d;
+    }
+}
+
+int pf_cuda_mul_ch_forward(float *y, const float *x, const float *s, const float *res, float sc,
+                           int n, int c, int h, int w, cudaStream_t stream, char *err,
+                           size_t errlen) {
+    const char *fn = "pf_cuda_mul_ch_forward";
+    if (negative(n, c, h, w)) return bad_arg(fn, "negative dimension", err, errlen);
+    size_t hw = (size_t)h * w, count = (size_t)n * c * hw;
+    if (!count) return 0;
+    if (!y || !x || !s) return null_tensor(fn, err, errlen);
+    k_mul_ch_forward<<<grid_for(count), THREADS, 0, stream>>>(y, x, s, res, sc, hw, count);
+    return check_launch("k_mul_ch_forward", err, errlen);
+}
+
+int pf_cuda_mul_ch_backward(float *dx, float *ds, const float *dy, const float *x,
+                            const float *s, float sc, int n, int c, int h, int w, int acc_x,
+                            int acc_s, cudaStream_t stream, char *err, size_t errlen) {
+    const char *fn = "pf_cuda_mul_ch_backward";
+    if (negative(n, c, h, w)) return bad_arg(fn, "negative dimension", err, errlen);
+    size_t planes = (size_t)n * c, hw = (size_t)h * w, count = planes * hw;
+    if (!planes) return 0;
+    if (count && (!dy || (dx && !s) || (ds && !x))) return null_tensor(fn, err, errlen);
+    if (dx && count) {
+        k_mul_ch_backward_dx<<<grid_for(count), THREADS, 0, stream>>>(dx, dy, s, sc, hw, acc_x,
+                                                                      count);
+        if (check_launch("k_mul_ch_backward_dx", err, errlen)) return -1;
+    }
+    if (!ds) return 0;
+    /* written even for empty planes: (acc_s ? ds : 0) + 0 */
+    k_plane_sum<<<blocks_for(planes), THREADS, 0, stream>>>(ds, dy, x, planes, planes, 1, hw,
+                                                            RED_DOT, 1.0, sc, acc_s);
+    return check_launch("k_plane_sum (mul_ch ds)", err, errlen);
+}
+
+/* ---- concatenation, nearest upsampling ---- */
+
+/* One thread per copied element (n, k, p) of n x cc x hw. */
+__global__ void k_copy_channels(float *dst, int dst_c, int dst_off, const float *src, int src_c,
+                                int src_off, int cc, size_t hw, int acc, size_t count) {
+    GRID_STRIDE(i, count) {
+        size_t p = i % hw, t = i / hw;
+        size_t k = t % cc, b = t / cc;
+        float v = src[(b * src_c + src_off + k) * hw + p];
+        float *d = &dst[(b * dst_c + dst_off + k) * hw + p];
+        *d = acc ? *d + v : v;
+    }
+}
+
+int pf_cuda_copy_channels(float *dst, int dst_c, int dst_off, const float *src, int src_c,
+                          int src_off, int cc, int n, int hw, int acc, cudaStream_t stream,
+                          char *err, size_t errlen) {
+    const char *fn = "pf_cuda_copy_channels";
+    if (negative(n, hw, cc, 0) || negative(dst_c, dst_off, src_c, src_off))
+        return bad_arg(fn, "negative dimension or offset", err, errlen);
+    if (dst_off > dst_c - cc || src_off > src_c - cc)
+        return bad_arg(fn, "channel slice out of range", err, errlen);
+    size_t count = (size_t)n * cc * hw;
+    if (!count) return 0;
+    if (!dst || !src) return null_tensor(fn, err, errlen);
+    k_copy_channels<<<grid_for(count), THREADS, 0, stream>>>(dst, dst_c, dst_off, src, src_c,
+                                                             src_off, cc, (size_t)hw, acc, count);
+    return check_launch("k_copy_channels", err, errlen);
+}
+
+/* One thread per output element (plane, Y, X) of N C x hr x wr: y = x[Y / r][X / r]. */
+__global__ void k_nearest_forward(float *y, const float *x, int h, int w, int r, size_t count) {
+    size_t W = (size_t)w * r, H = (size_t)h * r;
+    GRID_STRIDE(i, count) {
+        size_t X = i % W, t = i / W;
+        size_t Y = t % H, p = t / H;
+        y[i] = x[(p * h + Y / r) * w + X / r];
+    }
+}
+
+/* One thread per input element (plane, y, x): the r x r block of dy above it, summed in float
+   row by row as nn/graph.c. */
+__global__ void k_nearest_backward(float *dx, const float *dy, int h, int w, int r, int acc,
+                                   size_t count) {
+    size_t W = (size_t)w * r;
+    GRID_STRIDE(i, count) {
+        size_t x = i % w, t = i / w;
+        size_t y = t % h, p = t / h;
+        const float *src = dy + (p * h + y) * r * W + x * r;
+        float sum = 0.0f;
+        for (int a = 0; a < r; a++)
+            for (int b = 0; b < r; b++) sum += src[a * W + b];
+        dx[i] = acc ? dx[i] + sum : sum;
+    }
+}
+
+int pf_cuda_nearest_forward(float *y, const float *x, int n, int c, int h, int w, int r,
+                            cudaStream_t stream, char *err, size_t errlen) {
+    const char *fn = "pf_cuda_nearest_forward";
+    if (negative(n, c, h, w) || r < 1) return bad_arg(fn, "bad shape or factor", err, errlen);
+    size_t count = (size_t)n * c * h * w * r * r;
+    if (!count) return 0;
+    if (!y || !x) return null_tensor(fn, err, errlen);
+    k_nearest_forward<<<grid_for(count), THREADS, 0, stream>>>(y, x, h, w, r, count);
+    return check_launch("k_nearest_forward", err, errlen);
+}
+
+int pf_cuda_nearest_backward(float *dx, const float *dy, int n, int c, int h, int w, int r,
+                             int acc, cudaStream_t stream, char *err, size_t errlen) {
+    const char *fn = "pf_cuda_nearest_backward";
+    if (negative(n, c, h, w) || r < 1) return bad_arg(fn, "bad shape or factor", err, errlen);
+    size_t count = (size_t)n * c * h * w;
+    if (!count) return 0;
+    if (!dx || !dy) return null_tensor(fn, err, errlen);
+    k_nearest_backward<<<grid_for(count), THREADS, 0, stream>>>(dx, dy, h, w, r, acc, count);
+    return check_launch("k_nearest_backward", err, errlen);
+}
+
+/* ---- upsampling the uint8 batch: bilinear (MSRResNet's skip), bicubic (SRCNN) ---- */
+
+/* Output element i of N x 3 x (h r) x (w r) as (sample, channel, oy, ox). */
+__device__ void upsample_index(size_t i, int h, int w, int r, size_t *b, int *ch, int *oy,
+                               int *ox) {
+    size_t W = (size_t)w * r, H = (size_t)h * r;
+    *ox = (int)(i % W);
+    size_t t = i / W;
+    *oy = (int)(t % H);
+    t /= H;
+    *ch = (int)(t % 3);
+    *b = t / 3;
+}
+
+/* ATen's align_corners=False source of output o along an axis of `size` input pixels: taps i0,
+   i1 (the far one clamped to the last pixel) with weights 1 - l1, l1; nn/graph.c's floats. */
+__device__ void bilinear_taps(int o, float inv, int size, int *i0, int *i1, float *l1) {
+    float s = ((float)o + 0.5f) * inv - 0.5f;
+    if (s < 0) s = 0;
+    *i0 = (int)s;
+    *i1 = *i0 + (*i0 < size - 1);
+    *l1 = s - (float)*i0;
+}
+
+/* One thread per output element; lq is n x h x w x 3 NHWC. */
+__global__ void k_bilinear_u8(float *y, const uint8_t *lq, int h, int w, int r, float inv,
+                              size_t count) {
+    GRID_STRIDE(i, count) {
+        size_t b;
+        int ch, oy, ox, y0, y1, x0, x1;
+        float ly1, lx1;
+        upsample_index(i, h, w, r, &b, &ch, &oy, &ox);
+        bilinear_taps(oy, inv, h, &y0, &y1, &ly1);
+        bilinear_taps(ox, inv, w, &x0, &x1, &lx1);
+        float ly0 = 1.0f - ly1, lx0 = 1.0f - lx1;
+        const uint8_t *img = lq + b * h * w * 3 + ch;
+#define PX(yy, xx) ((float)img[((size_t)(yy) * w + (xx)) * 3] / 255.0f)
+        y[i] = ly0 * (lx0 * PX(y0, x0) + lx1 * PX(y0, x1)) +
+               ly1 * (lx0 * PX(y1, x0) + lx1 * PX(y1, x1));
+#undef PX
+    }
+}
+
+/* One thread per output element; nn/bicubic.c's loop: 4 x 4 taps clamped to the image, a row's
+   four taps summed first, each pixel / 255 on its own. */
+__global__ void k_bicubic_u8(float *y, const uint8_t *lq, int h, int w, int r, float scale,
+                             size_t count) {
+    GRID_STRIDE(i, count) {
+        size_t b;
+        int ch, oy, ox;
+        upsample_index(i, h, w, r, &b, &ch, &oy, &ox);
+        float ry = scale * ((float)oy + 0.5f) - 0.5f, rx = scale * ((float)ox + 0.5f) - 0.5f;
+        int iy = (int)floorf(ry), ix = (int)floorf(rx);
+        float cy[4], cx[4];
+        pf_cubic_coeffs(cy, ry - (float)iy);
+        pf_cubic_coeffs(cx, rx - (float)ix);
+        const uint8_t *img = lq + b * h * w * 3 + ch;
+        float acc = 0.0f;
+#pragma unroll
+        for (int ky = 0; ky < 4; ky++) {
+            int yy = min(max(iy - 1 + ky, 0), h - 1);
+            float racc = 0.0f;
+#pragma unroll
+            for (int kx = 0; kx < 4; kx++) {
+                int xx = min(max(ix - 1 + kx, 0), w - 1);
+                racc += cx[kx] * ((float)img[((size_t)yy * w + xx) * 3] / 255.0f);
+            }
+            acc += cy[ky] * racc;
+        }
+        y[i] = acc;
+    }
+}
+
+static int upsample_u8(const char *fn, int bicubic, float *y, const uint8_t *lq, int n, int h,
+                       int w, int r, cudaStream_t stream, char *err, size_t errlen) {
+    if (negative(n, h, w, 0) || r < 1) return bad_arg(fn, "bad shape or factor", err, errlen);
+    size_t count = (size_t)n * 3 * h * w * r * r;
+    if (!count) return 0;
+    if (!y || !lq) return null_tensor(fn, err, errlen);
+    float inv = 1.0f / (float)r;
+    if (bicubic)
+        k_bicubic_u8<<<grid_for(count), THREADS, 0, stream>>>(y, lq, h, w, r, inv, count);
+    else
+        k_bilinear_u8<<<grid_for(count), THREADS, 0, stream>>>(y, lq, h, w, r, inv, count);
+    return check_launch(bicubic ? "k_bicubic_u8" : "k_bilinear_u8", err, errlen);
+}
+
+int pf_cuda_bilinear_u8(float *y, const uint8_t *lq, int n, int h, int w, int r,
+                        cudaStream_t stream, char *err, size_t errlen) {
+    return upsample_u8("pf_cuda_bilinear_u8", 0, y, lq, n, h, w, r, stream, err, errlen);
+}
+
+int pf_cuda_bicubic_u8(float *y, const uint8_t *lq, int n, int h, int w, int r,
+                       cudaStream_t stream, char *err, size_t errlen) {
+    return upsample_u8("pf_cuda_bicubic_u8", 1, y, lq, n, h, w, r, stream, err, errlen);
+}
+
+/* ---- re-indexing ---- */
+
+/* dst[i] = the sum of src over idx[i per .. i per + per) (negative: none), in double in j
+   order, rounded once (nn/zoo.c sums the bias gradient in double too). */
+__global__ void k_gather_sum(float *dst, const float *src, const int *idx, size_t count,
+                             int per) {
+    GRID_STRIDE(i, count) {
+        const int *ix = idx + i * per;
+        double sum = 0.0;
+        for (int j = 0; j < per; j++)
+            if (ix[j] >= 0) sum += src[ix[j]];
+        dst[i] = (float)sum;
+    }
+}
+
+int pf_cuda_gather_sum(float *dst, const float *src, const int *idx, size_t count, int per,
+                       cudaStream_t stream, char *err, size_t errlen) {
+    const char *fn = "pf_cuda_gather_sum";
+    if (per < 1) return bad_arg(fn, "per must be >= 1", err, errlen);
+    if (!count) return 0;
+    if (!dst || !src || !idx) return null_tensor(fn, err, errlen);
+    k_gather_sum<<<grid_for(count), THREADS, 0, stream>>>(dst, src, idx, count, per);
+    return check_launch("k_gather_sum", err, errlen);
 }

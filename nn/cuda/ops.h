@@ -115,6 +115,105 @@ int pf_cuda_adam_step(float *params, const float *grads, float *m, float *v, siz
 int pf_cuda_f32_to_bf16(uint16_t *dst, const float *src, size_t count, cudaStream_t stream,
                         char *err, size_t errlen);
 
+/* ---- graph-network ops (nn/cuda/graph_cuda.c runs nn/graph.h node lists with these) --------
+
+   Shapes are plain NCHW as above. Functions with an `acc` flag write dst = (acc ? dst : 0) +
+   value, so a tensor read by several nodes gets its gradient summed in place. Reductions
+   (PReLU's alpha gradient, global average pool, channel attention's scale gradient) give one
+   result per (sample, channel) or per channel from a fixed-order tree in double (one block
+   each, no atomics): deterministic, like the loss. nn/graph.c is the CPU counterpart of every
+   function here and defines its semantics. */
+
+/* LeakyReLU (alpha > 0) or ReLU (alpha = 0) forward: y = x > 0 ? x : alpha x (y may equal
+   x). */
+int pf_cuda_leaky_relu_forward(float *y, const float *x, float alpha, size_t count,
+                               cudaStream_t stream, char *err, size_t errlen);
+
+/* Its backward from the forward's OUTPUT (the sign of y is the sign of x for alpha >= 0):
+   dx = y > 0 ? dy : alpha dy, overwritten (dx may equal dy). */
+int pf_cuda_leaky_relu_backward(float *dx, const float *dy, const float *y, float alpha,
+                                size_t count, cudaStream_t stream, char *err, size_t errlen);
+
+/* torch.nn.PReLU(C): y = x > 0 ? x : alpha[c] x; alpha: C device floats. */
+int pf_cuda_prelu_forward(float *y, const float *x, const float *alpha, int n, int c, int h,
+                          int w, cudaStream_t stream, char *err, size_t errlen);
+
+/* PReLU backward: dx = (acc ? dx : 0) + (x > 0 ? dy : alpha[c] dy) (dx NULL: skipped);
+   dalpha[c] = sum over n, h, w where x <= 0 of dy x (overwritten). */
+int pf_cuda_prelu_backward(float *dx, float *dalpha, const float *dy, const float *x,
+                           const float *alpha, int n, int c, int h, int w, int acc,
+                           cudaStream_t stream, char *err, size_t errlen);
+
+/* y = tanh(x) / y = 1 / (1 + exp(-x)) over count floats (y may equal x). */
+int pf_cuda_tanh_forward(float *y, const float *x, size_t count, cudaStream_t stream, char *err,
+                         size_t errlen);
+int pf_cuda_sigmoid_forward(float *y, const float *x, size_t count, cudaStream_t stream,
+                            char *err, size_t errlen);
+
+/* Their backward from the forward's output y: dx = (acc ? dx : 0) + dy (1 - y^2) (tanh) /
+   dy y (1 - y) (sigmoid). */
+int pf_cuda_tanh_backward(float *dx, const float *dy, const float *y, size_t count, int acc,
+                          cudaStream_t stream, char *err, size_t errlen);
+int pf_cuda_sigmoid_backward(float *dx, const float *dy, const float *y, size_t count, int acc,
+                             cudaStream_t stream, char *err, size_t errlen);
+
+/* Global average pool (AdaptiveAvgPool2d(1)): y[n][c] = mean of x[n][c] over h x w; y is
+   N x C x 1 x 1. */
+int pf_cuda_gap_forward(float *y, const float *x, int n, int c, int h, int w,
+                        cudaStream_t stream, char *err, size_t errlen);
+
+/* Its backward: dx[n][c][.][.] = (acc ? dx : 0) + dy[n][c] / (h w). */
+int pf_cuda_gap_backward(float *dx, const float *dy, int n, int c, int h, int w, int acc,
+                         cudaStream_t stream, char *err, size_t errlen);
+
+/* Channel attention's multiply (RCAN): y = [res +] sc * x * s[n][c]; x, res, y N x C x H x W
+   (res NULL: none), s N x C x 1 x 1. */
+int pf_cuda_mul_ch_forward(float *y, const float *x, const float *s, const float *res, float sc,
+                           int n, int c, int h, int w, cudaStream_t stream, char *err,
+                           size_t errlen);
+
+/* Its backward: dx = (acc_x ? dx : 0) + sc * dy * s[n][c] (dx NULL: skipped) and
+   ds[n][c] = (acc_s ? ds : 0) + sc * sum over h, w of dy x (ds NULL: skipped). res's gradient
+   is dy itself (the caller's). */
+int pf_cuda_mul_ch_backward(float *dx, float *ds, const float *dy, const float *x,
+                            const float *s, float sc, int n, int c, int h, int w, int acc_x,
+                            int acc_s, cudaStream_t stream, char *err, size_t errlen);
+
+/* Channel slice copy, for torch.cat(dim=1) and its backward: for every sample and channel
+   k < cc, dst[n][dst_off + k] = (acc ? dst : 0) + src[n][src_off + k] (h w floats each);
+   dst has dst_c channels, src src_c. */
+int pf_cuda_copy_channels(float *dst, int dst_c, int dst_off, const float *src, int src_c,
+                          int src_off, int cc, int n, int hw, int acc, cudaStream_t stream,
+                          char *err, size_t errlen);
+
+/* F.interpolate(scale_factor=r, mode='nearest'): y (N x C x hr x wr) from x (N x C x h x w),
+   y[n][c][Y][X] = x[n][c][Y / r][X / r]. h, w are the INPUT size. */
+int pf_cuda_nearest_forward(float *y, const float *x, int n, int c, int h, int w, int r,
+                            cudaStream_t stream, char *err, size_t errlen);
+
+/* Its backward: dx[n][c][y][x] = (acc ? dx : 0) + sum over i, j < r of dy[n][c][y r + i][x r + j]. */
+int pf_cuda_nearest_backward(float *dx, const float *dy, int n, int c, int h, int w, int r,
+                             int acc, cudaStream_t stream, char *err, size_t errlen);
+
+/* F.interpolate(lq / 255, scale_factor=r, mode='bilinear', align_corners=False) straight from
+   the uploaded batch: lq n x h x w x 3 uint8 NHWC -> y N x 3 x hr x wr float. ATen's rule:
+   source = (dst + 0.5) / r - 0.5 clamped at 0, the far tap clamped to the last pixel
+   (MSRResNet's skip). h, w are the LQ size. */
+int pf_cuda_bilinear_u8(float *y, const uint8_t *lq, int n, int h, int w, int r,
+                        cudaStream_t stream, char *err, size_t errlen);
+
+/* F.interpolate(lq / 255, scale_factor=r, mode='bicubic', align_corners=False) likewise
+   (SRCNN's in-network upsampler, nn/bicubic.c): Keys' cubic with A = -0.75, taps clamped to
+   the image. */
+int pf_cuda_bicubic_u8(float *y, const uint8_t *lq, int n, int h, int w, int r,
+                       cudaStream_t stream, char *err, size_t errlen);
+
+/* dst[i] = sum over j < per of (idx[i per + j] >= 0 ? src[idx[i per + j]] : 0), i < count:
+   a fixed re-indexing (FSRCNN's ConvTranspose2d weights into their sub-pixel convolution and
+   the gradients back; nn/zoo.c pf_zoo_sub_index). idx: count * per device ints. */
+int pf_cuda_gather_sum(float *dst, const float *src, const int *idx, size_t count, int per,
+                       cudaStream_t stream, char *err, size_t errlen);
+
 #ifdef __cplusplus
 }
 #endif
