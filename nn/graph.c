@@ -2,6 +2,7 @@
 #include "nn/graph.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,6 +129,7 @@ static int plan_layouts(pf_model *m, pf_gstate *S, pf_conv *convs, int h, int w,
         switch (nd->op) {
         case PF_G_INPUT:
         case PF_G_BILINEAR_IN:
+        case PF_G_BICUBIC_IN:
             break;              /* chosen by the consumer */
         case PF_G_CONV: {
             pf_conv *c = &convs[nd->conv];
@@ -196,6 +198,43 @@ static int plan_layouts(pf_model *m, pf_gstate *S, pf_conv *convs, int h, int w,
     return 0;
 }
 
+int pf_graph_assign_slots(const pf_graph *g, void *ts, size_t stride, size_t numel_at,
+                          size_t last_use_at, size_t slot_at, size_t **size_out) {
+#define FIELD(type, t, at) (*(type *)((char *)ts + (size_t)(t) * stride + (at)))
+    size_t *size = calloc((size_t)g->n_t + 1, sizeof *size);    /* grown as assigned */
+    int *busy = calloc((size_t)g->n_t + 1, sizeof *busy);
+    int n_slots = 0;
+    if (!size || !busy) {
+        free(size);
+        free(busy);
+        return -1;
+    }
+    /* node 0 (PF_G_INPUT) produces the input: no slot for it before the loop, which would
+       stay busy for good */
+    for (int k = 0; k < g->n_node; k++) {
+        const pf_gnode *nd = &g->node[k];
+        size_t need = FIELD(size_t, nd->out, numel_at);
+        /* best fit among free slots, else a new one */
+        int best = -1;
+        for (int s = 0; s < n_slots; s++)
+            if (!busy[s] && (best < 0 || (size[s] >= need &&
+                                          (size[best] < need || size[s] < size[best]))))
+                best = s;
+        if (best < 0) best = n_slots++;
+        if (size[best] < need) size[best] = need;
+        busy[best] = 1;
+        FIELD(int, nd->out, slot_at) = best;
+        /* inputs whose last reader this is are free again (after the output took its slot,
+           so no node writes over its own input) */
+        for (int i = 0; i < nd->n_in; i++)
+            if (FIELD(int, nd->in[i], last_use_at) == k) busy[FIELD(int, nd->in[i], slot_at)] = 0;
+    }
+#undef FIELD
+    free(busy);
+    *size_out = size;
+    return n_slots;
+}
+
 /* Buffers: training keeps all; inference reuses the slots of dead tensors. */
 static int plan_buffers(pf_model *m, pf_gstate *S, int training) {
     pf_graph *g = &m->graph;
@@ -208,42 +247,14 @@ static int plan_buffers(pf_model *m, pf_gstate *S, int training) {
         }
         total += 2 * ROUND(S->max_numel);
     } else {
-        /* slot sizes, grown as tensors are assigned */
-        size_t *size = calloc((size_t)g->n_t + 1, sizeof *size);
-        int *busy = calloc((size_t)g->n_t + 1, sizeof *busy);
-        int n_slots = 0;
-        if (!size || !busy) {
-            free(size);
-            free(busy);
-            return -1;
-        }
-        /* node 0 (PF_G_INPUT) produces the input: no slot for it before the loop, which
-           would stay busy for good */
-        for (int k = 0; k < g->n_node; k++) {
-            int t = g->node[k].out;
-            /* best fit among free slots, else a new one */
-            int best = -1;
-            for (int s = 0; s < n_slots; s++)
-                if (!busy[s] && (best < 0 || (size[s] >= S->ts[t].numel &&
-                                              (size[best] < S->ts[t].numel ||
-                                               size[s] < size[best]))))
-                    best = s;
-            if (best < 0 || size[best] < S->ts[t].numel) {
-                if (best < 0) best = n_slots++;
-                if (size[best] < S->ts[t].numel) size[best] = S->ts[t].numel;
-            }
-            busy[best] = 1;
-            S->ts[t].slot = best;
-            /* inputs whose last reader this is are free again (after the output took its
-               slot, so no node writes over its own input) */
-            pf_gnode *nd = &g->node[k];
-            for (int i = 0; i < nd->n_in; i++)
-                if (S->ts[nd->in[i]].last_use == k) busy[S->ts[nd->in[i]].slot] = 0;
-        }
+        size_t *size = NULL;
+        int n_slots = pf_graph_assign_slots(g, S->ts, sizeof *S->ts, offsetof(pf_tstate, numel),
+                                            offsetof(pf_tstate, last_use),
+                                            offsetof(pf_tstate, slot), &size);
+        if (n_slots < 0) return -1;
         size_t *off = calloc((size_t)n_slots + 1, sizeof *off);
         if (!off) {
             free(size);
-            free(busy);
             return -1;
         }
         for (int s = 0; s < n_slots; s++) {
@@ -256,7 +267,6 @@ static int plan_buffers(pf_model *m, pf_gstate *S, int training) {
             for (int i = 0; i < g->n_t; i++) S->ts[i].data = S->arena + off[S->ts[i].slot];
         }
         free(size);
-        free(busy);
         free(off);
         return S->arena ? 0 : -1;
     }
@@ -484,6 +494,9 @@ static int forward_node(pf_model *m, pf_gstate *S, pf_conv *convs, const pf_gnod
             }
         return 0;
     }
+    case PF_G_BICUBIC_IN:
+        pf_bicubic_upsample_image(y, lq, n, o->h / nd->r, o->w / nd->r, nd->r, b);
+        return 0;
     case PF_G_CONV: {
         pf_conv *c = &convs[nd->conv];
         if (nd->n_in > 1)
@@ -631,6 +644,7 @@ static int backward_node(pf_model *m, pf_gstate *S, pf_conv *convs, const pf_gno
     switch (nd->op) {
     case PF_G_INPUT:
     case PF_G_BILINEAR_IN:
+    case PF_G_BICUBIC_IN:
         return 0;
     case PF_G_CONV: {
         pf_conv *c = &convs[nd->conv];

@@ -39,6 +39,8 @@ typedef enum {
     PF_G_NEAREST,       /* F.interpolate(scale_factor=r, mode='nearest') */
     PF_G_BILINEAR_IN,   /* F.interpolate(lq / 255, scale_factor=r, mode='bilinear',
                            align_corners=False); no gradient */
+    PF_G_BICUBIC_IN,    /* the same with mode='bicubic' (SRCNN's upsampler; nn/bicubic.c);
+                           no gradient */
 } pf_gop;
 
 typedef struct {
@@ -54,7 +56,8 @@ typedef struct {
     int conv;                   /* CONV: layer index in the model's conv arrays */
     int param;                  /* PRELU: index of its weight in the model's tensor table */
     float scale;                /* ADD, MUL_CH, CONV with residual */
-    int r;                      /* SHUFFLE, UNSHUFFLE, NEAREST, BILINEAR_IN factor */
+    int r;                      /* SHUFFLE, UNSHUFFLE, NEAREST, BILINEAR_IN, BICUBIC_IN
+                                   factor */
 } pf_gnode;
 
 typedef struct {
@@ -75,6 +78,17 @@ void pf_graph_free(pf_graph *g);
 int pf_graph_tensor(pf_graph *g, int c, int mul, int div, int one);
 int pf_graph_node(pf_graph *g, pf_gop op, const int *in, int n_in, int out_c, int out_mul,
                   int out_div, int out_one);
+
+/* Inference buffer sharing, for the CPU plan and nn/cuda/graph_cuda.c: in node order, each
+   node's output tensor takes the best-fitting free slot (or a new one, grown to fit), then the
+   inputs whose last reader is this node are freed. ts: the caller's per-tensor records
+   (g->n_t of `stride` bytes), each with, at the given byte offsets, a size_t numel (floats),
+   an int last_use (index of the last node reading it; one past the last node for the graph's
+   output) and an int slot, which this fills for every node output. *size_out gets each
+   slot's size in floats (malloc'd; the caller frees it). Returns the slot count, or -1 when
+   out of memory. */
+int pf_graph_assign_slots(const pf_graph *g, void *ts, size_t stride, size_t numel_at,
+                          size_t last_use_at, size_t slot_at, size_t **size_out);
 
 /* Per-shape state: layouts, buffers, gradients (model_internal.h holds it in pf_plan). */
 typedef struct pf_gstate pf_gstate;

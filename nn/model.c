@@ -257,6 +257,7 @@ void pf_model_destroy(pf_model **self) {
     free(m->conv_w);
     free(m->sub_w);
     free(m->sub_dw);
+    free(m->sub_idx);
     pf_graph_free(&m->graph);
     free(m->params);
     free(m->grads);

@@ -64,6 +64,8 @@ struct pf_model {
     int sub_r;                  /* its kernel is (2 sub_r + 1)^2 */
     float *sub_w, *sub_dw;      /* that layer's weights + bias, and their gradients, in the
                                    conv's own OIHW layout */
+    int *sub_idx;               /* for each element of the ConvTranspose2d weight (d x 3 x 9 x
+                                   9), its index in sub_w (zoo.c sub_index) */
     int scale;
     int n_stages, stage_r;      /* EDSR upsample: stages of factor stage_r (2 or 3) */
     float *params, *grads;      /* flat buffers, n_params floats each */

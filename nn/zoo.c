@@ -114,6 +114,8 @@ static int upsample(zb *z, int x, int nf, int scale) {
     return x;
 }
 
+static void sub_index(pf_model *m);
+
 static int fsrcnn(zb *z, int x) {
     const pf_config *c = &z->m->cfg;
     int d = c->fsrcnn_d, s = c->fsrcnn_s, m = c->fsrcnn_m;
@@ -153,8 +155,10 @@ static int fsrcnn(zb *z, int x) {
     z->m->sub_stride = r;
     z->m->sub_r = R;
     if (ci < 0 || !(z->m->sub_w = calloc(wn + 3 * r * r, sizeof(float))) ||
-        !(z->m->sub_dw = calloc(wn + 3 * r * r, sizeof(float))))
+        !(z->m->sub_dw = calloc(wn + 3 * r * r, sizeof(float))) ||
+        !(z->m->sub_idx = calloc((size_t)d * 3 * 81, sizeof(int))))
         return -1;
+    sub_index(z->m);
     const pf_gtensor t = z->g->t[x];
     x = pf_graph_node(z->g, PF_G_CONV, &x, 1, 3 * r * r, t.mul, t.div, 0);
     if (x < 0) return -1;
@@ -168,29 +172,38 @@ static int fsrcnn(zb *z, int x) {
    sum over c, kh, kw of x[c][h - dh][w - dw] W[c][o][kh][kw], where kh = r dh + i + 4 and
    kw = r dw + j + 4 lie in 0..8 — a stride-1 convolution whose output channel o r^2 + i r + j
    has tap (R - dh, R - dw) = W[c][o][kh][kw], then PixelShuffle(r). Each (kh, kw) maps to one
-   tap; the other taps are zero. `to_sub` packs W, b into sub_w; else the gradients of sub_dw go
-   back into the tensors' gradients. */
-static void sub_map(pf_model *m, int to_sub) {
-    const pf_param_info *wt = &m->tensors[m->conv_w[m->sub_conv]], *bt = wt + 1;
-    int d = (int)wt->shape[0], r = m->sub_stride, R = m->sub_r, k = 2 * R + 1, oc = 3 * r * r;
-    size_t wn = (size_t)oc * d * k * k;
-    float *W = (to_sub ? m->params : m->grads) + wt->offset;
-    float *B = (to_sub ? m->params : m->grads) + bt->offset;
-    float *S = to_sub ? m->sub_w : m->sub_dw;
-    if (to_sub) memset(S, 0, wn * sizeof(float));
+   tap; the other taps are zero. sub_index records, for every element of W, its tap's index in
+   the sub-pixel weights. */
+static void sub_index(pf_model *m) {
+    const pf_param_info *wt = &m->tensors[m->conv_w[m->sub_conv]];
+    int d = (int)wt->shape[0], r = m->sub_stride, R = m->sub_r, k = 2 * R + 1;
     for (int kh = 0; kh < 9; kh++) {
         int i = ((kh - 4) % r + r) % r, dh = (kh - 4 - i) / r;
         for (int kw = 0; kw < 9; kw++) {
             int j = ((kw - 4) % r + r) % r, dw = (kw - 4 - j) / r;
             for (int o = 0; o < 3; o++)
-                for (int c = 0; c < d; c++) {
-                    size_t s = ((((size_t)o * r * r + (size_t)i * r + j) * d + c) * k +
-                                (size_t)(R - dh)) * k + (size_t)(R - dw);
-                    size_t w = (((size_t)c * 3 + o) * 9 + kh) * 9 + kw;
-                    if (to_sub) S[s] = W[w];
-                    else W[w] = S[s];
-                }
+                for (int c = 0; c < d; c++)
+                    m->sub_idx[(((size_t)c * 3 + o) * 9 + kh) * 9 + kw] =
+                        (int)(((((size_t)o * r * r + (size_t)i * r + j) * d + c) * k +
+                               (size_t)(R - dh)) * k + (size_t)(R - dw));
         }
+    }
+}
+
+/* `to_sub` packs W, b into sub_w (the bias repeated over each output channel's r^2 phases);
+   else the gradients of sub_dw go back into the tensors' gradients. */
+static void sub_map(pf_model *m, int to_sub) {
+    const pf_param_info *wt = &m->tensors[m->conv_w[m->sub_conv]], *bt = wt + 1;
+    int r = m->sub_stride, k = 2 * m->sub_r + 1, oc = 3 * r * r;
+    size_t wn = (size_t)oc * wt->shape[0] * k * k;
+    float *W = (to_sub ? m->params : m->grads) + wt->offset;
+    float *B = (to_sub ? m->params : m->grads) + bt->offset;
+    float *S = to_sub ? m->sub_w : m->sub_dw;
+    if (to_sub) {
+        memset(S, 0, wn * sizeof(float));
+        for (size_t w = 0; w < wt->numel; w++) S[m->sub_idx[w]] = W[w];
+    } else {
+        for (size_t w = 0; w < wt->numel; w++) W[w] = S[m->sub_idx[w]];
     }
     for (int o = 0; o < 3; o++) {
         double g = 0;

@@ -1,4 +1,5 @@
-/*  device_cuda — worker/device.h on the CUDA backend (nn/cuda/model_cuda.c, NCCL). */
+/*  device_cuda — worker/device.h on the CUDA backend (nn/cuda/model_cuda.c, the device
+    optimiser nn/cuda/optim_cuda.c, NCCL). */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -6,10 +7,13 @@
 
 #include "nn/cuda/collective_nccl.h"
 #include "nn/cuda/model_cuda.h"
+#include "nn/cuda/optim_cuda.h"
 #include "worker/device.h"
 
 struct pf_gpu {
     pf_cuda_model *model;
+    pf_cuda_optim optim;                /* made from the host optimiser at the first upload */
+    int have_optim;
     pf_nccl *group;                     /* NULL when training alone */
     float *vote;                        /* device [loss, stop] for the per-step agreement */
     int device;
@@ -36,9 +40,7 @@ pf_gpu *pf_gpu_new(const pf_config *cfg, int device, char *err, size_t errlen) {
     }
     g->device = device;
     g->model = pf_cuda_model_new(cfg, device, 0, err, errlen);
-    if (!g->model ||
-        pf_cuda_model_adam_init(g->model, cfg->betas[0], cfg->betas[1], cfg->eps,
-                                cfg->weight_decay, err, errlen) != 0) {
+    if (!g->model) {
         pf_gpu_destroy(&g);
         return NULL;
     }
@@ -55,22 +57,29 @@ void pf_gpu_destroy(pf_gpu **g) {
     if (!*g) return;
     pf_nccl_destroy(&(*g)->group);
     if ((*g)->vote) cudaFree((*g)->vote);
+    if ((*g)->have_optim) pf_cuda_optim_free(&(*g)->optim);
     pf_cuda_model_destroy(&(*g)->model);
     free(*g);
     *g = NULL;
 }
 
-int pf_gpu_upload(pf_gpu *g, const float *params, const pf_optim *adam, char *err,
+int pf_gpu_upload(pf_gpu *g, const float *params, const pf_optim *optim, char *err,
                   size_t errlen) {
     if (pf_cuda_model_set_params(g->model, params, err, errlen) != 0) return -1;
-    return pf_cuda_model_set_adam_state(g->model, adam->exp_avg, adam->exp_avg_sq, adam->step,
-                                        err, errlen);
+    if (g->have_optim) return pf_cuda_optim_upload(&g->optim, optim, err, errlen);
+    if (pf_cuda_optim_init(&g->optim, optim, pf_cuda_model_stream(g->model), err, errlen) != 0)
+        return -1;
+    g->have_optim = 1;
+    return 0;
 }
 
-int pf_gpu_download(pf_gpu *g, float *params, pf_optim *adam, char *err, size_t errlen) {
+int pf_gpu_download(pf_gpu *g, float *params, pf_optim *optim, char *err, size_t errlen) {
     if (pf_cuda_model_get_params(g->model, params, err, errlen) != 0) return -1;
-    return pf_cuda_model_get_adam_state(g->model, adam->exp_avg, adam->exp_avg_sq, &adam->step,
-                                        err, errlen);
+    if (!g->have_optim) {
+        snprintf(err, errlen, "cuda:%d: no optimiser state on the device yet", g->device);
+        return -1;
+    }
+    return pf_cuda_optim_download(&g->optim, optim, err, errlen);
 }
 
 int pf_gpu_join_group(pf_gpu *g, int rank, int world, pf_kv_set_fn set, pf_kv_get_fn get,
@@ -82,37 +91,29 @@ int pf_gpu_join_group(pf_gpu *g, int rank, int world, pf_kv_set_fn set, pf_kv_ge
 
 int pf_gpu_broadcast_state(pf_gpu *g, char *err, size_t errlen) {
     if (!g->group) return 0;
-    size_t n = pf_cuda_model_num_params(g->model);
-    float *host_m = malloc(n * sizeof(float)), *host_v = malloc(n * sizeof(float));
-    int64_t step = 0;
-    int rc = -1;
-    cudaStream_t s = pf_cuda_model_stream(g->model);
-    float *dm = NULL, *dv = NULL;
-    if (!host_m || !host_v) {
-        snprintf(err, errlen, "out of memory");
-    } else if (pf_nccl_broadcast(g->group, pf_cuda_model_params_device(g->model), n, 0, s, err,
-                                 errlen) == 0 &&
-               pf_cuda_model_get_adam_state(g->model, host_m, host_v, &step, err,
-                                            errlen) == 0 &&
-               cudaMalloc((void **)&dm, n * sizeof(float)) == cudaSuccess &&
-               cudaMalloc((void **)&dv, n * sizeof(float)) == cudaSuccess &&
-               cudaMemcpy(dm, host_m, n * sizeof(float), cudaMemcpyHostToDevice) == cudaSuccess &&
-               cudaMemcpy(dv, host_v, n * sizeof(float), cudaMemcpyHostToDevice) == cudaSuccess &&
-               pf_nccl_broadcast(g->group, dm, n, 0, s, err, errlen) == 0 &&
-               pf_nccl_broadcast(g->group, dv, n, 0, s, err, errlen) == 0 &&
-               cudaMemcpy(host_m, dm, n * sizeof(float), cudaMemcpyDeviceToHost) == cudaSuccess &&
-               cudaMemcpy(host_v, dv, n * sizeof(float), cudaMemcpyDeviceToHost) == cudaSuccess) {
-        /* Every rank holds the same step count already (same checkpoint or a fresh start). */
-        rc = pf_cuda_model_set_adam_state(g->model, host_m, host_v, step, err, errlen);
-    } else if (!err[0]) {
-        snprintf(err, errlen, "cuda:%d: copying the Adam state for the broadcast failed",
+    if (!g->have_optim) {
+        snprintf(err, errlen, "cuda:%d: broadcast before the optimiser state was uploaded",
                  g->device);
+        return -1;
     }
-    if (dm) cudaFree(dm);
-    if (dv) cudaFree(dv);
-    free(host_m);
-    free(host_v);
-    return rc;
+    /* Rank 0's parameters and every optimiser state buffer, device to device. Every rank
+       holds the same step count already (same checkpoint or a fresh start). */
+    size_t n = pf_cuda_model_num_params(g->model);
+    cudaStream_t s = pf_cuda_model_stream(g->model);
+    float *bufs[4];
+    pf_cuda_optim_buffers(&g->optim, bufs);
+    if (pf_nccl_broadcast(g->group, pf_cuda_model_params_device(g->model), n, 0, s, err,
+                          errlen) != 0)
+        return -1;
+    for (int i = 0; i < 4; i++)
+        if (bufs[i] && pf_nccl_broadcast(g->group, bufs[i], n, 0, s, err, errlen) != 0)
+            return -1;
+    cudaError_t e = cudaStreamSynchronize(s);
+    if (e != cudaSuccess) {
+        snprintf(err, errlen, "cuda:%d: state broadcast: %s", g->device, cudaGetErrorString(e));
+        return -1;
+    }
+    return 0;
 }
 
 int pf_gpu_train_step(pf_gpu *g, const uint8_t *lq, const uint8_t *gt, int n, int lq_h,
@@ -141,6 +142,16 @@ int pf_gpu_train_step(pf_gpu *g, const uint8_t *lq, const uint8_t *gt, int n, in
     return 0;
 }
 
-int pf_gpu_adam_step(pf_gpu *g, float learning_rate, char *err, size_t errlen) {
-    return pf_cuda_model_adam_step(g->model, learning_rate, err, errlen);
+int pf_gpu_optim_step(pf_gpu *g, float learning_rate, float clip_max_norm, char *err,
+                      size_t errlen) {
+    if (!g->have_optim) {
+        snprintf(err, errlen, "cuda:%d: optimiser step before the state was uploaded",
+                 g->device);
+        return -1;
+    }
+    float *params = pf_cuda_model_params_device(g->model);
+    float *grads = pf_cuda_model_grads_device(g->model);
+    if (clip_max_norm > 0 && pf_cuda_optim_clip(&g->optim, grads, clip_max_norm, err, errlen))
+        return -1;
+    return pf_cuda_optim_step(&g->optim, params, grads, learning_rate, err, errlen);
 }

@@ -26,15 +26,15 @@ void pf_gpu_destroy(pf_gpu **g) {
     *g = NULL;
 }
 
-int pf_gpu_upload(pf_gpu *g, const float *params, const pf_optim *adam, char *err,
+int pf_gpu_upload(pf_gpu *g, const float *params, const pf_optim *optim, char *err,
                   size_t errlen) {
-    (void)g, (void)params, (void)adam;
+    (void)g, (void)params, (void)optim;
     snprintf(err, errlen, "%s", no_cuda);
     return -1;
 }
 
-int pf_gpu_download(pf_gpu *g, float *params, pf_optim *adam, char *err, size_t errlen) {
-    (void)g, (void)params, (void)adam;
+int pf_gpu_download(pf_gpu *g, float *params, pf_optim *optim, char *err, size_t errlen) {
+    (void)g, (void)params, (void)optim;
     snprintf(err, errlen, "%s", no_cuda);
     return -1;
 }
@@ -59,8 +59,9 @@ int pf_gpu_train_step(pf_gpu *g, const uint8_t *lq, const uint8_t *gt, int n, in
     return -1;
 }
 
-int pf_gpu_adam_step(pf_gpu *g, float learning_rate, char *err, size_t errlen) {
-    (void)g, (void)learning_rate;
+int pf_gpu_optim_step(pf_gpu *g, float learning_rate, float clip_max_norm, char *err,
+                      size_t errlen) {
+    (void)g, (void)learning_rate, (void)clip_max_norm;
     snprintf(err, errlen, "%s", no_cuda);
     return -1;
 }

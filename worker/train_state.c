@@ -290,17 +290,9 @@ int pf_state_load_eval_weights(pf_model *m, const char *path, int *ema, char *er
 }
 
 int pf_state_cuda_unsupported(const pf_config *cfg, char *err, size_t errlen) {
-    const char *what = strcmp(cfg->optim_type, "Adam") != 0 ? "optimizers.type"
-                     : cfg->n_custom_keys > 0               ? "optimizers.paramwise_cfg"
-                     : cfg->grad_clip_max_norm > 0          ? "optimizer_config.grad_clip"
-                     : cfg->ema_decay > 0                   ? "ema_decay"
-                                                            : NULL;
-    if (!what) return 0;
-    if (!strcmp(what, "optimizers.type"))
-        snprintf(err, errlen, "optimizers.type %s is not supported on cuda yet (Adam only)",
-                 cfg->optim_type);
-    else
-        snprintf(err, errlen, "%s is not supported on cuda yet", what);
+    if (!strcmp(cfg->loss_type, "L1Loss") || !strcmp(cfg->loss_type, "MSELoss")) return 0;
+    snprintf(err, errlen, "loss %s is not supported on cuda yet (L1Loss, MSELoss)",
+             cfg->loss_type);
     return 1;
 }
 

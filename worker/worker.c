@@ -152,7 +152,7 @@ static int sync_step(worker *w, int has_samples, float *loss, char *err, size_t 
 
 /* One iteration's training step on batch b (gt, lq: its frames): forward, backward, gradients
    averaged over the group, clipped (optimizer_config.grad_clip), the optimiser step and the
-   EMA (nn/optim; on a GPU plain Adam). A batch whose every sample was skipped
+   EMA (nn/optim; on a GPU the same, nn/cuda/optim_cuda). A batch whose every sample was skipped
    (data.on_bad_sample: skip) takes no step on its own; in a CPU group the rank contributes
    zero gradients and the others' average is applied, and when no rank has a sample nobody steps. Either way the
    iteration counts, so the learning rate, the sampler and a resume stay functions of the
@@ -174,7 +174,7 @@ static int train_step(worker *w, const pf_msg_batch *b, const uint8_t *gt, const
         int stop = w->stop_requested;
         if (pf_gpu_train_step(w->gpu, lq, gt, (int)b->n, (int)b->lq_h, (int)b->lq_w, loss,
                               &stop, err, errlen) != 0 ||
-            pf_gpu_adam_step(w->gpu, (float)lr, err, errlen) != 0)
+            pf_gpu_optim_step(w->gpu, (float)lr, w->cfg->grad_clip_max_norm, err, errlen) != 0)
             return -1;
         if (stop) w->stop_agreed = 1;
         return 0;

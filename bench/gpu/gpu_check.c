@@ -17,8 +17,10 @@
     The "network" section (built only in the CMake build, which defines PIXFLOW_HAVE_CUDA and
     links the CPU backend; run.sh's nvcc-only fallback skips it) runs EDSR on the GPU
     (nn/cuda/model_cuda.h) against the CPU model (nn/model.h) with the same weights and batch:
-    loss, every gradient tensor, inference output, parameters after 3 Adam steps; then times
-    the EDSR-baseline x4 training step (`# timing` lines).
+    loss, every gradient tensor, inference output, parameters after 3 Adam steps; the same for
+    small versions of every other network (SRCNN, FSRCNN, ESPCN, MSRResNet, RCAN, RRDBNet, run
+    by nn/cuda/graph_cuda.c); then times the training steps of bench/train_step's shapes
+    (`# timing` lines).
 */
 #include <math.h>
 #include <stdint.h>
@@ -33,6 +35,7 @@
 #ifdef PIXFLOW_HAVE_CUDA
 #include <time.h>
 #include "nn/cuda/model_cuda.h"
+#include "nn/cuda/optim_cuda.h"
 #include "nn/model.h"
 #endif
 
@@ -1044,7 +1047,7 @@ static void check_graph_ops(void) {
     check_graph_op_args();
 }
 
-/* ---- network: EDSR on the GPU (nn/cuda/model_cuda) vs the CPU model (nn/model) ------------ */
+/* ---- networks on the GPU (nn/cuda/model_cuda) vs the CPU model (nn/model) ------------------ */
 
 #ifdef PIXFLOW_HAVE_CUDA
 
@@ -1064,6 +1067,35 @@ static void edsr_cfg(pf_config *c, int scale, int n_feats, int n_blocks, float r
     strcpy(c->loss_type, loss);
     c->loss_weight = 1.0f;
     c->charbonnier_eps = 1e-12f;
+}
+
+/* A network of the zoo (nn/zoo.c) or SRCNN, small: the config's defaults, then the type's
+   hyper-parameters from `hp`: MSRResNet n_feats n_blocks; RCAN n_feats n_blocks num_group
+   squeeze_factor; RRDBNet n_feats n_blocks num_grow_ch; FSRCNN d s m; SRCNN c1 c2; ESPCN
+   none. */
+static void zoo_cfg(pf_config *c, const char *type, int scale, const char *loss,
+                    const int hp[4]) {
+    pf_config_defaults(c);
+    snprintf(c->model_type, sizeof c->model_type, "%s", type);
+    snprintf(c->loss_type, sizeof c->loss_type, "%s", loss);
+    c->scale = scale;
+    if (!strcmp(type, "MSRResNet") || !strcmp(type, "RCAN") || !strcmp(type, "RRDBNet")) {
+        c->n_feats = hp[0];
+        c->n_blocks = hp[1];
+    }
+    if (!strcmp(type, "RCAN")) {
+        c->num_group = hp[2];
+        c->squeeze_factor = hp[3];
+    } else if (!strcmp(type, "RRDBNet")) {
+        c->num_grow_ch = hp[2];
+    } else if (!strcmp(type, "FSRCNN")) {
+        c->fsrcnn_d = hp[0];
+        c->fsrcnn_s = hp[1];
+        c->fsrcnn_m = hp[2];
+    } else if (!strcmp(type, "SRCNN")) {
+        c->srcnn_channels[1] = hp[0];
+        c->srcnn_channels[2] = hp[1];
+    }
 }
 
 static void random_u8(uint8_t *x, size_t n) {
@@ -1184,8 +1216,9 @@ static void check_network(const char *label, const pf_config *cfg, int n, int h,
     /* 3 Adam steps on both (BasicSR EDSR: lr 1e-4, betas 0.9 / 0.99) */
     const float lr = 1e-4f, b1 = 0.9f, b2 = 0.99f, eps = 1e-8f, wd = 0.0f;
     pf_adam opt;
+    pf_cuda_optim dopt;
     if (pf_adam_init(&opt, np, b1, b2, eps, wd)) exit(2);
-    if (pf_cuda_model_adam_init(gpu, b1, b2, eps, wd, g_err, sizeof g_err)) {
+    if (pf_cuda_optim_init(&dopt, &opt, pf_cuda_model_stream(gpu), g_err, sizeof g_err)) {
         report_error("net adam init", shape, g_err);
         pf_adam_free(&opt);
         goto done;
@@ -1202,7 +1235,8 @@ static void check_network(const char *label, const pf_config *cfg, int n, int h,
             }
         }
         pf_adam_step(&opt, pf_model_params(cpu), pf_model_grads(cpu), lr);
-        if (pf_cuda_model_adam_step(gpu, lr, g_err, sizeof g_err)) {
+        if (pf_cuda_optim_step(&dopt, pf_cuda_model_params_device(gpu),
+                               pf_cuda_model_grads_device(gpu), lr, g_err, sizeof g_err)) {
             report_error("net adam step", shape, g_err);
             break;
         }
@@ -1220,6 +1254,7 @@ static void check_network(const char *label, const pf_config *cfg, int n, int h,
         }
     }
     pf_adam_free(&opt);
+    pf_cuda_optim_free(&dopt);
 done:
     free(grads), free(params), free(lq), free(gt), free(out_cpu), free(out_gpu);
     pf_cuda_model_destroy(&gpu);
@@ -1237,57 +1272,133 @@ static int cmp_double(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-/* EDSR-baseline x4 (64 feats, 16 blocks, res_scale 1, L1) training step: batch 16, LQ 48x48
-   (BasicSR's DIV2K recipe: gt_size 192), upload + forward + loss + backward + Adam, timed on
-   the host around a synchronised step; median of 20 after 5 warm-up steps. */
-static void time_edsr_baseline(int tf32) {
-    const int n = 16, h = 48, w = 48, warm = 5, steps = 20;
+/* One training step of `cfg` (L1): upload + forward + loss + backward + Adam, timed on the
+   host around a synchronised step; median of 20 after 5 warm-up steps. */
+static void time_train_step(const char *label, const pf_config *cfg, int n, int h, int w,
+                            int tf32) {
+    const int warm = 5, steps = 20;
     const char *mode = tf32 ? "tf32" : "fp32";
-    pf_config cfg;
-    edsr_cfg(&cfg, 4, 64, 16, 1.0f, "L1Loss");
-    pf_model *cpu = pf_model_new(&cfg, g_err, sizeof g_err); /* for the seeded weights only */
+    pf_model *cpu = pf_model_new(cfg, g_err, sizeof g_err); /* for the seeded weights only */
     if (!cpu) {
-        printf("# timing EDSR x4 %s: cpu model: %s\n", mode, g_err);
+        printf("# timing %s %s: cpu model: %s\n", label, mode, g_err);
         return;
     }
     pf_model_init(cpu, 1);
     size_t free0 = 0, free1 = 0, total = 0;
     cudaMemGetInfo(&free0, &total);
-    pf_cuda_model *gpu = pf_cuda_model_new(&cfg, 0, tf32, g_err, sizeof g_err);
-    size_t lq_bytes = (size_t)n * h * w * 3, gt_bytes = lq_bytes * 16;
+    pf_cuda_model *gpu = pf_cuda_model_new(cfg, 0, tf32, g_err, sizeof g_err);
+    size_t lq_bytes = (size_t)n * h * w * 3;
+    size_t gt_bytes = lq_bytes * (size_t)cfg->scale * (size_t)cfg->scale;
     uint8_t *lq = host_alloc(lq_bytes), *gt = host_alloc(gt_bytes);
     random_u8(lq, lq_bytes);
     random_u8(gt, gt_bytes);
     double t[20];
     float loss = 0;
+    pf_adam opt;
+    pf_cuda_optim dopt = {0};
+    if (pf_adam_init(&opt, pf_model_num_params(cpu), 0.9f, 0.99f, 1e-8f, 0.0f)) exit(2);
     int ok = gpu && !pf_cuda_model_set_params(gpu, pf_model_params(cpu), g_err, sizeof g_err) &&
-             !pf_cuda_model_adam_init(gpu, 0.9f, 0.99f, 1e-8f, 0.0f, g_err, sizeof g_err);
+             !pf_cuda_optim_init(&dopt, &opt, pf_cuda_model_stream(gpu), g_err, sizeof g_err);
     for (int i = 0; ok && i < warm + steps; i++) {
         double t0 = now_s();
         ok = !pf_cuda_model_train_step(gpu, lq, gt, n, h, w, &loss, g_err, sizeof g_err) &&
-             !pf_cuda_model_adam_step(gpu, 1e-4f, g_err, sizeof g_err) &&
+             !pf_cuda_optim_step(&dopt, pf_cuda_model_params_device(gpu),
+                                 pf_cuda_model_grads_device(gpu), 1e-4f, g_err, sizeof g_err) &&
              cudaStreamSynchronize(pf_cuda_model_stream(gpu)) == cudaSuccess;
         if (i >= warm) t[i - warm] = now_s() - t0;
         if (i == 0) cudaMemGetInfo(&free1, &total);
     }
     if (!ok) {
-        printf("# timing EDSR x4 64f 16b N%d LQ%d %s: ERROR %s\n", n, h, mode, g_err);
+        printf("# timing %s N%d LQ%d %s: ERROR %s\n", label, n, h, mode, g_err);
     } else {
         qsort(t, steps, sizeof *t, cmp_double);
         double med = 0.5 * (t[steps / 2 - 1] + t[steps / 2]);
-        printf("# timing EDSR x4 64f 16b N%d LQ%d %s train step (upload+fwd+loss+bwd+adam): "
+        printf("# timing %s N%d LQ%d %s train step (upload+fwd+loss+bwd+adam): "
                "median %.2f ms, min %.2f ms, max %.2f ms, %.1f img/s; device memory %.0f MiB "
                "(model + activations + workspace); loss %.4f\n",
-               n, h, mode, med * 1e3, t[0] * 1e3, t[steps - 1] * 1e3, n / med,
+               label, n, h, mode, med * 1e3, t[0] * 1e3, t[steps - 1] * 1e3, n / med,
                (double)(free0 - free1) / (1024.0 * 1024.0), (double)loss);
     }
     fflush(stdout);
     free(lq), free(gt);
+    pf_adam_free(&opt);
+    pf_cuda_optim_free(&dopt);
     pf_cuda_model_destroy(&gpu);
     pf_model_destroy(&cpu);
 }
 
+/* The device optimiser (nn/cuda/optim_cuda.h) against nn/optim.c on one flat buffer of odd
+   size split into four groups (frozen, lr 0.1 without decay, plain, lr 2 with half decay),
+   3 steps: parameters, every state buffer and the step after a download. */
+static void check_optim_cuda(const char *label, pf_optim_settings s, float ema, float clip) {
+    const size_t n = 10007;
+    char shape[128];
+    pf_optim host, back;
+    pf_cuda_optim dev;
+    if (pf_optim_init(&host, n, &s) || pf_optim_init(&back, n, &s)) exit(2);
+    pf_optim_group gr[4] = {{0, 1000, 0.0f, 1.0f}, {1000, 3000, 0.1f, 0.0f},
+                            {4000, 5000, 1.0f, 1.0f}, {9000, 1007, 2.0f, 0.5f}};
+    float *p = host_alloc(n * 4), *g = host_alloc(n * 4), *got = host_alloc(n * 4);
+    fill(p, n, -0.5f, 0.5f);
+    if (pf_optim_set_groups(&host, gr, 4) || pf_optim_set_groups(&back, gr, 4) ||
+        (ema > 0 && (pf_optim_ema_init(&host, ema, p) || pf_optim_ema_init(&back, ema, p))))
+        exit(2);
+    float *d_p = upload(p, n * 4), *d_g = dev_alloc(n * 4);
+    if (pf_cuda_optim_init(&dev, &host, 0, g_err, sizeof g_err)) {
+        report_error("optim init", label, g_err);
+        goto out;
+    }
+    for (int t = 1; t <= 3; t++) {
+        fill(g, n, -2, 2);
+        if (cudaMemcpy(d_g, g, n * 4, cudaMemcpyHostToDevice) != cudaSuccess) exit(2);
+        float lr = 1e-2f * (float)t;
+        snprintf(shape, sizeof shape, "%s count %zu step %d", label, n, t);
+        if (clip > 0) {
+            pf_clip_grad_norm(g, n, clip);
+            int rc = pf_cuda_optim_clip(&dev, d_g, clip, g_err, sizeof g_err);
+            check("optim clipped grads", shape, rc, d_g, g, n, TOL_FP32);
+        }
+        pf_optim_step(&host, p, g, lr);
+        int rc = pf_cuda_optim_step(&dev, d_p, d_g, lr, g_err, sizeof g_err);
+        check("optim params", shape, rc, d_p, p, n, TOL_FP32);
+    }
+    if (pf_cuda_optim_download(&dev, &back, g_err, sizeof g_err)) {
+        report_error("optim download", label, g_err);
+    } else {
+        float *hb[4] = {host.exp_avg, host.exp_avg_sq, host.momentum_buffer, host.ema};
+        float *bb[4] = {back.exp_avg, back.exp_avg_sq, back.momentum_buffer, back.ema};
+        const char *names[4] = {"optim exp_avg", "optim exp_avg_sq", "optim momentum_buffer",
+                                "optim ema"};
+        for (int i = 0; i < 4; i++)
+            if (hb[i]) report(names[i], label, max_rel_err(bb[i], hb[i], n), TOL_FP32);
+        report("optim step count", label, back.step == host.step ? 0.0 : INFINITY, 0.0);
+        /* a frozen group is never written: bit-identical */
+        int frozen = download(got, d_p, n * 4) == 0 && !memcmp(got, p, 1000 * 4);
+        report("optim frozen group untouched", label, frozen ? 0.0 : INFINITY, 0.0);
+    }
+    pf_cuda_optim_free(&dev);
+out:
+    pf_optim_free(&host);
+    pf_optim_free(&back);
+    free(p), free(g), free(got);
+    cudaFree(d_p), cudaFree(d_g);
+}
+
+static void check_optimisers(void) {
+    pf_optim_settings adam = {PF_OPTIM_ADAM, 0.9f, 0.99f, 1e-8f, 1e-4f, 0, 0, 0};
+    pf_optim_settings adamw = {PF_OPTIM_ADAMW, 0.9f, 0.999f, 1e-8f, 1e-2f, 0, 0, 0};
+    pf_optim_settings sgd = {PF_OPTIM_SGD, 0, 0, 0, 1e-4f, 0.9f, 0.1f, 0};
+    pf_optim_settings nesterov = {PF_OPTIM_SGD, 0, 0, 0, 0.0f, 0.9f, 0.0f, 1};
+    pf_optim_settings plain = {PF_OPTIM_SGD, 0, 0, 0, 1e-3f, 0.0f, 0.0f, 0};
+    check_optim_cuda("Adam wd EMA 0.999", adam, 0.999f, 0);
+    check_optim_cuda("AdamW clip 1", adamw, 0, 1.0f);
+    check_optim_cuda("SGD momentum dampening EMA 0.9", sgd, 0.9f, 0);
+    check_optim_cuda("SGD Nesterov clip 5", nesterov, 0, 5.0f);
+    check_optim_cuda("SGD plain wd", plain, 0, 0);
+}
+
 static void check_networks(void) {
+    check_optimisers();
     static const struct {
         int scale, h, w;
         float res_scale;
@@ -1306,12 +1417,45 @@ static void check_networks(void) {
                      (double)cases[i].res_scale);
             check_network(label, &cfg, 2, cases[i].h, cases[i].w, tf32);
         }
+    /* every other network, through nn/cuda/graph_cuda.c: each op of nn/graph.h in forward
+       and backward, at odd sizes where the network allows them */
+    static const struct {
+        const char *type;
+        int scale, h, w, tf32;
+        int hp[4];
+        const char *loss;
+    } zoo[] = {
+        {"SRCNN", 3, 12, 12, 0, {16, 8, 0, 0}, "L1Loss"},
+        {"SRCNN", 2, 17, 13, 0, {16, 8, 0, 0}, "MSELoss"},
+        {"FSRCNN", 3, 12, 12, 0, {12, 4, 2, 0}, "L1Loss"},     /* d s m */
+        {"FSRCNN", 2, 17, 13, 0, {16, 8, 1, 0}, "MSELoss"},
+        {"ESPCN", 3, 12, 12, 0, {0, 0, 0, 0}, "L1Loss"},
+        {"ESPCN", 4, 17, 13, 0, {0, 0, 0, 0}, "MSELoss"},
+        {"MSRResNet", 4, 12, 12, 0, {16, 2, 0, 0}, "L1Loss"},
+        {"MSRResNet", 2, 17, 13, 0, {16, 2, 0, 0}, "MSELoss"},
+        {"MSRResNet", 3, 17, 13, 1, {16, 2, 0, 0}, "L1Loss"},
+        {"RCAN", 2, 12, 12, 0, {16, 2, 2, 4}, "L1Loss"},       /* feats blocks groups squeeze */
+        {"RCAN", 3, 17, 13, 0, {16, 2, 2, 4}, "MSELoss"},
+        {"RCAN", 4, 12, 12, 1, {16, 2, 2, 4}, "L1Loss"},
+        {"RRDBNet", 4, 12, 12, 0, {16, 1, 8, 0}, "L1Loss"},    /* feats blocks growth */
+        {"RRDBNet", 2, 12, 14, 0, {16, 1, 8, 0}, "MSELoss"},   /* pixel unshuffle */
+        {"RRDBNet", 4, 17, 13, 1, {12, 1, 12, 0}, "MSELoss"},
+    };
+    for (size_t i = 0; i < sizeof zoo / sizeof *zoo; i++) {
+        pf_config cfg;
+        char label[64];
+        zoo_cfg(&cfg, zoo[i].type, zoo[i].scale, zoo[i].loss, zoo[i].hp);
+        snprintf(label, sizeof label, "%s x%d (%d %d %d %d)", zoo[i].type, zoo[i].scale,
+                 zoo[i].hp[0], zoo[i].hp[1], zoo[i].hp[2], zoo[i].hp[3]);
+        check_network(label, &cfg, 2, zoo[i].h, zoo[i].w, zoo[i].tf32);
+    }
+
     /* the errors the API promises */
     pf_config cfg;
     edsr_cfg(&cfg, 2, 16, 2, 1.0f, "L1Loss");
-    strcpy(cfg.model_type, "SRCNN");
+    strcpy(cfg.model_type, "NoSuchNet");
     pf_cuda_model *m = pf_cuda_model_new(&cfg, 0, 0, g_err, sizeof g_err);
-    report("net SRCNN refused", g_err, m ? INFINITY : 0.0, 0.0);
+    report("net unknown type refused", g_err, m ? INFINITY : 0.0, 0.0);
     pf_cuda_model_destroy(&m);
     edsr_cfg(&cfg, 2, 16, 2, 1.0f, "CharbonnierLoss");
     m = pf_cuda_model_new(&cfg, 0, 0, g_err, sizeof g_err);
@@ -1322,8 +1466,16 @@ static void check_networks(void) {
     report("net Charbonnier refused", g_err, refused ? 0.0 : INFINITY, 0.0);
     pf_cuda_model_destroy(&m);
 
-    time_edsr_baseline(0);
-    time_edsr_baseline(1);
+    /* the benchmark shapes (bench/train_step) */
+    edsr_cfg(&cfg, 4, 64, 16, 1.0f, "L1Loss");
+    time_train_step("EDSR x4 64f 16b", &cfg, 16, 48, 48, 0);
+    time_train_step("EDSR x4 64f 16b", &cfg, 16, 48, 48, 1);
+    edsr_cfg(&cfg, 2, 64, 16, 1.0f, "L1Loss");
+    time_train_step("EDSR x2 64f 16b", &cfg, 16, 48, 48, 0);
+    zoo_cfg(&cfg, "MSRResNet", 4, "L1Loss", (const int[4]){64, 16, 0, 0});
+    time_train_step("MSRResNet x4 64f 16b", &cfg, 16, 32, 32, 0);
+    zoo_cfg(&cfg, "RCAN", 2, "L1Loss", (const int[4]){64, 4, 2, 16});
+    time_train_step("RCAN x2 64f 2x4", &cfg, 16, 48, 48, 0);
 }
 
 #else

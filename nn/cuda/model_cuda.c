@@ -1,6 +1,6 @@
 /*  model_cuda — EDSR on a CUDA device (see model_cuda.h): construction with the CPU model's
     parameter layout, device plans (activation buffers per input shape), forward, loss,
-    backward, inference, and a device Adam over the flat buffers.
+    backward, inference.
 
     The forward and backward below mirror nn/edsr.c step by step (same layer order, same
     gradient bookkeeping: d_a carries d loss / d a[i+1] down the body, f0's gradient is the
@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "nn/cuda/conv_cudnn.h"
+#include "nn/cuda/graph_cuda.h"
 #include "nn/cuda/ops.h"
 
 #define MAX_STAGES 2
@@ -72,10 +73,8 @@ struct pf_cuda_model {
     size_t h_in_bytes;
     float *h_out;               /* pinned staging for the inference output, h_out_bytes */
     size_t h_out_bytes;
-    float *adam_m, *adam_v;     /* device Adam state (exp_avg, exp_avg_sq); NULL before init */
-    float beta1, beta2, eps, weight_decay;
-    int64_t adam_t;             /* Adam steps taken */
     cuplan train, infer;
+    pf_cugraph *graph;          /* every network but EDSR (graph_cuda.h); NULL for EDSR */
 };
 
 /* ---- errors ------------------------------------------------------------------------------- */
@@ -129,16 +128,69 @@ static float *conv_b(pf_cuda_model *m, float *base, int i) {
     return base + m->tensors[2 * i + 1].offset;
 }
 
+/* EDSR's parameter table and layers (m->cfg, m->stage_r, m->n_stages set). */
+static int edsr_describe(pf_cuda_model *m, char *err, size_t errlen) {
+    const pf_config *cfg = &m->cfg;
+    if (cfg->scale == 2 || cfg->scale == 4) {
+        m->stage_r = 2;
+        m->n_stages = cfg->scale == 2 ? 1 : 2;
+    } else if (cfg->scale == 3) {
+        m->stage_r = 3;
+        m->n_stages = 1;
+    } else {
+        snprintf(err, errlen, "cuda model: EDSR supports scale 2, 3 or 4, not %d", cfg->scale);
+        return -1;
+    }
+    if (cfg->n_feats < 1 || cfg->n_blocks < 0 || cfg->img_range <= 0.0f) {
+        snprintf(err, errlen, "cuda model: EDSR needs n_feats >= 1, n_blocks >= 0, "
+                 "img_range > 0");
+        return -1;
+    }
+    int max_convs = 2 * cfg->n_blocks + 3 + m->n_stages;
+    m->tensors = calloc((size_t)max_convs * 2, sizeof *m->tensors);
+    m->train_conv = calloc((size_t)max_convs, sizeof *m->train_conv);
+    m->infer_conv = calloc((size_t)max_convs, sizeof *m->infer_conv);
+    if (!m->tensors || !m->train_conv || !m->infer_conv) {
+        snprintf(err, errlen, "cuda model: out of memory");
+        return -1;
+    }
+    int c = cfg->n_feats;
+    char name[64];
+    add_conv(m, "conv_first", 3, c, 3);
+    for (int i = 0; i < cfg->n_blocks; i++) {
+        snprintf(name, sizeof name, "body.%d.conv1", i);
+        add_conv(m, name, c, c, 3);
+        snprintf(name, sizeof name, "body.%d.conv2", i);
+        add_conv(m, name, c, c, 3);
+    }
+    add_conv(m, "conv_after_body", c, c, 3);
+    for (int s = 0; s < m->n_stages; s++) {
+        snprintf(name, sizeof name, "upsample.%d", 2 * s);
+        add_conv(m, name, c, c * m->stage_r * m->stage_r, 3);
+    }
+    add_conv(m, "conv_last", c, 3, 3);
+    return 0;
+}
+
+/* Every other network: the description and the parameter table from the CPU builder
+   (graph_cuda.h). The device must be current (FSRCNN's index maps live on it). */
+static int graph_describe(pf_cuda_model *m, char *err, size_t errlen) {
+    if (!(m->graph = pf_cugraph_new(&m->cfg, err, errlen))) return -1;
+    m->n_tensors = pf_cugraph_num_tensors(m->graph);
+    m->n_params = pf_cugraph_num_params(m->graph);
+    if (!(m->tensors = calloc((size_t)m->n_tensors + 1, sizeof *m->tensors))) {
+        snprintf(err, errlen, "cuda model: out of memory");
+        return -1;
+    }
+    for (int i = 0; i < m->n_tensors; i++) m->tensors[i] = *pf_cugraph_tensor_info(m->graph, i);
+    return 0;
+}
+
 pf_cuda_model *pf_cuda_model_new(const pf_config *cfg, int device, int allow_tf32, char *err,
                                  size_t errlen) {
-    if (!strcmp(cfg->model_type, "SRCNN")) {
-        snprintf(err, errlen, "cuda model: SRCNN is not on the GPU yet (EDSR only); use "
-                 "--device cpu");
-        return NULL;
-    }
-    if (strcmp(cfg->model_type, "EDSR")) {
-        snprintf(err, errlen, "cuda model: unsupported model_type '%s' (the GPU runs EDSR)",
-                 cfg->model_type);
+    int graph = pf_cugraph_supports(cfg->model_type);
+    if (!graph && strcmp(cfg->model_type, "EDSR")) {
+        snprintf(err, errlen, "cuda model: unsupported model_type '%s'", cfg->model_type);
         return NULL;
     }
     pf_cuda_model *m = calloc(1, sizeof *m);
@@ -157,45 +209,6 @@ pf_cuda_model *pf_cuda_model_new(const pf_config *cfg, int device, int allow_tf3
                  cfg->loss_type);
         goto fail;
     }
-    if (cfg->scale == 2 || cfg->scale == 4) {
-        m->stage_r = 2;
-        m->n_stages = cfg->scale == 2 ? 1 : 2;
-    } else if (cfg->scale == 3) {
-        m->stage_r = 3;
-        m->n_stages = 1;
-    } else {
-        snprintf(err, errlen, "cuda model: EDSR supports scale 2, 3 or 4, not %d", cfg->scale);
-        goto fail;
-    }
-    if (cfg->n_feats < 1 || cfg->n_blocks < 0 || cfg->img_range <= 0.0f) {
-        snprintf(err, errlen, "cuda model: EDSR needs n_feats >= 1, n_blocks >= 0, "
-                 "img_range > 0");
-        goto fail;
-    }
-    int max_convs = 2 * cfg->n_blocks + 3 + m->n_stages;
-    m->tensors = calloc((size_t)max_convs * 2, sizeof *m->tensors);
-    m->train_conv = calloc((size_t)max_convs, sizeof *m->train_conv);
-    m->infer_conv = calloc((size_t)max_convs, sizeof *m->infer_conv);
-    if (!m->tensors || !m->train_conv || !m->infer_conv) {
-        snprintf(err, errlen, "cuda model: out of memory");
-        goto fail;
-    }
-    int c = cfg->n_feats;
-    char name[64];
-    add_conv(m, "conv_first", 3, c, 3);
-    for (int i = 0; i < cfg->n_blocks; i++) {
-        snprintf(name, sizeof name, "body.%d.conv1", i);
-        add_conv(m, name, c, c, 3);
-        snprintf(name, sizeof name, "body.%d.conv2", i);
-        add_conv(m, name, c, c, 3);
-    }
-    add_conv(m, "conv_after_body", c, c, 3);
-    for (int s = 0; s < m->n_stages; s++) {
-        snprintf(name, sizeof name, "upsample.%d", 2 * s);
-        add_conv(m, name, c, c * m->stage_r * m->stage_r, 3);
-    }
-    add_conv(m, "conv_last", c, 3, 3);
-
     cudaError_t e;
     const char *who = "cuda model";
     if ((e = cudaSetDevice(device)) != cudaSuccess) {
@@ -204,6 +217,7 @@ pf_cuda_model *pf_cuda_model_new(const pf_config *cfg, int device, int allow_tf3
         cuda_fail(who, call, e, err, errlen);
         goto fail;
     }
+    if (graph ? graph_describe(m, err, errlen) : edsr_describe(m, err, errlen)) goto fail;
     if ((e = cudaStreamCreateWithFlags(&m->stream, cudaStreamNonBlocking)) != cudaSuccess) {
         m->stream = NULL;
         cuda_fail(who, "cudaStreamCreateWithFlags", e, err, errlen);
@@ -258,13 +272,12 @@ void pf_cuda_model_destroy(pf_cuda_model **self) {
     }
     plan_free(&m->train);
     plan_free(&m->infer);
+    pf_cugraph_destroy(&m->graph);
     pf_cudnn_destroy(&m->cudnn);
     cudaFree(m->params);
     cudaFree(m->grads);
     cudaFree(m->loss);
     cudaFree(m->loss_scratch);
-    cudaFree(m->adam_m);
-    cudaFree(m->adam_v);
     cudaFreeHost(m->h_loss);
     cudaFreeHost(m->h_in);
     cudaFreeHost(m->h_out);
@@ -598,19 +611,29 @@ int pf_cuda_model_train_step(pf_cuda_model *m, const uint8_t *lq, const uint8_t 
         return -1;
     }
     TRY(use_device(m, err, errlen));
-    cuplan *p = &m->train;
-    TRY(plan_build(m, p, m->train_conv, n, lq_h, lq_w, 1, err, errlen));
+    if (n < 1 || lq_h < 1 || lq_w < 1) {
+        snprintf(err, errlen, "cuda model: bad input shape %d x %d x %d", n, lq_h, lq_w);
+        return -1;
+    }
     size_t lq_bytes = (size_t)n * lq_h * lq_w * 3;
     size_t gt_bytes = lq_bytes * (size_t)m->scale * (size_t)m->scale;
     TRY(grow_pinned((void **)&m->h_in, &m->h_in_bytes, lq_bytes + gt_bytes, err, errlen));
     memcpy(m->h_in, lq, lq_bytes);
     memcpy(m->h_in + lq_bytes, gt, gt_bytes);
-    CUDA_TRY("train step upload", "cudaMemcpyAsync",
-             cudaMemcpyAsync(p->u8, m->h_in, lq_bytes + gt_bytes, cudaMemcpyHostToDevice,
-                             m->stream));
-    TRY(edsr_forward(m, p, m->train_conv, err, errlen));
-    TRY(edsr_loss(m, p, err, errlen));
-    TRY(edsr_backward(m, p, m->train_conv, err, errlen));
+    if (m->graph) {
+        pf_cugraph_env env = { m->stream, m->cudnn, m->params, m->grads, m->loss,
+                               m->loss_scratch };
+        TRY(pf_cugraph_train_step(m->graph, &env, m->h_in, n, lq_h, lq_w, err, errlen));
+    } else {
+        cuplan *p = &m->train;
+        TRY(plan_build(m, p, m->train_conv, n, lq_h, lq_w, 1, err, errlen));
+        CUDA_TRY("train step upload", "cudaMemcpyAsync",
+                 cudaMemcpyAsync(p->u8, m->h_in, lq_bytes + gt_bytes, cudaMemcpyHostToDevice,
+                                 m->stream));
+        TRY(edsr_forward(m, p, m->train_conv, err, errlen));
+        TRY(edsr_loss(m, p, err, errlen));
+        TRY(edsr_backward(m, p, m->train_conv, err, errlen));
+    }
     CUDA_TRY("train step loss", "cudaMemcpyAsync",
              cudaMemcpyAsync(m->h_loss, m->loss, sizeof(float), cudaMemcpyDeviceToHost,
                              m->stream));
@@ -623,8 +646,10 @@ int pf_cuda_model_train_step(pf_cuda_model *m, const uint8_t *lq, const uint8_t 
 int pf_cuda_model_infer(pf_cuda_model *m, const uint8_t *lq, int h, int w, float *out_host,
                         char *err, size_t errlen) {
     TRY(use_device(m, err, errlen));
-    cuplan *p = &m->infer;
-    TRY(plan_build(m, p, m->infer_conv, 1, h, w, 0, err, errlen));
+    if (h < 1 || w < 1) {
+        snprintf(err, errlen, "cuda model: bad input shape %d x %d", h, w);
+        return -1;
+    }
     size_t lq_bytes = (size_t)h * w * 3;
     int H = h * m->scale, W = w * m->scale;
     size_t hw = (size_t)H * W;
@@ -632,94 +657,25 @@ int pf_cuda_model_infer(pf_cuda_model *m, const uint8_t *lq, int h, int w, float
     TRY(grow_pinned((void **)&m->h_out, &m->h_out_bytes, hw * 3 * sizeof(float), err,
                     errlen));
     memcpy(m->h_in, lq, lq_bytes);
-    CUDA_TRY("infer upload", "cudaMemcpyAsync",
-             cudaMemcpyAsync(p->u8, m->h_in, lq_bytes, cudaMemcpyHostToDevice, m->stream));
-    TRY(edsr_forward(m, p, m->infer_conv, err, errlen));
+    const float *pred;
+    if (m->graph) {
+        pf_cugraph_env env = { m->stream, m->cudnn, m->params, m->grads, m->loss,
+                               m->loss_scratch };
+        TRY(pf_cugraph_infer(m->graph, &env, m->h_in, h, w, &pred, err, errlen));
+    } else {
+        cuplan *p = &m->infer;
+        TRY(plan_build(m, p, m->infer_conv, 1, h, w, 0, err, errlen));
+        CUDA_TRY("infer upload", "cudaMemcpyAsync",
+                 cudaMemcpyAsync(p->u8, m->h_in, lq_bytes, cudaMemcpyHostToDevice, m->stream));
+        TRY(edsr_forward(m, p, m->infer_conv, err, errlen));
+        pred = p->pred;
+    }
     CUDA_TRY("infer download", "cudaMemcpyAsync",
-             cudaMemcpyAsync(m->h_out, p->pred, hw * 3 * sizeof(float),
-                             cudaMemcpyDeviceToHost, m->stream));
+             cudaMemcpyAsync(m->h_out, pred, hw * 3 * sizeof(float), cudaMemcpyDeviceToHost,
+                             m->stream));
     CUDA_TRY("infer", "cudaStreamSynchronize", cudaStreamSynchronize(m->stream));
     /* CHW -> HWC on the host (3 x H x W floats: cheap next to the network) */
     for (int ch = 0; ch < 3; ch++)
         for (size_t i = 0; i < hw; i++) out_host[i * 3 + ch] = m->h_out[ch * hw + i];
-    return 0;
-}
-
-/* ---- Adam --------------------------------------------------------------------------------- */
-
-int pf_cuda_model_adam_init(pf_cuda_model *m, float beta1, float beta2, float eps,
-                            float weight_decay, char *err, size_t errlen) {
-    TRY(use_device(m, err, errlen));
-    size_t bytes = m->n_params * sizeof(float);
-    if (!m->adam_m) {
-        CUDA_TRY("cuda model adam", "cudaMalloc", cudaMalloc((void **)&m->adam_m, bytes));
-        cudaError_t e = cudaMalloc((void **)&m->adam_v, bytes);
-        if (e != cudaSuccess) {
-            cudaFree(m->adam_m);
-            m->adam_m = NULL;
-            m->adam_v = NULL;
-            return cuda_fail("cuda model adam", "cudaMalloc", e, err, errlen);
-        }
-    }
-    CUDA_TRY("cuda model adam", "cudaMemsetAsync",
-             cudaMemsetAsync(m->adam_m, 0, bytes, m->stream));
-    CUDA_TRY("cuda model adam", "cudaMemsetAsync",
-             cudaMemsetAsync(m->adam_v, 0, bytes, m->stream));
-    CUDA_TRY("cuda model adam", "cudaStreamSynchronize", cudaStreamSynchronize(m->stream));
-    m->beta1 = beta1;
-    m->beta2 = beta2;
-    m->eps = eps;
-    m->weight_decay = weight_decay;
-    m->adam_t = 0;
-    return 0;
-}
-
-int pf_cuda_model_adam_step(pf_cuda_model *m, float learning_rate, char *err, size_t errlen) {
-    if (!m->adam_m) {
-        snprintf(err, errlen, "cuda model adam: step before pf_cuda_model_adam_init");
-        return -1;
-    }
-    TRY(use_device(m, err, errlen));
-    char oe[512];
-    OP("optimizer", "Adam",
-       pf_cuda_adam_step(m->params, m->grads, m->adam_m, m->adam_v, m->n_params,
-                         learning_rate, m->beta1, m->beta2, m->eps, m->weight_decay,
-                         m->adam_t + 1, m->stream, oe, sizeof oe));
-    m->adam_t++;
-    return 0;
-}
-
-int pf_cuda_model_get_adam_state(pf_cuda_model *m, float *exp_avg, float *exp_avg_sq,
-                                 int64_t *step, char *err, size_t errlen) {
-    if (!m->adam_m) {
-        snprintf(err, errlen, "cuda model adam: no optimiser state (adam_init first)");
-        return -1;
-    }
-    size_t bytes = m->n_params * sizeof(float);
-    if (exp_avg)
-        TRY(copy_sync(m, "cuda model adam exp_avg", exp_avg, m->adam_m, bytes,
-                      cudaMemcpyDeviceToHost, err, errlen));
-    if (exp_avg_sq)
-        TRY(copy_sync(m, "cuda model adam exp_avg_sq", exp_avg_sq, m->adam_v, bytes,
-                      cudaMemcpyDeviceToHost, err, errlen));
-    if (step) *step = m->adam_t;
-    return 0;
-}
-
-int pf_cuda_model_set_adam_state(pf_cuda_model *m, const float *exp_avg,
-                                 const float *exp_avg_sq, int64_t step, char *err,
-                                 size_t errlen) {
-    if (!m->adam_m) {
-        snprintf(err, errlen, "cuda model adam: no optimiser state (adam_init first)");
-        return -1;
-    }
-    size_t bytes = m->n_params * sizeof(float);
-    if (exp_avg)
-        TRY(copy_sync(m, "cuda model adam exp_avg", m->adam_m, exp_avg, bytes,
-                      cudaMemcpyHostToDevice, err, errlen));
-    if (exp_avg_sq)
-        TRY(copy_sync(m, "cuda model adam exp_avg_sq", m->adam_v, exp_avg_sq, bytes,
-                      cudaMemcpyHostToDevice, err, errlen));
-    m->adam_t = step;
     return 0;
 }

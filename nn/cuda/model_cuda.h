@@ -1,9 +1,14 @@
-/*  model_cuda — EDSR on one CUDA device: training step (forward, loss, backward) and inference,
-    built from nn/cuda/ops.h kernels and nn/cuda/conv_cudnn.h convolutions. The GPU
-    counterpart of nn/model.h, and deliberately the same shape of API, so the worker can pick
-    either by --device.
+/*  model_cuda — a super-resolution network on one CUDA device: training step (forward, loss,
+    backward) and inference, built from nn/cuda/ops.h kernels and nn/cuda/conv_cudnn.h
+    convolutions. The GPU counterpart of nn/model.h, and deliberately the same shape of API, so
+    the worker can pick either by --device.
 
-    The network is BasicSR's basicsr/archs/edsr_arch.py exactly as nn/edsr.c computes it:
+    Every network but EDSR (SRCNN, FSRCNN, ESPCN, MSRResNet, RCAN, RRDBNet) runs through
+    nn/cuda/graph_cuda.h, which takes its description from the CPU builder; what follows
+    describes EDSR, which has its own plan here. The parameter layout is the CPU model's in
+    both cases.
+
+    EDSR is BasicSR's basicsr/archs/edsr_arch.py exactly as nn/edsr.c computes it:
 
       x  = (lq / 255 - rgb_mean) * img_range
       f0 = conv_first(x)                                          3 -> C, 3x3
@@ -50,8 +55,8 @@ extern "C" {
 typedef struct pf_cuda_model pf_cuda_model;
 
 /* Build cfg->model_type on CUDA device `device` (cudaSetDevice'd here and by every call that
-   touches it). EDSR only for now; SRCNN and anything else: NULL with err. allow_tf32: see
-   above. Parameters start at zero: upload with pf_cuda_model_set_params (e.g. from a CPU
+   touches it). Any model_type of nn/model.h; NULL with err for an unknown type or bad
+   hyper-parameters (the CPU builder's message). allow_tf32: see above. Parameters start at zero: upload with pf_cuda_model_set_params (e.g. from a CPU
    model after pf_model_init, so both backends start from the same seeded weights). */
 pf_cuda_model *pf_cuda_model_new(const pf_config *cfg, int device, int allow_tf32, char *err,
                                  size_t errlen);
@@ -97,23 +102,8 @@ int pf_cuda_model_train_step(pf_cuda_model *m, const uint8_t *lq, const uint8_t 
 int pf_cuda_model_infer(pf_cuda_model *m, const uint8_t *lq, int h, int w, float *out_host,
                         char *err, size_t errlen);
 
-/* Device Adam over the flat buffers, torch.optim.Adam (amsgrad off) as nn/optim.c
-   (pf_cuda_adam_step). adam_init allocates exp_avg / exp_avg_sq on the device, zeroed, step 0
-   (calling it again resets the state). adam_step increments the step, then updates params
-   from grads with learning rate `learning_rate`; it is queued on the model's stream and does
-   not synchronise. Both return 0 or -1 with err (adam_step before adam_init is an error). */
-int pf_cuda_model_adam_init(pf_cuda_model *m, float beta1, float beta2, float eps,
-                            float weight_decay, char *err, size_t errlen);
-int pf_cuda_model_adam_step(pf_cuda_model *m, float learning_rate, char *err, size_t errlen);
-
-/* Optimiser state to / from the host (num_params floats each, step t), for checkpoints that
-   the CPU optimiser (pf_adam's exp_avg, exp_avg_sq, step) can read and write too. NULL
-   arrays are skipped. Synchronous. Returns 0 or -1 with err (no adam_init yet). */
-int pf_cuda_model_get_adam_state(pf_cuda_model *m, float *exp_avg, float *exp_avg_sq,
-                                 int64_t *step, char *err, size_t errlen);
-int pf_cuda_model_set_adam_state(pf_cuda_model *m, const float *exp_avg,
-                                 const float *exp_avg_sq, int64_t step, char *err,
-                                 size_t errlen);
+/* The optimiser is nn/cuda/optim_cuda.h, over pf_cuda_model_params_device and
+   pf_cuda_model_grads_device on pf_cuda_model_stream. */
 
 #ifdef __cplusplus
 }

@@ -231,13 +231,13 @@ __device__ void block_sum(double *s) {
 }
 
 /* Pass 1, LOSS_BLOCKS blocks: per-element loss summed per block into partial[blockIdx.x];
-   the gradient written on the way (grad may be NULL). */
+   the gradient written on the way (grad may be NULL). y NULL: zeros (the gradient norm). */
 __global__ void k_loss_partial(double *partial, float *grad, const float *x, const float *y,
                                size_t count, int type, float gscale) {
     __shared__ double s[THREADS];
     double acc = 0.0;
     GRID_STRIDE(i, count) {
-        float d = x[i] - y[i];
+        float d = y ? x[i] - y[i] : x[i];
         float g;
         if (type == LOSS_L1) {
             acc += fabs((double)d);
@@ -290,36 +290,119 @@ int pf_cuda_mse_loss(float *loss, float *grad, const float *x, const float *y, s
                       stream, err, errlen);
 }
 
-/* ---- Adam --------------------------------------------------------------------------------- */
+/* ---- optimiser updates ---------------------------------------------------------------------- */
 
-/* nn/optim.c's loop, each operation rounded on its own (no contraction into FMA). */
+/* nn/optim.c's adam_range, each operation rounded on its own (no contraction into FMA).
+   decoupled: AdamW (p *= shrink first, no L2 term); write 0: the moments only. */
 __global__ void k_adam(float *p, const float *grads, float *m, float *v, size_t count,
                        float step_size, float bc2_sqrt, float b1, float b2, float eps,
-                       float wd) {
+                       float wd, float shrink, int decoupled, int write) {
     GRID_STRIDE(i, count) {
         float g = grads[i];
-        if (wd != 0.0f) g = __fadd_rn(g, __fmul_rn(wd, p[i]));
+        if (decoupled) {
+            if (write && wd != 0.0f) p[i] = __fmul_rn(p[i], shrink);
+        } else if (wd != 0.0f) {
+            g = __fadd_rn(g, __fmul_rn(wd, p[i]));
+        }
         float mi = __fadd_rn(__fmul_rn(b1, m[i]), __fmul_rn(__fsub_rn(1.0f, b1), g));
         float vi = __fadd_rn(__fmul_rn(b2, v[i]), __fmul_rn(__fmul_rn(__fsub_rn(1.0f, b2), g), g));
         m[i] = mi;
         v[i] = vi;
-        float denom = __fadd_rn(__fdiv_rn(__fsqrt_rn(vi), bc2_sqrt), eps);
-        p[i] = __fsub_rn(p[i], __fmul_rn(step_size, __fdiv_rn(mi, denom)));
+        if (write) {
+            float denom = __fadd_rn(__fdiv_rn(__fsqrt_rn(vi), bc2_sqrt), eps);
+            p[i] = __fsub_rn(p[i], __fmul_rn(step_size, __fdiv_rn(mi, denom)));
+        }
     }
 }
 
-int pf_cuda_adam_step(float *params, const float *grads, float *m, float *v, size_t count,
-                      float lr, float beta1, float beta2, float eps, float weight_decay,
-                      int64_t step, cudaStream_t stream, char *err, size_t errlen) {
-    if (step < 1) return bad_arg("pf_cuda_adam_step", "step must be >= 1", err, errlen);
+int pf_cuda_adam_range(float *params, const float *grads, float *m, float *v, size_t count,
+                       float lr, float beta1, float beta2, float eps, float weight_decay,
+                       int decoupled, int write, int64_t step, cudaStream_t stream, char *err,
+                       size_t errlen) {
+    if (step < 1) return bad_arg("pf_cuda_adam_range", "step must be >= 1", err, errlen);
     if (!count) return 0;
     double bc1 = 1.0 - pow((double)beta1, (double)step);
     double bc2 = 1.0 - pow((double)beta2, (double)step);
     float step_size = (float)((double)lr / bc1);
     float bc2_sqrt = (float)sqrt(bc2);
+    float shrink = (float)(1.0 - (double)lr * (double)weight_decay);
     k_adam<<<grid_for(count), THREADS, 0, stream>>>(params, grads, m, v, count, step_size,
-                                                    bc2_sqrt, beta1, beta2, eps, weight_decay);
+                                                    bc2_sqrt, beta1, beta2, eps, weight_decay,
+                                                    shrink, decoupled, write);
     return check_launch("k_adam", err, errlen);
+}
+
+int pf_cuda_adam_step(float *params, const float *grads, float *m, float *v, size_t count,
+                      float lr, float beta1, float beta2, float eps, float weight_decay,
+                      int64_t step, cudaStream_t stream, char *err, size_t errlen) {
+    return pf_cuda_adam_range(params, grads, m, v, count, lr, beta1, beta2, eps, weight_decay,
+                              0, 1, step, stream, err, errlen);
+}
+
+/* nn/optim.c's sgd_range; damp = 1 - dampening (computed in float on the host, as there). */
+__global__ void k_sgd(float *p, const float *grads, float *b, size_t count, float lr,
+                      float mom, float damp, float wd, int nesterov, int first, int write) {
+    GRID_STRIDE(i, count) {
+        float g = grads[i];
+        if (wd != 0.0f) g = __fadd_rn(g, __fmul_rn(wd, p[i]));
+        if (b) {
+            float bi = first ? g : __fadd_rn(__fmul_rn(mom, b[i]), __fmul_rn(damp, g));
+            b[i] = bi;
+            g = nesterov ? __fadd_rn(g, __fmul_rn(mom, bi)) : bi;
+        }
+        if (write) p[i] = __fsub_rn(p[i], __fmul_rn(lr, g));
+    }
+}
+
+int pf_cuda_sgd_range(float *params, const float *grads, float *buf, size_t count, float lr,
+                      float momentum, float dampening, int nesterov, float weight_decay,
+                      int first, int write, cudaStream_t stream, char *err, size_t errlen) {
+    if (!count) return 0;
+    k_sgd<<<grid_for(count), THREADS, 0, stream>>>(params, grads, buf, count, lr, momentum,
+                                                   1.0f - dampening, weight_decay, nesterov,
+                                                   first, write);
+    return check_launch("k_sgd", err, errlen);
+}
+
+/* BasicSR model_ema: ema = ema * decay + (1 - decay) * p, (1 - decay) in double as there. */
+__global__ void k_ema(float *e, const float *p, size_t count, float d, float a) {
+    GRID_STRIDE(i, count) e[i] = __fadd_rn(__fmul_rn(e[i], d), __fmul_rn(a, p[i]));
+}
+
+int pf_cuda_ema_update(float *ema, const float *params, size_t count, float decay,
+                       cudaStream_t stream, char *err, size_t errlen) {
+    if (!count) return 0;
+    k_ema<<<grid_for(count), THREADS, 0, stream>>>(ema, params, count, decay,
+                                                   (float)(1.0 - (double)decay));
+    return check_launch("k_ema", err, errlen);
+}
+
+/* Clipping pass 2, one block: the norm from the partial sums of squares (as k_loss_final). */
+__global__ void k_norm_final(float *norm, const double *partial) {
+    __shared__ double s[THREADS];
+    double acc = 0.0;
+    for (int i = threadIdx.x; i < LOSS_BLOCKS; i += THREADS) acc += partial[i];
+    s[threadIdx.x] = acc;
+    block_sum(s);
+    if (threadIdx.x == 0) *norm = (float)sqrt(s[0]);
+}
+
+/* Pass 3: g *= max_norm / (norm + 1e-6) when that is below 1 (float, as torch's tensors). */
+__global__ void k_clip_scale(float *g, size_t count, const float *norm, float max_norm) {
+    float coef = __fdiv_rn(max_norm, __fadd_rn(*norm, 1e-6f));
+    if (coef < 1.0f) GRID_STRIDE(i, count) g[i] = __fmul_rn(g[i], coef);
+}
+
+int pf_cuda_clip_grad_norm(float *grads, size_t count, float max_norm, double *scratch,
+                           float *norm, cudaStream_t stream, char *err, size_t errlen) {
+    if (!count) return 0;
+    k_loss_partial<<<LOSS_BLOCKS, THREADS, 0, stream>>>(scratch, NULL, grads, NULL, count,
+                                                        LOSS_MSE, 0.0f);
+    if (check_launch("k_loss_partial (gradient norm)", err, errlen)) return -1;
+    k_norm_final<<<1, THREADS, 0, stream>>>(norm, scratch);
+    if (check_launch("k_norm_final", err, errlen)) return -1;
+    k_clip_scale<<<grid_for(count), THREADS, 0, stream>>>(grads, count, norm, max_norm);
+    return check_launch("k_clip_scale", err, errlen);
 }
 
 /* ---- bf16 --------------------------------------------------------------------------------- */

@@ -109,6 +109,35 @@ int pf_cuda_adam_step(float *params, const float *grads, float *m, float *v, siz
                       float lr, float beta1, float beta2, float eps, float weight_decay,
                       int64_t step, cudaStream_t stream, char *err, size_t errlen);
 
+/* The general form nn/cuda/optim_cuda.c uses for one parameter group (nn/optim.c
+   adam_range): decoupled 1 is AdamW (p *= 1 - lr weight_decay first, computed in double on
+   the host, and no L2 term); write 0 updates m and v only and leaves params untouched (a
+   group with lr_mult 0). pf_cuda_adam_step is decoupled 0, write 1. */
+int pf_cuda_adam_range(float *params, const float *grads, float *m, float *v, size_t count,
+                       float lr, float beta1, float beta2, float eps, float weight_decay,
+                       int decoupled, int write, int64_t step, cudaStream_t stream, char *err,
+                       size_t errlen);
+
+/* One SGD update over count parameters, torch.optim.SGD as nn/optim.c sgd_range:
+     g = grad + weight_decay * p;  b = g on the first step (first 1), else
+     b = momentum b + (1 - dampening) g;  g = g + momentum b (nesterov) or b;  p -= lr g
+   buf: the momentum buffer (count floats), NULL for momentum 0 (then g is used as it is).
+   write 0: the buffer only. */
+int pf_cuda_sgd_range(float *params, const float *grads, float *buf, size_t count, float lr,
+                      float momentum, float dampening, int nesterov, float weight_decay,
+                      int first, int write, cudaStream_t stream, char *err, size_t errlen);
+
+/* BasicSR's EMA: ema = ema * decay + (1 - decay) * params over count floats. */
+int pf_cuda_ema_update(float *ema, const float *params, size_t count, float decay,
+                       cudaStream_t stream, char *err, size_t errlen);
+
+/* torch.nn.utils.clip_grad_norm_(norm_type 2) as nn/optim.c pf_clip_grad_norm: the L2 norm of
+   the count gradients (squares summed in double, the loss's fixed-grid reduction) into the
+   device float *norm, then grads *= max_norm / (norm + 1e-6) where that is below 1; all on
+   the device, nothing synchronises. scratch: PF_CUDA_LOSS_SCRATCH device doubles. */
+int pf_cuda_clip_grad_norm(float *grads, size_t count, float max_norm, double *scratch,
+                           float *norm, cudaStream_t stream, char *err, size_t errlen);
+
 /* bf16 copy of count floats, round to nearest even (cuda_bf16's __float2bfloat16_rn; NaN
    stays NaN). dst holds the bf16 bit patterns (uint16_t, so C callers need no CUDA
    headers). For the later mixed-precision path (fp32 master weights, bf16 copies). */

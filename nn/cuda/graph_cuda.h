@@ -1,0 +1,89 @@
+/*  graph_cuda — the node-list networks of nn/graph.h on one CUDA device: FSRCNN, ESPCN,
+    MSRResNet, RCAN, RRDBNet (the zoo, nn/zoo.c) and SRCNN. The GPU counterpart of
+    nn/graph.c; nn/cuda/model_cuda.c uses it for every network but EDSR.
+
+    Description: the network is built once on the host by the CPU backend's own builder
+    (pf_model_new: same node list, same parameter tensors with the same names, offsets and
+    shapes, same convolution list); nothing of it runs on the CPU. SRCNN, a hand-written plan
+    on the CPU (nn/srcnn.c), is described here as the equivalent four nodes (bicubic input,
+    conv + ReLU, conv + ReLU, conv). So a host copy of the device parameter buffer is the CPU
+    model's, and checkpoints carry over in both directions.
+
+    Device layout: plain NCHW float32 for every tensor. Convolutions are cuDNN's
+    (nn/cuda/conv_cudnn.h) with the bias; fused activations and residual adds of the CPU
+    graph are separate kernels here (nn/cuda/ops.h). FSRCNN's ConvTranspose2d runs, as on the
+    CPU, as a stride-1 convolution on re-indexed weights plus PixelShuffle (pf_cuda_gather_sum
+    with the index of nn/zoo.c's sub_index, every step).
+
+    Memory: a training plan keeps every tensor and, where a parameter lies upstream, its
+    gradient; an inference plan lets a tensor reuse the buffer of one that is dead (the CPU's
+    liveness rule), so the peak is a few feature maps whatever the depth.
+
+    Threading: one host thread at a time; work is queued on the env's stream and nothing here
+    synchronises (the caller does, after the loss copy or the output download).
+*/
+#ifndef PF_GRAPH_CUDA_H
+#define PF_GRAPH_CUDA_H
+#include <stddef.h>
+#include <stdint.h>
+#include <cuda_runtime_api.h>
+#include "common/config.h"
+#include "nn/cuda/conv_cudnn.h"
+#include "nn/model.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct pf_cugraph pf_cugraph;
+
+/* What a call works with, owned by the caller (model_cuda.c): its stream and cuDNN context,
+   the flat device parameter and gradient buffers (the CPU model's layout), the device loss
+   float and its scratch (PF_CUDA_LOSS_SCRATCH doubles). */
+typedef struct {
+    cudaStream_t stream;
+    pf_cudnn *cudnn;
+    float *params, *grads;
+    float *loss;
+    double *loss_scratch;
+} pf_cugraph_env;
+
+/* Whether cfg->model_type runs through this file. */
+int pf_cugraph_supports(const char *model_type);
+
+/* Describe cfg's network (allocates on the device only FSRCNN's weight index maps). Returns
+   NULL with err: an unsupported type or hyper-parameter (the CPU builder's message), out of
+   memory. The loss is MSELoss when cfg says so, else L1Loss: the caller refuses the others. */
+pf_cugraph *pf_cugraph_new(const pf_config *cfg, char *err, size_t errlen);
+
+/* Frees the plans' device buffers (call with the model's device current) and the
+   description; nulls *self. */
+void pf_cugraph_destroy(pf_cugraph **self);
+
+/* The parameter tensors (weight then bias per conv, PReLU weights, ...), as
+   pf_model_tensor_info, and their total size in floats. */
+int pf_cugraph_num_tensors(const pf_cugraph *g);
+const pf_param_info *pf_cugraph_tensor_info(const pf_cugraph *g, int i);
+size_t pf_cugraph_num_params(const pf_cugraph *g);
+/* LQ height and width must be multiples of this (pf_model_input_multiple). */
+int pf_cugraph_input_multiple(const pf_cugraph *g);
+
+/* One training step on the device: host_in is a host buffer (pinned for an asynchronous
+   copy) holding lq (n x h x w x 3 uint8 NHWC) followed by gt (n x hs x ws x 3, s the scale).
+   Uploads it, runs forward, the loss (L1 or MSE, mean, times loss_weight, on the image
+   out / range + mean) into env->loss and backward into env->grads (overwritten). Plans (buffers
+   and cuDNN algorithms) are (re)built when the shape changes. Queued on env->stream; returns
+   0 or -1 with err naming the node or layer. */
+int pf_cugraph_train_step(pf_cugraph *g, const pf_cugraph_env *env, const uint8_t *host_in,
+                          int n, int h, int w, char *err, size_t errlen);
+
+/* Inference of one image: host_in holds lq (h x w x 3 uint8); *pred is set to the device
+   output image, 3 x hs x ws float NCHW (out / range + mean: nominally [0, 1], not clamped),
+   valid until the next call. Queued on env->stream; returns 0 or -1 with err. */
+int pf_cugraph_infer(pf_cugraph *g, const pf_cugraph_env *env, const uint8_t *host_in, int h,
+                     int w, const float **pred, char *err, size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
