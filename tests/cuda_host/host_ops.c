@@ -13,8 +13,11 @@
 #include "nn/cuda/ops.h"
 #include "nn/layers.h"
 
+/* Device memory starts as garbage (cudaMalloc does not zero it): all bits set, a NaN in
+   every float, so an op that accumulates where it should overwrite shows. */
 cudaError_t cudaMalloc(void **p, size_t b) {
-    *p = calloc(1, b ? b : 4);
+    *p = malloc(b ? b : 4);
+    if (*p) memset(*p, 0xff, b ? b : 4);
     return *p ? cudaSuccess : cudaErrorMemoryAllocation;
 }
 cudaError_t cudaFree(void *p) {
