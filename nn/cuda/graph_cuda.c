@@ -133,7 +133,10 @@ static int sub_maps(pf_cugraph *g, char *err, size_t errlen) {
         (e = cudaMemcpy(g->idx_gw, m->sub_idx, wt->numel * sizeof(int),
                         cudaMemcpyHostToDevice)) != cudaSuccess ||
         (e = cudaMemcpy(g->idx_gb, gb, (size_t)oc * sizeof(int), cudaMemcpyHostToDevice)) !=
-            cudaSuccess) {
+            cudaSuccess ||
+        /* a pageable cudaMemcpy may return before its DMA lands, and the model's stream is
+           non-blocking (no implicit order with the legacy stream these copies went to) */
+        (e = cudaStreamSynchronize(0)) != cudaSuccess) {
         free(fwd);
         free(gb);
         snprintf(err, errlen, "FSRCNN: sub-pixel weights on the device: %s",
@@ -208,7 +211,7 @@ void pf_cugraph_destroy(pf_cugraph **self) {
     cudaFree(g->idx_fwd);
     cudaFree(g->idx_gw);
     cudaFree(g->idx_gb);
-    if (g->graph == &g->own) pf_graph_free(&g->own);
+    pf_graph_free(&g->own);    /* zeroed unless SRCNN; also after srcnn_graph failed */
     pf_model_destroy(&g->desc);
     free(g);
     *self = NULL;
