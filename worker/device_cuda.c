@@ -65,6 +65,12 @@ void pf_gpu_destroy(pf_gpu **g) {
 
 int pf_gpu_upload(pf_gpu *g, const float *params, const pf_optim *optim, char *err,
                   size_t errlen) {
+    /* the device optimiser runs over optim->n floats of the model's buffers */
+    if (optim->n != pf_cuda_model_num_params(g->model)) {
+        snprintf(err, errlen, "cuda:%d: optimiser over %zu parameters, model has %zu",
+                 g->device, optim->n, pf_cuda_model_num_params(g->model));
+        return -1;
+    }
     if (pf_cuda_model_set_params(g->model, params, err, errlen) != 0) return -1;
     if (g->have_optim) return pf_cuda_optim_upload(&g->optim, optim, err, errlen);
     if (pf_cuda_optim_init(&g->optim, optim, pf_cuda_model_stream(g->model), err, errlen) != 0)
