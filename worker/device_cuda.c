@@ -155,6 +155,11 @@ int pf_gpu_optim_step(pf_gpu *g, float learning_rate, float clip_max_norm, char 
                  g->device);
         return -1;
     }
+    cudaError_t e = cudaSetDevice(g->device);
+    if (e != cudaSuccess) {
+        snprintf(err, errlen, "cuda:%d: cudaSetDevice: %s", g->device, cudaGetErrorString(e));
+        return -1;
+    }
     float *params = pf_cuda_model_params_device(g->model);
     float *grads = pf_cuda_model_grads_device(g->model);
     if (clip_max_norm > 0 && pf_cuda_optim_clip(&g->optim, grads, clip_max_norm, err, errlen))

@@ -1,19 +1,30 @@
 #!/usr/bin/env bash
 # run.sh — the one script for a session that has a GPU: build the CUDA backend, run gpu_check
-# (every nn/cuda op against a CPU reference), optionally the CPU test suite, and keep the output.
+# (every nn/cuda op, network and optimiser against the CPU), optionally the CPU test suite, and
+# keep the output. The device image lacks the CPU backend's Debian libraries, so run
+# bench/gpu/pack.sh on the build machine first and carry .gpu-carry (see bench/gpu/README.md).
 #
 #   bench/gpu/run.sh            # build + gpu_check
+#   bench/gpu/run.sh --smoke    # ... and short end-to-end trainings on the GPU and the CPU
 #   bench/gpu/run.sh --tests    # ... and ctest (the CPU tests) afterwards
 #
-# Output: bench/results/gpu_check_<UTC date>_<commit>.txt, and a copy under $OUT when set (the
-# device tool fetches $OUT). Exit status: gpu_check's (0 pass, 1 a check failed, 77 no CUDA
-# device, 2 could not run), or 3 when nothing could be built.
+# Output: bench/results/gpu_check_<UTC date>_<commit>.txt, copied under $OUT (the device tool
+# fetches $OUT) after every step, so a run cut off at the tool's limit still brings back what
+# it did. Exit status: gpu_check's (0 pass, 1 a check failed, 77 no CUDA device, 2 could not
+# run), 3 when nothing could be built, 4 when a smoke training failed.
 # It changes no GPU setting (clocks, persistence, MIG, ...); it only builds and runs programs.
 set -u
 [ -d /usr/local/cuda/bin ] && PATH="$PATH:/usr/local/cuda/bin"
 cd "$(dirname "$0")/../.."
 RUN_TESTS=0
-[ "${1:-}" = "--tests" ] && RUN_TESTS=1
+SMOKE=0
+for a in "$@"; do
+  case "$a" in
+    --tests) RUN_TESTS=1 ;;
+    --smoke) SMOKE=1 ;;
+    *) echo "run.sh: unknown argument $a (--smoke, --tests)" >&2; exit 2 ;;
+  esac
+done
 
 COMMIT=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 if [ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ]; then COMMIT="$COMMIT-dirty"; fi
@@ -24,6 +35,7 @@ JOBS=$(nproc 2>/dev/null || echo 4)
 [ "$JOBS" -gt 16 ] && JOBS=16
 
 log() { echo "$@" | tee -a "$LOG"; }
+save() { [ -n "${OUT:-}" ] && cp "$LOG" "$OUT"/ 2>/dev/null; return 0; }
 
 {
   echo "# PixFlow gpu_check, commit $COMMIT, $(date -u '+%Y-%m-%d %H:%M:%S UTC'), host $(hostname)"
@@ -37,10 +49,13 @@ log() { echo "$@" | tee -a "$LOG"; }
 
 # 1. Build: the project's CMake build (the CPU dependencies must be installed), or, when that
 #    cannot configure (e.g. a GPU machine without libzmq/oneDNN), gpu_check alone with nvcc.
+#    PF_CARRIED_ONLY=1 skips this build (to try the carried binaries on the build machine).
 CHECK=""
 mkdir -p build-gpu
-log "## cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release && cmake --build build-gpu -j$JOBS"
-if cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release >build-gpu/configure.log 2>&1; then
+if [ -n "${PF_CARRIED_ONLY:-}" ]; then
+  log "## PF_CARRIED_ONLY: no build here"
+elif log "## cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release && cmake --build build-gpu -j$JOBS" &&
+   cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release >build-gpu/configure.log 2>&1; then
   if cmake --build build-gpu -j"$JOBS" >build-gpu/build.log 2>&1; then
     CHECK=build-gpu/bench/gpu/gpu_check
   else
@@ -51,6 +66,35 @@ if cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release >build-gpu/configure.log 2
   fi
 else
   log "## cmake configure failed (tail of build-gpu/configure.log):"; tail -15 build-gpu/configure.log | tee -a "$LOG"
+fi
+# 1b. The binaries bench/gpu/pack.sh built on the Debian build machine (.gpu-carry/pack.tar.xz,
+#     carried by the device tool, unpacked here with python3): the whole check, CPU reference
+#     included, where the CPU libraries are missing. cuDNN and NCCL come from the image's pip
+#     packages (nvidia.cudnn, nvidia.nccl).
+if [ -f .gpu-carry/pack.tar.xz ] && [ ! -d .gpu-carry/x ]; then
+  python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' \
+    .gpu-carry/pack.tar.xz .gpu-carry/x || log "## could not unpack .gpu-carry/pack.tar.xz"
+fi
+CARRIED=0
+if [ -z "$CHECK" ] && [ -x .gpu-carry/x/bin/gpu_check ]; then
+  NVLIB=$(python3 -c '
+import importlib, os
+dirs = []
+for p in ("cudnn", "nccl", "cublas", "cuda_runtime"):
+    try:
+        dirs += [os.path.join(d, "lib") for d in importlib.import_module("nvidia." + p).__path__]
+    except Exception:
+        pass
+print(":".join(dirs))' 2>/dev/null)
+  export LD_LIBRARY_PATH="$PWD/.gpu-carry/x/lib:/usr/local/cuda/lib64${NVLIB:+:$NVLIB}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  log "## carried binaries of commit $(cat .gpu-carry/x/COMMIT 2>/dev/null) (bench/gpu/pack.sh; this tree: $COMMIT)"
+  log "## LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
+  if ldd .gpu-carry/x/bin/gpu_check 2>&1 | grep -q "not found"; then
+    log "## the carried gpu_check cannot load:"; ldd .gpu-carry/x/bin/gpu_check 2>&1 | grep "not found" | tee -a "$LOG"
+  else
+    CHECK=.gpu-carry/x/bin/gpu_check
+    CARRIED=1
+  fi
 fi
 if [ -z "$CHECK" ]; then
   log "## fallback: gpu_check with nvcc alone"
@@ -68,20 +112,61 @@ if [ -z "$CHECK" ]; then
   exit 3
 fi
 
-# 2. The check (a few seconds; 300 s is a hang).
+# 2. The check (about a minute; 240 s is a hang).
+save
 log "## $CHECK"
-timeout 300 "$CHECK" 2>&1 | tee -a "$LOG"
+timeout 240 "$CHECK" 2>&1 | tee -a "$LOG"
 STATUS=${PIPESTATUS[0]}
 log "## gpu_check exit status $STATUS"
+save
 
-# 2b. The NCCL collective on one rank, when the full build made it.
+# 2b. The NCCL collective on one rank, when the full build (or pack.sh) made it.
+NCCL_CHECK=""
 if [ "$CHECK" = build-gpu/bench/gpu/gpu_check ] &&
    cmake --build build-gpu -j"$JOBS" --target nccl_check >>build-gpu/build.log 2>&1; then
-  log "## build-gpu/bench/gpu/nccl_check"
-  timeout 120 build-gpu/bench/gpu/nccl_check 2>&1 | tee -a "$LOG"
+  NCCL_CHECK=build-gpu/bench/gpu/nccl_check
+elif [ "$CARRIED" = 1 ] && [ -x .gpu-carry/x/bin/nccl_check ]; then
+  NCCL_CHECK=.gpu-carry/x/bin/nccl_check
+fi
+if [ -n "$NCCL_CHECK" ]; then
+  log "## $NCCL_CHECK"
+  timeout 120 "$NCCL_CHECK" 2>&1 | tee -a "$LOG"
   NSTATUS=${PIPESTATUS[0]}
   log "## nccl_check exit status $NSTATUS"
   [ "$STATUS" = 0 ] && [ "$NSTATUS" != 0 ] && STATUS=$NSTATUS
+fi
+
+save
+
+# 2c. --smoke: short end-to-end trainings (coordinator, loaders, worker, hooks, evaluation) of
+#     EDSR and of a graph network (MSRResNet) on the GPU, then EDSR on the CPU with the same
+#     config and seed (the same batches): eval.log's PSNR after 150 and 300 iterations.
+if [ "$SMOKE" = 1 ]; then
+  PIXFLOW=""
+  [ "$CHECK" = build-gpu/bench/gpu/gpu_check ] && [ -x build-gpu/pixflow ] && PIXFLOW=build-gpu/pixflow
+  [ -z "$PIXFLOW" ] && [ -x .gpu-carry/x/bin/pixflow ] && PIXFLOW=.gpu-carry/x/bin/pixflow
+  if [ -z "$PIXFLOW" ] || [ ! -d .gpu-carry/x/data/train ]; then
+    log "## smoke: no pixflow binary or no carried data (bench/gpu/pack.sh)"
+  else
+    mkdir -p work_dirs
+    for run in "smoke_edsr 1 120" "smoke_msrresnet 1 120" "smoke_edsr 0 100"; do
+      set -- $run
+      cfg=bench/gpu/$1.yaml
+      wd=$(sed -n 's/^work_dir: *//p' "$cfg")
+      rm -rf "$wd"
+      log "## smoke: $PIXFLOW train $cfg --gpus $2 (limit $3 s)"
+      t0=$(date +%s)
+      timeout "$3" "$PIXFLOW" train "$cfg" --gpus "$2" >"$wd.out" 2>&1
+      rc=$?
+      log "## exit $rc after $(( $(date +%s) - t0 )) s; eval.log:"
+      tail -n 12 "$wd/eval.log" 2>&1 | tee -a "$LOG"
+      if [ "$rc" != 0 ]; then
+        tail -n 25 "$wd.out" "$wd/rank0.log" 2>&1 | tee -a "$LOG"
+        [ "$STATUS" = 0 ] && STATUS=4
+      fi
+      save
+    done
+  fi
 fi
 
 # 3. Optionally the CPU tests, to show the CUDA build did not disturb them.

@@ -611,6 +611,9 @@ int pf_cuda_model_train_step(pf_cuda_model *m, const uint8_t *lq, const uint8_t 
         return -1;
     }
     TRY(use_device(m, err, errlen));
+    /* the staging buffer is rewritten below: a call that failed after queueing work may
+       have left an upload from it in flight */
+    CUDA_TRY("cuda model", "cudaStreamSynchronize", cudaStreamSynchronize(m->stream));
     if (n < 1 || lq_h < 1 || lq_w < 1) {
         snprintf(err, errlen, "cuda model: bad input shape %d x %d x %d", n, lq_h, lq_w);
         return -1;
@@ -646,6 +649,9 @@ int pf_cuda_model_train_step(pf_cuda_model *m, const uint8_t *lq, const uint8_t 
 int pf_cuda_model_infer(pf_cuda_model *m, const uint8_t *lq, int h, int w, float *out_host,
                         char *err, size_t errlen) {
     TRY(use_device(m, err, errlen));
+    /* the staging buffer is rewritten below: a call that failed after queueing work may
+       have left an upload from it in flight */
+    CUDA_TRY("cuda model", "cudaStreamSynchronize", cudaStreamSynchronize(m->stream));
     if (h < 1 || w < 1) {
         snprintf(err, errlen, "cuda model: bad input shape %d x %d", h, w);
         return -1;

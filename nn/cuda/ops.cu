@@ -395,7 +395,12 @@ __global__ void k_clip_scale(float *g, size_t count, const float *norm, float ma
 
 int pf_cuda_clip_grad_norm(float *grads, size_t count, float max_norm, double *scratch,
                            float *norm, cudaStream_t stream, char *err, size_t errlen) {
-    if (!count) return 0;
+    if (!count) {   /* the norm of nothing is 0, as pf_clip_grad_norm says */
+        cudaError_t e = cudaMemsetAsync(norm, 0, sizeof(float), stream);
+        if (e == cudaSuccess) return 0;
+        snprintf(err, errlen, "pf_cuda_clip_grad_norm: cudaMemsetAsync: %s", cudaGetErrorString(e));
+        return -1;
+    }
     k_loss_partial<<<LOSS_BLOCKS, THREADS, 0, stream>>>(scratch, NULL, grads, NULL, count,
                                                         LOSS_MSE, 0.0f);
     if (check_launch("k_loss_partial (gradient norm)", err, errlen)) return -1;

@@ -91,7 +91,7 @@ static void check(const char *type, int scale, int h, int w, const int hp[4], co
     if (!in || !params || !grads || !out_cpu || !out_dev || !scratch) exit(2);
     for (size_t i = 0; i < lq + hq; i++) in[i] = random_u8();
     memcpy(params, pf_model_params(cpu), np * sizeof(float));
-    for (size_t i = 0; i < np; i++) grads[i] = NAN; /* every gradient must be written */
+    for (size_t i = 0; i < np; i++) grads[i] = NAN; /* garbage, as device memory: never read */
     float loss_cpu = 0, loss_dev = 0;
     pf_cugraph_env env = {0, NULL, params, grads, &loss_dev, scratch};
     int rc = pf_model_train_step(cpu, in, in + lq, n, h, w, &loss_cpu, err, sizeof err);
