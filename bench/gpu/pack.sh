@@ -37,7 +37,7 @@ done
 cp data/demo/train/flower.png data/demo/train/tulips.png "$STAGE/data/train/"
 cp data/demo/val/astronaut.png data/demo/val/coffee.png "$STAGE/data/val/"
 git rev-parse --short HEAD > "$STAGE/COMMIT"
-rm -rf .gpu-carry
+rm -rf .gpu-carry .gpu-unpacked
 mkdir -p .gpu-carry
 tar -C "$STAGE" -cf - . | xz -6 -T0 > .gpu-carry/pack.tar.xz
 echo "pack.sh: .gpu-carry/pack.tar.xz ($(du -h .gpu-carry/pack.tar.xz | cut -f1)), commit $(cat "$STAGE/COMMIT"):"

@@ -68,15 +68,17 @@ else
   log "## cmake configure failed (tail of build-gpu/configure.log):"; tail -15 build-gpu/configure.log | tee -a "$LOG"
 fi
 # 1b. The binaries bench/gpu/pack.sh built on the Debian build machine (.gpu-carry/pack.tar.xz,
-#     carried by the device tool, unpacked here with python3): the whole check, CPU reference
+#     carried by the device tool, unpacked with python3 into .gpu-unpacked, outside the carried
+#     folder so that it never travels): the whole check, CPU reference
 #     included, where the CPU libraries are missing. cuDNN and NCCL come from the image's pip
 #     packages (nvidia.cudnn, nvidia.nccl).
-if [ -f .gpu-carry/pack.tar.xz ] && [ ! -d .gpu-carry/x ]; then
+if [ -f .gpu-carry/pack.tar.xz ]; then
+  rm -rf .gpu-unpacked
   python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' \
-    .gpu-carry/pack.tar.xz .gpu-carry/x || log "## could not unpack .gpu-carry/pack.tar.xz"
+    .gpu-carry/pack.tar.xz .gpu-unpacked || log "## could not unpack .gpu-carry/pack.tar.xz"
 fi
 CARRIED=0
-if [ -z "$CHECK" ] && [ -x .gpu-carry/x/bin/gpu_check ]; then
+if [ -z "$CHECK" ] && [ -x .gpu-unpacked/bin/gpu_check ]; then
   NVLIB=$(python3 -c '
 import importlib, os
 dirs = []
@@ -86,13 +88,13 @@ for p in ("cudnn", "nccl", "cublas", "cuda_runtime"):
     except Exception:
         pass
 print(":".join(dirs))' 2>/dev/null)
-  export LD_LIBRARY_PATH="$PWD/.gpu-carry/x/lib:/usr/local/cuda/lib64${NVLIB:+:$NVLIB}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-  log "## carried binaries of commit $(cat .gpu-carry/x/COMMIT 2>/dev/null) (bench/gpu/pack.sh; this tree: $COMMIT)"
+  export LD_LIBRARY_PATH="$PWD/.gpu-unpacked/lib:/usr/local/cuda/lib64${NVLIB:+:$NVLIB}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  log "## carried binaries of commit $(cat .gpu-unpacked/COMMIT 2>/dev/null) (bench/gpu/pack.sh; this tree: $COMMIT)"
   log "## LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
-  if ldd .gpu-carry/x/bin/gpu_check 2>&1 | grep -q "not found"; then
-    log "## the carried gpu_check cannot load:"; ldd .gpu-carry/x/bin/gpu_check 2>&1 | grep "not found" | tee -a "$LOG"
+  if ldd .gpu-unpacked/bin/gpu_check 2>&1 | grep -q "not found"; then
+    log "## the carried gpu_check cannot load:"; ldd .gpu-unpacked/bin/gpu_check 2>&1 | grep "not found" | tee -a "$LOG"
   else
-    CHECK=.gpu-carry/x/bin/gpu_check
+    CHECK=.gpu-unpacked/bin/gpu_check
     CARRIED=1
   fi
 fi
@@ -112,10 +114,10 @@ if [ -z "$CHECK" ]; then
   exit 3
 fi
 
-# 2. The check (about a minute; 240 s is a hang).
+# 2. The check (about a minute; 200 s is a hang).
 save
 log "## $CHECK"
-timeout 240 "$CHECK" 2>&1 | tee -a "$LOG"
+timeout 200 "$CHECK" 2>&1 | tee -a "$LOG"
 STATUS=${PIPESTATUS[0]}
 log "## gpu_check exit status $STATUS"
 save
@@ -125,8 +127,8 @@ NCCL_CHECK=""
 if [ "$CHECK" = build-gpu/bench/gpu/gpu_check ] &&
    cmake --build build-gpu -j"$JOBS" --target nccl_check >>build-gpu/build.log 2>&1; then
   NCCL_CHECK=build-gpu/bench/gpu/nccl_check
-elif [ "$CARRIED" = 1 ] && [ -x .gpu-carry/x/bin/nccl_check ]; then
-  NCCL_CHECK=.gpu-carry/x/bin/nccl_check
+elif [ "$CARRIED" = 1 ] && [ -x .gpu-unpacked/bin/nccl_check ]; then
+  NCCL_CHECK=.gpu-unpacked/bin/nccl_check
 fi
 if [ -n "$NCCL_CHECK" ]; then
   log "## $NCCL_CHECK"
@@ -144,12 +146,12 @@ save
 if [ "$SMOKE" = 1 ]; then
   PIXFLOW=""
   [ "$CHECK" = build-gpu/bench/gpu/gpu_check ] && [ -x build-gpu/pixflow ] && PIXFLOW=build-gpu/pixflow
-  [ -z "$PIXFLOW" ] && [ -x .gpu-carry/x/bin/pixflow ] && PIXFLOW=.gpu-carry/x/bin/pixflow
-  if [ -z "$PIXFLOW" ] || [ ! -d .gpu-carry/x/data/train ]; then
+  [ -z "$PIXFLOW" ] && [ -x .gpu-unpacked/bin/pixflow ] && PIXFLOW=.gpu-unpacked/bin/pixflow
+  if [ -z "$PIXFLOW" ] || [ ! -d .gpu-unpacked/data/train ]; then
     log "## smoke: no pixflow binary or no carried data (bench/gpu/pack.sh)"
   else
     mkdir -p work_dirs
-    for run in "smoke_edsr 1 120" "smoke_msrresnet 1 120" "smoke_edsr 0 100"; do
+    for run in "smoke_edsr 1 100" "smoke_msrresnet 1 100" "smoke_edsr 0 150"; do
       set -- $run
       cfg=bench/gpu/$1.yaml
       wd=$(sed -n 's/^work_dir: *//p' "$cfg")
