@@ -6,7 +6,8 @@
     Tensors are N x C x H x W floats in the nCHWb layouts of nn/cpu/dnnl_ctx.h, padding
     channels always zero. A tensor's H x W is the LQ size times mul / div (1 x 1 for pooled
     tensors). Layouts are chosen at plan time: a convolution takes its input's layout and lets
-    oneDNN choose its output's (normally the blocked layout its fast kernels use), element-wise
+    oneDNN choose its output's (normally the blocked layout its fast kernels use; a 4-7
+    channel feature map is kept blocked where oneDNN would pick plain NCHW), element-wise
     nodes keep their first input's, so features stay blocked from the first convolution to the
     last with no reorder in between. Convolutions may fuse ReLU / LeakyReLU and a residual add
     (nn/cpu/conv_dnnl.h).
