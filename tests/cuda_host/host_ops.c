@@ -1,6 +1,7 @@
 /*  host_ops — stand-ins for the CUDA runtime calls, nn/cuda/ops.h and nn/cuda/conv_cudnn.h
-    that run on the host, so test_graph_cuda_host can run nn/cuda/graph_cuda.c (the GPU
-    executor's planning and gradient bookkeeping) on a machine without a GPU. "Device" memory
+    that run on the host, so test_model_cuda_host and test_optim_cuda_host can run the CUDA
+    backend's host code (nn/cuda/model_cuda.c, graph_cuda.c, optim_cuda.c: descriptions, plans,
+    gradient bookkeeping, the optimiser's group loop) on a machine without a GPU. "Device" memory
     is host memory; every op is a naive loop written from its contract in ops.h (convolutions
     in double, stride 1, zero padding k / 2), independent of nn/graph.c's kernels; pixel
     shuffle and bicubic use the CPU backend's functions with plain layout (block 1). The real
@@ -491,4 +492,55 @@ int pf_cuda_clip_grad_norm(float *grads, size_t count, float max_norm, double *s
     (void)scratch;
     *norm = (float)pf_clip_grad_norm(grads, count, max_norm);
     return 0;
+}
+
+/* ---- what nn/cuda/model_cuda.c needs besides: streams, pinned memory, cuDNN's handle, EDSR's
+   ReLU */
+
+cudaError_t cudaSetDevice(int device) {
+    (void)device;
+    return cudaSuccess;
+}
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t *st, unsigned int flags) {
+    (void)flags;
+    *st = (cudaStream_t)0;
+    return cudaSuccess;
+}
+cudaError_t cudaStreamDestroy(cudaStream_t st) {
+    (void)st;
+    return cudaSuccess;
+}
+cudaError_t cudaMallocHost(void **p, size_t b) {
+    return cudaMalloc(p, b);
+}
+cudaError_t cudaFreeHost(void *p) {
+    return cudaFree(p);
+}
+const char *cudaGetErrorName(cudaError_t e) {
+    (void)e;
+    return "cudaErrorMock";
+}
+
+pf_cudnn *pf_cudnn_new(cudaStream_t stream, int allow_tf32, int deterministic, int benchmark,
+                       char *err, size_t errlen) {
+    (void)err, (void)errlen;
+    pf_cudnn *c = calloc(1, sizeof *c);
+    if (c) {
+        c->stream = stream;
+        c->allow_tf32 = allow_tf32;
+        c->deterministic = deterministic;
+        c->benchmark = benchmark;
+    }
+    return c;
+}
+void pf_cudnn_destroy(pf_cudnn **c) {
+    free(*c);
+    *c = NULL;
+}
+
+int pf_cuda_relu_forward(float *y, const float *x, size_t count, ST) {
+    return pf_cuda_leaky_relu_forward(y, x, 0.0f, count, stream, err, errlen);
+}
+int pf_cuda_relu_backward(float *dx, const float *dy, const float *y, size_t count, ST) {
+    return pf_cuda_leaky_relu_backward(dx, dy, y, 0.0f, count, stream, err, errlen);
 }

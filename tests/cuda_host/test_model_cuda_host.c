@@ -1,0 +1,216 @@
+/*  test_model_cuda_host — the CUDA backend's model code run on the host, with
+    tests/cuda_host/host_ops.c standing in for the CUDA runtime, the kernels (naive loops from
+    the contracts in nn/cuda/ops.h) and cuDNN: pf_cuda_model (nn/cuda/model_cuda.c: EDSR's own
+    plan, the staging of batches, the dispatch to nn/cuda/graph_cuda.c for every other
+    network) and the device optimiser (nn/cuda/optim_cuda.c), against the CPU model
+    (nn/model.h) with the same weights and batches: parameter table, loss, every gradient
+    tensor, inference, and the parameters after 3 Adam steps, for each network at x2 / x3 / x4
+    and odd sizes. What it checks is the host side of the backend — descriptions, plans (sizes,
+    liveness reuse in inference), the order of the ops, their arguments, the gradient
+    bookkeeping; the kernels themselves need a GPU (bench/gpu/gpu_check, which runs the same
+    comparisons there). Built only with the CUDA backend (the headers come from the toolkit).
+*/
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "nn/cuda/model_cuda.h"
+#include "nn/cuda/optim_cuda.h"
+#include "nn/model.h"
+#include "tests/pf_test.h"
+
+#define TOL 1e-4 /* max |a - b| / max |b| per tensor, as the GPU check (fp32) */
+
+static uint64_t rng = 12345;
+static void random_u8(uint8_t *x, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+        x[i] = (uint8_t)(rng >> 56);
+    }
+}
+
+static double max_rel_err(const float *got, const float *ref, size_t n) {
+    double worst = 0, scale = 0;
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs((double)got[i] - ref[i]);
+        if (!(d <= worst)) worst = d;
+        if (fabs(ref[i]) > scale) scale = fabs(ref[i]);
+    }
+    return scale > 0 ? worst / scale : worst;
+}
+
+/* Worst per-tensor error over the flat buffers, and that tensor's name. */
+static double worst_tensor(const pf_model *cpu, const float *got, const float *ref,
+                           const char **name) {
+    double worst = 0;
+    *name = "";
+    for (int i = 0; i < pf_model_num_tensors(cpu); i++) {
+        const pf_param_info *t = pf_model_tensor_info(cpu, i);
+        double e = max_rel_err(got + t->offset, ref + t->offset, t->numel);
+        if (!(e <= worst)) {
+            worst = e;
+            *name = t->name;
+        }
+    }
+    return worst;
+}
+
+/* hp: EDSR and MSRResNet n_feats n_blocks (EDSR res_scale hp[2] / 10); RCAN n_feats n_blocks
+   num_group squeeze_factor; RRDBNet n_feats n_blocks num_grow_ch; FSRCNN d s m; SRCNN c1 c2;
+   ESPCN none. */
+static void check(const char *type, int scale, int h, int w, const int hp[4], const char *loss) {
+    pf_config c;
+    pf_config_defaults(&c);
+    snprintf(c.model_type, sizeof c.model_type, "%s", type);
+    snprintf(c.loss_type, sizeof c.loss_type, "%s", loss);
+    c.scale = scale;
+    if (!strcmp(type, "EDSR") || !strcmp(type, "MSRResNet") || !strcmp(type, "RCAN") ||
+        !strcmp(type, "RRDBNet")) {
+        c.n_feats = hp[0];
+        c.n_blocks = hp[1];
+    }
+    if (!strcmp(type, "EDSR")) {
+        c.res_scale = (float)hp[2] / 10.0f;
+    } else if (!strcmp(type, "RCAN")) {
+        c.num_group = hp[2];
+        c.squeeze_factor = hp[3];
+    } else if (!strcmp(type, "RRDBNet")) {
+        c.num_grow_ch = hp[2];
+    } else if (!strcmp(type, "FSRCNN")) {
+        c.fsrcnn_d = hp[0];
+        c.fsrcnn_s = hp[1];
+        c.fsrcnn_m = hp[2];
+    } else if (!strcmp(type, "SRCNN")) {
+        c.srcnn_channels[1] = hp[0];
+        c.srcnn_channels[2] = hp[1];
+    }
+    char label[96], err[512] = "";
+    snprintf(label, sizeof label, "%s x%d %dx%d %s", type, scale, h, w, loss);
+    pf_model *cpu = pf_model_new(&c, err, sizeof err);
+    pf_cuda_model *dev = cpu ? pf_cuda_model_new(&c, 0, 0, err, sizeof err) : NULL;
+    CHECK(cpu && dev, "%s: %s", label, err);
+    if (!cpu || !dev) {
+        pf_model_destroy(&cpu);
+        return;
+    }
+    pf_model_init(cpu, 7);
+
+    /* the same parameter table */
+    size_t np = pf_model_num_params(cpu);
+    int same = pf_cuda_model_num_params(dev) == np &&
+               pf_cuda_model_num_tensors(dev) == pf_model_num_tensors(cpu);
+    for (int i = 0; same && i < pf_model_num_tensors(cpu); i++)
+        same = !strcmp(pf_cuda_model_tensor_info(dev, i)->name,
+                       pf_model_tensor_info(cpu, i)->name) &&
+               pf_cuda_model_tensor_info(dev, i)->offset == pf_model_tensor_info(cpu, i)->offset;
+    CHECK(same, "%s: parameter tables differ", label);
+
+    int n = 2, H = h * scale, W = w * scale;
+    size_t lq = (size_t)n * h * w * 3, hq = (size_t)n * H * W * 3;
+    uint8_t *in = malloc(lq + hq);
+    float *got = malloc(np * sizeof(float));
+    float *out_cpu = malloc((size_t)H * W * 3 * sizeof(float));
+    float *out_dev = malloc((size_t)H * W * 3 * sizeof(float));
+    if (!in || !got || !out_cpu || !out_dev) exit(2);
+    random_u8(in, lq + hq);
+    float loss_cpu = 0, loss_dev = 0;
+    int rc = pf_cuda_model_set_params(dev, pf_model_params(cpu), err, sizeof err) ||
+             pf_model_train_step(cpu, in, in + lq, n, h, w, &loss_cpu, err, sizeof err) ||
+             pf_cuda_model_train_step(dev, in, in + lq, n, h, w, &loss_dev, err, sizeof err) ||
+             pf_cuda_model_get_grads(dev, got, err, sizeof err);
+    CHECK(rc == 0, "%s: train step: %s", label, err);
+    if (rc) goto done;
+    CHECK(fabs((double)loss_dev - loss_cpu) <= TOL * fabs((double)loss_cpu),
+          "%s: loss %.8g, cpu %.8g", label, (double)loss_dev, (double)loss_cpu);
+    for (int i = 0; i < pf_model_num_tensors(cpu); i++) {
+        const pf_param_info *t = pf_model_tensor_info(cpu, i);
+        double e = max_rel_err(got + t->offset, pf_model_grads(cpu) + t->offset, t->numel);
+        CHECK(e <= TOL, "%s: gradient of %s: max rel err %.3g", label, t->name, e);
+    }
+    const char *gname;
+    double ge = worst_tensor(cpu, got, pf_model_grads(cpu), &gname);
+
+    rc = pf_model_infer(cpu, in, h, w, out_cpu, err, sizeof err) ||
+         pf_cuda_model_infer(dev, in, h, w, out_dev, err, sizeof err);
+    CHECK(rc == 0, "%s: infer: %s", label, err);
+    double ie = rc ? NAN : max_rel_err(out_dev, out_cpu, (size_t)H * W * 3);
+    CHECK(ie <= TOL, "%s: inference: max rel err %.3g", label, ie);
+
+    /* 3 Adam steps on both, a new batch each (the device optimiser made from the host's) */
+    pf_adam opt;
+    pf_cuda_optim dopt;
+    if (pf_adam_init(&opt, np, 0.9f, 0.99f, 1e-8f, 0.0f)) exit(2);
+    rc = pf_cuda_optim_init(&dopt, &opt, pf_cuda_model_stream(dev), err, sizeof err);
+    CHECK(rc == 0, "%s: optimiser: %s", label, err);
+    for (int t = 1; rc == 0 && t <= 3; t++) {
+        if (t > 1) {
+            random_u8(in, lq + hq);
+            rc = pf_model_train_step(cpu, in, in + lq, n, h, w, &loss_cpu, err, sizeof err) ||
+                 pf_cuda_model_train_step(dev, in, in + lq, n, h, w, &loss_dev, err,
+                                          sizeof err);
+        }
+        pf_adam_step(&opt, pf_model_params(cpu), pf_model_grads(cpu), 1e-4f);
+        rc = rc || pf_cuda_optim_step(&dopt, pf_cuda_model_params_device(dev),
+                                      pf_cuda_model_grads_device(dev), 1e-4f, err, sizeof err);
+    }
+    rc = rc || pf_cuda_model_get_params(dev, got, err, sizeof err);
+    CHECK(rc == 0, "%s: Adam steps: %s", label, err);
+    const char *pname = "";
+    double pe = rc ? NAN : worst_tensor(cpu, got, pf_model_params(cpu), &pname);
+    CHECK(pe <= TOL, "%s: parameters after 3 Adam steps: %s max rel err %.3g", label, pname, pe);
+    if (rc == 0) pf_cuda_optim_free(&dopt);
+    pf_adam_free(&opt);
+    printf("%-28s loss %.6f / %.6f, worst gradient %.2e (%s), inference %.2e, "
+           "3 Adam steps %.2e\n", label, (double)loss_dev, (double)loss_cpu, ge, gname, ie, pe);
+done:
+    free(in), free(got), free(out_cpu), free(out_dev);
+    pf_cuda_model_destroy(&dev);
+    pf_model_destroy(&cpu);
+}
+
+int main(void) {
+    check("EDSR", 2, 12, 12, (const int[4]){16, 2, 10, 0}, "L1Loss");
+    check("EDSR", 3, 17, 13, (const int[4]){16, 2, 5, 0}, "MSELoss");
+    check("EDSR", 4, 17, 13, (const int[4]){16, 2, 1, 0}, "L1Loss");
+    check("SRCNN", 3, 12, 12, (const int[4]){16, 8, 0, 0}, "L1Loss");
+    check("SRCNN", 2, 17, 13, (const int[4]){16, 8, 0, 0}, "MSELoss");
+    check("FSRCNN", 3, 12, 12, (const int[4]){12, 4, 2, 0}, "L1Loss");
+    check("FSRCNN", 2, 17, 13, (const int[4]){16, 8, 1, 0}, "MSELoss");
+    check("ESPCN", 3, 12, 12, (const int[4]){0, 0, 0, 0}, "L1Loss");
+    check("ESPCN", 4, 17, 13, (const int[4]){0, 0, 0, 0}, "MSELoss");
+    check("MSRResNet", 4, 12, 12, (const int[4]){16, 2, 0, 0}, "L1Loss");
+    check("MSRResNet", 2, 17, 13, (const int[4]){16, 2, 0, 0}, "MSELoss");
+    check("MSRResNet", 3, 17, 13, (const int[4]){16, 2, 0, 0}, "L1Loss");
+    check("RCAN", 2, 12, 12, (const int[4]){16, 2, 2, 4}, "L1Loss");
+    check("RCAN", 3, 17, 13, (const int[4]){16, 2, 2, 4}, "MSELoss");
+    check("RCAN", 4, 12, 12, (const int[4]){16, 2, 2, 4}, "L1Loss");
+    check("RRDBNet", 4, 12, 12, (const int[4]){16, 1, 8, 0}, "L1Loss");
+    check("RRDBNet", 2, 12, 14, (const int[4]){16, 1, 8, 0}, "MSELoss");
+    check("RRDBNet", 4, 17, 13, (const int[4]){12, 1, 12, 0}, "MSELoss");
+
+    /* refusals, named */
+    pf_config c;
+    char err[512] = "";
+    pf_config_defaults(&c);
+    snprintf(c.model_type, sizeof c.model_type, "RRDBNet");
+    c.scale = 2, c.n_feats = 8, c.n_blocks = 1, c.num_grow_ch = 4;
+    pf_cuda_model *m = pf_cuda_model_new(&c, 0, 0, err, sizeof err);
+    uint8_t px[13 * 12 * 3] = {0};
+    float out[13 * 12 * 3 * 4];
+    CHECK(m && pf_cuda_model_infer(m, px, 13, 12, out, err, sizeof err) != 0 &&
+              strstr(err, "not divisible by 2"),
+          "odd size for RRDBNet x2: '%s'", err);
+    pf_cuda_model_destroy(&m);
+    snprintf(c.model_type, sizeof c.model_type, "NoSuchNet");
+    CHECK(pf_cuda_model_new(&c, 0, 0, err, sizeof err) == NULL && strstr(err, "NoSuchNet"),
+          "unknown type: '%s'", err);
+    snprintf(c.model_type, sizeof c.model_type, "EDSR");
+    snprintf(c.loss_type, sizeof c.loss_type, "CharbonnierLoss");
+    m = pf_cuda_model_new(&c, 0, 0, err, sizeof err);
+    float loss;
+    CHECK(m && pf_cuda_model_train_step(m, px, px, 1, 2, 2, &loss, err, sizeof err) != 0 &&
+              strstr(err, "Charbonnier"),
+          "CharbonnierLoss: '%s'", err);
+    pf_cuda_model_destroy(&m);
+    return pf_test_end("test_model_cuda_host");
+}
