@@ -280,10 +280,6 @@ int pf_train_main(int argc, char **argv) {
         fprintf(stderr, "pixflow: --loaders must be 0..256\n");
         return 2;
     }
-    if (gpus > 0 && pf_state_cuda_unsupported(&cfg, err, sizeof err)) {
-        fprintf(stderr, "pixflow: %s: %s (--gpus 0 trains on the CPU)\n", cfg_path, err);
-        return 2;
-    }
     printf("pixflow: %s: %s x%d, %d training images (%u samples/epoch), %" PRId64
            " iterations, batch %d x %d %s worker%s, %d loaders, work_dir %s\n", cfg_path,
            cfg.model_type, cfg.scale, train.n_files, train.len, total, cfg.samples_per_gpu,

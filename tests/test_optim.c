@@ -330,27 +330,8 @@ static void test_optim_new(void) {
     pf_model_destroy(&m);
 }
 
-/* A GPU job refuses what nn/cuda does not implement, naming it; the optimisers, EMA,
-   clipping and paramwise_cfg all run there. */
-static void test_cuda_refusal(void) {
-    static pf_config c;
-    char err[256];
-    pf_model *m = make_model(&c, "{type: Adam, lr: 1.0e-3}", "");
-    CHECK(pf_state_cuda_unsupported(&c, err, sizeof err) == 0, "plain Adam runs on cuda");
-    pf_model_destroy(&m);
-    m = make_model(&c, "{type: SGD, lr: 0.1, momentum: 0.9}", "ema_decay: 0.999\n");
-    CHECK(pf_state_cuda_unsupported(&c, err, sizeof err) == 0, "SGD + EMA on cuda: '%s'", err);
-    pf_model_destroy(&m);
-    m = make_model(&c, "{type: Adam, lr: 1.0e-3}", "");
-    snprintf(c.loss_type, sizeof c.loss_type, "CharbonnierLoss");
-    CHECK(pf_state_cuda_unsupported(&c, err, sizeof err) == 1 &&
-              !strcmp(err, "loss CharbonnierLoss is not supported on cuda yet (L1Loss, MSELoss)"),
-          "Charbonnier on cuda: '%s'", err);
-    pf_model_destroy(&m);
-}
 
 int main(void) {
-    test_cuda_refusal();
     test_checkpoint("{type: Adam, lr: 1.0e-3}", "", 2);
     test_checkpoint("{type: AdamW, lr: 1.0e-3}", "ema_decay: 0.9\n", 2);
     test_checkpoint("{type: SGD, lr: 0.1, momentum: 0.9}", "ema_decay: 0.999\n", 1);

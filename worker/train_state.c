@@ -289,13 +289,6 @@ int pf_state_load_eval_weights(pf_model *m, const char *path, int *ema, char *er
     return rc;
 }
 
-int pf_state_cuda_unsupported(const pf_config *cfg, char *err, size_t errlen) {
-    if (!strcmp(cfg->loss_type, "L1Loss") || !strcmp(cfg->loss_type, "MSELoss")) return 0;
-    snprintf(err, errlen, "loss %s is not supported on cuda yet (L1Loss, MSELoss)",
-             cfg->loss_type);
-    return 1;
-}
-
 int pf_state_custom_key(const pf_config *cfg, const char *name) {
     int best = -1;
     for (int i = 0; i < cfg->n_custom_keys; i++) {

@@ -58,11 +58,6 @@ int pf_state_load_ema(pf_optim *optim, pf_model *m, const char *path, char *err,
 int pf_state_optim_new(const pf_config *cfg, pf_model *m, pf_optim *o, char *err,
                        size_t errlen);
 
-/* What the CUDA backend cannot train yet: returns 1 with err ("loss CharbonnierLoss is not
-   supported on cuda yet (L1Loss, MSELoss)") so that a GPU job stops at start instead of at
-   its first step; 0 when cfg is fine (every network, optimiser, paramwise_cfg, grad_clip and
-   ema_decay run on the GPU). */
-int pf_state_cuda_unsupported(const pf_config *cfg, char *err, size_t errlen);
 
 /* The index of the custom key of parameter `name`: MMCV's rule, the longest key that is a
    substring of the name, ties to the alphabetically first; -1 when none matches. */

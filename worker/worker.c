@@ -630,7 +630,6 @@ int pf_worker_main(int argc, char **argv) {
     }
     w.model = pf_model_new(w.cfg, err, sizeof err);
     if (!w.model) goto done;
-    if (gpu_index >= 0 && pf_state_cuda_unsupported(w.cfg, err, sizeof err)) goto done;
     if (pf_state_optim_new(w.cfg, w.model, &w.optim, err, sizeof err) != 0) goto done;
     start_iter = restore(&w, err, sizeof err);
     if (start_iter < 0 || sync_model_params(&w, err, sizeof err) != 0) goto done;

@@ -56,7 +56,6 @@ struct pf_cugraph {
     pf_model *desc;         /* the CPU backend's description: graph, tensors, convs */
     pf_graph own;           /* SRCNN's node list (desc has none) */
     pf_graph *graph;        /* &desc->graph or &own */
-    int loss_mse;           /* MSELoss, else L1Loss (model_cuda.c refuses the others) */
     pf_cuconv *train_conv, *infer_conv;     /* desc->n_convs each */
     /* FSRCNN: the sub-pixel conv's weights + bias and their gradients (device), and the
        index maps: params -> sub_w (n_sub_w), sub_dw -> weight grads (1 each), sub_dw -> bias
@@ -158,7 +157,6 @@ pf_cugraph *pf_cugraph_new(const pf_config *cfg, char *err, size_t errlen) {
         snprintf(err, errlen, "cuda model: out of memory");
         return NULL;
     }
-    g->loss_mse = !strcmp(cfg->loss_type, "MSELoss");
     if (!(g->desc = pf_model_new(cfg, err, errlen))) goto fail;
     pf_model *m = g->desc;
     if (m->is_graph) {
@@ -617,9 +615,9 @@ int pf_cugraph_train_step(pf_cugraph *g, const pf_cugraph_env *env, const uint8_
     cutensor *o = &p->ts[G->output];
     char oe[512];
     if (pf_cuda_u8_nhwc_to_nchw(p->gt, p->u8 + lq, n, h * s, w * s, 3, st, oe, sizeof oe) ||
-        (g->loss_mse ? pf_cuda_mse_loss : pf_cuda_l1_loss)(
-            env->loss, o->grad, p->pred, p->gt, hq, g->desc->cfg.loss_weight,
-            env->loss_scratch, st, oe, sizeof oe) ||
+        pf_cuda_pixel_loss(g->desc->cfg.loss_type, env->loss, o->grad, p->pred, p->gt, hq,
+                           g->desc->cfg.loss_weight, g->desc->cfg.charbonnier_eps,
+                           env->loss_scratch, st, oe, sizeof oe) ||
         (G->range != 1.0f &&
          pf_cuda_scale(o->grad, o->grad, 1.0f / G->range, hq, st, oe, sizeof oe))) {
         snprintf(err, errlen, "%s loss: %s", g->desc->cfg.model_type, oe);

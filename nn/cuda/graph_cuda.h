@@ -53,7 +53,7 @@ int pf_cugraph_supports(const char *model_type);
 
 /* Describe cfg's network (allocates on the device only FSRCNN's weight index maps). Returns
    NULL with err: an unsupported type or hyper-parameter (the CPU builder's message), out of
-   memory. The loss is MSELoss when cfg says so, else L1Loss: the caller refuses the others. */
+   memory. */
 pf_cugraph *pf_cugraph_new(const pf_config *cfg, char *err, size_t errlen);
 
 /* Frees the plans' device buffers (call with the model's device current) and the
@@ -70,8 +70,8 @@ int pf_cugraph_input_multiple(const pf_cugraph *g);
 
 /* One training step on the device: host_in is a host buffer (pinned for an asynchronous
    copy) holding lq (n x h x w x 3 uint8 NHWC) followed by gt (n x hs x ws x 3, s the scale).
-   Uploads it, runs forward, the loss (L1 or MSE, mean, times loss_weight, on the image
-   out / range + mean) into env->loss and backward into env->grads (overwritten). Plans (buffers
+   Uploads it, runs forward, the loss (cfg's L1Loss, MSELoss or CharbonnierLoss, mean, times
+   loss_weight, on the image out / range + mean) into env->loss and backward into env->grads (overwritten). Plans (buffers
    and cuDNN algorithms) are (re)built when the shape changes. Queued on env->stream; returns
    0 or -1 with err naming the node or layer. */
 int pf_cugraph_train_step(pf_cugraph *g, const pf_cugraph_env *env, const uint8_t *host_in,

@@ -27,7 +27,6 @@
 #define CONV_UP(m, s) (2 + 2 * (m)->cfg.n_blocks + (s))
 #define CONV_LAST(m) (2 + 2 * (m)->cfg.n_blocks + (m)->n_stages)
 
-enum { LOSS_L1, LOSS_MSE, LOSS_CHARBONNIER };
 
 /* Device activation buffers for one LQ batch shape. */
 typedef struct {
@@ -56,7 +55,6 @@ struct pf_cuda_model {
     int device;                 /* CUDA device ordinal */
     int scale;
     int n_stages, stage_r;      /* upsample: stages of factor stage_r (2 or 3) */
-    int loss_type;              /* LOSS_* */
     size_t n_params;
     pf_param_info *tensors;     /* weight then bias for every conv, in state_dict order */
     int n_tensors;
@@ -201,12 +199,10 @@ pf_cuda_model *pf_cuda_model_new(const pf_config *cfg, int device, int allow_tf3
     m->cfg = *cfg;
     m->device = device;
     m->scale = cfg->scale;
-    if (!strcmp(cfg->loss_type, "L1Loss")) m->loss_type = LOSS_L1;
-    else if (!strcmp(cfg->loss_type, "MSELoss")) m->loss_type = LOSS_MSE;
-    else if (!strcmp(cfg->loss_type, "CharbonnierLoss")) m->loss_type = LOSS_CHARBONNIER;
-    else {
-        snprintf(err, errlen, "cuda model: unsupported loss_type '%s' (L1Loss, MSELoss)",
-                 cfg->loss_type);
+    if (strcmp(cfg->loss_type, "L1Loss") && strcmp(cfg->loss_type, "MSELoss") &&
+        strcmp(cfg->loss_type, "CharbonnierLoss")) {
+        snprintf(err, errlen, "cuda model: unsupported loss_type '%s' (L1Loss, MSELoss, "
+                 "CharbonnierLoss)", cfg->loss_type);
         goto fail;
     }
     cudaError_t e;
@@ -522,14 +518,10 @@ static int edsr_loss(pf_cuda_model *m, cuplan *p, char *err, size_t errlen) {
     char oe[512];
     OP("loss", "gt uint8 -> float",
        pf_cuda_u8_nhwc_to_nchw(p->gt, gt_u8, n, H, W, 3, st, oe, sizeof oe));
-    if (m->loss_type == LOSS_L1)
-        OP("loss", "L1", pf_cuda_l1_loss(m->loss, p->d_out, p->pred, p->gt, count,
-                                         m->cfg.loss_weight, m->loss_scratch, st, oe,
-                                         sizeof oe));
-    else
-        OP("loss", "MSE", pf_cuda_mse_loss(m->loss, p->d_out, p->pred, p->gt, count,
-                                           m->cfg.loss_weight, m->loss_scratch, st, oe,
-                                           sizeof oe));
+    OP("loss", m->cfg.loss_type,
+       pf_cuda_pixel_loss(m->cfg.loss_type, m->loss, p->d_out, p->pred, p->gt, count,
+                          m->cfg.loss_weight, m->cfg.charbonnier_eps, m->loss_scratch, st, oe,
+                          sizeof oe));
     /* through the inverse mean shift: d out = d pred / img_range */
     OP("loss", "mean unshift backward",
        pf_cuda_scale(p->d_out, p->d_out, 1.0f / m->cfg.img_range, count, st, oe, sizeof oe));
@@ -605,11 +597,6 @@ static int edsr_backward(pf_cuda_model *m, cuplan *p, pf_cuconv *convs, char *er
 
 int pf_cuda_model_train_step(pf_cuda_model *m, const uint8_t *lq, const uint8_t *gt, int n,
                              int lq_h, int lq_w, float *loss, char *err, size_t errlen) {
-    if (m->loss_type == LOSS_CHARBONNIER) {
-        snprintf(err, errlen, "cuda model: CharbonnierLoss is not on the GPU yet (L1Loss, "
-                 "MSELoss); use --device cpu");
-        return -1;
-    }
     TRY(use_device(m, err, errlen));
     /* the staging buffer is rewritten below: a call that failed after queueing work may
        have left an upload from it in flight */

@@ -87,9 +87,9 @@ cudaStream_t pf_cuda_model_stream(pf_cuda_model *m);
 /* One training step, as pf_model_train_step: lq n x lq_h x lq_w x 3 uint8 NHWC (host), gt
    n x (lq_h*scale) x (lq_w*scale) x 3 uint8 NHWC (host). Both are copied into a pinned
    staging buffer (kept between calls, regrown when the shape grows) and uploaded; the
-   conversion to float happens on the device. Forward, loss (cfg->loss_type: L1Loss or
-   MSELoss, mean over all n*3*H*W values, times loss_weight; CharbonnierLoss is not on the
-   GPU yet and returns -1), backward. Gradients are overwritten, not accumulated. *loss is
+   conversion to float happens on the device. Forward, loss (cfg->loss_type: L1Loss,
+   MSELoss or CharbonnierLoss with charbonnier_eps, mean over all n*3*H*W values, times
+   loss_weight), backward. Gradients are overwritten, not accumulated. *loss is
    the loss value. Buffers and cuDNN algorithms are (re)built when the shape changes.
    Synchronises before returning. Returns 0 or -1 with err. */
 int pf_cuda_model_train_step(pf_cuda_model *m, const uint8_t *lq, const uint8_t *gt, int n,

@@ -15,6 +15,7 @@
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #define THREADS 256
 #define MAX_BLOCKS 65536
@@ -219,7 +220,7 @@ int pf_cuda_pixel_shuffle_backward(float *din, const float *dout, int n, int c, 
 
 /* ---- losses ------------------------------------------------------------------------------- */
 
-enum { LOSS_L1 = 0, LOSS_MSE = 1 };
+enum { LOSS_L1 = 0, LOSS_MSE = 1, LOSS_CHARBONNIER = 2 };
 
 /* Tree sum of THREADS doubles in shared memory, fixed order; the result is in s[0]. */
 __device__ void block_sum(double *s) {
@@ -233,7 +234,7 @@ __device__ void block_sum(double *s) {
 /* Pass 1, LOSS_BLOCKS blocks: per-element loss summed per block into partial[blockIdx.x];
    the gradient written on the way (grad may be NULL). y NULL: zeros (the gradient norm). */
 __global__ void k_loss_partial(double *partial, float *grad, const float *x, const float *y,
-                               size_t count, int type, float gscale) {
+                               size_t count, int type, float gscale, float eps) {
     __shared__ double s[THREADS];
     double acc = 0.0;
     GRID_STRIDE(i, count) {
@@ -242,9 +243,13 @@ __global__ void k_loss_partial(double *partial, float *grad, const float *x, con
         if (type == LOSS_L1) {
             acc += fabs((double)d);
             g = d > 0.0f ? 1.0f : d < 0.0f ? -1.0f : 0.0f;
-        } else {
+        } else if (type == LOSS_MSE) {
             acc += (double)d * (double)d;
             g = 2.0f * d;
+        } else {    /* nn/loss.c: r = sqrtf(d d + eps), each operation rounded on its own */
+            float r = __fsqrt_rn(__fadd_rn(__fmul_rn(d, d), eps));
+            acc += (double)r;
+            g = __fdiv_rn(d, r);
         }
         if (grad) grad[i] = g * gscale;
     }
@@ -264,13 +269,13 @@ __global__ void k_loss_final(float *loss, const double *partial, double scale) {
 }
 
 static int pixel_loss(const char *fn, int type, float *loss, float *grad, const float *x,
-                      const float *y, size_t count, float weight, double *scratch,
+                      const float *y, size_t count, float weight, float eps, double *scratch,
                       cudaStream_t stream, char *err, size_t errlen) {
     if (!count) return bad_arg(fn, "empty input (the mean is undefined)", err, errlen);
     /* the gradient's scale as nn/loss.c computes it: weight / count in float */
     float gscale = weight / (float)count;
     k_loss_partial<<<LOSS_BLOCKS, THREADS, 0, stream>>>(scratch, grad, x, y, count, type,
-                                                        gscale);
+                                                        gscale, eps);
     if (check_launch("k_loss_partial", err, errlen)) return -1;
     k_loss_final<<<1, THREADS, 0, stream>>>(loss, scratch, (double)weight / (double)count);
     return check_launch("k_loss_final", err, errlen);
@@ -279,15 +284,39 @@ static int pixel_loss(const char *fn, int type, float *loss, float *grad, const 
 int pf_cuda_l1_loss(float *loss, float *grad, const float *x, const float *y, size_t count,
                     float weight, double *scratch, cudaStream_t stream, char *err,
                     size_t errlen) {
-    return pixel_loss("pf_cuda_l1_loss", LOSS_L1, loss, grad, x, y, count, weight, scratch,
-                      stream, err, errlen);
+    return pixel_loss("pf_cuda_l1_loss", LOSS_L1, loss, grad, x, y, count, weight, 0.0f,
+                      scratch, stream, err, errlen);
 }
 
 int pf_cuda_mse_loss(float *loss, float *grad, const float *x, const float *y, size_t count,
                      float weight, double *scratch, cudaStream_t stream, char *err,
                      size_t errlen) {
-    return pixel_loss("pf_cuda_mse_loss", LOSS_MSE, loss, grad, x, y, count, weight, scratch,
-                      stream, err, errlen);
+    return pixel_loss("pf_cuda_mse_loss", LOSS_MSE, loss, grad, x, y, count, weight, 0.0f,
+                      scratch, stream, err, errlen);
+}
+
+int pf_cuda_charbonnier_loss(float *loss, float *grad, const float *x, const float *y,
+                             size_t count, float weight, float eps, double *scratch,
+                             cudaStream_t stream, char *err, size_t errlen) {
+    if (!(eps >= 0.0f))
+        return bad_arg("pf_cuda_charbonnier_loss", "eps must be >= 0", err, errlen);
+    return pixel_loss("pf_cuda_charbonnier_loss", LOSS_CHARBONNIER, loss, grad, x, y, count,
+                      weight, eps, scratch, stream, err, errlen);
+}
+
+int pf_cuda_pixel_loss(const char *type, float *loss, float *grad, const float *x,
+                       const float *y, size_t count, float weight, float eps, double *scratch,
+                       cudaStream_t stream, char *err, size_t errlen) {
+    if (!strcmp(type, "L1Loss"))
+        return pf_cuda_l1_loss(loss, grad, x, y, count, weight, scratch, stream, err, errlen);
+    if (!strcmp(type, "MSELoss"))
+        return pf_cuda_mse_loss(loss, grad, x, y, count, weight, scratch, stream, err, errlen);
+    if (!strcmp(type, "CharbonnierLoss"))
+        return pf_cuda_charbonnier_loss(loss, grad, x, y, count, weight, eps, scratch, stream,
+                                        err, errlen);
+    snprintf(err, errlen, "pf_cuda_pixel_loss: unknown loss type '%s' (L1Loss, MSELoss, "
+             "CharbonnierLoss)", type);
+    return -1;
 }
 
 /* ---- optimiser updates ---------------------------------------------------------------------- */
@@ -402,7 +431,7 @@ int pf_cuda_clip_grad_norm(float *grads, size_t count, float max_norm, double *s
         return -1;
     }
     k_loss_partial<<<LOSS_BLOCKS, THREADS, 0, stream>>>(scratch, NULL, grads, NULL, count,
-                                                        LOSS_MSE, 0.0f);
+                                                        LOSS_MSE, 0.0f, 0.0f);
     if (check_launch("k_loss_partial (gradient norm)", err, errlen)) return -1;
     k_norm_final<<<1, THREADS, 0, stream>>>(norm, scratch);
     if (check_launch("k_norm_final", err, errlen)) return -1;

@@ -99,6 +99,19 @@ int pf_cuda_mse_loss(float *loss, float *grad, const float *x, const float *y, s
                      float weight, double *scratch, cudaStream_t stream, char *err,
                      size_t errlen);
 
+/* BasicSR's CharbonnierLoss (reduction 'mean'), likewise: loss = weight * mean sqrt((x - y)^2
+   + eps), grad = weight * (x - y) / sqrt((x - y)^2 + eps) / count; eps >= 0 (BasicSR 1e-12).
+   The square root is rounded as nn/loss.c's sqrtf. */
+int pf_cuda_charbonnier_loss(float *loss, float *grad, const float *x, const float *y,
+                             size_t count, float weight, float eps, double *scratch,
+                             cudaStream_t stream, char *err, size_t errlen);
+
+/* The loss a config names (model.loss.type: "L1Loss", "MSELoss", "CharbonnierLoss" with eps),
+   as above; an unknown name is an error that lists the known ones. */
+int pf_cuda_pixel_loss(const char *type, float *loss, float *grad, const float *x,
+                       const float *y, size_t count, float weight, float eps, double *scratch,
+                       cudaStream_t stream, char *err, size_t errlen);
+
 /* One Adam step over count parameters, torch.optim.Adam (amsgrad=False) as nn/optim.c:
      g = grad + weight_decay * p;  m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2
      p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)

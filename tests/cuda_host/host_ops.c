@@ -112,19 +112,15 @@ int pf_cuda_pixel_shuffle_backward(float *din, const float *dout, int n, int c, 
     pf_pixel_shuffle_backward(din, dout, n, c, h, w, r, 1, 1);
     return 0;
 }
-static int loss(int mse, float *l, float *grad, const float *x, const float *y, size_t count,
-                float weight) {
+/* type 0 L1, 1 MSE, 2 Charbonnier (sqrt(d^2 + eps)); in double */
+static int loss(int type, float *l, float *grad, const float *x, const float *y, size_t count,
+                float weight, float eps) {
     double s = 0;
     for (size_t i = 0; i < count; i++) {
-        double d = (double)x[i] - y[i];
-        s += mse ? d * d : fabs(d);
-        if (grad)
-            grad[i] = (float)(mse ? weight * 2 * d / count
-                                  : weight *
-                                        (d > 0   ? 1
-                                         : d < 0 ? -1
-                                                 : 0) /
-                                        (double)count);
+        double d = (double)x[i] - y[i], r = sqrt(d * d + eps);
+        s += type == 0 ? fabs(d) : type == 1 ? d * d : r;
+        double g = type == 0 ? (d > 0 ? 1 : d < 0 ? -1 : 0) : type == 1 ? 2 * d : d / r;
+        if (grad) grad[i] = (float)(weight * g / (double)count);
     }
     *l = (float)(weight * s / count);
     return 0;
@@ -133,13 +129,31 @@ int pf_cuda_l1_loss(float *l, float *grad, const float *x, const float *y, size_
                     float weight, double *scratch, ST) {
     UNUSED;
     (void)scratch;
-    return loss(0, l, grad, x, y, count, weight);
+    return loss(0, l, grad, x, y, count, weight, 0);
 }
 int pf_cuda_mse_loss(float *l, float *grad, const float *x, const float *y, size_t count,
                      float weight, double *scratch, ST) {
     UNUSED;
     (void)scratch;
-    return loss(1, l, grad, x, y, count, weight);
+    return loss(1, l, grad, x, y, count, weight, 0);
+}
+int pf_cuda_charbonnier_loss(float *l, float *grad, const float *x, const float *y,
+                             size_t count, float weight, float eps, double *scratch, ST) {
+    UNUSED;
+    (void)scratch;
+    return loss(2, l, grad, x, y, count, weight, eps);
+}
+int pf_cuda_pixel_loss(const char *type, float *l, float *grad, const float *x, const float *y,
+                       size_t count, float weight, float eps, double *scratch, ST) {
+    UNUSED;
+    (void)scratch;
+    int t = !strcmp(type, "L1Loss") ? 0 : !strcmp(type, "MSELoss") ? 1
+          : !strcmp(type, "CharbonnierLoss") ? 2 : -1;
+    if (t < 0) {
+        snprintf(err, errlen, "unknown loss type '%s'", type);
+        return -1;
+    }
+    return loss(t, l, grad, x, y, count, weight, eps);
 }
 int pf_cuda_leaky_relu_forward(float *y, const float *x, float alpha, size_t count, ST) {
     UNUSED;
