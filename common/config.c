@@ -1401,6 +1401,7 @@ static int get_opt_path(pf_cfg_ctx *c, struct fy_node *v, const char *kp, char *
 
 static int parse_top(pf_cfg_ctx *c, pf_section *s, pf_config *cfg, pf_lines *L) {
     static const char *levels[] = {"debug", "info", "warning", "error", NULL};
+    static const char *conv_algos[] = {"auto", "direct", "winograd", NULL};
     void *it = NULL;
     char name[64];
     struct fy_node *k, *v;
@@ -1480,6 +1481,10 @@ static int parse_top(pf_cfg_ctx *c, pf_section *s, pf_config *cfg, pf_lines *L) 
             cfg->seed = (uint64_t)seed;
         } else if (!strcmp(name, "log_level")) {
             if (get_choice(c, v, kp, levels, 1, cfg->log_level, sizeof cfg->log_level))
+                return -1;
+        } else if (!strcmp(name, "conv_algorithm")) {
+            if (get_choice(c, v, kp, conv_algos, 0, cfg->conv_algorithm,
+                           sizeof cfg->conv_algorithm))
                 return -1;
         } else {
             return unknown(c, s, k, name);
@@ -1677,6 +1682,7 @@ void pf_config_defaults(pf_config *cfg) {
     cfg->eval_tile_overlap = 40;
     cfg->resume_optim = 1;
     snprintf(cfg->log_level, sizeof cfg->log_level, "info");
+    snprintf(cfg->conv_algorithm, sizeof cfg->conv_algorithm, "auto");
 }
 
 static uint64_t fnv1a64(const char *s) {
@@ -2183,6 +2189,8 @@ char *pf_config_to_yaml(const pf_config *cfg) {
     put(&b, "\nresume_optim: %s\nseed: %llu\nlog_level: ", cfg->resume_optim ? "true" : "false",
         (unsigned long long)cfg->seed);
     put_word(&b, cfg->log_level);
+    put(&b, "\nconv_algorithm: ");
+    put_word(&b, cfg->conv_algorithm);
     put(&b, "\n");
     if (b.oom) {
         free(b.s);

@@ -160,6 +160,8 @@ typedef struct {
     int resume_optim;                   /* default 1 */
     uint64_t seed;                      /* default 0 */
     char log_level[16];                 /* "debug" | "info" | "warning" | "error" */
+    char conv_algorithm[16];            /* CPU convolutions: "auto" (default) | "direct" |
+                                           "winograd" (nn/cpu/conv_dnnl.h) */
 
     /* security */
     int curve;                          /* security.curve: CURVE on every link (default 0) */

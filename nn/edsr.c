@@ -28,17 +28,15 @@
 #define TRY(x) do { if (x) return -1; } while (0)
 #define ALLOC(ptr, count) do { if (!((ptr) = pf_plan_alloc(p, (count)))) goto oom; } while (0)
 
-int pf_edsr_plan(pf_model *m, pf_plan *p, pf_conv *convs, int n, int h, int w, int training,
-                 char *err, size_t errlen) {
-    int c = m->cfg.n_feats, nb = m->cfg.n_blocks, r = m->stage_r;
+/* Every layer's primitives with the features in block `feat` (-1: oneDNN's choice at
+   conv_first); returns the summed pf_conv_rank_cost of the layers, or -1 with err. */
+static int setup_convs(pf_model *m, pf_conv *convs, int n, int h, int w, int feat, int training,
+                       char *err, size_t errlen) {
+    int nb = m->cfg.n_blocks, r = m->stage_r;
     pf_dnnl *ctx = &m->dnnl;
-
-    /* Primitives: let oneDNN pick the feature layout at conv_first, then force it. */
     pf_conv *cf = &convs[CONV_FIRST];
-    TRY(pf_conv_setup(cf, ctx, n, h, w, -1, -1, training, 0, err, errlen));
+    TRY(pf_conv_setup(cf, ctx, n, h, w, -1, feat, training, 0, err, errlen));
     int b = cf->dst_block;
-    p->in_block = cf->src_block;
-    p->block = b;
     for (int i = 0; i < nb; i++) {
         TRY(pf_conv_setup(&convs[CONV1(i)], ctx, n, h, w, b, b, training, 1, err, errlen));
         TRY(pf_conv_setup(&convs[CONV2(i)], ctx, n, h, w, b, b, training, 1, err, errlen));
@@ -51,16 +49,45 @@ int pf_edsr_plan(pf_model *m, pf_plan *p, pf_conv *convs, int n, int h, int w, i
         sh *= r;
         sw *= r;
     }
-    pf_conv *cl = &convs[CONV_LAST(m)];
-    TRY(pf_conv_setup(cl, ctx, n, sh, sw, b, -1, training, 1, err, errlen));
-    p->out_block = cl->dst_block;
-    for (int i = 0; i < m->n_convs; i++)
-        if (convs[i].src_block != (i == CONV_FIRST ? p->in_block : b) ||
+    TRY(pf_conv_setup(&convs[CONV_LAST(m)], ctx, n, sh, sw, b, -1, training, 1, err, errlen));
+    int cost = 0;
+    for (int i = 0; i < m->n_convs; i++) {
+        if (convs[i].src_block != (i == CONV_FIRST ? convs[i].src_block : b) ||
             (i < CONV_UP(m, 0) && convs[i].dst_block != b)) {
             snprintf(err, errlen, "%s: oneDNN chose an unexpected layout", convs[i].name);
             return -1;
         }
+        cost += pf_conv_rank_cost(pf_conv_rank(&convs[i]));
+    }
+    return cost;
+}
 
+int pf_edsr_plan(pf_model *m, pf_plan *p, pf_conv *convs, int n, int h, int w, int training,
+                 char *err, size_t errlen) {
+    int c = m->cfg.n_feats, nb = m->cfg.n_blocks, r = m->stage_r;
+
+    /* Primitives: let oneDNN pick the feature layout at conv_first, then force it; where
+       that leaves a layer without its fast kernels (e.g. SSE4.1, whose blocked layouts have
+       only reference kernels here), take the feature layout that costs least. */
+    int cost = setup_convs(m, convs, n, h, w, -1, training, err, errlen);
+    if (cost < 0) return -1;
+    if (cost > 0) {
+        const int cand[4] = { 16, 8, c, 1 };
+        int best = -1, best_cost = cost;
+        for (int i = 0; i < 4; i++) {
+            int k = setup_convs(m, convs, n, h, w, cand[i], training, err, errlen);
+            if (k >= 0 && k < best_cost) {
+                best_cost = k;
+                best = cand[i];
+            }
+        }
+        if (setup_convs(m, convs, n, h, w, best, training, err, errlen) < 0) return -1;
+    }
+    int b = convs[CONV_FIRST].dst_block;
+    p->in_block = convs[CONV_FIRST].src_block;
+    p->block = b;
+    p->out_block = convs[CONV_LAST(m)].dst_block;
+    int sh, sw;
     /* Buffers. */
     size_t feat = pf_blk_numel(n, c, h, w, b);
     size_t pmax = 0, qmax = 0;

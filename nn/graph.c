@@ -81,10 +81,27 @@ typedef struct {
     float *grad_own;    /* its own gradient buffer; grad may point elsewhere for a step */
 } pf_tstate;
 
+/* A convolution that runs on other layouts than its tensors' (plan_conversions): its input
+   and output are converted around it, and their gradients back. */
+typedef struct {
+    int rs, rd;                 /* the blocks it runs on (0: its input's / output's own) */
+    pf_reorder to_rs, from_rd;  /* forward: input -> rs, rd -> output */
+    pf_reorder dy_to_rd, drs_back; /* backward: output gradient -> rd, input gradient -> own */
+    float *xin;                 /* the input in rs (kept for backward-weights) */
+    float *yrd;                 /* the output in rd; its gradient in backward */
+    float *dxin;                /* the input gradient in rs */
+} pf_gconv_io;
+
 struct pf_gstate {
     int n;
     int training;
     pf_tstate *ts;
+    int *run;               /* per node: 2 blocks a convolution runs on instead of its input's
+                               and output's (0 = its own), from improve() */
+    pf_gconv_io *io;        /* per node: the conversions of such a convolution */
+    int *hint;              /* per tensor: its block, from the group labels of improve()
+                               (0 = as the first pass chooses) */
+    int n_io;               /* entries of io (nodes) */
     float *arena;           /* every buffer */
     float *scratch[2];      /* backward temporaries, max numel each */
     size_t max_numel;
@@ -93,6 +110,19 @@ struct pf_gstate {
 void pf_gstate_free(pf_gstate **s) {
     if (!*s) return;
     free((*s)->ts);
+    free((*s)->hint);
+    free((*s)->run);
+    for (int k = 0; (*s)->io && k < (*s)->n_io; k++) {
+        pf_gconv_io *io = &(*s)->io[k];
+        pf_reorder_free(&io->to_rs);
+        pf_reorder_free(&io->from_rd);
+        pf_reorder_free(&io->dy_to_rd);
+        pf_reorder_free(&io->drs_back);
+        free(io->xin);
+        free(io->yrd);
+        free(io->dxin);
+    }
+    free((*s)->io);
     free((*s)->arena);
     free(*s);
     *s = NULL;
@@ -102,13 +132,16 @@ static size_t tnumel(const pf_tstate *t, int n, int c) {
     return pf_blk_numel(n, c, t->h, t->w, t->block);
 }
 
-/* Layouts and sizes, node by node (see graph.h). */
+/* Layouts and sizes, node by node (see graph.h), honouring S->hint. */
 static int plan_layouts(pf_model *m, pf_gstate *S, pf_conv *convs, int h, int w, int training,
                         char *err, size_t errlen) {
     pf_graph *g = &m->graph;
     int n = S->n;
+    memset(S->ts, 0, (size_t)g->n_t * sizeof *S->ts);
     for (int i = 0; i < g->n_t; i++) {
         pf_gtensor *t = &g->t[i];
+        if (m->dnnl.force_layout != PF_LAYOUT_ANY)
+            S->ts[i].block = pf_layout_block(m->dnnl.force_layout, t->c);
         S->ts[i].h = t->one ? 1 : h * t->mul / t->div;
         S->ts[i].w = t->one ? 1 : w * t->mul / t->div;
         S->ts[i].last_use = -1;
@@ -133,7 +166,9 @@ static int plan_layouts(pf_model *m, pf_gstate *S, pf_conv *convs, int h, int w,
             break;              /* chosen by the consumer */
         case PF_G_CONV: {
             pf_conv *c = &convs[nd->conv];
-            int dst = nd->n_in > 1 ? S->ts[nd->in[1]].block : -1;
+            int dst = nd->n_in > 1        ? S->ts[nd->in[1]].block
+                      : S->hint[nd->out] ? S->hint[nd->out]
+                                         : -1;
             /* a narrow feature map (FSRCNN-s: s = 5) for which oneDNN would choose plain NCHW
                stays blocked (padded to 8): with plain layouts all of its convolutions run on
                oneDNN's reference kernels (FSRCNN-s x3, batch 16, LQ 32: 619 -> 165 ms a step;
@@ -154,14 +189,21 @@ static int plan_layouts(pf_model *m, pf_gstate *S, pf_conv *convs, int h, int w,
                 snprintf(err, errlen, "%s: residual input has no layout", c->name);
                 return -1;
             }
-            TRY(pf_conv_setup(c, &m->dnnl, n, a->h, a->w, a->block ? a->block : -1, dst,
+            int src = a->block ? a->block : S->hint[nd->in[0]] ? S->hint[nd->in[0]] : -1;
+            int rs = S->run[2 * k], rd = nd->n_in > 1 ? 0 : S->run[2 * k + 1];
+            TRY(pf_conv_setup(c, &m->dnnl, n, a->h, a->w, rs ? rs : src, rd ? rd : dst,
                               training, a->need_grad, err, errlen));
-            if (a->block && c->src_block != a->block) {
-                snprintf(err, errlen, "%s: oneDNN chose an unexpected input layout", c->name);
-                return -1;
+            if (rs) {
+                if (!a->block) a->block = src > 0 ? src : 1;
+            } else {
+                if (a->block && c->src_block != a->block) {
+                    snprintf(err, errlen, "%s: oneDNN chose an unexpected input layout",
+                             c->name);
+                    return -1;
+                }
+                a->block = c->src_block;
             }
-            a->block = c->src_block;
-            o->block = c->dst_block;
+            o->block = rd ? (dst > 0 ? dst : 1) : c->dst_block;
             o->need_grad = 1;   /* it has weights */
             break;
         }
@@ -176,7 +218,8 @@ static int plan_layouts(pf_model *m, pf_gstate *S, pf_conv *convs, int h, int w,
             /* fall through */
         default:
             if (!a->block) a->block = 1;
-            o->block = a->block;
+            if (!o->block)      /* (set already only when the layout is forced) */
+                o->block = pf_blk_carry(a->block, g->t[nd->in[0]].c, g->t[nd->out].c);
             break;
         case PF_G_ADD:
         case PF_G_MUL_CH: {
@@ -205,6 +248,241 @@ static int plan_layouts(pf_model *m, pf_gstate *S, pf_conv *convs, int h, int w,
         if (S->ts[i].numel > S->max_numel) S->max_numel = S->ts[i].numel;
     }
     return 0;
+}
+
+/* ---- layout groups ---------------------------------------------------------------------
+
+   Tensors joined by nodes that keep a layout (element-wise nodes, adds, channel attention,
+   concatenation, pixel shuffle, pooling, nearest upsampling, a residual convolution's output
+   and its identity) must be in one layout family: nchw, nChw8c, nChw16c or NHWC (whose block
+   is each tensor's own width). Convolutions join two groups, their input's and their output's;
+   the network's inputs (the image, its bicubic / bilinear upsampling, a pixel unshuffle of it)
+   take whatever their group wants. The first planning pass lets oneDNN choose where it may
+   (format `any`); when some convolution then lacks a JIT kernel in a direction it runs,
+   improve() relabels the groups around it with the family that ranks its convolutions best
+   (pf_conv_probe on explicit layouts: `any` misses some, e.g. 5 -> 5 channels 3x3 gets a
+   reference forward from `any` but JIT kernels in every direction on NHWC) and the plan is
+   made again with every layout given. */
+
+enum { FAM_NONE, FAM_NCHW, FAM_8C, FAM_16C, FAM_NHWC, N_FAM };
+
+static int fam_block(int f, int c) {
+    return f == FAM_NCHW ? 1 : f == FAM_8C ? 8 : f == FAM_16C ? 16 : f == FAM_NHWC ? c : 0;
+}
+static int block_fam(int b, int c) {
+    return b == 1 ? FAM_NCHW : b == 8 ? FAM_8C : b == 16 ? FAM_16C : b == c ? FAM_NHWC : FAM_NONE;
+}
+
+static int find(int *parent, int t) {
+    while (parent[t] != t) t = parent[t] = parent[parent[t]];
+    return t;
+}
+
+/* group[t]: the representative tensor of t's group. */
+static void make_groups(const pf_graph *g, int *group) {
+    for (int i = 0; i < g->n_t; i++) group[i] = i;
+    for (int k = 0; k < g->n_node; k++) {
+        const pf_gnode *nd = &g->node[k];
+        switch (nd->op) {
+        case PF_G_INPUT:
+        case PF_G_BILINEAR_IN:
+        case PF_G_BICUBIC_IN:
+        case PF_G_UNSHUFFLE:
+            break;
+        case PF_G_CONV:
+            if (nd->n_in > 1) group[find(group, nd->out)] = find(group, nd->in[1]);
+            break;
+        default:
+            for (int i = 0; i < nd->n_in; i++)
+                group[find(group, nd->in[i])] = find(group, nd->out);
+            break;
+        }
+    }
+    for (int i = 0; i < g->n_t; i++) group[i] = find(group, i);
+}
+
+/* Probe results per convolution and (input family, output family): rank + 2, 0 = unknown. */
+typedef struct {
+    unsigned char *rank;        /* n_convs x N_FAM x N_FAM */
+} probe_cache;
+
+/* A conversion costs 1 (pf_conv_rank_cost's unit). */
+enum { CONVERSION_COST = 1 };
+
+static int conv_cost(pf_model *m, pf_gstate *S, pf_conv *convs, probe_cache *pc,
+                     const pf_gnode *nd, int fs, int fd, int training) {
+    const pf_conv *c = &convs[nd->conv];
+    unsigned char *slot = &pc->rank[((size_t)nd->conv * N_FAM + fs) * N_FAM + fd];
+    if (!*slot) {
+        const pf_tstate *a = &S->ts[nd->in[0]];
+        int src = fam_block(fs, c->ic), dst = fam_block(fd, c->oc), got_s, got_d;
+        int r = pf_conv_probe(c, &m->dnnl, S->n, a->h, a->w, src, dst, training, a->need_grad,
+                              &got_s, &got_d);
+        if (r >= 0 && (got_s != src || got_d != dst)) r = -1;   /* not what was asked */
+        *slot = (unsigned char)(r + 2);
+    }
+    return pf_conv_rank_cost((int)*slot - 2);
+}
+
+/* The cost of convolution nd between groups labelled fs and fd when it may also convert
+   either side to other layouts (a residual convolution's output stays: its identity is in
+   that layout); the layouts it would run on go to *rs, *rd. */
+static int flex_cost(pf_model *m, pf_gstate *S, pf_conv *convs, probe_cache *pc,
+                     const pf_gnode *nd, int fs, int fd, int training, int *rs, int *rd) {
+    int best = conv_cost(m, S, convs, pc, nd, fs, fd, training);
+    *rs = fs;
+    *rd = fd;
+    for (int s2 = FAM_NCHW; s2 < N_FAM && best; s2++)
+        for (int d2 = FAM_NCHW; d2 < N_FAM; d2++) {
+            if (nd->n_in > 1 && d2 != fd) continue;
+            int conv = (s2 != fs) + (d2 != fd);
+            if (!conv || CONVERSION_COST * conv >= best) continue;
+            int cost = conv_cost(m, S, convs, pc, nd, s2, d2, training) + CONVERSION_COST * conv;
+            if (cost < best) {
+                best = cost;
+                *rs = s2;
+                *rd = d2;
+            }
+        }
+    return best;
+}
+
+/* Relabels groups (fam[], indexed by representative) around slow convolutions until no
+   single change lowers the total cost (flex_cost: conversions counted), then records in
+   S->run the conversions that remain worth it. */
+static void improve(pf_model *m, pf_gstate *S, pf_conv *convs, const int *group, int *fam,
+                    probe_cache *pc, int training) {
+    pf_graph *g = &m->graph;
+    int rs, rd;
+    for (int sweep = 0; sweep < 4; sweep++) {
+        int moved = 0;
+        for (int k = 0; k < g->n_node; k++) {
+            const pf_gnode *nd = &g->node[k];
+            if (nd->op != PF_G_CONV) continue;
+            int gs = group[nd->in[0]], gd = group[nd->out];
+            if (!conv_cost(m, S, convs, pc, nd, fam[gs], fam[gd], training)) continue;
+            /* try every family for each of its two groups, counting every convolution that
+               touches the group */
+            int gg[2] = { gs, gd };
+            for (int side = 0; side < 2; side++) {
+                int G = gg[side], best_f = fam[G], best_cost = -1;
+                for (int f = FAM_NCHW; f < N_FAM; f++) {
+                    int old = fam[G], cost = 0;
+                    fam[G] = f;
+                    for (int j = 0; j < g->n_node; j++) {
+                        const pf_gnode *nj = &g->node[j];
+                        if (nj->op == PF_G_CONV &&
+                            (group[nj->in[0]] == G || group[nj->out] == G))
+                            cost += flex_cost(m, S, convs, pc, nj, fam[group[nj->in[0]]],
+                                              fam[group[nj->out]], training, &rs, &rd);
+                    }
+                    fam[G] = old;
+                    if (best_cost < 0 || cost < best_cost ||
+                        (cost == best_cost && f == old)) {
+                        best_cost = cost;
+                        best_f = f;
+                    }
+                }
+                if (best_f != fam[G]) {
+                    fam[G] = best_f;
+                    moved = 1;
+                }
+            }
+        }
+        if (!moved) break;
+    }
+    for (int k = 0; k < g->n_node; k++) {
+        const pf_gnode *nd = &g->node[k];
+        if (nd->op != PF_G_CONV) continue;
+        int fs = fam[group[nd->in[0]]], fd = fam[group[nd->out]];
+        flex_cost(m, S, convs, pc, nd, fs, fd, training, &rs, &rd);
+        const pf_conv *c = &convs[nd->conv];
+        S->run[2 * k] = rs != fs ? fam_block(rs, c->ic) : 0;
+        S->run[2 * k + 1] = rd != fd ? fam_block(rd, c->oc) : 0;
+    }
+}
+
+/* Buffers and reorders of the convolutions improve() made convert (S->run). */
+static int plan_conversions(pf_model *m, pf_gstate *S, pf_conv *convs, char *err,
+                            size_t errlen) {
+    pf_graph *g = &m->graph;
+    int n = S->n;
+    for (int k = 0; k < g->n_node; k++) {
+        const pf_gnode *nd = &g->node[k];
+        pf_gconv_io *io = &S->io[k];
+        if (nd->op != PF_G_CONV || (!S->run[2 * k] && !S->run[2 * k + 1])) continue;
+        const pf_conv *c = &convs[nd->conv];
+        const pf_tstate *a = &S->ts[nd->in[0]], *o = &S->ts[nd->out];
+        io->rs = S->run[2 * k];
+        io->rd = S->run[2 * k + 1];
+        if (io->rs) {
+            size_t cnt = pf_blk_numel(n, c->ic, a->h, a->w, io->rs);
+            if (pf_reorder_init(&io->to_rs, &m->dnnl, c->name, n, c->ic, a->h, a->w, a->block,
+                                io->rs, err, errlen))
+                return -1;
+            if (!(io->xin = aligned_alloc(64, (cnt + 15) / 16 * 64))) goto oom;
+            if (S->training && a->need_grad) {
+                if (pf_reorder_init(&io->drs_back, &m->dnnl, c->name, n, c->ic, a->h, a->w,
+                                    io->rs, a->block, err, errlen))
+                    return -1;
+                if (!(io->dxin = aligned_alloc(64, (cnt + 15) / 16 * 64))) goto oom;
+            }
+        }
+        if (io->rd) {
+            size_t cnt = pf_blk_numel(n, c->oc, o->h, o->w, io->rd);
+            if (pf_reorder_init(&io->from_rd, &m->dnnl, c->name, n, c->oc, o->h, o->w, io->rd,
+                                o->block, err, errlen))
+                return -1;
+            if (!(io->yrd = aligned_alloc(64, (cnt + 15) / 16 * 64))) goto oom;
+            if (S->training &&
+                pf_reorder_init(&io->dy_to_rd, &m->dnnl, c->name, n, c->oc, o->h, o->w,
+                                o->block, io->rd, err, errlen))
+                return -1;
+        }
+    }
+    return 0;
+oom:
+    snprintf(err, errlen, "%s: out of memory", m->cfg.model_type);
+    return -1;
+}
+
+/* Layouts for every tensor: oneDNN's choice, then improve(); see above. */
+static int plan_all_layouts(pf_model *m, pf_gstate *S, pf_conv *convs, int h, int w,
+                            int training, char *err, size_t errlen) {
+    pf_graph *g = &m->graph;
+    if (plan_layouts(m, S, convs, h, w, training, err, errlen)) return -1;
+    if (m->dnnl.force_layout != PF_LAYOUT_ANY) return 0;
+    int slow = 0;
+    for (int i = 0; i < m->n_convs; i++) slow |= pf_conv_rank(&convs[i]) < 2;
+    if (!slow) return 0;
+    int *group = malloc((size_t)g->n_t * sizeof *group);
+    int *fam = calloc((size_t)g->n_t, sizeof *fam);
+    probe_cache pc = { calloc((size_t)m->n_convs * N_FAM * N_FAM, 1) };
+    int rc = -1;
+    if (!group || !fam || !pc.rank) {
+        snprintf(err, errlen, "%s: out of memory", m->cfg.model_type);
+        goto done;
+    }
+    make_groups(g, group);
+    /* each group's family from the first pass: from a tensor whose width tells NHWC apart */
+    for (int i = 0; i < g->n_t; i++) {
+        int f = block_fam(S->ts[i].block, g->t[i].c), G = group[i];
+        int c = g->t[i].c;
+        if (f != FAM_NONE && (!fam[G] || (c != 1 && c != 8 && c != 16))) fam[G] = f;
+    }
+    for (int i = 0; i < g->n_t; i++)
+        if (!fam[group[i]]) fam[group[i]] = FAM_NCHW;
+    /* relabel where that helps, then plan again with every layout given: explicit layouts
+       alone can already get faster kernels than `any` did */
+    improve(m, S, convs, group, fam, &pc, training);
+    for (int i = 0; i < g->n_t; i++) S->hint[i] = fam_block(fam[group[i]], g->t[i].c);
+    rc = plan_layouts(m, S, convs, h, w, training, err, errlen);
+    if (!rc) rc = plan_conversions(m, S, convs, err, errlen);
+done:
+    free(group);
+    free(fam);
+    free(pc.rank);
+    return rc;
 }
 
 int pf_graph_assign_slots(const pf_graph *g, void *ts, size_t stride, size_t numel_at,
@@ -311,7 +589,15 @@ int pf_graph_plan(pf_model *m, void *plan, pf_conv *convs, int n, int h, int w, 
     S->n = n;
     S->training = training;
     p->g = S;
-    TRY(plan_layouts(m, S, convs, h, w, training, err, errlen));
+    S->hint = calloc((size_t)g->n_t, sizeof *S->hint);
+    S->run = calloc(2 * (size_t)g->n_node + 2, sizeof *S->run);
+    S->io = calloc((size_t)g->n_node + 1, sizeof *S->io);
+    S->n_io = g->n_node;
+    if (!S->hint || !S->run || !S->io) {
+        snprintf(err, errlen, "%s: out of memory", m->cfg.model_type);
+        return -1;
+    }
+    TRY(plan_all_layouts(m, S, convs, h, w, training, err, errlen));
     if (plan_buffers(m, S, training)) {
         snprintf(err, errlen, "%s: out of memory for activations of a %d x %d x %d batch",
                  m->cfg.model_type, n, h, w);
@@ -328,17 +614,20 @@ int pf_graph_plan(pf_model *m, void *plan, pf_conv *convs, int n, int h, int w, 
 
 /* ---- element-wise kernels ------------------------------------------------------------- */
 
-/* Loops over (n, channel block, pixel) of a blocked tensor with C real channels; `body` sees
-   `base` (offset of the pixel's block of channels), `c0` (first channel of the block) and
-   `kn` (real channels in it). */
-#define FOR_BLOCKS(N, C, HW, B)                                                           \
-    _Pragma("omp parallel for collapse(2) schedule(static)")                              \
-    for (int n_ = 0; n_ < (N); n_++)                                                      \
-        for (int cb_ = 0; cb_ < ((C) + (B) - 1) / (B); cb_++)                              \
-            for (size_t px_ = 0, c0 __attribute__((unused)) = (size_t)cb_ * (B),           \
-                        kn = (size_t)((C) - cb_ * (B) < (B) ? (C) - cb_ * (B) : (B)),      \
-                        base = (((size_t)n_ * (((C) + (B) - 1) / (B)) + cb_) * (HW)) * (B); \
-                 px_ < (HW); px_++, base += (B))
+/* Loops over (n, channel block, pixel) of a blocked tensor with C real channels, all three
+   in parallel (an NHWC tensor is one block, and inference has one sample); `body` sees `base`
+   (offset of the pixel's block of channels), `c0` (first channel of the block) and `kn` (real
+   channels in it). */
+#define FOR_BLOCKS(N, C, HW, B)                                                            \
+    _Pragma("omp parallel for collapse(3) schedule(static)")                               \
+    for (int n_ = 0; n_ < (N); n_++)                                                       \
+        for (int cb_ = 0; cb_ < ((C) + (B) - 1) / (B); cb_++)                               \
+            for (size_t px_ = 0; px_ < (HW); px_++)                                        \
+                for (size_t once_ = 0, c0 __attribute__((unused)) = (size_t)cb_ * (B),      \
+                            kn = (size_t)((C) - cb_ * (B) < (B) ? (C) - cb_ * (B) : (B)),   \
+                            base = ((((size_t)n_ * (((C) + (B) - 1) / (B)) + cb_) * (HW)) + \
+                                    px_) * (B);                                            \
+                     once_ < 1; once_++)
 
 /* dst = (acc ? dst : 0) + s * src over n floats. */
 static void axpy(float *dst, const float *src, float s, size_t n, int acc) {
@@ -372,15 +661,37 @@ static void axpy_layout(float *dst, int bd, const float *src, int bs, float s, i
                 }
 }
 
-/* Channel-attention kernels over one (sample, channel block) run of hw pixels with kn real
-   channels of b lanes. Full blocks of 8 or 16 get a constant lane count so GCC vectorises the
-   lane loop; a partial block takes the general loop. */
+/* Channel-attention kernels over one run of hw pixels, kn lanes of each pixel (kn <=
+   PF_LANE_CHUNK), pixels b floats apart. Runs of 8 or 16 lanes get a constant lane count so
+   GCC vectorises the lane loop; others take the general loop. Callers split a channel block
+   into chunks of at most PF_LANE_CHUNK lanes (FOR_CHUNKS), so NHWC's one block of C channels
+   is several runs. */
+#define PF_LANE_CHUNK 16
 #define LANES(b, kn, body)                                                                 \
     do {                                                                                  \
-        if ((kn) == 8 && (b) == 8) { enum { K = 8 }; body }                               \
-        else if ((kn) == 16 && (b) == 16) { enum { K = 16 }; body }                       \
+        if ((kn) == 8) { enum { K = 8 }; body }                                           \
+        else if ((kn) == 16) { enum { K = 16 }; body }                                    \
         else { const int K = (kn); body }                                                 \
     } while (0)
+
+/* min(real channels left, lanes left in the block, PF_LANE_CHUNK) */
+static inline int lane_count(int real, int lanes) {
+    int k = real < lanes ? real : lanes;
+    return k < PF_LANE_CHUNK ? k : PF_LANE_CHUNK;
+}
+
+/* Parallel loop over (sample in_, channel block ib_, lane chunk) of an N x C tensor in block
+   B: `body` sees `lane` (first lane of the chunk in its block), `c0` (its first channel) and
+   `kc` (real channels in the chunk, 1..PF_LANE_CHUNK); chunks without real channels are
+   skipped. */
+#define FOR_CHUNKS(N, C, B)                                                                \
+    _Pragma("omp parallel for collapse(3) schedule(static)")                               \
+    for (int in_ = 0; in_ < (N); in_++)                                                    \
+        for (int ib_ = 0; ib_ < ((C) + (B) - 1) / (B); ib_++)                               \
+            for (int lane = 0; lane < (B); lane += PF_LANE_CHUNK)                           \
+                for (int c0 = ib_ * (B) + lane,                                            \
+                         kc = lane_count((C) - c0, (B) - lane), once_ = 0;                 \
+                     once_ < 1 && kc > 0; once_++)
 
 /* y = [res +] sc * x * s (s per lane) */
 static void mul_ch_run(float *y, const float *x, const float *res, const float *sv, float sc,
@@ -435,6 +746,19 @@ static void bcast_run(float *dx, const float *d, size_t hw, int b, int kn, int a
 static void concat_part(float *big, const pf_tstate *o, int C, float *part, int pb, int ci,
                         int c_off, int n, int forward, int acc) {
     int b = o->block, H = o->h, W = o->w;
+    if (b == C && pb == ci && b != pb) {
+        /* NHWC on both sides: each pixel's ci channels are one run */
+        size_t px = (size_t)n * H * W;
+#pragma omp parallel for schedule(static)
+        for (size_t p = 0; p < px; p++) {
+            float *bg = big + p * (size_t)C + (size_t)c_off, *pt = part + p * (size_t)ci;
+            for (int k = 0; k < ci; k++) {
+                if (forward) bg[k] = pt[k];
+                else pt[k] = acc ? pt[k] + bg[k] : bg[k];
+            }
+        }
+        return;
+    }
     if (pb == b && c_off % b == 0 && ci % b == 0) {
         size_t chunk = pf_blk_numel(1, ci, H, W, b);
         size_t obase = (size_t)(c_off / b) * (size_t)H * W * b;
@@ -508,9 +832,17 @@ static int forward_node(pf_model *m, pf_gstate *S, pf_conv *convs, const pf_gnod
         return 0;
     case PF_G_CONV: {
         pf_conv *c = &convs[nd->conv];
+        const pf_gconv_io *io = &S->io[nd - g->node];
+        const float *x = a->data;
+        if (io->rs) {
+            TRY(pf_reorder_run((pf_reorder *)&io->to_rs, a->data, io->xin, err, errlen));
+            x = io->xin;
+        }
         if (nd->n_in > 1)
-            return pf_conv_forward_residual(c, a->data, S->ts[nd->in[1]].data, y, err, errlen);
-        return pf_conv_forward(c, a->data, y, err, errlen);
+            return pf_conv_forward_residual(c, x, S->ts[nd->in[1]].data, y, err, errlen);
+        if (!io->rd) return pf_conv_forward(c, x, y, err, errlen);
+        TRY(pf_conv_forward(c, x, io->yrd, err, errlen));
+        return pf_reorder_run((pf_reorder *)&io->from_rd, io->yrd, y, err, errlen);
     }
     case PF_G_PRELU: {
         const float *x = a->data, *al = m->params + m->tensors[nd->param].offset;
@@ -541,15 +873,13 @@ static int forward_node(pf_model *m, pf_gstate *S, pf_conv *convs, const pf_gnod
         const float *x = a->data;
         size_t ahw = (size_t)a->h * (size_t)a->w;
         int cb = (C + b - 1) / b;
-#pragma omp parallel for collapse(2) schedule(static)
-        for (int in = 0; in < n; in++)
-            for (int ib = 0; ib < cb; ib++) {
-                double acc[16] = { 0 };
-                int kn = C - ib * b < b ? C - ib * b : b;
-                sum_run(acc, x + ((size_t)in * cb + ib) * ahw * b, ahw, b, kn);
-                for (int k = 0; k < kn; k++)
-                    y[((size_t)in * cb + ib) * b + k] = (float)(acc[k] / (double)ahw);
-            }
+        FOR_CHUNKS(n, C, b) {
+            double acc[PF_LANE_CHUNK] = { 0 };
+            size_t blk = (size_t)in_ * cb + ib_;
+            sum_run(acc, x + blk * ahw * b + lane, ahw, b, kc);
+            for (int k = 0; k < kc; k++)
+                y[blk * b + lane + k] = (float)(acc[k] / (double)ahw);
+        }
         return 0;
     }
     case PF_G_MUL_CH: {
@@ -558,14 +888,11 @@ static int forward_node(pf_model *m, pf_gstate *S, pf_conv *convs, const pf_gnod
         size_t cs = (size_t)pf_blk_c(C, S->ts[nd->in[1]].block);  /* 1 x 1: [n][c] */
         float sc = nd->scale;
         int cb = (C + b - 1) / b;
-#pragma omp parallel for collapse(2) schedule(static)
-        for (int in = 0; in < n; in++)
-            for (int ib = 0; ib < cb; ib++) {
-                size_t base = ((size_t)in * cb + ib) * hw * b;
-                int kn = C - ib * b < b ? C - ib * b : b;
-                mul_ch_run(y + base, x + base, res ? res + base : NULL,
-                           s + (size_t)in * cs + (size_t)ib * b, sc, hw, b, kn);
-            }
+        FOR_CHUNKS(n, C, b) {
+            size_t base = ((size_t)in_ * cb + ib_) * hw * b + lane;
+            mul_ch_run(y + base, x + base, res ? res + base : NULL,
+                       s + (size_t)in_ * cs + (size_t)c0, sc, hw, b, kc);
+        }
         return 0;
     }
     case PF_G_CONCAT: {
@@ -588,7 +915,7 @@ static int forward_node(pf_model *m, pf_gstate *S, pf_conv *convs, const pf_gnod
     case PF_G_NEAREST: {
         const float *x = a->data;
         int r = nd->r, H = o->h, W = o->w, cb = (C + b - 1) / b;
-#pragma omp parallel for collapse(2) schedule(static)
+#pragma omp parallel for collapse(3) schedule(static)
         for (int in = 0; in < n; in++)
             for (int ib = 0; ib < cb; ib++)
                 for (int yy = 0; yy < H; yy++) {
@@ -691,11 +1018,22 @@ static int backward_node(pf_model *m, pf_gstate *S, pf_conv *convs, const pf_gno
             gw = m->sub_dw;
             gb = m->sub_dw + (size_t)c->oc * c->ic * c->k * c->k;
         }
-        TRY(pf_conv_backward_weights(c, a->data, dd, gw, gb, err, errlen));
+        pf_gconv_io *io = &S->io[nd - g->node];
+        if (io->rd) {   /* the gradient in the layout the convolution ran on */
+            TRY(pf_reorder_run(&io->dy_to_rd, dd, io->yrd, err, errlen));
+            dd = io->yrd;
+        }
+        TRY(pf_conv_backward_weights(c, io->rs ? io->xin : a->data, dd, gw, gb, err, errlen));
         if (nd->conv == m->sub_conv) pf_zoo_sub_grads(m);
         if ((dx = grad_for(a, &acc))) {
-            if (!acc) return pf_conv_backward_data(c, dd, dx, err, errlen);
-            TRY(pf_conv_backward_data(c, dd, S->scratch[1], err, errlen));
+            if (io->rs) {
+                TRY(pf_conv_backward_data(c, dd, io->dxin, err, errlen));
+                if (!acc) return pf_reorder_run(&io->drs_back, io->dxin, dx, err, errlen);
+                TRY(pf_reorder_run(&io->drs_back, io->dxin, S->scratch[1], err, errlen));
+            } else {
+                if (!acc) return pf_conv_backward_data(c, dd, dx, err, errlen);
+                TRY(pf_conv_backward_data(c, dd, S->scratch[1], err, errlen));
+            }
             axpy(dx, S->scratch[1], 1.0f, a->numel, 1);
         }
         return 0;
@@ -757,14 +1095,12 @@ static int backward_node(pf_model *m, pf_gstate *S, pf_conv *convs, const pf_gno
         size_t ahw = (size_t)a->h * (size_t)a->w;
         float inv = 1.0f / (float)ahw;
         int cb = (C + b - 1) / b;
-#pragma omp parallel for collapse(2) schedule(static)
-        for (int in = 0; in < n; in++)
-            for (int ib = 0; ib < cb; ib++) {
-                float d[16];
-                int kn = C - ib * b < b ? C - ib * b : b;
-                for (int k = 0; k < kn; k++) d[k] = dy[((size_t)in * cb + ib) * b + k] * inv;
-                bcast_run(dx + ((size_t)in * cb + ib) * ahw * b, d, ahw, b, kn, acc);
-            }
+        FOR_CHUNKS(n, C, b) {
+            float d[PF_LANE_CHUNK];
+            size_t blk = (size_t)in_ * cb + ib_;
+            for (int k = 0; k < kc; k++) d[k] = dy[blk * b + lane + k] * inv;
+            bcast_run(dx + blk * ahw * b + lane, d, ahw, b, kc, acc);
+        }
         return 0;
     }
     case PF_G_MUL_CH: {
@@ -775,27 +1111,20 @@ static int backward_node(pf_model *m, pf_gstate *S, pf_conv *convs, const pf_gno
         size_t cs = (size_t)pf_blk_c(C, st->block);     /* 1 x 1: [n][c] */
         if (nd->n_in > 2) grad_pass(&S->ts[nd->in[2]], dy, b, n, C, o->h, o->w);
         if ((dx = grad_for(a, &acc))) {
-#pragma omp parallel for collapse(2) schedule(static)
-            for (int in = 0; in < n; in++)
-                for (int ib = 0; ib < cb; ib++) {
-                    size_t base = ((size_t)in * cb + ib) * hw * b;
-                    int kn = C - ib * b < b ? C - ib * b : b;
-                    mul_ch_grad_x(dx + base, dy + base, s + (size_t)in * cs + (size_t)ib * b, sc,
-                                  hw, b, kn, acc);
-                }
+            FOR_CHUNKS(n, C, b) {
+                size_t base = ((size_t)in_ * cb + ib_) * hw * b + lane;
+                mul_ch_grad_x(dx + base, dy + base, s + (size_t)in_ * cs + (size_t)c0, sc, hw, b,
+                              kc, acc);
+            }
         }
         if ((dx = grad_for(st, &acc))) {
-#pragma omp parallel for collapse(2) schedule(static)
-            for (int in = 0; in < n; in++)
-                for (int ib = 0; ib < cb; ib++) {
-                    double sum[16] = { 0 };
-                    size_t base = ((size_t)in * cb + ib) * hw * b;
-                    int kn = C - ib * b < b ? C - ib * b : b;
-                    dot_run(sum, dy + base, x + base, hw, b, kn);
-                    float *d = dx + (size_t)in * cs + (size_t)ib * b;
-                    for (int k = 0; k < kn; k++)
-                        d[k] = (acc ? d[k] : 0.0f) + sc * (float)sum[k];
-                }
+            FOR_CHUNKS(n, C, b) {
+                double sum[PF_LANE_CHUNK] = { 0 };
+                size_t base = ((size_t)in_ * cb + ib_) * hw * b + lane;
+                dot_run(sum, dy + base, x + base, hw, b, kc);
+                float *d = dx + (size_t)in_ * cs + (size_t)c0;
+                for (int k = 0; k < kc; k++) d[k] = (acc ? d[k] : 0.0f) + sc * (float)sum[k];
+            }
         }
         return 0;
     }
@@ -824,22 +1153,24 @@ static int backward_node(pf_model *m, pf_gstate *S, pf_conv *convs, const pf_gno
     case PF_G_NEAREST: {
         if (!(dx = grad_for(a, &acc))) return 0;
         int r = nd->r, H = a->h, W = a->w, cb = (C + b - 1) / b;
-#pragma omp parallel for collapse(2) schedule(static)
+#pragma omp parallel for collapse(3) schedule(static)
         for (int in = 0; in < n; in++)
             for (int ib = 0; ib < cb; ib++)
                 for (int yy = 0; yy < H; yy++)
-                    for (int xx = 0; xx < W; xx++) {
-                        float sum[16] = { 0 };
-                        for (int i = 0; i < r; i++)
-                            for (int j = 0; j < r; j++) {
-                                const float *src = dy + ((((size_t)in * cb + ib) * o->h +
-                                                          (size_t)yy * r + i) * o->w +
-                                                         (size_t)xx * r + j) * b;
-                                for (int k = 0; k < b; k++) sum[k] += src[k];
-                            }
-                        float *d = dx + ((((size_t)in * cb + ib) * H + yy) * W + xx) * b;
-                        for (int k = 0; k < b; k++) d[k] = acc ? d[k] + sum[k] : sum[k];
-                    }
+                    for (int xx = 0; xx < W; xx++)
+                        for (int k0 = 0; k0 < b; k0 += PF_LANE_CHUNK) {
+                            int kc = b - k0 < PF_LANE_CHUNK ? b - k0 : PF_LANE_CHUNK;
+                            float sum[PF_LANE_CHUNK] = { 0 };
+                            for (int i = 0; i < r; i++)
+                                for (int j = 0; j < r; j++) {
+                                    const float *src = dy + ((((size_t)in * cb + ib) * o->h +
+                                                              (size_t)yy * r + i) * o->w +
+                                                             (size_t)xx * r + j) * b + k0;
+                                    for (int k = 0; k < kc; k++) sum[k] += src[k];
+                                }
+                            float *d = dx + ((((size_t)in * cb + ib) * H + yy) * W + xx) * b + k0;
+                            for (int k = 0; k < kc; k++) d[k] = acc ? d[k] + sum[k] : sum[k];
+                        }
         return 0;
     }
     }
@@ -859,4 +1190,23 @@ int pf_graph_backward(pf_model *m, void *plan, pf_conv *convs, char *err, size_t
     for (int k = g->n_node - 1; k >= 0; k--)
         TRY(backward_node(m, S, convs, &g->node[k], err, errlen));
     return 0;
+}
+
+int pf_graph_conversions(const pf_model *m, int training, pf_gconversion *out, int max) {
+    const pf_plan *p = training ? &m->train : &m->infer;
+    const pf_gstate *S = p->g;
+    int count = 0;
+    for (int k = 0; S && S->io && k < m->graph.n_node; k++) {
+        const pf_gnode *nd = &m->graph.node[k];
+        const pf_gconv_io *io = &S->io[k];
+        if (nd->op != PF_G_CONV || (!io->rs && !io->rd)) continue;
+        if (count < max)
+            out[count] = (pf_gconversion){ .conv = nd->conv,
+                                           .in_block = S->ts[nd->in[0]].block,
+                                           .run_src = io->rs,
+                                           .out_block = S->ts[nd->out].block,
+                                           .run_dst = io->rd };
+        count++;
+    }
+    return count;
 }

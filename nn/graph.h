@@ -1,16 +1,19 @@
-/*  graph — the networks of the model zoo (FSRCNN, ESPCN, MSRResNet, RCAN, RRDBNet) as a list
-    of nodes over tensors, run forward in order and backward in reverse (a tape). EDSR and SRCNN
-    keep their hand-written plans (edsr.c, srcnn.c); everything else is described here once by
-    a builder (nn/zoo.c) and planned for each input shape.
+/*  graph — the networks of the model zoo (SRCNN, FSRCNN, ESPCN, MSRResNet, RCAN, RRDBNet) as a
+    list of nodes over tensors, run forward in order and backward in reverse (a tape). EDSR
+    keeps its hand-written plan (edsr.c); everything else is described here once by a builder
+    (nn/zoo.c) and planned for each input shape.
 
-    Tensors are N x C x H x W floats in the nCHWb layouts of nn/cpu/dnnl_ctx.h, padding
-    channels always zero. A tensor's H x W is the LQ size times mul / div (1 x 1 for pooled
-    tensors). Layouts are chosen at plan time: a convolution takes its input's layout and lets
-    oneDNN choose its output's (normally the blocked layout its fast kernels use; a 4-7
-    channel feature map is kept blocked where oneDNN would pick plain NCHW), element-wise
-    nodes keep their first input's, so features stay blocked from the first convolution to the
-    last with no reorder in between. Convolutions may fuse ReLU / LeakyReLU and a residual add
-    (nn/cpu/conv_dnnl.h).
+    Tensors are N x C x H x W floats in the layouts of nn/cpu/dnnl_ctx.h (nchw, nChw8c,
+    nChw16c, NHWC), padding channels always zero. A tensor's H x W is the LQ size times
+    mul / div (1 x 1 for pooled tensors). Layouts are chosen at plan time, in two steps (graph.c,
+    "layout groups"): first a convolution takes its input's layout and lets oneDNN choose its
+    output's (a 4-7 channel feature map is kept blocked where oneDNN would pick plain NCHW),
+    element-wise nodes keep their first input's; then, if some convolution is left without JIT
+    kernels in a direction it runs, the groups of tensors that must share a layout are
+    relabelled to the layouts that cost least, and a convolution whose neighbours cannot give
+    it a layout its fast kernels take converts its input or output (one oneDNN reorder each
+    way). Nothing else is reordered between layers. Convolutions may fuse ReLU / LeakyReLU and
+    a residual add (nn/cpu/conv_dnnl.h).
 
     Memory: a training plan keeps every tensor and its gradient; an inference plan lets a
     tensor reuse the buffer of one that is dead (liveness over the node order), so the peak is
@@ -105,4 +108,17 @@ int pf_graph_forward(struct pf_model *m, void *plan, pf_conv *convs, const uint8
 int pf_graph_backward(struct pf_model *m, void *plan, pf_conv *convs, char *err,
                       size_t errlen);
 void pf_gstate_free(pf_gstate **s);
+
+/* Diagnosis (tests): a convolution of a plan that runs on other layouts than its tensors' and
+   converts them (graph.c, "layout groups"). Blocks as in nn/cpu/dnnl_ctx.h; run_* is 0 on a
+   side that is not converted. */
+typedef struct {
+    int conv;                   /* layer index */
+    int in_block, run_src;      /* its input's block, the block it runs on */
+    int out_block, run_dst;     /* likewise for its output */
+} pf_gconversion;
+
+/* The conversions of the model's training (training = 1) or inference plan: up to max into
+   out; returns how many there are. */
+int pf_graph_conversions(const struct pf_model *m, int training, pf_gconversion *out, int max);
 #endif

@@ -10,37 +10,44 @@ void pf_scale(float *dst, const float *src, float s, size_t n) {
 
 /* Walk the output (C channels, H r x W r) in memory order; each element's source is
    channel c r^2 + (oh % r) r + (ow % r) at (oh / r, ow / r). For one output row and one
-   column phase j the sources of a channel block sit at fixed offsets from the input pixel, so
-   they are computed once per row (off[j][k]) and the inner loop is a strided gather.
-   `fwd` selects the direction (big = out, small = in for forward; the reverse copies back). */
+   column phase j the sources of up to 16 lanes of an output channel block sit at fixed
+   offsets from the input pixel, so they are computed once per row (off[j][k]) and the inner
+   loop is a strided gather. A block wider than 16 lanes (NHWC: one block of C channels) is
+   walked in chunks of 16 lanes. Rows of (sample, channel block) are independent in both
+   directions, so they are the parallel work. `fwd` selects the direction (big = out, small =
+   in for forward; the reverse copies back). */
 #define PF_SHUFFLE_MAX_R 4
-#define PF_SHUFFLE_MAX_B 16
+#define PF_SHUFFLE_CHUNK 16
 static void shuffle(float *big, float *small, int n, int c, int h, int w, int r, int bi, int bo,
                     int fwd) {
     int oh_n = h * r, ow_n = w * r, cs = c * r * r;
     int cbo = (c + bo - 1) / bo;
-    /* (sample, output channel block) pairs touch disjoint memory in both directions */
-#pragma omp parallel for collapse(2) schedule(static)
+#pragma omp parallel for collapse(3) schedule(static)
     for (int in = 0; in < n; in++) {
         for (int cb = 0; cb < cbo; cb++) {
-            size_t off[PF_SHUFFLE_MAX_R][PF_SHUFFLE_MAX_B];
-            int kn = c - cb * bo < bo ? c - cb * bo : bo; /* real channels in this block */
             for (int oh = 0; oh < oh_n; oh++) {
+                size_t off[PF_SHUFFLE_MAX_R][PF_SHUFFLE_CHUNK];
+                int kn = c - cb * bo < bo ? c - cb * bo : bo; /* real channels in the block */
                 int ih = oh / r, i = oh % r;
-                for (int j = 0; j < r; j++)
-                    for (int k = 0; k < kn; k++)
-                        off[j][k] = pf_blk_off(in, (cb * bo + k) * r * r + i * r + j, ih, 0, cs,
-                                               h, w, bi);
-                float *o = big + pf_blk_off(in, cb * bo, oh, 0, c, oh_n, ow_n, bo);
-                for (int iw = 0; iw < w; iw++) {
-                    size_t base = (size_t)iw * (size_t)bi;
-                    for (int j = 0; j < r; j++, o += bo) {
-                        const size_t *oj = off[j];
-                        if (fwd) {
-                            for (int k = 0; k < kn; k++) o[k] = small[oj[k] + base];
-                            for (int k = kn; k < bo; k++) o[k] = 0.0f;
-                        } else {
-                            for (int k = 0; k < kn; k++) small[oj[k] + base] = o[k];
+                float *row = big + pf_blk_off(in, cb * bo, oh, 0, c, oh_n, ow_n, bo);
+                for (int k0 = 0; k0 < bo; k0 += PF_SHUFFLE_CHUNK) {
+                    int kc = bo - k0 < PF_SHUFFLE_CHUNK ? bo - k0 : PF_SHUFFLE_CHUNK;
+                    int kr = kn - k0 < 0 ? 0 : kn - k0 < kc ? kn - k0 : kc; /* real lanes */
+                    for (int j = 0; j < r; j++)
+                        for (int k = 0; k < kr; k++)
+                            off[j][k] = pf_blk_off(in, (cb * bo + k0 + k) * r * r + i * r + j,
+                                                   ih, 0, cs, h, w, bi);
+                    float *o = row + k0;
+                    for (int iw = 0; iw < w; iw++) {
+                        size_t base = (size_t)iw * (size_t)bi;
+                        for (int j = 0; j < r; j++, o += bo) {
+                            const size_t *oj = off[j];
+                            if (fwd) {
+                                for (int k = 0; k < kr; k++) o[k] = small[oj[k] + base];
+                                for (int k = kr; k < kc; k++) o[k] = 0.0f;
+                            } else {
+                                for (int k = 0; k < kr; k++) small[oj[k] + base] = o[k];
+                            }
                         }
                     }
                 }

@@ -5,8 +5,8 @@
     primitives: nn/cpu/conv_dnnl.h, nn/cpu/eltwise_dnnl.h.)
 
     Activations are N x C x H x W floats in an nCHWb layout (nn/cpu/dnnl_ctx.h: b = 1 is
-    plain NCHW, b = 8 / 16 are oneDNN's nChw8c / nChw16c; channels padded to a multiple of b
-    with zeros). Element-wise functions take a count of floats and are layout-agnostic as long
+    plain NCHW, b = 8 / 16 are oneDNN's nChw8c / nChw16c, b = C is NHWC; channels padded to a
+    multiple of b with zeros). Element-wise functions take a count of floats and are layout-agnostic as long
     as all operands share a layout.
 */
 #ifndef PF_LAYERS_H
@@ -19,7 +19,8 @@ void pf_scale(float *dst, const float *src, float s, size_t n);
 
 /* PixelShuffle(r) forward (torch.nn.PixelShuffle): in N x (C r^2) x H x W (block bi) ->
    out N x C x (H r) x (W r) (block bo), out[n][c][h r + i][w r + j] = in[n][c r^2 + i r + j][h][w].
-   Padding channels of out are zeroed. r must be 1..4 and the blocks 1, 8 or 16. */
+   Padding channels of out are zeroed. r must be 1..4; the blocks are any of dnnl_ctx.h's (1, 8,
+   16, or the tensor's channel count for NHWC). */
 void pf_pixel_shuffle_forward(float *out, const float *in, int n, int c, int h, int w, int r,
                               int bi, int bo);
 

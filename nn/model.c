@@ -1,7 +1,8 @@
-/*  model — construction of EDSR / SRCNN from the config, the flat parameter and gradient
-    buffers with their state_dict names, PyTorch-default initialisation, weight loading, and
-    the public train-step / inference entry points (see model.h). The networks' forward and
-    backward live in edsr.c and srcnn.c.
+/*  model — construction of the networks from the config (EDSR here, the others by nn/zoo.c as
+    node lists), the flat parameter and gradient buffers with their state_dict names,
+    PyTorch-default initialisation, weight loading, and the public train-step / inference entry
+    points (see model.h). EDSR's forward and backward live in edsr.c, the graph networks' in
+    graph.c.
 */
 #include "nn/model.h"
 #include <math.h>
@@ -169,23 +170,6 @@ pf_model *pf_model_new(const pf_config *cfg, char *err, size_t errlen) {
             goto fail;
         }
         max_convs = 2 * cfg->n_blocks + 3 + m->n_stages;
-    } else if (!strcmp(cfg->model_type, "SRCNN")) {
-        if (cfg->scale < 1 || cfg->scale > 8) {
-            snprintf(err, errlen, "model: SRCNN scale must be 1..8, not %d", cfg->scale);
-            goto fail;
-        }
-        for (int i = 0; i < 3; i++)
-            if (cfg->srcnn_kernel_sizes[i] < 1 || cfg->srcnn_kernel_sizes[i] % 2 == 0) {
-                snprintf(err, errlen, "model: SRCNN kernel sizes must be odd, got %d",
-                         cfg->srcnn_kernel_sizes[i]);
-                goto fail;
-            }
-        if (cfg->srcnn_channels[0] != 3 || cfg->srcnn_channels[3] != 3 ||
-            cfg->srcnn_channels[1] < 1 || cfg->srcnn_channels[2] < 1) {
-            snprintf(err, errlen, "model: SRCNN channels must be (3, c1, c2, 3)");
-            goto fail;
-        }
-        max_convs = 3;
     } else {
         m->is_graph = 1;
         pf_graph_init(&m->graph);
@@ -220,11 +204,6 @@ pf_model *pf_model_new(const pf_config *cfg, char *err, size_t errlen) {
             add_conv(m, name, c, c * m->stage_r * m->stage_r, 3, 0);
         }
         add_conv(m, "conv_last", c, 3, 3, 0);
-    } else {
-        const int *ch = cfg->srcnn_channels, *k = cfg->srcnn_kernel_sizes;
-        add_conv(m, "conv1", ch[0], ch[1], k[0], 1);
-        add_conv(m, "conv2", ch[1], ch[2], k[1], 1);
-        add_conv(m, "conv3", ch[2], ch[3], k[2], 0);
     }
     }
     m->params = calloc(m->n_params, sizeof(float));
@@ -234,6 +213,15 @@ pf_model *pf_model_new(const pf_config *cfg, char *err, size_t errlen) {
         goto fail;
     }
     if (pf_dnnl_init(&m->dnnl, err, errlen)) goto fail;
+    if (!strcmp(cfg->conv_algorithm, "direct")) {
+        m->dnnl.conv_algo = PF_CONV_DIRECT;
+    } else if (!strcmp(cfg->conv_algorithm, "winograd")) {
+        m->dnnl.conv_algo = PF_CONV_WINOGRAD;
+    } else if (cfg->conv_algorithm[0] && strcmp(cfg->conv_algorithm, "auto")) {
+        snprintf(err, errlen, "model: conv_algorithm '%s' is not auto, direct or winograd",
+                 cfg->conv_algorithm);
+        goto fail;
+    }
     return m;
 fail:
     pf_model_destroy(&m);
@@ -334,9 +322,8 @@ static int plan(pf_model *m, pf_plan *p, pf_conv *convs, int n, int h, int w, in
     }
     if (p->n == n && p->h == h && p->w == w) return 0;
     pf_plan_free(p);
-    int rc = m->is_graph  ? pf_graph_plan(m, p, convs, n, h, w, training, err, errlen)
-             : m->is_edsr ? pf_edsr_plan(m, p, convs, n, h, w, training, err, errlen)
-                          : pf_srcnn_plan(m, p, convs, n, h, w, training, err, errlen);
+    int rc = m->is_graph ? pf_graph_plan(m, p, convs, n, h, w, training, err, errlen)
+                         : pf_edsr_plan(m, p, convs, n, h, w, training, err, errlen);
     if (rc) {
         pf_plan_free(p);
         return -1;
@@ -350,15 +337,14 @@ static int plan(pf_model *m, pf_plan *p, pf_conv *convs, int n, int h, int w, in
 
 static int forward(pf_model *m, pf_plan *p, pf_conv *convs, const uint8_t *lq, char *err,
                    size_t errlen) {
-    return m->is_graph  ? pf_graph_forward(m, p, convs, lq, err, errlen)
-           : m->is_edsr ? pf_edsr_forward(m, p, convs, lq, err, errlen)
-                        : pf_srcnn_forward(m, p, convs, lq, err, errlen);
+    return m->is_graph ? pf_graph_forward(m, p, convs, lq, err, errlen)
+                       : pf_edsr_forward(m, p, convs, lq, err, errlen);
 }
 
 /* The output activation's units: y = out / range + mean (mean NULL: none). */
 static const float *out_mean(const pf_model *m) {
     if (m->is_graph) return m->graph.use_mean ? m->graph.mean : NULL;
-    return m->is_edsr ? m->cfg.rgb_mean : NULL;
+    return m->cfg.rgb_mean;
 }
 static float out_range(const pf_model *m) {
     return m->is_graph ? m->graph.range : m->cfg.img_range;
@@ -375,9 +361,8 @@ int pf_model_train_step(pf_model *m, const uint8_t *lq, const uint8_t *gt, int n
     int s = m->scale;
     *loss = (float)pf_loss_forward_backward(&m->loss, p->out, gt, n, lq_h * s, lq_w * s,
                                             out_mean(m), out_range(m), p->out_block, p->d_out);
-    rc = m->is_graph  ? pf_graph_backward(m, p, convs, err, errlen)
-         : m->is_edsr ? pf_edsr_backward(m, p, convs, err, errlen)
-                      : pf_srcnn_backward(m, p, convs, err, errlen);
+    rc = m->is_graph ? pf_graph_backward(m, p, convs, err, errlen)
+                     : pf_edsr_backward(m, p, convs, err, errlen);
     if (rc) return -1;
     return pf_dnnl_check(dnnl_stream_wait(m->dnnl.stream), "model", "dnnl_stream_wait", err,
                          errlen);

@@ -1,6 +1,5 @@
 /*  model_internal — the pf_model struct shared by model.c (construction, parameters, the
-    public entry points) and the per-network files edsr.c and srcnn.c (plans, forward,
-    backward). Not part of the public API.
+    public entry points), EDSR's plan (edsr.c) and the graph networks (graph.c, zoo.c). Not part of the public API.
 */
 #ifndef PF_MODEL_INTERNAL_H
 #define PF_MODEL_INTERNAL_H
@@ -18,10 +17,9 @@
 typedef struct {
     int n, h, w;                /* LQ batch shape these are for; 0 = not built */
     int training;
-    float *x;                   /* network input: mean-shifted LQ (EDSR) / bicubic (SRCNN) */
+    float *x;                   /* network input: mean-shifted LQ (EDSR) */
     float *f0;                  /* EDSR conv_first output */
-    float **a;                  /* EDSR a[0..n_blocks], block inputs/outputs (a[0] = f0);
-                                   SRCNN a[0], a[1]: conv1 and conv2 outputs (after ReLU) */
+    float **a;                  /* EDSR a[0..n_blocks], block inputs/outputs (a[0] = f0) */
     float **t;                  /* EDSR body.i: ReLU(conv1) */
     float *r;                   /* EDSR conv_after_body + f0 */
     float *p;                   /* EDSR upsample conv output (largest stage); reused as its
@@ -52,13 +50,13 @@ typedef struct {
 
 struct pf_model {
     pf_config cfg;              /* copy of the configuration it was built from */
-    int is_edsr;                /* 1 EDSR, 0 SRCNN (or a graph network) */
-    int is_graph;               /* FSRCNN, ESPCN, MSRResNet, RCAN, RRDBNet: run by graph.c */
+    int is_edsr;                /* 1 EDSR (its own plan, edsr.c) */
+    int is_graph;               /* SRCNN, FSRCNN, ESPCN, MSRResNet, RCAN, RRDBNet: graph.c */
     pf_graph graph;
     pf_param_init *init;        /* graph networks: per tensor (n_tensors) */
     int cap_tensors, cap_convs; /* room in tensors / init and the conv arrays */
     int *conv_w;                /* graph networks: tensor index of conv i's weight (its bias
-                                   follows); EDSR / SRCNN: 2 i */
+                                   follows); EDSR: 2 i */
     int sub_conv, sub_stride;   /* FSRCNN: the conv layer computing its ConvTranspose2d in
                                    sub-pixel form (zoo.c), its stride; -1 / 0 when none */
     int sub_r;                  /* its kernel is (2 sub_r + 1)^2 */
@@ -122,9 +120,4 @@ int pf_edsr_plan(pf_model *m, pf_plan *p, pf_conv *convs, int n, int h, int w, i
 int pf_edsr_forward(pf_model *m, pf_plan *p, pf_conv *convs, const uint8_t *lq, char *err,
                     size_t errlen);
 int pf_edsr_backward(pf_model *m, pf_plan *p, pf_conv *convs, char *err, size_t errlen);
-int pf_srcnn_plan(pf_model *m, pf_plan *p, pf_conv *convs, int n, int h, int w, int training,
-                  char *err, size_t errlen);
-int pf_srcnn_forward(pf_model *m, pf_plan *p, pf_conv *convs, const uint8_t *lq, char *err,
-                     size_t errlen);
-int pf_srcnn_backward(pf_model *m, pf_plan *p, pf_conv *convs, char *err, size_t errlen);
 #endif

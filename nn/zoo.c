@@ -1,6 +1,11 @@
 /*  zoo — the graph networks, each described once as nodes over tensors (nn/graph.h) with the
     reference implementation's parameter names and initialisation (docs/models.md):
 
+      SRCNN      Dong et al., "Image Super-Resolution Using Deep Convolutional Networks", ECCV
+                 2014, as MMagic's SRCNNNet (mmagic/models/editors/srcnn/srcnn_net.py): bicubic
+                 upsampling in the network (align_corners=False), conv1 - ReLU - conv2 - ReLU -
+                 conv3 with channels (3, c1, c2, 3), kernels (k1, k2, k3), padding k // 2; no
+                 mean shift.
       FSRCNN     Dong et al., "Accelerating the Super-Resolution Convolutional Neural Network",
                  ECCV 2016; parameter names of yjn870/FSRCNN-pytorch (RGB).
       ESPCN      Shi et al., "Real-Time Single Image and Video Super-Resolution Using an
@@ -115,6 +120,14 @@ static int upsample(zb *z, int x, int nf, int scale) {
 }
 
 static void sub_index(pf_model *m);
+
+/* x: the bicubic-upsampled LQ (pf_zoo_build makes it SRCNN's input node). */
+static int srcnn(zb *z, int x) {
+    const int *ch = z->m->cfg.srcnn_channels, *k = z->m->cfg.srcnn_kernel_sizes;
+    x = conv(z, x, "conv1", ch[1], k[0], 0.0f, -1, 1, TORCH_INIT);
+    x = conv(z, x, "conv2", ch[2], k[1], 0.0f, -1, 1, TORCH_INIT);
+    return conv(z, x, "conv3", ch[3], k[2], NO_ACT, -1, 1, TORCH_INIT);
+}
 
 static int fsrcnn(zb *z, int x) {
     const pf_config *c = &z->m->cfg;
@@ -333,6 +346,7 @@ int pf_zoo_build(pf_model *m, char *err, size_t errlen) {
         int (*build)(zb *, int);
         int scales;     /* bit s set: scale s supported */
     } nets[] = {
+        { "SRCNN", srcnn, 0x1fe },      /* 1..8 */
         { "FSRCNN", fsrcnn, 1 << 2 | 1 << 3 | 1 << 4 },
         { "ESPCN", espcn, 1 << 2 | 1 << 3 | 1 << 4 },
         { "MSRResNet", msrresnet, 1 << 2 | 1 << 3 | 1 << 4 },
@@ -347,12 +361,14 @@ int pf_zoo_build(pf_model *m, char *err, size_t errlen) {
                  "MSRResNet, RCAN, RRDBNet)", c->model_type);
         return -1;
     }
-    if (c->scale < 2 || c->scale > 4 || !(nets[which].scales >> c->scale & 1)) {
+    if (c->scale < 1 || c->scale > 8 || !(nets[which].scales >> c->scale & 1)) {
         snprintf(err, errlen, "model: %s does not support scale %d", c->model_type, c->scale);
         return -1;
     }
     int rcan_ = !strcmp(c->model_type, "RCAN");
-    const char *bad = c->n_feats < 1             ? "n_feats >= 1"
+    int srcnn_ = !strcmp(c->model_type, "SRCNN");
+    const char *bad = srcnn_                     ? NULL  /* its own keys, below */
+                      : c->n_feats < 1           ? "n_feats >= 1"
                       : c->n_blocks < 0          ? "n_blocks >= 0"
                       : c->num_group < 1         ? "num_group >= 1"
                       : c->num_grow_ch < 1       ? "num_grow_ch >= 1"
@@ -363,6 +379,17 @@ int pf_zoo_build(pf_model *m, char *err, size_t errlen) {
                       : rcan_ && (c->squeeze_factor < 1 || c->squeeze_factor > c->n_feats)
                           ? "1 <= squeeze_factor <= n_feats"
                           : NULL;
+    for (int i = 0; srcnn_ && !bad && i < 3; i++)
+        if (c->srcnn_kernel_sizes[i] < 1 || c->srcnn_kernel_sizes[i] % 2 == 0) {
+            snprintf(err, errlen, "model: SRCNN kernel sizes must be odd, got %d",
+                     c->srcnn_kernel_sizes[i]);
+            return -1;
+        }
+    if (srcnn_ && (c->srcnn_channels[0] != 3 || c->srcnn_channels[3] != 3 ||
+                   c->srcnn_channels[1] < 1 || c->srcnn_channels[2] < 1)) {
+        snprintf(err, errlen, "model: SRCNN channels must be (3, c1, c2, 3)");
+        return -1;
+    }
     if (bad) {
         snprintf(err, errlen, "model: %s needs %s (n_feats %d, n_blocks %d, num_group %d, "
                  "num_grow_ch %d, d %d, s %d, m %d, img_range %g, squeeze_factor %d)",
@@ -378,7 +405,9 @@ int pf_zoo_build(pf_model *m, char *err, size_t errlen) {
         memcpy(g->mean, c->rgb_mean, sizeof g->mean);
         g->range = c->img_range;
     }
-    int x = pf_graph_node(g, PF_G_INPUT, NULL, 0, 3, 1, 1, 0);
+    int x = srcnn_ ? pf_graph_node(g, PF_G_BICUBIC_IN, NULL, 0, 3, c->scale, 1, 0)
+                   : pf_graph_node(g, PF_G_INPUT, NULL, 0, 3, 1, 1, 0);
+    if (srcnn_ && x >= 0) g->node[g->n_node - 1].r = c->scale;
     g->input = x;
     int out = nets[which].build(&z, x);
     if (out < 0 || g->oom) {

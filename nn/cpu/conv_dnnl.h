@@ -7,8 +7,18 @@
     layouts of dnnl_ctx.h: the caller passes the source block (or asks oneDNN to choose) and
     reads back the blocks chosen in src_block / dst_block. Weights stay OIHW (O x I x K x K
     floats) and biases (O) in the model's flat buffers; pf_conv_set_weights reorders them into
-    the layouts the primitives prefer (once per step) and pf_conv_backward_weights writes the
-    gradients back as OIHW and (O) floats.
+    the layouts the primitives prefer (once per step; forward and backward-data share one copy
+    wherever oneDNN runs the same kernel on it, always with Winograd) and
+    pf_conv_backward_weights writes the gradients back as OIHW and (O) floats.
+
+    Algorithm (the engine's conv_algo, dnnl_ctx.h). Under PF_CONV_AUTO a 3x3 layer with at
+    least 16 channels in and out runs oneDNN's Winograd F(4x4, 3x3) kernels (Lavin and Gray,
+    "Fast Algorithms for Convolutional Neural Networks", CVPR 2016; oneDNN's
+    jit_wino_4x3:avx512_core) where oneDNN has them for all its directions and layouts, about
+    twice as fast as direct convolution; every other layer, and every layer on CPUs without
+    those kernels (AVX2 and older), is direct. Winograd rounds differently from direct
+    convolution: outputs and gradients differ by about 1e-6 relative (docs/nn.md). oneDNN's
+    Winograd takes no binary post-op, so its residual layers add the identity apart.
 */
 #ifndef PF_CONV_DNNL_H
 #define PF_CONV_DNNL_H
@@ -29,7 +39,10 @@ typedef struct {
     int n, h, w;                /* 0 when not built */
     int training;               /* forward_training with backward primitives */
     int need_bwd_data;          /* backward-data primitive built */
-    int src_block, dst_block;   /* activation layouts in use (1, 8 or 16) */
+    int src_block, dst_block;   /* activation layouts in use (1, 8, 16 or the channel count:
+                                   nn/cpu/dnnl_ctx.h) */
+    int req_src, req_dst;       /* the blocks asked for (-1: any) when they were built */
+    dnnl_alg_kind_t algo;       /* dnnl_convolution_direct or dnnl_convolution_winograd */
     pf_dnnl *ctx;
     dnnl_primitive_desc_t fwd_pd, bwdd_pd, bwdw_pd;
     dnnl_primitive_t fwd, bwdd, bwdw;
@@ -65,6 +78,23 @@ void pf_conv_set_residual(pf_conv *c, float scale);
 int pf_conv_setup(pf_conv *c, pf_dnnl *ctx, int n, int h, int w, int src_block, int dst_block,
                   int training, int need_bwd_data, char *err, size_t errlen);
 
+/* How fast the layer's kernels are, the slowest direction it runs counting: 2 when all are
+   JIT kernels (jit, brgconv, Winograd), 1 when one is oneDNN's im2col + gemm path, 0 when one
+   is a reference loop; -1 when not set up. */
+int pf_conv_rank(const pf_conv *c);
+
+/* The cost layout planning gives a layer of that rank, in units of one activation layout
+   conversion: oneDNN's gemm path 4, a reference loop 64, a layer that cannot be built 4096. */
+static inline int pf_conv_rank_cost(int rank) {
+    return rank >= 2 ? 0 : rank == 1 ? 4 : rank == 0 ? 64 : 4096;
+}
+
+/* The rank the layer would have if set up with these arguments (as pf_conv_setup), without
+   touching it: descriptors only, no primitives. The blocks it would run on go to *src_out and
+   *dst_out (either may be NULL). -1 when oneDNN cannot build it. For layout planning. */
+int pf_conv_probe(const pf_conv *c, pf_dnnl *ctx, int n, int h, int w, int src_block,
+                  int dst_block, int training, int need_bwd_data, int *src_out, int *dst_out);
+
 /* Reorder OIHW weights (oc x ic x k x k) and bias (oc) into the primitives' layouts. The bias
    pointer is kept and must stay valid until the next call. */
 int pf_conv_set_weights(pf_conv *c, const float *w_oihw, const float *bias, char *err,
@@ -89,6 +119,10 @@ int pf_conv_backward_weights(pf_conv *c, const float *src, const float *diff_dst
 
 /* oneDNN's implementation name of the forward primitive (e.g. "jit:avx2"), or "". */
 const char *pf_conv_impl(const pf_conv *c);
+
+/* The same for backward-data and backward-weights ("" where not built). */
+const char *pf_conv_impl_bwd_data(const pf_conv *c);
+const char *pf_conv_impl_bwd_weights(const pf_conv *c);
 
 void pf_conv_free(pf_conv *c);
 #endif

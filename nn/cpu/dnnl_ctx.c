@@ -2,6 +2,7 @@
     dnnl_ctx.h). */
 #include "nn/cpu/dnnl_ctx.h"
 #include <stdio.h>
+#include <string.h>
 #include <dnnl_debug.h>
 
 int pf_dnnl_check(dnnl_status_t st, const char *what, const char *call, char *err,
@@ -14,6 +15,8 @@ int pf_dnnl_check(dnnl_status_t st, const char *what, const char *call, char *er
 int pf_dnnl_init(pf_dnnl *ctx, char *err, size_t errlen) {
     ctx->engine = NULL;
     ctx->stream = NULL;
+    ctx->conv_algo = PF_CONV_AUTO;
+    ctx->force_layout = PF_LAYOUT_ANY;
     if (pf_dnnl_check(dnnl_engine_create(&ctx->engine, dnnl_cpu, 0), "cpu backend",
                       "dnnl_engine_create", err, errlen))
         return -1;
@@ -33,29 +36,87 @@ void pf_dnnl_free(pf_dnnl *ctx) {
     ctx->engine = NULL;
 }
 
-static dnnl_format_tag_t tag_of_block(int b) {
+/* The oneDNN tag of block b for c channels (nn/cpu/dnnl_ctx.h), or format_tag_undef. */
+static dnnl_format_tag_t tag_of_block(int b, int c) {
     switch (b) {
     case 1: return dnnl_nchw;
     case 8: return dnnl_nChw8c;
     case 16: return dnnl_nChw16c;
-    default: return dnnl_format_tag_any;
+    default: return b == c ? dnnl_nhwc : dnnl_format_tag_undef;
     }
 }
 
 int pf_dnnl_act_md(dnnl_memory_desc_t *md, int n, int c, int h, int w, int b, char *err,
                    size_t errlen) {
     dnnl_dims_t dims = { n, c, h, w };
-    return pf_dnnl_check(dnnl_memory_desc_init_by_tag(md, 4, dims, dnnl_f32, tag_of_block(b)),
+    dnnl_format_tag_t tag = b < 0 ? dnnl_format_tag_any : tag_of_block(b, c);
+    if (tag == dnnl_format_tag_undef) {
+        snprintf(err, errlen, "activation: no layout with block %d for %d channels", b, c);
+        return -1;
+    }
+    return pf_dnnl_check(dnnl_memory_desc_init_by_tag(md, 4, dims, dnnl_f32, tag),
                          "activation", "dnnl_memory_desc_init_by_tag", err, errlen);
 }
 
-int pf_dnnl_block_of(const dnnl_memory_desc_t *md, int n, int c, int h, int w) {
-    static const int blocks[3] = { 1, 8, 16 };
-    char err[128];
-    for (int i = 0; i < 3; i++) {
-        dnnl_memory_desc_t cand;
-        if (pf_dnnl_act_md(&cand, n, c, h, w, blocks[i], err, sizeof err)) continue;
-        if (dnnl_memory_desc_equal(md, &cand)) return blocks[i];
+int pf_dnnl_block_of(const dnnl_memory_desc_t *md, int n, int c, int h, int w, int prefer) {
+    /* Where two layouts are the same memory (NHWC of 1, 8 or 16 channels and that block; NCHW
+       and NHWC of a 1 x 1 map), `prefer` wins, else the first in this order. */
+    const struct { dnnl_format_tag_t tag; int b; } cand[5] = {
+        { dnnl_format_tag_undef, prefer }, { dnnl_nchw, 1 }, { dnnl_nChw8c, 8 },
+        { dnnl_nChw16c, 16 }, { dnnl_nhwc, c },
+    };
+    dnnl_dims_t dims = { n, c, h, w };
+    for (int i = 0; i < 5; i++) {
+        dnnl_memory_desc_t d;
+        char err[128];
+        int ok = i ? dnnl_memory_desc_init_by_tag(&d, 4, dims, dnnl_f32, cand[i].tag) ==
+                         dnnl_success
+                   : prefer > 0 && pf_dnnl_act_md(&d, n, c, h, w, prefer, err, sizeof err) == 0;
+        if (ok && dnnl_memory_desc_equal(md, &d)) return cand[i].b;
     }
     return 0;
+}
+
+int pf_reorder_init(pf_reorder *r, pf_dnnl *ctx, const char *what, int n, int c, int h, int w,
+                    int from, int to, char *err, size_t errlen) {
+    dnnl_memory_desc_t a, b;
+    dnnl_primitive_desc_t pd = NULL;
+    memset(r, 0, sizeof *r);
+    r->ctx = ctx;
+    if (pf_dnnl_act_md(&a, n, c, h, w, from, err, errlen) ||
+        pf_dnnl_act_md(&b, n, c, h, w, to, err, errlen))
+        return -1;
+    if (pf_dnnl_check(dnnl_reorder_primitive_desc_create(&pd, &a, ctx->engine, &b, ctx->engine,
+                                                         NULL),
+                      what, "reorder primitive_desc_create", err, errlen) ||
+        pf_dnnl_check(dnnl_primitive_create(&r->prim, pd), what, "reorder primitive_create", err,
+                      errlen) ||
+        pf_dnnl_check(dnnl_memory_create(&r->m_from, &a, ctx->engine, DNNL_MEMORY_NONE), what,
+                      "memory_create", err, errlen) ||
+        pf_dnnl_check(dnnl_memory_create(&r->m_to, &b, ctx->engine, DNNL_MEMORY_NONE), what,
+                      "memory_create", err, errlen)) {
+        if (pd) dnnl_primitive_desc_destroy(pd);
+        pf_reorder_free(r);
+        return -1;
+    }
+    dnnl_primitive_desc_destroy(pd);
+    return 0;
+}
+
+int pf_reorder_run(pf_reorder *r, const float *from, float *to, char *err, size_t errlen) {
+    if (pf_dnnl_check(dnnl_memory_set_data_handle(r->m_from, (void *)from), "reorder",
+                      "memory_set_data_handle", err, errlen) ||
+        pf_dnnl_check(dnnl_memory_set_data_handle(r->m_to, to), "reorder",
+                      "memory_set_data_handle", err, errlen))
+        return -1;
+    dnnl_exec_arg_t args[2] = { { DNNL_ARG_FROM, r->m_from }, { DNNL_ARG_TO, r->m_to } };
+    return pf_dnnl_check(dnnl_primitive_execute(r->prim, r->ctx->stream, 2, args), "reorder",
+                         "primitive_execute", err, errlen);
+}
+
+void pf_reorder_free(pf_reorder *r) {
+    if (r->prim) dnnl_primitive_destroy(r->prim);
+    if (r->m_from) dnnl_memory_destroy(r->m_from);
+    if (r->m_to) dnnl_memory_destroy(r->m_to);
+    memset(r, 0, sizeof *r);
 }

@@ -54,8 +54,7 @@ typedef struct {
 
 struct pf_cugraph {
     pf_model *desc;         /* the CPU backend's description: graph, tensors, convs */
-    pf_graph own;           /* SRCNN's node list (desc has none) */
-    pf_graph *graph;        /* &desc->graph or &own */
+    pf_graph *graph;        /* &desc->graph */
     pf_cuconv *train_conv, *infer_conv;     /* desc->n_convs each */
     /* FSRCNN: the sub-pixel conv's weights + bias and their gradients (device), and the
        index maps: params -> sub_w (n_sub_w), sub_dw -> weight grads (1 each), sub_dw -> bias
@@ -79,26 +78,6 @@ int pf_cugraph_supports(const char *t) {
 }
 
 /* ---- description ------------------------------------------------------------------------ */
-
-/* SRCNN as nodes: bicubic x scale, conv1 + ReLU, conv2 + ReLU, conv3 (nn/srcnn.c). */
-static int srcnn_graph(pf_cugraph *g) {
-    pf_graph *G = &g->own;
-    const int *ch = g->desc->cfg.srcnn_channels;
-    int s = g->desc->scale;
-    pf_graph_init(G);
-    int x = pf_graph_node(G, PF_G_BICUBIC_IN, NULL, 0, 3, s, 1, 0);
-    if (x < 0) return -1;
-    G->node[G->n_node - 1].r = s;
-    G->input = x;
-    for (int i = 0; i < 3; i++) {
-        x = pf_graph_node(G, PF_G_CONV, &x, 1, ch[i + 1], s, 1, 0);
-        if (x < 0) return -1;
-        G->node[G->n_node - 1].conv = i;
-        G->node[G->n_node - 1].param = 2 * i;
-    }
-    G->output = x;
-    return 0;
-}
 
 /* FSRCNN's index maps (see the struct) to the device. */
 static int sub_maps(pf_cugraph *g, char *err, size_t errlen) {
@@ -159,15 +138,7 @@ pf_cugraph *pf_cugraph_new(const pf_config *cfg, char *err, size_t errlen) {
     }
     if (!(g->desc = pf_model_new(cfg, err, errlen))) goto fail;
     pf_model *m = g->desc;
-    if (m->is_graph) {
-        g->graph = &m->graph;
-    } else {
-        if (srcnn_graph(g)) {
-            snprintf(err, errlen, "SRCNN: out of memory");
-            goto fail;
-        }
-        g->graph = &g->own;
-    }
+    g->graph = &m->graph;
     g->train_conv = calloc((size_t)m->n_convs + 1, sizeof *g->train_conv);
     g->infer_conv = calloc((size_t)m->n_convs + 1, sizeof *g->infer_conv);
     if (!g->train_conv || !g->infer_conv) {
@@ -209,7 +180,6 @@ void pf_cugraph_destroy(pf_cugraph **self) {
     cudaFree(g->idx_fwd);
     cudaFree(g->idx_gw);
     cudaFree(g->idx_gb);
-    pf_graph_free(&g->own);    /* zeroed unless SRCNN; also after srcnn_graph failed */
     pf_model_destroy(&g->desc);
     free(g);
     *self = NULL;
