@@ -24,6 +24,7 @@
 #include <zmq.h>
 
 #include "common/log.h"
+#include "common/number.h"
 #include "common/util.h"
 #include "coordinator/client.h"
 #include "coordinator/coordinator.h"
@@ -35,6 +36,7 @@ extern char **environ;
 
 #define MAX_CHILDREN 264       /* coordinator, worker, 3 hooks, up to 256 loaders */
 #define EXIT_GRACE_S 10.0
+#define CMD "pixflow train"   /* for messages */
 
 typedef struct {
     pid_t pid;
@@ -213,18 +215,21 @@ int pf_train_main(int argc, char **argv) {
     int loaders = -1, workers = -1, gpus = -1;
     for (int i = 0; i < argc; i++) {
         if (strcmp(argv[i], "--resume") == 0 && i + 1 < argc) resume = argv[++i];
-        else if (strcmp(argv[i], "--loaders") == 0 && i + 1 < argc) loaders = atoi(argv[++i]);
-        else if (strcmp(argv[i], "--workers") == 0 && i + 1 < argc) workers = atoi(argv[++i]);
-        else if (strcmp(argv[i], "--gpus") == 0 && i + 1 < argc) gpus = atoi(argv[++i]);
-        else if (strcmp(argv[i], "--bind") == 0 && i + 1 < argc) bind = argv[++i];
+        else if (strcmp(argv[i], "--loaders") == 0 && i + 1 < argc) {
+            /* --loaders 0: every loader joins by hand (`pixflow loader --connect ADDR`, from
+               any host); until one does, the coordinator says how every 10 s. */
+            if (pf_arg_int(CMD, "--loaders", argv[++i], 0, 256, &loaders)) return 2;
+        } else if (strcmp(argv[i], "--workers") == 0 && i + 1 < argc) {
+            if (pf_arg_int(CMD, "--workers", argv[++i], 1, 64, &workers)) return 2;
+        } else if (strcmp(argv[i], "--gpus") == 0 && i + 1 < argc) {
+            if (pf_arg_int(CMD, "--gpus", argv[++i], 0, 64, &gpus)) return 2;
+        } else if (strcmp(argv[i], "--bind") == 0 && i + 1 < argc) bind = argv[++i];
         else if (strcmp(argv[i], "--keys") == 0 && i + 1 < argc) keys = argv[++i];
         else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
             /* compute threads of each worker and eval hook (through OMP_NUM_THREADS) */
-            char terr[128];
-            if (pf_set_threads(argv[++i], terr, sizeof terr)) {
-                fprintf(stderr, "pixflow train: %s\n", terr);
-                return 2;
-            }
+            int threads;
+            if (pf_arg_int(CMD, "--threads", argv[++i], 1, PF_MAX_THREADS, &threads)) return 2;
+            pf_set_threads(threads);
         } else if (argv[i][0] != '-' && !cfg_path) cfg_path = argv[i];
         else {
             usage();
@@ -264,22 +269,12 @@ int pf_train_main(int argc, char **argv) {
     }
     if (gpus > 0) workers = gpus;
     if (workers < 0) workers = 1;
-    if (workers < 1 || workers > 64) {
-        fprintf(stderr, "pixflow: --workers must be 1..64\n");
-        return 2;
-    }
     if (pf_job_prepare(&cfg, cfg_path, resume, workers, &train, &sampler, &total, err,
                        sizeof err) != 0) {
         fprintf(stderr, "pixflow: %s\n", err);
         return 2;
     }
     if (loaders < 0) loaders = cfg.loaders;
-    /* --loaders 0: every loader joins by hand (`pixflow loader --connect ADDR`, from any
-       host); until one does, the coordinator says how every 10 s. */
-    if (loaders < 0 || loaders > 256) {
-        fprintf(stderr, "pixflow: --loaders must be 0..256\n");
-        return 2;
-    }
     printf("pixflow: %s: %s x%d, %d training images (%u samples/epoch), %" PRId64
            " iterations, batch %d x %d %s worker%s, %d loaders, work_dir %s\n", cfg_path,
            cfg.model_type, cfg.scale, train.n_files, train.len, total, cfg.samples_per_gpu,

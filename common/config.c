@@ -20,6 +20,7 @@
     pf_config.hash, so two processes agree they run the same job.
 */
 #include "common/config.h"
+#include "common/number.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -155,27 +156,19 @@ static int get_int(pf_cfg_ctx *c, struct fy_node *n, const char *key, int64_t lo
                    int64_t *out) {
     const char *want = lo > 0 ? "a positive integer" : lo == 0 ? "a non-negative integer"
                                                                : "an integer";
-    char g[96], t[32];
-    size_t len;
+    char g[96];
+    size_t len = 0;
     const char *s = scalar(n, &len);
-    int ok = s && is_plain(n) && len > 0 && len < sizeof t;
-    if (ok) {
-        memcpy(t, s, len);
-        t[len] = 0;
-        size_t i = (t[0] == '-' || t[0] == '+') ? 1 : 0;
-        ok = t[i] != 0;
-        for (; t[i]; i++)
-            ok = ok && isdigit((unsigned char)t[i]);
-    }
-    if (!ok)
+    int64_t v = 0;
+    pf_num_status st = s && is_plain(n) ? pf_parse_int(s, len, lo, hi, &v) : PF_NUM_SYNTAX;
+    if (st == PF_NUM_SYNTAX)
         return fail(c, node_line(n), key, "expected %s, got %s", want, describe(n, g, sizeof g));
-    errno = 0;
-    long long v = strtoll(t, NULL, 10);
-    if (errno == ERANGE || v < lo || v > hi) {
-        if (v < lo && (lo == 0 || lo == 1) && errno != ERANGE)
-            return fail(c, node_line(n), key, "expected %s, got %s", want, t);
-        return fail(c, node_line(n), key, "must be between %lld and %lld, got %s", (long long)lo,
-                    (long long)hi, t);
+    if (st == PF_NUM_RANGE) {
+        int beyond_64_bits = v == INT64_MIN || v == INT64_MAX;
+        if (v < lo && (lo == 0 || lo == 1) && !beyond_64_bits)
+            return fail(c, node_line(n), key, "expected %s, got %.*s", want, (int)len, s);
+        return fail(c, node_line(n), key, "must be between %lld and %lld, got %.*s",
+                    (long long)lo, (long long)hi, (int)len, s);
     }
     *out = v;
     return 0;
@@ -193,30 +186,17 @@ static int get_int32(pf_cfg_ctx *c, struct fy_node *n, const char *key, int lo, 
 /* A finite number (integers accepted). `lo_open`: lo itself is not allowed. */
 static int get_float(pf_cfg_ctx *c, struct fy_node *n, const char *key, double lo, int lo_open,
                      double hi, float *out) {
-    char g[96], t[64];
-    size_t len;
+    char g[96];
+    size_t len = 0;
     const char *s = scalar(n, &len);
-    int ok = s && is_plain(n) && len > 0 && len < sizeof t;
     double v = 0;
-    if (ok) {
-        memcpy(t, s, len);
-        t[len] = 0;
-        for (size_t i = 0; t[i] && ok; i++)
-            ok = isdigit((unsigned char)t[i]) || strchr("+-.eE", t[i]);
-        char *end = NULL;
-        errno = 0;
-        if (ok) {
-            v = strtod(t, &end);
-            ok = end && *end == 0 && errno == 0 && isfinite(v) && isfinite((float)v);
-        }
-    }
-    if (!ok)
+    if (!s || !is_plain(n) || pf_parse_double(s, len, &v) != PF_NUM_OK)
         return fail(c, node_line(n), key, "expected a number, got %s", describe(n, g, sizeof g));
     if (v < lo || (lo_open && v == lo) || v > hi) {
         if (lo_open && lo == 0 && hi == HUGE_VAL)
-            return fail(c, node_line(n), key, "must be greater than 0, got %s", t);
-        return fail(c, node_line(n), key, "must be in %c%g, %g], got %s", lo_open ? '(' : '[',
-                    lo, hi, t);
+            return fail(c, node_line(n), key, "must be greater than 0, got %.*s", (int)len, s);
+        return fail(c, node_line(n), key, "must be in %c%g, %g], got %.*s", lo_open ? '(' : '[',
+                    lo, hi, (int)len, s);
     }
     *out = (float)v;
     return 0;

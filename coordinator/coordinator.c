@@ -19,6 +19,7 @@
 #include <zmq.h>
 
 #include "common/log.h"
+#include "common/number.h"
 #include "common/safetensors.h"
 #include "common/util.h"
 #include "coordinator/client.h"
@@ -910,7 +911,10 @@ int pf_coordinator_main(int argc, char **argv) {
     for (int i = 0; i < argc; i++) {
         if (strcmp(argv[i], "--bind") == 0 && i + 1 < argc) bind = argv[++i];
         else if (strcmp(argv[i], "--addr-file") == 0 && i + 1 < argc) addr_file = argv[++i];
-        else if (strcmp(argv[i], "--workers") == 0 && i + 1 < argc) workers = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--workers") == 0 && i + 1 < argc) {
+            if (pf_arg_int("pixflow coordinator", "--workers", argv[++i], 1, 64, &workers))
+                return 2;
+        }
         else if (strcmp(argv[i], "--resume") == 0 && i + 1 < argc) resume = argv[++i];
         else if (strcmp(argv[i], "--keys") == 0 && i + 1 < argc) keys = argv[++i];
         else if (strcmp(argv[i], "--exit-with-parent") == 0) exit_with_parent = 1;
@@ -920,7 +924,7 @@ int pf_coordinator_main(int argc, char **argv) {
             return 2;
         }
     }
-    if (!cfg_path || workers < 1 || workers > 64) {
+    if (!cfg_path) {
         usage();
         return 2;
     }

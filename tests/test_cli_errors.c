@@ -246,20 +246,64 @@ int main(void) {
         printf("disk-full case skipped: cannot mount a tmpfs here (needs root)\n");
     }
 
-    /* --threads: a bad count is refused up front by every command that computes */
+    /* Numeric options, every subcommand: the whole value must be a number in range
+       (common/number.h, the config's rule); otherwise status 2 and one line naming the command,
+       the option, the value and the range, before anything starts. */
     {
-        char *targs[] = { "train", cfg, "--threads", "0", NULL };
-        char *wargs[] = { "worker", "--connect", "tcp://127.0.0.1:1", "--threads", "2x", NULL };
-        char *eargs[] = { "test", cfg, "--checkpoint", "x", "--threads", "-3", NULL };
-        char *const *cases[] = { targs, wargs, eargs };
-        const char *want[] = { "--threads 0: expected a whole number 1..1024",
-                               "--threads 2x: expected a whole number 1..1024",
-                               "--threads -3: expected a whole number 1..1024" };
-        for (int i = 0; i < 3; i++) {
-            char *out;
-            int st = run((char *const *)cases[i], &out, 30);
-            CHECK(st == 2 && strstr(out, want[i]), "--threads case %d: status %d, output:\n%s",
-                  i, st, out);
+        static const struct {
+            const char *args[8];            /* after `pixflow`; "CFG" is the config */
+            const char *want;               /* the whole output */
+        } cases[] = {
+            {{"train", "CFG", "--loaders", "abc"},
+             "pixflow train: --loaders abc: expected a whole number 0..256"},
+            {{"train", "CFG", "--loaders", "-1"},
+             "pixflow train: --loaders -1: expected a whole number 0..256"},
+            {{"train", "CFG", "--loaders", ""},
+             "pixflow train: --loaders '': expected a whole number 0..256"},
+            {{"train", "CFG", "--loaders", "3 "},
+             "pixflow train: --loaders '3 ': expected a whole number 0..256"},
+            {{"train", "CFG", "--workers", "1.5"},
+             "pixflow train: --workers 1.5: expected a whole number 1..64"},
+            {{"train", "CFG", "--gpus", "99999999999999999999"},
+             "pixflow train: --gpus 99999999999999999999: expected a whole number 0..64"},
+            {{"train", "CFG", "--threads", "0"},
+             "pixflow train: --threads 0: expected a whole number 1..1024"},
+            {{"worker", "--connect", "tcp://127.0.0.1:1", "--threads", "2x"},
+             "pixflow worker: --threads 2x: expected a whole number 1..1024"},
+            {{"worker", "--connect", "tcp://127.0.0.1:1", "--device", "cuda:-1"},
+             "pixflow worker: --device cuda:-1: expected cpu or cuda:N (N 0..255)"},
+            {{"test", "CFG", "--checkpoint", "x", "--threads", "-3"},
+             "pixflow test: --threads -3: expected a whole number 1..1024"},
+            {{"test", "CFG", "--checkpoint", "x", "--workers", "0x10"},
+             "pixflow test: --workers 0x10: expected a whole number 1..64"},
+            {{"test", "CFG", "--checkpoint", "x", "--shard", "2/2"},
+             "pixflow test: --shard 2/2: expected I/N with N a whole number 1..64 and I 0..N-1"},
+            {{"coordinator", "CFG", "--workers", "65"},
+             "pixflow coordinator: --workers 65: expected a whole number 1..64"},
+            {{"loader", "--connect", "tcp://127.0.0.1:1", "--join-timeout", "0"},
+             "pixflow loader: --join-timeout 0: expected seconds in (0, 604800]"},
+            {{"monitor", "--connect", "tcp://127.0.0.1:1", "--interval", "abc"},
+             "pixflow monitor: --interval abc: expected seconds in (0, 3600]"},
+            {{"monitor", "--connect", "tcp://127.0.0.1:1", "--join-timeout", "1e999"},
+             "pixflow monitor: --join-timeout 1e999: expected seconds in (0, 604800]"},
+            {{"monitor", "--connect", "tcp://127.0.0.1:1", "--history", "-5"},
+             "pixflow monitor: --history -5: expected a whole number 0..4096"},
+            {{"hook", "eval", "--connect", "tcp://127.0.0.1:1", "--instance", "1/0"},
+             "pixflow hook eval: --instance 1/0: expected I/N with N a whole number 1..64 and "
+             "I 0..N-1"},
+        };
+        char nwd[450];
+        snprintf(nwd, sizeof nwd, "%s/numbers", root);
+        write_cfg(cfg, gt, "", nwd, "");
+        for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+            char *a[8] = { NULL }, *out, want[256];
+            for (int k = 0; k < 7 && cases[c].args[k]; k++)
+                a[k] = strcmp(cases[c].args[k], "CFG") ? (char *)cases[c].args[k] : cfg;
+            snprintf(want, sizeof want, "%s\n", cases[c].want);
+            int st = run(a, &out, 30);
+            CHECK(st == 2 && !strcmp(out, want), "%s %s %s: status %d, output:\n%s(expected "
+                  "status 2 and:\n%s)", a[0], a[2], a[3] ? a[3] : "", st, out, want);
+            CHECK(access(nwd, F_OK) != 0, "%s %s: a job was started", a[0], a[2]);
             free(out);
         }
     }
