@@ -20,6 +20,7 @@
     pf_config.hash, so two processes agree they run the same job.
 */
 #include "common/config.h"
+#include "common/config_keys.h"
 #include "common/number.h"
 
 #include <ctype.h>
@@ -327,9 +328,13 @@ static int next_pair(pf_cfg_ctx *c, const pf_section *s, void **it, char *name, 
     return 1;
 }
 
-static int unknown(pf_cfg_ctx *c, const pf_section *s, struct fy_node *key, const char *name) {
-    char kp[128];
-    return fail(c, node_line(key), keypath(s, name, kp, sizeof kp), "unknown key");
+/* "unknown key", with the nearest key of section `sec` or the PixFlow name of another
+   framework's key (common/config_keys.h). */
+static int unknown(pf_cfg_ctx *c, const pf_section *s, pf_config_section_id sec,
+                   struct fy_node *key, const char *name) {
+    char kp[128], hint[320];
+    return fail(c, node_line(key), keypath(s, name, kp, sizeof kp), "unknown key%s",
+                pf_config_unknown_hint(sec, name, hint, sizeof hint));
 }
 
 static int missing(pf_cfg_ctx *c, const pf_section *s, const char *name) {
@@ -428,7 +433,7 @@ static int parse_loss(pf_cfg_ctx *c, pf_section *s, pf_config *cfg, pf_lines *L)
             if (get_choice(c, v, kp, red, 0, tmp, sizeof tmp))
                 return -1;
         } else {
-            return unknown(c, s, k, name);
+            return unknown(c, s, PF_SEC_LOSS, k, name);
         }
     }
     if (r < 0)
@@ -580,7 +585,7 @@ static int parse_model(pf_cfg_ctx *c, pf_section *s, pf_config *cfg, pf_lines *L
             if (open_section(c, k, v, kp, &sub) || parse_loss(c, &sub, cfg, L))
                 return -1;
         } else {
-            return unknown(c, s, k, name);
+            return unknown(c, s, PF_SEC_MODEL, k, name);
         }
     }
     if (r < 0)
@@ -707,7 +712,7 @@ static int parse_degradation_step(pf_cfg_ctx *c, struct fy_node *item, const cha
                    !strcmp(name, "quality")) {
             return fail(c, node_line(k), ap, "not a parameter of type %s", g->type);
         } else {
-            return unknown(c, &s, k, name);
+            return unknown(c, &s, PF_SEC_DEGRADATION, k, name);
         }
     }
     if (r < 0)
@@ -804,7 +809,7 @@ static int parse_dataset(pf_cfg_ctx *c, pf_section *s, pf_dataset_cfg *d, int id
                 return -1;
             L->degradation[idx] = node_line(k);
         } else {
-            return unknown(c, s, k, name);
+            return unknown(c, s, PF_SEC_DATASET, k, name);
         }
         if (train_only && idx != 0)
             return fail(c, node_line(k), kp, "only allowed in data.train");
@@ -882,7 +887,7 @@ static int parse_data(pf_cfg_ctx *c, pf_section *s, pf_config *cfg, pf_lines *L)
             if (idx == 1)
                 L->data_eval = node_line(k);
         } else {
-            return unknown(c, s, k, name);
+            return unknown(c, s, PF_SEC_DATA, k, name);
         }
     }
     if (r < 0)
@@ -912,7 +917,7 @@ static int parse_custom_key(pf_cfg_ctx *c, struct fy_node *k, struct fy_node *v,
                    : !strcmp(field, "decay_mult")   ? &ck->decay_mult
                                                     : NULL;
         if (!out)
-            return unknown(c, &one, fk, field);
+            return unknown(c, &one, PF_SEC_CUSTOM_KEY, fk, field);
         if (get_float(c, fv, fp, 0, 0, HUGE_VAL, out))
             return -1;
     }
@@ -931,7 +936,7 @@ static int parse_paramwise(pf_cfg_ctx *c, pf_section *s, pf_config *cfg) {
         keypath(s, name, kp, sizeof kp);
         pf_section keys;
         if (strcmp(name, "custom_keys") != 0)
-            return unknown(c, s, k, name);
+            return unknown(c, s, PF_SEC_PARAMWISE, k, name);
         if (open_section(c, k, v, kp, &keys))
             return -1;
         void *it2 = NULL;
@@ -1008,7 +1013,7 @@ static int parse_optim(pf_cfg_ctx *c, pf_section *s, pf_config *cfg) {
             if (open_section(c, k, v, kp, &sub) || parse_paramwise(c, &sub, cfg))
                 return -1;
         } else {
-            return unknown(c, s, k, name);
+            return unknown(c, s, PF_SEC_OPTIM, k, name);
         }
     }
     if (r < 0)
@@ -1040,7 +1045,7 @@ static int parse_optimizer_config(pf_cfg_ctx *c, pf_section *s, pf_config *cfg) 
     while ((r = next_pair(c, s, &it, name, sizeof name, &k, &v)) > 0) {
         keypath(s, name, kp, sizeof kp);
         if (strcmp(name, "grad_clip") != 0)
-            return unknown(c, s, k, name);
+            return unknown(c, s, PF_SEC_OPTIMIZER_CONFIG, k, name);
         if (is_null(v)) {
             cfg->grad_clip_max_norm = 0;
             continue;
@@ -1065,7 +1070,7 @@ static int parse_optimizer_config(pf_cfg_ctx *c, pf_section *s, pf_config *cfg) 
                 if (t != 2.0f)
                     return fail(c, node_line(v2), kp2, "only the L2 norm (2) is implemented");
             } else {
-                return unknown(c, &clip, k2, field);
+                return unknown(c, &clip, PF_SEC_GRAD_CLIP, k2, field);
             }
         }
         if (r2 < 0)
@@ -1153,7 +1158,7 @@ static int parse_lr(pf_cfg_ctx *c, pf_section *s, pf_config *cfg, pf_lines *L) {
                 snprintf(warm_name, sizeof warm_name, "%s", name);
             }
         } else {
-            return unknown(c, s, k, name);
+            return unknown(c, s, PF_SEC_LR, k, name);
         }
     }
     if (r < 0)
@@ -1206,7 +1211,7 @@ static int parse_ckpt(pf_cfg_ctx *c, pf_section *s, pf_config *cfg, pf_lines *L)
             if (cfg->ckpt_max_keep == 0)
                 return fail(c, node_line(v), kp, "must be -1 (keep all) or positive, got 0");
         } else {
-            return unknown(c, s, k, name);
+            return unknown(c, s, PF_SEC_CKPT, k, name);
         }
     }
     if (r < 0)
@@ -1227,7 +1232,7 @@ static int parse_log(pf_cfg_ctx *c, pf_section *s, pf_config *cfg) {
             if (get_int(c, v, kp, 1, INT64_MAX, &cfg->log_interval))
                 return -1;
         } else {
-            return unknown(c, s, k, name);
+            return unknown(c, s, PF_SEC_LOG, k, name);
         }
     }
     return r < 0 ? -1 : 0;
@@ -1250,7 +1255,7 @@ static int parse_visual(pf_cfg_ctx *c, pf_section *s, pf_config *cfg) {
             if (get_int32(c, v, kp, 1, PF_VISUAL_MAX_SAMPLES, &cfg->visual_num_samples))
                 return -1;
         } else {
-            return unknown(c, s, k, name);
+            return unknown(c, s, PF_SEC_VISUAL, k, name);
         }
     }
     return r < 0 ? -1 : 0;
@@ -1304,7 +1309,7 @@ static int parse_eval(pf_cfg_ctx *c, pf_section *s, pf_config *cfg, pf_lines *L)
             if (get_choice(c, v, kp, devices, 0, cfg->eval_device, sizeof cfg->eval_device))
                 return -1;
         } else {
-            return unknown(c, s, k, name);
+            return unknown(c, s, PF_SEC_EVAL, k, name);
         }
     }
     if (r < 0)
@@ -1334,7 +1339,7 @@ static int parse_eval_cfg(pf_cfg_ctx *c, pf_section *s, pf_config *cfg) {
             if (get_int32(c, v, kp, 0, 1 << 16, &cfg->eval_tile_overlap))
                 return -1;
         } else {
-            return unknown(c, s, k, name);
+            return unknown(c, s, PF_SEC_EVAL_CFG, k, name);
         }
     }
     return r < 0 ? -1 : 0;
@@ -1359,7 +1364,7 @@ static int parse_security(pf_cfg_ctx *c, pf_section *s, pf_config *cfg, pf_lines
                 return -1;
             L->keys_dir = node_line(k);
         } else {
-            return unknown(c, s, k, name);
+            return unknown(c, s, PF_SEC_SECURITY, k, name);
         }
     }
     return r < 0 ? -1 : 0;
@@ -1462,7 +1467,7 @@ static int parse_top(pf_cfg_ctx *c, pf_section *s, pf_config *cfg, pf_lines *L) 
             if (get_choice(c, v, kp, levels, 1, cfg->log_level, sizeof cfg->log_level))
                 return -1;
         } else {
-            return unknown(c, s, k, name);
+            return unknown(c, s, PF_SEC_TOP, k, name);
         }
     }
     if (r < 0)
