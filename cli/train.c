@@ -204,6 +204,53 @@ static void on_event(progress *p, const pf_msg_event *ev) {
     }
 }
 
+/* The newest complete checkpoint in work_dir: the one `latest` names (the checkpoint hook
+   replaces the pointer only after both files are on disk), when its weights and optimiser
+   files exist. Fills `path` and *iter and returns 1, or returns 0. */
+static int newest_checkpoint(const pf_config *cfg, char *path, size_t len, int64_t *iter) {
+    static pf_config probe;
+    probe = *cfg;
+    snprintf(probe.resume_from, sizeof probe.resume_from, "auto");
+    char err[512], optim[PF_PATH_MAX + 64];
+    struct stat st;
+    if (pf_state_resolve_resume(&probe, path, len, err, sizeof err) != 0 || !path[0] ||
+        stat(path, &st) != 0)
+        return 0;
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    size_t stem = strlen(path) - strlen(".safetensors");
+    snprintf(optim, sizeof optim, "%.*s.optim.safetensors", (int)stem, path);
+    char *end = NULL;
+    long long it = strncmp(base, "iter_", 5) == 0 ? strtoll(base + 5, &end, 10) : -1;
+    if (it < 0 || !end || strcmp(end, ".safetensors") != 0 || stat(optim, &st) != 0) return 0;
+    *iter = it;
+    return 1;
+}
+
+/* What an interrupted job (status 130) leaves to continue from: "with a checkpoint" only when
+   the newest checkpoint on disk holds the iteration the job stopped at (the last `train`
+   event); otherwise that none was written at the stop, and which one --resume auto would
+   take, if any. */
+static void report_stop(const pf_config *cfg, const char *cfg_path, const progress *p) {
+    char path[PF_PATH_MAX + 64], at[64];
+    int64_t iter = -1;
+    int have = newest_checkpoint(cfg, path, sizeof path, &iter);
+    int trained = p->t_first != 0;      /* at least one iteration ran */
+    if (trained) snprintf(at, sizeof at, "at iteration %" PRId64, p->iter);
+    else snprintf(at, sizeof at, "before its first iteration");
+    if (have && trained && iter == p->iter) {
+        printf("pixflow: stopped %s with a checkpoint (%s); continue with `pixflow train %s "
+               "--resume auto`\n", at, path, cfg_path);
+    } else if (have) {
+        printf("pixflow: stopped %s; no checkpoint was written at the stop. The newest is %s "
+               "(iteration %" PRId64 "): `pixflow train %s --resume auto` continues from "
+               "there\n", at, path, iter, cfg_path);
+    } else {
+        printf("pixflow: stopped %s; no checkpoint was written, and %s/checkpoints has none: "
+               "a new run starts from the beginning\n", at, cfg->work_dir);
+    }
+}
+
 static void usage(void) {
     fprintf(stderr, "usage: pixflow train CONFIG [--resume auto|PATH] [--loaders N] "
                     "[--workers N] [--gpus N] [--bind tcp://HOST:PORT] [--keys DIR] "
@@ -344,6 +391,7 @@ int pf_train_main(int argc, char **argv) {
         usleep(20000);
     }
     int status = 1;
+    progress p = { .tty = isatty(STDOUT_FILENO), .log_interval = cfg.log_interval };
     /* The worker's data endpoint and the checkpoint hook's endpoint bind on the interface the
        coordinator binds, so loaders from other hosts can reach them too. */
     char role_bind[PF_MAX_ENDPOINT] = "tcp://127.0.0.1:*";
@@ -402,7 +450,6 @@ int pf_train_main(int argc, char **argv) {
                                     err, sizeof err) == 0;
         void *sub = joined ? pf_events_subscribe(zctx, mon.events_sub, NULL) : NULL;
         if (!joined) fprintf(stderr, "pixflow: cannot watch the job: %s\n", err);
-        progress p = { .tty = isatty(STDOUT_FILENO), .log_interval = cfg.log_interval };
         int interrupts = 0;
         double kill_at = 0;  /* after an interrupt: kill the job if it has not ended by then */
         while (!coord->exited) {
@@ -486,7 +533,6 @@ kill_all:
     }
     free(addr);
     if (status == 0) printf("pixflow: done; logs and checkpoints in %s\n", cfg.work_dir);
-    else if (status == 130) printf("pixflow: stopped with a checkpoint; continue with "
-                                   "`pixflow train %s --resume auto`\n", cfg_path);
+    else if (status == 130) report_stop(&cfg, cfg_path, &p);
     return status;
 }
