@@ -18,6 +18,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <dnnl_version.h>
+#if defined(PIXFLOW_HAVE_GPU_WORKER)
+#include <cuda_runtime_api.h>
+#include <cudnn_version.h>
+#include <nccl.h>
+#endif
+
 #include "common/image.h"
 #include "common/rng.h"
 #include "common/util.h"
@@ -306,6 +313,42 @@ int main(void) {
             CHECK(access(nwd, F_OK) != 0, "%s %s: a job was started", a[0], a[2]);
             free(out);
         }
+    }
+
+    /* --version: what is built, with the library versions (the ones it runs on must be the
+       ones its headers name), and nothing stale. */
+    {
+        char want[1024], *out;
+        int at = snprintf(want, sizeof want, "pixflow %s\nbackends:    cpu (oneDNN %d.%d.%d); ",
+                          PIXFLOW_VERSION, DNNL_VERSION_MAJOR, DNNL_VERSION_MINOR,
+                          DNNL_VERSION_PATCH);
+#if defined(PIXFLOW_HAVE_GPU_WORKER)
+        snprintf(want + at, sizeof want - at,
+                 "cuda compiled, not verified on hardware (CUDA runtime %d.%d, cuDNN %d.%d.%d, "
+                 "cuBLAS)\ncollectives: gloo (CPU workers); nccl %d.%d.%d (GPU workers; "
+                 "compiled, not verified on hardware)\n", CUDART_VERSION / 1000,
+                 CUDART_VERSION % 1000 / 10, CUDNN_MAJOR, CUDNN_MINOR, CUDNN_PATCHLEVEL,
+                 NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH);
+#elif defined(PIXFLOW_HAVE_CUDA)
+        snprintf(want + at, sizeof want - at,
+                 "cuda ops compiled (nn/cuda, gpu_check), GPU workers not built: NCCL was not "
+                 "found when the build was configured\ncollectives: gloo (CPU workers); nccl not "
+                 "built\n");
+#else
+        snprintf(want + at, sizeof want - at,
+                 "cuda not built (nvcc, cuDNN or cuBLAS were not found when the build was "
+                 "configured)\ncollectives: gloo (CPU workers); nccl not built\n");
+#endif
+        char *vargs[] = { "--version", NULL };
+        int st = run(vargs, &out, 30);
+        CHECK(st == 0 && !strcmp(out, want), "--version: status %d, output:\n%s(expected:\n%s)",
+              st, out, want);
+        /* no stale "not yet", and "verified" only as "not verified" (no GPU run is recorded) */
+        int claims = strstr(out, "not yet") != NULL;
+        for (const char *v = out; (v = strstr(v, "verified")); v++)
+            claims |= v - out < 4 || strncmp(v - 4, "not ", 4) != 0;
+        CHECK(!claims, "--version claims more than is known:\n%s", out);
+        free(out);
     }
 
     int rc = pf_test_end("test_cli_errors");
