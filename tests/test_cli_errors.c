@@ -6,7 +6,8 @@
     smaller than the patch, a file that is not a PNG.
     During the run: a PNG whose header is fine but whose pixel data is truncated fails in the
     loader, and the job ends with that file's name on the terminal.
-    `pixflow test` with a checkpoint of the wrong architecture lists the mismatched tensors. */
+    `pixflow test` with a checkpoint of the wrong architecture lists the mismatched tensors.
+    `test_cli_errors disk_full` (ctest test_cli_errors.disk_full) is the full-disk case. */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -110,7 +111,46 @@ static void expect_upfront(const char *tag, const char *cfg, const char *wd, con
     free(out);
 }
 
-int main(void) {
+/* `test_cli_errors disk_full` (its own ctest entry): a full disk at checkpoint time, a 300 KiB
+   tmpfs as work_dir. The job must end with the reason, and no partial or temporary checkpoint
+   file may be left. Mounting needs root (CAP_SYS_ADMIN): without it, or where the mount is
+   refused, it says why and returns 77, which ctest shows as skipped. */
+static int disk_full(const char *gt, const char *cfg) {
+    char tiny_fs[600], cmd[900], fwd[700];
+    if (geteuid() != 0) {
+        printf("disk-full case skipped: mounting a tmpfs needs root (euid %d)\n", (int)geteuid());
+        return 77;
+    }
+    snprintf(tiny_fs, sizeof tiny_fs, "%s/tiny_fs", root);
+    pf_mkdirs(tiny_fs, NULL, 0);
+    snprintf(cmd, sizeof cmd, "mount -t tmpfs -o size=300k tmpfs %s", tiny_fs);
+    if (system(cmd) != 0) {
+        printf("disk-full case skipped: `%s` failed (no CAP_SYS_ADMIN in this container?)\n",
+               cmd);
+        return 77;
+    }
+    snprintf(fwd, sizeof fwd, "%s/w", tiny_fs);
+    FILE *f = fopen(cfg, "w");
+    fprintf(f, "model: {type: EDSR, scale: 2, n_feats: 64, n_blocks: 2}\n"
+               "data:\n  samples_per_gpu: 2\n"
+               "  train: {type: PairedImageDataset, gt_folder: %s, gt_patch_size: 32, "
+               "repeat: 4}\n"
+               "optimizers: {lr: 1.0e-3}\ntotal_iters: 6\n"
+               "checkpoint_config: {interval: 3}\nwork_dir: %s\n", gt, fwd);
+    fclose(f);
+    char *out, *targs[] = { "train", (char *)cfg, NULL };
+    int st = run(targs, &out, 60);
+    CHECK(st == 1, "disk full: status %d, expected 1:\n%s", st, out);
+    CHECK(strstr(out, "disk full") != NULL, "disk full: the reason is not shown:\n%s", out);
+    free(out);
+    snprintf(cmd, sizeof cmd, "test -z \"$(ls -A %s/checkpoints 2>/dev/null)\"", fwd);
+    CHECK(system(cmd) == 0, "disk full: files left in %s/checkpoints", fwd);
+    snprintf(cmd, sizeof cmd, "umount %s", tiny_fs);
+    if (system(cmd) != 0) fprintf(stderr, "could not unmount %s\n", tiny_fs);
+    return pf_test_end("test_cli_errors disk_full");
+}
+
+int main(int argc, char **argv) {
     const char *b = getenv("PF_BIN");
     snprintf(bin, sizeof bin, "%s", b ? b : "build/pixflow");
     snprintf(root, sizeof root, "/tmp/pf_cli_%d", (int)getpid());
@@ -134,6 +174,14 @@ int main(void) {
     FILE *f = fopen(p, "w");
     fputs("GIF89a not a png at all", f);
     fclose(f);
+    if (argc > 1 && !strcmp(argv[1], "disk_full")) {
+        int rc = disk_full(gt, cfg);
+        if (rc != 1) {
+            snprintf(p, sizeof p, "rm -rf %s", root);
+            if (system(p) != 0) fprintf(stderr, "could not remove %s\n", root);
+        }
+        return rc;
+    }
 
     write_cfg(cfg, gt, "", wd, "colour: red\n");
     expect_upfront("unknown key", cfg, wd, "c.yaml:8: colour: unknown key", NULL);
@@ -222,36 +270,6 @@ int main(void) {
     st = run(rargs, &out, 120);
     CHECK(st == 0, "--resume auto with load_from in the config failed (%d):\n%s", st, out);
     free(out);
-
-    /* A full disk at checkpoint time: a 300 KiB tmpfs as work_dir. The job must end with the
-       reason, and no partial or temporary checkpoint file may be left. Needs root to mount;
-       without it the case is reported as skipped. */
-    char tiny_fs[600], cmdm[800];
-    snprintf(tiny_fs, sizeof tiny_fs, "%s/tiny_fs", root);
-    pf_mkdirs(tiny_fs, NULL, 0);
-    snprintf(cmdm, sizeof cmdm, "mount -t tmpfs -o size=300k tmpfs %s 2>/dev/null", tiny_fs);
-    if (system(cmdm) == 0) {
-        char fwd[700];
-        snprintf(fwd, sizeof fwd, "%s/w", tiny_fs);
-        f = fopen(cfg, "w");
-        fprintf(f, "model: {type: EDSR, scale: 2, n_feats: 64, n_blocks: 2}\n"
-                   "data:\n  samples_per_gpu: 2\n"
-                   "  train: {type: PairedImageDataset, gt_folder: %s, gt_patch_size: 32, "
-                   "repeat: 4}\n"
-                   "optimizers: {lr: 1.0e-3}\ntotal_iters: 6\n"
-                   "checkpoint_config: {interval: 3}\nwork_dir: %s\n", gt, fwd);
-        fclose(f);
-        st = run(targs, &out, 60);
-        CHECK(st == 1, "disk full: status %d, expected 1:\n%s", st, out);
-        CHECK(strstr(out, "disk full") != NULL, "disk full: the reason is not shown:\n%s", out);
-        free(out);
-        snprintf(cmdm, sizeof cmdm, "test -z \"$(ls -A %s/checkpoints 2>/dev/null)\"", fwd);
-        CHECK(system(cmdm) == 0, "disk full: files left in %s/checkpoints", fwd);
-        snprintf(cmdm, sizeof cmdm, "umount %s", tiny_fs);
-        if (system(cmdm) != 0) fprintf(stderr, "could not unmount %s\n", tiny_fs);
-    } else {
-        printf("disk-full case skipped: cannot mount a tmpfs here (needs root)\n");
-    }
 
     /* Numeric options, every subcommand: the whole value must be a number in range
        (common/number.h, the config's rule); otherwise status 2 and one line naming the command,
