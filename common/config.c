@@ -2,7 +2,8 @@
 
     How the pieces fit: pf_config_parse builds a libfyaml document, then walks it top-down. Each
     section has one function (parse_model, parse_data, ...) that iterates the pairs of its
-    mapping and dispatches on the key name; a key no branch knows is "unknown key". Typed
+    mapping and dispatches on the key name; a key no branch knows is "unknown key", with the
+    nearest key of the section or another framework's meaning (common/config_keys.h). Typed
     getters (get_int, get_float, get_str, ...) convert one scalar and report a wrong type. After
     the walk, cross-checks (scale vs patch size, eval vs checkpoint interval, paths) run on the
     struct. The first error wins: it is formatted `file:line: key.path: what is wrong` into the
