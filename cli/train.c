@@ -228,20 +228,22 @@ static int newest_checkpoint(const pf_config *cfg, char *path, size_t len, int64
 }
 
 /* What an interrupted job (status 130) leaves to continue from: "with a checkpoint" only when
-   the newest checkpoint on disk holds the iteration the job stopped at (the last `train`
-   event); otherwise that none was written at the stop, and which one --resume auto would
-   take, if any. */
+   the newest checkpoint on disk holds the iteration the job stopped at (that of the last
+   `train` event, or later should that event have been missed); otherwise that none was
+   written at the stop, and which one --resume auto would take, if any. */
 static void report_stop(const pf_config *cfg, const char *cfg_path, const progress *p) {
     char path[PF_PATH_MAX + 64], at[64];
     int64_t iter = -1;
     int have = newest_checkpoint(cfg, path, sizeof path, &iter);
     int trained = p->t_first != 0;      /* at least one iteration ran */
+    if (have && trained && iter >= p->iter) {
+        printf("pixflow: stopped at iteration %" PRId64 " with a checkpoint (%s); continue "
+               "with `pixflow train %s --resume auto`\n", iter, path, cfg_path);
+        return;
+    }
     if (trained) snprintf(at, sizeof at, "at iteration %" PRId64, p->iter);
     else snprintf(at, sizeof at, "before its first iteration");
-    if (have && trained && iter == p->iter) {
-        printf("pixflow: stopped %s with a checkpoint (%s); continue with `pixflow train %s "
-               "--resume auto`\n", at, path, cfg_path);
-    } else if (have) {
+    if (have) {
         printf("pixflow: stopped %s; no checkpoint was written at the stop. The newest is %s "
                "(iteration %" PRId64 "): `pixflow train %s --resume auto` continues from "
                "there\n", at, path, iter, cfg_path);
