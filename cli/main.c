@@ -10,6 +10,7 @@
       pixflow config CONFIG [--get KEY ...]                     the resolved config / values
       pixflow keygen DIR [--name NAME [--allow]]                CURVE keys (security.curve)
 */
+#include <dnnl.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -18,6 +19,7 @@
 #include "coordinator/security.h"
 #include "hooks/hook.h"
 #include "loader/loader.h"
+#include "worker/device.h"
 #include "worker/worker.h"
 
 static int usage(void) {
@@ -45,20 +47,24 @@ static int usage(void) {
     return 2;
 }
 
+/* `pixflow --version`: what this build has, with the versions of the libraries it runs on. */
+static int version(void) {
+    const dnnl_version_t *dnnl = dnnl_version();
+    char gpu[256], nccl[256];
+    pf_gpu_build_info(gpu, sizeof gpu, nccl, sizeof nccl);
+    printf("pixflow %s\n"
+           "backends:    cpu (oneDNN %d.%d.%d); %s\n"
+           "collectives: gloo (CPU workers); %s\n",
+           PIXFLOW_VERSION, dnnl->major, dnnl->minor, dnnl->patch, gpu, nccl);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) return usage();
     const char *cmd = argv[1];
     int n = argc - 2;
     char **rest = argv + 2;
-    if (strcmp(cmd, "--version") == 0) {
-#ifdef PIXFLOW_HAVE_CUDA
-        printf("pixflow 0.1.0 (backends: cpu/oneDNN; cuda ops built (cuDNN), GPU training not "
-               "yet; collectives: gloo)\n");
-#else
-        printf("pixflow 0.1.0 (backends: cpu/oneDNN; collectives: gloo)\n");
-#endif
-        return 0;
-    }
+    if (strcmp(cmd, "--version") == 0) return version();
     if (strcmp(cmd, "train") == 0) return pf_train_main(n, rest);
     if (strcmp(cmd, "test") == 0) return pf_test_main(n, rest);
     if (strcmp(cmd, "coordinator") == 0) return pf_coordinator_main(n, rest);

@@ -34,6 +34,7 @@
 #include <zmq.h>
 
 #include "common/log.h"
+#include "common/number.h"
 #include "common/util.h"
 #include "coordinator/client.h"
 #include "coordinator/security.h"
@@ -44,6 +45,7 @@
 #define MAX_SOURCES 512
 #define TRAIN_KEEP PF_MAX_SNAPSHOT_TRAIN
 #define DEFAULT_HISTORY 240
+#define CMD "pixflow monitor"   /* for messages */
 #define EVAL_KEEP 256
 #define NOTES 6
 #define SPARK_WIDTH 48
@@ -445,20 +447,22 @@ int pf_monitor_main(int argc, char **argv) {
     const char *addr = NULL, *keys = NULL;
     int once = 0, json = 0;
     double interval = 1.0, join_timeout = 10.0;
-    long history = DEFAULT_HISTORY;
+    int history = DEFAULT_HISTORY;
     for (int i = 0; i < argc; i++) {
         if (!strcmp(argv[i], "--connect") && i + 1 < argc) addr = argv[++i];
         else if (!strcmp(argv[i], "--once")) once = 1;
         else if (!strcmp(argv[i], "--json")) json = 1;
         else if (!strcmp(argv[i], "--keys") && i + 1 < argc) keys = argv[++i];
-        else if (!strcmp(argv[i], "--interval") && i + 1 < argc) interval = atof(argv[++i]);
-        else if (!strcmp(argv[i], "--history") && i + 1 < argc) history = atol(argv[++i]);
-        else if (!strcmp(argv[i], "--join-timeout") && i + 1 < argc)
-            join_timeout = atof(argv[++i]);
-        else return usage();
+        else if (!strcmp(argv[i], "--interval") && i + 1 < argc) {
+            if (pf_arg_seconds(CMD, "--interval", argv[++i], 3600, &interval)) return 2;
+        } else if (!strcmp(argv[i], "--history") && i + 1 < argc) {
+            if (pf_arg_int(CMD, "--history", argv[++i], 0, TRAIN_KEEP, &history)) return 2;
+        } else if (!strcmp(argv[i], "--join-timeout") && i + 1 < argc) {
+            if (pf_arg_seconds(CMD, "--join-timeout", argv[++i], PF_MAX_WAIT_S, &join_timeout))
+                return 2;
+        } else return usage();
     }
-    if (!addr || (once && json) || !(interval > 0) || history < 0 || history > TRAIN_KEEP ||
-        !(join_timeout > 0))
+    if (!addr || (once && json))
         return usage();
     pf_log_set_name("monitor");
     pf_catch_signals();

@@ -25,6 +25,7 @@
 
 #include "common/config.h"
 #include "common/log.h"
+#include "common/number.h"
 #include "common/util.h"
 #include "hooks/evaluate.h"
 #include "loader/dataset.h"
@@ -138,20 +139,20 @@ int pf_test_main(int argc, char **argv) {
     int workers = 1, shard = -1, nshards = 0;
     for (int i = 0; i < argc; i++) {
         if (strcmp(argv[i], "--checkpoint") == 0 && i + 1 < argc) ckpt = argv[++i];
-        else if (strcmp(argv[i], "--workers") == 0 && i + 1 < argc) workers = atoi(argv[++i]);
-        else if (strcmp(argv[i], "--shard") == 0 && i + 1 < argc &&
-                 sscanf(argv[i + 1], "%d/%d", &shard, &nshards) == 2) i++;
-        else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
-            char terr[128];
-            if (pf_set_threads(argv[++i], terr, sizeof terr)) {
-                fprintf(stderr, "pixflow test: %s\n", terr);
+        else if (strcmp(argv[i], "--workers") == 0 && i + 1 < argc) {
+            if (pf_arg_int("pixflow test", "--workers", argv[++i], 1, 64, &workers)) return 2;
+        } else if (strcmp(argv[i], "--shard") == 0 && i + 1 < argc) {
+            if (pf_arg_part("pixflow test", "--shard", argv[++i], 64, &shard, &nshards))
                 return 2;
-            }
+        } else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
+            int threads;
+            if (pf_arg_int("pixflow test", "--threads", argv[++i], 1, PF_MAX_THREADS, &threads))
+                return 2;
+            pf_set_threads(threads);
         } else if (argv[i][0] != '-' && !cfg_path) cfg_path = argv[i];
         else cfg_path = NULL, i = argc;
     }
-    if (!cfg_path || !ckpt || workers < 1 || workers > 64 ||
-        (shard >= 0 && (nshards < 1 || shard >= nshards))) {
+    if (!cfg_path || !ckpt) {
         fprintf(stderr, "usage: pixflow test CONFIG --checkpoint PATH [--workers N] [--threads N]\n");
         return 2;
     }

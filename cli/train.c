@@ -24,6 +24,7 @@
 #include <zmq.h>
 
 #include "common/log.h"
+#include "common/number.h"
 #include "common/util.h"
 #include "coordinator/client.h"
 #include "coordinator/coordinator.h"
@@ -35,6 +36,7 @@ extern char **environ;
 
 #define MAX_CHILDREN 264       /* coordinator, worker, 3 hooks, up to 256 loaders */
 #define EXIT_GRACE_S 10.0
+#define CMD "pixflow train"   /* for messages */
 
 typedef struct {
     pid_t pid;
@@ -202,6 +204,55 @@ static void on_event(progress *p, const pf_msg_event *ev) {
     }
 }
 
+/* The newest complete checkpoint in work_dir: the one `latest` names (the checkpoint hook
+   replaces the pointer only after both files are on disk), when its weights and optimiser
+   files exist. Fills `path` and *iter and returns 1, or returns 0. */
+static int newest_checkpoint(const pf_config *cfg, char *path, size_t len, int64_t *iter) {
+    static pf_config probe;
+    probe = *cfg;
+    snprintf(probe.resume_from, sizeof probe.resume_from, "auto");
+    char err[512], optim[PF_PATH_MAX + 64];
+    struct stat st;
+    if (pf_state_resolve_resume(&probe, path, len, err, sizeof err) != 0 || !path[0] ||
+        stat(path, &st) != 0)
+        return 0;
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    size_t stem = strlen(path) - strlen(".safetensors");
+    snprintf(optim, sizeof optim, "%.*s.optim.safetensors", (int)stem, path);
+    char *end = NULL;
+    long long it = strncmp(base, "iter_", 5) == 0 ? strtoll(base + 5, &end, 10) : -1;
+    if (it < 0 || !end || strcmp(end, ".safetensors") != 0 || stat(optim, &st) != 0) return 0;
+    *iter = it;
+    return 1;
+}
+
+/* What an interrupted job (status 130) leaves to continue from: "with a checkpoint" only when
+   the newest checkpoint on disk holds the iteration the job stopped at (that of the last
+   `train` event, or later should that event have been missed); otherwise that none was
+   written at the stop, and which one --resume auto would take, if any. */
+static void report_stop(const pf_config *cfg, const char *cfg_path, const progress *p) {
+    char path[PF_PATH_MAX + 64], at[64];
+    int64_t iter = -1;
+    int have = newest_checkpoint(cfg, path, sizeof path, &iter);
+    int trained = p->t_first != 0;      /* at least one iteration ran */
+    if (have && trained && iter >= p->iter) {
+        printf("pixflow: stopped at iteration %" PRId64 " with a checkpoint (%s); continue "
+               "with `pixflow train %s --resume auto`\n", iter, path, cfg_path);
+        return;
+    }
+    if (trained) snprintf(at, sizeof at, "at iteration %" PRId64, p->iter);
+    else snprintf(at, sizeof at, "before its first iteration");
+    if (have) {
+        printf("pixflow: stopped %s; no checkpoint was written at the stop. The newest is %s "
+               "(iteration %" PRId64 "): `pixflow train %s --resume auto` continues from "
+               "there\n", at, path, iter, cfg_path);
+    } else {
+        printf("pixflow: stopped %s; no checkpoint was written, and %s/checkpoints has none: "
+               "a new run starts from the beginning\n", at, cfg->work_dir);
+    }
+}
+
 static void usage(void) {
     fprintf(stderr, "usage: pixflow train CONFIG [--resume auto|PATH] [--loaders N] "
                     "[--workers N] [--gpus N] [--bind tcp://HOST:PORT] [--keys DIR] "
@@ -213,18 +264,21 @@ int pf_train_main(int argc, char **argv) {
     int loaders = -1, workers = -1, gpus = -1;
     for (int i = 0; i < argc; i++) {
         if (strcmp(argv[i], "--resume") == 0 && i + 1 < argc) resume = argv[++i];
-        else if (strcmp(argv[i], "--loaders") == 0 && i + 1 < argc) loaders = atoi(argv[++i]);
-        else if (strcmp(argv[i], "--workers") == 0 && i + 1 < argc) workers = atoi(argv[++i]);
-        else if (strcmp(argv[i], "--gpus") == 0 && i + 1 < argc) gpus = atoi(argv[++i]);
-        else if (strcmp(argv[i], "--bind") == 0 && i + 1 < argc) bind = argv[++i];
+        else if (strcmp(argv[i], "--loaders") == 0 && i + 1 < argc) {
+            /* --loaders 0: every loader joins by hand (`pixflow loader --connect ADDR`, from
+               any host); until one does, the coordinator says how every 10 s. */
+            if (pf_arg_int(CMD, "--loaders", argv[++i], 0, 256, &loaders)) return 2;
+        } else if (strcmp(argv[i], "--workers") == 0 && i + 1 < argc) {
+            if (pf_arg_int(CMD, "--workers", argv[++i], 1, 64, &workers)) return 2;
+        } else if (strcmp(argv[i], "--gpus") == 0 && i + 1 < argc) {
+            if (pf_arg_int(CMD, "--gpus", argv[++i], 0, 64, &gpus)) return 2;
+        } else if (strcmp(argv[i], "--bind") == 0 && i + 1 < argc) bind = argv[++i];
         else if (strcmp(argv[i], "--keys") == 0 && i + 1 < argc) keys = argv[++i];
         else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
             /* compute threads of each worker and eval hook (through OMP_NUM_THREADS) */
-            char terr[128];
-            if (pf_set_threads(argv[++i], terr, sizeof terr)) {
-                fprintf(stderr, "pixflow train: %s\n", terr);
-                return 2;
-            }
+            int threads;
+            if (pf_arg_int(CMD, "--threads", argv[++i], 1, PF_MAX_THREADS, &threads)) return 2;
+            pf_set_threads(threads);
         } else if (argv[i][0] != '-' && !cfg_path) cfg_path = argv[i];
         else {
             usage();
@@ -264,22 +318,12 @@ int pf_train_main(int argc, char **argv) {
     }
     if (gpus > 0) workers = gpus;
     if (workers < 0) workers = 1;
-    if (workers < 1 || workers > 64) {
-        fprintf(stderr, "pixflow: --workers must be 1..64\n");
-        return 2;
-    }
     if (pf_job_prepare(&cfg, cfg_path, resume, workers, &train, &sampler, &total, err,
                        sizeof err) != 0) {
         fprintf(stderr, "pixflow: %s\n", err);
         return 2;
     }
     if (loaders < 0) loaders = cfg.loaders;
-    /* --loaders 0: every loader joins by hand (`pixflow loader --connect ADDR`, from any
-       host); until one does, the coordinator says how every 10 s. */
-    if (loaders < 0 || loaders > 256) {
-        fprintf(stderr, "pixflow: --loaders must be 0..256\n");
-        return 2;
-    }
     printf("pixflow: %s: %s x%d, %d training images (%u samples/epoch), %" PRId64
            " iterations, batch %d x %d %s worker%s, %d loaders, work_dir %s\n", cfg_path,
            cfg.model_type, cfg.scale, train.n_files, train.len, total, cfg.samples_per_gpu,
@@ -349,6 +393,7 @@ int pf_train_main(int argc, char **argv) {
         usleep(20000);
     }
     int status = 1;
+    progress p = { .tty = isatty(STDOUT_FILENO), .log_interval = cfg.log_interval };
     /* The worker's data endpoint and the checkpoint hook's endpoint bind on the interface the
        coordinator binds, so loaders from other hosts can reach them too. */
     char role_bind[PF_MAX_ENDPOINT] = "tcp://127.0.0.1:*";
@@ -407,7 +452,6 @@ int pf_train_main(int argc, char **argv) {
                                     err, sizeof err) == 0;
         void *sub = joined ? pf_events_subscribe(zctx, mon.events_sub, NULL) : NULL;
         if (!joined) fprintf(stderr, "pixflow: cannot watch the job: %s\n", err);
-        progress p = { .tty = isatty(STDOUT_FILENO), .log_interval = cfg.log_interval };
         int interrupts = 0;
         double kill_at = 0;  /* after an interrupt: kill the job if it has not ended by then */
         while (!coord->exited) {
@@ -491,7 +535,6 @@ kill_all:
     }
     free(addr);
     if (status == 0) printf("pixflow: done; logs and checkpoints in %s\n", cfg.work_dir);
-    else if (status == 130) printf("pixflow: stopped with a checkpoint; continue with "
-                                   "`pixflow train %s --resume auto`\n", cfg_path);
+    else if (status == 130) report_stop(&cfg, cfg_path, &p);
     return status;
 }

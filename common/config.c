@@ -2,7 +2,8 @@
 
     How the pieces fit: pf_config_parse builds a libfyaml document, then walks it top-down. Each
     section has one function (parse_model, parse_data, ...) that iterates the pairs of its
-    mapping and dispatches on the key name; a key no branch knows is "unknown key". Typed
+    mapping and dispatches on the key name; a key no branch knows is "unknown key", with the
+    nearest key of the section or another framework's meaning (common/config_keys.h). Typed
     getters (get_int, get_float, get_str, ...) convert one scalar and report a wrong type. After
     the walk, cross-checks (scale vs patch size, eval vs checkpoint interval, paths) run on the
     struct. The first error wins: it is formatted `file:line: key.path: what is wrong` into the
@@ -20,6 +21,8 @@
     pf_config.hash, so two processes agree they run the same job.
 */
 #include "common/config.h"
+#include "common/config_keys.h"
+#include "common/number.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -155,27 +158,19 @@ static int get_int(pf_cfg_ctx *c, struct fy_node *n, const char *key, int64_t lo
                    int64_t *out) {
     const char *want = lo > 0 ? "a positive integer" : lo == 0 ? "a non-negative integer"
                                                                : "an integer";
-    char g[96], t[32];
-    size_t len;
+    char g[96];
+    size_t len = 0;
     const char *s = scalar(n, &len);
-    int ok = s && is_plain(n) && len > 0 && len < sizeof t;
-    if (ok) {
-        memcpy(t, s, len);
-        t[len] = 0;
-        size_t i = (t[0] == '-' || t[0] == '+') ? 1 : 0;
-        ok = t[i] != 0;
-        for (; t[i]; i++)
-            ok = ok && isdigit((unsigned char)t[i]);
-    }
-    if (!ok)
+    int64_t v = 0;
+    pf_num_status st = s && is_plain(n) ? pf_parse_int(s, len, lo, hi, &v) : PF_NUM_SYNTAX;
+    if (st == PF_NUM_SYNTAX)
         return fail(c, node_line(n), key, "expected %s, got %s", want, describe(n, g, sizeof g));
-    errno = 0;
-    long long v = strtoll(t, NULL, 10);
-    if (errno == ERANGE || v < lo || v > hi) {
-        if (v < lo && (lo == 0 || lo == 1) && errno != ERANGE)
-            return fail(c, node_line(n), key, "expected %s, got %s", want, t);
-        return fail(c, node_line(n), key, "must be between %lld and %lld, got %s", (long long)lo,
-                    (long long)hi, t);
+    if (st == PF_NUM_RANGE) {
+        int beyond_64_bits = v == INT64_MIN || v == INT64_MAX;
+        if (v < lo && (lo == 0 || lo == 1) && !beyond_64_bits)
+            return fail(c, node_line(n), key, "expected %s, got %.*s", want, (int)len, s);
+        return fail(c, node_line(n), key, "must be between %lld and %lld, got %.*s",
+                    (long long)lo, (long long)hi, (int)len, s);
     }
     *out = v;
     return 0;
@@ -193,30 +188,17 @@ static int get_int32(pf_cfg_ctx *c, struct fy_node *n, const char *key, int lo, 
 /* A finite number (integers accepted). `lo_open`: lo itself is not allowed. */
 static int get_float(pf_cfg_ctx *c, struct fy_node *n, const char *key, double lo, int lo_open,
                      double hi, float *out) {
-    char g[96], t[64];
-    size_t len;
+    char g[96];
+    size_t len = 0;
     const char *s = scalar(n, &len);
-    int ok = s && is_plain(n) && len > 0 && len < sizeof t;
     double v = 0;
-    if (ok) {
-        memcpy(t, s, len);
-        t[len] = 0;
-        for (size_t i = 0; t[i] && ok; i++)
-            ok = isdigit((unsigned char)t[i]) || strchr("+-.eE", t[i]);
-        char *end = NULL;
-        errno = 0;
-        if (ok) {
-            v = strtod(t, &end);
-            ok = end && *end == 0 && errno == 0 && isfinite(v) && isfinite((float)v);
-        }
-    }
-    if (!ok)
+    if (!s || !is_plain(n) || pf_parse_double(s, len, &v) != PF_NUM_OK)
         return fail(c, node_line(n), key, "expected a number, got %s", describe(n, g, sizeof g));
     if (v < lo || (lo_open && v == lo) || v > hi) {
         if (lo_open && lo == 0 && hi == HUGE_VAL)
-            return fail(c, node_line(n), key, "must be greater than 0, got %s", t);
-        return fail(c, node_line(n), key, "must be in %c%g, %g], got %s", lo_open ? '(' : '[',
-                    lo, hi, t);
+            return fail(c, node_line(n), key, "must be greater than 0, got %.*s", (int)len, s);
+        return fail(c, node_line(n), key, "must be in %c%g, %g], got %.*s", lo_open ? '(' : '[',
+                    lo, hi, (int)len, s);
     }
     *out = (float)v;
     return 0;
@@ -347,9 +329,13 @@ static int next_pair(pf_cfg_ctx *c, const pf_section *s, void **it, char *name, 
     return 1;
 }
 
-static int unknown(pf_cfg_ctx *c, const pf_section *s, struct fy_node *key, const char *name) {
-    char kp[128];
-    return fail(c, node_line(key), keypath(s, name, kp, sizeof kp), "unknown key");
+/* "unknown key", with the nearest key of section `sec` or the PixFlow name of another
+   framework's key (common/config_keys.h). */
+static int unknown(pf_cfg_ctx *c, const pf_section *s, pf_config_section_id sec,
+                   struct fy_node *key, const char *name) {
+    char kp[128], hint[320];
+    return fail(c, node_line(key), keypath(s, name, kp, sizeof kp), "unknown key%s",
+                pf_config_unknown_hint(sec, name, hint, sizeof hint));
 }
 
 static int missing(pf_cfg_ctx *c, const pf_section *s, const char *name) {
@@ -448,7 +434,7 @@ static int parse_loss(pf_cfg_ctx *c, pf_section *s, pf_config *cfg, pf_lines *L)
             if (get_choice(c, v, kp, red, 0, tmp, sizeof tmp))
                 return -1;
         } else {
-            return unknown(c, s, k, name);
+            return unknown(c, s, PF_SEC_LOSS, k, name);
         }
     }
     if (r < 0)
@@ -600,7 +586,7 @@ static int parse_model(pf_cfg_ctx *c, pf_section *s, pf_config *cfg, pf_lines *L
             if (open_section(c, k, v, kp, &sub) || parse_loss(c, &sub, cfg, L))
                 return -1;
         } else {
-            return unknown(c, s, k, name);
+            return unknown(c, s, PF_SEC_MODEL, k, name);
         }
     }
     if (r < 0)
@@ -727,7 +713,7 @@ static int parse_degradation_step(pf_cfg_ctx *c, struct fy_node *item, const cha
                    !strcmp(name, "quality")) {
             return fail(c, node_line(k), ap, "not a parameter of type %s", g->type);
         } else {
-            return unknown(c, &s, k, name);
+            return unknown(c, &s, PF_SEC_DEGRADATION, k, name);
         }
     }
     if (r < 0)
@@ -824,7 +810,7 @@ static int parse_dataset(pf_cfg_ctx *c, pf_section *s, pf_dataset_cfg *d, int id
                 return -1;
             L->degradation[idx] = node_line(k);
         } else {
-            return unknown(c, s, k, name);
+            return unknown(c, s, PF_SEC_DATASET, k, name);
         }
         if (train_only && idx != 0)
             return fail(c, node_line(k), kp, "only allowed in data.train");
@@ -902,7 +888,7 @@ static int parse_data(pf_cfg_ctx *c, pf_section *s, pf_config *cfg, pf_lines *L)
             if (idx == 1)
                 L->data_eval = node_line(k);
         } else {
-            return unknown(c, s, k, name);
+            return unknown(c, s, PF_SEC_DATA, k, name);
         }
     }
     if (r < 0)
@@ -932,7 +918,7 @@ static int parse_custom_key(pf_cfg_ctx *c, struct fy_node *k, struct fy_node *v,
                    : !strcmp(field, "decay_mult")   ? &ck->decay_mult
                                                     : NULL;
         if (!out)
-            return unknown(c, &one, fk, field);
+            return unknown(c, &one, PF_SEC_CUSTOM_KEY, fk, field);
         if (get_float(c, fv, fp, 0, 0, HUGE_VAL, out))
             return -1;
     }
@@ -951,7 +937,7 @@ static int parse_paramwise(pf_cfg_ctx *c, pf_section *s, pf_config *cfg) {
         keypath(s, name, kp, sizeof kp);
         pf_section keys;
         if (strcmp(name, "custom_keys") != 0)
-            return unknown(c, s, k, name);
+            return unknown(c, s, PF_SEC_PARAMWISE, k, name);
         if (open_section(c, k, v, kp, &keys))
             return -1;
         void *it2 = NULL;
@@ -1028,7 +1014,7 @@ static int parse_optim(pf_cfg_ctx *c, pf_section *s, pf_config *cfg) {
             if (open_section(c, k, v, kp, &sub) || parse_paramwise(c, &sub, cfg))
                 return -1;
         } else {
-            return unknown(c, s, k, name);
+            return unknown(c, s, PF_SEC_OPTIM, k, name);
         }
     }
     if (r < 0)
@@ -1060,7 +1046,7 @@ static int parse_optimizer_config(pf_cfg_ctx *c, pf_section *s, pf_config *cfg) 
     while ((r = next_pair(c, s, &it, name, sizeof name, &k, &v)) > 0) {
         keypath(s, name, kp, sizeof kp);
         if (strcmp(name, "grad_clip") != 0)
-            return unknown(c, s, k, name);
+            return unknown(c, s, PF_SEC_OPTIMIZER_CONFIG, k, name);
         if (is_null(v)) {
             cfg->grad_clip_max_norm = 0;
             continue;
@@ -1085,7 +1071,7 @@ static int parse_optimizer_config(pf_cfg_ctx *c, pf_section *s, pf_config *cfg) 
                 if (t != 2.0f)
                     return fail(c, node_line(v2), kp2, "only the L2 norm (2) is implemented");
             } else {
-                return unknown(c, &clip, k2, field);
+                return unknown(c, &clip, PF_SEC_GRAD_CLIP, k2, field);
             }
         }
         if (r2 < 0)
@@ -1173,7 +1159,7 @@ static int parse_lr(pf_cfg_ctx *c, pf_section *s, pf_config *cfg, pf_lines *L) {
                 snprintf(warm_name, sizeof warm_name, "%s", name);
             }
         } else {
-            return unknown(c, s, k, name);
+            return unknown(c, s, PF_SEC_LR, k, name);
         }
     }
     if (r < 0)
@@ -1226,7 +1212,7 @@ static int parse_ckpt(pf_cfg_ctx *c, pf_section *s, pf_config *cfg, pf_lines *L)
             if (cfg->ckpt_max_keep == 0)
                 return fail(c, node_line(v), kp, "must be -1 (keep all) or positive, got 0");
         } else {
-            return unknown(c, s, k, name);
+            return unknown(c, s, PF_SEC_CKPT, k, name);
         }
     }
     if (r < 0)
@@ -1247,7 +1233,7 @@ static int parse_log(pf_cfg_ctx *c, pf_section *s, pf_config *cfg) {
             if (get_int(c, v, kp, 1, INT64_MAX, &cfg->log_interval))
                 return -1;
         } else {
-            return unknown(c, s, k, name);
+            return unknown(c, s, PF_SEC_LOG, k, name);
         }
     }
     return r < 0 ? -1 : 0;
@@ -1270,7 +1256,7 @@ static int parse_visual(pf_cfg_ctx *c, pf_section *s, pf_config *cfg) {
             if (get_int32(c, v, kp, 1, PF_VISUAL_MAX_SAMPLES, &cfg->visual_num_samples))
                 return -1;
         } else {
-            return unknown(c, s, k, name);
+            return unknown(c, s, PF_SEC_VISUAL, k, name);
         }
     }
     return r < 0 ? -1 : 0;
@@ -1324,7 +1310,7 @@ static int parse_eval(pf_cfg_ctx *c, pf_section *s, pf_config *cfg, pf_lines *L)
             if (get_choice(c, v, kp, devices, 0, cfg->eval_device, sizeof cfg->eval_device))
                 return -1;
         } else {
-            return unknown(c, s, k, name);
+            return unknown(c, s, PF_SEC_EVAL, k, name);
         }
     }
     if (r < 0)
@@ -1354,7 +1340,7 @@ static int parse_eval_cfg(pf_cfg_ctx *c, pf_section *s, pf_config *cfg) {
             if (get_int32(c, v, kp, 0, 1 << 16, &cfg->eval_tile_overlap))
                 return -1;
         } else {
-            return unknown(c, s, k, name);
+            return unknown(c, s, PF_SEC_EVAL_CFG, k, name);
         }
     }
     return r < 0 ? -1 : 0;
@@ -1379,7 +1365,7 @@ static int parse_security(pf_cfg_ctx *c, pf_section *s, pf_config *cfg, pf_lines
                 return -1;
             L->keys_dir = node_line(k);
         } else {
-            return unknown(c, s, k, name);
+            return unknown(c, s, PF_SEC_SECURITY, k, name);
         }
     }
     return r < 0 ? -1 : 0;
@@ -1487,7 +1473,7 @@ static int parse_top(pf_cfg_ctx *c, pf_section *s, pf_config *cfg, pf_lines *L) 
                            sizeof cfg->conv_algorithm))
                 return -1;
         } else {
-            return unknown(c, s, k, name);
+            return unknown(c, s, PF_SEC_TOP, k, name);
         }
     }
     if (r < 0)

@@ -157,6 +157,9 @@ typedef struct {
     char work_dir[PF_PATH_MAX];
     char load_from[PF_PATH_MAX];        /* weights only, start at iteration 0 */
     char resume_from[PF_PATH_MAX];      /* full state; "auto" = work_dir/checkpoints/latest */
+    int resume_asked;                   /* not a key: set by pf_job_prepare when resume_from or
+                                           --resume was given, even "auto" with nothing to
+                                           resume yet (then resume_from is "") */
     int resume_optim;                   /* default 1 */
     uint64_t seed;                      /* default 0 */
     char log_level[16];                 /* "debug" | "info" | "warning" | "error" */

@@ -19,6 +19,7 @@
 #include <zmq.h>
 
 #include "common/log.h"
+#include "common/number.h"
 #include "common/safetensors.h"
 #include "common/util.h"
 #include "coordinator/client.h"
@@ -29,6 +30,8 @@
 #include "proto/proto.h"
 #include "worker/train_state.h"
 
+#include <dirent.h>
+#include <fnmatch.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -865,36 +868,85 @@ static void check_liveness(coord *c) {
 
 /* --- set-up ------------------------------------------------------------------------------- */
 
-/* A fresh start in a work_dir that holds an earlier run's results moves them into
-   work_dir/archived_<time>/ (BasicSR renames the whole experiment folder likewise), so the new
-   run's checkpoints, logs and sample record are its own and nothing old is deleted. */
-static int archive_previous_run(const pf_config *cfg, char *err, size_t errlen) {
-    static const char *items[] = { "checkpoints", "train.log", "metrics.jsonl", "eval.log",
-                                   "eval_visuals", "samples_rank0.log", NULL };
-    char ckpts[PF_PATH_MAX + 32];
-    snprintf(ckpts, sizeof ckpts, "%s/checkpoints", cfg->work_dir);
-    struct stat st;
-    if (stat(ckpts, &st) != 0) return 0;
-    char stamp[32], dir[PF_PATH_MAX + 64];
-    time_t t = time(NULL);
-    struct tm tm;
-    localtime_r(&t, &tm);
-    strftime(stamp, sizeof stamp, "%Y%m%d_%H%M%S", &tm);
-    snprintf(dir, sizeof dir, "%s/archived_%s", cfg->work_dir, stamp);
-    if (pf_mkdirs(dir, err, errlen) != 0) return -1;
-    for (int i = 0; items[i]; i++) {
-        char from[PF_PATH_MAX + 64], to[PF_PATH_MAX + 128];
-        snprintf(from, sizeof from, "%s/%s", cfg->work_dir, items[i]);
-        snprintf(to, sizeof to, "%s/%s", dir, items[i]);
-        if (stat(from, &st) == 0 && rename(from, to) != 0) {
-            snprintf(err, errlen, "%s: cannot move the earlier run's %s into %s: %s",
-                     cfg->work_dir, items[i], dir, strerror(errno));
-            return -1;
+/* Everything a run writes into work_dir, as fnmatch patterns: one list, so a file a role
+   starts writing is archived with the rest (tests/test_work_dir.c fails on an entry a run
+   leaves that this list misses). Not here: archived_*, and launch/, which scripts/launch.sh
+   fills before the coordinator starts. */
+static const char *const RUN_OUTPUTS[] = {
+    "config.yaml",              /* resolved config (coordinator) */
+    "coordinator.addr",         /* the job's address (coordinator) */
+    "*.log",                    /* coordinator, rankN, loaders, hooks, train, eval, samples_rankN */
+    "metrics.jsonl",            /* log hook */
+    "events.out.tfevents.*",    /* TensorBoard (log hook) */
+    "checkpoints",              /* checkpoint hook */
+    "eval_visuals",             /* eval hook, evaluation.save_image */
+    "visuals",                  /* visual hook, default visual_config.output_dir */
+    "test",                     /* pixflow test */
+    NULL
+};
+
+static int is_run_output(const char *name) {
+    for (int i = 0; RUN_OUTPUTS[i]; i++)
+        if (fnmatch(RUN_OUTPUTS[i], name, FNM_PERIOD) == 0) return 1;
+    return 0;
+}
+
+/* A fresh start in a work_dir that holds an earlier run's results moves them all
+   (RUN_OUTPUTS) into work_dir/archived_<time>/ (BasicSR renames the whole experiment folder
+   likewise), so the new run's checkpoints, logs, TensorBoard file and pictures are its own and
+   nothing old is deleted. Runs before this process opens its own log. `dir` gets the archive
+   folder, or "" when there was nothing to move. Returns 0 or -1 with err. */
+static int archive_previous_run(const pf_config *cfg, char *dir, size_t dirlen, char *err,
+                                size_t errlen) {
+    dir[0] = '\0';
+    DIR *d = opendir(cfg->work_dir);
+    if (!d) return 0;
+    char (*names)[256] = NULL;
+    int n = 0, cap = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (!is_run_output(e->d_name)) continue;
+        if (n == cap) {
+            cap = cap ? 2 * cap : 64;
+            void *grown = realloc(names, (size_t)cap * sizeof *names);
+            if (!grown) break;
+            names = grown;
+        }
+        snprintf(names[n++], sizeof names[0], "%s", e->d_name);
+    }
+    closedir(d);
+    int rc = 0;
+    if (n > 0) {
+        /* archived_<time>, or archived_<time>_2, ... when runs start within one second */
+        char stamp[32];
+        time_t t = time(NULL);
+        struct tm tm;
+        localtime_r(&t, &tm);
+        strftime(stamp, sizeof stamp, "%Y%m%d_%H%M%S", &tm);
+        for (int k = 1;; k++) {
+            if (k == 1) snprintf(dir, dirlen, "%s/archived_%s", cfg->work_dir, stamp);
+            else snprintf(dir, dirlen, "%s/archived_%s_%d", cfg->work_dir, stamp, k);
+            if (mkdir(dir, 0755) == 0) break;
+            if (errno != EEXIST || k == 100) {
+                snprintf(err, errlen, "%s: cannot create the archive folder: %s", dir,
+                         strerror(errno));
+                rc = -1;
+                break;
+            }
         }
     }
-    pf_warn("%s held an earlier run and this one does not resume it: moved its checkpoints "
-            "and logs to %s", cfg->work_dir, dir);
-    return 0;
+    for (int i = 0; rc == 0 && i < n; i++) {
+        char from[PF_PATH_MAX + 300], to[2 * PF_PATH_MAX + 300];
+        snprintf(from, sizeof from, "%s/%s", cfg->work_dir, names[i]);
+        snprintf(to, sizeof to, "%s/%s", dir, names[i]);
+        if (rename(from, to) != 0) {
+            snprintf(err, errlen, "%s: cannot move the earlier run's %s into %s: %s",
+                     cfg->work_dir, names[i], dir, strerror(errno));
+            rc = -1;
+        }
+    }
+    free(names);
+    return rc;
 }
 
 static void usage(void) {
@@ -910,7 +962,10 @@ int pf_coordinator_main(int argc, char **argv) {
     for (int i = 0; i < argc; i++) {
         if (strcmp(argv[i], "--bind") == 0 && i + 1 < argc) bind = argv[++i];
         else if (strcmp(argv[i], "--addr-file") == 0 && i + 1 < argc) addr_file = argv[++i];
-        else if (strcmp(argv[i], "--workers") == 0 && i + 1 < argc) workers = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--workers") == 0 && i + 1 < argc) {
+            if (pf_arg_int("pixflow coordinator", "--workers", argv[++i], 1, 64, &workers))
+                return 2;
+        }
         else if (strcmp(argv[i], "--resume") == 0 && i + 1 < argc) resume = argv[++i];
         else if (strcmp(argv[i], "--keys") == 0 && i + 1 < argc) keys = argv[++i];
         else if (strcmp(argv[i], "--exit-with-parent") == 0) exit_with_parent = 1;
@@ -920,7 +975,7 @@ int pf_coordinator_main(int argc, char **argv) {
             return 2;
         }
     }
-    if (!cfg_path || workers < 1 || workers > 64) {
+    if (!cfg_path) {
         usage();
         return 2;
     }
@@ -942,13 +997,17 @@ int pf_coordinator_main(int argc, char **argv) {
         return 2;
     }
     pf_log_set_level(c.cfg.log_level);
-    char path[PF_PATH_MAX + 64];
-    snprintf(path, sizeof path, "%s/coordinator.log", c.cfg.work_dir);
-    pf_log_open_file(path);
-    if (!c.cfg.resume_from[0] && archive_previous_run(&c.cfg, err, sizeof err) != 0) {
+    char path[PF_PATH_MAX + 64], archived[PF_PATH_MAX + 64] = "";
+    if (!c.cfg.resume_asked &&
+        archive_previous_run(&c.cfg, archived, sizeof archived, err, sizeof err) != 0) {
         pf_error("%s", err);
         return 1;
     }
+    snprintf(path, sizeof path, "%s/coordinator.log", c.cfg.work_dir);
+    pf_log_open_file(path);
+    if (archived[0])
+        pf_warn("%s held an earlier run and this one does not resume it: moved its checkpoints, "
+                "logs, TensorBoard events and pictures to %s", c.cfg.work_dir, archived);
     pf_dataset_close(&train);
     c.world_size = workers;
     c.yaml = pf_config_to_yaml(&c.cfg);
@@ -1102,6 +1161,7 @@ int pf_job_prepare(pf_config *cfg, const char *cfg_path, const char *resume, int
        becomes work_dir/checkpoints/<latest> or, with no checkpoint yet, a fresh start (from
        load_from when set). A checkpoint to resume from wins over load_from. */
     if (resume) snprintf(cfg->resume_from, sizeof cfg->resume_from, "%s", resume);
+    cfg->resume_asked = cfg->resume_from[0] != '\0';
     if (cfg->resume_from[0]) {
         char path[PF_PATH_MAX];
         struct stat st;

@@ -8,6 +8,7 @@
 #include <zmq.h>
 
 #include "common/log.h"
+#include "common/number.h"
 #include "common/util.h"
 #include "coordinator/security.h"
 #include "hooks/visual_grid.h"
@@ -115,9 +116,11 @@ int pf_hook_run(const pf_hook_ops *ops, int argc, char **argv) {
     int instance = 0, instances = 1;
     for (int i = 0; i < argc; i++) {
         if (strcmp(argv[i], "--connect") == 0 && i + 1 < argc) addr = argv[++i];
-        else if (strcmp(argv[i], "--instance") == 0 && i + 1 < argc &&
-                 sscanf(argv[i + 1], "%d/%d", &instance, &instances) == 2 && instances >= 1 &&
-                 instances <= 64 && instance >= 0 && instance < instances) i++;
+        else if (strcmp(argv[i], "--instance") == 0 && i + 1 < argc) {
+            char cmd[64];
+            snprintf(cmd, sizeof cmd, "pixflow hook %s", ops->name);
+            if (pf_arg_part(cmd, "--instance", argv[++i], 64, &instance, &instances)) return 2;
+        }
         else if (strcmp(argv[i], "--bind") == 0 && i + 1 < argc) bind_arg = argv[++i];
         else if (strcmp(argv[i], "--keys") == 0 && i + 1 < argc) keys = argv[++i];
         else addr = NULL, i = argc;

@@ -32,6 +32,7 @@
 #include <zmq.h>
 
 #include "common/log.h"
+#include "common/number.h"
 #include "common/util.h"
 #include "coordinator/client.h"
 #include "coordinator/security.h"
@@ -326,13 +327,9 @@ int pf_loader_main(int argc, char **argv) {
         } else if (strcmp(argv[i], "--keys") == 0 && i + 1 < argc) {
             keys = argv[++i];
         } else if (strcmp(argv[i], "--join-timeout") == 0 && i + 1 < argc) {
-            char *end = NULL;
-            join_timeout = strtod(argv[++i], &end);
-            if (!end || *end || !(join_timeout > 0)) {
-                fprintf(stderr, "pixflow loader: --join-timeout %s: expected seconds > 0\n",
-                        argv[i]);
+            if (pf_arg_seconds("pixflow loader", "--join-timeout", argv[++i], PF_MAX_WAIT_S,
+                               &join_timeout))
                 return 2;
-            }
         } else {
             usage();
             return 2;

@@ -441,14 +441,9 @@ int pf_model_load_weights(pf_model *m, const struct pf_safetensors *st, char *er
     return 0;
 }
 
-int pf_set_threads(const char *arg, char *err, size_t errlen) {
-    char *end = NULL;
-    long n = arg ? strtol(arg, &end, 10) : 0;
-    if (!arg || !*arg || *end || n < 1 || n > 1024) {
-        snprintf(err, errlen, "--threads %s: expected a whole number 1..1024", arg ? arg : "");
-        return -1;
-    }
-    omp_set_num_threads((int)n);
-    setenv("OMP_NUM_THREADS", arg, 1);    /* for the processes this one starts */
-    return 0;
+void pf_set_threads(int n) {
+    char v[16];
+    snprintf(v, sizeof v, "%d", n);
+    omp_set_num_threads(n);
+    setenv("OMP_NUM_THREADS", v, 1);    /* for the processes this one starts */
 }

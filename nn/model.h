@@ -72,10 +72,11 @@ int pf_model_scale(const pf_model *m);
 int pf_model_input_multiple(const pf_model *m);
 
 /* Set the CPU backend's compute threads (the OpenMP pool oneDNN and the graph kernels share)
-   from a `--threads` argument: a whole number 1..1024. Returns 0, or -1 with err saying what
-   is wrong with `arg`. Also exported as OMP_NUM_THREADS to the processes started after it.
-   Without it the pool has OMP_NUM_THREADS threads (default: all cores). */
-int pf_set_threads(const char *arg, char *err, size_t errlen);
+   to `n` (1..PF_MAX_THREADS; a `--threads` value, parsed by pf_arg_int). Also exported as
+   OMP_NUM_THREADS to the processes started after it. Without it the pool has OMP_NUM_THREADS
+   threads (default: all cores). */
+#define PF_MAX_THREADS 1024
+void pf_set_threads(int n);
 
 /* Copy weights from a safetensors file's tensors into the model, by reference name. Every
    model tensor must be present with the same shape and no extra tensors may exist (tensors

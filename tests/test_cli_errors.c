@@ -6,7 +6,8 @@
     smaller than the patch, a file that is not a PNG.
     During the run: a PNG whose header is fine but whose pixel data is truncated fails in the
     loader, and the job ends with that file's name on the terminal.
-    `pixflow test` with a checkpoint of the wrong architecture lists the mismatched tensors. */
+    `pixflow test` with a checkpoint of the wrong architecture lists the mismatched tensors.
+    `test_cli_errors disk_full` (ctest test_cli_errors.disk_full) is the full-disk case. */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -17,6 +18,13 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <dnnl_version.h>
+#if defined(PIXFLOW_HAVE_GPU_WORKER)
+#include <cuda_runtime_api.h>
+#include <cudnn_version.h>
+#include <nccl.h>
+#endif
 
 #include "common/image.h"
 #include "common/rng.h"
@@ -103,7 +111,46 @@ static void expect_upfront(const char *tag, const char *cfg, const char *wd, con
     free(out);
 }
 
-int main(void) {
+/* `test_cli_errors disk_full` (its own ctest entry): a full disk at checkpoint time, a 300 KiB
+   tmpfs as work_dir. The job must end with the reason, and no partial or temporary checkpoint
+   file may be left. Mounting needs root (CAP_SYS_ADMIN): without it, or where the mount is
+   refused, it says why and returns 77, which ctest shows as skipped. */
+static int disk_full(const char *gt, const char *cfg) {
+    char tiny_fs[600], cmd[900], fwd[700];
+    if (geteuid() != 0) {
+        printf("disk-full case skipped: mounting a tmpfs needs root (euid %d)\n", (int)geteuid());
+        return 77;
+    }
+    snprintf(tiny_fs, sizeof tiny_fs, "%s/tiny_fs", root);
+    pf_mkdirs(tiny_fs, NULL, 0);
+    snprintf(cmd, sizeof cmd, "mount -t tmpfs -o size=300k tmpfs %s", tiny_fs);
+    if (system(cmd) != 0) {
+        printf("disk-full case skipped: `%s` failed (no CAP_SYS_ADMIN in this container?)\n",
+               cmd);
+        return 77;
+    }
+    snprintf(fwd, sizeof fwd, "%s/w", tiny_fs);
+    FILE *f = fopen(cfg, "w");
+    fprintf(f, "model: {type: EDSR, scale: 2, n_feats: 64, n_blocks: 2}\n"
+               "data:\n  samples_per_gpu: 2\n"
+               "  train: {type: PairedImageDataset, gt_folder: %s, gt_patch_size: 32, "
+               "repeat: 4}\n"
+               "optimizers: {lr: 1.0e-3}\ntotal_iters: 6\n"
+               "checkpoint_config: {interval: 3}\nwork_dir: %s\n", gt, fwd);
+    fclose(f);
+    char *out, *targs[] = { "train", (char *)cfg, NULL };
+    int st = run(targs, &out, 60);
+    CHECK(st == 1, "disk full: status %d, expected 1:\n%s", st, out);
+    CHECK(strstr(out, "disk full") != NULL, "disk full: the reason is not shown:\n%s", out);
+    free(out);
+    snprintf(cmd, sizeof cmd, "test -z \"$(ls -A %s/checkpoints 2>/dev/null)\"", fwd);
+    CHECK(system(cmd) == 0, "disk full: files left in %s/checkpoints", fwd);
+    snprintf(cmd, sizeof cmd, "umount %s", tiny_fs);
+    if (system(cmd) != 0) fprintf(stderr, "could not unmount %s\n", tiny_fs);
+    return pf_test_end("test_cli_errors disk_full");
+}
+
+int main(int argc, char **argv) {
     const char *b = getenv("PF_BIN");
     snprintf(bin, sizeof bin, "%s", b ? b : "build/pixflow");
     snprintf(root, sizeof root, "/tmp/pf_cli_%d", (int)getpid());
@@ -127,6 +174,14 @@ int main(void) {
     FILE *f = fopen(p, "w");
     fputs("GIF89a not a png at all", f);
     fclose(f);
+    if (argc > 1 && !strcmp(argv[1], "disk_full")) {
+        int rc = disk_full(gt, cfg);
+        if (rc != 1) {
+            snprintf(p, sizeof p, "rm -rf %s", root);
+            if (system(p) != 0) fprintf(stderr, "could not remove %s\n", root);
+        }
+        return rc;
+    }
 
     write_cfg(cfg, gt, "", wd, "colour: red\n");
     expect_upfront("unknown key", cfg, wd, "c.yaml:8: colour: unknown key", NULL);
@@ -216,52 +271,102 @@ int main(void) {
     CHECK(st == 0, "--resume auto with load_from in the config failed (%d):\n%s", st, out);
     free(out);
 
-    /* A full disk at checkpoint time: a 300 KiB tmpfs as work_dir. The job must end with the
-       reason, and no partial or temporary checkpoint file may be left. Needs root to mount;
-       without it the case is reported as skipped. */
-    char tiny_fs[600], cmdm[800];
-    snprintf(tiny_fs, sizeof tiny_fs, "%s/tiny_fs", root);
-    pf_mkdirs(tiny_fs, NULL, 0);
-    snprintf(cmdm, sizeof cmdm, "mount -t tmpfs -o size=300k tmpfs %s 2>/dev/null", tiny_fs);
-    if (system(cmdm) == 0) {
-        char fwd[700];
-        snprintf(fwd, sizeof fwd, "%s/w", tiny_fs);
-        f = fopen(cfg, "w");
-        fprintf(f, "model: {type: EDSR, scale: 2, n_feats: 64, n_blocks: 2}\n"
-                   "data:\n  samples_per_gpu: 2\n"
-                   "  train: {type: PairedImageDataset, gt_folder: %s, gt_patch_size: 32, "
-                   "repeat: 4}\n"
-                   "optimizers: {lr: 1.0e-3}\ntotal_iters: 6\n"
-                   "checkpoint_config: {interval: 3}\nwork_dir: %s\n", gt, fwd);
-        fclose(f);
-        st = run(targs, &out, 60);
-        CHECK(st == 1, "disk full: status %d, expected 1:\n%s", st, out);
-        CHECK(strstr(out, "disk full") != NULL, "disk full: the reason is not shown:\n%s", out);
-        free(out);
-        snprintf(cmdm, sizeof cmdm, "test -z \"$(ls -A %s/checkpoints 2>/dev/null)\"", fwd);
-        CHECK(system(cmdm) == 0, "disk full: files left in %s/checkpoints", fwd);
-        snprintf(cmdm, sizeof cmdm, "umount %s", tiny_fs);
-        if (system(cmdm) != 0) fprintf(stderr, "could not unmount %s\n", tiny_fs);
-    } else {
-        printf("disk-full case skipped: cannot mount a tmpfs here (needs root)\n");
-    }
-
-    /* --threads: a bad count is refused up front by every command that computes */
+    /* Numeric options, every subcommand: the whole value must be a number in range
+       (common/number.h, the config's rule); otherwise status 2 and one line naming the command,
+       the option, the value and the range, before anything starts. */
     {
-        char *targs[] = { "train", cfg, "--threads", "0", NULL };
-        char *wargs[] = { "worker", "--connect", "tcp://127.0.0.1:1", "--threads", "2x", NULL };
-        char *eargs[] = { "test", cfg, "--checkpoint", "x", "--threads", "-3", NULL };
-        char *const *cases[] = { targs, wargs, eargs };
-        const char *want[] = { "--threads 0: expected a whole number 1..1024",
-                               "--threads 2x: expected a whole number 1..1024",
-                               "--threads -3: expected a whole number 1..1024" };
-        for (int i = 0; i < 3; i++) {
-            char *out;
-            int st = run((char *const *)cases[i], &out, 30);
-            CHECK(st == 2 && strstr(out, want[i]), "--threads case %d: status %d, output:\n%s",
-                  i, st, out);
+        static const struct {
+            const char *args[8];            /* after `pixflow`; "CFG" is the config */
+            const char *want;               /* the whole output */
+        } cases[] = {
+            {{"train", "CFG", "--loaders", "abc"},
+             "pixflow train: --loaders abc: expected a whole number 0..256"},
+            {{"train", "CFG", "--loaders", "-1"},
+             "pixflow train: --loaders -1: expected a whole number 0..256"},
+            {{"train", "CFG", "--loaders", ""},
+             "pixflow train: --loaders '': expected a whole number 0..256"},
+            {{"train", "CFG", "--loaders", "3 "},
+             "pixflow train: --loaders '3 ': expected a whole number 0..256"},
+            {{"train", "CFG", "--workers", "1.5"},
+             "pixflow train: --workers 1.5: expected a whole number 1..64"},
+            {{"train", "CFG", "--gpus", "99999999999999999999"},
+             "pixflow train: --gpus 99999999999999999999: expected a whole number 0..64"},
+            {{"train", "CFG", "--threads", "0"},
+             "pixflow train: --threads 0: expected a whole number 1..1024"},
+            {{"worker", "--connect", "tcp://127.0.0.1:1", "--threads", "2x"},
+             "pixflow worker: --threads 2x: expected a whole number 1..1024"},
+            {{"worker", "--connect", "tcp://127.0.0.1:1", "--device", "cuda:-1"},
+             "pixflow worker: --device cuda:-1: expected cpu or cuda:N (N 0..255)"},
+            {{"test", "CFG", "--checkpoint", "x", "--threads", "-3"},
+             "pixflow test: --threads -3: expected a whole number 1..1024"},
+            {{"test", "CFG", "--checkpoint", "x", "--workers", "0x10"},
+             "pixflow test: --workers 0x10: expected a whole number 1..64"},
+            {{"test", "CFG", "--checkpoint", "x", "--shard", "2/2"},
+             "pixflow test: --shard 2/2: expected I/N with N a whole number 1..64 and I 0..N-1"},
+            {{"coordinator", "CFG", "--workers", "65"},
+             "pixflow coordinator: --workers 65: expected a whole number 1..64"},
+            {{"loader", "--connect", "tcp://127.0.0.1:1", "--join-timeout", "0"},
+             "pixflow loader: --join-timeout 0: expected seconds in (0, 604800]"},
+            {{"monitor", "--connect", "tcp://127.0.0.1:1", "--interval", "abc"},
+             "pixflow monitor: --interval abc: expected seconds in (0, 3600]"},
+            {{"monitor", "--connect", "tcp://127.0.0.1:1", "--join-timeout", "1e999"},
+             "pixflow monitor: --join-timeout 1e999: expected seconds in (0, 604800]"},
+            {{"monitor", "--connect", "tcp://127.0.0.1:1", "--history", "-5"},
+             "pixflow monitor: --history -5: expected a whole number 0..4096"},
+            {{"hook", "eval", "--connect", "tcp://127.0.0.1:1", "--instance", "1/0"},
+             "pixflow hook eval: --instance 1/0: expected I/N with N a whole number 1..64 and "
+             "I 0..N-1"},
+        };
+        char nwd[450];
+        snprintf(nwd, sizeof nwd, "%s/numbers", root);
+        write_cfg(cfg, gt, "", nwd, "");
+        for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+            char *a[8] = { NULL }, *out, want[256];
+            for (int k = 0; k < 7 && cases[c].args[k]; k++)
+                a[k] = strcmp(cases[c].args[k], "CFG") ? (char *)cases[c].args[k] : cfg;
+            snprintf(want, sizeof want, "%s\n", cases[c].want);
+            int st = run(a, &out, 30);
+            CHECK(st == 2 && !strcmp(out, want), "%s %s %s: status %d, output:\n%s(expected "
+                  "status 2 and:\n%s)", a[0], a[2], a[3] ? a[3] : "", st, out, want);
+            CHECK(access(nwd, F_OK) != 0, "%s %s: a job was started", a[0], a[2]);
             free(out);
         }
+    }
+
+    /* --version: what is built, with the library versions (the ones it runs on must be the
+       ones its headers name), and nothing stale. */
+    {
+        char want[1024], *out;
+        int at = snprintf(want, sizeof want, "pixflow %s\nbackends:    cpu (oneDNN %d.%d.%d); ",
+                          PIXFLOW_VERSION, DNNL_VERSION_MAJOR, DNNL_VERSION_MINOR,
+                          DNNL_VERSION_PATCH);
+#if defined(PIXFLOW_HAVE_GPU_WORKER)
+        snprintf(want + at, sizeof want - at,
+                 "cuda compiled, not verified on hardware (CUDA runtime %d.%d, cuDNN %d.%d.%d, "
+                 "cuBLAS)\ncollectives: gloo (CPU workers); nccl %d.%d.%d (GPU workers; "
+                 "compiled, not verified on hardware)\n", CUDART_VERSION / 1000,
+                 CUDART_VERSION % 1000 / 10, CUDNN_MAJOR, CUDNN_MINOR, CUDNN_PATCHLEVEL,
+                 NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH);
+#elif defined(PIXFLOW_HAVE_CUDA)
+        snprintf(want + at, sizeof want - at,
+                 "cuda ops compiled (nn/cuda, gpu_check), GPU workers not built: NCCL was not "
+                 "found when the build was configured\ncollectives: gloo (CPU workers); nccl not "
+                 "built\n");
+#else
+        snprintf(want + at, sizeof want - at,
+                 "cuda not built (nvcc, cuDNN or cuBLAS were not found when the build was "
+                 "configured)\ncollectives: gloo (CPU workers); nccl not built\n");
+#endif
+        char *vargs[] = { "--version", NULL };
+        int st = run(vargs, &out, 30);
+        CHECK(st == 0 && !strcmp(out, want), "--version: status %d, output:\n%s(expected:\n%s)",
+              st, out, want);
+        /* no stale "not yet", and "verified" only as "not verified" (no GPU run is recorded) */
+        int claims = strstr(out, "not yet") != NULL;
+        for (const char *v = out; (v = strstr(v, "verified")); v++)
+            claims |= v - out < 4 || strncmp(v - 4, "not ", 4) != 0;
+        CHECK(!claims, "--version claims more than is known:\n%s", out);
+        free(out);
     }
 
     int rc = pf_test_end("test_cli_errors");

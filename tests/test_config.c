@@ -7,6 +7,7 @@
     the patched file (found by plain string search, not by the parser).
 */
 #include "common/config.h"
+#include "common/config_keys.h"
 #include "pf_test.h"
 
 #include <stdint.h>
@@ -750,6 +751,151 @@ static void test_broken(void) {
     }
 }
 
+/* Unknown keys: BasicSR's and MMagic's names get the PixFlow key (and how it differs), a typo
+   the nearest key of its section, anything else the bare message. Whole messages. */
+static const struct {
+    const char *old, *new;              /* the one change to BASE (old NULL: append new) */
+    const char *want;                   /* the whole error */
+} UNKNOWN[] = {
+    {"    gt_folder: @D@\n    lq", "    dataroot_gt: @D@\n    lq",
+     "t.yaml:12: data.train.dataroot_gt: unknown key; PixFlow calls this 'gt_folder'"},
+    {"    lq_folder: @D@/config", "    dataroot_lq: @D@/config",
+     "t.yaml:13: data.train.dataroot_lq: unknown key; PixFlow calls this 'lq_folder'"},
+    {"    gt_patch_size: 96", "    gt_size: 96",
+     "t.yaml:15: data.train.gt_size: unknown key; PixFlow calls this 'gt_patch_size'"},
+    {"    use_flip: true", "    use_hflip: true",
+     "t.yaml:16: data.train.use_hflip: unknown key; PixFlow calls this 'use_flip', which flips "
+     "vertically too (BasicSR's use_rot adds the vertical flip; PixFlow's use_rot is the "
+     "transpose alone): BasicSR's use_hflip + use_rot is use_flip + use_rot here"},
+    {"    repeat: 100", "    batch_size_per_gpu: 16",
+     "t.yaml:18: data.train.batch_size_per_gpu: unknown key; PixFlow calls this "
+     "'data.samples_per_gpu' (one batch size per worker, under data, not per set)"},
+    {"    repeat: 100", "    num_worker_per_gpu: 6",
+     "t.yaml:18: data.train.num_worker_per_gpu: unknown key; PixFlow's loader processes are "
+     "'data.loaders' (for the whole job on this host, not per GPU)"},
+    {"    repeat: 100", "    dataset_enlarge_ratio: 100",
+     "t.yaml:18: data.train.dataset_enlarge_ratio: unknown key; PixFlow calls this 'repeat'"},
+    {"  eval:\n", "  val:\n", "t.yaml:19: data.val: unknown key; PixFlow calls this 'eval'"},
+    {"  samples_per_gpu: 12", "  batch_size_per_gpu: 12",
+     "t.yaml:9: data.batch_size_per_gpu: unknown key; PixFlow calls this 'samples_per_gpu'"},
+    {"model:\n", "network_g:\n",
+     "t.yaml:1: network_g: unknown key; PixFlow calls this 'model' (type, scale, num_feat or "
+     "n_feats, num_block or n_blocks, ...)"},
+    {"  scale: 2", "  upscale: 2", "t.yaml:3: model.upscale: unknown key; PixFlow calls this "
+     "'scale'"},
+    {"  n_blocks: 4\n", "  n_blocks: 4\n  num_in_ch: 3\n",
+     "t.yaml:6: model.num_in_ch: unknown key; PixFlow calls this 'in_channels'"},
+    {"total_iters: 1800", "total_iter: 1800",
+     "t.yaml:31: total_iter: unknown key; PixFlow calls this 'total_iters'"},
+    {"seed: 7", "manual_seed: 7", "t.yaml:40: manual_seed: unknown key; PixFlow calls this "
+     "'seed'"},
+    {"load_from: @D@/config/valid.yaml", "pretrain_network_g: @D@/config/valid.yaml",
+     "t.yaml:37: pretrain_network_g: unknown key; PixFlow calls this 'load_from' (weights "
+     "only, every tensor must match; training starts at iteration 0)"},
+    {"resume_from: null", "resume_state: ~",
+     "t.yaml:38: resume_state: unknown key; PixFlow calls this 'resume_from': a checkpoint's "
+     "weights file (checkpoints/iter_N.safetensors, its optimiser state beside it) or auto, "
+     "not a .state file"},
+    {NULL, "train: {ema_decay: 0.999}\n",
+     "t.yaml:42: train: unknown key; PixFlow has no train section: optim_g is 'optimizers', "
+     "scheduler is 'lr_config', total_iter is 'total_iters', pixel_opt is 'model.loss', "
+     "ema_decay is 'ema_decay', all at the top level"},
+    {NULL, "save_checkpoint_freq: 5000\n", "t.yaml:42: save_checkpoint_freq: unknown key; "
+     "PixFlow calls this 'checkpoint_config.interval'"},
+    {"log_config: {interval: 20}", "log_config: {print_freq: 20}",
+     "t.yaml:33: log_config.print_freq: unknown key; PixFlow calls this 'interval'"},
+    {"evaluation: {interval: 600,", "evaluation: {val_freq: 600,",
+     "t.yaml:34: evaluation.val_freq: unknown key; PixFlow calls this 'interval'"},
+    {"convert_to: y,", "test_y_channel: true,",
+     "t.yaml:34: evaluation.test_y_channel: unknown key; PixFlow calls this 'convert_to' (y "
+     "for true, null for false)"},
+    {"  step: [1200, 1600]", "  milestones: [1200, 1600]",
+     "t.yaml:26: lr_config.milestones: unknown key; PixFlow calls this 'step' (with policy: "
+     "Step)"},
+    {"  policy: Step", "  type: MultiStepLR",
+     "t.yaml:25: lr_config.type: unknown key; PixFlow calls this 'policy' (MultiStepLR is "
+     "Step, CosineAnnealingRestartLR is CosineRestart)"},
+    /* typos: the nearest key of the section */
+    {"    gt_folder: @D@\n    lq", "    gt_foldr: @D@\n    lq",
+     "t.yaml:12: data.train.gt_foldr: unknown key; did you mean 'gt_folder'?"},
+    {"  samples_per_gpu: 12", "  samples_per_gpus: 12",
+     "t.yaml:9: data.samples_per_gpus: unknown key; did you mean 'samples_per_gpu'?"},
+    {"  n_feats: 32", "  n_feat: 32",
+     "t.yaml:4: model.n_feat: unknown key; did you mean 'n_feats'?"},
+    {"seed: 7", "sede: 7", "t.yaml:40: sede: unknown key; did you mean 'seed'?"},
+    {"{interval: 300, max_keep_ckpts: 3}", "{intervall: 300, max_keep_ckpts: 3}",
+     "t.yaml:32: checkpoint_config.intervall: unknown key; did you mean 'interval'?"},
+    {"  train:\n", "  training:\n", "t.yaml:10: data.training: unknown key; did you mean "
+     "'train'?"},
+    {"  warmup_iters: 50", "  Warmup_Iters: 50",
+     "t.yaml:29: lr_config.Warmup_Iters: unknown key; did you mean 'warmup_iters'?"},
+    /* nothing near: the bare message */
+    {NULL, "colour: red\n", "t.yaml:42: colour: unknown key"},
+    {"  n_blocks: 4\n", "  n_blocks: 4\n  foo: 1\n", "t.yaml:6: model.foo: unknown key"},
+};
+
+static void test_unknown_keys(void) {
+    CHECK(pf_edit_distance("kitten", "sitting") == 3 && pf_edit_distance("ca", "ac") == 1 &&
+              pf_edit_distance("", "abc") == 3 && pf_edit_distance("seed", "seed") == 0 &&
+              pf_edit_distance("gt_foldr", "gt_folder") == 1,
+          "edit distance reference values");
+    for (size_t i = 0; i < sizeof UNKNOWN / sizeof UNKNOWN[0]; i++) {
+        char *text = make(UNKNOWN[i].old, UNKNOWN[i].new);
+        pf_config c;
+        char err[1024] = "";
+        int rc = pf_config_parse(&c, "t.yaml", text, strlen(text), 0, err, sizeof err);
+        CHECK(rc == -1 && !strcmp(err, UNKNOWN[i].want), "unknown case %zu:\n got  '%s'\n want "
+              "'%s'", i, err, UNKNOWN[i].want);
+        free(text);
+    }
+}
+
+/* Every key pf_config_sections lists is accepted where it is listed (a wrong value or a
+   missing sibling may fail, but never as "unknown key"), and each template reaches its
+   section (a made-up key there is unknown). */
+static void test_section_keys(void) {
+    static const char *where[PF_SEC_COUNT] = {
+        [PF_SEC_TOP] = "%s: 0\n",
+        [PF_SEC_MODEL] = "model: {%s: 0}\n",
+        [PF_SEC_LOSS] = "model: {loss: {%s: 0}}\n",
+        [PF_SEC_DATA] = "data: {%s: 0}\n",
+        [PF_SEC_DATASET] = "data: {eval: {%s: 0}}\n",
+        [PF_SEC_DEGRADATION] = "data: {train: {degradation: [{type: DN, %s: 0}]}}\n",
+        [PF_SEC_OPTIM] = "optimizers: {%s: 0}\n",
+        [PF_SEC_PARAMWISE] = "optimizers: {paramwise_cfg: {%s: 0}}\n",
+        [PF_SEC_CUSTOM_KEY] = "optimizers: {paramwise_cfg: {custom_keys: {body: {%s: 0}}}}\n",
+        [PF_SEC_OPTIMIZER_CONFIG] = "optimizer_config: {%s: 0}\n",
+        [PF_SEC_GRAD_CLIP] = "optimizer_config: {grad_clip: {%s: 0}}\n",
+        [PF_SEC_LR] = "lr_config: {%s: 0}\n",
+        [PF_SEC_CKPT] = "checkpoint_config: {%s: 0}\n",
+        [PF_SEC_LOG] = "log_config: {%s: 0}\n",
+        [PF_SEC_VISUAL] = "visual_config: {%s: 0}\n",
+        [PF_SEC_EVAL] = "evaluation: {%s: 0}\n",
+        [PF_SEC_EVAL_CFG] = "eval_cfg: {%s: 0}\n",
+        [PF_SEC_SECURITY] = "security: {%s: 0}\n",
+    };
+    int n_keys = 0;
+    for (int sec = 0; sec < PF_SEC_COUNT; sec++) {
+        const pf_config_section *s = &pf_config_sections[sec];
+        CHECK(where[sec] != NULL, "section %d (%s) has no template", sec, s->path);
+        if (!where[sec]) continue;
+        for (int i = 0; s->keys[i] || i == 0; i++) {
+            /* i == 0 first runs a made-up key, then the listed ones */
+            const char *key = i == 0 ? "zz_not_a_key" : s->keys[i - 1];
+            char text[256], err[1024] = "";
+            if (i > 0 && !strcmp(key, "type") && sec == PF_SEC_DEGRADATION) continue;
+            snprintf(text, sizeof text, where[sec], key);
+            pf_config c;
+            pf_config_parse(&c, "k.yaml", text, strlen(text), 0, err, sizeof err);
+            int unknown = strstr(err, "unknown key") != NULL;
+            CHECK(i == 0 ? unknown : !unknown, "section %s, key %s: '%s'", s->path, key, err);
+            n_keys += i > 0;
+            if (i > 0 && !s->keys[i]) break;
+        }
+    }
+    CHECK(n_keys > 90, "only %d keys listed", n_keys);
+}
+
 static void test_misc_errors(void) {
     pf_config c;
     char err[512];
@@ -874,6 +1020,8 @@ int main(void) {
     test_visual();
     test_eval_cfg();
     test_broken();
+    test_unknown_keys();
+    test_section_keys();
     test_misc_errors();
     return pf_test_end("test_config");
 }

@@ -19,6 +19,16 @@
 
 typedef struct pf_gpu pf_gpu;
 
+/* How far the GPU path is known to work; `pixflow --version` says it. Keep it equal to the
+   Status of docs/cuda.md: "verified" only once bench/gpu/run.sh has passed on a GPU. */
+#define PF_CUDA_STATUS "compiled, not verified on hardware"
+
+/* What this build has for GPUs, for `pixflow --version`: `backend` gets the CUDA backend
+   ("not built (...)", or PF_CUDA_STATUS with the CUDA runtime and cuDNN versions of the
+   libraries loaded), `collective` the GPU collective ("nccl 2.28.9 (...)" or "nccl not
+   built"). Needs no GPU and starts no CUDA context. */
+void pf_gpu_build_info(char *backend, size_t blen, char *collective, size_t clen);
+
 /* CUDA devices visible to this process (CUDA_VISIBLE_DEVICES applies); 0 without the CUDA
    backend or a driver. */
 int pf_gpu_count(void);

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 
 #include <cuda_runtime.h>
+#include <cudnn.h>
+#include <nccl.h>
 
 #include "nn/cuda/collective_nccl.h"
 #include "nn/cuda/model_cuda.h"
@@ -18,6 +20,23 @@ struct pf_gpu {
     float *vote;                        /* device [loss, stop] for the per-step agreement */
     int device;
 };
+
+/* "M.m.p" of a version code M * 10000 + m * 100 + p (cuDNN 9, NCCL >= 2.9). */
+static void version_code(char *buf, size_t len, long long code) {
+    snprintf(buf, len, "%lld.%lld.%lld", code / 10000, code / 100 % 100, code % 100);
+}
+
+void pf_gpu_build_info(char *backend, size_t blen, char *collective, size_t clen) {
+    int rt = 0, nccl = 0;
+    char cudnn[32], nccl_v[32];
+    cudaRuntimeGetVersion(&rt);                  /* the library's own versions: no device */
+    version_code(cudnn, sizeof cudnn, (long long)cudnnGetVersion());
+    ncclGetVersion(&nccl);
+    version_code(nccl_v, sizeof nccl_v, nccl);
+    snprintf(backend, blen, "cuda %s (CUDA runtime %d.%d, cuDNN %s, cuBLAS)", PF_CUDA_STATUS,
+             rt / 1000, rt % 1000 / 10, cudnn);
+    snprintf(collective, clen, "nccl %s (GPU workers; %s)", nccl_v, PF_CUDA_STATUS);
+}
 
 int pf_gpu_count(void) {
     int n = 0;

@@ -6,6 +6,18 @@
 static const char *no_cuda = "this build has no CUDA backend (nvcc and cuDNN were not found "
                              "when it was configured); use --device cpu";
 
+void pf_gpu_build_info(char *backend, size_t blen, char *collective, size_t clen) {
+#ifdef PIXFLOW_HAVE_CUDA
+    /* nn/cuda was built, but without NCCL the worker has no GPU path */
+    snprintf(backend, blen, "cuda ops compiled (nn/cuda, gpu_check), GPU workers not built: "
+                            "NCCL was not found when the build was configured");
+#else
+    snprintf(backend, blen, "cuda not built (nvcc, cuDNN or cuBLAS were not found when the "
+                            "build was configured)");
+#endif
+    snprintf(collective, clen, "nccl not built");
+}
+
 int pf_gpu_count(void) {
     return 0;
 }

@@ -25,6 +25,7 @@
 #include <zmq.h>
 
 #include "common/log.h"
+#include "common/number.h"
 #include "common/metrics.h"
 #include "common/util.h"
 #include "coordinator/client.h"
@@ -542,11 +543,11 @@ int pf_worker_main(int argc, char **argv) {
         else if (strcmp(argv[i], "--bind") == 0 && i + 1 < argc) bind = argv[++i];
         else if (strcmp(argv[i], "--keys") == 0 && i + 1 < argc) keys = argv[++i];
         else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
-            char err[128];
-            if (pf_set_threads(argv[++i], err, sizeof err)) {
-                fprintf(stderr, "pixflow worker: %s\n", err);
+            int threads;
+            if (pf_arg_int("pixflow worker", "--threads", argv[++i], 1, PF_MAX_THREADS,
+                           &threads))
                 return 2;
-            }
+            pf_set_threads(threads);
         } else {
             usage();
             return 2;
@@ -556,16 +557,13 @@ int pf_worker_main(int argc, char **argv) {
         usage();
         return 2;
     }
-    if (strncmp(device, "cuda:", 5) == 0) {
-        char *end = NULL;
-        long d = strtol(device + 5, &end, 10);
-        if (!end || *end || d < 0 || d > 255) {
-            fprintf(stderr, "pixflow worker: --device %s: expected cpu or cuda:N\n", device);
-            return 2;
-        }
+    int64_t d = 0;
+    if (strncmp(device, "cuda:", 5) == 0 &&
+        pf_parse_int(device + 5, strlen(device + 5), 0, 255, &d) == PF_NUM_OK) {
         gpu_index = (int)d;
     } else if (strcmp(device, "cpu") != 0) {
-        fprintf(stderr, "pixflow worker: --device %s: expected cpu or cuda:N\n", device);
+        fprintf(stderr, "pixflow worker: --device %.60s: expected cpu or cuda:N (N 0..255)\n",
+                device);
         return 2;
     }
     pf_log_set_name("worker");
