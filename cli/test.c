@@ -183,7 +183,9 @@ int pf_test_main(int argc, char **argv) {
     snprintf(dir, sizeof dir, "%s/test/%s", cfg.work_dir, stem);
     double t0 = pf_now();
     if (shard < 0 && workers > 1) {
-        if (pf_mkdirs(dir, err, sizeof err) != 0 ||
+        /* the checkpoint must fit the network before N workers each find out it does not */
+        if (pf_state_check_weights(&cfg, ckpt, err, sizeof err) != 0 ||
+            pf_mkdirs(dir, err, sizeof err) != 0 ||
             run_shards(cfg_path, ckpt, workers, &ds, dir, &r, err, sizeof err) != 0) {
             fprintf(stderr, "pixflow: %s\n", err);
             goto out;
