@@ -172,6 +172,7 @@ int pf_test_main(int argc, char **argv) {
         return 2;
     }
     pf_dataset_set_seed(&ds, cfg.seed);     /* DN noise / JPEG quality per image */
+    if (shard < 0) pf_dataset_log_gt_crops(&ds, "data.test");   /* not again in each worker */
     if (workers > ds.n_files) workers = ds.n_files;
     int status = 1;
     pf_eval_result r = { 0 };
