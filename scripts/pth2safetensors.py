@@ -1,6 +1,7 @@
 #!/usr/bin/python3
-"""pth2safetensors — a PyTorch checkpoint (.pth, torch.save) as a safetensors file PixFlow's
-load_from, resume_from, `pixflow test --checkpoint` and eval read.
+"""pth2safetensors — convert a PyTorch checkpoint (.pth, torch.save) to safetensors for PixFlow.
+
+The file written is what load_from, resume_from, `pixflow test --checkpoint` and eval read.
 
   python3 scripts/pth2safetensors.py EDSR_Lx2.pth EDSR_Lx2.safetensors
 
@@ -111,7 +112,7 @@ def write_safetensors(path, tensors, meta):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
-                                 epilog="\n".join(__doc__.split("\n")[3:]))
+                                 epilog="\n".join(__doc__.split("\n")[2:]))
     ap.add_argument("pth", help="the PyTorch checkpoint")
     ap.add_argument("out", help="the safetensors file to write")
     ap.add_argument("--key", help="take the state_dict under this top-level key only, under "
