@@ -17,7 +17,11 @@
     step (model_ms: pf_model_train_step or pf_model_infer; adam_ms: the optimiser), so that
     bench/dnnl_profile.py can split ONEDNN_VERBOSE=1 output into steps.
 
-    usage: bench_train_step [--steps N] [--warmup W] [--only CASE] [--mark 1]
+    --smoke 1 runs every case at batch 2, LQ patch 8 (inference: a 16 x 16 image), for the
+    benchmark scripts' smoke runs (ctest bench_smoke.*): the same code paths, no timing worth
+    reading.
+
+    usage: bench_train_step [--steps N] [--warmup W] [--only CASE] [--mark 1] [--smoke 1]
 */
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,7 +72,12 @@ static void case_cfg(pf_config *c, const bench_case *k) {
     c->learning_rate = 1e-4f;
 }
 
-static int bench(const bench_case *k, int warmup, int steps, int mark) {
+static int bench(const bench_case *case_, int warmup, int steps, int mark, int smoke) {
+    bench_case tiny = *case_, *k = &tiny;
+    if (smoke) {
+        tiny.batch = 1 + !tiny.infer;
+        tiny.patch = tiny.infer ? 16 : 8;
+    }
     pf_config cfg;
     case_cfg(&cfg, k);
     char err[512];
@@ -138,7 +147,7 @@ static int bench(const bench_case *k, int warmup, int steps, int mark) {
 }
 
 int main(int argc, char **argv) {
-    int steps = 10, warmup = 3, mark = 0;
+    int steps = 10, warmup = 3, mark = 0, smoke = 0;
     const char *only = "";
     int bad = argc % 2 == 0;
     for (int i = 1; !bad && i + 1 < argc; i += 2) {
@@ -146,12 +155,14 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--warmup")) warmup = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--only")) only = argv[i + 1];
         else if (!strcmp(argv[i], "--mark")) mark = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--smoke")) smoke = atoi(argv[i + 1]);
         else bad = 1;
     }
     int found = !*only;
     for (int i = 0; i < N_CASES; i++) found |= !strcmp(only, CASES[i].name);
     if (bad || !found) {
-        fprintf(stderr, "usage: %s [--steps N] [--warmup W] [--only CASE] [--mark 1]\ncases:",
+        fprintf(stderr, "usage: %s [--steps N] [--warmup W] [--only CASE] [--mark 1] "
+                "[--smoke 1]\ncases:",
                 argv[0]);
         for (int i = 0; i < N_CASES; i++) fprintf(stderr, " %s", CASES[i].name);
         fprintf(stderr, "\n");
@@ -161,6 +172,6 @@ int main(int argc, char **argv) {
     if (warmup < 0) warmup = 0;
     int rc = 0;
     for (int i = 0; i < N_CASES; i++)
-        if (!*only || !strcmp(only, CASES[i].name)) rc |= bench(&CASES[i], warmup, steps, mark);
+        if (!*only || !strcmp(only, CASES[i].name)) rc |= bench(&CASES[i], warmup, steps, mark, smoke);
     return rc ? 1 : 0;
 }

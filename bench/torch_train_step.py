@@ -36,8 +36,10 @@ def to_input(u8):
     return u8.permute(0, 3, 1, 2).float() / 255.0
 
 
-def bench(name, warmup, steps):
+def bench(name, warmup, steps, smoke=False):
     model_type, scale, hp, batch, patch, infer = CASES[name]
+    if smoke:   # bench_train_step --smoke 1's sizes
+        batch, patch = (1, 16) if infer else (2, 8)
     torch.manual_seed(0)
     net = build(model_type, scale, **hp)
     g = torch.Generator().manual_seed(1)
@@ -79,12 +81,14 @@ def main():
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--only", default="", choices=[""] + list(CASES))
+    ap.add_argument("--smoke", action="store_true",
+                    help="batch 2, LQ patch 8 (inference: 16 x 16), for smoke runs")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     print("torch %s, %d threads" % (torch.__version__, torch.get_num_threads()))
     for name in CASES:
         if not a.only or a.only == name:
-            bench(name, a.warmup, max(1, a.steps))
+            bench(name, a.warmup, max(1, a.steps), a.smoke)
 
 
 if __name__ == "__main__":

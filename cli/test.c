@@ -173,6 +173,7 @@ int pf_test_main(int argc, char **argv) {
         return 2;
     }
     pf_dataset_set_seed(&ds, cfg.seed);     /* DN noise / JPEG quality per image */
+    if (shard < 0) pf_dataset_log_gt_crops(&ds, "data.test");   /* not again in each worker */
     if (workers > ds.n_files) workers = ds.n_files;
     int status = 1;
     pf_eval_result r = { 0 };
@@ -184,7 +185,9 @@ int pf_test_main(int argc, char **argv) {
     snprintf(dir, sizeof dir, "%s/test/%s", cfg.work_dir, stem);
     double t0 = pf_now();
     if (shard < 0 && workers > 1) {
-        if (pf_mkdirs(dir, err, sizeof err) != 0 ||
+        /* the checkpoint must fit the network before N workers each find out it does not */
+        if (pf_state_check_weights(&cfg, ckpt, err, sizeof err) != 0 ||
+            pf_mkdirs(dir, err, sizeof err) != 0 ||
             run_shards(cfg_path, ckpt, workers, &ds, dir, &r, err, sizeof err) != 0) {
             fprintf(stderr, "pixflow: %s\n", err);
             goto out;

@@ -25,6 +25,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* Where pth2safetensors.py is, for the message about a .pth file (CMake passes the source
+   tree's scripts/ folder). */
+#ifndef PF_SCRIPTS_DIR
+#define PF_SCRIPTS_DIR "scripts"
+#endif
 /* The reference implementation refuses headers above 100 MB; so do we. */
 #define PF_ST_MAX_HEADER ((uint64_t)100 * 1000 * 1000)
 /* Offsets are JSON numbers, parsed as doubles: exact up to 2^53. */
@@ -43,6 +48,7 @@ struct pf_safetensors {
     float *data;                 /* the data section as floats (aligned copy) */
     int n_meta;                  /* __metadata__ pairs */
     char **meta_key, **meta_val; /* n_meta strings each (malloc'd) */
+    char *name;                  /* the file name given to parse / load, for messages */
 };
 
 static int host_is_little_endian(void) {
@@ -195,6 +201,7 @@ void pf_safetensors_free(pf_safetensors **st) {
     free(s->data);
     free(s->meta_key);
     free(s->meta_val);
+    free(s->name);
     free(s);
     *st = NULL;
 }
@@ -278,7 +285,9 @@ static int parse_entry(const cJSON *e, const char *name, st_entry *out, char *er
     return 0;
 }
 
-/* Parse the JSON header and the data section into s. Returns 0, or -1 with err (no name). */
+/* Parse the JSON header and the data section into s: a buffer looks_like_safetensors
+   accepted (header length 2..PF_ST_MAX_HEADER, then '{' when there is a byte after it).
+   Returns 0, or -1 with err (no name). */
 static int parse_into(pf_safetensors *s, const uint8_t *b, size_t len, char *err,
                       size_t errlen) {
     if (len < 8) {
@@ -287,21 +296,12 @@ static int parse_into(pf_safetensors *s, const uint8_t *b, size_t len, char *err
     }
     uint64_t hlen = 0;
     for (int i = 0; i < 8; i++) hlen |= (uint64_t)b[i] << (8 * i);
-    if (hlen < 2 || hlen > PF_ST_MAX_HEADER) {
-        snprintf(err, errlen, "header length %llu is invalid (2 to %llu bytes)",
-                 (unsigned long long)hlen, (unsigned long long)PF_ST_MAX_HEADER);
-        return -1;
-    }
     if (hlen > len - 8) {
-        snprintf(err, errlen, "header length %llu runs past the end of the file (%zu bytes)",
-                 (unsigned long long)hlen, len);
+        snprintf(err, errlen, "header length %llu runs past the end of the file (%zu bytes): "
+                 "a truncated file?", (unsigned long long)hlen, len);
         return -1;
     }
     const char *json = (const char *)b + 8;
-    if (json[0] != '{') {
-        snprintf(err, errlen, "header does not start with '{'");
-        return -1;
-    }
     const char *end = NULL;
     cJSON *root = cJSON_ParseWithLengthOpts(json, (size_t)hlen, &end, 0);
     if (!root || !cJSON_IsObject(root)) {
@@ -414,13 +414,77 @@ done:
     return rc;
 }
 
+/* Whether the buffer holds a file torch.save wrote: its zip format (PyTorch >= 1.6: a zip
+   whose first entry is "<archive>/data.pkl") or the legacy one (a pickle, protocol 2 and up:
+   0x80 then the protocol number). */
+static int is_torch_save(const uint8_t *b, size_t len) {
+    if (len >= 2 && b[0] == 0x80 && b[1] >= 2 && b[1] <= 5) return 1;
+    if (len < 30 || memcmp(b, "PK\x03\x04", 4) != 0) return 0;
+    size_t n = (size_t)b[26] | (size_t)b[27] << 8;       /* local header: file name length */
+    static const char pkl[] = "data.pkl";
+    return n >= sizeof pkl - 1 && 30 + n <= len &&
+           memcmp(b + 30 + n - (sizeof pkl - 1), pkl, sizeof pkl - 1) == 0;
+}
+
+/* What a buffer that is not safetensors looks like, for the message: "" when nothing is
+   recognised. */
+static const char *other_format(const uint8_t *b, size_t len) {
+    static const struct { const char *magic; size_t n; const char *what; } known[] = {
+        { "PK\x03\x04", 4, "a zip archive (numpy .npz?)" },
+        { "\x1f\x8b", 2, "a gzip file" },
+        { "\x89HDF\r\n\x1a\n", 8, "an HDF5 file (Keras .h5?)" },
+        { "\x93NUMPY", 6, "a numpy .npy file" },
+        { "version https://git-lfs", 23, "a Git LFS pointer, not the file it points to (run "
+                                         "`git lfs pull`)" },
+        { "<!DOCTYPE", 9, "an HTML page (a failed download?)" },
+        { "<html", 5, "an HTML page (a failed download?)" },
+    };
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+        if (len >= known[i].n && memcmp(b, known[i].magic, known[i].n) == 0)
+            return known[i].what;
+    return "";
+}
+
+/* Whether the buffer can be safetensors at all: an 8-byte header length in range, then '{'.
+   A file shorter than that, or cut short after it, is parse_into's to report. */
+static int looks_like_safetensors(const uint8_t *b, size_t len) {
+    if (len < 8) return 1;
+    uint64_t hlen = 0;
+    for (int i = 0; i < 8; i++) hlen |= (uint64_t)b[i] << (8 * i);
+    return hlen >= 2 && hlen <= PF_ST_MAX_HEADER && (len == 8 || b[8] == '{');
+}
+
 int pf_safetensors_parse(const void *buf, size_t len, const char *name, pf_safetensors **out,
                          char *err, size_t errlen) {
     *out = NULL;
+    const uint8_t *b = buf;
+    if (is_torch_save(b, len)) {
+        snprintf(err, errlen, "%s: a PyTorch .pth (torch.save) file, not safetensors; convert "
+                 "it with: python3 " PF_SCRIPTS_DIR "/pth2safetensors.py %s OUT.safetensors "
+                 "(BasicSR's params / params_ema, MMagic's state_dict; docs/models.md)", name,
+                 name);
+        return -1;
+    }
+    if (!looks_like_safetensors(b, len)) {
+        char hex[3 * 16 + 1] = "", text[17] = "";
+        size_t n = len < 16 ? len : 16;
+        for (size_t i = 0; i < n; i++) {
+            snprintf(hex + strlen(hex), sizeof hex - strlen(hex), "%s%02x", i ? " " : "", b[i]);
+            text[i] = b[i] >= 0x20 && b[i] < 0x7f ? (char)b[i] : '.';
+        }
+        text[n] = '\0';
+        const char *what = other_format(b, len);
+        snprintf(err, errlen, "%s: not a safetensors file%s%s: it starts with %s (\"%s\"), where "
+                 "safetensors has an 8-byte little-endian header length (2 to %llu) and then "
+                 "'{'", name, what[0] ? "; it looks like " : "", what, hex, text,
+                 (unsigned long long)PF_ST_MAX_HEADER);
+        return -1;
+    }
     pf_safetensors *s = calloc(1, sizeof *s);
     char msg[512];
-    if (!s) {
+    if (!s || !(s->name = dup_str(name))) {
         snprintf(err, errlen, "%s: out of memory", name);
+        pf_safetensors_free(&s);
         return -1;
     }
     if (parse_into(s, buf, len, msg, sizeof msg) != 0) {
@@ -430,6 +494,10 @@ int pf_safetensors_parse(const void *buf, size_t len, const char *name, pf_safet
     }
     *out = s;
     return 0;
+}
+
+const char *pf_safetensors_name(const pf_safetensors *st) {
+    return st && st->name ? st->name : "";
 }
 
 int pf_safetensors_load(const char *path, pf_safetensors **out, char *err, size_t errlen) {

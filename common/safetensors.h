@@ -28,7 +28,12 @@ int pf_safetensors_serialize(const pf_st_tensor *t, int n, const char *const *me
 
 typedef struct pf_safetensors pf_safetensors;
 
-/* Parse a buffer (copied). `name` is used in messages. Returns 0 or -1 with err. */
+/* Parse a buffer (copied). `name` is used in messages. Returns 0 or -1 with err, which starts
+   with `name`. A file torch.save wrote (zip with data.pkl, or a pickle) is named as such, with
+   the command that converts it (scripts/pth2safetensors.py); anything else that cannot be
+   safetensors (header length outside 2..100 MB, or no '{' after it) is "not a safetensors
+   file" with its first 16 bytes (hex and text) and, where recognised, what it looks like
+   (zip, gzip, HDF5, .npy, Git LFS pointer, HTML). */
 int pf_safetensors_parse(const void *buf, size_t len, const char *name, pf_safetensors **out,
                          char *err, size_t errlen);
 /* Read and parse a file. */
@@ -43,6 +48,8 @@ const float *pf_safetensors_at(const pf_safetensors *st, int i, const char **nam
 /* By name; NULL if absent. */
 const float *pf_safetensors_get(const pf_safetensors *st, const char *name, int *ndim,
                                 int64_t shape[4]);
+/* The name given to pf_safetensors_parse (the path for pf_safetensors_load), for messages. */
+const char *pf_safetensors_name(const pf_safetensors *st);
 /* Metadata value for key, or NULL. */
 const char *pf_safetensors_meta(const pf_safetensors *st, const char *key);
 void pf_safetensors_free(pf_safetensors **st);

@@ -1177,6 +1177,10 @@ int pf_job_prepare(pf_config *cfg, const char *cfg_path, const char *resume, int
         snprintf(err, errlen, "%s: data.train: required for training", cfg_path);
         return -1;
     }
+    /* The weights to start from must fit the network, checked here rather than in every
+       worker after the whole job has started. */
+    const char *weights = cfg->resume_from[0] ? cfg->resume_from : cfg->load_from;
+    if (weights[0] && pf_state_check_weights(cfg, weights, err, errlen) != 0) return -1;
     if (pf_dataset_open(train, &cfg->train, "data.train", cfg->scale, cfg->train.gt_patch_size,
                         err, errlen) != 0)
         return -1;

@@ -79,6 +79,7 @@ static int eval_start(pf_hook *h, char *err, size_t errlen) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
+    pf_dataset_log_gt_crops(&s->ds, "data.eval");   /* this instance's images, once */
     for (int i = 0; i < MAX_PENDING; i++) s->pending[i].iter = -1;
     s->model = pf_model_new(cfg, err, errlen);
     if (!s->model) return -1;

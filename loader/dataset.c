@@ -171,6 +171,41 @@ static int find_lq(char *out, size_t outlen, const char *folder, const char *tmp
     return 0;
 }
 
+/* Evaluation and test (no training patch) take a GT up to scale - 1 pixels larger than
+   scale x its LQ in each dimension and compare its top-left scale x LQ, as BasicSR's
+   PairedImageDataset does outside training (img_gt[0:lq_h * scale, 0:lq_w * scale]): an LQ
+   made by a bicubic downscale of a GT whose size is not a multiple of the scale. */
+static int pair_croppable(const pf_dataset *ds, const pf_sample_file *f, int w, int h) {
+    int dw = w - f->lq_w * ds->scale, dh = h - f->lq_h * ds->scale;
+    return ds->gt_patch == 0 && dw >= 0 && dh >= 0 && dw < ds->scale && dh < ds->scale;
+}
+
+/* The error for a GT that is not scale x its LQ (and, at evaluation, not croppable to it):
+   both files and sizes, and the sizes to crop to. Returns -1. */
+static int pair_size_error(const pf_dataset *ds, const pf_sample_file *f, const char *key,
+                           int w, int h, char *err, size_t errlen) {
+    int s = ds->scale;
+    /* The largest pair both files hold: LQ at most its size and GT / scale per dimension. */
+    int lw = f->lq_w < w / s ? f->lq_w : w / s, lh = f->lq_h < h / s ? f->lq_h : h / s;
+    char fix[160];
+    if (lw == f->lq_w && lh == f->lq_h)
+        snprintf(fix, sizeof fix, "crop the GT to %dx%d (its top-left)", lw * s, lh * s);
+    else if (lw * s == w && lh * s == h)
+        snprintf(fix, sizeof fix, "crop the LQ to %dx%d (its top-left)", lw, lh);
+    else
+        snprintf(fix, sizeof fix, "crop the LQ to %dx%d and the GT to %dx%d (their top-left)",
+                 lw, lh, lw * s, lh * s);
+    if (lw < 1 || lh < 1) snprintf(fix, sizeof fix, "are they a pair?");
+    char rule[160] = "";
+    if (ds->gt_patch == 0)
+        snprintf(rule, sizeof rule, " (evaluation crops a GT up to %d pixel%s larger in each "
+                 "dimension, not this one)", s - 1, s - 1 == 1 ? "" : "s");
+    snprintf(err, errlen, "%s: GT '%s' is %dx%d but LQ '%s' is %dx%d: at scale %d the GT must "
+             "be %dx%d%s; %s", key, f->gt_path, w, h, f->lq_path, f->lq_w, f->lq_h, s,
+             f->lq_w * s, f->lq_h * s, rule, fix);
+    return -1;
+}
+
 /* Fill and check files[i] for the file `name` (relative to its folder). */
 static int open_file(pf_dataset *ds, pf_sample_file *f, const char *name, const char *key,
                      char *err, size_t errlen) {
@@ -212,13 +247,11 @@ static int open_file(pf_dataset *ds, pf_sample_file *f, const char *name, const 
         }
         if (pf_image_size(f->lq_path, &f->lq_w, &f->lq_h, err, errlen)) return -1;
         if (w != f->lq_w * scale || h != f->lq_h * scale) {
-            snprintf(err, errlen, "%s: GT '%s' is %dx%d but LQ '%s' is %dx%d: GT must be "
-                     "exactly scale %d x LQ", key, f->gt_path, w, h, f->lq_path, f->lq_w,
-                     f->lq_h, scale);
-            return -1;
+            if (!pair_croppable(ds, f, w, h)) return pair_size_error(ds, f, key, w, h, err, errlen);
+            f->gt_cropped = 1;   /* load_pair keeps the top-left gt_w x gt_h */
         }
-        f->gt_w = w;
-        f->gt_h = h;
+        f->gt_w = f->lq_w * scale;
+        f->gt_h = f->lq_h * scale;
     } else {
         f->gt_w = w - w % scale;    /* mod-crop, as BasicSR's mod_crop */
         f->gt_h = h - h % scale;
@@ -298,6 +331,19 @@ int pf_dataset_open(pf_dataset *ds, const pf_dataset_cfg *cfg, const char *key, 
     }
     ds->len = (uint32_t)len;
     return 0;
+}
+
+int pf_dataset_log_gt_crops(const pf_dataset *ds, const char *key) {
+    int n = 0;
+    for (int i = 0; i < ds->n_files; i++) {
+        const pf_sample_file *f = &ds->files[i];
+        if (!f->gt_cropped) continue;
+        pf_info("%s: GT '%s' is %dx%d, LQ '%s' %dx%d: comparing the GT's top-left %dx%d "
+                "(BasicSR's crop outside training)", key, f->gt_path, f->file_w, f->file_h,
+                f->lq_path, f->lq_w, f->lq_h, f->gt_w, f->gt_h);
+        n++;
+    }
+    return n;
 }
 
 int pf_dataset_shard(const pf_dataset *ds, int r, int n, pf_dataset *out) {

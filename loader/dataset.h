@@ -9,7 +9,10 @@
 
     Opening a dataset lists and checks every file up front (sizes from the headers): a GT that
     is not exactly scale x its LQ, or (for training) an LQ smaller than the LQ patch, is an
-    error naming the files. RepeatDataset: index i in [0, len) is file i % n_files.
+    error naming both files and sizes and the sizes to crop to. Evaluation and test sets
+    (gt_patch_size 0) take a GT up to scale - 1 pixels larger in each dimension and use its
+    top-left scale x LQ, as BasicSR's PairedImageDataset does outside training
+    (pf_dataset_log_gt_crops says which). RepeatDataset: index i in [0, len) is file i % n_files.
 
     Decoded-image cache: each file's decoded pair (GT after mod-crop, and LQ after the per-image
     downscaling step) is kept in a least-recently-used cache bounded by a number of bytes of
@@ -43,6 +46,8 @@ typedef struct {
                                    pf_dataset_shard): keys pf_dataset_pair's random steps */
     int file_w, file_h;         /* GT file size read from its header at open (Single: LQ) */
     int gt_w, gt_h;             /* after mod-crop (0 for Single) */
+    int gt_cropped;             /* eval/test: the GT file is larger than scale x its LQ (by
+                                   less than scale), gt_w x gt_h is its top-left */
     int lq_w, lq_h;
     /* cache entry, guarded by pf_dataset.lock */
     int state;                  /* PF_ENTRY_EMPTY, _LOADING (a thread is decoding it), _READY */
@@ -85,6 +90,10 @@ typedef struct {
 int pf_dataset_open(pf_dataset *ds, const pf_dataset_cfg *cfg, const char *key, int scale,
                     int gt_patch_size, char *err, size_t errlen);
 void pf_dataset_close(pf_dataset *ds);
+
+/* Log (pf_info), once per file, each GT an eval or test set crops to scale x its LQ: both
+   files and sizes. `key` names the set ("data.eval"). Returns the number of such files. */
+int pf_dataset_log_gt_crops(const pf_dataset *ds, const char *key);
 
 /* The files i with i mod n == r as a dataset of their own (for splitting an eval or test set
    over workers); nothing decoded is shared; the seed, the cache limit and each file's id are

@@ -7,6 +7,7 @@
 #include "nn/model.h"
 #include <math.h>
 #include <omp.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -391,51 +392,125 @@ int pf_model_infer(pf_model *m, const uint8_t *lq, int h, int w, float *out, cha
     return 0;
 }
 
-static void append(char *buf, size_t len, const char *label, const char *name, int *count) {
-    size_t used = strlen(buf);
-    if (used + 1 >= len) return;
-    snprintf(buf + used, len - used, "%s%s '%s'", *count ? ";" : "", label, name);
-    (*count)++;
+int pf_model_describe(const pf_config *cfg, char *buf, size_t len) {
+    /* The model: section of the resolved config, which lists exactly the keys the type takes,
+       less the ones that shape no tensor. */
+    static const char *const skip[] = { "type", "in_channels", "out_channels", "res_scale",
+                                        "rgb_mean", "img_range", NULL };
+    snprintf(buf, len, "%s", cfg->model_type);
+    char *yaml = pf_config_to_yaml(cfg);
+    if (!yaml) return -1;
+    const char *p = strstr(yaml, "model:\n");
+    for (p = p ? strchr(p, '\n') + 1 : ""; strncmp(p, "  ", 2) == 0 && p[2] != ' ';) {
+        const char *eol = strchr(p, '\n');
+        if (!eol) break;
+        const char *key = p + 2, *colon = memchr(key, ':', (size_t)(eol - key));
+        int keep = colon && colon[1] == ' ';   /* "loss:" opens a sub-section: not a value */
+        for (int i = 0; keep && skip[i]; i++)
+            keep = !(strlen(skip[i]) == (size_t)(colon - key) &&
+                     !strncmp(key, skip[i], (size_t)(colon - key)));
+        size_t used = strlen(buf);
+        if (keep && used + 1 < len)
+            snprintf(buf + used, len - used, ", %.*s %.*s", (int)(colon - key), key,
+                     (int)(eol - colon - 2), colon + 2);
+        p = eol + 1;
+    }
+    free(yaml);
+    return 0;
 }
 
-int pf_model_load_weights(pf_model *m, const struct pf_safetensors *st, char *err,
-                          size_t errlen) {
-    char msg[2048] = "";
-    int bad = 0;
+/* "[64, 3, 3, 3]" */
+static void fmt_shape(char *buf, size_t len, int ndim, const int64_t *shape) {
+    size_t at = (size_t)snprintf(buf, len, "[");
+    for (int d = 0; d < ndim && at < len; d++)
+        at += (size_t)snprintf(buf + at, len - at, "%s%lld", d ? ", " : "", (long long)shape[d]);
+    if (at < len) snprintf(buf + at, len - at, "]");
+}
+
+/* Append printf-style text to buf (NUL-terminated, len bytes), silently truncating. */
+static void add(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void add(char *buf, size_t len, const char *fmt, ...) {
+    size_t used = strlen(buf);
+    if (used + 1 >= len) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf + used, len - used, fmt, ap);
+    va_end(ap);
+}
+
+/* What a weights file's __metadata__ says it holds, for the mismatch message. */
+static void describe_file(const struct pf_safetensors *st, char *buf, size_t len) {
+    const char *arch = pf_safetensors_meta(st, "arch"), *model = pf_safetensors_meta(st, "model");
+    const char *scale = pf_safetensors_meta(st, "scale"), *iter = pf_safetensors_meta(st, "iter");
+    const char *src = pf_safetensors_meta(st, "source");
+    if (arch) snprintf(buf, len, "the checkpoint says it is %s", arch);
+    else if (model) snprintf(buf, len, "the checkpoint says model %s, scale %s", model,
+                             scale ? scale : "?");
+    else if (src) snprintf(buf, len, "the checkpoint was converted from %s and records no "
+                           "architecture", src);
+    else snprintf(buf, len, "the checkpoint's __metadata__ records no architecture (not "
+                  "written by PixFlow)");
+    if ((arch || model) && iter) add(buf, len, " (PixFlow, iteration %s)", iter);
+}
+
+#define PF_SHOW_MISMATCHES 4   /* tensors named per kind of mismatch */
+
+int pf_model_check_weights(const pf_model *m, const struct pf_safetensors *st, char *err,
+                           size_t errlen) {
+    char shaped[1024] = "", missing[512] = "", unexpected[512] = "", a[64], b[64];
+    int n_shaped = 0, n_missing = 0, n_unexpected = 0;
     for (int i = 0; i < m->n_tensors; i++) {
         const pf_param_info *t = &m->tensors[i];
         int ndim;
         int64_t shape[4];
-        const float *d = pf_safetensors_get(st, t->name, &ndim, shape);
-        if (!d) {
-            append(msg, sizeof msg, " missing", t->name, &bad);
+        if (!pf_safetensors_get(st, t->name, &ndim, shape)) {
+            if (n_missing++ < PF_SHOW_MISMATCHES)
+                add(missing, sizeof missing, "%s'%s'", n_missing > 1 ? ", " : "", t->name);
             continue;
         }
         int same = ndim == t->ndim;
         for (int k = 0; same && k < ndim; k++) same = shape[k] == t->shape[k];
-        if (!same) append(msg, sizeof msg, " mis-shaped", t->name, &bad);
+        if (!same && n_shaped++ < PF_SHOW_MISMATCHES) {
+            fmt_shape(a, sizeof a, ndim, shape);
+            fmt_shape(b, sizeof b, t->ndim, t->shape);
+            add(shaped, sizeof shaped, "; %s: checkpoint %s, config wants %s", t->name, a, b);
+        }
     }
     int n = pf_safetensors_count(st);
     for (int j = 0; j < n; j++) {
         const char *name;
-        int ndim;
-        int64_t shape[4];
-        pf_safetensors_at(st, j, &name, &ndim, shape);
+        pf_safetensors_at(st, j, &name, NULL, NULL);
         /* The EMA copy a checkpoint may carry (worker/train_state.h) is not the model's. */
         int known = !strncmp(name, PF_EMA_PREFIX, strlen(PF_EMA_PREFIX));
         for (int i = 0; i < m->n_tensors && !known; i++)
             known = !strcmp(m->tensors[i].name, name);
-        if (!known) append(msg, sizeof msg, " unexpected", name, &bad);
+        if (!known && n_unexpected++ < PF_SHOW_MISMATCHES)
+            add(unexpected, sizeof unexpected, "%s'%s'", n_unexpected > 1 ? ", " : "", name);
     }
-    if (bad) {
-        snprintf(err, errlen, "model: weights do not match %s:%s", m->cfg.model_type, msg);
-        return -1;
-    }
+    if (!n_shaped && !n_missing && !n_unexpected) return 0;
+    char arch[256], says[384];
+    pf_model_describe(&m->cfg, arch, sizeof arch);
+    describe_file(st, says, sizeof says);
+    snprintf(err, errlen, "%s: the weights do not fit the config's network (%s): tensors "
+             "%d mis-shaped, %d missing, %d unexpected", pf_safetensors_name(st), arch,
+             n_shaped, n_missing, n_unexpected);
+    add(err, errlen, "%s%s", shaped, n_shaped > PF_SHOW_MISMATCHES ? "; ..." : "");
+    if (n_missing)
+        add(err, errlen, "; missing %s%s", missing, n_missing > PF_SHOW_MISMATCHES ? ", ..." : "");
+    if (n_unexpected)
+        add(err, errlen, "; unexpected %s%s", unexpected,
+            n_unexpected > PF_SHOW_MISMATCHES ? ", ..." : "");
+    add(err, errlen, "; %s. Set model: in the config to the network the checkpoint holds, or "
+        "use a checkpoint of this one", says);
+    return -1;
+}
+
+int pf_model_load_weights(pf_model *m, const struct pf_safetensors *st, char *err,
+                          size_t errlen) {
+    if (pf_model_check_weights(m, st, err, errlen) != 0) return -1;
     for (int i = 0; i < m->n_tensors; i++) {
         const pf_param_info *t = &m->tensors[i];
-        int ndim;
-        int64_t shape[4];
-        const float *d = pf_safetensors_get(st, t->name, &ndim, shape);
+        const float *d = pf_safetensors_get(st, t->name, NULL, NULL);
         memcpy(m->params + t->offset, d, t->numel * sizeof(float));
     }
     return 0;

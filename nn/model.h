@@ -78,12 +78,26 @@ int pf_model_input_multiple(const pf_model *m);
 #define PF_MAX_THREADS 1024
 void pf_set_threads(int n);
 
-/* Copy weights from a safetensors file's tensors into the model, by reference name. Every
-   model tensor must be present with the same shape and no extra tensors may exist (tensors
-   named PF_EMA_PREFIX + name, a checkpoint's EMA weights, are ignored); otherwise -1 with err
-   listing the missing, unexpected and mis-shaped names. */
+/* The network cfg describes, in one line: its type and every model: key that shapes a
+   tensor, as the resolved config has them ("EDSR, scale 2, n_feats 32, n_blocks 4"). Returns
+   0, or -1 when out of memory (buf then holds the type alone). */
+int pf_model_describe(const pf_config *cfg, char *buf, size_t len);
+
+/* Whether a safetensors file's tensors fit the model by reference name: every model tensor
+   present with the same shape and no extra tensors (tensors named PF_EMA_PREFIX + name, a
+   checkpoint's EMA weights, are ignored). Returns 0, or -1 with one err: the file name, the
+   config's network (pf_model_describe), the counts of mis-shaped, missing and unexpected
+   tensors, the first few of each ("conv_first.weight: checkpoint [64, 3, 3, 3], config wants
+   [32, 3, 3, 3]"), and what the file's __metadata__ says it holds ("arch", written by
+   PixFlow's checkpoints; older ones: "model" and "scale"). */
 #define PF_EMA_PREFIX "params_ema."
 struct pf_safetensors;
+int pf_model_check_weights(const pf_model *m, const struct pf_safetensors *st, char *err,
+                           size_t errlen);
+
+/* Copy weights from a safetensors file's tensors into the model, by reference name, after
+   pf_model_check_weights (whose message err gets on a mismatch; the model is then
+   untouched). Returns 0 or -1. */
 int pf_model_load_weights(pf_model *m, const struct pf_safetensors *st, char *err,
                           size_t errlen);
 #endif

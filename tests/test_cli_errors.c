@@ -6,7 +6,9 @@
     smaller than the patch, a file that is not a PNG.
     During the run: a PNG whose header is fine but whose pixel data is truncated fails in the
     loader, and the job ends with that file's name on the terminal.
-    `pixflow test` with a checkpoint of the wrong architecture lists the mismatched tensors.
+    A checkpoint of the wrong architecture (load_from, resume_from, `pixflow test`) or a
+    PyTorch .pth: one exact message naming the file, the shapes and what the checkpoint says it
+    is, before any process starts.
     `test_cli_errors disk_full` (ctest test_cli_errors.disk_full) is the full-disk case. */
 #include <errno.h>
 #include <fcntl.h>
@@ -108,6 +110,94 @@ static void expect_upfront(const char *tag, const char *cfg, const char *wd, con
     CHECK(access(p, F_OK) != 0, "%s: a coordinator was started", tag);
     snprintf(p, sizeof p, "%s/config.yaml", wd);
     CHECK(access(p, F_OK) != 0, "%s: config.yaml was written", tag);
+    snprintf(p, sizeof p, "%s/coordinator.log", wd);
+    CHECK(access(p, F_OK) != 0, "%s: a coordinator wrote its log", tag);
+    free(out);
+}
+
+/* The output of a command that failed up front must be exactly "pixflow: WANT\n". */
+static void expect_exact(const char *tag, const char *out, const char *want) {
+    char full[4096];
+    snprintf(full, sizeof full, "pixflow: %s\n", want);
+    CHECK(!strcmp(out, full), "%s: output\n%s\nwant\n%s", tag, out, full);
+}
+
+/* Weights that do not fit: a checkpoint of EDSR 8 feats / 1 block (`ck`, iteration 20) for a
+   config of 4 feats, as load_from, as resume_from and to `pixflow test` (1 and 2 workers),
+   and a PyTorch .pth as load_from. One message with the file, the shapes and what the file
+   says it is, before any process starts (no coordinator, no test worker). */
+static void test_weights_mismatch(const char *gt, const char *ck) {
+    char wd[400], cfg[400], extra[800], want[2048], pth[400], *out;
+    snprintf(wd, sizeof wd, "%s/work_mismatch", root);
+    snprintf(cfg, sizeof cfg, "%s/mismatch.yaml", root);
+    const char *fit = "the weights do not fit the config's network (EDSR, scale 2, n_feats 4, "
+                      "n_blocks 1): tensors 11 mis-shaped, 0 missing, 0 unexpected; "
+                      "conv_first.weight: checkpoint [8, 3, 3, 3], config wants [4, 3, 3, 3]; "
+                      "conv_first.bias: checkpoint [8], config wants [4]; body.0.conv1.weight: "
+                      "checkpoint [8, 8, 3, 3], config wants [4, 4, 3, 3]; body.0.conv1.bias: "
+                      "checkpoint [8], config wants [4]; ...; the checkpoint says it is EDSR, "
+                      "scale 2, n_feats 8, n_blocks 1 (PixFlow, iteration 20). Set model: in the "
+                      "config to the network the checkpoint holds, or use a checkpoint of this "
+                      "one";
+    snprintf(want, sizeof want, "%s: %s", ck, fit);
+    const char *keys[] = { "load_from", "resume_from" };
+    for (int k = 0; k < 2; k++) {
+        FILE *f = fopen(cfg, "w");
+        fprintf(f, base_cfg, gt, "", wd, "");
+        fprintf(f, "%s: %s\n", keys[k], ck);
+        fclose(f);
+        /* n_feats 8 -> 4 in the model line */
+        char *text = pf_read_file(cfg, NULL, extra, sizeof extra);
+        char *at = text ? strstr(text, "n_feats: 8") : NULL;
+        if (at) at[9] = '4';
+        f = fopen(cfg, "w");
+        fputs(text ? text : "", f);
+        fclose(f);
+        free(text);
+        expect_upfront(keys[k], cfg, wd, want, NULL);
+        char *args[] = { "train", cfg, NULL };
+        run(args, &out, 30);
+        expect_exact(keys[k], out, want);
+        free(out);
+    }
+    /* pixflow test: in the process itself with 1 worker, before the workers with 2 */
+    FILE *f = fopen(cfg, "w");
+    fprintf(f, "model: {type: EDSR, scale: 2, n_feats: 4, n_blocks: 1}\n"
+               "data:\n  test: {type: PairedImageDataset, gt_folder: %s}\n"
+               "optimizers: {lr: 1.0e-3}\ntotal_iters: 1\nwork_dir: %s\n", gt, wd);
+    fclose(f);
+    for (int workers = 1; workers <= 2; workers++) {
+        char *xargs[] = { "test", cfg, "--checkpoint", (char *)ck, "--workers",
+                          workers == 1 ? "1" : "2", NULL };
+        int st = run(xargs, &out, 60);
+        CHECK(st == 1, "test --workers %d: status %d", workers, st);
+        expect_exact("pixflow test", out, want);
+        free(out);
+        char dir[600];
+        snprintf(dir, sizeof dir, "%s/test/iter_20", wd);
+        CHECK(access(dir, F_OK) != 0, "test --workers %d: %s was made", workers, dir);
+    }
+    /* A PyTorch checkpoint (torch.save's zip: its first entry is <name>/data.pkl) */
+    snprintf(pth, sizeof pth, "%s/EDSR_x2.pth", root);
+    uint8_t zip[64] = "PK\x03\x04";
+    zip[26] = 16;
+    memcpy(zip + 30, "EDSR_x2/data.pkl", 16);
+    f = fopen(pth, "wb");
+    fwrite(zip, 1, sizeof zip, f);
+    fclose(f);
+    f = fopen(cfg, "w");
+    fprintf(f, base_cfg, gt, "", wd, "");
+    fprintf(f, "load_from: %s\n", pth);
+    fclose(f);
+    const char *src = getenv("PF_SOURCE_DIR");
+    snprintf(want, sizeof want, "%s: a PyTorch .pth (torch.save) file, not safetensors; convert "
+             "it with: python3 %s/scripts/pth2safetensors.py %s OUT.safetensors (BasicSR's "
+             "params / params_ema, MMagic's state_dict; docs/models.md)", pth,
+             src ? src : "(PF_SOURCE_DIR unset)", pth);
+    expect_upfront(".pth load_from", cfg, wd, want, NULL);
+    char *args[] = { "train", cfg, NULL };
+    run(args, &out, 30);
+    expect_exact(".pth load_from", out, want);
     free(out);
 }
 
@@ -240,9 +330,13 @@ int main(int argc, char **argv) {
     char *xargs[] = { "test", tcfg, "--checkpoint", p, NULL };
     st = run(xargs, &out, 60);
     CHECK(st != 0, "test with mismatched weights succeeded:\n%s", out);
-    CHECK(strstr(out, "body.1.conv1.weight") != NULL, "the missing tensor is not named:\n%s",
-          out);
+    CHECK(strstr(out, "tensors 0 mis-shaped, 4 missing, 0 unexpected; missing "
+                 "'body.1.conv1.weight', 'body.1.conv1.bias', 'body.1.conv2.weight', "
+                 "'body.1.conv2.bias'; the checkpoint says it is EDSR, scale 2, n_feats 8, "
+                 "n_blocks 1 (PixFlow, iteration 20)") != NULL,
+          "the missing tensors are not named:\n%s", out);
     free(out);
+    test_weights_mismatch(gt, p);
 
     /* A fresh run into a work_dir that holds an earlier run: the earlier results move to
        work_dir/archived_<time>/ and the new run's checkpoints survive pruning. Then --resume

@@ -125,7 +125,9 @@ static void test_errors(void) {
     err[0] = 0;
     CHECK(pf_dataset_open(&ds, &c, "data.train", 2, 16, err, sizeof err) != 0, "accepted");
     CHECK(strstr(err, "mis_gt/x.png") && strstr(err, "mis_lq/x.png") &&
-          strstr(err, "exactly scale"), "message: %s", err);
+          strstr(err, "is 40x40 but LQ") &&
+          strstr(err, "at scale 2 the GT must be 38x40; crop the GT to 38x40 (its top-left)"),
+          "message: %s", err);
     /* missing LQ file */
     snprintf(lq, sizeof lq, "%s/ok_lq", root);
     c = cfg_for(gt, lq);

@@ -224,6 +224,51 @@ static void test_fuzz(const char *dir) {
     free(good);
 }
 
+/* Files that are not safetensors at all are named for what they are, never as a 17-digit
+   header length: torch.save's zip and pickle formats with the converter's command line, other
+   formats by their magic, anything else by its first bytes. */
+static void test_other_formats(void) {
+    char err[1024], want[1024];
+    pf_safetensors *st = NULL;
+    const char *src = getenv("PF_SOURCE_DIR");
+    /* torch.save's zip: a local file header whose name ends in data.pkl (as torch 1.13 writes
+       it: "x/data.pkl" for x.pth) */
+    uint8_t zip[64] = "PK\x03\x04";
+    zip[26] = 10;
+    memcpy(zip + 30, "x/data.pkl", 10);
+    const uint8_t pickle[] = { 0x80, 0x02, 0x8a, 0x0a, 0x6c, 0xfc, 0x9c, 0x46, 0xf9, 0x20, 0x6a,
+                               0xa8, 0x50, 0x19, 0x2e, 0x80, 0x02 };
+    for (int k = 0; k < 2 && src; k++) {
+        const char *name = k ? "legacy.pth" : "zip.pth";
+        snprintf(want, sizeof want, "%s: a PyTorch .pth (torch.save) file, not safetensors; "
+                 "convert it with: python3 %s/scripts/pth2safetensors.py %s OUT.safetensors "
+                 "(BasicSR's params / params_ema, MMagic's state_dict; docs/models.md)", name,
+                 src, name);
+        int rc = k ? pf_safetensors_parse(pickle, sizeof pickle, name, &st, err, sizeof err)
+                   : pf_safetensors_parse(zip, sizeof zip, name, &st, err, sizeof err);
+        CHECK(rc == -1 && !strcmp(err, want), "%s: '%s'\nwant '%s'", name, err, want);
+    }
+    CHECK(src != NULL, "PF_SOURCE_DIR is not set (ctest sets it)");
+    memcpy(zip + 30, "x/arr.npy\0", 10);  /* another zip: numpy's .npz */
+    CHECK(pf_safetensors_parse(zip, sizeof zip, "a.npz", &st, err, sizeof err) == -1 &&
+          !strcmp(err, "a.npz: not a safetensors file; it looks like a zip archive (numpy .npz?): "
+                  "it starts with 50 4b 03 04 00 00 00 00 00 00 00 00 00 00 00 00 "
+                  "(\"PK..............\"), where safetensors has an 8-byte little-endian header "
+                  "length (2 to 100000000) and then '{'"), "npz: '%s'", err);
+    const char *lfs = "version https://git-lfs.github.com/spec/v1\noid sha256:4d7a\nsize 123\n";
+    CHECK(pf_safetensors_parse(lfs, strlen(lfs), "m.safetensors", &st, err, sizeof err) == -1 &&
+          !strcmp(err, "m.safetensors: not a safetensors file; it looks like a Git LFS pointer, "
+                  "not the file it points to (run `git lfs pull`): it starts with 76 65 72 73 69 "
+                  "6f 6e 20 68 74 74 70 73 3a 2f 2f (\"version https://\"), where safetensors "
+                  "has an 8-byte little-endian header length (2 to 100000000) and then '{'"),
+          "lfs: '%s'", err);
+    const uint8_t junk[] = { 0xde, 0xad, 0xbe, 0xef, 1, 2, 3, 4, 5, 6 };
+    CHECK(pf_safetensors_parse(junk, sizeof junk, "junk", &st, err, sizeof err) == -1 &&
+          !strcmp(err, "junk: not a safetensors file: it starts with de ad be ef 01 02 03 04 05 "
+                  "06 (\"..........\"), where safetensors has an 8-byte little-endian header "
+                  "length (2 to 100000000) and then '{'"), "junk: '%s'", err);
+}
+
 static void test_atomic(void) {
     char dir[256], path[300], err[512];
     snprintf(dir, sizeof dir, "/tmp/pf_test_atomic_%ld", (long)getpid());
@@ -269,6 +314,7 @@ int main(void) {
     test_serialize(dir);
     test_bad_files(dir);
     test_fuzz(dir);
+    test_other_formats();
     test_atomic();
     return pf_test_end("test_safetensors");
 }

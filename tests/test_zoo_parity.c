@@ -239,7 +239,8 @@ static void check_weights_files(const char *cname, const pf_config *cfg, pf_mode
     t[0].ndim = t[0].ndim == 1 ? 2 : 1;
     if (t[0].ndim == 2) t[0].shape[1] = 1;
     rc = load_tensors(m2, t, k, err, sizeof err);
-    snprintf(want, sizeof want, "mis-shaped '%s'", t[0].name);
+    snprintf(want, sizeof want, "1 mis-shaped, 0 missing, 0 unexpected; %s: checkpoint [",
+             t[0].name);
     CHECK(rc == -1 && strstr(err, want), "%s: mis-shaped %s: rc %d, '%s'", cname, t[0].name, rc,
           err);
     t[0] = keep;

@@ -80,10 +80,12 @@ int pf_state_serialize(const pf_config *cfg, pf_model *m, const pf_optim *optim,
     snprintf(s_seed, sizeof s_seed, "%" PRIu64, cfg->seed);
     snprintf(s_next, sizeof s_next, "%" PRId64, iter);
     snprintf(s_step, sizeof s_step, "%" PRId64, optim ? optim->step : 0);
+    char arch[256];     /* what a mismatch message reports the file holds */
+    pf_model_describe(cfg, arch, sizeof arch);
     const char *meta[] = {
         "format", "pixflow-1", "iter", s_iter, "epoch", s_epoch, "config_hash", s_hash,
         "model", cfg->model_type, "scale", s_scale, "learning_rate", s_lr, "seed", s_seed,
-        "next_iter", s_next, "adam_step", s_step,
+        "next_iter", s_next, "adam_step", s_step, "arch", arch,
     };
     int rc = pf_safetensors_serialize(t, n * (1 + ema), meta,
                                       (int)(sizeof meta / sizeof meta[0]) / 2, weights,
@@ -151,6 +153,17 @@ int pf_state_load_weights(pf_model *m, const char *path, int64_t *iter, char *er
             *iter = v;
         }
     }
+    pf_safetensors_free(&st);
+    return rc;
+}
+
+int pf_state_check_weights(const pf_config *cfg, const char *path, char *err,
+                           size_t errlen) {
+    pf_safetensors *st = NULL;
+    if (pf_safetensors_load(path, &st, err, errlen) != 0) return -1;
+    pf_model *m = pf_model_new(cfg, err, errlen);
+    int rc = m ? pf_model_check_weights(m, st, err, errlen) : -1;
+    pf_model_destroy(&m);
     pf_safetensors_free(&st);
     return rc;
 }

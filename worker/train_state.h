@@ -68,6 +68,13 @@ int pf_state_custom_key(const pf_config *cfg, const char *name);
 int pf_state_load_eval_weights(pf_model *m, const char *path, int *ema, char *err,
                                size_t errlen);
 
+/* Before any process starts: whether the weights file `path` (load_from, resume_from,
+   `pixflow test --checkpoint`) fits the network cfg builds, without loading it into a model
+   that trains. Returns 0, or -1 with err: the file's own error (unreadable, not safetensors,
+   a PyTorch .pth and how to convert it) or pf_model_check_weights's mismatch message. */
+int pf_state_check_weights(const pf_config *cfg, const char *path, char *err,
+                           size_t errlen);
+
 /* Before resuming from `path`: warn (log) when the checkpoint was written under another config
    (config_hash) or seed, since the resumed run then cannot equal an uninterrupted one. Returns
    0, or -1 with err when the file cannot be read. */

@@ -29,8 +29,9 @@ done
 COMMIT=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 if [ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ]; then COMMIT="$COMMIT-dirty"; fi
 STAMP=$(date -u +%Y%m%dT%H%M%SZ)
-mkdir -p bench/results
-LOG="bench/results/gpu_check_${STAMP}_${COMMIT}.txt"
+RESULTS=${PF_RESULTS_DIR:-bench/results}   # bench/smoke.sh gpu: a temporary folder
+mkdir -p "$RESULTS"
+LOG="$RESULTS/gpu_check_${STAMP}_${COMMIT}.txt"
 JOBS=$(nproc 2>/dev/null || echo 4)
 [ "$JOBS" -gt 16 ] && JOBS=16
 
@@ -49,7 +50,8 @@ save() { [ -n "${OUT:-}" ] && cp "$LOG" "$OUT"/ 2>/dev/null; return 0; }
 
 # 1. Build: the project's CMake build (the CPU dependencies must be installed), or, when that
 #    cannot configure (e.g. a GPU machine without libzmq/oneDNN), gpu_check alone with nvcc.
-#    PF_CARRIED_ONLY=1 skips this build (to try the carried binaries on the build machine).
+#    PF_CARRIED_ONLY=1 skips this build and the nvcc-only one below (to try the carried
+#    binaries on the build machine). PF_RESULTS_DIR replaces bench/results for the log.
 CHECK=""
 mkdir -p build-gpu
 if [ -n "${PF_CARRIED_ONLY:-}" ]; then
@@ -98,7 +100,7 @@ print(":".join(dirs))' 2>/dev/null)
     CARRIED=1
   fi
 fi
-if [ -z "$CHECK" ]; then
+if [ -z "$CHECK" ] && [ -z "${PF_CARRIED_ONLY:-}" ]; then
   log "## fallback: gpu_check with nvcc alone"
   mkdir -p build-gpu-nvcc && rm -f build-gpu-nvcc/gpu_check
   if nvcc -O2 -I. -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \

@@ -16,30 +16,51 @@
 # (summarize.py).
 # Warm-up (first decode of every image) is excluded from every window.
 #
-# usage: bench/loader/run.sh [BUILD_DIR]          (default: build)
+# The job is configs/demo.yaml without its visual_config: the published figures were measured
+# before demo.yaml had one, and the sink sends no pictures for a visual hook to draw, so the
+# hooks the coordinator waits for are the checkpoint, eval and log hooks started here.
+#
+# usage: bench/loader/run.sh [--smoke] [BUILD_DIR]          (default: build)
 #   needs BUILD_DIR/pixflow, BUILD_DIR/bench/loader/bench_loader_sink and bench_zmq_pair
 #   (cmake --build BUILD_DIR --target pixflow bench_loader_sink bench_zmq_pair), data/demo
 #   (scripts/fetch-demo-data.sh) and /usr/bin/python3 with torch, numpy, PIL.
 #   environment: REPS (3), WINDOW seconds (12), WARMUP seconds (3), PREFETCH credits (16)
+#   --smoke: each kind of measurement once on bench/smoke_data.py's images, 1 s windows, nothing
+#   written to bench/results; checks that each produced its line and the summary its table
+#   (ctest bench_smoke.loader). Without torch the PyTorch measurements are left out and it
+#   exits 77 after the others.
 # Writes bench/results/loader_<YYYY-MM-DD>_<short commit>.txt and prints it.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
+smoke=0
+if [ "${1:-}" = --smoke ]; then smoke=1; shift; fi
 build=$(cd "${1:-$root/build}" && pwd)
 reps=${REPS:-3}
 window=${WINDOW:-12}
 warmup=${WARMUP:-3}
 prefetch=${PREFETCH:-16}
+[ "$smoke" = 0 ] || { reps=1; window=1; warmup=0.3; }
 py=/usr/bin/python3
+have_torch=1
+"$py" -c 'import torch, numpy, PIL' 2>/dev/null || have_torch=0
+if [ "$have_torch" = 0 ] && [ "$smoke" = 0 ]; then
+  echo "run.sh: $py cannot import torch, numpy and PIL (the PyTorch side of the benchmark)" >&2
+  exit 1
+fi
 pf="$build/pixflow"
 sink="$build/bench/loader/bench_loader_sink"
 pair="$build/bench/loader/bench_zmq_pair"
 for f in "$pf" "$sink" "$pair"; do
   [ -x "$f" ] || { echo "run.sh: no $f (build it: see the usage above)" >&2; exit 1; }
 done
-[ -d "$root/data/demo/train" ] || { echo "run.sh: no data/demo/train (scripts/fetch-demo-data.sh)" >&2; exit 1; }
-
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/pixflow-loader-bench.XXXXXX")
+data="$root/data/demo"
+if [ "$smoke" = 1 ]; then
+  data="$tmp/data"
+  "$py" "$here/../smoke_data.py" "$data"
+fi
+[ -d "$data/train" ] || { echo "run.sh: no data/demo/train (scripts/fetch-demo-data.sh)" >&2; rm -rf "$tmp"; exit 1; }
 pids=()   # every process this script started and has not reaped yet
 cleanup() {
   local p
@@ -62,10 +83,12 @@ wait_for() {
   return 124
 }
 
-# The job config: configs/demo.yaml with a run that outlasts the window, its own work_dir,
-# PREFETCH credits, GT patch $2 and use_flip/use_rot $3 (true|false). Written to $1.
+# The job config: configs/demo.yaml without visual_config, with a run that outlasts the
+# window, its own work_dir, PREFETCH credits, GT patch $2 and use_flip/use_rot $3 (true|false),
+# the images of $data. Written to $1.
 make_config() {
-  sed -e "s#^total_iters: .*#total_iters: 1000000000#" \
+  sed -e "/^visual_config:/d" -e "s#data/demo/#$data/#" \
+      -e "s#^total_iters: .*#total_iters: 1000000000#" \
       -e "s#^work_dir: .*#work_dir: $(dirname "$1")/work#" \
       -e "s#^  prefetch: .*#  prefetch: $prefetch#" \
       -e "s#^    gt_patch_size: .*#    gt_patch_size: $2#" \
@@ -76,6 +99,8 @@ make_config() {
               "use_flip: $3" "use_rot: $3" "work_dir: $(dirname "$1")/work"; do
     grep -q "^ *$want\$" "$1" || { echo "run.sh: configs/demo.yaml changed: cannot set '$want'" >&2; exit 1; }
   done
+  # Each hook the config asks for must be started below: the coordinator waits for them.
+  ! grep -q "^visual_config:" "$1" || { echo "run.sh: cannot remove visual_config from the config" >&2; exit 1; }
 }
 
 # One PixFlow measurement: $1 loaders, GT patch $2, flips and transpose ${3:-true}. Prints the
@@ -137,8 +162,12 @@ pair_job() {
 }
 
 commit=$(git -C "$root" rev-parse --short HEAD)
-mkdir -p "$root/bench/results"
-out="$root/bench/results/loader_$(date +%F)_$commit.txt"
+if [ "$smoke" = 1 ]; then
+  out="$tmp/loader_smoke.txt"
+else
+  mkdir -p "$root/bench/results"
+  out="$root/bench/results/loader_$(date +%F)_$commit.txt"
+fi
 lines="$tmp/lines.txt"
 : > "$lines"
 # Everything below goes to the terminal and to $out; the jobs run in this shell, so that
@@ -149,18 +178,38 @@ dirty=$(git -C "$root" status --porcelain -- loader coordinator proto common cli
 echo "binaries from $build"
 [ -z "$dirty" ] || echo "uncommitted product changes in this working tree (in the binaries if $build was built from it): $dirty"
 echo "REPS=$reps WINDOW=${window}s WARMUP=${warmup}s PREFETCH=$prefetch; load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
-"$py" "$here/torch_loader.py" --prepare "$tmp/torch_data" 2>&1
+[ "$have_torch" = 0 ] || "$py" "$here/torch_loader.py" --prepare "$tmp/torch_data" --train "$data/train" 2>&1
+jobs=("pixflow_job 1 96" "pixflow_job 2 96" "torch_job disk 1" "torch_job disk 2"
+      "torch_job memory 1" "torch_job memory 2" "pixflow_job 1 224" "pair_job"
+      "pair_job --copy" "pixflow_job 2 224" "pixflow_job 1 224 false")
+# --smoke: each kind of measurement once (1 and 2 loaders or workers, both variants, both
+# patch sizes, both pairs, no flips)
+[ "$smoke" = 0 ] || jobs=("pixflow_job 1 96" "pixflow_job 2 96" "torch_job disk 1"
+                          "torch_job memory 2" "pixflow_job 1 224" "pair_job" "pair_job --copy"
+                          "pixflow_job 1 224 false")
+n_jobs=0
 for ((r = 1; r <= reps; r++)); do
   echo "--- round $r" | tee -a "$lines"
-  for job in "pixflow_job 1 96" "pixflow_job 2 96" "torch_job disk 1" "torch_job disk 2" \
-             "torch_job memory 1" "torch_job memory 2" "pixflow_job 1 224" "pair_job" \
-             "pair_job --copy" "pixflow_job 2 224" "pixflow_job 1 224 false"; do
+  for job in "${jobs[@]}"; do
+    [ "$have_torch" = 1 ] || [ "${job#torch}" = "$job" ] || continue
     $job > "$tmp/line"
     cat "$tmp/line"
     cat "$tmp/line" >> "$lines"
+    n_jobs=$((n_jobs + 1))
   done
 done
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
-"$py" "$here/summarize.py" "$lines"
+"$py" "$here/summarize.py" "$lines" | tee "$tmp/summary"
 echo "written to $out"
+if [ "$smoke" = 1 ]; then
+  # one measurement line per job, and a summary with the per-core table
+  got=$(grep -cE '^(sink|torch|zmq_pair) ' "$lines" || true)
+  [ "$got" = "$n_jobs" ] || { echo "run.sh --smoke: $got measurement lines for $n_jobs jobs" >&2; exit 1; }
+  [ -s "$tmp/summary" ] || { echo "run.sh --smoke: summarize.py printed nothing" >&2; exit 1; }
+  if [ "$have_torch" = 0 ]; then
+    echo "run.sh --smoke: skipped the PyTorch measurements: $py cannot import torch, numpy and PIL"
+    exit 77
+  fi
+  echo "run.sh --smoke: $n_jobs measurements ran"
+fi

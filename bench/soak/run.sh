@@ -8,22 +8,35 @@
 # is interrupted (SIGINT: it checkpoints and stops) and the worker's samples log is checked:
 # every iteration exactly once, every complete epoch delivers each sample exactly once.
 #
-# Usage: bash bench/soak/run.sh [BUILD_DIR] [DURATION_S] [KILL_EVERY_S]
+# Usage: bash bench/soak/run.sh [--smoke] [BUILD_DIR] [DURATION_S] [KILL_EVERY_S]
 #        (defaults: build, 1200, 60). Output: bench/results/soak_<date>_<commit>.txt
+#        --smoke: 10 s, a loader replaced every 3 s, on bench/smoke_data.py's images, the
+#        output in the temporary work folder; checks that loaders were replaced and every
+#        sample came exactly once (ctest bench_smoke.soak).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+SMOKE=0
+if [ "${1:-}" = --smoke ]; then SMOKE=1; shift; fi
 BUILD="${1:-build}"
 DURATION="${2:-1200}"
 KILL_EVERY="${3:-60}"
 SAMPLE_EVERY=10
+[ "$SMOKE" = 0 ] || { DURATION=10; KILL_EVERY=3; SAMPLE_EVERY=1; }
 cd "$ROOT"
-PIXFLOW="$ROOT/$BUILD/pixflow"
+PIXFLOW="$(cd "$BUILD" && pwd)/pixflow"
 [ -x "$PIXFLOW" ] || { echo "soak: no $PIXFLOW; build first" >&2; exit 1; }
-[ -d data/demo/train ] || bash scripts/fetch-demo-data.sh
 WORK="$(mktemp -d /tmp/pixflow-soak.XXXXXX)"
-RESULTS="$ROOT/bench/results"
-mkdir -p "$RESULTS"
-OUT="$RESULTS/soak_$(date +%F)_$(git rev-parse --short HEAD).txt"
+DATA="$ROOT/data/demo/train"
+if [ "$SMOKE" = 1 ]; then
+  /usr/bin/python3 bench/smoke_data.py "$WORK/data"
+  DATA="$WORK/data/train"
+  OUT="$WORK/soak_smoke.txt"
+else
+  [ -d data/demo/train ] || bash scripts/fetch-demo-data.sh
+  RESULTS="$ROOT/bench/results"
+  mkdir -p "$RESULTS"
+  OUT="$RESULTS/soak_$(date +%F)_$(git rev-parse --short HEAD).txt"
+fi
 
 cat >"$WORK/soak.yaml" <<EOF
 model:
@@ -37,7 +50,7 @@ data:
   prefetch: 4
   cache_mb: 64
   train:
-    gt_folder: $ROOT/data/demo/train
+    gt_folder: $DATA
     gt_patch_size: 96
     use_flip: true
     use_rot: true
@@ -149,3 +162,10 @@ for role, v in roles.items():
 EOF
 cat "$OUT"
 echo "soak: figures in $OUT; job files in $WORK"
+if [ "$SMOKE" = 1 ]; then
+  grep -q "loaders killed and replaced, job exit status 130" "$OUT" && [ "$kills" -ge 2 ] &&
+    grep -q "exactly once: yes" "$OUT" && ! grep -q "^FAIL" "$OUT" ||
+    { echo "soak --smoke: $kills loaders replaced; the figures above are not as expected" >&2; exit 1; }
+  echo "soak --smoke: $kills loaders replaced, every sample exactly once"
+  rm -rf "$WORK"
+fi

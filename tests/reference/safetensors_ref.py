@@ -94,10 +94,10 @@ def main():
         return h
 
     bad("short", "shorter than the 8-byte", blob=b"\x10\x00\x00\x00\x00")
-    bad("hlen_huge", "header length", blob=struct.pack("<Q", 1 << 63) + b"{}      ")
+    bad("hlen_huge", "not a safetensors file", blob=struct.pack("<Q", 1 << 63) + b"{}      ")
     bad("hlen_past_end", "runs past the end", blob=struct.pack("<Q", 4096) + b"{}" + b" " * 62)
     bad("json", "not valid JSON", raw=b'{"a":{"dtype":"F32","shape":[1],')
-    bad("not_object", "does not start with '{'", raw=b"[1,2,3]")
+    bad("not_object", "not a safetensors file", raw=b"[1,2,3]")
     bad("trailing", "trailing bytes", raw=json.dumps(good_hdr).encode() + b" x")
     # data layout of good_hdr: conv.weight [0,72] conv.bias [72,80] scale [80,84]
     # empty [84,84] body.0.w [84,132]

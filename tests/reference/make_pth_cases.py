@@ -1,0 +1,57 @@
+#!/usr/bin/python3
+"""make_pth_cases — PyTorch checkpoints as BasicSR and MMagic write them, for
+tests/test_pth_convert.c (scripts/pth2safetensors.py, then PixFlow's load_from).
+
+The network is BasicSR's EDSR (tests/reference/zoo_archs.py) with n_feats 8, n_blocks 2, x2;
+its 'params' and 'params_ema' are two independent random draws (seeds 1 and 2). Writes to OUT:
+  basicsr.pth         torch.save({'params': sd, 'params_ema': sd_ema}) (zip format)
+  basicsr_legacy.pth  the same with _use_new_zipfile_serialization=False (a pickle)
+  mmagic.pth          {'meta': {...}, 'state_dict': {'generator.<k>': sd, 'generator_ema.<k>':
+                      sd_ema, 'discriminator.<k>': ...}} plus an int64 buffer to be left out
+  params.bin, params_ema.bin  the tensors as float32 little-endian, in names.txt order
+  names.txt           one "NAME NUMEL" line per tensor
+Usage: /usr/bin/python3 tests/reference/make_pth_cases.py OUT
+"""
+import os
+import sys
+
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import zoo_archs  # noqa: E402
+
+
+def draw(seed):
+    torch.manual_seed(seed)
+    net = zoo_archs.build("EDSR", 2, n_feats=8, n_blocks=2)
+    with torch.no_grad():
+        for p in net.parameters():
+            p.uniform_(-1, 1)
+    return net.state_dict()
+
+
+def main():
+    out = sys.argv[1]
+    os.makedirs(out, exist_ok=True)
+    sd, ema = draw(1), draw(2)
+    ck = {"params": sd, "params_ema": ema}
+    torch.save(ck, os.path.join(out, "basicsr.pth"))
+    torch.save(ck, os.path.join(out, "basicsr_legacy.pth"), _use_new_zipfile_serialization=False)
+    mm = {"generator." + k: v for k, v in sd.items()}
+    mm.update({"generator_ema." + k: v for k, v in ema.items()})
+    mm["discriminator.conv.weight"] = torch.ones(2, 3, 3, 3)
+    mm["generator_ema.steps"] = torch.tensor(7, dtype=torch.int64)
+    torch.save({"meta": {"epoch": 3, "iter": 1000}, "state_dict": mm},
+               os.path.join(out, "mmagic.pth"))
+    with open(os.path.join(out, "names.txt"), "w") as f:
+        for k, v in sd.items():
+            f.write("%s %d\n" % (k, v.numel()))
+    for name, d in (("params", sd), ("params_ema", ema)):
+        with open(os.path.join(out, name + ".bin"), "wb") as f:
+            for v in d.values():
+                f.write(np.ascontiguousarray(v.numpy(), dtype="<f4").tobytes())
+
+
+if __name__ == "__main__":
+    main()
