@@ -17,7 +17,7 @@ const pf_config_section pf_config_sections[PF_SEC_COUNT] = {
                              "lr_config", "total_iters", "total_epochs", "checkpoint_config",
                              "log_config", "visual_config", "evaluation", "eval_cfg", "security",
                              "work_dir", "load_from", "resume_from", "resume_optim", "seed",
-                             "log_level")},
+                             "log_level", "conv_algorithm")},
     [PF_SEC_MODEL] = {"model", KEYS("type", "scale", "in_channels", "out_channels", "n_feats",
                                     "num_feat", "n_blocks", "num_block", "num_group",
                                     "squeeze_factor", "num_grow_ch", "res_scale", "rgb_mean",
