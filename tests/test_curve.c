@@ -193,14 +193,15 @@ static void test_job(const char *keys, const char *intruder_keys) {
     CHECK(wait_text(log, "refused a connection from 127.0.0.1:", 1),
           "coordinator.log does not name the refused peer's address");
     /* The loader without keys: the server sees a mechanism mismatch or, when the client
-       noticed first, a broken handshake. Either way one more refusal line. */
-    for (double end = pf_now() + 5; pf_now() < end; usleep(20000)) {
+       noticed first, a broken handshake (then the address is unknown: "from an unknown
+       address on ctrl"). Either way a refusal on ctrl (the intruder's names no socket). */
+    for (double end = pf_now() + 30; pf_now() < end; usleep(20000)) {
         char *t = slurp(log);
         int n = 0;
-        for (char *p = t; (p = strstr(p, "refused a connection from 127.0.0.1:")); p++)
-            n += strncmp(strstr(p, " on "), " on ctrl: ", 10) == 0;
+        for (char *line = strtok(t, "\n"); line; line = strtok(NULL, "\n"))
+            n += strstr(line, "refused a connection from ") && strstr(line, " on ctrl: ");
         free(t);
-        if (n >= 2) break;
+        if (n >= 1) break;
         CHECK(pf_now() + 0.03 < end, "coordinator.log does not log the loader without keys");
     }
     /* The job's own loader. */
