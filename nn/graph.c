@@ -301,10 +301,39 @@ static void make_groups(const pf_graph *g, int *group) {
     for (int i = 0; i < g->n_t; i++) group[i] = find(group, i);
 }
 
-/* Probe results per convolution and (input family, output family): rank + 2, 0 = unknown. */
+/* Probe results per kind of convolution and (input family, output family): rank + 2, 0 =
+   unknown. Layers alike in every respect a probe sees share a kind, so a deep network (RRDBNet:
+   hundreds of convolutions, a dozen kinds) costs a dozen probes per layout pair. */
 typedef struct {
-    unsigned char *rank;        /* n_convs x N_FAM x N_FAM */
+    int *kind;                  /* per conv layer: its kind */
+    unsigned char *rank;        /* kinds x N_FAM x N_FAM */
 } probe_cache;
+
+/* Fills pc->kind: layer i gets the kind of the first layer j <= i with the same shape, fused
+   operations and input (size, gradient). */
+static void conv_kinds(const pf_model *m, const pf_gstate *S, const pf_conv *convs,
+                       probe_cache *pc) {
+    const pf_graph *g = &m->graph;
+    int *in_of = calloc((size_t)m->n_convs + 1, sizeof *in_of);
+    for (int k = 0; in_of && k < g->n_node; k++)
+        if (g->node[k].op == PF_G_CONV) in_of[g->node[k].conv] = g->node[k].in[0];
+    for (int i = 0; i < m->n_convs; i++) {
+        const pf_conv *a = &convs[i];
+        const pf_tstate *ta = in_of ? &S->ts[in_of[i]] : NULL;
+        pc->kind[i] = i;
+        for (int j = 0; in_of && j < i; j++) {
+            const pf_conv *b = &convs[j];
+            const pf_tstate *tb = &S->ts[in_of[j]];
+            if (a->ic == b->ic && a->oc == b->oc && a->k == b->k && a->relu == b->relu &&
+                a->alpha == b->alpha && a->add == b->add && a->add_scale == b->add_scale &&
+                ta->h == tb->h && ta->w == tb->w && ta->need_grad == tb->need_grad) {
+                pc->kind[i] = pc->kind[j];
+                break;
+            }
+        }
+    }
+    free(in_of);
+}
 
 /* A conversion costs 1 (pf_conv_rank_cost's unit). */
 enum { CONVERSION_COST = 1 };
@@ -312,7 +341,7 @@ enum { CONVERSION_COST = 1 };
 static int conv_cost(pf_model *m, pf_gstate *S, pf_conv *convs, probe_cache *pc,
                      const pf_gnode *nd, int fs, int fd, int training) {
     const pf_conv *c = &convs[nd->conv];
-    unsigned char *slot = &pc->rank[((size_t)nd->conv * N_FAM + fs) * N_FAM + fd];
+    unsigned char *slot = &pc->rank[((size_t)pc->kind[nd->conv] * N_FAM + fs) * N_FAM + fd];
     if (!*slot) {
         const pf_tstate *a = &S->ts[nd->in[0]];
         int src = fam_block(fs, c->ic), dst = fam_block(fd, c->oc), got_s, got_d;
@@ -457,13 +486,15 @@ static int plan_all_layouts(pf_model *m, pf_gstate *S, pf_conv *convs, int h, in
     if (!slow) return 0;
     int *group = malloc((size_t)g->n_t * sizeof *group);
     int *fam = calloc((size_t)g->n_t, sizeof *fam);
-    probe_cache pc = { calloc((size_t)m->n_convs * N_FAM * N_FAM, 1) };
+    probe_cache pc = { calloc((size_t)m->n_convs + 1, sizeof *pc.kind),
+                       calloc((size_t)m->n_convs * N_FAM * N_FAM, 1) };
     int rc = -1;
-    if (!group || !fam || !pc.rank) {
+    if (!group || !fam || !pc.rank || !pc.kind) {
         snprintf(err, errlen, "%s: out of memory", m->cfg.model_type);
         goto done;
     }
     make_groups(g, group);
+    conv_kinds(m, S, convs, &pc);
     /* each group's family from the first pass: from a tensor whose width tells NHWC apart */
     for (int i = 0; i < g->n_t; i++) {
         int f = block_fam(S->ts[i].block, g->t[i].c), G = group[i];
@@ -482,6 +513,7 @@ done:
     free(group);
     free(fam);
     free(pc.rank);
+    free(pc.kind);
     return rc;
 }
 
