@@ -420,7 +420,10 @@ static void on_hello(coord *c, const void *id, size_t id_len, const pf_msg_hello
     }
     if (refuse) {
         peer q = tmp;
-        send_stop(c, &q, "abort", refuse);
+        /* A job that is stopping in order tells a latecomer so ("interrupt", "finish"): it
+           exits without an error (pf_client_stop_status). */
+        int in_order = c->ph > PHASE_RUNNING && strcmp(c->stop_reason, "abort") != 0;
+        send_stop(c, &q, in_order ? c->stop_reason : "abort", refuse);
         pf_warn("refused %s from %s pid %lld: %s", role_names[h->role], h->host,
                 (long long)h->pid, refuse);
         return;
@@ -480,8 +483,13 @@ static void peer_died(coord *c, peer *p, const char *why) {
             }
         }
         p->outstanding = 0;
-        pf_warn("loader %s (pid %lld on %s) %s; reissuing its %d outstanding tickets", p->name,
-                (long long)p->pid, p->host, why, moved);
+        char text[PF_MAX_TEXT];
+        snprintf(text, sizeof text, "loader %s (pid %lld on %s) %s; reissuing its %d "
+                 "outstanding tickets", p->name, (long long)p->pid, p->host, why, moved);
+        /* While workers stop (a signal to every process of the job) loaders leaving is
+           expected: no warning. */
+        if (c->ph == PHASE_STOPPING) pf_info("%s", text);
+        else pf_warn("%s", text);
         publish(c, "status", "loader %s (pid %lld on %s) %s; %d tickets reissued", p->name,
                 (long long)p->pid, p->host, why, moved);
         dispatch(c);
@@ -841,7 +849,9 @@ static void check_liveness(coord *c) {
         }
     }
     if (waiting) dispatch(c);
-    if (waiting && !has_live_loader(c) && now - c->last_loader_warning > 10.0) {
+    /* A lone worker stops without another batch: no warning for it while stopping. */
+    if (waiting && !has_live_loader(c) && now - c->last_loader_warning > 10.0 &&
+        (c->ph == PHASE_RUNNING || c->world_size > 1)) {
         c->last_loader_warning = now;
         pf_warn("no live loader: %d batches are waiting; start one with `pixflow loader "
                 "--connect %s`", waiting, c->ctrl_ep);
@@ -1038,7 +1048,9 @@ int pf_coordinator_main(int argc, char **argv) {
                 double d = pf_now() + INTERRUPT_DRAIN_S;
                 if (d < c.phase_deadline) c.phase_deadline = d;
             } else {
-                pf_warn("signal %d while stopping: already stopping", sig);
+                /* A scheduler signals every process: the front end's forwarded SIGINT
+                   follows this process's own SIGTERM. Nothing to do. */
+                pf_info("signal %d while stopping: already stopping", sig);
             }
         }
         double now = pf_now();
