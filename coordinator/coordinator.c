@@ -36,7 +36,8 @@
 
 #define MAX_PEERS 256
 #define MAX_IDENTITY 256
-#define STOP_TIMEOUT_S 8.0     /* workers must checkpoint and answer an interrupt within this */
+#define STOP_TIMEOUT_S 8.0     /* workers must checkpoint and answer an interrupt within this,
+                                  plus twice the longest step seen (stop_timeout) */
 #define DRAIN_TIMEOUT_S 300.0  /* hooks may finish their last evaluation within this */
 #define INTERRUPT_DRAIN_S 4.0  /* after an interrupt, hooks only flush: the job ends in < 10 s */
 #define JOIN_TIMEOUT_S 60.0    /* every worker rank and hook must have joined within this */
@@ -112,6 +113,7 @@ typedef struct {
     phase ph;
     char stop_reason[PF_MAX_NAME];  /* "finish" | "interrupt" | "abort" */
     double phase_deadline;
+    double longest_step_s;          /* the largest `time` of a train event seen (s/iteration) */
     int exit_code;
     uint64_t event_seq;
     pf_snapshot *snap;              /* events kept for monitors that join late */
@@ -536,6 +538,13 @@ static int roles_done(coord *c, int mask) {
     return 1;
 }
 
+/* How long workers have to finish their step and checkpoint after an interrupt: STOP_TIMEOUT_S,
+   plus twice the longest step seen, so a network whose step takes longer than that (a big
+   model on a CPU) still gets its checkpoint instead of an abort. */
+static double stop_timeout(const coord *c) {
+    return STOP_TIMEOUT_S + 2 * c->longest_step_s;
+}
+
 static void begin_interrupt(coord *c) {
     if (c->ph == PHASE_STOPPING || c->ph == PHASE_DRAINING) return;
     snprintf(c->stop_reason, sizeof c->stop_reason, "interrupt");
@@ -547,7 +556,7 @@ static void begin_interrupt(coord *c) {
         return;
     }
     c->ph = PHASE_STOPPING;
-    c->phase_deadline = pf_now() + STOP_TIMEOUT_S;
+    c->phase_deadline = pf_now() + stop_timeout(c);
     stop_all(c, "interrupt", "interrupted by the user", MASK(PF_ROLE_WORKER));
 }
 
@@ -768,6 +777,9 @@ static void keep_event(coord *c, zmq_msg_t *topic, zmq_msg_t *header) {
     if (m && pf_msg_decode(zmq_msg_data(header), zmq_msg_size(header), PF_MSG_EVENT, m, err,
                            sizeof err) == 0) {
         pf_snapshot_add(c->snap, &m->u.event);
+        if (strcmp(m->u.event.kind, "train") == 0 && m->u.event.time > c->longest_step_s &&
+            m->u.event.time < 3600)
+            c->longest_step_s = m->u.event.time;
         pf_msg_clear(m);
     }
     free(m);
@@ -1060,7 +1072,7 @@ int pf_coordinator_main(int argc, char **argv) {
         }
         if (c.ph == PHASE_STOPPING && now > c.phase_deadline)
             abort_job(&c, "workers did not checkpoint within %.0f s of the interrupt",
-                      STOP_TIMEOUT_S);
+                      stop_timeout(&c));
         if (c.ph == PHASE_DRAINING) {
             if (!c.log_stopped && (c.phase_deadline == 0 ||
                                    roles_done(&c, MASK(PF_ROLE_CHECKPOINT) | MASK(PF_ROLE_EVAL)))) {
