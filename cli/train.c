@@ -318,6 +318,49 @@ static void end_children(job *j, const child *coord) {
     }
 }
 
+/* The front end's view of the job: a monitor's place in it and a subscription to every event. */
+typedef struct {
+    void *zctx;
+    pf_client mon;
+    void *sub;                  /* SUB on every event, NULL when not watching */
+    int joined;
+} watch;
+
+/* Join the job at `addr` as a monitor and subscribe to every event. The front end does this
+   before it starts the other roles, so it sees the job from its first train event, and a
+   stop that came first (a refusal: the job is stopping) means nothing was trained. It tries
+   for PF_JOIN_TIMEOUT_MS, 2 s at a time, while the coordinator runs. A signal ends a join
+   (that is for roles that stop on one): it is taken (on_stop_signal) and the join tried
+   again. Returns 1 when watching, 0 with err (the job goes on unwatched). */
+static int watch_open(watch *w, const char *addr, job *j, child *coord, job_stop *s, char *err,
+                      size_t errlen) {
+    w->zctx = pf_zmq_ctx_new();
+    for (double until = pf_now() + PF_JOIN_TIMEOUT_MS / 1000.0; pf_now() < until;) {
+        if (pf_signalled) on_stop_signal(j, coord, s, 0);
+        reap(j, 0);
+        if (coord->exited) {
+            snprintf(err, errlen, "the coordinator (pid %d) ended before it answered",
+                     (int)coord->pid);
+            break;
+        }
+        double t0 = pf_now();
+        w->joined = pf_client_join_wait(&w->mon, w->zctx, addr, PF_ROLE_MONITOR,
+                                        "pixflow-train", "", 2.0, 0, err, errlen) == 0;
+        if (w->joined || w->mon.stopped_by < 0) break;
+        if (!w->mon.stopped_by && pf_now() - t0 < 1.9) break;   /* refused: no use retrying */
+    }
+    w->sub = w->joined ? pf_events_subscribe(w->zctx, w->mon.events_sub, NULL) : NULL;
+    return w->sub != NULL;
+}
+
+static void watch_close(watch *w) {
+    if (w->sub) zmq_close(w->sub);
+    if (w->joined) pf_client_close(&w->mon);
+    if (w->zctx) pf_zmq_ctx_term(w->zctx);
+    w->sub = w->zctx = NULL;
+    w->joined = 0;
+}
+
 static void usage(void) {
     fprintf(stderr, "usage: pixflow train CONFIG [--resume auto|PATH] [--loaders N] "
                     "[--workers N] [--gpus N] [--bind tcp://HOST:PORT] [--keys DIR] "
@@ -475,9 +518,16 @@ int pf_train_main(int argc, char **argv) {
         }
         usleep(20000);
     }
-    int status = 1;
-    if (stop.sig) {                 /* start nothing more */
+    int status = 1, early = 0;     /* early: the job ended before its roles were started */
+    static watch w;
+    if (!stop.sig && !watch_open(&w, addr, &j, coord, &stop, err, sizeof err)) {
+        fprintf(stderr, "pixflow: cannot watch the job: %s\n", err);
+        err[0] = '\0';
+    }
+    if (stop.sig || w.mon.stopped_by < 0 || coord->exited) {
+        /* stopping (or ended) before any role but the coordinator started: start nothing */
         stop.trained = 0;
+        early = 1;
         goto kill_all;
     }
     /* The worker's data endpoint and the checkpoint hook's endpoint bind on the interface the
@@ -532,23 +582,8 @@ int pf_train_main(int argc, char **argv) {
 
     /* 3. Watch the job. */
     {
-        void *zctx = pf_zmq_ctx_new();
-        static pf_client mon;
         progress p = { .tty = isatty(STDOUT_FILENO), .log_interval = cfg.log_interval };
-        /* A signal ends a join (it is for roles that stop on one): take it, and join again. */
-        int joined = 0;
-        for (int attempt = 0; attempt < 3 && !joined; attempt++) {
-            if (pf_signalled) on_stop_signal(&j, coord, &stop, 0);
-            joined = pf_client_join(&mon, zctx, addr, PF_ROLE_MONITOR, "pixflow-train", "",
-                                    err, sizeof err) == 0;
-            if (!joined && !pf_signalled) break;
-        }
-        void *sub = joined ? pf_events_subscribe(zctx, mon.events_sub, NULL) : NULL;
-        if (!joined) fprintf(stderr, "pixflow: cannot watch the job: %s\n", err);
-        /* Refused because the job is already stopping: it was signalled while its roles were
-           still starting (they were spawned just now), so it trains nothing. */
-        if (!joined && mon.stopped_by < 0) stop.trained = 0;
-        err[0] = '\0';
+        void *sub = w.sub;
         while (!coord->exited) {
             check_stop_deadline(&j, &stop);
             if (pf_signalled) on_stop_signal(&j, coord, &stop, p.longest_step);
@@ -572,13 +607,9 @@ int pf_train_main(int argc, char **argv) {
             while (ev && pf_events_recv(sub, ZMQ_DONTWAIT, ev, e2, sizeof e2) == 0)
                 on_event(&p, ev);
             free(ev);
-            zmq_close(sub);
-            sub = NULL;
         }
         if (p.tty) printf("\n");
-        if (sub || joined) stop.trained = p.t_first != 0;
-        if (joined) pf_client_close(&mon);
-        pf_zmq_ctx_term(zctx);
+        if (sub) stop.trained = p.t_first != 0;
         status = WIFEXITED(coord->status) ? WEXITSTATUS(coord->status) : 1;
         if (!WIFEXITED(coord->status)) {
             char how[128];
@@ -597,13 +628,14 @@ int pf_train_main(int argc, char **argv) {
         }
     }
 kill_all:
+    watch_close(&w);
     if (status == 1 && err[0] && !coord->exited) {
         fprintf(stderr, "pixflow: %s\n", err);
         kill(coord->pid, SIGINT);
     }
     /* 4. Every process of the job ends by itself, or is killed (end_children). */
     end_children(&j, coord);
-    if (stop.sig && status == 1 && WIFEXITED(coord->status)) status = WEXITSTATUS(coord->status);
+    if (early && WIFEXITED(coord->status)) status = WEXITSTATUS(coord->status);
     free(addr);
     if (status != 0) report_exits(&j);
     if (status == 0) printf("pixflow: done; logs and checkpoints in %s\n", cfg.work_dir);

@@ -205,8 +205,18 @@ fail:
     if (c->pub) zmq_close(c->pub);
     if (c->ctrl) pf_security_unwatch(c->ctrl, watch);
     if (c->ctrl) {
-        int zero = 0;
-        zmq_setsockopt(c->ctrl, ZMQ_LINGER, &zero, sizeof zero);
+        int linger = 0;
+        if (c->stopped_by > 0) {
+            /* The coordinator may have taken HELLO already: say that this peer is leaving
+               (DONE, 0), so that it is not taken for a peer that died. */
+            pf_msg d = { .type = PF_MSG_DONE };
+            d.u.done.rank = -1;
+            snprintf(d.u.done.text, sizeof d.u.done.text, "left before joining (signal %d)",
+                     c->stopped_by);
+            pf_send(c->ctrl, NULL, &d, NULL, 0);
+            linger = 200;
+        }
+        zmq_setsockopt(c->ctrl, ZMQ_LINGER, &linger, sizeof linger);
         zmq_close(c->ctrl);
     }
     free(c->config_yaml);

@@ -743,7 +743,11 @@ static void on_ctrl(coord *c) {
                     snprintf(c->stop_reason, sizeof c->stop_reason, "interrupt");
                     c->exit_code = 130;
                 }
-                if (all_workers_done(c) && c->ph != PHASE_DRAINING) {
+                if (!c->started && c->ph == PHASE_RUNNING) {
+                    /* A worker that leaves before START (a signal while it started): the job
+                       cannot start, so it stops, in order. */
+                    begin_interrupt(c);
+                } else if (all_workers_done(c) && c->ph != PHASE_DRAINING) {
                     if (!c->stop_reason[0]) snprintf(c->stop_reason, sizeof c->stop_reason,
                                                      "finish");
                     begin_drain(c);
