@@ -4,9 +4,10 @@
     the worker, `data.loaders` loaders and the checkpoint, eval and log hooks as separate
     processes (posix_spawn of this same executable, all in one new process group so the
     terminal's Ctrl-C reaches only the front end). It joins the job as a monitor, shows one live
-    progress line from the events, and reports any process that dies. Ctrl-C asks the
-    coordinator for an orderly stop (checkpoint, then exit); a second Ctrl-C kills the group.
-    Its exit status is the coordinator's.
+    progress line from the events, and reports any process that dies. Ctrl-C, SIGTERM or
+    SIGHUP asks the coordinator for an orderly stop (checkpoint, then exit; see on_stop_signal);
+    a second one, 1 s or more after the first, kills the group. Its exit status is the
+    coordinator's, except that a stop this front end was signalled for exits 128 + the signal.
 */
 #include "cli/commands.h"
 
@@ -66,13 +67,13 @@ static child *spawn(job *j, const char *name, char *const args[], int single_thr
     posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
                                         POSIX_SPAWN_SETSIGDEF);
     posix_spawnattr_setpgroup(&attr, j->pgid);
-    sigset_t none, defs;
-    sigemptyset(&none);
-    posix_spawnattr_setsigmask(&attr, &none);
-    sigemptyset(&defs);
-    sigaddset(&defs, SIGINT);
-    sigaddset(&defs, SIGTERM);
-    posix_spawnattr_setsigdefault(&attr, &defs);
+    /* SIGINT, SIGTERM and SIGHUP start blocked (and with their default actions): a signal that
+       reaches a role before it has installed its handlers waits for them (pf_catch_signals
+       unblocks) instead of killing it half-started. */
+    sigset_t stop_signals;
+    pf_stop_signals(&stop_signals);
+    posix_spawnattr_setsigmask(&attr, &stop_signals);
+    posix_spawnattr_setsigdefault(&attr, &stop_signals);
     char *argv[32];
     int k = 0;
     argv[k++] = self_exe;
@@ -114,6 +115,14 @@ static void describe_exit(int status, char *buf, size_t len) {
     else snprintf(buf, len, "stopped (status %d)", status);
 }
 
+/* 1 for an exit status that is an orderly end: 0, or 128 + SIGHUP/SIGINT/SIGTERM (a role that
+   stopped in order on that signal; 130 is also the coordinator's "interrupted"). */
+static int ended_in_order(int st) {
+    if (!WIFEXITED(st)) return 0;
+    int code = WEXITSTATUS(st);
+    return code == 0 || code == 128 + SIGHUP || code == 128 + SIGINT || code == 128 + SIGTERM;
+}
+
 /* Reap exited children; report the ones that did not end cleanly. Returns the number still
    running. */
 static int reap(job *j, int quiet) {
@@ -126,7 +135,7 @@ static int reap(job *j, int quiet) {
         if (r == c->pid) {
             c->exited = 1;
             c->status = st;
-            if (!quiet && !(WIFEXITED(st) && (WEXITSTATUS(st) == 0 || WEXITSTATUS(st) == 130))) {
+            if (!quiet && !ended_in_order(st)) {
                 char how[128];
                 describe_exit(st, how, sizeof how);
                 fprintf(stderr, "\npixflow: %s (pid %d) %s%s\n", c->name, (int)c->pid, how,
@@ -150,6 +159,7 @@ typedef struct {
     int have_eval;
     pf_msg_event last_eval;
     int64_t log_interval;
+    double longest_step;        /* the largest `time` of a train event (s/iteration) */
 } progress;
 
 static void fmt_eta(double s, char *buf, size_t len) {
@@ -165,6 +175,7 @@ static void on_event(progress *p, const pf_msg_event *ev) {
         }
         p->iter = ev->iter;
         p->total = ev->total_iters;
+        if (ev->time > p->longest_step && ev->time < 3600) p->longest_step = ev->time;
         p->loss = ev->loss;
         p->lr = ev->lr;
         double now = pf_now();
@@ -253,6 +264,154 @@ static void report_stop(const pf_config *cfg, const char *cfg_path, const progre
     }
 }
 
+/* --- stopping on a signal ------------------------------------------------------------------ */
+
+#define STOP_SAME_S 1.0         /* signals within this of the first are the same stop */
+#define STOP_KILL_AFTER_S 20.0  /* the job is killed if it has not ended this long (plus three
+                                   of its longest steps) after the first signal */
+#define CHILD_GRACE_S 2.0       /* after the coordinator: SIGTERM to a role still there */
+
+typedef struct {
+    int sig;                    /* the first SIGINT/SIGTERM/SIGHUP, 0 none yet */
+    double first_at;            /* pf_now() of it */
+    double kill_at;             /* kill the job if it is still there then; 0 = no deadline */
+    int trained;                /* the job trained: 1 a train event came, 0 none came while
+                                   watching, -1 not watching (unknown) */
+} job_stop;
+
+static const char *stop_signal_name(int sig) {
+    return sig == SIGINT ? "interrupted" : sig == SIGHUP ? "hung up" : "terminated";
+}
+
+/* Take the signal in pf_signalled. The first asks the coordinator for an orderly stop (the
+   worker finishes its step and checkpoints, the hooks finish, every process exits) and arms
+   the kill deadline. Any more within STOP_SAME_S of the first are the same request: `timeout`
+   sends SIGTERM to the front end and then to its whole process group, a scheduler (Slurm,
+   systemd, a container runtime) signals every process of the job, a terminal may send Ctrl-C
+   to several. One that comes later is a user's second Ctrl-C: the job is killed.
+   `longest_step`: the longest training step seen, in seconds. */
+static void on_stop_signal(job *j, child *coord, job_stop *s, double longest_step) {
+    int sig = pf_signalled;
+    pf_signalled = 0;
+    double now = pf_now();
+    if (!s->sig) {
+        s->sig = sig;
+        s->first_at = now;
+        s->kill_at = now + STOP_KILL_AFTER_S + 3 * longest_step;
+        fprintf(stderr, "\npixflow: %s: checkpointing and stopping (again, %.0f s or more "
+                "later, to kill)\n", stop_signal_name(sig), STOP_SAME_S);
+        if (!coord->exited) kill(coord->pid, SIGINT);
+    } else if (now - s->first_at >= STOP_SAME_S) {
+        fprintf(stderr, "\npixflow: killing the job\n");
+        killpg(j->pgid, SIGKILL);
+        s->kill_at = 0;
+    }
+}
+
+/* The deadline armed by the first signal: past it, the job is killed. */
+static void check_stop_deadline(job *j, job_stop *s) {
+    if (!s->kill_at || pf_now() < s->kill_at) return;
+    fprintf(stderr, "\npixflow: the job did not stop within %.0f s; killing it\n",
+            s->kill_at - s->first_at);
+    killpg(j->pgid, SIGKILL);
+    s->kill_at = 0;
+}
+
+/* The front end's exit status: the coordinator's, but a job stopped in order (130, the
+   coordinator's "interrupted") by a signal to this front end ends with 128 + that signal, as
+   a shell reports a command killed by it (143 for SIGTERM), so a scheduler or `timeout
+   --preserve-status` sees which signal stopped the job. */
+static int stop_exit_status(const job_stop *s, int status) {
+    return status == 130 && s->sig ? 128 + s->sig : status;
+}
+
+/* One line with how every process of the job ended ("coordinator 130, worker 0, ..."), after
+   a job that did not simply finish. */
+static void report_exits(const job *j) {
+    printf("pixflow: exit statuses:");
+    for (int i = 0; i < j->n; i++) {
+        const child *c = &j->kids[i];
+        if (!c->exited) printf(" %s running%s", c->name, i + 1 < j->n ? "," : "");
+        else if (WIFEXITED(c->status))
+            printf(" %s %d%s", c->name, WEXITSTATUS(c->status), i + 1 < j->n ? "," : "");
+        else
+            printf(" %s killed by signal %d%s", c->name, WTERMSIG(c->status),
+                   i + 1 < j->n ? "," : "");
+    }
+    printf("\n");
+}
+
+/* Every process of the job ends by itself once the coordinator (given EXIT_GRACE_S, it is
+   stopping the others) has ended: a role still there
+   after CHILD_GRACE_S (one that was still starting when a stop came, waiting for a coordinator
+   that has gone) gets SIGTERM, which ends any role that is not in the job; what is left
+   EXIT_GRACE_S after that is killed, by name. */
+static void end_children(job *j, const child *coord) {
+    double deadline = pf_now() + EXIT_GRACE_S;
+    while (coord && !coord->exited && pf_now() < deadline) {
+        reap(j, 0);
+        usleep(20000);
+    }
+    deadline = pf_now() + CHILD_GRACE_S;
+    while (reap(j, 0) > 0 && pf_now() < deadline) usleep(20000);
+    if (reap(j, 0) == 0) return;
+    for (int i = 0; i < j->n; i++)
+        if (!j->kids[i].exited) kill(j->kids[i].pid, SIGTERM);
+    deadline = pf_now() + EXIT_GRACE_S;
+    while (reap(j, 0) > 0 && pf_now() < deadline) usleep(50000);
+    if (reap(j, 1) > 0) {
+        for (int i = 0; i < j->n; i++)
+            if (!j->kids[i].exited)
+                fprintf(stderr, "pixflow: %s (pid %d) did not exit; killing it\n",
+                        j->kids[i].name, (int)j->kids[i].pid);
+        killpg(j->pgid, SIGKILL);
+        while (reap(j, 1) > 0) usleep(20000);
+    }
+}
+
+/* The front end's view of the job: a monitor's place in it and a subscription to every event. */
+typedef struct {
+    void *zctx;
+    pf_client mon;
+    void *sub;                  /* SUB on every event, NULL when not watching */
+    int joined;
+} watch;
+
+/* Join the job at `addr` as a monitor and subscribe to every event. The front end does this
+   before it starts the other roles, so it sees the job from its first train event, and a
+   stop that came first (a refusal: the job is stopping) means nothing was trained. It tries
+   for PF_JOIN_TIMEOUT_MS, 2 s at a time, while the coordinator runs. A signal ends a join
+   (that is for roles that stop on one): it is taken (on_stop_signal) and the join tried
+   again. Returns 1 when watching, 0 with err (the job goes on unwatched). */
+static int watch_open(watch *w, const char *addr, job *j, child *coord, job_stop *s, char *err,
+                      size_t errlen) {
+    w->zctx = pf_zmq_ctx_new();
+    for (double until = pf_now() + PF_JOIN_TIMEOUT_MS / 1000.0; pf_now() < until;) {
+        if (pf_signalled) on_stop_signal(j, coord, s, 0);
+        reap(j, 0);
+        if (coord->exited) {
+            snprintf(err, errlen, "the coordinator (pid %d) ended before it answered",
+                     (int)coord->pid);
+            break;
+        }
+        double t0 = pf_now();
+        w->joined = pf_client_join_wait(&w->mon, w->zctx, addr, PF_ROLE_MONITOR,
+                                        "pixflow-train", "", 2.0, 0, err, errlen) == 0;
+        if (w->joined || w->mon.stopped_by < 0) break;
+        if (!w->mon.stopped_by && pf_now() - t0 < 1.9) break;   /* refused: no use retrying */
+    }
+    w->sub = w->joined ? pf_events_subscribe(w->zctx, w->mon.events_sub, NULL) : NULL;
+    return w->sub != NULL;
+}
+
+static void watch_close(watch *w) {
+    if (w->sub) zmq_close(w->sub);
+    if (w->joined) pf_client_close(&w->mon);
+    if (w->zctx) pf_zmq_ctx_term(w->zctx);
+    w->sub = w->zctx = NULL;
+    w->joined = 0;
+}
+
 static void usage(void) {
     fprintf(stderr, "usage: pixflow train CONFIG [--resume auto|PATH] [--loaders N] "
                     "[--workers N] [--gpus N] [--bind tcp://HOST:PORT] [--keys DIR] "
@@ -296,6 +455,8 @@ int pf_train_main(int argc, char **argv) {
         return 1;
     }
     self_exe[n] = '\0';
+    /* A signal from here on stops the job in order (on_stop_signal). */
+    pf_catch_signals();
     /* 1. Everything that can be checked before a process starts. */
     static pf_config cfg;
     pf_dataset train;
@@ -346,8 +507,13 @@ int pf_train_main(int argc, char **argv) {
 
     /* 2. The coordinator, then everyone else pointed at it. */
     signal(SIGPIPE, SIG_IGN);
-    pf_catch_signals();
+    if (pf_signalled) {
+        printf("pixflow: %s before the job started: nothing was trained, so no checkpoint "
+               "was written\n", stop_signal_name(pf_signalled));
+        return 128 + pf_signalled;
+    }
     job j = { .n = 0, .pgid = 0 };
+    job_stop stop = { .trained = -1 };
     char addr_file[PF_PATH_MAX + 32];
     snprintf(addr_file, sizeof addr_file, "%s/coordinator.addr", cfg.work_dir);
     unlink(addr_file);
@@ -383,7 +549,11 @@ int pf_train_main(int argc, char **argv) {
         if (stat(addr_file, &st) == 0) addr = pf_read_file(addr_file, NULL, err, sizeof err);
         if (addr) break;
         reap(&j, 1);
-        if (coord->exited || pf_now() > deadline || pf_signalled) {
+        if (pf_signalled) on_stop_signal(&j, coord, &stop, 0);
+        if (stop.sig) {     /* stopping: it exits (130) without starting anything */
+            check_stop_deadline(&j, &stop);
+            if (coord->exited) break;
+        } else if (coord->exited || pf_now() > deadline) {
             char how[128] = "did not start within 20 s";
             if (coord->exited) describe_exit(coord->status, how, sizeof how);
             fprintf(stderr, "pixflow: coordinator (pid %d) %s\n", (int)coord->pid, how);
@@ -392,8 +562,19 @@ int pf_train_main(int argc, char **argv) {
         }
         usleep(20000);
     }
-    int status = 1;
     progress p = { .tty = isatty(STDOUT_FILENO), .log_interval = cfg.log_interval };
+    int status = 1, early = 0;     /* early: the job ended before its roles were started */
+    static watch w;
+    if (!stop.sig && !watch_open(&w, addr, &j, coord, &stop, err, sizeof err)) {
+        fprintf(stderr, "pixflow: cannot watch the job: %s\n", err);
+        err[0] = '\0';
+    }
+    if (stop.sig || w.mon.stopped_by < 0 || coord->exited) {
+        /* stopping (or ended) before any role but the coordinator started: start nothing */
+        stop.trained = 0;
+        early = 1;
+        goto kill_all;
+    }
     /* The worker's data endpoint and the checkpoint hook's endpoint bind on the interface the
        coordinator binds, so loaders from other hosts can reach them too. */
     char role_bind[PF_MAX_ENDPOINT] = "tcp://127.0.0.1:*";
@@ -446,34 +627,10 @@ int pf_train_main(int argc, char **argv) {
 
     /* 3. Watch the job. */
     {
-        void *zctx = pf_zmq_ctx_new();
-        static pf_client mon;
-        int joined = pf_client_join(&mon, zctx, addr, PF_ROLE_MONITOR, "pixflow-train", "",
-                                    err, sizeof err) == 0;
-        void *sub = joined ? pf_events_subscribe(zctx, mon.events_sub, NULL) : NULL;
-        if (!joined) fprintf(stderr, "pixflow: cannot watch the job: %s\n", err);
-        int interrupts = 0;
-        double kill_at = 0;  /* after an interrupt: kill the job if it has not ended by then */
+        void *sub = w.sub;
         while (!coord->exited) {
-            if (kill_at && pf_now() > kill_at) {
-                fprintf(stderr, "\npixflow: the job did not stop within 20 s; killing it\n");
-                killpg(j.pgid, SIGKILL);
-                kill_at = 0;
-            }
-            if (pf_signalled) {
-                int sig = pf_signalled;
-                pf_signalled = 0;
-                if (++interrupts == 1) {
-                    fprintf(stderr, "\npixflow: %s: checkpointing and stopping (again to kill)\n",
-                            sig == SIGINT ? "interrupted" : sig == SIGHUP ? "hung up"
-                                                                         : "terminated");
-                    kill(coord->pid, SIGINT);
-                    kill_at = pf_now() + 20.0;
-                } else {
-                    fprintf(stderr, "\npixflow: killing the job\n");
-                    killpg(j.pgid, SIGKILL);
-                }
-            }
+            check_stop_deadline(&j, &stop);
+            if (pf_signalled) on_stop_signal(&j, coord, &stop, p.longest_step);
             if (sub) {
                 zmq_pollitem_t it = { sub, 0, ZMQ_POLLIN, 0 };
                 if (zmq_poll(&it, 1, 100) > 0) {
@@ -494,12 +651,9 @@ int pf_train_main(int argc, char **argv) {
             while (ev && pf_events_recv(sub, ZMQ_DONTWAIT, ev, e2, sizeof e2) == 0)
                 on_event(&p, ev);
             free(ev);
-            zmq_close(sub);
-            sub = NULL;
         }
         if (p.tty) printf("\n");
-        if (joined) pf_client_close(&mon);
-        pf_zmq_ctx_term(zctx);
+        if (sub) stop.trained = p.t_first != 0;
         status = WIFEXITED(coord->status) ? WEXITSTATUS(coord->status) : 1;
         if (!WIFEXITED(coord->status)) {
             char how[128];
@@ -518,23 +672,20 @@ int pf_train_main(int argc, char **argv) {
         }
     }
 kill_all:
+    watch_close(&w);
     if (status == 1 && err[0] && !coord->exited) {
         fprintf(stderr, "pixflow: %s\n", err);
         kill(coord->pid, SIGINT);
     }
-    /* 4. Every process of the job ends within EXIT_GRACE_S, or is killed. */
-    deadline = pf_now() + EXIT_GRACE_S;
-    while (reap(&j, 0) > 0 && pf_now() < deadline) usleep(50000);
-    if (reap(&j, 1) > 0) {
-        for (int i = 0; i < j.n; i++)
-            if (!j.kids[i].exited)
-                fprintf(stderr, "pixflow: %s (pid %d) did not exit; killing it\n",
-                        j.kids[i].name, (int)j.kids[i].pid);
-        killpg(j.pgid, SIGKILL);
-        while (reap(&j, 1) > 0) usleep(20000);
-    }
+    /* 4. Every process of the job ends by itself, or is killed (end_children). */
+    end_children(&j, coord);
+    if (early && WIFEXITED(coord->status)) status = WEXITSTATUS(coord->status);
     free(addr);
+    if (status != 0) report_exits(&j);
     if (status == 0) printf("pixflow: done; logs and checkpoints in %s\n", cfg.work_dir);
+    else if (status == 130 && stop.trained < 0)
+        printf("pixflow: stopped (not watched: see %s/checkpoints/latest); continue with "
+               "`pixflow train %s --resume auto`\n", cfg.work_dir, cfg_path);
     else if (status == 130) report_stop(&cfg, cfg_path, &p);
-    return status;
+    return stop_exit_status(&stop, status);
 }

@@ -20,10 +20,17 @@ char *pf_read_file(const char *path, size_t *len, char *err, size_t errlen);
 /* This machine's host name ("localhost" if unknown). */
 const char *pf_hostname(void);
 
-/* Install handlers that set pf_signalled to the signal number for SIGINT, SIGTERM and SIGHUP (no
-   SA_RESTART, so blocking calls return EINTR and the poll loop sees it). */
+/* Install handlers for SIGINT, SIGTERM and SIGHUP that set pf_signalled to the signal number
+   and count every delivery in pf_signal_count (no SA_RESTART, so blocking calls return EINTR
+   and the poll loop sees it), then unblock the three: `pixflow train` starts every role with
+   them blocked (pf_stop_signals), so a signal that comes while a role is still starting waits
+   for this handler instead of killing the role by the default action. */
 extern volatile sig_atomic_t pf_signalled;
+extern volatile sig_atomic_t pf_signal_count;
 void pf_catch_signals(void);
+
+/* The signals that stop a job in order: *set = { SIGINT, SIGTERM, SIGHUP }. */
+void pf_stop_signals(sigset_t *set);
 
 /* FNV-1a 64 of a buffer. */
 uint64_t pf_fnv1a64(const void *data, size_t len, uint64_t h);

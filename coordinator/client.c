@@ -64,6 +64,7 @@ static int await_welcome(pf_client *c, void *watch, int *failures, double wait_s
     double deadline = pf_now() + wait_s;
     for (;;) {
         if (pf_signalled) {
+            c->stopped_by = pf_signalled;
             snprintf(err, errlen, "interrupted (signal %d) while joining the coordinator at "
                      "'%s'", (int)pf_signalled, c->addr);
             return -1;
@@ -88,6 +89,7 @@ static int await_welcome(pf_client *c, void *watch, int *failures, double wait_s
             continue;
         }
         if (m.type == PF_MSG_STOP) {
+            if (strcmp(m.u.stop.reason, "abort") != 0) c->stopped_by = -1;
             snprintf(err, errlen, "the coordinator at '%s' refused us: %s", c->addr,
                      m.u.stop.text);
             pf_msg_clear(&m);
@@ -203,8 +205,18 @@ fail:
     if (c->pub) zmq_close(c->pub);
     if (c->ctrl) pf_security_unwatch(c->ctrl, watch);
     if (c->ctrl) {
-        int zero = 0;
-        zmq_setsockopt(c->ctrl, ZMQ_LINGER, &zero, sizeof zero);
+        int linger = 0;
+        if (c->stopped_by > 0) {
+            /* The coordinator may have taken HELLO already: say that this peer is leaving
+               (DONE, 0), so that it is not taken for a peer that died. */
+            pf_msg d = { .type = PF_MSG_DONE };
+            d.u.done.rank = -1;
+            snprintf(d.u.done.text, sizeof d.u.done.text, "left before joining (signal %d)",
+                     c->stopped_by);
+            pf_send(c->ctrl, NULL, &d, NULL, 0);
+            linger = 200;
+        }
+        zmq_setsockopt(c->ctrl, ZMQ_LINGER, &linger, sizeof linger);
         zmq_close(c->ctrl);
     }
     free(c->config_yaml);
@@ -217,6 +229,19 @@ int pf_client_join(pf_client *c, void *zctx, const char *addr, int role, const c
                    const char *endpoint, char *err, size_t errlen) {
     return pf_client_join_wait(c, zctx, addr, role, name, endpoint, PF_JOIN_TIMEOUT_MS / 1000.0,
                                0, err, errlen);
+}
+
+int pf_client_stop_status(const pf_client *c, const char *err) {
+    if (c->stopped_by > 0) {
+        pf_info("%s: stopping", err);
+        return 128 + c->stopped_by;
+    }
+    if (c->stopped_by < 0) {
+        pf_info("%s", err);
+        return 0;
+    }
+    pf_error("%s", err);
+    return 1;
 }
 
 int pf_client_coordinator_alive(pf_client *c) {
@@ -403,6 +428,7 @@ int pf_client_confirm_subscription(pf_client *c, void *sub, double timeout_s,
     while (!seen) {
         double now = pf_now();
         if (pf_signalled) {
+            c->stopped_by = pf_signalled;
             snprintf(err, errlen, "signal %d while confirming the events subscription",
                      (int)pf_signalled);
             return -1;

@@ -40,6 +40,9 @@ typedef struct {
     pthread_t hb_thread;
     atomic_int hb_stop;
     atomic_llong hb_last_reply_ms; /* monotonic ms of the coordinator's last answer */
+    int stopped_by;             /* why the last join or confirm wait gave up without a fault:
+                                   signal N, -1 the job was already stopping (the coordinator
+                                   refused with a STOP other than "abort"), 0 neither */
 } pf_client;
 
 /* Connect to `addr`, send HELLO (role, name, endpoint) and wait for WELCOME up to
@@ -50,6 +53,11 @@ typedef struct {
    which fail at once with "could not authenticate: ..."; a signal while waiting). */
 int pf_client_join(pf_client *c, void *zctx, const char *addr, int role, const char *name,
                    const char *endpoint, char *err, size_t errlen);
+
+/* After pf_client_join, pf_client_join_wait or pf_client_confirm_* failed with err: log err
+   and return the exit status for the role: 128 + N when signal N ended the wait (a stop in
+   order, logged as info), 0 when the job was already stopping (info), else 1 (an error). */
+int pf_client_stop_status(const pf_client *c, const char *err);
 
 /* pf_client_join for a peer that may start before the coordinator (a loader joining from
    another host): waits up to timeout_s seconds (< 0: until it joins or a signal comes). With

@@ -39,7 +39,8 @@
 
 #define MAX_PEERS 256
 #define MAX_IDENTITY 256
-#define STOP_TIMEOUT_S 8.0     /* workers must checkpoint and answer an interrupt within this */
+#define STOP_TIMEOUT_S 8.0     /* workers must checkpoint and answer an interrupt within this,
+                                  plus twice the longest step seen (stop_timeout) */
 #define DRAIN_TIMEOUT_S 300.0  /* hooks may finish their last evaluation within this */
 #define INTERRUPT_DRAIN_S 4.0  /* after an interrupt, hooks only flush: the job ends in < 10 s */
 #define JOIN_TIMEOUT_S 60.0    /* every worker rank and hook must have joined within this */
@@ -115,6 +116,7 @@ typedef struct {
     phase ph;
     char stop_reason[PF_MAX_NAME];  /* "finish" | "interrupt" | "abort" */
     double phase_deadline;
+    double longest_step_s;          /* the largest `time` of a train event seen (s/iteration) */
     int exit_code;
     uint64_t event_seq;
     pf_snapshot *snap;              /* events kept for monitors that join late */
@@ -423,7 +425,10 @@ static void on_hello(coord *c, const void *id, size_t id_len, const pf_msg_hello
     }
     if (refuse) {
         peer q = tmp;
-        send_stop(c, &q, "abort", refuse);
+        /* A job that is stopping in order tells a latecomer so ("interrupt", "finish"): it
+           exits without an error (pf_client_stop_status). */
+        int in_order = c->ph > PHASE_RUNNING && strcmp(c->stop_reason, "abort") != 0;
+        send_stop(c, &q, in_order ? c->stop_reason : "abort", refuse);
         pf_warn("refused %s from %s pid %lld: %s", role_names[h->role], h->host,
                 (long long)h->pid, refuse);
         return;
@@ -483,8 +488,13 @@ static void peer_died(coord *c, peer *p, const char *why) {
             }
         }
         p->outstanding = 0;
-        pf_warn("loader %s (pid %lld on %s) %s; reissuing its %d outstanding tickets", p->name,
-                (long long)p->pid, p->host, why, moved);
+        char text[PF_MAX_TEXT];
+        snprintf(text, sizeof text, "loader %s (pid %lld on %s) %s; reissuing its %d "
+                 "outstanding tickets", p->name, (long long)p->pid, p->host, why, moved);
+        /* While workers stop (a signal to every process of the job) loaders leaving is
+           expected: no warning. */
+        if (c->ph == PHASE_STOPPING) pf_info("%s", text);
+        else pf_warn("%s", text);
         publish(c, "status", "loader %s (pid %lld on %s) %s; %d tickets reissued", p->name,
                 (long long)p->pid, p->host, why, moved);
         dispatch(c);
@@ -531,6 +541,13 @@ static int roles_done(coord *c, int mask) {
     return 1;
 }
 
+/* How long workers have to finish their step and checkpoint after an interrupt: STOP_TIMEOUT_S,
+   plus twice the longest step seen, so a network whose step takes longer than that (a big
+   model on a CPU) still gets its checkpoint instead of an abort. */
+static double stop_timeout(const coord *c) {
+    return STOP_TIMEOUT_S + 2 * c->longest_step_s;
+}
+
 static void begin_interrupt(coord *c) {
     if (c->ph == PHASE_STOPPING || c->ph == PHASE_DRAINING) return;
     snprintf(c->stop_reason, sizeof c->stop_reason, "interrupt");
@@ -542,7 +559,7 @@ static void begin_interrupt(coord *c) {
         return;
     }
     c->ph = PHASE_STOPPING;
-    c->phase_deadline = pf_now() + STOP_TIMEOUT_S;
+    c->phase_deadline = pf_now() + stop_timeout(c);
     stop_all(c, "interrupt", "interrupted by the user", MASK(PF_ROLE_WORKER));
 }
 
@@ -729,7 +746,11 @@ static void on_ctrl(coord *c) {
                     snprintf(c->stop_reason, sizeof c->stop_reason, "interrupt");
                     c->exit_code = 130;
                 }
-                if (all_workers_done(c) && c->ph != PHASE_DRAINING) {
+                if (!c->started && c->ph == PHASE_RUNNING) {
+                    /* A worker that leaves before START (a signal while it started): the job
+                       cannot start, so it stops, in order. */
+                    begin_interrupt(c);
+                } else if (all_workers_done(c) && c->ph != PHASE_DRAINING) {
                     if (!c->stop_reason[0]) snprintf(c->stop_reason, sizeof c->stop_reason,
                                                      "finish");
                     begin_drain(c);
@@ -763,6 +784,9 @@ static void keep_event(coord *c, zmq_msg_t *topic, zmq_msg_t *header) {
     if (m && pf_msg_decode(zmq_msg_data(header), zmq_msg_size(header), PF_MSG_EVENT, m, err,
                            sizeof err) == 0) {
         pf_snapshot_add(c->snap, &m->u.event);
+        if (strcmp(m->u.event.kind, "train") == 0 && m->u.event.time > c->longest_step_s &&
+            m->u.event.time < 3600)
+            c->longest_step_s = m->u.event.time;
         pf_msg_clear(m);
     }
     free(m);
@@ -844,7 +868,9 @@ static void check_liveness(coord *c) {
         }
     }
     if (waiting) dispatch(c);
-    if (waiting && !has_live_loader(c) && now - c->last_loader_warning > 10.0) {
+    /* A lone worker stops without another batch: no warning for it while stopping. */
+    if (waiting && !has_live_loader(c) && now - c->last_loader_warning > 10.0 &&
+        (c->ph == PHASE_RUNNING || c->world_size > 1)) {
         c->last_loader_warning = now;
         pf_warn("no live loader: %d batches are waiting; start one with `pixflow loader "
                 "--connect %s`", waiting, c->ctrl_ep);
@@ -1097,7 +1123,9 @@ int pf_coordinator_main(int argc, char **argv) {
                 double d = pf_now() + INTERRUPT_DRAIN_S;
                 if (d < c.phase_deadline) c.phase_deadline = d;
             } else {
-                pf_warn("signal %d while stopping: already stopping", sig);
+                /* A scheduler signals every process: the front end's forwarded SIGINT
+                   follows this process's own SIGTERM. Nothing to do. */
+                pf_info("signal %d while stopping: already stopping", sig);
             }
         }
         double now = pf_now();
@@ -1107,7 +1135,7 @@ int pf_coordinator_main(int argc, char **argv) {
         }
         if (c.ph == PHASE_STOPPING && now > c.phase_deadline)
             abort_job(&c, "workers did not checkpoint within %.0f s of the interrupt",
-                      STOP_TIMEOUT_S);
+                      stop_timeout(&c));
         if (c.ph == PHASE_DRAINING) {
             if (!c.log_stopped && (c.phase_deadline == 0 ||
                                    roles_done(&c, MASK(PF_ROLE_CHECKPOINT) | MASK(PF_ROLE_EVAL)))) {

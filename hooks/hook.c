@@ -111,6 +111,24 @@ static int drain_events(pf_hook *h, char *err, size_t errlen) {
 
 #define HOOK_READY_TIMEOUT_S 20.0
 
+/* A signal does not end a hook that has joined: when a scheduler signals every process of the
+   job, the coordinator stops the hooks only after the workers' last checkpoint, which this
+   hook may have to write or evaluate or log. So the first SIGTERM/SIGHUP (SIGINT is ignored)
+   is noted and the hook goes on until its STOP, or until the coordinator stops answering; a
+   second one makes it leave at once (the job then aborts). Returns 1 to leave now, with err. */
+static int signal_ends_hook(int *first_count, char *err, size_t errlen) {
+    if (!pf_signal_count) return 0;
+    if (!*first_count) {
+        *first_count = (int)pf_signal_count;
+        pf_info("signal %d: going on until the coordinator stops this hook, after the workers' "
+                "checkpoint (a second signal ends it now)", (int)pf_signalled);
+        return 0;
+    }
+    if (pf_signal_count == *first_count) return 0;
+    snprintf(err, errlen, "terminated by a second signal (%d)", (int)pf_signalled);
+    return 1;
+}
+
 int pf_hook_run(const pf_hook_ops *ops, int argc, char **argv) {
     const char *addr = NULL, *keys = NULL;
     int instance = 0, instances = 1;
@@ -148,10 +166,13 @@ int pf_hook_run(const pf_hook_ops *ops, int argc, char **argv) {
         return 2;
     }
     h.zctx = pf_zmq_ctx_new();
-    int status = 1, joined = 0;
+    int status = 1, joined = 0, done_sent = 0, first_signal = 0;
     if (ops->bind && ops->bind(&h, endpoint, sizeof endpoint, err, sizeof err) != 0) goto out;
-    if (pf_client_join(&h.client, h.zctx, addr, ops->role, name, endpoint, err, sizeof err))
+    if (pf_client_join(&h.client, h.zctx, addr, ops->role, name, endpoint, err, sizeof err)) {
+        status = pf_client_stop_status(&h.client, err);
+        err[0] = '\0';
         goto out;
+    }
     joined = 1;
     pf_log_set_level(h.client.cfg.log_level);
     char path[PF_PATH_MAX + 64];
@@ -168,14 +189,19 @@ int pf_hook_run(const pf_hook_ops *ops, int argc, char **argv) {
     {
         take_ctx t = { &h, err, sizeof err };
         if (pf_client_confirm_subscription(&h.client, h.sub, HOOK_READY_TIMEOUT_S,
-                                           take_during_probe, &t, err, sizeof err) != 0)
-            goto out;
-    }
-    for (;;) {
-        if (pf_signalled == SIGTERM) {
-            snprintf(err, sizeof err, "terminated by SIGTERM");
+                                           take_during_probe, &t, err, sizeof err) != 0) {
+            /* A signal before the job started: nothing is lost by leaving (DONE with 0). */
+            if (h.client.stopped_by > 0) {
+                status = pf_client_stop_status(&h.client, err);
+                send_done(&h, 0, err);
+                done_sent = 1;
+                err[0] = '\0';
+            }
             goto out;
         }
+    }
+    for (;;) {
+        if (signal_ends_hook(&first_signal, err, sizeof err)) goto out;
         if (!pf_client_coordinator_alive(&h.client)) {
             snprintf(err, sizeof err, "coordinator at %s stopped answering", addr);
             goto out;
@@ -214,8 +240,8 @@ stop:;
     if (ops->stop && ops->stop(&h, reason, err, sizeof err) != 0) goto out;
     status = 0;
 out:
-    if (status) pf_error("%s", err);
-    if (joined) send_done(&h, status, err);
+    if (status && err[0]) pf_error("%s", err);
+    if (joined && !done_sent) send_done(&h, status, err);
     if (ops->destroy) ops->destroy(&h);
     if (h.sub) zmq_close(h.sub);
     if (h.own) zmq_close(h.own);

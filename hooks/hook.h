@@ -53,7 +53,10 @@ int pf_hook_stop_requested(pf_hook *h);
 
 /* Run a hook to completion. argv: --connect ADDR [--bind tcp://HOST:PORT] [--instance I/N]
    (instance I of N services of the same kind; named NAME for I = 0, NAMEI otherwise). Returns the exit
-   status: 0 after a clean STOP, 1 on failure (the coordinator is told why). */
+   status: 0 after a clean STOP (or a refusal because the job was already stopping), 128 + N
+   when signal N came before the job started (before READY), 1 on failure (the coordinator is
+   told why). Once the job runs, a signal is noted and the hook goes on until its STOP; a
+   second signal ends it with 1. */
 int pf_hook_run(const pf_hook_ops *ops, int argc, char **argv);
 
 /* Per-hook entry points (argv excludes "hook NAME"). */

@@ -45,6 +45,7 @@
 #define LOADER_BUFFERS 4        /* batch buffers: being filled + being written out */
 #define MAX_QUEUE 1024          /* tickets waiting; beyond (a confused coordinator) dropped */
 #define LOADER_EVENT_S 2.0      /* a `loader` event this often */
+#define SIGNAL_GRACE_S 10.0     /* in a group: serve on this long after a signal at most */
 
 typedef struct {
     char endpoint[PF_MAX_ENDPOINT];
@@ -76,7 +77,28 @@ typedef struct {
     double busy_s;                  /* time spent making and sending batches */
     double joined_at, first_ticket_at;
     int stop_received;              /* STOP arrived while waiting for a free batch buffer */
+    double signal_at;               /* pf_now() when the first signal was seen, 0 none */
+    int signal_count;               /* pf_signal_count then */
 } loader;
+
+/* 1 when a signal says leave. A loader leaves on SIGINT/SIGTERM/SIGHUP (its tickets go to the
+   other loaders), at once when the job has one worker. In a group (world_size > 1) its ranks
+   stop after one agreed step, and when a scheduler signals every process at once a rank may
+   still wait for its batch of that step: so there the loader serves on until the coordinator's
+   STOP (which comes once the workers have checkpointed), a second signal, or SIGNAL_GRACE_S. */
+static int leaving(loader *l) {
+    if (!pf_signal_count) return 0;
+    if (!l->signal_at) {
+        l->signal_at = pf_now();
+        l->signal_count = (int)pf_signal_count;
+        if (l->client.world_size > 1)
+            pf_info("signal %d: serving until the job stops (%d workers stop after the same "
+                    "step), %.0f s at most", (int)pf_signalled, (int)l->client.world_size,
+                    SIGNAL_GRACE_S);
+    }
+    return l->client.world_size <= 1 || pf_signal_count != l->signal_count ||
+           pf_now() - l->signal_at > SIGNAL_GRACE_S;
+}
 
 static void *link_for(loader *l, const char *endpoint) {
     for (int i = 0; i < l->n_links; i++)
@@ -174,7 +196,7 @@ static int serve_ticket(loader *l, const pf_msg_ticket *t, char *err, size_t err
     pf_batch_buf *buf = NULL;
     while (!buf) {
         buf = pf_batch_pool_take(l->pool, 0.2);
-        if (!buf && pf_signalled) return 0;
+        if (!buf && leaving(l)) return 0;
         if (!buf && !pf_client_coordinator_alive(&l->client)) return 0;
         /* All buffers are still queued to workers (one may have left with batches in its
            queue): keep listening, so a STOP is not missed while we wait. */
@@ -275,7 +297,7 @@ static int take_ctrl(loader *l, long timeout_ms) {
 static int run(loader *l, const char *addr, char *err, size_t errlen) {
     l->iv.since = pf_now();
     l->next_event = l->iv.since + LOADER_EVENT_S;
-    while (!pf_signalled) {
+    while (!leaving(l)) {
         if (!pf_client_coordinator_alive(&l->client)) {
             pf_error("coordinator at %s stopped answering; exiting", addr);
             return 1;
@@ -356,9 +378,8 @@ int pf_loader_main(int argc, char **argv) {
     void *zctx = pf_zmq_ctx_new();
     if (pf_client_join_wait(&l.client, zctx, addr, PF_ROLE_LOADER, name, "", join_timeout, 1,
                             err, sizeof err)) {
-        pf_error("%s", err);
         pf_zmq_ctx_term(zctx);
-        return 1;
+        return pf_client_stop_status(&l.client, err);
     }
     l.joined_at = pf_now();
     const pf_config *cfg = &l.client.cfg;

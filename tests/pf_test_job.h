@@ -71,7 +71,7 @@ static inline void start_cmd(run *r, const char *out_path, char *const argv[]) {
 }
 
 /* Start `bin train cfg --loaders L [--resume R] [extra...]` with output in out_path. */
-static void start_job(run *r, const char *bin, const char *out_path, const char *cfg,
+static inline void start_job(run *r, const char *bin, const char *out_path, const char *cfg,
                       const char *loaders, const char *resume, const char *extra1,
                       const char *extra2) {
     char *argv[12];
@@ -268,9 +268,11 @@ static inline int wait_lines(const char *work_dir, int n, double timeout_s) {
 
 /* A config for data-plane tests, small enough for many runs a minute: EDSR x2 with 8 features
    and 1 block, batches of 4 GT patches of 16 x 16 from train_dir (each image `repeat` times an
-   epoch), prefetch 3, Adam at a fixed 1e-3, seed 7, no evaluation. */
-static inline void write_tiny_config(const char *path, const char *train_dir, const char *work_dir,
-                              int repeat, int total_iters) {
+   epoch), prefetch 3, Adam at a fixed 1e-3, seed 7, no evaluation, a checkpoint every
+   `ckpt_every` iterations. */
+static inline void write_tiny_config_every(const char *path, const char *train_dir,
+                                           const char *work_dir, int repeat, int total_iters,
+                                           int ckpt_every) {
     FILE *f = fopen(path, "w");
     if (!f) {
         fprintf(stderr, "setup: cannot write %s\n", path);
@@ -285,12 +287,42 @@ static inline void write_tiny_config(const char *path, const char *train_dir, co
             "          use_flip: true, use_rot: true, repeat: %d}\n"
             "optimizers: {type: Adam, lr: 1.0e-3}\n"
             "total_iters: %d\n"
-            "checkpoint_config: {interval: 1000, max_keep_ckpts: 2}\n"
+            "checkpoint_config: {interval: %d, max_keep_ckpts: 2}\n"
             "log_config: {interval: 1}\n"
             "work_dir: %s\n"
             "seed: 7\n",
-            train_dir, repeat, total_iters, work_dir);
+            train_dir, repeat, total_iters, ckpt_every, work_dir);
     fclose(f);
+}
+
+/* write_tiny_config_every with a checkpoint every 1000 iterations. */
+static inline void write_tiny_config(const char *path, const char *train_dir, const char *work_dir,
+                              int repeat, int total_iters) {
+    write_tiny_config_every(path, train_dir, work_dir, repeat, total_iters, 1000);
+}
+
+/* How many iterations first..total of `wd`'s metrics.jsonl differ in loss or learning rate
+   (bitwise) from `ref`'s, counting `wd` not reaching `total` as one; the first three are
+   printed with `tag`. */
+static inline int curve_diffs(const char *ref, const char *wd, int first, int total,
+                              const char *tag) {
+    size_t n = (size_t)total + 1;
+    double *loss_ref = calloc(n, sizeof *loss_ref), *lr_ref = calloc(n, sizeof *lr_ref);
+    double *loss = calloc(n, sizeof *loss), *lr = calloc(n, sizeof *lr);
+    train_curve(ref, loss_ref, lr_ref, total);
+    train_curve(wd, loss, lr, total);
+    int diff = 0;
+    for (int it = first; it <= total; it++) {
+        if ((loss[it] != loss_ref[it] || lr[it] != lr_ref[it]) && diff++ < 3)
+            fprintf(stderr, "%s: iteration %d: loss %.9g lr %.9g, reference %.9g %.9g\n", tag,
+                    it, loss[it], lr[it], loss_ref[it], lr_ref[it]);
+    }
+    if (loss[total] == 0 && ++diff) fprintf(stderr, "%s: no loss at iteration %d\n", tag, total);
+    free(loss_ref);
+    free(lr_ref);
+    free(loss);
+    free(lr);
+    return diff;
 }
 
 /* Rank by rank, the batches of `wd` equal those of `ref`; prints the first line that differs. */

@@ -270,16 +270,7 @@ static void interrupted(const char *ref) {
     CHECK(st == 0, "resumed: exited with %d (see %s)", st, r.out);
     check_exactly_once(wd, 2, TOTAL_ITERS, IPE2, EPOCH_LEN, "resumed");
     check_same_batches(ref, wd, 2, "resumed");
-    static double loss_ref[TOTAL_ITERS + 1], lr_ref[TOTAL_ITERS + 1], loss[TOTAL_ITERS + 1],
-        lr[TOTAL_ITERS + 1];
-    train_curve(ref, loss_ref, lr_ref, TOTAL_ITERS);
-    train_curve(wd, loss, lr, TOTAL_ITERS);
-    int diff = 0;
-    for (int it = k + 1; it <= TOTAL_ITERS; it++) {
-        if ((loss[it] != loss_ref[it] || lr[it] != lr_ref[it]) && diff++ < 3)
-            fprintf(stderr, "resumed: iteration %d: loss %.9g lr %.9g, reference %.9g %.9g\n",
-                    it, loss[it], lr[it], loss_ref[it], lr_ref[it]);
-    }
+    int diff = curve_diffs(ref, wd, k + 1, TOTAL_ITERS, "resumed");
     CHECK(diff == 0, "resumed: %d iterations after %d differ from the uninterrupted run", diff,
           k);
     printf("interrupted: 2 workers stopped at iteration %d (epoch %d, batch %d of %d), resumed "

@@ -507,8 +507,10 @@ static void usage(void) {
                     "[--bind tcp://HOST:PORT] [--keys DIR] [--threads N]\n");
 }
 
-/* Wait for START; fills the checkpoint endpoint. Returns 0 or -1 (stopped or coordinator
-   gone). */
+/* Wait for START; fills the checkpoint endpoint. Returns 0, 1 when the job stopped in order
+   before it started (a STOP other than "abort": nothing to train, nothing to checkpoint), or -1
+   (aborted, or the coordinator gone). A signal here changes nothing: the worker starts and
+   stops before its first step, or the coordinator, stopping too, says STOP. */
 static int wait_start(worker *w, char *ckpt_ep, size_t eplen) {
     while (!w->abort_requested) {
         if (!pf_client_coordinator_alive(&w->client)) {
@@ -525,10 +527,13 @@ static int wait_start(worker *w, char *ckpt_ep, size_t eplen) {
             w->total_iters = m->u.start.total_iters;
             w->iters_per_epoch = m->u.start.iters_per_epoch;
         } else if (type == PF_MSG_STOP) {
-            pf_info("stopped before training started: %s", m->u.stop.text);
+            pf_info("stopped before training started (%s): %s", m->u.stop.reason,
+                    m->u.stop.text);
+            if (strcmp(m->u.stop.reason, "abort") != 0) type = -1;
         }
         pf_client_msg_free(&m);
         if (type == PF_MSG_START) return 0;
+        if (type == -1) return 1;
         if (type == PF_MSG_STOP) return -1;
     }
     return -1;
@@ -592,10 +597,9 @@ int pf_worker_main(int argc, char **argv) {
     }
     if (pf_client_join(&w.client, zctx, addr, PF_ROLE_WORKER, "worker", data_ep, err,
                        sizeof err)) {
-        pf_error("%s", err);
         zmq_close(w.data);
         pf_zmq_ctx_term(zctx);
-        return 1;
+        return pf_client_stop_status(&w.client, err);
     }
     w.cfg = &w.client.cfg;
     w.rank = w.client.rank;
@@ -611,9 +615,20 @@ int pf_worker_main(int argc, char **argv) {
     char ckpt_ep[PF_MAX_ENDPOINT];
     /* The first train events must reach the hooks: a PUB drops what it publishes before it is
        connected to the proxy and subscribed to. START waits in ctrl's queue meanwhile. */
-    if (pf_client_confirm_publisher(&w.client, 20.0, err, sizeof err) != 0) goto done;
-    if (wait_start(&w, ckpt_ep, sizeof ckpt_ep) != 0) {
-        snprintf(err, sizeof err, "did not start");
+    /* Stopped before training started (a signal here, or the job stopping): nothing trained,
+       nothing to checkpoint; DONE at the first iteration says so without an error. */
+    if (pf_client_confirm_publisher(&w.client, 20.0, err, sizeof err) != 0) {
+        if (w.client.stopped_by > 0) {
+            pf_info("%s: stopping before training started", err);
+            status = 0;
+            err[0] = '\0';
+        }
+        goto done;
+    }
+    int started = wait_start(&w, ckpt_ep, sizeof ckpt_ep);
+    if (started != 0) {
+        if (started > 0) status = 0;
+        else snprintf(err, sizeof err, "did not start");
         goto done;
     }
     w.grouped = w.world > 1;
