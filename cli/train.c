@@ -252,14 +252,14 @@ static void report_stop(const pf_config *cfg, const char *cfg_path, const progre
                "with `pixflow train %s --resume auto`\n", iter, path, cfg_path);
         return;
     }
-    if (trained) snprintf(at, sizeof at, "at iteration %" PRId64, p->iter);
-    else snprintf(at, sizeof at, "before its first iteration");
+    if (trained) snprintf(at, sizeof at, "at iteration %" PRId64 ";", p->iter);
+    else snprintf(at, sizeof at, "before its first iteration: nothing was trained, so");
     if (have) {
-        printf("pixflow: stopped %s; no checkpoint was written at the stop. The newest is %s "
+        printf("pixflow: stopped %s no checkpoint was written at the stop. The newest is %s "
                "(iteration %" PRId64 "): `pixflow train %s --resume auto` continues from "
                "there\n", at, path, iter, cfg_path);
     } else {
-        printf("pixflow: stopped %s; no checkpoint was written, and %s/checkpoints has none: "
+        printf("pixflow: stopped %s no checkpoint was written, and %s/checkpoints has none: "
                "a new run starts from the beginning\n", at, cfg->work_dir);
     }
 }

@@ -205,7 +205,8 @@ static void test_interrupt_messages(void) {
     snprintf(c4, sizeof c4, "%s/c4.yaml", root);
     write_cfg(c4, wd, "total_iters: 100\ncheckpoint_config: {interval: 50}\n");
     int st = interrupt_when(c4, "0", "auto", "processes:", &out);
-    snprintf(want, sizeof want, "pixflow: stopped before its first iteration; no checkpoint was "
+    snprintf(want, sizeof want, "pixflow: stopped before its first iteration: nothing was trained, so "
+             "no checkpoint was "
              "written at the stop. The newest is %s/checkpoints/iter_9.safetensors (iteration "
              "9): `pixflow train %s --resume auto` continues from there\n", wd, c4);
     CHECK(st == 130 && strstr(out, want) && !strstr(out, "with a checkpoint"),
@@ -218,7 +219,8 @@ static void test_interrupt_messages(void) {
     snprintf(c5, sizeof c5, "%s/c5.yaml", root);
     write_cfg(c5, wd2, "total_iters: 100\n");
     st = interrupt_when(c5, "0", NULL, "processes:", &out);
-    snprintf(want, sizeof want, "pixflow: stopped before its first iteration; no checkpoint was "
+    snprintf(want, sizeof want, "pixflow: stopped before its first iteration: nothing was trained, so "
+             "no checkpoint was "
              "written, and %s/checkpoints has none: a new run starts from the beginning\n", wd2);
     CHECK(st == 130 && strstr(out, want), "fresh, stopped before a step: status %d, output:\n"
           "%s\nexpected:\n%s", st, out, want);
