@@ -47,7 +47,7 @@ CHECKOUT=/root/pixflow        # the clone's path inside the root
 LOGS=/root/fresh-root-logs    # each step's output, inside the root
 
 say() { printf 'fresh-root: %s\n' "$*"; }
-die() { printf 'fresh-root: error: %s\n' "$*" >&2; exit "${2:-1}"; }
+die() { printf 'fresh-root: error: %s\n' "$1" >&2; exit "${2:-1}"; }  # MESSAGE [STATUS]
 usage() {  # [STATUS]: 2 unless given (0 for --help)
     sed -n '15,27p' "$ROOT/scripts/check-fresh-root.sh" | sed 's/^# \{0,1\}//' >&2
     exit "${1:-2}"
