@@ -76,8 +76,10 @@ in_namespace() {
     git -C "$r$CHECKOUT" checkout --quiet --detach "$commit"
     say "clean clone of $ROOT at $(git -C "$ROOT" log -1 --format='%h %s' "$commit" | cut -c1-80) in $CHECKOUT"
 
-    # proc, sys, a devpts and /dev/shm of its own, an empty /run (mmdebstrap made the /dev
-    # nodes; the host's /dev is not bound in).
+    # / a mount point, as on a machine (`ip netns exec` and `ip -n` remount it rslave); proc,
+    # sys, a devpts and /dev/shm of its own, an empty /run (mmdebstrap made the /dev nodes;
+    # the host's /dev is not bound in).
+    mnt --bind "$r" "$r"
     mnt -t proc proc "$r/proc"
     mnt -t sysfs sysfs "$r/sys"
     mnt -t devpts -o newinstance,ptmxmode=0666,mode=0620 devpts "$r/dev/pts"
@@ -212,12 +214,13 @@ main() {
     local t0=$SECONDS st=0 child
     cp "$ROOT/scripts/check-fresh-root.sh" "$work/check-fresh-root.sh"
     export PF_FR_REPO=$ROOT PF_FR_WORK=$work PF_FR_CUDA=$cuda PF_FR_CACHE=$cache PF_FR_DEMO=$demo
-    # --kill-child: if this script is killed, the namespace's first process goes too, and with
-    # it every process and mount of the root.
+    # --kill-child: when unshare dies, the namespace's first process is killed, and with it
+    # every process and mount of the root. unshare ignores SIGINT and SIGTERM while it waits,
+    # so a signal to this script kills it.
     unshare --mount --pid --fork --kill-child --propagation private --mount-proc \
         bash "$work/check-fresh-root.sh" --in-namespace &
     child=$!
-    trap 'kill -TERM "$child" 2> /dev/null || true' INT TERM HUP
+    trap 'kill -KILL "$child" 2> /dev/null || true' INT TERM HUP
     wait "$child" || st=$?
     while kill -0 "$child" 2> /dev/null; do wait "$child" || st=$?; done   # after a trapped signal
     trap - INT TERM HUP
