@@ -8,6 +8,8 @@
 #                                 scripts/*.py, bench/*.py and tests/reference/*.py, never by
 #                                 the C tests)
 #
+# The packages: the build's (BUILD_PKGS) and iproute2, whose `ip netns` tests/test_two_host
+# and tests/e2e_launch need. scripts/check-fresh-root.sh proves the list on a fresh Debian 12.
 # Idempotent: packages already installed (dpkg -s) are skipped and apt is not touched at all
 # when nothing is missing; `apt-get update` runs only when a missing package has no install
 # candidate (fresh machine with empty lists). Works from any directory. Runs apt as is when
@@ -17,6 +19,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
 BUILD_PKGS="build-essential cmake pkg-config libzmq3-dev libmsgpack-dev libpng-dev libjpeg62-turbo-dev libfyaml-dev libdnnl-dev ocl-icd-opencl-dev libcjson-dev libgloo-dev libprotobuf-c-dev protobuf-c-compiler libczmq-dev"
+RUN_PKGS="iproute2"
 TEST_PKGS="python3 python3-numpy python3-skimage python3-pil"
 
 say() { printf 'setup: %s\n' "$*"; }
@@ -28,7 +31,7 @@ for arg in "$@"; do
     case "$arg" in
         --deps-only) deps_only=1 ;;
         --test-deps) test_deps=1 ;;
-        -h|--help) sed -n '2,14p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,16p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) die "unknown option '$arg' (try --help)" ;;
     esac
 done
@@ -47,7 +50,7 @@ as_root() {
     "${SUDO[@]}" "$@"
 }
 
-want="$BUILD_PKGS"
+want="$BUILD_PKGS $RUN_PKGS"
 [ "$test_deps" = 1 ] && want="$want $TEST_PKGS"
 
 installed() {
