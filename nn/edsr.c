@@ -35,6 +35,16 @@ static int setup_convs(pf_model *m, pf_conv *convs, int n, int h, int w, int fea
     int nb = m->cfg.n_blocks, r = m->stage_r;
     pf_dnnl *ctx = &m->dnnl;
     pf_conv *cf = &convs[CONV_FIRST];
+    if (feat < 0) {
+        /* the body's layers decide (they are nearly all the work): the layout oneDNN picks
+           for body.0.conv1 (or the upsampler's first conv without a body) (conv_first, with 3
+           input channels, would pick what suits it: NHWC for AVX-512's inference kernels,
+           which leaves the body without Winograd) */
+        int bs = -1;
+        pf_conv *body = m->cfg.n_blocks ? &convs[CONV1(0)] : &convs[CONV_UP(m, 0)];
+        if (pf_conv_probe(body, ctx, n, h, w, -1, -1, training, 1, &bs, NULL) >= 0)
+            feat = bs;
+    }
     TRY(pf_conv_setup(cf, ctx, n, h, w, -1, feat, training, 0, err, errlen));
     int b = cf->dst_block;
     for (int i = 0; i < nb; i++) {

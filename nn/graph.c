@@ -475,11 +475,57 @@ oom:
     return -1;
 }
 
+/* First-pass hints: a convolution on the network's input with fewer than 16 input channels
+   (conv_first on the image) would pick the output layout that suits itself (NHWC for
+   AVX-512's inference kernels), and every later layer would follow it, off the Winograd
+   kernels that want nChw16c. Its output takes the layout oneDNN picks for the first
+   convolution that reads its group instead: the body's. */
+static int consumer_hints(pf_model *m, pf_gstate *S, pf_conv *convs, int training) {
+    pf_graph *g = &m->graph;
+    int set = 0;
+    int *group = malloc((size_t)g->n_t * sizeof *group), *producer = malloc((size_t)g->n_t *
+                                                                           sizeof *producer);
+    if (!group || !producer) goto done;
+    make_groups(g, group);
+    for (int i = 0; i < g->n_t; i++) producer[i] = -1;
+    for (int k = 0; k < g->n_node; k++) producer[g->node[k].out] = k;
+    for (int k = 0; k < g->n_node; k++) {
+        const pf_gnode *nd = &g->node[k];
+        if (nd->op != PF_G_CONV || nd->n_in > 1 || convs[nd->conv].ic >= 16) continue;
+        int pk = producer[nd->in[0]];
+        pf_gop pop = pk < 0 ? PF_G_INPUT : g->node[pk].op;
+        if (pop != PF_G_INPUT && pop != PF_G_BILINEAR_IN && pop != PF_G_BICUBIC_IN &&
+            pop != PF_G_UNSHUFFLE)
+            continue;
+        for (int j = k + 1; j < g->n_node; j++) {
+            const pf_gnode *nj = &g->node[j];
+            if (nj->op != PF_G_CONV || group[nj->in[0]] != group[nd->out]) continue;
+            const pf_tstate *a = &S->ts[nj->in[0]];
+            int bs = -1;
+            if (nj->n_in == 1 &&
+                pf_conv_probe(&convs[nj->conv], &m->dnnl, S->n, a->h, a->w, -1, -1, training,
+                              1, &bs, NULL) >= 0 &&
+                bs > 0) {
+                S->hint[nd->out] = pf_blk_carry(bs, convs[nj->conv].ic, convs[nd->conv].oc);
+                set = 1;
+            }
+            break;
+        }
+    }
+done:
+    free(group);
+    free(producer);
+    return set;
+}
+
 /* Layouts for every tensor: oneDNN's choice, then improve(); see above. */
 static int plan_all_layouts(pf_model *m, pf_gstate *S, pf_conv *convs, int h, int w,
                             int training, char *err, size_t errlen) {
     pf_graph *g = &m->graph;
     if (plan_layouts(m, S, convs, h, w, training, err, errlen)) return -1;
+    if (m->dnnl.force_layout == PF_LAYOUT_ANY && consumer_hints(m, S, convs, training) &&
+        plan_layouts(m, S, convs, h, w, training, err, errlen))
+        return -1;
     if (m->dnnl.force_layout != PF_LAYOUT_ANY) return 0;
     int slow = 0;
     for (int i = 0; i < m->n_convs; i++) slow |= pf_conv_rank(&convs[i]) < 2;

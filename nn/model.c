@@ -250,6 +250,7 @@ void pf_model_destroy(pf_model **self) {
     pf_graph_free(&m->graph);
     free(m->params);
     free(m->grads);
+    free(m->infer_weights);
     free(m);
     *self = NULL;
 }
@@ -381,8 +382,17 @@ int pf_model_infer(pf_model *m, const uint8_t *lq, int h, int w, float *out, cha
                    size_t errlen) {
     pf_plan *p = &m->infer;
     pf_conv *convs = m->infer_conv;
+    int replanned = p->n != 1 || p->h != h || p->w != w;
     if (plan(m, p, convs, 1, h, w, 0, err, errlen)) return -1;
-    if (pf_model_set_weights(m, convs, err, errlen)) return -1;
+    /* The weights go into the primitives' layouts only when they changed since the last
+       inference (or the primitives are new): evaluating many images or tiles with one
+       checkpoint reorders them once. */
+    if (replanned || !m->infer_weights ||
+        memcmp(m->infer_weights, m->params, m->n_params * sizeof(float))) {
+        if (pf_model_set_weights(m, convs, err, errlen)) return -1;
+        if (!m->infer_weights) m->infer_weights = malloc(m->n_params * sizeof(float));
+        if (m->infer_weights) memcpy(m->infer_weights, m->params, m->n_params * sizeof(float));
+    }
     if (forward(m, p, convs, lq, err, errlen)) return -1;
     if (pf_dnnl_check(dnnl_stream_wait(m->dnnl.stream), "model", "dnnl_stream_wait", err,
                       errlen))

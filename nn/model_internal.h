@@ -67,6 +67,8 @@ struct pf_model {
     int scale;
     int n_stages, stage_r;      /* EDSR upsample: stages of factor stage_r (2 or 3) */
     float *params, *grads;      /* flat buffers, n_params floats each */
+    float *infer_weights;       /* the params the inference primitives' weights were
+                                   reordered from (NULL: none yet) */
     size_t n_params;
     pf_param_info *tensors;     /* weight then bias for every conv, in state_dict order */
     int n_tensors;
