@@ -3,10 +3,13 @@
 #
 #   scripts/setup.sh              install missing packages, then configure and build (Release)
 #   scripts/setup.sh --deps-only  install missing packages only
-#   scripts/setup.sh --test-deps  also install the optional Python reference tools' packages
-#                                 (python3-numpy, python3-skimage, python3-pil; used by
-#                                 scripts/*.py, bench/*.py and tests/reference/*.py, never by
-#                                 the C tests)
+#   scripts/setup.sh --test-deps  also install what ctest's scripted entries need (TEST_PKGS:
+#                                 python3 with numpy and PIL, for the bench_smoke.* runs'
+#                                 pictures and profiles); scripts/test.sh passes it
+#   scripts/setup.sh --ref-deps   also install the Python reference tools' packages (REF_PKGS:
+#                                 python3-skimage, python3-torch; for tests/reference/*.py,
+#                                 scripts/*.py and bench/'s PyTorch sides; ctest entries that
+#                                 need them are skipped (77) without them)
 #
 # The packages: the build's (BUILD_PKGS) and iproute2, whose `ip netns` tests/test_two_host
 # and tests/e2e_launch need. scripts/check-fresh-root.sh proves the list on a fresh Debian 12.
@@ -20,18 +23,21 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
 BUILD_PKGS="build-essential cmake pkg-config libzmq3-dev libmsgpack-dev libpng-dev libjpeg62-turbo-dev libfyaml-dev libdnnl-dev ocl-icd-opencl-dev libcjson-dev libgloo-dev libprotobuf-c-dev protobuf-c-compiler libczmq-dev"
 RUN_PKGS="iproute2"
-TEST_PKGS="python3 python3-numpy python3-skimage python3-pil"
+TEST_PKGS="python3 python3-numpy python3-pil"
+REF_PKGS="python3-skimage python3-torch"
 
 say() { printf 'setup: %s\n' "$*"; }
 die() { printf 'setup: error: %s\n' "$*" >&2; exit 1; }
 
 deps_only=0
 test_deps=0
+ref_deps=0
 for arg in "$@"; do
     case "$arg" in
         --deps-only) deps_only=1 ;;
         --test-deps) test_deps=1 ;;
-        -h|--help) sed -n '2,16p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        --ref-deps) test_deps=1; ref_deps=1 ;;
+        -h|--help) sed -n '2,19p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) die "unknown option '$arg' (try --help)" ;;
     esac
 done
@@ -52,6 +58,7 @@ as_root() {
 
 want="$BUILD_PKGS $RUN_PKGS"
 [ "$test_deps" = 1 ] && want="$want $TEST_PKGS"
+[ "$ref_deps" = 1 ] && want="$want $REF_PKGS"
 
 installed() {
     dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q '^install ok installed$'

@@ -161,7 +161,7 @@ pair_job() {
     --window "$window" "$@"
 }
 
-commit=$(git -C "$root" rev-parse --short HEAD)
+commit=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)   # unknown without git
 if [ "$smoke" = 1 ]; then
   out="$tmp/loader_smoke.txt"
 else
@@ -174,7 +174,7 @@ lines="$tmp/lines.txt"
 # cleanup() knows every process they started.
 exec > >(tee "$out") 2>&1
 echo "bench/loader/run.sh $(date -u '+%F %T UTC'), commit $commit, $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'))"
-dirty=$(git -C "$root" status --porcelain -- loader coordinator proto common cli | tr '\n' ' ')
+dirty=$(git -C "$root" status --porcelain -- loader coordinator proto common cli 2>/dev/null | tr '\n' ' ' || true)
 echo "binaries from $build"
 [ -z "$dirty" ] || echo "uncommitted product changes in this working tree (in the binaries if $build was built from it): $dirty"
 echo "REPS=$reps WINDOW=${window}s WARMUP=${warmup}s PREFETCH=$prefetch; load average before: $(cut -d' ' -f1-3 /proc/loadavg)"

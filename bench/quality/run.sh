@@ -31,7 +31,7 @@ if ! /usr/bin/python3 -c 'import torch, yaml' 2>/dev/null; then
   exit 77
 fi
 cd "$root"
-commit=$(git rev-parse --short HEAD)
+commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)   # unknown without git
 out="$root/bench/results/quality_$(date -u +%F)_$commit.txt"
 tmp=$(mktemp -d /tmp/pf_quality_XXXXXX)
 if [ "$smoke" = 1 ]; then

@@ -35,7 +35,7 @@ else
   [ -d data/demo/train ] || bash scripts/fetch-demo-data.sh
   RESULTS="$ROOT/bench/results"
   mkdir -p "$RESULTS"
-  OUT="$RESULTS/soak_$(date +%F)_$(git rev-parse --short HEAD).txt"
+  OUT="$RESULTS/soak_$(date +%F)_$(git rev-parse --short HEAD 2>/dev/null || echo unknown).txt"
 fi
 
 cat >"$WORK/soak.yaml" <<EOF
