@@ -17,13 +17,15 @@
        img03: num_samples 3) at steps 3 and 6, 3 x 48 by 48, with the GT column equal to the GT
        file, the output column equal to eval_visuals/iter_N/imgNN.png (saved by evaluation) and
        the LQ column pf_imresize_u8 x2 of the eval LQ.
-    D. Bad pictures from a stranger on the events proxy during a longer job: a visual message
-       of 2 frames, one whose header is not msgpack, one with n = 0, one whose frames are a byte
-       short, one whose GT is not a multiple of its LQ. The job still ends 0, the visual hook
-       logs a warning for each ("dropped a visual message"), and a well-formed one sent after
-       them (n 1, LQ 1 x 1 (10, 20, 30), output and GT 2 x 2, iter 999) is written as
+    D. Bad pictures from a stranger on the events proxy during a job that runs until it is
+       stopped: a visual message of 2 frames, one whose header is not msgpack, one with n = 0,
+       one whose frames are a byte short, one whose GT is not a multiple of its LQ. The visual
+       hook logs a warning for each ("dropped a visual message"), and a well-formed one sent
+       after them (n 1, LQ 1 x 1 (10, 20, 30), output and GT 2 x 2, iter 999) is written as
        iter_999.png with the hand-worked pixels: LQ column all (10, 20, 30), then output, GT.
-       The same job evaluates one 1000 x 1000 image at the end: its TensorBoard image
+       Once the hook has written them, Ctrl-C (SIGINT to `pixflow train`) stops the job, which
+       exits 130: nothing here depends on how many iterations a machine runs meanwhile.
+    E. A job of 2 iterations (visual hook on) evaluates one 1000 x 1000 image at its end: its TensorBoard image
        eval/img00 is the centre crop that fits a 1 MiB frame, worked by hand (LQ 500 x 500;
        87381 LQ pixels fit; 295 x 295 at (102, 102); GT and output 590 x 590 at (204, 204)):
        1770 x 590, GT column = the GT file's crop, output column = the same crop of the saved
@@ -175,7 +177,7 @@ static void send_visual(void *pub, const pf_msg_visual *v, const char *raw, cons
 }
 
 /* The eval picture of a 1000 x 1000 image, centre-cropped (see D at the top). */
-static void check_big_eval(const char *wd2, const char *big) {
+static void check_big_eval(const char *wd2, const char *big, int iter) {
     char tb[800], err[512], path[900];
     CHECK(tb_find(wd2, tb, sizeof tb) == 1, "one event file in %s", wd2);
     int n = tb_read(tb, ev, TB_MAX_EVENTS, err, sizeof err), seen = 0;
@@ -183,7 +185,7 @@ static void check_big_eval(const char *wd2, const char *big) {
     pf_image gt = {0}, saved = {0};
     snprintf(path, sizeof path, "%s/img00.png", big);
     CHECK(pf_image_read_png(path, &gt, err, sizeof err) == 0, "%s", err);
-    snprintf(path, sizeof path, "%s/eval_visuals/iter_3000/img00.png", wd2);
+    snprintf(path, sizeof path, "%s/eval_visuals/iter_%d/img00.png", wd2, iter);
     CHECK(pf_image_read_png(path, &saved, err, sizeof err) == 0, "%s", err);
     for (int i = 0; i < n; i++) {
         if (!ev[i].has_image || strcmp(ev[i].tag, "eval/img00") != 0) continue;
@@ -191,7 +193,7 @@ static void check_big_eval(const char *wd2, const char *big) {
         pf_image img = {0};
         CHECK(pf_image_decode_png(ev[i].png, ev[i].png_len, "tb", &img, err, sizeof err) == 0,
               "%s", err);
-        CHECK(ev[i].step == 3000 && img.w == 1770 && img.h == 590, "eval/img00 step %lld %dx%d",
+        CHECK(ev[i].step == iter && img.w == 1770 && img.h == 590, "eval/img00 step %lld %dx%d",
               (long long)ev[i].step, img.w, img.h);
         if (img.w != 1770 || img.h != 590 || !gt.data || !saved.data) {
             pf_image_free(&img);
@@ -214,11 +216,18 @@ static void check_big_eval(const char *wd2, const char *big) {
     pf_image_free(&saved);
 }
 
+/* Count of `text` in the file at `path` (0 when it cannot be read). */
+static int count_text(const char *path, const char *text) {
+    char *t = slurp(path);
+    int n = 0;
+    for (char *p = t; (p = strstr(p, text)) != NULL; p++) n++;
+    free(t);
+    return n;
+}
+
 static void test_bad_pictures(const char *bin, const char *data) {
     char cfg_path[700], out[700], wd2[700], pics2[700], path[800], events[256] = "", err[512];
-    char big[700];
-    snprintf(big, sizeof big, "%s/big", root);
-    make_images(big, 1, 1000, 4);
+    char hook_log[800], grid[800];
     snprintf(cfg_path, sizeof cfg_path, "%s/bad.yaml", root);
     snprintf(out, sizeof out, "%s/bad.txt", root);
     snprintf(wd2, sizeof wd2, "%s/wd2", root);
@@ -229,15 +238,13 @@ static void test_bad_pictures(const char *bin, const char *data) {
             "data:\n"
             "  samples_per_gpu: 4\n"
             "  train: {gt_folder: %s, gt_patch_size: 16, repeat: 100}\n"
-            "  eval: {gt_folder: %s}\n"
             "optimizers: {type: Adam, lr: 1.0e-3}\n"
-            "total_iters: 3000\n"
-            "checkpoint_config: {interval: 3000}\n"
-            "evaluation: {interval: 3000, metrics: [PSNR], save_image: true}\n"
+            "total_iters: 10000000\n"
+            "checkpoint_config: {interval: 10000000}\n"
             "log_config: {interval: 100}\n"
             "visual_config: {interval: 1000, num_samples: 2, output_dir: %s}\n"
             "work_dir: %s\n",
-            data, big, pics2, wd2);
+            data, pics2, wd2);
     fclose(f);
     run r;
     start_job(&r, bin, out, cfg_path, "1", NULL, NULL, NULL);
@@ -289,9 +296,18 @@ static void test_bad_pictures(const char *bin, const char *data) {
     CHECK(pf_send(pub, &topic, &m, frames, 3) == 0, "good picture");
     zmq_close(pub);
     zmq_ctx_term(ctx);
+    snprintf(hook_log, sizeof hook_log, "%s/visual_hook.log", wd2);
+    snprintf(grid, sizeof grid, "%s/iter_999.png", pics2);
+    struct stat sb;
+    double end = pf_now() + 120;
+    while (pf_now() < end && (count_text(hook_log, "dropped a ") < 5 || stat(grid, &sb) != 0))
+        usleep(50000);
+    usleep(300000);                                     /* the PNG's last bytes */
+    kill(r.pid, SIGINT);
     int st = finish(&r, 300);
-    CHECK(st == 0, "the job with bad pictures exited %d (see %s)", st, out);
-    snprintf(path, sizeof path, "%s/visual_hook.log", wd2);
+    CHECK(st == 130, "the job with bad pictures, stopped by SIGINT, exited %d, want 130 (see %s)",
+          st, out);
+    snprintf(path, sizeof path, "%s", hook_log);
     char *log = pf_read_file(path, NULL, err, sizeof err);
     int warnings = 0;
     for (char *p = log; p && (p = strstr(p, "dropped a ")) != NULL; p++) warnings++;
@@ -309,7 +325,35 @@ static void test_bad_pictures(const char *bin, const char *data) {
     CHECK(img.w == 6 && img.h == 2 && !memcmp(img.data, want, sizeof want),
           "iter_999.png: %dx%d, pixels differ from the hand-worked grid", img.w, img.h);
     pf_image_free(&img);
-    check_big_eval(wd2, big);
+}
+
+static void test_big_eval(const char *bin, const char *data) {
+    char cfg_path[700], out[700], wd3[700], big[700];
+    snprintf(big, sizeof big, "%s/big", root);
+    make_images(big, 1, 1000, 4);
+    snprintf(cfg_path, sizeof cfg_path, "%s/big.yaml", root);
+    snprintf(out, sizeof out, "%s/big.txt", root);
+    snprintf(wd3, sizeof wd3, "%s/wd3", root);
+    FILE *f = fopen(cfg_path, "w");
+    fprintf(f,
+            "model: {type: EDSR, scale: 2, n_feats: 8, n_blocks: 1, loss: {type: L1Loss}}\n"
+            "data:\n"
+            "  samples_per_gpu: 4\n"
+            "  train: {gt_folder: %s, gt_patch_size: 16}\n"
+            "  eval: {gt_folder: %s}\n"
+            "optimizers: {type: Adam, lr: 1.0e-3}\n"
+            "total_iters: 2\n"
+            "checkpoint_config: {interval: 2}\n"
+            "evaluation: {interval: 2, metrics: [PSNR], save_image: true}\n"
+            "visual_config: {interval: 1000, num_samples: 2, output_dir: %s/pics3}\n"
+            "work_dir: %s\n",
+            data, big, root, wd3);
+    fclose(f);
+    run r;
+    start_job(&r, bin, out, cfg_path, "1", NULL, NULL, NULL);
+    int st = finish(&r, 300);
+    CHECK(st == 0, "the job that evaluates a 1000 x 1000 image exited %d (see %s)", st, out);
+    check_big_eval(wd3, big, 2);
 }
 
 int main(void) {
@@ -419,8 +463,9 @@ int main(void) {
     pf_dataset_close(&ds);
     pf_dataset_close(&eval);
 
-    /* D */
+    /* D, E */
     test_bad_pictures(bin, data);
+    test_big_eval(bin, data);
     if (pf_test_fail_ == 0) remove_tree(root);
     return pf_test_end("test_visual");
 }
