@@ -1,6 +1,7 @@
 /*  conv_dnnl — oneDNN convolution layer: forward, backward-data, backward-weights (see
     conv_dnnl.h). */
 #include "nn/cpu/conv_dnnl.h"
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -88,9 +89,9 @@ static int make_fwd_pd(pf_conv *c, int src_block, int dst_block, int fuse_add, c
                                           c->algo, &src, &wei, &bias, &dst, strides, pad, pad),
        "dnnl_convolution_forward_desc_init");
     CK(dnnl_primitive_attr_create(&attr), "dnnl_primitive_attr_create");
-    if (c->relu || fuse_add) {
+    if ((c->relu && !c->act_apart) || fuse_add) {
         CK(dnnl_post_ops_create(&po), "dnnl_post_ops_create");
-        if (c->relu)
+        if (c->relu && !c->act_apart)
             CK(dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_relu, c->alpha, 0.0f),
                "dnnl_post_ops_append_eltwise");
         if (fuse_add && c->add_scale != 1.0f)
@@ -173,8 +174,20 @@ static int setup_forward(pf_conv *c, int src_block, int dst_block, char *err, si
             !slow_impl(impl_of(c->fwd_pd)))
             c->add_fused = 1;
     }
-    if (!c->add_fused && make_fwd_pd(c, src_block, dst_block, 0, err, errlen)) return -1;
-    if (wino && !strstr(impl_of(c->fwd_pd), "wino")) return -1;
+    c->act_apart = 0;
+    if (!c->add_fused && make_fwd_pd(c, src_block, dst_block, 0, err, errlen) && !wino)
+        return -1;
+    if (wino && (!c->fwd_pd || !strstr(impl_of(c->fwd_pd), "wino"))) {
+        /* oneDNN 2.6's Winograd kernels take ReLU but no LeakyReLU post-op (MSRResNet's
+           upconvs and conv_hr, every RRDBNet dense conv): run the convolution bare and the
+           activation in C after it, which costs a pass over the output and keeps Winograd's
+           1.8x. */
+        if (!c->relu) return -1;
+        c->act_apart = 1;
+        if (make_fwd_pd(c, src_block, dst_block, 0, err, errlen) ||
+            !strstr(impl_of(c->fwd_pd), "wino"))
+            return -1;
+    }
     c->src_block = pf_dnnl_block_of(q_md(c->fwd_pd, dnnl_query_src_md), c->n, c->ic, c->h, c->w,
                                     src_block);
     c->dst_block = pf_dnnl_block_of(q_md(c->fwd_pd, dnnl_query_dst_md), c->n, c->oc, c->h, c->w,
@@ -441,7 +454,25 @@ int pf_conv_forward(pf_conv *c, const float *src, float *dst, char *err, size_t 
         { DNNL_ARG_BIAS, c->m_bias },
         { DNNL_ARG_DST, c->m_dst },
     };
-    return run(c, c->fwd, 4, a, "convolution forward", err, errlen);
+    if (run(c, c->fwd, 4, a, "convolution forward", err, errlen)) return -1;
+    if (c->act_apart) {
+        /* the activation the primitive could not fuse: y = y > 0 ? y : alpha * y, selected
+           on the bits with integer masks (as graph.c's backward mask), which GCC vectorises;
+           a float compare and select stays a scalar branch */
+        size_t n = pf_blk_numel(c->n, c->oc, c->h, c->w, c->dst_block);
+        float al = c->alpha;
+#pragma omp parallel for schedule(static)
+        for (size_t i = 0; i < n; i++) {
+            int32_t xi, si;
+            float sv = dst[i] * al;
+            memcpy(&xi, &dst[i], sizeof xi);
+            memcpy(&si, &sv, sizeof si);
+            int32_t keep = -(int32_t)(xi > 0);          /* all ones where y > 0 */
+            xi = (xi & keep) | (si & ~keep);
+            memcpy(&dst[i], &xi, sizeof xi);
+        }
+    }
+    return 0;
 }
 
 int pf_conv_forward_residual(pf_conv *c, const float *src, const float *identity, float *dst,

@@ -18,7 +18,8 @@
     twice as fast as direct convolution; every other layer, and every layer on CPUs without
     those kernels (AVX2 and older), is direct. Winograd rounds differently from direct
     convolution: outputs and gradients differ by about 1e-6 relative (docs/nn.md). oneDNN's
-    Winograd takes no binary post-op, so its residual layers add the identity apart.
+    Winograd takes no binary post-op and no LeakyReLU, so its residual layers add the identity
+    and its LeakyReLU layers apply the activation apart (in C, after the primitive).
 */
 #ifndef PF_CONV_DNNL_H
 #define PF_CONV_DNNL_H
@@ -35,6 +36,8 @@ typedef struct {
     int add;                    /* forward adds a residual: dst = identity + add_scale * conv */
     float add_scale;            /* the residual branch's scale (EDSR res_scale) */
     int add_fused;              /* the add runs as oneDNN post-ops (else in C after the conv) */
+    int act_apart;              /* the (Leaky)ReLU runs in C after the primitive (a Winograd
+                                   kernel without that post-op), else as its post-op */
     /* what the primitives are built for */
     int n, h, w;                /* 0 when not built */
     int training;               /* forward_training with backward primitives */
