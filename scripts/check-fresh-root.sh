@@ -5,8 +5,11 @@
 # apt, no compiler, empty package lists; about what a `debian:12` container holds) from this
 # machine's own apt sources, puts a clean clone of this repository's HEAD in /root/pixflow,
 # and runs there, as root:
-#   1. set-up:  bash scripts/setup.sh
-#   2. tests:   bash scripts/test.sh       (the README's test command)
+#   1. set-up:  bash scripts/setup.sh --test-deps   (what the README's commands install:
+#               demo.sh runs setup.sh, test.sh runs it with --test-deps; here it runs with the
+#               network first, as the test step has none)
+#   2. tests:   bash scripts/test.sh       (the README's test command; its set-up then finds
+#               nothing missing and leaves apt alone)
 #   3. demo:    bash scripts/demo.sh       (the README's first command; only with --demo)
 # A failed set-up ends the check; the demo runs even when a test failed.
 # A package that setup.sh forgets to install makes step 1 or 2 fail here, wherever the host
@@ -128,7 +131,7 @@ in_namespace() {
             return 1
         fi
     }
-    run_step setup host "bash scripts/setup.sh" || return 1
+    run_step setup host "bash scripts/setup.sh --test-deps" || return 1
     if [ -n "$PF_FR_CACHE" ]; then   # drop downloads that are no longer in the archive
         chroot "$r" apt-get autoclean -qq < /dev/null || true
     fi
