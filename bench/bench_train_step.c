@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include "common/rng.h"
 #include "nn/model.h"
@@ -134,8 +135,12 @@ static int bench(const bench_case *case_, int warmup, int steps, int mark, int s
                k->name, k->model_type, k->n_feats, k->n_blocks, groups, s,
                k->infer ? "infer" : "train", k->batch, p, pf_model_num_params(m),
                (t[(steps - 1) / 2] + t[steps / 2]) / 2, t[0], t[steps - 1], steps);
-        if (k->infer) printf("\n");
-        else printf(", last loss %.4f\n", loss);
+        /* the process's peak resident memory so far (one case per process in
+           bench/train_step): model, plan buffers, gradients, oneDNN's scratch */
+        struct rusage ru;
+        getrusage(RUSAGE_SELF, &ru);
+        if (!k->infer) printf(", last loss %.4f", loss);
+        printf(", peak RSS %.0f MiB\n", (double)ru.ru_maxrss / 1024.0);
     }
     free(t);
     free(out);

@@ -78,7 +78,9 @@ typedef struct {
     int last_use;       /* index of the last node reading it */
     int need_grad;      /* some parameter lies upstream */
     int grad_set;       /* backward: grad holds a value (else it is garbage) */
-    float *grad_own;    /* its own gradient buffer; grad may point elsewhere for a step */
+    float *grad_own;    /* the graph output's gradient buffer (the loss writes it) */
+    int gslot;          /* backward: the gradient pool slot grad lies in (-1: none) */
+    int padded;         /* its layout pads channels (a pooled gradient is zeroed first) */
 } pf_tstate;
 
 /* A convolution that runs on other layouts than its tensors' (plan_conversions): its input
@@ -105,6 +107,16 @@ struct pf_gstate {
     float *arena;           /* every buffer */
     float *scratch[2];      /* backward temporaries, max numel each */
     size_t max_numel;
+    /* Gradient pool (training): a tensor's gradient lives from its first write (the backward
+       of its last reader) to its producer's backward, in a slot taken best-fit from the free
+       ones and given back there; a gradient passed on unchanged to an input (grad_pass)
+       shares its slot, which is counted. Slots are allocated as the first backward needs
+       them and kept: every later step takes the same ones. */
+    float **gbuf;
+    size_t *gsize;
+    int *grefs;
+    int n_gslots, cap_gslots;
+    int goom;               /* a slot could not be allocated */
 };
 
 void pf_gstate_free(pf_gstate **s) {
@@ -124,6 +136,10 @@ void pf_gstate_free(pf_gstate **s) {
     }
     free((*s)->io);
     free((*s)->arena);
+    for (int k = 0; k < (*s)->n_gslots; k++) free((*s)->gbuf[k]);
+    free((*s)->gbuf);
+    free((*s)->gsize);
+    free((*s)->grefs);
     free(*s);
     *s = NULL;
 }
@@ -600,7 +616,9 @@ int pf_graph_assign_slots(const pf_graph *g, void *ts, size_t stride, size_t num
     return n_slots;
 }
 
-/* Buffers: training keeps all; inference reuses the slots of dead tensors. */
+/* Buffers: training keeps every activation (backward reads them) and only the output's
+   gradient (the others come from the gradient pool, by liveness); inference reuses the slots
+   of dead tensors. */
 static int plan_buffers(pf_model *m, pf_gstate *S, int training) {
     pf_graph *g = &m->graph;
     size_t total = 0;
@@ -608,7 +626,7 @@ static int plan_buffers(pf_model *m, pf_gstate *S, int training) {
     if (training) {
         for (int i = 0; i < g->n_t; i++) {
             total += ROUND(S->ts[i].numel);
-            if (S->ts[i].need_grad) total += ROUND(S->ts[i].numel);
+            if (S->ts[i].need_grad && i == g->output) total += ROUND(S->ts[i].numel);
         }
         total += 2 * ROUND(S->max_numel);
     } else {
@@ -642,7 +660,10 @@ static int plan_buffers(pf_model *m, pf_gstate *S, int training) {
     for (int i = 0; i < g->n_t; i++) {
         S->ts[i].data = p;
         p += ROUND(S->ts[i].numel);
-        if (S->ts[i].need_grad) {
+        S->ts[i].padded = S->ts[i].numel != (size_t)S->n * (size_t)g->t[i].c *
+                                            (size_t)S->ts[i].h * (size_t)S->ts[i].w;
+        S->ts[i].gslot = -1;
+        if (S->ts[i].need_grad && i == g->output) {
             S->ts[i].grad = S->ts[i].grad_own = p;
             p += ROUND(S->ts[i].numel);
         }
@@ -1020,28 +1041,74 @@ int pf_graph_forward(pf_model *m, void *plan, pf_conv *convs, const uint8_t *lq,
 
 /* ---- backward ------------------------------------------------------------------------- */
 
+/* A gradient buffer from the pool for t (see pf_gstate): the best-fitting free slot, else a
+   new one. Zeroed when t's layout pads channels (padding stays zero, as everywhere). 0, or -1
+   out of memory (S->goom). */
+static int gacquire(pf_gstate *S, pf_tstate *t) {
+    int best = -1;
+    for (int k = 0; k < S->n_gslots; k++)
+        if (!S->grefs[k] && S->gsize[k] >= t->numel &&
+            (best < 0 || S->gsize[k] < S->gsize[best]))
+            best = k;
+    if (best < 0) {
+        if (S->n_gslots == S->cap_gslots) {
+            int cap = S->cap_gslots ? 2 * S->cap_gslots : 16;
+            float **b = realloc(S->gbuf, (size_t)cap * sizeof *b);
+            if (b) S->gbuf = b;
+            size_t *sz = b ? realloc(S->gsize, (size_t)cap * sizeof *sz) : NULL;
+            if (sz) S->gsize = sz;
+            int *r = sz ? realloc(S->grefs, (size_t)cap * sizeof *r) : NULL;
+            if (!r) {
+                S->goom = 1;
+                return -1;
+            }
+            S->grefs = r;
+            S->cap_gslots = cap;
+        }
+        size_t bytes = (t->numel + 15) / 16 * 16 * sizeof(float);
+        float *buf = aligned_alloc(64, bytes ? bytes : 64);
+        if (!buf) {
+            S->goom = 1;
+            return -1;
+        }
+        best = S->n_gslots++;
+        S->gbuf[best] = buf;
+        S->gsize[best] = t->numel;
+        S->grefs[best] = 0;
+    }
+    S->grefs[best]++;
+    t->gslot = best;
+    t->grad = S->gbuf[best];
+    if (t->padded) memset(t->grad, 0, t->numel * sizeof(float));
+    return 0;
+}
+
 /* The gradient buffer of t for a contribution: *acc says whether to add to it. NULL when t
-   needs no gradient. */
-static float *grad_for(pf_tstate *t, int *acc) {
+   needs no gradient (or the pool is out of memory: S->goom). */
+static float *grad_for(pf_gstate *S, pf_tstate *t, int *acc) {
     if (!t->need_grad) return NULL;
+    if (!t->grad && gacquire(S, t)) return NULL;
     *acc = t->grad_set;
     t->grad_set = 1;
     return t->grad;
 }
 
-/* t's gradient gets dy (the gradient of a same-shaped output, layout b) added. When t has
-   none yet and the layouts agree, t simply takes over dy's buffer instead of copying it: that
-   output is dead once its node's backward has run, and each node passes its buffer on to one
-   input at most. */
-static void grad_pass(pf_tstate *t, float *dy, int b, int n, int c, int h, int w) {
+/* t's gradient gets o's (the gradient of a same-shaped output, layout b) added. When t has
+   none yet and the layouts agree, t simply shares o's buffer instead of copying it: o is dead
+   once its node's backward has run, and each node passes its buffer on to one input at
+   most. */
+static void grad_pass(pf_gstate *S, pf_tstate *t, const pf_tstate *o, int b, int n, int c, int h,
+                      int w) {
     int acc;
     if (t->need_grad && !t->grad_set && t->block == b) {
-        t->grad = dy;
+        t->grad = o->grad;
+        t->gslot = o->gslot;
+        if (t->gslot >= 0) S->grefs[t->gslot]++;
         t->grad_set = 1;
         return;
     }
-    float *dx = grad_for(t, &acc);
-    if (dx) axpy_layout(dx, t->block, dy, b, 1.0f, n, c, h, w, acc);
+    float *dx = grad_for(S, t, &acc);
+    if (dx) axpy_layout(dx, t->block, o->grad, b, 1.0f, n, c, h, w, acc);
 }
 
 static int backward_node(pf_model *m, pf_gstate *S, pf_conv *convs, const pf_gnode *nd,
@@ -1084,7 +1151,7 @@ static int backward_node(pf_model *m, pf_gstate *S, pf_conv *convs, const pf_gno
         const float *dd = dy;
         if (nd->n_in > 1) {
             /* out = identity + scale * conv: the identity gets dy as it is */
-            grad_pass(&S->ts[nd->in[1]], dy, b, n, C, o->h, o->w);
+            grad_pass(S, &S->ts[nd->in[1]], o, b, n, C, o->h, o->w);
             if (nd->scale != 1.0f) {
                 axpy(S->scratch[0], dy, nd->scale, o->numel, 0);
                 dd = S->scratch[0];
@@ -1103,7 +1170,7 @@ static int backward_node(pf_model *m, pf_gstate *S, pf_conv *convs, const pf_gno
         }
         TRY(pf_conv_backward_weights(c, io->rs ? io->xin : a->data, dd, gw, gb, err, errlen));
         if (nd->conv == m->sub_conv) pf_zoo_sub_grads(m);
-        if ((dx = grad_for(a, &acc))) {
+        if ((dx = grad_for(S, a, &acc))) {
             if (io->rs) {
                 TRY(pf_conv_backward_data(c, dd, io->dxin, err, errlen));
                 if (!acc) return pf_reorder_run(&io->drs_back, io->dxin, dx, err, errlen);
@@ -1120,7 +1187,7 @@ static int backward_node(pf_model *m, pf_gstate *S, pf_conv *convs, const pf_gno
         const float *x = a->data, *al = m->params + m->tensors[nd->param].offset;
         float *dal = m->grads + m->tensors[nd->param].offset;
         int cb = (C + b - 1) / b;
-        dx = grad_for(a, &acc);
+        dx = grad_for(S, a, &acc);
         /* d alpha[c] = sum over x <= 0 of dy * x: per (sample, block) partial sums first,
            added in a fixed order, so the result does not depend on the thread count */
         double *part = calloc((size_t)n * cb * b, sizeof *part);
@@ -1152,7 +1219,7 @@ static int backward_node(pf_model *m, pf_gstate *S, pf_conv *convs, const pf_gno
     }
     case PF_G_TANH:
     case PF_G_SIGMOID: {
-        if (!(dx = grad_for(a, &acc))) return 0;
+        if (!(dx = grad_for(S, a, &acc))) return 0;
         int tanh_ = nd->op == PF_G_TANH;
         FOR_BLOCKS(n, C, hw, b) for (size_t k = 0; k < kn; k++) {
             float v = y[base + k];
@@ -1163,13 +1230,13 @@ static int backward_node(pf_model *m, pf_gstate *S, pf_conv *convs, const pf_gno
     }
     case PF_G_ADD: {
         pf_tstate *bb = &S->ts[nd->in[1]];
-        grad_pass(a, dy, b, n, C, o->h, o->w);
-        if ((dx = grad_for(bb, &acc)))
+        grad_pass(S, a, o, b, n, C, o->h, o->w);
+        if ((dx = grad_for(S, bb, &acc)))
             axpy_layout(dx, bb->block, dy, b, nd->scale, n, C, o->h, o->w, acc);
         return 0;
     }
     case PF_G_GAP: {
-        if (!(dx = grad_for(a, &acc))) return 0;
+        if (!(dx = grad_for(S, a, &acc))) return 0;
         size_t ahw = (size_t)a->h * (size_t)a->w;
         float inv = 1.0f / (float)ahw;
         int cb = (C + b - 1) / b;
@@ -1187,15 +1254,15 @@ static int backward_node(pf_model *m, pf_gstate *S, pf_conv *convs, const pf_gno
         float sc = nd->scale;
         int cb = (C + b - 1) / b;
         size_t cs = (size_t)pf_blk_c(C, st->block);     /* 1 x 1: [n][c] */
-        if (nd->n_in > 2) grad_pass(&S->ts[nd->in[2]], dy, b, n, C, o->h, o->w);
-        if ((dx = grad_for(a, &acc))) {
+        if (nd->n_in > 2) grad_pass(S, &S->ts[nd->in[2]], o, b, n, C, o->h, o->w);
+        if ((dx = grad_for(S, a, &acc))) {
             FOR_CHUNKS(n, C, b) {
                 size_t base = ((size_t)in_ * cb + ib_) * hw * b + lane;
                 mul_ch_grad_x(dx + base, dy + base, s + (size_t)in_ * cs + (size_t)c0, sc, hw, b,
                               kc, acc);
             }
         }
-        if ((dx = grad_for(st, &acc))) {
+        if ((dx = grad_for(S, st, &acc))) {
             FOR_CHUNKS(n, C, b) {
                 double sum[PF_LANE_CHUNK] = { 0 };
                 size_t base = ((size_t)in_ * cb + ib_) * hw * b + lane;
@@ -1210,7 +1277,7 @@ static int backward_node(pf_model *m, pf_gstate *S, pf_conv *convs, const pf_gno
         int c_off = 0;
         for (int i = 0; i < nd->n_in; i++) {
             pf_tstate *t = &S->ts[nd->in[i]];
-            if ((dx = grad_for(t, &acc)))
+            if ((dx = grad_for(S, t, &acc)))
                 concat_part(dy, o, C, dx, t->block, g->t[nd->in[i]].c, c_off, n, 0, acc);
             c_off += g->t[nd->in[i]].c;
         }
@@ -1218,7 +1285,7 @@ static int backward_node(pf_model *m, pf_gstate *S, pf_conv *convs, const pf_gno
     }
     case PF_G_SHUFFLE:
     case PF_G_UNSHUFFLE: {
-        if (!(dx = grad_for(a, &acc))) return 0;
+        if (!(dx = grad_for(S, a, &acc))) return 0;
         float *dst = acc ? S->scratch[1] : dx;
         if (nd->op == PF_G_SHUFFLE)
             pf_pixel_shuffle_backward(dst, dy, n, C, a->h, a->w, nd->r, a->block, b);
@@ -1229,7 +1296,7 @@ static int backward_node(pf_model *m, pf_gstate *S, pf_conv *convs, const pf_gno
         return 0;
     }
     case PF_G_NEAREST: {
-        if (!(dx = grad_for(a, &acc))) return 0;
+        if (!(dx = grad_for(S, a, &acc))) return 0;
         int r = nd->r, H = a->h, W = a->w, cb = (C + b - 1) / b;
 #pragma omp parallel for collapse(3) schedule(static)
         for (int in = 0; in < n; in++)
@@ -1262,11 +1329,23 @@ int pf_graph_backward(pf_model *m, void *plan, pf_conv *convs, char *err, size_t
     memset(m->grads, 0, m->n_params * sizeof(float));
     for (int i = 0; i < g->n_t; i++) {
         S->ts[i].grad_set = 0;
-        S->ts[i].grad = S->ts[i].grad_own;
+        S->ts[i].grad = S->ts[i].grad_own;     /* NULL but for the output */
+        S->ts[i].gslot = -1;
     }
+    for (int k = 0; k < S->n_gslots; k++) S->grefs[k] = 0;
     S->ts[g->output].grad_set = 1;      /* the loss wrote d_out */
-    for (int k = g->n_node - 1; k >= 0; k--)
+    for (int k = g->n_node - 1; k >= 0; k--) {
         TRY(backward_node(m, S, convs, &g->node[k], err, errlen));
+        if (S->goom) {
+            snprintf(err, errlen, "%s: out of memory for gradients of a %d-sample batch",
+                     m->cfg.model_type, S->n);
+            return -1;
+        }
+        /* the node's output gradient is consumed: its slot is free unless passed on */
+        pf_tstate *o = &S->ts[g->node[k].out];
+        if (o->gslot >= 0) S->grefs[o->gslot]--;
+        o->gslot = -1;
+    }
     return 0;
 }
 

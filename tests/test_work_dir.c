@@ -163,7 +163,9 @@ static void test_rerun_archives_everything(void) {
         for (int j = 0; j < na; j++)
             found |= !strcmp(first[i].name, archived[j].name) && first[i].ino == archived[j].ino;
         CHECK(found, "run 1's %s is not in %s", first[i].name, arch);
-        for (int j = 0; j < n2; j++)
+        /* the removed coordinator.addr's inode number is free again: a file of run 2 may
+           get it (seen: coordinator.log) */
+        for (int j = 0; j < n2 && strcmp(first[i].name, "coordinator.addr") != 0; j++)
             CHECK(second[j].ino != first[i].ino, "run 1's %s is still in the work_dir as %s",
                   first[i].name, second[j].name);
     }
