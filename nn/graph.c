@@ -105,8 +105,7 @@ struct pf_gstate {
                                (0 = as the first pass chooses) */
     int n_io;               /* entries of io (nodes) */
     float *arena;           /* every buffer */
-    float *scratch[2];      /* backward temporaries, max numel each */
-    size_t max_numel;
+    int tslot[2];           /* backward temporaries of the current node: pool slots (-1) */
     /* Gradient pool (training): a tensor's gradient lives from its first write (the backward
        of its last reader) to its producer's backward, in a slot taken best-fit from the free
        ones and given back there; a gradient passed on unchanged to an input (grad_pass)
@@ -257,11 +256,9 @@ static int plan_layouts(pf_model *m, pf_gstate *S, pf_conv *convs, int h, int w,
         }
     }
     S->ts[g->output].last_use = g->n_node;  /* the loss reads it */
-    S->max_numel = 0;
     for (int i = 0; i < g->n_t; i++) {
         if (!S->ts[i].block) S->ts[i].block = 1;
         S->ts[i].numel = tnumel(&S->ts[i], n, g->t[i].c);
-        if (S->ts[i].numel > S->max_numel) S->max_numel = S->ts[i].numel;
     }
     return 0;
 }
@@ -628,7 +625,6 @@ static int plan_buffers(pf_model *m, pf_gstate *S, int training) {
             total += ROUND(S->ts[i].numel);
             if (S->ts[i].need_grad && i == g->output) total += ROUND(S->ts[i].numel);
         }
-        total += 2 * ROUND(S->max_numel);
     } else {
         size_t *size = NULL;
         int n_slots = pf_graph_assign_slots(g, S->ts, sizeof *S->ts, offsetof(pf_tstate, numel),
@@ -668,9 +664,7 @@ static int plan_buffers(pf_model *m, pf_gstate *S, int training) {
             p += ROUND(S->ts[i].numel);
         }
     }
-    S->scratch[0] = p;
-    p += ROUND(S->max_numel);
-    S->scratch[1] = p;
+    S->tslot[0] = S->tslot[1] = -1;
 #undef ROUND
     return 0;
 }
@@ -1044,11 +1038,10 @@ int pf_graph_forward(pf_model *m, void *plan, pf_conv *convs, const uint8_t *lq,
 /* A gradient buffer from the pool for t (see pf_gstate): the best-fitting free slot, else a
    new one. Zeroed when t's layout pads channels (padding stays zero, as everywhere). 0, or -1
    out of memory (S->goom). */
-static int gacquire(pf_gstate *S, pf_tstate *t) {
+static int gslot_get(pf_gstate *S, size_t numel) {
     int best = -1;
     for (int k = 0; k < S->n_gslots; k++)
-        if (!S->grefs[k] && S->gsize[k] >= t->numel &&
-            (best < 0 || S->gsize[k] < S->gsize[best]))
+        if (!S->grefs[k] && S->gsize[k] >= numel && (best < 0 || S->gsize[k] < S->gsize[best]))
             best = k;
     if (best < 0) {
         if (S->n_gslots == S->cap_gslots) {
@@ -1065,7 +1058,7 @@ static int gacquire(pf_gstate *S, pf_tstate *t) {
             S->grefs = r;
             S->cap_gslots = cap;
         }
-        size_t bytes = (t->numel + 15) / 16 * 16 * sizeof(float);
+        size_t bytes = (numel + 15) / 16 * 16 * sizeof(float);
         float *buf = aligned_alloc(64, bytes ? bytes : 64);
         if (!buf) {
             S->goom = 1;
@@ -1073,14 +1066,27 @@ static int gacquire(pf_gstate *S, pf_tstate *t) {
         }
         best = S->n_gslots++;
         S->gbuf[best] = buf;
-        S->gsize[best] = t->numel;
+        S->gsize[best] = numel;
         S->grefs[best] = 0;
     }
     S->grefs[best]++;
-    t->gslot = best;
-    t->grad = S->gbuf[best];
+    return best;
+}
+
+static int gacquire(pf_gstate *S, pf_tstate *t) {
+    int k = gslot_get(S, t->numel);
+    if (k < 0) return -1;
+    t->gslot = k;
+    t->grad = S->gbuf[k];
     if (t->padded) memset(t->grad, 0, t->numel * sizeof(float));
     return 0;
+}
+
+/* Temporary i (0 or 1) of the node being run backward, numel floats from the pool, given back
+   after the node (pf_graph_backward). NULL when out of memory (S->goom). */
+static float *gscratch(pf_gstate *S, int i, size_t numel) {
+    if (S->tslot[i] < 0 && (S->tslot[i] = gslot_get(S, numel)) < 0) return NULL;
+    return S->gbuf[S->tslot[i]];
 }
 
 /* The gradient buffer of t for a contribution: *acc says whether to add to it. NULL when t
@@ -1153,8 +1159,10 @@ static int backward_node(pf_model *m, pf_gstate *S, pf_conv *convs, const pf_gno
             /* out = identity + scale * conv: the identity gets dy as it is */
             grad_pass(S, &S->ts[nd->in[1]], o, b, n, C, o->h, o->w);
             if (nd->scale != 1.0f) {
-                axpy(S->scratch[0], dy, nd->scale, o->numel, 0);
-                dd = S->scratch[0];
+                float *t0 = gscratch(S, 0, o->numel);
+                if (!t0) return 0;      /* out of memory: reported by the caller */
+                axpy(t0, dy, nd->scale, o->numel, 0);
+                dd = t0;
             }
         }
         const pf_param_info *wt = &m->tensors[nd->param], *bt = &m->tensors[nd->param + 1];
@@ -1171,15 +1179,18 @@ static int backward_node(pf_model *m, pf_gstate *S, pf_conv *convs, const pf_gno
         TRY(pf_conv_backward_weights(c, io->rs ? io->xin : a->data, dd, gw, gb, err, errlen));
         if (nd->conv == m->sub_conv) pf_zoo_sub_grads(m);
         if ((dx = grad_for(S, a, &acc))) {
+            float *t1;
             if (io->rs) {
                 TRY(pf_conv_backward_data(c, dd, io->dxin, err, errlen));
                 if (!acc) return pf_reorder_run(&io->drs_back, io->dxin, dx, err, errlen);
-                TRY(pf_reorder_run(&io->drs_back, io->dxin, S->scratch[1], err, errlen));
+                if (!(t1 = gscratch(S, 1, a->numel))) return 0;
+                TRY(pf_reorder_run(&io->drs_back, io->dxin, t1, err, errlen));
             } else {
                 if (!acc) return pf_conv_backward_data(c, dd, dx, err, errlen);
-                TRY(pf_conv_backward_data(c, dd, S->scratch[1], err, errlen));
+                if (!(t1 = gscratch(S, 1, a->numel))) return 0;
+                TRY(pf_conv_backward_data(c, dd, t1, err, errlen));
             }
-            axpy(dx, S->scratch[1], 1.0f, a->numel, 1);
+            axpy(dx, t1, 1.0f, a->numel, 1);
         }
         return 0;
     }
@@ -1286,7 +1297,9 @@ static int backward_node(pf_model *m, pf_gstate *S, pf_conv *convs, const pf_gno
     case PF_G_SHUFFLE:
     case PF_G_UNSHUFFLE: {
         if (!(dx = grad_for(S, a, &acc))) return 0;
-        float *dst = acc ? S->scratch[1] : dx;
+        float *dst = acc ? gscratch(S, 1, a->numel) : dx;
+        if (!dst) return 0;
+        if (acc && a->padded) memset(dst, 0, a->numel * sizeof(float));   /* padding lanes */
         if (nd->op == PF_G_SHUFFLE)
             pf_pixel_shuffle_backward(dst, dy, n, C, a->h, a->w, nd->r, a->block, b);
         else
@@ -1333,6 +1346,7 @@ int pf_graph_backward(pf_model *m, void *plan, pf_conv *convs, char *err, size_t
         S->ts[i].gslot = -1;
     }
     for (int k = 0; k < S->n_gslots; k++) S->grefs[k] = 0;
+    S->tslot[0] = S->tslot[1] = -1;
     S->ts[g->output].grad_set = 1;      /* the loss wrote d_out */
     for (int k = g->n_node - 1; k >= 0; k--) {
         TRY(backward_node(m, S, convs, &g->node[k], err, errlen));
@@ -1341,10 +1355,15 @@ int pf_graph_backward(pf_model *m, void *plan, pf_conv *convs, char *err, size_t
                      m->cfg.model_type, S->n);
             return -1;
         }
-        /* the node's output gradient is consumed: its slot is free unless passed on */
+        /* the node's output gradient is consumed: its slot is free unless passed on; its
+           temporaries are free */
         pf_tstate *o = &S->ts[g->node[k].out];
         if (o->gslot >= 0) S->grefs[o->gslot]--;
         o->gslot = -1;
+        for (int i = 0; i < 2; i++) {
+            if (S->tslot[i] >= 0) S->grefs[S->tslot[i]]--;
+            S->tslot[i] = -1;
+        }
     }
     return 0;
 }

@@ -17,9 +17,9 @@
 
     Memory: a training plan keeps every tensor; their gradients come from a pool by liveness
     (graph.c, pf_gstate: from a tensor's first gradient write to its producer's backward, a
-    gradient passed on unchanged sharing its slot); an inference plan lets a
-    tensor reuse the buffer of one that is dead (liveness over the node order), so the peak is
-    a few feature maps whatever the depth.
+    gradient passed on unchanged sharing its slot; backward's temporaries too); an inference
+    plan lets a tensor reuse the buffer of one that is dead (liveness over the node order), so
+    the peak is a few feature maps whatever the depth.
 */
 #ifndef PF_GRAPH_H
 #define PF_GRAPH_H
