@@ -15,7 +15,8 @@
     way). Nothing else is reordered between layers. Convolutions may fuse ReLU / LeakyReLU and
     a residual add (nn/cpu/conv_dnnl.h).
 
-    Memory: a training plan keeps every tensor; their gradients come from a pool by liveness
+    Memory: a training plan keeps the tensors backward reads (the others share slots as in
+    inference); their gradients come from a pool by liveness
     (graph.c, pf_gstate: from a tensor's first gradient write to its producer's backward, a
     gradient passed on unchanged sharing its slot; backward's temporaries too); an inference
     plan lets a tensor reuse the buffer of one that is dead (liveness over the node order), so
