@@ -618,93 +618,66 @@ int pf_graph_assign_slots(const pf_graph *g, void *ts, size_t stride, size_t num
    every tensor, reuses the slot of one that is dead. */
 static int plan_buffers(pf_model *m, pf_gstate *S, int training) {
     pf_graph *g = &m->graph;
-    size_t total = 0;
 #define ROUND(x) (((x) + 15) / 16 * 16)
-    if (training) {
-        /* activations backward reads (a convolution's input for backward-weights and its
-           output when an activation's mask comes from it; PReLU's input; tanh's and sigmoid's
-           outputs; both inputs of the channel multiply; the output, for the loss) keep their
-           buffer; the others are dead after their last forward reader and share slots as in
-           inference (an upsampling conv's output before its pixel shuffle, for one) */
-        int *saved = malloc((size_t)g->n_t * sizeof *saved);
-        if (!saved) return -1;
-        for (int i = 0; i < g->n_t; i++) saved[i] = S->ts[i].last_use;
-        S->ts[g->output].last_use = g->n_node;
-        for (int k = 0; k < g->n_node; k++) {
-            const pf_gnode *nd = &g->node[k];
-            int keep_in = 0, keep_out = 0;
-            switch (nd->op) {
-            case PF_G_CONV: keep_in = 1; keep_out = m->train_conv[nd->conv].relu; break;
-            case PF_G_PRELU: keep_in = 1; break;
-            case PF_G_TANH:
-            case PF_G_SIGMOID: keep_out = 1; break;
-            case PF_G_MUL_CH: keep_in = 2; break;
-            default: break;
-            }
-            for (int i = 0; i < keep_in && i < nd->n_in; i++)
-                S->ts[nd->in[i]].last_use = g->n_node;
-            if (keep_out) S->ts[nd->out].last_use = g->n_node;
+    /* Training: the activations backward reads (a convolution's input for backward-weights
+       and its output when an activation's mask comes from it; PReLU's input; tanh's and
+       sigmoid's outputs; both inputs of the channel multiply; the output, for the loss) are
+       read "after the last node", so their slots are never given back; the others are dead
+       after their last forward reader, as in inference (an upsampling conv's output before
+       its pixel shuffle, for one). */
+    int *saved = malloc((size_t)g->n_t * sizeof *saved);
+    if (!saved) return -1;
+    for (int i = 0; i < g->n_t; i++) saved[i] = S->ts[i].last_use;
+    for (int k = 0; training && k < g->n_node; k++) {
+        const pf_gnode *nd = &g->node[k];
+        int keep_in = 0, keep_out = 0;
+        switch (nd->op) {
+        case PF_G_CONV: keep_in = 1; keep_out = m->train_conv[nd->conv].relu; break;
+        case PF_G_PRELU: keep_in = 1; break;
+        case PF_G_TANH:
+        case PF_G_SIGMOID: keep_out = 1; break;
+        case PF_G_MUL_CH: keep_in = 2; break;
+        default: break;
         }
-        size_t *size = NULL;
-        int n_slots = pf_graph_assign_slots(g, S->ts, sizeof *S->ts, offsetof(pf_tstate, numel),
-                                            offsetof(pf_tstate, last_use),
-                                            offsetof(pf_tstate, slot), &size);
-        for (int i = 0; i < g->n_t; i++) S->ts[i].last_use = saved[i];
-        free(saved);
-        if (n_slots < 0) return -1;
-        size_t *off = calloc((size_t)n_slots + 1, sizeof *off);
-        if (!off) {
-            free(size);
-            return -1;
-        }
-        for (int s = 0; s < n_slots; s++) {
-            off[s] = total;
-            total += ROUND(size[s]);
-        }
-        size_t out_grad = total;
-        if (S->ts[g->output].need_grad) total += ROUND(S->ts[g->output].numel);
-        free(size);
-        S->arena = aligned_alloc(64, (total ? total : 16) * sizeof(float));
-        if (!S->arena) {
-            free(off);
-            return -1;
-        }
-        memset(S->arena, 0, total * sizeof(float));
-        for (int i = 0; i < g->n_t; i++) {
-            S->ts[i].data = S->arena + off[S->ts[i].slot];
-            S->ts[i].padded = S->ts[i].numel != (size_t)S->n * (size_t)g->t[i].c *
-                                                (size_t)S->ts[i].h * (size_t)S->ts[i].w;
-            S->ts[i].gslot = -1;
-        }
-        free(off);
-        if (S->ts[g->output].need_grad)
-            S->ts[g->output].grad = S->ts[g->output].grad_own = S->arena + out_grad;
-        S->tslot[0] = S->tslot[1] = -1;
-        return 0;
-    } else {
-        size_t *size = NULL;
-        int n_slots = pf_graph_assign_slots(g, S->ts, sizeof *S->ts, offsetof(pf_tstate, numel),
-                                            offsetof(pf_tstate, last_use),
-                                            offsetof(pf_tstate, slot), &size);
-        if (n_slots < 0) return -1;
-        size_t *off = calloc((size_t)n_slots + 1, sizeof *off);
-        if (!off) {
-            free(size);
-            return -1;
-        }
-        for (int s = 0; s < n_slots; s++) {
-            off[s] = total;
-            total += ROUND(size[s]);
-        }
-        S->arena = aligned_alloc(64, (total ? total : 16) * sizeof(float));
-        if (S->arena) {
-            memset(S->arena, 0, total * sizeof(float));
-            for (int i = 0; i < g->n_t; i++) S->ts[i].data = S->arena + off[S->ts[i].slot];
-        }
-        free(size);
-        free(off);
-        return S->arena ? 0 : -1;
+        for (int i = 0; i < keep_in && i < nd->n_in; i++) S->ts[nd->in[i]].last_use = g->n_node;
+        if (keep_out) S->ts[nd->out].last_use = g->n_node;
     }
+    size_t *size = NULL;
+    int n_slots = pf_graph_assign_slots(g, S->ts, sizeof *S->ts, offsetof(pf_tstate, numel),
+                                        offsetof(pf_tstate, last_use),
+                                        offsetof(pf_tstate, slot), &size);
+    for (int i = 0; i < g->n_t; i++) S->ts[i].last_use = saved[i];
+    free(saved);
+    if (n_slots < 0) return -1;
+    size_t *off = calloc((size_t)n_slots + 1, sizeof *off), total = 0;
+    if (!off) {
+        free(size);
+        return -1;
+    }
+    for (int s = 0; s < n_slots; s++) {
+        off[s] = total;
+        total += ROUND(size[s]);
+    }
+    free(size);
+    pf_tstate *out = &S->ts[g->output];
+    size_t out_grad = total;            /* training: the output's gradient (the loss writes it) */
+    if (training && out->need_grad) total += ROUND(out->numel);
+    S->arena = aligned_alloc(64, (total ? total : 16) * sizeof(float));
+    if (!S->arena) {
+        free(off);
+        return -1;
+    }
+    memset(S->arena, 0, total * sizeof(float));
+    for (int i = 0; i < g->n_t; i++) {
+        S->ts[i].data = S->arena + off[S->ts[i].slot];
+        S->ts[i].padded = S->ts[i].numel != (size_t)S->n * (size_t)g->t[i].c *
+                                            (size_t)S->ts[i].h * (size_t)S->ts[i].w;
+        S->ts[i].gslot = -1;
+    }
+    free(off);
+    if (training && out->need_grad) out->grad = out->grad_own = S->arena + out_grad;
+    S->tslot[0] = S->tslot[1] = -1;
+    return 0;
 #undef ROUND
 }
 
