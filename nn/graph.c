@@ -1,4 +1,5 @@
-/*  graph — planning, forward and backward of node-list networks (see graph.h). */
+/*  graph — the CPU executor: planning, forward and backward of a network description (see
+    graph.h). */
 #include "nn/graph.h"
 
 #include <math.h>
@@ -8,64 +9,8 @@
 #include <string.h>
 
 #include "nn/layers.h"
-#include "nn/model_internal.h"
 
 #define TRY(x) do { if (x) return -1; } while (0)
-
-/* ---- building ------------------------------------------------------------------------- */
-
-void pf_graph_init(pf_graph *g) {
-    memset(g, 0, sizeof *g);
-    g->input = g->output = -1;
-    g->range = 1.0f;
-}
-
-void pf_graph_free(pf_graph *g) {
-    free(g->t);
-    free(g->node);
-    pf_graph_init(g);
-}
-
-/* Room for one more element in *arr (n used of *cap, elem bytes each); 0, or -1 with
-   g->oom set. */
-static int grow(pf_graph *g, void **arr, int n, int *cap, size_t elem) {
-    if (n < *cap) return 0;
-    int c = *cap ? 2 * *cap : 64;
-    void *a = realloc(*arr, (size_t)c * elem);
-    if (!a) {
-        g->oom = 1;
-        return -1;
-    }
-    *arr = a;
-    *cap = c;
-    return 0;
-}
-
-int pf_graph_tensor(pf_graph *g, int c, int mul, int div, int one) {
-    if (grow(g, (void **)&g->t, g->n_t, &g->cap_t, sizeof *g->t)) return -1;
-    g->t[g->n_t] = (pf_gtensor){ .c = c, .mul = mul, .div = div, .one = one };
-    return g->n_t++;
-}
-
-int pf_graph_node(pf_graph *g, pf_gop op, const int *in, int n_in, int out_c, int out_mul,
-                  int out_div, int out_one) {
-    if (g->oom) return -1;
-    for (int i = 0; i < n_in; i++)
-        if (in[i] < 0) return -1;
-    if (grow(g, (void **)&g->node, g->n_node, &g->cap_node, sizeof *g->node)) return -1;
-    int out = pf_graph_tensor(g, out_c, out_mul, out_div, out_one);
-    if (out < 0) return -1;
-    pf_gnode *nd = &g->node[g->n_node++];
-    memset(nd, 0, sizeof *nd);
-    nd->op = op;
-    nd->n_in = n_in;
-    for (int i = 0; i < n_in; i++) nd->in[i] = in[i];
-    nd->out = out;
-    nd->conv = nd->param = -1;
-    nd->scale = 1.0f;
-    nd->r = 1;
-    return out;
-}
 
 /* ---- plan state ----------------------------------------------------------------------- */
 
@@ -98,13 +43,17 @@ struct pf_gstate {
     int n;
     int training;
     pf_tstate *ts;
+    int *need;              /* per tensor: pf_net_need_grad */
+    int *last;              /* per tensor: pf_net_last_use in forward (not extended) */
     int *run;               /* per node: 2 blocks a convolution runs on instead of its input's
                                and output's (0 = its own), from improve() */
     pf_gconv_io *io;        /* per node: the conversions of such a convolution */
     int *hint;              /* per tensor: its block, from the group labels of improve()
                                (0 = as the first pass chooses) */
     int n_io;               /* entries of io (nodes) */
+    int output;             /* the net's output tensor */
     float *arena;           /* every buffer */
+    size_t arena_floats;
     int tslot[2];           /* backward temporaries of the current node: pool slots (-1) */
     /* Gradient pool (training): a tensor's gradient lives from its first write (the backward
        of its last reader) to its producer's backward, in a slot taken best-fit from the free
@@ -115,12 +64,16 @@ struct pf_gstate {
     size_t *gsize;
     int *grefs;
     int n_gslots, cap_gslots;
+    int n_lent;             /* the first n_lent slots are arena slots backward reads nothing
+                               from (pf_net_free_after_forward), not the pool's own */
     int goom;               /* a slot could not be allocated */
 };
 
 void pf_gstate_free(pf_gstate **s) {
     if (!*s) return;
     free((*s)->ts);
+    free((*s)->need);
+    free((*s)->last);
     free((*s)->hint);
     free((*s)->run);
     for (int k = 0; (*s)->io && k < (*s)->n_io; k++) {
@@ -135,7 +88,7 @@ void pf_gstate_free(pf_gstate **s) {
     }
     free((*s)->io);
     free((*s)->arena);
-    for (int k = 0; k < (*s)->n_gslots; k++) free((*s)->gbuf[k]);
+    for (int k = (*s)->n_lent; k < (*s)->n_gslots; k++) free((*s)->gbuf[k]);
     free((*s)->gbuf);
     free((*s)->gsize);
     free((*s)->grefs);
@@ -148,31 +101,28 @@ static size_t tnumel(const pf_tstate *t, int n, int c) {
 }
 
 /* Layouts and sizes, node by node (see graph.h), honouring S->hint. */
-static int plan_layouts(pf_model *m, pf_gstate *S, pf_conv *convs, int h, int w, int training,
+static int plan_layouts(const pf_gctx *m, pf_gstate *S, pf_conv *convs, int h, int w, int training,
                         char *err, size_t errlen) {
-    pf_graph *g = &m->graph;
+    const pf_net *g = m->net;
     int n = S->n;
     memset(S->ts, 0, (size_t)g->n_t * sizeof *S->ts);
     for (int i = 0; i < g->n_t; i++) {
-        pf_gtensor *t = &g->t[i];
-        if (m->dnnl.force_layout != PF_LAYOUT_ANY)
-            S->ts[i].block = pf_layout_block(m->dnnl.force_layout, t->c);
+        const pf_gtensor *t = &g->t[i];
+        if (m->dnnl->force_layout != PF_LAYOUT_ANY)
+            S->ts[i].block = pf_layout_block(m->dnnl->force_layout, t->c);
         S->ts[i].h = t->one ? 1 : h * t->mul / t->div;
         S->ts[i].w = t->one ? 1 : w * t->mul / t->div;
-        S->ts[i].last_use = -1;
+        S->ts[i].last_use = S->last[i];
+        S->ts[i].need_grad = S->need[i];
         if (!t->one && (h * t->mul % t->div || w * t->mul % t->div)) {
-            snprintf(err, errlen, "%s: input %d x %d is not divisible by %d", m->cfg.model_type,
+            snprintf(err, errlen, "%s: input %d x %d is not divisible by %d", m->net->type,
                      h, w, t->div);
             return -1;
         }
     }
     for (int k = 0; k < g->n_node; k++) {
-        pf_gnode *nd = &g->node[k];
+        const pf_gnode *nd = &g->node[k];
         pf_tstate *o = &S->ts[nd->out];
-        for (int i = 0; i < nd->n_in; i++) {
-            S->ts[nd->in[i]].last_use = k;
-            if (S->ts[nd->in[i]].need_grad) o->need_grad = 1;
-        }
         pf_tstate *a = nd->n_in > 0 ? &S->ts[nd->in[0]] : NULL;
         switch (nd->op) {
         case PF_G_INPUT:
@@ -206,7 +156,7 @@ static int plan_layouts(pf_model *m, pf_gstate *S, pf_conv *convs, int h, int w,
             }
             int src = a->block ? a->block : S->hint[nd->in[0]] ? S->hint[nd->in[0]] : -1;
             int rs = S->run[2 * k], rd = nd->n_in > 1 ? 0 : S->run[2 * k + 1];
-            TRY(pf_conv_setup(c, &m->dnnl, n, a->h, a->w, rs ? rs : src, rd ? rd : dst,
+            TRY(pf_conv_setup(c, m->dnnl, n, a->h, a->w, rs ? rs : src, rd ? rd : dst,
                               training, a->need_grad, err, errlen));
             if (rs) {
                 if (!a->block) a->block = src > 0 ? src : 1;
@@ -219,7 +169,6 @@ static int plan_layouts(pf_model *m, pf_gstate *S, pf_conv *convs, int h, int w,
                 a->block = c->src_block;
             }
             o->block = rd ? (dst > 0 ? dst : 1) : c->dst_block;
-            o->need_grad = 1;   /* it has weights */
             break;
         }
         case PF_G_UNSHUFFLE:
@@ -228,9 +177,6 @@ static int plan_layouts(pf_model *m, pf_gstate *S, pf_conv *convs, int h, int w,
                output, and every later layer follows it */
             if (!a->block) a->block = 1;
             break;
-        case PF_G_PRELU:
-            o->need_grad = 1;
-            /* fall through */
         default:
             if (!a->block) a->block = 1;
             if (!o->block)      /* (set already only when the layout is forced) */
@@ -246,7 +192,7 @@ static int plan_layouts(pf_model *m, pf_gstate *S, pf_conv *convs, int h, int w,
                 if (!S->ts[nd->in[2]].block) S->ts[nd->in[2]].block = a->block;
                 if (S->ts[nd->in[2]].block != a->block) {
                     snprintf(err, errlen, "%s: channel attention residual in another layout",
-                             m->cfg.model_type);
+                             m->net->type);
                     return -1;
                 }
             }
@@ -255,7 +201,6 @@ static int plan_layouts(pf_model *m, pf_gstate *S, pf_conv *convs, int h, int w,
         }
         }
     }
-    S->ts[g->output].last_use = g->n_node;  /* the loss reads it */
     for (int i = 0; i < g->n_t; i++) {
         if (!S->ts[i].block) S->ts[i].block = 1;
         S->ts[i].numel = tnumel(&S->ts[i], n, g->t[i].c);
@@ -292,7 +237,7 @@ static int find(int *parent, int t) {
 }
 
 /* group[t]: the representative tensor of t's group. */
-static void make_groups(const pf_graph *g, int *group) {
+static void make_groups(const pf_net *g, int *group) {
     for (int i = 0; i < g->n_t; i++) group[i] = i;
     for (int k = 0; k < g->n_node; k++) {
         const pf_gnode *nd = &g->node[k];
@@ -324,13 +269,13 @@ typedef struct {
 
 /* Fills pc->kind: layer i gets the kind of the first layer j <= i with the same shape, fused
    operations and input (size, gradient). */
-static void conv_kinds(const pf_model *m, const pf_gstate *S, const pf_conv *convs,
+static void conv_kinds(const pf_gctx *m, const pf_gstate *S, const pf_conv *convs,
                        probe_cache *pc) {
-    const pf_graph *g = &m->graph;
-    int *in_of = calloc((size_t)m->n_convs + 1, sizeof *in_of);
+    const pf_net *g = m->net;
+    int *in_of = calloc((size_t)m->net->n_convs + 1, sizeof *in_of);
     for (int k = 0; in_of && k < g->n_node; k++)
         if (g->node[k].op == PF_G_CONV) in_of[g->node[k].conv] = g->node[k].in[0];
-    for (int i = 0; i < m->n_convs; i++) {
+    for (int i = 0; i < m->net->n_convs; i++) {
         const pf_conv *a = &convs[i];
         const pf_tstate *ta = in_of ? &S->ts[in_of[i]] : NULL;
         pc->kind[i] = i;
@@ -351,14 +296,14 @@ static void conv_kinds(const pf_model *m, const pf_gstate *S, const pf_conv *con
 /* A conversion costs 1 (pf_conv_rank_cost's unit). */
 enum { CONVERSION_COST = 1 };
 
-static int conv_cost(pf_model *m, pf_gstate *S, pf_conv *convs, probe_cache *pc,
+static int conv_cost(const pf_gctx *m, pf_gstate *S, pf_conv *convs, probe_cache *pc,
                      const pf_gnode *nd, int fs, int fd, int training) {
     const pf_conv *c = &convs[nd->conv];
     unsigned char *slot = &pc->rank[((size_t)pc->kind[nd->conv] * N_FAM + fs) * N_FAM + fd];
     if (!*slot) {
         const pf_tstate *a = &S->ts[nd->in[0]];
         int src = fam_block(fs, c->ic), dst = fam_block(fd, c->oc), got_s, got_d;
-        int r = pf_conv_probe(c, &m->dnnl, S->n, a->h, a->w, src, dst, training, a->need_grad,
+        int r = pf_conv_probe(c, m->dnnl, S->n, a->h, a->w, src, dst, training, a->need_grad,
                               &got_s, &got_d);
         if (r >= 0 && (got_s != src || got_d != dst)) r = -1;   /* not what was asked */
         *slot = (unsigned char)(r + 2);
@@ -369,7 +314,7 @@ static int conv_cost(pf_model *m, pf_gstate *S, pf_conv *convs, probe_cache *pc,
 /* The cost of convolution nd between groups labelled fs and fd when it may also convert
    either side to other layouts (a residual convolution's output stays: its identity is in
    that layout); the layouts it would run on go to *rs, *rd. */
-static int flex_cost(pf_model *m, pf_gstate *S, pf_conv *convs, probe_cache *pc,
+static int flex_cost(const pf_gctx *m, pf_gstate *S, pf_conv *convs, probe_cache *pc,
                      const pf_gnode *nd, int fs, int fd, int training, int *rs, int *rd) {
     int best = conv_cost(m, S, convs, pc, nd, fs, fd, training);
     *rs = fs;
@@ -392,9 +337,9 @@ static int flex_cost(pf_model *m, pf_gstate *S, pf_conv *convs, probe_cache *pc,
 /* Relabels groups (fam[], indexed by representative) around slow convolutions until no
    single change lowers the total cost (flex_cost: conversions counted), then records in
    S->run the conversions that remain worth it. */
-static void improve(pf_model *m, pf_gstate *S, pf_conv *convs, const int *group, int *fam,
+static void improve(const pf_gctx *m, pf_gstate *S, pf_conv *convs, const int *group, int *fam,
                     probe_cache *pc, int training) {
-    pf_graph *g = &m->graph;
+    const pf_net *g = m->net;
     int rs, rd;
     for (int sweep = 0; sweep < 4; sweep++) {
         int moved = 0;
@@ -445,9 +390,9 @@ static void improve(pf_model *m, pf_gstate *S, pf_conv *convs, const int *group,
 }
 
 /* Buffers and reorders of the convolutions improve() made convert (S->run). */
-static int plan_conversions(pf_model *m, pf_gstate *S, pf_conv *convs, char *err,
+static int plan_conversions(const pf_gctx *m, pf_gstate *S, pf_conv *convs, char *err,
                             size_t errlen) {
-    pf_graph *g = &m->graph;
+    const pf_net *g = m->net;
     int n = S->n;
     for (int k = 0; k < g->n_node; k++) {
         const pf_gnode *nd = &g->node[k];
@@ -459,12 +404,12 @@ static int plan_conversions(pf_model *m, pf_gstate *S, pf_conv *convs, char *err
         io->rd = S->run[2 * k + 1];
         if (io->rs) {
             size_t cnt = pf_blk_numel(n, c->ic, a->h, a->w, io->rs);
-            if (pf_reorder_init(&io->to_rs, &m->dnnl, c->name, n, c->ic, a->h, a->w, a->block,
+            if (pf_reorder_init(&io->to_rs, m->dnnl, c->name, n, c->ic, a->h, a->w, a->block,
                                 io->rs, err, errlen))
                 return -1;
             if (!(io->xin = aligned_alloc(64, (cnt + 15) / 16 * 64))) goto oom;
             if (S->training && a->need_grad) {
-                if (pf_reorder_init(&io->drs_back, &m->dnnl, c->name, n, c->ic, a->h, a->w,
+                if (pf_reorder_init(&io->drs_back, m->dnnl, c->name, n, c->ic, a->h, a->w,
                                     io->rs, a->block, err, errlen))
                     return -1;
                 if (!(io->dxin = aligned_alloc(64, (cnt + 15) / 16 * 64))) goto oom;
@@ -472,19 +417,19 @@ static int plan_conversions(pf_model *m, pf_gstate *S, pf_conv *convs, char *err
         }
         if (io->rd) {
             size_t cnt = pf_blk_numel(n, c->oc, o->h, o->w, io->rd);
-            if (pf_reorder_init(&io->from_rd, &m->dnnl, c->name, n, c->oc, o->h, o->w, io->rd,
+            if (pf_reorder_init(&io->from_rd, m->dnnl, c->name, n, c->oc, o->h, o->w, io->rd,
                                 o->block, err, errlen))
                 return -1;
             if (!(io->yrd = aligned_alloc(64, (cnt + 15) / 16 * 64))) goto oom;
             if (S->training &&
-                pf_reorder_init(&io->dy_to_rd, &m->dnnl, c->name, n, c->oc, o->h, o->w,
+                pf_reorder_init(&io->dy_to_rd, m->dnnl, c->name, n, c->oc, o->h, o->w,
                                 o->block, io->rd, err, errlen))
                 return -1;
         }
     }
     return 0;
 oom:
-    snprintf(err, errlen, "%s: out of memory", m->cfg.model_type);
+    snprintf(err, errlen, "%s: out of memory", m->net->type);
     return -1;
 }
 
@@ -493,8 +438,8 @@ oom:
    AVX-512's inference kernels), and every later layer would follow it, off the Winograd
    kernels that want nChw16c. Its output takes the layout oneDNN picks for the first
    convolution that reads its group instead: the body's. */
-static int consumer_hints(pf_model *m, pf_gstate *S, pf_conv *convs, int training) {
-    pf_graph *g = &m->graph;
+static int consumer_hints(const pf_gctx *m, pf_gstate *S, pf_conv *convs, int training) {
+    const pf_net *g = m->net;
     int set = 0;
     int *group = malloc((size_t)g->n_t * sizeof *group), *producer = malloc((size_t)g->n_t *
                                                                            sizeof *producer);
@@ -516,7 +461,7 @@ static int consumer_hints(pf_model *m, pf_gstate *S, pf_conv *convs, int trainin
             const pf_tstate *a = &S->ts[nj->in[0]];
             int bs = -1;
             if (nj->n_in == 1 &&
-                pf_conv_probe(&convs[nj->conv], &m->dnnl, S->n, a->h, a->w, -1, -1, training,
+                pf_conv_probe(&convs[nj->conv], m->dnnl, S->n, a->h, a->w, -1, -1, training,
                               1, &bs, NULL) >= 0 &&
                 bs > 0) {
                 S->hint[nd->out] = pf_blk_carry(bs, convs[nj->conv].ic, convs[nd->conv].oc);
@@ -532,24 +477,24 @@ done:
 }
 
 /* Layouts for every tensor: oneDNN's choice, then improve(); see above. */
-static int plan_all_layouts(pf_model *m, pf_gstate *S, pf_conv *convs, int h, int w,
+static int plan_all_layouts(const pf_gctx *m, pf_gstate *S, pf_conv *convs, int h, int w,
                             int training, char *err, size_t errlen) {
-    pf_graph *g = &m->graph;
+    const pf_net *g = m->net;
     if (plan_layouts(m, S, convs, h, w, training, err, errlen)) return -1;
-    if (m->dnnl.force_layout == PF_LAYOUT_ANY && consumer_hints(m, S, convs, training) &&
+    if (m->dnnl->force_layout == PF_LAYOUT_ANY && consumer_hints(m, S, convs, training) &&
         plan_layouts(m, S, convs, h, w, training, err, errlen))
         return -1;
-    if (m->dnnl.force_layout != PF_LAYOUT_ANY) return 0;
+    if (m->dnnl->force_layout != PF_LAYOUT_ANY) return 0;
     int slow = 0;
-    for (int i = 0; i < m->n_convs; i++) slow |= pf_conv_rank(&convs[i]) < 2;
+    for (int i = 0; i < m->net->n_convs; i++) slow |= pf_conv_rank(&convs[i]) < 2;
     if (!slow) return 0;
     int *group = malloc((size_t)g->n_t * sizeof *group);
     int *fam = calloc((size_t)g->n_t, sizeof *fam);
-    probe_cache pc = { calloc((size_t)m->n_convs + 1, sizeof *pc.kind),
-                       calloc((size_t)m->n_convs * N_FAM * N_FAM, 1) };
+    probe_cache pc = { calloc((size_t)m->net->n_convs + 1, sizeof *pc.kind),
+                       calloc((size_t)m->net->n_convs * N_FAM * N_FAM, 1) };
     int rc = -1;
     if (!group || !fam || !pc.rank || !pc.kind) {
-        snprintf(err, errlen, "%s: out of memory", m->cfg.model_type);
+        snprintf(err, errlen, "%s: out of memory", m->net->type);
         goto done;
     }
     make_groups(g, group);
@@ -576,98 +521,71 @@ done:
     return rc;
 }
 
-int pf_graph_assign_slots(const pf_graph *g, void *ts, size_t stride, size_t numel_at,
-                          size_t last_use_at, size_t slot_at, size_t **size_out) {
-#define FIELD(type, t, at) (*(type *)((char *)ts + (size_t)(t) * stride + (at)))
-    size_t *size = calloc((size_t)g->n_t + 1, sizeof *size);    /* grown as assigned */
-    int *busy = calloc((size_t)g->n_t + 1, sizeof *busy);
-    int n_slots = 0;
-    if (!size || !busy) {
-        free(size);
-        free(busy);
-        return -1;
-    }
-    /* node 0 (PF_G_INPUT) produces the input: no slot for it before the loop, which would
-       stay busy for good */
-    for (int k = 0; k < g->n_node; k++) {
-        const pf_gnode *nd = &g->node[k];
-        size_t need = FIELD(size_t, nd->out, numel_at);
-        /* best fit among free slots, else a new one */
-        int best = -1;
-        for (int s = 0; s < n_slots; s++)
-            if (!busy[s] && (best < 0 || (size[s] >= need &&
-                                          (size[best] < need || size[s] < size[best]))))
-                best = s;
-        if (best < 0) best = n_slots++;
-        if (size[best] < need) size[best] = need;
-        busy[best] = 1;
-        FIELD(int, nd->out, slot_at) = best;
-        /* inputs whose last reader this is are free again (after the output took its slot,
-           so no node writes over its own input) */
-        for (int i = 0; i < nd->n_in; i++)
-            if (FIELD(int, nd->in[i], last_use_at) == k) busy[FIELD(int, nd->in[i], slot_at)] = 0;
-    }
-#undef FIELD
-    free(busy);
-    *size_out = size;
-    return n_slots;
-}
-
 /* Buffers: training keeps the activations backward reads and only the output's gradient (the
    others come from the gradient pool, by liveness); every other tensor, and in inference
-   every tensor, reuses the slot of one that is dead. */
-static int plan_buffers(pf_model *m, pf_gstate *S, int training) {
-    pf_graph *g = &m->graph;
+   every tensor, reuses the slot of one that is dead (pf_net_assign_slots). */
+static int plan_buffers(const pf_gctx *m, pf_gstate *S, int training) {
+    const pf_net *g = m->net;
 #define ROUND(x) (((x) + 15) / 16 * 16)
-    /* Training: the activations backward reads (a convolution's input for backward-weights
-       and its output when an activation's mask comes from it; PReLU's input; tanh's and
-       sigmoid's outputs; both inputs of the channel multiply; the output, for the loss) are
-       read "after the last node", so their slots are never given back; the others are dead
-       after their last forward reader, as in inference (an upsampling conv's output before
-       its pixel shuffle, for one). */
-    int *saved = malloc((size_t)g->n_t * sizeof *saved);
-    if (!saved) return -1;
-    for (int i = 0; i < g->n_t; i++) saved[i] = S->ts[i].last_use;
-    for (int k = 0; training && k < g->n_node; k++) {
-        const pf_gnode *nd = &g->node[k];
-        int keep_in = 0, keep_out = 0;
-        switch (nd->op) {
-        case PF_G_CONV: keep_in = 1; keep_out = m->train_conv[nd->conv].relu; break;
-        case PF_G_PRELU: keep_in = 1; break;
-        case PF_G_TANH:
-        case PF_G_SIGMOID: keep_out = 1; break;
-        case PF_G_MUL_CH: keep_in = 2; break;
-        default: break;
-        }
-        for (int i = 0; i < keep_in && i < nd->n_in; i++) S->ts[nd->in[i]].last_use = g->n_node;
-        if (keep_out) S->ts[nd->out].last_use = g->n_node;
+    size_t *numel = malloc(((size_t)g->n_t + 1) * sizeof *numel), *size = NULL;
+    int *last = malloc(((size_t)g->n_t + 1) * sizeof *last);
+    int *slot = malloc(((size_t)g->n_t + 1) * sizeof *slot);
+    int n_slots = -1;
+    if (numel && last && slot) {
+        for (int i = 0; i < g->n_t; i++) numel[i] = S->ts[i].numel;
+        pf_net_last_use(g, training, last);
+        n_slots = pf_net_assign_slots(g, numel, last, training, slot, &size);
+        for (int i = 0; n_slots >= 0 && i < g->n_t; i++) S->ts[i].slot = slot[i];
     }
-    size_t *size = NULL;
-    int n_slots = pf_graph_assign_slots(g, S->ts, sizeof *S->ts, offsetof(pf_tstate, numel),
-                                        offsetof(pf_tstate, last_use),
-                                        offsetof(pf_tstate, slot), &size);
-    for (int i = 0; i < g->n_t; i++) S->ts[i].last_use = saved[i];
-    free(saved);
-    if (n_slots < 0) return -1;
-    size_t *off = calloc((size_t)n_slots + 1, sizeof *off), total = 0;
-    if (!off) {
+    free(numel);
+    size_t *off = n_slots >= 0 ? calloc((size_t)n_slots + 1, sizeof *off) : NULL, total = 0;
+    size_t *dead = n_slots >= 0 ? calloc((size_t)n_slots + 1, sizeof *dead) : NULL;
+    if (!off || !dead) {
+        free(last);
+        free(slot);
         free(size);
+        free(off);
+        free(dead);
         return -1;
     }
+    /* training: the slots backward reads nothing from lend themselves to the gradient pool */
+    int n_dead = training ? pf_net_free_after_forward(g, slot, last, size, n_slots, dead) : 0;
+    free(last);
+    free(slot);
     for (int s = 0; s < n_slots; s++) {
         off[s] = total;
         total += ROUND(size[s]);
     }
     free(size);
+    if (n_dead > 0) {
+        S->gbuf = calloc((size_t)n_dead, sizeof *S->gbuf);
+        S->gsize = calloc((size_t)n_dead, sizeof *S->gsize);
+        S->grefs = calloc((size_t)n_dead, sizeof *S->grefs);
+        if (!S->gbuf || !S->gsize || !S->grefs) {
+            free(off);
+            free(dead);
+            return -1;
+        }
+        S->cap_gslots = n_dead;
+    }
     pf_tstate *out = &S->ts[g->output];
     size_t out_grad = total;            /* training: the output's gradient (the loss writes it) */
     if (training && out->need_grad) total += ROUND(out->numel);
     S->arena = aligned_alloc(64, (total ? total : 16) * sizeof(float));
     if (!S->arena) {
         free(off);
+        free(dead);
         return -1;
     }
+    S->arena_floats = total;
     memset(S->arena, 0, total * sizeof(float));
+    for (int s = 0; s < n_slots; s++)
+        if (dead[s]) {
+            S->gbuf[S->n_gslots] = S->arena + off[s];
+            S->gsize[S->n_gslots++] = dead[s];
+        }
+    S->n_lent = S->n_gslots;
+    free(dead);
     for (int i = 0; i < g->n_t; i++) {
         S->ts[i].data = S->arena + off[S->ts[i].slot];
         S->ts[i].padded = S->ts[i].numel != (size_t)S->n * (size_t)g->t[i].c *
@@ -681,40 +599,64 @@ static int plan_buffers(pf_model *m, pf_gstate *S, int training) {
 #undef ROUND
 }
 
-int pf_graph_plan(pf_model *m, void *plan, pf_conv *convs, int n, int h, int w, int training,
+void pf_graph_conv_init(const pf_net *net, int i, pf_conv *c) {
+    const pf_nconv *d = &net->conv[i];
+    pf_conv_init(c, d->name, d->ic, d->oc, d->k, d->act);
+    if (d->act && d->alpha != 0.0f) pf_conv_set_lrelu(c, d->alpha);
+    for (int k = 0; k < net->n_node; k++)
+        if (net->node[k].op == PF_G_CONV && net->node[k].conv == i && net->node[k].n_in > 1)
+            pf_conv_set_residual(c, net->node[k].scale);
+}
+
+int pf_graph_plan(const pf_gctx *m, pf_gstate **out_state, int n, int h, int w, int training,
                   char *err, size_t errlen) {
-    pf_plan *p = plan;
-    pf_graph *g = &m->graph;
+    const pf_net *g = m->net;
+    *out_state = NULL;
     pf_gstate *S = calloc(1, sizeof *S);
     if (!S || !(S->ts = calloc((size_t)g->n_t, sizeof *S->ts))) {
         free(S);
-        snprintf(err, errlen, "%s: out of memory", m->cfg.model_type);
+        snprintf(err, errlen, "%s: out of memory", g->type);
         return -1;
     }
     S->n = n;
     S->training = training;
-    p->g = S;
+    S->output = g->output;
+    S->need = calloc((size_t)g->n_t + 1, sizeof *S->need);
+    S->last = calloc((size_t)g->n_t + 1, sizeof *S->last);
     S->hint = calloc((size_t)g->n_t, sizeof *S->hint);
     S->run = calloc(2 * (size_t)g->n_node + 2, sizeof *S->run);
     S->io = calloc((size_t)g->n_node + 1, sizeof *S->io);
     S->n_io = g->n_node;
-    if (!S->hint || !S->run || !S->io) {
-        snprintf(err, errlen, "%s: out of memory", m->cfg.model_type);
-        return -1;
+    if (!S->need || !S->last || !S->hint || !S->run || !S->io) {
+        snprintf(err, errlen, "%s: out of memory", g->type);
+        goto fail;
     }
-    TRY(plan_all_layouts(m, S, convs, h, w, training, err, errlen));
+    pf_net_need_grad(g, S->need);
+    pf_net_last_use(g, 0, S->last);
+    if (plan_all_layouts(m, S, m->convs, h, w, training, err, errlen)) goto fail;
     if (plan_buffers(m, S, training)) {
         snprintf(err, errlen, "%s: out of memory for activations of a %d x %d x %d batch",
-                 m->cfg.model_type, n, h, w);
-        return -1;
+                 g->type, n, h, w);
+        goto fail;
     }
-    pf_tstate *out = &S->ts[g->output];
-    p->in_block = S->ts[g->input].block;
-    p->block = out->block;
-    p->out_block = out->block;
-    p->out = out->data;
-    p->d_out = out->grad;
+    *out_state = S;
     return 0;
+fail:
+    pf_gstate_free(&S);
+    return -1;
+}
+
+float *pf_gstate_out(const pf_gstate *S, int *block) {
+    const pf_tstate *o = &S->ts[S->output];
+    if (block) *block = o->block;
+    return o->data;
+}
+float *pf_gstate_dout(const pf_gstate *S) { return S->ts[S->output].grad_own; }
+
+size_t pf_gstate_bytes(const pf_gstate *S) {
+    size_t b = S->arena_floats * sizeof(float);
+    for (int k = S->n_lent; k < S->n_gslots; k++) b += S->gsize[k] * sizeof(float);
+    return b;
 }
 
 /* ---- element-wise kernels ------------------------------------------------------------- */
@@ -888,9 +830,9 @@ static void concat_part(float *big, const pf_tstate *o, int C, float *part, int 
 
 /* ---- forward -------------------------------------------------------------------------- */
 
-static int forward_node(pf_model *m, pf_gstate *S, pf_conv *convs, const pf_gnode *nd,
+static int forward_node(const pf_gctx *m, pf_gstate *S, pf_conv *convs, const pf_gnode *nd,
                         const uint8_t *lq, char *err, size_t errlen) {
-    pf_graph *g = &m->graph;
+    const pf_net *g = m->net;
     int n = S->n, C = g->t[nd->out].c;
     pf_tstate *o = &S->ts[nd->out], *a = nd->n_in ? &S->ts[nd->in[0]] : NULL;
     int b = o->block;
@@ -950,7 +892,7 @@ static int forward_node(pf_model *m, pf_gstate *S, pf_conv *convs, const pf_gnod
         return pf_reorder_run((pf_reorder *)&io->from_rd, io->yrd, y, err, errlen);
     }
     case PF_G_PRELU: {
-        const float *x = a->data, *al = m->params + m->tensors[nd->param].offset;
+        const float *x = a->data, *al = m->params + m->net->tensors[nd->param].offset;
         FOR_BLOCKS(n, C, hw, b) for (size_t k = 0; k < kn; k++) {
             float v = x[base + k];
             y[base + k] = v > 0 ? v : al[c0 + k] * v;
@@ -1033,15 +975,14 @@ static int forward_node(pf_model *m, pf_gstate *S, pf_conv *convs, const pf_gnod
         return 0;
     }
     }
-    snprintf(err, errlen, "%s: unknown graph op %d", m->cfg.model_type, (int)nd->op);
+    snprintf(err, errlen, "%s: unknown graph op %d", m->net->type, (int)nd->op);
     return -1;
 }
 
-int pf_graph_forward(pf_model *m, void *plan, pf_conv *convs, const uint8_t *lq, char *err,
+int pf_graph_forward(const pf_gctx *m, pf_gstate *S, const uint8_t *lq, char *err,
                      size_t errlen) {
-    pf_gstate *S = ((pf_plan *)plan)->g;
-    for (int k = 0; k < m->graph.n_node; k++)
-        TRY(forward_node(m, S, convs, &m->graph.node[k], lq, err, errlen));
+    for (int k = 0; k < m->net->n_node; k++)
+        TRY(forward_node(m, S, m->convs, &m->net->node[k], lq, err, errlen));
     return 0;
 }
 
@@ -1129,9 +1070,9 @@ static void grad_pass(pf_gstate *S, pf_tstate *t, const pf_tstate *o, int b, int
     if (dx) axpy_layout(dx, t->block, o->grad, b, 1.0f, n, c, h, w, acc);
 }
 
-static int backward_node(pf_model *m, pf_gstate *S, pf_conv *convs, const pf_gnode *nd,
+static int backward_node(const pf_gctx *m, pf_gstate *S, pf_conv *convs, const pf_gnode *nd,
                          char *err, size_t errlen) {
-    pf_graph *g = &m->graph;
+    const pf_net *g = m->net;
     int n = S->n, C = g->t[nd->out].c, acc = 0;
     pf_tstate *o = &S->ts[nd->out], *a = nd->n_in ? &S->ts[nd->in[0]] : NULL;
     if (!o->grad_set) return 0;         /* nothing flows back through here */
@@ -1177,9 +1118,9 @@ static int backward_node(pf_model *m, pf_gstate *S, pf_conv *convs, const pf_gno
                 dd = t0;
             }
         }
-        const pf_param_info *wt = &m->tensors[nd->param], *bt = &m->tensors[nd->param + 1];
+        const pf_param_info *wt = &m->net->tensors[nd->param], *bt = &m->net->tensors[nd->param + 1];
         float *gw = m->grads + wt->offset, *gb = m->grads + bt->offset;
-        if (nd->conv == m->sub_conv) {  /* FSRCNN: gradients of the sub-pixel form first */
+        if (nd->conv == m->net->sub_conv) {  /* FSRCNN: gradients of the sub-pixel form first */
             gw = m->sub_dw;
             gb = m->sub_dw + (size_t)c->oc * c->ic * c->k * c->k;
         }
@@ -1189,7 +1130,7 @@ static int backward_node(pf_model *m, pf_gstate *S, pf_conv *convs, const pf_gno
             dd = io->yrd;
         }
         TRY(pf_conv_backward_weights(c, io->rs ? io->xin : a->data, dd, gw, gb, err, errlen));
-        if (nd->conv == m->sub_conv) pf_zoo_sub_grads(m);
+        if (nd->conv == m->net->sub_conv) pf_net_sub_grads(m->net, m->sub_dw, m->grads);
         if ((dx = grad_for(S, a, &acc))) {
             float *t1;
             if (io->rs) {
@@ -1207,15 +1148,15 @@ static int backward_node(pf_model *m, pf_gstate *S, pf_conv *convs, const pf_gno
         return 0;
     }
     case PF_G_PRELU: {
-        const float *x = a->data, *al = m->params + m->tensors[nd->param].offset;
-        float *dal = m->grads + m->tensors[nd->param].offset;
+        const float *x = a->data, *al = m->params + m->net->tensors[nd->param].offset;
+        float *dal = m->grads + m->net->tensors[nd->param].offset;
         int cb = (C + b - 1) / b;
         dx = grad_for(S, a, &acc);
         /* d alpha[c] = sum over x <= 0 of dy * x: per (sample, block) partial sums first,
            added in a fixed order, so the result does not depend on the thread count */
         double *part = calloc((size_t)n * cb * b, sizeof *part);
         if (!part) {
-            snprintf(err, errlen, "%s: out of memory", m->cfg.model_type);
+            snprintf(err, errlen, "%s: out of memory", m->net->type);
             return -1;
         }
 #pragma omp parallel for collapse(2) schedule(static)
@@ -1344,14 +1285,14 @@ static int backward_node(pf_model *m, pf_gstate *S, pf_conv *convs, const pf_gno
         return 0;
     }
     }
-    snprintf(err, errlen, "%s: unknown graph op %d", m->cfg.model_type, (int)nd->op);
+    snprintf(err, errlen, "%s: unknown graph op %d", m->net->type, (int)nd->op);
     return -1;
 }
 
-int pf_graph_backward(pf_model *m, void *plan, pf_conv *convs, char *err, size_t errlen) {
-    pf_gstate *S = ((pf_plan *)plan)->g;
-    pf_graph *g = &m->graph;
-    memset(m->grads, 0, m->n_params * sizeof(float));
+int pf_graph_backward(const pf_gctx *m, pf_gstate *S, char *err, size_t errlen) {
+    const pf_net *g = m->net;
+    pf_conv *convs = m->convs;
+    memset(m->grads, 0, m->net->n_params * sizeof(float));
     for (int i = 0; i < g->n_t; i++) {
         S->ts[i].grad_set = 0;
         S->ts[i].grad = S->ts[i].grad_own;     /* NULL but for the output */
@@ -1364,7 +1305,7 @@ int pf_graph_backward(pf_model *m, void *plan, pf_conv *convs, char *err, size_t
         TRY(backward_node(m, S, convs, &g->node[k], err, errlen));
         if (S->goom) {
             snprintf(err, errlen, "%s: out of memory for gradients of a %d-sample batch",
-                     m->cfg.model_type, S->n);
+                     m->net->type, S->n);
             return -1;
         }
         /* the node's output gradient is consumed: its slot is free unless passed on; its
@@ -1380,12 +1321,10 @@ int pf_graph_backward(pf_model *m, void *plan, pf_conv *convs, char *err, size_t
     return 0;
 }
 
-int pf_graph_conversions(const pf_model *m, int training, pf_gconversion *out, int max) {
-    const pf_plan *p = training ? &m->train : &m->infer;
-    const pf_gstate *S = p->g;
+int pf_graph_conversions(const pf_net *net, const pf_gstate *S, pf_gconversion *out, int max) {
     int count = 0;
-    for (int k = 0; S && S->io && k < m->graph.n_node; k++) {
-        const pf_gnode *nd = &m->graph.node[k];
+    for (int k = 0; S && S->io && k < net->n_node; k++) {
+        const pf_gnode *nd = &net->node[k];
         const pf_gconv_io *io = &S->io[k];
         if (nd->op != PF_G_CONV || (!io->rs && !io->rd)) continue;
         if (count < max)

@@ -1,5 +1,13 @@
-/*  zoo — the graph networks, each described once as nodes over tensors (nn/graph.h) with the
-    reference implementation's parameter names and initialisation (docs/models.md):
+/*  zoo — the builders: each model.type described once as nodes over tensors (nn/net.h) with
+    the reference implementation's parameter names and initialisation (docs/models.md). A new
+    network is one builder function and one row of pf_net_build's table.
+
+      EDSR       Lim et al., "Enhanced Deep Residual Networks for Single Image Super-Resolution",
+                 CVPRW 2017, as BasicSR basicsr/archs/edsr_arch.py: x = (lq / 255 - rgb_mean)
+                 img_range, conv_first, n_blocks x (conv1 - ReLU - conv2, times res_scale, plus
+                 the block input), conv_after_body plus conv_first's output, upsample.{0,2}
+                 (conv + PixelShuffle(2), or one conv + PixelShuffle(3)), conv_last; out /
+                 img_range + rgb_mean.
 
       SRCNN      Dong et al., "Image Super-Resolution Using Deep Convolutional Networks", ECCV
                  2014, as MMagic's SRCNNNet (mmagic/models/editors/srcnn/srcnn_net.py): bicubic
@@ -20,11 +28,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "nn/model_internal.h"
+#include "nn/net.h"
 
 typedef struct {
-    pf_model *m;
-    pf_graph *g;
+    const pf_config *cfg;
+    pf_net *g;
 } zb;
 
 enum { NO_ACT = -1 };           /* conv activation: NO_ACT, or the LeakyReLU slope (0 = ReLU) */
@@ -47,19 +55,18 @@ static int conv(zb *z, int x, const char *name, int oc, int k, float act, int re
         wi = (pf_param_init){ PF_INIT_NORMAL, (double)oc * k * k, 1.0 };
         bi = (pf_param_init){ PF_INIT_CONST, 1.0, 0.0 };
     }
-    int ci = pf_model_add_conv(z->m, name, t.c, oc, k, wi, bi);
+    int ci = pf_net_add_conv(z->g, name, t.c, oc, k, wi, bi);
     if (ci < 0) return -1;
-    pf_conv *cs[2] = { &z->m->train_conv[ci], &z->m->infer_conv[ci] };
-    for (int i = 0; i < 2; i++) {
-        if (act != NO_ACT) pf_conv_set_lrelu(cs[i], act);
-        if (res >= 0) pf_conv_set_residual(cs[i], rscale);
+    if (act != NO_ACT) {
+        z->g->conv[ci].act = 1;
+        z->g->conv[ci].alpha = act;
     }
     int in[2] = { x, res };
-    int out = pf_graph_node(z->g, PF_G_CONV, in, res >= 0 ? 2 : 1, oc, t.mul, t.div, t.one);
+    int out = pf_net_node(z->g, PF_G_CONV, in, res >= 0 ? 2 : 1, oc, t.mul, t.div, t.one);
     if (out < 0) return -1;
     pf_gnode *nd = &z->g->node[z->g->n_node - 1];
     nd->conv = ci;
-    nd->param = z->m->conv_w[ci];
+    nd->param = z->g->conv[ci].weight;
     nd->scale = res >= 0 ? rscale : 1.0f;
     return out;
 }
@@ -68,7 +75,7 @@ static int conv(zb *z, int x, const char *name, int oc, int k, float act, int re
 static int op(zb *z, pf_gop o, int x, int c, int mul, int div, int r, float scale) {
     if (x < 0) return -1;
     const pf_gtensor t = z->g->t[x];
-    int out = pf_graph_node(z->g, o, &x, 1, c, t.mul * mul, t.div * div, o == PF_G_GAP ? 1 : t.one);
+    int out = pf_net_node(z->g, o, &x, 1, c, t.mul * mul, t.div * div, o == PF_G_GAP ? 1 : t.one);
     if (out < 0) return -1;
     z->g->node[z->g->n_node - 1].r = r;
     z->g->node[z->g->n_node - 1].scale = scale;
@@ -79,7 +86,7 @@ static int binary(zb *z, pf_gop o, int a, int b, int res, float scale) {
     if (a < 0 || b < 0) return -1;
     int in[3] = { a, b, res };
     const pf_gtensor t = z->g->t[a];
-    int out = pf_graph_node(z->g, o, in, res >= 0 ? 3 : 2, t.c, t.mul, t.div, t.one);
+    int out = pf_net_node(z->g, o, in, res >= 0 ? 3 : 2, t.c, t.mul, t.div, t.one);
     if (out >= 0) z->g->node[z->g->n_node - 1].scale = scale;
     return out;
 }
@@ -89,9 +96,10 @@ static int prelu(zb *z, int x, const char *name) {
     const pf_gtensor t = z->g->t[x];
     char full[96];
     snprintf(full, sizeof full, "%s.weight", name);
-    int p = pf_model_add_vector(z->m, full, t.c, (pf_param_init){ PF_INIT_CONST, 1.0, 0.25 });
+    int64_t shape[1] = { t.c };
+    int p = pf_net_add_tensor(z->g, full, 1, shape, (pf_param_init){ PF_INIT_CONST, 1.0, 0.25 });
     if (p < 0) return -1;
-    int out = pf_graph_node(z->g, PF_G_PRELU, &x, 1, t.c, t.mul, t.div, t.one);
+    int out = pf_net_node(z->g, PF_G_PRELU, &x, 1, t.c, t.mul, t.div, t.one);
     if (out >= 0) z->g->node[z->g->n_node - 1].param = p;
     return out;
 }
@@ -103,7 +111,7 @@ static int concat(zb *z, const int *xs, int n) {
         c += z->g->t[xs[i]].c;
     }
     const pf_gtensor t = z->g->t[xs[0]];
-    return pf_graph_node(z->g, PF_G_CONCAT, xs, n, c, t.mul, t.div, t.one);
+    return pf_net_node(z->g, PF_G_CONCAT, xs, n, c, t.mul, t.div, t.one);
 }
 
 /* EDSR / RCAN upsampler: per factor-2 stage (or one factor-3 stage) conv C -> C r^2 named
@@ -119,18 +127,18 @@ static int upsample(zb *z, int x, int nf, int scale) {
     return x;
 }
 
-static void sub_index(pf_model *m);
+static void sub_index(pf_net *g);
 
-/* x: the bicubic-upsampled LQ (pf_zoo_build makes it SRCNN's input node). */
+/* x: the bicubic-upsampled LQ (pf_net_build makes it SRCNN's input node). */
 static int srcnn(zb *z, int x) {
-    const int *ch = z->m->cfg.srcnn_channels, *k = z->m->cfg.srcnn_kernel_sizes;
+    const int *ch = z->cfg->srcnn_channels, *k = z->cfg->srcnn_kernel_sizes;
     x = conv(z, x, "conv1", ch[1], k[0], 0.0f, -1, 1, TORCH_INIT);
     x = conv(z, x, "conv2", ch[2], k[1], 0.0f, -1, 1, TORCH_INIT);
     return conv(z, x, "conv3", ch[3], k[2], NO_ACT, -1, 1, TORCH_INIT);
 }
 
 static int fsrcnn(zb *z, int x) {
-    const pf_config *c = &z->m->cfg;
+    const pf_config *c = z->cfg;
     int d = c->fsrcnn_d, s = c->fsrcnn_s, m = c->fsrcnn_m;
     char name[64], pname[64];
     x = prelu(z, conv(z, x, "first_part.0", d, 5, NO_ACT, -1, 1, FANOUT_INIT), "first_part.1");
@@ -146,14 +154,14 @@ static int fsrcnn(zb *z, int x) {
     if (x < 0) return -1;
     /* last_part: ConvTranspose2d(d, 3, 9, stride=scale, padding=4, output_padding=scale-1),
        weight (d, 3, 9, 9), initialised N(0, 0.001^2) with zero bias as yjn870 does. It runs
-       as a stride-1 conv to 3 scale^2 channels + PixelShuffle(scale) (pf_zoo_sub_weights):
+       as a stride-1 conv to 3 scale^2 channels + PixelShuffle(scale) (pf_net_sub_weights):
        oneDNN 2.6 has only reference kernels for strided deconvolution (about 100x slower). */
     int r = c->scale;
     int64_t wshape[4] = { d, 3, 9, 9 }, bshape[1] = { 3 };
-    int wt = pf_model_add_tensor(z->m, "last_part.weight", 4, wshape,
-                                 (pf_param_init){ PF_INIT_NORMAL, 2.0, 0.001 });
-    if (wt < 0 || pf_model_add_tensor(z->m, "last_part.bias", 1, bshape,
-                                      (pf_param_init){ PF_INIT_CONST, 1.0, 0.0 }) < 0)
+    int wt = pf_net_add_tensor(z->g, "last_part.weight", 4, wshape,
+                               (pf_param_init){ PF_INIT_NORMAL, 2.0, 0.001 });
+    if (wt < 0 || pf_net_add_tensor(z->g, "last_part.bias", 1, bshape,
+                                    (pf_param_init){ PF_INIT_CONST, 1.0, 0.0 }) < 0)
         return -1;
     int R = 0;                  /* largest input offset a tap reaches: |kh - i - 4| / r */
     for (int kh = 0; kh < 9; kh++) {
@@ -162,18 +170,17 @@ static int fsrcnn(zb *z, int x) {
         if (-dh > R) R = -dh;
     }
     int k = 2 * R + 1;
-    int ci = pf_model_add_layer(z->m, "last_part", d, 3 * r * r, k, wt);
-    size_t wn = (size_t)3 * r * r * d * k * k;
-    z->m->sub_conv = ci;
-    z->m->sub_stride = r;
-    z->m->sub_r = R;
-    if (ci < 0 || !(z->m->sub_w = calloc(wn + 3 * r * r, sizeof(float))) ||
-        !(z->m->sub_dw = calloc(wn + 3 * r * r, sizeof(float))) ||
-        !(z->m->sub_idx = calloc((size_t)d * 3 * 81, sizeof(int))))
+    int ci = pf_net_add_layer(z->g, "last_part", d, 3 * r * r, k, wt);
+    z->g->sub_conv = ci;
+    z->g->sub_stride = r;
+    z->g->sub_r = R;
+    if (ci < 0 || !(z->g->sub_idx = calloc((size_t)d * 3 * 81, sizeof(int)))) {
+        z->g->oom = 1;
         return -1;
-    sub_index(z->m);
+    }
+    sub_index(z->g);
     const pf_gtensor t = z->g->t[x];
-    x = pf_graph_node(z->g, PF_G_CONV, &x, 1, 3 * r * r, t.mul, t.div, 0);
+    x = pf_net_node(z->g, PF_G_CONV, &x, 1, 3 * r * r, t.mul, t.div, 0);
     if (x < 0) return -1;
     z->g->node[z->g->n_node - 1].conv = ci;
     z->g->node[z->g->n_node - 1].param = wt;
@@ -187,67 +194,39 @@ static int fsrcnn(zb *z, int x) {
    has tap (R - dh, R - dw) = W[c][o][kh][kw], then PixelShuffle(r). Each (kh, kw) maps to one
    tap; the other taps are zero. sub_index records, for every element of W, its tap's index in
    the sub-pixel weights. */
-static void sub_index(pf_model *m) {
-    const pf_param_info *wt = &m->tensors[m->conv_w[m->sub_conv]];
-    int d = (int)wt->shape[0], r = m->sub_stride, R = m->sub_r, k = 2 * R + 1;
+static void sub_index(pf_net *g) {
+    const pf_param_info *wt = &g->tensors[g->conv[g->sub_conv].weight];
+    int d = (int)wt->shape[0], r = g->sub_stride, R = g->sub_r, k = 2 * R + 1;
     for (int kh = 0; kh < 9; kh++) {
         int i = ((kh - 4) % r + r) % r, dh = (kh - 4 - i) / r;
         for (int kw = 0; kw < 9; kw++) {
             int j = ((kw - 4) % r + r) % r, dw = (kw - 4 - j) / r;
             for (int o = 0; o < 3; o++)
                 for (int c = 0; c < d; c++)
-                    m->sub_idx[(((size_t)c * 3 + o) * 9 + kh) * 9 + kw] =
+                    g->sub_idx[(((size_t)c * 3 + o) * 9 + kh) * 9 + kw] =
                         (int)(((((size_t)o * r * r + (size_t)i * r + j) * d + c) * k +
                                (size_t)(R - dh)) * k + (size_t)(R - dw));
         }
     }
 }
 
-/* `to_sub` packs W, b into sub_w (the bias repeated over each output channel's r^2 phases);
-   else the gradients of sub_dw go back into the tensors' gradients. */
-static void sub_map(pf_model *m, int to_sub) {
-    const pf_param_info *wt = &m->tensors[m->conv_w[m->sub_conv]], *bt = wt + 1;
-    int r = m->sub_stride, k = 2 * m->sub_r + 1, oc = 3 * r * r;
-    size_t wn = (size_t)oc * wt->shape[0] * k * k;
-    float *W = (to_sub ? m->params : m->grads) + wt->offset;
-    float *B = (to_sub ? m->params : m->grads) + bt->offset;
-    float *S = to_sub ? m->sub_w : m->sub_dw;
-    if (to_sub) {
-        memset(S, 0, wn * sizeof(float));
-        for (size_t w = 0; w < wt->numel; w++) S[m->sub_idx[w]] = W[w];
-    } else {
-        for (size_t w = 0; w < wt->numel; w++) W[w] = S[m->sub_idx[w]];
-    }
-    for (int o = 0; o < 3; o++) {
-        double g = 0;
-        for (int p = 0; p < r * r; p++) {
-            if (to_sub) S[wn + (size_t)o * r * r + p] = B[o];
-            else g += S[wn + (size_t)o * r * r + p];
-        }
-        if (!to_sub) B[o] = (float)g;
-    }
-}
-
-void pf_zoo_sub_weights(pf_model *m) { sub_map(m, 1); }
-void pf_zoo_sub_grads(pf_model *m) { sub_map(m, 0); }
-
 static int espcn(zb *z, int x) {
-    int r = z->m->cfg.scale;
+    int r = z->cfg->scale;
     x = op(z, PF_G_TANH, conv(z, x, "first_part.0", 64, 5, NO_ACT, -1, 1, FANOUT_INIT), 64, 1,
            1, 1, 1);
     x = op(z, PF_G_TANH, conv(z, x, "first_part.2", 32, 3, NO_ACT, -1, 1, FANOUT_INIT), 32, 1,
            1, 1, 1);
     x = conv(z, x, "last_part.0", 3 * r * r, 3, NO_ACT, -1, 1, TORCH_INIT);
     if (x >= 0) {               /* yjn870: the last conv N(0, 0.001^2), zero bias */
-        int w = z->m->conv_w[z->g->node[z->g->n_node - 1].conv];
-        z->m->init[w] = (pf_param_init){ PF_INIT_NORMAL, 2.0, 0.001 };
-        z->m->init[w + 1] = (pf_param_init){ PF_INIT_CONST, 1.0, 0.0 };
+        int w = z->g->conv[z->g->node[z->g->n_node - 1].conv].weight;
+        z->g->init[w] = (pf_param_init){ PF_INIT_NORMAL, 2.0, 0.001 };
+        z->g->init[w + 1] = (pf_param_init){ PF_INIT_CONST, 1.0, 0.0 };
     }
     return op(z, PF_G_SHUFFLE, x, 3, r, 1, r, 1);
 }
 
 static int msrresnet(zb *z, int x) {
-    const pf_config *c = &z->m->cfg;
+    const pf_config *c = z->cfg;
     int nf = c->n_feats, s = c->scale;
     char name[64];
     const float lrelu = 0.1f;
@@ -275,8 +254,25 @@ static int msrresnet(zb *z, int x) {
     return binary(z, PF_G_ADD, f, base, -1, 1.0f);
 }
 
+/* x: the mean-shifted LQ times img_range. */
+static int edsr(zb *z, int x) {
+    const pf_config *c = z->cfg;
+    int nf = c->n_feats;
+    char name[64];
+    int f0 = conv(z, x, "conv_first", nf, 3, NO_ACT, -1, 1, TORCH_INIT);
+    int a = f0;
+    for (int i = 0; i < c->n_blocks; i++) {
+        snprintf(name, sizeof name, "body.%d.conv1", i);
+        int t = conv(z, a, name, nf, 3, 0.0f, -1, 1, TORCH_INIT);
+        snprintf(name, sizeof name, "body.%d.conv2", i);
+        a = conv(z, t, name, nf, 3, NO_ACT, a, c->res_scale, TORCH_INIT);
+    }
+    int r = conv(z, a, "conv_after_body", nf, 3, NO_ACT, f0, 1.0f, TORCH_INIT);
+    return conv(z, upsample(z, r, nf, c->scale), "conv_last", 3, 3, NO_ACT, -1, 1, TORCH_INIT);
+}
+
 static int rcan(zb *z, int x) {
-    const pf_config *c = &z->m->cfg;
+    const pf_config *c = z->cfg;
     int nf = c->n_feats, sq = nf / c->squeeze_factor;
     char name[128];
     int f0 = conv(z, x, "conv_first", nf, 3, NO_ACT, -1, 1, TORCH_INIT);
@@ -308,7 +304,7 @@ static int rcan(zb *z, int x) {
 }
 
 static int rrdbnet(zb *z, int x) {
-    const pf_config *c = &z->m->cfg;
+    const pf_config *c = z->cfg;
     int nf = c->n_feats, gc = c->num_grow_ch;
     const float lrelu = 0.2f;
     char name[96];
@@ -339,13 +335,14 @@ static int rrdbnet(zb *z, int x) {
     return conv(z, f, "conv_last", 3, 3, NO_ACT, -1, 1, TORCH_INIT);
 }
 
-int pf_zoo_build(pf_model *m, char *err, size_t errlen) {
-    const pf_config *c = &m->cfg;
+int pf_net_build(pf_net *g, const pf_config *c, char *err, size_t errlen) {
+    pf_net_init(g);
     static const struct {
         const char *type;
         int (*build)(zb *, int);
         int scales;     /* bit s set: scale s supported */
     } nets[] = {
+        { "EDSR", edsr, 1 << 2 | 1 << 3 | 1 << 4 },
         { "SRCNN", srcnn, 0x1fe },      /* 1..8 */
         { "FSRCNN", fsrcnn, 1 << 2 | 1 << 3 | 1 << 4 },
         { "ESPCN", espcn, 1 << 2 | 1 << 3 | 1 << 4 },
@@ -365,17 +362,20 @@ int pf_zoo_build(pf_model *m, char *err, size_t errlen) {
         snprintf(err, errlen, "model: %s does not support scale %d", c->model_type, c->scale);
         return -1;
     }
-    int rcan_ = !strcmp(c->model_type, "RCAN");
+    int rcan_ = !strcmp(c->model_type, "RCAN"), edsr_ = !strcmp(c->model_type, "EDSR");
     int srcnn_ = !strcmp(c->model_type, "SRCNN");
-    const char *bad = srcnn_                     ? NULL  /* its own keys, below */
-                      : c->n_feats < 1           ? "n_feats >= 1"
-                      : c->n_blocks < 0          ? "n_blocks >= 0"
-                      : c->num_group < 1         ? "num_group >= 1"
-                      : c->num_grow_ch < 1       ? "num_grow_ch >= 1"
-                      : c->fsrcnn_d < 1          ? "d >= 1"
-                      : c->fsrcnn_s < 1          ? "s >= 1"
-                      : c->fsrcnn_m < 0          ? "m >= 0"
-                      : !(c->img_range > 0.0f)   ? "img_range > 0"
+    /* the keys each type takes (docs/models.md), checked only where it takes them */
+    const char *t = c->model_type;
+    int feats = edsr_ || rcan_ || !strcmp(t, "MSRResNet") || !strcmp(t, "RRDBNet");
+    int fsrcnn_ = !strcmp(t, "FSRCNN"), rrdb_ = !strcmp(t, "RRDBNet");
+    const char *bad = feats && c->n_feats < 1                  ? "n_feats >= 1"
+                      : feats && c->n_blocks < 0               ? "n_blocks >= 0"
+                      : rcan_ && c->num_group < 1              ? "num_group >= 1"
+                      : rrdb_ && c->num_grow_ch < 1            ? "num_grow_ch >= 1"
+                      : fsrcnn_ && c->fsrcnn_d < 1             ? "d >= 1"
+                      : fsrcnn_ && c->fsrcnn_s < 1             ? "s >= 1"
+                      : fsrcnn_ && c->fsrcnn_m < 0             ? "m >= 0"
+                      : (edsr_ || rcan_) && !(c->img_range > 0.0f) ? "img_range > 0"
                       : rcan_ && (c->squeeze_factor < 1 || c->squeeze_factor > c->n_feats)
                           ? "1 <= squeeze_factor <= n_feats"
                           : NULL;
@@ -398,20 +398,22 @@ int pf_zoo_build(pf_model *m, char *err, size_t errlen) {
                  c->squeeze_factor);
         return -1;
     }
-    zb z = { m, &m->graph };
-    pf_graph *g = &m->graph;
-    if (!strcmp(c->model_type, "RCAN")) {
+    zb z = { c, g };
+    snprintf(g->type, sizeof g->type, "%s", c->model_type);
+    g->scale = c->scale;
+    if (rcan_ || edsr_) {
         g->use_mean = 1;
         memcpy(g->mean, c->rgb_mean, sizeof g->mean);
         g->range = c->img_range;
     }
-    int x = srcnn_ ? pf_graph_node(g, PF_G_BICUBIC_IN, NULL, 0, 3, c->scale, 1, 0)
-                   : pf_graph_node(g, PF_G_INPUT, NULL, 0, 3, 1, 1, 0);
+    int x = srcnn_ ? pf_net_node(g, PF_G_BICUBIC_IN, NULL, 0, 3, c->scale, 1, 0)
+                   : pf_net_node(g, PF_G_INPUT, NULL, 0, 3, 1, 1, 0);
     if (srcnn_ && x >= 0) g->node[g->n_node - 1].r = c->scale;
     g->input = x;
     int out = nets[which].build(&z, x);
     if (out < 0 || g->oom) {
         snprintf(err, errlen, "model: out of memory building %s", c->model_type);
+        pf_net_free(g);
         return -1;
     }
     g->output = out;

@@ -247,7 +247,7 @@ static int best_rank(const problem_t *p, int training, int bwd_data, char *impl,
 static int is_weight_dims(const pf_model *m, const char *dims) {
     int a, b, c, d;
     if (sscanf(dims, "%dx%dx%dx%d", &a, &b, &c, &d) != 4) return 0;
-    for (int i = 0; i < m->n_convs; i++) {
+    for (int i = 0; i < m->net.n_convs; i++) {
         const pf_conv *cv = &m->train_conv[i];
         if (a == cv->oc && b == cv->ic && c == cv->k && d == cv->k) return 1;
     }
@@ -346,7 +346,7 @@ static int check_log(const net_case *k, const pf_model *m, int training, const c
    backward). */
 static int check_conversions(const net_case *k, pf_model *m, int training, int h, int w) {
     pf_gconversion cv[64];
-    int n = m->is_graph ? pf_graph_conversions(m, training, cv, 64) : 0, sides = 0;
+    int n = pf_graph_conversions(&m->net, (training ? &m->train : &m->infer)->g, cv, 64), sides = 0;
     for (int i = 0; i < n && i < 64; i++) {
         const pf_conv *c = &(training ? m->train_conv : m->infer_conv)[cv[i].conv];
         problem_t p = { c->n, c->ic, c->oc, c->h, c->w, c->k, c->relu, c->alpha,
@@ -403,8 +403,8 @@ static void one_case(const net_case *k) {
        only where it needs one) */
     CHECK(act <= 2 * sides, "%s: %d activation reorders in a training step for %d converted "
           "sides: two layers disagree on a layout", k->name, act, sides);
-    CHECK(reorders <= 3 * m->n_convs, "%s: %d weight reorders in a training step for %d convs",
-          k->name, reorders, m->n_convs);
+    CHECK(reorders <= 3 * m->net.n_convs, "%s: %d weight reorders in a training step for %d convs",
+          k->name, reorders, m->net.n_convs);
     CHECK(pf_model_infer(m, lq, h, w, io, err, sizeof err) == 0, "%s: %s", k->name, err);
     CHECK(capture_begin(&cp) == 0, "%s: cannot capture oneDNN's log", k->name);
     rc = pf_model_infer(m, lq, h, w, io, err, sizeof err);
@@ -417,10 +417,10 @@ static void one_case(const net_case *k) {
     CHECK(act_i <= sides_i, "%s: %d activation reorders in an inference for %d converted sides",
           k->name, act_i, sides_i);
     int wino = 0;
-    for (int i = 0; i < m->n_convs; i++) wino += m->train_conv[i].algo == dnnl_convolution_winograd;
+    for (int i = 0; i < m->net.n_convs; i++) wino += m->train_conv[i].algo == dnnl_convolution_winograd;
     printf("%-12s %3d convs, %3d weight reorders a training step, %2d Winograd; first conv "
            "%s / %s / %s\n",
-           k->name, m->n_convs, reorders, wino, pf_conv_impl(&m->train_conv[1]),
+           k->name, m->net.n_convs, reorders, wino, pf_conv_impl(&m->train_conv[1]),
            pf_conv_impl_bwd_data(&m->train_conv[1]), pf_conv_impl_bwd_weights(&m->train_conv[1]));
 
     int nt = omp_get_max_threads();

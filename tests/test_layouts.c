@@ -111,7 +111,7 @@ static int run(const net_case *k, pf_layout layout, pf_conv_algo algo, run_resul
         rc = pf_model_infer(m, lq, h, w, r->infer, err, sizeof err);
         CHECK(rc == 0, "%s x%d %s: inference: %s", k->type, k->scale, layout_name(layout), err);
     }
-    for (int i = 0; rc == 0 && i < m->n_convs; i++) {
+    for (int i = 0; rc == 0 && i < m->net.n_convs; i++) {
         const pf_conv *cs[2] = { &m->train_conv[i], &m->infer_conv[i] };
         for (int j = 0; j < 2; j++) {
             const pf_conv *c = cs[j];

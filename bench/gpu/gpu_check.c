@@ -521,7 +521,7 @@ static void check_conv(pf_cudnn *ctx, const char *mode, const conv_shape *s, dou
         int rc = pf_cuconv_forward(&c, d_x, d_w, d_b, d_y, g_err, sizeof g_err);
         snprintf(op, sizeof op, "conv_fwd %s", mode);
         check(op, shape, rc, d_y, y, ny, tol);
-        rc = pf_cuconv_backward_data(&c, d_w, d_dy, d_dx, g_err, sizeof g_err);
+        rc = pf_cuconv_backward_data(&c, d_w, d_dy, d_dx, 0, g_err, sizeof g_err);
         snprintf(op, sizeof op, "conv_bwd_data %s", mode);
         check(op, shape, rc, d_dx, dx, nx, tol);
         rc = pf_cuconv_backward_filter(&c, d_x, d_dy, d_dw, 0, g_err, sizeof g_err);

@@ -347,10 +347,10 @@ int pf_cuconv_forward(pf_cuconv *c, const float *src, const float *w, const floa
 }
 
 int pf_cuconv_backward_data(pf_cuconv *c, const float *w, const float *diff_dst,
-                            float *diff_src, char *err, size_t errlen) {
+                            float *diff_src, int accumulate, char *err, size_t errlen) {
     const char *who = c->name;
     if (not_built(c, 1, "backward_data", err, errlen)) return -1;
-    const float one = 1.0f, zero = 0.0f;
+    const float one = 1.0f, zero = accumulate ? 1.0f : 0.0f;
     CUDNN_TRY("cudnnConvolutionBackwardData",
               cudnnConvolutionBackwardData(c->ctx->handle, &one, c->w_desc, w, c->dst_desc,
                                            diff_dst, c->bwdd_conv, c->bwdd_algo,

@@ -86,9 +86,10 @@ int pf_cuconv_setup(pf_cuconv *c, pf_cudnn *ctx, int n, int h, int w, int traini
 int pf_cuconv_forward(pf_cuconv *c, const float *src, const float *w, const float *bias,
                       float *dst, char *err, size_t errlen);
 
-/* diff_src = d loss / d src from diff_dst, overwritten. */
+/* diff_src = d loss / d src from diff_dst; accumulate = 0 overwrites, 1 adds to diff_src
+   (cuDNN's beta). */
 int pf_cuconv_backward_data(pf_cuconv *c, const float *w, const float *diff_dst,
-                            float *diff_src, char *err, size_t errlen);
+                            float *diff_src, int accumulate, char *err, size_t errlen);
 
 /* dw (OIHW) = d loss / d w; accumulate = 0 overwrites, 1 adds to dw. */
 int pf_cuconv_backward_filter(pf_cuconv *c, const float *src, const float *diff_dst, float *dw,

@@ -1,14 +1,15 @@
-/*  graph_cuda — node-list networks on a CUDA device (see graph_cuda.h). The plan, forward and
-    backward follow nn/graph.c node by node; what differs is the layout (plain NCHW, so no
-    layout planning) and that every gradient is a buffer of its own (no hand-over of buffers
-    between nodes: a contribution is copied or added). */
+/*  graph_cuda — the CUDA executor (see graph_cuda.h): a network description (nn/net.h) on one
+    device. Plain NCHW everywhere, so no layout planning; buffers by the liveness rules of
+    nn/net.c (activations: pf_net_assign_slots over pf_net_last_use; gradients:
+    pf_net_assign_grad_slots); each node's forward and backward is a call of nn/cuda/ops.h
+    kernels or cuDNN (nn/cuda/conv_cudnn.h). */
 #include "nn/cuda/graph_cuda.h"
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "nn/cuda/ops.h"
-#include "nn/model_internal.h"
+#include "nn/net.h"
 
 #define TRY(x) do { if (x) return -1; } while (0)
 
@@ -16,8 +17,8 @@
 #define OP(expr)                                                                              \
     do {                                                                                      \
         if (expr) {                                                                           \
-            snprintf(err, errlen, "%s node %d (%s): %s", g->desc->cfg.model_type,             \
-                     (int)(nd - g->graph->node), op_name(nd->op), oe);                        \
+            snprintf(err, errlen, "%s node %d (%s): %s", g->net.type,             \
+                     (int)(nd - g->net.node), pf_net_op_name(nd->op), oe);                        \
             return -1;                                                                        \
         }                                                                                     \
     } while (0)
@@ -26,7 +27,7 @@
     do {                                                                                      \
         cudaError_t e_ = (expr);                                                              \
         if (e_ != cudaSuccess) {                                                              \
-            snprintf(err, errlen, "%s: %s: %s", g->desc->cfg.model_type, (what),              \
+            snprintf(err, errlen, "%s: %s: %s", g->net.type, (what),              \
                      cudaGetErrorString(e_));                                                 \
             return -1;                                                                        \
         }                                                                                     \
@@ -35,11 +36,9 @@
 typedef struct {
     int h, w;
     size_t numel;           /* n * c * h * w */
-    float *data, *grad;
-    int need_grad;          /* a parameter lies upstream */
+    float *data, *grad;     /* grad: training, where need_grad and some node passes one */
+    int need_grad;          /* a parameter lies upstream (pf_net_need_grad) */
     int grad_set;           /* backward: grad holds a value this step */
-    int last_use;           /* index of the last node reading it */
-    int slot;               /* inference: buffer slot */
 } cutensor;
 
 typedef struct {
@@ -47,15 +46,17 @@ typedef struct {
     cutensor *ts;
     uint8_t *u8;            /* uploaded lq (then gt when training) */
     float *gt, *pred;       /* gt / 255 and the output image, N x 3 x Hs x Ws */
-    float *scratch[2];      /* backward temporaries, the largest tensor each */
+    float *scratch[2];      /* backward temporaries: a residual conv's scaled gradient, a
+                            pixel (un)shuffle's gradient before it is added (NULL: none) */
     void **allocs;          /* every cudaMalloc of this plan */
     int n_allocs, max_allocs;
+    size_t bytes;           /* device bytes of this plan's allocations */
 } cuplan;
 
 struct pf_cugraph {
-    pf_model *desc;         /* the CPU backend's description: graph, tensors, convs */
-    pf_graph *graph;        /* &desc->graph */
-    pf_cuconv *train_conv, *infer_conv;     /* desc->n_convs each */
+    pf_config cfg;          /* loss keys */
+    pf_net net;             /* the description (nn/zoo.c) */
+    pf_cuconv *train_conv, *infer_conv;     /* net.n_convs each */
     /* FSRCNN: the sub-pixel conv's weights + bias and their gradients (device), and the
        index maps: params -> sub_w (n_sub_w), sub_dw -> weight grads (1 each), sub_dw -> bias
        grads (r^2 each) */
@@ -65,24 +66,12 @@ struct pf_cugraph {
     cuplan train, infer;
 };
 
-static const char *op_name(pf_gop op) {
-    static const char *names[] = { "input", "conv", "prelu", "tanh", "sigmoid", "add", "gap",
-                                   "mul_ch", "concat", "shuffle", "unshuffle", "nearest",
-                                   "bilinear_in", "bicubic_in" };
-    return (unsigned)op < sizeof names / sizeof *names ? names[op] : "?";
-}
-
-int pf_cugraph_supports(const char *t) {
-    return !strcmp(t, "SRCNN") || !strcmp(t, "FSRCNN") || !strcmp(t, "ESPCN") ||
-           !strcmp(t, "MSRResNet") || !strcmp(t, "RCAN") || !strcmp(t, "RRDBNet");
-}
-
 /* ---- description ------------------------------------------------------------------------ */
 
 /* FSRCNN's index maps (see the struct) to the device. */
 static int sub_maps(pf_cugraph *g, char *err, size_t errlen) {
-    pf_model *m = g->desc;
-    const pf_param_info *wt = &m->tensors[m->conv_w[m->sub_conv]], *bt = wt + 1;
+    const pf_net *m = &g->net;
+    const pf_param_info *wt = &m->tensors[m->conv[m->sub_conv].weight], *bt = wt + 1;
     int r = m->sub_stride, rr = r * r, k = 2 * m->sub_r + 1, oc = 3 * rr;
     size_t wn = (size_t)oc * (size_t)wt->shape[0] * (size_t)k * (size_t)k;
     g->n_sub_w = wn + (size_t)oc;
@@ -127,18 +116,17 @@ static int sub_maps(pf_cugraph *g, char *err, size_t errlen) {
 }
 
 pf_cugraph *pf_cugraph_new(const pf_config *cfg, char *err, size_t errlen) {
-    if (!pf_cugraph_supports(cfg->model_type)) {
-        snprintf(err, errlen, "cuda graph: unsupported model_type '%s'", cfg->model_type);
-        return NULL;
-    }
     pf_cugraph *g = calloc(1, sizeof *g);
     if (!g) {
         snprintf(err, errlen, "cuda model: out of memory");
         return NULL;
     }
-    if (!(g->desc = pf_model_new(cfg, err, errlen))) goto fail;
-    pf_model *m = g->desc;
-    g->graph = &m->graph;
+    g->cfg = *cfg;
+    if (pf_net_build(&g->net, cfg, err, errlen)) {
+        free(g);
+        return NULL;
+    }
+    const pf_net *m = &g->net;
     g->train_conv = calloc((size_t)m->n_convs + 1, sizeof *g->train_conv);
     g->infer_conv = calloc((size_t)m->n_convs + 1, sizeof *g->infer_conv);
     if (!g->train_conv || !g->infer_conv) {
@@ -146,7 +134,7 @@ pf_cugraph *pf_cugraph_new(const pf_config *cfg, char *err, size_t errlen) {
         goto fail;
     }
     for (int i = 0; i < m->n_convs; i++) {
-        const pf_conv *c = &m->train_conv[i];
+        const pf_nconv *c = &m->conv[i];
         pf_cuconv_init(&g->train_conv[i], c->name, c->ic, c->oc, c->k);
         pf_cuconv_init(&g->infer_conv[i], c->name, c->ic, c->oc, c->k);
     }
@@ -169,7 +157,7 @@ void pf_cugraph_destroy(pf_cugraph **self) {
     if (!g) return;
     plan_free(&g->train);
     plan_free(&g->infer);
-    for (int i = 0; g->desc && i < g->desc->n_convs; i++) {
+    for (int i = 0; i < g->net.n_convs; i++) {
         if (g->train_conv) pf_cuconv_free(&g->train_conv[i]);
         if (g->infer_conv) pf_cuconv_free(&g->infer_conv[i]);
     }
@@ -180,17 +168,20 @@ void pf_cugraph_destroy(pf_cugraph **self) {
     cudaFree(g->idx_fwd);
     cudaFree(g->idx_gw);
     cudaFree(g->idx_gb);
-    pf_model_destroy(&g->desc);
+    pf_net_free(&g->net);
     free(g);
     *self = NULL;
 }
 
-int pf_cugraph_num_tensors(const pf_cugraph *g) { return pf_model_num_tensors(g->desc); }
+int pf_cugraph_num_tensors(const pf_cugraph *g) { return g->net.n_tensors; }
 const pf_param_info *pf_cugraph_tensor_info(const pf_cugraph *g, int i) {
-    return pf_model_tensor_info(g->desc, i);
+    return i >= 0 && i < g->net.n_tensors ? &g->net.tensors[i] : NULL;
 }
-size_t pf_cugraph_num_params(const pf_cugraph *g) { return pf_model_num_params(g->desc); }
-int pf_cugraph_input_multiple(const pf_cugraph *g) { return pf_model_input_multiple(g->desc); }
+size_t pf_cugraph_num_params(const pf_cugraph *g) { return g->net.n_params; }
+int pf_cugraph_input_multiple(const pf_cugraph *g) { return pf_net_input_multiple(&g->net); }
+size_t pf_cugraph_plan_bytes(const pf_cugraph *g, int training) {
+    return training ? g->train.bytes : g->infer.bytes;
+}
 
 /* ---- plans ------------------------------------------------------------------------------ */
 
@@ -202,14 +193,31 @@ static void *plan_alloc(cuplan *p, size_t bytes) {
         return NULL;
     }
     p->allocs[p->n_allocs++] = d;
+    p->bytes += bytes ? bytes : 4;
     return d;
+}
+
+/* One device buffer per slot (sizes in floats), but slots below n_have, which are have[];
+   slot_of[t] < 0 leaves *field NULL. *bufs_out (if given) gets the slots' buffers. */
+static int slot_buffers(cuplan *p, int n_t, const int *slot_of, const size_t *size,
+                        int n_slots, float **have, int n_have, size_t field,
+                        float ***bufs_out) {
+    float **slot = calloc((size_t)n_slots + 1, sizeof *slot);
+    int ok = slot != NULL;
+    for (int i = 0; ok && i < n_slots; i++)
+        ok = (slot[i] = i < n_have ? have[i] : plan_alloc(p, size[i] * sizeof(float))) != NULL ||
+             (i < n_have && size[i] == 0);
+    for (int i = 0; ok && i < n_t; i++)
+        *(float **)((char *)&p->ts[i] + field) = slot_of[i] >= 0 ? slot[slot_of[i]] : NULL;
+    if (ok && bufs_out) *bufs_out = slot;
+    else free(slot);
+    return ok ? 0 : -1;
 }
 
 static int plan_build(pf_cugraph *g, cuplan *p, pf_cuconv *convs, pf_cudnn *ctx, int n, int h,
                       int w, int training, char *err, size_t errlen) {
-    const pf_graph *G = g->graph;
-    pf_model *m = g->desc;
-    const char *type = m->cfg.model_type;
+    const pf_net *G = &g->net;
+    const char *type = G->type;
     if (n < 1 || h < 1 || w < 1) {
         snprintf(err, errlen, "%s: bad input shape %d x %d x %d", type, n, h, w);
         return -1;
@@ -219,12 +227,18 @@ static int plan_build(pf_cugraph *g, cuplan *p, pf_cuconv *convs, pf_cudnn *ctx,
     p->max_allocs = 2 * G->n_t + 8;
     p->ts = calloc((size_t)G->n_t, sizeof *p->ts);
     p->allocs = calloc((size_t)p->max_allocs, sizeof *p->allocs);
-    if (!p->ts || !p->allocs) {
-        plan_free(p);
+    size_t *numel = calloc((size_t)G->n_t + 1, sizeof *numel), *size = NULL;
+    int *need = calloc((size_t)G->n_t + 1, sizeof *need);
+    int *last = calloc((size_t)G->n_t + 1, sizeof *last);
+    int *slot = calloc((size_t)G->n_t + 1, sizeof *slot);
+    int *readers = calloc((size_t)G->n_t + 1, sizeof *readers);
+    int rc = -1;
+    if (!p->ts || !p->allocs || !numel || !need || !last || !slot || !readers) {
         snprintf(err, errlen, "%s: out of host memory", type);
-        return -1;
+        goto fail;
     }
-    size_t max_numel = 0;
+    pf_net_need_grad(G, need);
+    pf_net_last_use(G, training, last);
     for (int i = 0; i < G->n_t; i++) {
         const pf_gtensor *t = &G->t[i];
         if (!t->one && (h * t->mul % t->div || w * t->mul % t->div)) {
@@ -235,28 +249,29 @@ static int plan_build(pf_cugraph *g, cuplan *p, pf_cuconv *convs, pf_cudnn *ctx,
         cutensor *s = &p->ts[i];
         s->h = t->one ? 1 : h * t->mul / t->div;
         s->w = t->one ? 1 : w * t->mul / t->div;
-        s->numel = (size_t)n * t->c * s->h * s->w;
-        s->last_use = -1;
-        if (s->numel > max_numel) max_numel = s->numel;
+        s->numel = numel[i] = (size_t)n * t->c * s->h * s->w;
+        s->need_grad = need[i];
     }
+    size_t scratch[2] = { 0, 0 };
     for (int k = 0; k < G->n_node; k++) {
         const pf_gnode *nd = &G->node[k];
-        cutensor *o = &p->ts[nd->out];
-        for (int i = 0; i < nd->n_in; i++) {
-            p->ts[nd->in[i]].last_use = k;
-            if (p->ts[nd->in[i]].need_grad) o->need_grad = 1;
-        }
+        for (int i = 0; i < nd->n_in; i++) readers[nd->in[i]]++;
         if (nd->op == PF_G_CONV) {
             const cutensor *a = &p->ts[nd->in[0]];
             if (pf_cuconv_setup(&convs[nd->conv], ctx, n, a->h, a->w, training, err, errlen))
                 goto fail;
-            o->need_grad = 1;
+            if (nd->n_in > 1 && nd->scale != 1.0f && numel[nd->out] > scratch[0])
+                scratch[0] = numel[nd->out];
         }
-        if (nd->op == PF_G_PRELU) o->need_grad = 1;
     }
-    p->ts[G->output].last_use = G->n_node;     /* the loss / the download reads it */
+    for (int k = 0; k < G->n_node; k++) {   /* a pixel (un)shuffle adding to a gradient */
+        const pf_gnode *nd = &G->node[k];
+        if ((nd->op == PF_G_SHUFFLE || nd->op == PF_G_UNSHUFFLE) && readers[nd->in[0]] > 1 &&
+            numel[nd->in[0]] > scratch[1])
+            scratch[1] = numel[nd->in[0]];
+    }
 
-    int s = m->scale;
+    int s = G->scale;
     size_t lq = (size_t)n * h * w * 3, hq = lq * (size_t)s * s;
 #define ALLOC(ptr, count)                                                                     \
     do {                                                                                      \
@@ -266,58 +281,76 @@ static int plan_build(pf_cugraph *g, cuplan *p, pf_cuconv *convs, pf_cudnn *ctx,
     ALLOC(p->pred, hq);
     if (training) {
         ALLOC(p->gt, hq);
-        ALLOC(p->scratch[0], max_numel);
-        ALLOC(p->scratch[1], max_numel);
-        for (int i = 0; i < G->n_t; i++) {
-            ALLOC(p->ts[i].data, p->ts[i].numel);
-            if (p->ts[i].need_grad) ALLOC(p->ts[i].grad, p->ts[i].numel);
-        }
-    } else {
-        size_t *size = NULL;
-        int n_slots = pf_graph_assign_slots(G, p->ts, sizeof *p->ts, offsetof(cutensor, numel),
-                                            offsetof(cutensor, last_use),
-                                            offsetof(cutensor, slot), &size);
-        if (n_slots < 0) {
+        for (int i = 0; i < 2; i++)
+            if (scratch[i]) ALLOC(p->scratch[i], scratch[i]);
+    }
+#undef ALLOC
+    int n_slots = pf_net_assign_slots(G, numel, last, training, slot, &size);
+    if (n_slots < 0) {
+        snprintf(err, errlen, "%s: out of host memory", type);
+        goto fail;
+    }
+    float **act = NULL;
+    int bad = slot_buffers(p, G->n_t, slot, size, n_slots, NULL, 0, offsetof(cutensor, data),
+                           &act);
+    if (bad) goto oom;
+    if (training) {
+        /* gradients by liveness; the activation slots backward reads nothing from (an
+           upsampling conv's output, say) host gradients too */
+        size_t *dead = calloc((size_t)n_slots + 1, sizeof *dead), *gsize = NULL;
+        int n_act = n_slots;
+        if (dead) pf_net_free_after_forward(G, slot, last, size, n_act, dead);
+        int n_g = dead ? pf_net_assign_grad_slots(G, numel, need, n_act, dead, slot, &gsize)
+                       : -1;
+        bad = n_g < 0 ? -2
+                      : slot_buffers(p, G->n_t, slot, gsize, n_g, act, n_act,
+                                     offsetof(cutensor, grad), NULL);
+        free(dead);
+        free(gsize);
+        if (bad == -2) {
+            free(act);
             snprintf(err, errlen, "%s: out of host memory", type);
             goto fail;
         }
-        float **slot = calloc((size_t)n_slots + 1, sizeof *slot);
-        int ok = slot != NULL;
-        for (int i = 0; ok && i < n_slots; i++)
-            ok = (slot[i] = plan_alloc(p, size[i] * sizeof(float))) != NULL;
-        for (int i = 0; ok && i < G->n_t; i++) p->ts[i].data = slot[p->ts[i].slot];
-        free(slot);
-        free(size);
-        if (!ok) goto oom;
     }
-#undef ALLOC
+    free(act);
+    if (bad) goto oom;
     p->n = n;
     p->h = h;
     p->w = w;
-    return 0;
+    rc = 0;
+    goto done;
 oom:
     snprintf(err, errlen, "%s: out of device memory for the activations of a %d x %d x %d "
              "batch (%s)", type, n, h, w, training ? "training" : "inference");
 fail:
     plan_free(p);
-    return -1;
+done:
+    free(size);
+    free(numel);
+    free(need);
+    free(last);
+    free(slot);
+    free(readers);
+    return rc;
 }
 
 /* ---- forward ------------------------------------------------------------------------------ */
 
 /* Weights and bias of conv layer i on the device (FSRCNN's sub-pixel layer: its own). */
 static const float *conv_weights(pf_cugraph *g, const pf_cugraph_env *env, int i) {
-    return i == g->desc->sub_conv ? g->sub_w : pf_model_conv_w(g->desc, env->params, i);
+    if (i == g->net.sub_conv) return g->sub_w;
+    return env->params + g->net.tensors[g->net.conv[i].weight].offset;
 }
 static const float *conv_bias(pf_cugraph *g, const pf_cugraph_env *env, int i) {
-    if (i != g->desc->sub_conv) return pf_model_conv_b(g->desc, env->params, i);
+    if (i != g->net.sub_conv) return env->params + g->net.tensors[g->net.conv[i].weight + 1].offset;
     const pf_cuconv *c = &g->train_conv[i];
     return g->sub_w + (size_t)c->oc * c->ic * c->k * c->k;
 }
 
 static int forward_node(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p, pf_cuconv *convs,
                         const pf_gnode *nd, char *err, size_t errlen) {
-    const pf_graph *G = g->graph;
+    const pf_net *G = &g->net;
     cudaStream_t st = env->stream;
     char oe[512];
     int n = p->n, C = G->t[nd->out].c;
@@ -337,10 +370,10 @@ static int forward_node(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p, pf_
         return 0;
     case PF_G_CONV: {
         pf_cuconv *c = &convs[nd->conv];
-        const pf_conv *dc = &g->desc->train_conv[nd->conv];
+        const pf_nconv *dc = &G->conv[nd->conv];
         TRY(pf_cuconv_forward(c, a->data, conv_weights(g, env, nd->conv),
                               conv_bias(g, env, nd->conv), y, err, errlen));
-        if (dc->relu)
+        if (dc->act)
             OP(pf_cuda_leaky_relu_forward(y, y, dc->alpha, o->numel, st, oe, sizeof oe));
         if (nd->n_in > 1)   /* y = identity + scale * conv */
             OP(pf_cuda_add_scaled(y, p->ts[nd->in[1]].data, y, nd->scale, o->numel, st, oe,
@@ -348,7 +381,7 @@ static int forward_node(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p, pf_
         return 0;
     }
     case PF_G_PRELU:
-        OP(pf_cuda_prelu_forward(y, a->data, env->params + g->desc->tensors[nd->param].offset,
+        OP(pf_cuda_prelu_forward(y, a->data, env->params + G->tensors[nd->param].offset,
                                  n, C, o->h, o->w, st, oe, sizeof oe));
         return 0;
     case PF_G_TANH:
@@ -391,17 +424,17 @@ static int forward_node(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p, pf_
         OP(pf_cuda_nearest_forward(y, a->data, n, C, a->h, a->w, nd->r, st, oe, sizeof oe));
         return 0;
     }
-    snprintf(err, errlen, "%s: unknown graph op %d", g->desc->cfg.model_type, (int)nd->op);
+    snprintf(err, errlen, "%s: unknown graph op %d", g->net.type, (int)nd->op);
     return -1;
 }
 
 /* Upload (lq [+ gt]) and run every node; p->pred = out / range + mean. */
 static int forward(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p, pf_cuconv *convs,
                    const uint8_t *host_in, size_t in_bytes, char *err, size_t errlen) {
-    const pf_graph *G = g->graph;
+    const pf_net *G = &g->net;
     cudaStream_t st = env->stream;
     CUDA_TRY("upload", cudaMemcpyAsync(p->u8, host_in, in_bytes, cudaMemcpyHostToDevice, st));
-    if (g->desc->sub_conv >= 0) {
+    if (G->sub_conv >= 0) {
         char oe[512];
         if (pf_cuda_gather_sum(g->sub_w, env->params, g->idx_fwd, g->n_sub_w, 1, st, oe,
                                sizeof oe)) {
@@ -415,7 +448,7 @@ static int forward(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p, pf_cucon
     char oe[512];
     if (pf_cuda_mean_unshift(p->pred, o->data, p->n, 3, o->h, o->w,
                              G->use_mean ? G->mean : NULL, G->range, st, oe, sizeof oe)) {
-        snprintf(err, errlen, "%s output: %s", g->desc->cfg.model_type, oe);
+        snprintf(err, errlen, "%s output: %s", g->net.type, oe);
         return -1;
     }
     return 0;
@@ -447,8 +480,7 @@ static int grad_add(cutensor *t, const float *src, cudaStream_t st, char *oe, si
 
 static int backward_node(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p,
                          pf_cuconv *convs, const pf_gnode *nd, char *err, size_t errlen) {
-    const pf_graph *G = g->graph;
-    pf_model *m = g->desc;
+    const pf_net *G = &g->net, *m = G;
     cudaStream_t st = env->stream;
     char oe[512];
     int n = p->n, C = G->t[nd->out].c, acc = 0;
@@ -463,8 +495,8 @@ static int backward_node(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p,
         return 0;
     case PF_G_CONV: {
         pf_cuconv *c = &convs[nd->conv];
-        const pf_conv *dc = &m->train_conv[nd->conv];
-        if (dc->relu)   /* dy is this node's own: masked in place */
+        const pf_nconv *dc = &G->conv[nd->conv];
+        if (dc->act)    /* dy is this node's own: masked in place */
             OP(pf_cuda_leaky_relu_backward(dy, dy, y, dc->alpha, o->numel, st, oe, sizeof oe));
         const float *dd = dy;
         if (nd->n_in > 1) {     /* y = identity + scale * conv */
@@ -475,13 +507,13 @@ static int backward_node(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p,
             }
         }
         int sub = nd->conv == m->sub_conv;
-        float *gw = sub ? g->sub_dw : pf_model_conv_w(m, env->grads, nd->conv);
+        float *gw = sub ? g->sub_dw : env->grads + m->tensors[nd->param].offset;
         float *gb = sub ? g->sub_dw + (size_t)c->oc * c->ic * c->k * c->k
-                        : pf_model_conv_b(m, env->grads, nd->conv);
+                        : env->grads + m->tensors[nd->param + 1].offset;
         TRY(pf_cuconv_backward_filter(c, a->data, dd, gw, 0, err, errlen));
         TRY(pf_cuconv_backward_bias(c, dd, gb, 0, err, errlen));
         if (sub) {      /* back to the ConvTranspose2d tensors */
-            const pf_param_info *wt = &m->tensors[m->conv_w[nd->conv]], *bt = wt + 1;
+            const pf_param_info *wt = &m->tensors[nd->param], *bt = wt + 1;
             int rr = m->sub_stride * m->sub_stride;
             OP(pf_cuda_gather_sum(env->grads + wt->offset, g->sub_dw, g->idx_gw, wt->numel, 1,
                                   st, oe, sizeof oe));
@@ -489,10 +521,8 @@ static int backward_node(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p,
                                   st, oe, sizeof oe));
         }
         if ((dx = grad_for(a, &acc))) {
-            const float *wts = conv_weights(g, env, nd->conv);
-            if (!acc) return pf_cuconv_backward_data(c, wts, dd, dx, err, errlen);
-            TRY(pf_cuconv_backward_data(c, wts, dd, p->scratch[1], err, errlen));
-            OP(pf_cuda_axpy(dx, p->scratch[1], 1.0f, a->numel, st, oe, sizeof oe));
+            TRY(pf_cuconv_backward_data(c, conv_weights(g, env, nd->conv), dd, dx, acc, err,
+                                        errlen));
         }
         return 0;
     }
@@ -565,7 +595,7 @@ static int backward_node(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p,
                                         sizeof oe));
         return 0;
     }
-    snprintf(err, errlen, "%s: unknown graph op %d", m->cfg.model_type, (int)nd->op);
+    snprintf(err, errlen, "%s: unknown graph op %d", G->type, (int)nd->op);
     return -1;
 }
 
@@ -573,10 +603,10 @@ static int backward_node(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p,
 
 int pf_cugraph_train_step(pf_cugraph *g, const pf_cugraph_env *env, const uint8_t *host_in,
                           int n, int h, int w, char *err, size_t errlen) {
-    const pf_graph *G = g->graph;
+    const pf_net *G = &g->net;
     cuplan *p = &g->train;
     TRY(plan_build(g, p, g->train_conv, env->cudnn, n, h, w, 1, err, errlen));
-    int s = g->desc->scale;
+    int s = G->scale;
     size_t lq = (size_t)n * h * w * 3, hq = lq * (size_t)s * s;
     TRY(forward(g, env, p, g->train_conv, host_in, lq + hq, err, errlen));
 
@@ -585,18 +615,18 @@ int pf_cugraph_train_step(pf_cugraph *g, const pf_cugraph_env *env, const uint8_
     cutensor *o = &p->ts[G->output];
     char oe[512];
     if (pf_cuda_u8_nhwc_to_nchw(p->gt, p->u8 + lq, n, h * s, w * s, 3, st, oe, sizeof oe) ||
-        pf_cuda_pixel_loss(g->desc->cfg.loss_type, env->loss, o->grad, p->pred, p->gt, hq,
-                           g->desc->cfg.loss_weight, g->desc->cfg.charbonnier_eps,
+        pf_cuda_pixel_loss(g->cfg.loss_type, env->loss, o->grad, p->pred, p->gt, hq,
+                           g->cfg.loss_weight, g->cfg.charbonnier_eps,
                            env->loss_scratch, st, oe, sizeof oe) ||
         (G->range != 1.0f &&
          pf_cuda_scale(o->grad, o->grad, 1.0f / G->range, hq, st, oe, sizeof oe))) {
-        snprintf(err, errlen, "%s loss: %s", g->desc->cfg.model_type, oe);
+        snprintf(err, errlen, "%s loss: %s", g->net.type, oe);
         return -1;
     }
 
     /* gradients are overwritten: a parameter no node reaches keeps zero */
     CUDA_TRY("zero gradients",
-             cudaMemsetAsync(env->grads, 0, pf_model_num_params(g->desc) * sizeof(float), st));
+             cudaMemsetAsync(env->grads, 0, G->n_params * sizeof(float), st));
     for (int i = 0; i < G->n_t; i++) p->ts[i].grad_set = 0;
     o->grad_set = 1;
     for (int k = G->n_node - 1; k >= 0; k--)

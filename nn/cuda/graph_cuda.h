@@ -1,23 +1,20 @@
-/*  graph_cuda — the node-list networks of nn/graph.h on one CUDA device: FSRCNN, ESPCN,
-    MSRResNet, RCAN, RRDBNet (the zoo, nn/zoo.c) and SRCNN. The GPU counterpart of
-    nn/graph.c; nn/cuda/model_cuda.c uses it for every network but EDSR.
-
-    Description: the network is built once on the host by the CPU backend's own builder
-    (pf_model_new: same node list, same parameter tensors with the same names, offsets and
-    shapes, same convolution list); nothing of it runs on the CPU. SRCNN, a hand-written plan
-    on the CPU (nn/srcnn.c), is described here as the equivalent four nodes (bicubic input,
-    conv + ReLU, conv + ReLU, conv). So a host copy of the device parameter buffer is the CPU
-    model's, and checkpoints carry over in both directions.
+/*  graph_cuda — the CUDA executor: a network description (nn/net.h, built by nn/zoo.c for
+    every model.type, the same one the CPU executor nn/graph.c runs) on one CUDA device. Same
+    parameter table (names, offsets, shapes), so a host copy of the device parameter buffer is
+    the CPU model's, and checkpoints carry over in both directions. Nothing of the CPU backend
+    is built.
 
     Device layout: plain NCHW float32 for every tensor. Convolutions are cuDNN's
-    (nn/cuda/conv_cudnn.h) with the bias; fused activations and residual adds of the CPU
-    graph are separate kernels here (nn/cuda/ops.h). FSRCNN's ConvTranspose2d runs, as on the
-    CPU, as a stride-1 convolution on re-indexed weights plus PixelShuffle (pf_cuda_gather_sum
-    with the index of nn/zoo.c's sub_index, every step).
+    (nn/cuda/conv_cudnn.h) with the bias; fused activations and residual adds of the
+    description are separate kernels here (nn/cuda/ops.h). FSRCNN's ConvTranspose2d runs, as
+    on the CPU, as a stride-1 convolution on re-indexed weights plus PixelShuffle
+    (pf_cuda_gather_sum with the description's sub_idx, every step).
 
-    Memory: a training plan keeps every tensor and, where a parameter lies upstream, its
-    gradient; an inference plan lets a tensor reuse the buffer of one that is dead (the CPU's
-    liveness rule), so the peak is a few feature maps whatever the depth.
+    Memory by liveness, the rules of nn/net.c shared with the CPU: activations share buffers
+    by pf_net_assign_slots (training keeps only what backward reads: pf_net_last_use),
+    gradients by pf_net_assign_grad_slots (a tensor's gradient lives from the backward of its
+    last reader to its producer's); backward's two temporaries exist only where a node needs
+    them (a residual conv with res_scale != 1, a pixel shuffle adding to a gradient).
 
     Threading: one host thread at a time; work is queued on the env's stream and nothing here
     synchronises (the caller does, after the loss copy or the output download).
@@ -48,11 +45,8 @@ typedef struct {
     double *loss_scratch;
 } pf_cugraph_env;
 
-/* Whether cfg->model_type runs through this file. */
-int pf_cugraph_supports(const char *model_type);
-
 /* Describe cfg's network (allocates on the device only FSRCNN's weight index maps). Returns
-   NULL with err: an unsupported type or hyper-parameter (the CPU builder's message), out of
+   NULL with err: an unsupported type or hyper-parameter (pf_net_build's message), out of
    memory. */
 pf_cugraph *pf_cugraph_new(const pf_config *cfg, char *err, size_t errlen);
 
@@ -67,6 +61,9 @@ const pf_param_info *pf_cugraph_tensor_info(const pf_cugraph *g, int i);
 size_t pf_cugraph_num_params(const pf_cugraph *g);
 /* LQ height and width must be multiples of this (pf_model_input_multiple). */
 int pf_cugraph_input_multiple(const pf_cugraph *g);
+/* Device bytes of the current training (training = 1) or inference plan's buffers:
+   activations, gradients, temporaries, the uploaded batch (0 before the first call). */
+size_t pf_cugraph_plan_bytes(const pf_cugraph *g, int training);
 
 /* One training step on the device: host_in is a host buffer (pinned for an asynchronous
    copy) holding lq (n x h x w x 3 uint8 NHWC) followed by gt (n x hs x ws x 3, s the scale).

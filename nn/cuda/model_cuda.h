@@ -1,32 +1,13 @@
 /*  model_cuda — a super-resolution network on one CUDA device: training step (forward, loss,
-    backward) and inference, built from nn/cuda/ops.h kernels and nn/cuda/conv_cudnn.h
-    convolutions. The GPU counterpart of nn/model.h, and deliberately the same shape of API, so
-    the worker can pick either by --device.
-
-    Every network but EDSR (SRCNN, FSRCNN, ESPCN, MSRResNet, RCAN, RRDBNet) runs through
-    nn/cuda/graph_cuda.h, which takes its description from the CPU builder; what follows
-    describes EDSR, which has its own plan here. The parameter layout is the CPU model's in
-    both cases.
-
-    EDSR is BasicSR's basicsr/archs/edsr_arch.py exactly as nn/edsr.c computes it:
-
-      x  = (lq / 255 - rgb_mean) * img_range
-      f0 = conv_first(x)                                          3 -> C, 3x3
-      a[i+1] = a[i] + res_scale * body.i.conv2(ReLU(body.i.conv1(a[i])))     a[0] = f0
-      r  = conv_after_body(a[n_blocks]) + f0
-      per upsample stage s: q = PixelShuffle(stage_r)(upsample.{2s}(q))      C -> C stage_r^2
-                                          (x2: one stage r=2, x3: one stage r=3, x4: two r=2)
-      y  = conv_last(q) / img_range + rgb_mean                    C -> 3
+    backward) and inference. The GPU counterpart of nn/model.h, and deliberately the same shape
+    of API, so the worker can pick either by --device. Every model.type runs on the CUDA
+    executor (nn/cuda/graph_cuda.h) over the description nn/zoo.c builds for the CPU too
+    (nn/net.h); this file owns the device buffers, the stream, cuDNN and the staging.
 
     Parameters and gradients: one flat device buffer each, with EXACTLY the layout of the CPU
-    model for the same config (pf_model_tensor_info): per conv in state_dict order
-    (conv_first, body.{i}.conv1, body.{i}.conv2, conv_after_body, upsample.0[, upsample.2],
-    conv_last) name.weight (OIHW) then name.bias (O). So a host copy of the buffer is a CPU
-    model's parameter buffer, and checkpoints carry over in both directions.
-
-    Device layout: plain NCHW float32 activations. Training keeps every activation backward
-    needs (llm.c style): x, f0, a[1..n_blocks], t[0..n_blocks-1] (ReLU(conv1) per block), r,
-    the pixel shuffle outputs and the largest upsample conv output.
+    model for the same config (pf_model_tensor_info: the description's parameter table, with
+    the reference implementations' names). So a host copy of the buffer is a CPU model's
+    parameter buffer, and checkpoints carry over in both directions.
 
     Precision: FP32 storage; allow_tf32 lets cuDNN use TF32 tensor cores in the convolutions
     (as torch.backends.cudnn.allow_tf32), otherwise strict FP32 FMA kernels.
@@ -37,8 +18,8 @@
     the call that caused it. Device-pointer users (Adam, an NCCL all-reduce) must queue on
     that stream or synchronise with it.
 
-    Errors: functions return 0 (or a pointer), or -1 (NULL) with err naming the layer and the
-    CUDA / cuDNN call, e.g. "body.3.conv2: cudnnConvolutionBackwardData: ...".
+    Errors: functions return 0 (or a pointer), or -1 (NULL) with err naming the layer or node
+    and the CUDA / cuDNN call, e.g. "body.3.conv2: cudnnConvolutionBackwardData: ...".
 */
 #ifndef PF_MODEL_CUDA_H
 #define PF_MODEL_CUDA_H
@@ -56,7 +37,7 @@ typedef struct pf_cuda_model pf_cuda_model;
 
 /* Build cfg->model_type on CUDA device `device` (cudaSetDevice'd here and by every call that
    touches it). Any model_type of nn/model.h; NULL with err for an unknown type or bad
-   hyper-parameters (the CPU builder's message). allow_tf32: see above. Parameters start at zero: upload with pf_cuda_model_set_params (e.g. from a CPU
+   hyper-parameters (pf_net_build's message). allow_tf32: see above. Parameters start at zero: upload with pf_cuda_model_set_params (e.g. from a CPU
    model after pf_model_init, so both backends start from the same seeded weights). */
 pf_cuda_model *pf_cuda_model_new(const pf_config *cfg, int device, int allow_tf32, char *err,
                                  size_t errlen);
@@ -101,6 +82,10 @@ int pf_cuda_model_train_step(pf_cuda_model *m, const uint8_t *lq, const uint8_t 
    Returns 0 or -1 with err. */
 int pf_cuda_model_infer(pf_cuda_model *m, const uint8_t *lq, int h, int w, float *out_host,
                         char *err, size_t errlen);
+
+/* Device bytes of the current training (training = 1) or inference plan (activations,
+   gradients, temporaries, the uploaded batch; not parameters or cuDNN's workspace). */
+size_t pf_cuda_model_plan_bytes(const pf_cuda_model *m, int training);
 
 /* The optimiser is nn/cuda/optim_cuda.h, over pf_cuda_model_params_device and
    pf_cuda_model_grads_device on pf_cuda_model_stream. */

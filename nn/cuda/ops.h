@@ -252,7 +252,7 @@ int pf_cuda_bicubic_u8(float *y, const uint8_t *lq, int n, int h, int w, int r,
 
 /* dst[i] = sum over j < per of (idx[i per + j] >= 0 ? src[idx[i per + j]] : 0), i < count:
    a fixed re-indexing (FSRCNN's ConvTranspose2d weights into their sub-pixel convolution and
-   the gradients back; nn/zoo.c pf_zoo_sub_index). idx: count * per device ints. */
+   the gradients back; nn/zoo.c sub_index, pf_net.sub_idx). idx: count * per device ints. */
 int pf_cuda_gather_sum(float *dst, const float *src, const int *idx, size_t count, int per,
                        cudaStream_t stream, char *err, size_t errlen);
 

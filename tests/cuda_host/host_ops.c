@@ -384,8 +384,8 @@ int pf_cuconv_forward(pf_cuconv *c, const float *src, const float *wt, const flo
                 }
     return 0;
 }
-int pf_cuconv_backward_data(pf_cuconv *c, const float *wt, const float *dd, float *ds, char *err,
-                            size_t errlen) {
+int pf_cuconv_backward_data(pf_cuconv *c, const float *wt, const float *dd, float *ds,
+                            int accumulate, char *err, size_t errlen) {
     (void)err;
     (void)errlen;
     int R = c->k / 2;
@@ -406,7 +406,7 @@ int pf_cuconv_backward_data(pf_cuconv *c, const float *wt, const float *dd, floa
                             }
                 }
     for (size_t i = 0; i < ns; i++)
-        ds[i] = (float)acc[i];
+        ds[i] = accumulate ? (float)(ds[i] + acc[i]) : (float)acc[i];
     free(acc);
     return 0;
 }

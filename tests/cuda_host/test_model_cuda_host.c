@@ -1,8 +1,8 @@
 /*  test_model_cuda_host — the CUDA backend's model code run on the host, with
     tests/cuda_host/host_ops.c standing in for the CUDA runtime, the kernels (naive loops from
-    the contracts in nn/cuda/ops.h) and cuDNN: pf_cuda_model (nn/cuda/model_cuda.c: EDSR's own
-    plan, the staging of batches, the dispatch to nn/cuda/graph_cuda.c for every other
-    network) and the device optimiser (nn/cuda/optim_cuda.c), against the CPU model
+    the contracts in nn/cuda/ops.h) and cuDNN: pf_cuda_model (nn/cuda/model_cuda.c: the
+    staging of batches; nn/cuda/graph_cuda.c: the CUDA executor over the network description
+    of nn/net.h, for every network) and the device optimiser (nn/cuda/optim_cuda.c), against the CPU model
     (nn/model.h) with the same weights and batches: parameter table, loss, every gradient
     tensor, inference, and the parameters after 3 Adam steps, for each network at x2 / x3 / x4
     and odd sizes, with L1, MSE and Charbonnier losses. What it checks is the host side of the
@@ -27,6 +27,34 @@ static void random_u8(uint8_t *x, size_t n) {
         rng = rng * 6364136223846793005ull + 1442695040888963407ull;
         x[i] = (uint8_t)(rng >> 56);
     }
+}
+
+/* Device bytes of the hand-written EDSR plan the CUDA backend had before the network
+   description (nn/cuda/model_cuda.c at 662d5b3), from its buffer list: training kept x, f0,
+   a[1..n_blocks], t[0..n_blocks-1], r, a temporary, the largest upsample conv output, the
+   pixel shuffle outputs, out, pred, gt and the gradients d_out, d_q (largest shuffle output),
+   d_r, d_a, d_t; inference x, f0, three block buffers, the temporary, the upsample buffers,
+   out and pred. The executor must not need more (issue: memory by liveness). */
+static size_t edsr_hand_bytes(int n, int h, int w, int c, int nb, int scale, int training) {
+    int r = scale == 3 ? 3 : 2, ns = scale == 4 ? 2 : 1;
+    size_t feat = (size_t)n * c * h * w, lq = (size_t)n * 3 * h * w, pmax = 0, qmax = 0,
+           qsum = 0;
+    size_t sh = (size_t)h, sw = (size_t)w;
+    for (int s = 0; s < ns; s++) {
+        size_t ps = (size_t)n * c * r * r * sh * sw;
+        if (ps > pmax) pmax = ps;
+        sh *= r, sw *= r;
+        size_t qs = (size_t)n * c * sh * sw;
+        if (qs > qmax) qmax = qs;
+        qsum += qs;
+    }
+    size_t hq = (size_t)n * 3 * sh * sw;
+    size_t floats = lq + 2 * feat + pmax + 2 * hq + qsum;  /* x f0 tmp p out pred q */
+    if (training)
+        floats += (2 * (size_t)nb + 4) * feat + 2 * hq + qmax;  /* t a r d_r d_a d_t gt d_out d_q */
+    else
+        floats += 3 * feat;
+    return floats * sizeof(float) + lq + (training ? hq : 0);   /* + the uint8 upload */
 }
 
 static double max_rel_err(const float *got, const float *ref, size_t n) {
@@ -160,8 +188,18 @@ static void check(const char *type, int scale, int h, int w, const int hp[4], co
     CHECK(pe <= TOL, "%s: parameters after 3 Adam steps: %s max rel err %.3g", label, pname, pe);
     if (rc == 0) pf_cuda_optim_free(&dopt);
     pf_adam_free(&opt);
+    size_t tb = pf_cuda_model_plan_bytes(dev, 1), ib = pf_cuda_model_plan_bytes(dev, 0);
+    if (!strcmp(type, "EDSR")) {
+        size_t ht = edsr_hand_bytes(n, h, w, hp[0], hp[1], scale, 1);
+        size_t hi = edsr_hand_bytes(1, h, w, hp[0], hp[1], scale, 0);
+        CHECK(tb <= ht && ib <= hi, "%s: device plan bytes training %zu (hand plan %zu), "
+              "inference %zu (hand plan %zu)", label, tb, ht, ib, hi);
+        printf("%-28s device plans: training %zu bytes (hand plan %zu), inference %zu (%zu)\n",
+               label, tb, ht, ib, hi);
+    }
     printf("%-28s loss %.6f / %.6f, worst gradient %.2e (%s), inference %.2e, "
-           "3 Adam steps %.2e\n", label, (double)loss_dev, (double)loss_cpu, ge, gname, ie, pe);
+           "3 Adam steps %.2e, device plans %zu / %zu bytes\n", label, (double)loss_dev,
+           (double)loss_cpu, ge, gname, ie, pe, tb, ib);
 done:
     free(in), free(got), free(out_cpu), free(out_dev);
     pf_cuda_model_destroy(&dev);

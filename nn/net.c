@@ -1,0 +1,336 @@
+/*  net — the network description and what both executors derive from it (see net.h). */
+#include "nn/net.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/rng.h"
+
+/* ---- building ----------------------------------------------------------------------------- */
+
+void pf_net_init(pf_net *g) {
+    memset(g, 0, sizeof *g);
+    g->input = g->output = -1;
+    g->range = 1.0f;
+    g->sub_conv = -1;
+}
+
+void pf_net_free(pf_net *g) {
+    free(g->t);
+    free(g->node);
+    free(g->conv);
+    free(g->tensors);
+    free(g->init);
+    free(g->sub_idx);
+    pf_net_init(g);
+}
+
+/* Room for one more element in *arr (n used of *cap, elem bytes each); 0, or -1 with g->oom
+   set. */
+static int grow(pf_net *g, void **arr, int n, int *cap, size_t elem) {
+    if (n < *cap) return 0;
+    int c = *cap ? 2 * *cap : 64;
+    void *a = realloc(*arr, (size_t)c * elem);
+    if (!a) {
+        g->oom = 1;
+        return -1;
+    }
+    *arr = a;
+    *cap = c;
+    return 0;
+}
+
+int pf_net_tensor(pf_net *g, int c, int mul, int div, int one) {
+    if (grow(g, (void **)&g->t, g->n_t, &g->cap_t, sizeof *g->t)) return -1;
+    g->t[g->n_t] = (pf_gtensor){ .c = c, .mul = mul, .div = div, .one = one };
+    return g->n_t++;
+}
+
+int pf_net_node(pf_net *g, pf_gop op, const int *in, int n_in, int out_c, int out_mul,
+                int out_div, int out_one) {
+    if (g->oom) return -1;
+    for (int i = 0; i < n_in; i++)
+        if (in[i] < 0) return -1;
+    if (grow(g, (void **)&g->node, g->n_node, &g->cap_node, sizeof *g->node)) return -1;
+    int out = pf_net_tensor(g, out_c, out_mul, out_div, out_one);
+    if (out < 0) return -1;
+    pf_gnode *nd = &g->node[g->n_node++];
+    memset(nd, 0, sizeof *nd);
+    nd->op = op;
+    nd->n_in = n_in;
+    for (int i = 0; i < n_in; i++) nd->in[i] = in[i];
+    nd->out = out;
+    nd->conv = nd->param = -1;
+    nd->scale = 1.0f;
+    nd->r = 1;
+    return out;
+}
+
+/* Room for one more parameter tensor (both per-tensor arrays). */
+static int grow_tensors(pf_net *g) {
+    if (g->n_tensors < g->cap_tensors) return 0;
+    int cap = g->cap_tensors ? 2 * g->cap_tensors : 128;
+    pf_param_info *t = realloc(g->tensors, (size_t)cap * sizeof *t);
+    if (!t) return g->oom = 1, -1;
+    g->tensors = t;
+    pf_param_init *in = realloc(g->init, (size_t)cap * sizeof *in);
+    if (!in) return g->oom = 1, -1;
+    g->init = in;
+    g->cap_tensors = cap;
+    return 0;
+}
+
+int pf_net_add_tensor(pf_net *g, const char *name, int ndim, const int64_t *shape,
+                      pf_param_init init) {
+    if (g->oom || grow_tensors(g)) return -1;
+    pf_param_info *t = &g->tensors[g->n_tensors];
+    memset(t, 0, sizeof *t);
+    snprintf(t->name, sizeof t->name, "%s", name);
+    t->offset = g->n_params;
+    t->numel = 1;
+    t->ndim = ndim;
+    for (int i = 0; i < ndim; i++) {
+        t->shape[i] = shape[i];
+        t->numel *= (size_t)shape[i];
+    }
+    g->n_params += t->numel;
+    g->init[g->n_tensors] = init;
+    return g->n_tensors++;
+}
+
+int pf_net_add_layer(pf_net *g, const char *name, int ic, int oc, int k, int weight_tensor) {
+    if (g->oom || weight_tensor < 0 ||
+        grow(g, (void **)&g->conv, g->n_convs, &g->cap_convs, sizeof *g->conv))
+        return -1;
+    pf_nconv *c = &g->conv[g->n_convs];
+    memset(c, 0, sizeof *c);
+    snprintf(c->name, sizeof c->name, "%s", name);
+    c->ic = ic;
+    c->oc = oc;
+    c->k = k;
+    c->weight = weight_tensor;
+    return g->n_convs++;
+}
+
+int pf_net_add_conv(pf_net *g, const char *name, int ic, int oc, int k, pf_param_init w_init,
+                    pf_param_init b_init) {
+    char full[112];
+    int64_t ws[4] = { oc, ic, k, k }, bs[1] = { oc };
+    snprintf(full, sizeof full, "%s.weight", name);
+    int w = pf_net_add_tensor(g, full, 4, ws, w_init);
+    snprintf(full, sizeof full, "%s.bias", name);
+    if (w < 0 || pf_net_add_tensor(g, full, 1, bs, b_init) < 0) return -1;
+    return pf_net_add_layer(g, name, ic, oc, k, w);
+}
+
+/* ---- parameters --------------------------------------------------------------------------- */
+
+void pf_net_init_params(const pf_net *g, float *params, uint64_t seed) {
+    for (int i = 0; i < g->n_tensors; i++) {
+        const pf_param_info *t = &g->tensors[i];
+        const pf_param_init *in = &g->init[i];
+        pf_rng r = pf_rng_make(seed, (uint64_t)i, 0);
+        float *p = params + t->offset;
+        for (size_t j = 0; j < t->numel; j++) {
+            double v;
+            if (in->kind == PF_INIT_CONST) {
+                v = in->scale;
+            } else if (in->kind == PF_INIT_UNIFORM) {
+                v = (2.0 * pf_rng_uniform(&r) - 1.0) / sqrt(in->fan_in);
+            } else {
+                double u1 = pf_rng_uniform(&r), u2 = pf_rng_uniform(&r);
+                if (u1 < 1e-300) u1 = 1e-300;
+                v = sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2) * sqrt(2.0 / in->fan_in) *
+                    in->scale;
+            }
+            p[j] = (float)v;
+        }
+    }
+}
+
+int pf_net_input_multiple(const pf_net *g) {
+    int q = 1;
+    for (int i = 0; i < g->n_t; i++)
+        if (!g->t[i].one && g->t[i].div > q) q = g->t[i].div;
+    return q;
+}
+
+size_t pf_net_sub_numel(const pf_net *g) {
+    if (g->sub_conv < 0) return 0;
+    const pf_nconv *c = &g->conv[g->sub_conv];
+    return (size_t)c->oc * c->ic * c->k * c->k + (size_t)c->oc;
+}
+
+/* The sub-pixel weights hold, per output channel o r^2 + p, the taps sub_idx maps the
+   transposed weight to (others zero), then the bias of channel o repeated over its r^2
+   phases (see nn/zoo.c). */
+void pf_net_sub_weights(const pf_net *g, const float *params, float *S) {
+    const pf_nconv *c = &g->conv[g->sub_conv];
+    const pf_param_info *wt = &g->tensors[c->weight], *bt = wt + 1;
+    int rr = g->sub_stride * g->sub_stride;
+    size_t wn = (size_t)c->oc * c->ic * c->k * c->k;
+    memset(S, 0, wn * sizeof(float));
+    for (size_t w = 0; w < wt->numel; w++) S[g->sub_idx[w]] = params[wt->offset + w];
+    for (int o = 0; o < 3; o++)
+        for (int p = 0; p < rr; p++) S[wn + (size_t)o * rr + p] = params[bt->offset + o];
+}
+
+void pf_net_sub_grads(const pf_net *g, const float *S, float *grads) {
+    const pf_nconv *c = &g->conv[g->sub_conv];
+    const pf_param_info *wt = &g->tensors[c->weight], *bt = wt + 1;
+    int rr = g->sub_stride * g->sub_stride;
+    size_t wn = (size_t)c->oc * c->ic * c->k * c->k;
+    for (size_t w = 0; w < wt->numel; w++) grads[wt->offset + w] = S[g->sub_idx[w]];
+    for (int o = 0; o < 3; o++) {
+        double s = 0;
+        for (int p = 0; p < rr; p++) s += S[wn + (size_t)o * rr + p];
+        grads[bt->offset + o] = (float)s;
+    }
+}
+
+/* ---- derived from the node list ------------------------------------------------------------ */
+
+void pf_net_need_grad(const pf_net *g, int *need) {
+    memset(need, 0, (size_t)g->n_t * sizeof *need);
+    for (int k = 0; k < g->n_node; k++) {
+        const pf_gnode *nd = &g->node[k];
+        int o = nd->op == PF_G_CONV || nd->op == PF_G_PRELU;   /* it has weights */
+        for (int i = 0; i < nd->n_in; i++) o |= need[nd->in[i]];
+        need[nd->out] = o;
+    }
+}
+
+int pf_net_backward_reads_in(const pf_net *g, int k, int i) {
+    const pf_gnode *nd = &g->node[k];
+    switch (nd->op) {
+    case PF_G_CONV:
+    case PF_G_PRELU: return i == 0;
+    case PF_G_MUL_CH: return i < 2;
+    default: return 0;
+    }
+}
+
+int pf_net_backward_reads_out(const pf_net *g, int k) {
+    const pf_gnode *nd = &g->node[k];
+    return nd->op == PF_G_TANH || nd->op == PF_G_SIGMOID ||
+           (nd->op == PF_G_CONV && g->conv[nd->conv].act);
+}
+
+void pf_net_last_use(const pf_net *g, int training, int *last) {
+    for (int i = 0; i < g->n_t; i++) last[i] = -1;
+    for (int k = 0; k < g->n_node; k++) {
+        const pf_gnode *nd = &g->node[k];
+        for (int i = 0; i < nd->n_in; i++) last[nd->in[i]] = k;
+    }
+    if (g->output >= 0) last[g->output] = g->n_node;
+    for (int k = 0; training && k < g->n_node; k++) {
+        const pf_gnode *nd = &g->node[k];
+        for (int i = 0; i < nd->n_in; i++)
+            if (pf_net_backward_reads_in(g, k, i)) last[nd->in[i]] = g->n_node;
+        if (pf_net_backward_reads_out(g, k)) last[nd->out] = g->n_node;
+    }
+}
+
+/* Best-fitting free slot for `need` floats (grown to fit; the first n_fixed slots cannot grow
+   and are taken only when large enough), else a new one; marked busy. */
+static int take_slot(size_t *size, int *busy, int *n_slots, size_t need, int n_fixed) {
+    int best = -1;
+    for (int s = 0; s < *n_slots; s++) {
+        if (busy[s] || (s < n_fixed && size[s] < need)) continue;
+        if (best < 0 || (size[s] >= need && (size[best] < need || size[s] < size[best])))
+            best = s;
+    }
+    if (best < 0) best = (*n_slots)++;
+    if (size[best] < need) size[best] = need;
+    busy[best] = 1;
+    return best;
+}
+
+int pf_net_assign_slots(const pf_net *g, const size_t *numel, const int *last, int training,
+                        int *slot, size_t **size_out) {
+    size_t *size = calloc((size_t)g->n_t + 1, sizeof *size);
+    int *busy = calloc((size_t)g->n_t + 1, sizeof *busy);
+    int n_slots = 0;
+    if (!size || !busy) {
+        free(size);
+        free(busy);
+        return -1;
+    }
+    for (int k = 0; k < g->n_node; k++) {
+        const pf_gnode *nd = &g->node[k];
+        /* training: a tensor backward reads gets a slot of its own, leaving the dead ones
+           whole for backward's gradients (pf_net_free_after_forward) */
+        if (training && last[nd->out] >= g->n_node) {
+            slot[nd->out] = n_slots;
+            size[n_slots] = numel[nd->out];
+            busy[n_slots++] = 1;
+        } else {
+            slot[nd->out] = take_slot(size, busy, &n_slots, numel[nd->out], 0);
+        }
+        /* inputs whose last reader this is are free again (after the output took its slot,
+           so no node writes over its own input) */
+        for (int i = 0; i < nd->n_in; i++)
+            if (last[nd->in[i]] == k) busy[slot[nd->in[i]]] = 0;
+    }
+    free(busy);
+    *size_out = size;
+    return n_slots;
+}
+
+int pf_net_free_after_forward(const pf_net *g, const int *slot, const int *last,
+                              const size_t *size, int n_slots, size_t *free_size) {
+    int n_free = 0;
+    int *kept = calloc((size_t)n_slots + 1, sizeof *kept);
+    if (!kept) return 0;
+    for (int i = 0; i < g->n_t; i++)
+        if (last[i] >= g->n_node && slot[i] >= 0) kept[slot[i]] = 1;
+    for (int s = 0; s < n_slots; s++)
+        free_size[s] = kept[s] ? 0 : size[s];
+    for (int s = 0; s < n_slots; s++) n_free += !kept[s];
+    free(kept);
+    return n_free;
+}
+
+int pf_net_assign_grad_slots(const pf_net *g, const size_t *numel, const int *need,
+                             int n_fixed, const size_t *fixed_size, int *gslot,
+                             size_t **size_out) {
+    size_t *size = calloc((size_t)g->n_t + (size_t)n_fixed + 1, sizeof *size);
+    int *busy = calloc((size_t)g->n_t + (size_t)n_fixed + 1, sizeof *busy);
+    int n_slots = n_fixed;
+    if (!size || !busy) {
+        free(size);
+        free(busy);
+        return -1;
+    }
+    for (int s = 0; s < n_fixed; s++) {
+        size[s] = fixed_size[s];
+        busy[s] = fixed_size[s] == 0;       /* not free: never taken */
+    }
+    for (int i = 0; i < g->n_t; i++) gslot[i] = -1;
+    if (g->output >= 0 && need[g->output])
+        gslot[g->output] = take_slot(size, busy, &n_slots, numel[g->output], n_fixed);
+    for (int k = g->n_node - 1; k >= 0; k--) {
+        const pf_gnode *nd = &g->node[k];
+        /* a node's backward reads its output's gradient and writes its inputs': those that
+           have none yet get theirs here (before the output's is given back, so no node
+           writes over the gradient it reads) */
+        if (gslot[nd->out] < 0) continue;           /* nothing flows back through here */
+        for (int i = 0; i < nd->n_in; i++)
+            if (need[nd->in[i]] && gslot[nd->in[i]] < 0)
+                gslot[nd->in[i]] = take_slot(size, busy, &n_slots, numel[nd->in[i]], n_fixed);
+        busy[gslot[nd->out]] = 0;
+    }
+    free(busy);
+    *size_out = size;
+    return n_slots;
+}
+
+const char *pf_net_op_name(pf_gop op) {
+    static const char *names[] = {
+        "input", "conv", "prelu", "tanh", "sigmoid", "add", "gap", "mul_ch", "concat",
+        "shuffle", "unshuffle", "nearest", "bilinear_in", "bicubic_in",
+    };
+    return (unsigned)op < sizeof names / sizeof *names ? names[op] : "?";
+}

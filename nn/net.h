@@ -1,0 +1,191 @@
+/*  net — a network as plain data: tensors, nodes, convolution layers and the parameter table,
+    built once per model.type by one builder function (nn/zoo.c) from the config. It knows
+    nothing of oneDNN or CUDA; the two executors run it: nn/graph.c on the CPU (oneDNN
+    convolutions, C kernels for the rest), nn/cuda/graph_cuda.c on a CUDA device (cuDNN, own
+    kernels). What both executors need to know about the node list beyond the ops themselves
+    — which tensors need a gradient, each tensor's last forward reader, which activations
+    backward reads, how buffers are shared by liveness — is computed here, once.
+
+    Tensors are N x C x H x W; a tensor's H x W is the LQ size times mul / div (1 x 1 for pooled
+    tensors). Each node reads up to PF_G_MAX_IN tensors and writes one new tensor (the node
+    list is in execution order, a tensor's producer comes before its readers).
+
+    Parameters: one flat float buffer in the order of the tensor table, with the reference
+    implementations' state_dict names (docs/models.md). A convolution layer is two tensors,
+    `name.weight` (OIHW, oc x ic x k x k) then `name.bias` (oc), stride 1, zero padding k / 2.
+    FSRCNN's ConvTranspose2d is stored as the reference stores it ((d, 3, 9, 9) + (3)) and run
+    as a stride-1 layer on re-indexed weights (pf_net_sub_weights).
+*/
+#ifndef PF_NET_H
+#define PF_NET_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/config.h"
+#include "nn/model.h"
+
+#define PF_G_MAX_IN 6
+
+typedef enum {
+    PF_G_INPUT,         /* out = (lq / 255 - mean) * range  (the graph's one input) */
+    PF_G_CONV,          /* out = conv(in0) [ReLU / LeakyReLU] or in1 + scale * conv(in0) */
+    PF_G_PRELU,         /* out = in0 > 0 ? in0 : a[c] * in0 (torch.nn.PReLU(C)) */
+    PF_G_TANH,          /* out = tanh(in0) */
+    PF_G_SIGMOID,       /* out = 1 / (1 + exp(-in0)) */
+    PF_G_ADD,           /* out = in0 + scale * in1 */
+    PF_G_GAP,           /* out (C x 1 x 1) = mean of in0 over H x W (AdaptiveAvgPool2d(1)) */
+    PF_G_MUL_CH,        /* out = [in2 +] scale * in0 * in1[n][c]; in1 is C x 1 x 1 */
+    PF_G_CONCAT,        /* out = torch.cat(in, 1) */
+    PF_G_SHUFFLE,       /* PixelShuffle(r) */
+    PF_G_UNSHUFFLE,     /* PixelUnshuffle(r) */
+    PF_G_NEAREST,       /* F.interpolate(scale_factor=r, mode='nearest') */
+    PF_G_BILINEAR_IN,   /* F.interpolate(lq / 255, scale_factor=r, mode='bilinear',
+                           align_corners=False); no gradient */
+    PF_G_BICUBIC_IN,    /* the same with mode='bicubic' (SRCNN's upsampler; nn/bicubic.c);
+                           no gradient */
+} pf_gop;
+
+typedef struct {
+    int c;              /* channels */
+    int mul, div;       /* H = H_lq * mul / div (likewise W) */
+    int one;            /* pooled: 1 x 1 */
+} pf_gtensor;
+
+typedef struct {
+    pf_gop op;
+    int in[PF_G_MAX_IN], n_in;  /* input tensor ids */
+    int out;                    /* output tensor id */
+    int conv;                   /* CONV: layer index in net->conv */
+    int param;                  /* CONV: tensor index of its weight (bias: param + 1); PRELU:
+                                   of its weight */
+    float scale;                /* ADD, MUL_CH, CONV with residual */
+    int r;                      /* SHUFFLE, UNSHUFFLE, NEAREST, BILINEAR_IN, BICUBIC_IN
+                                   factor */
+} pf_gnode;
+
+/* A convolution layer: ic -> oc channels, k x k, stride 1, padding k / 2, with its bias. */
+typedef struct {
+    char name[96];              /* state_dict prefix, e.g. "body.0.conv1" */
+    int ic, oc, k;
+    int act;                    /* 1: ReLU (alpha 0) or LeakyReLU(alpha) on its output */
+    float alpha;
+    int weight;                 /* tensor index of its weight (bias: weight + 1) */
+} pf_nconv;
+
+/* How pf_net_init_params draws one tensor (the reference's scheme). */
+typedef enum {
+    PF_INIT_UNIFORM,            /* U(-1/sqrt(fan_in), 1/sqrt(fan_in)): PyTorch's default for
+                                   conv weights (kaiming_uniform a = sqrt(5)) and biases */
+    PF_INIT_NORMAL,             /* N(0, 2 / fan_in) * scale: kaiming_normal fan-in, times
+                                   BasicSR's default_init_weights scale */
+    PF_INIT_CONST,              /* every element = scale (PReLU 0.25, zero biases) */
+} pf_init_kind;
+
+typedef struct {
+    pf_init_kind kind;
+    double fan_in, scale;
+} pf_param_init;
+
+typedef struct {
+    char type[32];              /* model.type */
+    int scale;
+    pf_gtensor *t;
+    int n_t, cap_t;
+    pf_gnode *node;
+    int n_node, cap_node;
+    int input, output;          /* tensor ids */
+    int use_mean;               /* input / output mean shift (EDSR, RCAN); else mean unused */
+    float mean[3], range;       /* image = out / range + mean */
+    pf_nconv *conv;
+    int n_convs, cap_convs;
+    pf_param_info *tensors;     /* the parameter table, state_dict order */
+    pf_param_init *init;        /* per tensor */
+    int n_tensors, cap_tensors;
+    size_t n_params;            /* floats in the flat buffer */
+    /* FSRCNN: the layer computing its ConvTranspose2d in sub-pixel form (-1: none), its
+       stride and tap radius (kernel 2 sub_r + 1), and for each element of the transposed
+       weight (d x 3 x 9 x 9) its index in the sub-pixel weights (nn/zoo.c) */
+    int sub_conv, sub_stride, sub_r;
+    int *sub_idx;
+    int oom;                    /* an append failed; the builder reports it */
+} pf_net;
+
+/* Describe cfg's network (model.type and its hyper-parameters, scale, rgb_mean, img_range) in
+   net (nn/zoo.c, one builder per type). Returns 0, or -1 with err naming the type, key or
+   value that is not supported; net is then freed. */
+int pf_net_build(pf_net *net, const pf_config *cfg, char *err, size_t errlen);
+void pf_net_free(pf_net *net);
+
+/* Building blocks for the builders. Each returns the new index, or -1 when out of memory (also
+   recorded in net->oom) or when an input is -1 (so builders chain calls and check once). */
+void pf_net_init(pf_net *net);
+int pf_net_tensor(pf_net *net, int c, int mul, int div, int one);
+int pf_net_node(pf_net *net, pf_gop op, const int *in, int n_in, int out_c, int out_mul,
+                int out_div, int out_one);
+/* A layer with its own tensors name.weight (OIHW) and name.bias, appended to the table. */
+int pf_net_add_conv(pf_net *net, const char *name, int ic, int oc, int k, pf_param_init w_init,
+                    pf_param_init b_init);
+/* A layer whose weights are not its own tensors (FSRCNN's sub-pixel conv): weight_tensor. */
+int pf_net_add_layer(pf_net *net, const char *name, int ic, int oc, int k, int weight_tensor);
+/* A parameter tensor of ndim (1..4) dims. */
+int pf_net_add_tensor(pf_net *net, const char *name, int ndim, const int64_t *shape,
+                      pf_param_init init);
+
+/* Fill params (net->n_params floats): tensor i by its pf_param_init from the counter-based
+   stream pf_rng_make(seed, i, 0), element j its j-th draw (normal: Box-Muller on pairs), so
+   weights depend only on the seed. */
+void pf_net_init_params(const pf_net *net, float *params, uint64_t seed);
+
+/* LQ height and width must be multiples of this (a pixel unshuffle divides them). */
+int pf_net_input_multiple(const pf_net *net);
+
+/* FSRCNN: floats of the sub-pixel layer's weights + bias (0 without one); those weights from
+   the ConvTranspose2d tensors in params; and their gradients sub_dw back into grads. */
+size_t pf_net_sub_numel(const pf_net *net);
+void pf_net_sub_weights(const pf_net *net, const float *params, float *sub_w);
+void pf_net_sub_grads(const pf_net *net, const float *sub_dw, float *grads);
+
+/* ---- what both executors derive from the node list ---------------------------------------
+   Per-tensor arrays of net->n_t ints, filled by the caller's request. */
+
+/* need[t] = 1 when a parameter lies upstream of tensor t (backward computes its gradient). */
+void pf_net_need_grad(const pf_net *net, int *need);
+/* last[t] = index of the last node reading t in the forward pass (-1: none; the output:
+   n_node, the loss or the download reads it). training = 1 extends to n_node every tensor
+   backward reads (pf_net_backward_reads), so its buffer is not shared. */
+void pf_net_last_use(const pf_net *net, int training, int *last);
+/* Whether node k's backward reads input i (0..n_in-1) / its output: a convolution's input
+   (weights gradient) and its output when it has an activation (the mask), PReLU's input,
+   tanh's and sigmoid's outputs, both factors of the channel multiply. */
+int pf_net_backward_reads_in(const pf_net *net, int k, int i);
+int pf_net_backward_reads_out(const pf_net *net, int k);
+
+/* Buffer sharing by liveness (interval colouring in node order): each node's output takes the
+   best-fitting free slot (or a new one, grown to fit), then the inputs whose last reader is
+   this node are freed. numel[t]: floats of tensor t (the caller's layout); last[t] from
+   pf_net_last_use. training = 1: a tensor backward reads takes a new slot of its own, so
+   the slots of the others stay whole for backward (pf_net_free_after_forward). Fills slot[t]
+   for every node output and *size_out (malloc'd, caller frees) with each slot's size in
+   floats. Returns the slot count, or -1 when out of memory. */
+int pf_net_assign_slots(const pf_net *net, const size_t *numel, const int *last, int training,
+                        int *slot, size_t **size_out);
+/* Training: which activation slots hold no tensor backward reads, so backward may use them
+   (an upsampling conv's output before its pixel shuffle, for one). slot, last, size, n_slots
+   as pf_net_assign_slots used and made; free_size[s] = size[s] for such a slot, 0 for the
+   others. Returns how many there are. */
+int pf_net_free_after_forward(const pf_net *net, const int *slot, const int *last,
+                              const size_t *size, int n_slots, size_t *free_size);
+/* Gradient buffers by liveness, in backward (nodes in reverse order): the gradient of t is
+   written first by the backward of its last reader that passes one back (need[t]) and read
+   last by its producer's backward; gslot[t] = -1 where need[t] is 0 or no node passes t a
+   gradient. The graph output's gradient (the loss writes it) is taken first. Slots
+   0..n_fixed-1 are the caller's buffers of fixed_size[s] floats (0: not available), e.g. dead
+   activations (pf_net_free_after_forward): taken when one fits, never grown; new slots
+   follow. *size_out (malloc'd) gets every slot's size. Returns the slot count (n_fixed
+   included), or -1 when out of memory. */
+int pf_net_assign_grad_slots(const pf_net *net, const size_t *numel, const int *need,
+                             int n_fixed, const size_t *fixed_size, int *gslot,
+                             size_t **size_out);
+
+const char *pf_net_op_name(pf_gop op);
+#endif
