@@ -157,7 +157,7 @@ int pf_cuda_clip_grad_norm(float *grads, size_t count, float max_norm, double *s
 int pf_cuda_f32_to_bf16(uint16_t *dst, const float *src, size_t count, cudaStream_t stream,
                         char *err, size_t errlen);
 
-/* ---- graph-network ops (nn/cuda/graph_cuda.c runs nn/graph.h node lists with these) --------
+/* ---- network ops (nn/cuda/graph_cuda.c runs nn/net.h descriptions with these) --------
 
    Shapes are plain NCHW as above. Functions with an `acc` flag write dst = (acc ? dst : 0) +
    value, so a tensor read by several nodes gets its gradient summed in place. Reductions
