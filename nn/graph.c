@@ -26,6 +26,7 @@ typedef struct {
     float *grad_own;    /* the graph output's gradient buffer (the loss writes it) */
     int gslot;          /* backward: the gradient pool slot grad lies in (-1: none) */
     int padded;         /* its layout pads channels (a pooled gradient is zeroed first) */
+    int own;            /* training, read by backward: its slot is its alone (zeroed once) */
 } pf_tstate;
 
 /* A convolution that runs on other layouts than its tensors' (plan_conversions): its input
@@ -53,7 +54,6 @@ struct pf_gstate {
     int n_io;               /* entries of io (nodes) */
     int output;             /* the net's output tensor */
     float *arena;           /* every buffer */
-    size_t arena_floats;
     int tslot[2];           /* backward temporaries of the current node: pool slots (-1) */
     /* Gradient pool (training): a tensor's gradient lives from its first write (the backward
        of its last reader) to its producer's backward, in a slot taken best-fit from the free
@@ -535,7 +535,10 @@ static int plan_buffers(const pf_gctx *m, pf_gstate *S, int training) {
         for (int i = 0; i < g->n_t; i++) numel[i] = S->ts[i].numel;
         pf_net_last_use(g, training, last);
         n_slots = pf_net_assign_slots(g, numel, last, training, slot, &size);
-        for (int i = 0; n_slots >= 0 && i < g->n_t; i++) S->ts[i].slot = slot[i];
+        for (int i = 0; n_slots >= 0 && i < g->n_t; i++) {
+            S->ts[i].slot = slot[i];
+            S->ts[i].own = training && last[i] >= g->n_node;
+        }
     }
     free(numel);
     size_t *off = n_slots >= 0 ? calloc((size_t)n_slots + 1, sizeof *off) : NULL, total = 0;
@@ -577,7 +580,6 @@ static int plan_buffers(const pf_gctx *m, pf_gstate *S, int training) {
         free(dead);
         return -1;
     }
-    S->arena_floats = total;
     memset(S->arena, 0, total * sizeof(float));
     for (int s = 0; s < n_slots; s++)
         if (dead[s]) {
@@ -653,11 +655,6 @@ float *pf_gstate_out(const pf_gstate *S, int *block) {
 }
 float *pf_gstate_dout(const pf_gstate *S) { return S->ts[S->output].grad_own; }
 
-size_t pf_gstate_bytes(const pf_gstate *S) {
-    size_t b = S->arena_floats * sizeof(float);
-    for (int k = S->n_lent; k < S->n_gslots; k++) b += S->gsize[k] * sizeof(float);
-    return b;
-}
 
 /* ---- element-wise kernels ------------------------------------------------------------- */
 
@@ -838,10 +835,10 @@ static int forward_node(const pf_gctx *m, pf_gstate *S, pf_conv *convs, const pf
     int b = o->block;
     size_t hw = (size_t)o->h * (size_t)o->w;
     float *y = o->data;
-    /* Padding channels must read as zeros. Training buffers are never shared and start
-       zeroed; an inference buffer may have held another tensor, and the C kernels below write
-       real channels only. */
-    if (!S->training && C % b && nd->op != PF_G_CONV) memset(y, 0, o->numel * sizeof(float));
+    /* Padding channels must read as zeros. A slot of a tensor's own starts zeroed; a shared
+       one may have held another tensor (or, lent to the gradient pool, a gradient), and the C
+       kernels below write real channels only. */
+    if (!o->own && C % b && nd->op != PF_G_CONV) memset(y, 0, o->numel * sizeof(float));
     switch (nd->op) {
     case PF_G_INPUT:
         pf_image_to_act(y, lq, n, o->h, o->w, g->use_mean ? g->mean : NULL, g->range, b);

@@ -64,8 +64,6 @@ void pf_gstate_free(pf_gstate **s);
    (training) its gradient buffer, which the loss fills. */
 float *pf_gstate_out(const pf_gstate *S, int *block);
 float *pf_gstate_dout(const pf_gstate *S);
-/* Floats of activation and gradient memory the plan holds now (arena, pool, conversions). */
-size_t pf_gstate_bytes(const pf_gstate *S);
 
 /* Diagnosis (tests): a convolution of a plan that runs on other layouts than its tensors' and
    converts them (graph.c, "layout groups"). Blocks as in nn/cpu/dnnl_ctx.h; run_* is 0 on a

@@ -152,7 +152,7 @@ void pf_net_sub_grads(const pf_net *net, const float *sub_dw, float *grads);
 void pf_net_need_grad(const pf_net *net, int *need);
 /* last[t] = index of the last node reading t in the forward pass (-1: none; the output:
    n_node, the loss or the download reads it). training = 1 extends to n_node every tensor
-   backward reads (pf_net_backward_reads), so its buffer is not shared. */
+   backward reads (pf_net_backward_reads_in / _out), so its buffer is not shared. */
 void pf_net_last_use(const pf_net *net, int training, int *last);
 /* Whether node k's backward reads input i (0..n_in-1) / its output: a convolution's input
    (weights gradient) and its output when it has an activation (the mask), PReLU's input,

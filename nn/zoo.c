@@ -359,7 +359,12 @@ int pf_net_build(pf_net *g, const pf_config *c, char *err, size_t errlen) {
         return -1;
     }
     if (c->scale < 1 || c->scale > 8 || !(nets[which].scales >> c->scale & 1)) {
-        snprintf(err, errlen, "model: %s does not support scale %d", c->model_type, c->scale);
+        char list[32] = "";
+        for (int s = 1, at = 0; s <= 8; s++)
+            if (nets[which].scales >> s & 1)
+                at += snprintf(list + at, sizeof list - (size_t)at, "%s%d", at ? ", " : "", s);
+        snprintf(err, errlen, "model: %s does not support scale %d (it takes %s)",
+                 c->model_type, c->scale, list);
         return -1;
     }
     int rcan_ = !strcmp(c->model_type, "RCAN"), edsr_ = !strcmp(c->model_type, "EDSR");
@@ -417,5 +422,14 @@ int pf_net_build(pf_net *g, const pf_config *c, char *err, size_t errlen) {
         return -1;
     }
     g->output = out;
+    /* the executors run a conv's activation before its residual add and mask backward with
+       the output's sign: right only without one, so no builder may ask for both */
+    for (int k = 0; k < g->n_node; k++)
+        if (g->node[k].op == PF_G_CONV && g->node[k].n_in > 1 && g->conv[g->node[k].conv].act) {
+            snprintf(err, errlen, "model: %s: %s: a residual convolution cannot fuse an "
+                     "activation", c->model_type, g->conv[g->node[k].conv].name);
+            pf_net_free(g);
+            return -1;
+        }
     return 0;
 }
