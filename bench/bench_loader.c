@@ -10,8 +10,8 @@
 #include <string.h>
 
 #include "common/config.h"
+#include "common/dataset.h"
 #include "common/util.h"
-#include "loader/dataset.h"
 #include "proto/proto.h"
 
 int main(int argc, char **argv) {

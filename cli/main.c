@@ -16,9 +16,9 @@
 
 #include "cli/commands.h"
 #include "coordinator/coordinator.h"
-#include "coordinator/security.h"
 #include "hooks/hook.h"
 #include "loader/loader.h"
+#include "proto/security.h"
 #include "worker/device.h"
 #include "worker/worker.h"
 

@@ -36,10 +36,10 @@
 #include "common/log.h"
 #include "common/number.h"
 #include "common/util.h"
-#include "coordinator/client.h"
-#include "coordinator/security.h"
 #include "hooks/event_json.h"
+#include "proto/client.h"
 #include "proto/proto.h"
+#include "proto/security.h"
 
 #define MAX_ROWS 256
 #define MAX_SOURCES 512

@@ -24,14 +24,14 @@
 #include <unistd.h>
 
 #include "common/config.h"
+#include "common/dataset.h"
 #include "common/log.h"
 #include "common/number.h"
 #include "common/util.h"
 #include "hooks/evaluate.h"
-#include "loader/dataset.h"
+#include "nn/checkpoint.h"
 #include "nn/infer.h"
 #include "nn/model.h"
-#include "worker/train_state.h"
 
 extern char **environ;
 
@@ -186,7 +186,7 @@ int pf_test_main(int argc, char **argv) {
     double t0 = pf_now();
     if (shard < 0 && workers > 1) {
         /* the checkpoint must fit the network before N workers each find out it does not */
-        if (pf_state_check_weights(&cfg, ckpt, err, sizeof err) != 0 ||
+        if (pf_ckpt_check_weights(&cfg, ckpt, err, sizeof err) != 0 ||
             pf_mkdirs(dir, err, sizeof err) != 0 ||
             run_shards(cfg_path, ckpt, workers, &ds, dir, &r, err, sizeof err) != 0) {
             fprintf(stderr, "pixflow: %s\n", err);
@@ -203,7 +203,7 @@ int pf_test_main(int argc, char **argv) {
         }
         m = pf_model_new(&cfg, err, sizeof err);
         int ema;   /* the EMA weights when the checkpoint has them, as evaluation */
-        if (!m || pf_state_load_eval_weights(m, ckpt, &ema, err, sizeof err) != 0 ||
+        if (!m || pf_ckpt_load_eval_weights(m, ckpt, &ema, err, sizeof err) != 0 ||
             pf_evaluate(m, &cfg, use, dir, NULL, NULL, NULL, NULL, &r, err, sizeof err) != 0) {
             fprintf(stderr, "pixflow: %s\n", err);
             goto out;

@@ -24,14 +24,15 @@
 #include <unistd.h>
 #include <zmq.h>
 
+#include "common/checkpoint.h"
 #include "common/log.h"
 #include "common/number.h"
 #include "common/util.h"
-#include "coordinator/client.h"
 #include "coordinator/coordinator.h"
-#include "coordinator/security.h"
+#include "nn/model.h"
+#include "proto/client.h"
+#include "proto/security.h"
 #include "worker/device.h"
-#include "worker/train_state.h"
 
 extern char **environ;
 
@@ -224,7 +225,7 @@ static int newest_checkpoint(const pf_config *cfg, char *path, size_t len, int64
     snprintf(probe.resume_from, sizeof probe.resume_from, "auto");
     char err[512], optim[PF_PATH_MAX + 64];
     struct stat st;
-    if (pf_state_resolve_resume(&probe, path, len, err, sizeof err) != 0 || !path[0] ||
+    if (pf_ckpt_resolve_resume(&probe, path, len, err, sizeof err) != 0 || !path[0] ||
         stat(path, &st) != 0)
         return 0;
     const char *base = strrchr(path, '/');

@@ -18,17 +18,18 @@
 #include <unistd.h>
 #include <zmq.h>
 
+#include "common/checkpoint.h"
+#include "common/dataset.h"
 #include "common/log.h"
 #include "common/number.h"
 #include "common/safetensors.h"
 #include "common/util.h"
-#include "coordinator/client.h"
 #include "coordinator/sampler.h"
-#include "coordinator/security.h"
 #include "coordinator/snapshot.h"
-#include "loader/dataset.h"
+#include "nn/checkpoint.h"
+#include "proto/client.h"
 #include "proto/proto.h"
-#include "worker/train_state.h"
+#include "proto/security.h"
 
 #include <dirent.h>
 #include <fnmatch.h>
@@ -1193,7 +1194,7 @@ int pf_job_prepare(pf_config *cfg, const char *cfg_path, const char *resume, int
     if (cfg->resume_from[0]) {
         char path[PF_PATH_MAX];
         struct stat st;
-        if (pf_state_resolve_resume(cfg, path, sizeof path, err, errlen) != 0) return -1;
+        if (pf_ckpt_resolve_resume(cfg, path, sizeof path, err, errlen) != 0) return -1;
         if (path[0] && stat(path, &st) != 0) {
             snprintf(err, errlen, "%s: resume_from: no checkpoint '%s'", cfg_path, path);
             return -1;
@@ -1208,7 +1209,7 @@ int pf_job_prepare(pf_config *cfg, const char *cfg_path, const char *resume, int
     /* The weights to start from must fit the network, checked here rather than in every
        worker after the whole job has started. */
     const char *weights = cfg->resume_from[0] ? cfg->resume_from : cfg->load_from;
-    if (weights[0] && pf_state_check_weights(cfg, weights, err, errlen) != 0) return -1;
+    if (weights[0] && pf_ckpt_check_weights(cfg, weights, err, errlen) != 0) return -1;
     if (pf_dataset_open(train, &cfg->train, "data.train", cfg->scale, cfg->train.gt_patch_size,
                         err, errlen) != 0)
         return -1;

@@ -5,8 +5,8 @@
 #include <stdint.h>
 
 #include "common/config.h"
+#include "common/dataset.h"
 #include "coordinator/sampler.h"
-#include "loader/dataset.h"
 
 /* Entry point; argv excludes the subcommand. Returns the process exit status: 0 finished,
    130 interrupted (a checkpoint was written), 1 failed, 2 bad usage or config. */

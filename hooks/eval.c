@@ -25,15 +25,16 @@
 #include <zmq.h>
 #include <sys/stat.h>
 
+#include "common/checkpoint.h"
+#include "common/dataset.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "hooks/evaluate.h"
 #include "hooks/hook.h"
 #include "hooks/visual_grid.h"
-#include "loader/dataset.h"
+#include "nn/checkpoint.h"
 #include "nn/infer.h"
 #include "nn/model.h"
-#include "worker/train_state.h"
 
 #define MAX_PENDING 16
 #define GATHER_TIMEOUT_S 600.0  /* instance 0 waits this long for the last parts at the end */
@@ -233,7 +234,7 @@ static int evaluate_checkpoint(pf_hook *h, const char *path, int64_t iter, int64
     }
     /* With ema_decay > 0 the checkpoint carries the EMA weights: evaluate those (BasicSR). */
     int ema = 0;
-    if (pf_state_load_eval_weights(s->model, path, &ema, err, errlen) != 0) return -1;
+    if (pf_ckpt_load_eval_weights(s->model, path, &ema, err, errlen) != 0) return -1;
     if (ema) {
         fprintf(s->log, "    iter %" PRId64 ": EMA weights (" PF_EMA_PREFIX "*)\n", iter);
         fflush(s->log);
@@ -308,7 +309,7 @@ static int eval_stop(pf_hook *h, const char *reason, char *err, size_t errlen) {
     pf_config tmp = *cfg;
     snprintf(tmp.resume_from, sizeof tmp.resume_from, "auto");
     char path[PF_PATH_MAX + 64];
-    if (pf_state_resolve_resume(&tmp, path, sizeof path, err, errlen) != 0) return -1;
+    if (pf_ckpt_resolve_resume(&tmp, path, sizeof path, err, errlen) != 0) return -1;
     if (!path[0]) return 0;
     const char *base = strrchr(path, '/');
     int64_t iter = strtoll(base ? base + 6 : path + 5, NULL, 10);

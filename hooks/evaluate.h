@@ -12,7 +12,7 @@
 #include <stddef.h>
 
 #include "common/config.h"
-#include "loader/dataset.h"
+#include "common/dataset.h"
 #include "nn/model.h"
 
 typedef struct {

@@ -10,8 +10,8 @@
 #include "common/log.h"
 #include "common/number.h"
 #include "common/util.h"
-#include "coordinator/security.h"
 #include "hooks/visual_grid.h"
+#include "proto/security.h"
 
 static const char *bind_arg = "tcp://127.0.0.1:*";
 

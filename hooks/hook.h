@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "coordinator/client.h"
+#include "proto/client.h"
 #include "proto/proto.h"
 
 typedef struct pf_hook pf_hook;

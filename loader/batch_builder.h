@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "loader/dataset.h"
+#include "common/dataset.h"
 
 typedef struct pf_batch_builder pf_batch_builder;
 

@@ -31,15 +31,15 @@
 #include <unistd.h>
 #include <zmq.h>
 
+#include "common/dataset.h"
 #include "common/log.h"
 #include "common/number.h"
 #include "common/util.h"
-#include "coordinator/client.h"
-#include "coordinator/security.h"
 #include "loader/batch_builder.h"
 #include "loader/batch_pool.h"
-#include "loader/dataset.h"
+#include "proto/client.h"
 #include "proto/proto.h"
+#include "proto/security.h"
 
 #define MAX_WORKERS 64
 #define LOADER_BUFFERS 4        /* batch buffers: being filled + being written out */

@@ -17,11 +17,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/dataset.h"
 #include "common/degrade.h"
 #include "common/image.h"
 #include "common/imresize.h"
 #include "common/rng.h"
-#include "loader/dataset.h"
 #include "pf_test.h"
 
 static char root[256];

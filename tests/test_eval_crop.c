@@ -23,16 +23,16 @@
 #include <unistd.h>
 
 #include "common/config.h"
+#include "common/dataset.h"
 #include "common/image.h"
 #include "common/imresize.h"
 #include "common/safetensors.h"
 #include "common/util.h"
 #include "coordinator/coordinator.h"
 #include "hooks/evaluate.h"
-#include "loader/dataset.h"
+#include "nn/checkpoint.h"
 #include "nn/model.h"
 #include "pf_test.h"
-#include "worker/train_state.h"
 
 static char root[256];
 
@@ -181,7 +181,7 @@ int main(void) {
         snprintf(wd, sizeof wd, "%s/work", root);
         void *wbuf = NULL;
         size_t wlen = 0;
-        CHECK(m && pf_state_serialize(&cfg, m, NULL, 7, 0, 0.0, &wbuf, &wlen, NULL, NULL, err,
+        CHECK(m && pf_ckpt_serialize(&cfg, m, NULL, 7, 0, 0.0, &wbuf, &wlen, NULL, NULL, err,
                                       sizeof err) == 0 &&
               pf_write_file_atomic(ck, wbuf, wlen, err, sizeof err) == 0, "%s", err);
         free(wbuf);

@@ -26,11 +26,11 @@
 #include "common/metrics.h"
 #include "common/safetensors.h"
 #include "common/util.h"
+#include "nn/checkpoint.h"
 #include "nn/infer.h"
 #include "nn/model.h"
 #include "nn/optim.h"
 #include "pf_test.h"
-#include "worker/train_state.h"
 
 static void edsr_cfg(pf_config *c, int scale, int n_blocks) {
     memset(c, 0, sizeof *c);
@@ -467,7 +467,7 @@ static void test_cli(void) {
     pf_adam_free(&adam);
     void *wbuf = NULL;
     size_t wlen = 0;
-    CHECK(pf_state_serialize(&cfg, m, NULL, 0, 0, 0.0, &wbuf, &wlen, NULL, NULL, err,
+    CHECK(pf_ckpt_serialize(&cfg, m, NULL, 0, 0, 0.0, &wbuf, &wlen, NULL, NULL, err,
                              sizeof err) == 0, "%s", err);
     snprintf(ck, sizeof ck, "%s/trained.safetensors", root);
     CHECK(wbuf && pf_write_file_atomic(ck, wbuf, wlen, err, sizeof err) == 0, "%s", err);

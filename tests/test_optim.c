@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "common/config.h"
+#include "nn/checkpoint.h"
 #include "nn/model.h"
 #include "nn/optim.h"
 #include "tests/pf_test.h"
@@ -247,7 +248,7 @@ static void test_checkpoint(const char *optim, const char *extra, int n_state) {
     }
     void *wb, *ob;
     size_t wl, ol;
-    CHECK(pf_state_serialize(&c, m, &o, 3, 0, 1e-2, &wb, &wl, &ob, &ol, err, sizeof err) == 0,
+    CHECK(pf_ckpt_serialize(&c, m, &o, 3, 0, 1e-2, &wb, &wl, &ob, &ol, err, sizeof err) == 0,
           "%s", err);
     snprintf(wpath, sizeof wpath, "%s/iter_3.safetensors", dir);
     snprintf(opath, sizeof opath, "%s/iter_3.optim.safetensors", dir);
@@ -256,8 +257,8 @@ static void test_checkpoint(const char *optim, const char *extra, int n_state) {
     free(wb);
     free(ob);
     CHECK(pf_state_optim_new(&c, m, &back, err, sizeof err) == 0, "%s", err);
-    CHECK(pf_state_load_optim(&back, m, wpath, err, sizeof err) == 0, "%s: %s", optim, err);
-    CHECK(pf_state_load_ema(&back, m, wpath, err, sizeof err) == 0, "%s: %s", optim, err);
+    CHECK(pf_ckpt_load_optim(&back, m, wpath, err, sizeof err) == 0, "%s: %s", optim, err);
+    CHECK(pf_ckpt_load_ema(&back, m, wpath, err, sizeof err) == 0, "%s: %s", optim, err);
     CHECK(back.step == 3, "%s: step %lld", optim, (long long)back.step);
     float *a[4] = { o.exp_avg, o.exp_avg_sq, o.momentum_buffer, o.ema };
     float *b[4] = { back.exp_avg, back.exp_avg_sq, back.momentum_buffer, back.ema };
@@ -270,14 +271,14 @@ static void test_checkpoint(const char *optim, const char *extra, int n_state) {
         }
     }
     CHECK(have == n_state, "%s: %d state buffers, expected %d", optim, have, n_state);
-    /* Evaluation prefers the EMA; load_from (pf_state_load_weights) takes the plain names. */
+    /* Evaluation prefers the EMA; load_from (pf_ckpt_load_weights) takes the plain names. */
     int ema = -1;
     float *p = pf_model_params(m), *keep = malloc(n * sizeof(float));
     memcpy(keep, p, n * sizeof(float));
-    CHECK(pf_state_load_eval_weights(m, wpath, &ema, err, sizeof err) == 0, "%s", err);
+    CHECK(pf_ckpt_load_eval_weights(m, wpath, &ema, err, sizeof err) == 0, "%s", err);
     CHECK(ema == (o.ema != NULL), "%s: eval weights ema=%d", optim, ema);
     if (o.ema) CHECK(memcmp(p, o.ema, n * sizeof(float)) == 0, "%s: eval took not the EMA", optim);
-    CHECK(pf_state_load_weights(m, wpath, NULL, err, sizeof err) == 0, "load_from: %s", err);
+    CHECK(pf_ckpt_load_weights(m, wpath, NULL, err, sizeof err) == 0, "load_from: %s", err);
     CHECK(memcmp(p, keep, n * sizeof(float)) == 0, "%s: plain weights", optim);
     pf_optim_free(&back);
     /* Resuming this file under another optimiser type is an error that says what to do. */
@@ -287,7 +288,7 @@ static void test_checkpoint(const char *optim, const char *extra, int n_state) {
     pf_model *m2 = make_model(&c2, other, "");
     if (m2) {
         CHECK(pf_state_optim_new(&c2, m2, &back, err, sizeof err) == 0, "%s", err);
-        CHECK(pf_state_load_optim(&back, m2, wpath, err, sizeof err) == -1 &&
+        CHECK(pf_ckpt_load_optim(&back, m2, wpath, err, sizeof err) == -1 &&
                   strstr(err, "resume_optim: false"),
               "%s resumed as %s: '%s'", optim, other, err);
         pf_optim_free(&back);

@@ -8,9 +8,9 @@
     buffer), and dumps both draws as raw float32. For each file:
       - PixFlow refuses the .pth itself with the message that names the converter;
       - the converter (run by /usr/bin/python3) writes a safetensors file;
-      - pf_state_check_weights (the front end's check) accepts it for the config's network;
-      - pf_state_load_weights (load_from) gives exactly the 'params' floats, name by name;
-      - pf_state_load_eval_weights (evaluation, `pixflow test`) gives exactly 'params_ema'.
+      - pf_ckpt_check_weights (the front end's check) accepts it for the config's network;
+      - pf_ckpt_load_weights (load_from) gives exactly the 'params' floats, name by name;
+      - pf_ckpt_load_eval_weights (evaluation, `pixflow test`) gives exactly 'params_ema'.
     Without torch it exits 77 (skipped).
 */
 #include <stdio.h>
@@ -21,9 +21,9 @@
 #include "common/config.h"
 #include "common/safetensors.h"
 #include "common/util.h"
+#include "nn/checkpoint.h"
 #include "nn/model.h"
 #include "pf_test.h"
-#include "worker/train_state.h"
 
 #define PY "/usr/bin/python3"
 
@@ -110,14 +110,14 @@ int main(void) {
               "%s: '%s'", cases[c], err);
         snprintf(cmd, sizeof cmd, PY " %s/scripts/pth2safetensors.py %s %s", src, pth, out);
         CHECK(system(cmd) == 0, "%s failed", cmd);
-        CHECK(pf_state_check_weights(&cfg, out, err, sizeof err) == 0, "%s: %s", cases[c], err);
+        CHECK(pf_ckpt_check_weights(&cfg, out, err, sizeof err) == 0, "%s: %s", cases[c], err);
         pf_model *m = pf_model_new(&cfg, err, sizeof err);
         CHECK(m != NULL, "%s", err);
         if (!m) break;
-        CHECK(pf_state_load_weights(m, out, NULL, err, sizeof err) == 0, "%s: %s", cases[c], err);
+        CHECK(pf_ckpt_load_weights(m, out, NULL, err, sizeof err) == 0, "%s: %s", cases[c], err);
         compare(cases[c], m, &params);
         int used_ema = 0;
-        CHECK(pf_state_load_eval_weights(m, out, &used_ema, err, sizeof err) == 0 && used_ema,
+        CHECK(pf_ckpt_load_eval_weights(m, out, &used_ema, err, sizeof err) == 0 && used_ema,
               "%s: eval weights: ema %d, %s", cases[c], used_ema, err);
         compare(cases[c], m, &ema);
         pf_model_destroy(&m);
@@ -130,7 +130,7 @@ int main(void) {
     snprintf(path, sizeof path, "%s/ema_only.safetensors", dir);
     pf_model *m = pf_model_new(&cfg, err, sizeof err);
     if (m && ema.data) {
-        CHECK(pf_state_load_weights(m, path, NULL, err, sizeof err) == 0, "--key: %s", err);
+        CHECK(pf_ckpt_load_weights(m, path, NULL, err, sizeof err) == 0, "--key: %s", err);
         compare("--key params_ema", m, &ema);
     }
     pf_model_destroy(&m);

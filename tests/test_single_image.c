@@ -14,9 +14,9 @@
 #include "common/image.h"
 #include "common/safetensors.h"
 #include "common/util.h"
+#include "nn/checkpoint.h"
 #include "nn/model.h"
 #include "pf_test.h"
-#include "worker/train_state.h"
 
 static char root[256];
 
@@ -98,7 +98,7 @@ int main(void) {
     CHECK(m != NULL, "%s", err);
     void *wbuf = NULL;
     size_t wlen = 0;
-    CHECK(m && pf_state_serialize(&cfg, m, NULL, 0, 0, 0.0, &wbuf, &wlen, NULL, NULL, err,
+    CHECK(m && pf_ckpt_serialize(&cfg, m, NULL, 0, 0, 0.0, &wbuf, &wlen, NULL, NULL, err,
                                   sizeof err) == 0, "%s", err);
     snprintf(ck, sizeof ck, "%s/init.safetensors", root);
     CHECK(wbuf && pf_write_file_atomic(ck, wbuf, wlen, err, sizeof err) == 0, "%s", err);

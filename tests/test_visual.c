@@ -38,15 +38,15 @@
 #include <zmq.h>
 
 #include "common/config.h"
+#include "common/dataset.h"
 #include "common/image.h"
 #include "common/imresize.h"
 #include "common/metrics.h"
-#include "loader/dataset.h"
+#include "nn/checkpoint.h"
 #include "nn/model.h"
 #include "pf_test_job.h"
 #include "pf_test_tb.h"
 #include "proto/proto.h"
-#include "worker/train_state.h"
 
 #define GT 16
 #define LQ 8
@@ -100,7 +100,7 @@ static void check_train_grid(const pf_config *cfg, pf_dataset *ds, int64_t iter,
     char err[512], ck[700];
     snprintf(ck, sizeof ck, "%s/checkpoints/iter_%lld.safetensors", wd, (long long)iter - 1);
     pf_model *m = pf_model_new(cfg, err, sizeof err);
-    CHECK(m && pf_state_load_weights(m, ck, NULL, err, sizeof err) == 0, "%s: %s", ck, err);
+    CHECK(m && pf_ckpt_load_weights(m, ck, NULL, err, sizeof err) == 0, "%s: %s", ck, err);
     for (int i = 0; i < N_SAMPLES && i < n && m; i++) {
         uint8_t gt[GT * GT * 3], lq[LQ * LQ * 3], up[GT * GT * 3], got[GT * GT * 3],
             net[GT * GT * 3];

@@ -14,7 +14,7 @@
       - names and shapes: the model's tensors are exactly the file's parameters;
       - weights are copied by name into pf_model_params(); the same tensors serialised as a
         weights-only file load with pf_model_load_weights to identical bits;
-      - round trip: the checkpoint writer's weights file (pf_state_serialize) re-loads bit-
+      - round trip: the checkpoint writer's weights file (pf_ckpt_serialize) re-loads bit-
         identically; with one tensor renamed or one mis-shaped, pf_model_load_weights fails and
         its message names that tensor;
       - one training step: output (pf_model_train_output, and pf_model_infer image by image),
@@ -35,10 +35,10 @@
 
 #include "common/config.h"
 #include "common/safetensors.h"
+#include "nn/checkpoint.h"
 #include "nn/model.h"
 #include "nn/optim.h"
 #include "tests/pf_test.h"
-#include "worker/train_state.h"
 
 #define TOL 1e-4
 #define MAX_CASES 64
@@ -185,8 +185,8 @@ static void check_weights_files(const char *cname, const pf_config *cfg, pf_mode
     /* The checkpoint writer's weights file re-loads bit-identically. */
     void *wbuf = NULL;
     size_t wlen = 0;
-    CHECK(pf_state_serialize(cfg, m, NULL, 0, 0, 0.0, &wbuf, &wlen, NULL, NULL, err,
-                             sizeof err) == 0, "%s: pf_state_serialize: %s", cname, err);
+    CHECK(pf_ckpt_serialize(cfg, m, NULL, 0, 0, 0.0, &wbuf, &wlen, NULL, NULL, err,
+                             sizeof err) == 0, "%s: pf_ckpt_serialize: %s", cname, err);
     memset(pf_model_params(m2), 0, bytes);
     CHECK(wbuf && load_buffer(m2, wbuf, wlen, err, sizeof err) == 0, "%s: checkpoint: %s", cname,
           err);

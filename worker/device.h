@@ -14,8 +14,8 @@
 #include <stdint.h>
 
 #include "common/config.h"
+#include "nn/collective.h"
 #include "nn/optim.h"
-#include "worker/collective.h"
 
 typedef struct pf_gpu pf_gpu;
 

@@ -24,17 +24,19 @@
 #include <unistd.h>
 #include <zmq.h>
 
+#include "common/checkpoint.h"
 #include "common/log.h"
-#include "common/number.h"
 #include "common/metrics.h"
+#include "common/number.h"
 #include "common/util.h"
-#include "coordinator/client.h"
-#include "coordinator/security.h"
+#include "nn/checkpoint.h"
+#include "nn/collective.h"
 #include "nn/lr_schedule.h"
 #include "nn/model.h"
 #include "nn/optim.h"
+#include "proto/client.h"
 #include "proto/proto.h"
-#include "worker/collective.h"
+#include "proto/security.h"
 #include "worker/device.h"
 #include "worker/train_state.h"
 
@@ -367,7 +369,7 @@ static int save_checkpoint(worker *w, int64_t iter, int64_t epoch, double lr, ch
     if (w->gpu && pf_gpu_download(w->gpu, pf_model_params(w->model), &w->optim, err,
                                   errlen) != 0)
         return -1;
-    if (pf_state_serialize(w->cfg, w->model, &w->optim, iter, epoch, lr, &wbuf, &wlen, &obuf,
+    if (pf_ckpt_serialize(w->cfg, w->model, &w->optim, iter, epoch, lr, &wbuf, &wlen, &obuf,
                            &olen, err, errlen) != 0)
         return -1;
     pf_msg *m = calloc(1, sizeof *m);
@@ -443,16 +445,16 @@ static int save_checkpoint(worker *w, int64_t iter, int64_t epoch, double lr, ch
 static int64_t restore(worker *w, char *err, size_t errlen) {
     pf_config *cfg = w->cfg;
     char path[PF_PATH_MAX + 64];
-    if (pf_state_resolve_resume(cfg, path, sizeof path, err, errlen) != 0) return -1;
+    if (pf_ckpt_resolve_resume(cfg, path, sizeof path, err, errlen) != 0) return -1;
     if (path[0]) {
         int64_t iter = 0;
-        if (pf_state_check_resume(cfg, path, err, errlen) != 0 ||
-            pf_state_load_weights(w->model, path, &iter, err, errlen) != 0)
+        if (pf_ckpt_check_resume(cfg, path, err, errlen) != 0 ||
+            pf_ckpt_load_weights(w->model, path, &iter, err, errlen) != 0)
             return -1;
         if (cfg->resume_optim) {
-            if (pf_state_load_optim(&w->optim, w->model, path, err, errlen) != 0) return -1;
+            if (pf_ckpt_load_optim(&w->optim, w->model, path, err, errlen) != 0) return -1;
         }
-        if (pf_state_load_ema(&w->optim, w->model, path, err, errlen) != 0) return -1;
+        if (pf_ckpt_load_ema(&w->optim, w->model, path, err, errlen) != 0) return -1;
         pf_info("resumed from %s at iteration %" PRId64 "%s", path, iter,
                 cfg->resume_optim ? " with optimiser state" : " (optimiser state reset)");
         return iter;
@@ -460,7 +462,7 @@ static int64_t restore(worker *w, char *err, size_t errlen) {
     if (strcmp(cfg->resume_from, "auto") == 0)
         pf_info("resume auto: no checkpoint in %s/checkpoints; starting fresh", cfg->work_dir);
     if (cfg->load_from[0]) {
-        if (pf_state_load_weights(w->model, cfg->load_from, NULL, err, errlen) != 0) return -1;
+        if (pf_ckpt_load_weights(w->model, cfg->load_from, NULL, err, errlen) != 0) return -1;
         pf_info("loaded weights from %s; training starts at iteration 0", cfg->load_from);
     } else {
         pf_model_init(w->model, cfg->seed);

@@ -40,7 +40,7 @@
 
 #include "bench/loader/proc_cpu.h"
 #include "common/util.h"
-#include "coordinator/client.h"
+#include "proto/client.h"
 #include "proto/proto.h"
 
 #define MAX_PIDS 16

@@ -13,7 +13,7 @@
 
 #include <cuda_runtime.h>
 
-#include "worker/collective.h"   /* pf_kv_set_fn, pf_kv_get_fn */
+#include "nn/collective.h"   /* pf_kv_set_fn, pf_kv_get_fn */
 
 typedef struct pf_nccl pf_nccl;
 

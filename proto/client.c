@@ -1,5 +1,5 @@
 /*  client — see client.h. */
-#include "coordinator/client.h"
+#include "proto/client.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -11,7 +11,7 @@
 
 #include "common/log.h"
 #include "common/util.h"
-#include "coordinator/security.h"
+#include "proto/security.h"
 
 static long long now_ms(void) {
     return (long long)(pf_now() * 1000.0);

@@ -1,6 +1,6 @@
 /*  collective_gloo — pf_collective on Gloo (see collective.h). The only C++ in PixFlow: a thin
     extern "C" layer that turns Gloo's exceptions into error strings. */
-#include "worker/collective.h"
+#include "nn/collective.h"
 
 #include <chrono>
 #include <cstdio>

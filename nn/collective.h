@@ -1,4 +1,6 @@
-/*  collective — the all-reduce and broadcast that data-parallel workers need, behind a C API.
+/*  collective — the all-reduce and broadcast that data-parallel workers need, behind a C API,
+    for both backends: this is the interface and the key/value callbacks every implementation
+    bootstraps through (nn/cpu/collective_gloo.cc here, nn/cuda/collective_nccl.h on GPUs).
 
     The CPU implementation is Gloo (facebookincubator/gloo, Debian's libgloo) over TCP, with a
     full mesh bootstrapped through the coordinator's key/value store (KV_SET / KV_GET): each

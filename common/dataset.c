@@ -7,7 +7,7 @@
     wait on ds->loaded; if the decoding failed, the entry is EMPTY again and the next thread
     tries (and fails) on its own, so every caller gets its own error message.
 */
-#include "loader/dataset.h"
+#include "common/dataset.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -48,7 +48,7 @@ typedef struct {
 /* Connect to `addr`, send HELLO (role, name, endpoint) and wait for WELCOME up to
    PF_JOIN_TIMEOUT_MS; parse its config (paths are not re-checked). Starts the heartbeat thread
    and connects the PUB socket. Every socket is a CURVE client when this process has CURVE on
-   (coordinator/security.h). Returns 0, or -1 with err (timeout: "no answer from coordinator at
+   (proto/security.h). Returns 0, or -1 with err (timeout: "no answer from coordinator at
    ADDR"; refused, including a CURVE key the coordinator does not admit or a security mismatch,
    which fail at once with "could not authenticate: ..."; a signal while waiting). */
 int pf_client_join(pf_client *c, void *zctx, const char *addr, int role, const char *name,

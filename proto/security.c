@@ -9,7 +9,7 @@
     the getpeername on ACCEPTED; handshake results carry no fd, so each goes to the oldest
     connection still in its handshake (watcher_main).
 */
-#include "coordinator/security.h"
+#include "proto/security.h"
 
 #include <arpa/inet.h>
 #include <czmq.h>

@@ -1,0 +1,235 @@
+/*  checkpoint — see checkpoint.h. */
+#include "nn/checkpoint.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/checkpoint.h"
+#include "common/log.h"
+#include "common/safetensors.h"
+#include "common/util.h"
+
+/* The optimiser tensors of each model tensor, torch's state names. */
+static int optim_state(const pf_optim *o, const char **suffix, float **data) {
+    int k = 0;
+    if (o->exp_avg) suffix[k] = "exp_avg", data[k++] = o->exp_avg;
+    if (o->exp_avg_sq) suffix[k] = "exp_avg_sq", data[k++] = o->exp_avg_sq;
+    if (o->momentum_buffer) suffix[k] = "momentum_buffer", data[k++] = o->momentum_buffer;
+    return k;
+}
+
+/* Tensor table entry `t` for model tensor p under `name`, data at base + p->offset. */
+static void st_entry(pf_st_tensor *t, const pf_param_info *p, const char *name,
+                     const float *base) {
+    t->name = name;
+    t->data = base + p->offset;
+    t->ndim = p->ndim;
+    memcpy(t->shape, p->shape, sizeof t->shape);
+}
+
+int pf_ckpt_serialize(const pf_config *cfg, pf_model *m, const pf_optim *optim, int64_t iter,
+                       int64_t epoch, double learning_rate, void **weights, size_t *weights_len,
+                       void **optim_buf, size_t *optim_len, char *err, size_t errlen) {
+    int n = pf_model_num_tensors(m);
+    const char *suffix[3];
+    float *data[3];
+    int per = optim ? optim_state(optim, suffix, data) : 0;
+    int ema = optim && optim->ema;
+    int slots = n * (per > 1 + ema ? per : 1 + ema);
+    pf_st_tensor *t = calloc((size_t)slots + 1, sizeof *t);
+    char (*names)[112] = calloc((size_t)slots + 1, sizeof *names);
+    if (!t || !names) {
+        free(t);
+        free(names);
+        snprintf(err, errlen, "out of memory serialising a checkpoint");
+        return -1;
+    }
+    const float *params = pf_model_params(m);
+    for (int i = 0; i < n; i++) {
+        const pf_param_info *p = pf_model_tensor_info(m, i);
+        st_entry(&t[i], p, p->name, params);
+        if (ema) {
+            snprintf(names[n + i], sizeof names[0], PF_EMA_PREFIX "%s", p->name);
+            st_entry(&t[n + i], p, names[n + i], optim->ema);
+        }
+    }
+    char s_iter[32], s_epoch[32], s_hash[32], s_scale[16], s_lr[32], s_seed[32], s_next[32],
+        s_step[32];
+    snprintf(s_iter, sizeof s_iter, "%" PRId64, iter);
+    snprintf(s_epoch, sizeof s_epoch, "%" PRId64, epoch);
+    snprintf(s_hash, sizeof s_hash, "%016" PRIx64, pf_ckpt_config_hash(cfg));
+    snprintf(s_scale, sizeof s_scale, "%d", cfg->scale);
+    snprintf(s_lr, sizeof s_lr, "%.9g", learning_rate);
+    snprintf(s_seed, sizeof s_seed, "%" PRIu64, cfg->seed);
+    snprintf(s_next, sizeof s_next, "%" PRId64, iter);
+    snprintf(s_step, sizeof s_step, "%" PRId64, optim ? optim->step : 0);
+    char arch[256];     /* what a mismatch message reports the file holds */
+    pf_model_describe(cfg, arch, sizeof arch);
+    const char *meta[] = {
+        "format", "pixflow-1", "iter", s_iter, "epoch", s_epoch, "config_hash", s_hash,
+        "model", cfg->model_type, "scale", s_scale, "learning_rate", s_lr, "seed", s_seed,
+        "next_iter", s_next, "adam_step", s_step, "arch", arch,
+    };
+    int rc = pf_safetensors_serialize(t, n * (1 + ema), meta,
+                                      (int)(sizeof meta / sizeof meta[0]) / 2, weights,
+                                      weights_len, err, errlen);
+    if (rc == 0 && optim) {
+        for (int i = 0; i < n; i++) {
+            const pf_param_info *p = pf_model_tensor_info(m, i);
+            for (int k = 0; k < per; k++) {
+                snprintf(names[per * i + k], sizeof names[0], "%s.%s", p->name, suffix[k]);
+                st_entry(&t[per * i + k], p, names[per * i + k], data[k]);
+            }
+        }
+        const char *ometa[] = { "format", "pixflow-1", "iter", s_iter, "adam_step", s_step,
+                                "optimizer", pf_optim_kind_name(optim->s.kind) };
+        rc = pf_safetensors_serialize(t, per * n, ometa, 4, optim_buf, optim_len, err, errlen);
+        if (rc) {
+            free(*weights);
+            *weights = NULL;
+        }
+    }
+    free(t);
+    free(names);
+    return rc;
+}
+
+int pf_ckpt_load_weights(pf_model *m, const char *path, int64_t *iter, char *err,
+                          size_t errlen) {
+    pf_safetensors *st = NULL;
+    if (pf_safetensors_load(path, &st, err, errlen) != 0) return -1;
+    int rc = pf_model_load_weights(m, st, err, errlen);
+    if (rc == 0 && iter) {
+        const char *s = pf_safetensors_meta(st, "iter");
+        char *end = NULL;
+        long long v = s ? strtoll(s, &end, 10) : -1;
+        if (!s || *end || v < 0) {
+            snprintf(err, errlen, "%s: __metadata__.iter missing or invalid: cannot resume "
+                     "from a file without it (use load_from for weights only)", path);
+            rc = -1;
+        } else {
+            *iter = v;
+        }
+    }
+    pf_safetensors_free(&st);
+    return rc;
+}
+
+int pf_ckpt_check_weights(const pf_config *cfg, const char *path, char *err,
+                           size_t errlen) {
+    pf_safetensors *st = NULL;
+    if (pf_safetensors_load(path, &st, err, errlen) != 0) return -1;
+    pf_model *m = pf_model_new(cfg, err, errlen);
+    int rc = m ? pf_model_check_weights(m, st, err, errlen) : -1;
+    pf_model_destroy(&m);
+    pf_safetensors_free(&st);
+    return rc;
+}
+
+/* Copy tensor "<prefix><name><suffix>" of every model tensor from `st` (file `path`) into
+   the flat buffer `dst`. Returns 0, 1 when not one of them is present (dst untouched), or -1
+   with err when some are missing or mis-shaped. */
+static int load_flat(const pf_safetensors *st, pf_model *m, const char *prefix,
+                     const char *suffix, float *dst, const char *path, char *err,
+                     size_t errlen) {
+    int n = pf_model_num_tensors(m), found = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        for (int i = 0; i < n; i++) {
+            const pf_param_info *p = pf_model_tensor_info(m, i);
+            char name[160];
+            snprintf(name, sizeof name, "%s%s%s", prefix, p->name, suffix);
+            int ndim;
+            int64_t shape[4];
+            const float *d = pf_safetensors_get(st, name, &ndim, shape);
+            size_t numel = 1;
+            for (int j = 0; d && j < ndim; j++) numel *= (size_t)shape[j];
+            if (pass == 0) {
+                found += d != NULL;
+                continue;
+            }
+            if (!d || numel != p->numel) {
+                snprintf(err, errlen, "%s: tensor '%s' %s", path, name,
+                         d ? "has the wrong shape" : "is missing");
+                return -1;
+            }
+            memcpy(dst + p->offset, d, sizeof(float) * numel);
+        }
+        if (pass == 0 && found == 0) return 1;
+    }
+    return 0;
+}
+
+int pf_ckpt_load_optim(pf_optim *optim, pf_model *m, const char *weights_path, char *err,
+                        size_t errlen) {
+    char path[PF_PATH_MAX + 32];
+    pf_ckpt_optim_path(weights_path, path, sizeof path);
+    pf_safetensors *st = NULL;
+    if (pf_safetensors_load(path, &st, err, errlen) != 0) return -1;
+    int rc = 0;
+    const char *type = pf_safetensors_meta(st, "optimizer");
+    const char *want = pf_optim_kind_name(optim->s.kind);
+    if (strcmp(type ? type : "Adam", want) != 0) {
+        snprintf(err, errlen, "%s holds %s state, the config trains with %s: set resume_optim: "
+                 "false to resume the weights with a fresh optimiser", path,
+                 type ? type : "Adam", want);
+        rc = -1;
+    }
+    const char *suffix[3];
+    float *data[3];
+    int per = optim_state(optim, suffix, data);
+    for (int k = 0; k < per && rc == 0; k++) {
+        char sfx[32];
+        snprintf(sfx, sizeof sfx, ".%s", suffix[k]);
+        rc = load_flat(st, m, "", sfx, data[k], path, err, errlen);
+        if (rc == 1) {
+            snprintf(err, errlen, "%s: no %s tensors", path, suffix[k]);
+            rc = -1;
+        }
+    }
+    const char *s = pf_safetensors_meta(st, "adam_step");
+    if (rc == 0) {
+        char *end = NULL;
+        long long v = s ? strtoll(s, &end, 10) : -1;
+        if (!s || *end || v < 0) {
+            snprintf(err, errlen, "%s: __metadata__.adam_step missing or invalid", path);
+            rc = -1;
+        } else {
+            optim->step = v;
+        }
+    }
+    pf_safetensors_free(&st);
+    return rc;
+}
+
+int pf_ckpt_load_ema(pf_optim *optim, pf_model *m, const char *path, char *err,
+                      size_t errlen) {
+    if (!optim->ema) return 0;
+    pf_safetensors *st = NULL;
+    if (pf_safetensors_load(path, &st, err, errlen) != 0) return -1;
+    int rc = load_flat(st, m, PF_EMA_PREFIX, "", optim->ema, path, err, errlen);
+    pf_safetensors_free(&st);
+    if (rc == 1) {
+        pf_warn("%s has no EMA weights (" PF_EMA_PREFIX "*): the EMA restarts from its weights",
+                path);
+        memcpy(optim->ema, pf_model_params(m), pf_model_num_params(m) * sizeof(float));
+        rc = 0;
+    }
+    return rc;
+}
+
+int pf_ckpt_load_eval_weights(pf_model *m, const char *path, int *ema, char *err,
+                               size_t errlen) {
+    pf_safetensors *st = NULL;
+    if (pf_safetensors_load(path, &st, err, errlen) != 0) return -1;
+    int rc = pf_model_load_weights(m, st, err, errlen);
+    *ema = 0;
+    if (rc == 0) {
+        rc = load_flat(st, m, PF_EMA_PREFIX, "", pf_model_params(m), path, err, errlen);
+        *ema = rc == 0;
+        if (rc == 1) rc = 0;
+    }
+    pf_safetensors_free(&st);
+    return rc;
+}

@@ -1,0 +1,60 @@
+/*  checkpoint — what a checkpoint holds and how a model and its optimiser get back to it
+    (the worker resuming, the eval hook and `pixflow test` loading weights).
+
+    Weights file (`iter_N.safetensors`): every model tensor under the reference implementation's
+    name (BasicSR state_dict), F32; with ema_decay > 0 also the EMA of every tensor under
+    `params_ema.<name>` (BasicSR saves `params` and `params_ema`; pf_model_load_weights, and so
+    load_from, skips them; evaluation and `pixflow test` prefer them). `__metadata__`: format
+    "pixflow-1", iter (iterations completed), epoch, config_hash (hex FNV-1a of the resolved
+    config without resume_from, load_from, resume_optim, work_dir, log_level), model, scale,
+    learning_rate (the rate of the last step), seed, next_iter (the sampler position: the next
+    global iteration to train), adam_step (the optimiser's step count, any type).
+    Optimiser file (`iter_N.optim.safetensors`), torch's state names: Adam and AdamW
+    `<name>.exp_avg` and `<name>.exp_avg_sq`, SGD with momentum `<name>.momentum_buffer`, plain
+    SGD nothing; metadata optimizer (the type; absent in older files: Adam) and adam_step.
+
+    Everything else (LR schedule position, sampler permutation, augmentation draws) is a pure
+    function of the iteration and the seed, so (weights, optimiser, iter) restore a run exactly.
+*/
+#ifndef PF_NN_CHECKPOINT_H
+#define PF_NN_CHECKPOINT_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/config.h"
+#include "nn/model.h"
+#include "nn/optim.h"
+
+/* Serialise the weights (and, when `optim` is not NULL, the optimiser) into malloc'd safetensors
+   buffers. Returns 0, or -1 with err. */
+int pf_ckpt_serialize(const pf_config *cfg, pf_model *m, const pf_optim *optim, int64_t iter,
+                       int64_t epoch, double learning_rate, void **weights, size_t *weights_len,
+                       void **optim_buf, size_t *optim_len, char *err, size_t errlen);
+
+/* Load weights from a safetensors file into `m` (names and shapes must match exactly). When
+   `iter` is not NULL also read the metadata iteration into it. Returns 0 or -1 with err. */
+int pf_ckpt_load_weights(pf_model *m, const char *path, int64_t *iter, char *err,
+                          size_t errlen);
+
+/* Load the optimiser file that belongs to weights file `weights_path` into `optim` (state and
+   step); the file's optimizer type must be optim's. Returns 0 or -1 with err. */
+int pf_ckpt_load_optim(pf_optim *optim, pf_model *m, const char *weights_path, char *err,
+                        size_t errlen);
+
+/* When optim->ema: load it from weights file `path` (params_ema.*), or, for a checkpoint
+   without them, copy the model's (already loaded) parameters, with a warning. Returns 0 or -1
+   with err. */
+int pf_ckpt_load_ema(pf_optim *optim, pf_model *m, const char *path, char *err, size_t errlen);
+
+/* For evaluation: load `path`'s EMA weights (params_ema.*) when it has them, else its plain
+   weights; *ema says which. Returns 0 or -1 with err. */
+int pf_ckpt_load_eval_weights(pf_model *m, const char *path, int *ema, char *err,
+                               size_t errlen);
+
+/* Before any process starts: whether the weights file `path` (load_from, resume_from,
+   `pixflow test --checkpoint`) fits the network cfg builds, without loading it into a model
+   that trains. Returns 0, or -1 with err: the file's own error (unreadable, not safetensors,
+   a PyTorch .pth and how to convert it) or pf_model_check_weights's mismatch message. */
+int pf_ckpt_check_weights(const pf_config *cfg, const char *path, char *err,
+                           size_t errlen);
+#endif
