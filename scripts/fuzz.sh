@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# fuzz.sh [SECONDS] — run every libFuzzer target (tests/fuzz: fuzz_msg, fuzz_png, fuzz_jpeg,
-# fuzz_config) for SECONDS each (default 600), one after the other, each on a fresh copy of
-# its seed corpus. Builds the targets first (in build/, or $PF_BUILD_DIR; configures it when
+# fuzz.sh [SECONDS [TARGET...]] — run every libFuzzer target (tests/fuzz: fuzz_msg, fuzz_png,
+# fuzz_jpeg, fuzz_config; or the TARGETs named, e.g. yaml_fyaml yaml_libyaml, the YAML
+# libraries alone on the config seeds) for SECONDS each (default 600), one after the other,
+# each on a fresh copy of its seed corpus. Builds the targets first (in build/, or $PF_BUILD_DIR; configures it when
 # it is not). Writes a summary (runs, execs/s, coverage, crashes) to
 # bench/results/fuzz_<date>_<commit>.txt; crash inputs stay under
 # <build>/tests/fuzz/long/<target>/artifacts/ (add them to tests/fuzz/regressions/<target>/
@@ -12,6 +13,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 SECONDS_EACH="${1:-600}"
 BUILD="${PF_BUILD_DIR:-$ROOT/build}"
 TARGETS=(msg png jpeg config)
+[ $# -gt 1 ] && TARGETS=("${@:2}")
 die() { echo "fuzz.sh: $*" >&2; exit 2; }
 [[ "$SECONDS_EACH" =~ ^[0-9]+$ ]] || die "SECONDS must be a whole number, not '$SECONDS_EACH'"
 
@@ -21,7 +23,9 @@ cmake --build "$BUILD" --target "${TARGETS[@]/#/fuzz_}" >/dev/null 2>&1 ||
 
 mkdir -p "$ROOT/bench/results"
 commit="$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)"
-out="$ROOT/bench/results/fuzz_$(date -u +%Y-%m-%d)_${commit}.txt"
+tag=""
+[ $# -gt 1 ] && tag="_$(IFS=_; echo "${TARGETS[*]}")"
+out="$ROOT/bench/results/fuzz_$(date -u +%Y-%m-%d)_${commit}${tag}.txt"
 {
     echo "# scripts/fuzz.sh $SECONDS_EACH — $(date -u '+%Y-%m-%d %H:%M UTC'), commit $commit$(git -C "$ROOT" diff --quiet HEAD 2>/dev/null || echo ' (+ local changes)')"
     echo "# $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')), $(clang --version | head -1)"
@@ -34,7 +38,9 @@ for t in "${TARGETS[@]}"; do
     work="$BUILD/tests/fuzz/long/$t"
     echo "fuzz.sh: fuzz_$t for $SECONDS_EACH s" >&2
     rc=0
-    bash "$ROOT/tests/fuzz/run.sh" "$BUILD/tests/fuzz/fuzz_$t" "$ROOT/tests/fuzz/corpus/$t" \
+    seeds="$ROOT/tests/fuzz/corpus/$t"
+    case $t in yaml_*) seeds="$ROOT/tests/fuzz/corpus/config" ;; esac
+    bash "$ROOT/tests/fuzz/run.sh" "$BUILD/tests/fuzz/fuzz_$t" "$seeds" \
         "$work" "$SECONDS_EACH" >/dev/null || rc=$?
     log="$work/log"
     st() { awk -v k="stat::$1:" '$1 == k { print $2 }' "$log"; }
