@@ -1,6 +1,7 @@
-/*  config — YAML (libfyaml) to pf_config, with strict validation, and back.
+/*  config — YAML to pf_config, with strict validation, and back.
 
-    How the pieces fit: pf_config_parse builds a libfyaml document, then walks it top-down. Each
+    How the pieces fit: pf_config_parse builds a YAML tree (common/yaml_tree.h, on libyaml),
+    then walks it top-down. Each
     section has one function (parse_model, parse_data, ...) that iterates the pairs of its
     mapping and dispatches on the key name; a key no branch knows is "unknown key", with the
     nearest key of the section or another framework's meaning (common/config_keys.h). Typed
@@ -9,9 +10,8 @@
     struct. The first error wins: it is formatted `file:line: key.path: what is wrong` into the
     caller's buffer and parsing stops.
 
-    Line numbers: libfyaml 0.7 gives marks only through tokens, i.e. for scalars. A collection's
-    line is taken from its first scalar, and a missing key is reported at the key that opened
-    its section (line 1 for top-level keys).
+    Line numbers: every node has the line it starts on; a missing key is reported at the key
+    that opened its section (line 1 for top-level keys).
 
     Scalars follow the YAML 1.2 core schema, strictly: numbers and booleans must be plain
     (unquoted) scalars, `null`/`~`/empty means null, strings may be plain or quoted.
@@ -23,10 +23,10 @@
 #include "common/config.h"
 #include "common/config_keys.h"
 #include "common/number.h"
+#include "common/yaml_tree.h"
 
 #include <ctype.h>
 #include <errno.h>
-#include <libfyaml.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -52,27 +52,13 @@ typedef struct {
 /* ---- locations and errors ------------------------------------------------------------- */
 
 /* 1-based line of a node, from its first scalar; 0 when it has none. */
-static int node_line(struct fy_node *n) {
-    if (!n)
-        return 0;
-    switch (fy_node_get_type(n)) {
-    case FYNT_SCALAR: {
-        struct fy_token *t = fy_node_get_scalar_token(n);
-        const struct fy_mark *m = t ? fy_token_start_mark(t) : NULL;
-        return m ? m->line + 1 : 0;
-    }
-    case FYNT_SEQUENCE: {
-        void *it = NULL;
-        struct fy_node *item = fy_node_sequence_iterate(n, &it);
-        return node_line(item);
-    }
-    case FYNT_MAPPING: {
-        void *it = NULL;
-        struct fy_node_pair *p = fy_node_mapping_iterate(n, &it);
-        return p ? node_line(fy_node_pair_key(p)) : 0;
-    }
-    }
-    return 0;
+static int node_line(const pf_ynode *n) {
+    return n ? n->line : 0;
+}
+
+/* A node's type, -1 for none (an absent value). */
+static int ytype(const pf_ynode *n) {
+    return n ? (int)n->type : -1;
 }
 
 /* Record the first error as "path:line: key: message". Always returns -1. */
@@ -96,19 +82,15 @@ static int fail(pf_cfg_ctx *c, int line, const char *key, const char *fmt, ...) 
 /* ---- scalars -------------------------------------------------------------------------- */
 
 /* Text of a scalar node (not NUL-terminated) or NULL for collections. */
-static const char *scalar(struct fy_node *n, size_t *len) {
-    if (!n || fy_node_get_type(n) != FYNT_SCALAR)
+static const char *scalar(const pf_ynode *n, size_t *len) {
+    if (!n || n->type != PF_Y_SCALAR)
         return NULL;
-    const char *s = fy_node_get_scalar(n, len);
-    if (!s) {
-        *len = 0;
-        return "";
-    }
-    return s;
+    *len = n->len;
+    return n->text;
 }
 
-static int is_plain(struct fy_node *n) {
-    return n && fy_node_get_style(n) == FYNS_PLAIN;
+static int is_plain(const pf_ynode *n) {
+    return n && n->type == PF_Y_SCALAR && n->plain;
 }
 
 static int text_is(const char *s, size_t len, const char *word) {
@@ -116,7 +98,7 @@ static int text_is(const char *s, size_t len, const char *word) {
 }
 
 /* YAML 1.2 core null: absent value, or plain "", "~", "null", "Null", "NULL". */
-static int is_null(struct fy_node *n) {
+static int is_null(const pf_ynode *n) {
     if (!n)
         return 1;
     size_t len;
@@ -128,14 +110,14 @@ static int is_null(struct fy_node *n) {
 }
 
 /* What the user wrote, for "got ..." in messages. */
-static const char *describe(struct fy_node *n, char *buf, size_t size) {
+static const char *describe(const pf_ynode *n, char *buf, size_t size) {
     if (is_null(n))
         return "null";
-    if (fy_node_get_type(n) == FYNT_MAPPING)
+    if (ytype(n) == PF_Y_MAPPING)
         return "a mapping";
-    if (fy_node_get_type(n) == FYNT_SEQUENCE)
+    if (ytype(n) == PF_Y_SEQUENCE)
         return "a list";
-    size_t len;
+    size_t len = 0;
     const char *s = scalar(n, &len);
     size_t show = len > 40 ? 40 : len;
     snprintf(buf, size, "%s'%.*s%s'", is_plain(n) ? "" : "the quoted string ", (int)show, s,
@@ -144,7 +126,7 @@ static const char *describe(struct fy_node *n, char *buf, size_t size) {
 }
 
 /* Copy a scalar into a NUL-terminated buffer; -1 when it does not fit. */
-static int scalar_copy(struct fy_node *n, char *out, size_t size) {
+static int scalar_copy(const pf_ynode *n, char *out, size_t size) {
     size_t len;
     const char *s = scalar(n, &len);
     if (!s || len + 1 > size)
@@ -154,7 +136,7 @@ static int scalar_copy(struct fy_node *n, char *out, size_t size) {
     return 0;
 }
 
-static int get_int(pf_cfg_ctx *c, struct fy_node *n, const char *key, int64_t lo, int64_t hi,
+static int get_int(pf_cfg_ctx *c, const pf_ynode *n, const char *key, int64_t lo, int64_t hi,
                    int64_t *out) {
     const char *want = lo > 0 ? "a positive integer" : lo == 0 ? "a non-negative integer"
                                                                : "an integer";
@@ -176,7 +158,7 @@ static int get_int(pf_cfg_ctx *c, struct fy_node *n, const char *key, int64_t lo
     return 0;
 }
 
-static int get_int32(pf_cfg_ctx *c, struct fy_node *n, const char *key, int lo, int hi,
+static int get_int32(pf_cfg_ctx *c, const pf_ynode *n, const char *key, int lo, int hi,
                      int *out) {
     int64_t v = 0;   /* set by get_int on success; silences -Wmaybe-uninitialized */
     if (get_int(c, n, key, lo, hi, &v))
@@ -186,7 +168,7 @@ static int get_int32(pf_cfg_ctx *c, struct fy_node *n, const char *key, int lo, 
 }
 
 /* A finite number (integers accepted). `lo_open`: lo itself is not allowed. */
-static int get_float(pf_cfg_ctx *c, struct fy_node *n, const char *key, double lo, int lo_open,
+static int get_float(pf_cfg_ctx *c, const pf_ynode *n, const char *key, double lo, int lo_open,
                      double hi, float *out) {
     char g[96];
     size_t len = 0;
@@ -204,7 +186,7 @@ static int get_float(pf_cfg_ctx *c, struct fy_node *n, const char *key, double l
     return 0;
 }
 
-static int get_bool(pf_cfg_ctx *c, struct fy_node *n, const char *key, int *out) {
+static int get_bool(pf_cfg_ctx *c, const pf_ynode *n, const char *key, int *out) {
     char g[96];
     size_t len;
     const char *s = scalar(n, &len);
@@ -221,9 +203,9 @@ static int get_bool(pf_cfg_ctx *c, struct fy_node *n, const char *key, int *out)
     return fail(c, node_line(n), key, "expected true or false, got %s", describe(n, g, sizeof g));
 }
 
-static int get_str(pf_cfg_ctx *c, struct fy_node *n, const char *key, char *out, size_t size) {
+static int get_str(pf_cfg_ctx *c, const pf_ynode *n, const char *key, char *out, size_t size) {
     char g[96];
-    if (is_null(n) || fy_node_get_type(n) != FYNT_SCALAR)
+    if (is_null(n) || ytype(n) != PF_Y_SCALAR)
         return fail(c, node_line(n), key, "expected a string, got %s", describe(n, g, sizeof g));
     size_t len;
     const char *s = scalar(n, &len);
@@ -235,10 +217,10 @@ static int get_str(pf_cfg_ctx *c, struct fy_node *n, const char *key, char *out,
 }
 
 /* A string from a fixed list (`choices` NULL-terminated); exact case unless `nocase`. */
-static int get_choice(pf_cfg_ctx *c, struct fy_node *n, const char *key, const char **choices,
+static int get_choice(pf_cfg_ctx *c, const pf_ynode *n, const char *key, const char **choices,
                       int nocase, char *out, size_t size) {
     char g[96], v[64];
-    if (is_null(n) || fy_node_get_type(n) != FYNT_SCALAR || scalar_copy(n, v, sizeof v))
+    if (is_null(n) || ytype(n) != PF_Y_SCALAR || scalar_copy(n, v, sizeof v))
         v[0] = 0;
     for (int i = 0; v[0] && choices[i]; i++) {
         if (nocase ? !strcasecmp(v, choices[i]) : !strcmp(v, choices[i])) {
@@ -256,15 +238,14 @@ static int get_choice(pf_cfg_ctx *c, struct fy_node *n, const char *key, const c
 }
 
 /* A list of `min_n`..`max_n` items; `get` converts item i. */
-static int get_seq(pf_cfg_ctx *c, struct fy_node *n, const char *key, int min_n, int max_n,
-                   int *count, struct fy_node **items) {
+static int get_seq(pf_cfg_ctx *c, const pf_ynode *n, const char *key, int min_n, int max_n,
+                   int *count, const pf_ynode **items) {
     char g[96];
-    if (!n || fy_node_get_type(n) != FYNT_SEQUENCE)
+    if (!n || ytype(n) != PF_Y_SEQUENCE)
         return fail(c, node_line(n), key, "expected a list, got %s", describe(n, g, sizeof g));
     int k = 0;
-    void *it = NULL;
-    struct fy_node *item;
-    while ((item = fy_node_sequence_iterate(n, &it))) {
+    for (int i = 0; i < n->n; i++) {
+        const pf_ynode *item = n->kid[i];
         if (k == max_n)
             return fail(c, node_line(item), key, "at most %d items allowed", max_n);
         items[k++] = item;
@@ -283,8 +264,8 @@ static int get_seq(pf_cfg_ctx *c, struct fy_node *n, const char *key, int min_n,
 /* A mapping section: its node, the key node that opened it (for "missing" errors) and its
    dotted prefix ("" at the top level). */
 typedef struct {
-    struct fy_node *map;
-    struct fy_node *opener;
+    const pf_ynode *map;
+    const pf_ynode *opener;
     char prefix[64];
 } pf_section;
 
@@ -299,10 +280,10 @@ static const char *keypath(const pf_section *s, const char *name, char *out, siz
 }
 
 /* Open `value` (under key node `key`, named `path`) as a section; error when not a mapping. */
-static int open_section(pf_cfg_ctx *c, struct fy_node *key, struct fy_node *value,
+static int open_section(pf_cfg_ctx *c, const pf_ynode *key, const pf_ynode *value,
                         const char *path, pf_section *out) {
     char g[96];
-    if (!value || fy_node_get_type(value) != FYNT_MAPPING)
+    if (!value || ytype(value) != PF_Y_MAPPING)
         return fail(c, node_line(value) ? node_line(value) : node_line(key), path,
                     "expected a mapping, got %s", describe(value, g, sizeof g));
     out->map = value;
@@ -314,14 +295,15 @@ static int open_section(pf_cfg_ctx *c, struct fy_node *key, struct fy_node *valu
 /* Next pair of a section: key text in `name`; -1 with an error when the key is not a plain
    string. Returns 1 when a pair was produced, 0 at the end. */
 static int next_pair(pf_cfg_ctx *c, const pf_section *s, void **it, char *name, size_t size,
-                     struct fy_node **key, struct fy_node **value) {
-    struct fy_node_pair *p = fy_node_mapping_iterate(s->map, it);
-    if (!p)
+                     const pf_ynode **key, const pf_ynode **value) {
+    intptr_t i = (intptr_t)*it;     /* the iterator is the pair's index */
+    if (2 * i + 1 >= s->map->n)
         return 0;
-    *key = fy_node_pair_key(p);
-    *value = fy_node_pair_value(p);
+    *key = s->map->kid[2 * i];
+    *value = s->map->kid[2 * i + 1];
+    *it = (void *)(i + 1);
     char kp[128], g[64];
-    if (!*key || fy_node_get_type(*key) != FYNT_SCALAR || scalar_copy(*key, name, size)) {
+    if (!*key || ytype(*key) != PF_Y_SCALAR || scalar_copy(*key, name, size)) {
         fail(c, node_line(*key) ? node_line(*key) : section_line(s),
              keypath(s, "?", kp, sizeof kp), "unknown key %s", describe(*key, g, sizeof g));
         return -1;
@@ -332,7 +314,7 @@ static int next_pair(pf_cfg_ctx *c, const pf_section *s, void **it, char *name, 
 /* "unknown key", with the nearest key of section `sec` or the PixFlow name of another
    framework's key (common/config_keys.h). */
 static int unknown(pf_cfg_ctx *c, const pf_section *s, pf_config_section_id sec,
-                   struct fy_node *key, const char *name) {
+                   const pf_ynode *key, const char *name) {
     char kp[128], hint[320];
     return fail(c, node_line(key), keypath(s, name, kp, sizeof kp), "unknown key%s",
                 pf_config_unknown_hint(sec, name, hint, sizeof hint));
@@ -413,7 +395,7 @@ static int parse_loss(pf_cfg_ctx *c, pf_section *s, pf_config *cfg, pf_lines *L)
     static const char *losses[] = {"L1Loss", "MSELoss", "CharbonnierLoss", NULL};
     void *it = NULL;
     char name[64], kp[128];
-    struct fy_node *k, *v;
+    const pf_ynode *k, *v;
     int r, have_type = 0, eps_line = 0;
     while ((r = next_pair(c, s, &it, name, sizeof name, &k, &v)) > 0) {
         keypath(s, name, kp, sizeof kp);
@@ -449,9 +431,9 @@ static int parse_loss(pf_cfg_ctx *c, pf_section *s, pf_config *cfg, pf_lines *L)
 }
 
 /* A list of exactly `n` integers in lo..hi (n <= 4) into out; "key[i]: ..." errors. */
-static int get_int_list(pf_cfg_ctx *c, struct fy_node *v, const char *kp, int n, int lo, int hi,
+static int get_int_list(pf_cfg_ctx *c, const pf_ynode *v, const char *kp, int n, int lo, int hi,
                         int *out) {
-    struct fy_node *items[4];
+    const pf_ynode *items[4];
     char ip[160];
     int got;
     if (get_seq(c, v, kp, n, n, &got, items))
@@ -465,9 +447,9 @@ static int get_int_list(pf_cfg_ctx *c, struct fy_node *v, const char *kp, int n,
 }
 
 /* One hyper-parameter key of model: (`id`, canonical: the twin spellings share a branch). */
-static int parse_model_key(pf_cfg_ctx *c, model_key_id id, struct fy_node *v, const char *kp,
+static int parse_model_key(pf_cfg_ctx *c, model_key_id id, const pf_ynode *v, const char *kp,
                            pf_config *cfg) {
-    struct fy_node *items[4];
+    const pf_ynode *items[4];
     char ip[160];
     int n;
     switch (id) {
@@ -549,7 +531,7 @@ static int check_model_keys(pf_cfg_ctx *c, const pf_section *s, const pf_config 
 static int parse_model(pf_cfg_ctx *c, pf_section *s, pf_config *cfg, pf_lines *L) {
     void *it = NULL;
     char name[64], kp[128], twin[128];
-    struct fy_node *k, *v;
+    const pf_ynode *k, *v;
     int r, in_line = 0, out_line = 0;
     while ((r = next_pair(c, s, &it, name, sizeof name, &k, &v)) > 0) {
         keypath(s, name, kp, sizeof kp);
@@ -636,15 +618,15 @@ static int parse_model(pf_cfg_ctx *c, pf_section *s, pf_config *cfg, pf_lines *L
 }
 
 /* A number, or a list [lo, hi] with lo <= hi, into lo/hi (both the number when one). */
-static int get_float_range(pf_cfg_ctx *c, struct fy_node *v, const char *kp, double lo,
+static int get_float_range(pf_cfg_ctx *c, const pf_ynode *v, const char *kp, double lo,
                            double hi, float *out_lo, float *out_hi) {
-    if (fy_node_get_type(v) != FYNT_SEQUENCE) {
+    if (ytype(v) != PF_Y_SEQUENCE) {
         if (get_float(c, v, kp, lo, 0, hi, out_lo))
             return -1;
         *out_hi = *out_lo;
         return 0;
     }
-    struct fy_node *items[2];
+    const pf_ynode *items[2];
     int n;
     char ip[160];
     if (get_seq(c, v, kp, 2, 2, &n, items))
@@ -660,13 +642,13 @@ static int get_float_range(pf_cfg_ctx *c, struct fy_node *v, const char *kp, dou
 }
 
 /* One item of data.*.degradation (a mapping with `type`). */
-static int parse_degradation_step(pf_cfg_ctx *c, struct fy_node *item, const char *kp,
+static int parse_degradation_step(pf_cfg_ctx *c, const pf_ynode *item, const char *kp,
                                   pf_degradation *g) {
     static const char *types[] = {"BI", "BD", "DN", "JPEG", NULL};
     pf_section s;
     if (open_section(c, item, item, kp, &s))
         return -1;
-    struct fy_node *type = fy_node_mapping_lookup_by_string(item, "type", FY_NT);
+    const pf_ynode *type = pf_ynode_get(item, "type");
     char tp[200];
     snprintf(tp, sizeof tp, "%s.type", kp);
     if (!type)
@@ -682,7 +664,7 @@ static int parse_degradation_step(pf_cfg_ctx *c, struct fy_node *item, const cha
     int have_quality = 0;
     void *it = NULL;
     char name[64], ap[200];
-    struct fy_node *k, *v;
+    const pf_ynode *k, *v;
     int r;
     while ((r = next_pair(c, &s, &it, name, sizeof name, &k, &v)) > 0) {
         keypath(&s, name, ap, sizeof ap);
@@ -724,9 +706,9 @@ static int parse_degradation_step(pf_cfg_ctx *c, struct fy_node *item, const cha
 }
 
 /* data.*.degradation: a list; the first step downscales (BI, BD or DN), JPEG may follow. */
-static int parse_degradation(pf_cfg_ctx *c, struct fy_node *v, const char *kp,
+static int parse_degradation(pf_cfg_ctx *c, const pf_ynode *v, const char *kp,
                              pf_dataset_cfg *d) {
-    struct fy_node *items[PF_MAX_DEGRADATIONS];
+    const pf_ynode *items[PF_MAX_DEGRADATIONS];
     int n;
     if (get_seq(c, v, kp, 1, 2, &n, items))
         return -1;
@@ -753,7 +735,7 @@ static int parse_dataset(pf_cfg_ctx *c, pf_section *s, pf_dataset_cfg *d, int id
     static const char *types[] = {"PairedImageDataset", "SingleImageDataset", NULL};
     void *it = NULL;
     char name[64], kp[128];
-    struct fy_node *k, *v;
+    const pf_ynode *k, *v;
     int r, have_type = 0;
     d->present = 1;
     while ((r = next_pair(c, s, &it, name, sizeof name, &k, &v)) > 0) {
@@ -853,7 +835,7 @@ static int parse_dataset(pf_cfg_ctx *c, pf_section *s, pf_dataset_cfg *d, int id
 static int parse_data(pf_cfg_ctx *c, pf_section *s, pf_config *cfg, pf_lines *L) {
     void *it = NULL;
     char name[64], kp[128];
-    struct fy_node *k, *v;
+    const pf_ynode *k, *v;
     int r;
     while ((r = next_pair(c, s, &it, name, sizeof name, &k, &v)) > 0) {
         keypath(s, name, kp, sizeof kp);
@@ -902,7 +884,7 @@ static int parse_data(pf_cfg_ctx *c, pf_section *s, pf_config *cfg, pf_lines *L)
 
 /* One custom key `ck` (named `kp` for messages) from mapping `v` under key node `k`:
    {lr_mult: X, decay_mult: Y}, both default 1. */
-static int parse_custom_key(pf_cfg_ctx *c, struct fy_node *k, struct fy_node *v, const char *kp,
+static int parse_custom_key(pf_cfg_ctx *c, const pf_ynode *k, const pf_ynode *v, const char *kp,
                             pf_custom_key *ck) {
     pf_section one;
     if (open_section(c, k, v, kp, &one))
@@ -910,7 +892,7 @@ static int parse_custom_key(pf_cfg_ctx *c, struct fy_node *k, struct fy_node *v,
     ck->lr_mult = ck->decay_mult = 1.0f;
     void *it = NULL;
     char field[64], fp[256];
-    struct fy_node *fk, *fv;
+    const pf_ynode *fk, *fv;
     int r;
     while ((r = next_pair(c, &one, &it, field, sizeof field, &fk, &fv)) > 0) {
         snprintf(fp, sizeof fp, "%s.%s", kp, field);
@@ -931,7 +913,7 @@ static int parse_paramwise(pf_cfg_ctx *c, pf_section *s, pf_config *cfg) {
                                     "0123456789_.";
     void *it = NULL;
     char name[64], kp[128];
-    struct fy_node *k, *v;
+    const pf_ynode *k, *v;
     int r;
     while ((r = next_pair(c, s, &it, name, sizeof name, &k, &v)) > 0) {
         keypath(s, name, kp, sizeof kp);
@@ -942,7 +924,7 @@ static int parse_paramwise(pf_cfg_ctx *c, pf_section *s, pf_config *cfg) {
             return -1;
         void *it2 = NULL;
         char key[64], kp2[192];
-        struct fy_node *k2, *v2;
+        const pf_ynode *k2, *v2;
         int r2;
         while ((r2 = next_pair(c, &keys, &it2, key, sizeof key, &k2, &v2)) > 0) {
             snprintf(kp2, sizeof kp2, "%s.%s", kp, key);
@@ -966,7 +948,7 @@ static int parse_optim(pf_cfg_ctx *c, pf_section *s, pf_config *cfg) {
     static const char *types[] = {"Adam", "AdamW", "SGD", NULL};
     void *it = NULL;
     char name[64], kp[128];
-    struct fy_node *k, *v, *items[4];
+    const pf_ynode *k, *v, *items[4];
     int r, n, have_lr = 0, have_wd = 0;
     int adam_line = 0, sgd_line = 0;    /* a key of only one family, for the type check */
     const char *adam_key = "", *sgd_key = "";
@@ -1041,7 +1023,7 @@ static int parse_optim(pf_cfg_ctx *c, pf_section *s, pf_config *cfg) {
 static int parse_optimizer_config(pf_cfg_ctx *c, pf_section *s, pf_config *cfg) {
     void *it = NULL;
     char name[64], kp[128];
-    struct fy_node *k, *v;
+    const pf_ynode *k, *v;
     int r;
     while ((r = next_pair(c, s, &it, name, sizeof name, &k, &v)) > 0) {
         keypath(s, name, kp, sizeof kp);
@@ -1056,7 +1038,7 @@ static int parse_optimizer_config(pf_cfg_ctx *c, pf_section *s, pf_config *cfg) 
             return -1;
         void *it2 = NULL;
         char field[64], kp2[192];
-        struct fy_node *k2, *v2;
+        const pf_ynode *k2, *v2;
         int r2, have_max = 0;
         while ((r2 = next_pair(c, &clip, &it2, field, sizeof field, &k2, &v2)) > 0) {
             keypath(&clip, field, kp2, sizeof kp2);
@@ -1087,7 +1069,7 @@ static int parse_lr(pf_cfg_ctx *c, pf_section *s, pf_config *cfg, pf_lines *L) {
     static const char *warmups[] = {"linear", NULL};
     void *it = NULL;
     char name[64], kp[128];
-    struct fy_node *k, *v, *items[PF_MAX_PERIODS];
+    const pf_ynode *k, *v, *items[PF_MAX_PERIODS];
     int r, n;
     int have_step = 0, have_periods = 0, have_weights = 0, warm_line = 0;
     char warm_name[64] = "";
@@ -1198,7 +1180,7 @@ static int parse_lr(pf_cfg_ctx *c, pf_section *s, pf_config *cfg, pf_lines *L) {
 static int parse_ckpt(pf_cfg_ctx *c, pf_section *s, pf_config *cfg, pf_lines *L) {
     void *it = NULL;
     char name[64], kp[128];
-    struct fy_node *k, *v;
+    const pf_ynode *k, *v;
     int r;
     while ((r = next_pair(c, s, &it, name, sizeof name, &k, &v)) > 0) {
         keypath(s, name, kp, sizeof kp);
@@ -1225,7 +1207,7 @@ static int parse_ckpt(pf_cfg_ctx *c, pf_section *s, pf_config *cfg, pf_lines *L)
 static int parse_log(pf_cfg_ctx *c, pf_section *s, pf_config *cfg) {
     void *it = NULL;
     char name[64], kp[128];
-    struct fy_node *k, *v;
+    const pf_ynode *k, *v;
     int r;
     while ((r = next_pair(c, s, &it, name, sizeof name, &k, &v)) > 0) {
         keypath(s, name, kp, sizeof kp);
@@ -1242,7 +1224,7 @@ static int parse_log(pf_cfg_ctx *c, pf_section *s, pf_config *cfg) {
 static int parse_visual(pf_cfg_ctx *c, pf_section *s, pf_config *cfg) {
     void *it = NULL;
     char name[64], kp[128];
-    struct fy_node *k, *v;
+    const pf_ynode *k, *v;
     int r;
     while ((r = next_pair(c, s, &it, name, sizeof name, &k, &v)) > 0) {
         keypath(s, name, kp, sizeof kp);
@@ -1267,7 +1249,7 @@ static int parse_eval(pf_cfg_ctx *c, pf_section *s, pf_config *cfg, pf_lines *L)
     static const char *convert[] = {"y", NULL};
     void *it = NULL;
     char name[64], kp[128], tmp[8];
-    struct fy_node *k, *v, *items[8];
+    const pf_ynode *k, *v, *items[8];
     int r, n;
     while ((r = next_pair(c, s, &it, name, sizeof name, &k, &v)) > 0) {
         keypath(s, name, kp, sizeof kp);
@@ -1323,7 +1305,7 @@ static int parse_eval(pf_cfg_ctx *c, pf_section *s, pf_config *cfg, pf_lines *L)
 static int parse_eval_cfg(pf_cfg_ctx *c, pf_section *s, pf_config *cfg) {
     void *it = NULL;
     char name[64], kp[128];
-    struct fy_node *k, *v;
+    const pf_ynode *k, *v;
     int r;
     while ((r = next_pair(c, s, &it, name, sizeof name, &k, &v)) > 0) {
         keypath(s, name, kp, sizeof kp);
@@ -1346,14 +1328,14 @@ static int parse_eval_cfg(pf_cfg_ctx *c, pf_section *s, pf_config *cfg) {
     return r < 0 ? -1 : 0;
 }
 
-static int get_opt_path(pf_cfg_ctx *c, struct fy_node *v, const char *kp, char *out,
+static int get_opt_path(pf_cfg_ctx *c, const pf_ynode *v, const char *kp, char *out,
                         size_t size);
 
 /* security: CURVE on the links that can cross hosts (docs/architecture.md, Security). */
 static int parse_security(pf_cfg_ctx *c, pf_section *s, pf_config *cfg, pf_lines *L) {
     void *it = NULL;
     char name[64], kp[128];
-    struct fy_node *k, *v;
+    const pf_ynode *k, *v;
     int r;
     while ((r = next_pair(c, s, &it, name, sizeof name, &k, &v)) > 0) {
         keypath(s, name, kp, sizeof kp);
@@ -1372,7 +1354,7 @@ static int parse_security(pf_cfg_ctx *c, pf_section *s, pf_config *cfg, pf_lines
 }
 
 /* A path that may be null. */
-static int get_opt_path(pf_cfg_ctx *c, struct fy_node *v, const char *kp, char *out,
+static int get_opt_path(pf_cfg_ctx *c, const pf_ynode *v, const char *kp, char *out,
                         size_t size) {
     if (is_null(v)) {
         out[0] = 0;
@@ -1390,7 +1372,7 @@ static int parse_top(pf_cfg_ctx *c, pf_section *s, pf_config *cfg, pf_lines *L) 
     static const char *conv_algos[] = {"auto", "direct", "winograd", NULL};
     void *it = NULL;
     char name[64];
-    struct fy_node *k, *v;
+    const pf_ynode *k, *v;
     int r, have_model = 0, have_data = 0, have_optim = 0, have_work = 0;
     while ((r = next_pair(c, s, &it, name, sizeof name, &k, &v)) > 0) {
         pf_section sub;
@@ -1585,36 +1567,10 @@ static int cross_check(pf_cfg_ctx *c, pf_config *cfg, pf_lines *L, int check_pat
     return 0;
 }
 
-/* Aliases are refused rather than resolved: expanding nested aliases grows exponentially
-   ("billion laughs"), and the config is also parsed from the network (WELCOME). The nesting
-   depth is bounded too, which bounds the recursion of node_line. */
+/* Aliases are refused rather than resolved (common/yaml_tree.h): expanding nested aliases grows
+   exponentially ("billion laughs"), and the config is also parsed from the network (WELCOME).
+   The nesting depth is bounded too. */
 #define PF_CONFIG_MAX_DEPTH 16
-static int check_plain_tree(pf_cfg_ctx *c, struct fy_node *n, int depth) {
-    if (!n)
-        return 0;
-    if (depth > PF_CONFIG_MAX_DEPTH)
-        return fail(c, 1, "config", "nested more than %d levels deep", PF_CONFIG_MAX_DEPTH);
-    if (fy_node_is_alias(n)) {
-        size_t len;
-        const char *s = fy_node_get_scalar(n, &len);
-        return fail(c, node_line(n), "yaml", "aliases are not supported (*%.*s)",
-                    (int)(len > 40 ? 40 : len), s ? s : "");
-    }
-    void *it = NULL;
-    if (fy_node_get_type(n) == FYNT_SEQUENCE) {
-        struct fy_node *item;
-        while ((item = fy_node_sequence_iterate(n, &it)))
-            if (check_plain_tree(c, item, depth + 1))
-                return -1;
-    } else if (fy_node_get_type(n) == FYNT_MAPPING) {
-        struct fy_node_pair *p;
-        while ((p = fy_node_mapping_iterate(n, &it)))
-            if (check_plain_tree(c, fy_node_pair_key(p), depth + 1) ||
-                check_plain_tree(c, fy_node_pair_value(p), depth + 1))
-                return -1;
-    }
-    return 0;
-}
 
 /* ---- public --------------------------------------------------------------------------- */
 
@@ -1682,8 +1638,9 @@ static uint64_t fnv1a64(const char *s) {
 
 /* Offset of the first byte of `s` that does not start a well-formed UTF-8 sequence (RFC 3629:
    no overlong forms, no surrogates, nothing past U+10FFFF), or `len` when all of it is UTF-8.
-   YAML text must be checked before libfyaml sees it: libfyaml 0.7.12 loops forever on a
-   directive followed by a malformed sequence ("%\xf0", found by tests/fuzz/fuzz_config). */
+   The config must be UTF-8 text (YAML 1.2); saying so with the offset is clearer than the
+   parser's error (libfyaml 0.7.12, the earlier parser, even looped forever on a directive
+   followed by a malformed sequence, "%\xf0", found by tests/fuzz/fuzz_config). */
 static size_t utf8_invalid_at(const unsigned char *s, size_t len) {
     size_t i = 0;
     while (i < len) {
@@ -1716,11 +1673,6 @@ static size_t utf8_invalid_at(const unsigned char *s, size_t len) {
     return len;
 }
 
-/* Silences libfyaml's own printing; errors are collected and read back. */
-static void quiet_output(struct fy_diag *diag, void *user, const char *buf, size_t len) {
-    (void)diag, (void)user, (void)buf, (void)len;
-}
-
 static int parse_text(pf_config *cfg, const char *path, const char *text, size_t len,
                       int check_paths, char *err, size_t errlen) {
     pf_cfg_ctx c = {path ? path : "<config>", err, errlen, 0};
@@ -1741,48 +1693,25 @@ static int parse_text(pf_config *cfg, const char *path, const char *text, size_t
                     (unsigned char)text[bad], bad);
     }
 
-    struct fy_diag_cfg dcfg;
-    fy_diag_cfg_default(&dcfg);
-    dcfg.fp = NULL;
-    dcfg.output_fn = quiet_output;
-    dcfg.colorize = false;
-    struct fy_diag *diag = fy_diag_create(&dcfg);
-    if (!diag)
-        return fail(&c, 1, "config", "out of memory");
-    fy_diag_set_collect_errors(diag, true);
-    struct fy_parse_cfg pcfg = {.flags = FYPCF_QUIET | FYPCF_COLLECT_DIAG, .diag = diag};
-    struct fy_document *doc = fy_document_build_from_string(&pcfg, text, len);
-    if (!doc) {
-        void *it = NULL;
-        struct fy_diag_error *e = fy_diag_errors_iterate(diag, &it);
-        if (e)
-            fail(&c, e->line, "yaml", "syntax error: %s", e->msg ? e->msg : "invalid YAML");
-        else
-            fail(&c, 1, "yaml", "empty or invalid YAML document");
-        fy_document_destroy(doc);
-        fy_diag_destroy(diag);
-        return -1;
-    }
-    struct fy_node *root = fy_document_root(doc);
-    if (check_plain_tree(&c, root, 0)) {
-        fy_document_destroy(doc);
-        fy_diag_destroy(diag);
-        return -1;
-    }
+    int yline = 1;
+    char ymsg[256];
+    pf_ydoc *doc = pf_yaml_parse(text, len, PF_CONFIG_MAX_DEPTH, &yline, ymsg, sizeof ymsg);
+    if (!doc)
+        return fail(&c, yline, "yaml", "%s", ymsg);
+    const pf_ynode *root = pf_ydoc_root(doc);
     pf_lines L;
     memset(&L, 0, sizeof L);
     pf_section top = {.map = root, .opener = NULL, .prefix = ""};
     char g[96];
     int rc;
-    if (!root || fy_node_get_type(root) != FYNT_MAPPING)
+    if (!root || ytype(root) != PF_Y_MAPPING)
         rc = fail(&c, node_line(root), "config", "expected a mapping at the top level, got %s",
                   describe(root, g, sizeof g));
     else
         rc = parse_top(&c, &top, cfg, &L);
     if (!rc)
         rc = cross_check(&c, cfg, &L, check_paths);
-    fy_document_destroy(doc);
-    fy_diag_destroy(diag);
+    pf_ydoc_free(&doc);
     if (rc)
         return -1;
     char *yaml = pf_config_to_yaml(cfg);
@@ -1793,66 +1722,8 @@ static int parse_text(pf_config *cfg, const char *path, const char *text, size_t
     return 0;
 }
 
-/* libfyaml 0.7.12 (Debian 12) crashes on a few malformed inputs (tests/fuzz/regressions/config/
-   crash_libfyaml_*): the text is parsed in a child process first, so such text is an error,
-   not a crash of the process (a worker parses text it received over the network). A child
-   that ends in any way but exit status 0 (a signal; a sanitizer's report, which exits 1) or
-   takes longer than PF_CONFIG_PROBE_S is reported. Costs one fork per parse. */
-#define PF_CONFIG_PROBE_S 10.0
-
-static int probe_in_child(pf_cfg_ctx *c, const char *text, size_t len) {
-    pid_t pid = fork();
-    if (pid < 0)
-        return 0;   /* no child to spare: parse in-process as before */
-    if (pid == 0) {
-        static pf_config probe;
-        char e[16];
-        parse_text(&probe, "probe", text, len, 0, e, sizeof e);
-        _exit(0);
-    }
-    int st = 0;
-    struct timespec nap = {0, 1000000};
-    for (long waited_ms = 0;; waited_ms++) {
-        pid_t r = waitpid(pid, &st, WNOHANG);
-        if (r == pid)
-            break;
-        if (r < 0 && errno != EINTR)
-            return 0;
-        if (waited_ms > (long)(PF_CONFIG_PROBE_S * 1000)) {
-            kill(pid, SIGKILL);
-            waitpid(pid, &st, 0);
-            return fail(c, 1, "config",
-                        "the YAML parser (libfyaml) did not finish within %.0f s on this text: "
-                        "it is not well-formed YAML; check it with a YAML linter",
-                        PF_CONFIG_PROBE_S);
-        }
-        nanosleep(&nap, NULL);
-    }
-    if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
-        return 0;
-    if (WIFSIGNALED(st))
-        return fail(c, 1, "config",
-                    "the YAML parser (libfyaml) crashed on this text (signal %d): it is not "
-                    "well-formed YAML; check it with a YAML linter",
-                    WTERMSIG(st));
-    return fail(c, 1, "config",
-                "the YAML parser (libfyaml) failed on this text (exit status %d): it is not "
-                "well-formed YAML; check it with a YAML linter",
-                WIFEXITED(st) ? WEXITSTATUS(st) : -1);
-}
-
 int pf_config_parse(pf_config *cfg, const char *path, const char *text, size_t len,
                     int check_paths, char *err, size_t errlen) {
-    pf_cfg_ctx c = {path ? path : "<config>", err, errlen, 0};
-    if (err && errlen)
-        err[0] = 0;
-    if (len <= PF_CONFIG_MAX_BYTES && !memchr(text, 0, len) &&
-        utf8_invalid_at((const unsigned char *)text, len) >= len &&
-        probe_in_child(&c, text, len) != 0) {
-        pf_config_defaults(cfg);
-        snprintf(cfg->path, sizeof cfg->path, "%s", c.path);
-        return -1;
-    }
     return parse_text(cfg, path, text, len, check_paths, err, errlen);
 }
 

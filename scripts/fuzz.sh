@@ -6,8 +6,7 @@
 # it is not). Writes a summary (runs, execs/s, coverage, crashes) to
 # bench/results/fuzz_<date>_<commit>.txt; crash inputs stay under
 # <build>/tests/fuzz/long/<target>/artifacts/ (add them to tests/fuzz/regressions/<target>/
-# once fixed). Exit status 1 when any target found something. fuzz_config forks once per input
-# (pf_config_parse contains libfyaml crashes in a child), so it runs ~10x fewer inputs/s.
+# once fixed). Exit status 1 when any target found something.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 SECONDS_EACH="${1:-600}"
@@ -30,7 +29,7 @@ out="$ROOT/bench/results/fuzz_$(date -u +%Y-%m-%d)_${commit}${tag}.txt"
     echo "# scripts/fuzz.sh $SECONDS_EACH — $(date -u '+%Y-%m-%d %H:%M UTC'), commit $commit$(git -C "$ROOT" diff --quiet HEAD 2>/dev/null || echo ' (+ local changes)')"
     echo "# $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')), $(clang --version | head -1)"
     echo "# cov/ft: libFuzzer's edge and feature counts over the instrumented code (PixFlow's"
-    echo "# sources; the system libpng/libjpeg/libfyaml/msgpack are not instrumented)"
+    echo "# sources; the system libpng/libjpeg/libyaml/msgpack are not instrumented)"
     printf '%-12s %8s %12s %10s %6s %6s %10s %8s  %s\n' target seconds runs execs/s cov ft corpus rss_mb result
 } >"$out"
 found=0

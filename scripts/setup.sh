@@ -21,7 +21,7 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
-BUILD_PKGS="build-essential cmake pkg-config libzmq3-dev libmsgpack-dev libpng-dev libjpeg62-turbo-dev libfyaml-dev libdnnl-dev ocl-icd-opencl-dev libcjson-dev libgloo-dev libprotobuf-c-dev protobuf-c-compiler libczmq-dev"
+BUILD_PKGS="build-essential cmake pkg-config libzmq3-dev libmsgpack-dev libpng-dev libjpeg62-turbo-dev libyaml-dev libdnnl-dev ocl-icd-opencl-dev libcjson-dev libgloo-dev libprotobuf-c-dev protobuf-c-compiler libczmq-dev"
 RUN_PKGS="iproute2"
 TEST_PKGS="python3 python3-numpy python3-pil"
 REF_PKGS="python3-skimage python3-torch"

@@ -906,6 +906,20 @@ static void test_misc_errors(void) {
     CHECK(pf_config_parse(&c, "e.yaml", "", 0, 0, err, sizeof err) == -1 &&
               !strncmp(err, "e.yaml:1: ", 10),
           "empty file: '%s'", err);
+    /* refused by the YAML tree (common/yaml_tree.h), with the line */
+    const char *two = "seed: 1\n---\nseed: 2\n";
+    CHECK(pf_config_parse(&c, "d.yaml", two, strlen(two), 0, err, sizeof err) == -1 &&
+              !strncmp(err, "d.yaml:2: yaml: a second YAML document", 38),
+          "two documents: '%s'", err);
+    char deep[200] = "a: ";
+    for (int i = 0; i < 20; i++) strcat(deep, "[");
+    CHECK(pf_config_parse(&c, "x.yaml", deep, strlen(deep), 0, err, sizeof err) == -1 &&
+              strstr(err, "x.yaml:1: yaml: nested more than 16 levels deep"),
+          "deep nesting: '%s'", err);
+    const char *dup3 = "seed: 1\nlog_level: info\nseed: 2\nlog_level: debug\n";
+    CHECK(pf_config_parse(&c, "k.yaml", dup3, strlen(dup3), 0, err, sizeof err) == -1 &&
+              !strcmp(err, "k.yaml:3: yaml: duplicate key 'seed'"),
+          "duplicate keys, the first repeat named: '%s'", err);
     const char *nul = "model: {type: EDSR}\0x";
     CHECK(pf_config_parse(&c, "n.yaml", nul, 21, 0, err, sizeof err) == -1 &&
               strstr(err, "NUL"),

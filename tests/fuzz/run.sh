@@ -5,7 +5,7 @@
 # every time (only how far it gets depends on the machine's speed). RUNS (default: no limit)
 # also stops it after that many inputs: ctest passes 700000, fewer than seed 1 ran through
 # without a finding here, so a faster machine cannot go past the inputs known to pass (the
-# config target could reach a libfyaml crash with other seeds before pf_config_parse contained it). Crash inputs go to
+# config target could reach a libfyaml crash with other seeds while libfyaml was its parser). Crash inputs go to
 # WORKDIR/artifacts/, the log to WORKDIR/log. Exit status: libFuzzer's (0 = nothing found).
 # Used by ctest (tests/fuzz/CMakeLists.txt) and scripts/fuzz.sh.
 set -uo pipefail
