@@ -176,13 +176,21 @@ static int get_float(pf_cfg_ctx *c, const pf_ynode *n, const char *key, double l
     double v = 0;
     if (!s || !is_plain(n) || pf_parse_double(s, len, &v) != PF_NUM_OK)
         return fail(c, node_line(n), key, "expected a number, got %s", describe(n, g, sizeof g));
-    if (v < lo || (lo_open && v == lo) || v > hi) {
+    /* the range is checked on the value as stored (a float: 1e-67 is 0 there; beyond the
+       float range pf_parse_double refuses it) */
+    float f = (float)v;
+    if (f < lo || (lo_open && f == lo) || f > hi) {
+        const char *as = (double)f != v ? " (as a 32-bit float: " : "";
+        char fs[32] = "";
+        if (as[0])
+            snprintf(fs, sizeof fs, "%g)", (double)f);
         if (lo_open && lo == 0 && hi == HUGE_VAL)
-            return fail(c, node_line(n), key, "must be greater than 0, got %.*s", (int)len, s);
-        return fail(c, node_line(n), key, "must be in %c%g, %g], got %.*s", lo_open ? '(' : '[',
-                    lo, hi, (int)len, s);
+            return fail(c, node_line(n), key, "must be greater than 0, got %.*s%s%s", (int)len,
+                        s, as, fs);
+        return fail(c, node_line(n), key, "must be in %c%g, %g], got %.*s%s%s",
+                    lo_open ? '(' : '[', lo, hi, (int)len, s, as, fs);
     }
-    *out = (float)v;
+    *out = f;
     return 0;
 }
 

@@ -906,6 +906,13 @@ static void test_misc_errors(void) {
     CHECK(pf_config_parse(&c, "e.yaml", "", 0, 0, err, sizeof err) == -1 &&
               !strncmp(err, "e.yaml:1: ", 10),
           "empty file: '%s'", err);
+    /* a number is checked as the float it is stored in (found by fuzz_config: 1.0e-67 passed
+       "greater than 0" as a double, became 0, and the resolved config did not parse back) */
+    const char *tiny = "model:\n  loss:\n    eps: 1.0e-67\n";
+    CHECK(pf_config_parse(&c, "f.yaml", tiny, strlen(tiny), 0, err, sizeof err) == -1 &&
+              strstr(err, "f.yaml:3: model.loss.eps: must be greater than 0, got 1.0e-67 (as a "
+                          "32-bit float: 0)"),
+          "float underflow: '%s'", err);
     /* refused by the YAML tree (common/yaml_tree.h), with the line */
     const char *two = "seed: 1\n---\nseed: 2\n";
     CHECK(pf_config_parse(&c, "d.yaml", two, strlen(two), 0, err, sizeof err) == -1 &&
