@@ -34,8 +34,6 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
-#include <signal.h>
 #include <time.h>
 #include <unistd.h>
 
