@@ -2,38 +2,48 @@
 
     Without --get: the resolved YAML (every key, defaults filled in; what the coordinator sends
     its peers), after the same checks as `pixflow train` (data folders must exist). --get
-    parses without checking paths. With --get: one line per KEY, its resolved value, for scripts (scripts/launch.sh
-    reads the hooks a job needs and its key folder this way instead of grepping YAML). Keys:
-    work_dir, model.type, evaluation.instances, visual_config.interval, security.curve (true /
-    false), security.keys_dir, total_iters, seed. Exit status 0, 2 for a bad config (the
-    message names file, line and key) or an unknown KEY.
+    parses without checking paths. With --get: one line per KEY, its resolved value (strings
+    unquoted, null as an empty line), for scripts (scripts/launch.sh reads the hooks a job needs
+    and its key folder this way instead of grepping YAML); KEY is any key of the table with one
+    value. `pixflow config --reference SECTION|KEY ...` prints the markdown key tables of
+    docs/config.md from the key table (tests/test_config_docs.py compares them); `--keys` lists
+    every key path of the table. Exit status 0,
+    2 for a bad config (the message names file, line and key) or an unknown KEY.
 */
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/commands.h"
 #include "common/config.h"
+#include "common/config_keys.h"
 #include "common/util.h"
 
-static int print_key(const pf_config *c, const char *key) {
-    if (!strcmp(key, "work_dir")) printf("%s\n", c->work_dir);
-    else if (!strcmp(key, "model.type")) printf("%s\n", c->model_type);
-    else if (!strcmp(key, "evaluation.instances")) printf("%d\n", c->eval_instances);
-    else if (!strcmp(key, "visual_config.interval")) printf("%" PRId64 "\n", c->visual_interval);
-    else if (!strcmp(key, "security.curve")) printf("%s\n", c->curve ? "true" : "false");
-    else if (!strcmp(key, "security.keys_dir")) printf("%s\n", c->keys_dir);
-    else if (!strcmp(key, "total_iters")) printf("%" PRId64 "\n", c->total_iters);
-    else if (!strcmp(key, "seed")) printf("%" PRIu64 "\n", c->seed);
-    else return -1;
+/* pixflow config --reference WHAT...: the key tables of docs/config.md. */
+static int reference(int argc, char **argv) {
+    char *md = pf_config_reference((const char *const *)argv, argc);
+    if (!md) {
+        fprintf(stderr, "pixflow config --reference: not a section or key of the table:");
+        for (int i = 0; i < argc; i++) fprintf(stderr, " %s", argv[i]);
+        fprintf(stderr, "\n");
+        return 2;
+    }
+    fputs(md, stdout);
+    free(md);
     return 0;
 }
 
 int pf_config_main(int argc, char **argv) {
+    if (argc >= 2 && !strcmp(argv[0], "--reference")) return reference(argc - 1, argv + 1);
+    if (argc == 1 && !strcmp(argv[0], "--keys")) {
+        for (int i = 0; i < pf_config_n_keys; i++) printf("%s\n", pf_config_keys[i].path);
+        return 0;
+    }
     if (argc < 1 || argv[0][0] == '-' || (argc > 1 && strcmp(argv[1], "--get") != 0) ||
         argc == 2) {
-        fprintf(stderr, "usage: pixflow config CONFIG [--get KEY ...]\n");
+        fprintf(stderr, "usage: pixflow config CONFIG [--get KEY ...]\n"
+                        "       pixflow config --reference SECTION|KEY ...\n"
+                        "       pixflow config --keys\n");
         return 2;
     }
     static pf_config cfg;
@@ -64,12 +74,14 @@ int pf_config_main(int argc, char **argv) {
         return 0;
     }
     for (int i = 2; i < argc; i++) {
-        if (print_key(&cfg, argv[i]) != 0) {
-            fprintf(stderr, "pixflow config: --get %s: not a key this command reports (work_dir, "
-                            "model.type, evaluation.instances, visual_config.interval, "
-                            "security.curve, security.keys_dir, total_iters, seed)\n", argv[i]);
+        char value[PF_PATH_MAX + 64];
+        if (pf_config_get(&cfg, argv[i], value, sizeof value) != 0) {
+            fprintf(stderr, "pixflow config: --get %s: not a key with one value (a key of "
+                            "docs/config.md's tables, e.g. model.type, data.train.gt_folder, "
+                            "security.curve)\n", argv[i]);
             return 2;
         }
+        printf("%s\n", value);
     }
     return 0;
 }

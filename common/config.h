@@ -1,8 +1,9 @@
 /*  config — the job configuration: YAML in, one validated C struct out.
 
     Every role of a job reads the same resolved YAML text (the coordinator sends it in WELCOME),
-    so every process sees the same `pf_config`. Keys follow MMagic/BasicSR names; the full
-    reference with types and defaults is docs/config.md.
+    so every process sees the same `pf_config`. Keys follow MMagic/BasicSR names; each key is
+    one row of the key table (common/config_keys.h), which docs/config.md's tables are
+    generated from.
 
     Validation is strict: an unknown key, a wrong type, a missing required key, an out-of-range
     value or a path that does not exist is an error `file:line: key.path: what is wrong`, and the
@@ -123,6 +124,7 @@ typedef struct {
     int64_t lr_periods[PF_MAX_PERIODS]; /* CosineRestart: period lengths in iterations */
     int n_lr_periods;
     float lr_restart_weights[PF_MAX_PERIODS]; /* CosineRestart: peak factor of each period */
+    int n_lr_restart_weights;           /* = n_lr_periods once resolved */
     float lr_min;                       /* CosineRestart: min_lr (absolute) */
     char lr_warmup[16];                 /* "" | "linear" */
     int64_t lr_warmup_iters;
@@ -192,5 +194,15 @@ int pf_config_load(pf_config *cfg, const char *path, char *err, size_t errlen);
 /* Write the resolved config (every key, defaults filled in) as YAML into a malloc'd string.
    Parsing that string gives back an equal struct. Returns NULL only when out of memory. */
 char *pf_config_to_yaml(const pf_config *cfg);
+
+/* The value of key `path` ("model.type", "data.train.gt_patch_size", "security.curve") as the
+   resolved YAML writes it, strings unquoted and null as "", into `out`. -1 for a path that is
+   not a key with one value (a section, the degradation steps, custom_keys). */
+int pf_config_get(const pf_config *cfg, const char *path, char *out, size_t size);
+
+/* The key tables of docs/config.md, generated from the key table: one markdown table with a
+   row per key for each of `what` (a section path: its keys; a key path: that key), aliases as
+   rows of their own. malloc'd; NULL when an entry names neither, or out of memory. */
+char *pf_config_reference(const char *const *what, int n);
 
 #endif

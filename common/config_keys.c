@@ -1,180 +1,528 @@
 /*  config_keys — see config_keys.h.
 
-    The BasicSR names come from its options files (options/train/EDSR/train_EDSR_Mx2.yml and
-    its siblings: name, datasets, network_g, path, train, val, logger), the MMagic ones from
-    MMEditing 0.x configs (the dialect PixFlow's keys follow). A row is written only where PixFlow has the setting (or a
-    documented stand-in); names with no PixFlow meaning get the generic answer.
+    The table is in the order the resolved YAML writes the keys (and docs/config.md lists
+    them); that order is the one pf_config_to_yaml always had, so existing configs keep their
+    hash. The BasicSR names come from its options files (options/train/EDSR/train_EDSR_Mx2.yml
+    and its siblings: name, datasets, network_g, path, train, val, logger), the MMagic ones from
+    MMEditing 0.x configs (the dialect PixFlow's keys follow). A foreign name is written only
+    where PixFlow has the setting (or a documented stand-in); names with no PixFlow meaning get
+    the generic answer.
 */
 #include "common/config_keys.h"
+#include "common/config.h"
 
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
-#define KEYS(...) ((const char *const[]){__VA_ARGS__, NULL})
+#define OFF(f) offsetof(pf_config, f)
+#define SZ(f) sizeof(((pf_config *)0)->f)
+#define N(f) (sizeof(((pf_config *)0)->f) / sizeof(((pf_config *)0)->f[0]))
+#define INF 1e300   /* no upper bound */
 
-const pf_config_section pf_config_sections[PF_SEC_COUNT] = {
-    [PF_SEC_TOP] = {"", KEYS("model", "data", "optimizers", "optimizer_config", "ema_decay",
-                             "lr_config", "total_iters", "total_epochs", "checkpoint_config",
-                             "log_config", "visual_config", "evaluation", "eval_cfg", "security",
-                             "work_dir", "load_from", "resume_from", "resume_optim", "seed",
-                             "log_level", "conv_algorithm")},
-    [PF_SEC_MODEL] = {"model", KEYS("type", "scale", "in_channels", "out_channels", "n_feats",
-                                    "num_feat", "n_blocks", "num_block", "num_group",
-                                    "squeeze_factor", "num_grow_ch", "res_scale", "rgb_mean",
-                                    "img_range", "d", "s", "m", "channels", "kernel_sizes",
-                                    "loss")},
-    [PF_SEC_LOSS] = {"model.loss", KEYS("type", "loss_weight", "eps", "reduction")},
-    [PF_SEC_DATA] = {"data", KEYS("loaders", "samples_per_gpu", "prefetch", "cache_mb",
-                                  "loader_threads", "on_bad_sample", "train", "eval", "test")},
-    [PF_SEC_DATASET] = {"data.train", KEYS("type", "gt_folder", "lq_folder", "filename_tmpl",
-                                           "gt_patch_size", "use_flip", "use_rot", "repeat",
-                                           "meta_info_file", "degradation")},
-    [PF_SEC_DEGRADATION] = {"data.train.degradation[0]",
-                            KEYS("type", "kernel_size", "sigma", "quality")},
-    [PF_SEC_OPTIM] = {"optimizers", KEYS("type", "lr", "betas", "eps", "weight_decay",
-                                         "momentum", "dampening", "nesterov", "paramwise_cfg")},
-    [PF_SEC_PARAMWISE] = {"optimizers.paramwise_cfg", KEYS("custom_keys")},
-    [PF_SEC_CUSTOM_KEY] = {"optimizers.paramwise_cfg.custom_keys.body",
-                           KEYS("lr_mult", "decay_mult")},
-    [PF_SEC_OPTIMIZER_CONFIG] = {"optimizer_config", KEYS("grad_clip")},
-    [PF_SEC_GRAD_CLIP] = {"optimizer_config.grad_clip", KEYS("max_norm", "norm_type")},
-    [PF_SEC_LR] = {"lr_config", KEYS("policy", "step", "gamma", "periods", "restart_weights",
-                                     "min_lr", "warmup", "warmup_iters", "warmup_ratio")},
-    [PF_SEC_CKPT] = {"checkpoint_config", KEYS("interval", "max_keep_ckpts")},
-    [PF_SEC_LOG] = {"log_config", KEYS("interval")},
-    [PF_SEC_VISUAL] = {"visual_config", KEYS("interval", "output_dir", "num_samples")},
-    [PF_SEC_EVAL] = {"evaluation", KEYS("interval", "metrics", "crop_border", "convert_to",
-                                        "save_image", "instances", "device")},
-    [PF_SEC_EVAL_CFG] = {"eval_cfg", KEYS("pad_multiple", "ensemble", "tile", "tile_overlap")},
-    [PF_SEC_SECURITY] = {"security", KEYS("curve", "keys_dir")},
+#define MODEL_TYPES "EDSR|SRCNN|FSRCNN|ESPCN|MSRResNet|RCAN|RRDBNet"
+#define WIDE "EDSR|MSRResNet|RCAN|RRDBNet"      /* the types with n_feats / n_blocks */
+#define SHIFT "EDSR|RCAN"                       /* the types with a mean shift */
+
+/* The keys of one dataset block, for set S (train, eval, test). */
+#define DATASET_KEYS(S, DOC)                                                                   \
+    {.path = "data." #S, .kind = PF_K_SECTION, .offset = OFF(S.present),                      \
+     .type_doc = "dataset mapping", .def_doc = "none", .doc = DOC},                           \
+    {.path = "data." #S ".type", .kind = PF_K_CHOICE, .offset = OFF(S.type), .size = SZ(S.type), \
+     .choices = "PairedImageDataset|SingleImageDataset", .def = "PairedImageDataset",          \
+     .doc = "`SingleImageDataset`: LQ only (no GT, no metrics), `data.test` only"},             \
+    {.path = "data." #S ".gt_folder", .kind = PF_K_PATH,                                       \
+     .flags = PF_KF_NONEMPTY | PF_KF_DIR | PF_KF_IF_CHANGED, .offset = OFF(S.gt_folder),       \
+     .size = SZ(S.gt_folder), .def_doc = "—",                                                  \
+     .doc = "ground-truth images; required by PairedImageDataset, refused by "                 \
+            "SingleImageDataset"},                                                             \
+    {.path = "data." #S ".lq_folder", .kind = PF_K_PATH, .flags = PF_KF_NULL | PF_KF_DIR,      \
+     .offset = OFF(S.lq_folder), .size = SZ(S.lq_folder), .def = "null",                       \
+     .doc = "low-quality images; `null`: made from GT by `degradation` on the fly; required "  \
+            "by SingleImageDataset"},                                                          \
+    {.path = "data." #S ".filename_tmpl", .kind = PF_K_STR, .offset = OFF(S.filename_tmpl),   \
+     .size = SZ(S.filename_tmpl), .def = "'{}'",                                               \
+     .doc = "LQ file stem from the GT stem, e.g. `'{}x2'`; contains `{}` exactly once"},        \
+    {.path = "data." #S ".meta_info_file", .kind = PF_K_PATH, .flags = PF_KF_NULL | PF_KF_FILE, \
+     .offset = OFF(S.meta_info_file), .size = SZ(S.meta_info_file), .def = "null",             \
+     .doc = "BasicSR meta_info: each non-empty line's first word names a file of the folder "  \
+            "(GT; Single: LQ) to use, in that order; other files are ignored"},                \
+    {.path = "data." #S ".degradation", .kind = PF_K_CUSTOM, .custom = PF_KC_DEGRADATION,      \
+     .offset = OFF(S), .type_doc = "list of 1–2 steps",                         \
+     .def_doc = "`[{type: BI}]` when `lq_folder` is null",                                     \
+     .doc = "how LQ is made from GT, below; an error together with `lq_folder`"},               \
+    {.path = "data." #S ".gt_patch_size", .kind = PF_K_INT, .flags = PF_KF_TRAIN_ONLY,        \
+     .offset = OFF(S.gt_patch_size), .lo = 1, .hi = 1 << 16, .def_doc = "— (train)",           \
+     .doc = "train only: GT crop size in pixels; a multiple of `model.scale` (RRDBNet x2: of " \
+            "4, its LQ patch is pixel-unshuffled by 2)"},                                      \
+    {.path = "data." #S ".use_flip", .kind = PF_K_BOOL, .flags = PF_KF_TRAIN_ONLY,            \
+     .offset = OFF(S.use_flip), .def = "false",                                                \
+     .doc = "train only: random horizontal and vertical flips"},                                \
+    {.path = "data." #S ".use_rot", .kind = PF_K_BOOL, .flags = PF_KF_TRAIN_ONLY,             \
+     .offset = OFF(S.use_rot), .def = "false",                                                 \
+     .doc = "train only: random transpose (BasicSR's `rot90` flag; BasicSR's `use_rot` also "  \
+            "flips vertically, which PixFlow's `use_flip` does)"},                             \
+    {.path = "data." #S ".repeat", .kind = PF_K_INT, .flags = PF_KF_TRAIN_ONLY,               \
+     .offset = OFF(S.repeat), .lo = 1, .hi = 1 << 20, .def = "1",                              \
+     .doc = "train only: the set is visited this many times per epoch (MMagic "                \
+            "`RepeatDataset.times`)"}
+
+const pf_config_key pf_config_keys[] = {
+    /* ---- model ---- */
+    {.path = "model", .kind = PF_K_SECTION, .flags = PF_KF_REQUIRED},
+    {.path = "model.type", .kind = PF_K_CHOICE, .flags = PF_KF_REQUIRED, .offset = OFF(model_type),
+     .size = SZ(model_type), .choices = MODEL_TYPES,
+     .doc = "network to build ([models.md](models.md))"},
+    {.path = "model.scale", .kind = PF_K_INT, .flags = PF_KF_REQUIRED, .offset = OFF(scale),
+     .lo = 1, .hi = 1 << 20,
+     .choices = "2|3|4", .doc = "upscaling factor; RRDBNet: 2 or 4"},
+    {.path = "model.in_channels", .kind = PF_K_INT, .offset = OFF(in_channels), .lo = 1,
+     .hi = 1 << 20, .def = "3", .doc = "must be 3: images are loaded as RGB8"},
+    {.path = "model.out_channels", .kind = PF_K_INT, .offset = OFF(out_channels), .lo = 1,
+     .hi = 1 << 20, .def = "3", .doc = "must be 3"},
+    {.path = "model.n_feats", .kind = PF_K_INT, .offset = OFF(n_feats), .lo = 1, .hi = 4096,
+     .def = "64", .when_key = "model.type", .when = WIDE, .alias = "num_feat",
+     .doc = "width (BasicSR `num_feat`, MMagic `mid_channels`)"},
+    {.path = "model.n_blocks", .kind = PF_K_INT, .offset = OFF(n_blocks), .lo = 1, .hi = 1024,
+     .def = "16", .when_key = "model.type", .when = WIDE, .alias = "num_block",
+     .def_doc = "16; RRDBNet 23",
+     .doc = "depth: residual blocks (EDSR, MSRResNet), RCABs per residual group (RCAN), RRDBs "
+            "(RRDBNet); BasicSR `num_block`, MMagic `num_blocks`"},
+    {.path = "model.num_group", .kind = PF_K_INT, .offset = OFF(num_group), .lo = 1, .hi = 1024,
+     .def = "10", .when_key = "model.type", .when = "RCAN", .doc = "residual groups"},
+    {.path = "model.squeeze_factor", .kind = PF_K_INT, .offset = OFF(squeeze_factor), .lo = 1,
+     .hi = 4096, .def = "16", .when_key = "model.type", .when = "RCAN",
+     .doc = "channel attention squeezes `n_feats` to `n_feats / squeeze_factor` (integer "
+            "division) channels; at most `n_feats`"},
+    {.path = "model.num_grow_ch", .kind = PF_K_INT, .offset = OFF(num_grow_ch), .lo = 1,
+     .hi = 4096, .def = "32", .when_key = "model.type", .when = "RRDBNet",
+     .doc = "growth channels of each dense block"},
+    {.path = "model.res_scale", .kind = PF_K_FLOAT, .flags = PF_KF_LO_OPEN,
+     .offset = OFF(res_scale), .lo = 0, .hi = INF, .def = "1", .when_key = "model.type",
+     .when = SHIFT, .doc = "residual scaling"},
+    {.path = "model.rgb_mean", .kind = PF_K_FLOAT_LIST, .offset = OFF(rgb_mean),
+     .size = N(rgb_mean), .min_n = 3, .lo = 0, .hi = 1, .def = "[0.4488, 0.4371, 0.404]",
+     .when_key = "model.type", .when = SHIFT,
+     .doc = "mean shift (DIV2K mean, BasicSR default)"},
+    {.path = "model.img_range", .kind = PF_K_FLOAT, .flags = PF_KF_LO_OPEN,
+     .offset = OFF(img_range), .lo = 0, .hi = INF, .def = "255", .when_key = "model.type",
+     .when = SHIFT, .doc = "pixel range the mean shift works in"},
+    {.path = "model.d", .kind = PF_K_INT, .offset = OFF(fsrcnn_d), .lo = 1, .hi = 4096,
+     .def = "56", .when_key = "model.type", .when = "FSRCNN",
+     .doc = "feature width (LR feature extraction, expanding)"},
+    {.path = "model.s", .kind = PF_K_INT, .offset = OFF(fsrcnn_s), .lo = 1, .hi = 4096,
+     .def = "12", .when_key = "model.type", .when = "FSRCNN", .doc = "width after shrinking"},
+    {.path = "model.m", .kind = PF_K_INT, .offset = OFF(fsrcnn_m), .lo = 0, .hi = 1024,
+     .def = "4", .when_key = "model.type", .when = "FSRCNN", .doc = "3x3 mapping layers"},
+    {.path = "model.channels", .kind = PF_K_INT_LIST, .offset = OFF(srcnn_channels),
+     .size = N(srcnn_channels), .min_n = 4, .lo = 1, .hi = 4096, .def = "[3, 64, 32, 3]",
+     .when_key = "model.type", .when = "SRCNN",
+     .doc = "channels in, after conv1, after conv2, out; first and last must equal "
+            "`in_channels`, `out_channels`"},
+    {.path = "model.kernel_sizes", .kind = PF_K_INT_LIST, .flags = PF_KF_ODD,
+     .offset = OFF(srcnn_kernel_sizes), .size = N(srcnn_kernel_sizes), .min_n = 3, .lo = 1,
+     .hi = 63, .def = "[9, 1, 5]", .when_key = "model.type", .when = "SRCNN",
+     .doc = "kernel size of each conv"},
+    {.path = "model.loss", .kind = PF_K_SECTION, .def_doc = "`{type: L1Loss, loss_weight: 1}`",
+     .doc = "pixel loss, below"},
+    {.path = "model.loss.type", .kind = PF_K_CHOICE, .flags = PF_KF_REQUIRED,
+     .offset = OFF(loss_type), .size = SZ(loss_type), .choices = "L1Loss|MSELoss|CharbonnierLoss",
+     .def = "L1Loss", .def_doc = "— (when `loss` is given)", .doc = "the loss (BasicSR's)"},
+    {.path = "model.loss.loss_weight", .kind = PF_K_FLOAT, .flags = PF_KF_LO_OPEN,
+     .offset = OFF(loss_weight), .lo = 0, .hi = INF, .def = "1", .doc = "factor on the loss"},
+    {.path = "model.loss.eps", .kind = PF_K_FLOAT, .flags = PF_KF_LO_OPEN,
+     .offset = OFF(charbonnier_eps), .lo = 0, .hi = INF, .def = "1e-12",
+     .when_key = "model.loss.type", .when = "CharbonnierLoss",
+     .doc = "sqrt((x - y)^2 + eps) (BasicSR)"},
+    {.path = "model.loss.reduction", .kind = PF_K_CHOICE, .flags = PF_KF_NO_STORE | PF_KF_NO_WRITE,
+     .choices = "mean", .def = "mean",
+     .doc = "accepted for MMagic compatibility; only `mean` exists"},
+
+    /* ---- data ---- */
+    {.path = "data", .kind = PF_K_SECTION, .flags = PF_KF_REQUIRED},
+    {.path = "data.loaders", .kind = PF_K_INT, .offset = OFF(loaders), .lo = 1, .hi = 256,
+     .def = "2", .doc = "loader processes `pixflow train` starts on this host"},
+    {.path = "data.samples_per_gpu", .kind = PF_K_INT, .offset = OFF(samples_per_gpu), .lo = 1,
+     .hi = 1024, .def = "16", .doc = "batch size per worker (at most `PF_MAX_BATCH`)"},
+    {.path = "data.prefetch", .kind = PF_K_INT, .offset = OFF(prefetch), .lo = 1, .hi = 1024,
+     .def = "4", .doc = "batches a worker may hold ahead (its credits)"},
+    {.path = "data.cache_mb", .kind = PF_K_INT, .offset = OFF(cache_mb), .lo = 0, .hi = 1 << 20,
+     .def = "1024",
+     .doc = "decoded-image cache of each loader in MiB (GT + LQ pixels, least recently used "
+            "dropped first); 0 decodes every sample's image"},
+    {.path = "data.loader_threads", .kind = PF_K_INT, .offset = OFF(loader_threads), .lo = 1,
+     .hi = 64, .def = "1",
+     .doc = "threads each loader uses to decode and augment the samples of a batch"},
+    {.path = "data.on_bad_sample", .kind = PF_K_ENUM, .offset = OFF(skip_bad_samples),
+     .choices = "fail|skip", .def = "fail",
+     .doc = "a sample whose file became unreadable mid-run: `fail` ends the job with a message "
+            "naming the file; `skip` leaves it out of its batch, logs it and counts it"},
+    DATASET_KEYS(train, "training set, below; required by `pixflow train` (`data` needs at "
+                        "least one of the three)"),
+    DATASET_KEYS(eval, "evaluation set; required when `evaluation` is set"),
+    DATASET_KEYS(test, "set for `pixflow test`"),
+
+    /* ---- optimizers ---- */
+    {.path = "optimizers", .kind = PF_K_SECTION, .flags = PF_KF_REQUIRED},
+    {.path = "optimizers.type", .kind = PF_K_CHOICE, .offset = OFF(optim_type),
+     .size = SZ(optim_type), .choices = "Adam|AdamW|SGD", .def = "Adam",
+     .doc = "`torch.optim` of the same name (torch 1.13 formulas, `nn/optim.c`)"},
+    {.path = "optimizers.lr", .kind = PF_K_FLOAT, .flags = PF_KF_REQUIRED | PF_KF_LO_OPEN,
+     .offset = OFF(learning_rate), .lo = 0, .hi = INF, .doc = "base learning rate"},
+    {.path = "optimizers.betas", .kind = PF_K_FLOAT_LIST, .flags = PF_KF_HI_OPEN,
+     .offset = OFF(betas), .size = N(betas), .min_n = 2, .lo = 0, .hi = 1,
+     .def = "[0.9, 0.999]", .when_key = "optimizers.type", .when = "Adam|AdamW",
+     .doc = "coefficients of the running averages of the gradient and its square"},
+    {.path = "optimizers.eps", .kind = PF_K_FLOAT, .flags = PF_KF_LO_OPEN, .offset = OFF(eps),
+     .lo = 0, .hi = INF, .def = "1e-08", .when_key = "optimizers.type", .when = "Adam|AdamW",
+     .doc = "added to the denominator"},
+    {.path = "optimizers.weight_decay", .kind = PF_K_FLOAT, .offset = OFF(weight_decay), .lo = 0,
+     .hi = INF, .def = "0", .def_doc = "0; AdamW 0.01",
+     .doc = "Adam and SGD: L2 term added to the gradient; AdamW: decoupled, `p *= 1 - lr * "
+            "weight_decay` before the update. AdamW's default is torch's"},
+    {.path = "optimizers.momentum", .kind = PF_K_FLOAT, .offset = OFF(momentum), .lo = 0,
+     .hi = 1, .def = "0", .when_key = "optimizers.type", .when = "SGD",
+     .doc = "0 = plain SGD (no buffer). Buffer `b = momentum * b + (1 - dampening) * g`, "
+            "`b = g` on the first step"},
+    {.path = "optimizers.dampening", .kind = PF_K_FLOAT, .offset = OFF(dampening), .lo = 0,
+     .hi = 1, .def = "0", .when_key = "optimizers.type", .when = "SGD",
+     .doc = "damps the gradient in the momentum buffer"},
+    {.path = "optimizers.nesterov", .kind = PF_K_BOOL, .offset = OFF(nesterov), .def = "false",
+     .when_key = "optimizers.type", .when = "SGD",
+     .doc = "Nesterov momentum; needs `momentum > 0` and `dampening: 0` (as torch)"},
+    {.path = "optimizers.paramwise_cfg", .kind = PF_K_SECTION, .flags = PF_KF_IF_CHANGED,
+     .def_doc = "none", .doc = "per-parameter multipliers, below"},
+    {.path = "optimizers.paramwise_cfg.custom_keys", .kind = PF_K_CUSTOM,
+     .custom = PF_KC_CUSTOM_KEYS, .offset = OFF(n_custom_keys),
+     .type_doc = "mapping of name parts to `{lr_mult, decay_mult}`, ≤ 16", .def_doc = "none",
+     .doc = "a parameter takes the multipliers of the longest key that is a substring of its "
+            "name (below)"},
+    {.path = "optimizers.paramwise_cfg.custom_keys.*.lr_mult", .kind = PF_K_FLOAT,
+     .offset = offsetof(pf_custom_key, lr_mult), .lo = 0, .hi = INF, .def = "1",
+     .doc = "factor on the learning rate; 0 freezes the parameters"},
+    {.path = "optimizers.paramwise_cfg.custom_keys.*.decay_mult", .kind = PF_K_FLOAT,
+     .offset = offsetof(pf_custom_key, decay_mult), .lo = 0, .hi = INF, .def = "1",
+     .doc = "factor on the weight decay"},
+
+    /* ---- optimizer_config, ema_decay ---- */
+    {.path = "optimizer_config", .kind = PF_K_SECTION, .flags = PF_KF_IF_CHANGED,
+     .doc = "MMCV `OptimizerHook`"},
+    {.path = "optimizer_config.grad_clip", .kind = PF_K_SECTION,
+     .flags = PF_KF_NULL | PF_KF_IF_CHANGED, .def = "null",
+     .doc = "before every step, `torch.nn.utils.clip_grad_norm_` over all parameters (the "
+            "gradients averaged over the workers): when `max_norm / (norm + 1e-6) < 1` every "
+            "gradient is multiplied by that factor"},
+    {.path = "optimizer_config.grad_clip.max_norm", .kind = PF_K_FLOAT,
+     .flags = PF_KF_REQUIRED | PF_KF_LO_OPEN, .offset = OFF(grad_clip_max_norm), .lo = 0,
+     .hi = INF, .doc = "largest total L2 norm of all gradients"},
+    {.path = "optimizer_config.grad_clip.norm_type", .kind = PF_K_FLOAT,
+     .flags = PF_KF_NO_STORE | PF_KF_LO_OPEN, .lo = 0, .hi = INF, .def = "2",
+     .doc = "only the L2 norm (2) is implemented"},
+    {.path = "ema_decay", .kind = PF_K_FLOAT, .flags = PF_KF_IF_CHANGED | PF_KF_HI_OPEN,
+     .offset = OFF(ema_decay), .lo = 0, .hi = 1, .def = "0",
+     .doc = "BasicSR's `ema_decay`; 0 = off (below)"},
+
+    /* ---- lr_config ---- */
+    {.path = "lr_config", .kind = PF_K_SECTION, .doc = "the learning rate schedule"},
+    {.path = "lr_config.policy", .kind = PF_K_CHOICE, .offset = OFF(lr_policy),
+     .size = SZ(lr_policy), .choices = "Fixed|Step|CosineRestart", .def = "Fixed",
+     .doc = "MMCV's `Fixed`, `Step`, `CosineRestart` (BasicSR `MultiStepLR`, "
+            "`CosineAnnealingRestartLR`)"},
+    {.path = "lr_config.step", .kind = PF_K_INT64_LIST, .flags = PF_KF_INCREASING,
+     .offset = OFF(lr_step), .size = N(lr_step), .count_offset = OFF(n_lr_step), .min_n = 1,
+     .lo = 1, .hi = (double)INT64_MAX, .when_key = "lr_config.policy", .when = "Step",
+     .def_doc = "— (Step)", .doc = "milestones in iterations"},
+    {.path = "lr_config.gamma", .kind = PF_K_FLOAT, .flags = PF_KF_LO_OPEN, .offset = OFF(lr_gamma),
+     .lo = 0, .hi = INF, .def = "0.1", .when_key = "lr_config.policy", .when = "Step",
+     .doc = "factor at each milestone (MMCV's default)"},
+    {.path = "lr_config.periods", .kind = PF_K_INT64_LIST, .offset = OFF(lr_periods),
+     .size = N(lr_periods), .count_offset = OFF(n_lr_periods), .min_n = 1, .lo = 1,
+     .hi = (double)(INT64_MAX / PF_MAX_PERIODS), .when_key = "lr_config.policy",
+     .when = "CosineRestart", .def_doc = "— (CosineRestart)",
+     .doc = "period lengths in iterations; with `total_iters`, their sum must be ≥ "
+            "`total_iters`"},
+    {.path = "lr_config.restart_weights", .kind = PF_K_FLOAT_LIST, .flags = PF_KF_LO_OPEN,
+     .offset = OFF(lr_restart_weights), .size = N(lr_restart_weights),
+     .count_offset = OFF(n_lr_restart_weights), .min_n = 1, .lo = 0, .hi = INF,
+     .when_key = "lr_config.policy", .when = "CosineRestart", .def_doc = "all 1",
+     .doc = "peak factor of each period; as many as `periods`"},
+    {.path = "lr_config.min_lr", .kind = PF_K_FLOAT, .offset = OFF(lr_min), .lo = 0, .hi = INF,
+     .def = "0", .when_key = "lr_config.policy", .when = "CosineRestart",
+     .doc = "absolute floor of the learning rate"},
+    {.path = "lr_config.warmup", .kind = PF_K_CHOICE, .flags = PF_KF_NULL, .offset = OFF(lr_warmup),
+     .size = SZ(lr_warmup), .choices = "linear", .def = "null",
+     .doc = "warm-up before the schedule"},
+    {.path = "lr_config.warmup_iters", .kind = PF_K_INT64, .offset = OFF(lr_warmup_iters),
+     .lo = 1, .hi = (double)INT64_MAX, .when_key = "lr_config.warmup", .when = "linear",
+     .def_doc = "— (with warmup)", .doc = "length of the warm-up; at most `total_iters`"},
+    {.path = "lr_config.warmup_ratio", .kind = PF_K_FLOAT, .flags = PF_KF_LO_OPEN,
+     .offset = OFF(lr_warmup_ratio), .lo = 0, .hi = 1, .def = "0.1",
+     .when_key = "lr_config.warmup", .when = "linear",
+     .doc = "the learning rate starts at `lr * warmup_ratio`"},
+
+    /* ---- runner ---- */
+    {.path = "total_iters", .kind = PF_K_INT64, .flags = PF_KF_IF_CHANGED,
+     .offset = OFF(total_iters), .lo = 1, .hi = (double)(INT64_MAX / 2), .def_doc = "—",
+     .doc = "iteration-based runner: train this many iterations"},
+    {.path = "total_epochs", .kind = PF_K_INT64, .flags = PF_KF_IF_CHANGED,
+     .offset = OFF(total_epochs), .lo = 1, .hi = 1 << 30, .def_doc = "—",
+     .doc = "epoch-based runner: train this many epochs"},
+
+    /* ---- hooks ---- */
+    {.path = "checkpoint_config", .kind = PF_K_SECTION, .flags = PF_KF_IF_CHANGED,
+     .doc = "the checkpoint hook"},
+    {.path = "checkpoint_config.interval", .kind = PF_K_INT64, .flags = PF_KF_REQUIRED,
+     .offset = OFF(ckpt_interval), .lo = 1, .hi = (double)INT64_MAX,
+     .def_doc = "— (when the section is given)", .doc = "save every this many iterations"},
+    {.path = "checkpoint_config.max_keep_ckpts", .kind = PF_K_INT, .offset = OFF(ckpt_max_keep),
+     .lo = -1, .hi = 1 << 20, .def = "-1",
+     .doc = "keep the last N checkpoints; -1 keeps all (0 is an error)"},
+    {.path = "log_config", .kind = PF_K_SECTION, .doc = "the log hook"},
+    {.path = "log_config.interval", .kind = PF_K_INT64, .offset = OFF(log_interval), .lo = 1,
+     .hi = (double)INT64_MAX, .def = "10",
+     .doc = "log training metrics every this many iterations"},
+    {.path = "visual_config", .kind = PF_K_SECTION, .flags = PF_KF_IF_CHANGED,
+     .doc = "pictures of training"},
+    {.path = "visual_config.interval", .kind = PF_K_INT64, .offset = OFF(visual_interval),
+     .lo = 0, .hi = (double)INT64_MAX, .def = "0",
+     .doc = "0: off. Every this many iterations, rank 0 publishes the first `num_samples` "
+            "samples of its batch (LQ, output of that step, GT); the visual hook writes "
+            "`OUTPUT_DIR/iter_N.png` (rows: LQ bicubic-upscaled \\| output \\| GT) and the log "
+            "hook a TensorBoard image `visual/train`; each evaluation also sends its first "
+            "`num_samples` images to TensorBoard as `eval/<name>`"},
+    {.path = "visual_config.num_samples", .kind = PF_K_INT, .offset = OFF(visual_num_samples),
+     .lo = 1, .hi = PF_VISUAL_MAX_SAMPLES, .def = "4",
+     .doc = "samples per grid (fewer when the batch is smaller or the GT patches would exceed "
+            "1 MiB a frame)"},
+    {.path = "visual_config.output_dir", .kind = PF_K_STR, .flags = PF_KF_IF_CHANGED,
+     .offset = OFF(visual_output_dir), .size = SZ(visual_output_dir), .def = "''",
+     .def_doc = "'' = `work_dir/visuals`", .doc = "where the grids go"},
+    {.path = "evaluation", .kind = PF_K_SECTION, .flags = PF_KF_IF_CHANGED,
+     .doc = "the eval hook"},
+    {.path = "evaluation.interval", .kind = PF_K_INT64, .flags = PF_KF_REQUIRED,
+     .offset = OFF(eval_interval), .lo = 1, .hi = (double)INT64_MAX, .def_doc = "—",
+     .doc = "evaluate every this many iterations; a multiple of the checkpoint interval"},
+    {.path = "evaluation.metrics", .kind = PF_K_CUSTOM, .custom = PF_KC_METRICS,
+     .offset = OFF(eval_psnr), .type_doc = "list of `PSNR`, `SSIM` (1–2 items, no repeats)",
+     .def = "[PSNR, SSIM]", .doc = "docs/metrics.md"},
+    {.path = "evaluation.crop_border", .kind = PF_K_INT, .offset = OFF(crop_border), .lo = 0,
+     .hi = 1 << 16, .def = "0", .doc = "pixels cut from each side before the metrics"},
+    {.path = "evaluation.convert_to", .kind = PF_K_CUSTOM, .custom = PF_KC_CONVERT_TO,
+     .offset = OFF(eval_y_channel), .type_doc = "`y` (or `Y`) or `null`", .def = "null",
+     .doc = "`y`: metrics on the Y channel (see `common/metrics.h`)"},
+    {.path = "evaluation.save_image", .kind = PF_K_BOOL, .offset = OFF(eval_save_image),
+     .def = "false", .doc = "write `work_dir/eval_visuals/iter_N/*.png`"},
+    {.path = "evaluation.instances", .kind = PF_K_INT, .offset = OFF(eval_instances), .lo = 1,
+     .hi = 64, .def = "1",
+     .doc = "eval services `pixflow train` starts; image i of `data.eval` goes to instance i "
+            "mod N, instance 0 gathers the results"},
+    {.path = "evaluation.device", .kind = PF_K_CHOICE, .offset = OFF(eval_device),
+     .size = SZ(eval_device), .choices = "cpu", .def = "cpu",
+     .doc = "where the eval services run (CUDA devices come with the CUDA backend)"},
+    {.path = "eval_cfg", .kind = PF_K_SECTION, .doc = "how evaluation and `pixflow test` infer"},
+    {.path = "eval_cfg.pad_multiple", .kind = PF_K_INT, .offset = OFF(pad_multiple), .lo = 1,
+     .hi = 1 << 16, .def = "1",
+     .doc = "pad the LQ input to a multiple of this, crop the output back"},
+    {.path = "eval_cfg.ensemble", .kind = PF_K_BOOL, .flags = PF_KF_IF_CHANGED,
+     .offset = OFF(eval_ensemble), .def = "false",
+     .doc = "x8 self-ensemble (EDSR's `forward_x8`, BasicSR `self_ensemble`): the mean of the "
+            "outputs for the 8 flips/transposes of the LQ, each transformed back"},
+    {.path = "eval_cfg.tile", .kind = PF_K_INT, .flags = PF_KF_IF_CHANGED, .offset = OFF(eval_tile),
+     .lo = 0, .hi = 1 << 16, .def = "0",
+     .doc = "0: whole images. Otherwise tiled inference (BasicSR `tile_size`): cores of `tile` "
+            "x `tile` LQ pixels, network buffers sized for one window"},
+    {.path = "eval_cfg.tile_overlap", .kind = PF_K_INT, .flags = PF_KF_IF_CHANGED,
+     .offset = OFF(eval_tile_overlap), .lo = 0, .hi = 1 << 16, .def = "40",
+     .doc = "LQ pixels of context around each tile core (BasicSR `tile_pad`)"},
+
+    /* ---- security ---- */
+    {.path = "security", .kind = PF_K_SECTION, .doc = "CURVE on the links"},
+    {.path = "security.curve", .kind = PF_K_BOOL, .offset = OFF(curve), .def = "false",
+     .doc = "ZeroMQ CURVE on every socket that can cross hosts; the coordinator, workers and "
+            "checkpoint hook admit only peers whose public key is in `KEYS/allowed/`"},
+    {.path = "security.keys_dir", .kind = PF_K_PATH, .flags = PF_KF_NULL | PF_KF_DIR,
+     .offset = OFF(keys_dir), .size = SZ(keys_dir), .def = "null",
+     .doc = "the key folder (`pixflow keygen DIR`); `--keys DIR` and then `PIXFLOW_KEYS` take "
+            "precedence. With `curve: true` one of the three must name a folder"},
+
+    /* ---- run ---- */
+    {.path = "work_dir", .kind = PF_K_STR, .flags = PF_KF_REQUIRED | PF_KF_NONEMPTY,
+     .offset = OFF(work_dir), .size = SZ(work_dir),
+     .doc = "where the job writes its logs, checkpoints and resolved config"},
+    {.path = "load_from", .kind = PF_K_PATH, .flags = PF_KF_NULL | PF_KF_FILE,
+     .offset = OFF(load_from), .size = SZ(load_from), .def = "null",
+     .doc = "weights only (safetensors; a BasicSR or MMagic `.pth`: "
+            "`scripts/pth2safetensors.py`, docs/models.md); training starts at iteration 0"},
+    {.path = "resume_from", .kind = PF_K_PATH, .flags = PF_KF_NULL | PF_KF_FILE | PF_KF_AUTO,
+     .offset = OFF(resume_from), .size = SZ(resume_from), .def = "null",
+     .doc = "full state (weights, iteration, LR schedule, sampler, optimiser); `auto` = "
+            "`work_dir/checkpoints/latest`. Exclusive with `load_from`"},
+    {.path = "resume_optim", .kind = PF_K_BOOL, .offset = OFF(resume_optim), .def = "true",
+     .doc = "with `resume_from`: restore the optimiser state too"},
+    {.path = "seed", .kind = PF_K_INT64, .offset = OFF(seed), .lo = 0, .hi = (double)INT64_MAX,
+     .def = "0", .doc = "seeds initialisation, the sampler and augmentation (64-bit)"},
+    {.path = "log_level", .kind = PF_K_CHOICE, .flags = PF_KF_NOCASE, .offset = OFF(log_level),
+     .size = SZ(log_level), .choices = "debug|info|warning|error", .def = "info",
+     .doc = "log threshold of every process"},
+    {.path = "conv_algorithm", .kind = PF_K_CHOICE, .offset = OFF(conv_algorithm),
+     .size = SZ(conv_algorithm), .choices = "auto|direct|winograd", .def = "auto",
+     .doc = "CPU convolutions: `auto` runs 3x3 layers with at least 16 channels in and out on "
+            "oneDNN's Winograd kernels where the CPU has them (AVX-512), direct elsewhere; "
+            "`direct` everywhere (results then do not depend on Winograd's rounding); "
+            "`winograd` on every 3x3 layer oneDNN offers it for (docs/nn.md)"},
 };
+const int pf_config_n_keys = (int)(sizeof pf_config_keys / sizeof pf_config_keys[0]);
 
-/* Another framework's name in a PixFlow section, and the answer. `sec` -1: any section. */
+/* The keys of one degradation step (parsed by config.c, documented as a table of step types). */
+static const char *const STEP_KEYS[] = {"type", "kernel_size", "sigma", "quality", NULL};
+
+const pf_config_key *pf_config_key_find(const char *path) {
+    for (int i = 0; i < pf_config_n_keys; i++)
+        if (!strcmp(pf_config_keys[i].path, path))
+            return &pf_config_keys[i];
+    return NULL;
+}
+
+const char *pf_config_key_name(const pf_config_key *k) {
+    const char *dot = strrchr(k->path, '.');
+    return dot ? dot + 1 : k->path;
+}
+
+int pf_config_key_in(const pf_config_key *k, const char *section) {
+    size_t n = strlen(section);
+    const char *name = pf_config_key_name(k);
+    if (!n)
+        return name == k->path;
+    return (size_t)(name - k->path) == n + 1 && !strncmp(k->path, section, n);
+}
+
+/* Another framework's name in a PixFlow section, and the answer.  */
 static const struct {
-    int sec;
+    const char *sec;            /* section path (data.train stands for the three sets), NULL: any */
     const char *name;
     const char *hint;           /* follows "unknown key; " */
 } FOREIGN[] = {
     /* BasicSR, top level of an options file */
-    {PF_SEC_TOP, "name", "PixFlow names a run by its folder, 'work_dir' (a path)"},
-    {PF_SEC_TOP, "model_type", "PixFlow has one training loop (BasicSR's SRModel); the "
+    {"", "name", "PixFlow names a run by its folder, 'work_dir' (a path)"},
+    {"", "model_type", "PixFlow has one training loop (BasicSR's SRModel); the "
                                "network is 'model.type'"},
-    {PF_SEC_TOP, "scale", "PixFlow calls this 'model.scale'"},
-    {PF_SEC_TOP, "num_gpu", "PixFlow takes the GPU count on the command line: "
+    {"", "scale", "PixFlow calls this 'model.scale'"},
+    {"", "num_gpu", "PixFlow takes the GPU count on the command line: "
                             "`pixflow train CONFIG --gpus N`"},
-    {PF_SEC_TOP, "manual_seed", "PixFlow calls this 'seed'"},
-    {PF_SEC_TOP, "datasets", "PixFlow calls this 'data' (with train, eval and test; "
+    {"", "manual_seed", "PixFlow calls this 'seed'"},
+    {"", "datasets", "PixFlow calls this 'data' (with train, eval and test; "
                              "BasicSR's val is 'eval')"},
-    {PF_SEC_TOP, "network_g", "PixFlow calls this 'model' (type, scale, num_feat or n_feats, "
+    {"", "network_g", "PixFlow calls this 'model' (type, scale, num_feat or n_feats, "
                               "num_block or n_blocks, ...)"},
-    {PF_SEC_TOP, "path", "PixFlow has no path section: pretrain_network_g is 'load_from', "
+    {"", "path", "PixFlow has no path section: pretrain_network_g is 'load_from', "
                          "resume_state is 'resume_from', both at the top level"},
-    {PF_SEC_TOP, "train", "PixFlow has no train section: optim_g is 'optimizers', scheduler is "
+    {"", "train", "PixFlow has no train section: optim_g is 'optimizers', scheduler is "
                           "'lr_config', total_iter is 'total_iters', pixel_opt is 'model.loss', "
                           "ema_decay is 'ema_decay', all at the top level"},
-    {PF_SEC_TOP, "val", "PixFlow calls this 'evaluation' (val_freq is its 'interval', save_img "
+    {"", "val", "PixFlow calls this 'evaluation' (val_freq is its 'interval', save_img "
                         "its 'save_image'); the images are 'data.eval'"},
-    {PF_SEC_TOP, "logger", "PixFlow calls this 'log_config' (print_freq is its 'interval'); "
+    {"", "logger", "PixFlow calls this 'log_config' (print_freq is its 'interval'); "
                            "save_checkpoint_freq is 'checkpoint_config.interval'"},
-    {PF_SEC_TOP, "total_iter", "PixFlow calls this 'total_iters'"},
-    {PF_SEC_TOP, "pretrain_network_g", "PixFlow calls this 'load_from' (weights only, every "
+    {"", "total_iter", "PixFlow calls this 'total_iters'"},
+    {"", "pretrain_network_g", "PixFlow calls this 'load_from' (weights only, every "
                                        "tensor must match; training starts at iteration 0)"},
-    {PF_SEC_TOP, "resume_state", "PixFlow calls this 'resume_from': a checkpoint's weights "
+    {"", "resume_state", "PixFlow calls this 'resume_from': a checkpoint's weights "
                                  "file (checkpoints/iter_N.safetensors, its optimiser state "
                                  "beside it) or auto, not a .state file"},
-    {PF_SEC_TOP, "optim_g", "PixFlow calls this 'optimizers' (the same keys: type, lr, betas, "
+    {"", "optim_g", "PixFlow calls this 'optimizers' (the same keys: type, lr, betas, "
                             "weight_decay)"},
-    {PF_SEC_TOP, "scheduler", "PixFlow calls this 'lr_config' (MultiStepLR is policy: Step "
+    {"", "scheduler", "PixFlow calls this 'lr_config' (MultiStepLR is policy: Step "
                               "with step: [milestones]; CosineAnnealingRestartLR is policy: "
                               "CosineRestart)"},
-    {PF_SEC_TOP, "pixel_opt", "PixFlow calls this 'model.loss'"},
-    {PF_SEC_TOP, "warmup_iter", "PixFlow calls this 'lr_config.warmup_iters' (with "
+    {"", "pixel_opt", "PixFlow calls this 'model.loss'"},
+    {"", "warmup_iter", "PixFlow calls this 'lr_config.warmup_iters' (with "
                                 "lr_config.warmup: linear; for BasicSR's -1 leave both out)"},
-    {PF_SEC_TOP, "val_freq", "PixFlow calls this 'evaluation.interval' (a multiple of "
+    {"", "val_freq", "PixFlow calls this 'evaluation.interval' (a multiple of "
                              "checkpoint_config.interval: evaluation runs on checkpoints)"},
-    {PF_SEC_TOP, "save_checkpoint_freq", "PixFlow calls this 'checkpoint_config.interval'"},
-    {PF_SEC_TOP, "print_freq", "PixFlow calls this 'log_config.interval'"},
-    {PF_SEC_TOP, "crop_border", "PixFlow calls this 'evaluation.crop_border'"},
-    {PF_SEC_TOP, "test_y_channel", "PixFlow calls this 'evaluation.convert_to' (y for true, "
+    {"", "save_checkpoint_freq", "PixFlow calls this 'checkpoint_config.interval'"},
+    {"", "print_freq", "PixFlow calls this 'log_config.interval'"},
+    {"", "crop_border", "PixFlow calls this 'evaluation.crop_border'"},
+    {"", "test_y_channel", "PixFlow calls this 'evaluation.convert_to' (y for true, "
                                    "null for false)"},
-    {PF_SEC_TOP, "save_img", "PixFlow calls this 'evaluation.save_image'"},
+    {"", "save_img", "PixFlow calls this 'evaluation.save_image'"},
     /* MMagic, top level */
-    {PF_SEC_TOP, "exp_name", "PixFlow names a run by its folder, 'work_dir' (a path)"},
-    {PF_SEC_TOP, "dist_params", "PixFlow needs no dist_params: workers join their collective "
+    {"", "exp_name", "PixFlow names a run by its folder, 'work_dir' (a path)"},
+    {"", "dist_params", "PixFlow needs no dist_params: workers join their collective "
                                 "(Gloo, NCCL) through the coordinator"},
     /* BasicSR network_g, MMagic generator, in model: */
-    {PF_SEC_MODEL, "num_in_ch", "PixFlow calls this 'in_channels'"},
-    {PF_SEC_MODEL, "num_out_ch", "PixFlow calls this 'out_channels'"},
-    {PF_SEC_MODEL, "upscale", "PixFlow calls this 'scale'"},
-    {PF_SEC_MODEL, "upscale_factor", "PixFlow calls this 'scale'"},
-    {PF_SEC_MODEL, "mid_channels", "PixFlow calls this 'n_feats'"},
-    {PF_SEC_MODEL, "num_blocks", "PixFlow calls this 'n_blocks'"},
-    {PF_SEC_MODEL, "pixel_loss", "PixFlow calls this 'loss'"},
-    {PF_SEC_MODEL, "generator", "PixFlow's model is the generator itself: its type, scale, "
+    {"model", "num_in_ch", "PixFlow calls this 'in_channels'"},
+    {"model", "num_out_ch", "PixFlow calls this 'out_channels'"},
+    {"model", "upscale", "PixFlow calls this 'scale'"},
+    {"model", "upscale_factor", "PixFlow calls this 'scale'"},
+    {"model", "mid_channels", "PixFlow calls this 'n_feats'"},
+    {"model", "num_blocks", "PixFlow calls this 'n_blocks'"},
+    {"model", "pixel_loss", "PixFlow calls this 'loss'"},
+    {"model", "generator", "PixFlow's model is the generator itself: its type, scale, "
                                 "n_feats, ... go directly under model"},
     /* data: */
-    {PF_SEC_DATA, "val", "PixFlow calls this 'eval'"},
-    {PF_SEC_DATA, "batch_size_per_gpu", "PixFlow calls this 'samples_per_gpu'"},
-    {PF_SEC_DATA, "num_worker_per_gpu", "PixFlow's loader processes are 'loaders' (processes "
+    {"data", "val", "PixFlow calls this 'eval'"},
+    {"data", "batch_size_per_gpu", "PixFlow calls this 'samples_per_gpu'"},
+    {"data", "num_worker_per_gpu", "PixFlow's loader processes are 'loaders' (processes "
                                         "for the whole job on this host, not per GPU; each "
                                         "decodes with 'loader_threads' threads)"},
-    {PF_SEC_DATA, "workers_per_gpu", "PixFlow's loader processes are 'loaders' (processes for "
+    {"data", "workers_per_gpu", "PixFlow's loader processes are 'loaders' (processes for "
                                      "the whole job on this host, not per GPU)"},
-    {PF_SEC_DATA, "train_dataloader", "PixFlow has no dataloader sections: the batch size is "
+    {"data", "train_dataloader", "PixFlow has no dataloader sections: the batch size is "
                                       "'data.samples_per_gpu'"},
     /* data.train / eval / test */
-    {PF_SEC_DATASET, "dataroot_gt", "PixFlow calls this 'gt_folder'"},
-    {PF_SEC_DATASET, "dataroot_lq", "PixFlow calls this 'lq_folder'"},
-    {PF_SEC_DATASET, "gt_size", "PixFlow calls this 'gt_patch_size'"},
-    {PF_SEC_DATASET, "use_hflip", "PixFlow calls this 'use_flip', which flips vertically too "
+    {"data.train", "dataroot_gt", "PixFlow calls this 'gt_folder'"},
+    {"data.train", "dataroot_lq", "PixFlow calls this 'lq_folder'"},
+    {"data.train", "gt_size", "PixFlow calls this 'gt_patch_size'"},
+    {"data.train", "use_hflip", "PixFlow calls this 'use_flip', which flips vertically too "
                                   "(BasicSR's use_rot adds the vertical flip; PixFlow's use_rot "
                                   "is the transpose alone): BasicSR's use_hflip + use_rot is "
                                   "use_flip + use_rot here"},
-    {PF_SEC_DATASET, "batch_size_per_gpu", "PixFlow calls this 'data.samples_per_gpu' (one "
+    {"data.train", "batch_size_per_gpu", "PixFlow calls this 'data.samples_per_gpu' (one "
                                            "batch size per worker, under data, not per set)"},
-    {PF_SEC_DATASET, "num_worker_per_gpu", "PixFlow's loader processes are 'data.loaders' "
+    {"data.train", "num_worker_per_gpu", "PixFlow's loader processes are 'data.loaders' "
                                            "(for the whole job on this host, not per GPU)"},
-    {PF_SEC_DATASET, "dataset_enlarge_ratio", "PixFlow calls this 'repeat'"},
-    {PF_SEC_DATASET, "times", "PixFlow calls this 'repeat' (MMagic RepeatDataset.times)"},
-    {PF_SEC_DATASET, "dataset", "PixFlow writes the dataset flat under data.train (MMagic "
+    {"data.train", "dataset_enlarge_ratio", "PixFlow calls this 'repeat'"},
+    {"data.train", "times", "PixFlow calls this 'repeat' (MMagic RepeatDataset.times)"},
+    {"data.train", "dataset", "PixFlow writes the dataset flat under data.train (MMagic "
                                 "RepeatDataset's times is 'repeat')"},
-    {PF_SEC_DATASET, "io_backend", "PixFlow reads image files from disk (PNG, JPEG); remove "
+    {"data.train", "io_backend", "PixFlow reads image files from disk (PNG, JPEG); remove "
                                    "io_backend"},
-    {PF_SEC_DATASET, "name", "PixFlow's datasets have no name; remove it"},
-    {PF_SEC_DATASET, "scale", "PixFlow calls this 'model.scale' (one scale for the job)"},
-    {PF_SEC_DATASET, "prefetch_mode", "PixFlow always prefetches: 'data.prefetch' is how many "
+    {"data.train", "name", "PixFlow's datasets have no name; remove it"},
+    {"data.train", "scale", "PixFlow calls this 'model.scale' (one scale for the job)"},
+    {"data.train", "prefetch_mode", "PixFlow always prefetches: 'data.prefetch' is how many "
                                       "batches a worker holds ahead"},
-    {PF_SEC_DATASET, "use_shuffle", "PixFlow always shuffles: each epoch's order comes from "
+    {"data.train", "use_shuffle", "PixFlow always shuffles: each epoch's order comes from "
                                     "'seed'"},
-    {PF_SEC_DATASET, "pipeline", "PixFlow's pipeline is fixed: crop 'gt_patch_size', flips "
+    {"data.train", "pipeline", "PixFlow's pipeline is fixed: crop 'gt_patch_size', flips "
                                  "'use_flip' and 'use_rot', LQ from 'degradation' or "
                                  "'lq_folder'"},
     /* optimizers, lr_config (BasicSR scheduler), checkpoints, logging, evaluation */
-    {PF_SEC_OPTIM, "generator", "PixFlow's optimizers is one optimiser written flat (type, lr, "
+    {"optimizers", "generator", "PixFlow's optimizers is one optimiser written flat (type, lr, "
                                 "betas, ...), not optimizers.generator"},
-    {PF_SEC_LR, "type", "PixFlow calls this 'policy' (MultiStepLR is Step, "
+    {"lr_config", "type", "PixFlow calls this 'policy' (MultiStepLR is Step, "
                         "CosineAnnealingRestartLR is CosineRestart)"},
-    {PF_SEC_LR, "milestones", "PixFlow calls this 'step' (with policy: Step)"},
-    {PF_SEC_LR, "eta_min", "PixFlow calls this 'min_lr' (with policy: CosineRestart)"},
-    {PF_SEC_LR, "warmup_iter", "PixFlow calls this 'warmup_iters' (with warmup: linear)"},
-    {PF_SEC_LR, "by_epoch", "PixFlow schedules by iteration only (MMCV's by_epoch: false); "
+    {"lr_config", "milestones", "PixFlow calls this 'step' (with policy: Step)"},
+    {"lr_config", "eta_min", "PixFlow calls this 'min_lr' (with policy: CosineRestart)"},
+    {"lr_config", "warmup_iter", "PixFlow calls this 'warmup_iters' (with warmup: linear)"},
+    {"lr_config", "by_epoch", "PixFlow schedules by iteration only (MMCV's by_epoch: false); "
                             "remove it"},
-    {PF_SEC_CKPT, "by_epoch", "PixFlow checkpoints by iteration only; remove it"},
-    {PF_SEC_CKPT, "save_optimizer", "PixFlow always saves the optimiser state "
+    {"checkpoint_config", "by_epoch", "PixFlow checkpoints by iteration only; remove it"},
+    {"checkpoint_config", "save_optimizer", "PixFlow always saves the optimiser state "
                                     "(checkpoints/iter_N.optim.safetensors); remove it"},
-    {PF_SEC_LOG, "print_freq", "PixFlow calls this 'interval'"},
-    {PF_SEC_LOG, "hooks", "PixFlow's log hook always writes train.log, metrics.jsonl and "
+    {"log_config", "print_freq", "PixFlow calls this 'interval'"},
+    {"log_config", "hooks", "PixFlow's log hook always writes train.log, metrics.jsonl and "
                           "TensorBoard events; remove hooks"},
-    {-1, "use_tb_logger", "PixFlow always writes TensorBoard events "
+    {NULL, "use_tb_logger", "PixFlow always writes TensorBoard events "
                           "(work_dir/events.out.tfevents.*); remove it"},
-    {PF_SEC_EVAL, "val_freq", "PixFlow calls this 'interval'"},
-    {PF_SEC_EVAL, "save_img", "PixFlow calls this 'save_image'"},
-    {PF_SEC_EVAL, "test_y_channel", "PixFlow calls this 'convert_to' (y for true, null for "
+    {"evaluation", "val_freq", "PixFlow calls this 'interval'"},
+    {"evaluation", "save_img", "PixFlow calls this 'save_image'"},
+    {"evaluation", "test_y_channel", "PixFlow calls this 'convert_to' (y for true, null for "
                                     "false)"},
-    {PF_SEC_EVAL, "gpu_collect", "PixFlow gathers the results on eval instance 0; remove it"},
-    {PF_SEC_EVAL_CFG, "tile_pad", "PixFlow calls this 'tile_overlap'"},
-    {PF_SEC_EVAL_CFG, "tile_size", "PixFlow calls this 'tile'"},
-    {PF_SEC_EVAL_CFG, "self_ensemble", "PixFlow calls this 'ensemble'"},
+    {"evaluation", "gpu_collect", "PixFlow gathers the results on eval instance 0; remove it"},
+    {"eval_cfg", "tile_pad", "PixFlow calls this 'tile_overlap'"},
+    {"eval_cfg", "tile_size", "PixFlow calls this 'tile'"},
+    {"eval_cfg", "self_ensemble", "PixFlow calls this 'ensemble'"},
 };
 
 int pf_edit_distance(const char *a, const char *b) {
@@ -205,28 +553,53 @@ static int prefix_of(const char *a, const char *b) {
     return l >= 4 && la != lb && strncmp(a, b, l) == 0;
 }
 
-const char *pf_config_unknown_hint(pf_config_section_id sec, const char *name, char *buf,
+/* data.eval.x and data.test.x have the rows of data.train.x: "data.eval" -> "data.train". */
+static const char *canonical_section(const char *section) {
+    if (!strcmp(section, "data.eval") || !strcmp(section, "data.test"))
+        return "data.train";
+    return section;
+}
+
+/* Consider `key` as the answer to `name`: keeps the nearest within `allowed`. */
+static void consider(const char *name, const char *key, int allowed, const char **best,
+                     int *best_d) {
+    int d = pf_edit_distance(name, key);
+    if (d <= allowed && d < *best_d)
+        *best_d = d, *best = key;
+}
+
+const char *pf_config_unknown_hint(const char *section, const char *name, char *buf,
                                    size_t size) {
     buf[0] = 0;
+    section = canonical_section(section);
     for (size_t i = 0; i < sizeof FOREIGN / sizeof FOREIGN[0]; i++) {
-        if ((FOREIGN[i].sec == (int)sec || FOREIGN[i].sec < 0) &&
+        if ((!FOREIGN[i].sec || !strcmp(FOREIGN[i].sec, section)) &&
             !strcmp(FOREIGN[i].name, name)) {
             snprintf(buf, size, "; %s", FOREIGN[i].hint);
             return buf;
         }
     }
-    if ((unsigned)sec >= PF_SEC_COUNT) return buf;
     size_t len = strlen(name);
     int allowed = len <= 5 ? 1 : len <= 9 ? 2 : 3;
-    const char *const *keys = pf_config_sections[sec].keys;
     const char *best = NULL;
     int best_d = allowed + 1;
-    for (int i = 0; keys[i]; i++) {
-        int d = pf_edit_distance(name, keys[i]);
-        if (d < best_d) best_d = d, best = keys[i];
+    int step = !strcmp(section, "data.train.degradation[]");
+    for (int i = 0; step && STEP_KEYS[i]; i++)
+        consider(name, STEP_KEYS[i], allowed, &best, &best_d);
+    for (int i = 0; !step && i < pf_config_n_keys; i++) {
+        const pf_config_key *k = &pf_config_keys[i];
+        if (!pf_config_key_in(k, section))
+            continue;
+        consider(name, pf_config_key_name(k), allowed, &best, &best_d);
+        if (k->alias)
+            consider(name, k->alias, allowed, &best, &best_d);
     }
-    for (int i = 0; !best && keys[i]; i++)
-        if (prefix_of(name, keys[i])) best = keys[i];
+    for (int i = 0; !best && step && STEP_KEYS[i]; i++)
+        if (prefix_of(name, STEP_KEYS[i])) best = STEP_KEYS[i];
+    for (int i = 0; !best && !step && i < pf_config_n_keys; i++)
+        if (pf_config_key_in(&pf_config_keys[i], section) &&
+            prefix_of(name, pf_config_key_name(&pf_config_keys[i])))
+            best = pf_config_key_name(&pf_config_keys[i]);
     if (best) snprintf(buf, size, "; did you mean '%s'?", best);
     return buf;
 }

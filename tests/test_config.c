@@ -494,11 +494,11 @@ static const broken_case BROKEN[] = {
      "optimizers.amsgrad", "unknown key"},
     /* optimizer keys of the other family, clipping, EMA, paramwise_cfg */
     {"betas: [0.9, 0.999]}", "betas: [0.9, 0.999], momentum: 0.9}", "optimizers:",
-     "optimizers.momentum", "only for type SGD (type is Adam)"},
+     "optimizers.momentum", "only allowed with type SGD (optimizers.type is Adam)"},
     {"type: Adam,", "type: SGD,", "optimizers:", "optimizers.betas",
-     "only for type Adam or AdamW"},
+     "only allowed with type Adam or AdamW (optimizers.type is SGD)"},
     {"betas: [0.9, 0.999]}", "nesterov: true}", "optimizers:", "optimizers.nesterov",
-     "only for type SGD"},
+     "only allowed with type SGD"},
     {"type: Adam, lr: 2.0e-4, betas: [0.9, 0.999]}", "type: SGD, lr: 0.1, nesterov: true}",
      "optimizers:", "optimizers.nesterov", "momentum > 0 and zero dampening"},
     {"type: Adam,", "type: RMSprop,", "optimizers:", "optimizers.type",
@@ -510,7 +510,7 @@ static const broken_case BROKEN[] = {
     {"betas: [0.9, 0.999]}", "paramwise_cfg: {custom_keys: {body: {lr: 0}}}}",
      "optimizers:", "optimizers.paramwise_cfg.custom_keys.body.lr", "unknown key"},
     {"betas: [0.9, 0.999]}", "paramwise_cfg: {custom_keys: {body: {lr_mult: -1}}}}",
-     "optimizers:", "optimizers.paramwise_cfg.custom_keys.body.lr_mult", "must be in"},
+     "optimizers:", "optimizers.paramwise_cfg.custom_keys.body.lr_mult", "must be 0 or more"},
     {"work_dir: work_dirs/test\n", "work_dir: work_dirs/test\nema_decay: 1\n", "ema_decay",
      "ema_decay", "must be in"},
     {"work_dir: work_dirs/test\n",
@@ -850,50 +850,121 @@ static void test_unknown_keys(void) {
     }
 }
 
-/* Every key pf_config_sections lists is accepted where it is listed (a wrong value or a
-   missing sibling may fail, but never as "unknown key"), and each template reaches its
-   section (a made-up key there is unknown). */
+/* YAML that puts `value` at key `path` ("a.b.c" -> "a: {b: {c: V}}"); a `*` part (one
+   custom key) becomes "body". */
+static void nest(const char *path, const char *value, char *out, size_t size) {
+    char tmp[256];
+    snprintf(tmp, sizeof tmp, "%s", path);
+    int depth = 0;
+    out[0] = 0;
+    for (char *part = strtok(tmp, "."); part; part = strtok(NULL, ".")) {
+        size_t at = strlen(out);
+        snprintf(out + at, size - at, "%s%s: ", depth ? "{" : "", strcmp(part, "*") ? part : "body");
+        depth++;
+    }
+    size_t at = strlen(out);
+    snprintf(out + at, size - at, "%s", value);
+    for (int i = 1; i < depth; i++)
+        strncat(out, "}", size - strlen(out) - 1);
+    strncat(out, "\n", size - strlen(out) - 1);
+}
+
+/* Every key of the table is accepted where it is listed, under its alias too (a wrong value
+   or a missing sibling may fail, but never as "unknown key"), and a made-up key in each
+   section is unknown there. The keys of a degradation step (parsed by code of their own) the
+   same way. */
 static void test_section_keys(void) {
-    static const char *where[PF_SEC_COUNT] = {
-        [PF_SEC_TOP] = "%s: 0\n",
-        [PF_SEC_MODEL] = "model: {%s: 0}\n",
-        [PF_SEC_LOSS] = "model: {loss: {%s: 0}}\n",
-        [PF_SEC_DATA] = "data: {%s: 0}\n",
-        [PF_SEC_DATASET] = "data: {eval: {%s: 0}}\n",
-        [PF_SEC_DEGRADATION] = "data: {train: {degradation: [{type: DN, %s: 0}]}}\n",
-        [PF_SEC_OPTIM] = "optimizers: {%s: 0}\n",
-        [PF_SEC_PARAMWISE] = "optimizers: {paramwise_cfg: {%s: 0}}\n",
-        [PF_SEC_CUSTOM_KEY] = "optimizers: {paramwise_cfg: {custom_keys: {body: {%s: 0}}}}\n",
-        [PF_SEC_OPTIMIZER_CONFIG] = "optimizer_config: {%s: 0}\n",
-        [PF_SEC_GRAD_CLIP] = "optimizer_config: {grad_clip: {%s: 0}}\n",
-        [PF_SEC_LR] = "lr_config: {%s: 0}\n",
-        [PF_SEC_CKPT] = "checkpoint_config: {%s: 0}\n",
-        [PF_SEC_LOG] = "log_config: {%s: 0}\n",
-        [PF_SEC_VISUAL] = "visual_config: {%s: 0}\n",
-        [PF_SEC_EVAL] = "evaluation: {%s: 0}\n",
-        [PF_SEC_EVAL_CFG] = "eval_cfg: {%s: 0}\n",
-        [PF_SEC_SECURITY] = "security: {%s: 0}\n",
-    };
-    int n_keys = 0;
-    for (int sec = 0; sec < PF_SEC_COUNT; sec++) {
-        const pf_config_section *s = &pf_config_sections[sec];
-        CHECK(where[sec] != NULL, "section %d (%s) has no template", sec, s->path);
-        if (!where[sec]) continue;
-        for (int i = 0; s->keys[i] || i == 0; i++) {
-            /* i == 0 first runs a made-up key, then the listed ones */
-            const char *key = i == 0 ? "zz_not_a_key" : s->keys[i - 1];
-            char text[256], err[1024] = "";
-            if (i > 0 && !strcmp(key, "type") && sec == PF_SEC_DEGRADATION) continue;
-            snprintf(text, sizeof text, where[sec], key);
-            pf_config c;
+    int n_keys = 0, n_sections = 0;
+    for (int i = 0; i < pf_config_n_keys; i++) {
+        const pf_config_key *k = &pf_config_keys[i];
+        char text[512], err[1024] = "", path[200];
+        pf_config c;
+        for (int spelling = 0; spelling < (k->alias ? 2 : 1); spelling++) {
+            snprintf(path, sizeof path, "%.*s%s", (int)(pf_config_key_name(k) - k->path),
+                     k->path, spelling ? k->alias : pf_config_key_name(k));
+            nest(path, "0", text, sizeof text);
             pf_config_parse(&c, "k.yaml", text, strlen(text), 0, err, sizeof err);
-            int unknown = strstr(err, "unknown key") != NULL;
-            CHECK(i == 0 ? unknown : !unknown, "section %s, key %s: '%s'", s->path, key, err);
-            n_keys += i > 0;
-            if (i > 0 && !s->keys[i]) break;
+            CHECK(!strstr(err, "unknown key"), "key %s: '%s'", path, err);
+            n_keys++;
+        }
+        if (k->kind != PF_K_SECTION)
+            continue;
+        snprintf(path, sizeof path, "%s.zz_not_a_key", k->path);
+        nest(path, "0", text, sizeof text);
+        pf_config_parse(&c, "k.yaml", text, strlen(text), 0, err, sizeof err);
+        CHECK(strstr(err, "unknown key") != NULL, "section %s, made-up key: '%s'", k->path, err);
+        n_sections++;
+    }
+    const char *steps[] = {"zz_not_a_key", "kernel_size", "sigma", "quality"};
+    for (int i = 0; i < 4; i++) {
+        char text[256], err[1024] = "";
+        pf_config c;
+        snprintf(text, sizeof text, "data: {train: {degradation: [{type: DN, %s: 0}]}}\n",
+                 steps[i]);
+        pf_config_parse(&c, "k.yaml", text, strlen(text), 0, err, sizeof err);
+        int unknown = strstr(err, "unknown key") != NULL;
+        CHECK(i == 0 ? unknown : !unknown, "degradation step key %s: '%s'", steps[i], err);
+    }
+    printf("  %d keys and %d sections of the table checked\n", n_keys, n_sections);
+    CHECK(n_keys > 120 && n_sections > 15, "only %d keys, %d sections", n_keys, n_sections);
+}
+
+/* The table itself: ranges that are ranges, defaults of every optional key that the parser
+   accepts (the defaults' YAML parses back to the defaults), `when` keys that are choices with
+   those values, aliases that no other key of the section uses. */
+static void test_key_table(void) {
+    for (int i = 0; i < pf_config_n_keys; i++) {
+        const pf_config_key *k = &pf_config_keys[i];
+        int number = k->kind == PF_K_INT || k->kind == PF_K_INT64 || k->kind == PF_K_FLOAT ||
+                     k->kind == PF_K_INT_LIST || k->kind == PF_K_INT64_LIST ||
+                     k->kind == PF_K_FLOAT_LIST;
+        CHECK(!number || k->lo < k->hi, "%s: range [%g, %g]", k->path, k->lo, k->hi);
+        CHECK(k->kind == PF_K_SECTION || k->def || k->def_doc || (k->flags & PF_KF_REQUIRED),
+              "%s: neither a default nor required", k->path);
+        CHECK(k->kind == PF_K_SECTION || k->doc, "%s: no meaning", k->path);
+        if (k->when_key) {
+            const pf_config_key *sel = pf_config_key_find(k->when_key);
+            CHECK(sel && sel->kind == PF_K_CHOICE, "%s: when_key %s is not a choice", k->path,
+                  k->when_key);
+            char w[200];
+            snprintf(w, sizeof w, "%s", k->when);
+            for (char *v = strtok(w, "|"); sel && v; v = strtok(NULL, "|")) {
+                char pat[64];
+                snprintf(pat, sizeof pat, "|%s|", v);
+                char all[400];
+                snprintf(all, sizeof all, "|%s|", sel->choices);
+                CHECK(strstr(all, pat) != NULL, "%s: when value %s is not a choice of %s",
+                      k->path, v, sel->path);
+            }
+        }
+        if (k->alias) {
+            char sec[200], p[260];
+            snprintf(sec, sizeof sec, "%.*s", (int)(pf_config_key_name(k) - k->path), k->path);
+            snprintf(p, sizeof p, "%s%s", sec, k->alias);
+            CHECK(pf_config_key_find(p) == NULL, "%s: alias %s is a key too", k->path, p);
         }
     }
-    CHECK(n_keys > 90, "only %d keys listed", n_keys);
+    /* the defaults with the required keys filled in parse back to themselves */
+    const char *req = "model: {type: EDSR, scale: 2}\ndata: {train: {gt_folder: g, "
+                      "gt_patch_size: 64}}\noptimizers: {lr: 1.0e-4}\ntotal_iters: 10\n"
+                      "work_dir: w\n";
+    pf_config c, d;
+    char err[512];
+    CHECK(pf_config_parse(&c, "r.yaml", req, strlen(req), 0, err, sizeof err) == 0, "%s", err);
+    pf_config_defaults(&d);
+    CHECK(c.n_feats == d.n_feats && c.eval_tile_overlap == 40 && c.lr_warmup_ratio == 0.1f &&
+              c.rgb_mean[2] == 0.4040f && !strcmp(c.train.filename_tmpl, "{}") &&
+              c.ckpt_max_keep == -1 && c.eval_psnr && c.eval_ssim && c.resume_optim,
+          "defaults from the table");
+    check_round_trip(&c, "defaults");
+    char v[64];
+    CHECK(pf_config_get(&c, "model.scale", v, sizeof v) == 0 && !strcmp(v, "2") &&
+              pf_config_get(&c, "data.train.gt_folder", v, sizeof v) == 0 && !strcmp(v, "g") &&
+              pf_config_get(&c, "optimizers.betas", v, sizeof v) == 0 &&
+              !strcmp(v, "[0.9, 0.999]") && pf_config_get(&c, "load_from", v, sizeof v) == 0 &&
+              !strcmp(v, "") && pf_config_get(&c, "model", v, sizeof v) == -1 &&
+              pf_config_get(&c, "no.such", v, sizeof v) == -1,
+          "pf_config_get");
 }
 
 static void test_misc_errors(void) {
@@ -1043,6 +1114,7 @@ int main(void) {
     test_broken();
     test_unknown_keys();
     test_section_keys();
+    test_key_table();
     test_misc_errors();
     return pf_test_end("test_config");
 }

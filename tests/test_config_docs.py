@@ -1,8 +1,12 @@
 #!/usr/bin/env python3
 """test_config_docs — docs/config.md and the config parser must agree on the keys.
 
-Two directions, both against the real parser (`pixflow config`), independent of how the
-parser is written:
+The key tables of docs/config.md are generated from the key table (common/config_keys.c):
+each `<!-- pixflow config --reference ARGS -->` ... `<!-- end reference -->` block must be
+exactly what `pixflow config --reference ARGS` prints (run this script with --write to
+regenerate them), and every key of the table (`pixflow config --keys`) must be documented
+under its section. Then two directions against the real parser (`pixflow config`),
+independent of how the parser is written:
   1. every key the resolved config writes (`pixflow config` of configs/demo.yaml and every
      configs/zoo/*.yaml, so each model type's keys) is documented in docs/config.md, under the
      heading of its section;
@@ -13,7 +17,7 @@ Not compared: the keys of a degradation step (a list item's mapping, documented 
 step types) and `optimizers.paramwise_cfg.custom_keys` (user-named). Prints what it checked;
 exits 1 on a disagreement.
 
-usage: test_config_docs.py SOURCE_DIR PIXFLOW_BINARY
+usage: test_config_docs.py [--write] SOURCE_DIR PIXFLOW_BINARY
 """
 import os
 import re
@@ -122,15 +126,67 @@ def insert_key(yaml_text, path):
     return "\n".join(lines) + "\n"
 
 
+BLOCK = re.compile(r"(<!-- pixflow config --reference ([^>]*?) -->\n)(.*?)(<!-- end reference -->)",
+                   re.S)
+
+
+def reference(pixflow, args):
+    r = subprocess.run([pixflow, "config", "--reference"] + args.split(), capture_output=True,
+                       text=True)
+    if r.returncode != 0:
+        raise SystemExit("test_config_docs: pixflow config --reference %s: %s"
+                         % (args, r.stderr.strip()))
+    return r.stdout
+
+
+def check_generated(md, pixflow, write):
+    """The generated blocks: (new text, [disagreements], count)."""
+    bad, n = [], 0
+
+    def fix(m):
+        nonlocal n
+        n += 1
+        want = reference(pixflow, m.group(2))
+        if m.group(3) != want:
+            bad.append("the table of `pixflow config --reference %s` differs from the key table"
+                       "%s" % (m.group(2), " (rewritten)" if write else
+                               " (run tests/test_config_docs.py --write SOURCE PIXFLOW)"))
+        return m.group(1) + want + m.group(4)
+
+    return BLOCK.sub(fix, md), bad, n
+
+
+def table_keys(pixflow):
+    """Every key path of the key table, as docs/config.md documents it: data.eval/test keys
+    are data.train's, a custom key's item is NAME."""
+    r = subprocess.run([pixflow, "config", "--keys"], capture_output=True, text=True, check=True)
+    keys = set()
+    for k in r.stdout.split():
+        k = re.sub(r"^data\.(eval|test)\.", "data.train.", k)
+        keys.add(k.replace(".*.", ".NAME."))
+    return keys
+
+
 def main():
+    write = len(sys.argv) > 1 and sys.argv[1] == "--write"
+    if write:
+        del sys.argv[1]
     src, pixflow = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
-    md = open(os.path.join(src, "docs", "config.md"), encoding="utf-8").read()
+    md_path = os.path.join(src, "docs", "config.md")
+    md = open(md_path, encoding="utf-8").read()
+    md, bad, n_blocks = check_generated(md, pixflow, write)
+    if write:
+        with open(md_path, "w", encoding="utf-8") as f:
+            f.write(md)
+        bad = []
     docs = documented(md)
+    in_table = table_keys(pixflow)
+    for k in sorted(in_table - docs):
+        bad.append("%s: a key of the table, not documented in docs/config.md" % k)
     configs = [os.path.join(src, "configs", "demo.yaml")]
     zoo = os.path.join(src, "configs", "zoo")
     if os.path.isdir(zoo):
         configs += sorted(os.path.join(zoo, f) for f in os.listdir(zoo) if f.endswith(".yaml"))
-    bad = []
     written = set()
     with tempfile.TemporaryDirectory(prefix="pixflow-config-docs.") as tmp:
         demo_resolved = None
@@ -164,9 +220,9 @@ def main():
                            % (p, err.strip()))
     for b in bad:
         print("test_config_docs: " + b, file=sys.stderr)
-    print("test_config_docs: %d documented keys, %d written by %d resolved configs, %d probed "
-          "by insertion; %d disagreements" % (len(docs), len(written), len(configs), probed,
-                                               len(bad)))
+    print("test_config_docs: %d generated tables compared; %d keys in the table, %d documented "
+          "keys, %d written by %d resolved configs, %d probed by insertion; %d disagreements"
+          % (n_blocks, len(in_table), len(docs), len(written), len(configs), probed, len(bad)))
     return 1 if bad else 0
 
 
