@@ -215,6 +215,30 @@ static int get_bool(pf_cfg_ctx *c, const pf_ynode *n, const char *key, int *out)
     return fail(c, node_line(n), key, "expected true or false, got %s", describe(n, g, sizeof g));
 }
 
+static size_t utf8_invalid_at(const unsigned char *s, size_t len);
+
+/* The first code point of UTF-8 text `s` that a one-line single-quoted YAML scalar cannot
+   hold as itself (what pf_config_to_yaml writes), or -1: C0 controls (tab and line breaks
+   included: a line break would be folded to a space on reading back), DEL, C1 controls, U+FEFF,
+   U+FFFE, U+FFFF (YAML 1.2 c-printable, less what folding changes). An escape in a
+   double-quoted scalar ("\a", "\x85") decodes to such a character; found by fuzz_config (the
+   resolved config did not parse back). -2: not UTF-8 (an escape of a lone surrogate). */
+static long unprintable(const char *s, size_t len) {
+    const unsigned char *u = (const unsigned char *)s;
+    if (utf8_invalid_at(u, len) < len)
+        return -2;
+    for (size_t i = 0; i < len; i++) {
+        if (u[i] < 0x20 || u[i] == 0x7f)
+            return u[i];
+        if (u[i] == 0xc2 && i + 1 < len && u[i + 1] >= 0x80 && u[i + 1] <= 0x9f)
+            return u[i + 1];                                    /* U+0080..U+009F */
+        if (u[i] == 0xef && i + 2 < len && ((u[i + 1] == 0xbb && u[i + 2] == 0xbf) ||
+                                            (u[i + 1] == 0xbf && u[i + 2] >= 0xbe)))
+            return u[i + 1] == 0xbb ? 0xfeff : 0xff00 | u[i + 2];
+    }
+    return -1;
+}
+
 static int get_str(pf_cfg_ctx *c, const pf_ynode *n, const char *key, char *out, size_t size) {
     char g[96];
     if (is_null(n) || ytype(n) != PF_Y_SCALAR)
@@ -223,6 +247,12 @@ static int get_str(pf_cfg_ctx *c, const pf_ynode *n, const char *key, char *out,
     const char *s = scalar(n, &len);
     if (memchr(s, 0, len))
         return fail(c, node_line(n), key, "contains a NUL character");
+    long bad = unprintable(s, len);
+    if (bad == -2)
+        return fail(c, node_line(n), key, "not UTF-8 text (an escape of a lone surrogate?)");
+    if (bad >= 0)
+        return fail(c, node_line(n), key, "contains U+%04lX, which is not printable (a path or "
+                    "name is one line of printable text)", (unsigned long)bad);
     if (scalar_copy(n, out, size))
         return fail(c, node_line(n), key, "longer than %zu characters", size - 1);
     return 0;

@@ -998,6 +998,15 @@ static void test_misc_errors(void) {
     CHECK(pf_config_parse(&c, "k.yaml", dup3, strlen(dup3), 0, err, sizeof err) == -1 &&
               !strcmp(err, "k.yaml:3: yaml: duplicate key 'seed'"),
           "duplicate keys, the first repeat named: '%s'", err);
+    /* a string the resolved YAML could not write back as itself (fuzz_config: "\a" decoded
+       to BEL inside a single-quoted scalar is not YAML) */
+    const char *bel = "work_dir: \"w\\ab\"\n", *nel = "work_dir: \"w\\x85\"\n";
+    CHECK(pf_config_parse(&c, "b.yaml", bel, strlen(bel), 0, err, sizeof err) == -1 &&
+              !strcmp(err, "b.yaml:1: work_dir: contains U+0007, which is not printable (a path "
+                           "or name is one line of printable text)") &&
+              pf_config_parse(&c, "b.yaml", nel, strlen(nel), 0, err, sizeof err) == -1 &&
+              strstr(err, "U+0085"),
+          "control characters in strings: '%s'", err);
     const char *nul = "model: {type: EDSR}\0x";
     CHECK(pf_config_parse(&c, "n.yaml", nul, 21, 0, err, sizeof err) == -1 &&
               strstr(err, "NUL"),
