@@ -1,8 +1,11 @@
 /*  reactor — see reactor.h.
 
     Every registration is a small struct of ours that zloop gets as its handler argument; the
-    trampolines (on_zloop_reader, on_zloop_timer) call the role's handler, then look at the
-    signal count. Timers are zloop one-shots re-armed after each run (no catch-up). Readers
+    trampolines (on_zloop_reader, on_zloop_timer, on_zloop_task) call the role's handler, then
+    look at the signal count. Timers are zloop one-shots re-armed after each run (no
+    catch-up). A task is a zloop poller on an eventfd that holds 1 while the task is ready:
+    zloop calls pollers in registration order once per round, so the readers registered before
+    it are served between two steps of the task. Readers
     ended inside a loop round stay allocated until the reactor goes: zloop may still hold a
     copy of their poll item for the rest of that round.
 */
@@ -10,7 +13,10 @@
 
 #include <czmq.h>
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include "common/util.h"
 
@@ -37,13 +43,24 @@ struct pf_timer {
     int cancelled;              /* freed once fn returns */
 };
 
+struct pf_task {
+    pf_task *next;              /* the reactor's list */
+    pf_reactor *r;
+    pf_reactor_fn *fn;
+    void *arg;
+    int fd;                     /* eventfd, readable while the task is ready */
+    int ready;
+};
+
 struct pf_reactor {
     zloop_t *loop;
     pf_reader *readers;
     pf_timer *timers;
+    pf_task *tasks;
     pf_reactor_fn *on_signal;   /* the role's signal handler, or NULL */
     void *on_signal_arg;
-    int signals_seen;           /* pf_signal_count when on_signal last ran */
+    int signals_seen;           /* pf_signal_count when on_signal last ran (0 at first: a
+                                   signal caught before the loop is the role's news too) */
     int failed;                 /* a timer could not be re-armed: pf_reactor_run returns -1 */
 };
 
@@ -57,7 +74,6 @@ pf_reactor *pf_reactor_new(void) {
     }
     /* The roles decide when to stop (their own signal handlers), never czmq. */
     zloop_set_nonstop(r->loop, true);
-    r->signals_seen = (int)pf_signal_count;
     return r;
 }
 
@@ -74,6 +90,12 @@ void pf_reactor_destroy(pf_reactor **self_p) {
         pf_timer *next = r->timers->next;
         free(r->timers);
         r->timers = next;
+    }
+    while (r->tasks) {
+        pf_task *next = r->tasks->next;
+        close(r->tasks->fd);
+        free(r->tasks);
+        r->tasks = next;
     }
     free(r);
     *self_p = NULL;
@@ -129,6 +151,8 @@ static int on_zloop_timer(zloop_t *loop, int zid, void *arg);
 
 /* Arm t's one-shot in zloop, `ms` from now. Returns 0 or -1. */
 static int timer_arm(pf_timer *t, size_t ms) {
+    /* At least 1 ms: zloop would run a 0 ms one-shot armed inside a timer handler in the
+       same round, before any reader (measured: 1000 such re-arms ran back to back). */
     int zid = zloop_timer(t->r->loop, ms ? ms : 1, 1, on_zloop_timer, t);
     t->zid = zid > 0 ? zid : 0;
     return zid > 0 ? 0 : -1;
@@ -187,12 +211,44 @@ void pf_reactor_cancel(pf_reactor *r, pf_timer **timer_p) {
     else timer_free(r, t);
 }
 
+static int on_zloop_task(zloop_t *loop, zmq_pollitem_t *item, void *arg) {
+    pf_task *k = arg;
+    if (!k->ready) return 0;
+    return after_handler(k->r, k->fn(k->r, k->arg));
+}
+
+pf_task *pf_reactor_task(pf_reactor *r, pf_reactor_fn *fn, void *arg) {
+    pf_task *k = calloc(1, sizeof *k);
+    if (!k) return NULL;
+    *k = (pf_task){ r->tasks, r, fn, arg, eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC), 0 };
+    zmq_pollitem_t item = { NULL, k->fd, ZMQ_POLLIN, 0 };
+    if (k->fd < 0 || zloop_poller(r->loop, &item, on_zloop_task, k) != 0) {
+        if (k->fd >= 0) close(k->fd);
+        free(k);
+        return NULL;
+    }
+    zloop_poller_set_tolerant(r->loop, &item);
+    r->tasks = k;
+    return k;
+}
+
+void pf_task_ready(pf_task *k, int ready) {
+    ready = !!ready;
+    if (ready == k->ready) return;
+    k->ready = ready;
+    uint64_t v = 1;
+    /* The eventfd's count is 0 or 1: it says whether zmq_poll sees the task readable. */
+    if (ready) (void)!write(k->fd, &v, sizeof v);
+    else (void)!read(k->fd, &v, sizeof v);
+}
+
 void pf_reactor_on_signal(pf_reactor *r, pf_reactor_fn *fn, void *arg) {
     r->on_signal = fn;
     r->on_signal_arg = arg;
 }
 
 int pf_reactor_run(pf_reactor *r) {
+    if (after_handler(r, 0) != 0) return 0;     /* a signal before the loop started */
     for (;;) {
         errno = 0;
         int rc = zloop_start(r->loop);

@@ -1,5 +1,6 @@
 /*  reactor — the one loop a role runs: readers (libzmq sockets) and timers registered on
-    czmq's zloop, one pf_reactor_run. State changes live in the handlers.
+    czmq's zloop, one pf_reactor_run; tasks for work done in steps. State changes live in
+    the handlers.
 
     Three things PixFlow's roles need that bare zloop (czmq 4.2.1) does differently, each
     measured against the Debian library (the commit that added this file says how):
@@ -25,6 +26,7 @@
 
 typedef struct pf_reactor pf_reactor;
 typedef struct pf_timer pf_timer;
+typedef struct pf_task pf_task;
 
 /* A handler: 0 to go on, -1 to end pf_reactor_run (which then returns 0). */
 typedef int (pf_reactor_fn)(pf_reactor *r, void *arg);
@@ -47,7 +49,7 @@ void pf_reactor_reader_end(pf_reactor *r, void *sock);
    the reactor, valid until cancelled or the reactor is destroyed), NULL when out of memory. */
 pf_timer *pf_reactor_every(pf_reactor *r, double interval_s, pf_reactor_fn *fn, void *arg);
 
-/* Call fn(r, arg) once, `delay_s` seconds from now. The timer stays registered, idle once it
+/* Call fn(r, arg) once, `delay_s` seconds from now (1 ms at least). The timer stays registered, idle once it
    has run, until cancelled or the reactor is destroyed, so a deadline can be moved with
    pf_reactor_restart. Returns the timer or NULL when out of memory. */
 pf_timer *pf_reactor_after(pf_reactor *r, double delay_s, pf_reactor_fn *fn, void *arg);
@@ -61,9 +63,19 @@ int pf_reactor_restart(pf_reactor *r, pf_timer *t, double delay_s);
    included. */
 void pf_reactor_cancel(pf_reactor *r, pf_timer **timer_p);
 
+/* Work done in steps: while the task is ready (pf_task_ready), fn(r, arg) runs once in every
+   loop round, after the readers registered before the task (so they are heard between two
+   steps: a loader serves one ticket per round and still takes STOP at once). Created not
+   ready. Returns the task (the reactor's, until it is destroyed) or NULL. */
+pf_task *pf_reactor_task(pf_reactor *r, pf_reactor_fn *fn, void *arg);
+
+/* Make the task ready (1) or idle (0). */
+void pf_task_ready(pf_task *task, int ready);
+
 /* Call fn(r, arg) when a signal caught by pf_catch_signals (common/util.h) has been delivered
-   since the last call: pf_signalled and pf_signal_count say which and how many. Checked when
-   a signal interrupts the loop's wait and after every handler. */
+   since the last call (the first time: since the process started): pf_signalled and
+   pf_signal_count say which and how many. Checked when pf_reactor_run starts, when a signal
+   interrupts the loop's wait, and after every handler. fn returning -1 ends the loop. */
 void pf_reactor_on_signal(pf_reactor *r, pf_reactor_fn *fn, void *arg);
 
 /* Run the loop until a handler returns -1: returns 0. Returns -1 when the loop cannot go on

@@ -1,6 +1,7 @@
-/*  test_reactor — proto/reactor.c: readers, timers without catch-up, cancel and restart from
+/*  test_reactor — proto/reactor.c: readers, tasks served between reads, timers without catch-up, cancel and restart from
     handlers, and signals: one that comes while the loop waits, and one that comes while a
-    handler runs, both reach the role's signal handler and the loop goes on; the role's own
+    handler runs, both reach the role's signal handler and the loop goes on, and one caught
+    before the loop started is reported when it starts; the role's own
     signal handlers stay installed. Times are checked against the monotonic clock with
     tolerances a loaded 2-core machine keeps.
 */
@@ -169,7 +170,8 @@ static void test_signals(void) {
     CHECK(before.sa_handler == after.sa_handler, "the role's handler is still installed");
     pf_reactor_destroy(&r);
 
-    /* A signal while a handler runs: heard when it returns, not at the next wake-up. */
+    /* The signal above came before this loop: reported when it starts. Then one while a
+       handler runs: heard when the handler returns, not at the next wake-up. */
     probe q = { 0 };
     r = pf_reactor_new();
     pf_reactor_on_signal(r, on_signal, &q);
@@ -177,14 +179,60 @@ static void test_signals(void) {
     pf_reactor_after(r, 0.6, stop, &q);
     t0 = pf_now();
     CHECK(pf_reactor_run(r) == 0, "run");
-    CHECK(q.signals == 1, "on_signal ran %d times", q.signals);
+    CHECK(q.signals == 2, "on_signal ran %d times (one earlier signal, one now)", q.signals);
     CHECK(q.signal_at >= 0.09 && q.signal_at < 0.2, "on_signal right after the handler, at %.3f s",
           q.signal_at);
     pf_reactor_destroy(&r);
 }
 
+typedef struct {
+    void *sock;
+    pf_task *task;
+    int reads, steps, reads_at_step[8];
+} stepper;
+
+static int read_one(pf_reactor *r, void *arg) {
+    stepper *k = arg;
+    char b[8];
+    if (zmq_recv(k->sock, b, sizeof b, ZMQ_DONTWAIT) >= 0) k->reads++;
+    return 0;
+}
+
+static int step(pf_reactor *r, void *arg) {
+    stepper *k = arg;
+    k->reads_at_step[k->steps++] = k->reads;
+    if (k->steps == 5) pf_task_ready(k->task, 0);
+    return 0;
+}
+
+/* A task runs once per round while ready, after the reader registered before it. */
+static void test_task(void) {
+    void *ctx = zmq_ctx_new();
+    void *pull = zmq_socket(ctx, ZMQ_PULL), *push = zmq_socket(ctx, ZMQ_PUSH);
+    zmq_bind(pull, "inproc://task");
+    zmq_connect(push, "inproc://task");
+    for (int i = 0; i < 3; i++) zmq_send(push, "x", 1, 0);
+    stepper k = { .sock = pull };
+    pf_reactor *r = pf_reactor_new();
+    pf_reactor_reader(r, pull, read_one, &k);
+    k.task = pf_reactor_task(r, step, &k);
+    CHECK(k.task != NULL, "task created");
+    pf_task_ready(k.task, 1);
+    pf_reactor_after(r, 0.3, stop, &k);
+    CHECK(pf_reactor_run(r) == 0, "run");
+    CHECK(k.steps == 5, "%d steps (the task went idle after 5)", k.steps);
+    CHECK(k.reads_at_step[0] == 1 && k.reads_at_step[1] == 2 && k.reads_at_step[2] == 3,
+          "one read before each step: %d %d %d", k.reads_at_step[0], k.reads_at_step[1],
+          k.reads_at_step[2]);
+    pf_reactor_destroy(&r);
+    zmq_close(pull);
+    zmq_close(push);
+    zmq_ctx_term(ctx);
+}
+
 int main(void) {
     test_reader();
+    test_task();
     test_no_catch_up();
     test_cancel_restart();
     test_signals();
