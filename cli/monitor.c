@@ -39,6 +39,7 @@
 #include "hooks/event_json.h"
 #include "proto/client.h"
 #include "proto/proto.h"
+#include "proto/reactor.h"
 #include "proto/security.h"
 
 #define MAX_ROWS 256
@@ -443,34 +444,196 @@ static void drain(monitor *m, void *sub, int live) {
     free(ev);
 }
 
-int pf_monitor_main(int argc, char **argv) {
-    const char *addr = NULL, *keys = NULL;
-    int once = 0, json = 0;
-    double interval = 1.0, join_timeout = 10.0;
-    int history = DEFAULT_HISTORY;
+/* The monitor's loop: SNAPSHOT until SNAPSHOT_END comes on ctrl (the subscription meanwhile
+   buffers: it is not read), then LIVE: events from the subscription, the view redrawn every
+   --interval s, until the job's `done` event. A 100 ms tick watches the coordinator. */
+typedef struct {
+    monitor *m;
+    pf_client *cl;
+    void *sub;
+    int once, json, tty;
+    double interval;
+    int live;                   /* the snapshot is in */
+    int rc;                     /* the exit status when the loop ends */
+    pf_timer *deadline;         /* SNAPSHOT: gives up after 10 s */
+} monitor_loop;
+
+#define SNAPSHOT_TIMEOUT_S 10.0
+#define MONITOR_TICK_S 0.1
+
+static void draw(monitor_loop *l) {
+    if (l->tty) fputs("\033[H\033[2J", stdout);
+    render(l->m, stdout);
+    if (!l->tty) fputs("\n", stdout);
+}
+
+static int on_draw(pf_reactor *r, void *arg) {
+    draw(arg);
+    return 0;
+}
+
+/* The job's `done` came: the last view, status 0. */
+static int job_ended(monitor_loop *l) {
+    if (!l->json) {
+        if (l->tty) fputs("\033[H\033[2J", stdout);
+        render(l->m, stdout);
+    }
+    l->rc = 0;
+    return -1;
+}
+
+static int on_live_events(pf_reactor *r, void *arg) {
+    monitor_loop *l = arg;
+    drain(l->m, l->sub, 1);
+    return l->m->done ? job_ended(l) : 0;
+}
+
+/* SNAPSHOT_END came: print it (--json), take what the subscription buffered, then the
+   view once (--once, status 0) or LIVE. */
+static int go_live(pf_reactor *r, monitor_loop *l) {
+    monitor *m = l->m;
+    pf_reactor_cancel(r, &l->deadline);
+    l->live = 1;
+    if (l->json) {
+        printf("{\"kind\":\"snapshot_end\",\"events\":%u,\"total_iters\":%" PRId64
+               ",\"world_size\":%d,\"batch\":%d,\"phase\":\"%s\",\"uptime\":%.3f}\n",
+               m->job.events, m->job.total_iters, m->job.world_size, m->job.batch, m->job.phase,
+               m->job.uptime);
+        fflush(stdout);
+    }
+    drain(m, l->sub, 1);
+    if (l->once) {
+        render(m, stdout);
+        l->rc = 0;
+        return -1;
+    }
+    if (m->done) return job_ended(l);
+    if (!l->json) {
+        draw(l);
+        if (!pf_reactor_every(r, l->interval > 0 ? l->interval : 0.001, on_draw, l)) return -1;
+    }
+    return pf_reactor_reader(r, l->sub, on_live_events, l);
+}
+
+static int on_monitor_ctrl(pf_reactor *r, void *arg) {
+    monitor_loop *l = arg;
+    monitor *m = l->m;
+    pf_msg *msg = NULL;
+    if (l->live) {  /* STOP etc.: nothing for a monitor */
+        while (pf_client_recv(l->cl, &msg) == 1) pf_client_msg_free(&msg);
+        return 0;
+    }
+    while (!m->have_job && pf_client_recv(l->cl, &msg) == 1) {
+        if (msg->type == PF_MSG_EVENT) apply(m, &msg->u.event, 0);
+        else if (msg->type == PF_MSG_SNAPSHOT_END) {
+            m->job = msg->u.snapshot_end;
+            m->have_job = 1;
+            m->job_at = pf_now();
+        }
+        pf_client_msg_free(&msg);
+    }
+    return m->have_job ? go_live(r, l) : 0;
+}
+
+static int no_snapshot(pf_reactor *r, void *arg) {
+    monitor_loop *l = arg;
+    fprintf(stderr, "pixflow monitor: no snapshot from the coordinator at %s\n", l->m->addr);
+    return -1;
+}
+
+static int on_monitor_tick(pf_reactor *r, void *arg) {
+    monitor_loop *l = arg;
+    if (pf_client_coordinator_alive(l->cl)) return 0;
+    if (!l->live) return no_snapshot(r, l);
+    if (!l->json && l->tty) render(l->m, stdout);
+    fprintf(stderr, "pixflow monitor: the coordinator at %s stopped answering\n", l->m->addr);
+    return -1;
+}
+
+static int on_monitor_signal(pf_reactor *r, void *arg) {
+    monitor_loop *l = arg;
+    l->rc = l->live ? 0 : 1;    /* Ctrl-C ends a live view normally */
+    return -1;
+}
+
+/* Run the loop on a joined, subscribed monitor that has asked for its snapshot. Returns the
+   exit status. */
+static int monitor_run(monitor_loop *l) {
+    l->rc = 1;
+    l->tty = isatty(STDOUT_FILENO);
+    pf_reactor *r = pf_reactor_new();
+    int ok = r && pf_reactor_reader(r, l->cl->ctrl, on_monitor_ctrl, l) == 0 &&
+             pf_reactor_every(r, MONITOR_TICK_S, on_monitor_tick, l) &&
+             (l->deadline = pf_reactor_after(r, SNAPSHOT_TIMEOUT_S, no_snapshot, l));
+    if (ok) pf_reactor_on_signal(r, on_monitor_signal, l);
+    if (!ok || pf_reactor_run(r) != 0) {
+        fprintf(stderr, "pixflow monitor: the monitor's loop failed\n");
+        l->rc = 1;
+    }
+    pf_reactor_destroy(&r);
+    return l->rc;
+}
+
+/* Subscribe, confirm that the subscription delivers, ask for the snapshot. Returns the SUB
+   or NULL after a message. */
+static void *monitor_subscribe(pf_client *cl, void *zctx, int history) {
+    char err[1024];
+    void *sub = pf_events_subscribe(zctx, cl->events_sub, NULL);
+    if (!sub) {
+        fprintf(stderr, "pixflow monitor: cannot subscribe to events at %s\n", cl->events_sub);
+        return NULL;
+    }
+    /* The subscription travels to the proxy asynchronously: a probe published on our own
+       topic coming back proves it delivers. Events that arrive before it were forwarded before
+       the snapshot request, so the snapshot covers them: they are dropped here. */
+    if (pf_client_confirm_subscription(cl, sub, 10.0, NULL, NULL, err, sizeof err) != 0) {
+        fprintf(stderr, "pixflow monitor: %s\n", err);
+        zmq_close(sub);
+        return NULL;
+    }
+    pf_msg req = { .type = PF_MSG_SNAPSHOT };
+    req.u.snapshot.max_train = (uint32_t)history;
+    if (pf_client_send(cl, &req, NULL, 0) != 0) {
+        fprintf(stderr, "pixflow monitor: cannot ask %s for a snapshot\n", cl->addr);
+        zmq_close(sub);
+        return NULL;
+    }
+    return sub;
+}
+
+/* Parse argv. Returns 0, or 2 after the usage message. */
+static int monitor_args(int argc, char **argv, const char **addr, const char **keys,
+                        monitor_loop *l, double *join_timeout, int *history) {
     for (int i = 0; i < argc; i++) {
-        if (!strcmp(argv[i], "--connect") && i + 1 < argc) addr = argv[++i];
-        else if (!strcmp(argv[i], "--once")) once = 1;
-        else if (!strcmp(argv[i], "--json")) json = 1;
-        else if (!strcmp(argv[i], "--keys") && i + 1 < argc) keys = argv[++i];
+        if (!strcmp(argv[i], "--connect") && i + 1 < argc) *addr = argv[++i];
+        else if (!strcmp(argv[i], "--once")) l->once = 1;
+        else if (!strcmp(argv[i], "--json")) l->json = 1;
+        else if (!strcmp(argv[i], "--keys") && i + 1 < argc) *keys = argv[++i];
         else if (!strcmp(argv[i], "--interval") && i + 1 < argc) {
-            if (pf_arg_seconds(CMD, "--interval", argv[++i], 3600, &interval)) return 2;
+            if (pf_arg_seconds(CMD, "--interval", argv[++i], 3600, &l->interval)) return 2;
         } else if (!strcmp(argv[i], "--history") && i + 1 < argc) {
-            if (pf_arg_int(CMD, "--history", argv[++i], 0, TRAIN_KEEP, &history)) return 2;
+            if (pf_arg_int(CMD, "--history", argv[++i], 0, TRAIN_KEEP, history)) return 2;
         } else if (!strcmp(argv[i], "--join-timeout") && i + 1 < argc) {
-            if (pf_arg_seconds(CMD, "--join-timeout", argv[++i], PF_MAX_WAIT_S, &join_timeout))
+            if (pf_arg_seconds(CMD, "--join-timeout", argv[++i], PF_MAX_WAIT_S, join_timeout))
                 return 2;
         } else return usage();
     }
-    if (!addr || (once && json))
-        return usage();
+    return !*addr || (l->once && l->json) ? usage() : 0;
+}
+
+int pf_monitor_main(int argc, char **argv) {
+    const char *addr = NULL, *keys = NULL;
+    double join_timeout = 10.0;
+    int history = DEFAULT_HISTORY;
+    static monitor m;
+    static pf_client cl;
+    memset(&m, 0, sizeof m);
+    monitor_loop l = { .m = &m, .cl = &cl, .interval = 1.0 };
+    if (monitor_args(argc, argv, &addr, &keys, &l, &join_timeout, &history)) return 2;
     pf_log_set_name("monitor");
     pf_catch_signals();
-    static monitor m;
-    memset(&m, 0, sizeof m);
-    m.json = json;
+    m.json = l.json;
     snprintf(m.addr, sizeof m.addr, "%s", addr);
-    static pf_client cl;
     char err[1024];
     /* A CURVE job (security.curve): this monitor's key pair must be in the job's allowed/. */
     if (pf_security_init_peer(keys, PF_SEC_CLIENT, err, sizeof err) != 0) {
@@ -482,105 +645,19 @@ int pf_monitor_main(int argc, char **argv) {
         fprintf(stderr, "pixflow monitor: cannot create a ZeroMQ context\n");
         return 1;
     }
-    int rc = 1;
-    void *sub = NULL;
     if (pf_client_join_wait(&cl, zctx, addr, PF_ROLE_MONITOR, "monitor", "", join_timeout, 0,
                             err, sizeof err) != 0) {
         fprintf(stderr, "pixflow monitor: %s\n", err);
         pf_zmq_ctx_term(zctx);
         return 1;
     }
-    sub = pf_events_subscribe(zctx, cl.events_sub, NULL);
-    if (!sub) {
-        fprintf(stderr, "pixflow monitor: cannot subscribe to events at %s\n", cl.events_sub);
-        goto out;
-    }
-    /* The subscription travels to the proxy asynchronously: a probe published on our own
-       topic coming back proves it delivers. Events that arrive before it were forwarded before
-       the snapshot request, so the snapshot covers them: they are dropped here. */
-    if (pf_client_confirm_subscription(&cl, sub, 10.0, NULL, NULL, err, sizeof err) != 0) {
-        fprintf(stderr, "pixflow monitor: %s\n", err);
-        goto out;
-    }
-    pf_msg req = { .type = PF_MSG_SNAPSHOT };
-    req.u.snapshot.max_train = (uint32_t)history;
-    if (pf_client_send(&cl, &req, NULL, 0) != 0) {
-        fprintf(stderr, "pixflow monitor: cannot ask %s for a snapshot\n", addr);
-        goto out;
-    }
-    /* Replay first, in order; the subscription meanwhile buffers (events it holds that the
-       replay also had are dropped by sequence number when applied after it). */
-    double deadline = pf_now() + 10.0;
-    while (!m.have_job) {
-        if (pf_now() > deadline || !pf_client_coordinator_alive(&cl)) {
-            fprintf(stderr, "pixflow monitor: no snapshot from the coordinator at %s\n", addr);
-            goto out;
-        }
-        if (pf_signalled) goto out;
-        zmq_pollitem_t it = { cl.ctrl, 0, ZMQ_POLLIN, 0 };
-        zmq_poll(&it, 1, 100);
-        pf_msg *msg = NULL;
-        while (!m.have_job && pf_client_recv(&cl, &msg) == 1) {
-            if (msg->type == PF_MSG_EVENT) apply(&m, &msg->u.event, 0);
-            else if (msg->type == PF_MSG_SNAPSHOT_END) {
-                m.job = msg->u.snapshot_end;
-                m.have_job = 1;
-                m.job_at = pf_now();
-            }
-            pf_client_msg_free(&msg);
-        }
-    }
-    if (json) {
-        printf("{\"kind\":\"snapshot_end\",\"events\":%u,\"total_iters\":%" PRId64
-               ",\"world_size\":%d,\"batch\":%d,\"phase\":\"%s\",\"uptime\":%.3f}\n",
-               m.job.events, m.job.total_iters, m.job.world_size, m.job.batch, m.job.phase,
-               m.job.uptime);
-        fflush(stdout);
-    }
-    drain(&m, sub, 1);
-    if (once) {
-        render(&m, stdout);
-        rc = 0;
-        goto out;
-    }
-    int tty = isatty(STDOUT_FILENO);
-    double next_draw = 0;
-    while (!m.done) {
-        if (pf_signalled) {
-            rc = 0;
-            goto out;
-        }
-        if (!pf_client_coordinator_alive(&cl)) {
-            if (!json && tty) render(&m, stdout);
-            fprintf(stderr, "pixflow monitor: the coordinator at %s stopped answering\n", addr);
-            rc = 1;
-            goto out;
-        }
-        zmq_pollitem_t it = { sub, 0, ZMQ_POLLIN, 0 };
-        zmq_poll(&it, 1, 100);
-        drain(&m, sub, 1);
-        pf_msg *msg = NULL;
-        while (pf_client_recv(&cl, &msg) == 1) pf_client_msg_free(&msg);  /* STOP etc. */
-        if (!json && pf_now() >= next_draw) {
-            if (tty) fputs("\033[H\033[2J", stdout);
-            render(&m, stdout);
-            if (!tty) fputs("\n", stdout);
-            next_draw = pf_now() + interval;
-        }
-    }
-    if (!json) {
-        if (tty) fputs("\033[H\033[2J", stdout);
-        render(&m, stdout);
-    }
-    rc = 0;
-out:
-    if (sub) zmq_close(sub);
-    {
-        pf_msg bye = { .type = PF_MSG_DONE };   /* frees this monitor's slot */
-        bye.u.done.rank = -1;
-        snprintf(bye.u.done.text, sizeof bye.u.done.text, "monitor leaving");
-        pf_client_send(&cl, &bye, NULL, 0);
-    }
+    l.sub = monitor_subscribe(&cl, zctx, history);
+    int rc = l.sub ? monitor_run(&l) : 1;
+    if (l.sub) zmq_close(l.sub);
+    pf_msg bye = { .type = PF_MSG_DONE };   /* frees this monitor's slot */
+    bye.u.done.rank = -1;
+    snprintf(bye.u.done.text, sizeof bye.u.done.text, "monitor leaving");
+    pf_client_send(&cl, &bye, NULL, 0);
     pf_client_close(&cl);
     pf_zmq_ctx_term(zctx);
     return rc;

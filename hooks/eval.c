@@ -57,6 +57,8 @@ typedef struct {
     double best_psnr;
     int64_t best_iter;
     FILE *log;                  /* work_dir/eval.log */
+    int stopped;                /* eval_stop ran: only "eval_part" events count now */
+    double give_up;             /* pf_now() after which eval_waiting stops gathering */
 } eval_state;
 
 static int eval_start(pf_hook *h, char *err, size_t errlen) {
@@ -297,7 +299,7 @@ static int eval_event(pf_hook *h, const pf_msg_event *ev, char *err, size_t errl
                      ev->psnr_bicubic, ev->ssim_bicubic);
         return 0;
     }
-    if (strcmp(ev->kind, "checkpoint") != 0) return 0;
+    if (strcmp(ev->kind, "checkpoint") != 0 || s->stopped) return 0;
     if (ev->iter % cfg->eval_interval != 0 || ev->iter == s->last_iter) return 0;
     return evaluate_checkpoint(h, ev->path, ev->iter, ev->epoch, err, errlen);
 }
@@ -315,25 +317,25 @@ static int eval_stop(pf_hook *h, const char *reason, char *err, size_t errlen) {
     int64_t iter = strtoll(base ? base + 6 : path + 5, NULL, 10);
     if (iter != s->last_iter && evaluate_checkpoint(h, path, iter, -1, err, errlen) != 0)
         return -1;
-    /* Instance 0 gathers the other instances' last parts before it leaves. */
-    double give_up = pf_now() + GATHER_TIMEOUT_S;
-    for (;;) {
-        int open = 0;
-        for (int i = 0; i < MAX_PENDING; i++) open += s->pending[i].iter >= 0;
-        if (!open || h->instance != 0 || pf_hook_stop_requested(h)) break;
-        if (pf_now() > give_up) {
-            pf_warn("%d evaluations still miss parts from other instances; giving up", open);
-            break;
-        }
-        zmq_pollitem_t it = { h->sub, 0, ZMQ_POLLIN, 0 };
-        if (zmq_poll(&it, 1, 200) <= 0) continue;
-        pf_msg_event *ev = malloc(sizeof *ev);
-        char e2[256];
-        while (ev && pf_events_recv(h->sub, ZMQ_DONTWAIT, ev, e2, sizeof e2) == 0)
-            if (strcmp(ev->kind, "eval_part") == 0) eval_event(h, ev, err, errlen);
-        free(ev);
-    }
+    /* Instance 0 gathers the other instances' last parts before it leaves (eval_waiting). */
+    s->stopped = 1;
+    s->give_up = pf_now() + GATHER_TIMEOUT_S;
     return 0;
+}
+
+/* After eval_stop: 1 while instance 0 still misses parts of an evaluation, for at most
+   GATHER_TIMEOUT_S, and unless the coordinator asks to interrupt or abort. */
+static int eval_waiting(pf_hook *h) {
+    eval_state *s = h->state;
+    if (!s || !s->stopped) return 0;
+    int open = 0;
+    for (int i = 0; i < MAX_PENDING; i++) open += s->pending[i].iter >= 0;
+    if (!open || h->instance != 0 || pf_hook_stop_requested(h)) return 0;
+    if (pf_now() > s->give_up) {
+        pf_warn("%d evaluations still miss parts from other instances; giving up", open);
+        return 0;
+    }
+    return 1;
 }
 
 static void eval_destroy(pf_hook *h) {
@@ -354,6 +356,7 @@ static const pf_hook_ops eval_ops = {
     .start = eval_start,
     .event = eval_event,
     .stop = eval_stop,
+    .waiting = eval_waiting,
     .destroy = eval_destroy,
 };
 

@@ -1,6 +1,7 @@
 /*  hook — the loop every hook service shares: join the job, subscribe to the event kinds it
     wants, optionally serve one socket of its own (the checkpoint hook's ROUTER), and on STOP
-    finish its work, answer DONE and exit. A hook supplies callbacks; `pixflow hook NAME
+    finish its work, answer DONE and exit. The loop is a reactor (proto/reactor.h): the events
+    SUB, ctrl and the own socket are its readers, a 200 ms tick watches the coordinator. A hook supplies callbacks; `pixflow hook NAME
     --connect ADDR` picks the hook by name.
 */
 #ifndef PF_HOOK_H
@@ -33,6 +34,11 @@ typedef struct {
     int (*own_ready)(pf_hook *h, char *err, size_t errlen);
     /* STOP received ("finish" | "interrupt" | "abort"): finish up before DONE. */
     int (*stop)(pf_hook *h, const char *reason, char *err, size_t errlen);
+    /* After stop: 1 while the hook still expects events before it may leave (the eval hook's
+       instance 0 gathering the other instances' last parts); events go on to `event`
+       meanwhile, and this is asked again after each and every 200 ms. It decides when to
+       give up. Optional: without it the hook leaves after stop. */
+    int (*waiting)(pf_hook *h);
     void (*destroy)(pf_hook *h);
 } pf_hook_ops;
 

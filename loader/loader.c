@@ -39,6 +39,7 @@
 #include "loader/batch_pool.h"
 #include "proto/client.h"
 #include "proto/proto.h"
+#include "proto/reactor.h"
 #include "proto/security.h"
 
 #define MAX_WORKERS 64
@@ -72,11 +73,9 @@ typedef struct {
     int q_head, q_len;
     pf_msg *batch_msg;              /* header of the batch being sent (reused) */
     interval iv;
-    double next_event;              /* pf_now() of the next `loader` event */
     uint64_t batches, patches, skipped;
     double busy_s;                  /* time spent making and sending batches */
     double joined_at, first_ticket_at;
-    int stop_received;              /* STOP arrived while waiting for a free batch buffer */
     double signal_at;               /* pf_now() when the first signal was seen, 0 none */
     int signal_count;               /* pf_signal_count then */
 } loader;
@@ -155,7 +154,6 @@ static void publish_stats(loader *l, const char *text) {
         free(ev);
     }
     l->iv = (interval){ .since = now, .hits = cs.hits, .misses = cs.misses };
-    l->next_event = now + LOADER_EVENT_S;
 }
 
 /* A sample left out (on_bad_sample: skip): say so in the log and on the event bus. */
@@ -180,12 +178,8 @@ static void report_skip(loader *l, const pf_msg_ticket *t, uint32_t index, const
 
 /* --- batches ---------------------------------------------------------------------------- */
 
-static int take_ctrl(loader *l, long timeout_ms);
-
-/* Build and send the batch of one ticket. Returns 0, or -1 with err (fatal for this loader:
-   an unreadable image fails the same way in any loader, so the job must hear about it). */
-static int serve_ticket(loader *l, const pf_msg_ticket *t, char *err, size_t errlen) {
-    const pf_config *cfg = &l->client.cfg;
+/* A ticket naming samples the train set does not have. Returns 0, or -1 with err. */
+static int check_ticket(const loader *l, const pf_msg_ticket *t, char *err, size_t errlen) {
     for (uint32_t i = 0; i < t->n; i++) {
         if (t->indices[i] >= l->ds.len) {
             snprintf(err, errlen, "ticket %llu names sample %u but data.train has %u",
@@ -193,18 +187,15 @@ static int serve_ticket(loader *l, const pf_msg_ticket *t, char *err, size_t err
             return -1;
         }
     }
-    pf_batch_buf *buf = NULL;
-    while (!buf) {
-        buf = pf_batch_pool_take(l->pool, 0.2);
-        if (!buf && leaving(l)) return 0;
-        if (!buf && !pf_client_coordinator_alive(&l->client)) return 0;
-        /* All buffers are still queued to workers (one may have left with batches in its
-           queue): keep listening, so a STOP is not missed while we wait. */
-        if (!buf && take_ctrl(l, 0)) {
-            l->stop_received = 1;
-            return 0;
-        }
-    }
+    return 0;
+}
+
+/* Build the batch of one ticket in `buf` (from the pool) and send it. Returns 0, or -1 with
+   err (fatal for this loader: an unreadable image fails the same way in any loader, so the
+   job must hear about it). */
+static int serve_ticket(loader *l, const pf_msg_ticket *t, pf_batch_buf *buf, char *err,
+                        size_t errlen) {
+    const pf_config *cfg = &l->client.cfg;
     int failed = pf_batch_builder_fill(l->builder, cfg->seed, t->epoch, t->indices, t->n,
                                        buf->gt, buf->lq);
     pf_msg_batch *b = &l->batch_msg->u.batch;
@@ -262,11 +253,25 @@ static int serve_ticket(loader *l, const pf_msg_ticket *t, char *err, size_t err
 
 /* --- the loop --------------------------------------------------------------------------- */
 
-/* Take what the coordinator sent (waiting up to timeout_ms for the first message). Tickets go
-   to the queue. Returns 1 when told to stop, else 0. */
-static int take_ctrl(loader *l, long timeout_ms) {
-    zmq_pollitem_t it = { l->client.ctrl, 0, ZMQ_POLLIN, 0 };
-    if (zmq_poll(&it, 1, timeout_ms) <= 0) return 0;
+/* The loader's loop: ctrl is a reader (tickets to the queue, STOP ends the loop); `serve` is
+   a task, ready while tickets wait, serving one per loop round so that ctrl is heard between
+   two batches; a timer publishes the `loader` event every LOADER_EVENT_S; a 200 ms tick
+   watches the coordinator and the signal grace. */
+typedef struct {
+    loader *l;
+    const char *addr;
+    pf_task *serve;
+    int status;                 /* the exit status when the loop ends */
+    char *err;
+    size_t errlen;
+} loader_loop;
+
+#define LOADER_TICK_S 0.2
+#define BUFFER_WAIT_S 0.2       /* longest wait for a free batch buffer inside one step */
+
+/* Take what the coordinator sent without waiting. Tickets go to the queue. Returns 1 when
+   told to stop, else 0. */
+static int take_ctrl(loader *l) {
     pf_msg *m;
     int rc, stop = 0;
     while (!stop && (rc = pf_client_recv(&l->client, &m)) != 0) {
@@ -292,31 +297,80 @@ static int take_ctrl(loader *l, long timeout_ms) {
     return stop;
 }
 
-/* Serve tickets until STOP, a signal, a fatal error or the coordinator's silence. Returns the
-   exit status. */
-static int run(loader *l, const char *addr, char *err, size_t errlen) {
-    l->iv.since = pf_now();
-    l->next_event = l->iv.since + LOADER_EVENT_S;
-    while (!leaving(l)) {
-        if (!pf_client_coordinator_alive(&l->client)) {
-            pf_error("coordinator at %s stopped answering; exiting", addr);
-            return 1;
-        }
-        double now = pf_now();
-        long wait_ms = l->q_len ? 0 : (long)(1000 * (l->next_event - now)) + 1;
-        if (wait_ms > 200) wait_ms = 200;
-        if (take_ctrl(l, wait_ms < 0 ? 0 : wait_ms)) return 0;
-        if (pf_now() >= l->next_event) publish_stats(l, "");
-        if (!l->q_len) continue;
-        const pf_msg_ticket *t = &l->queue[l->q_head];
-        double t0 = pf_now();
-        if (serve_ticket(l, t, err, errlen) != 0) return 1;
-        if (l->stop_received) return 0;
-        l->busy_s += pf_now() - t0;
-        l->q_head = (l->q_head + 1) % MAX_QUEUE;
-        l->q_len--;
+static int on_loader_ctrl(pf_reactor *r, void *arg) {
+    loader_loop *ll = arg;
+    if (take_ctrl(ll->l)) {
+        ll->status = 0;
+        return -1;
+    }
+    pf_task_ready(ll->serve, ll->l->q_len > 0);
+    return 0;
+}
+
+/* One step of `serve`: the ticket at the head of the queue. When every batch buffer is still
+   queued to workers (one may have left with batches in its queue) it waits BUFFER_WAIT_S at
+   most and tries again in the next round, so a STOP, a signal or the coordinator's silence is
+   heard meanwhile. */
+static int on_serve(pf_reactor *r, void *arg) {
+    loader_loop *ll = arg;
+    loader *l = ll->l;
+    const pf_msg_ticket *t = &l->queue[l->q_head];
+    double t0 = pf_now();
+    if (check_ticket(l, t, ll->err, ll->errlen) != 0) return -1;
+    pf_batch_buf *buf = pf_batch_pool_take(l->pool, BUFFER_WAIT_S);
+    if (buf && serve_ticket(l, t, buf, ll->err, ll->errlen) != 0) return -1;
+    l->busy_s += pf_now() - t0;
+    if (!buf) return 0;
+    l->q_head = (l->q_head + 1) % MAX_QUEUE;
+    l->q_len--;
+    pf_task_ready(ll->serve, l->q_len > 0);
+    return 0;
+}
+
+static int on_loader_stats(pf_reactor *r, void *arg) {
+    loader_loop *ll = arg;
+    publish_stats(ll->l, "");
+    return 0;
+}
+
+static int on_loader_tick(pf_reactor *r, void *arg) {
+    loader_loop *ll = arg;
+    if (leaving(ll->l)) {
+        ll->status = 0;
+        return -1;
+    }
+    if (!pf_client_coordinator_alive(&ll->l->client)) {
+        pf_error("coordinator at %s stopped answering; exiting", ll->addr);
+        return -1;
     }
     return 0;
+}
+
+static int on_loader_signal(pf_reactor *r, void *arg) {
+    loader_loop *ll = arg;
+    if (!leaving(ll->l)) return 0;
+    ll->status = 0;
+    return -1;
+}
+
+/* Serve tickets until STOP, a signal, a fatal error or the coordinator's silence. Returns the
+   exit status (1 with err on a fatal error; 1 with err empty when the coordinator went
+   silent, already logged). */
+static int run(loader *l, const char *addr, char *err, size_t errlen) {
+    loader_loop ll = { .l = l, .addr = addr, .status = 1, .err = err, .errlen = errlen };
+    l->iv.since = pf_now();
+    pf_reactor *r = pf_reactor_new();
+    int ok = r && pf_reactor_reader(r, l->client.ctrl, on_loader_ctrl, &ll) == 0 &&
+             (ll.serve = pf_reactor_task(r, on_serve, &ll)) &&
+             pf_reactor_every(r, LOADER_EVENT_S, on_loader_stats, &ll) &&
+             pf_reactor_every(r, LOADER_TICK_S, on_loader_tick, &ll);
+    if (ok) pf_reactor_on_signal(r, on_loader_signal, &ll);
+    if (!ok || pf_reactor_run(r) != 0) {
+        snprintf(err, errlen, "the loader's loop failed");
+        ll.status = 1;
+    }
+    pf_reactor_destroy(&r);
+    return ll.status;
 }
 
 static void send_done(loader *l, int status, const char *fmt, ...)
@@ -338,29 +392,65 @@ static void usage(void) {
                     "[--join-timeout SECONDS] [--keys DIR]\n");
 }
 
-int pf_loader_main(int argc, char **argv) {
-    const char *addr = NULL, *name = NULL, *keys = NULL;
-    double join_timeout = -1;   /* keep trying */
+/* Parse argv. Returns 0, or 2 after the usage message. */
+static int loader_args(int argc, char **argv, const char **addr, const char **name,
+                       const char **keys, double *join_timeout) {
     for (int i = 0; i < argc; i++) {
         if (strcmp(argv[i], "--connect") == 0 && i + 1 < argc) {
-            addr = argv[++i];
+            *addr = argv[++i];
         } else if (strcmp(argv[i], "--name") == 0 && i + 1 < argc) {
-            name = argv[++i];
+            *name = argv[++i];
         } else if (strcmp(argv[i], "--keys") == 0 && i + 1 < argc) {
-            keys = argv[++i];
+            *keys = argv[++i];
         } else if (strcmp(argv[i], "--join-timeout") == 0 && i + 1 < argc) {
             if (pf_arg_seconds("pixflow loader", "--join-timeout", argv[++i], PF_MAX_WAIT_S,
-                               &join_timeout))
+                               join_timeout))
                 return 2;
         } else {
             usage();
             return 2;
         }
     }
-    if (!addr) {
+    if (!*addr) {
         usage();
         return 2;
     }
+    return 0;
+}
+
+/* After the join: the log file, the train set, the batch builder, the pool and the queue.
+   Returns 0, or -1 with err. */
+static int loader_open(loader *l, char *err, size_t errlen) {
+    const pf_config *cfg = &l->client.cfg;
+    pf_log_set_level(cfg->log_level);
+    char logpath[PF_PATH_MAX + 96];
+    snprintf(logpath, sizeof logpath, "%s/%s.log", cfg->work_dir, l->name);
+    if (pf_mkdirs(cfg->work_dir, err, errlen) == 0) pf_log_open_file(logpath);
+    err[0] = '\0';
+    if (pf_dataset_open(&l->ds, &cfg->train, "data.train", cfg->scale,
+                        cfg->train.gt_patch_size, err, errlen) != 0)
+        return -1;
+    pf_dataset_set_cache_limit(&l->ds, (size_t)cfg->cache_mb << 20);
+    l->builder = pf_batch_builder_new(&l->ds, cfg->loader_threads, err, errlen);
+    if (l->builder) pf_batch_builder_sample_sizes(l->builder, &l->gt_size, &l->lq_size);
+    size_t n = (size_t)cfg->samples_per_gpu;
+    l->pool = l->builder ? pf_batch_pool_new(LOADER_BUFFERS, n * l->gt_size, n * l->lq_size)
+                         : NULL;
+    l->queue = calloc(MAX_QUEUE, sizeof *l->queue);
+    l->batch_msg = calloc(1, sizeof *l->batch_msg);
+    if (!l->builder || !l->pool || !l->queue || !l->batch_msg) {
+        if (l->builder) snprintf(err, errlen, "out of memory for %d batch buffers of %zu "
+                                 "bytes", LOADER_BUFFERS, n * (l->gt_size + l->lq_size));
+        return -1;
+    }
+    l->batch_msg->type = PF_MSG_BATCH;
+    return 0;
+}
+
+int pf_loader_main(int argc, char **argv) {
+    const char *addr = NULL, *name = NULL, *keys = NULL;
+    double join_timeout = -1;   /* keep trying */
+    if (loader_args(argc, argv, &addr, &name, &keys, &join_timeout)) return 2;
     char auto_name[PF_MAX_NAME];
     if (!name) {
         snprintf(auto_name, sizeof auto_name, "loader-%d", (int)getpid());
@@ -383,34 +473,12 @@ int pf_loader_main(int argc, char **argv) {
     }
     l.joined_at = pf_now();
     const pf_config *cfg = &l.client.cfg;
-    pf_log_set_level(cfg->log_level);
-    char logpath[PF_PATH_MAX + 96];
-    snprintf(logpath, sizeof logpath, "%s/%s.log", cfg->work_dir, name);
-    if (pf_mkdirs(cfg->work_dir, err, sizeof err) == 0) pf_log_open_file(logpath);
     int status = 1;
-    if (pf_dataset_open(&l.ds, &cfg->train, "data.train", cfg->scale,
-                        cfg->train.gt_patch_size, err, sizeof err) != 0) {
-        pf_error("%s", err);
-        send_done(&l, 1, "loader %s: %s", name, err);
-        pf_client_close(&l.client);
-        pf_zmq_ctx_term(zctx);
-        return 1;
-    }
-    pf_dataset_set_cache_limit(&l.ds, (size_t)cfg->cache_mb << 20);
-    l.builder = pf_batch_builder_new(&l.ds, cfg->loader_threads, err, sizeof err);
-    if (l.builder) pf_batch_builder_sample_sizes(l.builder, &l.gt_size, &l.lq_size);
-    size_t n = (size_t)cfg->samples_per_gpu;
-    l.pool = l.builder ? pf_batch_pool_new(LOADER_BUFFERS, n * l.gt_size, n * l.lq_size) : NULL;
-    l.queue = calloc(MAX_QUEUE, sizeof *l.queue);
-    l.batch_msg = calloc(1, sizeof *l.batch_msg);
-    if (!l.builder || !l.pool || !l.queue || !l.batch_msg) {
-        if (l.builder) snprintf(err, sizeof err, "out of memory for %d batch buffers of %zu "
-                                "bytes", LOADER_BUFFERS, n * (l.gt_size + l.lq_size));
+    if (loader_open(&l, err, sizeof err) != 0) {
         pf_error("%s", err);
         send_done(&l, 1, "loader %s: %s", name, err);
         goto out;
     }
-    l.batch_msg->type = PF_MSG_BATCH;
     pf_info("joined %s as peer %u; %d images, %u samples per epoch; %d thread(s), cache %d MiB, "
             "on_bad_sample %s", addr, l.client.peer_id, l.ds.n_files, l.ds.len,
             cfg->loader_threads, cfg->cache_mb, cfg->skip_bad_samples ? "skip" : "fail");
