@@ -29,6 +29,7 @@
 #include "nn/checkpoint.h"
 #include "proto/client.h"
 #include "proto/proto.h"
+#include "proto/reactor.h"
 #include "proto/security.h"
 
 #include <dirent.h>
@@ -121,6 +122,8 @@ typedef struct {
     int exit_code;
     uint64_t event_seq;
     pf_snapshot *snap;              /* events kept for monitors that join late */
+    pf_timer *tick, *liveness;
+    int closing;                    /* the job is over: its last events are leaving */
 } coord;
 
 /* --- events ----------------------------------------------------------------------------- */
@@ -659,6 +662,55 @@ static void on_snapshot(coord *c, const void *id, size_t id_len, uint32_t max_tr
         pf_warn("cannot send a snapshot to a monitor: %s", zmq_strerror(errno));
 }
 
+/* DONE from peer p: a worker finished or failed, a hook answered its STOP, a loader left, a
+   monitor went away. */
+static void on_done(coord *c, peer *p, const pf_msg_done *d) {
+    if (p->role == PF_ROLE_MONITOR) {   /* a monitor leaving: its slot is free */
+        p->alive = 0;
+        return;
+    }
+    p->done = 1;
+    if (d->status == 0 && p->role != PF_ROLE_LOADER)
+        publish_peer(c, p, "left");
+    if (d->status != 0 && c->ph == PHASE_DRAINING && c->exit_code == 1) {
+        /* The job is already being aborted: this is the peer answering the abort, not
+           a second cause worth an error of its own. */
+        pf_info("%s (pid %lld on %s) stopped: %s", role_names[p->role],
+                (long long)p->pid, p->host, d->text);
+        return;
+    }
+    if (p->role == PF_ROLE_WORKER) {
+        if (d->status != 0) {
+            abort_job(c, "worker rank %d (pid %lld on %s) failed: %s", p->rank,
+                      (long long)p->pid, p->host, d->text);
+            return;
+        }
+        pf_info("worker rank %d done at iteration %lld%s%s", p->rank,
+                (long long)d->iter, d->text[0] ? ": " : "",
+                d->text);
+        if (d->iter < c->total_iters && !c->stop_reason[0]) {
+            /* It stopped early with a checkpoint (SIGTERM at the worker). */
+            snprintf(c->stop_reason, sizeof c->stop_reason, "interrupt");
+            c->exit_code = 130;
+        }
+        if (!c->started && c->ph == PHASE_RUNNING) {
+            /* A worker that leaves before START (a signal while it started): the job
+               cannot start, so it stops, in order. */
+            begin_interrupt(c);
+        } else if (all_workers_done(c) && c->ph != PHASE_DRAINING) {
+            if (!c->stop_reason[0]) snprintf(c->stop_reason, sizeof c->stop_reason,
+                                             "finish");
+            begin_drain(c);
+        }
+    } else if (d->status != 0) {
+        abort_job(c, "%s (pid %lld on %s) failed: %s", role_names[p->role],
+                  (long long)p->pid, p->host, d->text);
+    } else if (p->role == PF_ROLE_LOADER && p->alive &&
+               (c->ph == PHASE_RUNNING || c->ph == PHASE_STOPPING)) {
+        peer_died(c, p, "left the job");
+    }
+}
+
 static void on_ctrl(coord *c) {
     pf_parts parts;
     char err[512];
@@ -718,51 +770,7 @@ static void on_ctrl(coord *c) {
             dispatch(c);
             break;
         case PF_MSG_DONE:
-            if (!p) break;
-            if (p->role == PF_ROLE_MONITOR) {   /* a monitor leaving: its slot is free */
-                p->alive = 0;
-                break;
-            }
-            p->done = 1;
-            if (m->u.done.status == 0 && p->role != PF_ROLE_LOADER)
-                publish_peer(c, p, "left");
-            if (m->u.done.status != 0 && c->ph == PHASE_DRAINING && c->exit_code == 1) {
-                /* The job is already being aborted: this is the peer answering the abort, not
-                   a second cause worth an error of its own. */
-                pf_info("%s (pid %lld on %s) stopped: %s", role_names[p->role],
-                        (long long)p->pid, p->host, m->u.done.text);
-                break;
-            }
-            if (p->role == PF_ROLE_WORKER) {
-                if (m->u.done.status != 0) {
-                    abort_job(c, "worker rank %d (pid %lld on %s) failed: %s", p->rank,
-                              (long long)p->pid, p->host, m->u.done.text);
-                    break;
-                }
-                pf_info("worker rank %d done at iteration %lld%s%s", p->rank,
-                        (long long)m->u.done.iter, m->u.done.text[0] ? ": " : "",
-                        m->u.done.text);
-                if (m->u.done.iter < c->total_iters && !c->stop_reason[0]) {
-                    /* It stopped early with a checkpoint (SIGTERM at the worker). */
-                    snprintf(c->stop_reason, sizeof c->stop_reason, "interrupt");
-                    c->exit_code = 130;
-                }
-                if (!c->started && c->ph == PHASE_RUNNING) {
-                    /* A worker that leaves before START (a signal while it started): the job
-                       cannot start, so it stops, in order. */
-                    begin_interrupt(c);
-                } else if (all_workers_done(c) && c->ph != PHASE_DRAINING) {
-                    if (!c->stop_reason[0]) snprintf(c->stop_reason, sizeof c->stop_reason,
-                                                     "finish");
-                    begin_drain(c);
-                }
-            } else if (m->u.done.status != 0) {
-                abort_job(c, "%s (pid %lld on %s) failed: %s", role_names[p->role],
-                          (long long)p->pid, p->host, m->u.done.text);
-            } else if (p->role == PF_ROLE_LOADER && p->alive &&
-                       (c->ph == PHASE_RUNNING || c->ph == PHASE_STOPPING)) {
-                peer_died(c, p, "left the job");
-            }
+            if (p) on_done(c, p, &m->u.done);
             break;
         default:
             pf_warn("unexpected %s from %s", pf_msg_type_name(m->type), p ? p->name : "?");
@@ -976,207 +984,309 @@ static int archive_previous_run(const pf_config *cfg, char *dir, size_t dirlen, 
     return rc;
 }
 
+/* --- the loop ------------------------------------------------------------------------------ */
+
+#define PHASE_TICK_S 0.1       /* deadlines and the drain are looked at this often (the old
+                                  poll's 100 ms wake-up) and after every ctrl message */
+#define LIVENESS_CHECK_S 0.5
+#define CLOSING_S 0.3          /* after the job ends, events and ctrl are served this long so
+                                  the last events leave before the sockets close */
+
+/* Deadlines of the stopping and draining phases, and the end of the drain: the log hook is
+   told to stop once the other hooks are done, the loop ends once it is. Returns -1 when the
+   job is over (c->closing is set, the loop serves events for CLOSING_S more), else 0. */
+static int check_phase(coord *c);
+
+static int on_closed(pf_reactor *r, void *arg) {
+    (void)r;
+    (void)arg;
+    return -1;
+}
+
+static int end_job(pf_reactor *r, coord *c) {
+    if (c->exit_code == 0) publish(c, "done", "job finished");
+    else if (c->exit_code == 130) publish(c, "done", "job interrupted; resume with --resume auto");
+    c->closing = 1;
+    pf_reactor_reader_end(r, c->xpub);
+    pf_reactor_cancel(r, &c->tick);
+    pf_reactor_cancel(r, &c->liveness);
+    return pf_reactor_after(r, CLOSING_S, on_closed, c) ? 0 : -1;
+}
+
+static int check_phase(coord *c) {
+    double now = pf_now();
+    if (c->ph == PHASE_STOPPING && now > c->phase_deadline)
+        abort_job(c, "workers did not checkpoint within %.0f s of the interrupt",
+                  stop_timeout(c));
+    if (c->ph != PHASE_DRAINING) return 0;
+    if (!c->log_stopped && (c->phase_deadline == 0 ||
+                            roles_done(c, MASK(PF_ROLE_CHECKPOINT) | MASK(PF_ROLE_EVAL)))) {
+        if (c->phase_deadline != 0) stop_all(c, c->stop_reason, "training ended", MASK(PF_ROLE_LOG));
+        c->log_stopped = 1;
+    }
+    if (c->log_stopped && roles_done(c, HOOKS)) return -1;
+    if (now > c->phase_deadline) {
+        if (c->exit_code == 0) {
+            pf_error("hooks did not finish within %.0f s of the end of training",
+                     DRAIN_TIMEOUT_S);
+            publish(c, "error", "hooks did not finish within %.0f s", DRAIN_TIMEOUT_S);
+            c->exit_code = 1;
+        }
+        stop_all(c, "abort", "did not finish in time", HOOKS);
+        return -1;
+    }
+    return 0;
+}
+
+/* The end of a handler: the job's phase is looked at (it may be over). */
+static int after(pf_reactor *r, coord *c) {
+    if (c->closing || check_phase(c) == 0) return 0;
+    return end_job(r, c);
+}
+
+static int on_ctrl_readable(pf_reactor *r, void *arg) {
+    coord *c = arg;
+    on_ctrl(c);
+    return after(r, c);
+}
+
+static int on_events_in(pf_reactor *r, void *arg) {
+    coord *c = arg;
+    (void)r;
+    forward(c, c->xsub, c->xpub);
+    return 0;
+}
+
+/* Subscriptions from the events' subscribers go up to the publishers. */
+static int on_events_out(pf_reactor *r, void *arg) {
+    coord *c = arg;
+    (void)r;
+    forward(c, c->xpub, c->xsub);
+    return 0;
+}
+
+static int on_tick(pf_reactor *r, void *arg) {
+    return after(r, arg);
+}
+
+static int on_liveness(pf_reactor *r, void *arg) {
+    coord *c = arg;
+    check_liveness(c);
+    return after(r, c);
+}
+
+static int on_coordinator_signal(pf_reactor *r, void *arg) {
+    coord *c = arg;
+    int sig = pf_signalled;
+    pf_signalled = 0;
+    if (c->closing) return 0;
+    if (c->ph == PHASE_RUNNING) {
+        begin_interrupt(c);
+    } else if (c->ph == PHASE_DRAINING && strcmp(c->stop_reason, "finish") == 0) {
+        /* Interrupted during the final evaluation: cut it short. */
+        pf_warn("signal %d while finishing: hooks stop now", sig);
+        snprintf(c->stop_reason, sizeof c->stop_reason, "interrupt");
+        stop_all(c, "interrupt", "interrupted by the user",
+                 MASK(PF_ROLE_CHECKPOINT) | MASK(PF_ROLE_EVAL));
+        double d = pf_now() + INTERRUPT_DRAIN_S;
+        if (d < c->phase_deadline) c->phase_deadline = d;
+    } else {
+        /* A scheduler signals every process: the front end's forwarded SIGINT follows this
+           process's own SIGTERM. Nothing to do. */
+        pf_info("signal %d while stopping: already stopping", sig);
+    }
+    return after(r, c);
+}
+
+/* Run the job from the first peer's HELLO to the last hook's DONE: ctrl, the two sides of the
+   events proxy, the phase tick and the liveness check on one reactor. Returns 0, or -1 when
+   the loop could not be set up or failed. */
+static int coordinator_run(coord *c) {
+    pf_reactor *r = pf_reactor_new();
+    int ok = r && pf_reactor_reader(r, c->xsub, on_events_in, c) == 0 &&
+             pf_reactor_reader(r, c->xpub, on_events_out, c) == 0 &&
+             pf_reactor_reader(r, c->ctrl, on_ctrl_readable, c) == 0 &&
+             (c->tick = pf_reactor_every(r, PHASE_TICK_S, on_tick, c)) &&
+             (c->liveness = pf_reactor_every(r, LIVENESS_CHECK_S, on_liveness, c));
+    c->ph = PHASE_RUNNING;
+    c->t_start = pf_now();
+    if (ok) {
+        pf_reactor_on_signal(r, on_coordinator_signal, c);
+        ok = pf_reactor_run(r) == 0;
+    }
+    pf_reactor_destroy(&r);
+    return ok ? 0 : -1;
+}
+
+/* --- main --------------------------------------------------------------------------------- */
+
 static void usage(void) {
     fprintf(stderr, "usage: pixflow coordinator CONFIG [--bind tcp://HOST:PORT] "
                     "[--addr-file PATH] [--workers N] [--resume auto|PATH] "
                     "[--keys DIR] [--exit-with-parent]\n");
 }
 
-int pf_coordinator_main(int argc, char **argv) {
-    const char *cfg_path = NULL, *bind = "tcp://127.0.0.1:*", *addr_file = NULL;
-    const char *resume = NULL, *keys = NULL;
-    int workers = 1, exit_with_parent = 0;
+typedef struct {
+    const char *cfg_path, *bind, *addr_file, *resume, *keys;
+    int workers, exit_with_parent;
+} coord_args;
+
+/* Returns 0, or 2 after a usage message. */
+static int parse_args(int argc, char **argv, coord_args *a) {
+    *a = (coord_args){ .bind = "tcp://127.0.0.1:*", .workers = 1 };
     for (int i = 0; i < argc; i++) {
-        if (strcmp(argv[i], "--bind") == 0 && i + 1 < argc) bind = argv[++i];
-        else if (strcmp(argv[i], "--addr-file") == 0 && i + 1 < argc) addr_file = argv[++i];
+        if (strcmp(argv[i], "--bind") == 0 && i + 1 < argc) a->bind = argv[++i];
+        else if (strcmp(argv[i], "--addr-file") == 0 && i + 1 < argc) a->addr_file = argv[++i];
         else if (strcmp(argv[i], "--workers") == 0 && i + 1 < argc) {
-            if (pf_arg_int("pixflow coordinator", "--workers", argv[++i], 1, 64, &workers))
+            if (pf_arg_int("pixflow coordinator", "--workers", argv[++i], 1, 64, &a->workers))
                 return 2;
         }
-        else if (strcmp(argv[i], "--resume") == 0 && i + 1 < argc) resume = argv[++i];
-        else if (strcmp(argv[i], "--keys") == 0 && i + 1 < argc) keys = argv[++i];
-        else if (strcmp(argv[i], "--exit-with-parent") == 0) exit_with_parent = 1;
-        else if (argv[i][0] != '-' && !cfg_path) cfg_path = argv[i];
+        else if (strcmp(argv[i], "--resume") == 0 && i + 1 < argc) a->resume = argv[++i];
+        else if (strcmp(argv[i], "--keys") == 0 && i + 1 < argc) a->keys = argv[++i];
+        else if (strcmp(argv[i], "--exit-with-parent") == 0) a->exit_with_parent = 1;
+        else if (argv[i][0] != '-' && !a->cfg_path) a->cfg_path = argv[i];
         else {
             usage();
             return 2;
         }
     }
-    if (!cfg_path) {
+    if (!a->cfg_path) {
         usage();
         return 2;
     }
+    return 0;
+}
+
+/* Everything before the first peer: the checked config and the sampler, the previous run
+   archived, the logs, work_dir/config.yaml. Returns 0, or the exit status after an error. */
+static int prepare(coord *c, const coord_args *a) {
+    char err[2048] = "";
+    pf_dataset train = { 0 };
+    if (pf_job_prepare(&c->cfg, a->cfg_path, a->resume, a->workers, &train, &c->sampler,
+                       &c->total_iters, err, sizeof err) != 0) {
+        pf_error("%s", err);
+        return 2;
+    }
+    pf_dataset_close(&train);
+    pf_log_set_level(c->cfg.log_level);
+    char path[PF_PATH_MAX + 64], archived[PF_PATH_MAX + 64] = "";
+    if (!c->cfg.resume_asked &&
+        archive_previous_run(&c->cfg, archived, sizeof archived, err, sizeof err) != 0) {
+        pf_error("%s", err);
+        return 1;
+    }
+    snprintf(path, sizeof path, "%s/coordinator.log", c->cfg.work_dir);
+    pf_log_open_file(path);
+    if (archived[0])
+        pf_warn("%s held an earlier run and this one does not resume it: moved its checkpoints, "
+                "logs, TensorBoard events and pictures to %s", c->cfg.work_dir, archived);
+    c->world_size = a->workers;
+    c->yaml = pf_config_to_yaml(&c->cfg);
+    snprintf(path, sizeof path, "%s/config.yaml", c->cfg.work_dir);
+    if (!c->yaml || pf_write_file_atomic(path, c->yaml, strlen(c->yaml), err, sizeof err) != 0) {
+        pf_error("%s", c->yaml ? err : "out of memory");
+        return 1;
+    }
+    for (int r = 0; r < 64; r++) c->next_iter[r] = -1;
+    c->snap = pf_snapshot_new();
+    if (!c->snap) {
+        pf_error("out of memory");
+        return 1;
+    }
+    return 0;
+}
+
+/* The three sockets (ctrl ROUTER, events XSUB in and XPUB out), bound; the address written to
+   --addr-file. Returns 0, or the exit status after an error (sockets closed). */
+static int open_sockets(coord *c, const coord_args *a) {
+    char err[2048] = "";
+    if (pf_security_init_job(c->cfg.curve, c->cfg.keys_dir, a->keys, PF_SEC_SERVER, err,
+                             sizeof err) != 0) {
+        pf_error("%s", err);
+        return 2;
+    }
+    c->zctx = pf_zmq_ctx_new();
+    c->ctrl = zmq_socket(c->zctx, ZMQ_ROUTER);
+    c->xsub = zmq_socket(c->zctx, ZMQ_XSUB);
+    c->xpub = zmq_socket(c->zctx, ZMQ_XPUB);
+    int one = 1, linger = 1000;
+    zmq_setsockopt(c->ctrl, ZMQ_ROUTER_MANDATORY, &one, sizeof one);
+    /* Never block on a peer that does not read: a send to a full queue fails (and is logged)
+       instead of freezing the job's hub. No control message is anywhere near 1 MiB. */
+    int zero = 0;
+    int64_t max_msg = 1 << 20;
+    zmq_setsockopt(c->ctrl, ZMQ_SNDTIMEO, &zero, sizeof zero);
+    zmq_setsockopt(c->ctrl, ZMQ_MAXMSGSIZE, &max_msg, sizeof max_msg);
+    zmq_setsockopt(c->xsub, ZMQ_MAXMSGSIZE, &max_msg, sizeof max_msg);
+    zmq_setsockopt(c->ctrl, ZMQ_LINGER, &linger, sizeof linger);
+    /* A snapshot is up to ~4,900 messages to one monitor at once. */
+    int sndhwm = 16384;
+    zmq_setsockopt(c->ctrl, ZMQ_SNDHWM, &sndhwm, sizeof sndhwm);
+    zmq_setsockopt(c->xsub, ZMQ_LINGER, &linger, sizeof linger);
+    zmq_setsockopt(c->xpub, ZMQ_LINGER, &linger, sizeof linger);
+    /* Events bind on the same interface as ctrl, on ports of their own. */
+    char host_part[PF_MAX_ENDPOINT];
+    snprintf(host_part, sizeof host_part, "%s", a->bind);
+    char *colon = strrchr(host_part, ':');
+    if (colon && colon > host_part + 6) *colon = '\0';
+    char any[PF_MAX_ENDPOINT + 4];
+    snprintf(any, sizeof any, "%s:*", host_part);
+    if (pf_bind_report(c->ctrl, "ctrl", a->bind, c->ctrl_ep, sizeof c->ctrl_ep, err,
+                       sizeof err) ||
+        pf_bind_report(c->xsub, "events in", any, c->pub_ep, sizeof c->pub_ep, err,
+                       sizeof err) ||
+        pf_bind_report(c->xpub, "events out", any, c->sub_ep, sizeof c->sub_ep, err,
+                       sizeof err) ||
+        (a->addr_file && pf_write_file_atomic(a->addr_file, c->ctrl_ep, strlen(c->ctrl_ep), err,
+                                              sizeof err) != 0)) {
+        /* Close everything first: with CURVE the context is czmq's, whose exit-time cleanup
+           aborts on sockets left open. */
+        pf_error("%s", err);
+        zmq_close(c->ctrl);
+        zmq_close(c->xsub);
+        zmq_close(c->xpub);
+        pf_zmq_ctx_term(c->zctx);
+        return 1;
+    }
+    pf_info("listening on %s (events in %s, out %s); config %s, %d worker(s)", c->ctrl_ep,
+            c->pub_ep, c->sub_ep, a->cfg_path, a->workers);
+    return 0;
+}
+
+static void coordinator_close(coord *c) {
+    zmq_close(c->ctrl);
+    zmq_close(c->xsub);
+    zmq_close(c->xpub);
+    pf_zmq_ctx_term(c->zctx);
+    free(c->yaml);
+    free(c->tickets);
+    pf_snapshot_free(c->snap);
+    for (int i = 0; i < c->n_kv; i++) free(c->kv[i].value);
+    pf_sampler_free(&c->sampler);
+}
+
+int pf_coordinator_main(int argc, char **argv) {
+    coord_args a;
+    if (parse_args(argc, argv, &a) != 0) return 2;
     pf_log_set_name("coordinator");
     pf_catch_signals();
     /* Started by `pixflow train`: if the front end dies (closed terminal, kill), stop the job
        in order rather than run on unattended. */
-    if (exit_with_parent && (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() == 1)) {
+    if (a.exit_with_parent && (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() == 1)) {
         pf_error("the front end that started this coordinator is gone");
         return 1;
     }
     static coord c;
     memset(&c, 0, sizeof c);
-    char err[2048] = "";
-    pf_dataset train = { 0 };
-    if (pf_job_prepare(&c.cfg, cfg_path, resume, workers, &train, &c.sampler, &c.total_iters,
-                       err, sizeof err) != 0) {
-        pf_error("%s", err);
-        return 2;
-    }
-    pf_log_set_level(c.cfg.log_level);
-    char path[PF_PATH_MAX + 64], archived[PF_PATH_MAX + 64] = "";
-    if (!c.cfg.resume_asked &&
-        archive_previous_run(&c.cfg, archived, sizeof archived, err, sizeof err) != 0) {
-        pf_error("%s", err);
-        return 1;
-    }
-    snprintf(path, sizeof path, "%s/coordinator.log", c.cfg.work_dir);
-    pf_log_open_file(path);
-    if (archived[0])
-        pf_warn("%s held an earlier run and this one does not resume it: moved its checkpoints, "
-                "logs, TensorBoard events and pictures to %s", c.cfg.work_dir, archived);
-    pf_dataset_close(&train);
-    c.world_size = workers;
-    c.yaml = pf_config_to_yaml(&c.cfg);
-    snprintf(path, sizeof path, "%s/config.yaml", c.cfg.work_dir);
-    if (!c.yaml || pf_write_file_atomic(path, c.yaml, strlen(c.yaml), err, sizeof err) != 0) {
-        pf_error("%s", c.yaml ? err : "out of memory");
-        return 1;
-    }
-    for (int r = 0; r < 64; r++) c.next_iter[r] = -1;
-    c.snap = pf_snapshot_new();
-    if (!c.snap) {
-        pf_error("out of memory");
-        return 1;
-    }
-
-    if (pf_security_init_job(c.cfg.curve, c.cfg.keys_dir, keys, PF_SEC_SERVER, err,
-                             sizeof err) != 0) {
-        pf_error("%s", err);
-        return 2;
-    }
-    c.zctx = pf_zmq_ctx_new();
-    c.ctrl = zmq_socket(c.zctx, ZMQ_ROUTER);
-    c.xsub = zmq_socket(c.zctx, ZMQ_XSUB);
-    c.xpub = zmq_socket(c.zctx, ZMQ_XPUB);
-    int one = 1, linger = 1000;
-    zmq_setsockopt(c.ctrl, ZMQ_ROUTER_MANDATORY, &one, sizeof one);
-    /* Never block on a peer that does not read: a send to a full queue fails (and is logged)
-       instead of freezing the job's hub. No control message is anywhere near 1 MiB. */
-    int zero = 0;
-    int64_t max_msg = 1 << 20;
-    zmq_setsockopt(c.ctrl, ZMQ_SNDTIMEO, &zero, sizeof zero);
-    zmq_setsockopt(c.ctrl, ZMQ_MAXMSGSIZE, &max_msg, sizeof max_msg);
-    zmq_setsockopt(c.xsub, ZMQ_MAXMSGSIZE, &max_msg, sizeof max_msg);
-    zmq_setsockopt(c.ctrl, ZMQ_LINGER, &linger, sizeof linger);
-    /* A snapshot is up to ~4,900 messages to one monitor at once. */
-    int sndhwm = 16384;
-    zmq_setsockopt(c.ctrl, ZMQ_SNDHWM, &sndhwm, sizeof sndhwm);
-    zmq_setsockopt(c.xsub, ZMQ_LINGER, &linger, sizeof linger);
-    zmq_setsockopt(c.xpub, ZMQ_LINGER, &linger, sizeof linger);
-    /* Events bind on the same interface as ctrl, on ports of their own. */
-    char host_part[PF_MAX_ENDPOINT];
-    snprintf(host_part, sizeof host_part, "%s", bind);
-    char *colon = strrchr(host_part, ':');
-    if (colon && colon > host_part + 6) *colon = '\0';
-    char any[PF_MAX_ENDPOINT + 4];
-    snprintf(any, sizeof any, "%s:*", host_part);
-    if (pf_bind_report(c.ctrl, "ctrl", bind, c.ctrl_ep, sizeof c.ctrl_ep, err, sizeof err) ||
-        pf_bind_report(c.xsub, "events in", any, c.pub_ep, sizeof c.pub_ep, err, sizeof err) ||
-        pf_bind_report(c.xpub, "events out", any, c.sub_ep, sizeof c.sub_ep, err, sizeof err) ||
-        (addr_file && pf_write_file_atomic(addr_file, c.ctrl_ep, strlen(c.ctrl_ep), err,
-                                           sizeof err) != 0)) {
-        /* Close everything first: with CURVE the context is czmq's, whose exit-time cleanup
-           aborts on sockets left open. */
-        pf_error("%s", err);
-        zmq_close(c.ctrl);
-        zmq_close(c.xsub);
-        zmq_close(c.xpub);
-        pf_zmq_ctx_term(c.zctx);
-        return 1;
-    }
-    pf_info("listening on %s (events in %s, out %s); config %s, %d worker(s)", c.ctrl_ep,
-            c.pub_ep, c.sub_ep, cfg_path, workers);
-    c.ph = PHASE_RUNNING;
-    c.t_start = pf_now();
-    double next_check = pf_now() + 0.5;
-    while (1) {
-        zmq_pollitem_t items[] = {
-            { c.ctrl, 0, ZMQ_POLLIN, 0 },
-            { c.xsub, 0, ZMQ_POLLIN, 0 },
-            { c.xpub, 0, ZMQ_POLLIN, 0 },
-        };
-        zmq_poll(items, 3, 100);
-        if (items[1].revents & ZMQ_POLLIN) forward(&c, c.xsub, c.xpub);
-        if (items[2].revents & ZMQ_POLLIN) forward(&c, c.xpub, c.xsub);
-        if (items[0].revents & ZMQ_POLLIN) on_ctrl(&c);
-        if (pf_signalled) {
-            int sig = pf_signalled;
-            pf_signalled = 0;
-            if (c.ph == PHASE_RUNNING) {
-                begin_interrupt(&c);
-            } else if (c.ph == PHASE_DRAINING && strcmp(c.stop_reason, "finish") == 0) {
-                /* Interrupted during the final evaluation: cut it short. */
-                pf_warn("signal %d while finishing: hooks stop now", sig);
-                snprintf(c.stop_reason, sizeof c.stop_reason, "interrupt");
-                stop_all(&c, "interrupt", "interrupted by the user",
-                         MASK(PF_ROLE_CHECKPOINT) | MASK(PF_ROLE_EVAL));
-                double d = pf_now() + INTERRUPT_DRAIN_S;
-                if (d < c.phase_deadline) c.phase_deadline = d;
-            } else {
-                /* A scheduler signals every process: the front end's forwarded SIGINT
-                   follows this process's own SIGTERM. Nothing to do. */
-                pf_info("signal %d while stopping: already stopping", sig);
-            }
-        }
-        double now = pf_now();
-        if (now >= next_check) {
-            check_liveness(&c);
-            next_check = now + 0.5;
-        }
-        if (c.ph == PHASE_STOPPING && now > c.phase_deadline)
-            abort_job(&c, "workers did not checkpoint within %.0f s of the interrupt",
-                      stop_timeout(&c));
-        if (c.ph == PHASE_DRAINING) {
-            if (!c.log_stopped && (c.phase_deadline == 0 ||
-                                   roles_done(&c, MASK(PF_ROLE_CHECKPOINT) | MASK(PF_ROLE_EVAL)))) {
-                if (c.phase_deadline != 0)
-                    stop_all(&c, c.stop_reason, "training ended", MASK(PF_ROLE_LOG));
-                c.log_stopped = 1;
-            }
-            if (c.log_stopped && roles_done(&c, HOOKS)) break;
-            if (now > c.phase_deadline) {
-                if (c.exit_code == 0) {
-                    pf_error("hooks did not finish within %.0f s of the end of training",
-                             DRAIN_TIMEOUT_S);
-                    publish(&c, "error", "hooks did not finish within %.0f s", DRAIN_TIMEOUT_S);
-                    c.exit_code = 1;
-                }
-                stop_all(&c, "abort", "did not finish in time", HOOKS);
-                break;
-            }
-        }
-    }
-    if (c.exit_code == 0) publish(&c, "done", "job finished");
-    else if (c.exit_code == 130) publish(&c, "done", "job interrupted; resume with --resume auto");
-    /* Let the last events leave before the sockets close. */
-    double until = pf_now() + 0.3;
-    while (pf_now() < until) {
-        zmq_pollitem_t items[] = { { c.xsub, 0, ZMQ_POLLIN, 0 }, { c.ctrl, 0, ZMQ_POLLIN, 0 } };
-        zmq_poll(items, 2, 50);
-        if (items[0].revents & ZMQ_POLLIN) forward(&c, c.xsub, c.xpub);
-        if (items[1].revents & ZMQ_POLLIN) on_ctrl(&c);
+    int rc = prepare(&c, &a);
+    if (rc == 0) rc = open_sockets(&c, &a);
+    if (rc != 0) return rc;
+    if (coordinator_run(&c) != 0) {
+        pf_error("the coordinator's loop failed (out of memory, or the ZeroMQ context ended)");
+        c.exit_code = 1;
     }
     pf_info("exiting with status %d", c.exit_code);
-    zmq_close(c.ctrl);
-    zmq_close(c.xsub);
-    zmq_close(c.xpub);
-    pf_zmq_ctx_term(c.zctx);
-    free(c.yaml);
-    free(c.tickets);
-    pf_snapshot_free(c.snap);
-    for (int i = 0; i < c.n_kv; i++) free(c.kv[i].value);
-    pf_sampler_free(&c.sampler);
+    coordinator_close(&c);
     return c.exit_code;
 }
 
