@@ -34,9 +34,8 @@ val|python3-skimage|usr/lib/python3/dist-packages/skimage/data/motorcycle_left.p
 say() { printf 'fetch-demo-data: %s\n' "$*"; }
 die() { printf 'fetch-demo-data: error: %s\n' "$*" >&2; exit 1; }
 
-for tool in apt-get apt-cache dpkg dpkg-deb sha256sum; do
-    command -v "$tool" >/dev/null 2>&1 || die "'$tool' not found (this script needs Debian's apt/dpkg)"
-done
+. "$ROOT/scripts/lib/debpkg.sh"
+debpkg_check_tools
 
 # The manifest these pins describe, in sha256sum format, sorted.
 expected_manifest() {
@@ -55,38 +54,11 @@ fi
 
 TMP="$(mktemp -d "${TMPDIR:-/tmp}/pixflow-demo.XXXXXX")"
 trap 'rm -rf "$TMP"' EXIT
-chmod 755 "$TMP"          # lets apt's sandbox user (_apt) write the downloads
-mkdir -p "$TMP/debs" "$TMP/root"
-chmod 777 "$TMP/debs"
-
 PKGS="$(printf '%s\n' "$SOURCES" | awk -F'|' 'NF>=5{print $2}' | sort -u)"
-
-# apt-get download needs package lists; on a fresh machine they may be empty.
-# (An installed package has a "candidate" even with empty lists, so ask for its URI instead.)
-need_update=0
-for p in $PKGS; do
-    uri="$(apt-get download --print-uris "$p" 2>/dev/null | grep -c "^'" || true)"
-    [ "$uri" -ge 1 ] || need_update=1
-done
-if [ "$need_update" = 1 ]; then
-    say "package lists lack some sources; running apt-get update"
-    if [ "$(id -u)" = 0 ]; then apt-get update -qq
-    elif command -v sudo >/dev/null 2>&1; then sudo apt-get update -qq
-    else die "apt package lists are empty and I am not root (no sudo): run 'apt-get update' as root"
-    fi
-fi
-
-for p in $PKGS; do
-    ver="$(apt-cache policy "$p" | awk '/Candidate:/{print $2}')"
-    say "downloading $p ($ver)"
-    (cd "$TMP/debs" && apt-get download -q "$p" >/dev/null 2>"$TMP/apt.err") \
-        || { cat "$TMP/apt.err" >&2; die "apt-get download $p failed"; }
-done
+# shellcheck disable=SC2086
+debpkg_extract "$TMP" $PKGS
 total=0
-for deb in "$TMP"/debs/*.deb; do
-    total=$((total + $(stat -c %s "$deb")))
-    dpkg -x "$deb" "$TMP/root"
-done
+for deb in "$TMP"/debs/*.deb; do total=$((total + $(stat -c %s "$deb"))); done
 say "downloaded $(awk -v b="$total" 'BEGIN{printf "%.1f", b/1048576}') MiB; unpacked into a temporary folder"
 
 # Stage everything, verify, then move into place (DEST is only touched when all is well).
