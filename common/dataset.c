@@ -1,11 +1,7 @@
 /*  dataset — see dataset.h.
 
     The file list is built once at open (folder listing or meta_info_file) and never changes;
-    only the cache fields of each file change afterwards, under ds->lock. An entry moves
-    EMPTY -> LOADING (one thread decodes it, without the lock) -> READY (in the LRU list) ->
-    EMPTY (evicted, only when no caller has it pinned). Threads that find an entry LOADING
-    wait on ds->loaded; if the decoding failed, the entry is EMPTY again and the next thread
-    tries (and fails) on its own, so every caller gets its own error message.
+    the decoded pairs live in ds->cache (common/pair_cache.h), entry i for files[i].
 */
 #include "common/dataset.h"
 
@@ -268,22 +264,8 @@ static int open_file(pf_dataset *ds, pf_sample_file *f, const char *name, const 
     return 0;
 }
 
-/* The cache fields of an entry that holds nothing. */
-static void entry_reset(pf_sample_file *f) {
-    f->state = PF_ENTRY_EMPTY;
-    f->pins = 0;
-    f->lru_prev = f->lru_next = -1;
-    memset(&f->gt, 0, sizeof f->gt);
-    memset(&f->lq, 0, sizeof f->lq);
-}
-
 /* Everything of a dataset but its file list, for open and shard. */
-static void init_cache(pf_dataset *ds, size_t limit) {
-    pthread_mutex_init(&ds->lock, NULL);
-    pthread_cond_init(&ds->loaded, NULL);
-    ds->lru_head = ds->lru_tail = -1;
-    memset(&ds->stats, 0, sizeof ds->stats);
-    ds->stats.limit = limit;
+static void init_extra(pf_dataset *ds) {
     ds->pair_file = -1;
     memset(&ds->pair_lq, 0, sizeof ds->pair_lq);
 }
@@ -297,7 +279,7 @@ int pf_dataset_open(pf_dataset *ds, const pf_dataset_cfg *cfg, const char *key, 
     ds->single = strcmp(cfg->type, "SingleImageDataset") == 0;
     ds->random_steps = !cfg->lq_folder[0] &&
                        pf_degrade_is_random(cfg->degradation, cfg->n_degradations);
-    init_cache(ds, SIZE_MAX);
+    init_extra(ds);
     const char *folder = ds->single ? cfg->lq_folder : cfg->gt_folder;
     const char *field = ds->single ? "lq_folder" : "gt_folder";
     name_list names = { 0 };
@@ -306,14 +288,13 @@ int pf_dataset_open(pf_dataset *ds, const pf_dataset_cfg *cfg, const char *key, 
                  : list_folder(folder, key, field, &names, err, errlen);
     if (rc == 0) {
         ds->files = calloc(names.n, sizeof *ds->files);
-        if (!ds->files) {
+        if (!ds->files || pf_pair_cache_init(&ds->cache, names.n, SIZE_MAX) != 0) {
             snprintf(err, errlen, "%s: out of memory", key);
             rc = -1;
         }
     }
     for (int i = 0; rc == 0 && i < names.n; i++) {
         pf_sample_file *f = &ds->files[i];
-        entry_reset(f);
         f->id = i;
         ds->n_files = i + 1;
         rc = open_file(ds, f, names.names[i], key, err, errlen);
@@ -348,15 +329,17 @@ int pf_dataset_log_gt_crops(const pf_dataset *ds, const char *key) {
 
 int pf_dataset_shard(const pf_dataset *ds, int r, int n, pf_dataset *out) {
     *out = *ds;
-    init_cache(out, ds->stats.limit);
-    out->files = calloc((size_t)ds->n_files / n + 1, sizeof *out->files);
-    if (!out->files) return -1;
-    out->n_files = 0;
-    for (int i = r; i < ds->n_files; i += n) {
-        pf_sample_file *f = &out->files[out->n_files++];
-        *f = ds->files[i];
-        entry_reset(f);
+    init_extra(out);
+    int count = ds->n_files / n + (r < ds->n_files % n);
+    out->files = calloc((size_t)count + 1, sizeof *out->files);
+    if (!out->files || pf_pair_cache_init(&out->cache, count, ds->cache.stats.limit) != 0) {
+        free(out->files);
+        out->files = NULL;
+        out->n_files = 0;
+        return -1;
     }
+    out->n_files = 0;
+    for (int i = r; i < ds->n_files; i += n) out->files[out->n_files++] = ds->files[i];
     out->len = (uint32_t)out->n_files;
     return 0;
 }
@@ -366,68 +349,20 @@ void pf_dataset_set_seed(pf_dataset *ds, uint64_t seed) {
 }
 
 void pf_dataset_close(pf_dataset *ds) {
-    for (int i = 0; i < ds->n_files && ds->files; i++) {
-        pf_image_free(&ds->files[i].gt);
-        pf_image_free(&ds->files[i].lq);
-    }
+    pf_pair_cache_free(&ds->cache);
     free(ds->files);
     ds->files = NULL;
     ds->n_files = 0;
     pf_image_free(&ds->pair_lq);
     ds->pair_file = -1;
-    pthread_cond_destroy(&ds->loaded);
-    pthread_mutex_destroy(&ds->lock);
 }
 
-/* ---- decoded-image cache (callers of the static functions below hold ds->lock where said) */
-
-static size_t entry_bytes(const pf_sample_file *f) {
-    return ((size_t)f->gt.w * f->gt.h + (size_t)f->lq.w * f->lq.h) * 3;
-}
-
-/* Lock held. */
-static void lru_unlink(pf_dataset *ds, pf_sample_file *f) {
-    if (f->lru_prev >= 0) ds->files[f->lru_prev].lru_next = f->lru_next;
-    else ds->lru_head = f->lru_next;
-    if (f->lru_next >= 0) ds->files[f->lru_next].lru_prev = f->lru_prev;
-    else ds->lru_tail = f->lru_prev;
-    f->lru_prev = f->lru_next = -1;
-}
-
-/* Lock held. */
-static void lru_push_front(pf_dataset *ds, int i) {
-    pf_sample_file *f = &ds->files[i];
-    f->lru_prev = -1;
-    f->lru_next = ds->lru_head;
-    if (ds->lru_head >= 0) ds->files[ds->lru_head].lru_prev = i;
-    ds->lru_head = i;
-    if (ds->lru_tail < 0) ds->lru_tail = i;
-}
-
-/* Lock held: drop unpinned entries, least recently used first, until the bytes held fit the
-   limit or only pinned entries are left. */
-static void evict_over_limit(pf_dataset *ds) {
-    for (int i = ds->lru_tail; i >= 0 && ds->stats.bytes > ds->stats.limit;) {
-        pf_sample_file *f = &ds->files[i];
-        int prev = f->lru_prev;
-        if (f->pins == 0) {
-            lru_unlink(ds, f);
-            ds->stats.bytes -= entry_bytes(f);
-            ds->stats.evictions++;
-            pf_image_free(&f->gt);
-            pf_image_free(&f->lq);
-            f->state = PF_ENTRY_EMPTY;
-        }
-        i = prev;
-    }
-}
+/* ---- decoded pairs ---------------------------------------------------------------------- */
 
 /* Decode file f's pair (no lock held: reads only what open set). GT is mod-cropped; LQ is
    read, or made by the downscaling step. Returns 0, or -1 with err naming the file. */
 static int load_pair(const pf_dataset *ds, const pf_sample_file *f, pf_image *g, pf_image *l,
                      char *err, size_t errlen) {
-    memset(g, 0, sizeof *g);
-    memset(l, 0, sizeof *l);
     if (ds->single) {
         if (pf_image_read(f->lq_path, l, err, errlen)) return -1;
         if (l->w != f->lq_w || l->h != f->lq_h) {
@@ -479,63 +414,27 @@ static int load_pair(const pf_dataset *ds, const pf_sample_file *f, pf_image *g,
     return 0;
 }
 
-/* Pin file i's decoded pair, decoding it first when no thread has. Returns 0 (files[i].gt/lq
-   valid until release), or -1 with err. */
-static int acquire(pf_dataset *ds, int i, char *err, size_t errlen) {
-    pf_sample_file *f = &ds->files[i];
-    pthread_mutex_lock(&ds->lock);
-    while (f->state == PF_ENTRY_LOADING) pthread_cond_wait(&ds->loaded, &ds->lock);
-    if (f->state == PF_ENTRY_READY) {
-        f->pins++;
-        ds->stats.hits++;
-        lru_unlink(ds, f);
-        lru_push_front(ds, i);
-        pthread_mutex_unlock(&ds->lock);
-        return 0;
-    }
-    f->state = PF_ENTRY_LOADING;
-    ds->stats.misses++;
-    pthread_mutex_unlock(&ds->lock);
-
-    pf_image g, l;
-    int rc = load_pair(ds, f, &g, &l, err, errlen);
-
-    pthread_mutex_lock(&ds->lock);
-    if (rc == 0) {
-        f->gt = g;
-        f->lq = l;
-        f->state = PF_ENTRY_READY;
-        f->pins = 1;
-        lru_push_front(ds, i);
-        ds->stats.bytes += entry_bytes(f);
-        evict_over_limit(ds);
-    } else {
-        f->state = PF_ENTRY_EMPTY;
-    }
-    pthread_cond_broadcast(&ds->loaded);
-    pthread_mutex_unlock(&ds->lock);
-    return rc;
+static int load_entry(void *ctx, int i, pf_image *g, pf_image *l, char *err, size_t errlen) {
+    const pf_dataset *ds = ctx;
+    return load_pair(ds, &ds->files[i], g, l, err, errlen);
 }
 
-/* Unpin file i's pair; it may be evicted now. */
+/* Pin file i's decoded pair, decoding it first when no thread has. Returns 0
+   (ds->cache.entries[i].gt/lq valid until release), or -1 with err. */
+static int acquire(pf_dataset *ds, int i, char *err, size_t errlen) {
+    return pf_pair_cache_acquire(&ds->cache, i, load_entry, ds, err, errlen);
+}
+
 static void release(pf_dataset *ds, int i) {
-    pthread_mutex_lock(&ds->lock);
-    ds->files[i].pins--;
-    evict_over_limit(ds);
-    pthread_mutex_unlock(&ds->lock);
+    pf_pair_cache_release(&ds->cache, i);
 }
 
 void pf_dataset_set_cache_limit(pf_dataset *ds, size_t bytes) {
-    pthread_mutex_lock(&ds->lock);
-    ds->stats.limit = bytes;
-    evict_over_limit(ds);
-    pthread_mutex_unlock(&ds->lock);
+    pf_pair_cache_set_limit(&ds->cache, bytes);
 }
 
 void pf_dataset_cache_stats(pf_dataset *ds, pf_cache_stats *out) {
-    pthread_mutex_lock(&ds->lock);
-    *out = ds->stats;
-    pthread_mutex_unlock(&ds->lock);
+    pf_pair_cache_stats(&ds->cache, out);
 }
 
 uint64_t pf_dataset_degrade_key(uint64_t seed, uint64_t epoch, uint64_t index) {
@@ -557,11 +456,12 @@ int pf_dataset_pair(pf_dataset *ds, int file, const pf_image **gt, const pf_imag
     ds->pair_file = rc == 0 ? file : -1;
     if (rc) return -1;
     pf_sample_file *f = &ds->files[file];
-    *gt = &f->gt;
-    *lq = &f->lq;
+    const pf_cache_entry *e = &ds->cache.entries[file];
+    *gt = &e->gt;
+    *lq = &e->lq;
     if (!ds->random_steps) return 0;
-    size_t n = (size_t)f->lq.w * f->lq.h * 3;
-    if (ds->pair_lq.w * ds->pair_lq.h != f->lq.w * f->lq.h) {
+    size_t n = (size_t)e->lq.w * e->lq.h * 3;
+    if (ds->pair_lq.w * ds->pair_lq.h != e->lq.w * e->lq.h) {
         uint8_t *p = realloc(ds->pair_lq.data, n);
         if (!p) {
             snprintf(err, errlen, "%s: out of memory", f->gt_path);
@@ -569,12 +469,12 @@ int pf_dataset_pair(pf_dataset *ds, int file, const pf_image **gt, const pf_imag
         }
         ds->pair_lq.data = p;
     }
-    ds->pair_lq.w = f->lq.w;
-    ds->pair_lq.h = f->lq.h;
-    memcpy(ds->pair_lq.data, f->lq.data, n);
+    ds->pair_lq.w = e->lq.w;
+    ds->pair_lq.h = e->lq.h;
+    memcpy(ds->pair_lq.data, e->lq.data, n);
     if (pf_degrade_random(ds->cfg.degradation, ds->cfg.n_degradations,
                           pf_dataset_degrade_key(ds->seed, PF_DATASET_EVAL_EPOCH, (uint64_t)f->id),
-                          ds->pair_lq.data, f->lq.w, f->lq.h, err, errlen) != 0)
+                          ds->pair_lq.data, e->lq.w, e->lq.h, err, errlen) != 0)
         return -1;
     *lq = &ds->pair_lq;
     return 0;
@@ -647,7 +547,8 @@ int pf_dataset_sample(pf_dataset *ds, uint32_t index, uint64_t seed, uint32_t ep
     int i = (int)(index % (uint32_t)ds->n_files);
     if (acquire(ds, i, err, errlen) != 0) return -1;
     pf_sample_file *f = &ds->files[i];
-    pf_paired_crop_augment(&f->gt, &f->lq, ds->scale, ds->gt_patch, ds->cfg.use_flip,
+    const pf_cache_entry *e = &ds->cache.entries[i];
+    pf_paired_crop_augment(&e->gt, &e->lq, ds->scale, ds->gt_patch, ds->cfg.use_flip,
                            ds->cfg.use_rot, seed, epoch, index, gt_out, lq_out);
     release(ds, i);
     if (!ds->random_steps) return 0;

@@ -14,13 +14,9 @@
     top-left scale x LQ, as BasicSR's PairedImageDataset does outside training
     (pf_dataset_log_gt_crops says which). RepeatDataset: index i in [0, len) is file i % n_files.
 
-    Decoded-image cache: each file's decoded pair (GT after mod-crop, and LQ after the per-image
-    downscaling step) is kept in a least-recently-used cache bounded by a number of bytes of
-    pixels. A caller pins an entry while it reads the pixels; decoding happens outside the lock
-    with the entry marked as loading, so a second thread asking for the same file waits for the
-    first instead of decoding it again; only unpinned entries are evicted, so the bytes held
-    exceed the limit only by the entries in use at that moment (an entry larger than the limit
-    is decoded, used by its caller, and dropped when released).
+    Decoded-image cache (common/pair_cache.h): each file's decoded pair (GT after mod-crop,
+    and LQ after the per-image downscaling step) is kept in a least-recently-used cache bounded
+    by a number of bytes of pixels.
 
     Random degradation steps (DN noise, JPEG) are not cached: pf_dataset_sample applies them to
     each LQ patch with draws keyed by (seed, epoch, index), pf_dataset_pair to the whole LQ
@@ -34,9 +30,7 @@
 
 #include "common/config.h"
 #include "common/image.h"
-
-/* Cache entry states. */
-enum { PF_ENTRY_EMPTY = 0, PF_ENTRY_LOADING = 1, PF_ENTRY_READY = 2 };
+#include "common/pair_cache.h"
 
 typedef struct {
     char gt_path[PF_PATH_MAX];  /* "" for SingleImageDataset */
@@ -49,21 +43,7 @@ typedef struct {
     int gt_cropped;             /* eval/test: the GT file is larger than scale x its LQ (by
                                    less than scale), gt_w x gt_h is its top-left */
     int lq_w, lq_h;
-    /* cache entry, guarded by pf_dataset.lock */
-    int state;                  /* PF_ENTRY_EMPTY, _LOADING (a thread is decoding it), _READY */
-    int pins;                   /* callers reading gt/lq now; a pinned entry is never evicted */
-    int lru_prev, lru_next;     /* READY entries, most recently used first; -1 at the ends */
-    pf_image gt, lq;            /* decoded RGB8 pixels when READY */
 } pf_sample_file;
-
-/* Decoded-image cache counters (one per dataset). */
-typedef struct {
-    uint64_t hits;              /* pair requests that found the pair decoded (or being decoded
-                                   by another thread, and waited for it) */
-    uint64_t misses;            /* pair requests that decoded it */
-    uint64_t evictions;         /* pairs dropped to stay under the limit */
-    size_t bytes, limit;        /* bytes of pixels held now; the limit (SIZE_MAX: none) */
-} pf_cache_stats;
 
 typedef struct {
     pf_dataset_cfg cfg;
@@ -75,10 +55,7 @@ typedef struct {
     int gt_patch;               /* training GT patch (0 for eval/test) */
     int random_steps;           /* the degradation has a random step (DN, JPEG) */
     uint64_t seed;              /* pf_dataset_pair's random steps (pf_dataset_set_seed) */
-    pthread_mutex_t lock;       /* guards the cache fields of files[], lru_*, stats */
-    pthread_cond_t loaded;      /* broadcast when an entry leaves PF_ENTRY_LOADING */
-    int lru_head, lru_tail;     /* most / least recently used READY entry; -1 when none */
-    pf_cache_stats stats;
+    pf_pair_cache cache;        /* entry i: files[i]'s decoded pair */
     int pair_file;              /* entry pinned by the last pf_dataset_pair call, -1 none */
     pf_image pair_lq;           /* pf_dataset_pair's LQ with the random steps applied */
 } pf_dataset;

@@ -198,7 +198,7 @@ static void make_gt_folder(char *dir, size_t dirlen, const char *name, int n, in
 static void expect_state(pf_dataset *ds, const char *want, const char *when) {
     char got[16] = "";
     for (int i = 0; i < ds->n_files && i < 15; i++)
-        got[i] = ds->files[i].state == PF_ENTRY_READY ? 'R' : '-';
+        got[i] = pf_pair_cache_state(&ds->cache, i) == PF_ENTRY_READY ? 'R' : '-';
     CHECK(strcmp(got, want) == 0, "%s: cached entries %s, expected %s", when, got, want);
 }
 
@@ -513,7 +513,7 @@ static void test_degradations(void) {
     /* the cached LQ stays clean: BI of the GT */
     uint8_t bi[10 * 9 * 3];
     pf_imresize_u8(ga->data, ga->h, ga->w, 3, 1.0 / 3, bi);
-    CHECK(memcmp(a.files[3].lq.data, bi, sizeof bi) == 0, "cached LQ is not BI");
+    CHECK(memcmp(a.cache.entries[3].lq.data, bi, sizeof bi) == 0, "cached LQ is not BI");
     double sq = 0;
     for (size_t k = 0; k < sizeof bi; k++) sq += (first[k] - (double)bi[k]) * (first[k] - bi[k]);
     CHECK(sqrt(sq / sizeof bi) > 7 && sqrt(sq / sizeof bi) < 13, "DN 10 rms %.2f",
