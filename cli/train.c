@@ -8,6 +8,8 @@
     SIGHUP asks the coordinator for an orderly stop (checkpoint, then exit; see on_stop_signal);
     a second one, 1 s or more after the first, kills the group. Its exit status is the
     coordinator's, except that a stop this front end was signalled for exits 128 + the signal.
+    pf_train_main is parse, prepare, spawn the coordinator, loop (train_loop: one reactor, from
+    waiting for the coordinator's address to its exit; see "the loop" below), finish.
 */
 #include "cli/commands.h"
 
@@ -31,6 +33,7 @@
 #include "coordinator/coordinator.h"
 #include "nn/model.h"
 #include "proto/client.h"
+#include "proto/reactor.h"
 #include "proto/security.h"
 #include "worker/device.h"
 
@@ -265,23 +268,80 @@ static void report_stop(const pf_config *cfg, const char *cfg_path, const progre
     }
 }
 
-/* --- stopping on a signal ------------------------------------------------------------------ */
+/* --- the front end's state ------------------------------------------------------------------ */
 
 #define STOP_SAME_S 1.0         /* signals within this of the first are the same stop */
 #define STOP_KILL_AFTER_S 20.0  /* the job is killed if it has not ended this long (plus three
                                    of its longest steps) after the first signal */
 #define CHILD_GRACE_S 2.0       /* after the coordinator: SIGTERM to a role still there */
+#define START_TIMEOUT_S 20.0    /* the coordinator writes its address within this */
+#define ADDRESS_POLL_S 0.02     /* how often the front end looks for that address */
+#define WATCH_TICK_S 0.1        /* how often it reaps the job's processes while watching */
 
 typedef struct {
     int sig;                    /* the first SIGINT/SIGTERM/SIGHUP, 0 none yet */
     double first_at;            /* pf_now() of it */
-    double kill_at;             /* kill the job if it is still there then; 0 = no deadline */
+    double kill_after;          /* s after first_at: the job is killed if still there */
     int trained;                /* the job trained: 1 a train event came, 0 none came while
                                    watching, -1 not watching (unknown) */
 } job_stop;
 
+/* The front end's view of the job: a monitor's place in it and a subscription to every event. */
+typedef struct {
+    void *zctx;
+    pf_client mon;
+    void *sub;                  /* SUB on every event, NULL when not watching */
+    int joined;
+} watch;
+
+/* `pixflow train`'s command line; workers and gpus resolved by job_devices. */
+typedef struct {
+    const char *cfg_path, *resume, *bind, *keys;
+    int loaders, workers, gpus; /* -1: not given */
+} train_args;
+
+/* How the loop ended. */
+typedef enum {
+    LOOP_FAILED,                /* the loop could not go on (out of memory) */
+    NO_COORDINATOR,             /* the coordinator did not start: exit 1 at once */
+    ENDED_EARLY,                /* stopping (or ended) before the roles were started */
+    SPAWN_FAILED,               /* a role could not be started (err says which) */
+    COORDINATOR_ENDED,          /* watched until the coordinator exited */
+} loop_end;
+
+typedef struct {
+    train_args a;
+    pf_config cfg;
+    job j;
+    child *coord;               /* j's coordinator */
+    job_stop stop;
+    progress p;
+    watch w;
+    char addr_file[PF_PATH_MAX + 32];   /* where the coordinator writes its address */
+    char *addr;                 /* that address, once read */
+    char err[2048];             /* the last error, reported when the job ends in one */
+    pf_reactor *r;              /* the loop, while it runs */
+    pf_timer *address_poll;     /* starting: looks for addr_file every ADDRESS_POLL_S */
+    pf_timer *start_deadline;   /* starting: gives up START_TIMEOUT_S after the spawn */
+    pf_timer *kill_deadline;    /* armed by the first signal (on_stop_signal) */
+    int broken;                 /* a timer could not be armed: the loop ends (LOOP_FAILED) */
+    loop_end end;
+} train;
+
+/* --- stopping on a signal ------------------------------------------------------------------ */
+
 static const char *stop_signal_name(int sig) {
     return sig == SIGINT ? "interrupted" : sig == SIGHUP ? "hung up" : "terminated";
+}
+
+/* The deadline armed by the first signal has passed: the job is killed. */
+static int on_kill_deadline(pf_reactor *r, void *arg) {
+    train *t = arg;
+    fprintf(stderr, "\npixflow: the job did not stop within %.0f s; killing it\n",
+            t->stop.kill_after);
+    killpg(t->j.pgid, SIGKILL);
+    pf_reactor_cancel(r, &t->kill_deadline);
+    return 0;
 }
 
 /* Take the signal in pf_signalled. The first asks the coordinator for an orderly stop (the
@@ -289,33 +349,27 @@ static const char *stop_signal_name(int sig) {
    the kill deadline. Any more within STOP_SAME_S of the first are the same request: `timeout`
    sends SIGTERM to the front end and then to its whole process group, a scheduler (Slurm,
    systemd, a container runtime) signals every process of the job, a terminal may send Ctrl-C
-   to several. One that comes later is a user's second Ctrl-C: the job is killed.
-   `longest_step`: the longest training step seen, in seconds. */
-static void on_stop_signal(job *j, child *coord, job_stop *s, double longest_step) {
+   to several. One that comes later is a user's second Ctrl-C: the job is killed. The deadline
+   allows for three of the longest training steps seen (none before the job is watched). */
+static void on_stop_signal(train *t) {
+    job_stop *s = &t->stop;
     int sig = pf_signalled;
     pf_signalled = 0;
     double now = pf_now();
     if (!s->sig) {
         s->sig = sig;
         s->first_at = now;
-        s->kill_at = now + STOP_KILL_AFTER_S + 3 * longest_step;
+        s->kill_after = STOP_KILL_AFTER_S + 3 * t->p.longest_step;
+        t->kill_deadline = pf_reactor_after(t->r, s->kill_after, on_kill_deadline, t);
+        if (!t->kill_deadline) t->broken = 1;
         fprintf(stderr, "\npixflow: %s: checkpointing and stopping (again, %.0f s or more "
                 "later, to kill)\n", stop_signal_name(sig), STOP_SAME_S);
-        if (!coord->exited) kill(coord->pid, SIGINT);
+        if (!t->coord->exited) kill(t->coord->pid, SIGINT);
     } else if (now - s->first_at >= STOP_SAME_S) {
         fprintf(stderr, "\npixflow: killing the job\n");
-        killpg(j->pgid, SIGKILL);
-        s->kill_at = 0;
+        killpg(t->j.pgid, SIGKILL);
+        pf_reactor_cancel(t->r, &t->kill_deadline);
     }
-}
-
-/* The deadline armed by the first signal: past it, the job is killed. */
-static void check_stop_deadline(job *j, job_stop *s) {
-    if (!s->kill_at || pf_now() < s->kill_at) return;
-    fprintf(stderr, "\npixflow: the job did not stop within %.0f s; killing it\n",
-            s->kill_at - s->first_at);
-    killpg(j->pgid, SIGKILL);
-    s->kill_at = 0;
 }
 
 /* The front end's exit status: the coordinator's, but a job stopped in order (130, the
@@ -346,7 +400,9 @@ static void report_exits(const job *j) {
    stopping the others) has ended: a role still there
    after CHILD_GRACE_S (one that was still starting when a stop came, waiting for a coordinator
    that has gone) gets SIGTERM, which ends any role that is not in the job; what is left
-   EXIT_GRACE_S after that is killed, by name. */
+   EXIT_GRACE_S after that is killed, by name. This runs after the loop, not in it: there is
+   no socket left to read and no signal to hear (the stop is under way: neither a second signal
+   nor the kill deadline applies here), so it is a fixed sequence of bounded waits on waitpid. */
 static void end_children(job *j, const child *coord) {
     double deadline = pf_now() + EXIT_GRACE_S;
     while (coord && !coord->exited && pf_now() < deadline) {
@@ -370,34 +426,29 @@ static void end_children(job *j, const child *coord) {
     }
 }
 
-/* The front end's view of the job: a monitor's place in it and a subscription to every event. */
-typedef struct {
-    void *zctx;
-    pf_client mon;
-    void *sub;                  /* SUB on every event, NULL when not watching */
-    int joined;
-} watch;
+/* --- watching the job ---------------------------------------------------------------------- */
 
-/* Join the job at `addr` as a monitor and subscribe to every event. The front end does this
+/* Join the job at t->addr as a monitor and subscribe to every event. The front end does this
    before it starts the other roles, so it sees the job from its first train event, and a
    stop that came first (a refusal: the job is stopping) means nothing was trained. It tries
    for PF_JOIN_TIMEOUT_MS, 2 s at a time, while the coordinator runs. A signal ends a join
    (that is for roles that stop on one): it is taken (on_stop_signal) and the join tried
-   again. Returns 1 when watching, 0 with err (the job goes on unwatched). */
-static int watch_open(watch *w, const char *addr, job *j, child *coord, job_stop *s, char *err,
-                      size_t errlen) {
+   again. Returns 1 when watching, 0 with t->err (the job goes on unwatched). */
+static int watch_open(train *t) {
+    watch *w = &t->w;
     w->zctx = pf_zmq_ctx_new();
     for (double until = pf_now() + PF_JOIN_TIMEOUT_MS / 1000.0; pf_now() < until;) {
-        if (pf_signalled) on_stop_signal(j, coord, s, 0);
-        reap(j, 0);
-        if (coord->exited) {
-            snprintf(err, errlen, "the coordinator (pid %d) ended before it answered",
-                     (int)coord->pid);
+        if (pf_signalled) on_stop_signal(t);
+        reap(&t->j, 0);
+        if (t->coord->exited) {
+            snprintf(t->err, sizeof t->err, "the coordinator (pid %d) ended before it answered",
+                     (int)t->coord->pid);
             break;
         }
         double t0 = pf_now();
-        w->joined = pf_client_join_wait(&w->mon, w->zctx, addr, PF_ROLE_MONITOR,
-                                        "pixflow-train", "", 2.0, 0, err, errlen) == 0;
+        w->joined = pf_client_join_wait(&w->mon, w->zctx, t->addr, PF_ROLE_MONITOR,
+                                        "pixflow-train", "", 2.0, 0, t->err,
+                                        sizeof t->err) == 0;
         if (w->joined || w->mon.stopped_by < 0) break;
         if (!w->mon.stopped_by && pf_now() - t0 < 1.9) break;   /* refused: no use retrying */
     }
@@ -413,176 +464,92 @@ static void watch_close(watch *w) {
     w->joined = 0;
 }
 
-static void usage(void) {
-    fprintf(stderr, "usage: pixflow train CONFIG [--resume auto|PATH] [--loaders N] "
-                    "[--workers N] [--gpus N] [--bind tcp://HOST:PORT] [--keys DIR] "
-                    "[--threads N]\n");
+/* Every event the subscription holds, into the progress line. */
+static void drain_events(train *t) {
+    pf_msg_event *ev = malloc(sizeof *ev);
+    char err[256];
+    while (ev && pf_events_recv(t->w.sub, ZMQ_DONTWAIT, ev, err, sizeof err) == 0)
+        on_event(&t->p, ev);
+    free(ev);
 }
 
-int pf_train_main(int argc, char **argv) {
-    const char *cfg_path = NULL, *resume = NULL, *bind = NULL, *keys = NULL;
-    int loaders = -1, workers = -1, gpus = -1;
-    for (int i = 0; i < argc; i++) {
-        if (strcmp(argv[i], "--resume") == 0 && i + 1 < argc) resume = argv[++i];
-        else if (strcmp(argv[i], "--loaders") == 0 && i + 1 < argc) {
-            /* --loaders 0: every loader joins by hand (`pixflow loader --connect ADDR`, from
-               any host); until one does, the coordinator says how every 10 s. */
-            if (pf_arg_int(CMD, "--loaders", argv[++i], 0, 256, &loaders)) return 2;
-        } else if (strcmp(argv[i], "--workers") == 0 && i + 1 < argc) {
-            if (pf_arg_int(CMD, "--workers", argv[++i], 1, 64, &workers)) return 2;
-        } else if (strcmp(argv[i], "--gpus") == 0 && i + 1 < argc) {
-            if (pf_arg_int(CMD, "--gpus", argv[++i], 0, 64, &gpus)) return 2;
-        } else if (strcmp(argv[i], "--bind") == 0 && i + 1 < argc) bind = argv[++i];
-        else if (strcmp(argv[i], "--keys") == 0 && i + 1 < argc) keys = argv[++i];
-        else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
-            /* compute threads of each worker and eval hook (through OMP_NUM_THREADS) */
-            int threads;
-            if (pf_arg_int(CMD, "--threads", argv[++i], 1, PF_MAX_THREADS, &threads)) return 2;
-            pf_set_threads(threads);
-        } else if (argv[i][0] != '-' && !cfg_path) cfg_path = argv[i];
-        else {
-            usage();
-            return 2;
-        }
+/* The coordinator has ended while watched: the last events (final eval, done), how it ended
+   (killed: the rest of the job gets SIGTERM) and the job's mean PSNR. Returns its exit status,
+   1 when it did not exit. */
+static int watch_end(train *t) {
+    const progress *p = &t->p;
+    const child *coord = t->coord;
+    if (t->w.sub) drain_events(t);
+    if (p->tty) printf("\n");
+    if (t->w.sub) t->stop.trained = p->t_first != 0;
+    int status = WIFEXITED(coord->status) ? WEXITSTATUS(coord->status) : 1;
+    if (!WIFEXITED(coord->status)) {
+        char how[128];
+        describe_exit(coord->status, how, sizeof how);
+        fprintf(stderr, "pixflow: coordinator (pid %d) %s; stopping the job\n",
+                (int)coord->pid, how);
+        killpg(t->j.pgid, SIGTERM);
     }
-    if (!cfg_path) {
-        usage();
-        return 2;
+    if (p->have_eval) {
+        const pf_msg_event *e = &p->last_eval;
+        printf("pixflow: mean PSNR-%s on %s after %" PRId64 " iterations: %s %.3f dB, "
+               "bicubic %.3f dB (%+.3f dB); SSIM %.4f vs %.4f\n",
+               t->cfg.eval_y_channel ? "Y" : "RGB", t->cfg.eval.gt_folder, e->iter,
+               t->cfg.model_type, e->psnr, e->psnr_bicubic, e->psnr - e->psnr_bicubic, e->ssim,
+               e->ssim_bicubic);
     }
-    pf_log_set_name("pixflow");
-    ssize_t n = readlink("/proc/self/exe", self_exe, sizeof self_exe - 1);
-    if (n <= 0) {
-        fprintf(stderr, "pixflow: cannot find my own executable\n");
-        return 1;
-    }
-    self_exe[n] = '\0';
-    /* A signal from here on stops the job in order (on_stop_signal). */
-    pf_catch_signals();
-    /* 1. Everything that can be checked before a process starts. */
-    static pf_config cfg;
-    pf_dataset train;
-    pf_sampler sampler;
-    int64_t total = 0;
-    char err[2048] = "";
-    /* One worker per visible GPU (CUDA_VISIBLE_DEVICES applies; --gpus N takes the first N,
-       --gpus 0 forces the CPU), else CPU workers (--workers N, default 1). */
-    int visible = pf_gpu_count();
-    if (gpus > visible) {
-        fprintf(stderr, "pixflow: --gpus %d: only %d CUDA device%s visible\n", gpus, visible,
-                visible == 1 ? "" : "s");
-        return 2;
-    }
-    if (gpus < 0) gpus = workers > 0 ? 0 : visible;
-    if (gpus > 0 && workers > 0 && workers != gpus) {
-        fprintf(stderr, "pixflow: --workers %d with %d GPUs: GPU jobs run one worker per GPU\n",
-                workers, gpus);
-        return 2;
-    }
-    if (gpus > 0) workers = gpus;
-    if (workers < 0) workers = 1;
-    if (pf_job_prepare(&cfg, cfg_path, resume, workers, &train, &sampler, &total, err,
-                       sizeof err) != 0) {
-        fprintf(stderr, "pixflow: %s\n", err);
-        return 2;
-    }
-    if (loaders < 0) loaders = cfg.loaders;
-    printf("pixflow: %s: %s x%d, %d training images (%u samples/epoch), %" PRId64
-           " iterations, batch %d x %d %s worker%s, %d loaders, work_dir %s\n", cfg_path,
-           cfg.model_type, cfg.scale, train.n_files, train.len, total, cfg.samples_per_gpu,
-           workers, gpus > 0 ? "GPU" : "CPU", workers > 1 ? "s" : "", loaders, cfg.work_dir);
-    if (cfg.resume_from[0]) printf("pixflow: resuming from %s\n", cfg.resume_from);
-    else if (cfg.load_from[0]) printf("pixflow: weights from %s, starting at iteration 0\n",
-                                      cfg.load_from);
-    pf_dataset_close(&train);
-    pf_sampler_free(&sampler);
+    return status;
+}
 
-    /* security.curve: every process started below finds the key folder in PIXFLOW_KEYS (and
-       none when CURVE is off, so a stray variable cannot make one side use CURVE alone). */
-    if (pf_security_init_job(cfg.curve, cfg.keys_dir, keys, PF_SEC_CLIENT, err,
-                             sizeof err) != 0) {
-        fprintf(stderr, "pixflow: %s\n", err);
-        return 2;
-    }
-    if (pf_security_on()) setenv(PF_KEYS_ENV, pf_security_dir(), 1);
-    else unsetenv(PF_KEYS_ENV);
+/* --- starting the job ---------------------------------------------------------------------- */
 
-    /* 2. The coordinator, then everyone else pointed at it. */
-    signal(SIGPIPE, SIG_IGN);
-    if (pf_signalled) {
-        printf("pixflow: %s before the job started: nothing was trained, so no checkpoint "
-               "was written\n", stop_signal_name(pf_signalled));
-        return 128 + pf_signalled;
-    }
-    job j = { .n = 0, .pgid = 0 };
-    job_stop stop = { .trained = -1 };
-    char addr_file[PF_PATH_MAX + 32];
-    snprintf(addr_file, sizeof addr_file, "%s/coordinator.addr", cfg.work_dir);
-    unlink(addr_file);
+/* Spawn the coordinator; it writes its address to t->addr_file. Returns 0, or 1 after a
+   message. */
+static int spawn_coordinator(train *t) {
+    const train_args *a = &t->a;
+    snprintf(t->addr_file, sizeof t->addr_file, "%s/coordinator.addr", t->cfg.work_dir);
+    unlink(t->addr_file);
     char *cargs[12];
     int k = 0;
     cargs[k++] = "coordinator";
-    cargs[k++] = (char *)cfg_path;
+    cargs[k++] = (char *)a->cfg_path;
     cargs[k++] = "--addr-file";
-    cargs[k++] = addr_file;
+    cargs[k++] = t->addr_file;
     char workers_s[16];
-    snprintf(workers_s, sizeof workers_s, "%d", workers);
+    snprintf(workers_s, sizeof workers_s, "%d", a->workers);
     cargs[k++] = "--workers";
     cargs[k++] = workers_s;
     cargs[k++] = "--exit-with-parent";
-    if (resume) {
+    if (a->resume) {
         cargs[k++] = "--resume";
-        cargs[k++] = (char *)resume;
+        cargs[k++] = (char *)a->resume;
     }
-    if (bind) {
+    if (a->bind) {
         cargs[k++] = "--bind";
-        cargs[k++] = (char *)bind;
+        cargs[k++] = (char *)a->bind;
     }
     cargs[k] = NULL;
-    child *coord = spawn(&j, "coordinator", cargs, 1, err, sizeof err);
-    if (!coord) {
-        fprintf(stderr, "pixflow: %s\n", err);
-        return 1;
-    }
-    char *addr = NULL;
-    double deadline = pf_now() + 20.0;
-    while (!addr) {
-        struct stat st;
-        if (stat(addr_file, &st) == 0) addr = pf_read_file(addr_file, NULL, err, sizeof err);
-        if (addr) break;
-        reap(&j, 1);
-        if (pf_signalled) on_stop_signal(&j, coord, &stop, 0);
-        if (stop.sig) {     /* stopping: it exits (130) without starting anything */
-            check_stop_deadline(&j, &stop);
-            if (coord->exited) break;
-        } else if (coord->exited || pf_now() > deadline) {
-            char how[128] = "did not start within 20 s";
-            if (coord->exited) describe_exit(coord->status, how, sizeof how);
-            fprintf(stderr, "pixflow: coordinator (pid %d) %s\n", (int)coord->pid, how);
-            kill(coord->pid, SIGKILL);
-            return 1;
-        }
-        usleep(20000);
-    }
-    progress p = { .tty = isatty(STDOUT_FILENO), .log_interval = cfg.log_interval };
-    int status = 1, early = 0;     /* early: the job ended before its roles were started */
-    static watch w;
-    if (!stop.sig && !watch_open(&w, addr, &j, coord, &stop, err, sizeof err)) {
-        fprintf(stderr, "pixflow: cannot watch the job: %s\n", err);
-        err[0] = '\0';
-    }
-    if (stop.sig || w.mon.stopped_by < 0 || coord->exited) {
-        /* stopping (or ended) before any role but the coordinator started: start nothing */
-        stop.trained = 0;
-        early = 1;
-        goto kill_all;
-    }
+    t->coord = spawn(&t->j, "coordinator", cargs, 1, t->err, sizeof t->err);
+    if (t->coord) return 0;
+    fprintf(stderr, "pixflow: %s\n", t->err);
+    return 1;
+}
+
+/* Spawn the workers, hooks and loaders, pointed at the coordinator's address. Returns 0, or
+   -1 with t->err. */
+static int spawn_roles(train *t) {
+    const train_args *a = &t->a;
+    job *j = &t->j;
+    char *addr = t->addr, *err = t->err;
+    size_t errlen = sizeof t->err;
     /* The worker's data endpoint and the checkpoint hook's endpoint bind on the interface the
        coordinator binds, so loaders from other hosts can reach them too. */
     char role_bind[PF_MAX_ENDPOINT] = "tcp://127.0.0.1:*";
-    if (bind) {
-        const char *colon = strrchr(bind, ':');
-        int host_len = colon && colon > bind + 6 ? (int)(colon - bind) : (int)strlen(bind);
-        snprintf(role_bind, sizeof role_bind, "%.*s:*", host_len, bind);
+    if (a->bind) {
+        const char *colon = strrchr(a->bind, ':');
+        int host_len = colon && colon > a->bind + 6 ? (int)(colon - a->bind)
+                                                    : (int)strlen(a->bind);
+        snprintf(role_bind, sizeof role_bind, "%.*s:*", host_len, a->bind);
     }
     char device[32] = "cpu";
     char *const wargs[] = { "worker", "--connect", addr, "--bind", role_bind, "--device", device,
@@ -594,99 +561,276 @@ int pf_train_main(int argc, char **argv) {
     char *const largs[] = { "hook", "log", "--connect", addr, NULL };
     char *const vargs[] = { "hook", "visual", "--connect", addr, NULL };
     /* CPU workers of a group share the cores: each gets its share of OpenMP threads. */
-    for (int i = 0; i < workers; i++) {
+    for (int i = 0; i < a->workers; i++) {
         char wname[32];
-        snprintf(wname, sizeof wname, workers == 1 ? "worker" : "worker%d", i);
-        if (gpus > 0) snprintf(device, sizeof device, "cuda:%d", i);
-        if (!spawn(&j, wname, wargs, workers > 1, err, sizeof err)) goto kill_all;
+        snprintf(wname, sizeof wname, a->workers == 1 ? "worker" : "worker%d", i);
+        if (a->gpus > 0) snprintf(device, sizeof device, "cuda:%d", i);
+        if (!spawn(j, wname, wargs, a->workers > 1, err, errlen)) return -1;
     }
-    if (!spawn(&j, "checkpoint hook", cpargs, 1, err, sizeof err) ||
-        !spawn(&j, "log hook", largs, 1, err, sizeof err) ||
-        (cfg.visual_interval > 0 && !spawn(&j, "visual hook", vargs, 1, err, sizeof err)))
-        goto kill_all;
-    for (int i = 0; i < cfg.eval_instances; i++) {
+    if (!spawn(j, "checkpoint hook", cpargs, 1, err, errlen) ||
+        !spawn(j, "log hook", largs, 1, err, errlen) ||
+        (t->cfg.visual_interval > 0 && !spawn(j, "visual hook", vargs, 1, err, errlen)))
+        return -1;
+    for (int i = 0; i < t->cfg.eval_instances; i++) {
         char ename[32];
-        snprintf(instance, sizeof instance, "%d/%d", i, cfg.eval_instances);
+        snprintf(instance, sizeof instance, "%d/%d", i, t->cfg.eval_instances);
         snprintf(ename, sizeof ename, i ? "eval hook %d" : "eval hook", i);
-        if (!spawn(&j, ename, eargs, 1, err, sizeof err)) goto kill_all;
+        if (!spawn(j, ename, eargs, 1, err, errlen)) return -1;
     }
-    for (int i = 0; i < loaders; i++) {
-        char lname[32], *largv[6];
+    for (int i = 0; i < a->loaders; i++) {
+        char lname[32];
         snprintf(lname, sizeof lname, "loader%d", i + 1);
-        largv[0] = "loader";
-        largv[1] = "--connect";
-        largv[2] = addr;
-        largv[3] = "--name";
-        largv[4] = lname;
-        largv[5] = NULL;
-        if (!spawn(&j, lname, largv, 1, err, sizeof err)) goto kill_all;
+        char *const ldargs[] = { "loader", "--connect", addr, "--name", lname, NULL };
+        if (!spawn(j, lname, ldargs, 1, err, errlen)) return -1;
     }
-    printf("pixflow: coordinator %s (pid %d); processes:", addr, (int)coord->pid);
-    for (int i = 0; i < j.n; i++) printf(" %s=%d", j.kids[i].name, (int)j.kids[i].pid);
+    printf("pixflow: coordinator %s (pid %d); processes:", addr, (int)t->coord->pid);
+    for (int i = 0; i < j->n; i++) printf(" %s=%d", j->kids[i].name, (int)j->kids[i].pid);
     printf("\n");
     fflush(stdout);
+    return 0;
+}
 
-    /* 3. Watch the job. */
-    {
-        void *sub = w.sub;
-        while (!coord->exited) {
-            check_stop_deadline(&j, &stop);
-            if (pf_signalled) on_stop_signal(&j, coord, &stop, p.longest_step);
-            if (sub) {
-                zmq_pollitem_t it = { sub, 0, ZMQ_POLLIN, 0 };
-                if (zmq_poll(&it, 1, 100) > 0) {
-                    pf_msg_event *ev = malloc(sizeof *ev);
-                    char e2[256];
-                    while (ev && pf_events_recv(sub, ZMQ_DONTWAIT, ev, e2, sizeof e2) == 0)
-                        on_event(&p, ev);
-                    free(ev);
-                }
-            } else {
-                usleep(100000);
-            }
-            reap(&j, 0);
-        }
-        if (sub) {  /* the last events (final eval, done) */
-            pf_msg_event *ev = malloc(sizeof *ev);
-            char e2[256];
-            while (ev && pf_events_recv(sub, ZMQ_DONTWAIT, ev, e2, sizeof e2) == 0)
-                on_event(&p, ev);
-            free(ev);
-        }
-        if (p.tty) printf("\n");
-        if (sub) stop.trained = p.t_first != 0;
-        status = WIFEXITED(coord->status) ? WEXITSTATUS(coord->status) : 1;
-        if (!WIFEXITED(coord->status)) {
-            char how[128];
-            describe_exit(coord->status, how, sizeof how);
-            fprintf(stderr, "pixflow: coordinator (pid %d) %s; stopping the job\n",
-                    (int)coord->pid, how);
-            killpg(j.pgid, SIGTERM);
-        }
-        if (p.have_eval) {
-            const pf_msg_event *e = &p.last_eval;
-            printf("pixflow: mean PSNR-%s on %s after %" PRId64 " iterations: %s %.3f dB, "
-                   "bicubic %.3f dB (%+.3f dB); SSIM %.4f vs %.4f\n",
-                   cfg.eval_y_channel ? "Y" : "RGB", cfg.eval.gt_folder, e->iter,
-                   cfg.model_type, e->psnr, e->psnr_bicubic, e->psnr - e->psnr_bicubic, e->ssim,
-                   e->ssim_bicubic);
+/* --- the loop -------------------------------------------------------------------------------
+   Two phases on one reactor. STARTING: every ADDRESS_POLL_S the front end looks for the
+   coordinator's address and reaps it (quietly: it is the only process); without the address
+   within START_TIMEOUT_S, or with the coordinator gone, the job fails (unless a stop is under
+   way: then the coordinator exits 130 without starting anything, and that ends the loop).
+   Once the address is in, start_job joins, starts the roles and turns to WATCHING: the
+   subscription is a reader (the progress line), a WATCH_TICK_S tick reaps the job's processes
+   (reporting any that did not end in order) until the coordinator has exited. Children are
+   noticed by a timer polling waitpid(WNOHANG), as the old loops did between two polls: a
+   SIGCHLD handler would only move the same waitpid into the tick. Signals go to
+   on_stop_signal throughout; the first arms the kill deadline, a one-shot. */
+
+static int end_loop(train *t, loop_end end) {
+    if (end == ENDED_EARLY) t->stop.trained = 0;
+    t->end = end;
+    return -1;
+}
+
+static int on_job_events(pf_reactor *r, void *arg) {
+    drain_events(arg);
+    return 0;
+}
+
+static int on_watch_tick(pf_reactor *r, void *arg) {
+    train *t = arg;
+    if (t->broken) return -1;
+    reap(&t->j, 0);
+    return t->coord->exited ? end_loop(t, COORDINATOR_ENDED) : 0;
+}
+
+/* The address is in: join as a monitor, start the roles (unless a stop came first or the job
+   refused the monitor because it is stopping), then watch. */
+static int start_job(pf_reactor *r, train *t) {
+    pf_reactor_cancel(r, &t->address_poll);
+    pf_reactor_cancel(r, &t->start_deadline);
+    if (!t->stop.sig && !watch_open(t)) {
+        fprintf(stderr, "pixflow: cannot watch the job: %s\n", t->err);
+        t->err[0] = '\0';
+    }
+    if (t->stop.sig || t->w.mon.stopped_by < 0 || t->coord->exited)
+        return end_loop(t, ENDED_EARLY);
+    if (spawn_roles(t) != 0) return end_loop(t, SPAWN_FAILED);
+    if (t->w.sub && pf_reactor_reader(r, t->w.sub, on_job_events, t) != 0) return -1;
+    return pf_reactor_every(r, WATCH_TICK_S, on_watch_tick, t) ? 0 : -1;
+}
+
+/* The coordinator has gone, or has not written its address in time: it is killed. */
+static int no_coordinator(train *t) {
+    char how[128];
+    snprintf(how, sizeof how, "did not start within %.0f s", START_TIMEOUT_S);
+    if (t->coord->exited) describe_exit(t->coord->status, how, sizeof how);
+    fprintf(stderr, "pixflow: coordinator (pid %d) %s\n", (int)t->coord->pid, how);
+    kill(t->coord->pid, SIGKILL);
+    return end_loop(t, NO_COORDINATOR);
+}
+
+static int on_address_poll(pf_reactor *r, void *arg) {
+    train *t = arg;
+    struct stat st;
+    if (t->broken) return -1;
+    if (stat(t->addr_file, &st) == 0)
+        t->addr = pf_read_file(t->addr_file, NULL, t->err, sizeof t->err);
+    if (t->addr) return start_job(r, t);
+    reap(&t->j, 1);
+    if (t->coord->exited) return t->stop.sig ? end_loop(t, ENDED_EARLY) : no_coordinator(t);
+    return 0;
+}
+
+static int on_start_deadline(pf_reactor *r, void *arg) {
+    train *t = arg;
+    if (t->stop.sig) return 0;  /* stopping: the kill deadline applies instead */
+    reap(&t->j, 1);
+    return no_coordinator(t);
+}
+
+static int on_train_signal(pf_reactor *r, void *arg) {
+    if (pf_signalled) on_stop_signal(arg);     /* watch_open may have taken it already */
+    return 0;
+}
+
+/* Run the loop from the coordinator's spawn until the coordinator has ended, or the job
+   failed to start; t->end says how it ended. */
+static void train_loop(train *t) {
+    t->end = LOOP_FAILED;
+    pf_reactor *r = t->r = pf_reactor_new();
+    int ok = r && (t->address_poll = pf_reactor_every(r, ADDRESS_POLL_S, on_address_poll, t)) &&
+             (t->start_deadline = pf_reactor_after(r, START_TIMEOUT_S, on_start_deadline, t));
+    if (ok) pf_reactor_on_signal(r, on_train_signal, t);
+    if (!ok || pf_reactor_run(r) != 0) t->end = LOOP_FAILED;
+    if (t->end == LOOP_FAILED)
+        snprintf(t->err, sizeof t->err, "the front end's loop failed (out of memory, or its "
+                 "ZeroMQ context ended)");
+    pf_reactor_destroy(&t->r);
+    t->address_poll = t->start_deadline = t->kill_deadline = NULL;
+}
+
+/* --- before and after ---------------------------------------------------------------------- */
+
+static void usage(void) {
+    fprintf(stderr, "usage: pixflow train CONFIG [--resume auto|PATH] [--loaders N] "
+                    "[--workers N] [--gpus N] [--bind tcp://HOST:PORT] [--keys DIR] "
+                    "[--threads N]\n");
+}
+
+/* Parse argv into *a. Returns 0, or 2 after a message. */
+static int train_parse(int argc, char **argv, train_args *a) {
+    *a = (train_args){ .loaders = -1, .workers = -1, .gpus = -1 };
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--resume") == 0 && i + 1 < argc) a->resume = argv[++i];
+        else if (strcmp(argv[i], "--loaders") == 0 && i + 1 < argc) {
+            /* --loaders 0: every loader joins by hand (`pixflow loader --connect ADDR`, from
+               any host); until one does, the coordinator says how every 10 s. */
+            if (pf_arg_int(CMD, "--loaders", argv[++i], 0, 256, &a->loaders)) return 2;
+        } else if (strcmp(argv[i], "--workers") == 0 && i + 1 < argc) {
+            if (pf_arg_int(CMD, "--workers", argv[++i], 1, 64, &a->workers)) return 2;
+        } else if (strcmp(argv[i], "--gpus") == 0 && i + 1 < argc) {
+            if (pf_arg_int(CMD, "--gpus", argv[++i], 0, 64, &a->gpus)) return 2;
+        } else if (strcmp(argv[i], "--bind") == 0 && i + 1 < argc) a->bind = argv[++i];
+        else if (strcmp(argv[i], "--keys") == 0 && i + 1 < argc) a->keys = argv[++i];
+        else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
+            /* compute threads of each worker and eval hook (through OMP_NUM_THREADS) */
+            int threads;
+            if (pf_arg_int(CMD, "--threads", argv[++i], 1, PF_MAX_THREADS, &threads)) return 2;
+            pf_set_threads(threads);
+        } else if (argv[i][0] != '-' && !a->cfg_path) a->cfg_path = argv[i];
+        else {
+            usage();
+            return 2;
         }
     }
-kill_all:
-    watch_close(&w);
-    if (status == 1 && err[0] && !coord->exited) {
-        fprintf(stderr, "pixflow: %s\n", err);
-        kill(coord->pid, SIGINT);
+    if (a->cfg_path) return 0;
+    usage();
+    return 2;
+}
+
+/* One worker per visible GPU (CUDA_VISIBLE_DEVICES applies; --gpus N takes the first N,
+   --gpus 0 forces the CPU), else CPU workers (--workers N, default 1). Resolves a->gpus and
+   a->workers; returns 0, or 2 after a message. */
+static int job_devices(train_args *a) {
+    int visible = pf_gpu_count();
+    if (a->gpus > visible) {
+        fprintf(stderr, "pixflow: --gpus %d: only %d CUDA device%s visible\n", a->gpus,
+                visible, visible == 1 ? "" : "s");
+        return 2;
     }
-    /* 4. Every process of the job ends by itself, or is killed (end_children). */
-    end_children(&j, coord);
-    if (early && WIFEXITED(coord->status)) status = WEXITSTATUS(coord->status);
-    free(addr);
-    if (status != 0) report_exits(&j);
-    if (status == 0) printf("pixflow: done; logs and checkpoints in %s\n", cfg.work_dir);
-    else if (status == 130 && stop.trained < 0)
+    if (a->gpus < 0) a->gpus = a->workers > 0 ? 0 : visible;
+    if (a->gpus > 0 && a->workers > 0 && a->workers != a->gpus) {
+        fprintf(stderr, "pixflow: --workers %d with %d GPUs: GPU jobs run one worker per GPU\n",
+                a->workers, a->gpus);
+        return 2;
+    }
+    if (a->gpus > 0) a->workers = a->gpus;
+    if (a->workers < 0) a->workers = 1;
+    return 0;
+}
+
+/* Everything that can be checked before a process starts: the executable, the devices, the
+   config and the data (with a line saying what will run), the job's keys. Installs the
+   signal handlers first, so a signal from here on stops the job in order; one that came
+   before anything started ends it here. Returns 0, or the exit status after a message. */
+static int train_prepare(train *t) {
+    train_args *a = &t->a;
+    pf_log_set_name("pixflow");
+    ssize_t n = readlink("/proc/self/exe", self_exe, sizeof self_exe - 1);
+    if (n <= 0) {
+        fprintf(stderr, "pixflow: cannot find my own executable\n");
+        return 1;
+    }
+    self_exe[n] = '\0';
+    pf_catch_signals();
+    pf_dataset train;
+    pf_sampler sampler;
+    int64_t total = 0;
+    if (job_devices(a) != 0) return 2;
+    if (pf_job_prepare(&t->cfg, a->cfg_path, a->resume, a->workers, &train, &sampler, &total,
+                       t->err, sizeof t->err) != 0) {
+        fprintf(stderr, "pixflow: %s\n", t->err);
+        return 2;
+    }
+    const pf_config *cfg = &t->cfg;
+    if (a->loaders < 0) a->loaders = cfg->loaders;
+    printf("pixflow: %s: %s x%d, %d training images (%u samples/epoch), %" PRId64
+           " iterations, batch %d x %d %s worker%s, %d loaders, work_dir %s\n", a->cfg_path,
+           cfg->model_type, cfg->scale, train.n_files, train.len, total, cfg->samples_per_gpu,
+           a->workers, a->gpus > 0 ? "GPU" : "CPU", a->workers > 1 ? "s" : "", a->loaders,
+           cfg->work_dir);
+    if (cfg->resume_from[0]) printf("pixflow: resuming from %s\n", cfg->resume_from);
+    else if (cfg->load_from[0]) printf("pixflow: weights from %s, starting at iteration 0\n",
+                                       cfg->load_from);
+    pf_dataset_close(&train);
+    pf_sampler_free(&sampler);
+    /* security.curve: every process started below finds the key folder in PIXFLOW_KEYS (and
+       none when CURVE is off, so a stray variable cannot make one side use CURVE alone). */
+    if (pf_security_init_job(cfg->curve, cfg->keys_dir, a->keys, PF_SEC_CLIENT, t->err,
+                             sizeof t->err) != 0) {
+        fprintf(stderr, "pixflow: %s\n", t->err);
+        return 2;
+    }
+    if (pf_security_on()) setenv(PF_KEYS_ENV, pf_security_dir(), 1);
+    else unsetenv(PF_KEYS_ENV);
+    signal(SIGPIPE, SIG_IGN);
+    if (pf_signalled) {
+        printf("pixflow: %s before the job started: nothing was trained, so no checkpoint "
+               "was written\n", stop_signal_name(pf_signalled));
+        return 128 + pf_signalled;
+    }
+    t->p = (progress){ .tty = isatty(STDOUT_FILENO), .log_interval = cfg->log_interval };
+    return 0;
+}
+
+/* After the loop: what the job left (its summary when watched to the end), every process
+   ends (end_children), and what to do next. Returns the exit status. */
+static int train_finish(train *t) {
+    child *coord = t->coord;
+    int status = t->end == COORDINATOR_ENDED ? watch_end(t) : 1;
+    watch_close(&t->w);
+    if (status == 1 && t->err[0] && (!coord->exited || t->end == LOOP_FAILED)) {
+        fprintf(stderr, "pixflow: %s\n", t->err);
+        if (!coord->exited) kill(coord->pid, SIGINT);
+    }
+    end_children(&t->j, coord);
+    if (t->end == ENDED_EARLY && WIFEXITED(coord->status)) status = WEXITSTATUS(coord->status);
+    free(t->addr);
+    const char *work_dir = t->cfg.work_dir, *cfg_path = t->a.cfg_path;
+    if (status != 0) report_exits(&t->j);
+    if (status == 0) printf("pixflow: done; logs and checkpoints in %s\n", work_dir);
+    else if (status == 130 && t->stop.trained < 0)
         printf("pixflow: stopped (not watched: see %s/checkpoints/latest); continue with "
-               "`pixflow train %s --resume auto`\n", cfg.work_dir, cfg_path);
-    else if (status == 130) report_stop(&cfg, cfg_path, &p);
-    return stop_exit_status(&stop, status);
+               "`pixflow train %s --resume auto`\n", work_dir, cfg_path);
+    else if (status == 130) report_stop(&t->cfg, cfg_path, &t->p);
+    return stop_exit_status(&t->stop, status);
+}
+
+int pf_train_main(int argc, char **argv) {
+    static train t;
+    memset(&t, 0, sizeof t);
+    t.stop.trained = -1;
+    int rc = train_parse(argc, argv, &t.a);
+    if (rc == 0) rc = train_prepare(&t);
+    if (rc == 0) rc = spawn_coordinator(&t);
+    if (rc != 0) return rc;
+    train_loop(&t);
+    return t.end == NO_COORDINATOR ? 1 : train_finish(&t);
 }
