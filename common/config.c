@@ -874,10 +874,16 @@ static int check_when(pf_cfg_ctx *c, const pf_lines *L, const pf_config *cfg) {
     if (!bad)
         return 0;
     const pf_config_key *sel = row(bad->when_key);
-    char list[200], path[160];
+    char list[200], path[160], section[160], hint[400];
+    /* A key of another framework's meaning here (BasicSR's use_hflip in an image set) gets
+       the PixFlow name too. */
+    snprintf(section, sizeof section, "%.*s", (int)(pf_config_key_name(bad) - bad->path - 1),
+             bad->path);
+    pf_config_unknown_hint(section, pf_config_key_name(bad), hint, sizeof hint);
     return fail(c, L->line[row_index(bad)], given_path(L, bad, path, sizeof path),
-                "only allowed with %s %s (%s is %s)", pf_config_key_name(sel),
-                or_list(bad->when, list, sizeof list), sel->path, choice_value(cfg, sel));
+                "only allowed with %s %s (%s is %s)%s", pf_config_key_name(sel),
+                or_list(bad->when, list, sizeof list), sel->path, choice_value(cfg, sel),
+                strncmp(hint, "; PixFlow calls this", 20) ? "" : hint);
 }
 
 /* ---- keys with code of their own ---------------------------------------------------- */
@@ -920,6 +926,57 @@ static int parse_custom_keys(pf_cfg_ctx *c, pf_lines *L, const pf_ynode *key, co
     return r < 0 ? -1 : 0;
 }
 
+/* data.*.clips: a list of mappings, each walked with the rows "data.SET.clips.*.KEY". */
+static int parse_clips(pf_cfg_ctx *c, pf_lines *L, const pf_config_key *k, const pf_ynode *v,
+                       const char *kp, pf_dataset_cfg *d, pf_config *cfg) {
+    const pf_ynode *items[PF_MAX_CLIPS];
+    char rows[96], ip[192];
+    snprintf(rows, sizeof rows, "%s.*", k->path);
+    if (get_seq(c, v, kp, 1, PF_MAX_CLIPS, &d->n_clips, items))
+        return -1;
+    for (int i = 0; i < d->n_clips; i++) {
+        pf_clip_cfg *clip = &d->clips[i];
+        pf_section one;
+        snprintf(ip, sizeof ip, "%s[%d]", kp, i);
+        if (open_section(c, items[i], items[i], ip, &one))
+            return -1;
+        for (int r = 0; r < pf_config_n_keys; r++) {
+            if (pf_config_key_in(&pf_config_keys[r], rows)) {
+                set_default(&pf_config_keys[r], (char *)clip);
+                L->line[r] = 0;
+            }
+        }
+        if (walk(c, L, &one, rows, (char *)clip, cfg))
+            return -1;
+        for (int j = 0; j < i; j++)
+            if (!strcmp(d->clips[j].name, clip->name) &&
+                d->clips[j].frames[0] == clip->frames[0] &&
+                d->clips[j].frames[1] == clip->frames[1])
+                return fail(c, node_line(items[i]), ip, "the same clip and frames as item %d", j);
+    }
+    return 0;
+}
+
+/* data.*.val_partition: a list of clip names, no repeats. */
+static int parse_names(pf_cfg_ctx *c, const pf_ynode *v, const char *kp, pf_dataset_cfg *d) {
+    const pf_ynode *items[PF_MAX_CLIPS];
+    char ip[192];
+    if (get_seq(c, v, kp, 1, PF_MAX_CLIPS, &d->n_val_partition, items))
+        return -1;
+    for (int i = 0; i < d->n_val_partition; i++) {
+        snprintf(ip, sizeof ip, "%s[%d]", kp, i);
+        if (get_str(c, items[i], ip, d->val_partition[i], sizeof d->val_partition[i]))
+            return -1;
+        if (!d->val_partition[i][0])
+            return fail(c, node_line(items[i]), ip, "must not be empty");
+        for (int j = 0; j < i; j++)
+            if (!strcmp(d->val_partition[j], d->val_partition[i]))
+                return fail(c, node_line(items[i]), ip, "'%s' is already item %d",
+                            d->val_partition[i], j);
+    }
+    return 0;
+}
+
 /* evaluation.metrics: 1-2 of PSNR, SSIM, no repeats. */
 static int parse_metrics(pf_cfg_ctx *c, const pf_ynode *v, const char *kp, pf_config *cfg) {
     static const char *metrics[] = {"PSNR", "SSIM", NULL};
@@ -953,6 +1010,10 @@ static int parse_custom(pf_cfg_ctx *c, pf_lines *L, const pf_config_key *k, cons
         return parse_custom_keys(c, L, key, v, kp, cfg);
     case PF_KC_METRICS:
         return parse_metrics(c, v, kp, cfg);
+    case PF_KC_CLIPS:
+        return parse_clips(c, L, k, v, kp, (pf_dataset_cfg *)(base + k->offset), cfg);
+    case PF_KC_NAMES:
+        return parse_names(c, v, kp, (pf_dataset_cfg *)(base + k->offset));
     case PF_KC_CONVERT_TO:
         cfg->eval_y_channel = 0;
         if (is_null(v))
@@ -970,6 +1031,70 @@ static int parse_custom(pf_cfg_ctx *c, pf_lines *L, const pf_config_key *k, cons
 /* ---- rules that span keys, and per-type defaults (all of them, in one place) ---------- */
 
 /* A dataset block (data.train / eval / test, `set` its path, `idx` 0..2): its type's needs. */
+/* The video sets: training types in data.train only, whole clips in eval and test;
+   Vimeo-90K's 7 frames and its list of sequences. */
+static int video_set_rules(pf_cfg_ctx *c, const pf_lines *L, const char *set, int idx,
+                           pf_dataset_cfg *d) {
+    char kp[96];
+    int is_train_type = !strcmp(d->type, "REDSRecurrentDataset") ||
+                        !strcmp(d->type, "Vimeo90KRecurrentDataset");
+    int type_line = (snprintf(kp, sizeof kp, "%s.type", set), line_of(L, kp));
+    if (is_train_type && idx != 0)
+        return fail(c, type_line, kp, "%s makes training samples; %s takes "
+                    "VideoRecurrentTestDataset (whole clips)", d->type, set);
+    if (!strcmp(d->type, "VideoRecurrentTestDataset") && idx == 0)
+        return fail(c, type_line, kp, "VideoRecurrentTestDataset is whole clips for evaluation "
+                    "and test; data.train takes REDSRecurrentDataset or Vimeo90KRecurrentDataset");
+    if (!strcmp(d->type, "Vimeo90KRecurrentDataset")) {
+        if (!(snprintf(kp, sizeof kp, "%s.num_frame", set), line_of(L, kp)))
+            d->num_frame = 7;
+        if (!d->meta_info_file[0] && !d->n_clips)
+            return fail(c, line_of(L, set), "data.train.meta_info_file",
+                        "Vimeo90KRecurrentDataset needs its list of sequences (meta_info_file, "
+                        "e.g. sep_trainlist.txt, or clips)");
+    }
+    return 0;
+}
+
+/* No frame of a clip data.eval (or data.test) uses may be a frame data.train uses: clips of
+   the same name given in both must have disjoint frame ranges, and a clip data.train holds
+   out (val_partition) must not be listed in its own clips. */
+static int held_out_rules(pf_cfg_ctx *c, const pf_lines *L, const pf_config *cfg) {
+    const pf_dataset_cfg *t = &cfg->train;
+    const pf_dataset_cfg *others[2] = {&cfg->eval, &cfg->test};
+    static const char *names[2] = {"data.eval", "data.test"};
+    if (!t->present || !pf_config_is_video_set(t->type))
+        return 0;
+    for (int o = 0; o < 2; o++) {
+        const pf_dataset_cfg *e = others[o];
+        if (!e->present || !pf_config_is_video_set(e->type) || strcmp(e->gt_folder, t->gt_folder))
+            continue;
+        for (int i = 0; i < e->n_clips; i++)
+            for (int j = 0; j < t->n_clips; j++) {
+                const pf_clip_cfg *a = &e->clips[i], *b = &t->clips[j];
+                if (strcmp(a->name, b->name))
+                    continue;
+                int a1 = a->frames[1] ? a->frames[1] : 1 << 30;
+                int b1 = b->frames[1] ? b->frames[1] : 1 << 30;
+                if (a->frames[0] < b1 && b->frames[0] < a1) {
+                    char kp[64];
+                    snprintf(kp, sizeof kp, "%s.clips", names[o]);
+                    return fail(c, line_of(L, kp), kp, "item %d (%s, frames [%d, %d)) shares "
+                                "frames with data.train.clips item %d ([%d, %d)): evaluation "
+                                "frames must not be trained on", i, a->name, a->frames[0],
+                                a->frames[1], j, b->frames[0], b->frames[1]);
+                }
+            }
+    }
+    for (int v = 0; v < t->n_val_partition; v++)
+        for (int j = 0; j < t->n_clips; j++)
+            if (!strcmp(t->val_partition[v], t->clips[j].name))
+                return fail(c, line_of(L, "data.train.val_partition"), "data.train.val_partition",
+                            "'%s' is held out but listed in data.train.clips (item %d)",
+                            t->val_partition[v], j);
+    return 0;
+}
+
 static int dataset_rules(pf_cfg_ctx *c, const pf_lines *L, const char *set, int idx,
                          pf_dataset_cfg *d) {
     char kp[96];
@@ -997,6 +1122,8 @@ static int dataset_rules(pf_cfg_ctx *c, const pf_lines *L, const char *set, int 
     }
     if (!AT("gt_folder"))
         return fail(c, line_of(L, set), KP("gt_folder"), "required key is missing");
+    if (video_set_rules(c, L, set, idx, d))
+        return -1;
     if (idx == 0 && !AT("gt_patch_size"))
         return fail(c, line_of(L, set), KP("gt_patch_size"), "required key is missing");
     if (d->lq_folder[0] && AT("degradation"))
@@ -1088,6 +1215,8 @@ static int rules(pf_cfg_ctx *c, const pf_lines *L, pf_config *cfg) {
     for (int i = 0; i < 3; i++)
         if (ds[i]->present && dataset_rules(c, L, sets[i], i, ds[i]))
             return -1;
+    if (held_out_rules(c, L, cfg))
+        return -1;
     /* data.train is needed to train (pixflow train checks it); `pixflow test` needs only
        data.test. An empty data section is still an error. */
     if (!cfg->train.present && !cfg->eval.present && !cfg->test.present)
@@ -1250,6 +1379,36 @@ static void put_degradation(pf_buf *b, const pf_degradation *g) {
 
 /* The value of leaf row `k` stored at `base`, as the resolved YAML writes it; `raw`: strings
    unquoted and null as "" (pixflow config --get). */
+/* data.*.val_partition as [a, b], data.*.clips as [{name: a, frames: [0, 0], crop: [...]}]
+   (flow style: one line, as pixflow config --get prints it too). */
+static void put_value(pf_buf *b, const pf_config_key *k, const char *base, int raw);
+static void put_clips(pf_buf *b, const pf_config_key *k, const pf_dataset_cfg *d) {
+    put(b, "[");
+    if (k->custom == PF_KC_NAMES) {
+        for (int i = 0; i < d->n_val_partition; i++) {
+            put(b, i ? ", " : "");
+            put_str(b, d->val_partition[i]);
+        }
+    } else {
+        char rows[96];
+        snprintf(rows, sizeof rows, "%s.*", k->path);
+        for (int i = 0; i < d->n_clips; i++) {
+            put(b, i ? ", {" : "{");
+            int first = 1;
+            for (int r = 0; r < pf_config_n_keys; r++) {
+                const pf_config_key *item = &pf_config_keys[r];
+                if (!pf_config_key_in(item, rows))
+                    continue;
+                put(b, "%s%s: ", first ? "" : ", ", pf_config_key_name(item));
+                put_value(b, item, (const char *)&d->clips[i], 0);
+                first = 0;
+            }
+            put(b, "}");
+        }
+    }
+    put(b, "]");
+}
+
 static void put_value(pf_buf *b, const pf_config_key *k, const char *base, int raw) {
     const char *f = base + k->offset;
     if (k->flags & PF_KF_NO_STORE) {
@@ -1312,6 +1471,8 @@ static void put_value(pf_buf *b, const pf_config_key *k, const char *base, int r
                 cfg->eval_psnr && cfg->eval_ssim ? ", " : "", cfg->eval_ssim ? "SSIM" : "");
         else if (k->custom == PF_KC_CONVERT_TO)
             put(b, "%s", cfg->eval_y_channel ? "y" : raw ? "" : "null");
+        else if (k->custom == PF_KC_NAMES || k->custom == PF_KC_CLIPS)
+            put_clips(b, k, (const pf_dataset_cfg *)(base + k->offset));
         return;
     }
     case PF_K_SECTION:
@@ -1392,6 +1553,11 @@ static void write_rows(pf_buf *b, const pf_config *cfg, const char *sec, int dep
         }
         if ((k->flags & PF_KF_IF_CHANGED) && !field_differs(k, base, def))
             continue;
+        if (k->custom == PF_KC_CLIPS || k->custom == PF_KC_NAMES) {
+            const pf_dataset_cfg *d = (const pf_dataset_cfg *)(base + k->offset);
+            if (k->custom == PF_KC_CLIPS ? d->n_clips == 0 : d->n_val_partition == 0)
+                continue;
+        }
         if (k->custom == PF_KC_DEGRADATION) {
             const pf_dataset_cfg *d = (const pf_dataset_cfg *)(base + k->offset);
             if (d->n_degradations)
@@ -1438,6 +1604,11 @@ char *pf_config_to_yaml(const pf_config *cfg) {
         return NULL;
     }
     return b.s;
+}
+
+int pf_config_is_video_set(const char *type) {
+    return !strcmp(type, "REDSRecurrentDataset") || !strcmp(type, "Vimeo90KRecurrentDataset") ||
+           !strcmp(type, "VideoRecurrentTestDataset");
 }
 
 int pf_config_get(const pf_config *cfg, const char *path, char *out, size_t size) {

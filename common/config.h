@@ -46,6 +46,18 @@ typedef struct {
                                            [quality, quality_max] */
 } pf_degradation;
 
+#define PF_MAX_CLIPS 64                  /* data.*.clips items (larger sets: meta_info_file) */
+#define PF_MAX_INTERVALS 8               /* data.*.interval_list items */
+
+/* One item of data.*.clips (the video datasets): a clip and the part of it to use. */
+typedef struct {
+    char name[256];                     /* a folder of frames or a video file, relative to
+                                           gt_folder (and lq_folder) */
+    int frames[2];                      /* frames [first, end) of it; [0, 0]: all of them */
+    int crop[4];                        /* x, y, w, h of the GT frames in pixels (multiples of
+                                           model.scale); w = 0: the whole frame (mod-cropped) */
+} pf_clip_cfg;
+
 /* One dataset block: data.train, data.eval or data.test. */
 typedef struct {
     int present;                        /* 1 when the block is in the file */
@@ -65,6 +77,18 @@ typedef struct {
     int use_rot;                        /* train: random transpose (BasicSR's rot90 flag) */
     int repeat;                         /* RepeatDataset `times`: the set is visited this many
                                            times per epoch (default 1) */
+    /* video datasets (REDSRecurrentDataset, Vimeo90KRecurrentDataset,
+       VideoRecurrentTestDataset; common/video_dataset.h) */
+    int num_frame;                      /* train: frames per sample (15; Vimeo 7) */
+    int interval_list[PF_MAX_INTERVALS];/* train: frame spacings to draw from ([1]) */
+    int n_intervals;
+    int random_reverse;                 /* train: reverse the frame order with probability 1/2 */
+    int use_hflip;                      /* train: random horizontal flip (BasicSR augment) */
+    pf_clip_cfg clips[PF_MAX_CLIPS];    /* the clips; none: meta_info_file or every clip of
+                                           gt_folder */
+    int n_clips;
+    char val_partition[PF_MAX_CLIPS][64]; /* train: clips held out (BasicSR val_partition) */
+    int n_val_partition;
 } pf_dataset_cfg;
 
 typedef struct {
@@ -205,4 +229,7 @@ int pf_config_get(const pf_config *cfg, const char *path, char *out, size_t size
    rows of their own. malloc'd; NULL when an entry names neither, or out of memory. */
 char *pf_config_reference(const char *const *what, int n);
 
+/* 1 when a data.*.type names a video dataset (REDSRecurrentDataset, Vimeo90KRecurrentDataset,
+   VideoRecurrentTestDataset: common/video_dataset.h). */
+int pf_config_is_video_set(const char *type);
 #endif

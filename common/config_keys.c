@@ -25,24 +25,32 @@
 #define WIDE "EDSR|MSRResNet|RCAN|RRDBNet"      /* the types with n_feats / n_blocks */
 #define SHIFT "EDSR|RCAN"                       /* the types with a mean shift */
 
+#define IMAGE_SETS "PairedImageDataset|SingleImageDataset"
+#define VIDEO_SETS "REDSRecurrentDataset|Vimeo90KRecurrentDataset|VideoRecurrentTestDataset"
+#define VIDEO_TRAIN "REDSRecurrentDataset|Vimeo90KRecurrentDataset"
+
 /* The keys of one dataset block, for set S (train, eval, test). */
 #define DATASET_KEYS(S, DOC)                                                                   \
     {.path = "data." #S, .kind = PF_K_SECTION, .offset = OFF(S.present),                      \
      .type_doc = "dataset mapping", .def_doc = "none", .doc = DOC},                           \
     {.path = "data." #S ".type", .kind = PF_K_CHOICE, .offset = OFF(S.type), .size = SZ(S.type), \
-     .choices = "PairedImageDataset|SingleImageDataset", .def = "PairedImageDataset",          \
-     .doc = "`SingleImageDataset`: LQ only (no GT, no metrics), `data.test` only"},             \
+     .choices = IMAGE_SETS "|" VIDEO_SETS, .def = "PairedImageDataset",                        \
+     .doc = "`SingleImageDataset`: LQ only (no GT, no metrics), `data.test` only; the video "  \
+            "sets ([video.md](video.md)): `REDSRecurrentDataset`, "                            \
+            "`Vimeo90KRecurrentDataset` (training), `VideoRecurrentTestDataset` (whole clips)"}, \
     {.path = "data." #S ".gt_folder", .kind = PF_K_PATH,                                       \
      .flags = PF_KF_NONEMPTY | PF_KF_DIR | PF_KF_IF_CHANGED, .offset = OFF(S.gt_folder),       \
      .size = SZ(S.gt_folder), .def_doc = "—",                                                  \
-     .doc = "ground-truth images; required by PairedImageDataset, refused by "                 \
+     .doc = "ground-truth images (video sets: clips, each a folder of frames or a video "     \
+            "file); required by PairedImageDataset and the video sets, refused by "            \
             "SingleImageDataset"},                                                             \
     {.path = "data." #S ".lq_folder", .kind = PF_K_PATH, .flags = PF_KF_NULL | PF_KF_DIR,      \
      .offset = OFF(S.lq_folder), .size = SZ(S.lq_folder), .def = "null",                       \
      .doc = "low-quality images; `null`: made from GT by `degradation` on the fly; required "  \
             "by SingleImageDataset"},                                                          \
     {.path = "data." #S ".filename_tmpl", .kind = PF_K_STR, .offset = OFF(S.filename_tmpl),   \
-     .size = SZ(S.filename_tmpl), .def = "'{}'",                                               \
+     .size = SZ(S.filename_tmpl), .def = "'{}'", .when_key = "data." #S ".type",               \
+     .when = IMAGE_SETS,                                                                       \
      .doc = "LQ file stem from the GT stem, e.g. `'{}x2'`; contains `{}` exactly once"},        \
     {.path = "data." #S ".meta_info_file", .kind = PF_K_PATH, .flags = PF_KF_NULL | PF_KF_FILE, \
      .offset = OFF(S.meta_info_file), .size = SZ(S.meta_info_file), .def = "null",             \
@@ -57,16 +65,53 @@
      .doc = "train only: GT crop size in pixels; a multiple of `model.scale` (RRDBNet x2: of " \
             "4, its LQ patch is pixel-unshuffled by 2)"},                                      \
     {.path = "data." #S ".use_flip", .kind = PF_K_BOOL, .flags = PF_KF_TRAIN_ONLY,            \
-     .offset = OFF(S.use_flip), .def = "false",                                                \
+     .offset = OFF(S.use_flip), .def = "false", .when_key = "data." #S ".type",                \
+     .when = IMAGE_SETS,                                                                       \
      .doc = "train only: random horizontal and vertical flips"},                                \
     {.path = "data." #S ".use_rot", .kind = PF_K_BOOL, .flags = PF_KF_TRAIN_ONLY,             \
      .offset = OFF(S.use_rot), .def = "false",                                                 \
      .doc = "train only: random transpose (BasicSR's `rot90` flag; BasicSR's `use_rot` also "  \
-            "flips vertically, which PixFlow's `use_flip` does)"},                             \
+            "flips vertically, which PixFlow's `use_flip` does); video sets: BasicSR's "       \
+            "`use_rot`, a random vertical flip and a random transpose, all frames alike"},     \
     {.path = "data." #S ".repeat", .kind = PF_K_INT, .flags = PF_KF_TRAIN_ONLY,               \
      .offset = OFF(S.repeat), .lo = 1, .hi = 1 << 20, .def = "1",                              \
      .doc = "train only: the set is visited this many times per epoch (MMagic "                \
-            "`RepeatDataset.times`)"}
+            "`RepeatDataset.times`)"},                                                         \
+    {.path = "data." #S ".use_hflip", .kind = PF_K_BOOL, .flags = PF_KF_TRAIN_ONLY,           \
+     .offset = OFF(S.use_hflip), .def = "false", .when_key = "data." #S ".type",               \
+     .when = VIDEO_TRAIN, .doc = "train only: random horizontal flip of all frames alike"},   \
+    {.path = "data." #S ".num_frame", .kind = PF_K_INT, .flags = PF_KF_TRAIN_ONLY,            \
+     .offset = OFF(S.num_frame), .lo = 1, .hi = 1000, .def = "15",                             \
+     .def_doc = "15; Vimeo90KRecurrentDataset 7", .when_key = "data." #S ".type",              \
+     .when = VIDEO_TRAIN, .doc = "train only: frames per sample"},                             \
+    {.path = "data." #S ".interval_list", .kind = PF_K_INT_LIST, .flags = PF_KF_TRAIN_ONLY,   \
+     .offset = OFF(S.interval_list), .size = N(S.interval_list),                               \
+     .count_offset = OFF(S.n_intervals), .min_n = 1, .lo = 1, .hi = 1000, .def = "[1]",        \
+     .when_key = "data." #S ".type", .when = VIDEO_TRAIN,                                      \
+     .doc = "train only: a sample's frame spacing is drawn from these"},                      \
+    {.path = "data." #S ".random_reverse", .kind = PF_K_BOOL, .flags = PF_KF_TRAIN_ONLY,      \
+     .offset = OFF(S.random_reverse), .def = "false", .when_key = "data." #S ".type",          \
+     .when = VIDEO_TRAIN, .doc = "train only: a sample's frames reversed with probability "    \
+                                 "1/2"},                                                       \
+    {.path = "data." #S ".val_partition", .kind = PF_K_CUSTOM, .custom = PF_KC_NAMES,         \
+     .flags = PF_KF_TRAIN_ONLY, .offset = OFF(S), .when_key = "data." #S ".type",              \
+     .when = VIDEO_TRAIN, .type_doc = "list of clip names", .def_doc = "none",                 \
+     .doc = "train only: clips held out of training (BasicSR's `val_partition`, by name)"},   \
+    {.path = "data." #S ".clips", .kind = PF_K_CUSTOM, .custom = PF_KC_CLIPS, .offset = OFF(S), \
+     .when_key = "data." #S ".type", .when = VIDEO_SETS, .type_doc = "list of mappings, "      \
+     "≤ 64", .def_doc = "`meta_info_file`'s, else every clip of `gt_folder`",                  \
+     .doc = "the clips and the part of each to use, below"},                                   \
+    {.path = "data." #S ".clips.*.name", .kind = PF_K_STR,                                     \
+     .flags = PF_KF_REQUIRED | PF_KF_NONEMPTY, .offset = offsetof(pf_clip_cfg, name),          \
+     .size = sizeof(((pf_clip_cfg *)0)->name), .def_doc = "—",                                 \
+     .doc = "a folder of frames or a video file, relative to `gt_folder` (and `lq_folder`)"},  \
+    {.path = "data." #S ".clips.*.frames", .kind = PF_K_INT_LIST,                              \
+     .offset = offsetof(pf_clip_cfg, frames), .size = 2, .min_n = 2, .lo = 0, .hi = 1 << 30,   \
+     .def = "[0, 0]", .doc = "frames [first, end) of the clip; `[0, 0]`: all"},                \
+    {.path = "data." #S ".clips.*.crop", .kind = PF_K_INT_LIST,                                \
+     .offset = offsetof(pf_clip_cfg, crop), .size = 4, .min_n = 4, .lo = 0, .hi = 1 << 20,     \
+     .def = "[0, 0, 0, 0]", .doc = "x, y, w, h of the GT frames (multiples of `model.scale`);" \
+                                   " w 0: the whole frame"}
 
 const pf_config_key pf_config_keys[] = {
     /* ---- model ---- */

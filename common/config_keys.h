@@ -65,6 +65,8 @@ typedef enum {
     PF_KC_CUSTOM_KEYS,          /* optimizers.paramwise_cfg.custom_keys: {NAME: {...}} */
     PF_KC_METRICS,              /* evaluation.metrics: a set of PSNR, SSIM (two int flags) */
     PF_KC_CONVERT_TO,           /* evaluation.convert_to: y / Y / null (int flag) */
+    PF_KC_CLIPS,                /* data.*.clips: list of {name, frames, crop} (pf_clip_cfg) */
+    PF_KC_NAMES,                /* data.*.val_partition: list of clip names */
 } pf_key_custom;
 
 typedef struct {

@@ -13,82 +13,16 @@
 #include <sys/stat.h>
 
 #include "common/degrade.h"
+#include "common/file_list.h"
 #include "common/image_info.h"
 #include "common/log.h"
 #include "common/rng.h"
-
-static int cmp_str(const void *a, const void *b) {
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-static int is_file(const char *path) {
-    struct stat st;
-    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
-}
-
-/* A growing list of file names (relative to their folder). */
-typedef struct {
-    char **names;
-    int n, cap;
-} name_list;
-
-static int names_add(name_list *l, const char *name) {
-    if (l->n == l->cap) {
-        int cap = l->cap ? 2 * l->cap : 64;
-        char **t = realloc(l->names, sizeof *t * cap);
-        if (!t) return -1;
-        l->names = t;
-        l->cap = cap;
-    }
-    if (!(l->names[l->n] = strdup(name))) return -1;
-    l->n++;
-    return 0;
-}
-
-static void names_free(name_list *l) {
-    for (int i = 0; i < l->n; i++) free(l->names[i]);
-    free(l->names);
-    memset(l, 0, sizeof *l);
-}
-
-/* Every .png/.jpg/.jpeg of `folder` (key.field in messages), sorted by name. */
-static int list_folder(const char *folder, const char *key, const char *field, name_list *out,
-                       char *err, size_t errlen) {
-    DIR *d = opendir(folder);
-    if (!d) {
-        snprintf(err, errlen, "%s.%s: cannot open '%s': %s", key, field, folder,
-                 strerror(errno));
-        return -1;
-    }
-    int skipped = 0, oom = 0;
-    struct dirent *e;
-    while (!oom && (e = readdir(d))) {
-        if (e->d_name[0] == '.') continue;
-        if (pf_image_format_of(e->d_name) == PF_IMAGE_UNKNOWN) skipped++;
-        else oom = names_add(out, e->d_name) != 0;
-    }
-    closedir(d);
-    if (oom) {
-        snprintf(err, errlen, "%s: out of memory listing '%s'", key, folder);
-        return -1;
-    }
-    if (skipped)
-        pf_warn("%s.%s: ignoring %d files that are not .png, .jpg or .jpeg in '%s'", key, field,
-                skipped, folder);
-    if (out->n == 0) {
-        snprintf(err, errlen, "%s.%s: no .png, .jpg or .jpeg files in '%s'", key, field,
-                 folder);
-        return -1;
-    }
-    qsort(out->names, out->n, sizeof *out->names, cmp_str);
-    return 0;
-}
 
 /* BasicSR meta_info: the first whitespace-separated word of each non-empty line names a file
    of `folder`, in order. A missing file or another extension is an error naming the meta file
    and line. */
 static int read_meta(const char *meta, const char *folder, const char *key, const char *field,
-                     name_list *out, char *err, size_t errlen) {
+                     pf_name_list *out, char *err, size_t errlen) {
     FILE *f = fopen(meta, "r");
     if (!f) {
         snprintf(err, errlen, "%s.meta_info_file: cannot open '%s': %s", key, meta,
@@ -107,11 +41,11 @@ static int read_meta(const char *meta, const char *folder, const char *key, cons
             snprintf(err, errlen, "%s.meta_info_file: %s:%d: '%s' is not a .png, .jpg or .jpeg "
                      "file", key, meta, lineno, word);
             rc = -1;
-        } else if (!is_file(path)) {
+        } else if (!pf_is_file(path)) {
             snprintf(err, errlen, "%s.meta_info_file: %s:%d: no file '%s' (%s '%s')", key, meta,
                      lineno, path, field, folder);
             rc = -1;
-        } else if (names_add(out, word) != 0) {
+        } else if (pf_names_add(out, word) != 0) {
             snprintf(err, errlen, "%s: out of memory reading '%s'", key, meta);
             rc = -1;
         }
@@ -161,7 +95,7 @@ static int find_lq(char *out, size_t outlen, const char *folder, const char *tmp
     const char *exts[] = { gt_ext, ".png", ".jpg", ".jpeg" };
     for (int i = 0; i < 4; i++) {
         if ((size_t)snprintf(out, outlen, "%s/%s%s", folder, base, exts[i]) >= outlen) return -1;
-        if (is_file(out)) return 1;
+        if (pf_is_file(out)) return 1;
     }
     snprintf(out, outlen, "%s/%s%s", folder, base, gt_ext);
     return 0;
@@ -273,6 +207,12 @@ static void init_extra(pf_dataset *ds) {
 int pf_dataset_open(pf_dataset *ds, const pf_dataset_cfg *cfg, const char *key, int scale,
                     int gt_patch_size, char *err, size_t errlen) {
     memset(ds, 0, sizeof *ds);
+    if (pf_config_is_video_set(cfg->type)) {
+        /* common/video_dataset.h reads them; the roles do not take them yet */
+        snprintf(err, errlen, "%s.type: %s: video datasets are not yet supported by training, "
+                 "evaluation and test (no video network yet)", key, cfg->type);
+        return -1;
+    }
     ds->cfg = *cfg;
     ds->scale = scale;
     ds->gt_patch = gt_patch_size;
@@ -282,10 +222,10 @@ int pf_dataset_open(pf_dataset *ds, const pf_dataset_cfg *cfg, const char *key, 
     init_extra(ds);
     const char *folder = ds->single ? cfg->lq_folder : cfg->gt_folder;
     const char *field = ds->single ? "lq_folder" : "gt_folder";
-    name_list names = { 0 };
+    pf_name_list names = { 0 };
     int rc = cfg->meta_info_file[0]
                  ? read_meta(cfg->meta_info_file, folder, key, field, &names, err, errlen)
-                 : list_folder(folder, key, field, &names, err, errlen);
+                 : pf_list_images(folder, key, field, &names, err, errlen);
     if (rc == 0) {
         ds->files = calloc(names.n, sizeof *ds->files);
         if (!ds->files || pf_pair_cache_init(&ds->cache, names.n, SIZE_MAX) != 0) {
@@ -299,7 +239,7 @@ int pf_dataset_open(pf_dataset *ds, const pf_dataset_cfg *cfg, const char *key, 
         ds->n_files = i + 1;
         rc = open_file(ds, f, names.names[i], key, err, errlen);
     }
-    names_free(&names);
+    pf_names_free(&names);
     uint64_t len = (uint64_t)ds->n_files * (uint64_t)(cfg->repeat > 0 ? cfg->repeat : 1);
     if (rc == 0 && len > UINT32_MAX) {
         snprintf(err, errlen, "%s.repeat: %d images x %d is more than 2^32 samples", key,
@@ -480,10 +420,8 @@ int pf_dataset_pair(pf_dataset *ds, int file, const pf_image **gt, const pf_imag
     return 0;
 }
 
-/* Copy a p x p patch at (top, left) of `src` (width w) into dst with the flips and transpose
-   applied as BasicSR's augment does them: hflip, then vflip, then transpose. */
-static void copy_patch(const uint8_t *src, int w, int top, int left, int p, int hflip,
-                       int vflip, int transpose, uint8_t *dst) {
+void pf_copy_patch(const uint8_t *src, int w, int top, int left, int p, int hflip, int vflip,
+                   int transpose, uint8_t *dst) {
     /* Same mapping as the per-pixel definition dst(y, x) = src(top + a, left + b) with
        (a, b) = transpose ? (x, y) : (y, x), then a = p-1-a if vflip, b = p-1-b if hflip; but
        source rows are read in order (whole rows by memcpy when nothing is mirrored), which
@@ -529,8 +467,8 @@ void pf_paired_crop_augment(const pf_image *gt, const pf_image *lq, int scale, i
     int hflip = use_flip && (bits & 1);
     int vflip = use_flip && (bits & 2);
     int transpose = use_rot && (bits & 4);
-    copy_patch(lq->data, lq->w, top, left, lq_patch, hflip, vflip, transpose, lq_out);
-    copy_patch(gt->data, gt->w, top * scale, left * scale, gt_patch, hflip, vflip, transpose,
+    pf_copy_patch(lq->data, lq->w, top, left, lq_patch, hflip, vflip, transpose, lq_out);
+    pf_copy_patch(gt->data, gt->w, top * scale, left * scale, gt_patch, hflip, vflip, transpose,
                gt_out);
 }
 

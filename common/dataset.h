@@ -119,6 +119,12 @@ void pf_paired_crop_augment(const pf_image *gt, const pf_image *lq, int scale, i
                             int use_flip, int use_rot, uint64_t seed, uint32_t epoch,
                             uint32_t index, uint8_t *gt_out, uint8_t *lq_out);
 
+/* Copy the p x p patch at (top, left) of `src` (RGB8 HWC, width w) into dst (p x p x 3) with
+   the flips and transpose applied as BasicSR's augment does them: hflip, then vflip, then
+   transpose. */
+void pf_copy_patch(const uint8_t *src, int w, int top, int left, int p, int hflip, int vflip,
+                   int transpose, uint8_t *dst);
+
 /* The key pf_dataset_sample (epoch < 2^32) and pf_dataset_pair (eval: the image's id, with a
    word no epoch can take) give pf_degrade_random. Exposed for tests. */
 uint64_t pf_dataset_degrade_key(uint64_t seed, uint64_t epoch, uint64_t index);

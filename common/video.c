@@ -296,6 +296,8 @@ pf_video_info pf_video_get_info(const pf_video *self) { return self->info; }
 
 pf_video_stats pf_video_get_stats(const pf_video *self) { return self->stats; }
 
+int pf_video_position(const pf_video *self) { return self->positioned ? self->cur : -1; }
+
 double pf_video_frame_time(const pf_video *v, int i) {
     if (i < 0 || i >= v->info.n_frames) return -1;
     return (double)(v->frame_ts[i] - v->frame_ts[0]) * av_q2d(v->tb);

@@ -88,6 +88,11 @@ double pf_video_frame_time(const pf_video *self, int i);
    an error the reader stays usable: the next read seeks. */
 int pf_video_read(pf_video *self, int i, pf_image *out, char *err, size_t errlen);
 
+/* The frame the reader decoded last, or -1 when its next read seeks (a new reader, after an
+   error): of several readers of one file, the one positioned closest before frame i reads it
+   without a seek. */
+int pf_video_position(const pf_video *self);
+
 /* Counters of how reads were served, for tests and benchmarks. */
 typedef struct {
     long seeks;           /* reads that seeked to a keyframe (or restarted the file) */

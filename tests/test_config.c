@@ -764,7 +764,9 @@ static const struct {
     {"    gt_patch_size: 96", "    gt_size: 96",
      "t.yaml:15: data.train.gt_size: unknown key; PixFlow calls this 'gt_patch_size'"},
     {"    use_flip: true", "    use_hflip: true",
-     "t.yaml:16: data.train.use_hflip: unknown key; PixFlow calls this 'use_flip', which flips "
+     "t.yaml:16: data.train.use_hflip: only allowed with type REDSRecurrentDataset or "
+     "Vimeo90KRecurrentDataset (data.train.type is PairedImageDataset); PixFlow calls this "
+     "'use_flip', which flips "
      "vertically too (BasicSR's use_rot adds the vertical flip; PixFlow's use_rot is the "
      "transpose alone): BasicSR's use_hflip + use_rot is use_flip + use_rot here"},
     {"    repeat: 100", "    batch_size_per_gpu: 16",
@@ -1107,6 +1109,130 @@ static void test_visual(void) {
     free(text);
 }
 
+/* The video sets: BasicSR's keys parsed, the resolved YAML round-trips, and the rules that
+   span keys (training types in data.train only, Vimeo-90K's list, evaluation frames never
+   trained on, a held-out clip not listed) fail naming the key. */
+static const char *VIDEO_DATA =
+    "    type: REDSRecurrentDataset\n"
+    "    gt_folder: @D@\n"
+    "    gt_patch_size: 96\n"
+    "    num_frame: 5\n"
+    "    interval_list: [1, 2]\n"
+    "    random_reverse: true\n"
+    "    use_hflip: true\n"
+    "    use_rot: true\n"
+    "    val_partition: [held, 'two words']\n"
+    "    clips:\n"
+    "      - {name: cityCC0.mpg, frames: [0, 120]}\n"
+    "      - name: 'vtest.avi'\n"
+    "        crop: [0, 8, 256, 128]\n"
+    "  eval:\n"
+    "    type: VideoRecurrentTestDataset\n"
+    "    gt_folder: @D@\n"
+    "    clips:\n"
+    "      - {name: cityCC0.mpg, frames: [130, 150], crop: [0, 0, 512, 256]}\n";
+static const char *IMAGE_DATA =
+    "    type: PairedImageDataset\n"
+    "    gt_folder: @D@\n"
+    "    lq_folder: @D@/config\n"
+    "    filename_tmpl: '{}x2'\n"
+    "    gt_patch_size: 96\n"
+    "    use_flip: true\n"
+    "    use_rot: true\n"
+    "    repeat: 100\n"
+    "  eval:\n"
+    "    gt_folder: @D@/config\n";
+
+static void test_video_sets(void) {
+    char *text = make(IMAGE_DATA, VIDEO_DATA), err[1024] = "";
+    pf_config c;
+    int rc = pf_config_parse(&c, "t.yaml", text, strlen(text), 1, err, sizeof err);
+    CHECK(rc == 0, "video config: %s", err);
+    if (rc == 0) {
+        const pf_dataset_cfg *t = &c.train, *e = &c.eval;
+        CHECK(!strcmp(t->type, "REDSRecurrentDataset") && t->num_frame == 5 &&
+              t->n_intervals == 2 && t->interval_list[1] == 2 && t->random_reverse &&
+              t->use_hflip && t->use_rot && t->n_val_partition == 2 &&
+              !strcmp(t->val_partition[1], "two words"), "video train keys");
+        CHECK(t->n_clips == 2 && !strcmp(t->clips[0].name, "cityCC0.mpg") &&
+              t->clips[0].frames[1] == 120 && t->clips[0].crop[2] == 0 &&
+              !strcmp(t->clips[1].name, "vtest.avi") && t->clips[1].frames[1] == 0 &&
+              t->clips[1].crop[1] == 8 && t->clips[1].crop[3] == 128, "train clips");
+        CHECK(e->n_clips == 1 && e->clips[0].frames[0] == 130 && e->clips[0].crop[2] == 512,
+              "eval clips");
+        CHECK(t->n_degradations == 1 && !strcmp(t->degradation[0].type, "BI"), "BI default");
+        check_round_trip(&c, "video config");
+        char got[512];
+        CHECK(pf_config_get(&c, "data.train.val_partition", got, sizeof got) == 0 &&
+              !strcmp(got, "['held', 'two words']"), "--get val_partition: %s", got);
+    }
+    free(text);
+    static const struct {
+        const char *old, *new, *want;
+    } bad[] = {
+        {"frames: [130, 150]", "frames: [100, 130]",
+         "t.yaml:27: data.eval.clips: item 0 (cityCC0.mpg, frames [100, 130)) shares frames "
+         "with data.train.clips item 0 ([0, 120))"},
+        {"    type: VideoRecurrentTestDataset", "    type: REDSRecurrentDataset",
+         "t.yaml:25: data.eval.type: REDSRecurrentDataset makes training samples"},
+        {"    type: REDSRecurrentDataset\n    gt_folder: @D@\n    gt_patch_size: 96\n"
+         "    num_frame: 5\n    interval_list: [1, 2]\n    random_reverse: true\n"
+         "    use_hflip: true\n    use_rot: true\n    val_partition: [held, 'two words']\n",
+         "    type: VideoRecurrentTestDataset\n    gt_folder: @D@\n    gt_patch_size: 96\n",
+         "t.yaml:11: data.train.type: VideoRecurrentTestDataset is whole clips"},
+        {"    type: REDSRecurrentDataset", "    type: Vimeo90KRecurrentDataset", NULL},
+        {"      - {name: cityCC0.mpg, frames: [0, 120]}", "      - {frames: [0, 120]}",
+         "t.yaml:21: data.train.clips[0].name: required key is missing"},
+        {"frames: [0, 120]", "frames: [0, 120, 3]", "t.yaml:21: data.train.clips[0].frames:"},
+        {"    use_hflip: true", "    use_flip: true",
+         "t.yaml:17: data.train.use_flip: only allowed with type PairedImageDataset or "
+         "SingleImageDataset (data.train.type is REDSRecurrentDataset)"},
+        {"    type: VideoRecurrentTestDataset", "    type: VideoRecurrentTestDataset\n"
+         "    num_frame: 3", "t.yaml:26: data.eval.num_frame: only allowed in data.train"},
+        {"[held, 'two words']", "[held, vtest.avi]",
+         "t.yaml:19: data.train.val_partition: 'vtest.avi' is held out but listed in "
+         "data.train.clips (item 1)"},
+        {"[held, 'two words']", "[held, held]", "t.yaml:19: data.train.val_partition[1]: "
+         "'held' is already item 0"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char *v = expand(VIDEO_DATA), *o = expand(bad[i].old), *w = expand(bad[i].new);
+        char *patched = replace(v, o, w);
+        const char *want = bad[i].want;
+        if (!want) {   /* Vimeo-90K without its list: no meta_info_file and no clips */
+            char *cut = replace(patched, "    clips:\n      - {name: cityCC0.mpg, frames: [0, "
+                                "120]}\n      - name: 'vtest.avi'\n        crop: [0, 8, 256, "
+                                "128]\n", "");
+            free(patched);
+            patched = cut;
+            want = "t.yaml:10: data.train.meta_info_file: Vimeo90KRecurrentDataset needs";
+        }
+        char *t2 = make(IMAGE_DATA, patched);
+        err[0] = 0;
+        rc = pf_config_parse(&c, "t.yaml", t2, strlen(t2), 1, err, sizeof err);
+        CHECK(rc == -1 && !strncmp(err, want, strlen(want)),
+              "video case %zu:\n got  '%s'\n want '%s...'", i, err, want);
+        free(v);
+        free(o);
+        free(w);
+        free(patched);
+        free(t2);
+    }
+    /* Vimeo-90K: 7 frames unless said */
+    char *v = expand(VIDEO_DATA), *o = expand("    type: REDSRecurrentDataset\n"),
+         *w = expand("    type: Vimeo90KRecurrentDataset\n");
+    char *p1 = replace(v, o, w), *p2 = replace(p1, "    num_frame: 5\n", "");
+    char *t3 = make(IMAGE_DATA, p2);
+    rc = pf_config_parse(&c, "t.yaml", t3, strlen(t3), 1, err, sizeof err);
+    CHECK(rc == 0 && c.train.num_frame == 7, "Vimeo default num_frame: %s", err);
+    free(v);
+    free(o);
+    free(w);
+    free(p1);
+    free(p2);
+    free(t3);
+}
+
 int main(void) {
     test_optimizer_keys();
     snprintf(data_dir, sizeof data_dir, "%s", pf_test_data());
@@ -1125,5 +1251,6 @@ int main(void) {
     test_section_keys();
     test_key_table();
     test_misc_errors();
+    test_video_sets();
     return pf_test_end("test_config");
 }

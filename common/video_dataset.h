@@ -1,0 +1,115 @@
+/*  video_dataset — frame-sequence datasets for video super-resolution, as BasicSR defines
+    them: REDSRecurrentDataset and Vimeo90KRecurrentDataset (training samples of num_frame
+    frames), VideoRecurrentTestDataset (whole clips, for evaluation and test). docs/video.md.
+
+    A clip is a folder of frames (its .png/.jpg/.jpeg files sorted by name: REDS's
+    CLIP/00000000.png..., Vimeo-90K's SEQ/SUB/im1.png...im7.png) or a video file any FFmpeg
+    demuxer and decoder reads (common/video.h), named relative to gt_folder; its LQ is the
+    entry of the same name in lq_folder, or made from the GT frames by `degradation` (BI, BD
+    or DN downscaling of the whole frame, cached; DN noise and JPEG per sample). The clips are
+    data.*.clips (name, frames [first, end), crop x y w h), else the first word of each line of
+    meta_info_file (BasicSR's "000 100 (720,1280,3)": the second word, when a number, is the
+    frame count to use), else every folder and video file in gt_folder, sorted; a training set
+    drops the clips named in val_partition.
+
+    Opening checks every clip up front: it exists, every frame of the used range is there with
+    one size (folder headers; a video is indexed, common/video.h), LQ is exactly GT / scale,
+    the crop fits, a training clip holds num_frame x max(interval_list) frames and an LQ patch.
+    Errors name the set key, the clip and, where one is involved, the frame.
+
+    Training sample `index` (in [0, len), len = frames of all clips x repeat), as BasicSR's
+    REDSRecurrentDataset.__getitem__, every draw from pf_rng_make(seed, epoch, index) in this
+    order: frame (clip c, frame f) = index mod the frame count; interval = interval_list[draw];
+    if f > n_c - num_frame * interval, f = a draw in [0, n_c - num_frame * interval]; the
+    frames f, f + interval, ... (num_frame of them), reversed when random_reverse and a draw
+    says so; one LQ crop position for all frames, GT at scale times it; one set of flips for
+    all frames: horizontal (use_hflip), vertical and transpose (use_rot; BasicSR's augment
+    with rotation). Random degradation steps then act on each LQ patch, frame t drawing from
+    pf_dataset_degrade_key(seed, epoch, index) mixed with t. The bytes depend only on (seed,
+    epoch, index): any loader, any thread, any cache state gives the same sample.
+
+    Decoded frames (GT and LQ after crop and downscaling) are kept in a pf_pair_cache, one
+    entry per frame. Video files are read through a pool of readers per clip, a read going to
+    the idle reader positioned closest before the frame (so the frames of a sample decode
+    forward, one seek per sample at most). Thread-safe where said.
+*/
+#ifndef PF_VIDEO_DATASET_H
+#define PF_VIDEO_DATASET_H
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/config.h"
+#include "common/pair_cache.h"
+
+/* 1 when cfg->type is one of the video datasets. */
+int pf_is_video_dataset(const char *type);
+
+typedef struct pf_vreader pf_vreader;
+
+typedef struct {
+    char name[256];             /* as configured, e.g. "000", "00001/0001", "cityCC0.mpg" */
+    char gt_path[PF_PATH_MAX];  /* folder of frames or video file */
+    char lq_path[PF_PATH_MAX];  /* likewise, "" when LQ is made from GT */
+    int gt_video, lq_video;     /* the path is a video file */
+    char **gt_frames, **lq_frames; /* frame file names of a folder, sorted; NULL for a video */
+    int n_gt_names, n_lq_names;
+    int first, n_frames;        /* source frames [first, first + n_frames) are used */
+    int crop_x, crop_y;         /* top-left of the GT crop in source pixels (multiples of
+                                   scale; 0, 0 without a crop) */
+    int gt_w, gt_h, lq_w, lq_h; /* frame sizes after crop (or mod-crop) */
+    int file_w, file_h;         /* source GT frame size */
+    int entry0;                 /* cache entry of the clip's frame 0 */
+    uint32_t sample0;           /* training: index of its frame 0 among all frames */
+} pf_clip;
+
+typedef struct {
+    pf_dataset_cfg cfg;
+    char key[32];               /* "data.train": names the set in errors */
+    int scale;
+    int gt_patch;               /* training GT patch (0: whole clips) */
+    int num_frame;              /* frames per training sample */
+    int max_interval;
+    int random_steps;           /* the degradation has a random step (DN, JPEG) */
+    pf_clip *clips;
+    int n_clips;
+    uint32_t n_frames;          /* frames of all clips */
+    uint32_t len;               /* training: n_frames x repeat; else n_clips */
+    pf_pair_cache cache;        /* entry clips[c].entry0 + t: frame t of clip c */
+    pthread_mutex_t pool_lock;  /* guards the readers' busy flags and the list */
+    pf_vreader *readers;        /* open video readers, idle or busy */
+} pf_video_dataset;
+
+/* Open the video dataset described by cfg (its type one of the three), `key` ("data.train")
+   naming it in errors; gt_patch_size > 0 makes it a training set of samples of
+   cfg->num_frame frames. Returns 0, or -1 with err naming the key, the clip and the frame. */
+int pf_video_dataset_open(pf_video_dataset *ds, const pf_dataset_cfg *cfg, const char *key,
+                          int scale, int gt_patch_size, char *err, size_t errlen);
+
+/* Close the readers, free the frames. */
+void pf_video_dataset_close(pf_video_dataset *ds);
+
+/* Bytes of one training sample's GT and LQ: num_frame x patch^2 x 3. */
+size_t pf_video_sample_gt_bytes(const pf_video_dataset *ds);
+size_t pf_video_sample_lq_bytes(const pf_video_dataset *ds);
+
+/* Training sample `index` of `epoch` (top of this file) into gt_out (num_frame x gt_patch x
+   gt_patch x 3, frame-major, RGB8 HWC per frame) and lq_out (num_frame x (gt_patch/scale)^2
+   x 3). When `frames` is not NULL, frames[t] = the source frame index of output frame t and
+   *clip = the clip (for logs and tests). Thread-safe. Returns 0, or -1 with err naming the
+   clip and frame. */
+int pf_video_dataset_sample(pf_video_dataset *ds, uint32_t index, uint64_t seed, uint32_t epoch,
+                            uint8_t *gt_out, uint8_t *lq_out, int *clip, int *frames,
+                            char *err, size_t errlen);
+
+/* Frame t (0 <= t < clips[c].n_frames) of clip c, whole (after the clip's crop): pinned until
+   pf_video_dataset_release(ds, c, t). GT and LQ are RGB8 HWC. Thread-safe. Returns 0, or -1
+   with err. */
+int pf_video_dataset_frame(pf_video_dataset *ds, int c, int t, const pf_image **gt,
+                           const pf_image **lq, char *err, size_t errlen);
+void pf_video_dataset_release(pf_video_dataset *ds, int c, int t);
+
+/* The cache's bound (bytes of pixels) and counters. Thread-safe. */
+void pf_video_dataset_set_cache_limit(pf_video_dataset *ds, size_t bytes);
+void pf_video_dataset_cache_stats(pf_video_dataset *ds, pf_cache_stats *out);
+#endif

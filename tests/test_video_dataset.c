@@ -1,0 +1,500 @@
+/*  test_video_dataset — common/video_dataset.h: REDS-style clip folders, video files, samples
+    as BasicSR's REDSRecurrentDataset draws them, determinism, errors.
+
+    1. Coordinates in the pixels. Three clips of 12 frames (two folders, one video file made
+       by the ffmpeg CLI, lossless FFV1); LQ frames given in lq_folder. Every LQ pixel says
+       where it comes from: R = 5 x, G = 7 y, B = 20 frame + clip; every GT pixel R = 2 X,
+       G = 3 Y, B the same. So a sample shows, independently of the code that made it, which
+       frames it holds and where each pixel was taken: per sample, the frames step by one
+       interval of interval_list, in order or (random_reverse) reversed, start where BasicSR's
+       rule puts them; every frame has the same crop and the same flips; GT pixel (I, J) comes
+       from the LQ pixel (I / 2, J / 2)'s 2 x 2 block. Over 400 samples all 8 orientations
+       appear with use_hflip + use_rot (vflip and transpose: BasicSR's rotation), only the
+       identity without, and about half are reversed.
+    2. Determinism: the same (seed, epoch, index) gives the same bytes with a cold cache, a
+       warm one, a cache of 0 bytes, and from two threads sampling in another order.
+    3. Video against frames: a lossy MPEG-4 (B-frames) clip read directly, and the same clip
+       dumped to PNG by the ffmpeg CLI: every sample byte-identical (the reader's colour and
+       indexing are the CLI's); the FFV1 clip's GT frames equal the raw frames it was made of.
+    4. LQ made on the fly (no lq_folder): each frame's LQ is BI of its GT; a crop [x y w h].
+    5. Errors, each naming the clip (and the frame): too short for num_frame x interval, a
+       missing numbered frame, frames of two sizes, LQ of the wrong size, an unknown
+       val_partition clip, frames out of range, a bad crop, a corrupt video frame (FFV1 slice
+       CRC) at sample time while the other samples still read.
+*/
+#include "common/video_dataset.h"
+
+#include <libavutil/log.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/dataset.h"
+#include "common/degrade.h"
+#include "common/image.h"
+#include "common/util.h"
+#include "pf_test.h"
+
+#define GW 96
+#define GH 64
+#define NF 12
+
+static char root[] = "/tmp/pf_test_vds.XXXXXX";
+
+static void run(const char *cmd) {
+    if (system(cmd) != 0) {
+        fprintf(stderr, "setup failed: %s\n", cmd);
+        exit(1);
+    }
+}
+
+/* Frame k of clip c: GT (scale 2) or LQ, coordinates in the pixels. */
+static void frame_px(int c, int k, int lq, int w, int h, uint8_t *px) {
+    for (int y = 0; y < h; y++)
+        for (int x = 0; x < w; x++) {
+            uint8_t *p = px + ((size_t)y * w + x) * 3;
+            p[0] = (uint8_t)(lq ? 5 * x : 2 * x);
+            p[1] = (uint8_t)(lq ? 7 * y : 3 * y);
+            p[2] = (uint8_t)(20 * k + c);
+        }
+}
+
+/* Clip c as PNG frames 00000000.png... (GT in gt/NAME, LQ in lq/NAME) and, with `video`, the
+   GT frames as raw RGB too (for ffmpeg). */
+static void make_clip_folders(const char *name, int c, int n, const char *raw) {
+    char dir[512], path[700], err[256];
+    uint8_t gt[GW * GH * 3], lq[GW / 2 * GH / 2 * 3];
+    FILE *rf = raw ? fopen(raw, "wb") : NULL;
+    for (int side = 0; side < 2; side++) {
+        snprintf(dir, sizeof dir, "%s/%s/%s", root, side ? "lq" : "gt", name);
+        mkdir(dir, 0755);
+        for (int k = 0; k < n; k++) {
+            int w = side ? GW / 2 : GW, h = side ? GH / 2 : GH;
+            frame_px(c, k, side, w, h, side ? lq : gt);
+            snprintf(path, sizeof path, "%s/%08d.png", dir, k);
+            if (pf_image_write_png(path, side ? lq : gt, w, h, err, sizeof err)) exit(1);
+            if (!side && rf) fwrite(gt, 1, sizeof gt, rf);
+        }
+    }
+    if (rf) fclose(rf);
+}
+
+static pf_dataset_cfg base_cfg(const char *gt, const char *lq) {
+    pf_dataset_cfg c;
+    memset(&c, 0, sizeof c);
+    snprintf(c.type, sizeof c.type, "REDSRecurrentDataset");
+    snprintf(c.gt_folder, sizeof c.gt_folder, "%s", gt);
+    if (lq) snprintf(c.lq_folder, sizeof c.lq_folder, "%s", lq);
+    c.num_frame = 3;
+    c.interval_list[0] = 1;
+    c.n_intervals = 1;
+    c.repeat = 1;
+    return c;
+}
+
+/* What one sample shows (part 1); -1 fields when the pixels disagree. */
+typedef struct {
+    int clip, frames[8], orient, top, left, ok;
+} seen;
+
+/* Read the sample's pixels back into coordinates and check them. */
+static seen decode(const uint8_t *gt, const uint8_t *lq, int T, int P) {
+    int p = P / 2;
+    seen s = { .ok = 1 };
+    int x00 = 0, y00 = 0;
+    for (int t = 0; t < T; t++) {
+        const uint8_t *l = lq + (size_t)t * p * p * 3, *g = gt + (size_t)t * P * P * 3;
+        int b = l[2];
+        s.frames[t] = b / 20;
+        if (t == 0) s.clip = b % 20;
+        if (b % 20 != s.clip) s.ok = 0;
+        for (int i = 0; i < p; i++)
+            for (int j = 0; j < p; j++) {
+                const uint8_t *q = l + ((size_t)i * p + j) * 3;
+                if (q[2] != b) s.ok = 0;
+                /* the same coordinates in every frame */
+                const uint8_t *q0 = lq + ((size_t)i * p + j) * 3;
+                if (q[0] != q0[0] || q[1] != q0[1]) s.ok = 0;
+            }
+        for (int I = 0; I < P; I++)
+            for (int J = 0; J < P; J++) {
+                const uint8_t *G = g + ((size_t)I * P + J) * 3;
+                const uint8_t *q = l + ((size_t)(I / 2) * p + J / 2) * 3;
+                if (G[2] != b || G[0] / 2 / 2 != q[0] / 5 || G[1] / 3 / 2 != q[1] / 7) s.ok = 0;
+            }
+    }
+    /* orientation: where pixel (0,0), (0,1) and (1,0) come from */
+    x00 = lq[0] / 5;
+    y00 = lq[1] / 7;
+    int xr = lq[3] / 5 - x00, yr = lq[4] / 7 - y00;             /* step along j */
+    int xd = lq[p * 3] / 5 - x00, yd = lq[p * 3 + 1] / 7 - y00; /* step along i */
+    int transpose = xr == 0;   /* moving right changes y */
+    int hflip = transpose ? yr < 0 : xr < 0;
+    int vflip = transpose ? xd < 0 : yd < 0;
+    s.orient = hflip | vflip << 1 | transpose << 2;
+    int minx = 1 << 20, miny = 1 << 20;
+    for (int i = 0; i < p * p; i++) {
+        if (lq[i * 3] / 5 < minx) minx = lq[i * 3] / 5;
+        if (lq[i * 3 + 1] / 7 < miny) miny = lq[i * 3 + 1] / 7;
+    }
+    s.left = minx;
+    s.top = miny;
+    if (abs(xr) + abs(yr) != 1 || abs(xd) + abs(yd) != 1) s.ok = 0;
+    return s;
+}
+
+static void test_coordinates(void) {
+    char gt[300], lq[300], err[1024];
+    snprintf(gt, sizeof gt, "%s/gt", root);
+    snprintf(lq, sizeof lq, "%s/lq", root);
+    pf_dataset_cfg c = base_cfg(gt, lq);
+    c.num_frame = 4;
+    c.interval_list[0] = 1;
+    c.interval_list[1] = 2;
+    c.n_intervals = 2;
+    c.random_reverse = 1;
+    c.use_hflip = c.use_rot = 1;
+    snprintf(c.val_partition[0], sizeof c.val_partition[0], "clipB");
+    c.n_val_partition = 0;
+    pf_video_dataset ds;
+    int P = 16, T = 4;
+    CHECK(pf_video_dataset_open(&ds, &c, "data.train", 2, P, err, sizeof err) == 0, "%s", err);
+    if (!ds.clips) return;
+    CHECK(ds.n_clips == 3 && ds.len == 3 * NF, "%d clips, %u samples", ds.n_clips, ds.len);
+    uint8_t gtb[4 * 16 * 16 * 3], lqb[4 * 8 * 8 * 3];
+    int orients[8] = { 0 }, reversed = 0, bad = 0, rule = 0, n = 400;
+    for (int i = 0; i < n; i++) {
+        uint32_t index = (uint32_t)(i % ds.len);
+        int clip, frames[8];
+        if (pf_video_dataset_sample(&ds, index, 7, (uint32_t)(i / ds.len), gtb, lqb, &clip,
+                                    frames, err, sizeof err) != 0) {
+            CHECK(0, "sample %u: %s", index, err);
+            break;
+        }
+        seen s = decode(gtb, lqb, T, P);
+        int step = s.frames[1] - s.frames[0];
+        int ok = s.ok && s.clip == clip && s.clip == (int)(index / NF) && (abs(step) == 1 ||
+                                                                           abs(step) == 2);
+        for (int t = 0; t < T; t++) {
+            ok &= s.frames[t] == frames[t] && s.frames[t] >= 0 && s.frames[t] < NF;
+            if (t) ok &= s.frames[t] - s.frames[t - 1] == step;
+        }
+        /* BasicSR: the sample starts at the index's frame unless too close to the end */
+        int f0 = (int)(index % NF), start = step > 0 ? s.frames[0] : s.frames[T - 1];
+        if (f0 <= NF - T * abs(step)) rule += start == f0;
+        else rule += start <= NF - T * abs(step);
+        if (!ok) bad++;
+        orients[s.orient]++;
+        reversed += step < 0;
+    }
+    CHECK(bad == 0, "%d of %d samples with frames or pixels out of place", bad, n);
+    CHECK(rule == n, "%d of %d samples start where BasicSR's rule says", rule, n);
+    int all = 1;
+    for (int o = 0; o < 8; o++) all &= orients[o] > n / 16;
+    CHECK(all, "orientations %d %d %d %d %d %d %d %d", orients[0], orients[1], orients[2],
+          orients[3], orients[4], orients[5], orients[6], orients[7]);
+    CHECK(reversed > n * 35 / 100 && reversed < n * 65 / 100, "%d of %d reversed", reversed, n);
+    printf("coordinates: %d samples, frames/crop/flips in place; orientations %d..%d each; "
+           "%d reversed\n", n, orients[0], orients[7], reversed);
+    pf_video_dataset_close(&ds);
+
+    /* no flips, no reverse, and clipB held out */
+    c.use_hflip = c.use_rot = c.random_reverse = 0;
+    c.n_val_partition = 1;
+    CHECK(pf_video_dataset_open(&ds, &c, "data.train", 2, P, err, sizeof err) == 0, "%s", err);
+    if (!ds.clips) return;
+    CHECK(ds.n_clips == 2 && strcmp(ds.clips[1].name, "clipC.mkv") == 0, "val_partition");
+    int id = 0, clips_seen = 0;
+    for (uint32_t i = 0; i < ds.len; i++) {
+        int clip;
+        if (pf_video_dataset_sample(&ds, i, 3, 0, gtb, lqb, &clip, NULL, err, sizeof err)) break;
+        seen s = decode(gtb, lqb, T, P);
+        id += s.orient == 0 && s.frames[1] > s.frames[0];
+        clips_seen |= 1 << s.clip;
+    }
+    CHECK(id == (int)ds.len, "%d of %u samples unflipped and in order", id, ds.len);
+    CHECK(clips_seen == (1 << 0 | 1 << 2), "clips seen %#x: clipB (1) must be held out",
+          clips_seen);
+    pf_video_dataset_close(&ds);
+}
+
+typedef struct {
+    pf_video_dataset *ds;
+    uint64_t *digests;
+    int from, step;
+} worker_arg;
+
+static void *sample_range(void *p) {
+    worker_arg *a = p;
+    uint8_t gtb[3 * 16 * 16 * 3], lqb[3 * 8 * 8 * 3];
+    char err[512];
+    for (int i = (int)a->ds->len - 1 - a->from; i >= 0; i -= a->step) {
+        if (pf_video_dataset_sample(a->ds, (uint32_t)i, 11, 2, gtb, lqb, NULL, NULL, err,
+                                    sizeof err) == 0)
+            a->digests[i] = pf_fnv1a64(lqb, sizeof lqb, pf_fnv1a64(gtb, sizeof gtb, PF_FNV_OFFSET));
+    }
+    return NULL;
+}
+
+static void test_determinism(void) {
+    char gt[300], lq[300], err[1024];
+    snprintf(gt, sizeof gt, "%s/gt", root);
+    snprintf(lq, sizeof lq, "%s/lq", root);
+    pf_dataset_cfg c = base_cfg(gt, lq);
+    c.use_hflip = c.use_rot = c.random_reverse = 1;
+    pf_video_dataset a, b;
+    CHECK(pf_video_dataset_open(&a, &c, "data.train", 2, 16, err, sizeof err) == 0, "%s", err);
+    CHECK(pf_video_dataset_open(&b, &c, "data.train", 2, 16, err, sizeof err) == 0, "%s", err);
+    if (!a.clips || !b.clips) return;
+    pf_video_dataset_set_cache_limit(&b, 0);
+    uint64_t seq[64] = { 0 }, warm[64] = { 0 }, par[64] = { 0 };
+    worker_arg one = { &a, seq, 0, 1 };
+    sample_range(&one);   /* cold */
+    worker_arg again = { &a, warm, 0, 1 };
+    sample_range(&again); /* warm */
+    worker_arg w0 = { &b, par, 0, 2 }, w1 = { &b, par, 1, 2 };
+    pthread_t t0, t1;
+    pthread_create(&t0, NULL, sample_range, &w0);
+    pthread_create(&t1, NULL, sample_range, &w1);
+    pthread_join(t0, NULL);
+    pthread_join(t1, NULL);
+    int same = 0;
+    for (uint32_t i = 0; i < a.len; i++) same += seq[i] && seq[i] == warm[i] && seq[i] == par[i];
+    CHECK(same == (int)a.len, "%d of %u samples identical cold / warm / no cache, 2 threads",
+          same, a.len);
+    pf_cache_stats st;
+    pf_video_dataset_cache_stats(&b, &st);
+    printf("determinism: %u samples identical cold, warm, and with a 0-byte cache from 2 "
+           "threads (%llu decodes there)\n", a.len, (unsigned long long)st.misses);
+    pf_video_dataset_close(&a);
+    pf_video_dataset_close(&b);
+}
+
+/* Part 3: a lossy MPEG-4 clip read as video and as the ffmpeg CLI's PNG dump. */
+static void test_video_vs_frames(void) {
+    char cmd[2048], vdir[300], fdir[300], err[1024];
+    snprintf(vdir, sizeof vdir, "%s/vid", root);
+    snprintf(fdir, sizeof fdir, "%s/vidframes", root);
+    mkdir(vdir, 0755);
+    mkdir(fdir, 0755);
+    snprintf(cmd, sizeof cmd, "ffmpeg -v error -nostdin -f rawvideo -pix_fmt rgb24 -s %dx%d "
+             "-r 10 -i %s/clipC.rgb -c:v mpeg4 -q:v 4 -bf 2 -g 5 %s/m.avi && ffmpeg -v error -nostdin "
+             "-i %s/m.avi -pix_fmt rgb24 -start_number 0 %s/m/%%08d.png", GW, GH, root, vdir,
+             vdir, fdir);
+    char mdir[400];
+    snprintf(mdir, sizeof mdir, "%s/m", fdir);
+    mkdir(mdir, 0755);
+    run(cmd);
+    pf_dataset_cfg cv = base_cfg(vdir, NULL), cf = base_cfg(fdir, NULL);
+    cv.use_hflip = cf.use_hflip = cv.use_rot = cf.use_rot = 1;
+    pf_video_dataset a, b;
+    CHECK(pf_video_dataset_open(&a, &cv, "data.train", 2, 16, err, sizeof err) == 0, "%s", err);
+    CHECK(pf_video_dataset_open(&b, &cf, "data.train", 2, 16, err, sizeof err) == 0, "%s", err);
+    if (!a.clips || !b.clips) return;
+    CHECK(a.len == NF && b.len == NF, "lengths %u %u", a.len, b.len);
+    uint8_t g1[3 * 768], l1[3 * 192], g2[3 * 768], l2[3 * 192];
+    int same = 0, n = 3 * NF;
+    for (int i = 0; i < n; i++) {
+        uint32_t idx = (uint32_t)((i * 7) % NF);
+        int r1 = pf_video_dataset_sample(&a, idx, 5, (uint32_t)i, g1, l1, NULL, NULL, err,
+                                         sizeof err);
+        CHECK(r1 == 0, "%s", err);
+        int r2 = pf_video_dataset_sample(&b, idx, 5, (uint32_t)i, g2, l2, NULL, NULL, err,
+                                         sizeof err);
+        CHECK(r2 == 0, "%s", err);
+        same += !r1 && !r2 && !memcmp(g1, g2, sizeof g1) && !memcmp(l1, l2, sizeof l1);
+    }
+    CHECK(same == n, "%d of %d samples from m.avi equal those of its ffmpeg PNG dump", same, n);
+    printf("video vs frames: %d samples of an MPEG-4 AVI (B-frames, shuffled order) equal the "
+           "ffmpeg CLI's PNG dump of it\n", same);
+    pf_video_dataset_close(&a);
+    pf_video_dataset_close(&b);
+
+    /* The lossless clip: frames equal the raw frames (part 1's clipC, GT side) */
+    char gt[300];
+    snprintf(gt, sizeof gt, "%s/gt", root);
+    pf_dataset_cfg ce = base_cfg(gt, NULL);
+    snprintf(ce.type, sizeof ce.type, "VideoRecurrentTestDataset");
+    snprintf(ce.clips[0].name, sizeof ce.clips[0].name, "clipC.mkv");
+    ce.clips[0].frames[0] = 2;
+    ce.clips[0].frames[1] = 9;
+    ce.clips[0].crop[0] = 10;
+    ce.clips[0].crop[1] = 4;
+    ce.clips[0].crop[2] = 40;
+    ce.clips[0].crop[3] = 30;
+    ce.n_clips = 1;
+    CHECK(pf_video_dataset_open(&a, &ce, "data.eval", 2, 0, err, sizeof err) == 0, "%s", err);
+    if (!a.clips) return;
+    CHECK(a.len == 1 && a.clips[0].n_frames == 7 && a.clips[0].gt_w == 40 &&
+          a.clips[0].lq_h == 15, "eval clip: %u clips, %d frames, %dx%d", a.len,
+          a.clips[0].n_frames, a.clips[0].gt_w, a.clips[0].gt_h);
+    int exact = 0, bi = 0;
+    uint8_t ref[GW * GH * 3];
+    for (int t = 0; t < 7; t++) {
+        const pf_image *g, *l;
+        if (pf_video_dataset_frame(&a, 0, t, &g, &l, err, sizeof err)) {
+            CHECK(0, "%s", err);
+            break;
+        }
+        frame_px(2, t + 2, 0, GW, GH, ref);
+        int eq = g->w == 40 && g->h == 30;
+        for (int y = 0; eq && y < 30; y++)
+            eq = !memcmp(g->data + (size_t)y * 40 * 3, ref + ((size_t)(y + 4) * GW + 10) * 3,
+                         40 * 3);
+        exact += eq;
+        uint8_t down[20 * 15 * 3];
+        static const pf_degradation bi_step = { .type = "BI" };
+        pf_degrade_downscale(&bi_step, g->data, 30, 40, 2, down);
+        bi += l->w == 20 && l->h == 15 && !memcmp(l->data, down, sizeof down);
+        pf_video_dataset_release(&a, 0, t);
+    }
+    CHECK(exact == 7 && bi == 7, "FFV1 crop frames: %d of 7 equal the raw frames, %d of 7 LQ "
+          "are BI of them", exact, bi);
+    printf("FFV1 clip, frames [2, 9), crop [10, 4, 40, 30]: %d of 7 GT frames equal the raw "
+           "frames, LQ BI of them\n", exact);
+    pf_video_dataset_close(&a);
+}
+
+/* Open `c` and check it fails with every one of the words. */
+static void expect_error(const pf_dataset_cfg *c, int patch, const char *what, const char *w1,
+                         const char *w2) {
+    pf_video_dataset ds;
+    char err[1024] = "";
+    int rc = pf_video_dataset_open(&ds, c, "data.train", 2, patch, err, sizeof err);
+    CHECK(rc == -1 && strstr(err, w1) && (!w2 || strstr(err, w2)), "%s: rc %d, '%s'", what, rc,
+          err);
+    if (rc == 0) pf_video_dataset_close(&ds);
+    printf("  %s: %s\n", what, err);
+}
+
+static void test_errors(void) {
+    char gt[300], lq[300], dir[400], path[600], err[1024], cmd[1400];
+    printf("errors:\n");
+    snprintf(gt, sizeof gt, "%s/gt", root);
+    snprintf(lq, sizeof lq, "%s/lq", root);
+    pf_dataset_cfg c = base_cfg(gt, lq);
+    c.num_frame = 5;
+    c.interval_list[0] = 3;
+    expect_error(&c, 16, "too short", "clipA", "needs 15");
+
+    c = base_cfg(gt, lq);
+    snprintf(c.val_partition[0], sizeof c.val_partition[0], "nosuch");
+    c.n_val_partition = 1;
+    expect_error(&c, 16, "val_partition", "val_partition", "nosuch");
+
+    c = base_cfg(gt, lq);
+    snprintf(c.clips[0].name, sizeof c.clips[0].name, "clipA");
+    c.clips[0].frames[0] = 4;
+    c.clips[0].frames[1] = 20;
+    c.n_clips = 1;
+    expect_error(&c, 16, "frames out of range", "clipA", "has 12");
+    c.clips[0].frames[1] = 0;
+    c.clips[0].crop[0] = 3;
+    c.clips[0].crop[2] = 20;
+    c.clips[0].crop[3] = 20;
+    expect_error(&c, 0, "odd crop", "clipA", "multiples");
+
+    /* a missing numbered frame; frames of two sizes; LQ of the wrong size */
+    snprintf(cmd, sizeof cmd, "mkdir -p %s/bad/gapped %s/bad/sizes %s/badlq/sizes && "
+             "cp %s/gt/clipA/*.png %s/bad/gapped/ && rm %s/bad/gapped/00000006.png && "
+             "cp %s/gt/clipA/*.png %s/bad/sizes/ && cp %s/gt/clipA/*.png %s/badlq/sizes/",
+             root, root, root, root, root, root, root, root, root, root);
+    run(cmd);
+    snprintf(dir, sizeof dir, "%s/bad", root);
+    c = base_cfg(dir, NULL);
+    snprintf(c.clips[0].name, sizeof c.clips[0].name, "gapped");
+    c.n_clips = 1;
+    expect_error(&c, 16, "missing frame", "gapped", "frame 6 missing");
+    uint8_t small[40 * 30 * 3] = { 0 };
+    snprintf(path, sizeof path, "%s/bad/sizes/00000004.png", root);
+    pf_image_write_png(path, small, 40, 30, err, sizeof err);
+    snprintf(c.clips[0].name, sizeof c.clips[0].name, "sizes");
+    expect_error(&c, 16, "two sizes", "sizes' frame 4", "40x30");
+    snprintf(path, sizeof path, "%s/bad/sizes/00000004.png", root);
+    snprintf(cmd, sizeof cmd, "cp %s/gt/clipA/00000004.png %s", root, path);
+    run(cmd);
+    snprintf(dir, sizeof dir, "%s/badlq", root);
+    snprintf(c.lq_folder, sizeof c.lq_folder, "%s", dir);
+    expect_error(&c, 16, "LQ size", "sizes", "LQ frames are");
+
+    /* a corrupt frame in a video: FFV1 slice CRC, found when a sample reads it */
+    snprintf(cmd, sizeof cmd, "mkdir -p %s/dmg && ffmpeg -v error -nostdin -f rawvideo "
+             "-pix_fmt rgb24 -s %dx%d -r 10 -i %s/clipC.rgb -c:v ffv1 -level 3 -slicecrc 1 "
+             "-pix_fmt bgr0 %s/dmg/d.mkv", root, GW, GH, root, root);
+    run(cmd);
+    /* ffprobe prints a packet's size, then its position */
+    snprintf(cmd, sizeof cmd, "ffprobe -v error -select_streams v:0 -show_entries "
+             "packet=pos,size -of csv=p=0 %s/dmg/d.mkv | sed -n 8p", root);
+    FILE *p = popen(cmd, "r");
+    long pos = -1, size = 0;
+    if (p) {
+        if (fscanf(p, "%ld,%ld", &size, &pos) != 2) pos = -1;
+        pclose(p);
+    }
+    snprintf(path, sizeof path, "%s/dmg/d.mkv", root);
+    size_t len;
+    char *data = pf_read_file(path, &len, err, sizeof err);
+    CHECK(data && pos > 0 && size > 64 && (size_t)(pos + size) <= len, "packet 7 at %ld, %ld "
+          "bytes", pos, size);
+    if (!data || pos <= 0 || size <= 64) return;
+    for (long j = size / 3; j < size / 3 + 16; j++) data[pos + j] ^= 0x5a;
+    FILE *f = fopen(path, "wb");
+    fwrite(data, 1, len, f);
+    fclose(f);
+    free(data);
+    snprintf(dir, sizeof dir, "%s/dmg", root);
+    c = base_cfg(dir, NULL);
+    pf_video_dataset ds;
+    CHECK(pf_video_dataset_open(&ds, &c, "data.train", 2, 16, err, sizeof err) == 0, "%s", err);
+    if (!ds.clips) return;
+    uint8_t g[3 * 768], l[3 * 192];
+    int failed = 0, good = 0;
+    for (uint32_t i = 0; i < ds.len; i++) {
+        int frames[3];
+        int rc = pf_video_dataset_sample(&ds, i, 1, 0, g, l, NULL, frames, err, sizeof err);
+        if (rc == 0) {
+            good++;
+            CHECK(frames[0] > 7 || frames[2] < 7, "sample %u with frame 7 read", i);
+        } else {
+            failed++;
+            CHECK(strstr(err, "d.mkv") && strstr(err, "frame 7") && strstr(err, "corrupt"),
+                  "corrupt frame: '%s'", err);
+            if (failed == 1) printf("  corrupt video frame: %s\n", err);
+        }
+    }
+    CHECK(failed >= 1 && good >= 1, "%d samples failed, %d read", failed, good);
+    pf_video_dataset_close(&ds);
+}
+
+int main(void) {
+    if (system("command -v ffmpeg >/dev/null 2>&1") != 0) {
+        fprintf(stderr, "test_video_dataset: no ffmpeg on PATH (bash scripts/setup.sh "
+                        "--test-deps installs it)\n");
+        return 1;
+    }
+    av_log_set_level(AV_LOG_QUIET);   /* the damaged clip's CRC complaints (still caught) */
+    if (!mkdtemp(root)) return 1;
+    char cmd[1024], raw[400];
+    snprintf(cmd, sizeof cmd, "mkdir -p %s/gt %s/lq", root, root);
+    run(cmd);
+    make_clip_folders("clipA", 0, NF, NULL);
+    make_clip_folders("clipB", 1, NF, NULL);
+    snprintf(raw, sizeof raw, "%s/clipC.rgb", root);
+    make_clip_folders("clipC", 2, NF, raw);
+    /* clipC as lossless FFV1 video in gt/ and lq/ (bgr0 holds RGB exactly); the folders go */
+    snprintf(cmd, sizeof cmd, "cd %s && ffmpeg -v error -nostdin -f rawvideo -pix_fmt rgb24 "
+             "-s %dx%d -r 10 -i clipC.rgb -c:v ffv1 -pix_fmt bgr0 gt/clipC.mkv && "
+             "ffmpeg -v error -nostdin -i lq/clipC/%%08d.png -c:v ffv1 -pix_fmt bgr0 lq/clipC.mkv "
+             "&& rm -r gt/clipC lq/clipC", root, GW, GH);
+    run(cmd);
+    test_coordinates();
+    test_determinism();
+    test_video_vs_frames();
+    test_errors();
+    snprintf(cmd, sizeof cmd, "rm -rf %s", root);
+    run(cmd);
+    return pf_test_end("test_video_dataset");
+}
