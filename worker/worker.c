@@ -13,6 +13,11 @@
     the files are on disk. Every consumed batch is recorded in work_dir/samples_rankN.log
     (iteration, epoch, ticket, sample ids, a digest of the pixels) so tests can check that each
     sample came exactly once per epoch and that batches do not depend on the loaders.
+
+    One loop runs it all (worker_run, on proto/reactor): STARTING until START, then TRAINING,
+    where a step is a task ready while its batch is in, and on rank 0 CHECKPOINTING between a
+    checkpoint's send and the hook's reply. ctrl is read in every phase; a stop or an abort is
+    heard between two steps, never inside one.
 */
 #include "worker/worker.h"
 
@@ -36,6 +41,7 @@
 #include "nn/optim.h"
 #include "proto/client.h"
 #include "proto/proto.h"
+#include "proto/reactor.h"
 #include "proto/security.h"
 #include "worker/device.h"
 #include "worker/train_state.h"
@@ -52,6 +58,7 @@ typedef struct {
 typedef struct {
     pf_client client;
     pf_config *cfg;
+    void *zctx;                 /* the ZeroMQ context of every socket below */
     void *data;                 /* PULL, bound */
     void *ckpt;                 /* DEALER to the checkpoint hook */
     int rank, world;
@@ -76,6 +83,11 @@ typedef struct {
     float *visual_out;          /* the step's output of the published samples (NHWC float) */
     uint8_t *visual_u8;         /* the same as uint8 */
     size_t visual_cap;          /* floats / bytes each of the two holds */
+    int64_t it;                 /* the next iteration to train (iterations done) */
+    int64_t last_ckpt;          /* the iteration of the last checkpoint (or of the start) */
+    int64_t epoch;              /* the epoch of the last batch trained */
+    double lr;                  /* the learning rate of the last step */
+    double wait_since;          /* pf_now() when the wait for the batch of `it` began */
 } worker;
 
 static void publish_status(worker *w, const char *kind, const char *fmt, ...)
@@ -293,11 +305,10 @@ static void check_signal(worker *w) {
     }
 }
 
-/* Handle whatever the coordinator sent; sets stop/abort flags. */
-static void poll_ctrl(worker *w) {
+/* Take whatever the coordinator sent, without waiting; sets the stop and abort flags. */
+static void take_ctrl(worker *w) {
     pf_msg *m;
     int rc;
-    check_signal(w);
     while ((rc = pf_client_recv(&w->client, &m)) != 0) {
         if (rc < 0 || m->type != PF_MSG_STOP) {
             pf_client_msg_free(&m);
@@ -314,11 +325,12 @@ static void poll_ctrl(worker *w) {
     }
 }
 
-/* Take one message from the data socket into its slot, or drop it. */
-static void receive_batch(worker *w, int64_t next_iter) {
+/* Take one message from the data socket into its slot, or drop it. Returns 1 when there was
+   one (kept or dropped), 0 when none was waiting. */
+static int receive_batch(worker *w, int64_t next_iter) {
     pf_parts p;
     char err[512];
-    if (pf_parts_recv(w->data, ZMQ_DONTWAIT, &p, err, sizeof err) != 0) return;
+    if (pf_parts_recv(w->data, ZMQ_DONTWAIT, &p, err, sizeof err) != 0) return 0;
     pf_msg *m = malloc(sizeof *m);
     const pf_config *cfg = w->cfg;
     const char *why = NULL;
@@ -350,94 +362,82 @@ static void receive_batch(worker *w, int64_t next_iter) {
         pf_debug("dropped a batch message: %s", why);
         pf_parts_close(&p);
         free(m);
-        return;
+        return 1;
     }
     slot *s = &w->slots[m->u.batch.iter % w->n_slots];
     s->used = 1;
     s->parts = p;
     s->hdr = m->u.batch;
     free(m);
+    return 1;
 }
 
-/* Send the state to the checkpoint hook and wait until it says the files are on disk.
-   Returns 0, or -1 with err. */
-static int save_checkpoint(worker *w, int64_t iter, int64_t epoch, double lr, char *err,
-                           size_t errlen) {
+/* 1 when the batch of iteration w->it is in its slot. */
+static int batch_ready(const worker *w) {
+    const slot *s = &w->slots[w->it % w->n_slots];
+    return s->used && s->hdr.iter == w->it;
+}
+
+/* Send the state after iteration w->it to the checkpoint hook (its reply: take_ckpt_reply).
+   pf_send copies the bytes, so they are freed here. Returns 0, or -1 with err. */
+static int send_checkpoint(worker *w, char *err, size_t errlen) {
     void *wbuf = NULL, *obuf = NULL;
     size_t wlen = 0, olen = 0;
     /* On a GPU the state lives on the device: bring it to the CPU model to serialise it. */
     if (w->gpu && pf_gpu_download(w->gpu, pf_model_params(w->model), &w->optim, err,
                                   errlen) != 0)
         return -1;
-    if (pf_ckpt_serialize(w->cfg, w->model, &w->optim, iter, epoch, lr, &wbuf, &wlen, &obuf,
-                           &olen, err, errlen) != 0)
+    if (pf_ckpt_serialize(w->cfg, w->model, &w->optim, w->it, w->epoch, w->lr, &wbuf, &wlen,
+                          &obuf, &olen, err, errlen) != 0)
         return -1;
     pf_msg *m = calloc(1, sizeof *m);
+    int rc = -1;
     if (!m) {
-        free(wbuf);
-        free(obuf);
         snprintf(err, errlen, "out of memory");
-        return -1;
-    }
-    m->type = PF_MSG_CKPT_SAVE;
-    pf_msg_ckpt_save *c = &m->u.ckpt_save;
-    c->iter = iter;
-    c->epoch = epoch;
-    snprintf(c->weights_name, sizeof c->weights_name, "iter_%" PRId64 ".safetensors", iter);
-    snprintf(c->optim_name, sizeof c->optim_name, "iter_%" PRId64 ".optim.safetensors", iter);
-    c->weights_size = wlen;
-    c->optim_size = olen;
-    pf_frame frames[2] = { { wbuf, wlen }, { obuf, olen } };
-    int rc = pf_send(w->ckpt, NULL, m, frames, 2);
-    /* The bytes stay with us until the hook confirms; nothing else is sent meanwhile. */
-    if (rc != 0) snprintf(err, errlen, "cannot send checkpoint %" PRId64 " to the checkpoint "
-                          "hook: %s", iter, zmq_strerror(errno));
-    double deadline = pf_now() + CKPT_ACK_TIMEOUT_S;
-    while (rc == 0) {
-        if (pf_now() > deadline) {
-            snprintf(err, errlen, "the checkpoint hook did not confirm iteration %" PRId64
-                     " within %.0f s", iter, CKPT_ACK_TIMEOUT_S);
-            rc = -1;
-            break;
-        }
-        if (!pf_client_coordinator_alive(&w->client)) {
-            snprintf(err, errlen, "coordinator stopped answering while checkpointing");
-            rc = -1;
-            break;
-        }
-        zmq_pollitem_t it[] = { { w->ckpt, 0, ZMQ_POLLIN, 0 },
-                                { w->client.ctrl, 0, ZMQ_POLLIN, 0 } };
-        zmq_poll(it, 2, 200);
-        if (it[1].revents & ZMQ_POLLIN) poll_ctrl(w);
-        if (w->abort_requested) {
-            snprintf(err, errlen, "job aborted while checkpointing");
-            rc = -1;
-            break;
-        }
-        if (!(it[0].revents & ZMQ_POLLIN)) continue;
-        pf_parts p;
-        char e2[512];
-        if (pf_parts_recv(w->ckpt, ZMQ_DONTWAIT, &p, e2, sizeof e2) != 0) continue;
-        pf_msg *a = malloc(sizeof *a);
-        int ok = a && p.n == 1 && pf_msg_decode(pf_parts_data(&p, 0), pf_parts_size(&p, 0),
-                                                PF_MSG_CKPT_ACK, a, e2, sizeof e2) == 0;
-        pf_parts_close(&p);
-        if (ok && a->u.ckpt_ack.iter == iter) {
-            if (!a->u.ckpt_ack.ok) {
-                snprintf(err, errlen, "checkpoint %" PRId64 " not written: %s", iter,
-                         a->u.ckpt_ack.error);
-                rc = -1;
-            } else {
-                pf_info("checkpoint %s on disk", a->u.ckpt_ack.path);
-            }
-            free(a);
-            break;
-        }
-        free(a);
+    } else {
+        m->type = PF_MSG_CKPT_SAVE;
+        pf_msg_ckpt_save *c = &m->u.ckpt_save;
+        c->iter = w->it;
+        c->epoch = w->epoch;
+        snprintf(c->weights_name, sizeof c->weights_name, "iter_%" PRId64 ".safetensors", w->it);
+        snprintf(c->optim_name, sizeof c->optim_name, "iter_%" PRId64 ".optim.safetensors",
+                 w->it);
+        c->weights_size = wlen;
+        c->optim_size = olen;
+        pf_frame frames[2] = { { wbuf, wlen }, { obuf, olen } };
+        rc = pf_send(w->ckpt, NULL, m, frames, 2);
+        if (rc != 0) snprintf(err, errlen, "cannot send checkpoint %" PRId64 " to the checkpoint "
+                              "hook: %s", w->it, zmq_strerror(errno));
     }
     free(m);
     free(wbuf);
     free(obuf);
+    return rc;
+}
+
+/* Take one reply from the checkpoint hook. Returns 1 when it says checkpoint `iter` is on
+   disk, -1 with err when it could not write it, 0 for anything else (nothing waiting, a reply
+   about another iteration, a malformed message: dropped). */
+static int take_ckpt_reply(worker *w, int64_t iter, char *err, size_t errlen) {
+    pf_parts p;
+    char e2[512];
+    if (pf_parts_recv(w->ckpt, ZMQ_DONTWAIT, &p, e2, sizeof e2) != 0) return 0;
+    pf_msg *a = malloc(sizeof *a);
+    int ok = a && p.n == 1 && pf_msg_decode(pf_parts_data(&p, 0), pf_parts_size(&p, 0),
+                                            PF_MSG_CKPT_ACK, a, e2, sizeof e2) == 0;
+    pf_parts_close(&p);
+    int rc = 0;
+    if (ok && a->u.ckpt_ack.iter == iter) {
+        if (!a->u.ckpt_ack.ok) {
+            snprintf(err, errlen, "checkpoint %" PRId64 " not written: %s", iter,
+                     a->u.ckpt_ack.error);
+            rc = -1;
+        } else {
+            pf_info("checkpoint %s on disk", a->u.ckpt_ack.path);
+            rc = 1;
+        }
+    }
+    free(a);
     return rc;
 }
 
@@ -504,51 +504,400 @@ static FILE *open_samples_log(const pf_config *cfg, int rank, int64_t start_iter
     return fopen(path, start_iter > 0 ? "a" : "w");
 }
 
+/* Record the batch of slot s in the samples log (iteration, epoch, ticket, sample ids, a
+   digest of the pixels, loader, skipped ids), acknowledge it, free the slot and return its
+   credit. */
+static void consume_batch(worker *w, slot *s) {
+    const pf_msg_batch *b = &s->hdr;
+    const uint8_t *gt = pf_parts_data(&s->parts, 1), *lq = pf_parts_data(&s->parts, 2);
+    uint64_t digest = pf_fnv1a64(gt, pf_parts_size(&s->parts, 1), PF_FNV_OFFSET);
+    digest = pf_fnv1a64(lq, pf_parts_size(&s->parts, 2), digest);
+    fprintf(w->samples_log, "%" PRId64 " %u %" PRIu64 " ", b->iter, b->epoch, b->ticket_id);
+    for (uint32_t i = 0; i < b->n; i++)
+        fprintf(w->samples_log, "%s%u", i ? "," : "", b->indices[i]);
+    fprintf(w->samples_log, "%s %016" PRIx64 " loader=%u", b->n ? "" : "-", digest,
+            b->loader_id);
+    for (uint32_t i = 0; i < b->n_skipped; i++)
+        fprintf(w->samples_log, "%s%u", i ? "," : " skipped=", b->skipped[i]);
+    fputc('\n', w->samples_log);
+    fflush(w->samples_log);
+    pf_msg ack = { .type = PF_MSG_ACK };
+    ack.u.ack.ticket_id = b->ticket_id;
+    ack.u.ack.rank = w->rank;
+    pf_client_send(&w->client, &ack, NULL, 0);
+    pf_msg credit = { .type = PF_MSG_CREDIT };
+    credit.u.credit.rank = w->rank;
+    credit.u.credit.n = 1;
+    credit.u.credit.next_iter = b->iter + 1;
+    pf_parts_close(&s->parts);
+    s->used = 0;
+    pf_client_send(&w->client, &credit, NULL, 0);
+}
+
+/* The end of training (all iterations done, or stopped): the summary in the log and, when
+   samples were skipped, a status event. */
+static void report_end(worker *w) {
+    pf_info("%s at iteration %" PRId64 " (%" PRIu64 " batch messages dropped, %" PRIu64
+            " samples skipped, %" PRIu64 " iterations without a sample)",
+            stop_now(w) ? "interrupted" : "finished", w->it, w->dropped, w->skipped,
+            w->empty_steps);
+    if (w->visuals)
+        pf_info("visual: %" PRIu64 " pictures published, %.3f ms each on average", w->visuals,
+                1e3 * w->visual_time / (double)w->visuals);
+    if (w->skipped)
+        publish_status(w, "status", "worker%d: %" PRIu64 " samples skipped (unreadable files, "
+                       "data.on_bad_sample: skip), %" PRIu64 " iterations without a sample",
+                       w->rank, w->skipped, w->empty_steps);
+}
+
+/* The worker's loop (worker_run). ctrl is a reader throughout; once START is in, the data
+   socket and the checkpoint hook's socket are readers too, and `step` a task ready while the
+   batch of w->it waits in its slot (the readers, registered before it, are heard between two
+   steps). A 200 ms tick watches the coordinator while the worker waits (as the old loops'
+   200 ms poll did: a batch in hand is trained first), a 2 s timer publishes the worker
+   event, a one-shot the checkpoint hook's deadline. */
+typedef enum {
+    STARTING,           /* waiting for START on ctrl */
+    TRAINING,           /* stepping through the iterations */
+    CHECKPOINTING,      /* rank 0: the state went to the checkpoint hook, its reply is due */
+} worker_phase;
+
+typedef struct {
+    worker *w;
+    worker_phase phase;
+    const char *device;         /* --device, named in the worker events */
+    int gpu_index;              /* --device cuda:N; -1 for the CPU */
+    const char *data_ep;        /* the data endpoint bound: its host hosts the Gloo group */
+    pf_task *step;              /* one iteration's step (on_step) */
+    pf_timer *ckpt_deadline;    /* while CHECKPOINTING: CKPT_ACK_TIMEOUT_S after the send */
+    int status;                 /* exit status once the loop ends */
+    char *err;                  /* why, when status is 1 */
+    size_t errlen;
+} worker_loop;
+
+#define WORKER_TICK_S 0.2
+
+static int on_ckpt_deadline(pf_reactor *r, void *arg);
+
+/* Rank 0 after iteration w->it: the state goes to the checkpoint hook and the loop waits for
+   its reply (on_ckpt_reply), CKPT_ACK_TIMEOUT_S at most; no step meanwhile. Returns 0, or -1
+   with err. */
+static int begin_checkpoint(pf_reactor *r, worker_loop *wl) {
+    pf_task_ready(wl->step, 0);
+    if (send_checkpoint(wl->w, wl->err, wl->errlen) != 0) return -1;
+    wl->phase = CHECKPOINTING;
+    wl->ckpt_deadline = pf_reactor_after(r, CKPT_ACK_TIMEOUT_S, on_ckpt_deadline, wl);
+    if (!wl->ckpt_deadline) snprintf(wl->err, wl->errlen, "out of memory");
+    return wl->ckpt_deadline ? 0 : -1;
+}
+
+/* After any event while TRAINING: an abort ends the loop with an error; the end of the
+   iterations or a stop ends it in order, after a last checkpoint (rank 0) when the state
+   since the last one would be lost; else the step is ready once its batch is in. Stop wins
+   over a batch in hand, as before: a stop is heard between two steps. Returns 0, or -1 to end
+   the loop (status set). */
+static int next_step(pf_reactor *r, worker_loop *wl) {
+    worker *w = wl->w;
+    if (wl->phase != TRAINING) return 0;
+    if (w->abort_requested) {
+        snprintf(wl->err, wl->errlen, "aborted by the coordinator");
+        return -1;
+    }
+    if (w->it < w->total_iters && !stop_now(w)) {
+        pf_task_ready(wl->step, batch_ready(w));
+        return 0;
+    }
+    pf_task_ready(wl->step, 0);
+    if (stop_now(w) && w->it != w->last_ckpt && w->rank == 0) return begin_checkpoint(r, wl);
+    report_end(w);
+    wl->status = 0;
+    wl->err[0] = '\0';
+    return -1;
+}
+
+/* The task: the step of iteration w->it on the batch in its slot, its visual, record, ACK and
+   credit, the `train` event (rank 0; the loss is the group's mean), then what the coordinator
+   sent meanwhile, and the checkpoint every checkpoint_config.interval iterations and at the
+   end (rank 0). */
+static int on_step(pf_reactor *r, void *arg) {
+    worker_loop *wl = arg;
+    worker *w = wl->w;
+    slot *s = &w->slots[w->it % w->n_slots];
+    const pf_msg_batch *b = &s->hdr;
+    double t0 = pf_now(), data_time = t0 - w->wait_since;
+    pf_msg_event ev = { .iter = w->it + 1, .total_iters = w->total_iters, .epoch = b->epoch,
+                        .count = b->n_skipped, .data_time = data_time };
+    snprintf(ev.kind, sizeof ev.kind, "train");
+    const uint8_t *gt = pf_parts_data(&s->parts, 1), *lq = pf_parts_data(&s->parts, 2);
+    float loss = 0;
+    w->epoch = b->epoch;
+    w->lr = pf_lr_at(w->cfg, w->it);
+    w->skipped += b->n_skipped;
+    if (train_step(w, b, gt, lq, w->lr, &loss, wl->err, wl->errlen) != 0) return -1;
+    publish_visual(w, b, gt, lq, w->it + 1);
+    consume_batch(w, s);
+    w->it++;
+    ev.loss = loss;
+    ev.lr = w->lr;
+    ev.time = pf_now() - t0 + data_time;
+    if (w->rank == 0) pf_client_publish(&w->client, &ev);
+    take_ctrl(w);
+    if (w->abort_requested) {
+        snprintf(wl->err, wl->errlen, "aborted by the coordinator");
+        return -1;
+    }
+    w->wait_since = pf_now();
+    if (w->rank == 0 && ((w->cfg->ckpt_interval > 0 && w->it % w->cfg->ckpt_interval == 0) ||
+                         w->it == w->total_iters))
+        return begin_checkpoint(r, wl);
+    return next_step(r, wl);
+}
+
+static int on_data(pf_reactor *r, void *arg) {
+    worker_loop *wl = arg;
+    while (receive_batch(wl->w, wl->w->it)) {}
+    return next_step(r, wl);
+}
+
+/* The checkpoint hook's socket: a reply counts while CHECKPOINTING, for the iteration sent;
+   anything else is dropped, as the old wait dropped it. */
+static int on_ckpt_reply(pf_reactor *r, void *arg) {
+    worker_loop *wl = arg;
+    worker *w = wl->w;
+    int64_t iter = wl->phase == CHECKPOINTING ? w->it : -1;
+    int rc = take_ckpt_reply(w, iter, wl->err, wl->errlen);
+    if (rc <= 0) return rc;
+    pf_reactor_cancel(r, &wl->ckpt_deadline);
+    w->last_ckpt = iter;
+    w->wait_since = pf_now();
+    wl->phase = TRAINING;
+    return next_step(r, wl);
+}
+
+static int on_ckpt_deadline(pf_reactor *r, void *arg) {
+    worker_loop *wl = arg;
+    snprintf(wl->err, wl->errlen, "the checkpoint hook did not confirm iteration %" PRId64
+             " within %.0f s", wl->w->it, CKPT_ACK_TIMEOUT_S);
+    return -1;
+}
+
+/* After START: the Gloo group (CPU, world_size > 1), the model, its optimiser and their
+   restored state (made equal over the group), and on --device cuda:N the GPU copy (NCCL
+   group). Returns the first iteration to train, or -1 with err. */
+static int64_t build_model(worker_loop *wl, char *err, size_t errlen) {
+    worker *w = wl->w;
+    w->grouped = w->world > 1;
+    if (w->world > 1 && wl->gpu_index < 0) {
+        char host[PF_MAX_ENDPOINT];
+        endpoint_host(wl->data_ep, host, sizeof host);
+        w->coll = pf_collective_gloo_new(w->rank, w->world, host, "gloo", pf_client_kv_set,
+                                         pf_client_kv_get, &w->client, COLLECTIVE_TIMEOUT_S,
+                                         err, errlen);
+        if (!w->coll) return -1;
+        pf_info("joined the Gloo group: rank %d of %d on %s", w->rank, w->world, host);
+    }
+    w->model = pf_model_new(w->cfg, err, errlen);
+    if (!w->model || pf_state_optim_new(w->cfg, w->model, &w->optim, err, errlen) != 0)
+        return -1;
+    int64_t start_iter = restore(w, err, errlen);
+    if (start_iter < 0 || sync_model_params(w, err, errlen) != 0) return -1;
+    if (wl->gpu_index < 0) return start_iter;
+    /* Train on the GPU: the restored state goes up once; a group agrees on rank 0's. */
+    w->gpu = pf_gpu_new(w->cfg, wl->gpu_index, err, errlen);
+    if (!w->gpu || pf_gpu_upload(w->gpu, pf_model_params(w->model), &w->optim, err,
+                                 errlen) != 0)
+        return -1;
+    if (w->world > 1 &&
+        (pf_gpu_join_group(w->gpu, w->rank, w->world, pf_client_kv_set, pf_client_kv_get,
+                           &w->client, COLLECTIVE_TIMEOUT_S, err, errlen) != 0 ||
+         pf_gpu_broadcast_state(w->gpu, err, errlen) != 0))
+        return -1;
+    pf_info("training on cuda:%d%s", wl->gpu_index, w->world > 1 ? " (NCCL group)" : "");
+    return start_iter;
+}
+
+/* The checkpoint hook's socket, the prefetch slots and the samples log; then the start is
+   announced (log, status event) and the `prefetch` credits granted. Returns 0, or -1 with
+   err. */
+static int open_training(worker_loop *wl, const char *ckpt_ep, char *err, size_t errlen) {
+    worker *w = wl->w;
+    w->ckpt = zmq_socket(w->zctx, ZMQ_DEALER);
+    int linger = 5000;
+    zmq_setsockopt(w->ckpt, ZMQ_LINGER, &linger, sizeof linger);
+    if (pf_security_client(w->ckpt) != 0 || zmq_connect(w->ckpt, ckpt_ep) != 0) {
+        snprintf(err, errlen, "cannot connect to checkpoint hook '%s': %s", ckpt_ep,
+                 zmq_strerror(errno));
+        return -1;
+    }
+    w->n_slots = w->cfg->prefetch;
+    w->slots = calloc((size_t)w->n_slots, sizeof *w->slots);
+    w->samples_log = open_samples_log(w->cfg, w->rank, w->it);
+    if (!w->slots || !w->samples_log) {
+        snprintf(err, errlen, "cannot open %s/samples_rank%d.log or allocate slots",
+                 w->cfg->work_dir, w->rank);
+        return -1;
+    }
+    int global = w->world * w->cfg->samples_per_gpu;
+    pf_info("rank %d of %d, %zu parameters, iterations %" PRId64 "..%" PRId64
+            ", data endpoint %s, global batch %d (%d per worker)", w->rank, w->world,
+            pf_model_num_params(w->model), w->it, w->total_iters, wl->data_ep, global,
+            w->cfg->samples_per_gpu);
+    publish_status(w, "status", "worker%d training from iteration %" PRId64 ", global batch %d "
+                   "(%d workers x %d)", w->rank, w->it, global, w->world,
+                   w->cfg->samples_per_gpu);
+    pf_msg credit = { .type = PF_MSG_CREDIT };
+    credit.u.credit.rank = w->rank;
+    credit.u.credit.n = (uint32_t)w->n_slots;
+    credit.u.credit.next_iter = w->it;
+    pf_client_send(&w->client, &credit, NULL, 0);
+    return 0;
+}
+
+static int on_worker_event(pf_reactor *r, void *arg) {
+    worker_loop *wl = arg;
+    publish_worker(wl->w, wl->device, wl->w->it);
+    return 0;
+}
+
+/* START is in (ckpt_ep: the checkpoint hook's endpoint): build, open, and from here on read
+   the data and the hook's replies, step, and publish the worker event. A signal caught before
+   START is heard now (it stops the worker before its first step, as before). Returns 0, or -1
+   with err. */
+static int begin_training(pf_reactor *r, worker_loop *wl, const char *ckpt_ep) {
+    worker *w = wl->w;
+    int64_t start_iter = build_model(wl, wl->err, wl->errlen);
+    if (start_iter < 0) return -1;
+    w->it = w->last_ckpt = start_iter;
+    w->epoch = w->iters_per_epoch ? start_iter / w->iters_per_epoch : 0;
+    if (open_training(wl, ckpt_ep, wl->err, wl->errlen) != 0) return -1;
+    publish_worker(w, wl->device, w->it);
+    if (pf_reactor_reader(r, w->data, on_data, wl) != 0 ||
+        pf_reactor_reader(r, w->ckpt, on_ckpt_reply, wl) != 0 ||
+        !(wl->step = pf_reactor_task(r, on_step, wl)) ||
+        !pf_reactor_every(r, WORKER_EVENT_INTERVAL_S, on_worker_event, wl)) {
+        snprintf(wl->err, wl->errlen, "the worker's loop failed");
+        return -1;
+    }
+    wl->phase = TRAINING;
+    w->wait_since = pf_now();
+    check_signal(w);
+    return 0;
+}
+
+/* STARTING: take ctrl's messages until START (then begin_training) or STOP (before training
+   started: in order, status 0 with nothing trained and nothing to checkpoint; "abort": 1).
+   Other messages are dropped. A signal here changes nothing: the worker starts and stops
+   before its first step, or the coordinator, stopping too, says STOP. Returns 0, or -1 to end
+   the loop. */
+static int take_start(pf_reactor *r, worker_loop *wl) {
+    worker *w = wl->w;
+    pf_msg *m;
+    int rc;
+    while ((rc = pf_client_recv(&w->client, &m)) != 0) {
+        if (rc < 0) continue;
+        if (m->type == PF_MSG_START) {
+            char ckpt_ep[PF_MAX_ENDPOINT];
+            snprintf(ckpt_ep, sizeof ckpt_ep, "%s", m->u.start.ckpt_endpoint);
+            w->total_iters = m->u.start.total_iters;
+            w->iters_per_epoch = m->u.start.iters_per_epoch;
+            pf_client_msg_free(&m);
+            return begin_training(r, wl, ckpt_ep);
+        }
+        int stop = m->type == PF_MSG_STOP;
+        if (stop) {
+            pf_info("stopped before training started (%s): %s", m->u.stop.reason,
+                    m->u.stop.text);
+            if (strcmp(m->u.stop.reason, "abort") == 0)
+                snprintf(wl->err, wl->errlen, "did not start");
+            else
+                wl->status = 0;
+        }
+        pf_client_msg_free(&m);
+        if (stop) return -1;
+    }
+    return 0;
+}
+
+static int on_worker_ctrl(pf_reactor *r, void *arg) {
+    worker_loop *wl = arg;
+    if (wl->phase == STARTING && take_start(r, wl) != 0) return -1;
+    if (wl->phase == STARTING) return 0;
+    take_ctrl(wl->w);
+    if (wl->w->abort_requested && wl->phase == CHECKPOINTING) {
+        snprintf(wl->err, wl->errlen, "job aborted while checkpointing");
+        return -1;
+    }
+    return next_step(r, wl);
+}
+
+/* Every WORKER_TICK_S: the coordinator must answer while the worker waits for it (START), for
+   a batch or for the checkpoint hook. */
+static int on_worker_tick(pf_reactor *r, void *arg) {
+    worker_loop *wl = arg;
+    worker *w = wl->w;
+    if (pf_client_coordinator_alive(&w->client)) return 0;
+    if (wl->phase == STARTING) {
+        pf_error("coordinator stopped answering before training started");
+        snprintf(wl->err, wl->errlen, "did not start");
+    } else if (wl->phase == CHECKPOINTING) {
+        snprintf(wl->err, wl->errlen, "coordinator stopped answering while checkpointing");
+    } else if (batch_ready(w)) {
+        return 0;
+    } else {
+        snprintf(wl->err, wl->errlen, "coordinator stopped answering");
+    }
+    return -1;
+}
+
+/* SIGTERM or SIGHUP: after START, a stop after the current step (check_signal); before it,
+   nothing yet (begin_training looks). */
+static int on_worker_signal(pf_reactor *r, void *arg) {
+    worker_loop *wl = arg;
+    if (wl->phase == STARTING) return 0;
+    check_signal(wl->w);
+    return next_step(r, wl);
+}
+
+/* Joined and publishing: wait for START, train, checkpoint, until the last iteration, a
+   stop, an abort or an error. Returns the exit status (0: finished, stopped in order, or
+   stopped before training started; 1 with err). */
+static int worker_run(worker *w, const char *device, int gpu_index, const char *data_ep,
+                      char *err, size_t errlen) {
+    worker_loop wl = { .w = w, .phase = STARTING, .device = device, .gpu_index = gpu_index,
+                       .data_ep = data_ep, .status = 1, .err = err, .errlen = errlen };
+    pf_reactor *r = pf_reactor_new();
+    int ok = r && pf_reactor_reader(r, w->client.ctrl, on_worker_ctrl, &wl) == 0 &&
+             pf_reactor_every(r, WORKER_TICK_S, on_worker_tick, &wl);
+    if (ok) pf_reactor_on_signal(r, on_worker_signal, &wl);
+    if (!ok || pf_reactor_run(r) != 0) {
+        snprintf(err, errlen, "the worker's loop failed");
+        wl.status = 1;
+    }
+    pf_reactor_destroy(&r);
+    return wl.status;
+}
+
 static void usage(void) {
     fprintf(stderr, "usage: pixflow worker --connect tcp://HOST:PORT [--device cpu|cuda:N] "
                     "[--bind tcp://HOST:PORT] [--keys DIR] [--threads N]\n");
 }
 
-/* Wait for START; fills the checkpoint endpoint. Returns 0, 1 when the job stopped in order
-   before it started (a STOP other than "abort": nothing to train, nothing to checkpoint), or -1
-   (aborted, or the coordinator gone). A signal here changes nothing: the worker starts and
-   stops before its first step, or the coordinator, stopping too, says STOP. */
-static int wait_start(worker *w, char *ckpt_ep, size_t eplen) {
-    while (!w->abort_requested) {
-        if (!pf_client_coordinator_alive(&w->client)) {
-            pf_error("coordinator stopped answering before training started");
-            return -1;
-        }
-        zmq_pollitem_t it = { w->client.ctrl, 0, ZMQ_POLLIN, 0 };
-        if (zmq_poll(&it, 1, 200) <= 0) continue;
-        pf_msg *m;
-        if (pf_client_recv(&w->client, &m) != 1) continue;
-        int type = m->type;
-        if (type == PF_MSG_START) {
-            snprintf(ckpt_ep, eplen, "%s", m->u.start.ckpt_endpoint);
-            w->total_iters = m->u.start.total_iters;
-            w->iters_per_epoch = m->u.start.iters_per_epoch;
-        } else if (type == PF_MSG_STOP) {
-            pf_info("stopped before training started (%s): %s", m->u.stop.reason,
-                    m->u.stop.text);
-            if (strcmp(m->u.stop.reason, "abort") != 0) type = -1;
-        }
-        pf_client_msg_free(&m);
-        if (type == PF_MSG_START) return 0;
-        if (type == -1) return 1;
-        if (type == PF_MSG_STOP) return -1;
-    }
-    return -1;
-}
+typedef struct {
+    const char *addr;           /* --connect: the coordinator */
+    const char *device;         /* --device cpu | cuda:N */
+    const char *bind;           /* --bind: the data endpoint */
+    const char *keys;           /* --keys: CURVE keys directory, or NULL */
+    int gpu_index;              /* N of cuda:N, -1 for the CPU */
+} worker_args;
 
-int pf_worker_main(int argc, char **argv) {
-    const char *addr = NULL, *device = "cpu", *bind = "tcp://127.0.0.1:*", *keys = NULL;
-    int gpu_index = -1;
+/* Parse argv (--threads takes effect here). Returns 0, or 2 after the message. */
+static int parse_args(int argc, char **argv, worker_args *a) {
+    *a = (worker_args){ .device = "cpu", .bind = "tcp://127.0.0.1:*", .gpu_index = -1 };
     for (int i = 0; i < argc; i++) {
-        if (strcmp(argv[i], "--connect") == 0 && i + 1 < argc) addr = argv[++i];
-        else if (strcmp(argv[i], "--device") == 0 && i + 1 < argc) device = argv[++i];
-        else if (strcmp(argv[i], "--bind") == 0 && i + 1 < argc) bind = argv[++i];
-        else if (strcmp(argv[i], "--keys") == 0 && i + 1 < argc) keys = argv[++i];
+        if (strcmp(argv[i], "--connect") == 0 && i + 1 < argc) a->addr = argv[++i];
+        else if (strcmp(argv[i], "--device") == 0 && i + 1 < argc) a->device = argv[++i];
+        else if (strcmp(argv[i], "--bind") == 0 && i + 1 < argc) a->bind = argv[++i];
+        else if (strcmp(argv[i], "--keys") == 0 && i + 1 < argc) a->keys = argv[++i];
         else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
             int threads;
             if (pf_arg_int("pixflow worker", "--threads", argv[++i], 1, PF_MAX_THREADS,
@@ -560,260 +909,113 @@ int pf_worker_main(int argc, char **argv) {
             return 2;
         }
     }
-    if (!addr) {
+    if (!a->addr) {
         usage();
         return 2;
     }
     int64_t d = 0;
-    if (strncmp(device, "cuda:", 5) == 0 &&
-        pf_parse_int(device + 5, strlen(device + 5), 0, 255, &d) == PF_NUM_OK) {
-        gpu_index = (int)d;
-    } else if (strcmp(device, "cpu") != 0) {
+    if (strncmp(a->device, "cuda:", 5) == 0 &&
+        pf_parse_int(a->device + 5, strlen(a->device + 5), 0, 255, &d) == PF_NUM_OK) {
+        a->gpu_index = (int)d;
+    } else if (strcmp(a->device, "cpu") != 0) {
         fprintf(stderr, "pixflow worker: --device %.60s: expected cpu or cuda:N (N 0..255)\n",
-                device);
+                a->device);
         return 2;
     }
+    return 0;
+}
+
+/* Bind the data endpoint (its address to data_ep) and join the job as a worker; from here the
+   log also goes to work_dir/rankN.log. Returns 0, or -1 with the sockets closed and *status
+   the exit status (1, or what the coordinator's answer says: pf_client_stop_status). */
+static int worker_join(worker *w, const worker_args *a, char *data_ep, char *err,
+                       size_t errlen, int *status) {
+    w->zctx = pf_zmq_ctx_new();
+    w->data = zmq_socket(w->zctx, ZMQ_PULL);
+    int linger = 0, hwm = 256;
+    zmq_setsockopt(w->data, ZMQ_LINGER, &linger, sizeof linger);
+    zmq_setsockopt(w->data, ZMQ_RCVHWM, &hwm, sizeof hwm);
+    *status = 1;
+    if (pf_bind_report(w->data, "data", a->bind, data_ep, PF_MAX_ENDPOINT, err, errlen) != 0)
+        pf_error("data endpoint: %s", err);
+    else if (pf_client_join(&w->client, w->zctx, a->addr, PF_ROLE_WORKER, "worker", data_ep,
+                            err, errlen))
+        *status = pf_client_stop_status(&w->client, err);
+    else
+        *status = -1;
+    if (*status >= 0) {
+        zmq_close(w->data);
+        pf_zmq_ctx_term(w->zctx);
+        return -1;
+    }
+    w->cfg = &w->client.cfg;
+    w->rank = w->client.rank;
+    w->world = w->client.world_size;
+    snprintf(w->client.name, sizeof w->client.name, "worker%d", w->rank);
+    pf_log_set_name(w->client.name);
+    pf_log_set_level(w->cfg->log_level);
+    char path[PF_PATH_MAX + 64];
+    snprintf(path, sizeof path, "%s/rank%d.log", w->cfg->work_dir, w->rank);
+    pf_log_open_file(path);
+    return 0;
+}
+
+/* Tell the coordinator how it ended (DONE: rank, iteration, status, err) and free
+   everything. */
+static void worker_close(worker *w, int status, const char *err) {
+    pf_msg done = { .type = PF_MSG_DONE };
+    done.u.done.rank = w->rank;
+    done.u.done.iter = w->it;
+    done.u.done.status = status;
+    snprintf(done.u.done.text, sizeof done.u.done.text, "%s", err);
+    if (status) pf_error("%s", err);
+    if (w->client.ctrl) pf_client_send(&w->client, &done, NULL, 0);
+    if (w->samples_log) fclose(w->samples_log);
+    for (int i = 0; w->slots && i < w->n_slots; i++)
+        if (w->slots[i].used) pf_parts_close(&w->slots[i].parts);
+    free(w->slots);
+    if (w->ckpt) zmq_close(w->ckpt);
+    zmq_close(w->data);
+    pf_client_close(&w->client);
+    pf_zmq_ctx_term(w->zctx);
+    pf_model_destroy(&w->model);
+    pf_optim_free(&w->optim);
+    free(w->visual_out);
+    free(w->visual_u8);
+    if (w->coll) pf_collective_destroy(&w->coll);
+    if (w->gpu) pf_gpu_destroy(&w->gpu);
+}
+
+int pf_worker_main(int argc, char **argv) {
+    worker_args a;
+    if (parse_args(argc, argv, &a) != 0) return 2;
     pf_log_set_name("worker");
     pf_catch_signals();
     /* The front end stops a job through the coordinator; a worker ignores the terminal's
        SIGINT so that it can finish its step and checkpoint when told to. */
     signal(SIGINT, SIG_IGN);
     static worker w;
-    char err[2048] = "";
+    char err[2048] = "", data_ep[PF_MAX_ENDPOINT];
     /* Workers bind (data) and connect (ctrl, checkpoint hook): both halves of the keys. */
-    if (pf_security_init_peer(keys, PF_SEC_CLIENT | PF_SEC_SERVER, err, sizeof err) != 0) {
+    if (pf_security_init_peer(a.keys, PF_SEC_CLIENT | PF_SEC_SERVER, err, sizeof err) != 0) {
         pf_error("%s", err);
         return 2;
     }
-    void *zctx = pf_zmq_ctx_new();
-    w.data = zmq_socket(zctx, ZMQ_PULL);
-    int linger = 0, hwm = 256;
-    zmq_setsockopt(w.data, ZMQ_LINGER, &linger, sizeof linger);
-    zmq_setsockopt(w.data, ZMQ_RCVHWM, &hwm, sizeof hwm);
-    char data_ep[PF_MAX_ENDPOINT];
-    if (pf_bind_report(w.data, "data", bind, data_ep, sizeof data_ep, err, sizeof err) != 0) {
-        pf_error("data endpoint: %s", err);
-        zmq_close(w.data);
-        pf_zmq_ctx_term(zctx);
-        return 1;
-    }
-    if (pf_client_join(&w.client, zctx, addr, PF_ROLE_WORKER, "worker", data_ep, err,
-                       sizeof err)) {
-        zmq_close(w.data);
-        pf_zmq_ctx_term(zctx);
-        return pf_client_stop_status(&w.client, err);
-    }
-    w.cfg = &w.client.cfg;
-    w.rank = w.client.rank;
-    w.world = w.client.world_size;
-    snprintf(w.client.name, sizeof w.client.name, "worker%d", w.rank);
-    pf_log_set_name(w.client.name);
-    pf_log_set_level(w.cfg->log_level);
-    char path[PF_PATH_MAX + 64];
-    snprintf(path, sizeof path, "%s/rank%d.log", w.cfg->work_dir, w.rank);
-    pf_log_open_file(path);
-    int status = 1;
-    int64_t it = 0, start_iter = 0;
-    char ckpt_ep[PF_MAX_ENDPOINT];
+    int status;
+    if (worker_join(&w, &a, data_ep, err, sizeof err, &status) != 0) return status;
     /* The first train events must reach the hooks: a PUB drops what it publishes before it is
-       connected to the proxy and subscribed to. START waits in ctrl's queue meanwhile. */
-    /* Stopped before training started (a signal here, or the job stopping): nothing trained,
-       nothing to checkpoint; DONE at the first iteration says so without an error. */
+       connected to the proxy and subscribed to. START waits in ctrl's queue meanwhile. Stopped
+       meanwhile (a signal here, or the job stopping): nothing trained, nothing to checkpoint;
+       DONE at the first iteration says so without an error. */
     if (pf_client_confirm_publisher(&w.client, 20.0, err, sizeof err) != 0) {
-        if (w.client.stopped_by > 0) {
+        status = w.client.stopped_by > 0 ? 0 : 1;
+        if (!status) {
             pf_info("%s: stopping before training started", err);
-            status = 0;
             err[0] = '\0';
         }
-        goto done;
+    } else {
+        status = worker_run(&w, a.device, a.gpu_index, data_ep, err, sizeof err);
     }
-    int started = wait_start(&w, ckpt_ep, sizeof ckpt_ep);
-    if (started != 0) {
-        if (started > 0) status = 0;
-        else snprintf(err, sizeof err, "did not start");
-        goto done;
-    }
-    w.grouped = w.world > 1;
-    if (w.world > 1 && gpu_index < 0) {
-        char host[PF_MAX_ENDPOINT];
-        endpoint_host(data_ep, host, sizeof host);
-        w.coll = pf_collective_gloo_new(w.rank, w.world, host, "gloo", pf_client_kv_set,
-                                        pf_client_kv_get, &w.client, COLLECTIVE_TIMEOUT_S, err,
-                                        sizeof err);
-        if (!w.coll) goto done;
-        pf_info("joined the Gloo group: rank %d of %d on %s", w.rank, w.world, host);
-    }
-    w.model = pf_model_new(w.cfg, err, sizeof err);
-    if (!w.model) goto done;
-    if (pf_state_optim_new(w.cfg, w.model, &w.optim, err, sizeof err) != 0) goto done;
-    start_iter = restore(&w, err, sizeof err);
-    if (start_iter < 0 || sync_model_params(&w, err, sizeof err) != 0) goto done;
-    if (gpu_index >= 0) {
-        /* Train on the GPU: the restored state goes up once; a group agrees on rank 0's. */
-        w.gpu = pf_gpu_new(w.cfg, gpu_index, err, sizeof err);
-        if (!w.gpu || pf_gpu_upload(w.gpu, pf_model_params(w.model), &w.optim, err,
-                                    sizeof err) != 0)
-            goto done;
-        if (w.world > 1 &&
-            (pf_gpu_join_group(w.gpu, w.rank, w.world, pf_client_kv_set, pf_client_kv_get,
-                               &w.client, COLLECTIVE_TIMEOUT_S, err, sizeof err) != 0 ||
-             pf_gpu_broadcast_state(w.gpu, err, sizeof err) != 0))
-            goto done;
-        pf_info("training on cuda:%d%s", gpu_index, w.world > 1 ? " (NCCL group)" : "");
-    }
-    w.ckpt = zmq_socket(zctx, ZMQ_DEALER);
-    linger = 5000;
-    zmq_setsockopt(w.ckpt, ZMQ_LINGER, &linger, sizeof linger);
-    if (pf_security_client(w.ckpt) != 0 || zmq_connect(w.ckpt, ckpt_ep) != 0) {
-        snprintf(err, sizeof err, "cannot connect to checkpoint hook '%s': %s", ckpt_ep,
-                 zmq_strerror(errno));
-        goto done;
-    }
-    w.n_slots = w.cfg->prefetch;
-    w.slots = calloc((size_t)w.n_slots, sizeof *w.slots);
-    w.samples_log = open_samples_log(w.cfg, w.rank, start_iter);
-    if (!w.slots || !w.samples_log) {
-        snprintf(err, sizeof err, "cannot open %s/samples_rank%d.log or allocate slots",
-                 w.cfg->work_dir, w.rank);
-        goto done;
-    }
-    pf_info("rank %d of %d, %zu parameters, iterations %" PRId64 "..%" PRId64
-            ", data endpoint %s, global batch %d (%d per worker)", w.rank, w.world,
-            pf_model_num_params(w.model), start_iter, w.total_iters, data_ep,
-            w.world * w.cfg->samples_per_gpu, w.cfg->samples_per_gpu);
-    publish_status(&w, "status", "worker%d training from iteration %" PRId64 ", global batch %d "
-                   "(%d workers x %d)", w.rank, start_iter, w.world * w.cfg->samples_per_gpu,
-                   w.world, w.cfg->samples_per_gpu);
-    pf_msg credit = { .type = PF_MSG_CREDIT };
-    credit.u.credit.rank = w.rank;
-    credit.u.credit.n = (uint32_t)w.n_slots;
-    credit.u.credit.next_iter = start_iter;
-    pf_client_send(&w.client, &credit, NULL, 0);
-    int64_t last_ckpt = start_iter;
-    double lr = 0;
-    int64_t epoch = w.iters_per_epoch ? start_iter / w.iters_per_epoch : 0;
-    double next_worker_event = 0;
-    for (it = start_iter; it < w.total_iters;) {
-        if (pf_now() >= next_worker_event) {
-            publish_worker(&w, device, it);
-            next_worker_event = pf_now() + WORKER_EVENT_INTERVAL_S;
-        }
-        if (stop_now(&w)) break;
-        /* Wait for the batch of this iteration. */
-        double t_wait = pf_now();
-        slot *s = &w.slots[it % w.n_slots];
-        while (!(s->used && s->hdr.iter == it) && !w.abort_requested && !stop_now(&w)) {
-            if (!pf_client_coordinator_alive(&w.client)) {
-                snprintf(err, sizeof err, "coordinator stopped answering");
-                goto done;
-            }
-            zmq_pollitem_t items[] = { { w.data, 0, ZMQ_POLLIN, 0 },
-                                       { w.client.ctrl, 0, ZMQ_POLLIN, 0 } };
-            zmq_poll(items, 2, 200);
-            if (items[0].revents & ZMQ_POLLIN) receive_batch(&w, it);
-            if (items[1].revents & ZMQ_POLLIN) poll_ctrl(&w);
-            check_signal(&w);
-        }
-        if (w.abort_requested) {
-            snprintf(err, sizeof err, "aborted by the coordinator");
-            goto done;
-        }
-        if (stop_now(&w)) break;
-        double data_time = pf_now() - t_wait;
-        double t0 = pf_now();
-        const pf_msg_batch *b = &s->hdr;
-        int64_t b_skipped = b->n_skipped;
-        epoch = b->epoch;
-        const uint8_t *gt = pf_parts_data(&s->parts, 1), *lq = pf_parts_data(&s->parts, 2);
-        float loss = 0;
-        lr = pf_lr_at(w.cfg, it);
-        w.skipped += b->n_skipped;
-        if (train_step(&w, b, gt, lq, lr, &loss, err, sizeof err) != 0) goto done;
-        publish_visual(&w, b, gt, lq, it + 1);
-        /* Record, acknowledge, return the credit. */
-        uint64_t digest = pf_fnv1a64(gt, pf_parts_size(&s->parts, 1), PF_FNV_OFFSET);
-        digest = pf_fnv1a64(lq, pf_parts_size(&s->parts, 2), digest);
-        fprintf(w.samples_log, "%" PRId64 " %u %" PRIu64 " ", b->iter, b->epoch, b->ticket_id);
-        for (uint32_t i = 0; i < b->n; i++)
-            fprintf(w.samples_log, "%s%u", i ? "," : "", b->indices[i]);
-        fprintf(w.samples_log, "%s %016" PRIx64 " loader=%u", b->n ? "" : "-", digest,
-                b->loader_id);
-        for (uint32_t i = 0; i < b->n_skipped; i++)
-            fprintf(w.samples_log, "%s%u", i ? "," : " skipped=", b->skipped[i]);
-        fputc('\n', w.samples_log);
-        fflush(w.samples_log);
-        pf_msg ack = { .type = PF_MSG_ACK };
-        ack.u.ack.ticket_id = b->ticket_id;
-        ack.u.ack.rank = w.rank;
-        pf_client_send(&w.client, &ack, NULL, 0);
-        pf_parts_close(&s->parts);
-        s->used = 0;
-        credit.u.credit.n = 1;
-        credit.u.credit.next_iter = it + 1;
-        pf_client_send(&w.client, &credit, NULL, 0);
-        it++;
-        /* Drain whatever arrived meanwhile so slots fill while we train. */
-        receive_batch(&w, it);
-        pf_msg_event ev = { 0 };
-        snprintf(ev.kind, sizeof ev.kind, "train");
-        ev.iter = it;
-        ev.total_iters = w.total_iters;
-        ev.epoch = epoch;
-        ev.loss = loss;
-        ev.lr = lr;
-        ev.time = pf_now() - t0 + data_time;
-        ev.data_time = data_time;
-        ev.count = b_skipped;
-        if (w.rank == 0) pf_client_publish(&w.client, &ev);  /* loss is the group's mean */
-        poll_ctrl(&w);
-        if (w.abort_requested) {
-            snprintf(err, sizeof err, "aborted by the coordinator");
-            goto done;
-        }
-        if (w.rank == 0 && ((w.cfg->ckpt_interval > 0 && it % w.cfg->ckpt_interval == 0) ||
-                            it == w.total_iters)) {
-            if (save_checkpoint(&w, it, epoch, lr, err, sizeof err) != 0) goto done;
-            last_ckpt = it;
-        }
-    }
-    if (stop_now(&w) && it != last_ckpt && w.rank == 0) {
-        if (save_checkpoint(&w, it, epoch, lr, err, sizeof err) != 0) goto done;
-        last_ckpt = it;
-    }
-    status = 0;
-    err[0] = '\0';
-    pf_info("%s at iteration %" PRId64 " (%" PRIu64 " batch messages dropped, %" PRIu64
-            " samples skipped, %" PRIu64 " iterations without a sample)",
-            stop_now(&w) ? "interrupted" : "finished", it, w.dropped, w.skipped,
-            w.empty_steps);
-    if (w.visuals)
-        pf_info("visual: %" PRIu64 " pictures published, %.3f ms each on average", w.visuals,
-                1e3 * w.visual_time / (double)w.visuals);
-    if (w.skipped)
-        publish_status(&w, "status", "worker%d: %" PRIu64 " samples skipped (unreadable files, "
-                       "data.on_bad_sample: skip), %" PRIu64 " iterations without a sample",
-                       w.rank, w.skipped, w.empty_steps);
-done:;
-    pf_msg done = { .type = PF_MSG_DONE };
-    done.u.done.rank = w.rank;
-    done.u.done.iter = it;
-    done.u.done.status = status;
-    snprintf(done.u.done.text, sizeof done.u.done.text, "%s", err);
-    if (status) pf_error("%s", err);
-    if (w.client.ctrl) pf_client_send(&w.client, &done, NULL, 0);
-    if (w.samples_log) fclose(w.samples_log);
-    for (int i = 0; w.slots && i < w.n_slots; i++)
-        if (w.slots[i].used) pf_parts_close(&w.slots[i].parts);
-    free(w.slots);
-    if (w.ckpt) zmq_close(w.ckpt);
-    zmq_close(w.data);
-    pf_client_close(&w.client);
-    pf_zmq_ctx_term(zctx);
-    pf_model_destroy(&w.model);
-    pf_optim_free(&w.optim);
-    free(w.visual_out);
-    free(w.visual_u8);
-    if (w.coll) pf_collective_destroy(&w.coll);
-    if (w.gpu) pf_gpu_destroy(&w.gpu);
+    worker_close(&w, status, err);
     return status;
 }
