@@ -67,6 +67,12 @@ struct pf_gstate {
     int n_lent;             /* the first n_lent slots are arena slots backward reads nothing
                                from (pf_net_free_after_forward), not the pool's own */
     int goom;               /* a slot could not be allocated */
+    /* Shared weights (several layers naming one weight tensor, nn/net.h): backward-weights
+       overwrites, so the first layer to run backward writes the flat gradient and the others
+       write wtmp and add it */
+    int *wuses;             /* per parameter tensor: convolution nodes reading it */
+    int *wset;              /* per parameter tensor: its gradient was written this step */
+    float *wtmp;            /* weights + bias of the largest shared layer */
 };
 
 void pf_gstate_free(pf_gstate **s) {
@@ -87,6 +93,9 @@ void pf_gstate_free(pf_gstate **s) {
         free(io->dxin);
     }
     free((*s)->io);
+    free((*s)->wuses);
+    free((*s)->wset);
+    free((*s)->wtmp);
     free((*s)->arena);
     for (int k = (*s)->n_lent; k < (*s)->n_gslots; k++) free((*s)->gbuf[k]);
     free((*s)->gbuf);
@@ -635,6 +644,32 @@ int pf_graph_plan(const pf_gctx *m, pf_gstate **out_state, int n, int h, int w, 
     }
     pf_net_need_grad(g, S->need);
     pf_net_last_use(g, 0, S->last);
+    if (training) {
+        S->wuses = calloc((size_t)g->n_tensors + 1, sizeof *S->wuses);
+        S->wset = calloc((size_t)g->n_tensors + 1, sizeof *S->wset);
+        if (!S->wuses || !S->wset) {
+            snprintf(err, errlen, "%s: out of memory", g->type);
+            goto fail;
+        }
+        size_t wmax = 0;
+        for (int k = 0; k < g->n_node; k++)
+            if (g->node[k].op == PF_G_CONV) S->wuses[g->node[k].param]++;
+        for (int k = 0; k < g->n_node; k++) {
+            const pf_gnode *nd = &g->node[k];
+            if (nd->op != PF_G_CONV || S->wuses[nd->param] < 2) continue;
+            if (nd->conv == g->sub_conv) {
+                snprintf(err, errlen, "%s: the sub-pixel layer cannot share its weights",
+                         g->type);
+                goto fail;
+            }
+            size_t wn = g->tensors[nd->param].numel + g->tensors[nd->param + 1].numel;
+            if (wn > wmax) wmax = wn;
+        }
+        if (wmax && !(S->wtmp = malloc(wmax * sizeof(float)))) {
+            snprintf(err, errlen, "%s: out of memory", g->type);
+            goto fail;
+        }
+    }
     if (plan_all_layouts(m, S, m->convs, h, w, training, err, errlen)) goto fail;
     if (plan_buffers(m, S, training)) {
         snprintf(err, errlen, "%s: out of memory for activations of a %d x %d x %d batch",
@@ -1121,6 +1156,13 @@ static int backward_node(const pf_gctx *m, pf_gstate *S, pf_conv *convs, const p
             gw = m->sub_dw;
             gb = m->sub_dw + (size_t)c->oc * c->ic * c->k * c->k;
         }
+        /* a weight another layer has written this step already: into wtmp, then added */
+        int add_w = S->wuses[nd->param] > 1 && S->wset[nd->param];
+        if (add_w) {
+            gw = S->wtmp;
+            gb = S->wtmp + wt->numel;
+        }
+        S->wset[nd->param] = 1;
         pf_gconv_io *io = &S->io[nd - g->node];
         if (io->rd) {   /* the gradient in the layout the convolution ran on */
             TRY(pf_reorder_run(&io->dy_to_rd, dd, io->yrd, err, errlen));
@@ -1128,6 +1170,10 @@ static int backward_node(const pf_gctx *m, pf_gstate *S, pf_conv *convs, const p
         }
         TRY(pf_conv_backward_weights(c, io->rs ? io->xin : a->data, dd, gw, gb, err, errlen));
         if (nd->conv == m->net->sub_conv) pf_net_sub_grads(m->net, m->sub_dw, m->grads);
+        if (add_w) {
+            axpy(m->grads + wt->offset, S->wtmp, 1.0f, wt->numel, 1);
+            axpy(m->grads + bt->offset, S->wtmp + wt->numel, 1.0f, bt->numel, 1);
+        }
         if ((dx = grad_for(S, a, &acc))) {
             float *t1;
             if (io->rs) {
@@ -1290,6 +1336,7 @@ int pf_graph_backward(const pf_gctx *m, pf_gstate *S, char *err, size_t errlen) 
     const pf_net *g = m->net;
     pf_conv *convs = m->convs;
     memset(m->grads, 0, m->net->n_params * sizeof(float));
+    memset(S->wset, 0, (size_t)g->n_tensors * sizeof *S->wset);
     for (int i = 0; i < g->n_t; i++) {
         S->ts[i].grad_set = 0;
         S->ts[i].grad = S->ts[i].grad_own;     /* NULL but for the output */

@@ -125,7 +125,10 @@ int pf_net_node(pf_net *net, pf_gop op, const int *in, int n_in, int out_c, int 
 /* A layer with its own tensors name.weight (OIHW) and name.bias, appended to the table. */
 int pf_net_add_conv(pf_net *net, const char *name, int ic, int oc, int k, pf_param_init w_init,
                     pf_param_init b_init);
-/* A layer whose weights are not its own tensors (FSRCNN's sub-pixel conv): weight_tensor. */
+/* A layer whose weights are not its own tensors: weight_tensor (its bias weight_tensor + 1).
+   FSRCNN's sub-pixel conv; and shared weights: a recurrent network applies one layer's
+   tensors at several places, each place a layer of its own (its own primitives and shape)
+   naming the same weight_tensor. Backward adds up their weight gradients. */
 int pf_net_add_layer(pf_net *net, const char *name, int ic, int oc, int k, int weight_tensor);
 /* A parameter tensor of ndim (1..4) dims. */
 int pf_net_add_tensor(pf_net *net, const char *name, int ndim, const int64_t *shape,

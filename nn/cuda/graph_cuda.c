@@ -510,8 +510,14 @@ static int backward_node(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p,
         float *gw = sub ? g->sub_dw : env->grads + m->tensors[nd->param].offset;
         float *gb = sub ? g->sub_dw + (size_t)c->oc * c->ic * c->k * c->k
                         : env->grads + m->tensors[nd->param + 1].offset;
-        TRY(pf_cuconv_backward_filter(c, a->data, dd, gw, 0, err, errlen));
-        TRY(pf_cuconv_backward_bias(c, dd, gb, 0, err, errlen));
+        /* shared weights (several layers naming one weight tensor): the gradients were zeroed
+           before backward, so every layer adds */
+        int shared = 0;
+        for (int j = 0; j < G->n_node && !sub; j++)
+            shared |= G->node[j].op == PF_G_CONV && G->node[j].param == nd->param &&
+                      &G->node[j] != nd;
+        TRY(pf_cuconv_backward_filter(c, a->data, dd, gw, shared, err, errlen));
+        TRY(pf_cuconv_backward_bias(c, dd, gb, shared, err, errlen));
         if (sub) {      /* back to the ConvTranspose2d tensors */
             const pf_param_info *wt = &m->tensors[nd->param], *bt = wt + 1;
             int rr = m->sub_stride * m->sub_stride;
