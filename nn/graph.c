@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "nn/layers.h"
+#include "nn/video_layers.h"
 
 #define TRY(x) do { if (x) return -1; } while (0)
 
@@ -67,6 +68,12 @@ struct pf_gstate {
     int n_lent;             /* the first n_lent slots are arena slots backward reads nothing
                                from (pf_net_free_after_forward), not the pool's own */
     int goom;               /* a slot could not be allocated */
+    /* Shared weights (several layers naming one weight tensor, nn/net.h): backward-weights
+       overwrites, so the first layer to run backward writes the flat gradient and the others
+       write wtmp and add it */
+    int *wuses;             /* per parameter tensor: convolution nodes reading it */
+    int *wset;              /* per parameter tensor: its gradient was written this step */
+    float *wtmp;            /* weights + bias of the largest shared layer */
 };
 
 void pf_gstate_free(pf_gstate **s) {
@@ -87,6 +94,9 @@ void pf_gstate_free(pf_gstate **s) {
         free(io->dxin);
     }
     free((*s)->io);
+    free((*s)->wuses);
+    free((*s)->wset);
+    free((*s)->wtmp);
     free((*s)->arena);
     for (int k = (*s)->n_lent; k < (*s)->n_gslots; k++) free((*s)->gbuf[k]);
     free((*s)->gbuf);
@@ -100,6 +110,49 @@ static size_t tnumel(const pf_tstate *t, int n, int c) {
     return pf_blk_numel(n, c, t->h, t->w, t->block);
 }
 
+/* What the video nodes need of their tensors' shapes (sizes as planned); 0, or -1 with err. */
+static int check_video_node(const pf_net *g, const pf_gstate *S, const pf_gnode *nd, char *err,
+                            size_t errlen) {
+    const pf_tstate *o = &S->ts[nd->out], *a = nd->n_in ? &S->ts[nd->in[0]] : NULL;
+    int C = g->t[nd->out].c, ca = a ? g->t[nd->in[0]].c : 0;
+    const char *why = NULL;
+    switch (nd->op) {
+    case PF_G_SLICE:
+        if (nd->c0 < 0 || nd->c0 + C > ca) why = "channels outside its input";
+        else if (a->h != o->h || a->w != o->w) why = "output of another size";
+        break;
+    case PF_G_AFFINE:
+        if (C > PF_G_MAX_CH || C != ca) why = "more channels than its constants";
+        else if (a->h != o->h || a->w != o->w) why = "output of another size";
+        break;
+    case PF_G_RESIZE:
+        if (C != ca) why = "channels changed";
+        else if ((nd->use_mul == 1 && C > PF_G_MAX_CH) || (nd->use_mul == 2 && C != 2))
+            why = "per-channel factors for another channel count";
+        break;
+    case PF_G_AVGPOOL2:
+        if (C != ca) why = "channels changed";
+        else if (a->h % 2 || a->w % 2 || o->h * 2 != a->h || o->w * 2 != a->w)
+            why = "output not half its input";
+        break;
+    case PF_G_WARP:
+        if (C != ca || g->t[nd->in[1]].c != 2) why = "not C channels warped by a 2-channel flow";
+        else if (a->h != o->h || a->w != o->w || S->ts[nd->in[1]].h != o->h ||
+                 S->ts[nd->in[1]].w != o->w)
+            why = "image, flow and output of different sizes";
+        else if (nd->pad != PF_PAD_ZEROS && nd->pad != PF_PAD_BORDER) why = "unknown padding";
+        break;
+    default:
+        return 0;
+    }
+    if (why) {
+        snprintf(err, errlen, "%s: %s node (tensor %d): %s", g->type, pf_net_op_name(nd->op),
+                 nd->out, why);
+        return -1;
+    }
+    return 0;
+}
+
 /* Layouts and sizes, node by node (see graph.h), honouring S->hint. */
 static int plan_layouts(const pf_gctx *m, pf_gstate *S, pf_conv *convs, int h, int w, int training,
                         char *err, size_t errlen) {
@@ -110,13 +163,16 @@ static int plan_layouts(const pf_gctx *m, pf_gstate *S, pf_conv *convs, int h, i
         const pf_gtensor *t = &g->t[i];
         if (m->dnnl->force_layout != PF_LAYOUT_ANY)
             S->ts[i].block = pf_layout_block(m->dnnl->force_layout, t->c);
-        S->ts[i].h = t->one ? 1 : h * t->mul / t->div;
-        S->ts[i].w = t->one ? 1 : w * t->mul / t->div;
+        /* a rounded tensor: the LQ size rounded up to a multiple of round first */
+        int hb = t->round > 0 ? (h + t->round - 1) / t->round * t->round : h;
+        int wb = t->round > 0 ? (w + t->round - 1) / t->round * t->round : w;
+        S->ts[i].h = t->one ? 1 : hb * t->mul / t->div;
+        S->ts[i].w = t->one ? 1 : wb * t->mul / t->div;
         S->ts[i].last_use = S->last[i];
         S->ts[i].need_grad = S->need[i];
-        if (!t->one && (h * t->mul % t->div || w * t->mul % t->div)) {
+        if (!t->one && (hb * t->mul % t->div || wb * t->mul % t->div)) {
             snprintf(err, errlen, "%s: input %d x %d is not divisible by %d", m->net->type,
-                     h, w, t->div);
+                     hb, wb, t->div);
             return -1;
         }
     }
@@ -124,11 +180,31 @@ static int plan_layouts(const pf_gctx *m, pf_gstate *S, pf_conv *convs, int h, i
         const pf_gnode *nd = &g->node[k];
         pf_tstate *o = &S->ts[nd->out];
         pf_tstate *a = nd->n_in > 0 ? &S->ts[nd->in[0]] : NULL;
+        TRY(check_video_node(g, S, nd, err, errlen));
         switch (nd->op) {
         case PF_G_INPUT:
         case PF_G_BILINEAR_IN:
         case PF_G_BICUBIC_IN:
+        case PF_G_ZERO:
             break;              /* chosen by the consumer */
+        case PF_G_WARP: {
+            /* the kernels of nn/video_layers.h read and write any layout, each tensor its
+               own: the output follows its group's label (improve()) where there is one, else
+               the input's; the flow keeps its producer's (or its label, or plain) */
+            pf_tstate *f = &S->ts[nd->in[1]];
+            if (!f->block) f->block = S->hint[nd->in[1]] ? S->hint[nd->in[1]] : 1;
+        }
+        /* fall through */
+        case PF_G_SLICE:
+        case PF_G_AFFINE:
+        case PF_G_RESIZE:
+        case PF_G_AVGPOOL2:
+            if (!a->block) a->block = S->hint[nd->in[0]] ? S->hint[nd->in[0]] : 1;
+            if (!o->block)
+                o->block = S->hint[nd->out]
+                               ? S->hint[nd->out]
+                               : pf_blk_carry(a->block, g->t[nd->in[0]].c, g->t[nd->out].c);
+            break;
         case PF_G_CONV: {
             pf_conv *c = &convs[nd->conv];
             int dst = nd->n_in > 1        ? S->ts[nd->in[1]].block
@@ -246,6 +322,13 @@ static void make_groups(const pf_net *g, int *group) {
         case PF_G_BILINEAR_IN:
         case PF_G_BICUBIC_IN:
         case PF_G_UNSHUFFLE:
+        /* the video kernels take any layout on each side: their tensors are free to differ */
+        case PF_G_SLICE:
+        case PF_G_AFFINE:
+        case PF_G_RESIZE:
+        case PF_G_AVGPOOL2:
+        case PF_G_WARP:
+        case PF_G_ZERO:
             break;
         case PF_G_CONV:
             if (nd->n_in > 1) group[find(group, nd->out)] = find(group, nd->in[1]);
@@ -635,6 +718,32 @@ int pf_graph_plan(const pf_gctx *m, pf_gstate **out_state, int n, int h, int w, 
     }
     pf_net_need_grad(g, S->need);
     pf_net_last_use(g, 0, S->last);
+    if (training) {
+        S->wuses = calloc((size_t)g->n_tensors + 1, sizeof *S->wuses);
+        S->wset = calloc((size_t)g->n_tensors + 1, sizeof *S->wset);
+        if (!S->wuses || !S->wset) {
+            snprintf(err, errlen, "%s: out of memory", g->type);
+            goto fail;
+        }
+        size_t wmax = 0;
+        for (int k = 0; k < g->n_node; k++)
+            if (g->node[k].op == PF_G_CONV) S->wuses[g->node[k].param]++;
+        for (int k = 0; k < g->n_node; k++) {
+            const pf_gnode *nd = &g->node[k];
+            if (nd->op != PF_G_CONV || S->wuses[nd->param] < 2) continue;
+            if (nd->conv == g->sub_conv) {
+                snprintf(err, errlen, "%s: the sub-pixel layer cannot share its weights",
+                         g->type);
+                goto fail;
+            }
+            size_t wn = g->tensors[nd->param].numel + g->tensors[nd->param + 1].numel;
+            if (wn > wmax) wmax = wn;
+        }
+        if (wmax && !(S->wtmp = malloc(wmax * sizeof(float)))) {
+            snprintf(err, errlen, "%s: out of memory", g->type);
+            goto fail;
+        }
+    }
     if (plan_all_layouts(m, S, m->convs, h, w, training, err, errlen)) goto fail;
     if (plan_buffers(m, S, training)) {
         snprintf(err, errlen, "%s: out of memory for activations of a %d x %d x %d batch",
@@ -785,8 +894,8 @@ static void bcast_run(float *dx, const float *d, size_t hw, int b, int kn, int a
 }
 
 /* Channels c_off .. c_off + ci of `big` (the concatenation o, C channels, layout o->block)
-   against `part` (ci channels, layout pb): forward copies part into big; backward writes (or,
-   with acc, adds) big's slice into part. Whole channel blocks move as one run per sample. */
+   against `part` (ci channels, layout pb): forward copies part into big's slice; backward
+   writes big's slice into part; with acc either adds instead. Whole channel blocks move as one run per sample. */
 static void concat_part(float *big, const pf_tstate *o, int C, float *part, int pb, int ci,
                         int c_off, int n, int forward, int acc) {
     int b = o->block, H = o->h, W = o->w;
@@ -797,7 +906,7 @@ static void concat_part(float *big, const pf_tstate *o, int C, float *part, int 
         for (size_t p = 0; p < px; p++) {
             float *bg = big + p * (size_t)C + (size_t)c_off, *pt = part + p * (size_t)ci;
             for (int k = 0; k < ci; k++) {
-                if (forward) bg[k] = pt[k];
+                if (forward) bg[k] = acc ? bg[k] + pt[k] : pt[k];
                 else pt[k] = acc ? pt[k] + bg[k] : bg[k];
             }
         }
@@ -808,7 +917,7 @@ static void concat_part(float *big, const pf_tstate *o, int C, float *part, int 
         size_t obase = (size_t)(c_off / b) * (size_t)H * W * b;
         for (int in = 0; in < n; in++) {
             float *bg = big + (size_t)in * (o->numel / n) + obase, *pt = part + (size_t)in * chunk;
-            if (forward) axpy(bg, pt, 1.0f, chunk, 0);
+            if (forward) axpy(bg, pt, 1.0f, chunk, acc);
             else axpy(pt, bg, 1.0f, chunk, acc);
         }
         return;
@@ -820,9 +929,41 @@ static void concat_part(float *big, const pf_tstate *o, int C, float *part, int 
                 for (int xx = 0; xx < W; xx++) {
                     float *bg = &big[pf_blk_off(in, c_off + ic, yy, xx, C, H, W, b)];
                     float *pt = &part[pf_blk_off(in, ic, yy, xx, ci, H, W, pb)];
-                    if (forward) *bg = *pt;
+                    if (forward) *bg = acc ? *bg + *pt : *pt;
                     else *pt = acc ? *pt + *bg : *bg;
                 }
+}
+
+/* The INPUT of T = c / 3 frames: lq N x T x h x w x 3 uint8, frame t's colour k into channel
+   3 t + k of dst (block b), normalised as pf_image_to_act does. */
+static void image_frames_to_act(float *dst, const uint8_t *lq, int n, int c, int h, int w,
+                                const float *mean, float range, int b) {
+    int frames = c / 3;
+    memset(dst, 0, pf_blk_numel(n, c, h, w, b) * sizeof(float));
+#pragma omp parallel for collapse(2) schedule(static)
+    for (int in = 0; in < n; in++)
+        for (int t = 0; t < frames; t++)
+            for (int y = 0; y < h; y++)
+                for (int x = 0; x < w; x++) {
+                    const uint8_t *p = lq + ((((size_t)in * frames + t) * h + y) * w + x) * 3;
+                    for (int k = 0; k < 3; k++) {
+                        float v = (float)p[k] / 255.0f;
+                        if (mean) v = (v - mean[k]) * range;
+                        dst[pf_blk_off(in, 3 * t + k, y, x, c, h, w, b)] = v;
+                    }
+                }
+}
+
+/* RESIZE's per-channel factors: none, the node's, or a flow's size ratio (SPyNet scales the
+   upsampled flow's x by W_out / W_in and its y by H_out / H_in; PyTorch multiplies by the
+   Python float, rounded to float). fm: room for them. */
+static const float *resize_mult(const pf_gnode *nd, const pf_tstate *a, const pf_tstate *o,
+                                float *fm) {
+    if (nd->use_mul == 1) return nd->mul;
+    if (nd->use_mul != 2) return NULL;
+    fm[0] = (float)((double)o->w / (double)a->w);
+    fm[1] = (float)((double)o->h / (double)a->h);
+    return fm;
 }
 
 /* ---- forward -------------------------------------------------------------------------- */
@@ -841,8 +982,39 @@ static int forward_node(const pf_gctx *m, pf_gstate *S, pf_conv *convs, const pf
     if (!o->own && C % b && nd->op != PF_G_CONV) memset(y, 0, o->numel * sizeof(float));
     switch (nd->op) {
     case PF_G_INPUT:
-        pf_image_to_act(y, lq, n, o->h, o->w, g->use_mean ? g->mean : NULL, g->range, b);
+        if (C == 3) {
+            pf_image_to_act(y, lq, n, o->h, o->w, g->use_mean ? g->mean : NULL, g->range, b);
+            return 0;
+        }
+        /* T = C / 3 frames: lq is N x T x H x W x 3, frame t colour c is channel 3 t + c */
+        image_frames_to_act(y, lq, n, C, o->h, o->w, g->use_mean ? g->mean : NULL, g->range,
+                            b);
         return 0;
+    case PF_G_ZERO:
+        memset(y, 0, o->numel * sizeof(float));
+        return 0;
+    case PF_G_SLICE:
+        concat_part((float *)a->data, a, g->t[nd->in[0]].c, y, b, C, nd->c0, n, 0, 0);
+        return 0;
+    case PF_G_AFFINE:
+        pf_affine_ch_forward(y, a->data, n, C, o->h, o->w, nd->sub, nd->mul, b, a->block);
+        return 0;
+    case PF_G_RESIZE: {
+        float fm[PF_G_MAX_CH];
+        const float *mult = resize_mult(nd, a, o, fm);
+        pf_resize_bilinear_forward(y, a->data, n, C, a->h, a->w, o->h, o->w, nd->ac, mult, b,
+                                   a->block);
+        return 0;
+    }
+    case PF_G_AVGPOOL2:
+        pf_avgpool2_forward(y, a->data, n, C, a->h, a->w, b, a->block);
+        return 0;
+    case PF_G_WARP: {
+        const pf_tstate *f = &S->ts[nd->in[1]];
+        pf_flow_warp_forward(y, a->data, f->data, n, C, o->h, o->w, (pf_pad_mode)nd->pad, b,
+                             a->block, f->block);
+        return 0;
+    }
     case PF_G_BILINEAR_IN: {
         /* ATen upsample_bilinear2d, align_corners=False, scale given: src = (dst + 0.5) / r
            - 0.5 clamped at 0; the right/bottom tap clamps to the last pixel. */
@@ -1082,7 +1254,54 @@ static int backward_node(const pf_gctx *m, pf_gstate *S, pf_conv *convs, const p
     case PF_G_INPUT:
     case PF_G_BILINEAR_IN:
     case PF_G_BICUBIC_IN:
+    case PF_G_ZERO:
         return 0;
+    case PF_G_SLICE:
+        if (!(dx = grad_for(S, a, &acc))) return 0;
+        if (!acc) memset(dx, 0, a->numel * sizeof(float));
+        concat_part(dx, a, g->t[nd->in[0]].c, dy, b, C, nd->c0, n, 1, acc);
+        return 0;
+    case PF_G_AFFINE:
+        if (!(dx = grad_for(S, a, &acc))) return 0;
+        if (!acc) memset(dx, 0, a->numel * sizeof(float));
+        pf_affine_ch_backward(dx, dy, n, C, o->h, o->w, nd->mul, b, a->block);
+        return 0;
+    case PF_G_RESIZE: {
+        float fm[PF_G_MAX_CH];
+        if (!(dx = grad_for(S, a, &acc))) return 0;
+        if (!acc) memset(dx, 0, a->numel * sizeof(float));
+        pf_resize_bilinear_backward(dx, dy, n, C, a->h, a->w, o->h, o->w, nd->ac,
+                                    resize_mult(nd, a, o, fm), b, a->block);
+        return 0;
+    }
+    case PF_G_AVGPOOL2: {
+        /* each input pixel gets a quarter of its window's gradient */
+        if (!(dx = grad_for(S, a, &acc))) return 0;
+        int H = a->h, W = a->w, ab = a->block;
+#pragma omp parallel for collapse(2) schedule(static)
+        for (int in = 0; in < n; in++)
+            for (int c = 0; c < C; c++)
+                for (int yy = 0; yy < H; yy++)
+                    for (int xx = 0; xx < W; xx++) {
+                        float d = 0.25f * dy[pf_blk_off(in, c, yy / 2, xx / 2, C, o->h, o->w, b)];
+                        float *p = &dx[pf_blk_off(in, c, yy, xx, C, H, W, ab)];
+                        *p = acc ? *p + d : d;
+                    }
+        return 0;
+    }
+    case PF_G_WARP: {
+        pf_tstate *f = &S->ts[nd->in[1]];
+        int acc_f = 0;
+        float *df = grad_for(S, f, &acc_f);
+        dx = grad_for(S, a, &acc);
+        if (S->goom) return 0;
+        if (dx && !acc) memset(dx, 0, a->numel * sizeof(float));
+        if (df && !acc_f) memset(df, 0, f->numel * sizeof(float));
+        if (dx || df)
+            pf_flow_warp_backward(dx, df, dy, a->data, f->data, n, C, o->h, o->w,
+                                  (pf_pad_mode)nd->pad, b, a->block, f->block);
+        return 0;
+    }
     case PF_G_CONV: {
         pf_conv *c = &convs[nd->conv];
         if (c->relu) {
@@ -1121,6 +1340,13 @@ static int backward_node(const pf_gctx *m, pf_gstate *S, pf_conv *convs, const p
             gw = m->sub_dw;
             gb = m->sub_dw + (size_t)c->oc * c->ic * c->k * c->k;
         }
+        /* a weight another layer has written this step already: into wtmp, then added */
+        int add_w = S->wuses[nd->param] > 1 && S->wset[nd->param];
+        if (add_w) {
+            gw = S->wtmp;
+            gb = S->wtmp + wt->numel;
+        }
+        S->wset[nd->param] = 1;
         pf_gconv_io *io = &S->io[nd - g->node];
         if (io->rd) {   /* the gradient in the layout the convolution ran on */
             TRY(pf_reorder_run(&io->dy_to_rd, dd, io->yrd, err, errlen));
@@ -1128,6 +1354,10 @@ static int backward_node(const pf_gctx *m, pf_gstate *S, pf_conv *convs, const p
         }
         TRY(pf_conv_backward_weights(c, io->rs ? io->xin : a->data, dd, gw, gb, err, errlen));
         if (nd->conv == m->net->sub_conv) pf_net_sub_grads(m->net, m->sub_dw, m->grads);
+        if (add_w) {
+            axpy(m->grads + wt->offset, S->wtmp, 1.0f, wt->numel, 1);
+            axpy(m->grads + bt->offset, S->wtmp + wt->numel, 1.0f, bt->numel, 1);
+        }
         if ((dx = grad_for(S, a, &acc))) {
             float *t1;
             if (io->rs) {
@@ -1290,6 +1520,7 @@ int pf_graph_backward(const pf_gctx *m, pf_gstate *S, char *err, size_t errlen) 
     const pf_net *g = m->net;
     pf_conv *convs = m->convs;
     memset(m->grads, 0, m->net->n_params * sizeof(float));
+    memset(S->wset, 0, (size_t)g->n_tensors * sizeof *S->wset);
     for (int i = 0; i < g->n_t; i++) {
         S->ts[i].grad_set = 0;
         S->ts[i].grad = S->ts[i].grad_own;     /* NULL but for the output */

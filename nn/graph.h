@@ -7,7 +7,9 @@
     nChw16c, NHWC), padding channels always zero. Layouts are chosen at plan time, in two
     steps (graph.c, "layout groups"): first a convolution takes its input's layout and lets
     oneDNN choose its output's (a 4-7 channel feature map is kept blocked where oneDNN would
-    pick plain NCHW), element-wise nodes keep their first input's; then, if some convolution is
+    pick plain NCHW), element-wise nodes keep their first input's (the video nodes, whose
+    kernels take any layout on each side, too, or their tensor's label from the second
+    step); then, if some convolution is
     left without JIT kernels in a direction it runs, the groups of tensors that must share a
     layout are relabelled to the layouts that cost least, and a convolution whose neighbours
     cannot give it a layout its fast kernels take converts its input or output (one oneDNN
@@ -52,7 +54,8 @@ void pf_graph_conv_init(const pf_net *net, int i, pf_conv *c);
    new state (NULL on error). Returns 0 or -1 with err. */
 int pf_graph_plan(const pf_gctx *x, pf_gstate **out, int n, int h, int w, int training,
                   char *err, size_t errlen);
-/* Forward of lq (n x h x w x 3 uint8 NHWC, the plan's shape) through every node; queued on
+/* Forward of lq (n x h x w x 3 uint8 NHWC, the plan's shape; for an input of 3 T channels
+   n x T x h x w x 3, frame t's colour c into channel 3 t + c) through every node; queued on
    x->dnnl's stream. */
 int pf_graph_forward(const pf_gctx *x, pf_gstate *S, const uint8_t *lq, char *err,
                      size_t errlen);
@@ -60,7 +63,8 @@ int pf_graph_forward(const pf_gctx *x, pf_gstate *S, const uint8_t *lq, char *er
 int pf_graph_backward(const pf_gctx *x, pf_gstate *S, char *err, size_t errlen);
 void pf_gstate_free(pf_gstate **s);
 
-/* The plan's output activation (3 channels, layout block *block of nn/cpu/dnnl_ctx.h), and
+/* The plan's output activation (3 channels, or 3 T for T frames; layout block *block of
+   nn/cpu/dnnl_ctx.h), and
    (training) its gradient buffer, which the loss fills. */
 float *pf_gstate_out(const pf_gstate *S, int *block);
 float *pf_gstate_dout(const pf_gstate *S);

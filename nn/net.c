@@ -65,7 +65,13 @@ int pf_net_node(pf_net *g, pf_gop op, const int *in, int n_in, int out_c, int ou
     nd->conv = nd->param = -1;
     nd->scale = 1.0f;
     nd->r = 1;
+    for (int c = 0; c < PF_G_MAX_CH; c++) nd->mul[c] = 1.0f;
     return out;
+}
+
+int pf_net_round(pf_net *g, int t, int round) {
+    if (t >= 0) g->t[t].round = round;
+    return t;
 }
 
 /* Room for one more parameter tensor (both per-tensor arrays). */
@@ -152,8 +158,13 @@ void pf_net_init_params(const pf_net *g, float *params, uint64_t seed) {
 
 int pf_net_input_multiple(const pf_net *g) {
     int q = 1;
-    for (int i = 0; i < g->n_t; i++)
-        if (!g->t[i].one && g->t[i].div > q) q = g->t[i].div;
+    for (int i = 0; i < g->n_t; i++) {
+        const pf_gtensor *t = &g->t[i];
+        /* a rounded tensor divides its rounded size, whatever the LQ size, when round * mul
+           is a multiple of div */
+        if (t->one || (t->round > 0 && t->round * t->mul % t->div == 0)) continue;
+        if (t->div > q) q = t->div;
+    }
     return q;
 }
 
@@ -207,7 +218,8 @@ int pf_net_backward_reads_in(const pf_net *g, int k, int i) {
     switch (nd->op) {
     case PF_G_CONV:
     case PF_G_PRELU: return i == 0;
-    case PF_G_MUL_CH: return i < 2;
+    case PF_G_MUL_CH:
+    case PF_G_WARP: return i < 2;
     default: return 0;
     }
 }
@@ -330,7 +342,8 @@ int pf_net_assign_grad_slots(const pf_net *g, const size_t *numel, const int *ne
 const char *pf_net_op_name(pf_gop op) {
     static const char *names[] = {
         "input", "conv", "prelu", "tanh", "sigmoid", "add", "gap", "mul_ch", "concat",
-        "shuffle", "unshuffle", "nearest", "bilinear_in", "bicubic_in",
+        "shuffle", "unshuffle", "nearest", "bilinear_in", "bicubic_in", "slice", "affine",
+        "resize", "avgpool2", "warp", "zero",
     };
     return (unsigned)op < sizeof names / sizeof *names ? names[op] : "?";
 }

@@ -7,7 +7,9 @@
     backward reads, how buffers are shared by liveness — is computed here, once.
 
     Tensors are N x C x H x W; a tensor's H x W is the LQ size times mul / div (1 x 1 for pooled
-    tensors). Each node reads up to PF_G_MAX_IN tensors and writes one new tensor (the node
+    tensors), or, for a tensor with round > 0, the LQ size rounded up to a multiple of round,
+    times mul / div (SPyNet runs at ceil(H / 32) * 32; a PF_G_RESIZE node maps the LQ-size
+    tensor to the rounded one and back). Each node reads up to PF_G_MAX_IN tensors and writes one new tensor (the node
     list is in execution order, a tensor's producer comes before its readers).
 
     Parameters: one flat float buffer in the order of the tensor table, with the reference
@@ -25,6 +27,7 @@
 #include "nn/model.h"
 
 #define PF_G_MAX_IN 6
+#define PF_G_MAX_CH 4           /* channels of a PF_G_AFFINE / PF_G_RESIZE constant */
 
 typedef enum {
     PF_G_INPUT,         /* out = (lq / 255 - mean) * range  (the graph's one input) */
@@ -43,12 +46,26 @@ typedef enum {
                            align_corners=False); no gradient */
     PF_G_BICUBIC_IN,    /* the same with mode='bicubic' (SRCNN's upsampler; nn/bicubic.c);
                            no gradient */
+    /* video (BasicVSR / SPyNet, BasicSR basicvsr_arch.py and spynet_arch.py; kernels in
+       nn/video_layers.h) */
+    PF_G_SLICE,         /* out = in0[:, c0:c0 + out_c] */
+    PF_G_AFFINE,        /* out[c] = (in0[c] - sub[c]) * mul[c] (SPyNet's (x - mean) / std) */
+    PF_G_RESIZE,        /* F.interpolate(in0, size=out's size, mode='bilinear',
+                           align_corners=ac), then per channel times mul[c] (use_mul 1) or,
+                           for a flow (2 channels, use_mul 2), channel 0 times W_out / W_in
+                           and channel 1 times H_out / H_in */
+    PF_G_AVGPOOL2,      /* F.avg_pool2d(in0, 2, 2) (out: div * 2) */
+    PF_G_WARP,          /* flow_warp(in0, in1): in0 sampled at each pixel plus the flow in1
+                           (2 channels: x, y in pixels), grid_sample bilinear,
+                           align_corners=True, padding `pad` (pf_pad_mode) */
+    PF_G_ZERO,          /* out = 0 (no input; an initial flow or hidden state) */
 } pf_gop;
 
 typedef struct {
     int c;              /* channels */
     int mul, div;       /* H = H_lq * mul / div (likewise W) */
     int one;            /* pooled: 1 x 1 */
+    int round;          /* > 0: H = ceil(H_lq / round) * round * mul / div (likewise W) */
 } pf_gtensor;
 
 typedef struct {
@@ -61,6 +78,12 @@ typedef struct {
     float scale;                /* ADD, MUL_CH, CONV with residual */
     int r;                      /* SHUFFLE, UNSHUFFLE, NEAREST, BILINEAR_IN, BICUBIC_IN
                                    factor */
+    int c0;                     /* SLICE: first channel taken */
+    int ac;                     /* RESIZE: align_corners */
+    int use_mul;                /* RESIZE: 0 none, 1 times mul[c], 2 the flow's size ratio */
+    int pad;                    /* WARP: pf_pad_mode (PF_PAD_ZEROS, PF_PAD_BORDER) */
+    float sub[PF_G_MAX_CH];     /* AFFINE: subtracted per channel (0 by default) */
+    float mul[PF_G_MAX_CH];     /* AFFINE, RESIZE with use_mul 1: factor per channel (1) */
 } pf_gnode;
 
 /* A convolution layer: ic -> oc channels, k x k, stride 1, padding k / 2, with its bias. */
@@ -125,8 +148,13 @@ int pf_net_node(pf_net *net, pf_gop op, const int *in, int n_in, int out_c, int 
 /* A layer with its own tensors name.weight (OIHW) and name.bias, appended to the table. */
 int pf_net_add_conv(pf_net *net, const char *name, int ic, int oc, int k, pf_param_init w_init,
                     pf_param_init b_init);
-/* A layer whose weights are not its own tensors (FSRCNN's sub-pixel conv): weight_tensor. */
+/* A layer whose weights are not its own tensors: weight_tensor (its bias weight_tensor + 1).
+   FSRCNN's sub-pixel conv; and shared weights: a recurrent network applies one layer's
+   tensors at several places, each place a layer of its own (its own primitives and shape)
+   naming the same weight_tensor. Backward adds up their weight gradients. */
 int pf_net_add_layer(pf_net *net, const char *name, int ic, int oc, int k, int weight_tensor);
+/* Tensor t gets round (pf_gtensor.round); returns t (-1 stays -1). */
+int pf_net_round(pf_net *net, int t, int round);
 /* A parameter tensor of ndim (1..4) dims. */
 int pf_net_add_tensor(pf_net *net, const char *name, int ndim, const int64_t *shape,
                       pf_param_init init);
@@ -156,7 +184,8 @@ void pf_net_need_grad(const pf_net *net, int *need);
 void pf_net_last_use(const pf_net *net, int training, int *last);
 /* Whether node k's backward reads input i (0..n_in-1) / its output: a convolution's input
    (weights gradient) and its output when it has an activation (the mask), PReLU's input,
-   tanh's and sigmoid's outputs, both factors of the channel multiply. */
+   tanh's and sigmoid's outputs, both factors of the channel multiply, both inputs of a
+   warp. */
 int pf_net_backward_reads_in(const pf_net *net, int k, int i);
 int pf_net_backward_reads_out(const pf_net *net, int k);
 

@@ -214,6 +214,19 @@ static int slot_buffers(cuplan *p, int n_t, const int *slot_of, const size_t *si
     return ok ? 0 : -1;
 }
 
+/* The video ops of nn/net.h (SPyNet / BasicVSR), not here yet: plan_build refuses them. */
+static int video_op(pf_gop op) {
+    switch (op) {
+    case PF_G_SLICE:
+    case PF_G_AFFINE:
+    case PF_G_RESIZE:
+    case PF_G_AVGPOOL2:
+    case PF_G_WARP:
+    case PF_G_ZERO: return 1;
+    default: return 0;
+    }
+}
+
 static int plan_build(pf_cugraph *g, cuplan *p, pf_cuconv *convs, pf_cudnn *ctx, int n, int h,
                       int w, int training, char *err, size_t errlen) {
     const pf_net *G = &g->net;
@@ -239,8 +252,19 @@ static int plan_build(pf_cugraph *g, cuplan *p, pf_cuconv *convs, pf_cudnn *ctx,
     }
     pf_net_need_grad(G, need);
     pf_net_last_use(G, training, last);
+    for (int k = 0; k < G->n_node; k++)
+        if (video_op(G->node[k].op)) {
+            snprintf(err, errlen, "%s: the %s node is not on the CUDA executor yet (the CPU "
+                     "executor runs it)", type, pf_net_op_name(G->node[k].op));
+            goto fail;
+        }
     for (int i = 0; i < G->n_t; i++) {
         const pf_gtensor *t = &G->t[i];
+        if (t->round) {
+            snprintf(err, errlen, "%s: rounded tensor sizes are not on the CUDA executor yet",
+                     type);
+            goto fail;
+        }
         if (!t->one && (h * t->mul % t->div || w * t->mul % t->div)) {
             snprintf(err, errlen, "%s: input %d x %d is not divisible by %d", type, h, w,
                      t->div);
@@ -423,6 +447,13 @@ static int forward_node(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p, pf_
     case PF_G_NEAREST:
         OP(pf_cuda_nearest_forward(y, a->data, n, C, a->h, a->w, nd->r, st, oe, sizeof oe));
         return 0;
+    case PF_G_SLICE:
+    case PF_G_AFFINE:
+    case PF_G_RESIZE:
+    case PF_G_AVGPOOL2:
+    case PF_G_WARP:
+    case PF_G_ZERO:
+        break;          /* refused by plan_build */
     }
     snprintf(err, errlen, "%s: unknown graph op %d", g->net.type, (int)nd->op);
     return -1;
@@ -510,8 +541,14 @@ static int backward_node(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p,
         float *gw = sub ? g->sub_dw : env->grads + m->tensors[nd->param].offset;
         float *gb = sub ? g->sub_dw + (size_t)c->oc * c->ic * c->k * c->k
                         : env->grads + m->tensors[nd->param + 1].offset;
-        TRY(pf_cuconv_backward_filter(c, a->data, dd, gw, 0, err, errlen));
-        TRY(pf_cuconv_backward_bias(c, dd, gb, 0, err, errlen));
+        /* shared weights (several layers naming one weight tensor): the gradients were zeroed
+           before backward, so every layer adds */
+        int shared = 0;
+        for (int j = 0; j < G->n_node && !sub; j++)
+            shared |= G->node[j].op == PF_G_CONV && G->node[j].param == nd->param &&
+                      &G->node[j] != nd;
+        TRY(pf_cuconv_backward_filter(c, a->data, dd, gw, shared, err, errlen));
+        TRY(pf_cuconv_backward_bias(c, dd, gb, shared, err, errlen));
         if (sub) {      /* back to the ConvTranspose2d tensors */
             const pf_param_info *wt = &m->tensors[nd->param], *bt = wt + 1;
             int rr = m->sub_stride * m->sub_stride;
@@ -594,6 +631,13 @@ static int backward_node(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p,
             OP(pf_cuda_nearest_backward(dx, dy, n, C, a->h, a->w, nd->r, acc, st, oe,
                                         sizeof oe));
         return 0;
+    case PF_G_SLICE:
+    case PF_G_AFFINE:
+    case PF_G_RESIZE:
+    case PF_G_AVGPOOL2:
+    case PF_G_WARP:
+    case PF_G_ZERO:
+        break;          /* refused by plan_build */
     }
     snprintf(err, errlen, "%s: unknown graph op %d", G->type, (int)nd->op);
     return -1;

@@ -1,0 +1,478 @@
+/*  test_graph_video — the video nodes of nn/net.h on the CPU executor (nn/graph.c): channel
+    slice, per-channel affine, bilinear resize (both align_corners, a flow's size-ratio
+    factors), 2 x 2 average pooling, flow warp (zeros and border padding), a tensor of zeros,
+    a tensor whose size is the LQ size rounded up (pf_gtensor.round), one convolution's weights
+    used by two layers (their gradients added), and a 3 T-channel input of T frames and a
+    3 T-channel output.
+
+    - "mini" (tests/reference/graph_video_ref.py: every one of those in one network, built
+      here by hand with pf_net_* calls): the output and every weight's gradient against
+      PyTorch 1.13 (tests/data/graph_video.safetensors), element by element;
+    - the same network with weights from pf_net_init_params and two more (a warp by a flow
+      that a convolution computes and an affine map scales, with both paddings; pooling and a
+      slice across channel blocks on a 20-channel map, both needing gradients): every weight
+      tensor's gradient against central finite differences of the loss sum(out * gout) along a
+      random +-1 direction (as test_nn_gradcheck), the shared weight included;
+    - all of it with oneDNN's own layout choice and with every activation forced to NCHW,
+      nChw8c, nChw16c and NHWC (nn/cpu/dnnl_ctx.h), so the nodes meet every layout the
+      convolutions can give them; two backward passes give the same gradients bit for bit. */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/rng.h"
+#include "common/safetensors.h"
+#include "nn/graph.h"
+#include "nn/net.h"
+#include "nn/video_layers.h"
+#include "tests/pf_test.h"
+
+enum { N = 2, T = 2, H = 6, W = 7 };
+
+/* ---- building ------------------------------------------------------------------------- */
+
+/* A 3 x 3 convolution node on x (oc channels, LeakyReLU slope act >= 0 or none with act < 0):
+   its own tensors `name`.weight / .bias, or, with shared >= 0, the weight tensor of another
+   layer (a layer of its own naming that tensor: shared weights). */
+static int conv(pf_net *g, int x, const char *name, int oc, float act, int shared) {
+    if (x < 0) return -1;
+    pf_gtensor t = g->t[x];
+    double fan = (double)t.c * 9;
+    pf_param_init ui = { PF_INIT_UNIFORM, fan, 1.0 };
+    int ci = shared >= 0 ? pf_net_add_layer(g, name, t.c, oc, 3, shared)
+                         : pf_net_add_conv(g, name, t.c, oc, 3, ui, ui);
+    if (ci < 0) return -1;
+    if (act >= 0) {
+        g->conv[ci].act = 1;
+        g->conv[ci].alpha = act;
+    }
+    int out = pf_net_node(g, PF_G_CONV, &x, 1, oc, t.mul, t.div, t.one);
+    if (out < 0) return -1;
+    pf_gnode *nd = &g->node[g->n_node - 1];
+    nd->conv = ci;
+    nd->param = g->conv[ci].weight;
+    pf_net_round(g, out, t.round);
+    return out;
+}
+
+/* A parameter-free node of op on in (n_in tensors): c channels, size of `like` times mul /
+   div, rounded as `like`. Returns the output; *nd the node (for its fields). */
+static int node(pf_net *g, pf_gop op, const int *in, int n_in, int c, int like, int mul,
+                int div, pf_gnode **nd) {
+    pf_gtensor t = g->t[like];
+    int out = pf_net_node(g, op, in, n_in, c, t.mul * mul, t.div * div, 0);
+    if (out < 0) return -1;
+    *nd = &g->node[g->n_node - 1];
+    return pf_net_round(g, out, t.round);
+}
+
+static int slice(pf_net *g, int x, int c0, int c) {
+    pf_gnode *nd;
+    int o = node(g, PF_G_SLICE, &x, 1, c, x, 1, 1, &nd);
+    if (o >= 0) nd->c0 = c0;
+    return o;
+}
+
+static int affine(pf_net *g, int x, const float *sub, const float *mul) {
+    pf_gnode *nd;
+    int c = g->t[x].c, o = node(g, PF_G_AFFINE, &x, 1, c, x, 1, 1, &nd);
+    for (int k = 0; o >= 0 && k < c; k++) {
+        nd->sub[k] = sub ? sub[k] : 0.0f;
+        nd->mul[k] = mul[k];
+    }
+    return o;
+}
+
+/* Resize x to a tensor of (mul, div, round) of the LQ size. */
+static int resize(pf_net *g, int x, int mul, int div, int round, int ac, int use_mul) {
+    int c = g->t[x].c, o = pf_net_node(g, PF_G_RESIZE, &x, 1, c, mul, div, 0);
+    if (o < 0) return -1;
+    pf_gnode *nd = &g->node[g->n_node - 1];
+    nd->ac = ac;
+    nd->use_mul = use_mul;
+    return pf_net_round(g, o, round);
+}
+
+static int warp(pf_net *g, int x, int flow, pf_pad_mode pad) {
+    pf_gnode *nd;
+    int in[2] = { x, flow }, o = node(g, PF_G_WARP, in, 2, g->t[x].c, x, 1, 1, &nd);
+    if (o >= 0) nd->pad = pad;
+    return o;
+}
+
+/* tests/reference/graph_video_ref.py's network (see there), LQ any size, rounded to 8. */
+static void build_mini(pf_net *g) {
+    static const float mean[3] = { 0.485f, 0.456f, 0.406f };
+    static const float inv_std[3] = { 1 / 0.229f, 1 / 0.224f, 1 / 0.225f };
+    static const float flow_mul[2] = { 2.5f, 2.0f };
+    pf_net_init(g);
+    snprintf(g->type, sizeof g->type, "mini");
+    pf_gnode *nd;
+    int x = pf_net_node(g, PF_G_INPUT, NULL, 0, 3 * T, 1, 1, 0);
+    g->input = x;
+    int f0 = slice(g, x, 0, 3), f1 = slice(g, x, 3, 3);
+    int p[2], fr[2] = { f0, f1 };
+    for (int i = 0; i < 2; i++) {
+        /* SPyNet's (x - mean) / std as (x - mean) * (1 / std): 1 ulp from PyTorch's */
+        int nrm = affine(g, fr[i], mean, inv_std);
+        int r = resize(g, nrm, 1, 1, 8, 0, 0);
+        p[i] = node(g, PF_G_AVGPOOL2, &r, 1, 3, r, 1, 2, &nd);
+    }
+    int z = pf_net_round(g, pf_net_node(g, PF_G_ZERO, NULL, 0, 2, 1, 2, 0), 8);
+    int cat[3] = { p[0], warp(g, p[1], z, PF_PAD_BORDER), z };
+    int c = node(g, PF_G_CONCAT, cat, 3, 8, p[0], 1, 1, &nd);
+    int fl = conv(g, conv(g, c, "flow.0", 8, 0.0f, -1), "flow.1", 2, -1, -1);
+    int fu = resize(g, fl, 1, 1, 8, 1, 2);
+    int fw = resize(g, fu, 1, 1, 0, 0, 2);
+    int fb = affine(g, fw, NULL, flow_mul);
+    int feat = conv(g, f0, "feat", 4, 0.1f, -1);
+    int wf = warp(g, feat, fb, PF_PAD_ZEROS);
+    int s1 = conv(g, wf, "body", 4, -1, -1);
+    int body_w = g->conv[g->n_convs - 1].weight;
+    int add_in[2] = { s1, feat };
+    int a = node(g, PF_G_ADD, add_in, 2, 4, s1, 1, 1, &nd);
+    int s2 = conv(g, a, "body.again", 4, -1, body_w);
+    g->output = conv(g, s2, "last", 3 * T, -1, -1);
+}
+
+/* A warp by a flow a convolution computes, scaled up (samples leave the image), in the given
+   padding; 3-channel output. */
+static void build_warp(pf_net *g, pf_pad_mode pad) {
+    static const float big[2] = { 3.0f, -2.5f };
+    pf_net_init(g);
+    snprintf(g->type, sizeof g->type, "warp");
+    int x = pf_net_node(g, PF_G_INPUT, NULL, 0, 3, 1, 1, 0);
+    g->input = x;
+    int feat = conv(g, x, "feat", 5, 0.1f, -1);
+    int flow = affine(g, conv(g, x, "flow", 2, -1, -1), NULL, big);
+    g->output = conv(g, warp(g, feat, flow, pad), "last", 3, -1, -1);
+}
+
+/* A 20-channel map (two blocks of 16, three of 8): channels 5..16 sliced, pooled, resized
+   back up with align_corners (x2) and down to half without (the output at LQ / 2). */
+static void build_pool(pf_net *g) {
+    pf_gnode *nd;
+    pf_net_init(g);
+    snprintf(g->type, sizeof g->type, "pool");
+    int x = pf_net_node(g, PF_G_INPUT, NULL, 0, 3, 1, 1, 0);
+    g->input = x;
+    int f = conv(g, x, "wide", 20, -1, -1);
+    int s = slice(g, f, 5, 12);
+    int p = node(g, PF_G_AVGPOOL2, &s, 1, 12, s, 1, 2, &nd);
+    int u = resize(g, conv(g, p, "mid", 4, -1, -1), 1, 1, 0, 1, 0);
+    int d = resize(g, u, 1, 2, 0, 0, 0);
+    g->output = conv(g, d, "last", 3, -1, -1);
+}
+
+/* ---- running -------------------------------------------------------------------------- */
+
+typedef struct {
+    pf_net *g;
+    pf_dnnl dnnl;
+    pf_conv *convs;
+    float *params, *grads;
+    pf_gctx x;
+    pf_gstate *S;
+    int n, h, w;
+    size_t out_numel;               /* NCHW floats of the output */
+    int oc, oh, ow;
+} run_t;
+
+static int run_open(run_t *r, pf_net *g, pf_layout layout, int n, int h, int w) {
+    char err[512];
+    memset(r, 0, sizeof *r);
+    r->g = g;
+    r->n = n;
+    r->h = h;
+    r->w = w;
+    if (pf_dnnl_init(&r->dnnl, err, sizeof err)) {
+        CHECK(0, "dnnl: %s", err);
+        return -1;
+    }
+    r->dnnl.force_layout = layout;
+    r->convs = calloc((size_t)g->n_convs + 1, sizeof *r->convs);
+    r->params = calloc(g->n_params + 1, sizeof(float));
+    r->grads = calloc(g->n_params + 1, sizeof(float));
+    for (int i = 0; i < g->n_convs; i++) pf_graph_conv_init(g, i, &r->convs[i]);
+    r->x = (pf_gctx){ .net = g, .dnnl = &r->dnnl, .convs = r->convs, .params = r->params,
+                      .grads = r->grads };
+    if (pf_graph_plan(&r->x, &r->S, n, h, w, 1, err, sizeof err)) {
+        CHECK(0, "%s: plan: %s", g->type, err);
+        return -1;
+    }
+    int b;
+    pf_gstate_out(r->S, &b);
+    const pf_gtensor *t = &g->t[g->output];
+    r->oc = t->c;
+    r->oh = h * t->mul / t->div;
+    r->ow = w * t->mul / t->div;
+    r->out_numel = (size_t)n * r->oc * r->oh * r->ow;
+    return 0;
+}
+
+static void run_close(run_t *r) {
+    pf_gstate_free(&r->S);
+    for (int i = 0; r->convs && i < r->g->n_convs; i++) pf_conv_free(&r->convs[i]);
+    free(r->convs);
+    free(r->params);
+    free(r->grads);
+    pf_dnnl_free(&r->dnnl);
+}
+
+/* Forward of lq; the output into out (NCHW). */
+static int run_forward(run_t *r, const uint8_t *lq, float *out) {
+    char err[512];
+    const pf_net *g = r->g;
+    for (int i = 0; i < g->n_convs; i++) {
+        const pf_param_info *wt = &g->tensors[g->conv[i].weight];
+        if (pf_conv_set_weights(&r->convs[i], r->params + wt->offset,
+                                r->params + wt[1].offset, err, sizeof err)) {
+            CHECK(0, "%s: %s", g->type, err);
+            return -1;
+        }
+    }
+    if (pf_graph_forward(&r->x, r->S, lq, err, sizeof err)) {
+        CHECK(0, "%s: forward: %s", g->type, err);
+        return -1;
+    }
+    int b;
+    const float *y = pf_gstate_out(r->S, &b);
+    for (int a = 0; a < r->n; a++)
+        for (int c = 0; c < r->oc; c++)
+            for (int yy = 0; yy < r->oh; yy++)
+                for (int xx = 0; xx < r->ow; xx++)
+                    out[((a * r->oc + c) * r->oh + yy) * r->ow + xx] =
+                        y[pf_blk_off(a, c, yy, xx, r->oc, r->oh, r->ow, b)];
+    return 0;
+}
+
+/* sum(out * gout) in double. */
+static double loss_of(const float *out, const float *gout, size_t numel) {
+    double s = 0;
+    for (size_t i = 0; i < numel; i++) s += (double)out[i] * gout[i];
+    return s;
+}
+
+/* Forward, then backward from d loss / d out = gout (NCHW) into r->grads. */
+static int run_backward(run_t *r, const uint8_t *lq, const float *gout, float *out) {
+    char err[512];
+    if (run_forward(r, lq, out)) return -1;
+    int b;
+    pf_gstate_out(r->S, &b);
+    float *dy = pf_gstate_dout(r->S);
+    memset(dy, 0, pf_blk_numel(r->n, r->oc, r->oh, r->ow, b) * sizeof(float));
+    for (int a = 0; a < r->n; a++)
+        for (int c = 0; c < r->oc; c++)
+            for (int yy = 0; yy < r->oh; yy++)
+                for (int xx = 0; xx < r->ow; xx++)
+                    dy[pf_blk_off(a, c, yy, xx, r->oc, r->oh, r->ow, b)] =
+                        gout[((a * r->oc + c) * r->oh + yy) * r->ow + xx];
+    if (pf_graph_backward(&r->x, r->S, err, sizeof err)) {
+        CHECK(0, "%s: backward: %s", r->g->type, err);
+        return -1;
+    }
+    return 0;
+}
+
+static const char *layout_name(pf_layout l) {
+    return l == PF_LAYOUT_ANY ? "any" : l == PF_LAYOUT_NCHW ? "nchw" : l == PF_LAYOUT_NCHW8C
+           ? "nChw8c" : l == PF_LAYOUT_NCHW16C ? "nChw16c" : "nhwc";
+}
+
+/* Per weight tensor: the analytic directional derivative along a random +-1 direction against
+   the central difference of the loss, within 2 % of the larger of the two and the gradient's
+   L2 norm (the size of a typical directional derivative: a direction along which the terms
+   cancel is not held to a tighter bound than float rounding allows). e = 1e-4: the warp is
+   piecewise bilinear in the sample position, so a perturbation that moves a flow across a
+   whole pixel makes the quotient wrong in proportion to e (1e-3: 5-20 % off on flow weights,
+   1e-4: 0.5 % at worst here, measured). Also: a second backward gives the same gradients
+   bit for bit. Returns the worst relative difference. */
+static double grad_check(run_t *r, const char *label, const uint8_t *lq, const float *gout) {
+    const pf_net *g = r->g;
+    float *out = malloc(r->out_numel * sizeof(float));
+    float *an = malloc(g->n_params * sizeof(float)), *saved = malloc(g->n_params * sizeof(float));
+    double worst = 0;
+    if (run_backward(r, lq, gout, out)) goto done;
+    memcpy(an, r->grads, g->n_params * sizeof(float));
+    if (run_backward(r, lq, gout, out)) goto done;
+    CHECK(!memcmp(an, r->grads, g->n_params * sizeof(float)),
+          "%s: a second backward gives other gradients", label);
+    memcpy(saved, r->params, g->n_params * sizeof(float));
+    pf_rng rng = pf_rng_make(3, 1, 4);
+    const double e = 1e-4;
+    int bad = 0;
+    for (int t = 0; t < g->n_tensors; t++) {
+        const pf_param_info *ti = &g->tensors[t];
+        float *v = malloc(ti->numel * sizeof(float));
+        double an_dir = 0, norm = 0;
+        for (size_t j = 0; j < ti->numel; j++) {
+            v[j] = pf_rng_below(&rng, 2) ? 1.0f : -1.0f;
+            an_dir += (double)v[j] * an[ti->offset + j];
+            norm += (double)an[ti->offset + j] * an[ti->offset + j];
+        }
+        norm = sqrt(norm);
+        double l[2];
+        for (int side = 0; side < 2; side++) {
+            for (size_t j = 0; j < ti->numel; j++)
+                r->params[ti->offset + j] = saved[ti->offset + j] + (float)(side ? -e : e) * v[j];
+            if (run_forward(r, lq, out)) goto done;
+            l[side] = loss_of(out, gout, r->out_numel);
+        }
+        memcpy(r->params + ti->offset, saved + ti->offset, ti->numel * sizeof(float));
+        free(v);
+        double fd = (l[0] - l[1]) / (2 * e), diff = fabs(fd - an_dir);
+        double scale = fmax(fmax(fabs(fd), fabs(an_dir)), norm);
+        double rel = diff / fmax(scale, 1e-12);
+        if (rel > worst) worst = rel;
+        if (diff > 2e-2 * scale + 1e-6) {
+            bad++;
+            fprintf(stderr, "%s: %s: analytic %.7g, finite difference %.7g\n", label, ti->name,
+                    an_dir, fd);
+        }
+    }
+    CHECK(bad == 0, "%s: %d of %d tensors' gradients disagree with finite differences", label,
+          bad, g->n_tensors);
+done:
+    free(out);
+    free(an);
+    free(saved);
+    return worst;
+}
+
+static void random_inputs(pf_rng *rng, uint8_t *lq, size_t nlq, float *gout, size_t nout) {
+    for (size_t i = 0; i < nlq; i++) lq[i] = (uint8_t)pf_rng_below(rng, 256);
+    for (size_t i = 0; i < nout; i++) gout[i] = (float)(2 * pf_rng_uniform(rng) - 1);
+}
+
+/* Finite differences of net (built by build) with seeded weights, LQ n x h x w x (3 T). */
+static void check_fd(const char *what, void (*build)(pf_net *), pf_layout layout, int frames,
+                     int n, int h, int w) {
+    pf_net g;
+    build(&g);
+    run_t r;
+    char label[96];
+    snprintf(label, sizeof label, "%s (%s)", what, layout_name(layout));
+    if (run_open(&r, &g, layout, n, h, w) == 0) {
+        pf_net_init_params(&g, r.params, 11);
+        pf_rng rng = pf_rng_make(9, 2, 6);
+        size_t nlq = (size_t)n * frames * h * w * 3;
+        uint8_t *lq = malloc(nlq);
+        float *gout = malloc(r.out_numel * sizeof(float));
+        random_inputs(&rng, lq, nlq, gout, r.out_numel);
+        double worst = grad_check(&r, label, lq, gout);
+        printf("%s: finite differences, %d tensors, worst relative difference %.2g\n", label,
+               g.n_tensors, worst);
+        free(lq);
+        free(gout);
+    }
+    run_close(&r);
+    pf_net_free(&g);
+}
+
+static void build_warp_zeros(pf_net *g) { build_warp(g, PF_PAD_ZEROS); }
+static void build_warp_border(pf_net *g) { build_warp(g, PF_PAD_BORDER); }
+
+/* max |got - want| / max(max |want|, 1e-30) */
+static double rel_err(const float *got, const float *want, size_t n) {
+    double worst = 0, scale = 1e-30;
+    for (size_t i = 0; i < n; i++) scale = fmax(scale, fabs(want[i]));
+    for (size_t i = 0; i < n; i++) worst = fmax(worst, fabs((double)got[i] - want[i]));
+    return worst / scale;
+}
+
+/* The mini network against PyTorch: output and every weight's gradient. */
+static void check_parity(pf_safetensors *ref, pf_layout layout) {
+    pf_net g;
+    build_mini(&g);
+    run_t r;
+    int ndim;
+    int64_t shape[8];
+    if (run_open(&r, &g, layout, N, H, W) == 0) {
+        const float *lqf = pf_safetensors_get(ref, "lq", &ndim, shape);
+        const float *gout = pf_safetensors_get(ref, "gout", &ndim, shape);
+        const float *want = pf_safetensors_get(ref, "out", &ndim, shape);
+        CHECK(lqf && gout && want, "graph_video.safetensors: lq, gout or out missing");
+        if (!lqf || !gout || !want) goto done;
+        CHECK((size_t)(shape[0] * shape[1] * shape[2] * shape[3]) == r.out_numel,
+              "reference output of another shape");
+        uint8_t lq[N * T * H * W * 3];
+        for (int i = 0; i < N * T * H * W * 3; i++) lq[i] = (uint8_t)lqf[i];
+        for (int t = 0; t < g.n_tensors; t++) {
+            const pf_param_info *ti = &g.tensors[t];
+            const float *p = pf_safetensors_get(ref, ti->name, &ndim, shape);
+            CHECK(p != NULL, "graph_video.safetensors: no %s", ti->name);
+            if (!p) goto done;
+            memcpy(r.params + ti->offset, p, ti->numel * sizeof(float));
+        }
+        float *out = malloc(r.out_numel * sizeof(float));
+        if (run_backward(&r, lq, gout, out) == 0) {
+            double e_out = rel_err(out, want, r.out_numel), e_grad = 0;
+            CHECK(e_out < 1e-5, "mini (%s): output %.3g from PyTorch's (relative to its max)",
+                  layout_name(layout), e_out);
+            for (int t = 0; t < g.n_tensors; t++) {
+                const pf_param_info *ti = &g.tensors[t];
+                char name[128];
+                snprintf(name, sizeof name, "grad.%s", ti->name);
+                const float *gw = pf_safetensors_get(ref, name, &ndim, shape);
+                CHECK(gw != NULL, "graph_video.safetensors: no %s", name);
+                if (!gw) continue;
+                double e = rel_err(r.grads + ti->offset, gw, ti->numel);
+                CHECK(e < 1e-4, "mini (%s): d %s %.3g from PyTorch's", layout_name(layout),
+                      ti->name, e);
+                e_grad = fmax(e_grad, e);
+            }
+            printf("mini (%s): PyTorch parity, output max error %.2g, gradients %.2g (relative "
+                   "to each tensor's max)\n", layout_name(layout), e_out, e_grad);
+        }
+        free(out);
+    }
+done:
+    run_close(&r);
+    pf_net_free(&g);
+}
+
+/* Plan errors name the node and the reason. */
+static void check_errors(void) {
+    pf_net g;
+    pf_net_init(&g);
+    snprintf(g.type, sizeof g.type, "bad");
+    int x = pf_net_node(&g, PF_G_INPUT, NULL, 0, 3, 1, 1, 0);
+    g.input = x;
+    g.output = slice(&g, conv(&g, x, "c", 4, -1, -1), 2, 3);
+    pf_dnnl d;
+    char err[512];
+    if (pf_dnnl_init(&d, err, sizeof err) == 0) {
+        pf_conv c[1];
+        pf_graph_conv_init(&g, 0, &c[0]);
+        float p[200], gr[200];
+        pf_gctx x2 = { .net = &g, .dnnl = &d, .convs = c, .params = p, .grads = gr };
+        pf_gstate *S = NULL;
+        int rc = pf_graph_plan(&x2, &S, 1, 4, 4, 1, err, sizeof err);
+        CHECK(rc == -1 && strstr(err, "slice") && strstr(err, "outside"),
+              "a slice past its input's channels: rc %d, '%s'", rc, err);
+        pf_gstate_free(&S);
+        pf_conv_free(&c[0]);
+        pf_dnnl_free(&d);
+    }
+    pf_net_free(&g);
+}
+
+int main(void) {
+    char path[512], err[512];
+    snprintf(path, sizeof path, "%s/graph_video.safetensors", pf_test_data());
+    pf_safetensors *ref = NULL;
+    CHECK(pf_safetensors_load(path, &ref, err, sizeof err) == 0, "%s", err);
+    static const pf_layout layouts[] = { PF_LAYOUT_ANY, PF_LAYOUT_NCHW, PF_LAYOUT_NCHW8C,
+                                         PF_LAYOUT_NCHW16C, PF_LAYOUT_NHWC };
+    for (size_t i = 0; i < sizeof layouts / sizeof *layouts; i++) {
+        if (ref) check_parity(ref, layouts[i]);
+        check_fd("mini", build_mini, layouts[i], T, N, H, W);
+        check_fd("warp zeros", build_warp_zeros, layouts[i], 1, N, 5, 6);
+        check_fd("warp border", build_warp_border, layouts[i], 1, N, 5, 6);
+        check_fd("pool", build_pool, layouts[i], 1, N, 6, 8);
+    }
+    check_errors();
+    pf_safetensors_free(&ref);
+    return pf_test_end("test_graph_video");
+}
