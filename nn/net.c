@@ -50,7 +50,7 @@ int pf_net_tensor(pf_net *g, int c, int mul, int div, int one) {
 
 int pf_net_node(pf_net *g, pf_gop op, const int *in, int n_in, int out_c, int out_mul,
                 int out_div, int out_one) {
-    if (g->oom) return -1;
+    if (g->oom || n_in < 0 || n_in > PF_G_MAX_IN) return -1;
     for (int i = 0; i < n_in; i++)
         if (in[i] < 0) return -1;
     if (grow(g, (void **)&g->node, g->n_node, &g->cap_node, sizeof *g->node)) return -1;

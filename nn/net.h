@@ -26,7 +26,7 @@
 #include "common/config.h"
 #include "nn/model.h"
 
-#define PF_G_MAX_IN 6
+#define PF_G_MAX_IN 64          /* a video network concatenates its T frames' outputs */
 #define PF_G_MAX_CH 4           /* channels of a PF_G_AFFINE / PF_G_RESIZE constant */
 
 typedef enum {
@@ -132,6 +132,12 @@ typedef struct {
     int *sub_idx;
     int oom;                    /* an append failed; the builder reports it */
 } pf_net;
+
+/* BasicVSR x4 (nn/zoo.c) unrolled over `frames` frames (2..64): input 3 frames channels in
+   [0, 1] (lq / 255), output 3 frames channels at 4x; BasicSR's parameter names. Returns 0, or
+   -1 with err. */
+int pf_net_build_basicvsr(pf_net *net, int num_feat, int num_block, int frames, char *err,
+                          size_t errlen);
 
 /* Describe cfg's network (model.type and its hyper-parameters, scale, rgb_mean, img_range) in
    net (nn/zoo.c, one builder per type). Returns 0, or -1 with err naming the type, key or

@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "nn/net.h"
+#include "nn/video_layers.h"
 
 typedef struct {
     const pf_config *cfg;
@@ -431,5 +432,237 @@ int pf_net_build(pf_net *g, const pf_config *c, char *err, size_t errlen) {
             pf_net_free(g);
             return -1;
         }
+    return 0;
+}
+
+/* ---- BasicVSR ------------------------------------------------------------------------------
+   Chan et al., "BasicVSR: The Search for Essential Components in Video Super-Resolution and
+   Beyond", CVPR 2021, as BasicSR's basicvsr_arch.py and spynet_arch.py describe it (parameter
+   names theirs, so weights move both ways), unrolled over T frames: every application of a
+   layer after the first is a layer of its own naming the first one's weights (shared
+   weights, nn/net.h), so backward adds up their gradients.
+
+   SPyNet(ref, supp) (Ranjan & Black, CVPR 2017): both frames resized (bilinear,
+   align_corners=False) to ceil(h / 32) * 32 x ceil(w / 32) * 32, normalised by ImageNet's
+   mean and std, pooled 2 x 2 five times; from a zero flow at 1/32, each of 6 levels L takes
+   up = the flow resized x2 (align_corners=True) times 2, warps supp's level by it (border
+   padding), and computes flow = basic_module.L(cat(ref, warped supp, up)) + up, its five 7 x 7
+   convs 8-32-64-32-16-2 with ReLU between; the result is resized back to h x w (align_corners
+   =False) and its x and y scaled by w / w32 and h / h32. The zero flow is taken at 1/32
+   directly: BasicSR starts at floor(1/64) and pads the upsampled zeros by replication, which
+   is the same zeros.
+   BasicVSR: flows_backward[i] = SPyNet(x[i], x[i+1]), flows_forward[i] = SPyNet(x[i+1], x[i]);
+   backward branch from i = T-1 down, forward from i = 0 up: feat = flow_warp(feat, flow)
+   (zero padding; no warp at the first step, feat = 0), feat = trunk(cat(x[i], feat)) with
+   trunk = conv 3x3 + LeakyReLU(0.1) + num_block residual blocks (conv - ReLU - conv + input);
+   per frame lrelu(fusion 1x1(cat(backward, forward))), two lrelu(PixelShuffle(2)(conv))
+   stages (num_feat -> 4 num_feat, num_feat -> 256), lrelu(conv_hr), conv_last, plus the
+   bilinear x4 (align_corners=False) of x[i]. Input: 3T channels (frame t = channels 3t..3t+2)
+   in [0, 1]; output 3T channels at 4x. */
+
+typedef struct {
+    pf_net *g;
+    int spy_w[6][5];            /* weight tensors of SPyNet's convs, -1 before the first use */
+    int trunk_w[2][64];         /* backward / forward trunk convs: main.0, then blocks */
+    int head_w[5];              /* fusion, upconv1, upconv2, conv_hr, conv_last */
+} bvsr;
+
+/* The tensors name.weight (oc x ic x k x k) and name.bias of a layer, PyTorch's default
+   initialisation; *w = the weight's tensor index. Made before any node, in state_dict order,
+   so the parameter table is BasicSR's. */
+static void declare(bvsr *b, const char *name, int ic, int oc, int k, int *w) {
+    char full[112];
+    double fan = (double)ic * k * k;
+    pf_param_init ui = { PF_INIT_UNIFORM, fan, 1.0 };
+    int64_t ws[4] = { oc, ic, k, k }, bs[1] = { oc };
+    snprintf(full, sizeof full, "%s.weight", name);
+    *w = pf_net_add_tensor(b->g, full, 4, ws, ui);
+    snprintf(full, sizeof full, "%s.bias", name);
+    if (pf_net_add_tensor(b->g, full, 1, bs, ui) < 0) *w = -1;
+}
+
+/* A conv node on x: oc channels, k x k, activation act (NO_ACT, else the LeakyReLU slope),
+   out = res + conv when res >= 0, a layer on the weights *w (declare). The output has x's
+   size and rounding. */
+static int vconv(bvsr *b, int x, const char *name, int oc, int k, float act, int res, int *w) {
+    pf_net *g = b->g;
+    if (x < 0) return -1;
+    const pf_gtensor t = g->t[x];
+    int ci = pf_net_add_layer(g, name, t.c, oc, k, *w);
+    if (ci < 0) return -1;
+    if (act != NO_ACT) {
+        g->conv[ci].act = 1;
+        g->conv[ci].alpha = act;
+    }
+    int in[2] = { x, res };
+    int out = pf_net_node(g, PF_G_CONV, in, res >= 0 ? 2 : 1, oc, t.mul, t.div, t.one);
+    if (out < 0) return -1;
+    pf_gnode *nd = &g->node[g->n_node - 1];
+    nd->conv = ci;
+    nd->param = *w;
+    nd->scale = 1.0f;
+    return pf_net_round(g, out, t.round);
+}
+
+/* A parameter-free node on in[0..n_in): c channels, the size of `like` times mul / div with
+   rounding `round`; *nd its node. */
+static int vnode(bvsr *b, pf_gop op, const int *in, int n_in, int c, int like, int mul, int div,
+                 int round, pf_gnode **nd) {
+    for (int i = 0; i < n_in; i++)
+        if (in[i] < 0) return -1;
+    const pf_gtensor t = b->g->t[like];
+    int out = pf_net_node(b->g, op, in, n_in, c, t.mul * mul, t.div * div, 0);
+    if (out < 0) return -1;
+    *nd = &b->g->node[b->g->n_node - 1];
+    return pf_net_round(b->g, out, round);
+}
+
+/* Resize x to (mul, div, round) of the LQ size. */
+static int vresize(bvsr *b, int x, int mul, int div, int round, int ac, int use_mul) {
+    if (x < 0) return -1;
+    int o = pf_net_node(b->g, PF_G_RESIZE, &x, 1, b->g->t[x].c, mul, div, 0);
+    if (o < 0) return -1;
+    pf_gnode *nd = &b->g->node[b->g->n_node - 1];
+    nd->ac = ac;
+    nd->use_mul = use_mul;
+    return pf_net_round(b->g, o, round);
+}
+
+static int vwarp(bvsr *b, int x, int flow, pf_pad_mode pad) {
+    pf_gnode *nd;
+    int in[2] = { x, flow };
+    int o = vnode(b, PF_G_WARP, in, 2, x >= 0 ? b->g->t[x].c : 0, x, 1, 1,
+                  x >= 0 ? b->g->t[x].round : 0, &nd);
+    if (o >= 0) nd->pad = pad;
+    return o;
+}
+
+/* The pyramid of frame x for SPyNet: levels[0] at 1/32 ... levels[5] at full (rounded) size. */
+static void spy_pyramid(bvsr *b, int x, int *levels) {
+    static const float mean[3] = { 0.485f, 0.456f, 0.406f };
+    static const float std[3] = { 0.229f, 0.224f, 0.225f };
+    pf_gnode *nd;
+    int r = vresize(b, x, 1, 1, 32, 0, 0);
+    int a = vnode(b, PF_G_AFFINE, &r, 1, 3, r, 1, 1, 32, &nd);
+    for (int k = 0; a >= 0 && k < 3; k++) {
+        nd->sub[k] = mean[k];
+        nd->mul[k] = 1.0f / std[k];
+    }
+    levels[5] = a;
+    for (int l = 4; l >= 0; l--)
+        levels[l] = vnode(b, PF_G_AVGPOOL2, &levels[l + 1], 1, 3, levels[l + 1], 1, 2, 32, &nd);
+}
+
+/* SPyNet's flow from ref to supp (pyramids), at the LQ size. */
+static int spynet(bvsr *b, const int *ref, const int *supp) {
+    pf_gnode *nd;
+    static const int ch[6] = { 8, 32, 64, 32, 16, 2 };   /* output channels of conv k: ch[k+1] */
+    int flow = vnode(b, PF_G_ZERO, NULL, 0, 2, ref[0], 1, 1, 32, &nd);
+    for (int l = 0; l < 6; l++) {
+        int up = l == 0 ? flow : vresize(b, flow, 1, 32 >> l, 32, 1, 2);
+        int cat[3] = { ref[l], vwarp(b, supp[l], up, PF_PAD_BORDER), up };
+        int x = vnode(b, PF_G_CONCAT, cat, 3, 8, ref[l], 1, 1, 32, &nd);
+        for (int k = 0; k < 5; k++) {
+            char name[64];
+            snprintf(name, sizeof name, "spynet.basic_module.%d.basic_module.%d", l, 2 * k);
+            x = vconv(b, x, name, ch[k + 1], 7, k < 4 ? 0.0f : NO_ACT, k < 4 ? -1 : up,
+                      &b->spy_w[l][k]);
+        }
+        flow = x;
+    }
+    return vresize(b, flow, 1, 1, 0, 0, 2);   /* back to h x w, scaled by w / w32, h / h32 */
+}
+
+/* One propagation step: trunk(cat(x, feat)) with the weights of trunk `which`. */
+static int trunk(bvsr *b, int which, int x, int feat, int nf, int nb) {
+    pf_gnode *nd;
+    const char *name = which ? "forward_trunk" : "backward_trunk";
+    char full[96];
+    int cat[2] = { x, feat };
+    int h = vnode(b, PF_G_CONCAT, cat, 2, 3 + nf, x, 1, 1, 0, &nd);
+    snprintf(full, sizeof full, "%s.main.0", name);
+    h = vconv(b, h, full, nf, 3, 0.1f, -1, &b->trunk_w[which][0]);
+    for (int k = 0; k < nb; k++) {
+        snprintf(full, sizeof full, "%s.main.2.%d.conv1", name, k);
+        int m = vconv(b, h, full, nf, 3, 0.0f, -1, &b->trunk_w[which][1 + 2 * k]);
+        snprintf(full, sizeof full, "%s.main.2.%d.conv2", name, k);
+        h = vconv(b, m, full, nf, 3, NO_ACT, h, &b->trunk_w[which][2 + 2 * k]);
+    }
+    return h;
+}
+
+int pf_net_build_basicvsr(pf_net *g, int num_feat, int num_block, int frames, char *err,
+                          size_t errlen) {
+    pf_net_init(g);
+    snprintf(g->type, sizeof g->type, "BasicVSR");
+    if (num_feat < 1 || num_block < 0 || num_block > 31 || frames < 2 || frames > 64) {
+        snprintf(err, errlen, "model: BasicVSR takes num_feat >= 1, 0 <= num_block <= 31 and "
+                 "2..64 frames (got %d, %d, %d)", num_feat, num_block, frames);
+        return -1;
+    }
+    bvsr b = { .g = g };
+    static const int ch[6] = { 8, 32, 64, 32, 16, 2 };
+    char name[96];
+    for (int l = 0; l < 6; l++)
+        for (int k = 0; k < 5; k++) {
+            snprintf(name, sizeof name, "spynet.basic_module.%d.basic_module.%d", l, 2 * k);
+            declare(&b, name, ch[k], ch[k + 1], 7, &b.spy_w[l][k]);
+        }
+    for (int which = 0; which < 2; which++) {
+        const char *tn = which ? "forward_trunk" : "backward_trunk";
+        snprintf(name, sizeof name, "%s.main.0", tn);
+        declare(&b, name, 3 + num_feat, num_feat, 3, &b.trunk_w[which][0]);
+        for (int k = 0; k < num_block; k++) {
+            snprintf(name, sizeof name, "%s.main.2.%d.conv1", tn, k);
+            declare(&b, name, num_feat, num_feat, 3, &b.trunk_w[which][1 + 2 * k]);
+            snprintf(name, sizeof name, "%s.main.2.%d.conv2", tn, k);
+            declare(&b, name, num_feat, num_feat, 3, &b.trunk_w[which][2 + 2 * k]);
+        }
+    }
+    declare(&b, "fusion", 2 * num_feat, num_feat, 1, &b.head_w[0]);
+    declare(&b, "upconv1", num_feat, 4 * num_feat, 3, &b.head_w[1]);
+    declare(&b, "upconv2", num_feat, 256, 3, &b.head_w[2]);
+    declare(&b, "conv_hr", 64, 64, 3, &b.head_w[3]);
+    declare(&b, "conv_last", 64, 3, 3, &b.head_w[4]);
+    g->scale = 4;
+    g->use_mean = 0;
+    g->range = 1.0f;
+    pf_gnode *nd;
+    int in = pf_net_node(g, PF_G_INPUT, NULL, 0, 3 * frames, 1, 1, 0), T = frames;
+    g->input = in;
+    int x[64], pyr[64][6], back[64], outs[64];
+    for (int t = 0; t < T; t++) {
+        x[t] = vnode(&b, PF_G_SLICE, &in, 1, 3, in, 1, 1, 0, &nd);
+        if (x[t] >= 0) nd->c0 = 3 * t;
+        spy_pyramid(&b, x[t], pyr[t]);
+    }
+    int feat = vnode(&b, PF_G_ZERO, NULL, 0, num_feat, in, 1, 1, 0, &nd);
+    for (int i = T - 1; i >= 0; i--) {
+        if (i < T - 1) feat = vwarp(&b, feat, spynet(&b, pyr[i], pyr[i + 1]), PF_PAD_ZEROS);
+        back[i] = feat = trunk(&b, 0, x[i], feat, num_feat, num_block);
+    }
+    feat = vnode(&b, PF_G_ZERO, NULL, 0, num_feat, in, 1, 1, 0, &nd);
+    for (int i = 0; i < T; i++) {
+        if (i > 0) feat = vwarp(&b, feat, spynet(&b, pyr[i], pyr[i - 1]), PF_PAD_ZEROS);
+        feat = trunk(&b, 1, x[i], feat, num_feat, num_block);
+        int cat[2] = { back[i], feat };
+        int o = vnode(&b, PF_G_CONCAT, cat, 2, 2 * num_feat, feat, 1, 1, 0, &nd);
+        o = vconv(&b, o, "fusion", num_feat, 1, 0.1f, -1, &b.head_w[0]);
+        o = vconv(&b, o, "upconv1", 4 * num_feat, 3, 0.1f, -1, &b.head_w[1]);
+        o = vnode(&b, PF_G_SHUFFLE, &o, 1, num_feat, o, 2, 1, 0, &nd);
+        if (o >= 0) nd->r = 2;
+        o = vconv(&b, o, "upconv2", 256, 3, 0.1f, -1, &b.head_w[2]);
+        o = vnode(&b, PF_G_SHUFFLE, &o, 1, 64, o, 2, 1, 0, &nd);
+        if (o >= 0) nd->r = 2;
+        o = vconv(&b, o, "conv_hr", 64, 3, 0.1f, -1, &b.head_w[3]);
+        int base = vresize(&b, x[i], 4, 1, 0, 0, 0);
+        outs[i] = vconv(&b, o, "conv_last", 3, 3, NO_ACT, base, &b.head_w[4]);
+    }
+    g->output = vnode(&b, PF_G_CONCAT, outs, T, 3 * T, outs[0], 1, 1, 0, &nd);
+    if (g->oom || g->output < 0) {
+        snprintf(err, errlen, "model: BasicVSR: out of memory building the network");
+        pf_net_free(g);
+        return -1;
+    }
     return 0;
 }

@@ -122,9 +122,12 @@ class SpyNet(nn.Module):
             ref.insert(0, F.avg_pool2d(ref[0], 2, 2, count_include_pad=False))
             supp.insert(0, F.avg_pool2d(supp[0], 2, 2, count_include_pad=False))
         n, _, h0, w0 = ref[0].shape
-        flow = ref[0].new_zeros(n, 2, h0 // 2, w0 // 2)
+        # BasicSR starts from zeros at floor(1/64) and pads the upsampled zeros by replication
+        # to 1/32: the same zeros, taken at 1/32 directly
+        flow = ref[0].new_zeros(n, 2, h0, w0)
         for level in range(len(ref)):
-            up = F.interpolate(flow, scale_factor=2, mode='bilinear', align_corners=True) * 2.0
+            up = flow if level == 0 else F.interpolate(flow, scale_factor=2, mode='bilinear',
+                                                       align_corners=True) * 2.0
             warped = flow_warp(supp[level], up, padding_mode='border')
             flow = self.basic_module[level](torch.cat([ref[level], warped, up], 1)) + up
         return flow

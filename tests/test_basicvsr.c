@@ -1,0 +1,245 @@
+/*  test_basicvsr — BasicVSR x4 (nn/zoo.c, pf_net_build_basicvsr) on the CPU executor against
+    PyTorch 1.13 (tests/reference/basicvsr_ref.py -> tests/data/basicvsr.safetensors): the
+    model of bench/video/torch_basicvsr.py (BasicSR's basicvsr_arch.py / spynet_arch.py) with
+    num_feat 8, num_block 1, a clip of 3 frames, LQ 64 x 64, weights, LQ and GT from a counter
+    hash both sides compute (SPyNet's flows reach about 2 pixels, some samples leave the
+    image). Checked: every parameter name and shape is PyTorch's; the output (per-frame sums
+    and sums of squares, 4096 sampled elements) within 1e-4 relative; the Charbonnier loss;
+    every parameter's gradient (sum, L2 norm, 64 sampled elements, relative to its norm)
+    against PyTorch in float64, within 1e-4 or, where PyTorch's own float32 run is further off
+    than that (SPyNet's gradients are sums of many cancelling terms: up to 3e-3), within 16
+    times PyTorch float32's error (measured on an AVX-512 Xeon: at most 8 times, in NCHW, whose
+    backward-weights kernels sum in another order; 16 leaves room for other CPUs' kernels) — in oneDNN's own layouts and with every activation forced
+    to NCHW, nChw8c, nChw16c and NHWC.
+*/
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/safetensors.h"
+#include "nn/graph.h"
+#include "nn/net.h"
+#include "tests/pf_test.h"
+
+enum { N = 1, T = 3, H = 64, W = 64, FEAT = 8, BLOCKS = 1 };
+
+/* ---- the counter hash of basicvsr_ref.py ------------------------------------------------ */
+
+static uint64_t fnv1a64(const char *s) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+    return h;
+}
+
+static uint64_t mix(uint64_t x) {
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+static double hash_unit(uint64_t base, uint64_t j) {
+    return (double)(mix(base ^ j) >> 40) / (double)(1 << 24);
+}
+
+/* The weights: element j of tensor NAME (2 u - 1) * bound (see basicvsr_ref.py). */
+static void fill_params(const pf_net *g, float *params) {
+    for (int i = 0; i < g->n_tensors; i++) {
+        const pf_param_info *t = &g->tensors[i];
+        const pf_param_info *w = t->ndim == 4 ? t : &g->tensors[i - 1];   /* a bias: its weight */
+        double bound = 1.0 / sqrt((double)(w->shape[1] * w->shape[2] * w->shape[3]));
+        size_t len = strlen(t->name);
+        if (!strncmp(t->name, "spynet.", 7) && len > 19 &&
+            !strcmp(t->name + len - 19, "basic_module.8.bias"))
+            bound = 0.2;
+        uint64_t base = fnv1a64(t->name);
+        for (size_t j = 0; j < t->numel; j++)
+            params[t->offset + j] = (float)((2 * hash_unit(base, j) - 1) * bound);
+    }
+}
+
+/* ---- running ------------------------------------------------------------------------------ */
+
+static const char *layout_name(pf_layout l) {
+    return l == PF_LAYOUT_ANY ? "any" : l == PF_LAYOUT_NCHW ? "nchw" : l == PF_LAYOUT_NCHW8C
+           ? "nChw8c" : l == PF_LAYOUT_NCHW16C ? "nChw16c" : "nhwc";
+}
+
+static double rel(double got, double want, double scale) {
+    return fabs(got - want) / (scale > 0 ? scale : 1);
+}
+
+static void check_layout(const pf_net *g, pf_safetensors *ref, pf_layout layout,
+                         const uint8_t *lq, const uint8_t *gt) {
+    char err[1024];
+    pf_dnnl d;
+    if (pf_dnnl_init(&d, err, sizeof err)) {
+        CHECK(0, "dnnl: %s", err);
+        return;
+    }
+    d.force_layout = layout;
+    pf_conv *convs = calloc((size_t)g->n_convs, sizeof *convs);
+    float *params = calloc(g->n_params, sizeof(float)), *grads = calloc(g->n_params, sizeof(float));
+    for (int i = 0; i < g->n_convs; i++) pf_graph_conv_init(g, i, &convs[i]);
+    fill_params(g, params);
+    pf_gctx x = { .net = g, .dnnl = &d, .convs = convs, .params = params, .grads = grads };
+    pf_gstate *S = NULL;
+    int ok = pf_graph_plan(&x, &S, N, H, W, 1, err, sizeof err) == 0;
+    CHECK(ok, "plan (%s): %s", layout_name(layout), err);
+    for (int i = 0; ok && i < g->n_convs; i++) {
+        const pf_param_info *wt = &g->tensors[g->conv[i].weight];
+        ok = pf_conv_set_weights(&convs[i], params + wt->offset, params + wt[1].offset, err,
+                                 sizeof err) == 0;
+        CHECK(ok, "weights of %s: %s", g->conv[i].name, err);
+    }
+    ok = ok && pf_graph_forward(&x, S, lq, err, sizeof err) == 0;
+    CHECK(ok, "forward (%s): %s", layout_name(layout), err);
+    const int C = 3 * T, OH = 4 * H, OW = 4 * W;
+    size_t numel = (size_t)N * C * OH * OW;
+    float *out = malloc(numel * sizeof(float));
+    int b = 0;
+    const float *y = ok ? pf_gstate_out(S, &b) : NULL;
+    double loss = 0;
+    float *dy = ok ? pf_gstate_dout(S) : NULL;
+    if (ok) memset(dy, 0, pf_blk_numel(N, C, OH, OW, b) * sizeof(float));
+    for (int c = 0; ok && c < C; c++)
+        for (int yy = 0; yy < OH; yy++)
+            for (int xx = 0; xx < OW; xx++) {
+                size_t at = pf_blk_off(0, c, yy, xx, C, OH, OW, b);
+                float o = y[at];
+                out[((size_t)c * OH + yy) * OW + xx] = o;
+                /* GT is N T 4H 4W 3: frame c / 3, colour c % 3 */
+                double gv = gt[(((size_t)(c / 3) * OH + yy) * OW + xx) * 3 + c % 3] / 255.0;
+                double dd = o - gv, s = sqrt(dd * dd + 1e-12);
+                loss += s;
+                dy[at] = (float)(dd / s / (double)numel);
+            }
+    loss /= (double)numel;
+    int ndim;
+    int64_t shape[8];
+    double worst_out = 0, worst_grad = 0, worst_e = 0, worst_e32 = 0;
+    int n_tight = 0;
+    if (ok) {
+        const float *sum = pf_safetensors_get(ref, "out.sum", &ndim, shape);
+        const float *sq = pf_safetensors_get(ref, "out.sumsq", &ndim, shape);
+        const float *smp = pf_safetensors_get(ref, "out.sample", &ndim, shape);
+        const float *rl = pf_safetensors_get(ref, "loss", &ndim, shape);
+        CHECK(sum && sq && smp && rl, "basicvsr.safetensors: out.* or loss missing");
+        if (!sum || !sq || !smp || !rl) ok = 0;
+        for (int t = 0; ok && t < T; t++) {
+            double s = 0, s2 = 0;
+            for (size_t i = (size_t)t * 3 * OH * OW; i < (size_t)(t + 1) * 3 * OH * OW; i++) {
+                s += out[i];
+                s2 += (double)out[i] * out[i];
+            }
+            double e = fmax(rel(s, sum[t], sqrt(sq[t] * 3.0 * OH * OW)), rel(s2, sq[t], sq[t]));
+            worst_out = fmax(worst_out, e);
+        }
+        double maxabs = 0;
+        for (size_t i = 0; i < numel; i++) maxabs = fmax(maxabs, fabs(out[i]));
+        uint64_t base = fnv1a64("out");
+        for (int k = 0; ok && k < 4096; k++)
+            worst_out = fmax(worst_out, rel(out[mix(base ^ (uint64_t)k) % numel], smp[k], maxabs));
+        CHECK(worst_out < 1e-4, "output (%s): %.3g from PyTorch's", layout_name(layout),
+              worst_out);
+        CHECK(rel(loss, rl[0], rl[0]) < 1e-5, "loss %.8f, PyTorch %.8f", loss, rl[0]);
+    }
+    ok = ok && pf_graph_backward(&x, S, err, sizeof err) == 0;
+    CHECK(ok || !y, "backward (%s): %s", layout_name(layout), err);
+    const char *worst_name = "";
+    for (int i = 0; ok && i < g->n_tensors; i++) {
+        const pf_param_info *t = &g->tensors[i];
+        char name[128];
+        snprintf(name, sizeof name, "g.%s", t->name);
+        const float *r = pf_safetensors_get(ref, name, &ndim, shape);
+        CHECK(r != NULL, "basicvsr.safetensors: no %s (a parameter name PyTorch lacks)", name);
+        if (!r) continue;
+        const float *gr = grads + t->offset;
+        double s = 0, n2 = 0;
+        for (size_t j = 0; j < t->numel; j++) {
+            s += gr[j];
+            n2 += (double)gr[j] * gr[j];
+        }
+        double norm = sqrt(n2), e = fmax(rel(norm, r[1], r[1]), rel(s, r[0], r[1] * 10));
+        snprintf(name, sizeof name, "idx.%s", t->name);
+        uint64_t base = fnv1a64(name);
+        for (int k = 0; k < 64; k++)
+            e = fmax(e, rel(gr[mix(base ^ (uint64_t)k) % t->numel], r[2 + k], r[1]));
+        snprintf(name, sizeof name, "e32.%s", t->name);
+        const float *e32 = pf_safetensors_get(ref, name, &ndim, shape);
+        double tol = fmax(1e-4, 16 * (e32 ? e32[0] : 0));
+        CHECK(e32 && e < tol, "gradient of %s (%s): %.3g from PyTorch's float64 (its float32: "
+              "%.3g; norm %.4g vs %.4g)", t->name, layout_name(layout), e, e32 ? e32[0] : -1,
+              norm, r[1]);
+        if (e / tol > worst_grad) {   /* the tensor closest to its bound */
+            worst_grad = e / tol;
+            worst_name = t->name;
+            worst_e = e;
+            worst_e32 = e32 ? e32[0] : 0;
+        }
+        n_tight += e < 1e-4;
+    }
+    if (ok)
+        printf("BasicVSR (%s): output within %.2g, loss %.6f; %d of %d gradients within 1e-4 "
+               "of PyTorch's float64, the rest within 16x PyTorch float32's own error (closest "
+               "to its bound: %s, %.2g, float32 %.2g)\n", layout_name(layout), worst_out, loss,
+               n_tight, g->n_tensors, worst_name, worst_e, worst_e32);
+    free(out);
+    pf_gstate_free(&S);
+    for (int i = 0; i < g->n_convs; i++) pf_conv_free(&convs[i]);
+    free(convs);
+    free(params);
+    free(grads);
+    pf_dnnl_free(&d);
+}
+
+int main(void) {
+    char err[1024], path[1024];
+    snprintf(path, sizeof path, "%s/basicvsr.safetensors", pf_test_data());
+    pf_safetensors *ref = NULL;
+    if (pf_safetensors_load(path, &ref, err, sizeof err)) {
+        fprintf(stderr, "%s\n", err);
+        return 1;
+    }
+    pf_net g;
+    int rc = pf_net_build_basicvsr(&g, FEAT, BLOCKS, T, err, sizeof err);
+    CHECK(rc == 0, "build: %s", err);
+    if (rc) return pf_test_end("test_basicvsr");
+    /* the parameter table is PyTorch's: same names, in state_dict order, same sizes */
+    int named = 0, n_ref = 0;
+    for (int i = 0; i < pf_safetensors_count(ref); i++) {
+        const char *name;
+        int ndim;
+        int64_t shape[8];
+        pf_safetensors_at(ref, i, &name, &ndim, shape);
+        n_ref += !strncmp(name, "g.", 2);
+    }
+    for (int i = 0; i < g.n_tensors; i++) {
+        char name[128];
+        snprintf(name, sizeof name, "g.%s", g.tensors[i].name);
+        int ndim;
+        int64_t shape[8];
+        named += pf_safetensors_get(ref, name, &ndim, shape) != NULL;
+    }
+    CHECK(named == g.n_tensors && n_ref == g.n_tensors, "%d of %d parameter tensors named as "
+          "PyTorch's %d", named, g.n_tensors, n_ref);
+    printf("BasicVSR num_feat %d num_block %d, %d frames: %d nodes, %d conv layers on %d weight "
+           "tensors, %zu parameters\n", FEAT, BLOCKS, T, g.n_node, g.n_convs, g.n_tensors / 2,
+           g.n_params);
+    uint8_t *lq = malloc((size_t)N * T * H * W * 3), *gt = malloc((size_t)N * T * 16 * H * W * 3);
+    uint64_t bl = fnv1a64("lq"), bg = fnv1a64("gt");
+    for (size_t i = 0; i < (size_t)N * T * H * W * 3; i++) lq[i] = (uint8_t)floor(hash_unit(bl, i) * 256);
+    for (size_t i = 0; i < (size_t)N * T * 16 * H * W * 3; i++)
+        gt[i] = (uint8_t)floor(hash_unit(bg, i) * 256);
+    static const pf_layout layouts[] = { PF_LAYOUT_ANY, PF_LAYOUT_NCHW, PF_LAYOUT_NCHW8C,
+                                         PF_LAYOUT_NCHW16C, PF_LAYOUT_NHWC };
+    for (size_t l = 0; l < sizeof layouts / sizeof layouts[0]; l++)
+        check_layout(&g, ref, layouts[l], lq, gt);
+    free(lq);
+    free(gt);
+    pf_net_free(&g);
+    pf_safetensors_free(&ref);
+    return pf_test_end("test_basicvsr");
+}
