@@ -404,6 +404,8 @@ static int crop_into(const pf_image *src, int x, int y, int w, int h, pf_image *
     return 0;
 }
 
+/* The clip whose frames hold entry e (entries are the frames of all clips in order, so e is
+   also the frame a training sample index maps to). */
 static int clip_of_entry(const pf_video_dataset *ds, int e) {
     int lo = 0, hi = ds->n_clips - 1;
     while (lo < hi) {
@@ -494,7 +496,6 @@ int pf_video_dataset_open(pf_video_dataset *ds, const pf_dataset_cfg *cfg, const
         ds->n_clips = c + 1;
         rc = open_clip(ds, c, &specs[c], err, errlen);
         ds->clips[c].entry0 = (int)frames;
-        ds->clips[c].sample0 = (uint32_t)frames;
         frames += (uint64_t)ds->clips[c].n_frames;
         if (rc == 0 && frames > (1u << 30))
             rc = fail(err, errlen, "%s: more than 2^30 frames", key);
@@ -545,16 +546,6 @@ size_t pf_video_sample_lq_bytes(const pf_video_dataset *ds) {
     return (size_t)ds->num_frame * lp * lp * 3;
 }
 
-static int clip_of_sample(const pf_video_dataset *ds, uint32_t k) {
-    int lo = 0, hi = ds->n_clips - 1;
-    while (lo < hi) {
-        int mid = (lo + hi + 1) / 2;
-        if (ds->clips[mid].sample0 <= k) lo = mid;
-        else hi = mid - 1;
-    }
-    return lo;
-}
-
 int pf_video_dataset_sample(pf_video_dataset *ds, uint32_t index, uint64_t seed, uint32_t epoch,
                             uint8_t *gt_out, uint8_t *lq_out, int *clip, int *frames,
                             char *err, size_t errlen) {
@@ -565,9 +556,9 @@ int pf_video_dataset_sample(pf_video_dataset *ds, uint32_t index, uint64_t seed,
                     ds->len);
     const pf_dataset_cfg *cfg = &ds->cfg;
     uint32_t k = index % ds->n_frames;
-    int c = clip_of_sample(ds, k);
+    int c = clip_of_entry(ds, (int)k);
     const pf_clip *cl = &ds->clips[c];
-    int T = ds->num_frame, n = cl->n_frames, f = (int)(k - cl->sample0);
+    int T = ds->num_frame, n = cl->n_frames, f = (int)k - cl->entry0;
     pf_rng r = pf_rng_make(seed, epoch, index);
     int interval = cfg->interval_list[pf_rng_below(&r, (uint32_t)cfg->n_intervals)];
     if (f > n - T * interval) f = (int)pf_rng_below(&r, (uint32_t)(n - T * interval + 1));

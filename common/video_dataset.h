@@ -59,8 +59,8 @@ typedef struct {
                                    scale; 0, 0 without a crop) */
     int gt_w, gt_h, lq_w, lq_h; /* frame sizes after crop (or mod-crop) */
     int file_w, file_h;         /* source GT frame size */
-    int entry0;                 /* cache entry of the clip's frame 0 */
-    uint32_t sample0;           /* training: index of its frame 0 among all frames */
+    int entry0;                 /* cache entry of the clip's frame 0 = the index of that frame
+                                   among the frames of all clips */
 } pf_clip;
 
 typedef struct {
