@@ -1611,6 +1611,13 @@ int pf_config_is_video_set(const char *type) {
            !strcmp(type, "VideoRecurrentTestDataset");
 }
 
+int pf_config_train_frames(const pf_config *cfg) {
+    return cfg->train.present && pf_config_is_video_set(cfg->train.type) &&
+                   cfg->train.num_frame > 0
+               ? cfg->train.num_frame
+               : 1;
+}
+
 int pf_config_get(const pf_config *cfg, const char *path, char *out, size_t size) {
     const pf_config_key *k = pf_config_key_find(path);
     if (!k || k->kind == PF_K_SECTION || item_row(k) || k->custom == PF_KC_DEGRADATION ||

@@ -232,4 +232,8 @@ char *pf_config_reference(const char *const *what, int n);
 /* 1 when a data.*.type names a video dataset (REDSRecurrentDataset, Vimeo90KRecurrentDataset,
    VideoRecurrentTestDataset: common/video_dataset.h). */
 int pf_config_is_video_set(const char *type);
+
+/* Frames of one training sample: data.train.num_frame for a video training set, else 1.
+   Batches hold n x this x patch x patch x 3 bytes of GT (likewise LQ). */
+int pf_config_train_frames(const pf_config *cfg);
 #endif

@@ -207,15 +207,27 @@ static void init_extra(pf_dataset *ds) {
 int pf_dataset_open(pf_dataset *ds, const pf_dataset_cfg *cfg, const char *key, int scale,
                     int gt_patch_size, char *err, size_t errlen) {
     memset(ds, 0, sizeof *ds);
-    if (pf_config_is_video_set(cfg->type)) {
-        /* common/video_dataset.h reads them; the roles do not take them yet */
-        snprintf(err, errlen, "%s.type: %s: video datasets are not yet supported by training, "
-                 "evaluation and test (no video network yet)", key, cfg->type);
-        return -1;
-    }
     ds->cfg = *cfg;
     ds->scale = scale;
     ds->gt_patch = gt_patch_size;
+    ds->frames = 1;
+    if (pf_config_is_video_set(cfg->type)) {
+        ds->video = calloc(1, sizeof *ds->video);
+        if (!ds->video) {
+            snprintf(err, errlen, "%s: out of memory", key);
+            return -1;
+        }
+        if (pf_video_dataset_open(ds->video, cfg, key, scale, gt_patch_size, err, errlen)) {
+            free(ds->video);
+            ds->video = NULL;
+            return -1;
+        }
+        ds->len = ds->video->len;
+        if (gt_patch_size > 0) ds->frames = ds->video->num_frame;
+        ds->random_steps = ds->video->random_steps;
+        init_extra(ds);
+        return 0;
+    }
     ds->single = strcmp(cfg->type, "SingleImageDataset") == 0;
     ds->random_steps = !cfg->lq_folder[0] &&
                        pf_degrade_is_random(cfg->degradation, cfg->n_degradations);
@@ -289,6 +301,11 @@ void pf_dataset_set_seed(pf_dataset *ds, uint64_t seed) {
 }
 
 void pf_dataset_close(pf_dataset *ds) {
+    if (ds->video) {
+        pf_video_dataset_close(ds->video);
+        free(ds->video);
+        ds->video = NULL;
+    }
     pf_pair_cache_free(&ds->cache);
     free(ds->files);
     ds->files = NULL;
@@ -370,10 +387,18 @@ static void release(pf_dataset *ds, int i) {
 }
 
 void pf_dataset_set_cache_limit(pf_dataset *ds, size_t bytes) {
+    if (ds->video) {
+        pf_video_dataset_set_cache_limit(ds->video, bytes);
+        return;
+    }
     pf_pair_cache_set_limit(&ds->cache, bytes);
 }
 
 void pf_dataset_cache_stats(pf_dataset *ds, pf_cache_stats *out) {
+    if (ds->video) {
+        pf_video_dataset_cache_stats(ds->video, out);
+        return;
+    }
     pf_pair_cache_stats(&ds->cache, out);
 }
 
@@ -478,6 +503,9 @@ int pf_dataset_sample(pf_dataset *ds, uint32_t index, uint64_t seed, uint32_t ep
         snprintf(err, errlen, "sample %u is out of range (the dataset has %u)", index, ds->len);
         return -1;
     }
+    if (ds->video)
+        return pf_video_dataset_sample(ds->video, index, seed, epoch, gt_out, lq_out, NULL,
+                                       NULL, err, errlen);
     if (ds->single) {
         snprintf(err, errlen, "a SingleImageDataset has no training samples (no GT)");
         return -1;

@@ -31,6 +31,7 @@
 #include "common/config.h"
 #include "common/image.h"
 #include "common/pair_cache.h"
+#include "common/video_dataset.h"
 
 typedef struct {
     char gt_path[PF_PATH_MAX];  /* "" for SingleImageDataset */
@@ -58,10 +59,16 @@ typedef struct {
     pf_pair_cache cache;        /* entry i: files[i]'s decoded pair */
     int pair_file;              /* entry pinned by the last pf_dataset_pair call, -1 none */
     pf_image pair_lq;           /* pf_dataset_pair's LQ with the random steps applied */
+    /* a video dataset (cfg.type REDSRecurrentDataset, Vimeo90KRecurrentDataset,
+       VideoRecurrentTestDataset): opened by pf_video_dataset_open, which does the work;
+       files is then NULL and n_files 0 */
+    pf_video_dataset *video;
+    int frames;                 /* frames per training sample: 1, or a video set's num_frame */
 } pf_dataset;
 
 /* List and check the dataset described by cfg (`key` such as "data.train" names it in
-   errors). gt_patch_size > 0 also checks that every LQ holds a patch of gt_patch/scale.
+   errors); a video set type opens a pf_video_dataset in ds->video (len: its training samples,
+   or its clips for evaluation and test). gt_patch_size > 0 also checks that every LQ holds a patch of gt_patch/scale.
    Errors name the file (and for meta_info_file the meta file and line). The cache starts
    unbounded. Returns 0, or -1 with err. */
 int pf_dataset_open(pf_dataset *ds, const pf_dataset_cfg *cfg, const char *key, int scale,
@@ -99,7 +106,8 @@ void pf_dataset_set_cache_limit(pf_dataset *ds, size_t bytes);
 /* A snapshot of the cache counters. Thread-safe. */
 void pf_dataset_cache_stats(pf_dataset *ds, pf_cache_stats *out);
 
-/* Training sample `index` (in [0, len)) of `epoch`: the pair of file index % n_files, cropped
+/* Training sample `index` (in [0, len)) of `epoch`. A video set: pf_video_dataset_sample
+   (frames x the sizes below, frame-major). An image set: the pair of file index % n_files, cropped
    and augmented by pf_paired_crop_augment with the dataset's patch size and flags, into gt_out
    (gt_patch^2 * 3 bytes) and lq_out ((gt_patch/scale)^2 * 3), RGB8 HWC; then the random
    degradation steps on lq_out, drawn from (seed, epoch, index) in a stream of their own (the

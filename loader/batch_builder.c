@@ -87,8 +87,8 @@ pf_batch_builder *pf_batch_builder_new(pf_dataset *ds, int threads, char *err, s
     }
     b->ds = ds;
     size_t gp = (size_t)ds->gt_patch, lp = gp / (size_t)ds->scale;
-    b->gt_size = gp * gp * 3;
-    b->lq_size = lp * lp * 3;
+    b->gt_size = gp * gp * 3 * (size_t)ds->frames;     /* frames > 1: a video set's clip */
+    b->lq_size = lp * lp * 3 * (size_t)ds->frames;
     pthread_mutex_init(&b->lock, NULL);
     pthread_cond_init(&b->wake, NULL);
     pthread_cond_init(&b->finished, NULL);

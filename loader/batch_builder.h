@@ -23,8 +23,9 @@ pf_batch_builder *pf_batch_builder_new(pf_dataset *ds, int threads, char *err, s
 void pf_batch_builder_destroy(pf_batch_builder **b);
 
 /* Sample indices[i] of `epoch` into gt + i * gt_size and lq + i * lq_size for i in [0, n),
-   n <= PF_MAX_BATCH; gt_size = gt_patch^2 * 3 and lq_size = (gt_patch/scale)^2 * 3 bytes
-   (pf_batch_builder_sample_sizes). Returns how many samples failed; the slots of those hold
+   n <= PF_MAX_BATCH; gt_size = frames x gt_patch^2 x 3 and lq_size = frames x
+   (gt_patch/scale)^2 x 3 bytes (frames: ds->frames, 1 for images;
+   pf_batch_builder_sample_sizes). Returns how many samples failed; the slots of those hold
    no sample, and pf_batch_builder_error(b, i) says why (it names the file). */
 int pf_batch_builder_fill(pf_batch_builder *b, uint64_t seed, uint32_t epoch,
                           const uint32_t *indices, uint32_t n, uint8_t *gt, uint8_t *lq);

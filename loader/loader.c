@@ -123,6 +123,14 @@ static void *link_for(loader *l, const char *endpoint) {
 /* The file a sample's error is about: the LQ file when the error names it, else the GT file
    (the sample's own). */
 static const char *bad_file(const pf_dataset *ds, uint32_t index, const char *err) {
+    if (ds->video) {    /* the error names the clip and frame */
+        const pf_clip *c = NULL;   /* the longest clip name the error holds */
+        for (int i = 0; i < ds->video->n_clips; i++)
+            if (strstr(err, ds->video->clips[i].name) &&
+                (!c || strlen(ds->video->clips[i].name) > strlen(c->name)))
+                c = &ds->video->clips[i];
+        return c ? c->gt_path : ds->cfg.gt_folder;
+    }
     const pf_sample_file *f = &ds->files[index % (uint32_t)ds->n_files];
     return f->lq_path[0] && strstr(err, f->lq_path) ? f->lq_path : f->gt_path;
 }

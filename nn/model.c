@@ -20,6 +20,7 @@ pf_model *pf_model_new(const pf_config *cfg, char *err, size_t errlen) {
         return NULL;
     }
     m->cfg = *cfg;
+    m->frames = 1;
     pf_net_init(&m->net);
     if (pf_loss_parse(cfg->loss_type, &m->loss.type)) {
         snprintf(err, errlen, "model: unsupported loss_type '%s' (L1Loss, MSELoss, "
@@ -194,6 +195,23 @@ int pf_model_infer(pf_model *m, const uint8_t *lq, int h, int w, float *out, cha
     int block, s = m->net.scale;
     const float *y = pf_gstate_out(p->g, &block);
     pf_act_to_image(out, y, 1, h * s, w * s, out_mean(m), m->net.range, block);
+    return 0;
+}
+
+int pf_model_frames(const pf_model *m) { return m->frames; }
+int pf_model_is_video(const pf_model *m) { return m->video; }
+
+int pf_model_infer_clip(pf_model *m, const uint8_t *lq, int t, int h, int w, float *out,
+                        char *err, size_t errlen) {
+    int s = m->net.scale;
+    if (t < 1 || (m->video && t > PF_MODEL_MAX_CLIP)) {
+        snprintf(err, errlen, "model: a clip of %d frames (1..%d)", t, PF_MODEL_MAX_CLIP);
+        return -1;
+    }
+    size_t in_px = (size_t)h * w, out_px = in_px * (size_t)s * s;
+    for (int f = 0; !m->video && f < t; f++)
+        if (pf_model_infer(m, lq + f * in_px * 3, h, w, out + f * out_px * 3, err, errlen))
+            return -1;
     return 0;
 }
 

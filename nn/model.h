@@ -65,6 +65,25 @@ int pf_model_train_output(const pf_model *m, int n, float *out);
 int pf_model_infer(pf_model *m, const uint8_t *lq, int h, int w, float *out, char *err,
                    size_t errlen);
 
+/* Frames one network input holds: 1 for the image networks; for a video network (BasicVSR)
+   the training clip length, data.train.num_frame (15 without a data.train). Training steps
+   and pf_model_train_output then take and give n x frames x H x W x 3 (frame-major per
+   sample), and the loss is the mean over all frames. */
+int pf_model_frames(const pf_model *m);
+
+/* Whether the network is a video network (inputs are clips: pf_model_infer_clip). */
+int pf_model_is_video(const pf_model *m);
+
+/* Inference of a clip of t frames (t >= 1): lq t x h x w x 3 uint8 (frame-major, HWC) ->
+   out t x (h*scale) x (w*scale) x 3 float HWC, values nominally [0, 1], not clamped. An
+   image network runs each frame on its own (pf_model_infer); a video network runs the whole
+   clip as one recurrent pass (its graph unrolled over t frames, 1 <= t <= PF_MODEL_MAX_CLIP,
+   built when t or the frame size changes): callers split longer clips into windows
+   (hooks/evaluate.c). Returns 0 or -1 with err. */
+#define PF_MODEL_MAX_CLIP 64
+int pf_model_infer_clip(pf_model *m, const uint8_t *lq, int t, int h, int w, float *out,
+                        char *err, size_t errlen);
+
 int pf_model_scale(const pf_model *m);
 
 /* LQ height and width must be multiples of this (RRDBNet x2 pixel-unshuffles its input by 2;

@@ -28,5 +28,7 @@ struct pf_model {
     pf_loss loss;
     pf_dnnl dnnl;
     pf_plan train, infer;
+    int video;                  /* a video network (BasicVSR): inputs are clips */
+    int frames;                 /* frames of the training network's input (1: images) */
 };
 #endif

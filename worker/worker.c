@@ -341,6 +341,7 @@ static int receive_batch(worker *w, int64_t next_iter) {
     if (!why) {
         pf_msg_batch *b = &m->u.batch;
         size_t gp = (size_t)cfg->train.gt_patch_size, lp = gp / cfg->scale;
+        size_t frames = (size_t)pf_config_train_frames(cfg);   /* a video set's num_frame */
         if (b->rank != w->rank) why = "batch for another rank";
         else if (b->n + b->n_skipped != (uint32_t)cfg->samples_per_gpu)
             why = "wrong batch size";
@@ -348,8 +349,8 @@ static int receive_batch(worker *w, int64_t next_iter) {
             why = "samples skipped but data.on_bad_sample is fail";
         else if (b->gt_h != gp || b->gt_w != gp || b->lq_h != lp || b->lq_w != lp)
             why = "wrong patch size";
-        else if (pf_parts_size(&p, 1) != b->n * gp * gp * 3 ||
-                 pf_parts_size(&p, 2) != b->n * lp * lp * 3)
+        else if (pf_parts_size(&p, 1) != b->n * frames * gp * gp * 3 ||
+                 pf_parts_size(&p, 2) != b->n * frames * lp * lp * 3)
             why = "frame sizes do not match the header";
         else if (b->ticket_id != (uint64_t)b->iter * w->world + (uint64_t)w->rank)
             why = "ticket id does not match iteration and rank";
