@@ -8,6 +8,8 @@
       rcan_small     RCAN x2, 64 feats, 2 groups of 4 RCABs, squeeze 16, batch 16, LQ patch 48
       edsr_infer     EDSR 64 / 16 x4, pf_model_infer of one 256 x 256 LQ image (3 x 256 x 256
                      in, 3 x 1024 x 1024 out)
+      basicvsr_demo  BasicVSR 16 feats 2 blocks x4, batch 2 clips of 3 frames, LQ patch 64,
+                     Charbonnier (configs/demo_video.yaml's step)
 
     Inputs are random uint8 NHWC, converted inside the step as the worker's are. Prints, per
     case, the median of N timed steps after W warm-up steps. Threads: oneDNN's OpenMP pool,
@@ -29,6 +31,7 @@
 #include <sys/resource.h>
 #include <time.h>
 #include "common/rng.h"
+#include "nn/graph.h"
 #include "nn/model.h"
 #include "nn/optim.h"
 
@@ -40,14 +43,16 @@ typedef struct {
     int batch, patch;                   /* training: batch and LQ patch; inference: batch 1 and
                                            the LQ image side */
     int infer;                          /* 1: time pf_model_infer, no loss, no optimiser */
+    int frames;                         /* video network: frames per clip (0: images) */
 } bench_case;
 
 static const bench_case CASES[] = {
-    {"demo", "EDSR", 2, 32, 4, 0, 16, 48, 0},
-    {"edsr_baseline", "EDSR", 2, 64, 16, 0, 16, 48, 0},
-    {"msrresnet", "MSRResNet", 4, 64, 16, 0, 16, 32, 0},
-    {"rcan_small", "RCAN", 2, 64, 4, 2, 16, 48, 0},
-    {"edsr_infer", "EDSR", 4, 64, 16, 0, 1, 256, 1},
+    {"demo", "EDSR", 2, 32, 4, 0, 16, 48, 0, 0},
+    {"edsr_baseline", "EDSR", 2, 64, 16, 0, 16, 48, 0, 0},
+    {"msrresnet", "MSRResNet", 4, 64, 16, 0, 16, 32, 0, 0},
+    {"rcan_small", "RCAN", 2, 64, 4, 2, 16, 48, 0, 0},
+    {"edsr_infer", "EDSR", 4, 64, 16, 0, 1, 256, 1, 0},
+    {"basicvsr_demo", "BasicVSR", 4, 16, 2, 0, 2, 64, 0, 3},
 };
 #define N_CASES (int)(sizeof CASES / sizeof CASES[0])
 
@@ -71,6 +76,13 @@ static void case_cfg(pf_config *c, const bench_case *k) {
     c->n_blocks = k->n_blocks;
     if (k->num_group) c->num_group = k->num_group;
     c->learning_rate = 1e-4f;
+    if (k->frames) {    /* a video training set of clips of k->frames frames */
+        c->train.present = 1;
+        snprintf(c->train.type, sizeof c->train.type, "REDSRecurrentDataset");
+        c->train.num_frame = k->frames;
+        snprintf(c->loss_type, sizeof c->loss_type, "CharbonnierLoss");
+        c->charbonnier_eps = 1e-12f;
+    }
 }
 
 static int bench(const bench_case *case_, int warmup, int steps, int mark, int smoke) {
@@ -96,7 +108,8 @@ static int bench(const bench_case *case_, int warmup, int steps, int mark, int s
         return -1;
     }
     int s = cfg.scale, p = k->patch, gp = p * s;
-    size_t nlq = (size_t)k->batch * p * p * 3, ngt = (size_t)k->batch * gp * gp * 3;
+    size_t nf = (size_t)(k->frames ? k->frames : 1);
+    size_t nlq = (size_t)k->batch * nf * p * p * 3, ngt = (size_t)k->batch * nf * gp * gp * 3;
     uint8_t *lq = malloc(nlq), *gt = malloc(ngt);
     float *out = k->infer ? malloc(ngt * sizeof(float)) : NULL;
     double *t = calloc((size_t)steps, sizeof(double));
@@ -130,6 +143,7 @@ static int bench(const bench_case *case_, int warmup, int steps, int mark, int s
         qsort(t, (size_t)steps, sizeof(double), cmp);
         char groups[32] = "";
         if (k->num_group) snprintf(groups, sizeof groups, " %d groups", k->num_group);
+        if (k->frames) snprintf(groups, sizeof groups, " %d frames", k->frames);
         printf("%-13s pixflow %s %d feats %d blocks%s x%d %s batch %d patch %d: %zu params, "
                "median %.4f s/step (min %.4f, max %.4f, %d steps)",
                k->name, k->model_type, k->n_feats, k->n_blocks, groups, s,
@@ -141,6 +155,7 @@ static int bench(const bench_case *case_, int warmup, int steps, int mark, int s
         getrusage(RUSAGE_SELF, &ru);
         if (!k->infer) printf(", last loss %.4f", loss);
         printf(", peak RSS %.0f MiB\n", (double)ru.ru_maxrss / 1024.0);
+        pf_graph_profile_print(stdout);     /* PF_GRAPH_PROFILE=1: time per op */
     }
     free(t);
     free(out);

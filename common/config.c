@@ -1154,6 +1154,17 @@ static int model_rules(pf_cfg_ctx *c, const pf_lines *L, pf_config *cfg) {
         if (!line_of(L, "model.n_blocks"))
             cfg->n_blocks = 23;
     }
+    if (!strcmp(cfg->model_type, "BasicVSR")) {
+        if (cfg->scale != 4)
+            return fail(c, line_of(L, "model.scale"), "model.scale",
+                        "must be 4 for BasicVSR (two pixel-shuffle x2 stages), got %d",
+                        cfg->scale);
+        if (!line_of(L, "model.n_blocks"))
+            cfg->n_blocks = 15;     /* BasicSR's BasicVSR default */
+        if (cfg->n_blocks > 31)
+            return fail(c, line_of(L, "model.n_blocks"), "model.n_blocks",
+                        "must be at most 31 for BasicVSR, got %d", cfg->n_blocks);
+    }
     if (!strcmp(cfg->model_type, "RCAN") && cfg->squeeze_factor > cfg->n_feats) {
         int line = line_of(L, "model.squeeze_factor");
         return fail(c, line ? line : line_of(L, "model.n_feats"), "model.squeeze_factor",
@@ -1217,6 +1228,28 @@ static int rules(pf_cfg_ctx *c, const pf_lines *L, pf_config *cfg) {
             return -1;
     if (held_out_rules(c, L, cfg))
         return -1;
+    /* A video network trains on clips and an image network on images; either evaluates a
+       video set (an image network frame by frame). */
+    int video_net = !strcmp(cfg->model_type, "BasicVSR");
+    if (cfg->train.present && video_net != pf_config_is_video_set(cfg->train.type))
+        return fail(c, line_of(L, "data.train.type") ? line_of(L, "data.train.type")
+                                                       : line_of(L, "data.train"),
+                    "data.train.type",
+                    video_net ? "%s trains on clips: REDSRecurrentDataset or "
+                                "Vimeo90KRecurrentDataset (got %s)"
+                              : "%s is an image network; %s makes clips (a video network: "
+                                "BasicVSR)",
+                    cfg->model_type, cfg->train.type);
+    if (video_net && cfg->test.present && !pf_config_is_video_set(cfg->test.type))
+        return fail(c, line_of(L, "data.test.type") ? line_of(L, "data.test.type")
+                                                      : line_of(L, "data.test"),
+                    "data.test.type", "BasicVSR runs on clips: VideoRecurrentTestDataset "
+                    "(got %s)", cfg->test.type);
+    if (video_net && cfg->eval.present && !pf_config_is_video_set(cfg->eval.type))
+        return fail(c, line_of(L, "data.eval.type") ? line_of(L, "data.eval.type")
+                                                      : line_of(L, "data.eval"),
+                    "data.eval.type", "BasicVSR runs on clips: VideoRecurrentTestDataset "
+                    "(got %s)", cfg->eval.type);
     /* data.train is needed to train (pixflow train checks it); `pixflow test` needs only
        data.test. An empty data section is still an error. */
     if (!cfg->train.present && !cfg->eval.present && !cfg->test.present)

@@ -102,7 +102,10 @@ typedef struct {
     int in_channels, out_channels;      /* 3, 3 */
     int n_feats, n_blocks;              /* width and depth (BasicSR num_feat / num_block) of
                                            EDSR (64 / 16), MSRResNet (64 / 16), RCAN (64 / 16
-                                           blocks per group), RRDBNet (64 / 23) */
+                                           blocks per group), RRDBNet (64 / 23), BasicVSR
+                                           (64 / 15 per propagation trunk) */
+    char spynet_pretrained[PF_PATH_MAX];/* BasicVSR: SPyNet weights (safetensors), "" none */
+    int64_t fix_iter;                   /* BasicVSR: SPyNet frozen for these iterations (0) */
     int num_group;                      /* RCAN residual groups (10) */
     int squeeze_factor;                 /* RCAN channel attention reduction (16) */
     int num_grow_ch;                    /* RRDBNet dense block growth channels (32) */

@@ -21,8 +21,8 @@
 #define N(f) (sizeof(((pf_config *)0)->f) / sizeof(((pf_config *)0)->f[0]))
 #define INF 1e300   /* no upper bound */
 
-#define MODEL_TYPES "EDSR|SRCNN|FSRCNN|ESPCN|MSRResNet|RCAN|RRDBNet"
-#define WIDE "EDSR|MSRResNet|RCAN|RRDBNet"      /* the types with n_feats / n_blocks */
+#define MODEL_TYPES "EDSR|SRCNN|FSRCNN|ESPCN|MSRResNet|RCAN|RRDBNet|BasicVSR"
+#define WIDE "EDSR|MSRResNet|RCAN|RRDBNet|BasicVSR" /* the types with n_feats / n_blocks */
 #define SHIFT "EDSR|RCAN"                       /* the types with a mean shift */
 
 #define IMAGE_SETS "PairedImageDataset|SingleImageDataset"
@@ -121,7 +121,7 @@ const pf_config_key pf_config_keys[] = {
      .doc = "network to build ([models.md](models.md))"},
     {.path = "model.scale", .kind = PF_K_INT, .flags = PF_KF_REQUIRED, .offset = OFF(scale),
      .lo = 1, .hi = 1 << 20,
-     .choices = "2|3|4", .doc = "upscaling factor; RRDBNet: 2 or 4"},
+     .choices = "2|3|4", .doc = "upscaling factor; RRDBNet: 2 or 4; BasicVSR: 4"},
     {.path = "model.in_channels", .kind = PF_K_INT, .offset = OFF(in_channels), .lo = 1,
      .hi = 1 << 20, .def = "3", .doc = "must be 3: images are loaded as RGB8"},
     {.path = "model.out_channels", .kind = PF_K_INT, .offset = OFF(out_channels), .lo = 1,
@@ -131,9 +131,22 @@ const pf_config_key pf_config_keys[] = {
      .doc = "width (BasicSR `num_feat`, MMagic `mid_channels`)"},
     {.path = "model.n_blocks", .kind = PF_K_INT, .offset = OFF(n_blocks), .lo = 1, .hi = 1024,
      .def = "16", .when_key = "model.type", .when = WIDE, .alias = "num_block",
-     .def_doc = "16; RRDBNet 23",
+     .def_doc = "16; RRDBNet 23; BasicVSR 15",
      .doc = "depth: residual blocks (EDSR, MSRResNet), RCABs per residual group (RCAN), RRDBs "
-            "(RRDBNet); BasicSR `num_block`, MMagic `num_blocks`"},
+            "(RRDBNet), residual blocks of each propagation trunk (BasicVSR, at most 31); "
+            "BasicSR `num_block`, MMagic `num_blocks`"},
+    {.path = "model.spynet_pretrained", .kind = PF_K_PATH, .flags = PF_KF_NULL | PF_KF_FILE,
+     .offset = OFF(spynet_pretrained), .size = SZ(spynet_pretrained), .def = "null",
+     .when_key = "model.type", .when = "BasicVSR",
+     .doc = "SPyNet weights, a safetensors file with BasicSR's names "
+            "(`spynet.basic_module.L.basic_module.K.weight`, or without the `spynet.` prefix as "
+            "BasicSR's spynet_sintel_final file has them); null: SPyNet initialised from the "
+            "seed like the rest. `load_from` and `resume_from` win over it"},
+    {.path = "model.fix_iter", .kind = PF_K_INT64, .offset = OFF(fix_iter), .lo = 0,
+     .hi = 1e15, .def = "0", .when_key = "model.type", .when = "BasicVSR",
+     .doc = "SPyNet is frozen (no update, no optimiser state) for the first `fix_iter` "
+            "iterations (MMagic `train_cfg.fix_iter`, BasicSR `train.fix_flow`); its learning "
+            "rate after that: `optimizers.paramwise_cfg.custom_keys.spynet.lr_mult`"},
     {.path = "model.num_group", .kind = PF_K_INT, .offset = OFF(num_group), .lo = 1, .hi = 1024,
      .def = "10", .when_key = "model.type", .when = "RCAN", .doc = "residual groups"},
     {.path = "model.squeeze_factor", .kind = PF_K_INT, .offset = OFF(squeeze_factor), .lo = 1,

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "nn/layers.h"
 #include "nn/video_layers.h"
@@ -516,28 +517,40 @@ oom:
     return -1;
 }
 
-/* First-pass hints: a convolution on the network's input with fewer than 16 input channels
-   (conv_first on the image) would pick the output layout that suits itself (NHWC for
-   AVX-512's inference kernels), and every later layer would follow it, off the Winograd
-   kernels that want nChw16c. Its output takes the layout oneDNN picks for the first
-   convolution that reads its group instead: the body's. */
+/* First-pass hints: a convolution asked for `any` output while its input's layout is given
+   picks the output layout that suits its own kernel, and the layers after it follow. Two such
+   places get the layout oneDNN picks for the first convolution that reads the output's group
+   (both of that one's sides `any`) instead:
+   - a convolution on the network's input with fewer than 16 input channels (conv_first on
+     the image) would pick NHWC for AVX-512's inference kernels, off the Winograd kernels that
+     want nChw16c;
+   - an upsampling convolution (read by a pixel shuffle) keeps the layout of the features it
+     reads: BasicVSR's trunks (3 + num_feat channels in) run in nChw8c with AVX2 kernels on an
+     AVX-512 machine, and without the hint its upsampling stages, conv_hr and conv_last at 2x
+     and 4x the LQ size follow them (configs/demo_video.yaml's training step: 1.7 s -> 1.2 s on
+     a 2-core AVX-512 Xeon). */
 static int consumer_hints(const pf_gctx *m, pf_gstate *S, pf_conv *convs, int training) {
     const pf_net *g = m->net;
     int set = 0;
     int *group = malloc((size_t)g->n_t * sizeof *group), *producer = malloc((size_t)g->n_t *
                                                                            sizeof *producer);
-    if (!group || !producer) goto done;
+    char *shuffled = calloc((size_t)g->n_t + 1, 1);     /* read by a pixel shuffle */
+    if (!group || !producer || !shuffled) goto done;
     make_groups(g, group);
     for (int i = 0; i < g->n_t; i++) producer[i] = -1;
-    for (int k = 0; k < g->n_node; k++) producer[g->node[k].out] = k;
+    for (int k = 0; k < g->n_node; k++) {
+        producer[g->node[k].out] = k;
+        if (g->node[k].op == PF_G_SHUFFLE) shuffled[g->node[k].in[0]] = 1;
+    }
     for (int k = 0; k < g->n_node; k++) {
         const pf_gnode *nd = &g->node[k];
-        if (nd->op != PF_G_CONV || nd->n_in > 1 || convs[nd->conv].ic >= 16) continue;
+        if (nd->op != PF_G_CONV || nd->n_in > 1) continue;
         int pk = producer[nd->in[0]];
         pf_gop pop = pk < 0 ? PF_G_INPUT : g->node[pk].op;
-        if (pop != PF_G_INPUT && pop != PF_G_BILINEAR_IN && pop != PF_G_BICUBIC_IN &&
-            pop != PF_G_UNSHUFFLE)
-            continue;
+        int on_input = convs[nd->conv].ic < 16 &&
+                       (pop == PF_G_INPUT || pop == PF_G_BILINEAR_IN || pop == PF_G_BICUBIC_IN ||
+                        pop == PF_G_UNSHUFFLE);
+        if (!on_input && !shuffled[nd->out]) continue;
         for (int j = k + 1; j < g->n_node; j++) {
             const pf_gnode *nj = &g->node[j];
             if (nj->op != PF_G_CONV || group[nj->in[0]] != group[nd->out]) continue;
@@ -556,6 +569,7 @@ static int consumer_hints(const pf_gctx *m, pf_gstate *S, pf_conv *convs, int tr
 done:
     free(group);
     free(producer);
+    free(shuffled);
     return set;
 }
 
@@ -1148,10 +1162,76 @@ static int forward_node(const pf_gctx *m, pf_gstate *S, pf_conv *convs, const pf
     return -1;
 }
 
+/* ---- profiling (pf_graph_profile_print) ------------------------------------------------- */
+
+#define PROF_KINDS 64           /* op (< 32) or 32 + a convolution's kernel size */
+static struct {
+    int on;                     /* -1 unread, 0 off, 1 on */
+    double ms[2][PROF_KINDS];   /* [backward][kind] */
+    long calls[2];
+} prof = { .on = -1 };
+
+static int prof_on(void) {
+    if (prof.on < 0) prof.on = getenv("PF_GRAPH_PROFILE") != NULL;
+    return prof.on;
+}
+
+static double prof_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return 1e3 * (double)ts.tv_sec + 1e-6 * (double)ts.tv_nsec;
+}
+
+static int prof_kind(const pf_net *g, const pf_gnode *nd) {
+    if (nd->op == PF_G_CONV) {
+        int k = g->conv[nd->conv].k;
+        return 32 + (k < PROF_KINDS - 32 ? k : PROF_KINDS - 33);
+    }
+    return (int)nd->op < 32 ? (int)nd->op : 31;
+}
+
+static void prof_add(const pf_gctx *m, const pf_gnode *nd, int backward, double t0) {
+    dnnl_stream_wait(m->dnnl->stream);
+    prof.ms[backward][prof_kind(m->net, nd)] += prof_now() - t0;
+}
+
+void pf_graph_profile_print(FILE *f) {
+    static const char *const names[] = {
+        "input", "conv", "prelu", "tanh", "sigmoid", "add", "gap", "mul_ch", "concat",
+        "shuffle", "unshuffle", "nearest", "bilinear_in", "bicubic_in", "slice", "affine",
+        "resize", "avgpool2", "warp", "zero" };
+    for (int d = 0; d < 2; d++) {
+        if (!prof.calls[d]) continue;
+        double total = 0;
+        for (int k = 0; k < PROF_KINDS; k++) total += prof.ms[d][k];
+        fprintf(f, "%s: %.1f ms per call (%ld calls)\n", d ? "backward" : "forward",
+                total / (double)prof.calls[d], prof.calls[d]);
+        for (;;) {
+            int best = -1;
+            for (int k = 0; k < PROF_KINDS; k++)
+                if (prof.ms[d][k] > 0 && (best < 0 || prof.ms[d][k] > prof.ms[d][best])) best = k;
+            if (best < 0) break;
+            char name[32];
+            if (best >= 32) snprintf(name, sizeof name, "conv %dx%d", best - 32, best - 32);
+            else snprintf(name, sizeof name, "%s", best < (int)(sizeof names / sizeof names[0])
+                                                       ? names[best] : "other");
+            fprintf(f, "  %-14s %8.1f ms  %5.1f %%\n", name, prof.ms[d][best] / prof.calls[d],
+                    100 * prof.ms[d][best] / total);
+            prof.ms[d][best] = 0;
+        }
+        prof.calls[d] = 0;
+    }
+}
+
 int pf_graph_forward(const pf_gctx *m, pf_gstate *S, const uint8_t *lq, char *err,
                      size_t errlen) {
-    for (int k = 0; k < m->net->n_node; k++)
+    int timed = prof_on();
+    for (int k = 0; k < m->net->n_node; k++) {
+        double t0 = timed ? prof_now() : 0;
         TRY(forward_node(m, S, m->convs, &m->net->node[k], lq, err, errlen));
+        if (timed) prof_add(m, &m->net->node[k], 0, t0);
+    }
+    prof.calls[0] += timed;
     return 0;
 }
 
@@ -1529,8 +1609,12 @@ int pf_graph_backward(const pf_gctx *m, pf_gstate *S, char *err, size_t errlen) 
     for (int k = 0; k < S->n_gslots; k++) S->grefs[k] = 0;
     S->tslot[0] = S->tslot[1] = -1;
     S->ts[g->output].grad_set = 1;      /* the loss wrote d_out */
+    int timed = prof_on();
+    prof.calls[1] += timed;
     for (int k = g->n_node - 1; k >= 0; k--) {
+        double t0 = timed ? prof_now() : 0;
         TRY(backward_node(m, S, convs, &g->node[k], err, errlen));
+        if (timed) prof_add(m, &g->node[k], 1, t0);
         if (S->goom) {
             snprintf(err, errlen, "%s: out of memory for gradients of a %d-sample batch",
                      m->net->type, S->n);

@@ -26,6 +26,7 @@
 #ifndef PF_GRAPH_H
 #define PF_GRAPH_H
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 #include "nn/cpu/conv_dnnl.h"
 #include "nn/cpu/dnnl_ctx.h"
@@ -62,6 +63,13 @@ int pf_graph_forward(const pf_gctx *x, pf_gstate *S, const uint8_t *lq, char *er
 /* Backward from pf_gstate_dout (set by the loss) into x->grads (overwritten). */
 int pf_graph_backward(const pf_gctx *x, pf_gstate *S, char *err, size_t errlen);
 void pf_gstate_free(pf_gstate **s);
+
+/* Profiling for benchmarks: with the environment variable PF_GRAPH_PROFILE set (read once),
+   pf_graph_forward and pf_graph_backward time every node (wall clock) and add it to a
+   per-process table by op (convolutions by kernel size); pf_graph_profile_print writes the
+   table (ms per call of pf_graph_forward / _backward, per op, largest first) to f and
+   clears it. Without the variable nothing is timed. */
+void pf_graph_profile_print(FILE *f);
 
 /* The plan's output activation (3 channels, or 3 T for T frames; layout block *block of
    nn/cpu/dnnl_ctx.h), and

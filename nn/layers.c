@@ -85,15 +85,17 @@ void pf_image_to_act(float *dst, const uint8_t *img, int n, int h, int w, const 
             }
 }
 
-void pf_act_to_image(float *out, const float *act, int n, int h, int w, const float *mean,
-                     float range, int b) {
+void pf_act_to_image(float *out, const float *act, int n, int frames, int h, int w,
+                     const float *mean, float range, int b) {
+    int C = 3 * frames;
     for (int in = 0; in < n; in++)
-        for (int y = 0; y < h; y++)
-            for (int x = 0; x < w; x++) {
-                float *p = out + (((size_t)in * h + y) * w + x) * 3;
-                for (int c = 0; c < 3; c++) {
-                    float v = act[pf_blk_off(in, c, y, x, 3, h, w, b)];
-                    p[c] = mean ? v / range + mean[c] : v;
+        for (int t = 0; t < frames; t++)
+            for (int y = 0; y < h; y++)
+                for (int x = 0; x < w; x++) {
+                    float *p = out + ((((size_t)in * frames + t) * h + y) * w + x) * 3;
+                    for (int c = 0; c < 3; c++) {
+                        float v = act[pf_blk_off(in, 3 * t + c, y, x, C, h, w, b)];
+                        p[c] = mean ? v / range + mean[c] : v;
+                    }
                 }
-            }
 }

@@ -34,10 +34,11 @@ void pf_pixel_shuffle_backward(float *din, const float *dout, int n, int c, int 
 void pf_image_to_act(float *dst, const uint8_t *img, int n, int h, int w, const float *mean,
                      float range, int b);
 
-/* Activation (N x 3 x H x W, block b) to n x h x w x 3 float NHWC: out = act / range +
-   mean[c] (mean NULL = 0). */
-void pf_act_to_image(float *out, const float *act, int n, int h, int w, const float *mean,
-                     float range, int b);
+/* Activation (N x 3T x H x W, block b; T = `frames`, 1 for images, channel 3 t + c frame t's
+   colour c) to n x T x h x w x 3 float (frame-major NHWC): out = act / range + mean[c] (mean
+   NULL = 0). */
+void pf_act_to_image(float *out, const float *act, int n, int frames, int h, int w,
+                     const float *mean, float range, int b);
 
 /* Bicubic upsampling by an integer factor with torch.nn.Upsample(scale_factor=s,
    mode='bicubic', align_corners=False) semantics (Keys cubic, a = -0.75, source index

@@ -30,20 +30,22 @@ static inline float elem(const pf_loss *l, float diff, float *deriv) {
 }
 
 double pf_loss_forward_backward(const pf_loss *l, const float *out, const uint8_t *gt, int n,
-                                int h, int w, const float *mean, float range, int b,
-                                float *d_out) {
-    size_t count = (size_t)n * (size_t)h * (size_t)w * 3;
+                                int frames, int h, int w, const float *mean, float range,
+                                int b, float *d_out) {
+    int C = 3 * frames;
+    size_t count = (size_t)n * (size_t)C * (size_t)h * (size_t)w;
     float gscale = l->weight / (float)count / (mean ? range : 1.0f);
     double sum = 0.0;
-    memset(d_out, 0, pf_blk_numel(n, 3, h, w, b) * sizeof(float));
+    memset(d_out, 0, pf_blk_numel(n, C, h, w, b) * sizeof(float));
     for (int in = 0; in < n; in++)
-        for (int c = 0; c < 3; c++) {
+        for (int c = 0; c < C; c++) {
             double csum = 0.0;
+            int t = c / 3, k = c % 3;
             for (int y = 0; y < h; y++) {
-                const uint8_t *g = gt + (((size_t)in * h + y) * w) * 3 + c;
-                size_t o = pf_blk_off(in, c, y, 0, 3, h, w, b);
+                const uint8_t *g = gt + ((((size_t)in * frames + t) * h + y) * w) * 3 + k;
+                size_t o = pf_blk_off(in, c, y, 0, C, h, w, b);
                 for (int x = 0; x < w; x++, o += (size_t)b) {
-                    float pred = mean ? out[o] / range + mean[c] : out[o];
+                    float pred = mean ? out[o] / range + mean[k] : out[o];
                     float deriv;
                     csum += elem(l, pred - (float)g[(size_t)x * 3] / 255.0f, &deriv);
                     d_out[o] = deriv * gscale;

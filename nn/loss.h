@@ -21,13 +21,15 @@ typedef struct {
 } pf_loss;
 
 /* Loss of the network output against the ground truth, and the gradient at the output.
-   out: the last layer's activation, N x 3 x H x W in block b (nn/cpu/dnnl_ctx.h); the
-   prediction is y = out / range + mean[c] (mean NULL: y = out). gt: n x h x w x 3 uint8 NHWC,
-   taken as gt / 255. d_out (same layout as out, padding zeroed) = d loss / d out.
-   Returns the loss (mean over the n*h*w*3 values, times weight). */
+   out: the last layer's activation, N x 3T x H x W in block b (nn/cpu/dnnl_ctx.h; T =
+   `frames`, 1 for images; channel 3 t + k is frame t's colour k); the prediction is
+   y = out / range + mean[k] (mean NULL: y = out). gt: n x T x h x w x 3 uint8 (frame-major
+   NHWC), taken as gt / 255. d_out (same layout as out, padding zeroed) = d loss / d out.
+   Returns the loss (mean over the n*T*h*w*3 values, times weight: a video network's loss is
+   the mean over all its output frames, as BasicSR's on (n, t, c, h, w) tensors). */
 double pf_loss_forward_backward(const pf_loss *l, const float *out, const uint8_t *gt, int n,
-                                int h, int w, const float *mean, float range, int b,
-                                float *d_out);
+                                int frames, int h, int w, const float *mean, float range,
+                                int b, float *d_out);
 
 /* The loss alone, on already-converted n x h x w x 3 float predictions and targets. */
 double pf_loss_value(const pf_loss *l, const float *y, const float *g, size_t count);

@@ -21,7 +21,9 @@ pf_model *pf_model_new(const pf_config *cfg, char *err, size_t errlen) {
     }
     m->cfg = *cfg;
     m->frames = 1;
+    m->video = !strcmp(cfg->model_type, "BasicVSR");
     pf_net_init(&m->net);
+    pf_net_init(&m->clip.net);
     if (pf_loss_parse(cfg->loss_type, &m->loss.type)) {
         snprintf(err, errlen, "model: unsupported loss_type '%s' (L1Loss, MSELoss, "
                  "CharbonnierLoss)", cfg->loss_type);
@@ -31,6 +33,7 @@ pf_model *pf_model_new(const pf_config *cfg, char *err, size_t errlen) {
     m->loss.eps = cfg->charbonnier_eps;
     if (pf_net_build(&m->net, cfg, err, errlen)) goto fail;
     const pf_net *g = &m->net;
+    m->frames = g->t[g->input].c / 3;
     m->params = calloc(g->n_params + 1, sizeof(float));
     m->grads = calloc(g->n_params + 1, sizeof(float));
     m->train_conv = calloc((size_t)g->n_convs + 1, sizeof *m->train_conv);
@@ -65,6 +68,8 @@ fail:
     return NULL;
 }
 
+static void clip_free(pf_clip_net *c);
+
 static void plan_free(pf_plan *p) {
     pf_gstate_free(&p->g);
     memset(p, 0, sizeof *p);
@@ -79,6 +84,7 @@ void pf_model_destroy(pf_model **self) {
     }
     plan_free(&m->train);
     plan_free(&m->infer);
+    clip_free(&m->clip);
     pf_dnnl_free(&m->dnnl);
     free(m->train_conv);
     free(m->infer_conv);
@@ -105,8 +111,8 @@ int pf_model_scale(const pf_model *m) { return m->net.scale; }
 int pf_model_input_multiple(const pf_model *m) { return pf_net_input_multiple(&m->net); }
 
 /* Reorder every layer's current weights into its primitives' layouts. */
-static int set_weights(pf_model *m, pf_conv *convs, char *err, size_t errlen) {
-    const pf_net *g = &m->net;
+static int set_weights(pf_model *m, const pf_net *g, pf_conv *convs, char *err,
+                       size_t errlen) {
     if (m->sub_w) pf_net_sub_weights(g, m->params, m->sub_w);
     for (int i = 0; i < g->n_convs; i++) {
         const pf_param_info *wt = &g->tensors[g->conv[i].weight];
@@ -120,20 +126,20 @@ static int set_weights(pf_model *m, pf_conv *convs, char *err, size_t errlen) {
     return 0;
 }
 
-static pf_gctx ctx(pf_model *m, pf_conv *convs) {
-    return (pf_gctx){ .net = &m->net, .dnnl = &m->dnnl, .convs = convs, .params = m->params,
+static pf_gctx ctx(pf_model *m, const pf_net *net, pf_conv *convs) {
+    return (pf_gctx){ .net = net, .dnnl = &m->dnnl, .convs = convs, .params = m->params,
                       .grads = m->grads, .sub_dw = m->sub_dw };
 }
 
-static int plan(pf_model *m, pf_plan *p, pf_conv *convs, int n, int h, int w, int training,
-                char *err, size_t errlen) {
+static int plan(pf_model *m, const pf_net *net, pf_plan *p, pf_conv *convs, int n, int h,
+                int w, int training, char *err, size_t errlen) {
     if (n < 1 || h < 1 || w < 1) {
         snprintf(err, errlen, "model: bad input shape %d x %d x %d", n, h, w);
         return -1;
     }
     if (p->n == n && p->h == h && p->w == w) return 0;
     plan_free(p);
-    pf_gctx x = ctx(m, convs);
+    pf_gctx x = ctx(m, net, convs);
     if (pf_graph_plan(&x, &p->g, n, h, w, training, err, errlen)) return -1;
     p->n = n;
     p->h = h;
@@ -148,13 +154,13 @@ int pf_model_train_step(pf_model *m, const uint8_t *lq, const uint8_t *gt, int n
                         int lq_w, float *loss, char *err, size_t errlen) {
     pf_plan *p = &m->train;
     pf_conv *convs = m->train_conv;
-    if (plan(m, p, convs, n, lq_h, lq_w, 1, err, errlen)) return -1;
-    if (set_weights(m, convs, err, errlen)) return -1;
-    pf_gctx x = ctx(m, convs);
+    if (plan(m, &m->net, p, convs, n, lq_h, lq_w, 1, err, errlen)) return -1;
+    if (set_weights(m, &m->net, convs, err, errlen)) return -1;
+    pf_gctx x = ctx(m, &m->net, convs);
     if (pf_graph_forward(&x, p->g, lq, err, errlen)) return -1;
     int s = m->net.scale, block;
     const float *out = pf_gstate_out(p->g, &block);
-    *loss = (float)pf_loss_forward_backward(&m->loss, out, gt, n, lq_h * s, lq_w * s,
+    *loss = (float)pf_loss_forward_backward(&m->loss, out, gt, n, m->frames, lq_h * s, lq_w * s,
                                             out_mean(m), m->net.range, block,
                                             pf_gstate_dout(p->g));
     if (pf_graph_backward(&x, p->g, err, errlen)) return -1;
@@ -167,7 +173,7 @@ int pf_model_train_output(const pf_model *m, int n, float *out) {
     if (!p->n || !p->g || n < 1 || n > p->n) return -1;
     int block, s = m->net.scale;
     const float *y = pf_gstate_out(p->g, &block);
-    pf_act_to_image(out, y, n, p->h * s, p->w * s, out_mean(m), m->net.range, block);
+    pf_act_to_image(out, y, n, m->frames, p->h * s, p->w * s, out_mean(m), m->net.range, block);
     return 0;
 }
 
@@ -177,29 +183,63 @@ int pf_model_infer(pf_model *m, const uint8_t *lq, int h, int w, float *out, cha
     pf_conv *convs = m->infer_conv;
     int replanned = p->n != 1 || p->h != h || p->w != w;
     size_t n_params = m->net.n_params;
-    if (plan(m, p, convs, 1, h, w, 0, err, errlen)) return -1;
+    if (m->video) return pf_model_infer_clip(m, lq, 1, h, w, out, err, errlen);
+    if (plan(m, &m->net, p, convs, 1, h, w, 0, err, errlen)) return -1;
     /* The weights go into the primitives' layouts only when they changed since the last
        inference (or the primitives are new): evaluating many images or tiles with one
        checkpoint reorders them once. */
     if (replanned || !m->infer_weights ||
         memcmp(m->infer_weights, m->params, n_params * sizeof(float))) {
-        if (set_weights(m, convs, err, errlen)) return -1;
+        if (set_weights(m, &m->net, convs, err, errlen)) return -1;
         if (!m->infer_weights) m->infer_weights = malloc(n_params * sizeof(float) + 1);
         if (m->infer_weights) memcpy(m->infer_weights, m->params, n_params * sizeof(float));
     }
-    pf_gctx x = ctx(m, convs);
+    pf_gctx x = ctx(m, &m->net, convs);
     if (pf_graph_forward(&x, p->g, lq, err, errlen)) return -1;
     if (pf_dnnl_check(dnnl_stream_wait(m->dnnl.stream), "model", "dnnl_stream_wait", err,
                       errlen))
         return -1;
     int block, s = m->net.scale;
     const float *y = pf_gstate_out(p->g, &block);
-    pf_act_to_image(out, y, 1, h * s, w * s, out_mean(m), m->net.range, block);
+    pf_act_to_image(out, y, 1, 1, h * s, w * s, out_mean(m), m->net.range, block);
     return 0;
 }
 
 int pf_model_frames(const pf_model *m) { return m->frames; }
 int pf_model_is_video(const pf_model *m) { return m->video; }
+
+static void clip_free(pf_clip_net *c) {
+    for (int i = 0; c->conv && i < c->net.n_convs; i++) pf_conv_free(&c->conv[i]);
+    free(c->conv);
+    plan_free(&c->plan);
+    pf_net_free(&c->net);
+    free(c->weights);
+    memset(c, 0, sizeof *c);
+}
+
+/* The video network unrolled over t frames, built when t changes. */
+static int clip_net(pf_model *m, int t, char *err, size_t errlen) {
+    pf_clip_net *c = &m->clip;
+    if (c->t == t) return 0;
+    clip_free(c);
+    if (pf_net_build_basicvsr(&c->net, m->cfg.n_feats, m->cfg.n_blocks, t, err, errlen))
+        return -1;
+    if (c->net.n_params != m->net.n_params) {   /* shared tensors are declared first */
+        snprintf(err, errlen, "model: BasicVSR over %d frames has %zu parameters, %zu in "
+                 "training", t, c->net.n_params, m->net.n_params);
+        pf_net_free(&c->net);
+        return -1;
+    }
+    c->conv = calloc((size_t)c->net.n_convs + 1, sizeof *c->conv);
+    if (!c->conv) {
+        snprintf(err, errlen, "model: out of memory");
+        pf_net_free(&c->net);
+        return -1;
+    }
+    for (int i = 0; i < c->net.n_convs; i++) pf_graph_conv_init(&c->net, i, &c->conv[i]);
+    c->t = t;
+    return 0;
+}
 
 int pf_model_infer_clip(pf_model *m, const uint8_t *lq, int t, int h, int w, float *out,
                         char *err, size_t errlen) {
@@ -212,6 +252,25 @@ int pf_model_infer_clip(pf_model *m, const uint8_t *lq, int t, int h, int w, flo
     for (int f = 0; !m->video && f < t; f++)
         if (pf_model_infer(m, lq + f * in_px * 3, h, w, out + f * out_px * 3, err, errlen))
             return -1;
+    if (!m->video) return 0;
+    if (clip_net(m, t, err, errlen)) return -1;
+    pf_clip_net *c = &m->clip;
+    int replanned = c->plan.h != h || c->plan.w != w;
+    if (plan(m, &c->net, &c->plan, c->conv, 1, h, w, 0, err, errlen)) return -1;
+    size_t n_params = m->net.n_params;
+    if (replanned || !c->weights || memcmp(c->weights, m->params, n_params * sizeof(float))) {
+        if (set_weights(m, &c->net, c->conv, err, errlen)) return -1;
+        if (!c->weights) c->weights = malloc(n_params * sizeof(float) + 1);
+        if (c->weights) memcpy(c->weights, m->params, n_params * sizeof(float));
+    }
+    pf_gctx x = ctx(m, &c->net, c->conv);
+    if (pf_graph_forward(&x, c->plan.g, lq, err, errlen)) return -1;
+    if (pf_dnnl_check(dnnl_stream_wait(m->dnnl.stream), "model", "dnnl_stream_wait", err,
+                      errlen))
+        return -1;
+    int block;
+    const float *y = pf_gstate_out(c->plan.g, &block);
+    pf_act_to_image(out, y, 1, t, h * s, w * s, NULL, 1.0f, block);
     return 0;
 }
 

@@ -15,6 +15,16 @@ typedef struct {
     pf_gstate *g;
 } pf_plan;
 
+/* A video network's inference network for clips of t frames (pf_model_infer_clip): the same
+   parameters, its own unrolled description, layers and plan. */
+typedef struct {
+    int t;                      /* frames; 0 = none built */
+    pf_net net;
+    pf_conv *conv;              /* net.n_convs layers with inference primitives */
+    pf_plan plan;
+    float *weights;             /* the params its primitives' weights came from (NULL: none) */
+} pf_clip_net;
+
 struct pf_model {
     pf_config cfg;              /* copy of the configuration it was built from */
     pf_net net;                 /* the description (nn/zoo.c) */
@@ -30,5 +40,6 @@ struct pf_model {
     pf_plan train, infer;
     int video;                  /* a video network (BasicVSR): inputs are clips */
     int frames;                 /* frames of the training network's input (1: images) */
+    pf_clip_net clip;           /* video: the network pf_model_infer_clip last ran */
 };
 #endif

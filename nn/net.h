@@ -133,7 +133,7 @@ typedef struct {
     int oom;                    /* an append failed; the builder reports it */
 } pf_net;
 
-/* BasicVSR x4 (nn/zoo.c) unrolled over `frames` frames (2..64): input 3 frames channels in
+/* BasicVSR x4 (nn/zoo.c) unrolled over `frames` frames (1..64): input 3 frames channels in
    [0, 1] (lq / 255), output 3 frames channels at 4x; BasicSR's parameter names. Returns 0, or
    -1 with err. */
 int pf_net_build_basicvsr(pf_net *net, int num_feat, int num_block, int frames, char *err,

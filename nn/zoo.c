@@ -338,6 +338,17 @@ static int rrdbnet(zb *z, int x) {
 
 int pf_net_build(pf_net *g, const pf_config *c, char *err, size_t errlen) {
     pf_net_init(g);
+    if (!strcmp(c->model_type, "BasicVSR")) {
+        if (c->scale != 4) {
+            snprintf(err, errlen, "model: BasicVSR does not support scale %d (it takes 4)",
+                     c->scale);
+            return -1;
+        }
+        /* unrolled over a training sample's frames (1 without a video training set: the
+           clips of inference get networks of their own, pf_model_infer_clip) */
+        return pf_net_build_basicvsr(g, c->n_feats, c->n_blocks, pf_config_train_frames(c), err,
+                                     errlen);
+    }
     static const struct {
         const char *type;
         int (*build)(zb *, int);
@@ -356,7 +367,7 @@ int pf_net_build(pf_net *g, const pf_config *c, char *err, size_t errlen) {
         if (!strcmp(c->model_type, nets[i].type)) which = (int)i;
     if (which < 0) {
         snprintf(err, errlen, "model: unsupported model_type '%s' (EDSR, SRCNN, FSRCNN, ESPCN, "
-                 "MSRResNet, RCAN, RRDBNet)", c->model_type);
+                 "MSRResNet, RCAN, RRDBNet, BasicVSR)", c->model_type);
         return -1;
     }
     if (c->scale < 1 || c->scale > 8 || !(nets[which].scales >> c->scale & 1)) {
@@ -595,9 +606,9 @@ int pf_net_build_basicvsr(pf_net *g, int num_feat, int num_block, int frames, ch
                           size_t errlen) {
     pf_net_init(g);
     snprintf(g->type, sizeof g->type, "BasicVSR");
-    if (num_feat < 1 || num_block < 0 || num_block > 31 || frames < 2 || frames > 64) {
+    if (num_feat < 1 || num_block < 0 || num_block > 31 || frames < 1 || frames > 64) {
         snprintf(err, errlen, "model: BasicVSR takes num_feat >= 1, 0 <= num_block <= 31 and "
-                 "2..64 frames (got %d, %d, %d)", num_feat, num_block, frames);
+                 "1..64 frames (got %d, %d, %d)", num_feat, num_block, frames);
         return -1;
     }
     bvsr b = { .g = g };
@@ -658,7 +669,8 @@ int pf_net_build_basicvsr(pf_net *g, int num_feat, int num_block, int frames, ch
         int base = vresize(&b, x[i], 4, 1, 0, 0, 0);
         outs[i] = vconv(&b, o, "conv_last", 3, 3, NO_ACT, base, &b.head_w[4]);
     }
-    g->output = vnode(&b, PF_G_CONCAT, outs, T, 3 * T, outs[0], 1, 1, 0, &nd);
+    g->output = T == 1 ? outs[0]
+                       : vnode(&b, PF_G_CONCAT, outs, T, 3 * T, outs[0], 1, 1, 0, &nd);
     if (g->oom || g->output < 0) {
         snprintf(err, errlen, "model: BasicVSR: out of memory building the network");
         pf_net_free(g);

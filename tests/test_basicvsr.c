@@ -20,6 +20,8 @@
 
 #include "common/safetensors.h"
 #include "nn/graph.h"
+#include "nn/model.h"
+#include "nn/model_internal.h"
 #include "nn/net.h"
 #include "tests/pf_test.h"
 
@@ -195,6 +197,67 @@ static void check_layout(const pf_net *g, pf_safetensors *ref, pf_layout layout,
     pf_dnnl_free(&d);
 }
 
+/* The same network built from a config (model.type BasicVSR, a video training set of T-frame
+   clips) through the model API the worker and the eval hook use: the training step's loss
+   and its output (pf_model_train_output, frame-major images) and pf_model_infer_clip of the
+   clip (an unrolled network of its own) against PyTorch's output. */
+static void check_model(pf_safetensors *ref, const uint8_t *lq, const uint8_t *gt) {
+    pf_config cfg;
+    pf_config_defaults(&cfg);
+    snprintf(cfg.model_type, sizeof cfg.model_type, "BasicVSR");
+    cfg.scale = 4;
+    cfg.n_feats = FEAT;
+    cfg.n_blocks = BLOCKS;
+    snprintf(cfg.loss_type, sizeof cfg.loss_type, "CharbonnierLoss");
+    cfg.charbonnier_eps = 1e-12f;
+    cfg.train.present = 1;
+    snprintf(cfg.train.type, sizeof cfg.train.type, "REDSRecurrentDataset");
+    cfg.train.num_frame = T;
+    char err[1024];
+    pf_model *m = pf_model_new(&cfg, err, sizeof err);
+    CHECK(m != NULL, "pf_model_new: %s", err);
+    if (!m) return;
+    CHECK(pf_model_is_video(m) && pf_model_frames(m) == T && pf_model_scale(m) == 4,
+          "a video model of %d frames x4", T);
+    const pf_net *g = &((struct pf_model *)m)->net;
+    fill_params(g, pf_model_params(m));
+    int ndim;
+    int64_t shape[8];
+    const float *sum = pf_safetensors_get(ref, "out.sum", &ndim, shape);
+    const float *sq = pf_safetensors_get(ref, "out.sumsq", &ndim, shape);
+    const float *rl = pf_safetensors_get(ref, "loss", &ndim, shape);
+    const int OH = 4 * H, OW = 4 * W;
+    size_t frame = (size_t)OH * OW * 3;
+    float *out = malloc((size_t)T * frame * sizeof(float));
+    float loss = 0;
+    for (int pass = 0; pass < 2 && sum && sq && rl && out; pass++) {
+        int rc = pass == 0 ? pf_model_train_step(m, lq, gt, N, H, W, &loss, err, sizeof err)
+                           : pf_model_infer_clip(m, lq, T, H, W, out, err, sizeof err);
+        CHECK(rc == 0, "%s: %s", pass ? "pf_model_infer_clip" : "pf_model_train_step", err);
+        if (rc) break;
+        if (pass == 0) {
+            CHECK(rel(loss, rl[0], rl[0]) < 1e-5, "model loss %.8f, PyTorch %.8f", loss, rl[0]);
+            CHECK(pf_model_train_output(m, N, out) == 0, "pf_model_train_output");
+        }
+        double worst = 0;
+        for (int t = 0; t < T; t++) {   /* frame-major HWC: frame t's sums */
+            double s = 0, s2 = 0;
+            for (size_t i = (size_t)t * frame; i < (size_t)(t + 1) * frame; i++) {
+                s += out[i];
+                s2 += (double)out[i] * out[i];
+            }
+            worst = fmax(worst, fmax(rel(s, sum[t], sqrt(sq[t] * (double)frame)),
+                                     rel(s2, sq[t], sq[t])));
+        }
+        CHECK(worst < 1e-4, "model %s output: %.3g from PyTorch's", pass ? "clip" : "training",
+              worst);
+        printf("BasicVSR through pf_model: %s output within %.2g of PyTorch's\n",
+               pass ? "pf_model_infer_clip" : "training step", worst);
+    }
+    free(out);
+    pf_model_destroy(&m);
+}
+
 int main(void) {
     char err[1024], path[1024];
     snprintf(path, sizeof path, "%s/basicvsr.safetensors", pf_test_data());
@@ -237,6 +300,7 @@ int main(void) {
                                          PF_LAYOUT_NCHW16C, PF_LAYOUT_NHWC };
     for (size_t l = 0; l < sizeof layouts / sizeof layouts[0]; l++)
         check_layout(&g, ref, layouts[l], lq, gt);
+    check_model(ref, lq, gt);
     free(lq);
     free(gt);
     pf_net_free(&g);

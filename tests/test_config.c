@@ -603,7 +603,7 @@ static const broken_case BROKEN[] = {
     {"  type: EDSR", "  type: SRCNN", "  n_feats", "model.n_feats", "only allowed with type EDSR"},
     /* model zoo keys: each only with the types it configures, one spelling per field */
     {"  type: EDSR", "  type: FSRCNN", "  n_feats", "model.n_feats",
-     "only allowed with type EDSR, MSRResNet, RCAN or RRDBNet (model.type is FSRCNN)"},
+     "only allowed with type EDSR, MSRResNet, RCAN, RRDBNet or BasicVSR (model.type is FSRCNN)"},
     {"  n_blocks: 4\n", "  n_blocks: 4\n  num_group: 2\n", "  num_group", "model.num_group",
      "only allowed with type RCAN (model.type is EDSR)"},
     {"  n_blocks: 4\n", "  n_blocks: 4\n  squeeze_factor: 4\n", "  squeeze_factor",
@@ -1143,8 +1143,21 @@ static const char *IMAGE_DATA =
     "  eval:\n"
     "    gt_folder: @D@/config\n";
 
+/* BASE with a video network (BasicVSR x4, the same line count up to data) and `data` in
+   place of its image sets (its test set dropped: BasicVSR takes clips only). */
+static char *make_video(const char *data) {
+    char *t = make(IMAGE_DATA, data);
+    char *u = replace(t, "  type: EDSR\n  scale: 2\n", "  type: BasicVSR\n  scale: 4\n");
+    char *test = expand("  test:\n    gt_folder: @D@\n");
+    char *v = replace(u, test, "");
+    free(t);
+    free(u);
+    free(test);
+    return v;
+}
+
 static void test_video_sets(void) {
-    char *text = make(IMAGE_DATA, VIDEO_DATA), err[1024] = "";
+    char *text = make_video(VIDEO_DATA), err[1024] = "";
     pf_config c;
     int rc = pf_config_parse(&c, "t.yaml", text, strlen(text), 1, err, sizeof err);
     CHECK(rc == 0, "video config: %s", err);
@@ -1207,7 +1220,7 @@ static void test_video_sets(void) {
             patched = cut;
             want = "t.yaml:10: data.train.meta_info_file: Vimeo90KRecurrentDataset needs";
         }
-        char *t2 = make(IMAGE_DATA, patched);
+        char *t2 = make_video(patched);
         err[0] = 0;
         rc = pf_config_parse(&c, "t.yaml", t2, strlen(t2), 1, err, sizeof err);
         CHECK(rc == -1 && !strncmp(err, want, strlen(want)),
@@ -1222,7 +1235,7 @@ static void test_video_sets(void) {
     char *v = expand(VIDEO_DATA), *o = expand("    type: REDSRecurrentDataset\n"),
          *w = expand("    type: Vimeo90KRecurrentDataset\n");
     char *p1 = replace(v, o, w), *p2 = replace(p1, "    num_frame: 5\n", "");
-    char *t3 = make(IMAGE_DATA, p2);
+    char *t3 = make_video(p2);
     rc = pf_config_parse(&c, "t.yaml", t3, strlen(t3), 1, err, sizeof err);
     CHECK(rc == 0 && c.train.num_frame == 7, "Vimeo default num_frame: %s", err);
     free(v);
@@ -1231,6 +1244,44 @@ static void test_video_sets(void) {
     free(p1);
     free(p2);
     free(t3);
+    /* the network and the sets must agree: clips train a video network, images an image
+       network; BasicVSR is x4; its depth defaults to BasicSR's 15 blocks a trunk */
+    text = make_video(VIDEO_DATA);
+    rc = pf_config_parse(&c, "t.yaml", text, strlen(text), 1, err, sizeof err);
+    CHECK(rc == 0 && c.n_blocks == 4 && c.n_feats == 32 && c.fix_iter == 0 &&
+          !c.spynet_pretrained[0], "BasicVSR keys: %s", err);
+    char *nb = replace(text, "  n_blocks: 4\n", "");
+    rc = pf_config_parse(&c, "t.yaml", nb, strlen(nb), 1, err, sizeof err);
+    CHECK(rc == 0 && c.n_blocks == 15, "BasicVSR default num_block 15: %s (%d)", err,
+          c.n_blocks);
+    static const struct {
+        const char *old, *new, *want;
+    } mismatch[] = {
+        {"  type: BasicVSR\n", "  type: EDSR\n", "t.yaml:11: data.train.type: EDSR is an "
+         "image network; REDSRecurrentDataset makes clips"},
+        {"  scale: 4\n", "  scale: 2\n", "t.yaml:3: model.scale: must be 4 for BasicVSR"},
+        {"  n_blocks: 4\n", "  n_blocks: 32\n", "t.yaml:5: model.n_blocks: must be at most 31 "
+         "for BasicVSR"},
+        {"  n_blocks: 4\n", "  n_blocks: 4\n  fix_iter: -1\n", "t.yaml:6: model.fix_iter:"},
+    };
+    for (size_t i = 0; i < sizeof mismatch / sizeof mismatch[0]; i++) {
+        char *t4 = replace(text, mismatch[i].old, mismatch[i].new);
+        err[0] = 0;
+        rc = pf_config_parse(&c, "t.yaml", t4, strlen(t4), 1, err, sizeof err);
+        CHECK(rc == -1 && !strncmp(err, mismatch[i].want, strlen(mismatch[i].want)),
+              "network/set case %zu:\n got  '%s'\n want '%s...'", i, err, mismatch[i].want);
+        free(t4);
+    }
+    /* an image training set for BasicVSR */
+    char *img = make(NULL, NULL);
+    char *t5 = replace(img, "  type: EDSR\n  scale: 2\n", "  type: BasicVSR\n  scale: 4\n");
+    rc = pf_config_parse(&c, "t.yaml", t5, strlen(t5), 1, err, sizeof err);
+    CHECK(rc == -1 && strstr(err, "data.train.type: BasicVSR trains on clips"),
+          "BasicVSR on images: %s", err);
+    free(img);
+    free(t5);
+    free(nb);
+    free(text);
 }
 
 int main(void) {

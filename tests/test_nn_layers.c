@@ -65,7 +65,7 @@ static void test_losses(void) {
         CHECK(pf_loss_parse(names[t], &l.type) == 0, "parse %s", names[t]);
         l.weight = 0.7f;
         l.eps = 1e-3f;
-        double got = pf_loss_forward_backward(&l, out, gt, n, h, w, mean, 255.0f, b, d);
+        double got = pf_loss_forward_backward(&l, out, gt, n, 1, h, w, mean, 255.0f, b, d);
         double want = 0.0, count = n * h * w * 3;
         int bad = 0;
         for (int a = 0; a < n; a++)
@@ -93,6 +93,31 @@ static void test_losses(void) {
                     for (int c = 3; c < b; c++)
                         pad_ok &= d[pf_blk_off(a, c, y, x, b, h, w, b)] == 0.0f;
         CHECK(pad_ok, "%s: gradient in padding channels not zero", names[t]);
+        /* the same values as one clip of two frames (channel 3 t + c, GT frame-major): the
+           same loss, each gradient element where its value went; and back to images */
+        float clip[8 * 3 * 5], dclip[8 * 3 * 5], img[2 * 3 * 5 * 3];
+        memset(clip, 0, sizeof clip);
+        for (int a = 0; a < n; a++)
+            for (int c = 0; c < 3; c++)
+                for (int y = 0; y < h; y++)
+                    for (int x = 0; x < w; x++)
+                        clip[pf_blk_off(0, 3 * a + c, y, x, 6, h, w, b)] =
+                            out[pf_blk_off(a, c, y, x, 3, h, w, b)];
+        double got2 = pf_loss_forward_backward(&l, clip, gt, 1, 2, h, w, mean, 255.0f, b, dclip);
+        pf_act_to_image(img, clip, 1, 2, h, w, mean, 255.0f, b);
+        int moved = 0, imaged = 0;
+        for (int a = 0; a < n; a++)
+            for (int c = 0; c < 3; c++)
+                for (int y = 0; y < h; y++)
+                    for (int x = 0; x < w; x++) {
+                        float o = out[pf_blk_off(a, c, y, x, 3, h, w, b)];
+                        moved += dclip[pf_blk_off(0, 3 * a + c, y, x, 6, h, w, b)] !=
+                                 d[pf_blk_off(a, c, y, x, 3, h, w, b)];
+                        imaged += img[((a * h + y) * w + x) * 3 + c] != o / 255.0f + mean[c];
+                    }
+        CHECK(got2 == got && moved == 0, "%s as a clip of 2 frames: %.9g vs %.9g, %d gradient "
+              "elements differ", names[t], got2, got, moved);
+        CHECK(imaged == 0, "pf_act_to_image of 2 frames: %d elements differ", imaged);
     }
     pf_loss_type ty;
     CHECK(pf_loss_parse("PerceptualLoss", &ty) == -1, "unknown loss accepted");
