@@ -771,9 +771,16 @@ static int train_prepare(train *t) {
     }
     const pf_config *cfg = &t->cfg;
     if (a->loaders < 0) a->loaders = cfg->loaders;
-    printf("pixflow: %s: %s x%d, %d training images (%u samples/epoch), %" PRId64
+    char what[96];
+    if (train.video)
+        snprintf(what, sizeof what, "%u frames of %d clip%s, clips of %d frames",
+                 train.video->n_frames, train.video->n_clips, train.video->n_clips > 1 ? "s" : "",
+                 train.frames);
+    else
+        snprintf(what, sizeof what, "%d training images", train.n_files);
+    printf("pixflow: %s: %s x%d, %s (%u samples/epoch), %" PRId64
            " iterations, batch %d x %d %s worker%s, %d loaders, work_dir %s\n", a->cfg_path,
-           cfg->model_type, cfg->scale, train.n_files, train.len, total, cfg->samples_per_gpu,
+           cfg->model_type, cfg->scale, what, train.len, total, cfg->samples_per_gpu,
            a->workers, a->gpus > 0 ? "GPU" : "CPU", a->workers > 1 ? "s" : "", a->loaders,
            cfg->work_dir);
     if (cfg->resume_from[0]) printf("pixflow: resuming from %s\n", cfg->resume_from);

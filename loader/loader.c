@@ -487,9 +487,15 @@ int pf_loader_main(int argc, char **argv) {
         send_done(&l, 1, "loader %s: %s", name, err);
         goto out;
     }
-    pf_info("joined %s as peer %u; %d images, %u samples per epoch; %d thread(s), cache %d MiB, "
-            "on_bad_sample %s", addr, l.client.peer_id, l.ds.n_files, l.ds.len,
-            cfg->loader_threads, cfg->cache_mb, cfg->skip_bad_samples ? "skip" : "fail");
+    char what[64];
+    if (l.ds.video)
+        snprintf(what, sizeof what, "%d clips (%u frames), %d frames a sample",
+                 l.ds.video->n_clips, l.ds.video->n_frames, l.ds.frames);
+    else
+        snprintf(what, sizeof what, "%d images", l.ds.n_files);
+    pf_info("joined %s as peer %u; %s, %u samples per epoch; %d thread(s), cache %d MiB, "
+            "on_bad_sample %s", addr, l.client.peer_id, what, l.ds.len, cfg->loader_threads,
+            cfg->cache_mb, cfg->skip_bad_samples ? "skip" : "fail");
     status = run(&l, addr, err, sizeof err);
     if (status && err[0]) {
         pf_error("%s", err);

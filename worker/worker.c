@@ -217,7 +217,7 @@ static int train_step(worker *w, const pf_msg_batch *b, const uint8_t *gt, const
    publishes on topic "visual" the first n = min(num_samples, batch) samples: lq and gt bytes
    from the batch, and the network's output of that step (no extra forward pass) clamped to
    [0, 1], times 255, rounded to uint8; n shrinks until each frame fits PF_MAX_VISUAL_FRAME.
-   PUB drops at its high-water mark, so this never blocks. A failure is logged, never fatal.
+   A video network's samples are clips: each is shown by its middle frame (T / 2). PUB drops at its high-water mark, so this never blocks. A failure is logged, never fatal.
    CUDA backend: the output stays on the GPU (pf_gpu_train_step does not hand it back), so the
    GPU worker publishes nothing yet. */
 static void publish_visual(worker *w, const pf_msg_batch *b, const uint8_t *gt,
@@ -228,6 +228,8 @@ static void publish_visual(worker *w, const pf_msg_batch *b, const uint8_t *gt,
     double t0 = pf_now();
     int s = pf_model_scale(w->model);
     size_t lq_img = (size_t)b->lq_h * b->lq_w * 3, gt_img = lq_img * s * s;
+    /* a video network's samples are clips: each shows its middle frame */
+    size_t T = (size_t)pf_model_frames(w->model), mid = T / 2;
     int n = w->cfg->visual_num_samples < (int)b->n ? w->cfg->visual_num_samples : (int)b->n;
     while (n > 0 && (size_t)n * gt_img > PF_MAX_VISUAL_FRAME) n--;
     if (n == 0) {
@@ -236,20 +238,39 @@ static void publish_visual(worker *w, const pf_msg_batch *b, const uint8_t *gt,
         return;
     }
     size_t count = (size_t)n * gt_img;
-    if (count > w->visual_cap) {
-        float *f = realloc(w->visual_out, count * sizeof *f);
+    if (count * T > w->visual_cap) {
+        float *f = realloc(w->visual_out, count * T * sizeof *f);
         if (f) w->visual_out = f;
-        uint8_t *u = f ? realloc(w->visual_u8, count) : NULL;
+        uint8_t *u = f ? realloc(w->visual_u8, count * T) : NULL;
         if (u) w->visual_u8 = u;
         if (!f || !u) {
             pf_warn("visual: out of memory; no picture of iteration %" PRId64, done);
             return;
         }
-        w->visual_cap = count;
+        w->visual_cap = count * T;
     }
     if (pf_model_train_output(w->model, n, w->visual_out) != 0) {
         pf_warn("visual: no training output to show at iteration %" PRId64, done);
         return;
+    }
+    uint8_t *clip_lq = NULL, *clip_gt = NULL;
+    if (T > 1) {
+        clip_lq = malloc((size_t)n * lq_img);
+        clip_gt = malloc(count);
+        if (!clip_lq || !clip_gt) {
+            free(clip_lq);
+            free(clip_gt);
+            pf_warn("visual: out of memory; no picture of iteration %" PRId64, done);
+            return;
+        }
+        for (int i = 0; i < n; i++) {   /* sample i's frame mid, in place of sample i */
+            memmove(w->visual_out + i * gt_img, w->visual_out + (i * T + mid) * gt_img,
+                    gt_img * sizeof *w->visual_out);
+            memcpy(clip_lq + i * lq_img, lq + (i * T + mid) * lq_img, lq_img);
+            memcpy(clip_gt + i * gt_img, gt + (i * T + mid) * gt_img, gt_img);
+        }
+        lq = clip_lq;
+        gt = clip_gt;
     }
     pf_to_u8(w->visual_out, w->visual_u8, count);   /* as evaluation does */
     pf_msg m = { .type = PF_MSG_VISUAL };
@@ -267,6 +288,8 @@ static void publish_visual(worker *w, const pf_msg_batch *b, const uint8_t *gt,
                            { gt, count } };
     if (pf_send(w->client.pub, &topic, &m, frames, 3) != 0)
         pf_warn("visual: publish of iteration %" PRId64 " failed: %s", done, zmq_strerror(errno));
+    free(clip_lq);
+    free(clip_gt);
     w->visuals++;
     w->visual_time += pf_now() - t0;
 }
