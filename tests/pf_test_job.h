@@ -25,7 +25,7 @@
 extern char **environ;
 
 /* n smooth, noisy RGB images of size x size as dir/imgNN.png. */
-static void make_images(const char *dir, int n, int size, uint64_t seed) {
+static inline void make_images(const char *dir, int n, int size, uint64_t seed) {
     pf_mkdirs(dir, NULL, 0);
     uint8_t *px = malloc((size_t)size * size * 3);
     for (int k = 0; k < n; k++) {
