@@ -37,7 +37,8 @@ extern char **environ;
 
 static void print_table(FILE *f, const pf_eval_result *r, const char *ch, int exact) {
     const char *fmt = exact ? "%s\t%.17g\t%.17g\t%.17g\t%.17g\n" : "%s\t%.4f\t%.4f\t%.4f\t%.4f\n";
-    fprintf(f, "image\tpsnr_%s\tssim_%s\tpsnr_bicubic\tssim_bicubic\n", ch, ch);
+    fprintf(f, "%s\tpsnr_%s\tssim_%s\tpsnr_bicubic\tssim_bicubic\n",
+            r->n && r->items[0].frames > 1 ? "clip" : "image", ch, ch);
     for (int i = 0; i < r->n; i++)
         fprintf(f, fmt, r->items[i].name, r->items[i].psnr, r->items[i].ssim,
                 r->items[i].psnr_bicubic, r->items[i].ssim_bicubic);
@@ -174,7 +175,11 @@ int pf_test_main(int argc, char **argv) {
     }
     pf_dataset_set_seed(&ds, cfg.seed);     /* DN noise / JPEG quality per image */
     if (shard < 0) pf_dataset_log_gt_crops(&ds, "data.test");   /* not again in each worker */
-    if (workers > ds.n_files) workers = ds.n_files;
+    if (ds.video && workers > 1) {    /* clips are not split over processes yet */
+        printf("pixflow: a video set runs in one process (--workers %d ignored)\n", workers);
+        workers = 1;
+    }
+    if (!ds.video && workers > ds.n_files) workers = ds.n_files;
     int status = 1;
     pf_eval_result r = { 0 };
     pf_model *m = NULL;
@@ -239,15 +244,23 @@ int pf_test_main(int argc, char **argv) {
     print_table(f, &r, ch, 0);
     fclose(f);
     char mode[192];
-    printf("pixflow: %d images in %.1f s on %d worker%s (crop_border %d, %s, inference: %s); "
-           "outputs and results.tsv in %s\n", r.n, pf_now() - t0, workers,
+    char what[64];
+    int frames = 0;
+    for (int i = 0; i < r.n; i++) frames += r.items[i].frames;
+    if (ds.video)
+        snprintf(what, sizeof what, "%d clips (%d frames; means per clip, then over clips)",
+                 r.n, frames);
+    else
+        snprintf(what, sizeof what, "%d images", r.n);
+    printf("pixflow: %s in %.1f s on %d worker%s (crop_border %d, %s, inference: %s); "
+           "outputs and results.tsv in %s\n", what, pf_now() - t0, workers,
            workers > 1 ? "s" : "", cfg.crop_border, ch,
            pf_infer_describe(&cfg, mode, sizeof mode), dir);
     status = 0;
 out:
     pf_eval_result_free(&r);
     pf_model_destroy(&m);
-    if (part.files) pf_dataset_close(&part);
+    if (part.files || part.video_shared) pf_dataset_close(&part);
     pf_dataset_close(&ds);
     return status;
 }

@@ -1228,6 +1228,10 @@ static int rules(pf_cfg_ctx *c, const pf_lines *L, pf_config *cfg) {
             return -1;
     if (held_out_rules(c, L, cfg))
         return -1;
+    if (cfg->clip_overlap >= cfg->clip_window)
+        return fail(c, line_of(L, "eval_cfg.clip_overlap"), "eval_cfg.clip_overlap",
+                    "must be less than eval_cfg.clip_window (%d), got %d", cfg->clip_window,
+                    cfg->clip_overlap);
     /* A video network trains on clips and an image network on images; either evaluates a
        video set (an image network frame by frame). */
     int video_net = !strcmp(cfg->model_type, "BasicVSR");

@@ -180,6 +180,8 @@ typedef struct {
     int pad_multiple;                   /* eval_cfg.pad_multiple: pad LQ to a multiple, crop back */
     int eval_ensemble;                  /* eval_cfg.ensemble: x8 self-ensemble (default 0) */
     int eval_tile;                      /* eval_cfg.tile: tile core in LQ pixels, 0 = off */
+    int clip_window, clip_overlap;      /* eval_cfg: a video network's frames per inference
+                                           window and frames shared by neighbours (32, 8) */
     int eval_tile_overlap;              /* eval_cfg.tile_overlap: LQ pixels of context (40) */
 
     /* run */

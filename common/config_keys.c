@@ -393,6 +393,14 @@ const pf_config_key pf_config_keys[] = {
     {.path = "eval_cfg.tile_overlap", .kind = PF_K_INT, .flags = PF_KF_IF_CHANGED,
      .offset = OFF(eval_tile_overlap), .lo = 0, .hi = 1 << 16, .def = "40",
      .doc = "LQ pixels of context around each tile core (BasicSR `tile_pad`)"},
+    {.path = "eval_cfg.clip_window", .kind = PF_K_INT, .flags = PF_KF_IF_CHANGED,
+     .offset = OFF(clip_window), .lo = 2, .hi = 64, .def = "32",
+     .doc = "a video network evaluates clips in windows of at most this many frames (memory "
+            "grows with it); a clip no longer goes through whole ([video.md](video.md))"},
+    {.path = "eval_cfg.clip_overlap", .kind = PF_K_INT, .flags = PF_KF_IF_CHANGED,
+     .offset = OFF(clip_overlap), .lo = 0, .hi = 62, .def = "8",
+     .doc = "frames neighbouring windows share; each frame's output comes from the window "
+            "where it is farther from the edge. Less than `clip_window`"},
 
     /* ---- security ---- */
     {.path = "security", .kind = PF_K_SECTION, .doc = "CURVE on the links"},

@@ -279,9 +279,25 @@ int pf_dataset_log_gt_crops(const pf_dataset *ds, const char *key) {
     return n;
 }
 
+int pf_dataset_clips(const pf_dataset *ds, const int **ids) {
+    *ids = ds->clip_ids;
+    return ds->clip_ids ? ds->n_clip_ids : ds->video ? ds->video->n_clips : 0;
+}
+
 int pf_dataset_shard(const pf_dataset *ds, int r, int n, pf_dataset *out) {
     *out = *ds;
     init_extra(out);
+    if (ds->video) {
+        const int *all;
+        int total = pf_dataset_clips(ds, &all), count = 0;
+        out->video_shared = 1;
+        out->clip_ids = malloc(((size_t)total / (size_t)n + 1) * sizeof *out->clip_ids);
+        if (!out->clip_ids) return -1;
+        for (int i = r; i < total; i += n) out->clip_ids[count++] = all ? all[i] : i;
+        out->n_clip_ids = count;
+        out->len = (uint32_t)count;
+        return 0;
+    }
     int count = ds->n_files / n + (r < ds->n_files % n);
     out->files = calloc((size_t)count + 1, sizeof *out->files);
     if (!out->files || pf_pair_cache_init(&out->cache, count, ds->cache.stats.limit) != 0) {
@@ -301,11 +317,13 @@ void pf_dataset_set_seed(pf_dataset *ds, uint64_t seed) {
 }
 
 void pf_dataset_close(pf_dataset *ds) {
-    if (ds->video) {
+    if (ds->video && !ds->video_shared) {
         pf_video_dataset_close(ds->video);
         free(ds->video);
-        ds->video = NULL;
     }
+    ds->video = NULL;
+    free(ds->clip_ids);
+    ds->clip_ids = NULL;
     pf_pair_cache_free(&ds->cache);
     free(ds->files);
     ds->files = NULL;

@@ -63,6 +63,9 @@ typedef struct {
        VideoRecurrentTestDataset): opened by pf_video_dataset_open, which does the work;
        files is then NULL and n_files 0 */
     pf_video_dataset *video;
+    int video_shared;           /* a shard: video belongs to the dataset it was cut from */
+    int *clip_ids;              /* a shard's clips (indices into video->clips); NULL: all */
+    int n_clip_ids;
     int frames;                 /* frames per training sample: 1, or a video set's num_frame */
 } pf_dataset;
 
@@ -79,7 +82,12 @@ void pf_dataset_close(pf_dataset *ds);
    files and sizes. `key` names the set ("data.eval"). Returns the number of such files. */
 int pf_dataset_log_gt_crops(const pf_dataset *ds, const char *key);
 
-/* The files i with i mod n == r as a dataset of their own (for splitting an eval or test set
+/* The clips of a video set (a shard's share of them): *ids (NULL: clips 0..count-1); returns
+   the count. */
+int pf_dataset_clips(const pf_dataset *ds, const int **ids);
+
+/* The files i with i mod n == r as a dataset of their own (a video set: its clips i with
+   i mod n == r, reading through the video set of `ds`, which must outlive the shard) (for splitting an eval or test set
    over workers); nothing decoded is shared; the seed, the cache limit and each file's id are
    kept, so an image degrades the same in any shard. Free with pf_dataset_close. Returns 0 or
    -1 (out of memory). */

@@ -96,6 +96,13 @@ static int eval_start(pf_hook *h, char *err, size_t errlen) {
     return 0;
 }
 
+/* What the evaluation's items are: a video set's means are per clip, then over clips. */
+static const char *units(const pf_config *cfg) {
+    return pf_config_is_video_set(cfg->eval.type) ? "clips (per-frame means per clip, then "
+                                                    "over clips)"
+                                                  : "images";
+}
+
 /* All parts of `g` are in: write the summary, track the best, publish "eval". */
 static void finish_gather(pf_hook *h, gather *g) {
     eval_state *s = h->state;
@@ -110,9 +117,10 @@ static void finish_gather(pf_hook *h, gather *g) {
     const char *ch = cfg->eval_y_channel ? "Y" : "RGB";
     char mode[192];
     fprintf(s->log, "iter %" PRId64 ": PSNR-%s %.4f dB, SSIM-%s %.4f (bicubic %.4f dB, %.4f); "
-            "best %.4f dB at iter %" PRId64 "; %lld images, crop_border %d, %d instance%s, "
+            "best %.4f dB at iter %" PRId64 "; %lld %s, crop_border %d, %d instance%s, "
             "inference: %s\n", g->iter, ch, psnr, ch, ssim, pb, sb, s->best_psnr, s->best_iter,
-            (long long)g->count, cfg->crop_border, h->instances, h->instances > 1 ? "s" : "",
+            (long long)g->count, units(cfg), cfg->crop_border, h->instances,
+            h->instances > 1 ? "s" : "",
             pf_infer_describe(cfg, mode, sizeof mode));
     fflush(s->log);
     pf_info("iter %" PRId64 ": PSNR-%s %.4f dB (bicubic %.4f dB), SSIM %.4f", g->iter, ch, psnr,
@@ -130,8 +138,8 @@ static void finish_gather(pf_hook *h, gather *g) {
         ev->best_iter = s->best_iter;
         ev->count = g->count;
         snprintf(ev->path, sizeof ev->path, "%s", g->path);
-        snprintf(ev->text, sizeof ev->text, "%lld images of %s, %s channel, crop_border %d",
-                 (long long)g->count, cfg->eval.gt_folder, ch, cfg->crop_border);
+        snprintf(ev->text, sizeof ev->text, "%lld %s of %s, %s channel, crop_border %d",
+                 (long long)g->count, units(cfg), cfg->eval.gt_folder, ch, cfg->crop_border);
         pf_client_publish(&h->client, ev);
         free(ev);
     }
@@ -186,7 +194,7 @@ static void publish_sample(void *ctx, int file, const char *name, const pf_image
     pf_hook *h = c->h;
     const pf_config *cfg = &h->client.cfg;
     int s = cfg->scale;
-    int64_t global = c->ds->files[file].id;
+    int64_t global = c->ds->video ? file : c->ds->files[file].id;   /* video: the clip */
     if (global >= cfg->visual_num_samples || gt->h < lq->h * s || gt->w < lq->w * s) return;
     int y0, x0, ch, cw;
     pf_visual_fit(lq->h, lq->w, s, &y0, &x0, &ch, &cw);
@@ -258,12 +266,21 @@ static int evaluate_checkpoint(pf_hook *h, const char *path, int64_t iter, int64
     }
     s->last_iter = iter;
     const char *ch = cfg->eval_y_channel ? "Y" : "RGB";
-    for (int i = 0; i < r.n; i++)
-        fprintf(s->log, "    iter %" PRId64 " %s: PSNR-%s %.4f dB, SSIM-%s %.4f (bicubic %.4f dB, "
-                "%.4f)\n", iter, r.items[i].name, ch, r.items[i].psnr, ch, r.items[i].ssim,
-                r.items[i].psnr_bicubic, r.items[i].ssim_bicubic);
+    int frames = 0;
+    for (int i = 0; i < r.n; i++) {
+        char what[32] = "";
+        if (s->ds.video) snprintf(what, sizeof what, " (%d frames)", r.items[i].frames);
+        frames += r.items[i].frames;
+        fprintf(s->log, "    iter %" PRId64 " %s%s: PSNR-%s %.4f dB, SSIM-%s %.4f (bicubic %.4f "
+                "dB, %.4f)\n", iter, r.items[i].name, what, ch, r.items[i].psnr, ch,
+                r.items[i].ssim, r.items[i].psnr_bicubic, r.items[i].ssim_bicubic);
+    }
     fflush(s->log);
-    pf_info("iter %" PRId64 ": %d images evaluated in %.1f s", iter, r.n, pf_now() - t0);
+    if (s->ds.video)
+        pf_info("iter %" PRId64 ": %d clips (%d frames) evaluated in %.1f s", iter, r.n, frames,
+                pf_now() - t0);
+    else
+        pf_info("iter %" PRId64 ": %d images evaluated in %.1f s", iter, r.n, pf_now() - t0);
     /* This instance's sums: straight to the gatherer when it is instance 0, else an event. */
     double n = r.n;
     if (h->instance == 0) {
@@ -341,7 +358,7 @@ static int eval_waiting(pf_hook *h) {
 static void eval_destroy(pf_hook *h) {
     eval_state *s = h->state;
     if (!s) return;
-    if (s->ds.files != s->all.files) pf_dataset_close(&s->ds);
+    if (s->ds.files != s->all.files || s->ds.video_shared) pf_dataset_close(&s->ds);
     pf_dataset_close(&s->all);
     pf_model_destroy(&s->model);
     if (s->log) fclose(s->log);

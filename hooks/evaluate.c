@@ -22,10 +22,193 @@ static void pad_replicate(const uint8_t *src, int h, int w, uint8_t *dst, int ph
     }
 }
 
+/* res's sums over its n items into means. */
+static void mean_of_sums(pf_eval_result *res) {
+    if (!res->n) return;
+    res->psnr /= res->n;
+    res->ssim /= res->n;
+    res->psnr_bicubic /= res->n;
+    res->ssim_bicubic /= res->n;
+}
+
+int pf_clip_windows(int n, int window, int overlap, int *start, int *len, int *own0, int *own1,
+                    int max) {
+    if (n < 1 || window < 1 || overlap < 0 || overlap >= window || max < 1) return -1;
+    int k = 0;
+    if (n <= window) {
+        start[0] = 0;
+        len[0] = n;
+    } else {
+        for (int s = 0;; s += window - overlap) {
+            if (k == max) return -1;
+            int last = s + window >= n;
+            start[k] = last ? n - window : s;
+            len[k] = window;
+            k++;
+            if (last) break;
+        }
+        k--;
+    }
+    for (int i = 0; i <= k; i++) {
+        own0[i] = i ? own1[i - 1] : 0;
+        /* the middle of the frames shared with the next window */
+        own1[i] = i == k ? n : (start[i + 1] + start[i] + len[i] + 1) / 2;
+    }
+    return k + 1;
+}
+
+/* A clip's name as a folder: a video file's extension dropped ("cityCC0.mpg" -> "cityCC0"). */
+static void clip_folder(const pf_clip *c, char *out, size_t len) {
+    snprintf(out, len, "%s", c->name);
+    char *dot = c->gt_video ? strrchr(out, '.') : NULL;
+    if (dot && !strchr(dot, '/')) *dot = '\0';
+}
+
+typedef struct {
+    double psnr, ssim, psnr_bicubic, ssim_bicubic;
+} clip_sums;
+
+/* One output frame t of clip c: clamp, compare with its GT, bicubic beside it, save. */
+static int clip_frame(const pf_config *cfg, pf_video_dataset *v, int c, int t, const float *out,
+                      int pw, const char *save_dir, int middle, pf_eval_image_fn on_image,
+                      void *image_ctx, clip_sums *sum, char *err, size_t errlen) {
+    const pf_image *gt, *lq;
+    if (pf_video_dataset_frame(v, c, t, &gt, &lq, err, errlen)) return -1;
+    int s = cfg->scale, oh = gt->h, ow = gt->w, rc = 0;
+    uint8_t *out8 = malloc((size_t)oh * ow * 3), *bic = malloc((size_t)oh * ow * 3);
+    const pf_clip *cl = &v->clips[c];
+    if (!out8 || !bic) {
+        snprintf(err, errlen, "out of memory evaluating clip '%s'", cl->name);
+        rc = -1;
+    }
+    for (int y = 0; rc == 0 && y < oh; y++)
+        pf_to_u8(out + (size_t)y * pw * s * 3, out8 + (size_t)y * ow * 3, (size_t)ow * 3);
+    if (rc == 0 && pf_imresize_u8(lq->data, lq->h, lq->w, 3, (double)s, bic) != 0) {
+        snprintf(err, errlen, "clip '%s' frame %d: bicubic upscaling failed", cl->name,
+                 cl->first + t);
+        rc = -1;
+    }
+    if (rc == 0) {
+        int y = cfg->eval_y_channel, cb = cfg->crop_border;
+        if (cfg->eval_psnr) {
+            sum->psnr += pf_psnr(out8, gt->data, oh, ow, cb, y);
+            sum->psnr_bicubic += pf_psnr(bic, gt->data, oh, ow, cb, y);
+        }
+        if (cfg->eval_ssim) {
+            sum->ssim += pf_ssim(out8, gt->data, oh, ow, cb, y);
+            sum->ssim_bicubic += pf_ssim(bic, gt->data, oh, ow, cb, y);
+        }
+        if (middle && on_image) on_image(image_ctx, c, cl->name, lq, out8, gt);
+    }
+    if (rc == 0 && save_dir) {
+        char folder[300], dir[PF_PATH_MAX * 2], path[PF_PATH_MAX * 2 + 16];
+        clip_folder(cl, folder, sizeof folder);
+        snprintf(dir, sizeof dir, "%s/%s", save_dir, folder);
+        snprintf(path, sizeof path, "%s/%08d.png", dir, cl->first + t);
+        rc = pf_mkdirs(dir, err, errlen) ? -1 : pf_image_write_png(path, out8, ow, oh, err, errlen);
+    }
+    pf_video_dataset_release(v, c, t);
+    free(out8);
+    free(bic);
+    return rc;
+}
+
+/* evaluate.h: the video sets. */
+static int evaluate_clips(pf_model *m, const pf_config *cfg, pf_dataset *ds, const char *save_dir,
+                          pf_eval_cancel_fn cancel, void *cancel_ctx, pf_eval_image_fn on_image,
+                          void *image_ctx, pf_eval_result *res, char *err, size_t errlen) {
+    pf_video_dataset *v = ds->video;
+    const int *ids;
+    int n_clips = pf_dataset_clips(ds, &ids);
+    if (cfg->eval_ensemble || cfg->eval_tile > 0) {
+        snprintf(err, errlen, "%s: eval_cfg.ensemble and eval_cfg.tile are not supported for "
+                 "video sets", cfg->eval.present ? "data.eval" : "data.test");
+        return -1;
+    }
+    res->items = calloc((size_t)n_clips + 1, sizeof *res->items);
+    if (!res->items) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    if (save_dir && pf_mkdirs(save_dir, err, errlen) != 0) return -1;
+    int s = cfg->scale, mult = cfg->pad_multiple > 0 ? cfg->pad_multiple : 1;
+    int q = pf_model_input_multiple(m);
+    if (mult % q) mult *= q;
+    int video = pf_model_is_video(m);
+    int window = video ? cfg->clip_window : 1, overlap = video ? cfg->clip_overlap : 0;
+    enum { MAX_WINDOWS = 1 << 16 };
+    int *wv = malloc(4 * MAX_WINDOWS * sizeof *wv);
+    if (!wv) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    int rc = 0;
+    for (int ci = 0; rc == 0 && ci < n_clips; ci++) {
+        int c = ids ? ids[ci] : ci;
+        const pf_clip *cl = &v->clips[c];
+        int n = cl->n_frames, lh = cl->lq_h, lw = cl->lq_w;
+        int ph = (lh + mult - 1) / mult * mult, pw = (lw + mult - 1) / mult * mult;
+        int nw = pf_clip_windows(n, window, overlap, wv, wv + MAX_WINDOWS, wv + 2 * MAX_WINDOWS,
+                                 wv + 3 * MAX_WINDOWS, MAX_WINDOWS);
+        if (nw < 0) {
+            snprintf(err, errlen, "clip '%s': %d frames need too many windows", cl->name, n);
+            rc = -1;
+            break;
+        }
+        size_t in_px = (size_t)ph * pw, out_px = in_px * (size_t)s * s;
+        uint8_t *in = malloc((size_t)window * in_px * 3);
+        float *out = malloc((size_t)window * out_px * 3 * sizeof *out);
+        if (!in || !out) {
+            snprintf(err, errlen, "out of memory evaluating clip '%s'", cl->name);
+            rc = -1;
+        }
+        clip_sums sum = { 0 };
+        for (int k = 0; rc == 0 && k < nw; k++) {
+            if (cancel && cancel(cancel_ctx)) {
+                rc = 1;
+                break;
+            }
+            int f0 = wv[k], len = wv[MAX_WINDOWS + k];
+            for (int t = 0; rc == 0 && t < len; t++) {
+                const pf_image *gt, *lq;
+                if ((rc = pf_video_dataset_frame(v, c, f0 + t, &gt, &lq, err, errlen))) break;
+                pad_replicate(lq->data, lq->h, lq->w, in + t * in_px * 3, ph, pw);
+                pf_video_dataset_release(v, c, f0 + t);
+            }
+            if (rc == 0) rc = pf_model_infer_clip(m, in, len, ph, pw, out, err, errlen);
+            for (int f = wv[2 * MAX_WINDOWS + k]; rc == 0 && f < wv[3 * MAX_WINDOWS + k]; f++)
+                rc = clip_frame(cfg, v, c, f, out + (size_t)(f - f0) * out_px * 3, pw, save_dir,
+                                f == n / 2, on_image, image_ctx, &sum, err, errlen);
+        }
+        free(in);
+        free(out);
+        if (rc) break;
+        pf_eval_item *it = &res->items[ci];
+        snprintf(it->name, sizeof it->name, "%s", cl->name);
+        it->frames = n;
+        it->psnr = cfg->eval_psnr ? sum.psnr / n : NAN;
+        it->ssim = cfg->eval_ssim ? sum.ssim / n : NAN;
+        it->psnr_bicubic = cfg->eval_psnr ? sum.psnr_bicubic / n : NAN;
+        it->ssim_bicubic = cfg->eval_ssim ? sum.ssim_bicubic / n : NAN;
+        res->psnr += it->psnr;
+        res->ssim += it->ssim;
+        res->psnr_bicubic += it->psnr_bicubic;
+        res->ssim_bicubic += it->ssim_bicubic;
+        res->n++;
+    }
+    free(wv);
+    if (rc) return rc;
+    mean_of_sums(res);
+    return 0;
+}
+
 int pf_evaluate(pf_model *m, const pf_config *cfg, pf_dataset *ds, const char *save_dir,
                 pf_eval_cancel_fn cancel, void *cancel_ctx, pf_eval_image_fn on_image,
                 void *image_ctx, pf_eval_result *res, char *err, size_t errlen) {
     memset(res, 0, sizeof *res);
+    if (ds->video)
+        return evaluate_clips(m, cfg, ds, save_dir, cancel, cancel_ctx, on_image, image_ctx,
+                              res, err, errlen);
     res->items = calloc((size_t)ds->n_files, sizeof *res->items);
     if (!res->items) {
         snprintf(err, errlen, "out of memory");
@@ -68,6 +251,7 @@ int pf_evaluate(pf_model *m, const pf_config *cfg, pf_dataset *ds, const char *s
         if (rc == 0) {
             pf_eval_item *it = &res->items[i];
             snprintf(it->name, sizeof it->name, "%s", ds->files[i].name);
+            it->frames = 1;
             int y = cfg->eval_y_channel, cb = cfg->crop_border;
             /* evaluation.metrics decides what is computed; the rest stays NaN (null in
                metrics.jsonl), and so does everything without a GT. */
@@ -98,12 +282,7 @@ int pf_evaluate(pf_model *m, const pf_config *cfg, pf_dataset *ds, const char *s
         free(bic);
         if (rc) return -1;
     }
-    if (res->n) {
-        res->psnr /= res->n;
-        res->ssim /= res->n;
-        res->psnr_bicubic /= res->n;
-        res->ssim_bicubic /= res->n;
-    }
+    mean_of_sums(res);
     return 0;
 }
 

@@ -16,7 +16,9 @@
 #include "nn/model.h"
 
 typedef struct {
-    char name[256];             /* GT file stem */
+    char name[256];             /* GT file stem; a video set: the clip's name */
+    int frames;                 /* a video set: frames of the clip (its means are over them);
+                                   images: 1 */
     double psnr, ssim;          /* network, dB and [0, 1]; NaN when not in evaluation.metrics */
     double psnr_bicubic, ssim_bicubic;
 } pf_eval_item;
@@ -37,6 +39,24 @@ typedef int (*pf_eval_cancel_fn)(void *ctx);
    uint8, gt->h x gt->w x 3 HWC. */
 typedef void (*pf_eval_image_fn)(void *ctx, int file, const char *name, const pf_image *lq,
                                  const uint8_t *out, const pf_image *gt);
+
+/* Video sets (ds->video, docs/video.md "Evaluation"): each clip whole, frame by frame for an
+   image network; a video network (pf_model_is_video) in windows of at most
+   eval_cfg.clip_window frames that share eval_cfg.clip_overlap frames with their neighbours
+   (pf_clip_windows). PSNR and SSIM per frame, averaged per clip (items are clips), then over
+   the clips (BasicSR's and MMagic's video protocol); bicubic likewise. `on_image` gets each
+   clip's middle frame (file = the clip's index in ds->video); save_dir gets
+   save_dir/<clip>/<frame>.png (the clip's name less a video file's extension, the source
+   frame number as %08d). eval_cfg.ensemble and tile are refused for video sets. */
+
+/* The windows of a clip of n frames for windows of `window` frames sharing `overlap`
+   (0 <= overlap < window): window k runs frames [start[k], start[k] + len[k]) and gives the
+   outputs of frames [own0[k], own1[k]); the own ranges partition [0, n), each boundary in the
+   middle of the two windows' shared frames. The last window ends at the clip's end (it may
+   share more). Arrays of `max` entries; returns the number of windows, or -1 when more than
+   max would be needed. */
+int pf_clip_windows(int n, int window, int overlap, int *start, int *len, int *own0, int *own1,
+                    int max);
 
 /* Evaluate `m` on every image of `ds`. When `save_dir` is not NULL, each output is written as
    save_dir/<name>.png (the folder is created). `cancel` and `on_image` may be NULL. Returns 0,

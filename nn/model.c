@@ -404,3 +404,50 @@ void pf_set_threads(int n) {
     omp_set_num_threads(n);
     setenv("OMP_NUM_THREADS", v, 1);    /* for the processes this one starts */
 }
+
+int pf_model_load_spynet(pf_model *m, const char *path, char *err, size_t errlen) {
+    pf_safetensors *st = NULL;
+    if (pf_safetensors_load(path, &st, err, errlen)) return -1;
+    const float **src = calloc((size_t)m->net.n_tensors + 1, sizeof *src);
+    int rc = src ? 0 : -1, found = 0;
+    if (!src) snprintf(err, errlen, "%s: out of memory", path);
+    for (int i = 0; rc == 0 && i < m->net.n_tensors; i++) {
+        const pf_param_info *t = &m->net.tensors[i];
+        if (strncmp(t->name, "spynet.", 7)) continue;
+        int ndim = 0;
+        int64_t shape[8];
+        const float *d = pf_safetensors_get(st, t->name, &ndim, shape);
+        if (!d) d = pf_safetensors_get(st, t->name + 7, &ndim, shape);
+        int same = d && ndim == t->ndim;
+        for (int k = 0; same && k < ndim; k++) same = shape[k] == t->shape[k];
+        if (!same) {
+            char want[64];
+            fmt_shape(want, sizeof want, t->ndim, t->shape);
+            snprintf(err, errlen, "%s: model.spynet_pretrained: %s '%s' (or '%s') %s", path,
+                     d ? "mis-shaped tensor" : "no tensor", t->name, t->name + 7,
+                     d ? "for SPyNet" : "");
+            if (d) {
+                char got[64];
+                fmt_shape(got, sizeof got, ndim, shape);
+                add(err, errlen, ": the file has %s, SPyNet wants %s", got, want);
+            } else {
+                add(err, errlen, "(SPyNet wants %s)", want);
+            }
+            rc = -1;
+        }
+        src[i] = d;
+        found++;
+    }
+    if (rc == 0 && !found) {
+        snprintf(err, errlen, "%s: model.spynet_pretrained: %s has no SPyNet", path,
+                 m->net.type);
+        rc = -1;
+    }
+    for (int i = 0; rc == 0 && i < m->net.n_tensors; i++)
+        if (src[i])
+            memcpy(m->params + m->net.tensors[i].offset, src[i],
+                   m->net.tensors[i].numel * sizeof(float));
+    free(src);
+    pf_safetensors_free(&st);
+    return rc;
+}

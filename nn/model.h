@@ -119,4 +119,12 @@ int pf_model_check_weights(const pf_model *m, const struct pf_safetensors *st, c
    untouched). Returns 0 or -1. */
 int pf_model_load_weights(pf_model *m, const struct pf_safetensors *st, char *err,
                           size_t errlen);
+
+/* BasicVSR: copy SPyNet's weights (every model tensor named "spynet.*") from the safetensors
+   file `path` (model.spynet_pretrained), each found under its own name or without the
+   "spynet." prefix (BasicSR's spynet_sintel_final file converted: "basic_module.0.
+   basic_module.0.weight"); other tensors of the file (SPyNet's mean and std buffers) are
+   ignored. Returns 0, or -1 with err naming the file and the first tensor that is missing or
+   mis-shaped (the model is then untouched), or when the model has no SPyNet. */
+int pf_model_load_spynet(pf_model *m, const char *path, char *err, size_t errlen);
 #endif

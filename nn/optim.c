@@ -67,9 +67,9 @@ int pf_optim_ema_init(pf_optim *o, float decay, const float *params) {
 
 /* Adam/AdamW over one range; `write` 0 updates the moments only (lr_mult 0). */
 static void adam_range(const pf_optim *o, size_t off, size_t cnt, float *params,
-                       const float *grads, float lr, float wd, int write) {
-    double bc1 = 1.0 - pow((double)o->s.beta1, (double)o->step);
-    double bc2 = 1.0 - pow((double)o->s.beta2, (double)o->step);
+                       const float *grads, float lr, float wd, int write, int64_t step) {
+    double bc1 = 1.0 - pow((double)o->s.beta1, (double)step);
+    double bc2 = 1.0 - pow((double)o->s.beta2, (double)step);
     float step_size = (float)((double)lr / bc1);
     float bc2_sqrt = (float)sqrt(bc2);
     float b1 = o->s.beta1, b2 = o->s.beta2, eps = o->s.eps;
@@ -92,11 +92,11 @@ static void adam_range(const pf_optim *o, size_t off, size_t cnt, float *params,
 }
 
 static void sgd_range(const pf_optim *o, size_t off, size_t cnt, float *params,
-                      const float *grads, float lr, float wd, int write) {
+                      const float *grads, float lr, float wd, int write, int64_t step) {
     float mom = o->s.momentum, damp = 1.0f - o->s.dampening;
     float *b = o->momentum_buffer ? o->momentum_buffer + off : NULL, *p = params + off;
     const float *gr = grads + off;
-    int first = o->step == 1, nesterov = o->s.nesterov;
+    int first = step == 1, nesterov = o->s.nesterov;
     for (size_t i = 0; i < cnt; i++) {
         float g = gr[i];
         if (wd != 0.0f) g += wd * p[i];
@@ -110,26 +110,28 @@ static void sgd_range(const pf_optim *o, size_t off, size_t cnt, float *params,
 
 void pf_optim_step(pf_optim *o, float *params, const float *grads, float lr) {
     o->step++;
-    pf_optim_group whole = { 0, o->n, 1.0f, 1.0f };
+    pf_optim_group whole = { 0, o->n, 1.0f, 1.0f, 0 };
     const pf_optim_group *gs = o->n_groups ? o->groups : &whole;
     int ng = o->n_groups ? o->n_groups : 1;
     for (int k = 0; k < ng; k++) {
         const pf_optim_group *g = &gs[k];
+        if (o->step <= g->start) continue;      /* not yet in the optimisation */
         /* lr * mult in double, as MMCV's Python floats; mult 1 keeps lr bit-identical. */
         float glr = g->lr_mult == 1.0f ? lr : (float)((double)lr * g->lr_mult);
         float gwd = g->decay_mult == 1.0f ? o->s.weight_decay
                                           : (float)((double)o->s.weight_decay * g->decay_mult);
         int write = g->lr_mult != 0.0f;
+        int64_t step = o->step - (g->start > 0 ? g->start : 0);
         if (o->s.kind == PF_OPTIM_SGD)
-            sgd_range(o, g->offset, g->numel, params, grads, glr, gwd, write);
+            sgd_range(o, g->offset, g->numel, params, grads, glr, gwd, write, step);
         else
-            adam_range(o, g->offset, g->numel, params, grads, glr, gwd, write);
+            adam_range(o, g->offset, g->numel, params, grads, glr, gwd, write, step);
     }
     if (!o->ema) return;
     /* BasicSR model_ema: ema.mul_(decay).add_(p, alpha=1 - decay). */
     float d = o->ema_decay, a = (float)(1.0 - (double)o->ema_decay);
     for (int k = 0; k < ng; k++) {
-        if (gs[k].lr_mult == 0.0f) continue;
+        if (gs[k].lr_mult == 0.0f || o->step <= gs[k].start) continue;
         float *e = o->ema + gs[k].offset;
         const float *p = params + gs[k].offset;
         for (size_t i = 0; i < gs[k].numel; i++) e[i] = e[i] * d + a * p[i];

@@ -29,6 +29,10 @@ typedef struct {
     size_t offset, numel;       /* floats */
     float lr_mult;              /* 0 freezes the range: its parameters are never written */
     float decay_mult;
+    int64_t start;              /* > 0: the range takes no part in steps 1..start (no update,
+                                   no state change: a parameter without a gradient in torch,
+                                   BasicVSR's fix_iter) and its own step count (bias
+                                   correction, SGD's first step) is step - start */
 } pf_optim_group;
 
 typedef struct {

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/safetensors.h"
 #include "nn/graph.h"
@@ -254,6 +255,62 @@ static void check_model(pf_safetensors *ref, const uint8_t *lq, const uint8_t *g
         printf("BasicVSR through pf_model: %s output within %.2g of PyTorch's\n",
                pass ? "pf_model_infer_clip" : "training step", worst);
     }
+    /* model.spynet_pretrained: SPyNet's tensors under BasicSR's names without the "spynet."
+       prefix (its spynet_sintel_final file), plus its mean buffer, which is ignored; the rest
+       of the model keeps its weights; a file lacking a tensor names it and changes nothing */
+    const float *params = pf_model_params(m);
+    size_t np = pf_model_num_params(m);
+    float *before = malloc(np * sizeof(float)), *vals = malloc(np * sizeof(float));
+    pf_st_tensor *st = calloc((size_t)g->n_tensors + 1, sizeof *st);
+    char (*names)[96] = calloc((size_t)g->n_tensors + 1, sizeof *names);
+    int n = 0;
+    memcpy(before, params, np * sizeof(float));
+    for (size_t i = 0; i < np; i++) vals[i] = (float)i * 1e-6f;
+    for (int i = 0; i < g->n_tensors; i++) {
+        const pf_param_info *t = &g->tensors[i];
+        if (strncmp(t->name, "spynet.", 7)) continue;
+        snprintf(names[n], sizeof names[n], "%s", t->name + 7);
+        st[n] = (pf_st_tensor){ names[n], vals + t->offset, t->ndim, { 0 } };
+        memcpy(st[n].shape, t->shape, sizeof st[n].shape);
+        n++;
+    }
+    static const float mean[3] = { 0.485f, 0.456f, 0.406f };
+    st[n++] = (pf_st_tensor){ "mean", mean, 1, { 3 } };
+    char path[256];
+    snprintf(path, sizeof path, "/tmp/pf_spynet_%d.safetensors", (int)getpid());
+    for (int drop = 0; drop < 2; drop++) {
+        void *buf = NULL;
+        size_t len = 0;
+        int rc = pf_safetensors_serialize(st + drop, n - drop, NULL, 0, &buf, &len, err,
+                                          sizeof err);
+        FILE *f = rc ? NULL : fopen(path, "wb");
+        CHECK(f && fwrite(buf, 1, len, f) == len && fclose(f) == 0, "writing %s", path);
+        free(buf);
+        rc = pf_model_load_spynet(m, path, err, sizeof err);
+        if (drop) {
+            CHECK(rc == -1 && strstr(err, path) && strstr(err, names[0]) &&
+                  !memcmp(before, params, np * sizeof(float)),
+                  "a SPyNet file without %s: %s", names[0], rc ? err : "accepted");
+            continue;
+        }
+        CHECK(rc == 0, "pf_model_load_spynet: %s", err);
+        int moved = 0, spy = 0;
+        for (int i = 0; i < g->n_tensors; i++) {
+            const pf_param_info *t = &g->tensors[i];
+            int is_spy = !strncmp(t->name, "spynet.", 7);
+            spy += is_spy;
+            const float *want = (is_spy ? vals : before) + t->offset;
+            moved += memcmp(params + t->offset, want, t->numel * sizeof(float)) != 0;
+        }
+        CHECK(moved == 0 && spy == 60, "spynet_pretrained: %d of %d tensors wrong (%d SPyNet)",
+              moved, g->n_tensors, spy);
+        memcpy(pf_model_params(m), before, np * sizeof(float));
+    }
+    unlink(path);
+    free(before);
+    free(vals);
+    free(st);
+    free(names);
     free(out);
     pf_model_destroy(&m);
 }

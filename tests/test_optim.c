@@ -115,7 +115,7 @@ static void test_case(const optim_case *c) {
     pf_optim_group g[3];
     size_t off = 0;
     for (int t = 0; t < 3; t++) {
-        g[t] = (pf_optim_group){ off, SIZES[t], LR_MULT[t], DECAY_MULT[t] };
+        g[t] = (pf_optim_group){ off, SIZES[t], LR_MULT[t], DECAY_MULT[t], 0 };
         off += SIZES[t];
     }
     CHECK(pf_optim_set_groups(&o, g, 3) == 0, "groups");
@@ -173,8 +173,8 @@ static void test_default_group(void) {
     pf_optim_settings s = { PF_OPTIM_ADAMW, 0.9f, 0.999f, 1e-8f, 0.1f, 0, 0, 0 };
     pf_optim a, b;
     CHECK(pf_optim_init(&a, N, &s) == 0 && pf_optim_init(&b, N, &s) == 0, "init");
-    pf_optim_group g[2] = { { 0, 7, 1.0f, 1.0f }, { 7, 5, 1.0f, 1.0f } };
-    pf_optim_group bad[2] = { { 0, 7, 1.0f, 1.0f }, { 7, 4, 1.0f, 1.0f } };
+    pf_optim_group g[2] = { { 0, 7, 1.0f, 1.0f, 0 }, { 7, 5, 1.0f, 1.0f, 0 } };
+    pf_optim_group bad[2] = { { 0, 7, 1.0f, 1.0f, 0 }, { 7, 4, 1.0f, 1.0f, 0 } };
     CHECK(pf_optim_set_groups(&b, bad, 2) == -1, "groups that leave a gap are refused");
     CHECK(pf_optim_set_groups(&b, g, 2) == 0, "groups");
     float pa[N], pb[N], gr[N];
@@ -193,6 +193,47 @@ static void test_default_group(void) {
     CHECK_NEAR(pf_clip_grad_norm(g2, 2, 1.0f), 5.0, 1e-6);
     CHECK_NEAR(g2[0], 0.6, 1e-6);
     CHECK_NEAR(g2[1], 0.8, 1e-6);
+}
+
+/* A group that joins at step `start` (BasicVSR's fix_iter) behaves as torch's parameters
+   without a gradient until then: untouched, and from step start + 1 on exactly as a fresh
+   optimiser over that range alone (its own step count); the others as if it were not there;
+   its EMA copy stays equal to it while it waits. For Adam and SGD with momentum. */
+static void test_late_group(void) {
+    static const pf_optim_settings kinds[2] = {
+        { PF_OPTIM_ADAM, 0.9f, 0.99f, 1e-8f, 0.01f, 0, 0, 0 },
+        { PF_OPTIM_SGD, 0, 0, 0, 0.01f, 0.9f, 0, 0 } };
+    for (int k = 0; k < 2; k++) {
+        const pf_optim_settings *s = &kinds[k];
+        pf_optim all, head, tail;
+        CHECK(pf_optim_init(&all, N, s) == 0 && pf_optim_init(&head, 7, s) == 0 &&
+              pf_optim_init(&tail, N - 7, s) == 0, "init");
+        pf_optim_group g[2] = { { 0, 7, 1.0f, 1.0f, 0 }, { 7, N - 7, 1.0f, 1.0f, 3 } };
+        CHECK(pf_optim_set_groups(&all, g, 2) == 0, "groups");
+        float p[N], ph[7], pt[N - 7], gr[N];
+        for (int i = 0; i < N; i++) p[i] = 0.1f * (float)(i - 5);
+        CHECK(pf_optim_ema_init(&all, 0.9f, p) == 0, "ema");
+        memcpy(ph, p, sizeof ph);
+        memcpy(pt, p + 7, sizeof pt);
+        int waited = 1;
+        for (int t = 0; t < 8; t++) {
+            for (int i = 0; i < N; i++) gr[i] = 0.03f * (float)(i + 1) * (t % 3 == 1 ? -1 : 1);
+            pf_optim_step(&all, p, gr, 1e-2f);
+            pf_optim_step(&head, ph, gr, 1e-2f);
+            if (t >= 3) pf_optim_step(&tail, pt, gr + 7, 1e-2f);
+            if (t < 3)
+                for (int i = 7; i < N; i++)
+                    waited &= p[i] == 0.1f * (float)(i - 5) && all.ema[i] == p[i];
+        }
+        CHECK(waited, "%s: the late group moved (or its EMA did) before its start",
+              pf_optim_kind_name(s->kind));
+        CHECK(memcmp(p, ph, sizeof ph) == 0 && memcmp(p + 7, pt, sizeof pt) == 0,
+              "%s: a group joining at step 3 == a fresh optimiser over it from step 4",
+              pf_optim_kind_name(s->kind));
+        pf_optim_free(&all);
+        pf_optim_free(&head);
+        pf_optim_free(&tail);
+    }
 }
 
 /* MMCV DefaultOptimizerConstructor: keys sorted alphabetically, then by length (longest
@@ -340,6 +381,7 @@ int main(void) {
     test_optim_new();
     for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) test_case(&CASES[i]);
     test_default_group();
+    test_late_group();
     test_custom_keys();
     return pf_test_end("test_optim");
 }

@@ -45,7 +45,11 @@ int pf_state_optim_new(const pf_config *cfg, pf_model *m, pf_optim *o, char *err
     for (int i = 0; i < n; i++) {
         const pf_param_info *p = pf_model_tensor_info(m, i);
         int k = pf_state_custom_key(cfg, p->name);
-        g[i] = (pf_optim_group){ p->offset, p->numel, 1.0f, 1.0f };
+        g[i] = (pf_optim_group){ p->offset, p->numel, 1.0f, 1.0f, 0 };
+        /* BasicVSR: SPyNet frozen for the first fix_iter iterations (MMagic's BasicVSR
+           train_step: requires_grad off until then; torch's Adam then skips it and counts its
+           steps from its first gradient) */
+        if (cfg->fix_iter > 0 && !strncmp(p->name, "spynet.", 7)) g[i].start = cfg->fix_iter;
         if (k >= 0) {
             g[i].lr_mult = cfg->custom_keys[k].lr_mult;
             g[i].decay_mult = cfg->custom_keys[k].decay_mult;
@@ -65,7 +69,8 @@ int pf_state_optim_new(const pf_config *cfg, pf_model *m, pf_optim *o, char *err
                  pf_model_tensor_info(m, 0)->name);
         rc = -1;
     }
-    if (rc == 0 && cfg->n_custom_keys > 0 && pf_optim_set_groups(o, g, n) != 0) {
+    if (rc == 0 && (cfg->n_custom_keys > 0 || cfg->fix_iter > 0) &&
+        pf_optim_set_groups(o, g, n) != 0) {
         snprintf(err, errlen, "out of memory for the optimiser");
         rc = -1;
     }

@@ -205,7 +205,14 @@ static int train_step(worker *w, const pf_msg_batch *b, const uint8_t *gt, const
                 (long long)b->iter);
         return 0;
     }
-    /* MMCV OptimizerHook: clip the (averaged) gradients by their global norm, then step. */
+    /* MMCV OptimizerHook: clip the (averaged) gradients by their global norm, then step. A
+       range not yet in the optimisation (BasicVSR's SPyNet before fix_iter) has no gradient
+       in torch, so none in the norm either. */
+    const pf_optim *o = &w->optim;
+    for (int k = 0; w->cfg->grad_clip_max_norm > 0 && k < o->n_groups; k++)
+        if (o->step + 1 <= o->groups[k].start)
+            memset(pf_model_grads(w->model) + o->groups[k].offset, 0,
+                   o->groups[k].numel * sizeof(float));
     if (w->cfg->grad_clip_max_norm > 0)
         pf_clip_grad_norm(pf_model_grads(w->model), pf_model_num_params(w->model),
                           w->cfg->grad_clip_max_norm);
@@ -490,6 +497,10 @@ static int64_t restore(worker *w, char *err, size_t errlen) {
         pf_info("loaded weights from %s; training starts at iteration 0", cfg->load_from);
     } else {
         pf_model_init(w->model, cfg->seed);
+        if (cfg->spynet_pretrained[0]) {
+            if (pf_model_load_spynet(w->model, cfg->spynet_pretrained, err, errlen)) return -1;
+            pf_info("SPyNet weights from %s", cfg->spynet_pretrained);
+        }
     }
     /* BasicSR: the EMA starts as a copy of the weights training starts from. */
     if (w->optim.ema)

@@ -1354,8 +1354,8 @@ static void check_optim_cuda(const char *label, pf_optim_settings s, float ema, 
     pf_optim host, back;
     pf_cuda_optim dev;
     if (pf_optim_init(&host, n, &s) || pf_optim_init(&back, n, &s)) exit(2);
-    pf_optim_group gr[4] = {{0, 1000, 0.0f, 1.0f}, {1000, 3000, 0.1f, 0.0f},
-                            {4000, 5000, 1.0f, 1.0f}, {9000, 1007, 2.0f, 0.5f}};
+    pf_optim_group gr[4] = {{0, 1000, 0.0f, 1.0f, 0}, {1000, 3000, 0.1f, 0.0f, 0},
+                            {4000, 5000, 1.0f, 1.0f, 0}, {9000, 1007, 2.0f, 0.5f, 0}};
     float *p = host_alloc(n * 4), *g = host_alloc(n * 4), *got = host_alloc(n * 4);
     fill(p, n, -0.5f, 0.5f);
     if (pf_optim_set_groups(&host, gr, 4) || pf_optim_set_groups(&back, gr, 4) ||

@@ -38,6 +38,13 @@ int pf_cuda_optim_init(pf_cuda_optim *o, const pf_optim *host, cudaStream_t stre
     o->n_groups = host->n_groups;
     o->ema_decay = host->ema ? host->ema_decay : 0.0f;
     o->stream = stream;
+    for (int k = 0; k < host->n_groups; k++)
+        if (host->groups[k].start > 0) {
+            snprintf(err, errlen, "device optimiser: a parameter group that joins at step %lld "
+                     "(model.fix_iter) is not supported by the CUDA backend yet",
+                     (long long)host->groups[k].start);
+            return -1;
+        }
     if (host->n_groups) {
         o->groups = malloc((size_t)host->n_groups * sizeof *o->groups);
         if (!o->groups) {
@@ -122,7 +129,7 @@ int pf_cuda_optim_download(const pf_cuda_optim *o, pf_optim *host, char *err, si
 int pf_cuda_optim_step(pf_cuda_optim *o, float *params, const float *grads, float lr,
                        char *err, size_t errlen) {
     o->step++;
-    pf_optim_group whole = { 0, o->n, 1.0f, 1.0f };
+    pf_optim_group whole = { 0, o->n, 1.0f, 1.0f, 0 };
     const pf_optim_group *gs = o->n_groups ? o->groups : &whole;
     int ng = o->n_groups ? o->n_groups : 1;
     char oe[400];

@@ -466,7 +466,7 @@ static void optim_range(pf_optim_kind kind, float *p, const float *g, float *m, 
     o.n = count;
     o.step = step - 1;
     o.exp_avg = m, o.exp_avg_sq = v, o.momentum_buffer = buf;
-    pf_optim_group grp = {0, count, write ? 1.0f : 0.0f, 1.0f};
+    pf_optim_group grp = {0, count, write ? 1.0f : 0.0f, 1.0f, 0};
     o.groups = &grp;
     o.n_groups = 1;
     pf_optim_step(&o, p, g, lr);

@@ -34,7 +34,7 @@ static void run(const char *label, pf_optim_settings s, int grouped, float ema, 
     if (pf_optim_init(&host, N, &s) || pf_optim_init(&back, N, &s)) exit(2);
     /* four tensors: frozen, slow with no decay, normal, fast */
     pf_optim_group groups[4] = {
-        {0, 10, 0.0f, 1.0f}, {10, 10, 0.1f, 0.0f}, {20, 10, 1.0f, 1.0f}, {30, 10, 2.0f, 0.5f}};
+        {0, 10, 0.0f, 1.0f, 0}, {10, 10, 0.1f, 0.0f, 0}, {20, 10, 1.0f, 1.0f, 0}, {30, 10, 2.0f, 0.5f, 0}};
     if (grouped && (pf_optim_set_groups(&host, groups, 4) || pf_optim_set_groups(&back, groups, 4)))
         exit(2);
     if (ema > 0 && (pf_optim_ema_init(&host, ema, p_host) || pf_optim_ema_init(&back, ema, p_host)))

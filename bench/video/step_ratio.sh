@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# step_ratio.sh — one BasicVSR training step of configs/demo_video.yaml's shape (16 feats,
+# 2 blocks, 3 frames, batch 2, LQ 64, Charbonnier, Adam) in PixFlow (bench/bench_train_step
+# basicvsr_demo: random inputs, forward + loss + backward + Adam) and in PyTorch 1.13
+# (bench/video/torch_basicvsr.py --iters: the same model, batches from the demo clips,
+# already decoded), one after the other on the same threads. Prints both and the ratio.
+# usage: bench/video/step_ratio.sh [THREADS] [ROUNDS]   (build/ must be built; data/demo_video
+# fetched; Debian's /usr/bin/python3 with python3-torch)
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+cd "$ROOT"
+THREADS="${1:-2}"
+ROUNDS="${2:-2}"
+export OMP_NUM_THREADS="$THREADS"
+for r in $(seq "$ROUNDS"); do
+    pf=$(./build/bench/bench_train_step --only basicvsr_demo --steps 8 --warmup 2 |
+         sed -n 's/.*median \([0-9.]*\) s\/step.*/\1/p')
+    # torch: 12 steps, the mean of the last 8 (its first steps warm up)
+    tt=$(/usr/bin/python3 bench/video/torch_basicvsr.py --iters 12 --threads "$THREADS" \
+             --eval-every 1e9 2>&1 | sed -n 's/^end: \([0-9]*\) iterations in \([0-9.]*\) s.*/\2 \1/p')
+    echo "round $r: pixflow ${pf} s/step; torch: ${tt} (s for iterations)"
+done

@@ -1,0 +1,318 @@
+/*  test_eval_video — evaluation of video sets (hooks/evaluate.c, docs/video.md "Evaluation and
+    test of clips"):
+
+    - pf_clip_windows, for clips of 1..70 frames and several windows and overlaps: the own
+      ranges partition the clip in order, every own frame lies inside its window, windows lie
+      inside the clip and hold at most `window` frames, neighbouring windows share at least
+      `overlap` frames, and each boundary is in the middle of the shared frames (checked
+      against the definitions, frame by frame).
+    - pf_evaluate of an image network (EDSR, seeded weights) on two generated clips (frame
+      folders, 5 and 3 frames, LQ by BI): each clip's PSNR-Y is the mean over its frames of a
+      naive PSNR-Y (double Y, as tests/test_eval_crop.c) of pf_model_infer's output rounded to
+      uint8; the result the mean over the two clips (not over the 8 frames); bicubic the same
+      with MATLAB-bicubic frames; save_dir gets CLIP/%08d.png equal to those outputs; on_image
+      sees each clip's middle frame.
+    - BasicVSR (seeded weights) on a 7-frame clip: with clip_window 32 the clip goes through in
+      one pass (equal to pf_model_infer_clip of the whole clip); with clip_window 4, overlap 2
+      each frame's PSNR comes from pf_model_infer_clip of the window that owns it (computed
+      here from the plan), and differs from the one-pass result.
+*/
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/config.h"
+#include "common/dataset.h"
+#include "common/image.h"
+#include "common/imresize.h"
+#include "common/metrics.h"
+#include "common/util.h"
+#include "hooks/evaluate.h"
+#include "nn/model.h"
+#include "pf_test.h"
+
+static char root[256];
+
+static double naive_psnr_y(const uint8_t *a, const uint8_t *b, int h, int w) {
+    double se = 0;
+    for (size_t i = 0; i < (size_t)h * w; i++) {
+        const uint8_t *p = a + i * 3, *q = b + i * 3;
+        double ya = 16 + (65.481 * p[0] + 128.553 * p[1] + 24.966 * p[2]) / 255;
+        double yb = 16 + (65.481 * q[0] + 128.553 * q[1] + 24.966 * q[2]) / 255;
+        se += (ya - yb) * (ya - yb);
+    }
+    return 10 * log10(255.0 * 255.0 / (se / ((double)h * w)));
+}
+
+static void test_windows(void) {
+    static const int cases[][2] = { { 4, 0 }, { 4, 2 }, { 5, 1 }, { 8, 3 }, { 32, 8 }, { 3, 2 } };
+    int bad = 0, total = 0;
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++)
+        for (int n = 1; n <= 70; n++) {
+            int W = cases[k][0], O = cases[k][1], st[256], len[256], a[256], b[256];
+            int nw = pf_clip_windows(n, W, O, st, len, a, b, 256);
+            total++;
+            int ok = nw >= 1 && a[0] == 0 && b[nw - 1] == n;
+            for (int i = 0; ok && i < nw; i++) {
+                ok = st[i] >= 0 && len[i] >= 1 && len[i] <= W && st[i] + len[i] <= n &&
+                     a[i] < b[i] && a[i] >= st[i] && b[i] <= st[i] + len[i];
+                if (ok && i + 1 < nw) {
+                    int shared = st[i] + len[i] - st[i + 1];
+                    /* contiguous, overlapping by at least O, boundary mid-overlap */
+                    ok = b[i] == a[i + 1] && shared >= O &&
+                         abs((b[i] - st[i + 1]) - (st[i] + len[i] - b[i])) <= 1;
+                }
+            }
+            if (n <= W) ok = ok && nw == 1 && len[0] == n;
+            if (!ok && bad++ < 3)
+                fprintf(stderr, "windows of n %d, window %d, overlap %d: wrong plan\n", n, W, O);
+        }
+    CHECK(bad == 0, "pf_clip_windows: %d of %d plans wrong", bad, total);
+    int s[1], l[1], a[1], b[1];
+    CHECK(pf_clip_windows(10, 4, 4, s, l, a, b, 1) == -1 &&
+          pf_clip_windows(10, 4, 0, s, l, a, b, 1) == -1, "bad overlap / too few slots refused");
+}
+
+/* A clip of n frames of w x h at dir/%08d.png, drifting by one pixel a frame. */
+static void make_clip(const char *dir, int n, int w, int h, int seed) {
+    pf_mkdirs(dir, NULL, 0);
+    uint8_t *px = malloc((size_t)w * h * 3);
+    for (int f = 0; f < n; f++) {
+        for (int y = 0; y < h; y++)
+            for (int x = 0; x < w; x++)
+                for (int c = 0; c < 3; c++) {
+                    double v = 128 + 70 * sin(0.3 * (x - f) * (c + 1) + 0.2 * y + seed) +
+                               40 * cos(0.11 * (x + y) * (x - f) / 7.0);
+                    px[((size_t)y * w + x) * 3 + c] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
+                }
+        char path[600], err[256];
+        snprintf(path, sizeof path, "%s/%08d.png", dir, f);
+        if (pf_image_write_png(path, px, w, h, err, sizeof err)) {
+            fprintf(stderr, "setup: %s\n", err);
+            exit(1);
+        }
+    }
+    free(px);
+}
+
+typedef struct {
+    int calls[4];
+} seen_ctx;
+
+static void on_image(void *ctx, int file, const char *name, const pf_image *lq,
+                     const uint8_t *out, const pf_image *gt) {
+    (void)name, (void)lq, (void)out, (void)gt;
+    seen_ctx *s = ctx;
+    if (file >= 0 && file < 4) s->calls[file]++;
+}
+
+static void base_cfg(pf_config *cfg, const char *type, int scale) {
+    pf_config_defaults(cfg);
+    snprintf(cfg->model_type, sizeof cfg->model_type, "%s", type);
+    cfg->scale = scale;
+    cfg->n_feats = 8;
+    cfg->n_blocks = 1;
+    cfg->eval_y_channel = 1;
+    cfg->eval_psnr = cfg->eval_ssim = 1;
+    cfg->crop_border = 0;
+    cfg->eval.present = 1;
+    snprintf(cfg->eval.type, sizeof cfg->eval.type, "VideoRecurrentTestDataset");
+    snprintf(cfg->eval.gt_folder, sizeof cfg->eval.gt_folder, "%s/clips", root);
+    cfg->eval.n_degradations = 1;
+    snprintf(cfg->eval.degradation[0].type, sizeof cfg->eval.degradation[0].type, "BI");
+}
+
+/* The frames of clip c, LQ as one buffer, GT pinned while used. */
+static uint8_t *clip_lq(pf_video_dataset *v, int c, int first, int n) {
+    const pf_clip *cl = &v->clips[c];
+    size_t px = (size_t)cl->lq_h * cl->lq_w * 3;
+    uint8_t *buf = malloc(px * n);
+    char err[256];
+    for (int t = 0; t < n; t++) {
+        const pf_image *gt, *lq;
+        if (pf_video_dataset_frame(v, c, first + t, &gt, &lq, err, sizeof err)) exit(1);
+        memcpy(buf + px * t, lq->data, px);
+        pf_video_dataset_release(v, c, first + t);
+    }
+    return buf;
+}
+
+/* PSNR-Y of output frame t (float, `s` x the LQ) against clip c's GT frame `frame`. */
+static double frame_psnr(pf_video_dataset *v, int c, int frame, const float *out, double *bic_psnr,
+                         int scale) {
+    const pf_image *gt, *lq;
+    char err[256];
+    if (pf_video_dataset_frame(v, c, frame, &gt, &lq, err, sizeof err)) exit(1);
+    size_t n = (size_t)gt->h * gt->w * 3;
+    uint8_t *o8 = malloc(n), *b8 = malloc(n);
+    for (size_t i = 0; i < n; i++) {
+        double x = out[i] < 0 ? 0 : out[i] > 1 ? 1 : out[i];
+        o8[i] = (uint8_t)floor(x * 255.0 + 0.5);
+    }
+    double p = naive_psnr_y(o8, gt->data, gt->h, gt->w);
+    if (bic_psnr) {
+        pf_imresize_u8(lq->data, lq->h, lq->w, 3, (double)scale, b8);
+        *bic_psnr = naive_psnr_y(b8, gt->data, gt->h, gt->w);
+    }
+    pf_video_dataset_release(v, c, frame);
+    free(o8);
+    free(b8);
+    return p;
+}
+
+static void test_image_network(void) {
+    pf_config cfg;
+    base_cfg(&cfg, "EDSR", 2);
+    cfg.eval.n_clips = 2;
+    snprintf(cfg.eval.clips[0].name, sizeof cfg.eval.clips[0].name, "a");
+    snprintf(cfg.eval.clips[1].name, sizeof cfg.eval.clips[1].name, "b");
+    char err[1024], save[512];
+    pf_dataset ds;
+    int rc = pf_dataset_open(&ds, &cfg.eval, "data.eval", 2, 0, err, sizeof err);
+    CHECK(rc == 0, "open: %s", err);
+    if (rc) return;
+    pf_model *m = pf_model_new(&cfg, err, sizeof err);
+    CHECK(m != NULL, "model: %s", err);
+    if (!m) return;
+    pf_model_init(m, 3);
+    snprintf(save, sizeof save, "%s/out", root);
+    pf_eval_result r;
+    seen_ctx seen = { { 0 } };
+    rc = pf_evaluate(m, &cfg, &ds, save, NULL, NULL, on_image, &seen, &r, err, sizeof err);
+    CHECK(rc == 0, "pf_evaluate: %s", err);
+    double mean = 0, mean_bic = 0;
+    int bad_png = 0;
+    for (int c = 0; rc == 0 && c < 2; c++) {
+        const pf_clip *cl = &ds.video->clips[c];
+        int n = cl->n_frames;
+        uint8_t *lq = clip_lq(ds.video, c, 0, n);
+        size_t opx = (size_t)cl->gt_h * cl->gt_w * 3;
+        float *out = malloc(opx * sizeof(float));
+        double sum = 0, sum_bic = 0;
+        for (int t = 0; t < n; t++) {
+            pf_model_infer(m, lq + (size_t)t * cl->lq_h * cl->lq_w * 3, cl->lq_h, cl->lq_w, out,
+                           err, sizeof err);
+            double b;
+            sum += frame_psnr(ds.video, c, t, out, &b, 2);
+            sum_bic += b;
+            /* the saved frame is this output rounded */
+            char path[700];
+            snprintf(path, sizeof path, "%s/%s/%08d.png", save, cl->name, t);
+            pf_image png = { 0 };
+            if (pf_image_read_png(path, &png, err, sizeof err)) {
+                bad_png++;
+                continue;
+            }
+            for (size_t i = 0; i < opx; i++) {
+                double x = out[i] < 0 ? 0 : out[i] > 1 ? 1 : out[i];
+                bad_png += png.data[i] != (uint8_t)floor(x * 255.0 + 0.5);
+            }
+            pf_image_free(&png);
+        }
+        CHECK(r.items[c].frames == n && !strcmp(r.items[c].name, cl->name),
+              "item %d: %s, %d frames", c, r.items[c].name, r.items[c].frames);
+        CHECK(fabs(r.items[c].psnr - sum / n) < 1e-9 &&
+              fabs(r.items[c].psnr_bicubic - sum_bic / n) < 1e-9,
+              "clip %s: PSNR-Y %.9f (naive %.9f), bicubic %.9f (naive %.9f)", cl->name,
+              r.items[c].psnr, sum / n, r.items[c].psnr_bicubic, sum_bic / n);
+        CHECK(seen.calls[c] == 1, "on_image for clip %d: %d calls", c, seen.calls[c]);
+        mean += sum / n / 2;
+        mean_bic += sum_bic / n / 2;
+        free(lq);
+        free(out);
+    }
+    CHECK(rc || (r.n == 2 && fabs(r.psnr - mean) < 1e-9 && fabs(r.psnr_bicubic - mean_bic) < 1e-9),
+          "mean over clips %.9f (naive %.9f), bicubic %.9f (%.9f)", r.psnr, mean,
+          r.psnr_bicubic, mean_bic);
+    CHECK(bad_png == 0, "saved frames: %d wrong or missing values", bad_png);
+    printf("EDSR on 2 clips (5 and 3 frames): PSNR-Y %.4f dB (bicubic %.4f) = the mean of the "
+           "clips' per-frame means\n", r.psnr, r.psnr_bicubic);
+    /* a shard of clip 1 only */
+    pf_dataset part;
+    CHECK(pf_dataset_shard(&ds, 1, 2, &part) == 0, "shard");
+    pf_eval_result r2;
+    rc = pf_evaluate(m, &cfg, &part, NULL, NULL, NULL, NULL, NULL, &r2, err, sizeof err);
+    CHECK(rc == 0 && r2.n == 1 && !strcmp(r2.items[0].name, "b") &&
+          r2.items[0].psnr == r.items[1].psnr, "shard 1 of 2: clip b alone (%s)", err);
+    pf_eval_result_free(&r2);
+    pf_dataset_close(&part);
+    pf_eval_result_free(&r);
+    pf_model_destroy(&m);
+    pf_dataset_close(&ds);
+}
+
+static void test_video_network(void) {
+    pf_config cfg;
+    base_cfg(&cfg, "BasicVSR", 4);
+    cfg.eval.n_clips = 1;
+    snprintf(cfg.eval.clips[0].name, sizeof cfg.eval.clips[0].name, "c");
+    char err[1024];
+    pf_dataset ds;
+    int rc = pf_dataset_open(&ds, &cfg.eval, "data.eval", 4, 0, err, sizeof err);
+    CHECK(rc == 0, "open: %s", err);
+    if (rc) return;
+    pf_model *m = pf_model_new(&cfg, err, sizeof err);
+    CHECK(m != NULL, "model: %s", err);
+    if (!m) return;
+    pf_model_init(m, 5);
+    const pf_clip *cl = &ds.video->clips[0];
+    int n = cl->n_frames;
+    size_t opx = (size_t)cl->gt_h * cl->gt_w * 3;
+    uint8_t *lq = clip_lq(ds.video, 0, 0, n);
+    float *out = malloc(opx * n * sizeof(float));
+    /* one pass */
+    pf_model_infer_clip(m, lq, n, cl->lq_h, cl->lq_w, out, err, sizeof err);
+    double whole = 0;
+    for (int t = 0; t < n; t++) whole += frame_psnr(ds.video, 0, t, out + opx * t, NULL, 4) / n;
+    pf_eval_result r;
+    cfg.clip_window = 32;
+    cfg.clip_overlap = 8;
+    rc = pf_evaluate(m, &cfg, &ds, NULL, NULL, NULL, NULL, NULL, &r, err, sizeof err);
+    CHECK(rc == 0 && fabs(r.psnr - whole) < 1e-9, "one window: %.9f vs the whole clip %.9f (%s)",
+          r.psnr, whole, err);
+    pf_eval_result_free(&r);
+    /* windows of 4 sharing 2 */
+    int st[16], len[16], a[16], b[16];
+    int nw = pf_clip_windows(n, 4, 2, st, len, a, b, 16);
+    double windowed = 0;
+    for (int k = 0; k < nw; k++) {
+        pf_model_infer_clip(m, lq + (size_t)st[k] * cl->lq_h * cl->lq_w * 3, len[k], cl->lq_h,
+                            cl->lq_w, out, err, sizeof err);
+        for (int f = a[k]; f < b[k]; f++)
+            windowed += frame_psnr(ds.video, 0, f, out + opx * (f - st[k]), NULL, 4) / n;
+    }
+    cfg.clip_window = 4;
+    cfg.clip_overlap = 2;
+    rc = pf_evaluate(m, &cfg, &ds, NULL, NULL, NULL, NULL, NULL, &r, err, sizeof err);
+    CHECK(rc == 0 && fabs(r.psnr - windowed) < 1e-9 && r.psnr != whole,
+          "%d windows of 4: %.9f vs the windows run here %.9f (one pass: %.9f; %s)", nw, r.psnr,
+          windowed, whole, err);
+    printf("BasicVSR on a %d-frame clip: one pass %.6f dB, %d windows of 4 sharing 2: %.6f dB\n",
+           n, whole, nw, r.psnr);
+    pf_eval_result_free(&r);
+    free(lq);
+    free(out);
+    pf_model_destroy(&m);
+    pf_dataset_close(&ds);
+}
+
+int main(void) {
+    snprintf(root, sizeof root, "/tmp/pf_eval_video_%d", (int)getpid());
+    char dir[400];
+    snprintf(dir, sizeof dir, "%s/clips/a", root);
+    make_clip(dir, 5, 24, 20, 1);
+    snprintf(dir, sizeof dir, "%s/clips/b", root);
+    make_clip(dir, 3, 24, 20, 2);
+    snprintf(dir, sizeof dir, "%s/clips/c", root);
+    make_clip(dir, 7, 32, 24, 3);
+    test_windows();
+    test_image_network();
+    test_video_network();
+    int rc = pf_test_end("test_eval_video");
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
+    if (rc == 0 && system(cmd) != 0) fprintf(stderr, "could not remove %s\n", root);
+    return rc;
+}
