@@ -8,8 +8,9 @@
 #                                 pictures and profiles; ffmpeg, the reference decoder of
 #                                 tests/test_video.c); scripts/test.sh passes it
 #   scripts/setup.sh --ref-deps   also install the Python reference tools' packages (REF_PKGS:
-#                                 python3-skimage, python3-torch; for tests/reference/*.py,
-#                                 scripts/*.py and bench/'s PyTorch sides; ctest entries that
+#                                 python3-skimage, python3-torch, python3-av; for
+#                                 tests/reference/*.py, scripts/*.py and bench/'s PyTorch
+#                                 sides; ctest entries that
 #                                 need them are skipped (77) without them)
 #
 # The packages: the build's (BUILD_PKGS) and iproute2, whose `ip netns` tests/test_two_host
@@ -25,7 +26,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD_PKGS="build-essential cmake pkg-config libzmq3-dev libmsgpack-dev libpng-dev libjpeg62-turbo-dev libyaml-dev libdnnl-dev ocl-icd-opencl-dev libcjson-dev libgloo-dev libprotobuf-c-dev protobuf-c-compiler libczmq-dev libavformat-dev libavcodec-dev libswscale-dev libavutil-dev"
 RUN_PKGS="iproute2"
 TEST_PKGS="python3 python3-numpy python3-pil ffmpeg"
-REF_PKGS="python3-skimage python3-torch"
+REF_PKGS="python3-skimage python3-torch python3-av"
 
 say() { printf 'setup: %s\n' "$*"; }
 die() { printf 'setup: error: %s\n' "$*" >&2; exit 1; }
