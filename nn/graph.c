@@ -968,18 +968,6 @@ static void image_frames_to_act(float *dst, const uint8_t *lq, int n, int c, int
                 }
 }
 
-/* RESIZE's per-channel factors: none, the node's, or a flow's size ratio (SPyNet scales the
-   upsampled flow's x by W_out / W_in and its y by H_out / H_in; PyTorch multiplies by the
-   Python float, rounded to float). fm: room for them. */
-static const float *resize_mult(const pf_gnode *nd, const pf_tstate *a, const pf_tstate *o,
-                                float *fm) {
-    if (nd->use_mul == 1) return nd->mul;
-    if (nd->use_mul != 2) return NULL;
-    fm[0] = (float)((double)o->w / (double)a->w);
-    fm[1] = (float)((double)o->h / (double)a->h);
-    return fm;
-}
-
 /* ---- forward -------------------------------------------------------------------------- */
 
 static int forward_node(const pf_gctx *m, pf_gstate *S, pf_conv *convs, const pf_gnode *nd,
@@ -1015,7 +1003,7 @@ static int forward_node(const pf_gctx *m, pf_gstate *S, pf_conv *convs, const pf
         return 0;
     case PF_G_RESIZE: {
         float fm[PF_G_MAX_CH];
-        const float *mult = resize_mult(nd, a, o, fm);
+        const float *mult = pf_net_resize_mult(nd, a->h, a->w, o->h, o->w, fm);
         pf_resize_bilinear_forward(y, a->data, n, C, a->h, a->w, o->h, o->w, nd->ac, mult, b,
                                    a->block);
         return 0;
@@ -1351,7 +1339,8 @@ static int backward_node(const pf_gctx *m, pf_gstate *S, pf_conv *convs, const p
         if (!(dx = grad_for(S, a, &acc))) return 0;
         if (!acc) memset(dx, 0, a->numel * sizeof(float));
         pf_resize_bilinear_backward(dx, dy, n, C, a->h, a->w, o->h, o->w, nd->ac,
-                                    resize_mult(nd, a, o, fm), b, a->block);
+                                    pf_net_resize_mult(nd, a->h, a->w, o->h, o->w, fm), b,
+                                    a->block);
         return 0;
     }
     case PF_G_AVGPOOL2: {

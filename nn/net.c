@@ -168,6 +168,15 @@ int pf_net_input_multiple(const pf_net *g) {
     return q;
 }
 
+const float *pf_net_resize_mult(const pf_gnode *nd, int in_h, int in_w, int out_h, int out_w,
+                                float fm[2]) {
+    if (nd->use_mul == 1) return nd->mul;
+    if (nd->use_mul != 2) return NULL;
+    fm[0] = (float)((double)out_w / (double)in_w);
+    fm[1] = (float)((double)out_h / (double)in_h);
+    return fm;
+}
+
 size_t pf_net_sub_numel(const pf_net *g) {
     if (g->sub_conv < 0) return 0;
     const pf_nconv *c = &g->conv[g->sub_conv];

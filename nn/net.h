@@ -173,6 +173,13 @@ void pf_net_init_params(const pf_net *net, float *params, uint64_t seed);
 /* LQ height and width must be multiples of this (a pixel unshuffle divides them). */
 int pf_net_input_multiple(const pf_net *net);
 
+/* The per-channel factors a PF_G_RESIZE node multiplies its output by, for an input of
+   in_h x in_w resized to out_h x out_w: use_mul 1 its constants (nd->mul), use_mul 2 a flow's
+   size ratio (x by out_w / in_w, y by out_h / in_h, into fm[0..1]), else NULL (none). Both
+   executors call this, so they scale alike. */
+const float *pf_net_resize_mult(const pf_gnode *nd, int in_h, int in_w, int out_h, int out_w,
+                                float fm[2]);
+
 /* FSRCNN: floats of the sub-pixel layer's weights + bias (0 without one); those weights from
    the ConvTranspose2d tensors in params; and their gradients sub_dw back into grads. */
 size_t pf_net_sub_numel(const pf_net *net);

@@ -19,7 +19,10 @@
     (nn/cuda/model_cuda.h) against the CPU model (nn/model.h) with the same weights and batch:
     loss, every gradient tensor, inference output, parameters after 3 Adam steps; the same for
     small versions of every other network (SRCNN, FSRCNN, ESPCN, MSRResNet, RCAN, RRDBNet, run
-    by nn/cuda/graph_cuda.c); then times the training steps of bench/train_step's shapes
+    by nn/cuda/graph_cuda.c) and BasicVSR (3 and 2 frames, SGD with SPyNet joining late); the
+    video ops (affine, bilinear resize, 2 x 2 pooling, flow warp: forward and backward)
+    against nn/video_layers.c, the CPU counterpart that tests/test_video_layers checks against
+    PyTorch, with the warp's fixed-point image gradient run twice for identical bits; then times the training steps of bench/train_step's shapes
     (`# timing` lines).
 */
 #include <math.h>
@@ -37,6 +40,7 @@
 #include "nn/cuda/model_cuda.h"
 #include "nn/cuda/optim_cuda.h"
 #include "nn/model.h"
+#include "nn/video_layers.h"
 #endif
 
 #define TOL_FP32 1e-4
@@ -1156,10 +1160,11 @@ static void check_network(const char *label, const pf_config *cfg, int n, int h,
     }
     size_t np = pf_model_num_params(cpu);
     float *grads = host_alloc(np * sizeof(float)), *params = host_alloc(np * sizeof(float));
-    size_t lq_bytes = (size_t)n * h * w * 3, gt_bytes = (size_t)n * H * W * 3;
+    int T = pf_model_frames(cpu);      /* a video network's batches: n x T frames */
+    size_t lq_bytes = (size_t)n * T * h * w * 3, gt_bytes = (size_t)n * T * H * W * 3;
     uint8_t *lq = host_alloc(lq_bytes), *gt = host_alloc(gt_bytes);
-    float *out_cpu = host_alloc((size_t)H * W * 3 * sizeof(float));
-    float *out_gpu = host_alloc((size_t)H * W * 3 * sizeof(float));
+    float *out_cpu = host_alloc((size_t)T * H * W * 3 * sizeof(float));
+    float *out_gpu = host_alloc((size_t)T * H * W * 3 * sizeof(float));
 
     /* same parameter layout: names, offsets, sizes */
     int same = pf_cuda_model_num_params(gpu) == np &&
@@ -1193,7 +1198,7 @@ static void check_network(const char *label, const pf_config *cfg, int n, int h,
        value the sign differs and the gradients do too, legitimately. Count the near-ties
        (from the CPU's inference of each image) so such a failure can be told apart. */
     int ties = 0;
-    if (!strcmp(cfg->loss_type, "L1Loss"))
+    if (!strcmp(cfg->loss_type, "L1Loss") && T == 1)
         for (int b = 0; b < n; b++) {
             if (pf_model_infer(cpu, lq + (size_t)b * h * w * 3, h, w, out_cpu, g_err,
                                sizeof g_err))
@@ -1215,8 +1220,9 @@ static void check_network(const char *label, const pf_config *cfg, int n, int h,
     if (ties) printf("# %s: %d predictions within 1e-5 of their GT value (L1 sign)\n", shape,
                      ties);
 
-    /* inference of the first image */
-    int rc = pf_model_infer(cpu, lq, h, w, out_cpu, g_err, sizeof g_err);
+    /* inference of the first image (a video network: the first clip) */
+    int rc = T > 1 ? pf_model_infer_clip(cpu, lq, T, h, w, out_cpu, g_err, sizeof g_err)
+                   : pf_model_infer(cpu, lq, h, w, out_cpu, g_err, sizeof g_err);
     if (rc) {
         report_error("net cpu infer", shape, g_err);
         goto done;
@@ -1224,13 +1230,29 @@ static void check_network(const char *label, const pf_config *cfg, int n, int h,
     if (pf_cuda_model_infer(gpu, lq, h, w, out_gpu, g_err, sizeof g_err))
         report_error("net infer", shape, g_err);
     else
-        report("net infer", shape, max_rel_err(out_gpu, out_cpu, (size_t)H * W * 3), tol);
+        report("net infer", shape, max_rel_err(out_gpu, out_cpu, (size_t)T * H * W * 3), tol);
 
-    /* 3 Adam steps on both (BasicSR EDSR: lr 1e-4, betas 0.9 / 0.99) */
-    const float lr = 1e-4f, b1 = 0.9f, b2 = 0.99f, eps = 1e-8f, wd = 0.0f;
+    /* 3 Adam steps on both (BasicSR EDSR: lr 1e-4, betas 0.9 / 0.99). A video network: SGD
+       with momentum at lr 1e-2, SPyNet joining at step 3 (fix_iter 2), because Adam's
+       normalised update magnifies the rounding differences of BasicVSR's many near-zero
+       gradients (tests/cuda_host/test_model_cuda_host does the same) */
+    const float lr = T > 1 ? 1e-2f : 1e-4f, b1 = 0.9f, b2 = 0.99f, eps = 1e-8f, wd = 0.0f;
     pf_adam opt;
     pf_cuda_optim dopt;
-    if (pf_adam_init(&opt, np, b1, b2, eps, wd)) exit(2);
+    if (T == 1 && pf_adam_init(&opt, np, b1, b2, eps, wd)) exit(2);
+    if (T > 1) {
+        pf_optim_settings sgd = {PF_OPTIM_SGD, 0, 0, 0, 0.0f, 0.9f, 0.0f, 0};
+        int nt = pf_model_num_tensors(cpu);
+        pf_optim_group *gs = calloc((size_t)nt, sizeof *gs);
+        if (!gs || pf_optim_init(&opt, np, &sgd)) exit(2);
+        for (int i = 0; i < nt; i++) {
+            const pf_param_info *t = pf_model_tensor_info(cpu, i);
+            gs[i] = (pf_optim_group){t->offset, t->numel, 1.0f, 1.0f,
+                                     strncmp(t->name, "spynet.", 7) ? 0 : 2};
+        }
+        if (pf_optim_set_groups(&opt, gs, nt)) exit(2);
+        free(gs);
+    }
     if (pf_cuda_optim_init(&dopt, &opt, pf_cuda_model_stream(gpu), g_err, sizeof g_err)) {
         report_error("net adam init", shape, g_err);
         pf_adam_free(&opt);
@@ -1247,7 +1269,7 @@ static void check_network(const char *label, const pf_config *cfg, int n, int h,
                 break;
             }
         }
-        pf_adam_step(&opt, pf_model_params(cpu), pf_model_grads(cpu), lr);
+        pf_optim_step(&opt, pf_model_params(cpu), pf_model_grads(cpu), lr);
         if (pf_cuda_optim_step(&dopt, pf_cuda_model_params_device(gpu),
                                pf_cuda_model_grads_device(gpu), lr, g_err, sizeof g_err)) {
             report_error("net adam step", shape, g_err);
@@ -1260,13 +1282,13 @@ static void check_network(const char *label, const pf_config *cfg, int n, int h,
                 break;
             }
             double e = worst_tensor_err(cpu, params, pf_model_params(cpu), &worst);
-            snprintf(op, sizeof op, "net adam x3 params (%s)", worst);
+            snprintf(op, sizeof op, "net %s x3 params (%s)", T > 1 ? "sgd" : "adam", worst);
             report(op, shape, e, tol);
             report("net adam x3 loss (step 3)", shape,
                    fabs((double)loss_gpu - loss_cpu) / fabs((double)loss_cpu), tol);
         }
     }
-    pf_adam_free(&opt);
+    pf_optim_free(&opt);
     pf_cuda_optim_free(&dopt);
 done:
     free(grads), free(params), free(lq), free(gt), free(out_cpu), free(out_gpu);
@@ -1416,8 +1438,142 @@ static void check_optimisers(void) {
     check_optim_cuda("SGD plain wd", plain, 0, 0);
 }
 
+
+/* ---- video ops vs nn/video_layers.c (plain layout) ---- */
+
+/* A flow that sends samples outside the image, with some positions on whole pixels. */
+static void fill_flow(float *f, int n, int h, int w) {
+    size_t hw = (size_t)h * w;
+    for (size_t i = 0; i < (size_t)n * 2 * hw; i++) {
+        uint64_t r = next_u64() % 8;
+        f[i] = r == 0 ? (float)((int)(next_u64() % 7) - 3) : uniform(-0.4f * w, 0.4f * w);
+    }
+}
+
+static void check_video_ops(int n, int c, int h, int w) {
+    char shape[80], op[80];
+    size_t nx = (size_t)n * c * h * w, nf = (size_t)n * 2 * h * w;
+    float *x = host_alloc(nx * 4), *dy = host_alloc(nx * 4), *prior = host_alloc(nx * 4);
+    float *ref = host_alloc(nx * 4), *flow = host_alloc(nf * 4), *fprior = host_alloc(nf * 4);
+    float *fref = host_alloc(nf * 4);
+    fill(x, nx, -1, 1);
+    fill(dy, nx, -1, 1);
+    fill(prior, nx, -1, 1);
+    fill(fprior, nf, -1, 1);
+    fill_flow(flow, n, h, w);
+    float *d_x = upload(x, nx * 4), *d_dy = upload(dy, nx * 4), *d_y = dev_alloc(nx * 4);
+    float *d_f = upload(flow, nf * 4), *d_df = dev_alloc(nf * 4);
+    int rc;
+
+    /* affine (c <= 4 channels: 3) */
+    {
+        const float sub[3] = {0.485f, 0.456f, 0.406f}, mul[3] = {1 / 0.229f, 1 / 0.224f, 1 / 0.225f};
+        size_t n3 = (size_t)n * 3 * h * w;
+        snprintf(shape, sizeof shape, "N%d C3 H%d W%d", n, h, w);
+        pf_affine_ch_forward(ref, x, n, 3, h, w, sub, mul, 1, 1);
+        rc = pf_cuda_affine_ch(d_y, d_x, n, 3, h, w, sub, mul, 0, 0, g_err, sizeof g_err);
+        check("affine_ch forward", shape, rc, d_y, ref, n3, TOL_FP32);
+        memcpy(ref, prior, n3 * 4);
+        pf_affine_ch_backward(ref, dy, n, 3, h, w, mul, 1, 1);
+        set_dev(d_y, prior, n3 * 4);
+        rc = pf_cuda_affine_ch(d_y, d_dy, n, 3, h, w, NULL, mul, 1, 0, g_err, sizeof g_err);
+        check("affine_ch backward acc=1", shape, rc, d_y, ref, n3, TOL_FP32);
+    }
+
+    /* bilinear resize: up x2, down to a rounded size and back, both align_corners, a flow's
+       per-channel factor */
+    static const int sizes[][2] = {{2, 2}, {1, 1}, {-5, -3}};   /* factor, or minus a delta */
+    for (int si = 0; si < 3; si++)
+        for (int ac = 0; ac <= 1; ac++) {
+            int H = sizes[si][0] > 0 ? h * sizes[si][0] : h + sizes[si][0];
+            int W = sizes[si][1] > 0 ? w * sizes[si][1] : w + sizes[si][1];
+            if (si == 1) H = (h + 31) / 32 * 32, W = (w + 31) / 32 * 32;
+            size_t ny = (size_t)n * c * H * W;
+            float *ry = host_alloc(ny * 4), *gy = host_alloc(ny * 4);
+            fill(gy, ny, -1, 1);
+            const float mult2[2] = {(float)W / w, (float)H / h};
+            const float *mult = c == 2 ? mult2 : NULL;
+            snprintf(shape, sizeof shape, "N%d C%d %dx%d->%dx%d ac=%d", n, c, h, w, H, W, ac);
+            float *d_r = dev_alloc(ny * 4), *d_g = upload(gy, ny * 4);
+            pf_resize_bilinear_forward(ry, x, n, c, h, w, H, W, ac, mult, 1, 1);
+            rc = pf_cuda_resize_bilinear_forward(d_r, d_x, n, c, h, w, H, W, ac, mult, 0, g_err,
+                                                 sizeof g_err);
+            check("resize_bilinear forward", shape, rc, d_r, ry, ny, TOL_FP32);
+            for (int acc = 0; acc <= 1; acc++) {
+                memcpy(ref, prior, nx * 4);
+                if (!acc) memset(ref, 0, nx * 4);
+                pf_resize_bilinear_backward(ref, gy, n, c, h, w, H, W, ac, mult, 1, 1);
+                set_dev(d_y, prior, nx * 4);
+                rc = pf_cuda_resize_bilinear_backward(d_y, d_g, n, c, h, w, H, W, ac, mult, acc,
+                                                      0, g_err, sizeof g_err);
+                snprintf(op, sizeof op, "resize_bilinear backward acc=%d", acc);
+                check(op, shape, rc, d_y, ref, nx, TOL_FP32);
+            }
+            free(ry), free(gy);
+            cudaFree(d_r), cudaFree(d_g);
+        }
+
+    /* 2 x 2 average pooling (even sizes) */
+    {
+        int he = h & ~1, we = w & ~1;
+        size_t ne = (size_t)n * c * he * we, np2 = ne / 4;
+        snprintf(shape, sizeof shape, "N%d C%d H%d W%d", n, c, he, we);
+        pf_avgpool2_forward(ref, x, n, c, he, we, 1, 1);
+        rc = pf_cuda_avgpool2_forward(d_y, d_x, n, c, he, we, 0, g_err, sizeof g_err);
+        check("avgpool2 forward", shape, rc, d_y, ref, np2, TOL_FP32);
+        for (size_t q = 0; q < (size_t)n * c; q++)
+            for (int yy = 0; yy < he; yy++)
+                for (int xx = 0; xx < we; xx++)
+                    ref[(q * he + yy) * we + xx] =
+                        prior[(q * he + yy) * we + xx] +
+                        0.25f * dy[(q * (he / 2) + yy / 2) * (we / 2) + xx / 2];
+        set_dev(d_y, prior, ne * 4);
+        rc = pf_cuda_avgpool2_backward(d_y, d_dy, n, c, he, we, 1, 0, g_err, sizeof g_err);
+        check("avgpool2 backward acc=1", shape, rc, d_y, ref, ne, TOL_FP32);
+    }
+
+    /* flow warp, zeros and border padding; backward dx (fixed point, twice for the same
+       bits) and dflow, with acc 0 and 1 */
+    void *scratch = dev_alloc(pf_cuda_flow_warp_scratch_bytes(nx));
+    for (int pad = 0; pad <= 1; pad++) {
+        snprintf(shape, sizeof shape, "N%d C%d H%d W%d pad=%s", n, c, h, w,
+                 pad ? "border" : "zeros");
+        pf_flow_warp_forward(ref, x, flow, n, c, h, w, (pf_pad_mode)pad, 1, 1, 1);
+        rc = pf_cuda_flow_warp_forward(d_y, d_x, d_f, n, c, h, w, pad, 0, g_err, sizeof g_err);
+        check("flow_warp forward", shape, rc, d_y, ref, nx, TOL_FP32);
+        for (int acc = 0; acc <= 1; acc++) {
+            memcpy(ref, prior, nx * 4);
+            memcpy(fref, fprior, nf * 4);
+            if (!acc) memset(ref, 0, nx * 4), memset(fref, 0, nf * 4);
+            pf_flow_warp_backward(ref, fref, dy, x, flow, n, c, h, w, (pf_pad_mode)pad, 1, 1, 1);
+            set_dev(d_y, prior, nx * 4);
+            set_dev(d_df, fprior, nf * 4);
+            rc = pf_cuda_flow_warp_backward(d_y, d_df, d_dy, d_x, d_f, n, c, h, w, pad, acc,
+                                            acc, scratch, 0, g_err, sizeof g_err);
+            snprintf(op, sizeof op, "flow_warp backward dx acc=%d", acc);
+            check(op, shape, rc, d_y, ref, nx, TOL_FP32);
+            snprintf(op, sizeof op, "flow_warp backward dflow acc=%d", acc);
+            check(op, shape, rc, d_df, fref, nf, TOL_FP32);
+        }
+        float *first = fetch("flow_warp backward dx (repeat)", shape, rc, d_y, nx);
+        if (first) {
+            set_dev(d_y, prior, nx * 4);
+            rc = pf_cuda_flow_warp_backward(d_y, NULL, d_dy, d_x, d_f, n, c, h, w, pad, 1, 0,
+                                            scratch, 0, g_err, sizeof g_err);
+            check_repeat("flow_warp backward dx same bits", shape, rc, d_y, first, nx);
+            free(first);
+        }
+    }
+    cudaFree(scratch);
+    free(x), free(dy), free(prior), free(ref), free(flow), free(fprior), free(fref);
+    cudaFree(d_x), cudaFree(d_dy), cudaFree(d_y), cudaFree(d_f), cudaFree(d_df);
+}
+
 static void check_networks(void) {
     check_optimisers();
+    check_video_ops(2, 5, 13, 17);
+    check_video_ops(2, 2, 37, 41);      /* a flow's 2 channels: the resize factors */
+    check_video_ops(1, 16, 64, 64);     /* BasicVSR's feature warp at LQ 64 */
     static const struct {
         int scale, h, w;
         float res_scale;
@@ -1467,6 +1623,24 @@ static void check_networks(void) {
         snprintf(label, sizeof label, "%s x%d (%d %d %d %d)", zoo[i].type, zoo[i].scale,
                  zoo[i].hp[0], zoo[i].hp[1], zoo[i].hp[2], zoo[i].hp[3]);
         check_network(label, &cfg, 2, zoo[i].h, zoo[i].w, zoo[i].tf32);
+    }
+    /* BasicVSR x4: SPyNet at 32 x 32 (both resizes) and at 64 x 64 (the demo's LQ patch) */
+    static const struct {
+        int feat, blocks, frames, h, w;
+        const char *loss;
+    } vsr[] = {{8, 1, 3, 12, 12, "CharbonnierLoss"}, {16, 2, 2, 64, 64, "CharbonnierLoss"}};
+    for (size_t i = 0; i < sizeof vsr / sizeof *vsr; i++) {
+        pf_config cfg;
+        char label[64];
+        zoo_cfg(&cfg, "BasicVSR", 4, vsr[i].loss, (const int[4]){0, 0, 0, 0});
+        cfg.n_feats = vsr[i].feat;
+        cfg.n_blocks = vsr[i].blocks;
+        cfg.train.present = 1;
+        snprintf(cfg.train.type, sizeof cfg.train.type, "REDSRecurrentDataset");
+        cfg.train.num_frame = vsr[i].frames;
+        snprintf(label, sizeof label, "BasicVSR x4 (%d %d) T%d", vsr[i].feat, vsr[i].blocks,
+                 vsr[i].frames);
+        check_network(label, &cfg, 2, vsr[i].h, vsr[i].w, 0);
     }
 
     /* the errors the API promises */

@@ -5,7 +5,7 @@ on the demo clips, evaluated on a held-out part of one, PSNR-Y against wall time
     /usr/bin/python3 bench/video/torch_basicvsr.py [--minutes 10] [--eval-every 60]
         [--feat 16] [--blocks 2] [--frames 3] [--batch 2] [--lq-patch 64] [--lr 1e-3]
         [--fix-iter 0] [--flow-lr-mult 1] [--threads 2] [--seed 0] [--clips DIR]
-        [--json OUT]
+        [--json OUT] [--iters N [--eval-iters K]]
 
 Model: BasicVSR as BasicSR's basicvsr_arch.py describes it (Chan et al., CVPR 2021), written
 here from that description: SPyNet (6 levels of 5 convs 7x7, ImageNet mean/std, input resized
@@ -253,6 +253,8 @@ def main():
     ap.add_argument('--minutes', type=float, default=10)
     ap.add_argument('--iters', type=int, default=0, help='stop after this many (0: time)')
     ap.add_argument('--eval-every', type=float, default=60, help='training seconds')
+    ap.add_argument('--eval-iters', type=int, default=0,
+                    help='evaluate every this many iterations instead (0: by time)')
     ap.add_argument('--feat', type=int, default=16)
     ap.add_argument('--blocks', type=int, default=2)
     ap.add_argument('--frames', type=int, default=3)
@@ -313,7 +315,8 @@ def main():
         opt.step()
         it += 1
         train_s += time.time() - t
-        if train_s >= next_eval:
+        if (a.eval_iters and it % a.eval_iters == 0 and it < a.iters) or \
+                (not a.eval_iters and train_s >= next_eval):
             model.eval()
             net, bic = evaluate(model, egt, elq, bicubic)
             model.train()

@@ -48,6 +48,7 @@ typedef struct {
     float *gt, *pred;       /* gt / 255 and the output image, N x 3 x Hs x Ws */
     float *scratch[2];      /* backward temporaries: a residual conv's scaled gradient, a
                             pixel (un)shuffle's gradient before it is added (NULL: none) */
+    void *warp_scratch;     /* a flow warp's fixed-point image gradient (NULL: none) */
     void **allocs;          /* every cudaMalloc of this plan */
     int n_allocs, max_allocs;
     size_t bytes;           /* device bytes of this plan's allocations */
@@ -214,18 +215,13 @@ static int slot_buffers(cuplan *p, int n_t, const int *slot_of, const size_t *si
     return ok ? 0 : -1;
 }
 
-/* The video ops of nn/net.h (SPyNet / BasicVSR), not here yet: plan_build refuses them. */
-static int video_op(pf_gop op) {
-    switch (op) {
-    case PF_G_SLICE:
-    case PF_G_AFFINE:
-    case PF_G_RESIZE:
-    case PF_G_AVGPOOL2:
-    case PF_G_WARP:
-    case PF_G_ZERO: return 1;
-    default: return 0;
-    }
-}
+/* Frames per sample: a video network's input holds T frames as 3 T channels (frame t colour c
+   is channel 3 t + c), so N x 3T x H x W is (N T) x 3 x H x W and the uint8 batch
+   (N x T x H x W x 3) converts as N T images. */
+static int frames_of(const pf_net *G) { return G->t[G->input].c / 3; }
+
+int pf_cugraph_frames(const pf_cugraph *g) { return frames_of(&g->net); }
+
 
 static int plan_build(pf_cugraph *g, cuplan *p, pf_cuconv *convs, pf_cudnn *ctx, int n, int h,
                       int w, int training, char *err, size_t errlen) {
@@ -252,31 +248,23 @@ static int plan_build(pf_cugraph *g, cuplan *p, pf_cuconv *convs, pf_cudnn *ctx,
     }
     pf_net_need_grad(G, need);
     pf_net_last_use(G, training, last);
-    for (int k = 0; k < G->n_node; k++)
-        if (video_op(G->node[k].op)) {
-            snprintf(err, errlen, "%s: the %s node is not on the CUDA executor yet (the CPU "
-                     "executor runs it)", type, pf_net_op_name(G->node[k].op));
-            goto fail;
-        }
     for (int i = 0; i < G->n_t; i++) {
         const pf_gtensor *t = &G->t[i];
-        if (t->round) {
-            snprintf(err, errlen, "%s: rounded tensor sizes are not on the CUDA executor yet",
-                     type);
-            goto fail;
-        }
-        if (!t->one && (h * t->mul % t->div || w * t->mul % t->div)) {
-            snprintf(err, errlen, "%s: input %d x %d is not divisible by %d", type, h, w,
+        /* a rounded tensor (SPyNet's): the LQ size rounded up to a multiple of round first */
+        int hb = t->round > 0 ? (h + t->round - 1) / t->round * t->round : h;
+        int wb = t->round > 0 ? (w + t->round - 1) / t->round * t->round : w;
+        if (!t->one && (hb * t->mul % t->div || wb * t->mul % t->div)) {
+            snprintf(err, errlen, "%s: input %d x %d is not divisible by %d", type, hb, wb,
                      t->div);
             goto fail;
         }
         cutensor *s = &p->ts[i];
-        s->h = t->one ? 1 : h * t->mul / t->div;
-        s->w = t->one ? 1 : w * t->mul / t->div;
+        s->h = t->one ? 1 : hb * t->mul / t->div;
+        s->w = t->one ? 1 : wb * t->mul / t->div;
         s->numel = numel[i] = (size_t)n * t->c * s->h * s->w;
         s->need_grad = need[i];
     }
-    size_t scratch[2] = { 0, 0 };
+    size_t scratch[2] = { 0, 0 }, warp_bytes = 0;
     for (int k = 0; k < G->n_node; k++) {
         const pf_gnode *nd = &G->node[k];
         for (int i = 0; i < nd->n_in; i++) readers[nd->in[i]]++;
@@ -293,10 +281,18 @@ static int plan_build(pf_cugraph *g, cuplan *p, pf_cuconv *convs, pf_cudnn *ctx,
         if ((nd->op == PF_G_SHUFFLE || nd->op == PF_G_UNSHUFFLE) && readers[nd->in[0]] > 1 &&
             numel[nd->in[0]] > scratch[1])
             scratch[1] = numel[nd->in[0]];
+        if (nd->op == PF_G_WARP && need[nd->in[0]] &&
+            pf_cuda_flow_warp_scratch_bytes(numel[nd->in[0]]) > warp_bytes)
+            warp_bytes = pf_cuda_flow_warp_scratch_bytes(numel[nd->in[0]]);
+        if (nd->op == PF_G_AFFINE && G->t[nd->out].c > PF_CUDA_MAX_AFFINE_CHANNELS) {
+            snprintf(err, errlen, "%s node %d: an affine map of %d channels (at most %d)", type,
+                     k, G->t[nd->out].c, PF_CUDA_MAX_AFFINE_CHANNELS);
+            goto fail;
+        }
     }
 
     int s = G->scale;
-    size_t lq = (size_t)n * h * w * 3, hq = lq * (size_t)s * s;
+    size_t lq = (size_t)n * frames_of(G) * h * w * 3, hq = lq * (size_t)s * s;
 #define ALLOC(ptr, count)                                                                     \
     do {                                                                                      \
         if (!((ptr) = plan_alloc(p, (size_t)(count) * sizeof *(ptr)))) goto oom;              \
@@ -307,6 +303,7 @@ static int plan_build(pf_cugraph *g, cuplan *p, pf_cuconv *convs, pf_cudnn *ctx,
         ALLOC(p->gt, hq);
         for (int i = 0; i < 2; i++)
             if (scratch[i]) ALLOC(p->scratch[i], scratch[i]);
+        if (warp_bytes && !(p->warp_scratch = plan_alloc(p, warp_bytes))) goto oom;
     }
 #undef ALLOC
     int n_slots = pf_net_assign_slots(G, numel, last, training, slot, &size);
@@ -381,11 +378,13 @@ static int forward_node(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p, pf_
     cutensor *o = &p->ts[nd->out], *a = nd->n_in ? &p->ts[nd->in[0]] : NULL;
     float *y = o->data;
     switch (nd->op) {
-    case PF_G_INPUT:
-        OP(pf_cuda_u8_nhwc_to_nchw(y, p->u8, n, p->h, p->w, 3, st, oe, sizeof oe));
-        OP(pf_cuda_mean_shift(y, y, n, 3, p->h, p->w, G->use_mean ? G->mean : NULL, G->range,
+    case PF_G_INPUT: {
+        int nt = n * frames_of(G);
+        OP(pf_cuda_u8_nhwc_to_nchw(y, p->u8, nt, p->h, p->w, 3, st, oe, sizeof oe));
+        OP(pf_cuda_mean_shift(y, y, nt, 3, p->h, p->w, G->use_mean ? G->mean : NULL, G->range,
                               st, oe, sizeof oe));
         return 0;
+    }
     case PF_G_BILINEAR_IN:
         OP(pf_cuda_bilinear_u8(y, p->u8, n, p->h, p->w, nd->r, st, oe, sizeof oe));
         return 0;
@@ -448,12 +447,30 @@ static int forward_node(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p, pf_
         OP(pf_cuda_nearest_forward(y, a->data, n, C, a->h, a->w, nd->r, st, oe, sizeof oe));
         return 0;
     case PF_G_SLICE:
+        OP(pf_cuda_copy_channels(y, C, 0, a->data, G->t[nd->in[0]].c, nd->c0, C, n,
+                                 o->h * o->w, 0, st, oe, sizeof oe));
+        return 0;
     case PF_G_AFFINE:
-    case PF_G_RESIZE:
+        OP(pf_cuda_affine_ch(y, a->data, n, C, o->h, o->w, nd->sub, nd->mul, 0, st, oe,
+                             sizeof oe));
+        return 0;
+    case PF_G_RESIZE: {
+        float fm[PF_G_MAX_CH];
+        const float *mult = pf_net_resize_mult(nd, a->h, a->w, o->h, o->w, fm);
+        OP(pf_cuda_resize_bilinear_forward(y, a->data, n, C, a->h, a->w, o->h, o->w, nd->ac,
+                                           mult, st, oe, sizeof oe));
+        return 0;
+    }
     case PF_G_AVGPOOL2:
+        OP(pf_cuda_avgpool2_forward(y, a->data, n, C, a->h, a->w, st, oe, sizeof oe));
+        return 0;
     case PF_G_WARP:
+        OP(pf_cuda_flow_warp_forward(y, a->data, p->ts[nd->in[1]].data, n, C, o->h, o->w,
+                                     nd->pad, st, oe, sizeof oe));
+        return 0;
     case PF_G_ZERO:
-        break;          /* refused by plan_build */
+        CUDA_TRY("zero node", cudaMemsetAsync(y, 0, o->numel * sizeof(float), st));
+        return 0;
     }
     snprintf(err, errlen, "%s: unknown graph op %d", g->net.type, (int)nd->op);
     return -1;
@@ -477,7 +494,7 @@ static int forward(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p, pf_cucon
         TRY(forward_node(g, env, p, convs, &G->node[k], err, errlen));
     const cutensor *o = &p->ts[G->output];
     char oe[512];
-    if (pf_cuda_mean_unshift(p->pred, o->data, p->n, 3, o->h, o->w,
+    if (pf_cuda_mean_unshift(p->pred, o->data, p->n * frames_of(G), 3, o->h, o->w,
                              G->use_mean ? G->mean : NULL, G->range, st, oe, sizeof oe)) {
         snprintf(err, errlen, "%s output: %s", g->net.type, oe);
         return -1;
@@ -631,13 +648,43 @@ static int backward_node(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p,
             OP(pf_cuda_nearest_backward(dx, dy, n, C, a->h, a->w, nd->r, acc, st, oe,
                                         sizeof oe));
         return 0;
-    case PF_G_SLICE:
-    case PF_G_AFFINE:
-    case PF_G_RESIZE:
-    case PF_G_AVGPOOL2:
-    case PF_G_WARP:
     case PF_G_ZERO:
-        break;          /* refused by plan_build */
+        return 0;
+    case PF_G_SLICE:
+        if (!(dx = grad_for(a, &acc))) return 0;
+        if (!acc)   /* the channels outside the slice get no gradient from here */
+            CUDA_TRY("slice gradient", cudaMemsetAsync(dx, 0, a->numel * sizeof(float), st));
+        OP(pf_cuda_copy_channels(dx, G->t[nd->in[0]].c, nd->c0, dy, C, 0, C, n, o->h * o->w, 1,
+                                 st, oe, sizeof oe));
+        return 0;
+    case PF_G_AFFINE:
+        if ((dx = grad_for(a, &acc)))
+            OP(pf_cuda_affine_ch(dx, dy, n, C, o->h, o->w, NULL, nd->mul, acc, st, oe,
+                                 sizeof oe));
+        return 0;
+    case PF_G_RESIZE: {
+        float fm[PF_G_MAX_CH];
+        if ((dx = grad_for(a, &acc)))
+            OP(pf_cuda_resize_bilinear_backward(
+                dx, dy, n, C, a->h, a->w, o->h, o->w, nd->ac,
+                pf_net_resize_mult(nd, a->h, a->w, o->h, o->w, fm), acc, st, oe, sizeof oe));
+        return 0;
+    }
+    case PF_G_AVGPOOL2:
+        if ((dx = grad_for(a, &acc)))
+            OP(pf_cuda_avgpool2_backward(dx, dy, n, C, a->h, a->w, acc, st, oe, sizeof oe));
+        return 0;
+    case PF_G_WARP: {
+        cutensor *f = &p->ts[nd->in[1]];
+        int acc_f = 0;
+        float *df = grad_for(f, &acc_f);
+        dx = grad_for(a, &acc);
+        if (dx || df)
+            OP(pf_cuda_flow_warp_backward(dx, df, dy, a->data, f->data, n, C, o->h, o->w,
+                                          nd->pad, acc, acc_f, p->warp_scratch, st, oe,
+                                          sizeof oe));
+        return 0;
+    }
     }
     snprintf(err, errlen, "%s: unknown graph op %d", G->type, (int)nd->op);
     return -1;
@@ -650,15 +697,15 @@ int pf_cugraph_train_step(pf_cugraph *g, const pf_cugraph_env *env, const uint8_
     const pf_net *G = &g->net;
     cuplan *p = &g->train;
     TRY(plan_build(g, p, g->train_conv, env->cudnn, n, h, w, 1, err, errlen));
-    int s = G->scale;
-    size_t lq = (size_t)n * h * w * 3, hq = lq * (size_t)s * s;
+    int s = G->scale, T = frames_of(G);
+    size_t lq = (size_t)n * T * h * w * 3, hq = lq * (size_t)s * s;
     TRY(forward(g, env, p, g->train_conv, host_in, lq + hq, err, errlen));
 
     /* loss on the image; its gradient through out / range + mean is d image / range */
     cudaStream_t st = env->stream;
     cutensor *o = &p->ts[G->output];
     char oe[512];
-    if (pf_cuda_u8_nhwc_to_nchw(p->gt, p->u8 + lq, n, h * s, w * s, 3, st, oe, sizeof oe) ||
+    if (pf_cuda_u8_nhwc_to_nchw(p->gt, p->u8 + lq, n * T, h * s, w * s, 3, st, oe, sizeof oe) ||
         pf_cuda_pixel_loss(g->cfg.loss_type, env->loss, o->grad, p->pred, p->gt, hq,
                            g->cfg.loss_weight, g->cfg.charbonnier_eps,
                            env->loss_scratch, st, oe, sizeof oe) ||
@@ -682,7 +729,8 @@ int pf_cugraph_infer(pf_cugraph *g, const pf_cugraph_env *env, const uint8_t *ho
                      int w, const float **pred, char *err, size_t errlen) {
     cuplan *p = &g->infer;
     TRY(plan_build(g, p, g->infer_conv, env->cudnn, 1, h, w, 0, err, errlen));
-    TRY(forward(g, env, p, g->infer_conv, host_in, (size_t)h * w * 3, err, errlen));
+    TRY(forward(g, env, p, g->infer_conv, host_in, (size_t)frames_of(&g->net) * h * w * 3, err,
+                errlen));
     *pred = p->pred;
     return 0;
 }

@@ -59,6 +59,9 @@ void pf_cugraph_destroy(pf_cugraph **self);
 int pf_cugraph_num_tensors(const pf_cugraph *g);
 const pf_param_info *pf_cugraph_tensor_info(const pf_cugraph *g, int i);
 size_t pf_cugraph_num_params(const pf_cugraph *g);
+/* Frames per sample: 1 for an image network, T for a video network unrolled over T frames
+   (BasicVSR over data.train.num_frame): its batches hold T frames per sample. */
+int pf_cugraph_frames(const pf_cugraph *g);
 /* LQ height and width must be multiples of this (pf_model_input_multiple). */
 int pf_cugraph_input_multiple(const pf_cugraph *g);
 /* Device bytes of the current training (training = 1) or inference plan's buffers:
@@ -66,7 +69,8 @@ int pf_cugraph_input_multiple(const pf_cugraph *g);
 size_t pf_cugraph_plan_bytes(const pf_cugraph *g, int training);
 
 /* One training step on the device: host_in is a host buffer (pinned for an asynchronous
-   copy) holding lq (n x h x w x 3 uint8 NHWC) followed by gt (n x hs x ws x 3, s the scale).
+   copy) holding lq (n x T x h x w x 3 uint8 NHWC, T = pf_cugraph_frames) followed by gt
+   (n x T x hs x ws x 3, s the scale).
    Uploads it, runs forward, the loss (cfg's L1Loss, MSELoss or CharbonnierLoss, mean, times
    loss_weight, on the image out / range + mean) into env->loss and backward into env->grads (overwritten). Plans (buffers
    and cuDNN algorithms) are (re)built when the shape changes. Queued on env->stream; returns
@@ -74,8 +78,9 @@ size_t pf_cugraph_plan_bytes(const pf_cugraph *g, int training);
 int pf_cugraph_train_step(pf_cugraph *g, const pf_cugraph_env *env, const uint8_t *host_in,
                           int n, int h, int w, char *err, size_t errlen);
 
-/* Inference of one image: host_in holds lq (h x w x 3 uint8); *pred is set to the device
-   output image, 3 x hs x ws float NCHW (out / range + mean: nominally [0, 1], not clamped),
+/* Inference of one image (T frames for a video network): host_in holds lq (T x h x w x 3
+   uint8); *pred is set to the device output, T x 3 x hs x ws float NCHW (out / range + mean:
+   nominally [0, 1], not clamped),
    valid until the next call. Queued on env->stream; returns 0 or -1 with err. */
 int pf_cugraph_infer(pf_cugraph *g, const pf_cugraph_env *env, const uint8_t *host_in, int h,
                      int w, const float **pred, char *err, size_t errlen);

@@ -142,6 +142,7 @@ const pf_param_info *pf_cuda_model_tensor_info(const pf_cuda_model *m, int i) {
     return i >= 0 && i < m->n_tensors ? pf_cugraph_tensor_info(m->graph, i) : NULL;
 }
 int pf_cuda_model_scale(const pf_cuda_model *m) { return m->scale; }
+int pf_cuda_model_frames(const pf_cuda_model *m) { return pf_cugraph_frames(m->graph); }
 float *pf_cuda_model_params_device(pf_cuda_model *m) { return m->params; }
 float *pf_cuda_model_grads_device(pf_cuda_model *m) { return m->grads; }
 cudaStream_t pf_cuda_model_stream(pf_cuda_model *m) { return m->stream; }
@@ -205,7 +206,7 @@ int pf_cuda_model_train_step(pf_cuda_model *m, const uint8_t *lq, const uint8_t 
         snprintf(err, errlen, "cuda model: bad input shape %d x %d x %d", n, lq_h, lq_w);
         return -1;
     }
-    size_t lq_bytes = (size_t)n * lq_h * lq_w * 3;
+    size_t lq_bytes = (size_t)n * pf_cugraph_frames(m->graph) * lq_h * lq_w * 3;
     size_t gt_bytes = lq_bytes * (size_t)m->scale * (size_t)m->scale;
     TRY(grow_pinned((void **)&m->h_in, &m->h_in_bytes, lq_bytes + gt_bytes, err, errlen));
     memcpy(m->h_in, lq, lq_bytes);
@@ -232,11 +233,12 @@ int pf_cuda_model_infer(pf_cuda_model *m, const uint8_t *lq, int h, int w, float
         snprintf(err, errlen, "cuda model: bad input shape %d x %d", h, w);
         return -1;
     }
-    size_t lq_bytes = (size_t)h * w * 3;
+    size_t T = (size_t)pf_cugraph_frames(m->graph);
+    size_t lq_bytes = T * h * w * 3;
     int H = h * m->scale, W = w * m->scale;
     size_t hw = (size_t)H * W;
     TRY(grow_pinned((void **)&m->h_in, &m->h_in_bytes, lq_bytes, err, errlen));
-    TRY(grow_pinned((void **)&m->h_out, &m->h_out_bytes, hw * 3 * sizeof(float), err,
+    TRY(grow_pinned((void **)&m->h_out, &m->h_out_bytes, T * hw * 3 * sizeof(float), err,
                     errlen));
     memcpy(m->h_in, lq, lq_bytes);
     const float *pred;
@@ -244,11 +246,13 @@ int pf_cuda_model_infer(pf_cuda_model *m, const uint8_t *lq, int h, int w, float
                            m->loss_scratch };
     TRY(pf_cugraph_infer(m->graph, &env, m->h_in, h, w, &pred, err, errlen));
     CUDA_TRY("infer download", "cudaMemcpyAsync",
-             cudaMemcpyAsync(m->h_out, pred, hw * 3 * sizeof(float), cudaMemcpyDeviceToHost,
-                             m->stream));
+             cudaMemcpyAsync(m->h_out, pred, T * hw * 3 * sizeof(float),
+                             cudaMemcpyDeviceToHost, m->stream));
     CUDA_TRY("infer", "cudaStreamSynchronize", cudaStreamSynchronize(m->stream));
-    /* CHW -> HWC on the host (3 x H x W floats: cheap next to the network) */
-    for (int ch = 0; ch < 3; ch++)
-        for (size_t i = 0; i < hw; i++) out_host[i * 3 + ch] = m->h_out[ch * hw + i];
+    /* CHW -> HWC per frame on the host (3 x H x W floats: cheap next to the network) */
+    for (size_t t = 0; t < T; t++)
+        for (int ch = 0; ch < 3; ch++)
+            for (size_t i = 0; i < hw; i++)
+                out_host[(t * hw + i) * 3 + ch] = m->h_out[(t * 3 + ch) * hw + i];
     return 0;
 }

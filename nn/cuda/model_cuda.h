@@ -66,7 +66,8 @@ float *pf_cuda_model_grads_device(pf_cuda_model *m);
 cudaStream_t pf_cuda_model_stream(pf_cuda_model *m);
 
 /* One training step, as pf_model_train_step: lq n x lq_h x lq_w x 3 uint8 NHWC (host), gt
-   n x (lq_h*scale) x (lq_w*scale) x 3 uint8 NHWC (host). Both are copied into a pinned
+   n x (lq_h*scale) x (lq_w*scale) x 3 uint8 NHWC (host); for a video network (BasicVSR) each
+   sample is T = pf_cuda_model_frames frames, frame-major (n x T x ...), as pf_model's. Both are copied into a pinned
    staging buffer (kept between calls, regrown when the shape grows) and uploaded; the
    conversion to float happens on the device. Forward, loss (cfg->loss_type: L1Loss,
    MSELoss or CharbonnierLoss with charbonnier_eps, mean over all n*3*H*W values, times
@@ -76,8 +77,12 @@ cudaStream_t pf_cuda_model_stream(pf_cuda_model *m);
 int pf_cuda_model_train_step(pf_cuda_model *m, const uint8_t *lq, const uint8_t *gt, int n,
                              int lq_h, int lq_w, float *loss, char *err, size_t errlen);
 
+/* Frames per sample (1 for an image network; a video network's unrolled length). */
+int pf_cuda_model_frames(const pf_cuda_model *m);
+
 /* Inference of one image, as pf_model_infer: lq h x w x 3 uint8 HWC (host) -> out_host
-   (h*scale) x (w*scale) x 3 float HWC (host), nominally [0, 1], not clamped. Uses its own
+   (h*scale) x (w*scale) x 3 float HWC (host), nominally [0, 1], not clamped. A video network
+   takes a clip of exactly pf_cuda_model_frames frames (T x h x w x 3 -> T x H x W x 3). Uses its own
    buffers (dead activations share memory) and algorithms, rebuilt when the size changes.
    Returns 0 or -1 with err. */
 int pf_cuda_model_infer(pf_cuda_model *m, const uint8_t *lq, int h, int w, float *out_host,

@@ -914,3 +914,436 @@ int pf_cuda_gather_sum(float *dst, const float *src, const int *idx, size_t coun
     k_gather_sum<<<grid_for(count), THREADS, 0, stream>>>(dst, src, idx, count, per);
     return check_launch("k_gather_sum", err, errlen);
 }
+
+/* ---- video ops (SPyNet / BasicVSR; nn/video_layers.c is the CPU counterpart) ----
+
+   Source positions are computed with explicitly rounded float operations (__fmul_rn, ...,
+   never contracted into an FMA), in the CPU code's order, so a position that lands on a whole
+   pixel there lands on it here too and both pick the same corners. */
+
+typedef struct {
+    float v[PF_CUDA_MAX_AFFINE_CHANNELS];
+} ch_vec;
+
+/* y = (acc ? y : 0) + (x - sub[c]) * mul[c] */
+__global__ void k_affine_ch(float *y, const float *x, size_t count, int c, size_t hw,
+                            ch_vec sub, ch_vec mul, int acc) {
+    GRID_STRIDE(i, count) {
+        int k = (int)((i / hw) % c);
+        float v = __fmul_rn(__fsub_rn(x[i], sub.v[k]), mul.v[k]);
+        y[i] = acc ? __fadd_rn(y[i], v) : v;
+    }
+}
+
+int pf_cuda_affine_ch(float *y, const float *x, int n, int c, int h, int w, const float *sub,
+                      const float *mul, int acc, cudaStream_t stream, char *err, size_t errlen) {
+    const char *fn = "pf_cuda_affine_ch";
+    if (negative(n, c, h, w)) return bad_arg(fn, "negative dimension", err, errlen);
+    if (c > PF_CUDA_MAX_AFFINE_CHANNELS)
+        return bad_arg(fn, "more channels than PF_CUDA_MAX_AFFINE_CHANNELS", err, errlen);
+    if (!mul) return bad_arg(fn, "mul is NULL", err, errlen);
+    ch_vec sv = {{0}}, mv = {{0}};
+    for (int i = 0; i < c; i++) {
+        sv.v[i] = sub ? sub[i] : 0.0f;
+        mv.v[i] = mul[i];
+    }
+    size_t count = (size_t)n * c * h * w;
+    if (!count) return 0;
+    if (!y || !x) return null_tensor(fn, err, errlen);
+    k_affine_ch<<<grid_for(count), THREADS, 0, stream>>>(y, x, count, c, (size_t)h * w, sv, mv,
+                                                         acc);
+    return check_launch("k_affine_ch", err, errlen);
+}
+
+/* Source index and weights of output index d along an axis of in -> out (ATen
+   area_pixel_compute_source_index, linear; nn/video_layers.c lin_src). */
+__device__ void lin_src(int d, int in, int out, int ac, int *i0, int *i1, float *l0,
+                        float *l1) {
+    float src;
+    if (ac)
+        src = out > 1 ? __fmul_rn((float)d, __fdiv_rn((float)(in - 1), (float)(out - 1))) : 0.0f;
+    else {
+        src = __fsub_rn(__fmul_rn(__fdiv_rn((float)in, (float)out), __fadd_rn((float)d, 0.5f)),
+                        0.5f);
+        if (src < 0) src = 0;
+    }
+    int i = (int)src;
+    if (i > in - 1) i = in - 1;
+    *i0 = i;
+    *i1 = i < in - 1 ? i + 1 : i;
+    *l1 = __fsub_rn(src, (float)i);
+    *l0 = __fsub_rn(1.0f, *l1);
+}
+
+/* One thread per output element (plane, Y, X). */
+__global__ void k_resize_forward(float *y, const float *x, int c, int h, int w, int H, int W,
+                                 int ac, ch_vec mult, int use_mult, size_t count) {
+    GRID_STRIDE(i, count) {
+        int X = (int)(i % W);
+        size_t t = i / W;
+        int Y = (int)(t % H);
+        size_t p = t / H;
+        int y0, y1, x0, x1;
+        float ly0, ly1, lx0, lx1;
+        lin_src(Y, h, H, ac, &y0, &y1, &ly0, &ly1);
+        lin_src(X, w, W, ac, &x0, &x1, &lx0, &lx1);
+        const float *s = x + p * h * w;
+        float top = __fadd_rn(__fmul_rn(lx0, s[(size_t)y0 * w + x0]),
+                              __fmul_rn(lx1, s[(size_t)y0 * w + x1]));
+        float bot = __fadd_rn(__fmul_rn(lx0, s[(size_t)y1 * w + x0]),
+                              __fmul_rn(lx1, s[(size_t)y1 * w + x1]));
+        float v = __fadd_rn(__fmul_rn(ly0, top), __fmul_rn(ly1, bot));
+        y[i] = use_mult ? __fmul_rn(v, mult.v[(int)(p % c)]) : v;
+    }
+}
+
+/* The output indices along an axis (in -> out) whose taps may reach input index i: a
+   conservative window around i / slope, clamped (every output when in is 1). */
+__device__ void taps_window(int i, int in, int out, int ac, int *lo, int *hi) {
+    double slope = ac ? (out > 1 ? (double)(in - 1) / (out - 1) : 0.0) : (double)in / out;
+    if (slope <= 0.0) {
+        *lo = 0;
+        *hi = out - 1;
+        return;
+    }
+    double a = floor((i - 1) / slope) - 2, b = ceil((i + 1) / slope) + 2;
+    *lo = a < 0 ? 0 : (int)a;
+    *hi = b > out - 1 ? out - 1 : (int)b;
+}
+
+/* The weight output index d gives input index i along an axis (0 if none; both taps when the
+   far one is clamped onto the near). */
+__device__ float tap_weight(int d, int i, int in, int out, int ac) {
+    int i0, i1;
+    float l0, l1;
+    lin_src(d, in, out, ac, &i0, &i1, &l0, &l1);
+    return (i0 == i ? l0 : 0.0f) + (i1 == i ? l1 : 0.0f);
+}
+
+/* One thread per input element (plane, y, x): the output pixels reaching it, in Y then X
+   order, summed in double. */
+__global__ void k_resize_backward(float *dx, const float *dy, int c, int h, int w, int H,
+                                  int W, int ac, ch_vec mult, int use_mult, int acc,
+                                  size_t count) {
+    GRID_STRIDE(i, count) {
+        int xx = (int)(i % w);
+        size_t t = i / w;
+        int yy = (int)(t % h);
+        size_t p = t / h;
+        int ylo, yhi, xlo, xhi;
+        taps_window(yy, h, H, ac, &ylo, &yhi);
+        taps_window(xx, w, W, ac, &xlo, &xhi);
+        const float *g = dy + p * H * W;
+        double sum = 0.0;
+        for (int Y = ylo; Y <= yhi; Y++) {
+            float wy = tap_weight(Y, yy, h, H, ac);
+            if (wy == 0.0f) continue;
+            for (int X = xlo; X <= xhi; X++) {
+                float wx = tap_weight(X, xx, w, W, ac);
+                if (wx != 0.0f) sum += (double)wy * wx * g[(size_t)Y * W + X];
+            }
+        }
+        float v = (float)(use_mult ? sum * mult.v[(int)(p % c)] : sum);
+        dx[i] = acc ? dx[i] + v : v;
+    }
+}
+
+static int resize_args(const char *fn, int n, int c, int h, int w, int H, int W,
+                       const float *mult, ch_vec *mv, char *err, size_t errlen) {
+    if (negative(n, c, h, w) || H < 1 || W < 1 || ((size_t)n * c > 0 && (h < 1 || w < 1)))
+        return bad_arg(fn, "bad shape", err, errlen);
+    if (mult && c > PF_CUDA_MAX_AFFINE_CHANNELS)
+        return bad_arg(fn, "more channels than PF_CUDA_MAX_AFFINE_CHANNELS", err, errlen);
+    memset(mv, 0, sizeof *mv);
+    for (int i = 0; mult && i < c; i++) mv->v[i] = mult[i];
+    return 0;
+}
+
+int pf_cuda_resize_bilinear_forward(float *y, const float *x, int n, int c, int h, int w, int H,
+                                    int W, int ac, const float *mult, cudaStream_t stream,
+                                    char *err, size_t errlen) {
+    const char *fn = "pf_cuda_resize_bilinear_forward";
+    ch_vec mv;
+    if (resize_args(fn, n, c, h, w, H, W, mult, &mv, err, errlen)) return -1;
+    size_t count = (size_t)n * c * H * W;
+    if (!count) return 0;
+    if (!y || !x) return null_tensor(fn, err, errlen);
+    k_resize_forward<<<grid_for(count), THREADS, 0, stream>>>(y, x, c, h, w, H, W, ac, mv,
+                                                              mult != NULL, count);
+    return check_launch("k_resize_forward", err, errlen);
+}
+
+int pf_cuda_resize_bilinear_backward(float *dx, const float *dy, int n, int c, int h, int w,
+                                     int H, int W, int ac, const float *mult, int acc,
+                                     cudaStream_t stream, char *err, size_t errlen) {
+    const char *fn = "pf_cuda_resize_bilinear_backward";
+    ch_vec mv;
+    if (resize_args(fn, n, c, h, w, H, W, mult, &mv, err, errlen)) return -1;
+    size_t count = (size_t)n * c * h * w;
+    if (!count) return 0;
+    if (!dx || !dy) return null_tensor(fn, err, errlen);
+    k_resize_backward<<<grid_for(count), THREADS, 0, stream>>>(dx, dy, c, h, w, H, W, ac, mv,
+                                                               mult != NULL, acc, count);
+    return check_launch("k_resize_backward", err, errlen);
+}
+
+/* One thread per output element (plane, Y, X) of the pooled N C x h/2 x w/2. */
+__global__ void k_avgpool2_forward(float *y, const float *x, int h, int w, size_t count) {
+    int H = h / 2, W = w / 2;
+    GRID_STRIDE(i, count) {
+        int X = (int)(i % W);
+        size_t t = i / W;
+        int Y = (int)(t % H);
+        size_t p = t / H;
+        const float *s = x + (p * h + 2 * (size_t)Y) * w + 2 * (size_t)X;
+        float v = __fadd_rn(__fadd_rn(__fadd_rn(s[0], s[1]), s[w]), s[w + 1]);
+        y[i] = __fdiv_rn(v, 4.0f);
+    }
+}
+
+/* One thread per input element: a quarter of its window's gradient. */
+__global__ void k_avgpool2_backward(float *dx, const float *dy, int h, int w, int acc,
+                                    size_t count) {
+    int W = w / 2;
+    GRID_STRIDE(i, count) {
+        int xx = (int)(i % w);
+        size_t t = i / w;
+        int yy = (int)(t % h);
+        size_t p = t / h;
+        float v = __fmul_rn(0.25f, dy[(p * (h / 2) + yy / 2) * W + xx / 2]);
+        dx[i] = acc ? __fadd_rn(dx[i], v) : v;
+    }
+}
+
+int pf_cuda_avgpool2_forward(float *y, const float *x, int n, int c, int h, int w,
+                             cudaStream_t stream, char *err, size_t errlen) {
+    const char *fn = "pf_cuda_avgpool2_forward";
+    if (negative(n, c, h, w) || h % 2 || w % 2)
+        return bad_arg(fn, "bad shape (h and w must be even)", err, errlen);
+    size_t count = (size_t)n * c * (h / 2) * (w / 2);
+    if (!count) return 0;
+    if (!y || !x) return null_tensor(fn, err, errlen);
+    k_avgpool2_forward<<<grid_for(count), THREADS, 0, stream>>>(y, x, h, w, count);
+    return check_launch("k_avgpool2_forward", err, errlen);
+}
+
+int pf_cuda_avgpool2_backward(float *dx, const float *dy, int n, int c, int h, int w, int acc,
+                              cudaStream_t stream, char *err, size_t errlen) {
+    const char *fn = "pf_cuda_avgpool2_backward";
+    if (negative(n, c, h, w) || h % 2 || w % 2)
+        return bad_arg(fn, "bad shape (h and w must be even)", err, errlen);
+    size_t count = (size_t)n * c * h * w;
+    if (!count) return 0;
+    if (!dx || !dy) return null_tensor(fn, err, errlen);
+    k_avgpool2_backward<<<grid_for(count), THREADS, 0, stream>>>(dx, dy, h, w, acc, count);
+    return check_launch("k_avgpool2_backward", err, errlen);
+}
+
+/* ---- flow warp ---- */
+
+/* The sample position along an axis of `size` at pixel p with flow f, as BasicSR's flow_warp
+   normalises it and grid_sample (align_corners=True) unnormalises it (nn/video_layers.c
+   sample_pos); *grad = d position / d f (0 where border-clamped or size 1). */
+__device__ float sample_pos(int p, float f, int size, int pad, float *grad) {
+    if (size == 1) {
+        *grad = 0;
+        return 0;
+    }
+    float sm1 = (float)(size - 1);
+    float g = __fsub_rn(__fdiv_rn(__fmul_rn(2.0f, __fadd_rn((float)p, f)), sm1), 1.0f);
+    float v = __fmul_rn(__fadd_rn(g, 1.0f), __fdiv_rn(sm1, 2.0f));
+    *grad = 1;
+    if (pad == 1) {
+        if (v <= 0) {
+            *grad = 0;
+            return 0;
+        }
+        if (v >= sm1) {
+            *grad = 0;
+            return sm1;
+        }
+    }
+    return v;
+}
+
+typedef struct {
+    int x0, y0;
+    float e, s;             /* east and south fractions */
+    float gx, gy;
+    float wt[4];            /* nw, ne, sw, se */
+} corners_t;
+
+__device__ void corners(corners_t *q, int x, int y, const float *flow, size_t a, int h, int w,
+                        int pad) {
+    size_t hw = (size_t)h * w, px = (size_t)y * w + x;
+    float fx = flow[(a * 2) * hw + px], fy = flow[(a * 2 + 1) * hw + px];
+    float ix = sample_pos(x, fx, w, pad, &q->gx), iy = sample_pos(y, fy, h, pad, &q->gy);
+    float x0 = floorf(ix), y0 = floorf(iy);
+    q->x0 = (int)x0;
+    q->y0 = (int)y0;
+    q->e = __fsub_rn(ix, x0);
+    q->s = __fsub_rn(iy, y0);
+    float e1 = __fsub_rn(1.0f, q->e), s1 = __fsub_rn(1.0f, q->s);
+    q->wt[0] = __fmul_rn(e1, s1);
+    q->wt[1] = __fmul_rn(q->e, s1);
+    q->wt[2] = __fmul_rn(e1, q->s);
+    q->wt[3] = __fmul_rn(q->e, q->s);
+}
+
+__device__ int inside(int x, int y, int w, int h) { return x >= 0 && x < w && y >= 0 && y < h; }
+
+/* One thread per output pixel (n, y, x), every channel. */
+__global__ void k_warp_forward(float *out, const float *x, const float *flow, int c, int h,
+                               int w, int pad, size_t pixels) {
+    size_t hw = (size_t)h * w;
+    GRID_STRIDE(i, pixels) {
+        int xx = (int)(i % w), yy = (int)(i / w % h);
+        size_t a = i / hw;
+        corners_t q;
+        corners(&q, xx, yy, flow, a, h, w, pad);
+        for (int k = 0; k < c; k++) {
+            const float *s = x + (a * c + k) * hw;
+            float v = 0;
+            for (int j = 0; j < 4; j++) {
+                int cx = q.x0 + (j & 1), cy = q.y0 + (j >> 1);
+                if (inside(cx, cy, w, h))
+                    v = __fadd_rn(v, __fmul_rn(s[(size_t)cy * w + cx], q.wt[j]));
+            }
+            out[(a * c + k) * hw + (i % hw)] = v;
+        }
+    }
+}
+
+int pf_cuda_flow_warp_forward(float *y, const float *x, const float *flow, int n, int c, int h,
+                              int w, int pad, cudaStream_t stream, char *err, size_t errlen) {
+    const char *fn = "pf_cuda_flow_warp_forward";
+    if (negative(n, c, h, w) || pad < 0 || pad > 1)
+        return bad_arg(fn, "bad shape or padding", err, errlen);
+    size_t pixels = (size_t)n * h * w;
+    if (!pixels || !c) return 0;
+    if (!y || !x || !flow) return null_tensor(fn, err, errlen);
+    k_warp_forward<<<grid_for(pixels), THREADS, 0, stream>>>(y, x, flow, c, h, w, pad, pixels);
+    return check_launch("k_warp_forward", err, errlen);
+}
+
+/* Scratch: the max |dy| bits, padding, then one 64-bit sum per element of x. */
+#define WARP_HEADER 16
+
+size_t pf_cuda_flow_warp_scratch_bytes(size_t count) {
+    return WARP_HEADER + count * sizeof(unsigned long long);
+}
+
+/* max |dy| as the bits of a non-negative float (their order is the floats' order; NaN sorts
+   above infinity), into *bits (zeroed before). */
+__global__ void k_absmax_bits(unsigned *bits, const float *dy, size_t count) {
+    unsigned m = 0;
+    GRID_STRIDE(i, count) {
+        unsigned b = __float_as_uint(fabsf(dy[i]));
+        if (b > m) m = b;
+    }
+    atomicMax(bits, m);
+}
+
+/* The fixed-point scale 2^e for the call: every sum stays below 2^62 in magnitude (a plane of
+   h w outputs gives an input element at most h w max |dy|). 0: nothing to add (max 0) or
+   not finite. */
+__device__ double warp_fixed_scale(unsigned bits, size_t hw) {
+    if (bits == 0 || bits >= 0x7f800000u) return 0.0;
+    int e;
+    frexp((double)__uint_as_float(bits) * (double)hw, &e);   /* max hw < 2^e */
+    return ldexp(1.0, 62 - e);
+}
+
+/* One thread per output pixel: dflow by a gather over channels (float, the CPU order), dx's
+   contributions added into the fixed-point sums. */
+__global__ void k_warp_backward(unsigned long long *sums, const unsigned *bits, float *dflow,
+                                const float *dy, const float *x, const float *flow, int c,
+                                int h, int w, int pad, int acc_f, size_t pixels) {
+    size_t hw = (size_t)h * w;
+    double scale = sums ? warp_fixed_scale(*bits, hw) : 0.0;
+    GRID_STRIDE(i, pixels) {
+        int xx = (int)(i % w), yy = (int)(i / w % h);
+        size_t a = i / hw, px = i % hw;
+        corners_t q;
+        corners(&q, xx, yy, flow, a, h, w, pad);
+        float gix = 0, giy = 0;
+        for (int k = 0; k < c; k++) {
+            size_t plane = (a * c + k) * hw;
+            float g = dy[plane + px];
+            for (int j = 0; j < 4; j++) {
+                int cx = q.x0 + (j & 1), cy = q.y0 + (j >> 1);
+                if (!inside(cx, cy, w, h)) continue;
+                size_t at = plane + (size_t)cy * w + cx;
+                if (sums && scale != 0.0)
+                    atomicAdd(&sums[at], (unsigned long long)__double2ll_rn(
+                                             (double)q.wt[j] * (double)g * scale));
+                if (dflow) {
+                    float v = __fmul_rn(x[at], g);
+                    float sy = (j >> 1) ? q.s : __fsub_rn(1.0f, q.s);
+                    float ex = (j & 1) ? q.e : __fsub_rn(1.0f, q.e);
+                    float dwx = (j & 1) ? sy : -sy, dwy = (j >> 1) ? ex : -ex;
+                    gix = __fadd_rn(gix, __fmul_rn(v, dwx));
+                    giy = __fadd_rn(giy, __fmul_rn(v, dwy));
+                }
+            }
+        }
+        if (dflow) {
+            float *f0 = &dflow[(a * 2) * hw + px], *f1 = &dflow[(a * 2 + 1) * hw + px];
+            float v0 = __fmul_rn(gix, q.gx), v1 = __fmul_rn(giy, q.gy);
+            *f0 = acc_f ? __fadd_rn(*f0, v0) : v0;
+            *f1 = acc_f ? __fadd_rn(*f1, v1) : v1;
+        }
+    }
+}
+
+/* dx = (acc ? dx : 0) + sum / scale; NaN when dy was not finite. */
+__global__ void k_warp_fixed_to_float(float *dx, const unsigned long long *sums,
+                                      const unsigned *bits, size_t hw, int acc, size_t count) {
+    double scale = warp_fixed_scale(*bits, hw);
+    int bad = *bits >= 0x7f800000u;
+    GRID_STRIDE(i, count) {
+        float v = bad ? __int_as_float(0x7fc00000)
+                      : scale != 0.0 ? (float)((double)(long long)sums[i] / scale) : 0.0f;
+        dx[i] = acc ? dx[i] + v : v;
+    }
+}
+
+int pf_cuda_flow_warp_backward(float *dx, float *dflow, const float *dy, const float *x,
+                               const float *flow, int n, int c, int h, int w, int pad,
+                               int acc_x, int acc_f, void *scratch, cudaStream_t stream,
+                               char *err, size_t errlen) {
+    const char *fn = "pf_cuda_flow_warp_backward";
+    if (negative(n, c, h, w) || pad < 0 || pad > 1)
+        return bad_arg(fn, "bad shape or padding", err, errlen);
+    size_t pixels = (size_t)n * h * w, count = pixels * c;
+    if (!pixels || (!dx && !dflow)) return 0;
+    if (!dy || !x || !flow) return null_tensor(fn, err, errlen);
+    if (dx && !scratch) return bad_arg(fn, "no scratch for dx", err, errlen);
+    if (!c) {       /* no channels: the flow gets nothing */
+        if (dflow && !acc_f) {
+            cudaError_t e = cudaMemsetAsync(dflow, 0, pixels * 2 * sizeof(float), stream);
+            if (e != cudaSuccess) return bad_arg(fn, cudaGetErrorString(e), err, errlen);
+        }
+        return 0;
+    }
+    unsigned *bits = (unsigned *)scratch;
+    unsigned long long *sums =
+        dx ? (unsigned long long *)((char *)scratch + WARP_HEADER) : NULL;
+    if (dx) {
+        cudaError_t e = cudaMemsetAsync(scratch, 0, pf_cuda_flow_warp_scratch_bytes(count),
+                                        stream);
+        if (e != cudaSuccess) {
+            snprintf(err, errlen, "%s: cudaMemsetAsync: %s", fn, cudaGetErrorString(e));
+            return -1;
+        }
+        k_absmax_bits<<<grid_for(count), THREADS, 0, stream>>>(bits, dy, count);
+        if (check_launch("k_absmax_bits", err, errlen)) return -1;
+    }
+    k_warp_backward<<<grid_for(pixels), THREADS, 0, stream>>>(sums, bits, dflow, dy, x, flow, c,
+                                                              h, w, pad, acc_f, pixels);
+    if (check_launch("k_warp_backward", err, errlen)) return -1;
+    if (!dx) return 0;
+    k_warp_fixed_to_float<<<grid_for(count), THREADS, 0, stream>>>(dx, sums, bits,
+                                                                   (size_t)h * w, acc_x, count);
+    return check_launch("k_warp_fixed_to_float", err, errlen);
+}

@@ -256,6 +256,65 @@ int pf_cuda_bicubic_u8(float *y, const uint8_t *lq, int n, int h, int w, int r,
 int pf_cuda_gather_sum(float *dst, const float *src, const int *idx, size_t count, int per,
                        cudaStream_t stream, char *err, size_t errlen);
 
+/* ---- video ops (BasicVSR / SPyNet: nn/net.h PF_G_SLICE .. PF_G_ZERO; nn/video_layers.h is
+   their CPU counterpart and defines the numerics: the same source-index formulas, corner
+   weights and border rules, computed in float in the same order) ------------------------- */
+
+/* Most channels of a per-channel constant (PF_G_MAX_CH). */
+#define PF_CUDA_MAX_AFFINE_CHANNELS 4
+
+/* Per-channel affine map, forward and backward in one: y = (acc ? y : 0) + (x - sub[c]) *
+   mul[c] over N x C x H x W; sub and mul are host arrays of C <= PF_CUDA_MAX_AFFINE_CHANNELS
+   floats (sub NULL: 0). Forward of PF_G_AFFINE (SPyNet's (x - mean) / std): acc 0; backward:
+   x = dy, sub NULL, the same mul, acc as the gradient's. y may equal x (acc 0). */
+int pf_cuda_affine_ch(float *y, const float *x, int n, int c, int h, int w, const float *sub,
+                      const float *mul, int acc, cudaStream_t stream, char *err, size_t errlen);
+
+/* F.interpolate(x, size=(H, W), mode='bilinear', align_corners=ac) of x N x C x h x w into y
+   N x C x H x W, each output channel then times mult[c] (host, C <= 4 floats; NULL: 1). Source
+   row of output row Y: ac ? Y (h - 1) / (H - 1) : max((Y + 0.5) h / H - 0.5, 0), as ATen's
+   area_pixel_compute_source_index (pf_resize_bilinear_forward). */
+int pf_cuda_resize_bilinear_forward(float *y, const float *x, int n, int c, int h, int w, int H,
+                                    int W, int ac, const float *mult, cudaStream_t stream,
+                                    char *err, size_t errlen);
+
+/* Its backward: dx (N x C x h x w) = (acc ? dx : 0) + the transpose of the resize applied to
+   dy (N x C x H x W), mult as in forward. Computed as a gather (each input pixel sums the
+   output pixels whose taps reach it, in a fixed order): deterministic, no atomics. */
+int pf_cuda_resize_bilinear_backward(float *dx, const float *dy, int n, int c, int h, int w,
+                                     int H, int W, int ac, const float *mult, int acc,
+                                     cudaStream_t stream, char *err, size_t errlen);
+
+/* F.avg_pool2d(x, 2, 2): y N x C x (h / 2) x (w / 2), each the mean of a 2 x 2 window of x
+   (N x C x h x w, h and w even). Backward: dx = (acc ? dx : 0) + dy[window] / 4. */
+int pf_cuda_avgpool2_forward(float *y, const float *x, int n, int c, int h, int w,
+                             cudaStream_t stream, char *err, size_t errlen);
+int pf_cuda_avgpool2_backward(float *dx, const float *dy, int n, int c, int h, int w, int acc,
+                              cudaStream_t stream, char *err, size_t errlen);
+
+/* BasicSR flow_warp(x, flow) (grid_sample, bilinear, align_corners=True, padding pad: 0 zeros,
+   1 border, pf_pad_mode): y[n][c][i][j] = x[n][c] sampled at (j + flow[n][0][i][j],
+   i + flow[n][1][i][j]); x, y N x C x H x W, flow N x 2 x H x W (pf_flow_warp_forward). */
+int pf_cuda_flow_warp_forward(float *y, const float *x, const float *flow, int n, int c, int h,
+                              int w, int pad, cudaStream_t stream, char *err, size_t errlen);
+
+/* Bytes of device scratch pf_cuda_flow_warp_backward needs for x of count = n c h w floats. */
+size_t pf_cuda_flow_warp_scratch_bytes(size_t count);
+
+/* Its backward. dflow (NULL: not wanted) = (acc_f ? dflow : 0) + d y / d sample position,
+   summed over channels per output pixel (a gather: one thread per pixel). dx (NULL: not
+   wanted) = (acc_x ? dx : 0) + the scatter of dy by the bilinear weights. The scatter is
+   deterministic: every contribution is turned into a 64-bit fixed-point integer with one
+   power-of-two scale for the call (chosen from max |dy| and h w so no sum can overflow) and
+   added with integer atomics, which are exact, so the order does not matter; the sum is then
+   converted back to float. Its resolution is max |dy| h w / 2^62 (about 1e-14 max |dy| for a
+   256 x 256 image), far below float rounding of any gradient of note. A non-finite dy gives
+   NaN in dx. scratch: pf_cuda_flow_warp_scratch_bytes(n c h w) device bytes (dx only). */
+int pf_cuda_flow_warp_backward(float *dx, float *dflow, const float *dy, const float *x,
+                               const float *flow, int n, int c, int h, int w, int pad,
+                               int acc_x, int acc_f, void *scratch, cudaStream_t stream,
+                               char *err, size_t errlen);
+
 #ifdef __cplusplus
 }
 #endif

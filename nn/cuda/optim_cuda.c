@@ -38,13 +38,6 @@ int pf_cuda_optim_init(pf_cuda_optim *o, const pf_optim *host, cudaStream_t stre
     o->n_groups = host->n_groups;
     o->ema_decay = host->ema ? host->ema_decay : 0.0f;
     o->stream = stream;
-    for (int k = 0; k < host->n_groups; k++)
-        if (host->groups[k].start > 0) {
-            snprintf(err, errlen, "device optimiser: a parameter group that joins at step %lld "
-                     "(model.fix_iter) is not supported by the CUDA backend yet",
-                     (long long)host->groups[k].start);
-            return -1;
-        }
     if (host->n_groups) {
         o->groups = malloc((size_t)host->n_groups * sizeof *o->groups);
         if (!o->groups) {
@@ -135,22 +128,24 @@ int pf_cuda_optim_step(pf_cuda_optim *o, float *params, const float *grads, floa
     char oe[400];
     for (int k = 0; k < ng; k++) {
         const pf_optim_group *g = &gs[k];
+        if (o->step <= g->start) continue;      /* not yet in the optimisation (fix_iter) */
         /* as nn/optim.c: lr * mult in double; mult 1 keeps lr bit-identical */
         float glr = g->lr_mult == 1.0f ? lr : (float)((double)lr * g->lr_mult);
         float gwd = g->decay_mult == 1.0f ? o->s.weight_decay
                                           : (float)((double)o->s.weight_decay * g->decay_mult);
         int write = g->lr_mult != 0.0f, rc;
+        int64_t step = o->step - (g->start > 0 ? g->start : 0);   /* its own count */
         size_t off = g->offset;
         if (o->s.kind == PF_OPTIM_SGD)
             rc = pf_cuda_sgd_range(params + off, grads + off,
                                    o->momentum_buffer ? o->momentum_buffer + off : NULL,
                                    g->numel, glr, o->s.momentum, o->s.dampening, o->s.nesterov,
-                                   gwd, o->step == 1, write, o->stream, oe, sizeof oe);
+                                   gwd, step == 1, write, o->stream, oe, sizeof oe);
         else
             rc = pf_cuda_adam_range(params + off, grads + off, o->exp_avg + off,
                                     o->exp_avg_sq + off, g->numel, glr, o->s.beta1,
                                     o->s.beta2, o->s.eps, gwd, o->s.kind == PF_OPTIM_ADAMW,
-                                    write, o->step, o->stream, oe, sizeof oe);
+                                    write, step, o->stream, oe, sizeof oe);
         if (rc) {
             snprintf(err, errlen, "device optimiser: %s over parameters %zu..%zu: %s",
                      pf_optim_kind_name(o->s.kind), off, off + g->numel, oe);
@@ -159,7 +154,8 @@ int pf_cuda_optim_step(pf_cuda_optim *o, float *params, const float *grads, floa
     }
     if (!o->ema) return 0;
     for (int k = 0; k < ng; k++) {
-        if (gs[k].lr_mult == 0.0f) continue;   /* a frozen tensor's EMA stays equal to it */
+        /* a frozen tensor's EMA stays equal to it; a late one's waits for its first step */
+        if (gs[k].lr_mult == 0.0f || o->step <= gs[k].start) continue;
         size_t off = gs[k].offset;
         if (pf_cuda_ema_update(o->ema + off, params + off, gs[k].numel, o->ema_decay,
                                o->stream, oe, sizeof oe)) {
@@ -173,6 +169,14 @@ int pf_cuda_optim_step(pf_cuda_optim *o, float *params, const float *grads, floa
 int pf_cuda_optim_clip(pf_cuda_optim *o, float *grads, float max_norm, char *err,
                        size_t errlen) {
     char oe[400];
+    /* a range not yet in the optimisation has no gradient in torch, so none in the norm
+       (as the CPU worker): zeroed first; the step about to run is o->step + 1 */
+    for (int k = 0; k < o->n_groups; k++)
+        if (o->step + 1 <= o->groups[k].start) {
+            cudaError_t e = cudaMemsetAsync(grads + o->groups[k].offset, 0,
+                                            o->groups[k].numel * sizeof(float), o->stream);
+            if (e != cudaSuccess) return cuda_err("cudaMemsetAsync (late group)", e, err, errlen);
+        }
     if (pf_cuda_clip_grad_norm(grads, o->n, max_norm, o->scratch, o->norm, o->stream, oe,
                                sizeof oe)) {
         snprintf(err, errlen, "device optimiser: gradient clipping: %s", oe);

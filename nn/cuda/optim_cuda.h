@@ -4,7 +4,8 @@
     flat device parameter and gradient buffers of nn/cuda/model_cuda.h.
 
     Semantics are nn/optim.c's, group by group (torch 1.13's single-tensor updates, MMCV's
-    multipliers, BasicSR's EMA, clip_grad_norm_): the host keeps the settings, the groups and
+    multipliers, groups that join late as BasicVSR's SPyNet after fix_iter, BasicSR's EMA,
+    clip_grad_norm_): the host keeps the settings, the groups and
     the step count; the state buffers (exp_avg, exp_avg_sq, momentum_buffer, ema) live on the
     device with the host optimiser's layout, so they move between a pf_optim and the device by
     plain copies (checkpoints, resume, broadcast). The update kernels round each operation on
@@ -56,7 +57,8 @@ int pf_cuda_optim_step(pf_cuda_optim *o, float *params, const float *grads, floa
 
 /* pf_clip_grad_norm on the device over grads (n floats): the L2 norm of all gradients (a
    deterministic double reduction) into o->norm, then grads *= max_norm / (norm + 1e-6) when
-   that is below 1. Nothing comes back to the host. Returns 0 or -1 with err. */
+   that is below 1. The gradients of a group not yet in the optimisation at the coming step
+   (step + 1 <= start) are zeroed first, as the CPU worker does (torch: no gradient). Nothing comes back to the host. Returns 0 or -1 with err. */
 int pf_cuda_optim_clip(pf_cuda_optim *o, float *grads, float max_norm, char *err,
                        size_t errlen);
 

@@ -558,3 +558,72 @@ int pf_cuda_relu_forward(float *y, const float *x, size_t count, ST) {
 int pf_cuda_relu_backward(float *dx, const float *dy, const float *y, size_t count, ST) {
     return pf_cuda_leaky_relu_backward(dx, dy, y, 0.0f, count, stream, err, errlen);
 }
+
+/* ---- video ops: nn/video_layers.h's CPU kernels with plain layout (block 1), which
+   tests/test_video_layers checks against PyTorch; they accumulate, so acc 0 zeroes first ---- */
+#include "nn/video_layers.h"
+
+static void zero_unless(float *d, int acc, size_t count) {
+    if (d && !acc) memset(d, 0, count * sizeof(float));
+}
+int pf_cuda_affine_ch(float *y, const float *x, int n, int c, int h, int w, const float *sub,
+                      const float *mul, int acc, ST) {
+    UNUSED;
+    size_t hw = (size_t)h * w;
+    for (size_t i = 0; i < (size_t)n * c * hw; i++) {
+        int k = (int)(i / hw % (size_t)c);
+        y[i] = A(acc, y[i]) + (x[i] - (sub ? sub[k] : 0.0f)) * mul[k];
+    }
+    return 0;
+}
+int pf_cuda_resize_bilinear_forward(float *y, const float *x, int n, int c, int h, int w, int H,
+                                    int W, int ac, const float *mult, ST) {
+    UNUSED;
+    pf_resize_bilinear_forward(y, x, n, c, h, w, H, W, ac, mult, 1, 1);
+    return 0;
+}
+int pf_cuda_resize_bilinear_backward(float *dx, const float *dy, int n, int c, int h, int w,
+                                     int H, int W, int ac, const float *mult, int acc, ST) {
+    UNUSED;
+    zero_unless(dx, acc, (size_t)n * c * h * w);
+    pf_resize_bilinear_backward(dx, dy, n, c, h, w, H, W, ac, mult, 1, 1);
+    return 0;
+}
+int pf_cuda_avgpool2_forward(float *y, const float *x, int n, int c, int h, int w, ST) {
+    UNUSED;
+    pf_avgpool2_forward(y, x, n, c, h, w, 1, 1);
+    return 0;
+}
+int pf_cuda_avgpool2_backward(float *dx, const float *dy, int n, int c, int h, int w, int acc,
+                              ST) {
+    UNUSED;
+    for (size_t p = 0; p < (size_t)n * c; p++)
+        for (int y = 0; y < h; y++)
+            for (int x = 0; x < w; x++) {
+                float *d = &dx[(p * h + y) * w + x];
+                *d = A(acc, *d) + 0.25f * dy[(p * (h / 2) + y / 2) * (w / 2) + x / 2];
+            }
+    return 0;
+}
+int pf_cuda_flow_warp_forward(float *y, const float *x, const float *flow, int n, int c, int h,
+                              int w, int pad, ST) {
+    UNUSED;
+    pf_flow_warp_forward(y, x, flow, n, c, h, w, (pf_pad_mode)pad, 1, 1, 1);
+    return 0;
+}
+size_t pf_cuda_flow_warp_scratch_bytes(size_t count) {
+    return 16 + count * 8;
+}
+int pf_cuda_flow_warp_backward(float *dx, float *dflow, const float *dy, const float *x,
+                               const float *flow, int n, int c, int h, int w, int pad,
+                               int acc_x, int acc_f, void *scratch, ST) {
+    UNUSED;
+    if (dx && !scratch) {
+        snprintf(err, errlen, "pf_cuda_flow_warp_backward: no scratch for dx");
+        return -1;
+    }
+    zero_unless(dx, acc_x, (size_t)n * c * h * w);
+    zero_unless(dflow, acc_f, (size_t)n * 2 * h * w);
+    pf_flow_warp_backward(dx, dflow, dy, x, flow, n, c, h, w, (pf_pad_mode)pad, 1, 1, 1);
+    return 0;
+}

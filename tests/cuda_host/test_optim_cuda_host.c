@@ -2,7 +2,8 @@
     tests/cuda_host/host_ops.c standing in for the device (its per-range updates are nn/optim.c
     on that range), against nn/optim.c's pf_optim over the whole buffer: Adam, AdamW, SGD
     (momentum, dampening, Nesterov, plain), weight decay, paramwise groups (one frozen with
-    lr_mult 0, others with lr and decay multipliers), the EMA and clipping, over 4 steps. What
+    lr_mult 0, others with lr and decay multipliers, one joining at step 3 as BasicVSR's SPyNet
+    after fix_iter 2), the EMA and clipping, over 4 steps. What
     it checks is optim_cuda.c's part — the group loop, the multipliers, the step count, which
     buffers exist, the EMA skipping frozen groups, the state going up and down — so the
     parameters, every state buffer and the step must be bit-identical. The kernels need a GPU:
@@ -27,6 +28,7 @@ static int same(const float *a, const float *b, size_t n) {
     return (!a && !b) || (a && b && !memcmp(a, b, n * sizeof(float)));
 }
 
+/* grouped 2: the groups of 1 with the normal one (20..29) joining late (start 2). */
 static void run(const char *label, pf_optim_settings s, int grouped, float ema, float clip) {
     pf_optim host, back;
     float p_host[N], p_dev[N], g[N], g_dev[N];
@@ -35,6 +37,9 @@ static void run(const char *label, pf_optim_settings s, int grouped, float ema, 
     /* four tensors: frozen, slow with no decay, normal, fast */
     pf_optim_group groups[4] = {
         {0, 10, 0.0f, 1.0f, 0}, {10, 10, 0.1f, 0.0f, 0}, {20, 10, 1.0f, 1.0f, 0}, {30, 10, 2.0f, 0.5f, 0}};
+    if (grouped == 2) groups[2].start = 2;
+    float late0[10];
+    memcpy(late0, p_host + 20, sizeof late0);
     if (grouped && (pf_optim_set_groups(&host, groups, 4) || pf_optim_set_groups(&back, groups, 4)))
         exit(2);
     if (ema > 0 && (pf_optim_ema_init(&host, ema, p_host) || pf_optim_ema_init(&back, ema, p_host)))
@@ -48,6 +53,8 @@ static void run(const char *label, pf_optim_settings s, int grouped, float ema, 
         for (int i = 0; i < N; i++) g[i] = g_dev[i] = uniform() * (clip > 0 ? 3.0f : 1.0f);
         float lr = 0.01f * (float)t;
         if (clip > 0) {
+            /* a group not yet in: no gradient, none in the norm (the CPU worker's rule) */
+            if (grouped == 2 && t <= 2) memset(g + 20, 0, 10 * sizeof(float));
             pf_clip_grad_norm(g, N, clip);
             CHECK(pf_cuda_optim_clip(&dev, g_dev, clip, err, sizeof err) == 0, "%s", err);
             CHECK(same(g, g_dev, N), "%s step %d: clipped gradients differ", label, t);
@@ -55,6 +62,9 @@ static void run(const char *label, pf_optim_settings s, int grouped, float ema, 
         pf_optim_step(&host, p_host, g, lr);
         CHECK(pf_cuda_optim_step(&dev, p_dev, g_dev, lr, err, sizeof err) == 0, "%s", err);
         CHECK(same(p_host, p_dev, N), "%s step %d: parameters differ", label, t);
+        if (grouped == 2)
+            CHECK((t <= 2) == !memcmp(p_dev + 20, late0, sizeof late0),
+                  "%s step %d: the late group %s", label, t, t <= 2 ? "moved" : "did not move");
     }
     CHECK(pf_cuda_optim_download(&dev, &back, err, sizeof err) == 0, "%s: %s", label, err);
     CHECK(back.step == host.step, "%s: step %lld, host %lld", label, (long long)back.step,
@@ -85,6 +95,9 @@ int main(void) {
     run("SGD Nesterov, clip", nesterov, 0, 0, 1.0f);
     pf_optim_settings plain = {PF_OPTIM_SGD, 0, 0, 0, 0.0f, 0.0f, 0.0f, 0};
     run("SGD plain, groups", plain, 1, 0, 0);
+    adam.weight_decay = 0;
+    run("Adam, a group joining at 3, EMA, clip", adam, 2, 0.99f, 0.5f);
+    run("SGD momentum, a group joining at 3, clip", sgd, 2, 0, 0.5f);
 
     /* state of another kind is refused, naming both */
     pf_optim a, b;
