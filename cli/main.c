@@ -1,7 +1,7 @@
 /*  pixflow — one executable, one subcommand per role (docs/architecture.md):
 
       pixflow train CONFIG [--resume auto|PATH] [--loaders N]   the whole job on this host
-      pixflow test CONFIG --checkpoint PATH                      data.test through a checkpoint
+      pixflow test CONFIG --checkpoint PATH [--video[=CODEC]]    data.test through a checkpoint
       pixflow coordinator CONFIG [--bind EP] [--addr-file F]    the job's hub
       pixflow loader --connect EP [--join-timeout S]            decode + augment + batch
       pixflow worker --connect EP [--device cpu]                train the network
@@ -29,6 +29,7 @@ static int usage(void) {
             "        [--bind tcp://HOST:PORT]                   run a training job on this host\n"
             "                                                   (--loaders 0: loaders join by hand)\n"
             "  test CONFIG --checkpoint PATH [--workers N]      evaluate data.test\n"
+            "        [--video[=CODEC]]                          (video sets: also CLIP.mkv)\n"
             "  coordinator CONFIG [--bind EP] [--addr-file F] [--workers N] [--resume R]\n"
             "  loader --connect EP [--name NAME] [--join-timeout S]\n"
             "                                                   join a job (from any host); waits\n"

@@ -1,5 +1,5 @@
-/*  test — `pixflow test CONFIG --checkpoint PATH [--workers N]`: run data.test through a
-    checkpoint.
+/*  test — `pixflow test CONFIG --checkpoint PATH [--workers N] [--video[=CODEC]]`: run
+    data.test through a checkpoint.
 
     Outputs go to work_dir/test/<checkpoint stem>/<image>.png, with results.tsv beside them:
     one row per image (PSNR, SSIM, and bicubic's) and a mean row, the same table printed on
@@ -11,6 +11,11 @@
     i mod N, each with its share of the cores); each writes its rows with full precision to
     results_shard<r>.tsv and the front end gathers them in dataset order, so the table and the
     means are bit-identical to a single worker's.
+
+    A video set writes each clip's frames as <clip>/%08d.png; with --video each clip is also
+    encoded from those PNGs into <clip>.mkv (common/video_write.h: FFV1 by default, lossless,
+    so it decodes back to the PNGs' bytes; --video=CODEC picks another FFmpeg encoder) at the
+    source video's frame rate (25 frames/s for a folder of frames).
 */
 #include "cli/commands.h"
 
@@ -28,6 +33,8 @@
 #include "common/log.h"
 #include "common/number.h"
 #include "common/util.h"
+#include "common/video.h"
+#include "common/video_write.h"
 #include "hooks/evaluate.h"
 #include "nn/checkpoint.h"
 #include "nn/infer.h"
@@ -44,6 +51,44 @@ static void print_table(FILE *f, const pf_eval_result *r, const char *ch, int ex
                 r->items[i].psnr_bicubic, r->items[i].ssim_bicubic);
     if (!exact)
         fprintf(f, fmt, "mean", r->psnr, r->ssim, r->psnr_bicubic, r->ssim_bicubic);
+}
+
+/* --video: every clip of the set (all in this process) from its saved PNG frames into
+   dir/<clip>.mkv. Returns 0 or -1 with err naming the clip and file. */
+static int encode_clips(const pf_dataset *ds, const char *dir, const char *codec, char *err,
+                        size_t errlen) {
+    const pf_video_dataset *v = ds->video;
+    for (int c = 0; c < v->n_clips; c++) {
+        const pf_clip *cl = &v->clips[c];
+        char folder[300], path[PF_PATH_MAX + 320], frame[PF_PATH_MAX + 340];
+        pf_eval_clip_folder(cl, folder, sizeof folder);
+        snprintf(path, sizeof path, "%s/%s.mkv", dir, folder);
+        int num = 25, den = 1;
+        if (cl->gt_video) {     /* the source's nominal rate, to 1/1000 frame/s */
+            pf_video *src = pf_video_open(cl->gt_path, err, errlen);
+            if (!src) return -1;
+            double fps = pf_video_get_info(src).fps;
+            pf_video_destroy(&src);
+            if (fps > 0) num = (int)(fps * 1000 + 0.5), den = 1000;
+        }
+        pf_video_writer *vw = NULL;
+        int rc = 0;
+        for (int t = 0; rc == 0 && t < cl->n_frames; t++) {
+            snprintf(frame, sizeof frame, "%s/%s/%08d.png", dir, folder, cl->first + t);
+            pf_image img = { 0 };
+            rc = pf_image_read(frame, &img, err, errlen);
+            if (rc == 0 && !vw) {
+                vw = pf_video_writer_open(path, img.w, img.h, num, den, codec, err, errlen);
+                rc = vw ? 0 : -1;
+            }
+            if (rc == 0) rc = pf_video_writer_frame(vw, img.data, err, errlen);
+            pf_image_free(&img);
+        }
+        if (pf_video_writer_close(&vw, 1, err, errlen) != 0) rc = -1;
+        if (rc) return -1;
+        printf("pixflow: clip %s: %d frames encoded into %s\n", cl->name, cl->n_frames, path);
+    }
+    return 0;
 }
 
 /* Run the shards as child processes and gather their rows into `res` in dataset order. */
@@ -137,9 +182,12 @@ static int run_shards(const char *cfg_path, const char *ckpt, int n, const pf_da
 
 int pf_test_main(int argc, char **argv) {
     const char *cfg_path = NULL, *ckpt = NULL;
+    const char *video = NULL;      /* --video: the encoder's name */
     int workers = 1, shard = -1, nshards = 0;
     for (int i = 0; i < argc; i++) {
         if (strcmp(argv[i], "--checkpoint") == 0 && i + 1 < argc) ckpt = argv[++i];
+        else if (strcmp(argv[i], "--video") == 0) video = "ffv1";
+        else if (strncmp(argv[i], "--video=", 8) == 0 && argv[i][8]) video = argv[i] + 8;
         else if (strcmp(argv[i], "--workers") == 0 && i + 1 < argc) {
             if (pf_arg_int("pixflow test", "--workers", argv[++i], 1, 64, &workers)) return 2;
         } else if (strcmp(argv[i], "--shard") == 0 && i + 1 < argc) {
@@ -154,7 +202,8 @@ int pf_test_main(int argc, char **argv) {
         else cfg_path = NULL, i = argc;
     }
     if (!cfg_path || !ckpt) {
-        fprintf(stderr, "usage: pixflow test CONFIG --checkpoint PATH [--workers N] [--threads N]\n");
+        fprintf(stderr, "usage: pixflow test CONFIG --checkpoint PATH [--workers N] [--threads N] "
+                "[--video[=CODEC]]\n");
         return 2;
     }
     pf_log_set_name("test");
@@ -175,6 +224,11 @@ int pf_test_main(int argc, char **argv) {
     }
     pf_dataset_set_seed(&ds, cfg.seed);     /* DN noise / JPEG quality per image */
     if (shard < 0) pf_dataset_log_gt_crops(&ds, "data.test");   /* not again in each worker */
+    if (video && !ds.video) {
+        fprintf(stderr, "pixflow: --video: data.test (%s) is not a video set\n", cfg.test.type);
+        pf_dataset_close(&ds);
+        return 2;
+    }
     if (ds.video && workers > 1) {    /* clips are not split over processes yet */
         printf("pixflow: a video set runs in one process (--workers %d ignored)\n", workers);
         workers = 1;
@@ -225,6 +279,10 @@ int pf_test_main(int argc, char **argv) {
         }
         print_table(f, &r, ch, 1);
         status = fclose(f) == 0 ? 0 : 1;
+        goto out;
+    }
+    if (video && encode_clips(&ds, dir, video, err, sizeof err) != 0) {
+        fprintf(stderr, "pixflow: --video: %s\n", err);
         goto out;
     }
     if (ds.single) {    /* no GT: outputs only */

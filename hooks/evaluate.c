@@ -57,8 +57,7 @@ int pf_clip_windows(int n, int window, int overlap, int *start, int *len, int *o
     return k + 1;
 }
 
-/* A clip's name as a folder: a video file's extension dropped ("cityCC0.mpg" -> "cityCC0"). */
-static void clip_folder(const pf_clip *c, char *out, size_t len) {
+void pf_eval_clip_folder(const pf_clip *c, char *out, size_t len) {
     snprintf(out, len, "%s", c->name);
     char *dot = c->gt_video ? strrchr(out, '.') : NULL;
     if (dot && !strchr(dot, '/')) *dot = '\0';
@@ -102,7 +101,7 @@ static int clip_frame(const pf_config *cfg, pf_video_dataset *v, int c, int t, c
     }
     if (rc == 0 && save_dir) {
         char folder[300], dir[PF_PATH_MAX * 2], path[PF_PATH_MAX * 2 + 16];
-        clip_folder(cl, folder, sizeof folder);
+        pf_eval_clip_folder(cl, folder, sizeof folder);
         snprintf(dir, sizeof dir, "%s/%s", save_dir, folder);
         snprintf(path, sizeof path, "%s/%08d.png", dir, cl->first + t);
         rc = pf_mkdirs(dir, err, errlen) ? -1 : pf_image_write_png(path, out8, ow, oh, err, errlen);

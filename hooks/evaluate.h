@@ -58,6 +58,10 @@ typedef void (*pf_eval_image_fn)(void *ctx, int file, const char *name, const pf
 int pf_clip_windows(int n, int window, int overlap, int *start, int *len, int *own0, int *own1,
                     int max);
 
+/* A clip's folder name under save_dir: its name, a video file's extension dropped
+   ("cityCC0.mpg" -> "cityCC0"). */
+void pf_eval_clip_folder(const pf_clip *c, char *out, size_t len);
+
 /* Evaluate `m` on every image of `ds`. When `save_dir` is not NULL, each output is written as
    save_dir/<name>.png (the folder is created). `cancel` and `on_image` may be NULL. Returns 0,
    1 when cancelled, or -1 with err naming the image. */
