@@ -42,10 +42,24 @@ void pf_gaussian_kernel_1d(int k, double sigma, double *g);
 int pf_degrade_bd(const uint8_t *gt, int h, int w, int scale, int k, double sigma,
                   uint8_t *lq);
 
+/* Rows [y0, y0 + oh) and columns [x0, x0 + ow) of pf_degrade_bd's LQ, bit-identical to that
+   crop of the whole result, computed from the GT pixels they need only. `lq` holds
+   oh x ow x 3 bytes. Returns 0, or -1 on bad arguments (the region outside the LQ) or out of
+   memory. */
+int pf_degrade_bd_region(const uint8_t *gt, int h, int w, int scale, int k, double sigma,
+                         int y0, int x0, int oh, int ow, uint8_t *lq);
+
 /* The downscaling step `step` (BI, BD or DN) of gt (h x w, multiples of scale) into lq
    ((h/scale) x (w/scale) x 3). Returns 0, or -1 (out of memory). */
 int pf_degrade_downscale(const pf_degradation *step, const uint8_t *gt, int h, int w,
                          int scale, uint8_t *lq);
+
+/* The LQ region [y0, y0 + oh) x [x0, x0 + ow) of pf_degrade_downscale(step, gt, ...),
+   bit-identical to that crop of it (pf_imresize_u8_region, pf_degrade_bd_region): what a
+   training patch needs, at the patch's cost. `lq` holds oh x ow x 3 bytes. Returns 0, or -1
+   (bad region, out of memory). */
+int pf_degrade_downscale_region(const pf_degradation *step, const uint8_t *gt, int h, int w,
+                                int scale, int y0, int x0, int oh, int ow, uint8_t *lq);
 
 /* Whether steps[0..n) hold a random step (DN noise or JPEG). */
 int pf_degrade_is_random(const pf_degradation *steps, int n);

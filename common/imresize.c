@@ -45,11 +45,14 @@ static void contrib_free(contrib *c) {
     free(c->idx);
 }
 
-/* Weights and indices for resizing a dimension of length n by scale. Returns 0 or -1. */
-static int contrib_make(contrib *c, int n, double scale) {
+/* Weights and indices of outputs [o0, o0 + len) of resizing a dimension of length n by
+   `scale` (row x - o0 for output x). Each output's weights depend on x alone, so a range's
+   rows equal the whole dimension's. Returns 0 or -1. */
+static int contrib_make(contrib *c, int n, double scale, int o0, int len) {
     memset(c, 0, sizeof *c);
-    c->out_len = pf_imresize_out_size(n, scale);
-    if (c->out_len < 0) return -1;
+    int full = pf_imresize_out_size(n, scale);
+    if (full < 0 || o0 < 0 || len < 1 || o0 > full - len) return -1;
+    c->out_len = len;
     int shrink = scale < 1;
     double width = shrink ? 4.0 / scale : 4.0;
     if (width > 1e6) return -1;
@@ -60,11 +63,12 @@ static int contrib_make(contrib *c, int n, double scale) {
         contrib_free(c);
         return -1;
     }
-    for (int x = 0; x < c->out_len; x++) {
+    for (int r = 0; r < len; r++) {
+        int x = o0 + r;
         double u = (x + 1) / scale + 0.5 * (1 - 1 / scale);   /* 1-based input coordinate */
         double left = floor(u - width / 2);
-        double *w = c->w + (size_t)x * c->taps;
-        int *idx = c->idx + (size_t)x * c->taps;
+        double *w = c->w + (size_t)r * c->taps;
+        int *idx = c->idx + (size_t)r * c->taps;
         double sum = 0;
         for (int t = 0; t < c->taps; t++) {
             double j = left + t;                               /* 1-based tap */
@@ -88,31 +92,28 @@ static inline uint8_t to_u8(double v) {
     return (uint8_t)(v + 0.5);
 }
 
-/* Element access for the two supported types: u8 != 0 means uint8_t, else float. */
-static inline double load(const void *p, int u8, size_t i) {
-    return u8 ? (double)((const uint8_t *)p)[i] : (double)((const float *)p)[i];
-}
-
-static inline void store(void *p, int u8, size_t i, double v) {
-    if (u8) {
-        ((uint8_t *)p)[i] = to_u8(v);
-    } else {
-        ((float *)p)[i] = (float)v;
-    }
-}
-
-/* Both public functions: src h x w x c HWC -> dst out_h x out_w x c. */
-static int resize(const void *src, int h, int w, int c, double scale, void *dst, int u8) {
+/* All public functions: outputs [y0, y0 + oh) x [x0, x0 + ow) of resizing src (h x w x c
+   HWC, uint8 when u8 else float) into dst (oh x ow x c). The height pass runs only over the
+   output rows asked for and the input columns their width taps read (cmin..cmax); every
+   value is computed by the same operations in the same order as in the whole resize, so a
+   region is bit-identical to the same crop of the whole result. The loops over a row are
+   kept free of type branches so the compiler vectorises them. */
+static int resize(const void *src, int h, int w, int c, double scale, int y0, int x0, int oh,
+                  int ow, void *dst, int u8) {
     if (!src || !dst || h <= 0 || w <= 0 || c <= 0) return -1;
     contrib ch, cw;
-    if (contrib_make(&ch, h, scale) != 0) return -1;
-    if (contrib_make(&cw, w, scale) != 0) {
+    if (contrib_make(&ch, h, scale, y0, oh) != 0) return -1;
+    if (contrib_make(&cw, w, scale, x0, ow) != 0) {
         contrib_free(&ch);
         return -1;
     }
-    int oh = ch.out_len, ow = cw.out_len;
-    size_t row = (size_t)w * c;
-    void *mid = malloc((u8 ? 1 : sizeof(float)) * (size_t)oh * row); /* oh x w x c */
+    int cmin = w, cmax = 0;
+    for (size_t i = 0; i < (size_t)ow * cw.taps; i++) {
+        if (cw.idx[i] < cmin) cmin = cw.idx[i];
+        if (cw.idx[i] > cmax) cmax = cw.idx[i];
+    }
+    size_t src_row = (size_t)w * c, row = (size_t)(cmax - cmin + 1) * c;
+    void *mid = malloc((u8 ? 1 : sizeof(float)) * (size_t)oh * row); /* oh x (cmax-cmin+1) x c */
     double *acc = malloc(sizeof(double) * row);
     int rc = -1;
     if (!mid || !acc) goto out;
@@ -121,22 +122,41 @@ static int resize(const void *src, int h, int w, int c, double scale, void *dst,
         memset(acc, 0, sizeof(double) * row);
         for (int t = 0; t < ch.taps; t++) {
             double wt = ch.w[(size_t)y * ch.taps + t];
-            size_t s = (size_t)ch.idx[(size_t)y * ch.taps + t] * row;
-            for (size_t i = 0; i < row; i++) acc[i] += wt * load(src, u8, s + i);
+            size_t s = (size_t)ch.idx[(size_t)y * ch.taps + t] * src_row + (size_t)cmin * c;
+            if (u8) {
+                const uint8_t *p = (const uint8_t *)src + s;
+                for (size_t i = 0; i < row; i++) acc[i] += wt * p[i];
+            } else {
+                const float *p = (const float *)src + s;
+                for (size_t i = 0; i < row; i++) acc[i] += wt * p[i];
+            }
         }
-        for (size_t i = 0; i < row; i++) store(mid, u8, (size_t)y * row + i, acc[i]);
+        if (u8) {
+            uint8_t *m = (uint8_t *)mid + (size_t)y * row;
+            for (size_t i = 0; i < row; i++) m[i] = to_u8(acc[i]);
+        } else {
+            float *m = (float *)mid + (size_t)y * row;
+            for (size_t i = 0; i < row; i++) m[i] = (float)acc[i];
+        }
     }
+    for (size_t i = 0; i < (size_t)ow * cw.taps; i++) cw.idx[i] -= cmin;
     /* width pass: mid -> dst */
     for (int y = 0; y < oh; y++) {
         for (int x = 0; x < ow; x++) {
             const double *wt = cw.w + (size_t)x * cw.taps;
             const int *idx = cw.idx + (size_t)x * cw.taps;
+            size_t o = ((size_t)y * ow + x) * c;
             for (int k = 0; k < c; k++) {
                 double s = 0;
-                for (int t = 0; t < cw.taps; t++) {
-                    s += wt[t] * load(mid, u8, (size_t)y * row + (size_t)idx[t] * c + k);
+                if (u8) {
+                    const uint8_t *m = (const uint8_t *)mid + (size_t)y * row + k;
+                    for (int t = 0; t < cw.taps; t++) s += wt[t] * m[(size_t)idx[t] * c];
+                    ((uint8_t *)dst)[o + k] = to_u8(s);
+                } else {
+                    const float *m = (const float *)mid + (size_t)y * row + k;
+                    for (int t = 0; t < cw.taps; t++) s += wt[t] * m[(size_t)idx[t] * c];
+                    ((float *)dst)[o + k] = (float)s;
                 }
-                store(dst, u8, ((size_t)y * ow + x) * c + k, s);
             }
         }
     }
@@ -149,10 +169,21 @@ out:
     return rc;
 }
 
+static int whole(const void *src, int h, int w, int c, double scale, void *dst, int u8) {
+    int oh = pf_imresize_out_size(h, scale), ow = pf_imresize_out_size(w, scale);
+    if (oh < 0 || ow < 0) return -1;
+    return resize(src, h, w, c, scale, 0, 0, oh, ow, dst, u8);
+}
+
 int pf_imresize_u8(const uint8_t *src, int h, int w, int c, double scale, uint8_t *dst) {
-    return resize(src, h, w, c, scale, dst, 1);
+    return whole(src, h, w, c, scale, dst, 1);
 }
 
 int pf_imresize_f32(const float *src, int h, int w, int c, double scale, float *dst) {
-    return resize(src, h, w, c, scale, dst, 0);
+    return whole(src, h, w, c, scale, dst, 0);
+}
+
+int pf_imresize_u8_region(const uint8_t *src, int h, int w, int c, double scale, int y0,
+                          int x0, int oh, int ow, uint8_t *dst) {
+    return resize(src, h, w, c, scale, y0, x0, oh, ow, dst, 1);
 }

@@ -21,6 +21,14 @@
    out_h*out_w*c bytes. Returns 0, or -1 if sizes are invalid or memory runs out. */
 int pf_imresize_u8(const uint8_t *src, int h, int w, int c, double scale, uint8_t *dst);
 
+/* Rows [y0, y0 + oh) and columns [x0, x0 + ow) of pf_imresize_u8(src, h, w, c, scale),
+   bit-identical to that crop of the whole result, computing only what they need (the height
+   pass over the needed input columns, the width pass over the region): a training patch's LQ
+   costs its own size, not the frame's. `dst` holds oh*ow*c bytes. Returns 0, or -1 if sizes
+   are invalid (the region must lie inside the whole output, oh, ow >= 1) or memory runs out. */
+int pf_imresize_u8_region(const uint8_t *src, int h, int w, int c, double scale, int y0,
+                          int x0, int oh, int ow, uint8_t *dst);
+
 /* The same on float data (no rounding), HWC. */
 int pf_imresize_f32(const float *src, int h, int w, int c, double scale, float *dst);
 

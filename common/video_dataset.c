@@ -416,7 +416,26 @@ static int clip_of_entry(const pf_video_dataset *ds, int e) {
     return lo;
 }
 
-/* pf_cache_load_fn: entry e = one frame, GT after the clip's crop, LQ read or made. */
+/* The downscaling step that makes LQ from GT: the degradation's first step, else BI. */
+static const pf_degradation *downscale_step(const pf_video_dataset *ds) {
+    static const pf_degradation bi = { .type = "BI" };
+    return ds->cfg.n_degradations ? &ds->cfg.degradation[0] : &bi;
+}
+
+/* Whether a frame loaded now leaves its LQ to the samples: a training set whose LQ is made
+   from GT, when its cache cannot hold every frame with its LQ. Then the cache holds GT frames
+   only and each sample downscales just its LQ patch (pf_degrade_downscale_region: the same
+   bytes as cropping the whole frame's LQ, at a patch's cost instead of a frame's): a frame
+   that is evicted before it is used again would waste the whole-frame LQ. When every frame
+   stays, the whole LQ made once is cheaper. Samples use whatever the entry holds, so the
+   bytes never depend on this choice. */
+static int lq_per_patch(const pf_video_dataset *ds, const pf_clip *cl) {
+    return ds->gt_patch > 0 && !cl->lq_path[0] && !__atomic_load_n(&ds->lq_whole,
+                                                                    __ATOMIC_RELAXED);
+}
+
+/* pf_cache_load_fn: entry e = one frame, GT after the clip's crop, LQ read or made (none for
+   a set that makes it per patch). */
 static int load_frame(void *ctx, int e, pf_image *g, pf_image *l, char *err, size_t errlen) {
     pf_video_dataset *ds = ctx;
     int c = clip_of_entry(ds, e);
@@ -438,13 +457,12 @@ static int load_frame(void *ctx, int e, pf_image *g, pf_image *l, char *err, siz
         }
         rc = crop_into(&src, cl->crop_x / s, cl->crop_y / s, cl->lq_w, cl->lq_h, l);
         pf_image_free(&src);
-    } else {
-        static const pf_degradation bi = { .type = "BI" };
-        const pf_degradation *down = ds->cfg.n_degradations ? &ds->cfg.degradation[0] : &bi;
+    } else if (!lq_per_patch(ds, cl)) {
         l->w = cl->lq_w;
         l->h = cl->lq_h;
         l->data = malloc((size_t)l->w * l->h * 3);
-        rc = !l->data || pf_degrade_downscale(down, g->data, g->h, g->w, s, l->data);
+        rc = !l->data || pf_degrade_downscale(downscale_step(ds), g->data, g->h, g->w, s,
+                                              l->data);
     }
     if (rc) {
         pf_image_free(g);
@@ -514,6 +532,12 @@ int pf_video_dataset_open(pf_video_dataset *ds, const pf_dataset_cfg *cfg, const
     }
     ds->n_frames = (uint32_t)frames;
     ds->len = (uint32_t)len;
+    for (int c = 0; c < ds->n_clips; c++) {
+        const pf_clip *cl = &ds->clips[c];
+        ds->all_bytes += (uint64_t)cl->n_frames * 3 *
+                         ((uint64_t)cl->gt_w * cl->gt_h + (uint64_t)cl->lq_w * cl->lq_h);
+    }
+    ds->lq_whole = 1;                   /* the cache starts unbounded */
     return 0;
 }
 
@@ -572,19 +596,41 @@ int pf_video_dataset_sample(pf_video_dataset *ds, uint32_t index, uint64_t seed,
     int transpose = cfg->use_rot && (bits & 4);
     size_t gt_bytes = (size_t)ds->gt_patch * ds->gt_patch * 3, lq_bytes = (size_t)lp * lp * 3;
     if (clip) *clip = c;
+        uint8_t *lq_patch = NULL;           /* for entries without their frame's LQ */
     /* Source frames in increasing order, so a video decodes forward; reversed samples are
        written back to front. */
     for (int j = 0; j < T; j++) {
         int t = reverse ? T - 1 - j : j, e = cl->entry0 + f + j * interval;
         if (frames) frames[t] = cl->first + f + j * interval;
-        if (pf_pair_cache_acquire(&ds->cache, e, load_frame, ds, err, errlen) != 0) return -1;
+        if (pf_pair_cache_acquire(&ds->cache, e, load_frame, ds, err, errlen) != 0) {
+            free(lq_patch);
+            return -1;
+        }
         const pf_cache_entry *ce = &ds->cache.entries[e];
-        pf_copy_patch(ce->lq.data, ce->lq.w, top, left, lp, hflip, vflip, transpose,
-                      lq_out + (size_t)t * lq_bytes);
+        if (!ce->lq.data) {
+            if (!lq_patch && !(lq_patch = malloc(lq_bytes))) {
+                pf_pair_cache_release(&ds->cache, e);
+                return fail(err, errlen, "%s: out of memory", ds->key);
+            }
+            if (pf_degrade_downscale_region(downscale_step(ds), ce->gt.data, ce->gt.h,
+                                            ce->gt.w, ds->scale, top, left, lp, lp,
+                                            lq_patch) != 0) {
+                pf_pair_cache_release(&ds->cache, e);
+                free(lq_patch);
+                return fail(err, errlen, "%s: clip '%s' frame %d: out of memory", ds->key,
+                            cl->name, cl->first + f + j * interval);
+            }
+            pf_copy_patch(lq_patch, lp, 0, 0, lp, hflip, vflip, transpose,
+                          lq_out + (size_t)t * lq_bytes);
+        } else {
+            pf_copy_patch(ce->lq.data, ce->lq.w, top, left, lp, hflip, vflip, transpose,
+                          lq_out + (size_t)t * lq_bytes);
+        }
         pf_copy_patch(ce->gt.data, ce->gt.w, top * ds->scale, left * ds->scale, ds->gt_patch,
                       hflip, vflip, transpose, gt_out + (size_t)t * gt_bytes);
         pf_pair_cache_release(&ds->cache, e);
     }
+    free(lq_patch);
     if (!ds->random_steps) return 0;
     uint64_t key = pf_dataset_degrade_key(seed, epoch, index);
     for (int t = 0; t < T; t++) {
@@ -616,6 +662,7 @@ void pf_video_dataset_release(pf_video_dataset *ds, int c, int t) {
 }
 
 void pf_video_dataset_set_cache_limit(pf_video_dataset *ds, size_t bytes) {
+    __atomic_store_n(&ds->lq_whole, (uint64_t)bytes >= ds->all_bytes, __ATOMIC_RELAXED);
     pf_pair_cache_set_limit(&ds->cache, bytes);
 }
 

@@ -6,7 +6,10 @@
     CLIP/00000000.png..., Vimeo-90K's SEQ/SUB/im1.png...im7.png) or a video file any FFmpeg
     demuxer and decoder reads (common/video.h), named relative to gt_folder; its LQ is the
     entry of the same name in lq_folder, or made from the GT frames by `degradation` (BI, BD
-    or DN downscaling of the whole frame, cached; DN noise and JPEG per sample). The clips are
+    or DN downscaling; DN noise and JPEG per sample): each whole frame is downscaled once and cached
+    with it, except in a training set whose cache cannot hold every frame: that caches GT
+    frames only and downscales just the LQ patch of each sample (the same bytes as cropping
+    the whole frame's LQ, common/imresize.h), so a frame evicted unused costs no whole LQ. The clips are
     data.*.clips (name, frames [first, end), crop x y w h), else the first word of each line of
     meta_info_file (BasicSR's "000 100 (720,1280,3)": the second word, when a number, is the
     frame count to use), else every folder and video file in gt_folder, sorted; a training set
@@ -76,6 +79,9 @@ typedef struct {
     uint32_t n_frames;          /* frames of all clips */
     uint32_t len;               /* training: n_frames x repeat; else n_clips */
     pf_pair_cache cache;        /* entry clips[c].entry0 + t: frame t of clip c */
+    uint64_t all_bytes;         /* GT + LQ pixels of every frame */
+    int lq_whole;               /* (atomic) frames loaded now get their whole LQ: an eval set,
+                                   LQ read, or a cache limit >= all_bytes */
     pthread_mutex_t pool_lock;  /* guards the readers' busy flags and the list */
     pf_vreader *readers;        /* open video readers, idle or busy */
 } pf_video_dataset;
@@ -103,8 +109,10 @@ int pf_video_dataset_sample(pf_video_dataset *ds, uint32_t index, uint64_t seed,
                             char *err, size_t errlen);
 
 /* Frame t (0 <= t < clips[c].n_frames) of clip c, whole (after the clip's crop): pinned until
-   pf_video_dataset_release(ds, c, t). GT and LQ are RGB8 HWC. Thread-safe. Returns 0, or -1
-   with err. */
+   pf_video_dataset_release(ds, c, t). GT and LQ are RGB8 HWC; on a training set whose LQ is
+   made from GT (no lq_folder) and whose cache cannot hold every frame, the LQ is empty
+   (0 x 0): its samples make only their patch's.
+   Thread-safe. Returns 0, or -1 with err. */
 int pf_video_dataset_frame(pf_video_dataset *ds, int c, int t, const pf_image **gt,
                            const pf_image **lq, char *err, size_t errlen);
 void pf_video_dataset_release(pf_video_dataset *ds, int c, int t);

@@ -183,10 +183,11 @@ static double hand_loader(run *lr, const char *wd, const char *addr, const char 
 }
 
 /* H: `pixflow train --loaders 0`, so that only loaders started by hand feed it (and the job
-   cannot end before they join, however fast it runs). hand1 joins the starving job, hand2 joins
-   while hand1 serves; then hand1 gets SIGTERM and hand2 SIGSTOP at once (hand1's tickets go to
-   hand2, which now holds every ticket) and, once the worker stalls, SIGKILL; hand3 gets the
-   tickets when the coordinator has seen hand2 die. */
+   cannot end before they join, however fast it runs). hand1 joins the starving job; the worker
+   is stopped (SIGSTOP) and hand2 joins beside hand1; then hand1 gets SIGTERM and hand2
+   SIGSTOP at once (hand1's tickets go to hand2, which now holds every ticket), the worker
+   continues and, once it stalls, hand2 gets SIGKILL; hand3 gets the tickets when the
+   coordinator has seen hand2 die. */
 static void hand_loaders(const char *ref) {
     run r, h1, h2, h3;
     char wd[600], path[700], err[256];
@@ -201,19 +202,38 @@ static void hand_loaders(const char *ref) {
         finish(&r, 1);
         return;
     }
+    /* One loader alone runs this job at well over 1000 it/s: hand1 could finish it before
+       hand2 has joined. So the worker is stopped (SIGSTOP) as soon as hand1's first batch
+       reached it, while hand2 joins and hand1 leaves, and continued only to make the job
+       stall on the tickets the stopped hand2 holds. */
+    pid_t worker = pid_of(r.out, "worker");
+    CHECK(worker > 0, "hand: no worker pid in %s", r.out);
     double dt1 = hand_loader(&h1, wd, addr, "hand1", 5);
-    double dt2 = hand_loader(&h2, wd, addr, "hand2", 5);
-    CHECK(dt1 >= 0 && dt1 < 1.0 && dt2 >= 0 && dt2 < 1.0, "hand: first batches %.3f s and "
-          "%.3f s after the loaders started (want < 1 s; -1: none in 5 s)", dt1, dt2);
-    /* At once, before the two of them finish the job: */
+    if (worker > 0) kill(worker, SIGSTOP);
+    snprintf(path, sizeof path, "%s/samples_rank0.log", wd);
+    int at0 = count_lines(path);
+    char *argv2[] = { bin, "loader", "--connect", addr, "--name", "hand2", NULL };
+    snprintf(path, sizeof path, "%s/hand2.out", root);
+    double t2 = pf_now();
+    start_cmd(&h2, path, argv2);
+    int joined = wait_text(path, " joined tcp://", 5);
+    double dt2 = pf_now() - t2;
+    CHECK(dt1 >= 0 && dt1 < 1.0 && joined && dt2 < 1.0, "hand: hand1's first batch %.3f s "
+          "after it started (want < 1 s; -1: none in 5 s); hand2 %s %.3f s after it started, "
+          "beside hand1", dt1, joined ? "joined" : "did not join in", dt2);
+    /* At once: */
     kill(h1.pid, SIGTERM);
-    int at = kill_holding(h2.pid, wd);
-    finish(&h2, 5);
+    kill(h2.pid, SIGSTOP);
     int st = finish(&h1, 5);
     CHECK(st == 0, "hand1 exited with %d on SIGTERM (see %s)", st, h1.out);
     snprintf(path, sizeof path, "%s/coordinator.log", wd);
     CHECK(wait_text(path, "loader hand1 (pid", 5), "hand: the coordinator did not see hand1 "
           "leave");
+    if (worker > 0) kill(worker, SIGCONT);
+    int at = kill_holding(h2.pid, wd);
+    finish(&h2, 5);
+    CHECK(at < TOTAL_ITERS, "hand: the job ran to iteration %d before hand2 was killed (the "
+          "worker was stopped at %d)", at, at0);
     double dt3 = hand_loader(&h3, wd, addr, "hand3", 40);
     CHECK(dt3 >= 0 && dt3 < 8.0, "hand3 built its first batch %.1f s after the kill of hand2 "
           "(want < 8 s: hand2's heartbeats stopped; -1: none in 40 s)", dt3);
@@ -225,8 +245,8 @@ static void hand_loaders(const char *ref) {
     CHECK(n >= 1, "hand: hand2's tickets were not reissued");
     check_exactly_once(wd, 1, TOTAL_ITERS, IPE1, EPOCH_LEN, "hand");
     check_same_batches(ref, wd, 1, "hand");
-    printf("hand: first batch %.0f ms (hand1, into the starving job), %.0f ms (hand2, beside "
-           "hand1) after start; hand1 left on SIGTERM (%d ticket(s) reissued); hand2 killed at "
+    printf("hand: first batch %.0f ms (hand1, into the starving job) and join %.0f ms (hand2, "
+           "beside hand1, the worker stopped) after start; hand1 left on SIGTERM (%d ticket(s) reissued); hand2 killed at "
            "iteration %d (%d reissued), hand3 took over after %.1f s; %.1f s\n", 1000 * dt1,
            1000 * dt2, reissued(wd, "hand1"), at, n, dt3, pf_now() - t0);
     free(addr);

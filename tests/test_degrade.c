@@ -135,6 +135,50 @@ static void test_bd_by_hand(void) {
     CHECK(pf_degrade_bd(gt, H - 1, W, 2, 7, 1.6, lq2) != 0, "odd height accepted");
 }
 
+/* pf_degrade_downscale_region (BI and BD) against the same crop of the whole
+   pf_degrade_downscale (checked above and in test_imresize): random GT sizes, regions at the
+   borders and inside, byte-identical; regions outside the LQ fail. */
+static void test_downscale_region(void) {
+    static const pf_degradation steps[] = {
+        { .type = "BI" }, { .type = "BD", .kernel_size = 7, .sigma = 1.6 },
+        { .type = "BD", .kernel_size = 13, .sigma = 3.0 },
+    };
+    int bad = 0, cases = 0;
+    for (int it = 0; it < 24; it++) {
+        pf_rng r = pf_rng_make(11, (uint64_t)it, 0);
+        int s = 2 + it % 3, lh = 3 + (int)pf_rng_below(&r, 30), lw = 3 + (int)pf_rng_below(&r, 40);
+        int h = lh * s, w = lw * s;
+        const pf_degradation *step = &steps[it % 3];
+        uint8_t *gt = malloc((size_t)h * w * 3), *all = malloc((size_t)lh * lw * 3);
+        uint8_t *reg = malloc((size_t)lh * lw * 3);
+        for (int i = 0; i < h * w * 3; i++) gt[i] = (uint8_t)pf_rng_below(&r, 256);
+        CHECK(pf_degrade_downscale(step, gt, h, w, s, all) == 0, "whole downscale failed");
+        for (int k = 0; k < 5; k++) {
+            int oh = 1 + (int)pf_rng_below(&r, (uint32_t)lh);
+            int ow = 1 + (int)pf_rng_below(&r, (uint32_t)lw);
+            int y0 = (int)pf_rng_below(&r, (uint32_t)(lh - oh + 1));
+            int x0 = (int)pf_rng_below(&r, (uint32_t)(lw - ow + 1));
+            if (k == 0) y0 = x0 = 0;
+            if (k == 1) y0 = lh - oh, x0 = lw - ow;
+            CHECK(pf_degrade_downscale_region(step, gt, h, w, s, y0, x0, oh, ow, reg) == 0,
+                  "region failed");
+            int diff = 0;
+            for (int y = 0; y < oh; y++)
+                diff |= memcmp(reg + (size_t)y * ow * 3, all + ((size_t)(y0 + y) * lw + x0) * 3,
+                               (size_t)ow * 3) != 0;
+            if (diff && bad++ == 0)
+                CHECK(0, "%s %dx%d x%d: region %dx%d at (%d, %d) differs from the crop",
+                      step->type, w, h, s, ow, oh, x0, y0);
+            cases++;
+        }
+        CHECK(pf_degrade_downscale_region(step, gt, h, w, s, 0, 0, lh + 1, 1, reg) == -1 &&
+              pf_degrade_downscale_region(step, gt, h, w, s, 0, lw, 1, 1, reg) == -1,
+              "%s: a region outside the LQ was accepted", step->type);
+        free(gt), free(all), free(reg);
+    }
+    CHECK(bad == 0 && cases == 120, "%d of %d regions differ", bad, cases);
+}
+
 static void test_noise(void) {
     enum { N = 3 * 256 * 256 };
     uint8_t *a = malloc(N), *b = malloc(N);
@@ -220,6 +264,7 @@ static void test_random_steps(void) {
 int main(void) {
     test_bd_against_naive();
     test_bd_by_hand();
+    test_downscale_region();
     test_noise();
     test_random_steps();
     return pf_test_end("test_degrade");

@@ -273,6 +273,44 @@ static void test_determinism(void) {
     pf_video_dataset_close(&b);
 }
 
+/* LQ made from GT (BI, then BD 7x7 sigma 1.6): a set whose cache holds every frame keeps each
+   frame's whole LQ and crops it; one with a 0-byte cache downscales each sample's LQ patch
+   alone (pf_degrade_downscale_region). Every sample's bytes must be the same both ways. */
+static void test_lq_per_patch(void) {
+    char gt[300], err[1024];
+    snprintf(gt, sizeof gt, "%s/gt", root);
+    static const char *types[] = { "BI", "BD" };
+    for (int k = 0; k < 2; k++) {
+        pf_dataset_cfg c = base_cfg(gt, NULL);
+        c.use_hflip = c.use_rot = c.random_reverse = 1;
+        snprintf(c.degradation[0].type, sizeof c.degradation[0].type, "%s", types[k]);
+        c.degradation[0].kernel_size = 7;
+        c.degradation[0].sigma = 1.6f;
+        c.n_degradations = 1;
+        pf_video_dataset a, b;
+        CHECK(pf_video_dataset_open(&a, &c, "data.train", 2, 16, err, sizeof err) == 0, "%s",
+              err);
+        CHECK(pf_video_dataset_open(&b, &c, "data.train", 2, 16, err, sizeof err) == 0, "%s",
+              err);
+        if (!a.clips || !b.clips) return;
+        pf_video_dataset_set_cache_limit(&b, 0);
+        uint64_t whole[64] = { 0 }, patch[64] = { 0 };
+        worker_arg wa = { &a, whole, 0, 1 }, wb = { &b, patch, 0, 1 };
+        sample_range(&wa);
+        sample_range(&wb);
+        int same = 0, with_lq = 0;
+        for (uint32_t i = 0; i < a.len; i++) same += whole[i] && whole[i] == patch[i];
+        for (uint32_t e = 0; e < a.n_frames; e++) with_lq += a.cache.entries[e].lq.data != NULL;
+        CHECK(a.len > 8 && same == (int)a.len && with_lq == (int)a.n_frames,
+              "%s: %d of %u samples identical from whole-frame LQ (%d of %u frames cached with "
+              "LQ) and per-patch LQ", types[k], same, a.len, with_lq, a.n_frames);
+        printf("%s made from GT: %u samples identical from the cached whole-frame LQ and from "
+               "per-patch LQ (0-byte cache)\n", types[k], a.len);
+        pf_video_dataset_close(&a);
+        pf_video_dataset_close(&b);
+    }
+}
+
 /* Part 3: a lossy MPEG-4 clip read as video and as the ffmpeg CLI's PNG dump. */
 static void test_video_vs_frames(void) {
     char cmd[2048], vdir[300], fdir[300], err[1024];
@@ -492,6 +530,7 @@ int main(void) {
     run(cmd);
     test_coordinates();
     test_determinism();
+    test_lq_per_patch();
     test_video_vs_frames();
     test_errors();
     snprintf(cmd, sizeof cmd, "rm -rf %s", root);
