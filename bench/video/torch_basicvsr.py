@@ -300,6 +300,7 @@ def main():
              a.fix_iter, a.flow_lr_mult, a.threads), flush=True)
     curve = []
     train_s, next_eval, it = 0.0, a.eval_every, 0
+    step_s = []                         # seconds of each training step
     limit = a.minutes * 60
     while True:
         if (a.iters and it >= a.iters) or (not a.iters and train_s >= limit):
@@ -314,7 +315,8 @@ def main():
         loss.backward()
         opt.step()
         it += 1
-        train_s += time.time() - t
+        step_s.append(time.time() - t)
+        train_s += step_s[-1]
         if (a.eval_iters and it % a.eval_iters == 0 and it < a.iters) or \
                 (not a.eval_iters and train_s >= next_eval):
             model.eval()
@@ -333,6 +335,10 @@ def main():
                   'bicubic': round(bic, 3), 'gain': round(net - bic, 3)})
     print('end: %d iterations in %.1f s (%.3f s/iter): PSNR-Y %.2f dB, bicubic %.2f, gain %+.2f'
           % (it, train_s, train_s / max(it, 1), net, bic, net - bic), flush=True)
+    if len(step_s) > 10:                # torch's first steps warm up: the steady step
+        steady = sorted(step_s[10:])
+        print('steady: median %.3f s/step over iterations 11..%d (min %.3f, max %.3f)'
+              % (steady[len(steady) // 2], it, steady[0], steady[-1]), flush=True)
     if a.json:
         with open(a.json, 'w') as f:
             json.dump({'args': vars(a), 'curve': curve}, f, indent=1)
