@@ -37,6 +37,10 @@
 # not gone within 40 s (or at a second signal) everything is terminated, then killed. When a
 # process ends other than cleanly (status 0, or 130 after an interrupt), a summary names its host,
 # role, rank, pid, status and last lines. Exit status: the coordinator's (1 when it did not run).
+# If the launcher itself dies, SIGKILL included, every process it started follows within 10 s:
+# each runs beside a watchdog whose stdin is a pipe only the launcher holds open (through ssh
+# too); at its end of file the coordinator gets SIGINT (checkpoint and stop) and the others
+# 7 s to end with it, then SIGTERM, then SIGKILL (tests/e2e_launch.sh, part 2b).
 # `A && B || die ...`: die and continue cannot fail, so these read as if-then-else.
 # shellcheck disable=SC2015
 set -euo pipefail
@@ -44,6 +48,7 @@ set -euo pipefail
 readonly STOP_GRACE_S=40   # coordinator: 8 s for workers, 4 s for hooks, checkpoint write
 readonly EXIT_GRACE_S=15   # the others, once the coordinator has exited
 readonly READY_TIMEOUT_S=60
+readonly WATCHDOG_GRACE_S=7  # launcher gone: the processes' own stop, then SIGTERM, SIGKILL
 
 me=launch
 die() { echo "$me: $*" >&2; exit 2; }
@@ -222,9 +227,21 @@ add_proc() {
         args+=" --bind \"tcp://\$a:*\""
     fi
     p_host+=("${host_name[$hi]}") p_hostidx+=("$hi") p_role+=("$role") p_rank+=("$rank")
+    # The watchdog: stdin is the launcher's liveness pipe (start_proc), which nothing writes;
+    # it reads end of file when the launcher is gone, however it died (SIGKILL included; ssh
+    # passes the end of file on). The coordinator then gets SIGINT (checkpoint and stop), the
+    # others WATCHDOG_GRACE_S to follow it, then SIGTERM, then SIGKILL: all gone within 10 s.
+    local first=TERM
+    [ "$role" != coordinator ] || first=INT
     p_cmd+=("exec 2>&1; cd $(q "$workdir_cwd") || exit 126; $pre
-$env_common $env $(q "$pixflow")$args &
-echo \"@@pixflow-pid \$!\"; wait \$!; echo \"@@pixflow-exit \$?\"")
+exec 3<&0
+$env_common $env $(q "$pixflow")$args < /dev/null 3<&- &
+p=\$!; echo \"@@pixflow-pid \$p\"
+{ while read -r _; do :; done; [ $first = INT ] && kill -INT \$p 2>/dev/null; i=0
+  while kill -0 \$p 2>/dev/null && [ \$i -lt $((WATCHDOG_GRACE_S * 10)) ]; do sleep 0.1; i=\$((i + 1)); done
+  kill -TERM \$p 2>/dev/null; sleep 1; kill -KILL \$p 2>/dev/null; } <&3 > /dev/null 2>&1 &
+w=\$!; exec 3<&-
+wait \$p; s=\$?; kill \$w 2>/dev/null; echo \"@@pixflow-exit \$s\"")
 }
 
 hosts_here=()  # the host indices this launcher starts processes on
@@ -274,6 +291,10 @@ n_procs=${#p_role[@]}
 
 mkdir -p "$log_dir" || die "$log_dir: cannot create the log folder"
 state=$(mktemp -d "${TMPDIR:-/tmp}/pixflow-launch.XXXXXX")
+# The liveness pipe: held open for writing by this shell alone (every child closes it), read by
+# each process's watchdog as its stdin (through ssh too): end of file = the launcher is gone.
+mkfifo "$state/alive"
+exec {alive_fd}<> "$state/alive"
 # Under mpirun every rank shares the log folder: each writes its own list.
 procs_tsv=$log_dir/procs.tsv
 [ "$mode" != mpi ] || procs_tsv=$log_dir/procs.rank$mpi_rank.tsv
@@ -308,13 +329,18 @@ start_proc() {
     log=$(log_of "$i")
     : > "$log"
     # Own process group (set -m): the terminal's Ctrl-C reaches the launcher only, which
-    # forwards it to the coordinator; stdin from /dev/null so ssh does not read the terminal.
+    # forwards it to the coordinator; stdin is the liveness pipe (read only: ssh does not read
+    # the terminal), whose write end the children close.
     set -m
     {
+        exec {alive_fd}>&-
         set +e
-        on_host "${p_hostidx[$i]}" "${p_cmd[$i]}" < /dev/null 2>&1
+        on_host "${p_hostidx[$i]}" "${p_cmd[$i]}" < "$state/alive" 2>&1
         echo "@@rsh-exit $?"
-    } | read_output "[${p_host[$i]} ${p_role[$i]} ${p_rank[$i]}] " "$log" "$state/$i" &
+    } | {
+        exec {alive_fd}>&-
+        read_output "[${p_host[$i]} ${p_role[$i]} ${p_rank[$i]}] " "$log" "$state/$i"
+    } &
     p_job[i]=$!
     set +m
 }

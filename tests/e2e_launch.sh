@@ -13,7 +13,9 @@
 #      process's output is on the launcher's stdout as `[host role rank] ...` and in its log file;
 #      a `pixflow monitor --once` run in B while the job runs lists both loaders alive, and after
 #      the kill shows loader 0 dead and loader 1 alive;
-#   2. SIGINT to launch.sh: the job checkpoints and stops, exit 130;
+#   2. SIGINT to launch.sh: the job checkpoints and stops, exit 130; launch.sh killed with
+#      SIGKILL: every process it started on A and B ends within 10 s, the coordinator (SIGINT
+#      from its watchdog) having checkpointed;
 #   3. CURVE (`security: {curve: true}`, keys from `pixflow keygen`, `launch.sh --keys`): while
 #      the job runs, two intruder loaders from B, one with the job's server key but a client key
 #      not in allowed/ and one without keys, each exit 1 within 10 s saying why; the
@@ -99,7 +101,7 @@ printf '# test hosts\nhostA slots=1 loaders=0\n\nhostB slots=0 loaders=2  # two 
     > "$root/hosts"
 mkdir -p "$root/train"
 cp "$data"/jpeg/{gray,photo,progressive,s444}.png "$root/train/"
-write_config() {  # FILE WORK_DIR TOTAL_ITERS
+write_config() {  # FILE WORK_DIR TOTAL_ITERS [CHECKPOINT_INTERVAL]
     cat > "$1" << EOF
 model: {type: EDSR, scale: 2, n_feats: 16, n_blocks: 2, loss: {type: L1Loss}}
 data:
@@ -109,7 +111,7 @@ data:
           use_flip: true, use_rot: true, repeat: 8}
 optimizers: {type: Adam, lr: 1.0e-3}
 total_iters: $3
-checkpoint_config: {interval: 100, max_keep_ckpts: 2}
+checkpoint_config: {interval: ${4:-100}, max_keep_ckpts: 2}
 log_config: {interval: 20}
 work_dir: $2
 seed: 7
@@ -209,6 +211,36 @@ if wait_for 120 lines "$wd/samples_rank0.log" 30; then
         grep -q "interrupted: the coordinator checkpoints" "$out"
 else
     fail "second job did not start within 120 s (see $out)"
+fi
+
+# ---- 2b. the launcher killed with SIGKILL: every process it started, on A and B, ends ----------
+wd=$root/work2b out=$root/launch2b.out
+write_config "$root/twob.yaml" "$wd" 100000 100000  # no periodic checkpoint
+run_launch "$out" "$root/twob.yaml"
+tsv=$wd/launch/procs.tsv
+if wait_for 120 lines "$wd/samples_rank0.log" 30 && wait_for 30 test -s "$tsv"; then
+    mapfile -t pids < <(awk -F'\t' 'NR > 1 && $5 != "" { print $5 }' "$tsv")
+    check "procs.tsv lists the coordinator, 3 hooks, the worker and B's 2 loaders" \
+        test "${#pids[@]}" = 7
+    kill -KILL "$launcher_pid"
+    wait "$launcher_pid" 2> /dev/null || true
+    launcher_pid=""
+    t_kill=$SECONDS
+    alive() { local p; for p in "${pids[@]}"; do kill -0 "$p" 2> /dev/null && return 0; done; return 1; }
+    gone() { ! alive; }
+    st=0
+    wait_for 10 gone || st=1
+    check "launcher SIGKILL: every process it started ended within 10 s (after $((SECONDS - t_kill)) s)" \
+        test "$st" = 0
+    check "launcher SIGKILL: nothing left in namespaces A and B" \
+        test -z "$(ip netns pids "$ns_a")$(ip netns pids "$ns_b")"
+    check "launcher SIGKILL: the coordinator checkpointed on its way out" \
+        test -e "$wd/checkpoints/latest"
+    check "launcher SIGKILL: the coordinator said it was interrupted" \
+        grep -q "signal 2\|interrupt" "$wd/launch/hostA.coordinator.0.log"
+    for p in "${pids[@]}"; do kill -KILL "$p" 2> /dev/null || true; done
+else
+    fail "the launcher-SIGKILL job did not start within 120 s (see $out)"
 fi
 
 # ---- 3. CURVE: intruders from B are refused, the job is not disturbed ---------------------------
