@@ -91,6 +91,9 @@ in_namespace() {
     mnt --bind "$r" "$r"
     mnt -t proc proc "$r/proc"
     mnt -t sysfs sysfs "$r/sys"
+    # the cgroup file systems a booted machine has mounted there (slurmd, tests/e2e_slurm.sh,
+    # does not start without them)
+    if mountpoint -q /sys/fs/cgroup; then mnt --rbind /sys/fs/cgroup "$r/sys/fs/cgroup"; fi
     mnt -t devpts -o newinstance,ptmxmode=0666,mode=0620 devpts "$r/dev/pts"
     mnt --bind "$r/dev/pts/ptmx" "$r/dev/ptmx"
     mnt -t tmpfs -o mode=1777,nosuid,nodev shm "$r/dev/shm"

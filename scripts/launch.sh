@@ -13,6 +13,8 @@
 #                     addr = the address other hosts reach it by (default: found on the host).
 #   Slurm             SLURM_JOB_NODELIST (expanded by `scontrol show hostnames`); slots per node
 #                     from --gpus, SLURM_GPUS_ON_NODE, else SLURM_NTASKS_PER_NODE, else 1.
+#                     Processes start as job steps (`srun --overlap --nodelist=HOST`) unless
+#                     --rsh is given; scripts/pixflow.sbatch is the batch script.
 #   mpirun            OMPI_COMM_WORLD_RANK/SIZE/LOCAL_RANK: mpirun runs this script once per node
 #                     (`mpirun --map-by ppr:1:node`), each copy starts its own node's share
 #                     locally (no ssh); rank 0 also runs the coordinator and the hooks.
@@ -60,7 +62,7 @@ q() { local s=${1//\'/\'\\\'\'}; printf "'%s'" "$s"; }
 script_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 hostfile="" gpus="" loaders_per_host=1 bind_addr="" port=29500 rsh="ssh -o BatchMode=yes"
 pixflow="${script_dir%/scripts}/build/pixflow" log_dir="" config="" extra=() keys=""
-keys_given=0
+keys_given=0 rsh_given=0
 while [ $# -gt 0 ]; do
     case $1 in
         --hostfile) hostfile=${2:?--hostfile needs a file}; shift 2 ;;
@@ -68,7 +70,7 @@ while [ $# -gt 0 ]; do
         --loaders-per-host) loaders_per_host=${2:?--loaders-per-host needs a number}; shift 2 ;;
         --bind-addr) bind_addr=${2:?--bind-addr needs an address}; shift 2 ;;
         --port) port=${2:?--port needs a number}; shift 2 ;;
-        --rsh) rsh=${2:?--rsh needs a command}; shift 2 ;;
+        --rsh) rsh=${2:?--rsh needs a command}; rsh_given=1; shift 2 ;;
         --pixflow) pixflow=${2:?--pixflow needs a path}; shift 2 ;;
         --log-dir) log_dir=${2:?--log-dir needs a folder}; shift 2 ;;
         --keys) keys=${2:?--keys needs a folder}; keys_given=1; shift 2 ;;
@@ -122,7 +124,7 @@ fi
 
 # ---- hosts: host_name[i], host_slots[i], host_loaders[i], host_addr[i] --------------------
 host_name=() host_slots=() host_loaders=() host_addr=()
-mode=local mpi_rank=0
+mode=local mpi_rank=0 use_srun=0
 add_host() { host_name+=("$1"); host_slots+=("$2"); host_loaders+=("$3"); host_addr+=("$4"); }
 if [ -n "$hostfile" ]; then
     mode=rsh
@@ -152,6 +154,8 @@ if [ -n "$hostfile" ]; then
     [ "${#host_name[@]}" -gt 0 ] || die "$hostfile: no hosts in it"
 elif [ -n "${SLURM_JOB_NODELIST:-}" ]; then
     mode=rsh
+    # Inside the allocation each process starts as a job step on its node (no ssh).
+    [ "$rsh_given" = 1 ] || use_srun=1
     if command -v scontrol > /dev/null; then
         mapfile -t nodes < <(scontrol show hostnames "$SLURM_JOB_NODELIST")
     else
@@ -186,6 +190,12 @@ if [ -z "$bind_addr" ]; then
     if [ -z "$bind_addr" ] && [ "$mode" != rsh ]; then bind_addr=127.0.0.1; fi
     if [ -z "$bind_addr" ]; then
         bind_addr=$(getent ahostsv4 "${host_name[0]}" | awk 'NR == 1 { print $1 }') || true
+        # The first host is this one (a Slurm batch script) but its name does not resolve, or
+        # resolves to loopback (Debian's 127.0.1.1): its first address.
+        if { [ -z "$bind_addr" ] || [[ $bind_addr == 127.* ]]; } && [ "$n_hosts" -gt 1 ] &&
+           [ "${host_name[0]}" = "$(hostname)" ]; then
+            bind_addr=$(hostname -I 2> /dev/null | awk '{ print $1 }') || true
+        fi
         [ -n "$bind_addr" ] || die "cannot resolve ${host_name[0]} (the first host); give --bind-addr"
         if [[ $bind_addr == 127.* ]] && [ "$n_hosts" -gt 1 ]; then
             die "${host_name[0]} resolves to $bind_addr, which the other hosts cannot reach;" \
@@ -233,7 +243,11 @@ add_proc() {
     # others WATCHDOG_GRACE_S to follow it, then SIGTERM, then SIGKILL: all gone within 10 s.
     local first=TERM
     [ "$role" != coordinator ] || first=INT
+    # The script outlives the signals a scheduler sends every process of a stopping job (a
+    # trap, which its children do not inherit, and `wait` again when a signal interrupts it),
+    # so it reports PIXFLOW's own exit status.
     p_cmd+=("exec 2>&1; cd $(q "$workdir_cwd") || exit 126; $pre
+trap : INT TERM HUP
 exec 3<&0
 $env_common $env $(q "$pixflow")$args < /dev/null 3<&- &
 p=\$!; echo \"@@pixflow-pid \$p\"
@@ -241,7 +255,8 @@ p=\$!; echo \"@@pixflow-pid \$p\"
   while kill -0 \$p 2>/dev/null && [ \$i -lt $((WATCHDOG_GRACE_S * 10)) ]; do sleep 0.1; i=\$((i + 1)); done
   kill -TERM \$p 2>/dev/null; sleep 1; kill -KILL \$p 2>/dev/null; } <&3 > /dev/null 2>&1 &
 w=\$!; exec 3<&-
-wait \$p; s=\$?; kill \$w 2>/dev/null; echo \"@@pixflow-exit \$s\"")
+while :; do wait \$p; s=\$?; kill -0 \$p 2>/dev/null || break; done
+kill \$w 2>/dev/null; echo \"@@pixflow-exit \$s\"")
 }
 
 hosts_here=()  # the host indices this launcher starts processes on
@@ -305,7 +320,12 @@ p_job=()  # local pid of each process's pipeline
 log_of() { echo "$log_dir/${p_host[$1]}.${p_role[$1]}.${p_rank[$1]}.log"; }
 # Run a shell command on host index $1 (locally without ssh in local and mpirun modes).
 on_host() {
-    if [ "$mode" = rsh ]; then "${rsh_cmd[@]}" "${host_name[$1]}" "$2"; else sh -c "$2"; fi
+    if [ "$use_srun" = 1 ]; then
+        # --overlap: every process is a step of one task sharing the node's allocation;
+        # srun forwards stdin (the liveness pipe) to it.
+        srun --nodes=1 --ntasks=1 --overlap --nodelist="${host_name[$1]}" --kill-on-bad-exit=0 \
+            --quiet sh -c "$2"
+    elif [ "$mode" = rsh ]; then "${rsh_cmd[@]}" "${host_name[$1]}" "$2"; else sh -c "$2"; fi
 }
 # Read a process's output: marker lines go to STATE.pid/.exit/.rsh (.ready when the
 # coordinator listens), the rest to LOG and, prefixed, to stdout. (In bash: mawk, Debian's awk,
@@ -331,19 +351,27 @@ start_proc() {
     # Own process group (set -m): the terminal's Ctrl-C reaches the launcher only, which
     # forwards it to the coordinator; stdin is the liveness pipe (read only: ssh does not read
     # the terminal), whose write end the children close.
+    # A scheduler that stops the job signals every process of it, these two shells included:
+    # they outlive that (a no-op trap resets to the default in ssh/srun; read_output ignores
+    # it) to report the process's exit as it checkpoints and stops.
     set -m
     {
         exec {alive_fd}>&-
+        trap : INT TERM HUP
         set +e
         on_host "${p_hostidx[$i]}" "${p_cmd[$i]}" < "$state/alive" 2>&1
         echo "@@rsh-exit $?"
     } | {
         exec {alive_fd}>&-
+        trap '' INT TERM HUP
         read_output "[${p_host[$i]} ${p_role[$i]} ${p_rank[$i]}] " "$log" "$state/$i"
     } &
     p_job[i]=$!
     set +m
 }
+# A sleep in the watch loop: a scheduler stopping the job signals this whole process group, and
+# a sleep killed so must not end the launcher (set -e) while the job checkpoints.
+nap() { sleep "$1" || true; }
 # These set REPLY rather than print: no command substitution in the watch loop, where a signal
 # trap running while bash 5.2 parses one has been seen to break the parse ("interrupt trap:
 # unexpected EOF while looking for matching `)'").
@@ -411,7 +439,7 @@ for ((i = 0; i < n_procs; i++)); do
         # The others join once it listens (they would retry for 15 s; this is plainer).
         deadline=$((SECONDS + READY_TIMEOUT_S))
         while [ ! -e "$state/$i.ready" ] && ! ended "$i" && [ "$SECONDS" -lt "$deadline" ] &&
-              [ "$interrupts" = 0 ]; do sleep 0.1; done
+              [ "$interrupts" = 0 ]; do nap 0.1; done
         if [ ! -e "$state/$i.ready" ]; then
             ended "$i" || [ "$interrupts" -gt 0 ] ||
                 say "the coordinator did not listen on $endpoint within ${READY_TIMEOUT_S} s"
@@ -424,7 +452,7 @@ for ((i = 0; i < n_procs; i++)); do
         until (exec 3<> "/dev/tcp/$bind_addr/$port") 2> /dev/null; do
             [ "$SECONDS" -lt "$deadline" ] && [ "$interrupts" = 0 ] ||
                 { say "no coordinator at $endpoint within ${READY_TIMEOUT_S} s"; exit 1; }
-            sleep 0.5
+            nap 0.5
         done
         start_proc "$i"
     else
@@ -436,7 +464,7 @@ deadline=$((SECONDS + 30))
 for ((i = 0; i < n_procs; i++)); do
     [ -n "${p_job[$i]:-}" ] || continue
     while [ ! -s "$state/$i.pid" ] && ! ended "$i" && [ "$SECONDS" -lt "$deadline" ]; do
-        sleep 0.1
+        nap 0.1
     done
 done
 for ((i = 0; i < n_procs; i++)); do
@@ -486,12 +514,12 @@ while :; do
     done
     if [ -n "$coord" ]; then ended "$coord" && break
     elif ! running; then break; fi
-    sleep 0.5
+    nap 0.5
 done
 # The coordinator has stopped the job: the others follow within EXIT_GRACE_S.
 deadline=$((SECONDS + EXIT_GRACE_S))
 while running && [ "$SECONDS" -lt "$deadline" ] && [ "$interrupts" -lt 2 ]; do
-    sleep 0.2
+    nap 0.2
 done
 if running; then
     for ((i = 0; i < n_procs; i++)); do
@@ -499,10 +527,10 @@ if running; then
     done
     signal_all TERM
     deadline=$((SECONDS + 5))
-    while running && [ "$SECONDS" -lt "$deadline" ]; do sleep 0.2; done
+    while running && [ "$SECONDS" -lt "$deadline" ]; do nap 0.2; done
     signal_all KILL
     deadline=$((SECONDS + 5))
-    while running && [ "$SECONDS" -lt "$deadline" ]; do sleep 0.2; done
+    while running && [ "$SECONDS" -lt "$deadline" ]; do nap 0.2; done
 fi
 for ((i = 0; i < n_procs; i++)); do
     [ -z "${p_job[$i]:-}" ] || wait "${p_job[$i]}" 2> /dev/null || true

@@ -1,0 +1,182 @@
+#!/usr/bin/env bash
+# e2e_slurm — PixFlow under Debian's Slurm on a two-node cluster on this machine
+# (scripts/test-cluster.sh: slurmctld and two slurmd, each in its own network namespace and
+# hostname, munge), through the batch script a lab copies (scripts/pixflow.sbatch ->
+# scripts/launch.sh, each process a job step on its node).
+#
+# Checks:
+#   1. `sbatch --nodes=2 scripts/pixflow.sbatch CONFIG`: exit 0; coordinator and hooks on nodea,
+#      one CPU worker per node (Gloo across the two namespaces), a loader on each; every
+#      iteration's batch (iteration, epoch, sample ids, pixel digest) on both ranks and every
+#      logged loss and learning rate equal those of `pixflow train CONFIG --workers 2` run here
+#      on one host (the reference);
+#   2. `scancel` mid-run: the job checkpoints and stops in order (launch.sh says so, the
+#      workers wrote the checkpoint); sbatch again with `-- --resume auto`: it continues from
+#      that checkpoint to the end, and batches and losses after the resume equal the reference's;
+#   3. a node's processes killed mid-run (SIGKILL to everything PixFlow runs on nodeb): the job
+#      ends, and the launcher's summary names host, role, rank, pid and status of each.
+# Needs root (namespaces), slurm-wlm and munge (bash scripts/setup.sh --test-deps); without
+# them it says why and exits 77 (ctest: skipped).
+set -euo pipefail
+unset PIXFLOW_KEYS
+
+src=${PF_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
+bin=${PF_BIN:-$src/build/pixflow}
+data=${PF_TEST_DATA:-$src/tests/data}
+cluster=$src/scripts/test-cluster.sh
+root=$(mktemp -d /tmp/pixflow_e2e_slurm.XXXXXX)
+fails=0
+fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+check() { local what=$1; shift; if "$@"; then echo "ok: $what"; else fail "$what"; fi; }
+cleanup() {
+    bash "$cluster" down "$root/cluster" > /dev/null 2>&1 || true
+    if [ "$fails" = 0 ]; then rm -rf "$root"; else echo "kept $root for a look" >&2; fi
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM HUP
+
+st=0
+bash "$cluster" up "$root/cluster" || st=$?
+[ "$st" != 77 ] || { echo "SKIP: the test cluster cannot run here (reason above)"; exit 77; }
+[ "$st" = 0 ] || { fail "the test cluster did not come up"; exit 1; }
+on() { bash "$cluster" run "$root/cluster" "$@"; }  # NODE COMMAND...
+
+mkdir -p "$root/train"
+cp "$data"/jpeg/{gray,photo,progressive,s444}.png "$root/train/"
+write_config() {  # FILE WORK_DIR TOTAL_ITERS
+    cat > "$1" << EOF
+model: {type: EDSR, scale: 2, n_feats: 16, n_blocks: 2, loss: {type: L1Loss}}
+data:
+  samples_per_gpu: 4
+  prefetch: 3
+  train: {type: PairedImageDataset, gt_folder: $root/train, gt_patch_size: 32,
+          use_flip: true, use_rot: true, repeat: 8}
+optimizers: {type: Adam, lr: 1.0e-3}
+total_iters: $3
+checkpoint_config: {interval: 100000, max_keep_ckpts: 2}
+log_config: {interval: 10}
+work_dir: $2
+seed: 7
+EOF
+}
+export OMP_NUM_THREADS=1
+iters=400
+# iteration epoch ids digest, per rank; the loader that served it may differ
+batches() { cut -d' ' -f1-4 "$1/samples_rank$2.log"; }
+# iteration lr loss of every train line of metrics.jsonl, the last line per iteration
+losses() {
+    grep '"kind":"train"' "$1/metrics.jsonl" |
+        sed -E 's/.*"iter":([0-9]+).*"lr":([^,]*).*"loss":([^,]*).*/\1 \2 \3/' |
+        awk '{ v[$1] = $0 } END { for (k in v) print v[k] }' | sort -n
+}
+# Lines of file $1 whose first field (the iteration) is > $2, the last per iteration.
+after() { awk -v k="$2" '$1 > k { v[$1] = $0 } END { for (i in v) print v[i] }' "$1" | sort -n; }
+wait_for() {  # SECONDS COMMAND...
+    local end=$((SECONDS + $1))
+    shift
+    until "$@"; do [ "$SECONDS" -lt "$end" ] || return 1; sleep 0.2; done
+}
+lines() { [ -e "$1" ] && [ "$(wc -l < "$1")" -ge "$2" ]; }
+job_gone() { [ -z "$(on ctl squeue -h -j "$1" 2> /dev/null)" ]; }
+# Until FILE has N lines; 1 at once when job JOB has left the queue first.
+progress() {  # JOB FILE N
+    local end=$((SECONDS + 120))
+    until lines "$2" "$3"; do
+        if job_gone "$1" || [ "$SECONDS" -ge "$end" ]; then lines "$2" "$3"; return; fi
+        sleep 0.2
+    done
+}
+submit() {  # OUT CONFIG [ARGS]: prints the job id
+    on ctl sbatch --parsable --nodes=2 --chdir="$src" --output="$1" \
+        --export=ALL,PIXFLOW_BIND_ADDR=10.203.0.1 "$src/scripts/pixflow.sbatch" "${@:2}"
+}
+
+# ---- reference: pixflow train --workers 2 on this host ------------------------------------------
+ref=$root/ref
+write_config "$root/ref.yaml" "$ref" "$iters"
+st=0
+"$bin" train "$root/ref.yaml" --workers 2 --loaders 2 > "$root/ref.out" 2>&1 || st=$?
+check "reference: pixflow train --workers 2 exit 0 (status $st; $root/ref.out)" test "$st" = 0
+batches "$ref" 0 > "$root/ref.b0"
+batches "$ref" 1 > "$root/ref.b1"
+losses "$ref" > "$root/ref.loss"
+check "reference: $iters batches per rank, $((iters / 10)) losses" \
+    test "$(wc -l < "$root/ref.b0")" = "$iters" -a "$(wc -l < "$root/ref.loss")" = $((iters / 10))
+
+# ---- 1. sbatch across both nodes ----------------------------------------------------------------
+wd=$root/work1 out=$root/job1.out
+write_config "$root/one.yaml" "$wd" "$iters"
+st=0
+on ctl sbatch --wait --nodes=2 --chdir="$src" --output="$out" \
+    --export=ALL,PIXFLOW_BIND_ADDR=10.203.0.1 "$src/scripts/pixflow.sbatch" "$root/one.yaml" \
+    > /dev/null || st=$?
+check "sbatch: the job ended with exit 0 (status $st; $out)" test "$st" = 0
+check "sbatch: coordinator on nodea" grep -q "^\[nodea coordinator 0\] .*all roles present" "$out"
+# (the coordinator numbers workers in the order they join)
+check "sbatch: one worker per node, Gloo across them" eval \
+    'grep -q "^\[nodea worker 0\] .*Gloo group: rank [01] of 2 on 10.203.0.1" "$out" &&
+     grep -q "^\[nodeb worker 1\] .*Gloo group: rank [01] of 2 on 10.203.0.2" "$out"'
+check "sbatch: a loader on each node served batches" eval \
+    'grep -q "^\[nodea loader 0\] .*served [1-9]" "$out" && grep -q "^\[nodeb loader 1\] .*served [1-9]" "$out"'
+check "sbatch: rank 0's batches equal the reference's" cmp -s <(batches "$wd" 0) "$root/ref.b0"
+check "sbatch: rank 1's batches equal the reference's" cmp -s <(batches "$wd" 1) "$root/ref.b1"
+check "sbatch: every logged loss and lr equals the reference's" cmp -s <(losses "$wd") "$root/ref.loss"
+
+# ---- 2. scancel: checkpoint and stop; sbatch -- --resume auto continues -----------------------
+wd=$root/work2 out=$root/job2.out
+write_config "$root/two.yaml" "$wd" "$iters"
+job=$(submit "$out" "$root/two.yaml")
+if progress "$job" "$wd/samples_rank0.log" 60; then
+    on ctl scancel "$job"
+    check "scancel: the job left the queue within 30 s" wait_for 30 job_gone "$job"
+    wait_for 10 grep -q "^launch: stopped with a checkpoint" "$out" || true
+    check "scancel: launch.sh says the job stopped with a checkpoint ($out)" \
+        grep -q "^launch: stopped with a checkpoint" "$out"
+    check "scancel: a checkpoint was written" test -s "$wd/checkpoints/latest"
+    k=$(sed -n 's/^iter_\([0-9]*\)\.safetensors$/\1/p' "$wd/checkpoints/latest" 2> /dev/null)
+    check "scancel: it stopped mid-run (checkpoint of iteration ${k:-none} < $iters)" \
+        test -n "$k" -a "${k:-0}" -lt "$iters"
+    out=$root/job2b.out
+    st=0
+    on ctl sbatch --wait --nodes=2 --chdir="$src" --output="$out" \
+        --export=ALL,PIXFLOW_BIND_ADDR=10.203.0.1 "$src/scripts/pixflow.sbatch" \
+        "$root/two.yaml" -- --resume auto > /dev/null || st=$?
+    check "resume: exit 0 (status $st; $out)" test "$st" = 0
+    k=${k:-0}
+    for r in 0 1; do
+        check "resume: rank $r's batches after iteration $k equal the reference's" \
+            cmp -s <(batches "$wd" "$r" | after /dev/stdin "$k") <(after "$root/ref.b$r" "$k")
+    done
+    check "resume: every iteration once or more, up to $iters" \
+        test "$(batches "$wd" 0 | cut -d' ' -f1 | sort -un | wc -l)" = "$iters"
+    # the first log line after the resume averages fewer iterations: compare from the next
+    check "resume: losses after iteration $((k + 10)) equal the reference's" \
+        cmp -s <(losses "$wd" | after /dev/stdin $((k + 10))) <(after "$root/ref.loss" $((k + 10)))
+else
+    fail "the scancel job did not start within 120 s, or ended (see $out)"
+fi
+
+# ---- 3. nodeb's processes killed mid-run: the summary names them ------------------------------
+wd=$root/work3 out=$root/job3.out
+write_config "$root/three.yaml" "$wd" 100000
+job=$(submit "$out" "$root/three.yaml")
+if progress "$job" "$wd/samples_rank0.log" 30 && wait_for 30 test -s "$wd/launch/procs.tsv"; then
+    mapfile -t victims < <(awk -F'\t' '$2 == "nodeb" { print $5 }' "$wd/launch/procs.tsv")
+    check "procs.tsv lists nodeb's worker and loader" test "${#victims[@]}" = 2
+    kill -KILL "${victims[@]}" 2> /dev/null || true
+    check "node lost: the job left the queue within 60 s" wait_for 60 job_gone "$job"
+    wait_for 10 grep -q "did not end cleanly" "$out" || true
+    for v in "${victims[@]}"; do
+        check "node lost: the summary names nodeb, role, rank, pid $v, SIGKILL" \
+            grep -Eq "^  nodeb +(worker|loader) +[0-9]+ +$v +killed by SIGKILL" "$out"
+    done
+else
+    fail "the node-loss job did not start within 120 s, or ended (see $out)"
+    [ -z "${job:-}" ] || on ctl scancel "$job" || true
+fi
+
+if [ "$fails" -gt 0 ]; then
+    echo "e2e_slurm: $fails check(s) failed" >&2
+    exit 1
+fi
+echo "e2e_slurm: all checks passed"
