@@ -253,7 +253,9 @@ $env_common $env $(q "$pixflow")$args < /dev/null 3<&- &
 p=\$!; echo \"@@pixflow-pid \$p\"
 { while read -r _; do :; done; [ $first = INT ] && kill -INT \$p 2>/dev/null; i=0
   while kill -0 \$p 2>/dev/null && [ \$i -lt $((WATCHDOG_GRACE_S * 10)) ]; do sleep 0.1; i=\$((i + 1)); done
-  kill -TERM \$p 2>/dev/null; sleep 1; kill -KILL \$p 2>/dev/null; } <&3 > /dev/null 2>&1 &
+  kill -TERM \$p 2>/dev/null || exit 0; i=0
+  while kill -0 \$p 2>/dev/null && [ \$i -lt 10 ]; do sleep 0.1; i=\$((i + 1)); done
+  kill -KILL \$p 2>/dev/null; } <&3 > /dev/null 2>&1 &
 w=\$!; exec 3<&-
 while :; do wait \$p; s=\$?; kill -0 \$p 2>/dev/null || break; done
 kill \$w 2>/dev/null; echo \"@@pixflow-exit \$s\"")

@@ -101,22 +101,8 @@ printf '# test hosts\nhostA slots=1 loaders=0\n\nhostB slots=0 loaders=2  # two 
     > "$root/hosts"
 mkdir -p "$root/train"
 cp "$data"/jpeg/{gray,photo,progressive,s444}.png "$root/train/"
-write_config() {  # FILE WORK_DIR TOTAL_ITERS [CHECKPOINT_INTERVAL]
-    cat > "$1" << EOF
-model: {type: EDSR, scale: 2, n_feats: 16, n_blocks: 2, loss: {type: L1Loss}}
-data:
-  samples_per_gpu: 4
-  prefetch: 3
-  train: {type: PairedImageDataset, gt_folder: $root/train, gt_patch_size: 32,
-          use_flip: true, use_rot: true, repeat: 8}
-optimizers: {type: Adam, lr: 1.0e-3}
-total_iters: $3
-checkpoint_config: {interval: ${4:-100}, max_keep_ckpts: 2}
-log_config: {interval: 20}
-work_dir: $2
-seed: 7
-EOF
-}
+# shellcheck source=tests/lib_e2e.sh
+. "$src/tests/lib_e2e.sh"  # write_config, wait_for, lines
 export OMP_NUM_THREADS=1
 run_launch() {  # OUT CONFIG [LAUNCH ARGS]: in the background, launcher_pid set
     # As a job of its own (set -m): a background command of a non-interactive shell would
@@ -127,12 +113,6 @@ run_launch() {  # OUT CONFIG [LAUNCH ARGS]: in the background, launcher_pid set
     launcher_pid=$!
     set +m
 }
-wait_for() {  # SECONDS COMMAND...: until the command succeeds; 1 on timeout
-    local end=$((SECONDS + $1))
-    shift
-    until "$@"; do [ "$SECONDS" -lt "$end" ] || return 1; sleep 0.2; done
-}
-lines() { [ -e "$1" ] && [ "$(wc -l < "$1")" -ge "$2" ]; }
 # `pixflow monitor --once` from host B (namespace B), joining the running job late: its view
 # into FILE.
 monitor_once() {  # FILE [MONITOR ARGS]
@@ -232,8 +212,11 @@ if wait_for 120 lines "$wd/samples_rank0.log" 30 && wait_for 30 test -s "$tsv"; 
     wait_for 10 gone || st=1
     check "launcher SIGKILL: every process it started ended within 10 s (after $((SECONDS - t_kill)) s)" \
         test "$st" = 0
-    check "launcher SIGKILL: nothing left in namespaces A and B" \
-        test -z "$(ip netns pids "$ns_a")$(ip netns pids "$ns_b")"
+    ns_empty() { [ -z "$(ip netns pids "$ns_a")$(ip netns pids "$ns_b")" ]; }
+    st=0
+    wait_for $((t_kill + 10 - SECONDS)) ns_empty || st=1
+    check "launcher SIGKILL: nothing left in namespaces A and B 10 s after the kill (their shells and watchdogs too)" \
+        test "$st" = 0
     check "launcher SIGKILL: the coordinator checkpointed on its way out" \
         test -e "$wd/checkpoints/latest"
     check "launcher SIGKILL: the coordinator said it was interrupted" \

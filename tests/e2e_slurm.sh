@@ -43,22 +43,8 @@ on() { bash "$cluster" run "$root/cluster" "$@"; }  # NODE COMMAND...
 
 mkdir -p "$root/train"
 cp "$data"/jpeg/{gray,photo,progressive,s444}.png "$root/train/"
-write_config() {  # FILE WORK_DIR TOTAL_ITERS
-    cat > "$1" << EOF
-model: {type: EDSR, scale: 2, n_feats: 16, n_blocks: 2, loss: {type: L1Loss}}
-data:
-  samples_per_gpu: 4
-  prefetch: 3
-  train: {type: PairedImageDataset, gt_folder: $root/train, gt_patch_size: 32,
-          use_flip: true, use_rot: true, repeat: 8}
-optimizers: {type: Adam, lr: 1.0e-3}
-total_iters: $3
-checkpoint_config: {interval: 100000, max_keep_ckpts: 2}
-log_config: {interval: 10}
-work_dir: $2
-seed: 7
-EOF
-}
+# shellcheck source=tests/lib_e2e.sh
+. "$src/tests/lib_e2e.sh"  # write_config, wait_for, lines
 export OMP_NUM_THREADS=1
 iters=400
 # iteration epoch ids digest, per rank; the loader that served it may differ
@@ -71,12 +57,6 @@ losses() {
 }
 # Lines of file $1 whose first field (the iteration) is > $2, the last per iteration.
 after() { awk -v k="$2" '$1 > k { v[$1] = $0 } END { for (i in v) print v[i] }' "$1" | sort -n; }
-wait_for() {  # SECONDS COMMAND...
-    local end=$((SECONDS + $1))
-    shift
-    until "$@"; do [ "$SECONDS" -lt "$end" ] || return 1; sleep 0.2; done
-}
-lines() { [ -e "$1" ] && [ "$(wc -l < "$1")" -ge "$2" ]; }
 job_gone() { [ -z "$(on ctl squeue -h -j "$1" 2> /dev/null)" ]; }
 # Until FILE has N lines; 1 at once when job JOB has left the queue first.
 progress() {  # JOB FILE N
@@ -93,7 +73,7 @@ submit() {  # OUT CONFIG [ARGS]: prints the job id
 
 # ---- reference: pixflow train --workers 2 on this host ------------------------------------------
 ref=$root/ref
-write_config "$root/ref.yaml" "$ref" "$iters"
+write_config "$root/ref.yaml" "$ref" "$iters" 100000 10
 st=0
 "$bin" train "$root/ref.yaml" --workers 2 --loaders 2 > "$root/ref.out" 2>&1 || st=$?
 check "reference: pixflow train --workers 2 exit 0 (status $st; $root/ref.out)" test "$st" = 0
@@ -105,7 +85,7 @@ check "reference: $iters batches per rank, $((iters / 10)) losses" \
 
 # ---- 1. sbatch across both nodes ----------------------------------------------------------------
 wd=$root/work1 out=$root/job1.out
-write_config "$root/one.yaml" "$wd" "$iters"
+write_config "$root/one.yaml" "$wd" "$iters" 100000 10
 st=0
 on ctl sbatch --wait --nodes=2 --chdir="$src" --output="$out" \
     --export=ALL,PIXFLOW_BIND_ADDR=10.203.0.1 "$src/scripts/pixflow.sbatch" "$root/one.yaml" \
@@ -124,7 +104,7 @@ check "sbatch: every logged loss and lr equals the reference's" cmp -s <(losses 
 
 # ---- 2. scancel: checkpoint and stop; sbatch -- --resume auto continues -----------------------
 wd=$root/work2 out=$root/job2.out
-write_config "$root/two.yaml" "$wd" "$iters"
+write_config "$root/two.yaml" "$wd" "$iters" 100000 10
 job=$(submit "$out" "$root/two.yaml")
 if progress "$job" "$wd/samples_rank0.log" 60; then
     on ctl scancel "$job"
@@ -158,7 +138,7 @@ fi
 
 # ---- 3. nodeb's processes killed mid-run: the summary names them ------------------------------
 wd=$root/work3 out=$root/job3.out
-write_config "$root/three.yaml" "$wd" 100000
+write_config "$root/three.yaml" "$wd" 100000 100000 10
 job=$(submit "$out" "$root/three.yaml")
 if progress "$job" "$wd/samples_rank0.log" 30 && wait_for 30 test -s "$wd/launch/procs.tsv"; then
     mapfile -t victims < <(awk -F'\t' '$2 == "nodeb" { print $5 }' "$wd/launch/procs.tsv")
