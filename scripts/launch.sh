@@ -4,7 +4,11 @@
 #
 #   scripts/launch.sh [--hostfile FILE] [--gpus N] [--loaders-per-host N] [--bind-addr ADDR]
 #                     [--port P] [--rsh CMD] [--pixflow PATH] [--log-dir DIR] [--keys DIR]
-#                     CONFIG [-- ARGS]
+#                     [--dry-run] CONFIG [-- ARGS]
+#
+# --dry-run prints each process (host, role, rank, environment, command) and starts nothing.
+# --gpus N (Slurm: --gpus-per-node): N workers per host, one GPU each, CUDA_VISIBLE_DEVICES the
+# i-th entry of the host's own list (Slurm sets it in a job step), else i; each sees cuda:0.
 #
 # Where the hosts come from, first match wins:
 #   --hostfile FILE   lines `HOST slots=N [loaders=M] [addr=A]` (as DeepSpeed/MPI hostfiles; `#`
@@ -62,7 +66,7 @@ q() { local s=${1//\'/\'\\\'\'}; printf "'%s'" "$s"; }
 script_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 hostfile="" gpus="" loaders_per_host=1 bind_addr="" port=29500 rsh="ssh -o BatchMode=yes"
 pixflow="${script_dir%/scripts}/build/pixflow" log_dir="" config="" extra=() keys=""
-keys_given=0 rsh_given=0
+keys_given=0 rsh_given=0 dry_run=0
 while [ $# -gt 0 ]; do
     case $1 in
         --hostfile) hostfile=${2:?--hostfile needs a file}; shift 2 ;;
@@ -74,6 +78,7 @@ while [ $# -gt 0 ]; do
         --pixflow) pixflow=${2:?--pixflow needs a path}; shift 2 ;;
         --log-dir) log_dir=${2:?--log-dir needs a folder}; shift 2 ;;
         --keys) keys=${2:?--keys needs a folder}; keys_given=1; shift 2 ;;
+        --dry-run) dry_run=1; shift ;;
         -h|--help) usage ;;
         --) shift; extra=("$@"); break ;;
         -*) die "unknown option '$1' (see --help)" ;;
@@ -157,13 +162,20 @@ elif [ -n "${SLURM_JOB_NODELIST:-}" ]; then
     # Inside the allocation each process starts as a job step on its node (no ssh).
     [ "$rsh_given" = 1 ] || use_srun=1
     if command -v scontrol > /dev/null; then
-        mapfile -t nodes < <(scontrol show hostnames "$SLURM_JOB_NODELIST")
+        mapfile -t nodes < <(scontrol show hostnames "$SLURM_JOB_NODELIST" 2> /dev/null)
+        [ "${#nodes[@]}" -gt 0 ] ||
+            die "SLURM_JOB_NODELIST=$SLURM_JOB_NODELIST: \`scontrol show hostnames\` failed" \
+                "(no Slurm configuration here?)"
     else
         [[ $SLURM_JOB_NODELIST != *[\[]* ]] ||
             die "SLURM_JOB_NODELIST=$SLURM_JOB_NODELIST needs \`scontrol show hostnames\`, not found"
         IFS=, read -ra nodes <<< "$SLURM_JOB_NODELIST"
     fi
-    s=${gpus:-${SLURM_GPUS_ON_NODE:-${SLURM_NTASKS_PER_NODE:-1}}}
+    # GPUs: --gpus, else what Slurm gave each node (--gpus-per-node: "2" or "a100:2")
+    [ -n "$gpus" ] || { g=${SLURM_GPUS_ON_NODE:-${SLURM_GPUS_PER_NODE:-}}; gpus=${g##*:}; }
+    [ -z "$gpus" ] || is_count "$gpus" || die "Slurm's GPUs per node '$gpus': expected 0..256"
+    s=${gpus:-${SLURM_NTASKS_PER_NODE:-1}}
+    [ "$s" != 0 ] || s=${SLURM_NTASKS_PER_NODE:-1}
     s=${s%%(*}  # SLURM_NTASKS_PER_NODE may read "2(x3)"
     for h in "${nodes[@]}"; do add_host "$h" "$s" "$loaders_per_host" ""; done
 elif [ -n "${OMPI_COMM_WORLD_RANK:-}" ]; then
@@ -208,7 +220,7 @@ fi
 endpoint="tcp://$bind_addr:$port"
 
 # ---- processes: p_host, p_role, p_rank, p_cmd (remote shell script), p_local -----------------
-p_host=() p_hostidx=() p_role=() p_rank=() p_cmd=()
+p_host=() p_hostidx=() p_role=() p_rank=() p_cmd=() p_show=()
 env_common="OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}"
 [ -z "${PIXFLOW_LOG_STDERR:-}" ] || env_common+=" PIXFLOW_LOG_STDERR=$(q "$PIXFLOW_LOG_STDERR")"
 # Keys travel as --keys (ssh does not pass the environment); an inherited PIXFLOW_KEYS must not
@@ -237,6 +249,7 @@ add_proc() {
         args+=" --bind \"tcp://\$a:*\""
     fi
     p_host+=("${host_name[$hi]}") p_hostidx+=("$hi") p_role+=("$role") p_rank+=("$rank")
+    p_show+=("$env $(q "$pixflow")$args")
     # The watchdog: stdin is the launcher's liveness pipe (start_proc), which nothing writes;
     # it reads end of file when the launcher is gone, however it died (SIGKILL included; ssh
     # passes the end of file on). The coordinator then gets SIGINT (checkpoint and stop), the
@@ -285,7 +298,11 @@ for ((h = 0; h < n_hosts; h++)); do
     fi
     s=${host_slots[$h]}
     for ((i = 0; i < s; i++)); do
-        if [ -n "$gpus" ] && [ "$gpus" -gt 0 ]; then dev="cuda:$i" env=""
+        if [ -n "$gpus" ] && [ "$gpus" -gt 0 ]; then
+            # One GPU per worker: the i-th of the node's CUDA_VISIBLE_DEVICES (Slurm's, in a
+            # job step), else GPU i; the worker sees it as cuda:0.
+            dev=cuda:0
+            env="CUDA_VISIBLE_DEVICES=\$(echo \"\${CUDA_VISIBLE_DEVICES:-$(seq -s, 0 $((s - 1)))}\" | cut -d, -f$((i + 1)))"
         else
             dev=cpu env=""
             # CPU workers of one host share its cores.
@@ -303,6 +320,15 @@ for ((h = 0; h < n_hosts; h++)); do
     done
 done
 n_procs=${#p_role[@]}
+if [ "$dry_run" = 1 ]; then
+    # What would run where, and how, without starting anything: HOST ROLE RANK ENV COMMAND
+    # (the ENV and COMMAND as the remote shell gets them, before its expansion).
+    say "dry run: $n_procs process(es), coordinator $endpoint, $workers worker(s)"
+    for ((i = 0; i < n_procs; i++)); do
+        printf '%s\t%s\t%s\t%s\n' "${p_host[$i]}" "${p_role[$i]}" "${p_rank[$i]}" "${p_show[$i]# }"
+    done
+    exit 0
+fi
 [ "$loader_rank" -gt 0 ] ||
     say "no loaders (every host has loaders=0): the job waits for \`pixflow loader --connect $endpoint\`"
 
@@ -480,6 +506,15 @@ mv "$procs_tsv.tmp" "$procs_tsv"
 reported=()
 killed_at=0
 while :; do
+    # Under mpirun, mpirun's death (SIGKILL included) leaves this launcher orphaned: stop the
+    # job as on an interrupt. (Its daemons end the launchers of the other nodes.)
+    if [ "$mode" = mpi ] && [ "$interrupts" = 0 ]; then
+        read -r _ _ _ ppid_now _ < /proc/$$/stat 2> /dev/null || ppid_now=$PPID
+        if [ "$ppid_now" != "$PPID" ]; then
+            say "mpirun is gone (this launcher's parent $PPID died): stopping the job"
+            interrupts=1
+        fi
+    fi
     if [ "$interrupts" -gt 0 ] && [ "$interrupted" = 0 ]; then
         interrupted=1
         stop_at=$((SECONDS + STOP_GRACE_S))

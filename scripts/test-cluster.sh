@@ -13,7 +13,8 @@
 # with its socket and key in DIR; slurm.conf points there (AuthInfo=socket=...), so a host's
 # own munge and Slurm are not touched. Traffic stays inside the namespaces (and loopback).
 # `up` waits until both nodes are idle (60 s at most) and writes DIR/env: SLURM_CONF=...,
-# NS_CTL=..., NS_A=..., NS_B=.... Exit status: 0; 77 where namespaces cannot be made or the
+# NS_CTL=..., NS_A=..., NS_B=..., and DIR/rsh, an `ssh HOST COMMAND` for the two nodes
+# (mpirun's plm_rsh_agent). Exit status: 0; 77 where namespaces cannot be made or the
 # programs are missing (the reason on stderr); 1 when the cluster does not come up (its logs
 # named).
 set -euo pipefail
@@ -132,6 +133,22 @@ NodeName=nodea NodeAddr=10.203.0.1 CPUs=$cpus State=UNKNOWN
 NodeName=nodeb NodeAddr=10.203.0.2 CPUs=$cpus State=UNKNOWN
 PartitionName=test Nodes=nodea,nodeb Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE
 EOF
+    # DIR/rsh HOST COMMAND...: as `ssh HOST COMMAND`, into a node's namespaces (nodea, nodeb;
+    # a new UTS namespace with the node's hostname): OpenMPI's plm_rsh_agent for mpirun across
+    # the two nodes (tests/e2e_mpi.sh), or launch.sh's --rsh.
+    cat > "$dir/rsh" << EOF
+#!/bin/sh
+# written by scripts/test-cluster.sh: rsh HOST COMMAND... into a test node
+host=\$1
+shift
+case \$host in
+    nodea) ns=$NS_A ;;
+    nodeb) ns=$NS_B ;;
+    *) echo "rsh: \$host: host unreachable (the test nodes: nodea, nodeb)" >&2; exit 255 ;;
+esac
+exec nsenter --net=/run/netns/\$ns unshare --uts sh -c 'hostname "\$1" && exec sh -c "\$2"' sh "\$host" "\$*"
+EOF
+    chmod +x "$dir/rsh"
     export SLURM_CONF=$dir/slurm.conf
     in_ns "$NS_CTL" unshare --uts sh -c 'hostname ctl && exec slurmctld -D -i' \
         > "$dir/slurmctld.out" 2>&1 &

@@ -37,9 +37,8 @@ prefix=pfl_
 ns_a=${prefix}$$_a ns_b=${prefix}$$_b
 veth_a=pla$$ veth_b=plb$$
 root=$(mktemp -d /tmp/pixflow_e2e_launch.XXXXXX)
-fails=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
-check() { local what=$1; shift; if "$@"; then echo "ok: $what"; else fail "$what"; fi; }
+# shellcheck source=tests/lib_e2e.sh
+. "$src/tests/lib_e2e.sh"  # write_config, wait_for, lines, fail, check, batches, losses, ...
 
 remove_ns() {
     ip netns pids "$1" 2> /dev/null | xargs -r kill -9 2> /dev/null || true
@@ -101,8 +100,6 @@ printf '# test hosts\nhostA slots=1 loaders=0\n\nhostB slots=0 loaders=2  # two 
     > "$root/hosts"
 mkdir -p "$root/train"
 cp "$data"/jpeg/{gray,photo,progressive,s444}.png "$root/train/"
-# shellcheck source=tests/lib_e2e.sh
-. "$src/tests/lib_e2e.sh"  # write_config, wait_for, lines
 export OMP_NUM_THREADS=1
 run_launch() {  # OUT CONFIG [LAUNCH ARGS]: in the background, launcher_pid set
     # As a job of its own (set -m): a background command of a non-interactive shell would
@@ -206,10 +203,8 @@ if wait_for 120 lines "$wd/samples_rank0.log" 30 && wait_for 30 test -s "$tsv"; 
     wait "$launcher_pid" 2> /dev/null || true
     launcher_pid=""
     t_kill=$SECONDS
-    alive() { local p; for p in "${pids[@]}"; do kill -0 "$p" 2> /dev/null && return 0; done; return 1; }
-    gone() { ! alive; }
     st=0
-    wait_for 10 gone || st=1
+    wait_for 10 all_gone "${pids[@]}" || st=1
     check "launcher SIGKILL: every process it started ended within 10 s (after $((SECONDS - t_kill)) s)" \
         test "$st" = 0
     ns_empty() { [ -z "$(ip netns pids "$ns_a")$(ip netns pids "$ns_b")" ]; }

@@ -13,6 +13,8 @@
 #   2. `scancel` mid-run: the job checkpoints and stops in order (launch.sh says so, the
 #      workers wrote the checkpoint); sbatch again with `-- --resume auto`: it continues from
 #      that checkpoint to the end, and batches and losses after the resume equal the reference's;
+#   0. the launcher's dry run under Slurm's --gpus-per-node=a100:2: two workers per node on
+#      cuda:0, CUDA_VISIBLE_DEVICES the node's i-th GPU (evaluated in sh: 0 1, or 3 5 of 3,5);
 #   3. a node's processes killed mid-run (SIGKILL to everything PixFlow runs on nodeb): the job
 #      ends, and the launcher's summary names host, role, rank, pid and status of each.
 # Needs root (namespaces), slurm-wlm and munge (bash scripts/setup.sh --test-deps); without
@@ -25,9 +27,8 @@ bin=${PF_BIN:-$src/build/pixflow}
 data=${PF_TEST_DATA:-$src/tests/data}
 cluster=$src/scripts/test-cluster.sh
 root=$(mktemp -d /tmp/pixflow_e2e_slurm.XXXXXX)
-fails=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
-check() { local what=$1; shift; if "$@"; then echo "ok: $what"; else fail "$what"; fi; }
+# shellcheck source=tests/lib_e2e.sh
+. "$src/tests/lib_e2e.sh"  # write_config, wait_for, lines, fail, check, batches, losses, ...
 cleanup() {
     bash "$cluster" down "$root/cluster" > /dev/null 2>&1 || true
     if [ "$fails" = 0 ]; then rm -rf "$root"; else echo "kept $root for a look" >&2; fi
@@ -35,26 +36,13 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 1' INT TERM HUP
 
-st=0
-bash "$cluster" up "$root/cluster" || st=$?
-[ "$st" != 77 ] || { echo "SKIP: the test cluster cannot run here (reason above)"; exit 77; }
-[ "$st" = 0 ] || { fail "the test cluster did not come up"; exit 1; }
+cluster_up "$root/cluster"
 on() { bash "$cluster" run "$root/cluster" "$@"; }  # NODE COMMAND...
 
 mkdir -p "$root/train"
 cp "$data"/jpeg/{gray,photo,progressive,s444}.png "$root/train/"
-# shellcheck source=tests/lib_e2e.sh
-. "$src/tests/lib_e2e.sh"  # write_config, wait_for, lines
 export OMP_NUM_THREADS=1
 iters=400
-# iteration epoch ids digest, per rank; the loader that served it may differ
-batches() { cut -d' ' -f1-4 "$1/samples_rank$2.log"; }
-# iteration lr loss of every train line of metrics.jsonl, the last line per iteration
-losses() {
-    grep '"kind":"train"' "$1/metrics.jsonl" |
-        sed -E 's/.*"iter":([0-9]+).*"lr":([^,]*).*"loss":([^,]*).*/\1 \2 \3/' |
-        awk '{ v[$1] = $0 } END { for (k in v) print v[k] }' | sort -n
-}
 # Lines of file $1 whose first field (the iteration) is > $2, the last per iteration.
 after() { awk -v k="$2" '$1 > k { v[$1] = $0 } END { for (i in v) print v[i] }' "$1" | sort -n; }
 job_gone() { [ -z "$(on ctl squeue -h -j "$1" 2> /dev/null)" ]; }
@@ -82,6 +70,25 @@ batches "$ref" 1 > "$root/ref.b1"
 losses "$ref" > "$root/ref.loss"
 check "reference: $iters batches per rank, $((iters / 10)) losses" \
     test "$(wc -l < "$root/ref.b0")" = "$iters" -a "$(wc -l < "$root/ref.loss")" = $((iters / 10))
+
+# ---- 0. the launcher's dry run with Slurm's --gpus-per-node=a100:2 -----------------------------
+dry=$root/dry.txt
+on ctl env SLURM_JOB_NODELIST=nodea,nodeb SLURM_GPUS_PER_NODE=a100:2 SLURM_NTASKS_PER_NODE=1 \
+    bash "$src/scripts/launch.sh" --dry-run --bind-addr 10.203.0.1 "$root/ref.yaml" > "$dry" 2>&1 || true
+check "dry run: two GPU workers on each node, each on cuda:0 ($dry)" eval \
+    'test "$(grep -c "^nodea	worker	.*--device. .cuda:0" "$dry")" = 2 &&
+     test "$(grep -c "^nodeb	worker	.*--device. .cuda:0" "$dry")" = 2'
+# each worker's CUDA_VISIBLE_DEVICES, evaluated as its node's shell would: the i-th of the
+# node's own list (Slurm's in a job step), else i
+gpu_of() {  # WORKER_RANK NODE_LIST
+    local assign
+    assign=$(awk -F'\t' -v r="$1" '$2 == "worker" && $3 == r { print $4 }' "$dry" |
+        grep -o 'CUDA_VISIBLE_DEVICES=$(echo "${CUDA_VISIBLE_DEVICES:-[0-9,]*}" | cut -d, -f[0-9]*)')
+    if [ -n "$2" ]; then CUDA_VISIBLE_DEVICES=$2 sh -c "$assign; echo \$CUDA_VISIBLE_DEVICES"
+    else env -u CUDA_VISIBLE_DEVICES sh -c "$assign; echo \$CUDA_VISIBLE_DEVICES"; fi
+}
+check "dry run: workers 0..3 take GPUs 0 1 0 1 of their node, 3 5 3 5 of a node's list 3,5" \
+    test "$(gpu_of 0 '') $(gpu_of 1 '') $(gpu_of 2 '') $(gpu_of 3 '') / $(gpu_of 0 3,5) $(gpu_of 1 3,5) $(gpu_of 2 3,5) $(gpu_of 3 3,5)" = "0 1 0 1 / 3 5 3 5"
 
 # ---- 1. sbatch across both nodes ----------------------------------------------------------------
 wd=$root/work1 out=$root/job1.out

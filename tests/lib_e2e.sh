@@ -28,3 +28,30 @@ wait_for() {
 
 # lines FILE N: FILE exists with N lines or more.
 lines() { [ -e "$1" ] && [ "$(wc -l < "$1")" -ge "$2" ]; }
+
+# fail WHAT / check WHAT COMMAND...: report a check (fails counts the failed ones).
+fails=0
+fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+check() { local what=$1; shift; if "$@"; then echo "ok: $what"; else fail "$what"; fi; }
+
+# batches WORK_DIR RANK: iteration, epoch, sample ids and pixel digest of each batch of a rank
+# (the loader that served it may differ between runs).
+batches() { cut -d' ' -f1-4 "$1/samples_rank$2.log"; }
+# losses WORK_DIR: iteration, lr and loss of every train line of metrics.jsonl, the last line
+# per iteration (a resumed run logs some twice).
+losses() {
+    grep '"kind":"train"' "$1/metrics.jsonl" |
+        sed -E 's/.*"iter":([0-9]+).*"lr":([^,]*).*"loss":([^,]*).*/\1 \2 \3/' |
+        awk '{ v[$1] = $0 } END { for (k in v) print v[k] }' | sort -n
+}
+
+# cluster_up DIR: scripts/test-cluster.sh up DIR; exits 77 (skip) where it cannot run here.
+cluster_up() {
+    local st=0
+    bash "$src/scripts/test-cluster.sh" up "$1" || st=$?
+    [ "$st" != 77 ] || { echo "SKIP: the test cluster cannot run here (reason above)"; exit 77; }
+    [ "$st" = 0 ] || { fail "the test cluster did not come up"; exit 1; }
+}
+
+# all_gone PID...: none of the processes is alive.
+all_gone() { local p; for p in "$@"; do ! kill -0 "$p" 2> /dev/null || return 1; done; }
