@@ -149,6 +149,10 @@ esac
 exec nsenter --net=/run/netns/\$ns unshare --uts sh -c 'hostname "\$1" && exec sh -c "\$2"' sh "\$host" "\$*"
 EOF
     chmod +x "$dir/rsh"
+    # No cgroup enforcement (proctrack/linuxproc, task/none), but slurmd loads its cgroup
+    # plugin anyway: on a cgroup v2 host without systemd's D-Bus (a container, a chroot) it
+    # must not ask systemd for a scope. (Tested on a cgroup v1 host.)
+    printf 'CgroupPlugin=autodetect\nIgnoreSystemd=yes\n' > "$dir/cgroup.conf"
     export SLURM_CONF=$dir/slurm.conf
     in_ns "$NS_CTL" unshare --uts sh -c 'hostname ctl && exec slurmctld -D -i' \
         > "$dir/slurmctld.out" 2>&1 &
