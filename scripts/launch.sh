@@ -220,7 +220,7 @@ fi
 endpoint="tcp://$bind_addr:$port"
 
 # ---- processes: p_host, p_role, p_rank, p_cmd (remote shell script), p_local -----------------
-p_host=() p_hostidx=() p_role=() p_rank=() p_cmd=() p_show=()
+p_host=() p_hostidx=() p_role=() p_rank=() p_cmd=() p_show=() gpu_pre=""
 env_common="OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}"
 [ -z "${PIXFLOW_LOG_STDERR:-}" ] || env_common+=" PIXFLOW_LOG_STDERR=$(q "$PIXFLOW_LOG_STDERR")"
 # Keys travel as --keys (ssh does not pass the environment); an inherited PIXFLOW_KEYS must not
@@ -234,22 +234,23 @@ add_proc() {
     shift 4
     [ -z "$keys" ] || set -- "$@" --keys "$keys"
     for a in "$@"; do args+=" $(q "$a")"; done
-    local pre=""
+    local gp=$gpu_pre pre=$gpu_pre  # a GPU worker's device pick (the GPU loop sets it)
+    gpu_pre=""
     # A worker binds its data endpoint (and Gloo) on the address loaders reach it by: the first
     # host's is the coordinator's; another host's is addr= or its route to the coordinator.
     if [ "$role" = worker ]; then
         if [ "$hi" = 0 ] || [ -n "${host_addr[$hi]}" ]; then
             local a0=$bind_addr
             [ "$hi" = 0 ] || a0=${host_addr[$hi]}
-            pre="a=$(q "$a0");"
+            pre+="a=$(q "$a0");"
         else
-            pre="a=\$(ip -4 route get $(q "$bind_addr") 2>/dev/null | sed -n 's/.* src \\([0-9.]*\\).*/\\1/p');
+            pre+="a=\$(ip -4 route get $(q "$bind_addr") 2>/dev/null | sed -n 's/.* src \\([0-9.]*\\).*/\\1/p');
 [ -n \"\$a\" ] || { echo \"$me: cannot find this host's address towards $bind_addr (ip -4 route get)\"; exit 1; };"
         fi
         args+=" --bind \"tcp://\$a:*\""
     fi
     p_host+=("${host_name[$hi]}") p_hostidx+=("$hi") p_role+=("$role") p_rank+=("$rank")
-    p_show+=("$env $(q "$pixflow")$args")
+    p_show+=("${gp:+$gp }$env $(q "$pixflow")$args")
     # The watchdog: stdin is the launcher's liveness pipe (start_proc), which nothing writes;
     # it reads end of file when the launcher is gone, however it died (SIGKILL included; ssh
     # passes the end of file on). The coordinator then gets SIGINT (checkpoint and stop), the
@@ -271,6 +272,7 @@ p=\$!; echo \"@@pixflow-pid \$p\"
   kill -KILL \$p 2>/dev/null; } <&3 > /dev/null 2>&1 &
 w=\$!; exec 3<&-
 while :; do wait \$p; s=\$?; kill -0 \$p 2>/dev/null || break; done
+[ \$s -le 128 ] || { wait \$p; t=\$?; [ \$t = 127 ] || s=\$t; }
 kill \$w 2>/dev/null; echo \"@@pixflow-exit \$s\"")
 }
 
@@ -302,7 +304,8 @@ for ((h = 0; h < n_hosts; h++)); do
             # One GPU per worker: the i-th of the node's CUDA_VISIBLE_DEVICES (Slurm's, in a
             # job step), else GPU i; the worker sees it as cuda:0.
             dev=cuda:0
-            env="CUDA_VISIBLE_DEVICES=\$(echo \"\${CUDA_VISIBLE_DEVICES:-$(seq -s, 0 $((s - 1)))}\" | cut -d, -f$((i + 1)))"
+            gpu_pre="g=\$(echo \"\${CUDA_VISIBLE_DEVICES:-$(seq -s, 0 $((s - 1)))},\" | cut -d, -f$((i + 1))); [ -n \"\$g\" ] || { echo \"$me: worker $worker_rank: GPU $((i + 1)) of $s wanted, CUDA_VISIBLE_DEVICES=\$CUDA_VISIBLE_DEVICES lists fewer\"; exit 1; };"
+            env="CUDA_VISIBLE_DEVICES=\$g"
         else
             dev=cpu env=""
             # CPU workers of one host share its cores.
@@ -351,9 +354,13 @@ on_host() {
     if [ "$use_srun" = 1 ]; then
         # --overlap: every process is a step of one task sharing the node's allocation;
         # srun forwards stdin (the liveness pipe) to it.
+        # --export=ALL: this environment (PATH, modules) even under sbatch --export=NONE.
         srun --nodes=1 --ntasks=1 --overlap --nodelist="${host_name[$1]}" --kill-on-bad-exit=0 \
-            --quiet sh -c "$2"
-    elif [ "$mode" = rsh ]; then "${rsh_cmd[@]}" "${host_name[$1]}" "$2"; else sh -c "$2"; fi
+            --export=ALL --quiet sh -c "$2"
+    elif [ "$mode" = rsh ]; then
+        # in sh whatever the remote login shell is (ssh hands the command to it)
+        "${rsh_cmd[@]}" "${host_name[$1]}" "sh -c $(q "$2")"
+    else sh -c "$2"; fi
 }
 # Read a process's output: marker lines go to STATE.pid/.exit/.rsh (.ready when the
 # coordinator listens), the rest to LOG and, prefixed, to stdout. (In bash: mawk, Debian's awk,
@@ -427,8 +434,11 @@ describe() {  # status [index]
 }
 signal_proc() {  # index SIGNAL
     pid_of "$1"
-    [ -n "$REPLY" ] && ! ended "$1" || return 0
-    on_host "${p_hostidx[$1]}" "kill -$2 $REPLY 2>/dev/null" < /dev/null > /dev/null 2>&1 || true
+    # (not once its exit is known: the pid may be another process's by now)
+    [ -n "$REPLY" ] && ! ended "$1" && [ ! -s "$state/$1.exit" ] || return 0
+    # without the liveness pipe: an ssh hanging here must not keep the watchdogs waiting
+    on_host "${p_hostidx[$1]}" "kill -$2 $REPLY 2>/dev/null" < /dev/null > /dev/null 2>&1 \
+        {alive_fd}>&- || true
 }
 signal_all() {  # in parallel: each may be an ssh round trip
     local i pids=()
@@ -450,7 +460,8 @@ cleanup() {
     local i
     for ((i = 0; i < n_procs; i++)); do
         ended "$i" || signal_proc "$i" KILL
-        [ -z "${p_job[$i]:-}" ] || kill "${p_job[$i]}" 2> /dev/null || true
+        # (KILL: the output readers ignore TERM)
+        [ -z "${p_job[$i]:-}" ] || kill -KILL "${p_job[$i]}" 2> /dev/null || true
     done
     rm -rf "$state"
 }

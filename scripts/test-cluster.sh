@@ -68,11 +68,12 @@ up() {
     local tag=pfs$$ why
     NS_CTL=${tag}_ctl NS_A=${tag}_a NS_B=${tag}_b
     why=$(ip netns add "$NS_CTL" 2>&1) || skip "cannot create a network namespace (ip netns add: $why): needs root or CAP_NET_ADMIN + CAP_SYS_ADMIN"
-    ip netns add "$NS_A"
-    ip netns add "$NS_B"
+    # DIR/env first: `down` finds whatever was made from here on, whatever fails
     printf 'SLURM_CONF=%s\nNS_CTL=%s\nNS_A=%s\nNS_B=%s\nexport SLURM_CONF\n' "$dir/slurm.conf" \
         "$NS_CTL" "$NS_A" "$NS_B" > "$dir/env"
     trap 'down; exit 1' ERR
+    ip netns add "$NS_A"
+    ip netns add "$NS_B"
     # the bridge in ctl, one veth pair per node
     ip -n "$NS_CTL" link add br0 type bridge
     ip -n "$NS_CTL" addr add 10.203.0.254/24 dev br0
@@ -95,11 +96,11 @@ up() {
     mkdir -p "$dir/munge" "$dir/state" "$dir/spool"
     chmod 700 "$dir/munge"
     mungekey --create --keyfile="$dir/munge/munge.key" > /dev/null 2>&1 ||
-        die "mungekey --create failed"
+        { down; die "mungekey --create failed"; }
     munged --socket="$dir/munge/munge.socket" --key-file="$dir/munge/munge.key" \
         --pid-file="$dir/munge/munged.pid" --log-file="$dir/munge/munged.log" \
         --seed-file="$dir/munge/munged.seed" --force > "$dir/munge/start.out" 2>&1 ||
-        die "munged did not start: $(cat "$dir/munge/start.out")"
+        { down; die "munged did not start: $(cat "$dir/munge/start.out")"; }
     local cpus
     cpus=$(nproc)
     cat > "$dir/slurm.conf" << EOF
@@ -163,7 +164,8 @@ EOF
     done
     local end=$((SECONDS + 60)) states=""
     while [ "$SECONDS" -lt "$end" ]; do
-        states=$(in_ns "$NS_CTL" sinfo -h -N -o '%N %t' 2> /dev/null | sort -u | tr '\n' ' ')
+        states=$(in_ns "$NS_CTL" sinfo -h -N -o '%N %t' 2> /dev/null | sort -u | tr '\n' ' ') ||
+            states=""
         [ "$states" != "nodea idle nodeb idle " ] || { trap - ERR; echo "$me: up in $dir (nodes: $states)"; return 0; }
         sleep 0.5
     done

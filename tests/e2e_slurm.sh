@@ -80,15 +80,17 @@ check "dry run: two GPU workers on each node, each on cuda:0 ($dry)" eval \
      test "$(grep -c "^nodeb	worker	.*--device. .cuda:0" "$dry")" = 2'
 # each worker's CUDA_VISIBLE_DEVICES, evaluated as its node's shell would: the i-th of the
 # node's own list (Slurm's in a job step), else i
-gpu_of() {  # WORKER_RANK NODE_LIST
-    local assign
-    assign=$(awk -F'\t' -v r="$1" '$2 == "worker" && $3 == r { print $4 }' "$dry" |
-        grep -o 'CUDA_VISIBLE_DEVICES=$(echo "${CUDA_VISIBLE_DEVICES:-[0-9,]*}" | cut -d, -f[0-9]*)')
-    if [ -n "$2" ]; then CUDA_VISIBLE_DEVICES=$2 sh -c "$assign; echo \$CUDA_VISIBLE_DEVICES"
-    else env -u CUDA_VISIBLE_DEVICES sh -c "$assign; echo \$CUDA_VISIBLE_DEVICES"; fi
+gpu_of() {  # WORKER_RANK NODE_LIST: what it picks (or its error)
+    local pick
+    pick=$(awk -F'\t' -v r="$1" '$2 == "worker" && $3 == r { print $4 }' "$dry" |
+        sed -n 's/\(.*CUDA_VISIBLE_DEVICES=\$g\) .*/\1/p')
+    if [ -n "$2" ]; then CUDA_VISIBLE_DEVICES=$2 sh -c "$pick; echo \$CUDA_VISIBLE_DEVICES" 2>&1
+    else env -u CUDA_VISIBLE_DEVICES sh -c "$pick; echo \$CUDA_VISIBLE_DEVICES" 2>&1; fi
 }
 check "dry run: workers 0..3 take GPUs 0 1 0 1 of their node, 3 5 3 5 of a node's list 3,5" \
     test "$(gpu_of 0 '') $(gpu_of 1 '') $(gpu_of 2 '') $(gpu_of 3 '') / $(gpu_of 0 3,5) $(gpu_of 1 3,5) $(gpu_of 2 3,5) $(gpu_of 3 3,5)" = "0 1 0 1 / 3 5 3 5"
+check "dry run: a node listing one GPU for two workers: worker 1 fails saying so" \
+    test "$(gpu_of 1 7)" = "launch: worker 1: GPU 2 of 2 wanted, CUDA_VISIBLE_DEVICES=7 lists fewer"
 
 # ---- 1. sbatch across both nodes ----------------------------------------------------------------
 wd=$root/work1 out=$root/job1.out
