@@ -7,8 +7,8 @@
     A SingleImageDataset (LQ only) has no GT: the outputs are written, no metrics, no
     results.tsv, and the closing line says so.
 
-    With --workers N the test set is split across N worker processes (image i goes to worker
-    i mod N, each with its share of the cores); each writes its rows with full precision to
+    With --workers N the test set is split across N worker processes (image or clip i goes to
+    worker i mod N, each with its share of the cores); each writes its rows with full precision to
     results_shard<r>.tsv and the front end gathers them in dataset order, so the table and the
     means are bit-identical to a single worker's.
 
@@ -133,7 +133,9 @@ static int run_shards(const char *cfg_path, const char *ckpt, int n, const pf_da
     }
     if (failed) return -1;
     memset(res, 0, sizeof *res);
-    res->items = calloc((size_t)ds->n_files, sizeof *res->items);
+    const int *clips = NULL;     /* a video set: its clips, as pf_dataset_shard deals them */
+    int total = ds->video ? pf_dataset_clips(ds, &clips) : ds->n_files;
+    res->items = calloc((size_t)total + 1, sizeof *res->items);
     if (!res->items) {
         snprintf(err, errlen, "out of memory");
         return -1;
@@ -149,15 +151,17 @@ static int run_shards(const char *cfg_path, const char *ckpt, int n, const pf_da
         char line[1024];
         int row = 0;
         if (!fgets(line, sizeof line, f)) row = -1;   /* header */
-        for (int i = r; row >= 0 && i < ds->n_files; i += n) {
+        for (int i = r; row >= 0 && i < total; i += n) {
             pf_eval_item *it = &res->items[i];
+            const pf_clip *cl = ds->video ? &ds->video->clips[clips ? clips[i] : i] : NULL;
             if (!fgets(line, sizeof line, f) ||
                 sscanf(line, "%255s %lg %lg %lg %lg", it->name, &it->psnr, &it->ssim,
                        &it->psnr_bicubic, &it->ssim_bicubic) != 5 ||
-                strcmp(it->name, ds->files[i].name) != 0) {
+                strcmp(it->name, cl ? cl->name : ds->files[i].name) != 0) {
                 row = -1;
                 break;
             }
+            it->frames = cl ? cl->n_frames : 1;
         }
         fclose(f);
         unlink(path);
@@ -166,13 +170,13 @@ static int run_shards(const char *cfg_path, const char *ckpt, int n, const pf_da
             return -1;
         }
     }
-    for (int i = 0; i < ds->n_files; i++) {   /* same order of sums as one worker */
+    for (int i = 0; i < total; i++) {   /* same order of sums as one worker */
         res->psnr += res->items[i].psnr;
         res->ssim += res->items[i].ssim;
         res->psnr_bicubic += res->items[i].psnr_bicubic;
         res->ssim_bicubic += res->items[i].ssim_bicubic;
     }
-    res->n = ds->n_files;
+    res->n = total;
     res->psnr /= res->n;
     res->ssim /= res->n;
     res->psnr_bicubic /= res->n;
@@ -229,11 +233,9 @@ int pf_test_main(int argc, char **argv) {
         pf_dataset_close(&ds);
         return 2;
     }
-    if (ds.video && workers > 1) {    /* clips are not split over processes yet */
-        printf("pixflow: a video set runs in one process (--workers %d ignored)\n", workers);
-        workers = 1;
-    }
-    if (!ds.video && workers > ds.n_files) workers = ds.n_files;
+    const int *clip_ids;
+    int n_items = ds.video ? pf_dataset_clips(&ds, &clip_ids) : ds.n_files;
+    if (workers > n_items) workers = n_items > 0 ? n_items : 1;
     int status = 1;
     pf_eval_result r = { 0 };
     pf_model *m = NULL;

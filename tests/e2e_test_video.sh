@@ -8,7 +8,8 @@
 # lossless) at the source's frame rate (10/1 for the video, 25/1 for the folder); results.tsv's
 # PSNR per clip is the mean of the per-frame PSNR that numpy computes from the output and GT
 # PNGs, and its mean row the mean over clips (BasicSR's order: frames, then clips), within
-# 0.001 dB; --video=mpeg4 writes an MPEG-4 file with every frame. Needs ffmpeg and Debian's
+# 0.001 dB; --workers 3 (2 clips: 2 workers) gives the same table and frames; --video=mpeg4
+# writes an MPEG-4 file with every frame. Needs ffmpeg and Debian's
 # python3 with numpy and PIL (bash scripts/setup.sh --test-deps); without them, 77.
 set -euo pipefail
 
@@ -118,6 +119,19 @@ close() {  # NAME: results.tsv's PSNR of row NAME within 0.001 dB of numpy's
 for r in clipB.mkv clipC mean; do
     check "results.tsv PSNR of $r = numpy's mean of per-frame PSNR" close "$r"
 done
+
+# the same with the clips split over worker processes (clip i to worker i mod N; 3 asked,
+# 2 clips: 2 run): the same table and the same output frames
+cp "$out/results.tsv" "$root/results1.tsv"
+mv "$out/clipB" "$root/clipB1"
+mv "$out/clipC" "$root/clipC1"
+st=0
+"$bin" test "$root/cfg.yaml" --checkpoint "$ckpt" --workers 3 > "$root/test3.out" 2>&1 || st=$?
+check "test --workers 3: exit 0 on 2 workers (status $st; $root/test3.out)" eval \
+    '[ "$st" = 0 ] && grep -q "2 clips (21 frames; .*) in .* on 2 workers" "$root/test3.out"'
+check "test --workers 3: results.tsv equals one worker's" cmp -s "$out/results.tsv" "$root/results1.tsv"
+check "test --workers 3: every output frame equals one worker's" eval \
+    'diff -r -q "$out/clipB" "$root/clipB1" && diff -r -q "$out/clipC" "$root/clipC1"'
 
 st=0
 "$bin" test "$root/cfg.yaml" --checkpoint "$ckpt" --video=mpeg4 > "$root/test2.out" 2>&1 || st=$?
