@@ -9,6 +9,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -668,4 +669,25 @@ void pf_video_dataset_set_cache_limit(pf_video_dataset *ds, size_t bytes) {
 
 void pf_video_dataset_cache_stats(pf_video_dataset *ds, pf_cache_stats *out) {
     pf_pair_cache_stats(&ds->cache, out);
+}
+
+int pf_video_dataset_check_held_out(const pf_video_dataset *train,
+                                    const pf_video_dataset *eval, char *err, size_t errlen) {
+    char a[PATH_MAX], b[PATH_MAX];
+    for (int i = 0; i < eval->n_clips; i++) {
+        const pf_clip *e = &eval->clips[i];
+        if (!realpath(e->gt_path, a)) continue;    /* opening it checked that it exists */
+        for (int j = 0; j < train->n_clips; j++) {
+            const pf_clip *t = &train->clips[j];
+            if (!realpath(t->gt_path, b) || strcmp(a, b) != 0) continue;
+            if (e->first < t->first + t->n_frames && t->first < e->first + e->n_frames)
+                return fail(err, errlen, "%s: clip '%s' frames [%d, %d) are trained on: %s "
+                            "clip '%s' samples frames [%d, %d) of the same source (%s); "
+                            "evaluation frames must not be trained on (hold the clip out with "
+                            "%s.val_partition or give %s.clips frame ranges)", eval->key, e->name,
+                            e->first, e->first + e->n_frames, train->key, t->name, t->first,
+                            t->first + t->n_frames, a, train->key, train->key);
+        }
+    }
+    return 0;
 }

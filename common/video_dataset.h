@@ -120,4 +120,12 @@ void pf_video_dataset_release(pf_video_dataset *ds, int c, int t);
 /* The cache's bound (bytes of pixels) and counters. Thread-safe. */
 void pf_video_dataset_set_cache_limit(pf_video_dataset *ds, size_t bytes);
 void pf_video_dataset_cache_stats(pf_video_dataset *ds, pf_cache_stats *out);
+
+/* Held-out check at start-up: no frame of an evaluation set's clips may be a frame the
+   training set samples. Clips are the same source when their GT paths resolve (realpath) to
+   the same folder or file, whatever the configs call them (explicit clips, meta_info_file,
+   every clip of gt_folder); frames overlap when [first, first + n_frames) meet. Returns 0, or
+   -1 with err naming both sets, both clips and both frame ranges. */
+int pf_video_dataset_check_held_out(const pf_video_dataset *train,
+                                    const pf_video_dataset *eval, char *err, size_t errlen);
 #endif

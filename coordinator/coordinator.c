@@ -1329,7 +1329,15 @@ int pf_job_prepare(pf_config *cfg, const char *cfg_path, const char *resume, int
             pf_dataset_close(train);
             return -1;
         }
+        /* held-out clips, whatever the two sets list (config.c checks explicit clips only) */
+        int rc = train->video && ev.video
+                     ? pf_video_dataset_check_held_out(train->video, ev.video, err, errlen)
+                     : 0;
         pf_dataset_close(&ev);
+        if (rc != 0) {
+            pf_dataset_close(train);
+            return -1;
+        }
     }
     if (pf_sampler_init(sampler, cfg->seed, train->len, workers, cfg->samples_per_gpu, err,
                         errlen) != 0) {

@@ -311,6 +311,66 @@ static void test_lq_per_patch(void) {
     }
 }
 
+/* Held-out check (pf_video_dataset_check_held_out, run by the coordinator at start-up): a
+   training set of every clip in gt_folder (no clips listed, so config.c cannot see it) and an
+   eval set listing clipA frames [2, 9) from the same folder named another way ("gt/."): an
+   error naming both clips and ranges; with clipA in val_partition, or eval frames the training
+   clips do not cover, none. */
+static void test_held_out(void) {
+    char gt[300], gt2[310], err[1024];
+    snprintf(gt, sizeof gt, "%s/gt", root);
+    snprintf(gt2, sizeof gt2, "%s/gt/.", root);
+    pf_dataset_cfg tc = base_cfg(gt, NULL), ec;
+    memset(&ec, 0, sizeof ec);
+    snprintf(ec.type, sizeof ec.type, "VideoRecurrentTestDataset");
+    snprintf(ec.gt_folder, sizeof ec.gt_folder, "%s", gt2);
+    snprintf(ec.clips[0].name, sizeof ec.clips[0].name, "clipA");
+    ec.clips[0].frames[0] = 2;
+    ec.clips[0].frames[1] = 9;
+    ec.n_clips = 1;
+    pf_video_dataset t, e, t2;
+    CHECK(pf_video_dataset_open(&t, &tc, "data.train", 2, 16, err, sizeof err) == 0, "%s", err);
+    CHECK(pf_video_dataset_open(&e, &ec, "data.eval", 2, 0, err, sizeof err) == 0, "%s", err);
+    if (!t.clips || !e.clips) return;
+    err[0] = '\0';
+    int rc = pf_video_dataset_check_held_out(&t, &e, err, sizeof err);
+    CHECK(rc == -1 && strstr(err, "data.eval: clip 'clipA' frames [2, 9) are trained on: "
+                             "data.train clip 'clipA' samples frames [0, 12)"),
+          "eval frames inside the training clips: rc %d, '%s'", rc, err);
+    printf("held out: %s\n", err);
+    snprintf(tc.val_partition[0], sizeof tc.val_partition[0], "clipA");
+    tc.n_val_partition = 1;
+    CHECK(pf_video_dataset_open(&t2, &tc, "data.train", 2, 16, err, sizeof err) == 0, "%s", err);
+    if (t2.clips) {
+        CHECK(pf_video_dataset_check_held_out(&t2, &e, err, sizeof err) == 0,
+              "clipA held out by val_partition, still refused: %s", err);
+        pf_video_dataset_close(&t2);
+    }
+    pf_video_dataset_close(&t);
+    /* train on clipA frames [0, 6) only: eval [6, 12) is disjoint, [5, 12) is not */
+    tc.n_val_partition = 0;
+    snprintf(tc.clips[0].name, sizeof tc.clips[0].name, "clipA");
+    tc.clips[0].frames[0] = 0;
+    tc.clips[0].frames[1] = 6;
+    tc.n_clips = 1;
+    CHECK(pf_video_dataset_open(&t, &tc, "data.train", 2, 16, err, sizeof err) == 0, "%s", err);
+    pf_video_dataset_close(&e);
+    ec.clips[0].frames[0] = 6;
+    ec.clips[0].frames[1] = 12;
+    CHECK(pf_video_dataset_open(&e, &ec, "data.eval", 2, 0, err, sizeof err) == 0, "%s", err);
+    if (t.clips && e.clips)
+        CHECK(pf_video_dataset_check_held_out(&t, &e, err, sizeof err) == 0,
+              "disjoint ranges [0, 6) and [6, 12) refused: %s", err);
+    pf_video_dataset_close(&e);
+    ec.clips[0].frames[0] = 5;
+    CHECK(pf_video_dataset_open(&e, &ec, "data.eval", 2, 0, err, sizeof err) == 0, "%s", err);
+    if (t.clips && e.clips)
+        CHECK(pf_video_dataset_check_held_out(&t, &e, err, sizeof err) == -1,
+              "ranges [0, 6) and [5, 12) share frame 5, accepted");
+    pf_video_dataset_close(&e);
+    pf_video_dataset_close(&t);
+}
+
 /* Part 3: a lossy MPEG-4 clip read as video and as the ffmpeg CLI's PNG dump. */
 static void test_video_vs_frames(void) {
     char cmd[2048], vdir[300], fdir[300], err[1024];
@@ -531,6 +591,7 @@ int main(void) {
     test_coordinates();
     test_determinism();
     test_lq_per_patch();
+    test_held_out();
     test_video_vs_frames();
     test_errors();
     snprintf(cmd, sizeof cmd, "rm -rf %s", root);
