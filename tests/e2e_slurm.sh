@@ -23,8 +23,6 @@ set -euo pipefail
 unset PIXFLOW_KEYS
 
 src=${PF_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
-bin=${PF_BIN:-$src/build/pixflow}
-data=${PF_TEST_DATA:-$src/tests/data}
 cluster=$src/scripts/test-cluster.sh
 root=$(mktemp -d /tmp/pixflow_e2e_slurm.XXXXXX)
 # shellcheck source=tests/lib_e2e.sh

@@ -14,7 +14,6 @@
 set -euo pipefail
 
 src=${PF_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
-bin=${PF_BIN:-$src/build/pixflow}
 py=/usr/bin/python3
 for p in ffmpeg ffprobe; do
     command -v "$p" > /dev/null || { echo "SKIP: $p not found (scripts/setup.sh --test-deps)"; exit 77; }

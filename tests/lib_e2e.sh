@@ -1,4 +1,8 @@
-# lib_e2e.sh — sourced by tests/e2e_launch.sh and tests/e2e_slurm.sh (not a test itself).
+# lib_e2e.sh — sourced by the tests/e2e_*.sh scripts (not a test itself), after they set src
+# (the source tree).
+
+bin=${PF_BIN:-$src/build/pixflow}        # the pixflow binary under test
+data=${PF_TEST_DATA:-$src/tests/data}    # tests/data
 
 # write_config FILE WORK_DIR TOTAL_ITERS [CHECKPOINT_INTERVAL] [LOG_INTERVAL]: the tiny EDSR
 # job of the multi-host tests, on the four images in $root/train (the caller sets root).
@@ -55,3 +59,16 @@ cluster_up() {
 
 # all_gone PID...: none of the processes is alive.
 all_gone() { local p; for p in "$@"; do ! kill -0 "$p" 2> /dev/null || return 1; done; }
+
+# sigkill_launcher WHAT PID PIDS...: SIGKILL the launcher PID (a child of this shell), then
+# check that every process of PIDS ends within 10 s; t_kill is the moment of the kill.
+sigkill_launcher() {
+    local what=$1 pid=$2 st=0
+    shift 2
+    kill -KILL "$pid"
+    wait "$pid" 2> /dev/null || true
+    t_kill=$SECONDS
+    wait_for 10 all_gone "$@" || st=1
+    check "$what: every process started ended within 10 s (after $((SECONDS - t_kill)) s)" \
+        test "$st" = 0
+}
