@@ -597,7 +597,7 @@ int pf_video_dataset_sample(pf_video_dataset *ds, uint32_t index, uint64_t seed,
     int transpose = cfg->use_rot && (bits & 4);
     size_t gt_bytes = (size_t)ds->gt_patch * ds->gt_patch * 3, lq_bytes = (size_t)lp * lp * 3;
     if (clip) *clip = c;
-        uint8_t *lq_patch = NULL;           /* for entries without their frame's LQ */
+    uint8_t *lq_patch = NULL;           /* for entries without their frame's LQ */
     /* Source frames in increasing order, so a video decodes forward; reversed samples are
        written back to front. */
     for (int j = 0; j < T; j++) {
