@@ -10,6 +10,7 @@
 #include "common/log.h"
 #include "common/safetensors.h"
 #include "common/util.h"
+#include "nn/net.h"
 
 /* The optimiser tensors of each model tensor, torch's state names. */
 static int optim_state(const pf_optim *o, const char **suffix, float **data) {
@@ -32,12 +33,12 @@ static void st_entry(pf_st_tensor *t, const pf_param_info *p, const char *name,
 int pf_ckpt_serialize(const pf_config *cfg, pf_model *m, const pf_optim *optim, int64_t iter,
                        int64_t epoch, double learning_rate, void **weights, size_t *weights_len,
                        void **optim_buf, size_t *optim_len, char *err, size_t errlen) {
-    int n = pf_model_num_tensors(m);
+    int n = pf_model_num_tensors(m), nb = pf_model_num_buffers(m);
     const char *suffix[3];
     float *data[3];
     int per = optim ? optim_state(optim, suffix, data) : 0;
     int ema = optim && optim->ema;
-    int slots = n * (per > 1 + ema ? per : 1 + ema);
+    int slots = per * n > (n + nb) * (1 + ema) ? per * n : (n + nb) * (1 + ema);
     pf_st_tensor *t = calloc((size_t)slots + 1, sizeof *t);
     char (*names)[112] = calloc((size_t)slots + 1, sizeof *names);
     if (!t || !names) {
@@ -46,13 +47,27 @@ int pf_ckpt_serialize(const pf_config *cfg, pf_model *m, const pf_optim *optim, 
         snprintf(err, errlen, "out of memory serialising a checkpoint");
         return -1;
     }
+    /* The weights file in state_dict order, buffers at their places (pf_net_buffer.before),
+       then the EMA copy under PF_EMA_PREFIX in the same order (BasicSR's params_ema is the
+       EMA network's whole state_dict, buffers included). */
     const float *params = pf_model_params(m);
-    for (int i = 0; i < n; i++) {
-        const pf_param_info *p = pf_model_tensor_info(m, i);
-        st_entry(&t[i], p, p->name, params);
-        if (ema) {
-            snprintf(names[n + i], sizeof names[0], PF_EMA_PREFIX "%s", p->name);
-            st_entry(&t[n + i], p, names[n + i], optim->ema);
+    int nt = 0;
+    for (int copy = 0; copy < 1 + ema; copy++) {
+        const char *prefix = copy ? PF_EMA_PREFIX : "";
+        const float *base = copy ? optim->ema : params;
+        for (int i = 0, b = 0; i <= n; i++) {
+            for (; b < nb && pf_model_buffer(m, b)->before <= i; b++, nt++) {
+                const pf_net_buffer *buf = pf_model_buffer(m, b);
+                snprintf(names[nt], sizeof names[0], "%s%s", prefix, buf->name);
+                t[nt] = (pf_st_tensor){ .name = names[nt], .data = buf->value,
+                                        .ndim = buf->ndim };
+                memcpy(t[nt].shape, buf->shape, sizeof t[nt].shape);
+            }
+            if (i == n) break;
+            const pf_param_info *p = pf_model_tensor_info(m, i);
+            snprintf(names[nt], sizeof names[0], "%s%s", prefix, p->name);
+            st_entry(&t[nt], p, names[nt], base);
+            nt++;
         }
     }
     char s_iter[32], s_epoch[32], s_hash[32], s_scale[16], s_lr[32], s_seed[32], s_next[32],
@@ -72,7 +87,7 @@ int pf_ckpt_serialize(const pf_config *cfg, pf_model *m, const pf_optim *optim, 
         "model", cfg->model_type, "scale", s_scale, "learning_rate", s_lr, "seed", s_seed,
         "next_iter", s_next, "adam_step", s_step, "arch", arch,
     };
-    int rc = pf_safetensors_serialize(t, n * (1 + ema), meta,
+    int rc = pf_safetensors_serialize(t, nt, meta,
                                       (int)(sizeof meta / sizeof meta[0]) / 2, weights,
                                       weights_len, err, errlen);
     if (rc == 0 && optim) {

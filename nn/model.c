@@ -107,6 +107,10 @@ int pf_model_num_tensors(const pf_model *m) { return m->net.n_tensors; }
 const pf_param_info *pf_model_tensor_info(const pf_model *m, int i) {
     return i >= 0 && i < m->net.n_tensors ? &m->net.tensors[i] : NULL;
 }
+int pf_model_num_buffers(const pf_model *m) { return m->net.n_buffers; }
+const pf_net_buffer *pf_model_buffer(const pf_model *m, int i) {
+    return i >= 0 && i < m->net.n_buffers ? &m->net.buffers[i] : NULL;
+}
 int pf_model_scale(const pf_model *m) { return m->net.scale; }
 int pf_model_input_multiple(const pf_model *m) { return pf_net_input_multiple(&m->net); }
 
@@ -337,10 +341,56 @@ static void describe_file(const struct pf_safetensors *st, char *buf, size_t len
 
 #define PF_SHOW_MISMATCHES 4   /* tensors named per kind of mismatch */
 
+/* "[0.485, 0.456, 0.406]": a buffer's values (at most PF_NET_BUFFER_MAX), each with the
+   fewest digits (6..9) that read back as the same float. */
+static void fmt_values(char *buf, size_t len, const float *v, size_t n) {
+    buf[0] = 0;
+    add(buf, len, "[");
+    for (size_t i = 0; i < n; i++) {
+        char x[32];
+        for (int digits = 6; digits <= 9; digits++) {
+            snprintf(x, sizeof x, "%.*g", digits, v[i]);
+            if (strtof(x, NULL) == v[i]) break;
+        }
+        add(buf, len, "%s%s", i ? ", " : "", x);
+    }
+    add(buf, len, "]");
+}
+
+/* Buffer b as tensor `name` of st, when there: 0 when absent or equal; 1 when mis-shaped
+   (described into shaped), 2 when its values differ (into valued). */
+static int check_buffer(const pf_net_buffer *b, const char *name,
+                        const struct pf_safetensors *st, char *shaped, size_t shaped_len,
+                        char *valued, size_t valued_len, int show) {
+    int ndim;
+    int64_t shape[4];
+    const float *d = pf_safetensors_get(st, name, &ndim, shape);
+    if (!d) return 0;
+    int same = ndim == b->ndim;
+    for (int k = 0; same && k < ndim; k++) same = shape[k] == b->shape[k];
+    char x[64], y[64];
+    if (!same) {
+        fmt_shape(x, sizeof x, ndim, shape);
+        fmt_shape(y, sizeof y, b->ndim, b->shape);
+        if (show) add(shaped, shaped_len, "; %s: checkpoint %s, config wants %s", name, x, y);
+        return 1;
+    }
+    if (!memcmp(d, b->value, b->numel * sizeof(float))) return 0;
+    if (show) {
+        char v1[PF_NET_BUFFER_MAX * 18], v2[PF_NET_BUFFER_MAX * 18];
+        fmt_values(v1, sizeof v1, d, b->numel);
+        fmt_values(v2, sizeof v2, b->value, b->numel);
+        add(valued, valued_len, "; buffer %s: checkpoint %s, the network uses %s", name, v1,
+            v2);
+    }
+    return 2;
+}
+
 int pf_model_check_weights(const pf_model *m, const struct pf_safetensors *st, char *err,
                            size_t errlen) {
-    char shaped[1024] = "", missing[512] = "", unexpected[512] = "", a[64], b[64];
-    int n_shaped = 0, n_missing = 0, n_unexpected = 0;
+    char shaped[1024] = "", missing[512] = "", unexpected[512] = "", valued[1024] = "";
+    char a[64], b[64];
+    int n_shaped = 0, n_missing = 0, n_unexpected = 0, n_valued = 0;
     for (int i = 0; i < m->net.n_tensors; i++) {
         const pf_param_info *t = &m->net.tensors[i];
         int ndim;
@@ -358,6 +408,17 @@ int pf_model_check_weights(const pf_model *m, const struct pf_safetensors *st, c
             add(shaped, sizeof shaped, "; %s: checkpoint %s, config wants %s", t->name, a, b);
         }
     }
+    for (int i = 0; i < m->net.n_buffers; i++)
+        for (int ema = 0; ema < 2; ema++) {
+            const pf_net_buffer *buf = &m->net.buffers[i];
+            char name[sizeof buf->name + sizeof PF_EMA_PREFIX];
+            snprintf(name, sizeof name, "%s%s", ema ? PF_EMA_PREFIX : "", buf->name);
+            int show = n_shaped < PF_SHOW_MISMATCHES && n_valued < PF_SHOW_MISMATCHES;
+            int r = check_buffer(buf, name, st, shaped, sizeof shaped, valued, sizeof valued,
+                                 show);
+            n_shaped += r == 1;
+            n_valued += r == 2;
+        }
     int n = pf_safetensors_count(st);
     for (int j = 0; j < n; j++) {
         const char *name;
@@ -366,17 +427,23 @@ int pf_model_check_weights(const pf_model *m, const struct pf_safetensors *st, c
         int known = !strncmp(name, PF_EMA_PREFIX, strlen(PF_EMA_PREFIX));
         for (int i = 0; i < m->net.n_tensors && !known; i++)
             known = !strcmp(m->net.tensors[i].name, name);
+        for (int i = 0; i < m->net.n_buffers && !known; i++)
+            known = !strcmp(m->net.buffers[i].name, name);
         if (!known && n_unexpected++ < PF_SHOW_MISMATCHES)
             add(unexpected, sizeof unexpected, "%s'%s'", n_unexpected > 1 ? ", " : "", name);
     }
-    if (!n_shaped && !n_missing && !n_unexpected) return 0;
+    if (!n_shaped && !n_missing && !n_unexpected && !n_valued) return 0;
     char arch[256], says[384];
     pf_model_describe(&m->cfg, arch, sizeof arch);
     describe_file(st, says, sizeof says);
     snprintf(err, errlen, "%s: the weights do not fit the config's network (%s): tensors "
              "%d mis-shaped, %d missing, %d unexpected", pf_safetensors_name(st), arch,
              n_shaped, n_missing, n_unexpected);
+    if (n_valued)
+        add(err, errlen, ", %d buffer%s with other values than the network's", n_valued,
+            n_valued > 1 ? "s" : "");
     add(err, errlen, "%s%s", shaped, n_shaped > PF_SHOW_MISMATCHES ? "; ..." : "");
+    add(err, errlen, "%s%s", valued, n_valued > PF_SHOW_MISMATCHES ? "; ..." : "");
     if (n_missing)
         add(err, errlen, "; missing %s%s", missing, n_missing > PF_SHOW_MISMATCHES ? ", ..." : "");
     if (n_unexpected)

@@ -45,6 +45,12 @@ float *pf_model_params(pf_model *m);
 float *pf_model_grads(pf_model *m);
 int pf_model_num_tensors(const pf_model *m);
 const pf_param_info *pf_model_tensor_info(const pf_model *m, int i);
+/* The network's buffers (constant state_dict tensors that are not parameters, e.g. BasicVSR's
+   spynet.mean and spynet.std; nn/net.h pf_net_buffer): how many, and buffer i (NULL when out
+   of range). */
+struct pf_net_buffer;
+int pf_model_num_buffers(const pf_model *m);
+const struct pf_net_buffer *pf_model_buffer(const pf_model *m, int i);
 
 /* One training step's forward + loss + backward. lq: n x lq_h x lq_w x 3 uint8, gt: n x
    (lq_h*scale) x (lq_w*scale) x 3 uint8 (NHWC). Gradients are overwritten (not accumulated).
@@ -104,9 +110,12 @@ int pf_model_describe(const pf_config *cfg, char *buf, size_t len);
 
 /* Whether a safetensors file's tensors fit the model by reference name: every model tensor
    present with the same shape and no extra tensors (tensors named PF_EMA_PREFIX + name, a
-   checkpoint's EMA weights, are ignored). Returns 0, or -1 with one err: the file name, the
-   config's network (pf_model_describe), the counts of mis-shaped, missing and unexpected
-   tensors, the first few of each ("conv_first.weight: checkpoint [64, 3, 3, 3], config wants
+   checkpoint's EMA weights, are ignored). The network's buffers (pf_model_buffer) may be
+   absent (PixFlow's checkpoints before they were written); when present, plain or under
+   PF_EMA_PREFIX, they must have the buffer's shape and bit-identical values. Returns 0, or -1
+   with one err: the file name, the config's network (pf_model_describe), the counts of
+   mis-shaped, missing and unexpected tensors (and of buffers with other values, each named
+   with both values), the first few of each ("conv_first.weight: checkpoint [64, 3, 3, 3], config wants
    [32, 3, 3, 3]"), and what the file's __metadata__ says it holds ("arch", written by
    PixFlow's checkpoints; older ones: "model" and "scale"). */
 #define PF_EMA_PREFIX "params_ema."

@@ -24,6 +24,7 @@ void pf_net_free(pf_net *g) {
     free(g->tensors);
     free(g->init);
     free(g->sub_idx);
+    free(g->buffers);
     pf_net_init(g);
 }
 
@@ -104,6 +105,24 @@ int pf_net_add_tensor(pf_net *g, const char *name, int ndim, const int64_t *shap
     g->n_params += t->numel;
     g->init[g->n_tensors] = init;
     return g->n_tensors++;
+}
+
+int pf_net_add_buffer(pf_net *g, const char *name, int ndim, const int64_t *shape,
+                      const float *value) {
+    size_t numel = 1;
+    for (int i = 0; i < ndim; i++) numel *= (size_t)shape[i];
+    if (numel > PF_NET_BUFFER_MAX || ndim < 1 || ndim > 4) g->oom = 1;
+    if (g->oom || grow(g, (void **)&g->buffers, g->n_buffers, &g->cap_buffers, sizeof *g->buffers))
+        return -1;
+    pf_net_buffer *b = &g->buffers[g->n_buffers];
+    memset(b, 0, sizeof *b);
+    snprintf(b->name, sizeof b->name, "%s", name);
+    b->ndim = ndim;
+    memcpy(b->shape, shape, (size_t)ndim * sizeof *shape);
+    b->numel = numel;
+    memcpy(b->value, value, numel * sizeof *value);
+    b->before = g->n_tensors;
+    return g->n_buffers++;
 }
 
 int pf_net_add_layer(pf_net *g, const char *name, int ic, int oc, int k, int weight_tensor) {

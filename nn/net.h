@@ -95,6 +95,22 @@ typedef struct {
     int weight;                 /* tensor index of its weight (bias: weight + 1) */
 } pf_nconv;
 
+/* A buffer: a constant tensor of the reference's state_dict that is not a parameter (PyTorch's
+   register_buffer; SPyNet's `mean` and `std`). Not trained, not in the flat buffer: the
+   checkpoint writer puts it into the weights file at its state_dict place (before parameter
+   tensor `before`), and loading accepts it only with the same shape and bit-identical values
+   (pf_model_check_weights), so weights move both ways with load_state_dict(strict=True). */
+#define PF_NET_BUFFER_MAX 16    /* elements of a buffer */
+typedef struct pf_net_buffer {
+    char name[96];              /* state_dict name, e.g. "spynet.mean" */
+    int ndim;
+    int64_t shape[4];
+    size_t numel;               /* 1..PF_NET_BUFFER_MAX */
+    float value[PF_NET_BUFFER_MAX];
+    int before;                 /* state_dict order: written before parameter tensor `before`
+                                   (n_tensors: after the last) */
+} pf_net_buffer;
+
 /* How pf_net_init_params draws one tensor (the reference's scheme). */
 typedef enum {
     PF_INIT_UNIFORM,            /* U(-1/sqrt(fan_in), 1/sqrt(fan_in)): PyTorch's default for
@@ -125,6 +141,8 @@ typedef struct {
     pf_param_init *init;        /* per tensor */
     int n_tensors, cap_tensors;
     size_t n_params;            /* floats in the flat buffer */
+    pf_net_buffer *buffers;     /* the reference's buffers, state_dict order */
+    int n_buffers, cap_buffers;
     /* FSRCNN: the layer computing its ConvTranspose2d in sub-pixel form (-1: none), its
        stride and tap radius (kernel 2 sub_r + 1), and for each element of the transposed
        weight (d x 3 x 9 x 9) its index in the sub-pixel weights (nn/zoo.c) */
@@ -164,6 +182,12 @@ int pf_net_round(pf_net *net, int t, int round);
 /* A parameter tensor of ndim (1..4) dims. */
 int pf_net_add_tensor(pf_net *net, const char *name, int ndim, const int64_t *shape,
                       pf_param_init init);
+
+/* A buffer (pf_net_buffer) of ndim (1..4) dims holding value[0..numel), placed in state_dict
+   order before the next parameter tensor added. Returns its index, or -1 (out of memory, or
+   more than PF_NET_BUFFER_MAX elements; net->oom set). */
+int pf_net_add_buffer(pf_net *net, const char *name, int ndim, const int64_t *shape,
+                      const float *value);
 
 /* Fill params (net->n_params floats): tensor i by its pf_param_init from the counter-based
    stream pf_rng_make(seed, i, 0), element j its j-th draw (normal: Box-Muller on pairs), so

@@ -476,6 +476,7 @@ typedef struct {
     int spy_w[6][5];            /* weight tensors of SPyNet's convs, -1 before the first use */
     int trunk_w[2][64];         /* backward / forward trunk convs: main.0, then blocks */
     int head_w[5];              /* fusion, upconv1, upconv2, conv_hr, conv_last */
+    int mean, std;              /* buffers spynet.mean, spynet.std */
 } bvsr;
 
 /* The tensors name.weight (oc x ic x k x k) and name.bias of a layer, PyTorch's default
@@ -548,10 +549,16 @@ static int vwarp(bvsr *b, int x, int flow, pf_pad_mode pad) {
     return o;
 }
 
-/* The pyramid of frame x for SPyNet: levels[0] at 1/32 ... levels[5] at full (rounded) size. */
+/* SPyNet's input normalisation, ImageNet's mean and std: BasicSR's SpyNet (and MMagic's)
+   registers them as buffers `mean` and `std` of shape (1, 3, 1, 1), so they are in its
+   state_dict; the network uses the buffers' values (spy_pyramid). */
+static const float SPY_MEAN[3] = { 0.485f, 0.456f, 0.406f };
+static const float SPY_STD[3] = { 0.229f, 0.224f, 0.225f };
+
+/* The pyramid of frame x for SPyNet: levels[0] at 1/32 ... levels[5] at full (rounded) size,
+   normalised by the buffers mean and std (b->mean, b->std). */
 static void spy_pyramid(bvsr *b, int x, int *levels) {
-    static const float mean[3] = { 0.485f, 0.456f, 0.406f };
-    static const float std[3] = { 0.229f, 0.224f, 0.225f };
+    const float *mean = b->g->buffers[b->mean].value, *std = b->g->buffers[b->std].value;
     pf_gnode *nd;
     int r = vresize(b, x, 1, 1, 32, 0, 0);
     int a = vnode(b, PF_G_AFFINE, &r, 1, 3, r, 1, 1, 32, &nd);
@@ -614,6 +621,11 @@ int pf_net_build_basicvsr(pf_net *g, int num_feat, int num_block, int frames, ch
     bvsr b = { .g = g };
     static const int ch[6] = { 8, 32, 64, 32, 16, 2 };
     char name[96];
+    /* state_dict order: a module's own parameters and buffers, then its children's, so
+       SpyNet's buffers come before its basic_module convs */
+    static const int64_t mshape[4] = { 1, 3, 1, 1 };
+    b.mean = pf_net_add_buffer(g, "spynet.mean", 4, mshape, SPY_MEAN);
+    b.std = pf_net_add_buffer(g, "spynet.std", 4, mshape, SPY_STD);
     for (int l = 0; l < 6; l++)
         for (int k = 0; k < 5; k++) {
             snprintf(name, sizeof name, "spynet.basic_module.%d.basic_module.%d", l, 2 * k);
@@ -638,6 +650,11 @@ int pf_net_build_basicvsr(pf_net *g, int num_feat, int num_block, int frames, ch
     g->scale = 4;
     g->use_mean = 0;
     g->range = 1.0f;
+    if (b.mean < 0 || b.std < 0) {
+        snprintf(err, errlen, "model: BasicVSR: out of memory building the network");
+        pf_net_free(g);
+        return -1;
+    }
     pf_gnode *nd;
     int in = pf_net_node(g, PF_G_INPUT, NULL, 0, 3 * frames, 1, 1, 0), T = frames;
     g->input = in;

@@ -1,4 +1,4 @@
-"""zoo_archs — PyTorch versions of the 7 networks of docs/models.md, with the reference
+"""zoo_archs — PyTorch versions of the networks of docs/models.md, with the reference
 implementations' module trees, so `state_dict()` names and shapes are exactly theirs.
 
 Re-implemented (not copied) from the reference designs:
@@ -9,6 +9,8 @@ Re-implemented (not copied) from the reference designs:
   MSRResNet  BasicSR basicsr/archs/srresnet_arch.py
   RCAN       BasicSR basicsr/archs/rcan_arch.py
   RRDBNet    BasicSR basicsr/archs/rrdbnet_arch.py
+  BasicVSR   BasicSR basicsr/archs/basicvsr_arch.py + spynet_arch.py (bench/video/torch_basicvsr.py,
+             SpyNet's `mean` and `std` buffers as BasicSR registers them)
 Constructor arguments use the reference names (num_feat, num_block, upscale / scale / scale_factor,
 ...). Inputs are NCHW float in [0, 1] (lq / 255). Initialisation is PyTorch's default for every
 module (the references' own init schemes are not reproduced: parity tests dump the weights).
@@ -18,6 +20,8 @@ squeeze_factor, num_grow_ch, d, s, m, res_scale, img_range, rgb_mean, channels, 
 and returns the module. Importing this file has no side effects.
 """
 import math
+import os
+import sys
 
 import torch
 import torch.nn as nn
@@ -282,7 +286,7 @@ class RRDBNet(nn.Module):
         return self.conv_last(self.lrelu(self.conv_hr(feat)))
 
 
-MODEL_TYPES = ("SRCNN", "FSRCNN", "ESPCN", "EDSR", "MSRResNet", "RCAN", "RRDBNet")
+MODEL_TYPES = ("SRCNN", "FSRCNN", "ESPCN", "EDSR", "MSRResNet", "RCAN", "RRDBNet", "BasicVSR")
 
 DEFAULTS = {
     "SRCNN": {"channels": (3, 64, 32, 3), "kernel_sizes": (9, 1, 5)},
@@ -294,6 +298,7 @@ DEFAULTS = {
     "RCAN": {"n_feats": 64, "num_group": 10, "n_blocks": 16, "squeeze_factor": 16,
              "res_scale": 1.0, "img_range": 255.0, "rgb_mean": RGB_MEAN},
     "RRDBNet": {"n_feats": 64, "n_blocks": 23, "num_grow_ch": 32},
+    "BasicVSR": {"n_feats": 64, "n_blocks": 15},
 }
 
 
@@ -322,6 +327,15 @@ def build(model_type, scale, **hp):
         return RCAN(3, 3, int(p["n_feats"]), int(p["num_group"]), int(p["n_blocks"]),
                     int(p["squeeze_factor"]), scale, float(p["res_scale"]),
                     float(p["img_range"]), tuple(p["rgb_mean"]))
+    if model_type == "BasicVSR":
+        # bench/video/torch_basicvsr.py: BasicSR's BasicVSR, SpyNet's mean and std buffers
+        # included (imported here only: it is a script of the video benchmark)
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        sys.path.insert(0, os.path.join(root, "bench", "video"))
+        import torch_basicvsr  # noqa: E402
+        if scale != 4:
+            raise ValueError("BasicVSR: scale must be 4")
+        return torch_basicvsr.BasicVSR(int(p["n_feats"]), int(p["n_blocks"]))
     if scale not in (2, 4):
         raise ValueError("RRDBNet: scale must be 2 or 4")
     return RRDBNet(3, 3, scale, int(p["n_feats"]), int(p["n_blocks"]), int(p["num_grow_ch"]))
