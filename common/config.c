@@ -774,7 +774,8 @@ static int walk(pf_cfg_ctx *c, pf_lines *L, const pf_section *s, const char *sec
         return -1;
     for (int i = 0; i < pf_config_n_keys; i++) {
         const pf_config_key *k = &pf_config_keys[i];
-        if ((k->flags & PF_KF_REQUIRED) && pf_config_key_in(k, sec) && !L->line[i])
+        if ((k->flags & PF_KF_REQUIRED) && !(k->flags & PF_KF_TO_TRAIN) &&
+            pf_config_key_in(k, sec) && !L->line[i])
             return missing(c, s, pf_config_key_name(k));
     }
     return 0;
@@ -1259,8 +1260,9 @@ static int rules(pf_cfg_ctx *c, const pf_lines *L, pf_config *cfg) {
     if (!cfg->train.present && !cfg->eval.present && !cfg->test.present)
         return fail(c, line_of(L, "data"), "data.train", "required key is missing");
     int iters = line_of(L, "total_iters"), epochs = line_of(L, "total_epochs");
-    if ((iters && epochs) || (!iters && !epochs))
-        return fail(c, iters && epochs ? (iters > epochs ? iters : epochs) : 1, "total_iters",
+    /* neither: a test config (pf_config_check_train refuses it for training) */
+    if (iters && epochs)
+        return fail(c, iters > epochs ? iters : epochs, "total_iters",
                     "exactly one of total_iters and total_epochs must be set");
     int patch = line_of(L, "data.train.gt_patch_size");
     if (cfg->train.present && cfg->train.gt_patch_size % cfg->scale)
@@ -1830,6 +1832,28 @@ void pf_config_defaults(pf_config *cfg) {
     for (int i = 0; i < pf_config_n_keys; i++)
         if (!item_row(&pf_config_keys[i]))
             set_default(&pf_config_keys[i], (char *)cfg);
+    cfg->has_optimizers = 1;    /* a config made in code trains; parsing says what the file has */
+}
+
+int pf_config_check_train(const pf_config *cfg, char *err, size_t errlen) {
+    char keys[256] = "";
+    int n = 0;
+    const char *need[3] = {
+        cfg->has_optimizers ? NULL : "optimizers",
+        cfg->total_iters || cfg->total_epochs ? NULL : "total_iters (or total_epochs)",
+        cfg->train.present ? NULL : "data.train",
+    };
+    for (int i = 0; i < 3; i++)
+        if (need[i]) {
+            size_t at = strlen(keys);
+            snprintf(keys + at, sizeof keys - at, "%s%s", n++ ? ", " : "", need[i]);
+        }
+    if (!n)
+        return 0;
+    snprintf(err, errlen, "%s: `pixflow train` needs %s, missing from the config (a config "
+             "with model, data.test and work_dir is enough for `pixflow test` only)", cfg->path,
+             keys);
+    return -1;
 }
 
 static uint64_t fnv1a64(const char *s) {
@@ -1884,6 +1908,7 @@ static int parse_text(pf_config *cfg, const char *path, const char *text, size_t
     if (err && errlen)
         err[0] = 0;
     pf_config_defaults(cfg);
+    cfg->has_optimizers = 0;    /* set by the walk when the file has the section */
     snprintf(cfg->path, sizeof cfg->path, "%s", c.path);
     if (pf_config_n_keys > PF_CONFIG_MAX_KEYS)
         return fail(&c, 1, "config", "the key table has more than %d rows", PF_CONFIG_MAX_KEYS);

@@ -130,6 +130,8 @@ typedef struct {
 
     /* optimizer (one generator) */
     char optim_type[16];                /* "Adam" | "AdamW" | "SGD" */
+    int has_optimizers;                 /* 1 when the optimizers section is given (a test
+                                           config may leave it out; pf_config_defaults: 1) */
     float learning_rate;                /* optimizers.lr */
     float betas[2];                     /* Adam/AdamW: (0.9, 0.999) */
     float eps;                          /* Adam/AdamW: 1e-8 */
@@ -216,6 +218,13 @@ void pf_config_defaults(pf_config *cfg);
    and texts over 1 MiB are refused. */
 int pf_config_parse(pf_config *cfg, const char *path, const char *text, size_t len,
                     int check_paths, char *err, size_t errlen);
+
+/* Whether cfg can train: `pixflow train` (pf_job_prepare) needs the keys a test config may
+   leave out (rows flagged PF_KF_TO_TRAIN, one of total_iters / total_epochs, data.train);
+   `pixflow test` needs only model, data.test and work_dir, as BasicSR's test options. Returns
+   0, or -1 with err = "PATH: `pixflow train` needs KEYS, missing from the config (...)"
+   naming every missing key. */
+int pf_config_check_train(const pf_config *cfg, char *err, size_t errlen);
 
 /* Read the file at `path` and parse it (pf_config_parse with check_paths = 1). */
 int pf_config_load(pf_config *cfg, const char *path, char *err, size_t errlen);

@@ -222,7 +222,8 @@ const pf_config_key pf_config_keys[] = {
     DATASET_KEYS(test, "set for `pixflow test`"),
 
     /* ---- optimizers ---- */
-    {.path = "optimizers", .kind = PF_K_SECTION, .flags = PF_KF_REQUIRED},
+    {.path = "optimizers", .kind = PF_K_SECTION, .flags = PF_KF_REQUIRED | PF_KF_TO_TRAIN,
+     .offset = OFF(has_optimizers)},
     {.path = "optimizers.type", .kind = PF_K_CHOICE, .offset = OFF(optim_type),
      .size = SZ(optim_type), .choices = "Adam|AdamW|SGD", .def = "Adam",
      .doc = "`torch.optim` of the same name (torch 1.13 formulas, `nn/optim.c`)"},

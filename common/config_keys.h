@@ -56,6 +56,8 @@ enum {
     PF_KF_DIR = 1 << 12,        /* PF_K_PATH: must be a directory (pf_config_load) */
     PF_KF_FILE = 1 << 13,       /* PF_K_PATH: must be a regular file (pf_config_load) */
     PF_KF_AUTO = 1 << 14,       /* PF_K_PATH: also the word `auto` (resume_from) */
+    PF_KF_TO_TRAIN = 1 << 15,   /* with PF_KF_REQUIRED: required by `pixflow train` only
+                                   (pf_config_check_train); a test config may leave it out */
 };
 
 /* Keys parsed by code of their own (lists of mappings, user-named keys, sets). */

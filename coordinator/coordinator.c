@@ -1295,7 +1295,9 @@ int pf_coordinator_main(int argc, char **argv) {
 int pf_job_prepare(pf_config *cfg, const char *cfg_path, const char *resume, int workers,
                    pf_dataset *train, pf_sampler *sampler, int64_t *total_iters, char *err,
                    size_t errlen) {
-    if (pf_config_load(cfg, cfg_path, err, errlen) != 0) return -1;
+    if (pf_config_load(cfg, cfg_path, err, errlen) != 0 ||
+        pf_config_check_train(cfg, err, errlen) != 0)
+        return -1;
     /* Resolve the resume point here, once, so every role is handed a concrete file: "auto"
        becomes work_dir/checkpoints/<latest> or, with no checkpoint yet, a fresh start (from
        load_from when set). A checkpoint to resume from wins over load_from. */
@@ -1311,10 +1313,6 @@ int pf_job_prepare(pf_config *cfg, const char *cfg_path, const char *resume, int
         }
         snprintf(cfg->resume_from, sizeof cfg->resume_from, "%s", path);
         if (path[0]) cfg->load_from[0] = '\0';
-    }
-    if (!cfg->train.present) {
-        snprintf(err, errlen, "%s: data.train: required for training", cfg_path);
-        return -1;
     }
     /* The weights to start from must fit the network, checked here rather than in every
        worker after the whole job has started. */

@@ -138,6 +138,26 @@ check "test --video=mpeg4: exit 0 (status $st)" test "$st" = 0
 check "clipB.mkv as MPEG-4: 12 frames ($(count "$out/clipB.mkv"))" \
     eval '[ "$(count "$out/clipB.mkv")" = 12 ] && ffprobe -v error -show_entries stream=codec_name -of csv=p=0 "$out/clipB.mkv" | grep -qx mpeg4'
 
+# a test config (issue 33): model, data.test and work_dir only, no optimiser, runner or
+# training set, as BasicSR's test options: the same table; `pixflow train` names what it lacks
+cat > "$root/tcfg.yaml" << EOF
+model: {type: BasicVSR, scale: 4, num_feat: 4, num_block: 1, spynet_pretrained: null}
+data:
+  test:
+    type: VideoRecurrentTestDataset
+    gt_folder: $gt
+    clips: [{name: clipB.mkv}, {name: clipC}]
+work_dir: $root/work
+EOF
+st=0
+"$bin" test "$root/tcfg.yaml" --checkpoint "$ckpt" > "$root/test4.out" 2>&1 || st=$?
+check "test on a config with model, data.test and work_dir only: exit 0 (status $st; $root/test4.out)" test "$st" = 0
+check "test config: results.tsv equals the training config's" cmp -s "$out/results.tsv" "$root/results1.tsv"
+st=0
+"$bin" train "$root/tcfg.yaml" > "$root/train4.out" 2>&1 || st=$?
+check "train on the test config: exit 2 naming optimizers, total_iters, data.train (status $st; $root/train4.out)" \
+    eval '[ "$st" = 2 ] && grep -q "needs optimizers, total_iters (or total_epochs), data.train, missing" "$root/train4.out"'
+
 if [ "$fails" -gt 0 ]; then
     echo "e2e_test_video: $fails check(s) failed" >&2
     exit 1

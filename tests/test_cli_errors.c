@@ -322,9 +322,10 @@ int main(int argc, char **argv) {
     char tcfg[400];
     snprintf(tcfg, sizeof tcfg, "%s/t.yaml", root);
     f = fopen(tcfg, "w");
+    /* a test config: model, data.test and work_dir only (BasicSR's test options) */
     fprintf(f, "model: {type: EDSR, scale: 2, n_feats: 8, n_blocks: 2}\n"
                "data:\n  test: {type: PairedImageDataset, gt_folder: %s}\n"
-               "optimizers: {lr: 1.0e-3}\ntotal_iters: 1\nwork_dir: %s\n", gt, wd);
+               "work_dir: %s\n", gt, wd);
     fclose(f);
     snprintf(p, sizeof p, "%s/checkpoints/iter_20.safetensors", wd);
     char *xargs[] = { "test", tcfg, "--checkpoint", p, NULL };
@@ -337,6 +338,27 @@ int main(int argc, char **argv) {
           "the missing tensors are not named:\n%s", out);
     free(out);
     test_weights_mismatch(gt, p);
+    /* the same test config with the trained network runs `pixflow test`; `pixflow train`
+       refuses it, naming the training keys it lacks, before anything starts */
+    f = fopen(tcfg, "w");
+    fprintf(f, "model: {type: EDSR, scale: 2, n_feats: 8, n_blocks: 1}\n"
+               "data:\n  test: {type: PairedImageDataset, gt_folder: %s}\n"
+               "work_dir: %s\n", gt, wd);
+    fclose(f);
+    st = run(xargs, &out, 60);
+    char tsv[700];
+    snprintf(tsv, sizeof tsv, "%s/test/iter_20/results.tsv", wd);
+    CHECK(st == 0 && access(tsv, F_OK) == 0,
+          "pixflow test on a config with model, data.test and work_dir only: status %d, %s:\n%s",
+          st, tsv, out);
+    free(out);
+    char *ttargs[] = { "train", tcfg, NULL };
+    st = run(ttargs, &out, 30);
+    CHECK(st == 2 && strstr(out, "t.yaml: `pixflow train` needs optimizers, total_iters (or "
+                            "total_epochs), data.train, missing from the config") != NULL,
+          "pixflow train on a test config: status %d, want 2 naming the training keys:\n%s", st,
+          out);
+    free(out);
 
     /* A fresh run into a work_dir that holds an earlier run: the earlier results move to
        work_dir/archived_<time>/ and the new run's checkpoints survive pruning. Then --resume

@@ -592,7 +592,6 @@ static const broken_case BROKEN[] = {
     /* runner keys */
     {"total_iters: 1800\n", "total_iters: 1800\ntotal_epochs: 10\n", "total_epochs",
      "total_iters", "exactly one of total_iters and total_epochs must be set"},
-    {"total_iters: 1800\n", "", NULL, "total_iters", "exactly one"},
     /* cross-checks */
     {"    gt_patch_size: 96", "    gt_patch_size: 97", "    gt_patch_size",
      "data.train.gt_patch_size", "multiple of model.scale"},
@@ -1284,6 +1283,58 @@ static void test_video_sets(void) {
     free(text);
 }
 
+/* A test config (issue 33): model, data.test and work_dir are enough to parse, round-trip and
+   run `pixflow test`; pf_config_check_train names every training key it lacks, and each key
+   alone is named when only it is missing. */
+static void test_test_only(void) {
+    char text[1024], err[512];
+    snprintf(text, sizeof text,
+             "model: {type: EDSR, scale: 2, n_feats: 8, n_blocks: 1}\n"
+             "data:\n  test: {type: PairedImageDataset, gt_folder: %s}\n"
+             "work_dir: work_dirs/t\n", data_dir);
+    pf_config c;
+    int rc = pf_config_parse(&c, "t.yaml", text, strlen(text), 1, err, sizeof err);
+    CHECK(rc == 0, "a config with model, data.test and work_dir parses: %s", err);
+    if (rc)
+        return;
+    CHECK(!c.has_optimizers && !c.total_iters && !c.total_epochs && !c.train.present &&
+              c.test.present, "the training keys are absent");
+    check_round_trip(&c, "test-only config");
+    char *y = pf_config_to_yaml(&c);
+    CHECK(y && !strstr(y, "optimizers") && !strstr(y, "total_"),
+          "its resolved YAML invents no training keys:\n%s", y ? y : "");
+    free(y);
+    rc = pf_config_check_train(&c, err, sizeof err);
+    CHECK(rc == -1 && !strcmp(err, "t.yaml: `pixflow train` needs optimizers, total_iters (or "
+                              "total_epochs), data.train, missing from the config (a config "
+                              "with model, data.test and work_dir is enough for `pixflow test` "
+                              "only)"),
+          "check_train names the three: '%s'", err);
+    /* the full base trains; without total_iters only that is named */
+    char *base = make(NULL, NULL);
+    rc = pf_config_parse(&c, "t.yaml", base, strlen(base), 1, err, sizeof err);
+    CHECK(rc == 0 && c.has_optimizers && pf_config_check_train(&c, err, sizeof err) == 0,
+          "the base config trains: %s", err);
+    free(base);
+    char *no_iters = make("total_iters: 1800\n", "");
+    rc = pf_config_parse(&c, "t.yaml", no_iters, strlen(no_iters), 1, err, sizeof err);
+    CHECK(rc == 0, "without total_iters it parses: %s", err);
+    rc = pf_config_check_train(&c, err, sizeof err);
+    CHECK(rc == -1 && strstr(err, "needs total_iters (or total_epochs), missing") &&
+              !strstr(err, "optimizers") && !strstr(err, "data.train"),
+          "only total_iters is named: '%s'", err);
+    free(no_iters);
+    char *no_opt = make("optimizers: {type: Adam, lr: 2.0e-4, betas: [0.9, 0.999]}\n", "");
+    rc = pf_config_parse(&c, "t.yaml", no_opt, strlen(no_opt), 1, err, sizeof err);
+    CHECK(rc == 0 && pf_config_check_train(&c, err, sizeof err) == -1 &&
+              strstr(err, "needs optimizers, missing"),
+          "only optimizers is named: '%s'", err);
+    free(no_opt);
+    /* a config made in code (pf_config_defaults) keeps training */
+    pf_config_defaults(&c);
+    CHECK(c.has_optimizers == 1, "pf_config_defaults: has_optimizers 1");
+}
+
 int main(void) {
     test_optimizer_keys();
     snprintf(data_dir, sizeof data_dir, "%s", pf_test_data());
@@ -1303,5 +1354,6 @@ int main(void) {
     test_key_table();
     test_misc_errors();
     test_video_sets();
+    test_test_only();
     return pf_test_end("test_config");
 }
