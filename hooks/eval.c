@@ -127,11 +127,11 @@ static void finish_gather(pf_hook *h, gather *g) {
     double psnr = pf_psnr_mean_get(&g->psnr), ssim = g->ssim / n,
            pb = pf_psnr_mean_get(&g->psnr_bicubic), sb = g->ssim_bicubic / n;
     if (!g->count) psnr = pb = 0;   /* as before: an empty evaluation reads 0 */
-    int video = pf_config_is_video_set(cfg->eval.type);
     char note[256];
-    pf_eval_inf_note(note, sizeof note, video ? "frame" : "image", (int)g->psnr_inf,
-                     (int)g->psnr_bicubic_inf, video ? "clip" : NULL, (int)g->psnr.inf,
-                     (int)g->psnr_bicubic.inf);
+    pf_msg_event counts = { .psnr_inf = g->psnr_inf, .psnr_bicubic_inf = g->psnr_bicubic_inf,
+                            .psnr_inf_items = g->psnr.inf,
+                            .psnr_bicubic_inf_items = g->psnr_bicubic.inf };
+    pf_eval_event_note(note, sizeof note, &counts, pf_config_is_video_set(cfg->eval.type));
     if (s->best_iter < 0 || psnr > s->best_psnr) {
         s->best_psnr = psnr;
         s->best_iter = g->iter;

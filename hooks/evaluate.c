@@ -81,6 +81,12 @@ void pf_eval_inf_note(char *out, size_t len, const char *unit, int psnr_inf, int
     if (pos && pos < len) snprintf(out + pos, len - pos, ")");
 }
 
+void pf_eval_event_note(char *out, size_t len, const pf_msg_event *ev, int video) {
+    pf_eval_inf_note(out, len, video ? "frame" : "image", (int)ev->psnr_inf,
+                     (int)ev->psnr_bicubic_inf, video ? "clip" : NULL, (int)ev->psnr_inf_items,
+                     (int)ev->psnr_bicubic_inf_items);
+}
+
 int pf_clip_windows(int n, int window, int overlap, int *start, int *len, int *own0, int *own1,
                     int max) {
     if (n < 1 || window < 1 || overlap < 0 || overlap >= window || max < 1) return -1;

@@ -14,6 +14,7 @@
 #include "common/config.h"
 #include "common/dataset.h"
 #include "nn/model.h"
+#include "proto/proto.h"
 
 typedef struct {
     char name[256];             /* GT file stem; a video set: the clip's name */
@@ -95,4 +96,8 @@ void pf_eval_result_means(pf_eval_result *res);
    when all counts are 0. For log lines and `pixflow test`'s closing line. */
 void pf_eval_inf_note(char *out, size_t len, const char *unit, int psnr_inf, int bicubic_inf,
                       const char *items, int psnr_inf_items, int bicubic_inf_items);
+
+/* pf_eval_inf_note of an "eval" event's counts (psnr_inf, ..., psnr_bicubic_inf_items): frames
+   and whole clips when `video` (data.eval is a video set), else images. */
+void pf_eval_event_note(char *out, size_t len, const pf_msg_event *ev, int video);
 #endif

@@ -23,7 +23,7 @@
       over clips is d's alone (finite), with 4 frames and 1 whole clip left out; the network's
       means (no identical frame) are the plain means of the naive per-frame values.
       The same rule on an image set (PairedImageDataset, LQ by BI): of 3 images the flat one
-      is left out of bicubic's mean over images and counted.
+      is left out of bicubic's mean over images and counted; the log lines' words for both.
 */
 #include <math.h>
 #include <stdio.h>
@@ -455,6 +455,13 @@ static void test_identical_images(void) {
           "image set: bicubic mean %.9f (naive %.9f over %d), %d left out (naive %d), %d "
           "images' counts wrong", r.psnr_bicubic, fin ? sum / fin : NAN, fin, r.psnr_bicubic_inf,
           left, wrong);
+    /* as the eval hook's event carries them, in the words of an image set */
+    pf_msg_event ev = { .psnr_inf = r.psnr_inf, .psnr_bicubic_inf = r.psnr_bicubic_inf,
+                        .psnr_inf_items = r.psnr_inf_items,
+                        .psnr_bicubic_inf_items = r.psnr_bicubic_inf_items };
+    char note[256];
+    pf_eval_event_note(note, sizeof note, &ev, 0);
+    CHECK(!strcmp(note, " (bicubic: 1 identical image left out)"), "note '%s'", note);
     pf_eval_result_free(&r);
     pf_model_destroy(&m);
     pf_dataset_close(&ds);
