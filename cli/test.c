@@ -2,8 +2,8 @@
     data.test through a checkpoint.
 
     Outputs go to work_dir/test/<checkpoint stem>/<image>.png, with results.tsv beside them:
-    one row per image (PSNR, SSIM, and bicubic's) and a mean row, the same table printed on
-    stdout. Metrics follow evaluation.crop_border and evaluation.convert_to (docs/metrics.md).
+    one row per image (PSNR, SSIM, and bicubic's, and how many frames of it had an infinite PSNR
+    and were left out of its PSNR mean) and a mean row, the same table printed on stdout. Metrics follow evaluation.crop_border and evaluation.convert_to (docs/metrics.md).
     A SingleImageDataset (LQ only) has no GT: the outputs are written, no metrics, no
     results.tsv, and the closing line says so.
 
@@ -42,15 +42,22 @@
 
 extern char **environ;
 
+/* results.tsv (and stdout): a header, one row per image or clip, and a mean row (not with
+   `exact`, a shard's table: full precision for the gatherer). psnr_inf / psnr_bicubic_inf: the
+   frames (images) whose PSNR is inf, left out of the row's PSNR mean; the mean row's are the
+   totals, and its PSNR leaves out the rows whose PSNR is inf (docs/metrics.md). */
 static void print_table(FILE *f, const pf_eval_result *r, const char *ch, int exact) {
-    const char *fmt = exact ? "%s\t%.17g\t%.17g\t%.17g\t%.17g\n" : "%s\t%.4f\t%.4f\t%.4f\t%.4f\n";
-    fprintf(f, "%s\tpsnr_%s\tssim_%s\tpsnr_bicubic\tssim_bicubic\n",
+    const char *fmt = exact ? "%s\t%.17g\t%.17g\t%.17g\t%.17g\t%d\t%d\n"
+                            : "%s\t%.4f\t%.4f\t%.4f\t%.4f\t%d\t%d\n";
+    fprintf(f, "%s\tpsnr_%s\tssim_%s\tpsnr_bicubic\tssim_bicubic\tpsnr_inf\tpsnr_bicubic_inf\n",
             r->n && r->items[0].frames > 1 ? "clip" : "image", ch, ch);
     for (int i = 0; i < r->n; i++)
         fprintf(f, fmt, r->items[i].name, r->items[i].psnr, r->items[i].ssim,
-                r->items[i].psnr_bicubic, r->items[i].ssim_bicubic);
+                r->items[i].psnr_bicubic, r->items[i].ssim_bicubic, r->items[i].psnr_inf,
+                r->items[i].psnr_bicubic_inf);
     if (!exact)
-        fprintf(f, fmt, "mean", r->psnr, r->ssim, r->psnr_bicubic, r->ssim_bicubic);
+        fprintf(f, fmt, "mean", r->psnr, r->ssim, r->psnr_bicubic, r->ssim_bicubic, r->psnr_inf,
+                r->psnr_bicubic_inf);
 }
 
 /* --video: every clip of the set (all in this process) from its saved PNG frames into
@@ -155,8 +162,9 @@ static int run_shards(const char *cfg_path, const char *ckpt, int n, const pf_da
             pf_eval_item *it = &res->items[i];
             const pf_clip *cl = ds->video ? &ds->video->clips[clips ? clips[i] : i] : NULL;
             if (!fgets(line, sizeof line, f) ||
-                sscanf(line, "%255s %lg %lg %lg %lg", it->name, &it->psnr, &it->ssim,
-                       &it->psnr_bicubic, &it->ssim_bicubic) != 5 ||
+                sscanf(line, "%255s %lg %lg %lg %lg %d %d", it->name, &it->psnr, &it->ssim,
+                       &it->psnr_bicubic, &it->ssim_bicubic, &it->psnr_inf,
+                       &it->psnr_bicubic_inf) != 7 ||
                 strcmp(it->name, cl ? cl->name : ds->files[i].name) != 0) {
                 row = -1;
                 break;
@@ -170,17 +178,8 @@ static int run_shards(const char *cfg_path, const char *ckpt, int n, const pf_da
             return -1;
         }
     }
-    for (int i = 0; i < total; i++) {   /* same order of sums as one worker */
-        res->psnr += res->items[i].psnr;
-        res->ssim += res->items[i].ssim;
-        res->psnr_bicubic += res->items[i].psnr_bicubic;
-        res->ssim_bicubic += res->items[i].ssim_bicubic;
-    }
     res->n = total;
-    res->psnr /= res->n;
-    res->ssim /= res->n;
-    res->psnr_bicubic /= res->n;
-    res->ssim_bicubic /= res->n;
+    pf_eval_result_means(res);  /* as one worker: same function, same order of sums */
     return 0;
 }
 
@@ -312,8 +311,12 @@ int pf_test_main(int argc, char **argv) {
                  r.n, frames);
     else
         snprintf(what, sizeof what, "%d images", r.n);
-    printf("pixflow: %s in %.1f s on %d worker%s (crop_border %d, %s, inference: %s); "
-           "outputs and results.tsv in %s\n", what, pf_now() - t0, workers,
+    char note[256];
+    pf_eval_inf_note(note, sizeof note, ds.video ? "frame" : "image", r.psnr_inf,
+                     r.psnr_bicubic_inf, ds.video ? "clip" : NULL, r.psnr_inf_items,
+                     r.psnr_bicubic_inf_items);
+    printf("pixflow: %s%s in %.1f s on %d worker%s (crop_border %d, %s, inference: %s); "
+           "outputs and results.tsv in %s\n", what, note, pf_now() - t0, workers,
            workers > 1 ? "s" : "", cfg.crop_border, ch,
            pf_infer_describe(&cfg, mode, sizeof mode), dir);
     status = 0;

@@ -31,6 +31,7 @@
 #include "common/number.h"
 #include "common/util.h"
 #include "coordinator/coordinator.h"
+#include "hooks/evaluate.h"
 #include "nn/model.h"
 #include "proto/client.h"
 #include "proto/reactor.h"
@@ -162,6 +163,7 @@ typedef struct {
     int64_t iter_first;
     int have_eval;
     pf_msg_event last_eval;
+    int video;                  /* data.eval is a video set (eval counts are frames, clips) */
     int64_t log_interval;
     double longest_step;        /* the largest `time` of a train event (s/iteration) */
 } progress;
@@ -202,10 +204,12 @@ static void on_event(progress *p, const pf_msg_event *ev) {
     } else if (strcmp(ev->kind, "eval") == 0) {
         p->have_eval = 1;
         p->last_eval = *ev;
+        char note[256];
+        pf_eval_event_note(note, sizeof note, ev, p->video);
         fprintf(stdout, "%seval @ iter %" PRId64 ": PSNR %.3f dB (bicubic %.3f dB, %+.3f), "
                 "SSIM %.4f (bicubic %.4f)%s\n", p->tty ? "\r\033[K" : "", ev->iter, ev->psnr,
                 ev->psnr_bicubic, ev->psnr - ev->psnr_bicubic, ev->ssim, ev->ssim_bicubic,
-                "");
+                note);
         fflush(stdout);
     } else if (strcmp(ev->kind, "error") == 0) {
         fprintf(stdout, "%serror: %s\n", p->tty ? "\r\033[K" : "", ev->text);
@@ -492,11 +496,13 @@ static int watch_end(train *t) {
     }
     if (p->have_eval) {
         const pf_msg_event *e = &p->last_eval;
+        char note[256];
+        pf_eval_event_note(note, sizeof note, e, p->video);
         printf("pixflow: mean PSNR-%s on %s after %" PRId64 " iterations: %s %.3f dB, "
-               "bicubic %.3f dB (%+.3f dB); SSIM %.4f vs %.4f\n",
+               "bicubic %.3f dB (%+.3f dB); SSIM %.4f vs %.4f%s\n",
                t->cfg.eval_y_channel ? "Y" : "RGB", t->cfg.eval.gt_folder, e->iter,
                t->cfg.model_type, e->psnr, e->psnr_bicubic, e->psnr - e->psnr_bicubic, e->ssim,
-               e->ssim_bicubic);
+               e->ssim_bicubic, note);
     }
     return status;
 }
@@ -803,7 +809,8 @@ static int train_prepare(train *t) {
                "was written\n", stop_signal_name(pf_signalled));
         return 128 + pf_signalled;
     }
-    t->p = (progress){ .tty = isatty(STDOUT_FILENO), .log_interval = cfg->log_interval };
+    t->p = (progress){ .tty = isatty(STDOUT_FILENO), .log_interval = cfg->log_interval,
+                       .video = pf_config_is_video_set(cfg->eval.type) };
     return 0;
 }
 

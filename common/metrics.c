@@ -133,3 +133,17 @@ void pf_to_u8(const float *src, uint8_t *dst, size_t n) {
         dst[i] = !(v > 0) ? 0 : v >= 255.0 ? 255 : (uint8_t)(v + 0.5);
     }
 }
+
+void pf_psnr_mean_add(pf_psnr_mean *m, double psnr) {
+    if (isinf(psnr) && psnr > 0) {
+        m->inf++;
+        return;
+    }
+    m->sum += psnr;
+    m->n++;
+}
+
+double pf_psnr_mean_get(const pf_psnr_mean *m) {
+    if (m->n > 0) return m->sum / (double)m->n;
+    return m->inf > 0 ? INFINITY : NAN;
+}

@@ -24,4 +24,23 @@ double pf_ssim(const uint8_t *a, const uint8_t *b, int h, int w, int crop_border
 /* Float HWC RGB in [0, 1] (any range accepted) -> RGB8 by clamp and round half up, the
    conversion applied to network outputs before metrics and PNG. */
 void pf_to_u8(const float *src, uint8_t *dst, size_t n);
+
+/* A mean of PSNR values (dB) that leaves out the infinite ones and counts them. PSNR is +inf
+   when an image equals its GT (a black frame whose bicubic upscaling is exact); one such image
+   would make a plain mean +inf and erase the number of every other image, so the mean is over
+   the finite values and `inf` says how many were left out (docs/metrics.md "Identical images").
+   NaN values (nothing left after crop_border, metric not computed) are summed like any other,
+   so the mean is NaN. Start from a zero-initialised struct. */
+typedef struct {
+    double sum;                 /* the values added other than +inf, dB */
+    int64_t n;                  /* values in sum */
+    int64_t inf;                /* +inf values left out */
+} pf_psnr_mean;
+
+/* Add one PSNR value in dB: +inf is counted in m->inf, anything else summed. */
+void pf_psnr_mean_add(pf_psnr_mean *m, double psnr);
+
+/* The mean of the values summed (dB); +inf when every value added was +inf, NaN when none was
+   added. */
+double pf_psnr_mean_get(const pf_psnr_mean *m);
 #endif

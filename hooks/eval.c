@@ -8,6 +8,10 @@
     When the job finishes it evaluates the final checkpoint (named by checkpoints/latest) if it
     has not yet, so the last numbers are always there.
 
+    A PSNR of +inf (an image, or a clip's frame, equal to its GT) is left out of the means and
+    counted (hooks/evaluate.h): the summary line says how many, and the "eval" event carries
+    the counts (psnr_inf, psnr_bicubic_inf, *_inf_items).
+
     With evaluation.instances N, instance i evaluates the images j with j mod N == i and writes
     their lines to eval.log; instances 1..N-1 publish their sums as an "eval_part" event, and
     instance 0 adds them to its own and, once all N parts of an iteration are in, writes the
@@ -28,6 +32,7 @@
 #include "common/checkpoint.h"
 #include "common/dataset.h"
 #include "common/log.h"
+#include "common/metrics.h"
 #include "common/util.h"
 #include "hooks/evaluate.h"
 #include "hooks/hook.h"
@@ -43,10 +48,21 @@
 typedef struct {
     int64_t iter, epoch;            /* -1 = free slot */
     int parts;
-    int64_t count;
-    double psnr, ssim, psnr_bicubic, ssim_bicubic;
+    int64_t count;                  /* items (images or clips) in the sums */
+    pf_psnr_mean psnr, psnr_bicubic;    /* over the items' PSNR: +inf items left out, counted */
+    double ssim, ssim_bicubic;      /* sums over the items */
+    int64_t psnr_inf, psnr_bicubic_inf; /* frames (images) with +inf PSNR, all instances */
     char path[PF_MAX_ENDPOINT * 4];
 } gather;
+
+/* One instance's share of an evaluation, as add_part takes it (an "eval_part" event's fields). */
+typedef struct {
+    int64_t count;                  /* items evaluated */
+    double psnr, psnr_bicubic;      /* sums of the items' finite PSNR, dB */
+    int64_t psnr_inf_items, psnr_bicubic_inf_items; /* items with +inf PSNR, not in the sums */
+    double ssim, ssim_bicubic;      /* sums over all items */
+    int64_t psnr_inf, psnr_bicubic_inf; /* frames (images) with +inf PSNR */
+} part;
 
 typedef struct {
     pf_dataset all;                 /* data.eval */
@@ -108,23 +124,29 @@ static void finish_gather(pf_hook *h, gather *g) {
     eval_state *s = h->state;
     const pf_config *cfg = &h->client.cfg;
     double n = g->count > 0 ? (double)g->count : 1;
-    double psnr = g->psnr / n, ssim = g->ssim / n, pb = g->psnr_bicubic / n,
-           sb = g->ssim_bicubic / n;
+    double psnr = pf_psnr_mean_get(&g->psnr), ssim = g->ssim / n,
+           pb = pf_psnr_mean_get(&g->psnr_bicubic), sb = g->ssim_bicubic / n;
+    if (!g->count) psnr = pb = 0;   /* as before: an empty evaluation reads 0 */
+    char note[256];
+    pf_msg_event counts = { .psnr_inf = g->psnr_inf, .psnr_bicubic_inf = g->psnr_bicubic_inf,
+                            .psnr_inf_items = g->psnr.inf,
+                            .psnr_bicubic_inf_items = g->psnr_bicubic.inf };
+    pf_eval_event_note(note, sizeof note, &counts, pf_config_is_video_set(cfg->eval.type));
     if (s->best_iter < 0 || psnr > s->best_psnr) {
         s->best_psnr = psnr;
         s->best_iter = g->iter;
     }
     const char *ch = cfg->eval_y_channel ? "Y" : "RGB";
     char mode[192];
-    fprintf(s->log, "iter %" PRId64 ": PSNR-%s %.4f dB, SSIM-%s %.4f (bicubic %.4f dB, %.4f); "
+    fprintf(s->log, "iter %" PRId64 ": PSNR-%s %.4f dB, SSIM-%s %.4f (bicubic %.4f dB, %.4f)%s; "
             "best %.4f dB at iter %" PRId64 "; %lld %s, crop_border %d, %d instance%s, "
-            "inference: %s\n", g->iter, ch, psnr, ch, ssim, pb, sb, s->best_psnr, s->best_iter,
-            (long long)g->count, units(cfg), cfg->crop_border, h->instances,
+            "inference: %s\n", g->iter, ch, psnr, ch, ssim, pb, sb, note, s->best_psnr,
+            s->best_iter, (long long)g->count, units(cfg), cfg->crop_border, h->instances,
             h->instances > 1 ? "s" : "",
             pf_infer_describe(cfg, mode, sizeof mode));
     fflush(s->log);
-    pf_info("iter %" PRId64 ": PSNR-%s %.4f dB (bicubic %.4f dB), SSIM %.4f", g->iter, ch, psnr,
-            pb, ssim);
+    pf_info("iter %" PRId64 ": PSNR-%s %.4f dB (bicubic %.4f dB), SSIM %.4f%s", g->iter, ch,
+            psnr, pb, ssim, note);
     pf_msg_event *ev = calloc(1, sizeof *ev);
     if (ev) {
         snprintf(ev->kind, sizeof ev->kind, "eval");
@@ -137,6 +159,10 @@ static void finish_gather(pf_hook *h, gather *g) {
         ev->best_psnr = s->best_psnr;
         ev->best_iter = s->best_iter;
         ev->count = g->count;
+        ev->psnr_inf = g->psnr_inf;
+        ev->psnr_bicubic_inf = g->psnr_bicubic_inf;
+        ev->psnr_inf_items = g->psnr.inf;
+        ev->psnr_bicubic_inf_items = g->psnr_bicubic.inf;
         snprintf(ev->path, sizeof ev->path, "%s", g->path);
         snprintf(ev->text, sizeof ev->text, "%lld %s of %s, %s channel, crop_border %d",
                  (long long)g->count, units(cfg), cfg->eval.gt_folder, ch, cfg->crop_border);
@@ -147,8 +173,7 @@ static void finish_gather(pf_hook *h, gather *g) {
 }
 
 /* Instance 0: add one instance's sums for `iter`; publish when all parts are in. */
-static void add_part(pf_hook *h, int64_t iter, int64_t epoch, const char *path, int64_t count,
-                     double psnr, double ssim, double pb, double sb) {
+static void add_part(pf_hook *h, int64_t iter, int64_t epoch, const char *path, const part *p) {
     eval_state *s = h->state;
     gather *g = NULL, *free_slot = NULL;
     for (int i = 0; i < MAX_PENDING; i++) {
@@ -168,11 +193,17 @@ static void add_part(pf_hook *h, int64_t iter, int64_t epoch, const char *path, 
     if (epoch >= 0) g->epoch = epoch;
     if (path && path[0]) snprintf(g->path, sizeof g->path, "%s", path);
     g->parts++;
-    g->count += count;
-    g->psnr += psnr;
-    g->ssim += ssim;
-    g->psnr_bicubic += pb;
-    g->ssim_bicubic += sb;
+    g->count += p->count;
+    g->psnr.sum += p->psnr;
+    g->psnr.n += p->count - p->psnr_inf_items;
+    g->psnr.inf += p->psnr_inf_items;
+    g->psnr_bicubic.sum += p->psnr_bicubic;
+    g->psnr_bicubic.n += p->count - p->psnr_bicubic_inf_items;
+    g->psnr_bicubic.inf += p->psnr_bicubic_inf_items;
+    g->ssim += p->ssim;
+    g->ssim_bicubic += p->ssim_bicubic;
+    g->psnr_inf += p->psnr_inf;
+    g->psnr_bicubic_inf += p->psnr_bicubic_inf;
     if (g->parts == h->instances) finish_gather(h, g);
 }
 
@@ -268,12 +299,17 @@ static int evaluate_checkpoint(pf_hook *h, const char *path, int64_t iter, int64
     const char *ch = cfg->eval_y_channel ? "Y" : "RGB";
     int frames = 0;
     for (int i = 0; i < r.n; i++) {
-        char what[32] = "";
-        if (s->ds.video) snprintf(what, sizeof what, " (%d frames)", r.items[i].frames);
-        frames += r.items[i].frames;
+        const pf_eval_item *it = &r.items[i];
+        char what[32] = "", note[192] = "";
+        if (s->ds.video) {
+            snprintf(what, sizeof what, " (%d frames)", it->frames);
+            pf_eval_inf_note(note, sizeof note, "frame", it->psnr_inf, it->psnr_bicubic_inf,
+                             NULL, 0, 0);
+        }
+        frames += it->frames;
         fprintf(s->log, "    iter %" PRId64 " %s%s: PSNR-%s %.4f dB, SSIM-%s %.4f (bicubic %.4f "
-                "dB, %.4f)\n", iter, r.items[i].name, what, ch, r.items[i].psnr, ch,
-                r.items[i].ssim, r.items[i].psnr_bicubic, r.items[i].ssim_bicubic);
+                "dB, %.4f)%s\n", iter, it->name, what, ch, it->psnr, ch, it->ssim,
+                it->psnr_bicubic, it->ssim_bicubic, note);
     }
     fflush(s->log);
     if (s->ds.video)
@@ -281,22 +317,33 @@ static int evaluate_checkpoint(pf_hook *h, const char *path, int64_t iter, int64
                 pf_now() - t0);
     else
         pf_info("iter %" PRId64 ": %d images evaluated in %.1f s", iter, r.n, pf_now() - t0);
-    /* This instance's sums: straight to the gatherer when it is instance 0, else an event. */
-    double n = r.n;
+    /* This instance's sums: straight to the gatherer when it is instance 0, else an event.
+       A mean over the finite items times their number is their sum (0 when there are none). */
+    part p = { .count = r.n, .psnr_inf_items = r.psnr_inf_items,
+               .psnr_bicubic_inf_items = r.psnr_bicubic_inf_items, .psnr_inf = r.psnr_inf,
+               .psnr_bicubic_inf = r.psnr_bicubic_inf };
+    int fin = r.n - r.psnr_inf_items, fin_b = r.n - r.psnr_bicubic_inf_items;
+    p.psnr = fin > 0 ? r.psnr * fin : 0;
+    p.psnr_bicubic = fin_b > 0 ? r.psnr_bicubic * fin_b : 0;
+    p.ssim = r.ssim * r.n;
+    p.ssim_bicubic = r.ssim_bicubic * r.n;
     if (h->instance == 0) {
-        add_part(h, iter, epoch, path, r.n, r.psnr * n, r.ssim * n, r.psnr_bicubic * n,
-                 r.ssim_bicubic * n);
+        add_part(h, iter, epoch, path, &p);
     } else {
         pf_msg_event *ev = calloc(1, sizeof *ev);
         if (ev) {
             snprintf(ev->kind, sizeof ev->kind, "eval_part");
             ev->iter = iter;
             ev->epoch = epoch;
-            ev->count = r.n;
-            ev->psnr = r.psnr * n;
-            ev->ssim = r.ssim * n;
-            ev->psnr_bicubic = r.psnr_bicubic * n;
-            ev->ssim_bicubic = r.ssim_bicubic * n;
+            ev->count = p.count;
+            ev->psnr = p.psnr;
+            ev->ssim = p.ssim;
+            ev->psnr_bicubic = p.psnr_bicubic;
+            ev->ssim_bicubic = p.ssim_bicubic;
+            ev->psnr_inf = p.psnr_inf;
+            ev->psnr_bicubic_inf = p.psnr_bicubic_inf;
+            ev->psnr_inf_items = p.psnr_inf_items;
+            ev->psnr_bicubic_inf_items = p.psnr_bicubic_inf_items;
             snprintf(ev->path, sizeof ev->path, "%s", path);
             pf_client_publish(&h->client, ev);
             free(ev);
@@ -311,9 +358,17 @@ static int eval_event(pf_hook *h, const pf_msg_event *ev, char *err, size_t errl
     const pf_config *cfg = &h->client.cfg;
     if (!s->model) return 0;
     if (strcmp(ev->kind, "eval_part") == 0) {
-        if (h->instance == 0 && ev->count >= 0)
-            add_part(h, ev->iter, ev->epoch, ev->path, ev->count, ev->psnr, ev->ssim,
-                     ev->psnr_bicubic, ev->ssim_bicubic);
+        if (h->instance == 0 && ev->count >= 0 && ev->psnr_inf_items <= ev->count &&
+            ev->psnr_bicubic_inf_items <= ev->count) {
+            part p = { ev->count, ev->psnr, ev->psnr_bicubic, ev->psnr_inf_items,
+                       ev->psnr_bicubic_inf_items, ev->ssim, ev->ssim_bicubic, ev->psnr_inf,
+                       ev->psnr_bicubic_inf };
+            add_part(h, ev->iter, ev->epoch, ev->path, &p);
+        } else if (h->instance == 0) {
+            pf_warn("eval_part of iteration %" PRId64 " from %s: more items left out than "
+                    "evaluated (%" PRId64 ", %" PRId64 " of %" PRId64 "); ignored", ev->iter,
+                    ev->source, ev->psnr_inf_items, ev->psnr_bicubic_inf_items, ev->count);
+        }
         return 0;
     }
     if (strcmp(ev->kind, "checkpoint") != 0 || s->stopped) return 0;

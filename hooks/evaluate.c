@@ -22,13 +22,69 @@ static void pad_replicate(const uint8_t *src, int h, int w, uint8_t *dst, int ph
     }
 }
 
-/* res's sums over its n items into means. */
-static void mean_of_sums(pf_eval_result *res) {
-    if (!res->n) return;
-    res->psnr /= res->n;
-    res->ssim /= res->n;
-    res->psnr_bicubic /= res->n;
-    res->ssim_bicubic /= res->n;
+void pf_eval_result_means(pf_eval_result *res) {
+    pf_psnr_mean psnr = { 0 }, bic = { 0 };
+    double ssim = 0, ssim_bic = 0;
+    res->psnr_inf = res->psnr_bicubic_inf = res->psnr_inf_items = res->psnr_bicubic_inf_items = 0;
+    if (!res->n) {      /* nothing evaluated: all means 0 */
+        res->psnr = res->ssim = res->psnr_bicubic = res->ssim_bicubic = 0;
+        return;
+    }
+    for (int i = 0; i < res->n; i++) {
+        const pf_eval_item *it = &res->items[i];
+        pf_psnr_mean_add(&psnr, it->psnr);
+        pf_psnr_mean_add(&bic, it->psnr_bicubic);
+        ssim += it->ssim;
+        ssim_bic += it->ssim_bicubic;
+        res->psnr_inf += it->psnr_inf;
+        res->psnr_bicubic_inf += it->psnr_bicubic_inf;
+    }
+    res->psnr = pf_psnr_mean_get(&psnr);
+    res->psnr_bicubic = pf_psnr_mean_get(&bic);
+    res->ssim = ssim / res->n;
+    res->ssim_bicubic = ssim_bic / res->n;
+    res->psnr_inf_items = (int)psnr.inf;
+    res->psnr_bicubic_inf_items = (int)bic.inf;
+}
+
+/* "N identical UNITs" (plural when N != 1) appended to out at *pos. */
+static void append_count(char *out, size_t len, size_t *pos, int n, const char *unit) {
+    if (*pos >= len) return;
+    int k = snprintf(out + *pos, len - *pos, "%d identical %s%s", n, unit, n == 1 ? "" : "s");
+    if (k > 0) *pos += (size_t)k;
+}
+
+void pf_eval_inf_note(char *out, size_t len, const char *unit, int psnr_inf, int bicubic_inf,
+                      const char *items, int psnr_inf_items, int bicubic_inf_items) {
+    if (!len) return;
+    out[0] = '\0';
+    size_t pos = 0;
+    const char *who[2] = { "output", "bicubic" };
+    int frames[2] = { psnr_inf, bicubic_inf }, whole[2] = { psnr_inf_items, bicubic_inf_items };
+    for (int k = 0; k < 2; k++) {
+        if (!frames[k] && !(items && whole[k])) continue;
+        if (pos < len) {
+            int c = snprintf(out + pos, len - pos, "%s%s: ", pos ? "; " : " (", who[k]);
+            if (c > 0) pos += (size_t)c;
+        }
+        append_count(out, len, &pos, frames[k], unit);
+        if (items && whole[k] && pos < len) {
+            int c = snprintf(out + pos, len - pos, " (%d whole %s%s)", whole[k], items,
+                             whole[k] == 1 ? "" : "s");
+            if (c > 0) pos += (size_t)c;
+        }
+        if (pos < len) {
+            int c = snprintf(out + pos, len - pos, " left out");
+            if (c > 0) pos += (size_t)c;
+        }
+    }
+    if (pos && pos < len) snprintf(out + pos, len - pos, ")");
+}
+
+void pf_eval_event_note(char *out, size_t len, const pf_msg_event *ev, int video) {
+    pf_eval_inf_note(out, len, video ? "frame" : "image", (int)ev->psnr_inf,
+                     (int)ev->psnr_bicubic_inf, video ? "clip" : NULL, (int)ev->psnr_inf_items,
+                     (int)ev->psnr_bicubic_inf_items);
 }
 
 int pf_clip_windows(int n, int window, int overlap, int *start, int *len, int *own0, int *own1,
@@ -64,7 +120,8 @@ void pf_eval_clip_folder(const pf_clip *c, char *out, size_t len) {
 }
 
 typedef struct {
-    double psnr, ssim, psnr_bicubic, ssim_bicubic;
+    pf_psnr_mean psnr, psnr_bicubic;    /* identical frames (+inf) left out and counted */
+    double ssim, ssim_bicubic;
 } clip_sums;
 
 /* One output frame t of clip c: clamp, compare with its GT, bicubic beside it, save. */
@@ -90,8 +147,8 @@ static int clip_frame(const pf_config *cfg, pf_video_dataset *v, int c, int t, c
     if (rc == 0) {
         int y = cfg->eval_y_channel, cb = cfg->crop_border;
         if (cfg->eval_psnr) {
-            sum->psnr += pf_psnr(out8, gt->data, oh, ow, cb, y);
-            sum->psnr_bicubic += pf_psnr(bic, gt->data, oh, ow, cb, y);
+            pf_psnr_mean_add(&sum->psnr, pf_psnr(out8, gt->data, oh, ow, cb, y));
+            pf_psnr_mean_add(&sum->psnr_bicubic, pf_psnr(bic, gt->data, oh, ow, cb, y));
         }
         if (cfg->eval_ssim) {
             sum->ssim += pf_ssim(out8, gt->data, oh, ow, cb, y);
@@ -185,19 +242,17 @@ static int evaluate_clips(pf_model *m, const pf_config *cfg, pf_dataset *ds, con
         pf_eval_item *it = &res->items[ci];
         snprintf(it->name, sizeof it->name, "%s", cl->name);
         it->frames = n;
-        it->psnr = cfg->eval_psnr ? sum.psnr / n : NAN;
+        it->psnr = cfg->eval_psnr ? pf_psnr_mean_get(&sum.psnr) : NAN;
         it->ssim = cfg->eval_ssim ? sum.ssim / n : NAN;
-        it->psnr_bicubic = cfg->eval_psnr ? sum.psnr_bicubic / n : NAN;
+        it->psnr_bicubic = cfg->eval_psnr ? pf_psnr_mean_get(&sum.psnr_bicubic) : NAN;
         it->ssim_bicubic = cfg->eval_ssim ? sum.ssim_bicubic / n : NAN;
-        res->psnr += it->psnr;
-        res->ssim += it->ssim;
-        res->psnr_bicubic += it->psnr_bicubic;
-        res->ssim_bicubic += it->ssim_bicubic;
+        it->psnr_inf = (int)sum.psnr.inf;
+        it->psnr_bicubic_inf = (int)sum.psnr_bicubic.inf;
         res->n++;
     }
     free(wv);
     if (rc) return rc;
-    mean_of_sums(res);
+    pf_eval_result_means(res);
     return 0;
 }
 
@@ -263,10 +318,8 @@ int pf_evaluate(pf_model *m, const pf_config *cfg, pf_dataset *ds, const char *s
                 it->ssim = pf_ssim(out8, gt->data, gt->h, gt->w, cb, y);
                 it->ssim_bicubic = pf_ssim(bic, gt->data, gt->h, gt->w, cb, y);
             }
-            res->psnr += it->psnr;
-            res->ssim += it->ssim;
-            res->psnr_bicubic += it->psnr_bicubic;
-            res->ssim_bicubic += it->ssim_bicubic;
+            it->psnr_inf = isinf(it->psnr) && it->psnr > 0;
+            it->psnr_bicubic_inf = isinf(it->psnr_bicubic) && it->psnr_bicubic > 0;
             res->n++;
             if (on_image && gt->data) on_image(image_ctx, i, it->name, lq, out8, gt);
             if (save_dir) {
@@ -281,7 +334,7 @@ int pf_evaluate(pf_model *m, const pf_config *cfg, pf_dataset *ds, const char *s
         free(bic);
         if (rc) return -1;
     }
-    mean_of_sums(res);
+    pf_eval_result_means(res);
     return 0;
 }
 

@@ -14,20 +14,32 @@
 #include "common/config.h"
 #include "common/dataset.h"
 #include "nn/model.h"
+#include "proto/proto.h"
 
 typedef struct {
     char name[256];             /* GT file stem; a video set: the clip's name */
     int frames;                 /* a video set: frames of the clip (its means are over them);
                                    images: 1 */
-    double psnr, ssim;          /* network, dB and [0, 1]; NaN when not in evaluation.metrics */
+    double psnr, ssim;          /* network, dB and [0, 1]; NaN when not in evaluation.metrics;
+                                   a clip's psnr: the mean over its frames of finite PSNR
+                                   (pf_psnr_mean), +inf when every frame is identical */
     double psnr_bicubic, ssim_bicubic;
+    int psnr_inf;               /* frames (an image: 0 or 1) whose output equals the GT (PSNR
+                                   +inf), left out of psnr */
+    int psnr_bicubic_inf;       /* the same for bicubic, left out of psnr_bicubic */
 } pf_eval_item;
 
 typedef struct {
     int n;
     pf_eval_item *items;        /* malloc'd, n entries in dataset order */
-    double psnr, ssim;          /* means over the images */
+    double psnr, ssim;          /* means over the items (images, or clips' means); psnr over
+                                   the items whose psnr is finite (+inf when none is) */
     double psnr_bicubic, ssim_bicubic;
+    int psnr_inf, psnr_bicubic_inf;     /* frames (images) with +inf PSNR in all the items:
+                                           the sum of the items' counts */
+    int psnr_inf_items, psnr_bicubic_inf_items; /* items whose psnr is +inf (an image equal to
+                                           its GT, a clip all of whose frames are), left out of
+                                           the mean over items; = psnr_inf for an image set */
 } pf_eval_result;
 
 /* Asked between images; returning non-zero abandons the evaluation (an interrupted job must
@@ -44,7 +56,10 @@ typedef void (*pf_eval_image_fn)(void *ctx, int file, const char *name, const pf
    image network; a video network (pf_model_is_video) in windows of at most
    eval_cfg.clip_window frames that share eval_cfg.clip_overlap frames with their neighbours
    (pf_clip_windows). PSNR and SSIM per frame, averaged per clip (items are clips), then over
-   the clips (BasicSR's and MMagic's video protocol); bicubic likewise. `on_image` gets each
+   the clips (BasicSR's and MMagic's video protocol); bicubic likewise. A frame whose PSNR is
+   +inf (equal to its GT) is left out of its clip's PSNR mean and counted (pf_psnr_mean), and a
+   clip all of whose frames are is left out of the mean over clips and counted; the same for
+   the images of an image set. `on_image` gets each
    clip's middle frame (file = the clip's index in ds->video); save_dir gets
    save_dir/<clip>/<frame>.png (the clip's name less a video file's extension, the source
    frame number as %08d). eval_cfg.ensemble and tile are refused for video sets. */
@@ -69,4 +84,20 @@ int pf_evaluate(pf_model *m, const pf_config *cfg, pf_dataset *ds, const char *s
                 pf_eval_cancel_fn cancel, void *cancel_ctx, pf_eval_image_fn on_image,
                 void *image_ctx, pf_eval_result *res, char *err, size_t errlen);
 void pf_eval_result_free(pf_eval_result *res);
+
+/* The means of res->items into res (psnr and psnr_bicubic by pf_psnr_mean over the items:
+   +inf items left out and counted in *_inf_items; *_inf the sum of the items' counts; SSIM a
+   plain mean), summed in item order. Used by pf_evaluate and by `pixflow test`'s gatherer, so
+   a split test gives the same bits. */
+void pf_eval_result_means(pf_eval_result *res);
+
+/* " (output: N identical frames left out; bicubic: M ...)" for the counts of identical
+   frames (`unit` "frame" or "image") and of whole items (`items`, "clip"; NULL not said), or ""
+   when all counts are 0. For log lines and `pixflow test`'s closing line. */
+void pf_eval_inf_note(char *out, size_t len, const char *unit, int psnr_inf, int bicubic_inf,
+                      const char *items, int psnr_inf_items, int bicubic_inf_items);
+
+/* pf_eval_inf_note of an "eval" event's counts (psnr_inf, ..., psnr_bicubic_inf_items): frames
+   and whole clips when `video` (data.eval is a video set), else images. */
+void pf_eval_event_note(char *out, size_t len, const pf_msg_event *ev, int video);
 #endif

@@ -23,6 +23,8 @@ void pf_event_json_add(cJSON *o, const pf_msg_event *ev) {
         num(o, "ssim", ev->ssim);
         num(o, "psnr_bicubic", ev->psnr_bicubic);
         num(o, "ssim_bicubic", ev->ssim_bicubic);
+        num(o, "psnr_inf", (double)ev->psnr_inf);
+        num(o, "psnr_bicubic_inf", (double)ev->psnr_bicubic_inf);
         num(o, "best_psnr", ev->best_psnr);
         num(o, "best_iter", (double)ev->best_iter);
         cJSON_AddStringToObject(o, "checkpoint", ev->path);

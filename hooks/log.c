@@ -29,6 +29,7 @@
 #include "common/image.h"
 #include "common/log.h"
 #include "common/util.h"
+#include "hooks/evaluate.h"
 #include "hooks/event_json.h"
 #include "hooks/hook.h"
 #include "hooks/tb_writer.h"
@@ -267,9 +268,11 @@ static int log_event(pf_hook *h, const pf_msg_event *ev, char *err, size_t errle
         s->skipped_in_interval = 0;
         s->loss = s->time = s->data_time = 0;
     } else if (strcmp(ev->kind, "eval") == 0) {
+        char note[256];
+        pf_eval_event_note(note, sizeof note, ev, pf_config_is_video_set(cfg->eval.type));
         fprintf(s->text, "%s Eval iter %" PRId64 ": PSNR %.4f dB, SSIM %.4f (bicubic %.4f dB, "
-                "%.4f); best %.4f dB at iter %" PRId64 "\n", ts, ev->iter, ev->psnr, ev->ssim,
-                ev->psnr_bicubic, ev->ssim_bicubic, ev->best_psnr, ev->best_iter);
+                "%.4f)%s; best %.4f dB at iter %" PRId64 "\n", ts, ev->iter, ev->psnr, ev->ssim,
+                ev->psnr_bicubic, ev->ssim_bicubic, note, ev->best_psnr, ev->best_iter);
         fflush(s->text);
         tb_scalar(s, "eval/psnr", ev->iter, ev->psnr);
         tb_scalar(s, "eval/ssim", ev->iter, ev->ssim);

@@ -19,8 +19,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PF_PROTO_VERSION 3               /* 2: batch.skipped, loader/skip event fields;
-                                           3: peer/worker event fields, snapshot, visual */
+#define PF_PROTO_VERSION 4               /* 2: batch.skipped, loader/skip event fields;
+                                           3: peer/worker event fields, snapshot, visual;
+                                           4: eval event psnr_inf and friends */
 #define PF_MAX_BATCH 1024               /* samples in one ticket/batch */
 #define PF_MAX_ENDPOINT 256             /* "tcp://host:port" and friends */
 #define PF_MAX_NAME 64
@@ -148,9 +149,17 @@ typedef struct {
     double psnr, ssim, best_psnr;       /* eval: dB, [0,1] */
     double psnr_bicubic, ssim_bicubic;  /* eval: the same metrics of bicubic upscaling */
     int64_t best_iter;
-    int64_t count;                      /* eval_part: images in the sums psnr..ssim_bicubic;
+    int64_t count;                      /* eval: items evaluated; eval_part: items in the
+                                           sums psnr..ssim_bicubic (psnr and psnr_bicubic: less
+                                           their *_inf_items);
                                            train: samples skipped in this batch; skip: samples
                                            this loader skipped so far */
+    int64_t psnr_inf, psnr_bicubic_inf; /* eval, eval_part: frames (images) whose PSNR is +inf
+                                           (equal to the GT), left out of the means; >= 0 */
+    int64_t psnr_inf_items, psnr_bicubic_inf_items; /* eval, eval_part: items (images, clips
+                                           all of whose frames are identical) with +inf PSNR,
+                                           left out of psnr / psnr_bicubic (eval_part: of the
+                                           sums); >= 0 */
     char path[PF_MAX_ENDPOINT * 4];     /* checkpoint: file path; skip: the unreadable file */
     char text[PF_MAX_TEXT];             /* status/error/done text; skip: why */
     char host[PF_MAX_NAME];             /* loader, skip: the loader's host */

@@ -16,6 +16,14 @@
       one pass (equal to pf_model_infer_clip of the whole clip); with clip_window 4, overlap 2
       each frame's PSNR comes from pf_model_infer_clip of the window that owns it (computed
       here from the plan), and differs from the one-pass result.
+    - Identical frames (docs/metrics.md "Identical images"): clip d's first 2 frames are flat
+      (one colour), so their bicubic upscaling equals the GT (PSNR inf), then 3 textured
+      frames; clip e has 2 flat frames only. The bicubic mean of d is the naive mean of its
+      3 finite per-frame values with 2 frames left out; e's is inf with 2 left out; the mean
+      over clips is d's alone (finite), with 4 frames and 1 whole clip left out; the network's
+      means (no identical frame) are the plain means of the naive per-frame values.
+      The same rule on an image set (PairedImageDataset, LQ by BI): of 3 images the flat one
+      is left out of bicubic's mean over images and counted; the log lines' words for both.
 */
 #include <math.h>
 #include <stdio.h>
@@ -75,8 +83,9 @@ static void test_windows(void) {
           pf_clip_windows(10, 4, 0, s, l, a, b, 1) == -1, "bad overlap / too few slots refused");
 }
 
-/* A clip of n frames of w x h at dir/%08d.png, drifting by one pixel a frame. */
-static void make_clip(const char *dir, int n, int w, int h, int seed) {
+/* A clip of n frames of w x h at dir/%08d.png, drifting by one pixel a frame; the first
+   `flat` frames are one colour each instead. */
+static void make_clip_flat(const char *dir, int n, int flat, int w, int h, int seed) {
     pf_mkdirs(dir, NULL, 0);
     uint8_t *px = malloc((size_t)w * h * 3);
     for (int f = 0; f < n; f++) {
@@ -85,6 +94,7 @@ static void make_clip(const char *dir, int n, int w, int h, int seed) {
                 for (int c = 0; c < 3; c++) {
                     double v = 128 + 70 * sin(0.3 * (x - f) * (c + 1) + 0.2 * y + seed) +
                                40 * cos(0.11 * (x + y) * (x - f) / 7.0);
+                    if (f < flat) v = 30 + 50 * c + 20 * f;
                     px[((size_t)y * w + x) * 3 + c] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
                 }
         char path[600], err[256];
@@ -95,6 +105,10 @@ static void make_clip(const char *dir, int n, int w, int h, int seed) {
         }
     }
     free(px);
+}
+
+static void make_clip(const char *dir, int n, int w, int h, int seed) {
+    make_clip_flat(dir, n, 0, w, h, seed);
 }
 
 typedef struct {
@@ -162,25 +176,42 @@ static double frame_psnr(pf_video_dataset *v, int c, int frame, const float *out
     return p;
 }
 
+/* EDSR x2 on data.eval clips c0 and c1. */
+static void two_clips_cfg(pf_config *cfg, const char *c0, const char *c1) {
+    base_cfg(cfg, "EDSR", 2);
+    cfg->eval.n_clips = 2;
+    snprintf(cfg->eval.clips[0].name, sizeof cfg->eval.clips[0].name, "%s", c0);
+    snprintf(cfg->eval.clips[1].name, sizeof cfg->eval.clips[1].name, "%s", c1);
+}
+
+/* data.eval of `cfg` opened into ds and a network with weights seeded by `seed`; NULL (a
+   failed check) when either fails. */
+static pf_model *open_eval(pf_config *cfg, pf_dataset *ds, int seed) {
+    char err[1024];
+    int rc = pf_dataset_open(ds, &cfg->eval, "data.eval", cfg->scale, 0, err, sizeof err);
+    CHECK(rc == 0, "open: %s", err);
+    if (rc) return NULL;
+    pf_model *m = pf_model_new(cfg, err, sizeof err);
+    CHECK(m != NULL, "model: %s", err);
+    if (!m) {
+        pf_dataset_close(ds);
+        return NULL;
+    }
+    pf_model_init(m, seed);
+    return m;
+}
+
 static void test_image_network(void) {
     pf_config cfg;
-    base_cfg(&cfg, "EDSR", 2);
-    cfg.eval.n_clips = 2;
-    snprintf(cfg.eval.clips[0].name, sizeof cfg.eval.clips[0].name, "a");
-    snprintf(cfg.eval.clips[1].name, sizeof cfg.eval.clips[1].name, "b");
+    two_clips_cfg(&cfg, "a", "b");
     char err[1024], save[512];
     pf_dataset ds;
-    int rc = pf_dataset_open(&ds, &cfg.eval, "data.eval", 2, 0, err, sizeof err);
-    CHECK(rc == 0, "open: %s", err);
-    if (rc) return;
-    pf_model *m = pf_model_new(&cfg, err, sizeof err);
-    CHECK(m != NULL, "model: %s", err);
+    pf_model *m = open_eval(&cfg, &ds, 3);
     if (!m) return;
-    pf_model_init(m, 3);
     snprintf(save, sizeof save, "%s/out", root);
     pf_eval_result r;
     seen_ctx seen = { { 0 } };
-    rc = pf_evaluate(m, &cfg, &ds, save, NULL, NULL, on_image, &seen, &r, err, sizeof err);
+    int rc = pf_evaluate(m, &cfg, &ds, save, NULL, NULL, on_image, &seen, &r, err, sizeof err);
     CHECK(rc == 0, "pf_evaluate: %s", err);
     double mean = 0, mean_bic = 0;
     int bad_png = 0;
@@ -250,13 +281,8 @@ static void test_video_network(void) {
     snprintf(cfg.eval.clips[0].name, sizeof cfg.eval.clips[0].name, "c");
     char err[1024];
     pf_dataset ds;
-    int rc = pf_dataset_open(&ds, &cfg.eval, "data.eval", 4, 0, err, sizeof err);
-    CHECK(rc == 0, "open: %s", err);
-    if (rc) return;
-    pf_model *m = pf_model_new(&cfg, err, sizeof err);
-    CHECK(m != NULL, "model: %s", err);
+    pf_model *m = open_eval(&cfg, &ds, 5);
     if (!m) return;
-    pf_model_init(m, 5);
     const pf_clip *cl = &ds.video->clips[0];
     int n = cl->n_frames;
     size_t opx = (size_t)cl->gt_h * cl->gt_w * 3;
@@ -269,7 +295,7 @@ static void test_video_network(void) {
     pf_eval_result r;
     cfg.clip_window = 32;
     cfg.clip_overlap = 8;
-    rc = pf_evaluate(m, &cfg, &ds, NULL, NULL, NULL, NULL, NULL, &r, err, sizeof err);
+    int rc = pf_evaluate(m, &cfg, &ds, NULL, NULL, NULL, NULL, NULL, &r, err, sizeof err);
     CHECK(rc == 0 && fabs(r.psnr - whole) < 1e-9, "one window: %.9f vs the whole clip %.9f (%s)",
           r.psnr, whole, err);
     pf_eval_result_free(&r);
@@ -298,6 +324,149 @@ static void test_video_network(void) {
     pf_dataset_close(&ds);
 }
 
+/* Clips d (2 flat frames, then 3 textured) and e (2 flat frames): identical frames left out
+   of the PSNR means and counted, against naive per-frame PSNR-Y (inf when equal). */
+static void test_identical_frames(void) {
+    pf_config cfg;
+    two_clips_cfg(&cfg, "d", "e");
+    char err[1024];
+    pf_dataset ds;
+    pf_model *m = open_eval(&cfg, &ds, 3);
+    if (!m) return;
+    pf_eval_result r;
+    int rc = pf_evaluate(m, &cfg, &ds, NULL, NULL, NULL, NULL, NULL, &r, err, sizeof err);
+    CHECK(rc == 0 && r.n == 2, "pf_evaluate: %s", err);
+    if (rc || r.n != 2) return;
+    /* naive, per clip: mean of the finite per-frame values, count of the infinite ones */
+    double clip_mean[2], clip_mean_bic[2];
+    int inf_out[2] = { 0 }, inf_bic[2] = { 0 };
+    for (int c = 0; c < 2; c++) {
+        const pf_clip *cl = &ds.video->clips[c];
+        int n = cl->n_frames, fin = 0, fin_bic = 0;
+        uint8_t *lq = clip_lq(ds.video, c, 0, n);
+        float *out = malloc((size_t)cl->gt_h * cl->gt_w * 3 * sizeof(float));
+        double sum = 0, sum_bic = 0;
+        for (int t = 0; t < n; t++) {
+            pf_model_infer(m, lq + (size_t)t * cl->lq_h * cl->lq_w * 3, cl->lq_h, cl->lq_w, out,
+                           err, sizeof err);
+            double b, p = frame_psnr(ds.video, c, t, out, &b, 2);
+            if (isinf(p)) inf_out[c]++;
+            else sum += p, fin++;
+            if (isinf(b)) inf_bic[c]++;
+            else sum_bic += b, fin_bic++;
+        }
+        clip_mean[c] = fin ? sum / fin : INFINITY;
+        clip_mean_bic[c] = fin_bic ? sum_bic / fin_bic : INFINITY;
+        free(lq);
+        free(out);
+    }
+    /* the set-up itself: the flat frames are the identical ones, the network's are not */
+    CHECK(inf_bic[0] == 2 && inf_bic[1] == 2 && inf_out[0] == 0 && inf_out[1] == 0,
+          "naive: bicubic identical frames %d, %d (want 2, 2), network %d, %d (want 0, 0)",
+          inf_bic[0], inf_bic[1], inf_out[0], inf_out[1]);
+    for (int c = 0; c < 2; c++) {
+        const pf_eval_item *it = &r.items[c];
+        int same_bic = isinf(clip_mean_bic[c]) ? isinf(it->psnr_bicubic)
+                                               : fabs(it->psnr_bicubic - clip_mean_bic[c]) < 1e-9;
+        CHECK(fabs(it->psnr - clip_mean[c]) < 1e-9 && same_bic && it->psnr_inf == inf_out[c] &&
+              it->psnr_bicubic_inf == inf_bic[c],
+              "clip %s: PSNR-Y %.9f (naive %.9f), %d left out (%d); bicubic %.9f (naive %.9f), "
+              "%d left out (%d)", it->name, it->psnr, clip_mean[c], it->psnr_inf, inf_out[c],
+              it->psnr_bicubic, clip_mean_bic[c], it->psnr_bicubic_inf, inf_bic[c]);
+        CHECK(it->ssim_bicubic <= 1 && isfinite(it->ssim_bicubic), "clip %s: SSIM %g",
+              it->name, it->ssim_bicubic);
+    }
+    /* over clips: the mean of the clips' means, an infinite one left out */
+    double over = (clip_mean[0] + clip_mean[1]) / 2;
+    double over_bic = clip_mean_bic[0];     /* e's is inf: left out */
+    CHECK(fabs(r.psnr - over) < 1e-9 && isfinite(r.psnr_bicubic) &&
+          fabs(r.psnr_bicubic - over_bic) < 1e-9,
+          "over clips: PSNR-Y %.9f (naive %.9f), bicubic %.9f (naive %.9f)", r.psnr, over,
+          r.psnr_bicubic, over_bic);
+    CHECK(r.psnr_inf == 0 && r.psnr_inf_items == 0 &&
+          r.psnr_bicubic_inf == inf_bic[0] + inf_bic[1] && r.psnr_bicubic_inf_items == 1,
+          "over clips left out: network %d frames, %d clips; bicubic %d frames (want %d), "
+          "%d clips (want 1)", r.psnr_inf, r.psnr_inf_items, r.psnr_bicubic_inf,
+          inf_bic[0] + inf_bic[1], r.psnr_bicubic_inf_items);
+    char note[256];
+    pf_eval_inf_note(note, sizeof note, "frame", r.psnr_inf, r.psnr_bicubic_inf, "clip",
+                     r.psnr_inf_items, r.psnr_bicubic_inf_items);
+    CHECK(!strcmp(note, " (bicubic: 4 identical frames (1 whole clip) left out)"), "note '%s'",
+          note);
+    printf("identical frames: bicubic over clips %.4f dB%s\n", r.psnr_bicubic, note);
+    pf_eval_result_free(&r);
+    pf_model_destroy(&m);
+    pf_dataset_close(&ds);
+}
+
+/* An image set of 3 (the middle one flat): bicubic's mean over images leaves the flat one out. */
+static void test_identical_images(void) {
+    char dir[400], err[1024];
+    snprintf(dir, sizeof dir, "%s/images", root);
+    pf_mkdirs(dir, NULL, 0);
+    int w = 24, h = 20;
+    uint8_t *px = malloc((size_t)w * h * 3);
+    for (int i = 0; i < 3; i++) {
+        for (int k = 0; k < w * h * 3; k++)
+            px[k] = i == 1 ? (uint8_t)(50 + 60 * (k % 3))
+                           : (uint8_t)(128 + 100 * sin(0.37 * k * (i + 1) + 0.01 * k * k));
+        char path[500];
+        snprintf(path, sizeof path, "%s/img%d.png", dir, i);
+        CHECK(pf_image_write_png(path, px, w, h, err, sizeof err) == 0, "%s", err);
+    }
+    free(px);
+    pf_config cfg;
+    base_cfg(&cfg, "EDSR", 2);
+    pf_dataset_cfg *dc = &cfg.eval;
+    memset(dc, 0, sizeof *dc);
+    dc->present = 1;
+    snprintf(dc->type, sizeof dc->type, "PairedImageDataset");
+    snprintf(dc->gt_folder, sizeof dc->gt_folder, "%s", dir);
+    snprintf(dc->filename_tmpl, sizeof dc->filename_tmpl, "{}");
+    dc->repeat = 1;
+    pf_dataset ds;
+    pf_model *m = open_eval(&cfg, &ds, 3);
+    if (!m) return;
+    CHECK(ds.n_files == 3, "image set of %d images, want 3", ds.n_files);
+    pf_eval_result r;
+    int rc = pf_evaluate(m, &cfg, &ds, NULL, NULL, NULL, NULL, NULL, &r, err, sizeof err);
+    CHECK(rc == 0 && r.n == 3, "pf_evaluate: %s", err);
+    /* naive: bicubic PSNR-Y of each image, mean of the finite ones */
+    double sum = 0;
+    int fin = 0, left = 0, wrong = 0;
+    for (int i = 0; rc == 0 && i < 3; i++) {
+        const pf_image *gt, *lq;
+        if (pf_dataset_pair(&ds, i, &gt, &lq, err, sizeof err)) {
+            wrong++;
+            continue;
+        }
+        uint8_t *b8 = malloc((size_t)gt->h * gt->w * 3);
+        pf_imresize_u8(lq->data, lq->h, lq->w, 3, 2.0, b8);
+        double b = naive_psnr_y(b8, gt->data, gt->h, gt->w);
+        free(b8);
+        int inf = isinf(b) != 0;
+        if (inf) left++;
+        else sum += b, fin++;
+        wrong += r.items[i].psnr_bicubic_inf != inf || r.items[i].psnr_inf != 0;
+    }
+    CHECK(rc == 0 && left == 1 && wrong == 0 && r.psnr_bicubic_inf == 1 &&
+          r.psnr_bicubic_inf_items == 1 && r.psnr_inf == 0 && isfinite(r.psnr) &&
+          fabs(r.psnr_bicubic - sum / fin) < 1e-9,
+          "image set: bicubic mean %.9f (naive %.9f over %d), %d left out (naive %d), %d "
+          "images' counts wrong", r.psnr_bicubic, fin ? sum / fin : NAN, fin, r.psnr_bicubic_inf,
+          left, wrong);
+    /* as the eval hook's event carries them, in the words of an image set */
+    pf_msg_event ev = { .psnr_inf = r.psnr_inf, .psnr_bicubic_inf = r.psnr_bicubic_inf,
+                        .psnr_inf_items = r.psnr_inf_items,
+                        .psnr_bicubic_inf_items = r.psnr_bicubic_inf_items };
+    char note[256];
+    pf_eval_event_note(note, sizeof note, &ev, 0);
+    CHECK(!strcmp(note, " (bicubic: 1 identical image left out)"), "note '%s'", note);
+    pf_eval_result_free(&r);
+    pf_model_destroy(&m);
+    pf_dataset_close(&ds);
+}
+
 int main(void) {
     snprintf(root, sizeof root, "/tmp/pf_eval_video_%d", (int)getpid());
     char dir[400];
@@ -307,9 +476,15 @@ int main(void) {
     make_clip(dir, 3, 24, 20, 2);
     snprintf(dir, sizeof dir, "%s/clips/c", root);
     make_clip(dir, 7, 32, 24, 3);
+    snprintf(dir, sizeof dir, "%s/clips/d", root);
+    make_clip_flat(dir, 5, 2, 24, 20, 4);
+    snprintf(dir, sizeof dir, "%s/clips/e", root);
+    make_clip_flat(dir, 2, 2, 24, 20, 5);
     test_windows();
     test_image_network();
     test_video_network();
+    test_identical_frames();
+    test_identical_images();
     int rc = pf_test_end("test_eval_video");
     char cmd[400];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);

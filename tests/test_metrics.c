@@ -8,6 +8,9 @@
     channel gives PSNR 10 log10(255^2 / d^2) in RGB, and in Y the offset is d * 219 / 255
     (65.481 + 128.553 + 24.966 = 219); differences confined to the border vanish with
     crop_border; a crop that leaves nothing gives NAN.
+    pf_psnr_mean (the mean that leaves out +inf values and counts them): hand-computed means
+    of short lists, and a naive mean of the finite values of a generated list with identical
+    images (+inf) mixed in; every value +inf gives +inf, nothing added NaN, a NaN value NaN.
 */
 #include "common/metrics.h"
 
@@ -124,9 +127,44 @@ static void test_to_u8(void) {
     }
 }
 
+static void test_psnr_mean(void) {
+    pf_psnr_mean m = { 0 };
+    CHECK(isnan(pf_psnr_mean_get(&m)) && m.n == 0 && m.inf == 0, "empty mean not NaN");
+    pf_psnr_mean_add(&m, 30.0);
+    pf_psnr_mean_add(&m, INFINITY);
+    pf_psnr_mean_add(&m, 33.0);
+    pf_psnr_mean_add(&m, INFINITY);
+    CHECK(pf_psnr_mean_get(&m) == 31.5 && m.n == 2 && m.inf == 2,
+          "30, inf, 33, inf: mean %g (want 31.5), %lld summed, %lld left out", pf_psnr_mean_get(&m),
+          (long long)m.n, (long long)m.inf);
+    pf_psnr_mean all = { 0 };
+    for (int i = 0; i < 3; i++) pf_psnr_mean_add(&all, INFINITY);
+    CHECK(isinf(pf_psnr_mean_get(&all)) && pf_psnr_mean_get(&all) > 0 && all.inf == 3,
+          "every value inf: mean %g, %lld left out", pf_psnr_mean_get(&all), (long long)all.inf);
+    pf_psnr_mean with_nan = { 0 };
+    pf_psnr_mean_add(&with_nan, 28.0);
+    pf_psnr_mean_add(&with_nan, NAN);
+    pf_psnr_mean_add(&with_nan, INFINITY);
+    CHECK(isnan(pf_psnr_mean_get(&with_nan)) && with_nan.inf == 1, "a NaN value: mean not NaN");
+    /* 50 values, every 7th +inf: the naive mean of the others */
+    pf_psnr_mean g = { 0 };
+    double sum = 0;
+    int finite = 0, left = 0;
+    for (int i = 0; i < 50; i++) {
+        double v = i % 7 == 3 ? INFINITY : 20.0 + 0.37 * i + sin(i);
+        pf_psnr_mean_add(&g, v);
+        if (i % 7 == 3) left++;
+        else sum += v, finite++;
+    }
+    CHECK(left == 7 && g.inf == left && g.n == finite && fabs(pf_psnr_mean_get(&g) - sum / finite)
+          < 1e-12, "50 values, 7 inf: mean %.12f (naive %.12f), %lld left out",
+          pf_psnr_mean_get(&g), sum / finite, (long long)g.inf);
+}
+
 int main(void) {
     test_reference(pf_test_data());
     test_analytic();
     test_to_u8();
+    test_psnr_mean();
     return pf_test_end("test_metrics");
 }

@@ -111,6 +111,10 @@ static void fill(pf_msg *m, int type) {
         strcpy(m->u.event.path, "work_dirs/demo/checkpoints/iter_300.safetensors");
         strcpy(m->u.event.text, "loss 0.0123");
         m->u.event.count = 3;
+        m->u.event.psnr_inf = 5;
+        m->u.event.psnr_bicubic_inf = 7;
+        m->u.event.psnr_inf_items = 1;
+        m->u.event.psnr_bicubic_inf_items = 2;
         strcpy(m->u.event.host, "cpu-node-7");
         m->u.event.patches_per_s = 812.5;
         m->u.event.bytes_per_s = 3.5e8;

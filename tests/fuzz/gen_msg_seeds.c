@@ -74,6 +74,8 @@ int main(int argc, char **argv) {
             m.u.event.psnr = 30.5; m.u.event.ssim = 0.9; strcpy(m.u.event.path, "/tmp/x.png");
             strcpy(m.u.event.text, "ok"); strcpy(m.u.event.host, "host1");
             m.u.event.hit_rate = 0.5; m.u.event.sample = 3;
+            m.u.event.psnr_inf = 2; m.u.event.psnr_bicubic_inf = 3;
+            m.u.event.psnr_inf_items = 1; m.u.event.psnr_bicubic_inf_items = 1;
             break;
         case PF_MSG_CKPT_SAVE:
             m.u.ckpt_save = (pf_msg_ckpt_save){100, 1, "iter_100.safetensors",
