@@ -33,13 +33,7 @@ ff -f lavfi -i testsrc=size=96x64:rate=10 -frames:v 12 -start_number 0 "$gt/clip
 ff -f lavfi -i testsrc2=size=96x64:rate=10 -frames:v 12 -c:v ffv1 "$gt/clipB.mkv"
 ff -f lavfi -i "testsrc=size=96x64:rate=10,hflip" -frames:v 9 -start_number 0 "$gt/clipC/%08d.png"
 cat > "$root/cfg.yaml" << EOF
-model:
-  type: BasicVSR
-  scale: 4
-  num_feat: 4
-  num_block: 1
-  spynet_pretrained: null
-  loss: {type: CharbonnierLoss, loss_weight: 1.0, eps: 1.0e-12}
+$(tiny_basicvsr)
 data:
   samples_per_gpu: 1
   train:
