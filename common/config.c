@@ -1941,8 +1941,11 @@ static int parse_text(pf_config *cfg, const char *path, const char *text, size_t
                   describe(root, g, sizeof g));
     else
         rc = walk(&c, &L, &top, "", (char *)cfg, cfg);
-    if (!rc)
+    if (!rc) {   /* not keys: data.on_bad_sample, for a set opened on its own */
+        cfg->train.skip_cut_videos = cfg->eval.skip_cut_videos = cfg->test.skip_cut_videos =
+            cfg->skip_bad_samples;
         rc = check_when(&c, &L, cfg);
+    }
     if (!rc)
         rc = rules(&c, &L, cfg);
     if (!rc && check_paths)

@@ -215,7 +215,9 @@ const pf_config_key pf_config_keys[] = {
     {.path = "data.on_bad_sample", .kind = PF_K_ENUM, .offset = OFF(skip_bad_samples),
      .choices = "fail|skip", .def = "fail",
      .doc = "a sample whose file became unreadable mid-run: `fail` ends the job with a message "
-            "naming the file; `skip` leaves it out of its batch, logs it and counts it"},
+            "naming the file; `skip` leaves it out of its batch, logs it and counts it. A video "
+            "clip found cut short at start-up (docs/video.md): `fail` refuses the job before "
+            "any process starts; `skip` warns and keeps the clip's whole frames only"},
     DATASET_KEYS(train, "training set, below; required by `pixflow train` (`data` needs at "
                         "least one of the three)"),
     DATASET_KEYS(eval, "evaluation set; required when `evaluation` is set"),

@@ -12,6 +12,11 @@
     Decoded pictures are then named by their pts (pts mode) or counted from K's own picture
     (dts mode: AVI, where packets carry decode-order times only; one packet per display slot).
 
+    The index pass also looks for a cut (video.h, "Truncation"): the first packet that runs
+    past the end of the file (`cut_pk`), the packet slots the header announces, the duration it
+    announces (check_cut, after the frames are known). It only reports: the frames past the cut
+    stay in the index, and a reader that is asked for them fails as for any damaged frame.
+
     Invariants: `cur` is the index of the last picture the decoder gave us (-1 after a seek);
     `next_pk` is the decode index of the next packet to send; `positioned` is false whenever the
     demuxer/decoder state is unknown (after the index pass, after an error), forcing a seek.
@@ -24,6 +29,8 @@
 #include <libavutil/opt.h>
 #include <libavutil/pixdesc.h>
 #include <libswscale/swscale.h>
+
+#include <math.h>
 
 #include <pthread.h>
 #include <stdarg.h>
@@ -73,6 +80,9 @@ struct pf_video {
     int cur;                 /* index of the last picture received, -1 none */
     int passed_corrupt;      /* a read failed on this corrupt picture before its target, -1 */
     pf_video_stats stats;
+    /* truncation, found by the index pass */
+    int cut_pk;              /* decode index of the first packet the file cuts short, -1 none */
+    int n_slots;             /* packets of the stream, empty ones (AVI drop frames) counted */
 };
 
 static int fail(char *err, size_t errlen, const char *fmt, ...) {
@@ -150,12 +160,22 @@ static int cmp_frame(const void *a, const void *b, void *ctx) {
     return x < y ? -1 : x > y;
 }
 
-/* Demux every packet once; build pk, frame_ts, frame_pk, keys. */
+/* Demux every packet once; build pk, frame_ts, frame_pk, keys; find a packet the end of the
+   file cuts (cut_pk): one running past it, or one ending at it that the demuxer flags corrupt
+   (av_get_packet read less than the container said). */
 static int build_index(pf_video *v, char *err, size_t errlen) {
     char m[128];
     int cap = 0, rc;
+    int64_t file_bytes = avio_size(v->fmt->pb);
+    v->cut_pk = -1;
     while ((rc = av_read_frame(v->fmt, v->pkt)) >= 0) {
+        if (v->pkt->stream_index == v->stream) v->n_slots++;
         if (wanted(v, v->pkt)) {
+            int64_t end = v->pkt->pos >= 0 ? v->pkt->pos + v->pkt->size : -1;
+            if (v->cut_pk < 0 && file_bytes > 0 && end >= 0 &&
+                (end > file_bytes ||
+                 (end == file_bytes && (v->pkt->flags & AV_PKT_FLAG_CORRUPT))))
+                v->cut_pk = v->n_pk;
             if (v->n_pk == cap) {
                 cap = cap ? cap * 2 : 1024;
                 vpacket *np = realloc(v->pk, (size_t)cap * sizeof *np);
@@ -223,6 +243,109 @@ static int build_index(pf_video *v, char *err, size_t errlen) {
     return 0;
 }
 
+/* Little-endian or EBML helpers for container_bytes. An EBML variable-size integer at p
+   (at most `left` bytes): its value, *len its length; -1 for "unknown size" or a bad one. */
+static int64_t ebml_vint(const unsigned char *p, size_t left, int *len) {
+    if (!left || !p[0]) return -1;
+    int n = 1;
+    while (!(p[0] & (0x80 >> (n - 1)))) n++;
+    if ((size_t)n > left) return -1;
+    uint64_t x = p[0] & (0xFF >> n);
+    int ones = x == (uint64_t)(0xFF >> n);
+    for (int i = 1; i < n; i++) {
+        x = x << 8 | p[i];
+        ones &= p[i] == 0xFF;
+    }
+    *len = n;
+    return ones ? -1 : (int64_t)x;
+}
+
+/* The size in bytes the container says the file has, from its first bytes: RIFF (AVI) stores
+   it after "RIFF", Matroska/WebM as the size of its Segment after the EBML header. 0 when the
+   container says nothing (or the Segment's size is "unknown", as a live recording's). */
+static long long container_bytes(const char *path) {
+    unsigned char b[256];
+    FILE *f = fopen(path, "rb");
+    if (!f) return 0;
+    size_t n = fread(b, 1, sizeof b, f);
+    fclose(f);
+    if (n >= 8 && !memcmp(b, "RIFF", 4))
+        return 8 + (long long)(b[4] | b[5] << 8 | b[6] << 16 | (uint32_t)b[7] << 24);
+    static const unsigned char ebml_id[4] = {0x1A, 0x45, 0xDF, 0xA3}, seg_id[4] = {0x18, 0x53, 0x80, 0x67};
+    int len;
+    if (n < 5 || memcmp(b, ebml_id, 4)) return 0;
+    int64_t head = ebml_vint(b + 4, n - 4, &len);
+    if (head < 0 || 4 + len + head + 4 > (int64_t)n) return 0;
+    size_t at = 4 + (size_t)len + (size_t)head;
+    if (memcmp(b + at, seg_id, 4)) return 0;
+    int64_t seg = ebml_vint(b + at + 4, n - at - 4, &len);
+    return seg < 0 ? 0 : (long long)(at + 4 + (size_t)len) + seg;
+}
+
+/* After the index: what shows a cut (video.h, "Truncation") into info.cut, header_frames,
+   usable_frames, file_bytes, header_bytes. */
+static void check_cut(pf_video *v) {
+    pf_video_info *in = &v->info;
+    AVStream *st = v->fmt->streams[v->stream];
+    int n = in->n_frames;
+    in->usable_frames = n;
+    in->file_bytes = avio_size(v->fmt->pb);
+    in->header_bytes = container_bytes(v->path);
+    double dur = 0;   /* duration the header states: the video stream's, else the file's when
+                         it has one stream; not one estimated from the bit rate */
+    if (v->fmt->duration_estimation_method == AVFMT_DURATION_FROM_STREAM) {
+        if (st->duration != AV_NOPTS_VALUE && st->duration > 0) dur = st->duration * av_q2d(v->tb);
+        else if (v->fmt->nb_streams == 1 && v->fmt->duration > 0)
+            dur = (double)v->fmt->duration / AV_TIME_BASE;
+    }
+    int by_count = 0, by_duration = 0;
+    if (st->nb_frames > 0 && st->nb_frames < INT32_MAX) {
+        in->header_frames = (int)st->nb_frames;
+        by_count = v->n_slots < in->header_frames;
+    } else if (dur > 0 && in->fps > 0) {
+        in->header_frames = (int)lround(dur * in->fps);
+        in->header_frames_about = 1;
+        double gap = dur - in->duration;   /* seconds announced that no frame covers */
+        by_duration = gap > 2 / in->fps && gap > 0.1 * dur;
+    }
+    if (v->cut_pk >= 0) {
+        /* frames decoded from the cut packet on are not whole: keep the display-order
+           prefix before the first of them */
+        for (int d = v->cut_pk; d < v->n_pk; d++)
+            if (v->pk[d].frame >= 0 && v->pk[d].frame < in->usable_frames)
+                in->usable_frames = v->pk[d].frame;
+        const vpacket *p = &v->pk[v->cut_pk];
+        snprintf(in->cut, sizeof in->cut, "the file ends inside video packet %d (frame %d, "
+                 "%d of its bytes at byte %lld are there)", v->cut_pk, p->frame, p->size,
+                 (long long)p->pos);
+    } else if (by_count) {
+        snprintf(in->cut, sizeof in->cut, "the header announces %d frames, the file holds %d "
+                 "packets of the stream", in->header_frames, v->n_slots);
+    } else if (by_duration) {
+        snprintf(in->cut, sizeof in->cut, "the header announces %.3f s of video, the frames in "
+                 "the file cover %.3f s", dur, in->duration);
+    } else if (in->header_bytes > 0 && in->file_bytes >= 0 && in->file_bytes < in->header_bytes) {
+        snprintf(in->cut, sizeof in->cut, "the header says the file has %lld bytes, it has "
+                 "%lld", in->header_bytes, in->file_bytes);
+    }
+    /* An AVI keeps its keyframe flags in the index at its end (idx1); cut off, the demuxer
+       flags every packet a keyframe where no parser reads the bitstream (FFV1 with a GOP:
+       a read that seeks to a packet in mid-GOP fails, "Cannot decode non-keyframe"). So in a
+       cut file whose every packet says keyframe, with a codec that is not intra-only, the
+       flags are not believed: reads decode from the first keyframe (slow for a long clip,
+       right). */
+    const AVCodecDescriptor *cd = avcodec_descriptor_get(st->codecpar->codec_id);
+    if (in->cut[0] && v->n_keys > 1 && v->n_keys == n &&
+        !(cd && (cd->props & AV_CODEC_PROP_INTRA_ONLY)))
+        v->n_keys = 1;
+    /* A codec that reorders (B-frames) displays a picture at most video_delay places before
+       its place in decode order: a missing packet may display among the last video_delay
+       frames kept (before them, none can). */
+    int delay = st->codecpar->video_delay;
+    if (in->cut[0] && delay > 0)
+        in->usable_frames = in->usable_frames > delay ? in->usable_frames - delay : 0;
+}
+
 pf_video *pf_video_open(const char *path, char *err, size_t errlen) {
     char m[128];
     pf_video *v = calloc(1, sizeof *v);
@@ -267,6 +390,7 @@ pf_video *pf_video_open(const char *path, char *err, size_t errlen) {
     if (v->info.n_frames == 0) { fail(err, errlen, "%s: no video frames", path); goto bad; }
     double last = pf_video_frame_time(v, v->info.n_frames - 1);
     v->info.duration = last + (v->info.fps > 0 ? 1.0 / v->info.fps : 0);
+    check_cut(v);
     return v;
 bad:
     pf_video_destroy(&v);

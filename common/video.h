@@ -34,6 +34,31 @@
     AVCOL_RANGE_JPEG or the pixel format is a yuvj* one, else limited 16..235), RGB output full
     range 0..255. Byte-identical to the ffmpeg CLI (tests/test_video.c).
 
+    Truncation. A file cut short (a copy or download that stopped) still opens: the index
+    holds the packets that are there. pf_video_open then says what it can see of the cut
+    (pf_video_info.cut, usable_frames), from three signs:
+      - a packet of the stream runs past the end of the file (pos + size beyond avio_size),
+        or ends exactly at the end of the file with the demuxer's AV_PKT_FLAG_CORRUPT (it read
+        less than it asked for: AVI, through av_get_packet);
+      - the container's header announces more frames (AVStream.nb_frames: AVI, MP4) than the
+        stream has packet slots, empty drop-frame slots counted (tree.avi: 444 of 444);
+      - without a header count, the stream's duration from the header (Matroska's Segment
+        Duration, AVFMT_DURATION_FROM_STREAM, single-stream files only) exceeds what the
+        indexed frames cover by more than 10 % and 2 frame periods.
+    Usable frames: every frame whose packet comes, in decode order, before the first cut
+    packet, up to the first frame in display order that does not (frames are a prefix
+    [0, usable_frames)). A picture only references pictures decoded before it, so the frames
+    kept need no missing byte; the cut packet's own picture and every picture decoded after it
+    are dropped; and for a codec that reorders (B-frames: video_delay > 0) the last
+    video_delay frames kept too, as a picture missing from the file may display among them
+    (frames are then numbered over the pictures that are there). A cut AVI has lost the
+    index that marks its keyframes, and the demuxer may then call every packet one: in a cut
+    file whose every packet is a "keyframe" of a codec that is not intra-only (FFV1 with a
+    GOP), reads decode from the first keyframe instead of seeking. The bytes missing are known where the container states its own size (RIFF:
+    AVI; EBML: Matroska, WebM). Not seen: a packet cut exactly at the end of the file in a
+    container that neither flags it nor announces a count or duration (a NUT whose index was
+    cut off); reading that frame then fails with the error below, naming it.
+
     Errors. Functions return -1 (or NULL) with err = "path: what is wrong", naming the frame
     where one is involved: missing or unreadable file, no video stream, no decoder, a corrupt
     stream (the decoder runs with AV_EF_EXPLODE, so errors it would conceal are reported, and a
@@ -66,6 +91,16 @@ typedef struct {
     double duration;      /* seconds from frame 0 to the end of the last frame (nominal) */
     char codec[32];       /* decoder name, e.g. "mpeg4" */
     char container[32];   /* demuxer name, e.g. "avi" */
+    /* truncation (see "Truncation" above); all 0 / "" for a whole file */
+    int usable_frames;    /* frames 0 .. usable_frames - 1 are whole; n_frames if not cut */
+    int header_frames;    /* frames the container announces: nb_frames, else its duration x
+                             fps rounded (header_frames_about = 1: a muxer may leave the last
+                             frame's duration out, so one fewer); 0 if it announces none */
+    int header_frames_about;
+    long long file_bytes; /* size of the file as it is, bytes (-1 unknown) */
+    long long header_bytes; /* size the container says the file has (RIFF, EBML); 0 unknown */
+    char cut[256];        /* "" for a whole file, else what shows the cut, e.g. "the file ends
+                             inside video packet 7 (frame 7, at byte 20390)" */
 } pf_video_info;
 
 /* Open the video file at `path` and index it (one demuxing pass). Returns the reader, or NULL

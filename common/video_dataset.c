@@ -20,6 +20,7 @@
 #include "common/degrade.h"
 #include "common/file_list.h"
 #include "common/image_info.h"
+#include "common/log.h"
 #include "common/rng.h"
 #include "common/video.h"
 
@@ -185,13 +186,35 @@ static int pool_add(pf_video_dataset *ds, pf_video *v, int clip, int lq, int bus
     return 0;
 }
 
+/* What a video cut short lacks, for messages: "PATH is cut short (REASON): the header
+   announces H frames, F are whole, B bytes are missing". */
+static void describe_cut(const char *path, const pf_video_info *in, char *out, size_t len) {
+    char frames[64] = "", bytes[128] = "";
+    if (in->header_frames > 0)
+        snprintf(frames, sizeof frames, "the header announces %s%d frames, ",
+                 in->header_frames_about ? "about " : "", in->header_frames);
+    if (in->header_bytes > in->file_bytes && in->file_bytes >= 0)
+        snprintf(bytes, sizeof bytes, "%lld bytes are missing (the header says %lld, the file "
+                 "has %lld)", in->header_bytes - in->file_bytes, in->header_bytes,
+                 in->file_bytes);
+    else
+        snprintf(bytes, sizeof bytes, "the container does not say how many bytes are missing "
+                 "(the file has %lld)", in->file_bytes);
+    snprintf(out, len, "%s is cut short (%s): %s%d of the %d frames it holds are whole, %s",
+             path, in->cut, frames, in->usable_frames, in->n_frames, bytes);
+}
+
 /* Open one side (GT or LQ) of clip c at `path`: a folder's frame names, or a video reader
    (kept in the pool). Sets *count and the frame size *w x *h (checked for every frame of
-   [first, end) of a folder; end 0: up to *count). */
+   [first, end) of a folder; end 0: up to *count). A video cut short (common/video.h,
+   "Truncation") sets *count to its whole frames and `cut` to describe_cut's text; else cut
+   is "". */
 static int open_side(pf_video_dataset *ds, int c, int lq, const char *path, const char *what,
-                     int first, int end, int *count, int *w, int *h, char *err, size_t errlen) {
+                     int first, int end, int *count, int *w, int *h, char *cut, size_t cutlen,
+                     char *err, size_t errlen) {
     pf_clip *cl = &ds->clips[c];
     char e2[1024];
+    cut[0] = '\0';
     if (pf_is_dir(path)) {
         pf_name_list names = { 0 };
         if (pf_list_images(path, ds->key, what, &names, e2, sizeof e2) != 0) {
@@ -258,8 +281,30 @@ static int open_side(pf_video_dataset *ds, int c, int lq, const char *path, cons
     if (lq) cl->lq_video = 1;
     else cl->gt_video = 1;
     *count = in.n_frames;
+    if (in.cut[0]) {
+        *count = in.usable_frames;
+        describe_cut(path, &in, cut, cutlen);
+    }
     *w = in.w;
     *h = in.h;
+    return 0;
+}
+
+/* A video side of clip c found cut short at open (`cut` from open_side): with
+   data.on_bad_sample fail, the error; with skip, a warning saying which frames the clip keeps
+   ([first, end), already shrunk to the whole frames). Returns 0, or -1 with err. */
+static int report_cut(const pf_video_dataset *ds, const pf_clip *cl, const char *side,
+                      const char *cut, int first, int end, int asked_end, char *err,
+                      size_t errlen) {
+    if (!ds->cfg.skip_cut_videos)
+        return fail(err, errlen, "%s: clip '%s': %s %s; refused at start-up (data.on_bad_sample: "
+                    "fail; with `skip` the clip keeps its whole frames)", ds->key, cl->name, side,
+                    cut);
+    if (first >= end)
+        return fail(err, errlen, "%s: clip '%s': %s %s; no whole frame is left of frames [%d, "
+                    "%d)", ds->key, cl->name, side, cut, first, asked_end);
+    pf_warn("%s: clip '%s': %s %s; the clip keeps frames [%d, %d) (data.on_bad_sample: skip)",
+            ds->key, cl->name, side, cut, first, end);
     return 0;
 }
 
@@ -277,8 +322,15 @@ static int open_clip(pf_video_dataset *ds, int c, const pf_clip_cfg *spec, char 
         return fail(err, errlen, "%s: clip '%s': path too long", ds->key, spec->name);
     int count, w, h;
     int first = spec->frames[0], end = spec->frames[1];
-    if (open_side(ds, c, 0, cl->gt_path, "gt_folder", first, end, &count, &w, &h, err, errlen))
+    char cut[1024];
+    if (open_side(ds, c, 0, cl->gt_path, "gt_folder", first, end, &count, &w, &h, cut,
+                  sizeof cut, err, errlen))
         return -1;
+    if (cut[0]) {   /* a video cut short: its whole frames only (count) */
+        int asked = end ? end : count;
+        if (!end || end > count) end = count;
+        if (report_cut(ds, cl, "GT", cut, first, end, asked, err, errlen)) return -1;
+    }
     if (end == 0) end = count;
     if (first >= end || end > count)
         return fail(err, errlen, "%s: clip '%s': frames [%d, %d) asked for, the clip has %d "
@@ -308,9 +360,15 @@ static int open_clip(pf_video_dataset *ds, int c, const pf_clip_cfg *spec, char 
     cl->lq_h = cl->gt_h / s;
     if (cl->lq_path[0]) {
         int lcount, lw, lh;
-        if (open_side(ds, c, 1, cl->lq_path, "lq_folder", first, end, &lcount, &lw, &lh, err,
-                      errlen))
+        if (open_side(ds, c, 1, cl->lq_path, "lq_folder", first, end, &lcount, &lw, &lh, cut,
+                      sizeof cut, err, errlen))
             return -1;
+        if (cut[0]) {   /* the LQ video cut short: the GT range shrinks to its whole frames */
+            int asked = end;
+            if (end > lcount) end = lcount;
+            if (report_cut(ds, cl, "LQ", cut, first, end, asked, err, errlen)) return -1;
+            cl->n_frames = end - first;
+        }
         if (lcount < end)
             return fail(err, errlen, "%s: clip '%s': LQ '%s' has %d frames, GT frames up to %d "
                         "are used", ds->key, cl->name, cl->lq_path, lcount, end - 1);

@@ -18,7 +18,12 @@
     Opening checks every clip up front: it exists, every frame of the used range is there with
     one size (folder headers; a video is indexed, common/video.h), LQ is exactly GT / scale,
     the crop fits, a training clip holds num_frame x max(interval_list) frames and an LQ patch.
-    Errors name the set key, the clip and, where one is involved, the frame.
+    Errors name the set key, the clip and, where one is involved, the frame. A video file found
+    cut short (common/video.h, "Truncation"; GT or LQ) is refused, naming the file, the frames
+    its header announces, the whole frames and the bytes missing, unless cfg->skip_cut_videos
+    (data.on_bad_sample: skip): then it is a warning (pf_warn) and the clip's range ends at
+    its last whole frame, so frame counts and len count whole frames only, alike in every
+    process that opens the set.
 
     Training sample `index` (in [0, len), len = frames of all clips x repeat), as BasicSR's
     REDSRecurrentDataset.__getitem__, every draw from pf_rng_make(seed, epoch, index) in this

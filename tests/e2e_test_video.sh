@@ -39,13 +39,7 @@ ff -f lavfi -i "testsrc=size=96x64:rate=10,hflip" -frames:v 9 -start_number 0 "$
 ff -f lavfi -i color=c=0x3060a0:size=96x64:rate=10 -frames:v 3 -start_number 0 "$gt/clipD/%08d.png"
 ff -f lavfi -i "testsrc2=size=96x64:rate=10,vflip" -frames:v 5 -start_number 3 "$gt/clipD/%08d.png"
 cat > "$root/cfg.yaml" << EOF
-model:
-  type: BasicVSR
-  scale: 4
-  num_feat: 4
-  num_block: 1
-  spynet_pretrained: null
-  loss: {type: CharbonnierLoss, loss_weight: 1.0, eps: 1.0e-12}
+$(tiny_basicvsr)
 data:
   samples_per_gpu: 1
   train:

@@ -23,6 +23,20 @@ seed: 7
 EOF
 }
 
+# tiny_basicvsr: the `model:` block of the video e2e tests, a BasicVSR of 4 features, 1 block
+# (x4, no SPyNet weights), for a config's heredoc.
+tiny_basicvsr() {
+    cat << EOF
+model:
+  type: BasicVSR
+  scale: 4
+  num_feat: 4
+  num_block: 1
+  spynet_pretrained: null
+  loss: {type: CharbonnierLoss, loss_weight: 1.0, eps: 1.0e-12}
+EOF
+}
+
 # wait_for SECONDS COMMAND...: until the command succeeds; 1 on timeout.
 wait_for() {
     local end=$((SECONDS + $1))

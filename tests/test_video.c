@@ -11,7 +11,12 @@
        The FFV1 (lossless) frames are checked against BT.601 limited-range YUV->RGB computed
        here in floating point (the colour rule video.h documents).
     2. Errors: missing file, garbage bytes, a truncated file, a damaged FFV1 packet (slice
-       CRC) — each an error naming the file (and the frame).
+       CRC) — each an error naming the file (and the frame). Files cut to 30 % of their bytes
+       (60 % for the MPEG-4 AVI, whose first 30 % is header and keyframe)
+       (FFV1 and MPEG-4 with B-frames, in AVI and MKV): they open and say they are cut, with
+       the frame count and file size their headers announce (what was written), fewer usable
+       frames, each read right, backwards (seeking; an FFV1 AVI with a GOP too: its cut-off
+       index held the keyframe flags); the whole files say they are whole.
     3. The demo clips (scripts/fetch-demo-video.sh; PIXFLOW_DEMO_VIDEO or
        <source>/data/demo_video), when present: sizes and frame counts of the four clips, seek
        == sequential on 30 random frames of each, read rates.
@@ -244,6 +249,8 @@ static void test_synthetic(const char *name, const char *mux, enum AVCodecID id,
            in.n_frames, in.fps);
     CHECK(in.w == W && in.h == H, "%s: %dx%d", name, in.w, in.h);
     CHECK(in.n_frames == N, "%s: %d frames, made %d", name, in.n_frames, N);
+    CHECK(!in.cut[0] && in.usable_frames == N, "%s: a whole file reported cut short (%s), %d "
+          "usable frames", name, in.cut, in.usable_frames);
     CHECK_NEAR(in.fps, 10.0, 1e-9);
     CHECK_NEAR(pf_video_frame_time(v, 13), 1.3, 1e-6);
     uint64_t *hs;
@@ -376,6 +383,84 @@ static void test_errors(const char *mkv, const char *ffv1) {
     av_log_set_level(AV_LOG_ERROR);
 }
 
+/* A video cut to 30 % of its bytes (video.h, "Truncation"): it opens, says it is cut, with
+   fewer usable frames than the N the header announces (N: what make_video wrote), the bytes
+   the container states (the whole file's length, known here) where it states them, and every
+   usable frame reads right (the number it carries is its index). Returns the usable count. */
+static int test_cut(const char *name, const char *mux, enum AVCodecID id, int gop, int bf,
+                    int percent, int header_bytes_known) {
+    char whole[512], path[512], err[512];
+    snprintf(whole, sizeof whole, "%s/whole_%s", tmpdir, name);
+    snprintf(path, sizeof path, "%s/cut_%s", tmpdir, name);
+    if (make_video(whole, mux, id, gop, bf) != 0) { CHECK(0, "cannot encode %s", whole); return -1; }
+    size_t len;
+    char *data = pf_read_file(whole, &len, err, sizeof err);
+    CHECK(data != NULL, "%s", err);
+    if (!data) return -1;
+    size_t cut_len = len * (size_t)percent / 100;
+    write_bytes(path, data, cut_len);
+    free(data);
+    pf_video *v = pf_video_open(whole, err, sizeof err);
+    CHECK(v != NULL, "%s: %s", whole, err);
+    if (v) {
+        pf_video_info in = pf_video_get_info(v);
+        CHECK(!in.cut[0] && in.usable_frames == N && in.n_frames == N,
+              "whole %s: cut '%s', %d usable of %d", name, in.cut, in.usable_frames, in.n_frames);
+        pf_video_destroy(&v);
+    }
+    av_log_set_level(AV_LOG_QUIET);
+    v = pf_video_open(path, err, sizeof err);
+    CHECK(v != NULL, "%s cut to %d%% does not open: %s", name, percent, err);
+    if (!v) { av_log_set_level(AV_LOG_ERROR); return -1; }
+    pf_video_info in = pf_video_get_info(v);
+    printf("  %s, %zu of %zu bytes: %d frames indexed, %d usable, header %d frames, %lld bytes: "
+           "%s\n", name, cut_len, len, in.n_frames, in.usable_frames, in.header_frames,
+           in.header_bytes, in.cut);
+    CHECK(in.cut[0], "%s cut to %d%%: not reported cut", name, percent);
+    CHECK(in.usable_frames > 0 && in.usable_frames <= in.n_frames && in.usable_frames < N,
+          "%s: %d usable of %d indexed, %d made", name, in.usable_frames, in.n_frames, N);
+    /* FFV1 frames are of about one size: 30 % of the bytes, less the headers, about 30 % of
+       the frames */
+    if (id == AV_CODEC_ID_FFV1)
+        CHECK(in.usable_frames >= N * percent / 100 - 6 && in.usable_frames <= N * percent / 100,
+              "%s: %d usable frames in %d%% of the bytes of %d", name, in.usable_frames,
+              percent, N);
+    /* AVI: the frame count; MKV: the duration, 3.9 s here (make_video gives the last frame
+       no duration), so 39 frames "about" */
+    CHECK(in.header_frames_about ? in.header_frames >= N - 1 && in.header_frames <= N
+                                 : in.header_frames == N,
+          "%s: the header announces %s%d frames, %d were written", name,
+          in.header_frames_about ? "about " : "", in.header_frames, N);
+    CHECK(in.file_bytes == (long long)cut_len, "%s: file_bytes %lld, %zu", name, in.file_bytes,
+          cut_len);
+    if (header_bytes_known)
+        CHECK(in.header_bytes == (long long)len, "%s: the header's size %lld, the whole file %zu",
+              name, in.header_bytes, len);
+    int right = 0;   /* backwards: each read seeks */
+    for (int i = in.usable_frames - 1; i >= 0; i--) {
+        pf_image im;
+        if (pf_video_read(v, i, &im, err, sizeof err) == 0) {
+            right += frame_number(&im) == i;
+            pf_image_free(&im);
+        } else {
+            CHECK(0, "%s: usable frame %d: %s", name, i, err);
+        }
+    }
+    CHECK(right == in.usable_frames, "%s: %d of the %d usable frames read right", name, right,
+          in.usable_frames);
+    if (id == AV_CODEC_ID_FFV1 && in.usable_frames < in.n_frames) {   /* the cut frame */
+        pf_image im;
+        int rc = pf_video_read(v, in.usable_frames, &im, err, sizeof err);
+        CHECK(rc == -1, "%s: frame %d, in the cut packet, reads", name, in.usable_frames);
+        if (rc == 0) pf_image_free(&im);
+        else printf("  %s: reading frame %d: %s\n", name, in.usable_frames, err);
+    }
+    int usable = in.usable_frames;
+    pf_video_destroy(&v);
+    av_log_set_level(AV_LOG_ERROR);
+    return usable;
+}
+
 /* The demo clips: name, size, frame count (video packets; ffprobe -count_frames agrees). */
 static const struct { const char *name; int w, h, n; } clips[] = {
     {"vtest.avi", 768, 576, 795},
@@ -406,6 +491,9 @@ static int test_demo_clips(void) {
         CHECK(in.w == clips[c].w && in.h == clips[c].h && in.n_frames == clips[c].n,
               "%s: %dx%d, %d frames; expected %dx%d, %d", clips[c].name, in.w, in.h, in.n_frames,
               clips[c].w, clips[c].h, clips[c].n);
+        /* whole files: none may look cut (tree.avi's header counts 444 slots, 376 empty) */
+        CHECK(!in.cut[0] && in.usable_frames == in.n_frames, "%s: reported cut short: %s",
+              clips[c].name, in.cut);
         uint64_t *hs;
         t0 = pf_now();
         int n = read_all(v, path, &hs, 0);
@@ -464,10 +552,17 @@ int main(int argc, char **argv) {
         test_synthetic("mpeg4_bframes.avi", "avi", AV_CODEC_ID_MPEG4, 10, 2, NULL);
         test_synthetic("mpeg2_bframes.mpg", "vob", AV_CODEC_ID_MPEG2VIDEO, 12, 2, NULL);
         test_errors(mkv, ffv1);
+        printf("cut to 30%% of the bytes:\n");
+        test_cut("ffv1.avi", "avi", AV_CODEC_ID_FFV1, 1, 0, 30, 1);
+        test_cut("ffv1_gop10.avi", "avi", AV_CODEC_ID_FFV1, 10, 0, 30, 1);
+        test_cut("ffv1.mkv", "matroska", AV_CODEC_ID_FFV1, 1, 0, 30, 1);
+        test_cut("mpeg4_bframes.mkv", "matroska", AV_CODEC_ID_MPEG4, 10, 2, 30, 1);
+        /* at 30 % this AVI holds its header, the first keyframe and a cut packet: 60 % */
+        test_cut("mpeg4_bframes.avi", "avi", AV_CODEC_ID_MPEG4, 10, 2, 60, 1);
         char cmd[600];
         snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
         if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmpdir);
-        printf("ran: 4 synthetic videos, 4 error cases\n");
+        printf("ran: 4 synthetic videos, 4 error cases, 5 videos cut short\n");
     }
     if (have_ffmpeg)
         printf("ffmpeg CLI reference: %d of %d frames byte-identical\n", ffmpeg_frames_equal,
