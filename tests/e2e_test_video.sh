@@ -164,12 +164,12 @@ check "clipB.mkv as MPEG-4: 12 frames ($(count "$out/clipB.mkv"))" \
 # a test config (issue 33): model, data.test and work_dir only, no optimiser, runner or
 # training set, as BasicSR's test options: the same table; `pixflow train` names what it lacks
 cat > "$root/tcfg.yaml" << EOF
-model: {type: BasicVSR, scale: 4, num_feat: 4, num_block: 1, spynet_pretrained: null}
+$(tiny_basicvsr | grep -v loss:)
 data:
   test:
     type: VideoRecurrentTestDataset
     gt_folder: $gt
-    clips: [{name: clipB.mkv}, {name: clipC}]
+    clips: [{name: clipB.mkv}, {name: clipC}, {name: clipD}]
 work_dir: $root/work
 EOF
 st=0
