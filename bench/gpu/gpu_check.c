@@ -24,6 +24,10 @@
     against nn/video_layers.c, the CPU counterpart that tests/test_video_layers checks against
     PyTorch, with the warp's fixed-point image gradient run twice for identical bits; then times the training steps of bench/train_step's shapes
     (`# timing` lines).
+
+    The same file is built against the host emulation of the kernels (tests/cuda_emu,
+    PF_CUDA_EMU: ctest gpu_check.emu), where every check runs on the real nn/cuda/ops.cu kernels
+    without a GPU (convolutions: naive stand-ins for cuDNN) and the timings are skipped.
 */
 #include <math.h>
 #include <stdint.h>
@@ -1313,6 +1317,12 @@ static void time_train_step(const char *label, const pf_config *cfg, int n, int 
                             int tf32) {
     const int warm = 5, steps = 20;
     const char *mode = tf32 ? "tf32" : "fp32";
+#ifdef PF_CUDA_EMU
+    /* the kernels on the host, the convolutions naive: a time says nothing */
+    (void)warm, (void)steps, (void)cfg, (void)n, (void)h, (void)w;
+    printf("# timing %s %s: skipped under the host emulation (tests/cuda_emu)\n", label, mode);
+    return;
+#endif
     pf_model *cpu = pf_model_new(cfg, g_err, sizeof g_err); /* for the seeded weights only */
     if (!cpu) {
         printf("# timing %s %s: cpu model: %s\n", label, mode, g_err);
@@ -1465,18 +1475,21 @@ static void check_video_ops(int n, int c, int h, int w) {
     float *d_f = upload(flow, nf * 4), *d_df = dev_alloc(nf * 4);
     int rc;
 
-    /* affine (c <= 4 channels: 3) */
+    /* affine on min(c, 3) channels (at most PF_CUDA_MAX_AFFINE_CHANNELS; x holds c: with
+       c = 2 the 3-channel case read past the end of d_x, found by AddressSanitizer under
+       tests/cuda_emu) */
     {
         const float sub[3] = {0.485f, 0.456f, 0.406f}, mul[3] = {1 / 0.229f, 1 / 0.224f, 1 / 0.225f};
-        size_t n3 = (size_t)n * 3 * h * w;
-        snprintf(shape, sizeof shape, "N%d C3 H%d W%d", n, h, w);
-        pf_affine_ch_forward(ref, x, n, 3, h, w, sub, mul, 1, 1);
-        rc = pf_cuda_affine_ch(d_y, d_x, n, 3, h, w, sub, mul, 0, 0, g_err, sizeof g_err);
+        int ca = c < 3 ? c : 3;
+        size_t n3 = (size_t)n * ca * h * w;
+        snprintf(shape, sizeof shape, "N%d C%d H%d W%d", n, ca, h, w);
+        pf_affine_ch_forward(ref, x, n, ca, h, w, sub, mul, 1, 1);
+        rc = pf_cuda_affine_ch(d_y, d_x, n, ca, h, w, sub, mul, 0, 0, g_err, sizeof g_err);
         check("affine_ch forward", shape, rc, d_y, ref, n3, TOL_FP32);
         memcpy(ref, prior, n3 * 4);
-        pf_affine_ch_backward(ref, dy, n, 3, h, w, mul, 1, 1);
+        pf_affine_ch_backward(ref, dy, n, ca, h, w, mul, 1, 1);
         set_dev(d_y, prior, n3 * 4);
-        rc = pf_cuda_affine_ch(d_y, d_dy, n, 3, h, w, NULL, mul, 1, 0, g_err, sizeof g_err);
+        rc = pf_cuda_affine_ch(d_y, d_dy, n, ca, h, w, NULL, mul, 1, 0, g_err, sizeof g_err);
         check("affine_ch backward acc=1", shape, rc, d_y, ref, n3, TOL_FP32);
     }
 
@@ -1569,11 +1582,15 @@ static void check_video_ops(int n, int c, int h, int w) {
     cudaFree(d_x), cudaFree(d_dy), cudaFree(d_y), cudaFree(d_f), cudaFree(d_df);
 }
 
-static void check_networks(void) {
+/* The device optimiser and the video ops (they need the CMake build's CPU backend). */
+static void check_model_ops(void) {
     check_optimisers();
     check_video_ops(2, 5, 13, 17);
     check_video_ops(2, 2, 37, 41);      /* a flow's 2 channels: the resize factors */
     check_video_ops(1, 16, 64, 64);     /* BasicVSR's feature warp at LQ 64 */
+}
+
+static void check_networks(void) {
     static const struct {
         int scale, h, w;
         float res_scale;
@@ -1673,12 +1690,24 @@ static void check_networks(void) {
 }
 
 #else
+static void check_model_ops(void) {
+    printf("# optimisers, video ops: skipped (needs the CMake build: the CPU backend is the "
+           "reference)\n");
+}
 static void check_networks(void) {
     printf("# network: skipped (needs the CMake build: the CPU model is the reference)\n");
 }
 #endif
 
-int main(void) {
+int main(int argc, char **argv) {
+    /* `gpu_check ops`: the kernels' checks only, without cuDNN's convolutions, the networks
+       and the timings (ctest gpu_check.emu: the convolutions there are naive stand-ins and the
+       networks run in test_model_cuda_host.emu) */
+    int ops_only = argc > 1 && !strcmp(argv[1], "ops");
+    if (argc > 1 && !ops_only) {
+        fprintf(stderr, "usage: gpu_check [ops]\n");
+        return 2;
+    }
     int ndev = 0;
     cudaError_t e = cudaGetDeviceCount(&ndev);
     if (e != cudaSuccess || ndev == 0) {
@@ -1712,9 +1741,10 @@ int main(void) {
     check_loss(0, (size_t)16 * 3 * 96 * 96 * 3 + 5); /* > one pass of the loss grid */
     check_adam();
     check_bf16();
-    check_convs();
+    if (!ops_only) check_convs();
     check_graph_ops();
-    check_networks();
+    check_model_ops();
+    if (!ops_only) check_networks();
 
     printf("# %d checks, %d failed\n", g_checks, g_failures);
     return g_failures ? 1 : 0;

@@ -10,6 +10,7 @@
     in nn/optim.c compiled without FMA.
 */
 #include "nn/cuda/ops.h"
+#include "nn/cuda/launch.h"
 #include "nn/cubic.h"
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -65,7 +66,7 @@ int pf_cuda_u8_nhwc_to_nchw(float *dst, const uint8_t *src, int n, int h, int w,
         return bad_arg("pf_cuda_u8_nhwc_to_nchw", "negative dimension", err, errlen);
     size_t count = (size_t)n * c * h * w;
     if (!count) return 0;
-    k_u8_nhwc_to_nchw<<<grid_for(count), THREADS, 0, stream>>>(dst, src, n, h, w, c);
+    PF_LAUNCH(k_u8_nhwc_to_nchw, grid_for(count), THREADS, 0, stream, dst, src, n, h, w, c);
     return check_launch("k_u8_nhwc_to_nchw", err, errlen);
 }
 
@@ -93,8 +94,8 @@ static int mean_shift(const char *fn, float *y, const float *x, int n, int c, in
     for (int i = 0; mean && i < c; i++) mv.v[i] = mean[i];
     size_t count = (size_t)n * c * h * w;
     if (!count) return 0;
-    k_mean_shift<<<grid_for(count), THREADS, 0, stream>>>(y, x, count, c, (size_t)h * w, mv,
-                                                          range, unshift);
+    PF_LAUNCH(k_mean_shift, grid_for(count), THREADS, 0, stream, y, x, count, c, (size_t)h * w, mv,
+              range, unshift);
     return check_launch(unshift ? "k_mean_shift (unshift)" : "k_mean_shift", err, errlen);
 }
 
@@ -135,35 +136,35 @@ __global__ void k_axpy(float *y, const float *x, float s, size_t count) {
 int pf_cuda_relu_forward(float *y, const float *x, size_t count, cudaStream_t stream, char *err,
                          size_t errlen) {
     if (!count) return 0;
-    k_relu_forward<<<grid_for(count), THREADS, 0, stream>>>(y, x, count);
+    PF_LAUNCH(k_relu_forward, grid_for(count), THREADS, 0, stream, y, x, count);
     return check_launch("k_relu_forward", err, errlen);
 }
 
 int pf_cuda_relu_backward(float *dx, const float *dy, const float *y, size_t count,
                           cudaStream_t stream, char *err, size_t errlen) {
     if (!count) return 0;
-    k_relu_backward<<<grid_for(count), THREADS, 0, stream>>>(dx, dy, y, count);
+    PF_LAUNCH(k_relu_backward, grid_for(count), THREADS, 0, stream, dx, dy, y, count);
     return check_launch("k_relu_backward", err, errlen);
 }
 
 int pf_cuda_add_scaled(float *y, const float *a, const float *b, float s, size_t count,
                        cudaStream_t stream, char *err, size_t errlen) {
     if (!count) return 0;
-    k_add_scaled<<<grid_for(count), THREADS, 0, stream>>>(y, a, b, s, count);
+    PF_LAUNCH(k_add_scaled, grid_for(count), THREADS, 0, stream, y, a, b, s, count);
     return check_launch("k_add_scaled", err, errlen);
 }
 
 int pf_cuda_scale(float *y, const float *x, float s, size_t count, cudaStream_t stream,
                   char *err, size_t errlen) {
     if (!count) return 0;
-    k_scale<<<grid_for(count), THREADS, 0, stream>>>(y, x, s, count);
+    PF_LAUNCH(k_scale, grid_for(count), THREADS, 0, stream, y, x, s, count);
     return check_launch("k_scale", err, errlen);
 }
 
 int pf_cuda_axpy(float *y, const float *x, float s, size_t count, cudaStream_t stream,
                  char *err, size_t errlen) {
     if (!count) return 0;
-    k_axpy<<<grid_for(count), THREADS, 0, stream>>>(y, x, s, count);
+    PF_LAUNCH(k_axpy, grid_for(count), THREADS, 0, stream, y, x, s, count);
     return check_launch("k_axpy", err, errlen);
 }
 
@@ -203,7 +204,8 @@ int pf_cuda_pixel_shuffle_forward(float *out, const float *in, int n, int c, int
         return bad_arg("pf_cuda_pixel_shuffle_forward", "bad shape or factor", err, errlen);
     size_t count = (size_t)n * c * h * w * r * r;
     if (!count) return 0;
-    k_pixel_shuffle_forward<<<grid_for(count), THREADS, 0, stream>>>(out, in, c, h, w, r, count);
+    PF_LAUNCH(k_pixel_shuffle_forward, grid_for(count), THREADS, 0, stream, out, in, c, h, w, r,
+              count);
     return check_launch("k_pixel_shuffle_forward", err, errlen);
 }
 
@@ -213,8 +215,8 @@ int pf_cuda_pixel_shuffle_backward(float *din, const float *dout, int n, int c, 
         return bad_arg("pf_cuda_pixel_shuffle_backward", "bad shape or factor", err, errlen);
     size_t count = (size_t)n * c * h * w * r * r;
     if (!count) return 0;
-    k_pixel_shuffle_backward<<<grid_for(count), THREADS, 0, stream>>>(din, dout, c, h, w, r,
-                                                                      count);
+    PF_LAUNCH(k_pixel_shuffle_backward, grid_for(count), THREADS, 0, stream, din, dout, c, h, w, r,
+              count);
     return check_launch("k_pixel_shuffle_backward", err, errlen);
 }
 
@@ -274,10 +276,10 @@ static int pixel_loss(const char *fn, int type, float *loss, float *grad, const 
     if (!count) return bad_arg(fn, "empty input (the mean is undefined)", err, errlen);
     /* the gradient's scale as nn/loss.c computes it: weight / count in float */
     float gscale = weight / (float)count;
-    k_loss_partial<<<LOSS_BLOCKS, THREADS, 0, stream>>>(scratch, grad, x, y, count, type,
-                                                        gscale, eps);
+    PF_LAUNCH(k_loss_partial, LOSS_BLOCKS, THREADS, 0, stream, scratch, grad, x, y, count, type,
+              gscale, eps);
     if (check_launch("k_loss_partial", err, errlen)) return -1;
-    k_loss_final<<<1, THREADS, 0, stream>>>(loss, scratch, (double)weight / (double)count);
+    PF_LAUNCH(k_loss_final, 1, THREADS, 0, stream, loss, scratch, (double)weight / (double)count);
     return check_launch("k_loss_final", err, errlen);
 }
 
@@ -355,9 +357,8 @@ int pf_cuda_adam_range(float *params, const float *grads, float *m, float *v, si
     float step_size = (float)((double)lr / bc1);
     float bc2_sqrt = (float)sqrt(bc2);
     float shrink = (float)(1.0 - (double)lr * (double)weight_decay);
-    k_adam<<<grid_for(count), THREADS, 0, stream>>>(params, grads, m, v, count, step_size,
-                                                    bc2_sqrt, beta1, beta2, eps, weight_decay,
-                                                    shrink, decoupled, write);
+    PF_LAUNCH(k_adam, grid_for(count), THREADS, 0, stream, params, grads, m, v, count, step_size,
+              bc2_sqrt, beta1, beta2, eps, weight_decay, shrink, decoupled, write);
     return check_launch("k_adam", err, errlen);
 }
 
@@ -387,9 +388,8 @@ int pf_cuda_sgd_range(float *params, const float *grads, float *buf, size_t coun
                       float momentum, float dampening, int nesterov, float weight_decay,
                       int first, int write, cudaStream_t stream, char *err, size_t errlen) {
     if (!count) return 0;
-    k_sgd<<<grid_for(count), THREADS, 0, stream>>>(params, grads, buf, count, lr, momentum,
-                                                   1.0f - dampening, weight_decay, nesterov,
-                                                   first, write);
+    PF_LAUNCH(k_sgd, grid_for(count), THREADS, 0, stream, params, grads, buf, count, lr, momentum,
+              1.0f - dampening, weight_decay, nesterov, first, write);
     return check_launch("k_sgd", err, errlen);
 }
 
@@ -401,8 +401,8 @@ __global__ void k_ema(float *e, const float *p, size_t count, float d, float a) 
 int pf_cuda_ema_update(float *ema, const float *params, size_t count, float decay,
                        cudaStream_t stream, char *err, size_t errlen) {
     if (!count) return 0;
-    k_ema<<<grid_for(count), THREADS, 0, stream>>>(ema, params, count, decay,
-                                                   (float)(1.0 - (double)decay));
+    PF_LAUNCH(k_ema, grid_for(count), THREADS, 0, stream, ema, params, count, decay,
+              (float)(1.0 - (double)decay));
     return check_launch("k_ema", err, errlen);
 }
 
@@ -430,12 +430,12 @@ int pf_cuda_clip_grad_norm(float *grads, size_t count, float max_norm, double *s
         snprintf(err, errlen, "pf_cuda_clip_grad_norm: cudaMemsetAsync: %s", cudaGetErrorString(e));
         return -1;
     }
-    k_loss_partial<<<LOSS_BLOCKS, THREADS, 0, stream>>>(scratch, NULL, grads, NULL, count,
-                                                        LOSS_MSE, 0.0f, 0.0f);
+    PF_LAUNCH(k_loss_partial, LOSS_BLOCKS, THREADS, 0, stream, scratch, NULL, grads, NULL, count,
+              LOSS_MSE, 0.0f, 0.0f);
     if (check_launch("k_loss_partial (gradient norm)", err, errlen)) return -1;
-    k_norm_final<<<1, THREADS, 0, stream>>>(norm, scratch);
+    PF_LAUNCH(k_norm_final, 1, THREADS, 0, stream, norm, scratch);
     if (check_launch("k_norm_final", err, errlen)) return -1;
-    k_clip_scale<<<grid_for(count), THREADS, 0, stream>>>(grads, count, norm, max_norm);
+    PF_LAUNCH(k_clip_scale, grid_for(count), THREADS, 0, stream, grads, count, norm, max_norm);
     return check_launch("k_clip_scale", err, errlen);
 }
 
@@ -448,7 +448,7 @@ __global__ void k_f32_to_bf16(uint16_t *dst, const float *src, size_t count) {
 int pf_cuda_f32_to_bf16(uint16_t *dst, const float *src, size_t count, cudaStream_t stream,
                         char *err, size_t errlen) {
     if (!count) return 0;
-    k_f32_to_bf16<<<grid_for(count), THREADS, 0, stream>>>(dst, src, count);
+    PF_LAUNCH(k_f32_to_bf16, grid_for(count), THREADS, 0, stream, dst, src, count);
     return check_launch("k_f32_to_bf16", err, errlen);
 }
 
@@ -497,7 +497,7 @@ static int act_forward(const char *fn, int act, float alpha, float *y, const flo
     if (!(alpha >= 0.0f)) return bad_arg(fn, "negative or NaN slope", err, errlen);
     if (!count) return 0;
     if (!y || !x) return null_tensor(fn, err, errlen);
-    k_act_forward<<<grid_for(count), THREADS, 0, stream>>>(y, x, count, act, alpha);
+    PF_LAUNCH(k_act_forward, grid_for(count), THREADS, 0, stream, y, x, count, act, alpha);
     return check_launch("k_act_forward", err, errlen);
 }
 
@@ -507,7 +507,8 @@ static int act_backward(const char *fn, int act, float alpha, float *dx, const f
     if (!(alpha >= 0.0f)) return bad_arg(fn, "negative or NaN slope", err, errlen);
     if (!count) return 0;
     if (!dx || !dy || !y) return null_tensor(fn, err, errlen);
-    k_act_backward<<<grid_for(count), THREADS, 0, stream>>>(dx, dy, y, count, act, alpha, acc);
+    PF_LAUNCH(k_act_backward, grid_for(count), THREADS, 0, stream, dx, dy, y, count, act, alpha,
+              acc);
     return check_launch("k_act_backward", err, errlen);
 }
 
@@ -606,7 +607,7 @@ int pf_cuda_prelu_forward(float *y, const float *x, const float *alpha, int n, i
     size_t hw = (size_t)h * w, count = (size_t)n * c * hw;
     if (!count) return 0;
     if (!y || !x || !alpha) return null_tensor(fn, err, errlen);
-    k_prelu_forward<<<grid_for(count), THREADS, 0, stream>>>(y, x, alpha, c, hw, count);
+    PF_LAUNCH(k_prelu_forward, grid_for(count), THREADS, 0, stream, y, x, alpha, c, hw, count);
     return check_launch("k_prelu_forward", err, errlen);
 }
 
@@ -620,12 +621,12 @@ int pf_cuda_prelu_backward(float *dx, float *dalpha, const float *dy, const floa
     /* dalpha is written even when there are no elements (a sum over nothing is 0) */
     if (!dalpha || (count && (!dy || !x || (dx && !alpha)))) return null_tensor(fn, err, errlen);
     if (dx && count) {
-        k_prelu_backward_dx<<<grid_for(count), THREADS, 0, stream>>>(dx, dy, x, alpha, c, hw,
-                                                                     acc, count);
+        PF_LAUNCH(k_prelu_backward_dx, grid_for(count), THREADS, 0, stream, dx, dy, x, alpha, c, hw,
+                  acc, count);
         if (check_launch("k_prelu_backward_dx", err, errlen)) return -1;
     }
-    k_plane_sum<<<blocks_for((size_t)c), THREADS, 0, stream>>>(
-        dalpha, dy, x, (size_t)c, (size_t)c, n, hw, RED_PRELU, 1.0, 1.0f, 0);
+    PF_LAUNCH(k_plane_sum, blocks_for((size_t)c), THREADS, 0, stream, dalpha, dy, x, (size_t)c,
+              (size_t)c, n, hw, RED_PRELU, 1.0, 1.0f, 0);
     return check_launch("k_plane_sum (prelu dalpha)", err, errlen);
 }
 
@@ -639,8 +640,8 @@ int pf_cuda_gap_forward(float *y, const float *x, int n, int c, int h, int w,
     if (!planes) return 0;
     if (!hw) return bad_arg(fn, "empty plane (the mean is undefined)", err, errlen);
     if (!y || !x) return null_tensor(fn, err, errlen);
-    k_plane_sum<<<blocks_for(planes), THREADS, 0, stream>>>(y, x, NULL, planes, planes, 1, hw,
-                                                            RED_SUM, (double)hw, 1.0f, 0);
+    PF_LAUNCH(k_plane_sum, blocks_for(planes), THREADS, 0, stream, y, x, NULL, planes, planes, 1,
+              hw, RED_SUM, (double)hw, 1.0f, 0);
     return check_launch("k_plane_sum (gap)", err, errlen);
 }
 
@@ -660,8 +661,8 @@ int pf_cuda_gap_backward(float *dx, const float *dy, int n, int c, int h, int w,
     size_t hw = (size_t)h * w, count = (size_t)n * c * hw;
     if (!count) return 0;
     if (!dx || !dy) return null_tensor(fn, err, errlen);
-    k_gap_backward<<<grid_for(count), THREADS, 0, stream>>>(dx, dy, hw, 1.0f / (float)hw, acc,
-                                                            count);
+    PF_LAUNCH(k_gap_backward, grid_for(count), THREADS, 0, stream, dx, dy, hw, 1.0f / (float)hw,
+              acc, count);
     return check_launch("k_gap_backward", err, errlen);
 }
 
@@ -691,7 +692,7 @@ int pf_cuda_mul_ch_forward(float *y, const float *x, const float *s, const float
     size_t hw = (size_t)h * w, count = (size_t)n * c * hw;
     if (!count) return 0;
     if (!y || !x || !s) return null_tensor(fn, err, errlen);
-    k_mul_ch_forward<<<grid_for(count), THREADS, 0, stream>>>(y, x, s, res, sc, hw, count);
+    PF_LAUNCH(k_mul_ch_forward, grid_for(count), THREADS, 0, stream, y, x, s, res, sc, hw, count);
     return check_launch("k_mul_ch_forward", err, errlen);
 }
 
@@ -704,14 +705,14 @@ int pf_cuda_mul_ch_backward(float *dx, float *ds, const float *dy, const float *
     if (!planes) return 0;
     if (count && (!dy || (dx && !s) || (ds && !x))) return null_tensor(fn, err, errlen);
     if (dx && count) {
-        k_mul_ch_backward_dx<<<grid_for(count), THREADS, 0, stream>>>(dx, dy, s, sc, hw, acc_x,
-                                                                      count);
+        PF_LAUNCH(k_mul_ch_backward_dx, grid_for(count), THREADS, 0, stream, dx, dy, s, sc, hw,
+                  acc_x, count);
         if (check_launch("k_mul_ch_backward_dx", err, errlen)) return -1;
     }
     if (!ds) return 0;
     /* written even for empty planes: (acc_s ? ds : 0) + 0 */
-    k_plane_sum<<<blocks_for(planes), THREADS, 0, stream>>>(ds, dy, x, planes, planes, 1, hw,
-                                                            RED_DOT, 1.0, sc, acc_s);
+    PF_LAUNCH(k_plane_sum, blocks_for(planes), THREADS, 0, stream, ds, dy, x, planes, planes, 1, hw,
+              RED_DOT, 1.0, sc, acc_s);
     return check_launch("k_plane_sum (mul_ch ds)", err, errlen);
 }
 
@@ -740,8 +741,8 @@ int pf_cuda_copy_channels(float *dst, int dst_c, int dst_off, const float *src, 
     size_t count = (size_t)n * cc * hw;
     if (!count) return 0;
     if (!dst || !src) return null_tensor(fn, err, errlen);
-    k_copy_channels<<<grid_for(count), THREADS, 0, stream>>>(dst, dst_c, dst_off, src, src_c,
-                                                             src_off, cc, (size_t)hw, acc, count);
+    PF_LAUNCH(k_copy_channels, grid_for(count), THREADS, 0, stream, dst, dst_c, dst_off, src, src_c,
+              src_off, cc, (size_t)hw, acc, count);
     return check_launch("k_copy_channels", err, errlen);
 }
 
@@ -778,7 +779,7 @@ int pf_cuda_nearest_forward(float *y, const float *x, int n, int c, int h, int w
     size_t count = (size_t)n * c * h * w * r * r;
     if (!count) return 0;
     if (!y || !x) return null_tensor(fn, err, errlen);
-    k_nearest_forward<<<grid_for(count), THREADS, 0, stream>>>(y, x, h, w, r, count);
+    PF_LAUNCH(k_nearest_forward, grid_for(count), THREADS, 0, stream, y, x, h, w, r, count);
     return check_launch("k_nearest_forward", err, errlen);
 }
 
@@ -789,7 +790,7 @@ int pf_cuda_nearest_backward(float *dx, const float *dy, int n, int c, int h, in
     size_t count = (size_t)n * c * h * w;
     if (!count) return 0;
     if (!dx || !dy) return null_tensor(fn, err, errlen);
-    k_nearest_backward<<<grid_for(count), THREADS, 0, stream>>>(dx, dy, h, w, r, acc, count);
+    PF_LAUNCH(k_nearest_backward, grid_for(count), THREADS, 0, stream, dx, dy, h, w, r, acc, count);
     return check_launch("k_nearest_backward", err, errlen);
 }
 
@@ -874,9 +875,9 @@ static int upsample_u8(const char *fn, int bicubic, float *y, const uint8_t *lq,
     if (!y || !lq) return null_tensor(fn, err, errlen);
     float inv = 1.0f / (float)r;
     if (bicubic)
-        k_bicubic_u8<<<grid_for(count), THREADS, 0, stream>>>(y, lq, h, w, r, inv, count);
+        PF_LAUNCH(k_bicubic_u8, grid_for(count), THREADS, 0, stream, y, lq, h, w, r, inv, count);
     else
-        k_bilinear_u8<<<grid_for(count), THREADS, 0, stream>>>(y, lq, h, w, r, inv, count);
+        PF_LAUNCH(k_bilinear_u8, grid_for(count), THREADS, 0, stream, y, lq, h, w, r, inv, count);
     return check_launch(bicubic ? "k_bicubic_u8" : "k_bilinear_u8", err, errlen);
 }
 
@@ -911,7 +912,7 @@ int pf_cuda_gather_sum(float *dst, const float *src, const int *idx, size_t coun
     if (per < 1) return bad_arg(fn, "per must be >= 1", err, errlen);
     if (!count) return 0;
     if (!dst || !src || !idx) return null_tensor(fn, err, errlen);
-    k_gather_sum<<<grid_for(count), THREADS, 0, stream>>>(dst, src, idx, count, per);
+    PF_LAUNCH(k_gather_sum, grid_for(count), THREADS, 0, stream, dst, src, idx, count, per);
     return check_launch("k_gather_sum", err, errlen);
 }
 
@@ -950,8 +951,8 @@ int pf_cuda_affine_ch(float *y, const float *x, int n, int c, int h, int w, cons
     size_t count = (size_t)n * c * h * w;
     if (!count) return 0;
     if (!y || !x) return null_tensor(fn, err, errlen);
-    k_affine_ch<<<grid_for(count), THREADS, 0, stream>>>(y, x, count, c, (size_t)h * w, sv, mv,
-                                                         acc);
+    PF_LAUNCH(k_affine_ch, grid_for(count), THREADS, 0, stream, y, x, count, c, (size_t)h * w, sv,
+              mv, acc);
     return check_launch("k_affine_ch", err, errlen);
 }
 
@@ -1068,8 +1069,8 @@ int pf_cuda_resize_bilinear_forward(float *y, const float *x, int n, int c, int 
     size_t count = (size_t)n * c * H * W;
     if (!count) return 0;
     if (!y || !x) return null_tensor(fn, err, errlen);
-    k_resize_forward<<<grid_for(count), THREADS, 0, stream>>>(y, x, c, h, w, H, W, ac, mv,
-                                                              mult != NULL, count);
+    PF_LAUNCH(k_resize_forward, grid_for(count), THREADS, 0, stream, y, x, c, h, w, H, W, ac, mv,
+              mult != NULL, count);
     return check_launch("k_resize_forward", err, errlen);
 }
 
@@ -1082,8 +1083,8 @@ int pf_cuda_resize_bilinear_backward(float *dx, const float *dy, int n, int c, i
     size_t count = (size_t)n * c * h * w;
     if (!count) return 0;
     if (!dx || !dy) return null_tensor(fn, err, errlen);
-    k_resize_backward<<<grid_for(count), THREADS, 0, stream>>>(dx, dy, c, h, w, H, W, ac, mv,
-                                                               mult != NULL, acc, count);
+    PF_LAUNCH(k_resize_backward, grid_for(count), THREADS, 0, stream, dx, dy, c, h, w, H, W, ac, mv,
+              mult != NULL, acc, count);
     return check_launch("k_resize_backward", err, errlen);
 }
 
@@ -1123,7 +1124,7 @@ int pf_cuda_avgpool2_forward(float *y, const float *x, int n, int c, int h, int 
     size_t count = (size_t)n * c * (h / 2) * (w / 2);
     if (!count) return 0;
     if (!y || !x) return null_tensor(fn, err, errlen);
-    k_avgpool2_forward<<<grid_for(count), THREADS, 0, stream>>>(y, x, h, w, count);
+    PF_LAUNCH(k_avgpool2_forward, grid_for(count), THREADS, 0, stream, y, x, h, w, count);
     return check_launch("k_avgpool2_forward", err, errlen);
 }
 
@@ -1135,7 +1136,7 @@ int pf_cuda_avgpool2_backward(float *dx, const float *dy, int n, int c, int h, i
     size_t count = (size_t)n * c * h * w;
     if (!count) return 0;
     if (!dx || !dy) return null_tensor(fn, err, errlen);
-    k_avgpool2_backward<<<grid_for(count), THREADS, 0, stream>>>(dx, dy, h, w, acc, count);
+    PF_LAUNCH(k_avgpool2_backward, grid_for(count), THREADS, 0, stream, dx, dy, h, w, acc, count);
     return check_launch("k_avgpool2_backward", err, errlen);
 }
 
@@ -1222,7 +1223,8 @@ int pf_cuda_flow_warp_forward(float *y, const float *x, const float *flow, int n
     size_t pixels = (size_t)n * h * w;
     if (!pixels || !c) return 0;
     if (!y || !x || !flow) return null_tensor(fn, err, errlen);
-    k_warp_forward<<<grid_for(pixels), THREADS, 0, stream>>>(y, x, flow, c, h, w, pad, pixels);
+    PF_LAUNCH(k_warp_forward, grid_for(pixels), THREADS, 0, stream, y, x, flow, c, h, w, pad,
+              pixels);
     return check_launch("k_warp_forward", err, errlen);
 }
 
@@ -1336,14 +1338,14 @@ int pf_cuda_flow_warp_backward(float *dx, float *dflow, const float *dy, const f
             snprintf(err, errlen, "%s: cudaMemsetAsync: %s", fn, cudaGetErrorString(e));
             return -1;
         }
-        k_absmax_bits<<<grid_for(count), THREADS, 0, stream>>>(bits, dy, count);
+        PF_LAUNCH(k_absmax_bits, grid_for(count), THREADS, 0, stream, bits, dy, count);
         if (check_launch("k_absmax_bits", err, errlen)) return -1;
     }
-    k_warp_backward<<<grid_for(pixels), THREADS, 0, stream>>>(sums, bits, dflow, dy, x, flow, c,
-                                                              h, w, pad, acc_f, pixels);
+    PF_LAUNCH(k_warp_backward, grid_for(pixels), THREADS, 0, stream, sums, bits, dflow, dy, x, flow,
+              c, h, w, pad, acc_f, pixels);
     if (check_launch("k_warp_backward", err, errlen)) return -1;
     if (!dx) return 0;
-    k_warp_fixed_to_float<<<grid_for(count), THREADS, 0, stream>>>(dx, sums, bits,
-                                                                   (size_t)h * w, acc_x, count);
+    PF_LAUNCH(k_warp_fixed_to_float, grid_for(count), THREADS, 0, stream, dx, sums, bits,
+              (size_t)h * w, acc_x, count);
     return check_launch("k_warp_fixed_to_float", err, errlen);
 }

@@ -1,11 +1,11 @@
-/*  host_ops — stand-ins for the CUDA runtime calls, nn/cuda/ops.h and nn/cuda/conv_cudnn.h
-    that run on the host, so test_model_cuda_host and test_optim_cuda_host can run the CUDA
-    backend's host code (nn/cuda/model_cuda.c, graph_cuda.c, optim_cuda.c: descriptions, plans,
-    gradient bookkeeping, the optimiser's group loop) on a machine without a GPU. "Device" memory
-    is host memory; every op is a naive loop written from its contract in ops.h (convolutions
-    in double, stride 1, zero padding k / 2), independent of nn/graph.c's kernels; pixel
-    shuffle and bicubic use the CPU backend's functions with plain layout (block 1). The real
-    kernels are checked on a GPU by bench/gpu/gpu_check. */
+/*  host_ops — naive stand-ins for nn/cuda/ops.h's kernels, run on the host, so
+    test_model_cuda_host and test_optim_cuda_host can check the CUDA backend's host code
+    (nn/cuda/model_cuda.c, graph_cuda.c, optim_cuda.c: descriptions, plans, gradient
+    bookkeeping, the optimiser's group loop) independently of the kernels. Every op is a naive
+    loop written from its contract in ops.h, independent of nn/graph.c's kernels; pixel shuffle
+    and bicubic use the CPU backend's functions with plain layout (block 1). The runtime calls
+    are host_runtime.c's, the convolutions host_cudnn.c's. The real kernels (nn/cuda/ops.cu) run
+    in the other build of these tests, under tests/cuda_emu, and on a GPU in bench/gpu/gpu_check. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,42 +13,6 @@
 #include "nn/cuda/conv_cudnn.h"
 #include "nn/cuda/ops.h"
 #include "nn/layers.h"
-
-/* Device memory starts as garbage (cudaMalloc does not zero it): all bits set, a NaN in
-   every float, so an op that accumulates where it should overwrite shows. */
-cudaError_t cudaMalloc(void **p, size_t b) {
-    *p = malloc(b ? b : 4);
-    if (*p) memset(*p, 0xff, b ? b : 4);
-    return *p ? cudaSuccess : cudaErrorMemoryAllocation;
-}
-cudaError_t cudaFree(void *p) {
-    free(p);
-    return cudaSuccess;
-}
-cudaError_t cudaMemcpy(void *d, const void *s, size_t b, enum cudaMemcpyKind k) {
-    (void)k;
-    memmove(d, s, b);
-    return cudaSuccess;
-}
-cudaError_t cudaMemcpyAsync(void *d, const void *s, size_t b, enum cudaMemcpyKind k,
-                            cudaStream_t st) {
-    (void)k;
-    (void)st;
-    memmove(d, s, b);
-    return cudaSuccess;
-}
-cudaError_t cudaMemsetAsync(void *d, int v, size_t b, cudaStream_t st) {
-    (void)st;
-    memset(d, v, b);
-    return cudaSuccess;
-}
-const char *cudaGetErrorString(cudaError_t e) {
-    (void)e;
-    return "mock error";
-}
-cudaError_t cudaGetLastError(void) {
-    return cudaSuccess;
-}
 
 #define ST cudaStream_t stream, char *err, size_t errlen
 #define UNUSED (void)stream, (void)err, (void)errlen
@@ -338,121 +302,7 @@ int pf_cuda_gather_sum(float *dst, const float *src, const int *idx, size_t coun
     return 0;
 }
 
-/* ---- convolution: naive, stride 1, pad k/2 ---- */
-void pf_cuconv_init(pf_cuconv *c, const char *name, int ic, int oc, int k) {
-    memset(c, 0, sizeof *c);
-    snprintf(c->name, sizeof c->name, "%s", name);
-    c->ic = ic;
-    c->oc = oc;
-    c->k = k;
-}
-int pf_cuconv_setup(pf_cuconv *c, pf_cudnn *ctx, int n, int h, int w, int training, char *err,
-                    size_t errlen) {
-    (void)err;
-    (void)errlen;
-    c->ctx = ctx;
-    c->n = n;
-    c->h = h;
-    c->w = w;
-    c->training = training;
-    return 0;
-}
-void pf_cuconv_free(pf_cuconv *c) {
-    (void)c;
-}
-#define IX(b, ch, C, y, x) ((((size_t)(b) * (C) + (ch)) * c->h + (y)) * c->w + (x))
-#define WX(o, i, ky, kx) ((((size_t)(o)*c->ic + (i)) * c->k + (ky)) * c->k + (kx))
-int pf_cuconv_forward(pf_cuconv *c, const float *src, const float *wt, const float *bias,
-                      float *dst, char *err, size_t errlen) {
-    (void)err;
-    (void)errlen;
-    int R = c->k / 2;
-    for (int b = 0; b < c->n; b++)
-        for (int o = 0; o < c->oc; o++)
-            for (int y = 0; y < c->h; y++)
-                for (int x = 0; x < c->w; x++) {
-                    double s = bias ? bias[o] : 0;
-                    for (int i = 0; i < c->ic; i++)
-                        for (int ky = 0; ky < c->k; ky++)
-                            for (int kx = 0; kx < c->k; kx++) {
-                                int yy = y + ky - R, xx = x + kx - R;
-                                if (yy < 0 || yy >= c->h || xx < 0 || xx >= c->w)
-                                    continue;
-                                s += (double)src[IX(b, i, c->ic, yy, xx)] * wt[WX(o, i, ky, kx)];
-                            }
-                    dst[IX(b, o, c->oc, y, x)] = (float)s;
-                }
-    return 0;
-}
-int pf_cuconv_backward_data(pf_cuconv *c, const float *wt, const float *dd, float *ds,
-                            int accumulate, char *err, size_t errlen) {
-    (void)err;
-    (void)errlen;
-    int R = c->k / 2;
-    size_t ns = (size_t)c->n * c->ic * c->h * c->w;
-    double *acc = calloc(ns, sizeof *acc);
-    for (int b = 0; b < c->n; b++)
-        for (int o = 0; o < c->oc; o++)
-            for (int y = 0; y < c->h; y++)
-                for (int x = 0; x < c->w; x++) {
-                    double g = dd[IX(b, o, c->oc, y, x)];
-                    for (int i = 0; i < c->ic; i++)
-                        for (int ky = 0; ky < c->k; ky++)
-                            for (int kx = 0; kx < c->k; kx++) {
-                                int yy = y + ky - R, xx = x + kx - R;
-                                if (yy < 0 || yy >= c->h || xx < 0 || xx >= c->w)
-                                    continue;
-                                acc[IX(b, i, c->ic, yy, xx)] += g * wt[WX(o, i, ky, kx)];
-                            }
-                }
-    for (size_t i = 0; i < ns; i++)
-        ds[i] = accumulate ? (float)(ds[i] + acc[i]) : (float)acc[i];
-    free(acc);
-    return 0;
-}
-int pf_cuconv_backward_filter(pf_cuconv *c, const float *src, const float *dd, float *dw,
-                              int accumulate, char *err, size_t errlen) {
-    (void)err;
-    (void)errlen;
-    int R = c->k / 2;
-    for (int o = 0; o < c->oc; o++)
-        for (int i = 0; i < c->ic; i++)
-            for (int ky = 0; ky < c->k; ky++)
-                for (int kx = 0; kx < c->k; kx++) {
-                    double s = 0;
-                    for (int b = 0; b < c->n; b++)
-                        for (int y = 0; y < c->h; y++)
-                            for (int x = 0; x < c->w; x++) {
-                                int yy = y + ky - R, xx = x + kx - R;
-                                if (yy < 0 || yy >= c->h || xx < 0 || xx >= c->w)
-                                    continue;
-                                s += (double)dd[IX(b, o, c->oc, y, x)] *
-                                     src[IX(b, i, c->ic, yy, xx)];
-                            }
-                    dw[WX(o, i, ky, kx)] = (float)(accumulate ? dw[WX(o, i, ky, kx)] + s : s);
-                }
-    return 0;
-}
-int pf_cuconv_backward_bias(pf_cuconv *c, const float *dd, float *db, int accumulate, char *err,
-                            size_t errlen) {
-    (void)err;
-    (void)errlen;
-    for (int o = 0; o < c->oc; o++) {
-        double s = 0;
-        for (int b = 0; b < c->n; b++)
-            for (int p = 0; p < c->h * c->w; p++)
-                s += dd[((size_t)b * c->oc + o) * c->h * c->w + p];
-        db[o] = (float)(accumulate ? db[o] + s : s);
-    }
-    return 0;
-}
-
 /* ---- optimiser ranges: nn/optim.c itself on one range (the reference the kernels follow) */
-
-cudaError_t cudaStreamSynchronize(cudaStream_t st) {
-    (void)st;
-    return cudaSuccess;
-}
 
 #include "nn/optim.h"
 
@@ -506,50 +356,6 @@ int pf_cuda_clip_grad_norm(float *grads, size_t count, float max_norm, double *s
     (void)scratch;
     *norm = (float)pf_clip_grad_norm(grads, count, max_norm);
     return 0;
-}
-
-/* ---- what nn/cuda/model_cuda.c needs besides: streams, pinned memory, cuDNN's handle, EDSR's
-   ReLU */
-
-cudaError_t cudaSetDevice(int device) {
-    (void)device;
-    return cudaSuccess;
-}
-cudaError_t cudaStreamCreateWithFlags(cudaStream_t *st, unsigned int flags) {
-    (void)flags;
-    *st = (cudaStream_t)0;
-    return cudaSuccess;
-}
-cudaError_t cudaStreamDestroy(cudaStream_t st) {
-    (void)st;
-    return cudaSuccess;
-}
-cudaError_t cudaMallocHost(void **p, size_t b) {
-    return cudaMalloc(p, b);
-}
-cudaError_t cudaFreeHost(void *p) {
-    return cudaFree(p);
-}
-const char *cudaGetErrorName(cudaError_t e) {
-    (void)e;
-    return "cudaErrorMock";
-}
-
-pf_cudnn *pf_cudnn_new(cudaStream_t stream, int allow_tf32, int deterministic, int benchmark,
-                       char *err, size_t errlen) {
-    (void)err, (void)errlen;
-    pf_cudnn *c = calloc(1, sizeof *c);
-    if (c) {
-        c->stream = stream;
-        c->allow_tf32 = allow_tf32;
-        c->deterministic = deterministic;
-        c->benchmark = benchmark;
-    }
-    return c;
-}
-void pf_cudnn_destroy(pf_cudnn **c) {
-    free(*c);
-    *c = NULL;
 }
 
 int pf_cuda_relu_forward(float *y, const float *x, size_t count, ST) {
