@@ -14,10 +14,13 @@
 
 #ifdef PF_CUDA_EMU
 /* tests/cuda_emu/cuda_runtime.h (first on the include path in that build) declares
-   pf_emu_launch; the lambda copies the arguments as a launch does. */
+   pf_emu_launch. The lambda copies the variables it names, as a launch copies its arguments;
+   the argument expressions are evaluated inside it, on those copies, so they must be values
+   (variables, constants, arithmetic, NULL), as every launch of ops.cu passes: an expression
+   such as v.data() would read a copy of v. */
 #define PF_LAUNCH(kernel, grid, block, shared_bytes, stream, ...)                             \
     pf_emu_launch(__func__, #kernel, dim3(grid), dim3(block), (shared_bytes), (stream),        \
-                  [=]() { kernel(__VA_ARGS__); })
+                  [=]() mutable { kernel(__VA_ARGS__); })
 #else
 #define PF_LAUNCH(kernel, grid, block, shared_bytes, stream, ...)                             \
     kernel<<<(grid), (block), (shared_bytes), (stream)>>>(__VA_ARGS__)
