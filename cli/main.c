@@ -6,7 +6,7 @@
       pixflow loader --connect EP [--join-timeout S]            decode + augment + batch
       pixflow worker --connect EP [--device cpu]                train the network
       pixflow hook checkpoint|eval|log|visual --connect EP      subscriber services
-      pixflow monitor --connect EP [--once | --json]            watch a job from any host
+      pixflow monitor --connect EP [--once|--json|--http H:P]  watch a job from any host
       pixflow config CONFIG [--get KEY ...]                     the resolved config / values
       pixflow keygen DIR [--name NAME [--allow]]                CURVE keys (security.curve)
 */
@@ -36,7 +36,7 @@ static int usage(void) {
             "                                                   for the coordinator unless timed out\n"
             "  worker --connect EP [--device cpu|cuda:N] [--bind EP]\n"
             "  hook checkpoint|eval|log|visual --connect EP\n"
-            "  monitor --connect EP [--once | --json] [--interval S]\n"
+            "  monitor --connect EP [--once | --json] [--interval S] [--http HOST:PORT]\n"
             "                                                   watch a running job (any host,\n"
             "                                                   any time)\n"
             "  keygen DIR [--name NAME [--allow]]               CURVE key pairs for security.curve\n"

@@ -12,6 +12,9 @@
     between the two. Sequence numbers that jump are shown as gaps (events lost on the way:
     a publisher's or the proxy's queue was full, or a slow subscriber), never hidden.
 
+    --http HOST:PORT also serves the state, the events and curves over HTTP (cli/monitor_http.h,
+    docs/protocol.md) and goes on serving after the job ends, until a signal.
+
     Views: the default is a terminal view redrawn every --interval s (progress bar, ETA, it/s,
     samples/s, data wait, loss and lr sparklines, loaders, workers, hooks, eval history, gaps,
     recent messages) until the job ends or Ctrl-C; --once prints the view once after the
@@ -35,6 +38,7 @@
 
 #include "common/log.h"
 #include "common/number.h"
+#include "cli/monitor_http.h"
 #include "common/util.h"
 #include "hooks/event_json.h"
 #include "proto/client.h"
@@ -105,6 +109,7 @@ typedef struct {
     int n_seqs;
     uint64_t events, duplicates, gaps, missing;
     int json;
+    pf_monitor_http *http;              /* --http: the server fed from apply(), or NULL */
 } monitor;
 
 /* ---- state ------------------------------------------------------------------------------- */
@@ -155,7 +160,7 @@ static int track(monitor *m, const pf_msg_event *ev, int live) {
         t->missing += t->gap_to - t->gap_from + 1;
         m->gaps++;
         m->missing += t->gap_to - t->gap_from + 1;
-        if (m->json) {
+        if (m->json || m->http) {
             cJSON *o = cJSON_CreateObject();
             cJSON_AddStringToObject(o, "kind", "gap");
             cJSON_AddStringToObject(o, "source", t->source);
@@ -163,7 +168,8 @@ static int track(monitor *m, const pf_msg_event *ev, int live) {
             cJSON_AddNumberToObject(o, "to", (double)t->gap_to);
             cJSON_AddNumberToObject(o, "missing", (double)(t->gap_to - t->gap_from + 1));
             char *line = cJSON_PrintUnformatted(o);
-            if (line) printf("%s\n", line);
+            if (line && m->json) printf("%s\n", line);
+            if (line && m->http) pf_monitor_http_event(m->http, line);
             fflush(stdout);
             free(line);
             cJSON_Delete(o);
@@ -173,18 +179,32 @@ static int track(monitor *m, const pf_msg_event *ev, int live) {
     return 1;
 }
 
-static void print_json(const pf_msg_event *ev, int replay) {
+/* One event as the one-line JSON object --json prints and GET /api/events sends (kind,
+   source, seq, "replay": true for the snapshot's, then hooks/event_json.h's members).
+   Returns a malloc'd string, NULL when out of memory. */
+static char *event_line(const pf_msg_event *ev, int replay) {
     cJSON *o = cJSON_CreateObject();
+    if (!o) return NULL;
     cJSON_AddStringToObject(o, "kind", ev->kind);
     cJSON_AddStringToObject(o, "source", ev->source);
     cJSON_AddNumberToObject(o, "seq", (double)ev->seq);
     if (replay) cJSON_AddBoolToObject(o, "replay", 1);
     pf_event_json_add(o, ev);
     char *line = cJSON_PrintUnformatted(o);
-    if (line) printf("%s\n", line);
-    fflush(stdout);
-    free(line);
     cJSON_Delete(o);
+    return line;
+}
+
+/* The event to --json's stdout and/or the --http ring. */
+static void emit_event(const monitor *m, const pf_msg_event *ev, int replay) {
+    char *line = event_line(ev, replay);
+    if (!line) return;
+    if (m->json) {
+        printf("%s\n", line);
+        fflush(stdout);
+    }
+    if (m->http) pf_monitor_http_event(m->http, line);
+    free(line);
 }
 
 /* A process that joins under a name seen before (a loader restarted with its name) numbers
@@ -208,7 +228,7 @@ static void apply(monitor *m, const pf_msg_event *raw, int live) {
     if (live && !strcmp(raw->kind, "peer") && !strcmp(raw->state, "joined"))
         restart_numbering(m, raw);
     m->events++;
-    if (m->json) print_json(raw, !live);   /* cJSON escapes what it prints */
+    if (m->json || m->http) emit_event(m, raw, !live);   /* cJSON escapes what it prints */
     static pf_msg_event copy;
     copy = *raw;
     char *strs[] = { copy.kind, copy.source, copy.text, copy.host, copy.role, copy.state,
@@ -221,6 +241,13 @@ static void apply(monitor *m, const pf_msg_event *raw, int live) {
         if (m->n_train == TRAIN_KEEP) m->train_head = (m->train_head + 1) % TRAIN_KEEP;
         else m->n_train++;
         *p = (train_point){ ev->iter, ev->loss, ev->lr, ev->time, ev->data_time };
+        if (m->http) {
+            pf_monitor_http_point(m->http, PF_CURVE_LOSS, (double)ev->iter, ev->loss);
+            pf_monitor_http_point(m->http, PF_CURVE_LR, (double)ev->iter, ev->lr);
+            if (ev->time > 0)
+                pf_monitor_http_point(m->http, PF_CURVE_ITS, (double)ev->iter, 1 / ev->time);
+            pf_monitor_http_point(m->http, PF_CURVE_DATA_WAIT, (double)ev->iter, ev->data_time);
+        }
         if (ev->iter > m->iter) m->iter = ev->iter;
         m->epoch = ev->epoch;
     } else if (!strcmp(ev->kind, "eval")) {
@@ -230,6 +257,7 @@ static void apply(monitor *m, const pf_msg_event *raw, int live) {
         }
         m->eval[m->n_eval++] = (eval_point){ ev->iter, ev->psnr, ev->ssim, ev->psnr_bicubic,
                                              ev->ssim_bicubic };
+        if (m->http) pf_monitor_http_point(m->http, PF_CURVE_PSNR, (double)ev->iter, ev->psnr);
         m->best_psnr = ev->best_psnr;
         m->best_iter = ev->best_iter;
     } else if (!strcmp(ev->kind, "loader")) {
@@ -323,6 +351,21 @@ static const char *shown_state(const row *r, double now, char *buf, size_t n) {
     return r->state;
 }
 
+/* Seconds per step and data wait per step, means over the last 20 train events (0, 0: none). */
+static void speed(const monitor *m, double *t_iter, double *t_data) {
+    *t_iter = *t_data = 0;
+    int k = m->n_train < 20 ? m->n_train : 20;
+    for (int i = 0; i < k; i++) {
+        const train_point *p = &m->train[(m->train_head + m->n_train - k + i) % TRAIN_KEEP];
+        *t_iter += p->time;
+        *t_data += p->data_time;
+    }
+    if (k) {
+        *t_iter /= k;
+        *t_data /= k;
+    }
+}
+
 static void render(const monitor *m, FILE *o) {
     double now = pf_now();
     const pf_msg_snapshot_end *j = &m->job;
@@ -338,17 +381,8 @@ static void render(const monitor *m, FILE *o) {
     int w = 40, full = (int)(frac * w + 1e-9);
     for (int i = 0; i < w; i++) bar[i] = i < full ? '#' : '.';
     bar[w] = 0;
-    double t_iter = 0, t_data = 0;
-    int k = m->n_train < 20 ? m->n_train : 20;
-    for (int i = 0; i < k; i++) {
-        const train_point *p = &m->train[(m->train_head + m->n_train - k + i) % TRAIN_KEEP];
-        t_iter += p->time;
-        t_data += p->data_time;
-    }
-    if (k) {
-        t_iter /= k;
-        t_data /= k;
-    }
+    double t_iter, t_data;
+    speed(m, &t_iter, &t_data);
     hms(t_iter > 0 ? t_iter * (double)(total - m->iter) : -1, eta, sizeof eta);
     fprintf(o, "progress [%s] %" PRId64 "/%" PRId64 " %5.1f%%  epoch %" PRId64 "  ETA %s\n",
             bar, m->iter, total, 100 * frac, m->epoch, m->done ? "0:00:00" : eta);
@@ -427,12 +461,127 @@ static void render(const monitor *m, FILE *o) {
     fflush(o);
 }
 
+/* The rows of a table as a JSON array (loaders also with their throughput). */
+static cJSON *rows_json(const row *rows, int n, int loaders, double now) {
+    cJSON *a = cJSON_CreateArray();
+    char st[32];
+    for (int i = 0; a && i < n; i++) {
+        const row *r = &rows[i];
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "name", r->name);
+        if (r->role[0]) cJSON_AddStringToObject(o, "role", r->role);
+        if (r->rank >= 0) cJSON_AddNumberToObject(o, "rank", (double)r->rank);
+        cJSON_AddStringToObject(o, "host", r->host);
+        cJSON_AddNumberToObject(o, "pid", (double)r->pid);
+        cJSON_AddStringToObject(o, "state", shown_state(r, now, st, sizeof st));
+        cJSON_AddBoolToObject(o, "alive", !strcmp(r->state, "joined"));
+        if (r->seen > 0) cJSON_AddNumberToObject(o, "quiet_s", now - r->seen);
+        if (loaders && r->has_stats) {
+            cJSON_AddNumberToObject(o, "patches_per_s", r->patches_per_s);
+            cJSON_AddNumberToObject(o, "bytes_per_s", r->bytes_per_s);
+            cJSON_AddNumberToObject(o, "hit_rate", r->hit_rate);
+            cJSON_AddNumberToObject(o, "cache_bytes", (double)r->cache_bytes);
+            cJSON_AddNumberToObject(o, "queue_depth", (double)r->queue_depth);
+        }
+        if (!loaders && r->device[0]) {
+            cJSON_AddStringToObject(o, "device", r->device);
+            cJSON_AddNumberToObject(o, "mem_bytes", (double)r->mem_bytes);
+            cJSON_AddNumberToObject(o, "iter", (double)r->iter);
+        }
+        cJSON_AddItemToArray(a, o);
+    }
+    return a;
+}
+
+/* What render() shows, as one JSON object (GET /api/state; docs/protocol.md lists the
+   members). Returns a malloc'd string, NULL when out of memory. */
+static char *state_json(const monitor *m) {
+    double now = pf_now();
+    const pf_msg_snapshot_end *j = &m->job;
+    cJSON *o = cJSON_CreateObject();
+    if (!o) return NULL;
+    cJSON *job = cJSON_AddObjectToObject(o, "job");
+    cJSON_AddStringToObject(job, "coordinator", m->addr);
+    cJSON_AddStringToObject(job, "model", j->model);
+    cJSON_AddStringToObject(job, "work_dir", j->work_dir);
+    cJSON_AddStringToObject(job, "phase", m->done ? "done" : j->phase);
+    cJSON_AddBoolToObject(job, "started", j->started || m->done);
+    cJSON_AddBoolToObject(job, "done", m->done);
+    if (m->done) cJSON_AddStringToObject(job, "done_text", m->done_text);
+    cJSON_AddNumberToObject(job, "uptime_s", m->have_job ? j->uptime + (now - m->job_at) : 0);
+    cJSON_AddNumberToObject(job, "world_size", j->world_size);
+    cJSON_AddNumberToObject(job, "batch", j->batch);
+    double t_iter, t_data;
+    speed(m, &t_iter, &t_data);
+    cJSON *p = cJSON_AddObjectToObject(o, "progress");
+    cJSON_AddNumberToObject(p, "iter", (double)m->iter);
+    cJSON_AddNumberToObject(p, "total_iters", (double)j->total_iters);
+    cJSON_AddNumberToObject(p, "epoch", (double)m->epoch);
+    cJSON_AddNumberToObject(p, "fraction",
+                            j->total_iters > 0 ? (double)m->iter / (double)j->total_iters : 0);
+    if (m->done) cJSON_AddNumberToObject(p, "eta_s", 0);
+    else if (t_iter > 0)
+        cJSON_AddNumberToObject(p, "eta_s", t_iter * (double)(j->total_iters - m->iter));
+    else cJSON_AddNullToObject(p, "eta_s");
+    if (t_iter > 0) {
+        cJSON_AddNumberToObject(p, "it_per_s", 1 / t_iter);
+        cJSON_AddNumberToObject(p, "samples_per_s", j->batch / t_iter);
+        cJSON_AddNumberToObject(p, "data_wait_s", t_data);
+    }
+    if (m->n_train) {
+        const train_point *last = &m->train[(m->train_head + m->n_train - 1) % TRAIN_KEEP];
+        cJSON_AddNumberToObject(p, "loss", last->loss);
+        cJSON_AddNumberToObject(p, "learning_rate", last->lr);
+    }
+    cJSON_AddItemToObject(o, "loaders", rows_json(m->loaders, m->n_loaders, 1, now));
+    cJSON_AddItemToObject(o, "workers", rows_json(m->workers, m->n_workers, 0, now));
+    cJSON_AddItemToObject(o, "hooks", rows_json(m->hooks, m->n_hooks, 0, now));
+    cJSON *ev = cJSON_AddObjectToObject(o, "eval");
+    if (m->n_eval) {
+        cJSON_AddNumberToObject(ev, "best_psnr", m->best_psnr);
+        cJSON_AddNumberToObject(ev, "best_iter", (double)m->best_iter);
+    }
+    cJSON *hist = cJSON_AddArrayToObject(ev, "history");
+    for (int i = 0; i < m->n_eval; i++) {
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddNumberToObject(e, "iter", (double)m->eval[i].iter);
+        cJSON_AddNumberToObject(e, "psnr", m->eval[i].psnr);
+        cJSON_AddNumberToObject(e, "ssim", m->eval[i].ssim);
+        cJSON_AddNumberToObject(e, "psnr_bicubic", m->eval[i].psnr_bicubic);
+        cJSON_AddNumberToObject(e, "ssim_bicubic", m->eval[i].ssim_bicubic);
+        cJSON_AddItemToArray(hist, e);
+    }
+    if (m->last_ckpt[0]) cJSON_AddStringToObject(o, "checkpoint", m->last_ckpt);
+    else cJSON_AddNullToObject(o, "checkpoint");
+    cJSON_AddNumberToObject(o, "skipped", (double)m->skipped);
+    cJSON *c = cJSON_AddObjectToObject(o, "events");
+    cJSON_AddNumberToObject(c, "count", (double)m->events);
+    cJSON_AddNumberToObject(c, "duplicates", (double)m->duplicates);
+    cJSON_AddNumberToObject(c, "gaps", (double)m->gaps);
+    cJSON_AddNumberToObject(c, "missing", (double)m->missing);
+    cJSON *notes = cJSON_AddArrayToObject(o, "notes");
+    for (int i = 0; i < m->n_notes; i++) cJSON_AddItemToArray(notes, cJSON_CreateString(m->notes[i]));
+    char *text = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    return text;
+}
+
+/* GET /api/state's document from the monitor's state now. */
+static void publish_state(const monitor *m) {
+    if (!m->http) return;
+    char *text = state_json(m);
+    if (text) pf_monitor_http_set_state(m->http, text);
+    free(text);
+}
+
 /* ---- main -------------------------------------------------------------------------------- */
 
 static int usage(void) {
     fprintf(stderr, "usage: pixflow monitor --connect tcp://HOST:PORT [--once | --json] "
                     "[--interval S] [--history N (train events replayed, <= 4096)] "
-                    "[--join-timeout S] [--keys DIR]\n");
+                    "[--join-timeout S] [--keys DIR]\n"
+                    "       [--http HOST:PORT [--http-ring N (events, >= 2)] "
+                    "[--http-clients N]]\n");
     return 2;
 }
 
@@ -456,6 +605,9 @@ typedef struct {
     int live;                   /* the snapshot is in */
     int rc;                     /* the exit status when the loop ends */
     pf_timer *deadline;         /* SNAPSHOT: gives up after 10 s */
+    const char *http_bind;      /* --http HOST:PORT, or NULL */
+    int http_ring, http_clients;
+    int ended;                  /* the job's `done` came (--http goes on serving) */
 } monitor_loop;
 
 #define SNAPSHOT_TIMEOUT_S 10.0
@@ -472,14 +624,28 @@ static int on_draw(pf_reactor *r, void *arg) {
     return 0;
 }
 
-/* The job's `done` came: the last view, status 0. */
+/* The job's `done` came: the last view, status 0. With --http the monitor goes on serving
+   the finished job until a signal ends it. */
 static int job_ended(monitor_loop *l) {
+    if (l->ended) return 0;
+    l->ended = 1;
+    publish_state(l->m);
     if (!l->json) {
         if (l->tty) fputs("\033[H\033[2J", stdout);
         render(l->m, stdout);
     }
     l->rc = 0;
+    if (l->m->http) {
+        fprintf(stderr, "pixflow monitor: the job ended; still serving --http until Ctrl-C\n");
+        return 0;
+    }
     return -1;
+}
+
+static int on_publish(pf_reactor *r, void *arg) {
+    monitor_loop *l = arg;
+    if (l->live) publish_state(l->m);
+    return 0;
 }
 
 static int on_live_events(pf_reactor *r, void *arg) {
@@ -502,6 +668,7 @@ static int go_live(pf_reactor *r, monitor_loop *l) {
         fflush(stdout);
     }
     drain(m, l->sub, 1);
+    publish_state(m);
     if (l->once) {
         render(m, stdout);
         l->rc = 0;
@@ -543,7 +710,7 @@ static int no_snapshot(pf_reactor *r, void *arg) {
 
 static int on_monitor_tick(pf_reactor *r, void *arg) {
     monitor_loop *l = arg;
-    if (pf_client_coordinator_alive(l->cl)) return 0;
+    if (l->ended || pf_client_coordinator_alive(l->cl)) return 0;
     if (!l->live) return no_snapshot(r, l);
     if (!l->json && l->tty) render(l->m, stdout);
     fprintf(stderr, "pixflow monitor: the coordinator at %s stopped answering\n", l->m->addr);
@@ -565,6 +732,7 @@ static int monitor_run(monitor_loop *l) {
     int ok = r && pf_reactor_reader(r, l->cl->ctrl, on_monitor_ctrl, l) == 0 &&
              pf_reactor_every(r, MONITOR_TICK_S, on_monitor_tick, l) &&
              (l->deadline = pf_reactor_after(r, SNAPSHOT_TIMEOUT_S, no_snapshot, l));
+    if (ok && l->m->http) ok = pf_reactor_every(r, 0.25, on_publish, l) != NULL;
     if (ok) pf_reactor_on_signal(r, on_monitor_signal, l);
     if (!ok || pf_reactor_run(r) != 0) {
         fprintf(stderr, "pixflow monitor: the monitor's loop failed\n");
@@ -609,6 +777,13 @@ static int monitor_args(int argc, char **argv, const char **addr, const char **k
         else if (!strcmp(argv[i], "--once")) l->once = 1;
         else if (!strcmp(argv[i], "--json")) l->json = 1;
         else if (!strcmp(argv[i], "--keys") && i + 1 < argc) *keys = argv[++i];
+        else if (!strcmp(argv[i], "--http") && i + 1 < argc) l->http_bind = argv[++i];
+        else if (!strcmp(argv[i], "--http-ring") && i + 1 < argc) {
+            if (pf_arg_int(CMD, "--http-ring", argv[++i], 2, 1 << 20, &l->http_ring)) return 2;
+        } else if (!strcmp(argv[i], "--http-clients") && i + 1 < argc) {
+            if (pf_arg_int(CMD, "--http-clients", argv[++i], 1, 1024, &l->http_clients))
+                return 2;
+        }
         else if (!strcmp(argv[i], "--interval") && i + 1 < argc) {
             if (pf_arg_seconds(CMD, "--interval", argv[++i], 3600, &l->interval)) return 2;
         } else if (!strcmp(argv[i], "--history") && i + 1 < argc) {
@@ -618,7 +793,24 @@ static int monitor_args(int argc, char **argv, const char **addr, const char **k
                 return 2;
         } else return usage();
     }
-    return !*addr || (l->once && l->json) ? usage() : 0;
+    return !*addr || (l->once && l->json) || (l->once && l->http_bind) ? usage() : 0;
+}
+
+/* --http: start the server and say where it listens (with the token a non-loopback address
+   needs) on stderr. Returns the server, or NULL with a message in err. */
+static pf_monitor_http *monitor_http_start(const monitor_loop *l, char *err, size_t errlen) {
+    pf_monitor_http *h = pf_monitor_http_start(l->http_bind, (size_t)l->http_ring,
+                                               l->http_clients, err, errlen);
+    if (!h) return NULL;
+    const char *token = pf_monitor_http_token(h);
+    if (token)
+        fprintf(stderr, "pixflow monitor: serving http://%s/api/ (state, events, curves); "
+                        "token %s (Authorization: Bearer TOKEN or ?token=TOKEN)\n",
+                l->http_bind, token);
+    else
+        fprintf(stderr, "pixflow monitor: serving http://%s/api/ (state, events, curves)\n",
+                l->http_bind);
+    return h;
 }
 
 int pf_monitor_main(int argc, char **argv) {
@@ -628,27 +820,35 @@ int pf_monitor_main(int argc, char **argv) {
     static monitor m;
     static pf_client cl;
     memset(&m, 0, sizeof m);
-    monitor_loop l = { .m = &m, .cl = &cl, .interval = 1.0 };
+    monitor_loop l = { .m = &m, .cl = &cl, .interval = 1.0, .http_ring = PF_HTTP_RING_DEFAULT,
+                       .http_clients = PF_HTTP_CLIENTS_DEFAULT };
     if (monitor_args(argc, argv, &addr, &keys, &l, &join_timeout, &history)) return 2;
     pf_log_set_name("monitor");
     pf_catch_signals();
     m.json = l.json;
     snprintf(m.addr, sizeof m.addr, "%s", addr);
     char err[1024];
+    if (l.http_bind && !(m.http = monitor_http_start(&l, err, sizeof err))) {
+        fprintf(stderr, "pixflow monitor: %s\n", err);
+        return 1;
+    }
     /* A CURVE job (security.curve): this monitor's key pair must be in the job's allowed/. */
     if (pf_security_init_peer(keys, PF_SEC_CLIENT, err, sizeof err) != 0) {
         fprintf(stderr, "pixflow monitor: %s\n", err);
+        pf_monitor_http_stop(&m.http);
         return 1;
     }
     void *zctx = pf_zmq_ctx_new();
     if (!zctx) {
         fprintf(stderr, "pixflow monitor: cannot create a ZeroMQ context\n");
+        pf_monitor_http_stop(&m.http);
         return 1;
     }
     if (pf_client_join_wait(&cl, zctx, addr, PF_ROLE_MONITOR, "monitor", "", join_timeout, 0,
                             err, sizeof err) != 0) {
         fprintf(stderr, "pixflow monitor: %s\n", err);
         pf_zmq_ctx_term(zctx);
+        pf_monitor_http_stop(&m.http);
         return 1;
     }
     l.sub = monitor_subscribe(&cl, zctx, history);
@@ -660,5 +860,6 @@ int pf_monitor_main(int argc, char **argv) {
     pf_client_send(&cl, &bye, NULL, 0);
     pf_client_close(&cl);
     pf_zmq_ctx_term(zctx);
+    pf_monitor_http_stop(&m.http);
     return rc;
 }

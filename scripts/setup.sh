@@ -4,7 +4,8 @@
 #   scripts/setup.sh              install missing packages, then configure and build (Release)
 #   scripts/setup.sh --deps-only  install missing packages only
 #   scripts/setup.sh --test-deps  also install what ctest's scripted entries need (TEST_PKGS:
-#                                 python3 with numpy and PIL, for the bench_smoke.* runs'
+#                                 curl, for tests/e2e_monitor_http.sh; python3 with numpy
+#                                 and PIL, for the bench_smoke.* runs'
 #                                 pictures and profiles; ffmpeg, the reference decoder of
 #                                 tests/test_video.c; slurm-wlm's slurmctld, slurmd,
 #                                 slurm-client and munge, for tests/e2e_slurm.sh's two-node
@@ -26,9 +27,9 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
-BUILD_PKGS="build-essential cmake pkg-config libzmq3-dev libmsgpack-dev libpng-dev libjpeg62-turbo-dev libyaml-dev libdnnl-dev ocl-icd-opencl-dev libcjson-dev libgloo-dev libprotobuf-c-dev protobuf-c-compiler libczmq-dev libavformat-dev libavcodec-dev libswscale-dev libavutil-dev"
+BUILD_PKGS="build-essential cmake pkg-config libzmq3-dev libmsgpack-dev libpng-dev libjpeg62-turbo-dev libyaml-dev libdnnl-dev ocl-icd-opencl-dev libcjson-dev libgloo-dev libprotobuf-c-dev protobuf-c-compiler libczmq-dev libavformat-dev libavcodec-dev libswscale-dev libavutil-dev libmicrohttpd-dev"
 RUN_PKGS="iproute2"
-TEST_PKGS="python3 python3-numpy python3-pil ffmpeg slurmctld slurmd slurm-client munge openmpi-bin"
+TEST_PKGS="curl python3 python3-numpy python3-pil ffmpeg slurmctld slurmd slurm-client munge openmpi-bin"
 REF_PKGS="python3-skimage python3-torch python3-av"
 
 say() { printf 'setup: %s\n' "$*"; }

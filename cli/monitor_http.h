@@ -1,0 +1,55 @@
+/*  monitor_http — the HTTP side of `pixflow monitor --http HOST:PORT` (docs/protocol.md,
+    "Monitor HTTP API"): GET /api/state, GET /api/events (Server-Sent Events), GET /api/curves.
+
+    Threads: the monitor's reactor thread owns the monitor's state and is the only writer here
+    (pf_monitor_http_set_state, _event, _point); libmicrohttpd runs a polling thread and one
+    thread per connection, which only read, under one mutex. The reactor never waits on a
+    client: a slow SSE reader falls behind in the ring and is told of a gap, it never holds up
+    the monitor.
+
+    Memory is bounded whatever the run's length: the events are a ring of `ring_events`
+    serialized events (one JSON object each, a few KiB at most: pf_msg_event's fields are fixed
+    arrays), numbered 1, 2, ... (the SSE id); each curve keeps at most PF_HTTP_CURVE_CAP points
+    and, when full, is compacted by min/max decimation (common/decimate.h) to a quarter, so its
+    extremes survive.
+*/
+#ifndef PF_MONITOR_HTTP_H
+#define PF_MONITOR_HTTP_H
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct pf_monitor_http pf_monitor_http;
+
+/* The series GET /api/curves?name= serves, by step: train loss, learning rate, it/s (1 / the
+   step's time), data wait (s per step), eval PSNR (dB). */
+typedef enum { PF_CURVE_LOSS, PF_CURVE_LR, PF_CURVE_ITS, PF_CURVE_DATA_WAIT, PF_CURVE_PSNR,
+               PF_CURVE_COUNT } pf_curve;
+
+#define PF_HTTP_CURVE_CAP (1 << 18)     /* points a curve holds before it is compacted */
+#define PF_HTTP_RING_DEFAULT 4096       /* events the ring holds */
+#define PF_HTTP_CLIENTS_DEFAULT 16      /* requests served at once; the next gets 503 */
+
+/* Start serving on `bind` ("HOST:PORT", HOST an IPv4 address or "localhost"). A bind address
+   outside 127.0.0.0/8 gets a random token (pf_monitor_http_token) that every request must
+   carry. ring_events >= 2, max_clients >= 1. Returns the server, or NULL with a message in err
+   (bad address, port taken, out of memory). */
+pf_monitor_http *pf_monitor_http_start(const char *bind, size_t ring_events, int max_clients,
+                                       char *err, size_t errlen);
+
+/* The token requests need (32 hex digits), or NULL when the server binds loopback only. */
+const char *pf_monitor_http_token(const pf_monitor_http *h);
+
+/* Replace the document GET /api/state serves by a copy of `json`. */
+void pf_monitor_http_set_state(pf_monitor_http *h, const char *json);
+
+/* Append one event (a JSON object, one line) to the ring, dropping the oldest when full, and
+   wake the SSE readers. Returns its id (from 1), 0 when out of memory (the event is lost, and
+   the next id skips one, so readers see a gap). */
+uint64_t pf_monitor_http_event(pf_monitor_http *h, const char *json);
+
+/* Append the point (step, value) to curve `c` (steps in increasing order). */
+void pf_monitor_http_point(pf_monitor_http *h, pf_curve c, double step, double value);
+
+/* Stop serving (open SSE streams end), free everything, null *h_p. */
+void pf_monitor_http_stop(pf_monitor_http **h_p);
+#endif

@@ -1,0 +1,257 @@
+#!/usr/bin/env bash
+# e2e_monitor_http — `pixflow monitor --connect EP --http HOST:PORT` (cli/monitor_http.c,
+# docs/protocol.md "Monitor HTTP API") on a tiny EDSR job (4000 iterations, ~10 s, log interval 1, so
+# metrics.jsonl, written by the log hook, holds every iteration's loss independently of the
+# monitor). Two monitors: A on 127.0.0.1 (no token, a ring big enough for the whole run), B on
+# 0.0.0.0 (token required, a ring of 16 events, 2 clients at most). Checked with curl and
+# python3 (json):
+#   - events live while the job runs: ids strictly increasing;
+#   - after the job: /api/state parses, iter == total_iters == the last iteration in
+#     metrics.jsonl, the job is done, loaders (with host) and the worker are listed;
+#   - /api/events from the start on A: ids 1..N without a hole, no gap event; a reconnect with
+#     Last-Event-ID K gets exactly ids K+1..N with the same data (none lost, none doubled);
+#   - on B, Last-Event-ID 0 after N > 16 events: `event: gap` naming 1..N-16, then N-15..N;
+#     Last-Event-ID beyond N (an earlier monitor's): `event: reset`, then that gap and N-15..N;
+#   - /api/curves?name=loss&width=10: at most 22 points, first and last steps of the run kept,
+#     its max and min equal metrics.jsonl's max and min loss;
+#   - requests: /../etc/passwd (curl --path-as-is), unknown path, POST, DELETE, a 1 MiB header,
+#     200 garbage requests: each a 4xx, or the connection closed, or 505 for an unknown HTTP
+#     version (libmicrohttpd's answer, as RFC 9110 says), and /api/state still 200;
+#   - B: no token or a wrong one 401; Bearer token or ?token= 200; a third request while two
+#     SSE streams are open 503;
+#   - SIGTERM ends both monitors with status 0.
+# Needs curl and python3; without them, 77.
+set -euo pipefail
+
+src=${PF_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
+for p in curl python3; do
+    command -v "$p" > /dev/null || { echo "SKIP: $p not found (scripts/setup.sh --test-deps)"; exit 77; }
+done
+root=$(mktemp -d /tmp/pixflow_e2e_monitor_http.XXXXXX)
+# shellcheck source=tests/lib_e2e.sh
+. "$src/tests/lib_e2e.sh"  # bin, fail, check, write_config, wait_for
+pids=()
+cleanup() {
+    local p
+    for p in "${pids[@]}"; do kill "$p" 2> /dev/null || true; done
+    if [ "$fails" = 0 ]; then rm -rf "$root"; else echo "kept $root for a look" >&2; fi
+}
+trap cleanup EXIT
+export OMP_NUM_THREADS=1
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# code URL [CURL ARGS...]: the HTTP status (000: no answer)
+code() { local u=$1; shift; timeout 10 curl -s -o /dev/null -w '%{http_code}' --max-time 5 "$@" "$u" || true; }
+# sse URL SECONDS OUT [CURL ARGS...]: the event stream for SECONDS
+sse() { local u=$1 t=$2 o=$3; shift 3; timeout $((t + 5)) curl -sN --max-time "$t" "$@" "$u" > "$o" || true; }
+
+mkdir -p "$root/train"
+cp "$data"/jpeg/{gray,photo,progressive,s444}.png "$root/train/"
+TOTAL=4000
+write_config "$root/cfg.yaml" "$root/wd" "$TOTAL" 1000 1
+timeout 150 "$bin" train "$root/cfg.yaml" > "$root/train.out" 2>&1 &
+job=$!
+pids+=("$job")
+wait_for 60 test -s "$root/wd/coordinator.addr" || { fail "no coordinator.addr"; exit 1; }
+addr=$(head -n1 "$root/wd/coordinator.addr")
+pa=$(free_port)
+pb=$(free_port)
+A=http://127.0.0.1:$pa
+B=http://127.0.0.1:$pb
+timeout 200 "$bin" monitor --connect "$addr" --history 4096 --interval 60 --http "127.0.0.1:$pa" \
+    --http-ring 100000 > "$root/monA.out" 2> "$root/monA.err" &
+monA=$!
+pids+=("$monA")
+timeout 200 "$bin" monitor --connect "$addr" --history 4096 --interval 60 --http "0.0.0.0:$pb" \
+    --http-ring 16 --http-clients 2 > "$root/monB.out" 2> "$root/monB.err" &
+monB=$!
+pids+=("$monB")
+wait_for 20 grep -q 'serving http' "$root/monA.err" || fail "monitor A did not start serving"
+wait_for 20 grep -q 'token [0-9a-f]\{32\}' "$root/monB.err" || fail "monitor B printed no token"
+token=$(sed -n 's/.*token \([0-9a-f]\{32\}\).*/\1/p' "$root/monB.err" | head -n1)
+grep -q token "$root/monA.err" && fail "monitor A (loopback) printed a token"
+
+# live events while the job runs
+sse "$A/api/events" 3 "$root/live.txt"
+running=$(kill -0 "$job" 2> /dev/null && echo yes || echo no)
+python3 - "$root/live.txt" "$running" << 'PY' && echo "ok: live events" || fail "live events"
+import sys, json
+ids = [int(l[4:]) for l in open(sys.argv[1]) if l.startswith("id: ")]
+data = [json.loads(l[6:]) for l in open(sys.argv[1]) if l.startswith("data: ")]
+print(f"live: {len(ids)} events in 3 s (job still running: {sys.argv[2]}), ids {ids[:1]}..{ids[-1:]}")
+assert len(ids) > 0 and ids == sorted(set(ids)), "ids not strictly increasing"
+assert all("kind" in d and "seq" in d for d in data)
+PY
+
+st=0
+wait "$job" || st=$?
+check "the job finished (status $st)" test "$st" = 0
+state_done() { timeout 10 curl -s --max-time 5 "$A/api/state" | grep -q '"done":true'; }
+wait_for 20 state_done || fail "/api/state never said done"
+
+timeout 10 curl -s --max-time 5 "$A/api/state" > "$root/state.json" || true
+python3 - "$root/state.json" "$root/wd/metrics.jsonl" "$TOTAL" << 'PY' && echo "ok: /api/state" || fail "/api/state"
+import sys, json
+s = json.load(open(sys.argv[1]))
+iters = [json.loads(l)["iter"] for l in open(sys.argv[2]) if '"kind":"train"' in l]
+total = int(sys.argv[3])
+p = s["progress"]
+print(f"state: iter {p['iter']}/{p['total_iters']}, metrics.jsonl last train iter {max(iters)}; "
+      f"{len(s['loaders'])} loaders, {len(s['workers'])} workers, phase {s['job']['phase']}")
+assert p["iter"] == p["total_iters"] == total == max(iters)
+assert s["job"]["done"] is True and p["eta_s"] == 0
+assert s["loaders"] and all(l["host"] for l in s["loaders"])
+assert s["workers"] and s["workers"][0]["device"] == "cpu"
+PY
+
+# the whole stream, then a reconnect from the middle
+sse "$A/api/events" 2 "$root/all.txt"
+n=$(grep -c '^id: ' "$root/all.txt" || true)
+half=$((n / 2))
+sse "$A/api/events" 2 "$root/resumed.txt" -H "Last-Event-ID: $half"
+python3 - "$root/all.txt" "$root/resumed.txt" "$half" << 'PY' && echo "ok: events resume after Last-Event-ID" || fail "events resume"
+import sys
+def records(path):
+    out, cur = [], {}
+    for line in open(path).read().split("\n"):
+        if not line:
+            if cur: out.append(cur); cur = {}
+        elif line.startswith(":"):
+            continue
+        else:
+            k, _, v = line.partition(": "); cur[k] = v
+    return out
+all_, res, k = records(sys.argv[1]), records(sys.argv[2]), int(sys.argv[3])
+ids = [int(r["id"]) for r in all_]
+print(f"all: {len(ids)} events, ids 1..{ids[-1]}; resumed after {k}: {len(res)} events")
+assert not any(r.get("event") == "gap" for r in all_), "a gap in a ring that holds everything"
+assert ids == list(range(1, len(ids) + 1)), "ids not 1..N"
+assert len(ids) > 20
+want = [(r["id"], r["data"]) for r in all_ if int(r["id"]) > k]
+got = [(r["id"], r["data"]) for r in res]
+assert got == want, f"resumed {len(got)} events, want {len(want)} (ids {got[:1]} vs {want[:1]})"
+PY
+
+# B: the token, then a gap from id 0 in a ring of 16
+check "B without a token: 401" test "$(code "$B/api/state")" = 401
+check "B with a wrong token: 401" test "$(code "$B/api/state" -H "Authorization: Bearer 0123456789abcdef0123456789abcdef")" = 401
+check "B with a wrong ?token=: 401" test "$(code "$B/api/state?token=x$token")" = 401
+check "B with the Bearer token: 200" test "$(code "$B/api/state" -H "Authorization: Bearer $token")" = 200
+check "B with ?token=: 200" test "$(code "$B/api/state?token=$token")" = 200
+sse "$B/api/events?token=$token" 2 "$root/gap.txt" -H "Last-Event-ID: 0"
+python3 - "$root/gap.txt" << 'PY' && echo "ok: gap event" || fail "gap event"
+import sys, json
+recs = [r for r in open(sys.argv[1]).read().split("\n\n") if r.strip() and not r.startswith(":")]
+first = dict(l.split(": ", 1) for l in recs[0].split("\n"))
+g = json.loads(first["data"])
+ids = [int(dict(l.split(": ", 1) for l in r.split("\n"))["id"]) for r in recs[1:]]
+print(f"gap: first record {first.get('event')} {g}, then {len(ids)} events {ids[:1]}..{ids[-1:]}")
+assert first.get("event") == "gap" and g["first"] == 1
+assert len(ids) == 16 and ids == list(range(g["last"] + 1, g["last"] + 17)), "not the 16 after the gap"
+PY
+
+sse "$B/api/events?token=$token" 2 "$root/reset.txt" -H "Last-Event-ID: 99999999"
+python3 - "$root/reset.txt" << 'PY' && echo "ok: reset event" || fail "reset event"
+import sys, json
+recs = [dict(l.split(": ", 1) for l in r.split("\n"))
+        for r in open(sys.argv[1]).read().split("\n\n") if r.strip() and not r.startswith(":")]
+print("reset: records", [(r.get("event", "message"), r.get("id")) for r in recs[:3]], "...")
+assert recs[0].get("event") == "reset" and json.loads(recs[0]["data"])["last_event_id"] == 99999999
+assert recs[1].get("event") == "gap" and json.loads(recs[1]["data"])["first"] == 1
+assert len(recs) == 18 and int(recs[-1]["id"]) == json.loads(recs[0]["data"])["last_id"]
+PY
+
+# curves against metrics.jsonl
+timeout 10 curl -s --max-time 5 "$A/api/curves?name=loss&width=10" > "$root/curve.json" || true
+python3 - "$root/curve.json" "$root/wd/metrics.jsonl" << 'PY' && echo "ok: /api/curves" || fail "/api/curves"
+import sys, json
+c = json.load(open(sys.argv[1]))
+loss = {}
+for l in open(sys.argv[2]):
+    if '"kind":"train"' in l:
+        o = json.loads(l); loss[o["iter"]] = o["loss"]
+print(f"curves: {c['points']} points of {c['held']} for width 10; x {c['x'][0]}..{c['x'][-1]}; "
+      f"y {min(c['y']):.6g}..{max(c['y']):.6g}; metrics.jsonl {min(loss.values()):.6g}..{max(loss.values()):.6g}")
+assert c["points"] <= 22 and c["held"] == len(loss)
+assert c["x"][0] == min(loss) and c["x"][-1] == max(loss)
+rel = lambda a, b: abs(a - b) <= 1e-6 * max(1.0, abs(b))
+assert rel(max(c["y"]), max(loss.values())) and rel(min(c["y"]), min(loss.values()))
+assert all(rel(y, loss[int(x)]) for x, y in zip(c["x"], c["y"])), "a point not on the raw series"
+PY
+check "curves: unknown name 400" test "$(code "$A/api/curves?name=nope")" = 400
+check "curves: width 0 400" test "$(code "$A/api/curves?name=loss&width=0")" = 400
+
+# bad requests, then the server still answers
+c=$(code "$A/../etc/passwd" --path-as-is)
+check "/../etc/passwd: 4xx ($c)" test "${c:0:1}" = 4
+check "unknown path: 404" test "$(code "$A/api/nope")" = 404
+check "POST: 405" test "$(code "$A/api/state" -X POST -d x=1)" = 405
+check "DELETE: 405" test "$(code "$A/api/state" -X DELETE)" = 405
+# curl sees the reset of a server that answers before reading 1 MiB: a raw socket reads the
+# answer (up to 3 tries, for a reset that beats the read)
+python3 - "$pa" << 'PY' && echo "ok: a 1 MiB header: 431" || fail "a 1 MiB header"
+import sys, socket
+seen = []
+for attempt in range(3):
+    s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5)
+    try:
+        s.sendall(b"GET /api/state HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * (1 << 20) + b"\r\n\r\n")
+    except OSError:
+        pass
+    try:
+        head = s.recv(64)
+    except OSError as e:
+        head = str(e).encode()
+    s.close()
+    seen.append(head[:40])
+    if head.startswith(b"HTTP/1.1 4"):
+        break
+print("1 MiB header: answers", seen)
+assert seen[-1].startswith(b"HTTP/1.1 4")
+PY
+python3 - "$pa" << 'PY' && echo "ok: 200 garbage requests answered 4xx or closed" || fail "garbage requests"
+import sys, socket, random
+random.seed(36)
+port, statuses = int(sys.argv[1]), {}
+for i in range(200):
+    kind = i % 4
+    if kind == 0: req = bytes(random.getrandbits(8) for _ in range(random.randint(1, 400))) + b"\r\n\r\n"
+    elif kind == 1: req = b"GET /api/state HTTP/9.9\r\n\r\n"
+    elif kind == 2: req = b"GET " + b"/" * 70000 + b" HTTP/1.1\r\nHost: x\r\n\r\n"
+    else: req = b"GET /api/state HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\nBad header line\r\n\r\n"
+    s = socket.create_connection(("127.0.0.1", port), timeout=5)
+    try:
+        s.sendall(req)
+        s.shutdown(socket.SHUT_WR)
+        head = s.recv(64)
+    except OSError:
+        head = b""
+    s.close()
+    st = head.split(b" ")[1].decode() if head.startswith(b"HTTP/") else "closed"
+    statuses[st] = statuses.get(st, 0) + 1
+print("garbage: statuses", statuses)
+assert all(k == "closed" or k.startswith("4") or k == "505" for k in statuses), statuses
+PY
+check "after all that, /api/state: 200" test "$(code "$A/api/state")" = 200
+
+# B allows 2 requests at once: two open streams, the third gets 503, then 200 again
+sse "$B/api/events?token=$token" 4 /dev/null &
+s1=$!
+sse "$B/api/events?token=$token" 4 /dev/null &
+s2=$!
+sleep 1.5
+check "a third client while 2 streams are open: 503" test "$(code "$B/api/state?token=$token")" = 503
+wait "$s1" "$s2" || true
+b_ok() { test "$(code "$B/api/state?token=$token")" = 200; }
+t0=$SECONDS
+wait_for 3 b_ok || fail "no 200 within 3 s after the two streams closed"
+echo "ok: after they closed, 200 again (within $((SECONDS - t0)) s)"
+
+# SIGTERM ends both
+kill -TERM "$monA" "$monB"
+sa=0; sb=0
+wait "$monA" || sa=$?
+wait "$monB" || sb=$?
+check "SIGTERM: monitors exit 0 (A $sa, B $sb)" test "$sa" = 0 -a "$sb" = 0
+echo "e2e_monitor_http: $fails failed"
+[ "$fails" = 0 ]
