@@ -7,13 +7,15 @@
 # python3 (json):
 #   - events live while the job runs: ids strictly increasing;
 #   - after the job: /api/state parses, iter == total_iters == the last iteration in
-#     metrics.jsonl, the job is done, loaders (with host) and the worker are listed;
+#     metrics.jsonl, the job is done, loaders (with host) and the worker are listed, the eval
+#     history (PSNR and bicubic PSNR, every 1000 iterations on 2 images) equals metrics.jsonl's
+#     eval lines and the last checkpoint is iter_4000;
 #   - /api/events from the start on A: ids 1..N without a hole, no gap event; a reconnect with
 #     Last-Event-ID K gets exactly ids K+1..N with the same data (none lost, none doubled);
 #   - on B, Last-Event-ID 0 after N > 16 events: `event: gap` naming 1..N-16, then N-15..N;
 #     Last-Event-ID beyond N (an earlier monitor's): `event: reset`, then that gap and N-15..N;
 #   - /api/curves?name=loss&width=10: at most 22 points, first and last steps of the run kept,
-#     its max and min equal metrics.jsonl's max and min loss;
+#     its max and min equal metrics.jsonl's max and min loss; psnr equals the eval lines;
 #   - requests: /../etc/passwd (curl --path-as-is), unknown path, POST, DELETE, a 1 MiB header,
 #     200 garbage requests: each a 4xx, or the connection closed, or 505 for an unknown HTTP
 #     version (libmicrohttpd's answer, as RFC 9110 says), and /api/state still 200;
@@ -45,10 +47,27 @@ code() { local u=$1; shift; timeout 10 curl -s -o /dev/null -w '%{http_code}' --
 # sse URL SECONDS OUT [CURL ARGS...]: the event stream for SECONDS
 sse() { local u=$1 t=$2 o=$3; shift 3; timeout $((t + 5)) curl -sN --max-time "$t" "$@" "$u" > "$o" || true; }
 
-mkdir -p "$root/train"
+mkdir -p "$root/train" "$root/val"
 cp "$data"/jpeg/{gray,photo,progressive,s444}.png "$root/train/"
+cp "$data"/jpeg/{gray,photo}.png "$root/val/"
 TOTAL=4000
-write_config "$root/cfg.yaml" "$root/wd" "$TOTAL" 1000 1
+# lib_e2e.sh's write_config with an eval set and evaluation every 1000 iterations
+cat > "$root/cfg.yaml" << CFG
+model: {type: EDSR, scale: 2, n_feats: 16, n_blocks: 2, loss: {type: L1Loss}}
+data:
+  samples_per_gpu: 4
+  prefetch: 3
+  train: {type: PairedImageDataset, gt_folder: $root/train, gt_patch_size: 32,
+          use_flip: true, use_rot: true, repeat: 8}
+  eval: {type: PairedImageDataset, gt_folder: $root/val}
+optimizers: {type: Adam, lr: 1.0e-3}
+total_iters: $TOTAL
+checkpoint_config: {interval: 1000, max_keep_ckpts: 2}
+evaluation: {interval: 1000, metrics: [PSNR, SSIM], crop_border: 2, convert_to: y, save_image: false}
+log_config: {interval: 1}
+work_dir: $root/wd
+seed: 7
+CFG
 timeout 150 "$bin" train "$root/cfg.yaml" > "$root/train.out" 2>&1 &
 job=$!
 pids+=("$job")
@@ -102,6 +121,15 @@ assert p["iter"] == p["total_iters"] == total == max(iters)
 assert s["job"]["done"] is True and p["eta_s"] == 0
 assert s["loaders"] and all(l["host"] for l in s["loaders"])
 assert s["workers"] and s["workers"][0]["device"] == "cpu"
+evals = [json.loads(l) for l in open(sys.argv[2]) if '"kind":"eval"' in l]
+h = s["eval"]["history"]
+print("state: eval", [(e["iter"], round(e["psnr"], 4), round(e["psnr_bicubic"], 4)) for e in h],
+      "; metrics.jsonl", [(e["iter"], round(e["psnr"], 4), round(e["psnr_bicubic"], 4)) for e in evals],
+      "; checkpoint", s["checkpoint"])
+assert len(evals) >= 3 and [e["iter"] for e in h] == [e["iter"] for e in evals]
+assert all(abs(a["psnr"] - b["psnr"]) < 1e-6 and abs(a["psnr_bicubic"] - b["psnr_bicubic"]) < 1e-6
+           for a, b in zip(h, evals))
+assert s["checkpoint"].endswith("iter_%d.safetensors" % total)
 PY
 
 # the whole stream, then a reconnect from the middle
@@ -177,6 +205,15 @@ assert c["x"][0] == min(loss) and c["x"][-1] == max(loss)
 rel = lambda a, b: abs(a - b) <= 1e-6 * max(1.0, abs(b))
 assert rel(max(c["y"]), max(loss.values())) and rel(min(c["y"]), min(loss.values()))
 assert all(rel(y, loss[int(x)]) for x, y in zip(c["x"], c["y"])), "a point not on the raw series"
+PY
+timeout 10 curl -s --max-time 5 "$A/api/curves?name=psnr" > "$root/psnr.json" || true
+python3 - "$root/psnr.json" "$root/wd/metrics.jsonl" << 'PY' && echo "ok: /api/curves psnr" || fail "/api/curves psnr"
+import sys, json
+c = json.load(open(sys.argv[1]))
+evals = [json.loads(l) for l in open(sys.argv[2]) if '"kind":"eval"' in l]
+print(f"curves: psnr x {c['x']} y {[round(v, 4) for v in c['y']]}")
+assert c["x"] == [e["iter"] for e in evals]
+assert all(abs(a - e["psnr"]) < 1e-6 for a, e in zip(c["y"], evals))
 PY
 check "curves: unknown name 400" test "$(code "$A/api/curves?name=nope")" = 400
 check "curves: width 0 400" test "$(code "$A/api/curves?name=loss&width=0")" = 400
