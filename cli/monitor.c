@@ -560,7 +560,8 @@ static char *state_json(const monitor *m) {
     cJSON_AddNumberToObject(c, "gaps", (double)m->gaps);
     cJSON_AddNumberToObject(c, "missing", (double)m->missing);
     cJSON *notes = cJSON_AddArrayToObject(o, "notes");
-    for (int i = 0; i < m->n_notes; i++) cJSON_AddItemToArray(notes, cJSON_CreateString(m->notes[i]));
+    for (int i = 0; i < m->n_notes; i++)
+        cJSON_AddItemToArray(notes, cJSON_CreateString(m->notes[i]));
     char *text = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);
     return text;

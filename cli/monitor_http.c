@@ -239,7 +239,8 @@ static void sse_free(void *cls) {
 static int token_equal(const char *given, const char *want) {
     size_t a = strlen(given), b = strlen(want);
     unsigned diff = (unsigned)(a != b);
-    for (size_t i = 0; i < b; i++) diff |= (unsigned char)want[i] ^ (unsigned char)(i < a ? given[i] : 0);
+    for (size_t i = 0; i < b; i++)
+        diff |= (unsigned char)want[i] ^ (unsigned char)(i < a ? given[i] : 0);
     return diff == 0;
 }
 
@@ -260,7 +261,7 @@ static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const ch
     return ret;
 }
 
-static enum MHD_Result error(struct MHD_Connection *c, unsigned status, const char *msg) {
+static enum MHD_Result http_error(struct MHD_Connection *c, unsigned status, const char *msg) {
     char *body = malloc(strlen(msg) + 16);
     if (!body) return MHD_NO;
     sprintf(body, "{\"error\":\"%s\"}\n", msg);     /* msg: our own constants, no quotes */
@@ -293,7 +294,7 @@ static enum MHD_Result get_curves(pf_monitor_http *h, struct MHD_Connection *c) 
     for (int i = 0; i < PF_CURVE_COUNT && name; i++)
         if (!strcmp(name, curve_names[i])) which = i;
     if (which < 0)
-        return error(c, MHD_HTTP_BAD_REQUEST,
+        return http_error(c, MHD_HTTP_BAD_REQUEST,
                      "name must be one of loss, lr, it_per_s, data_wait, psnr");
     long width = 1000;
     if (ws) {
@@ -301,7 +302,7 @@ static enum MHD_Result get_curves(pf_monitor_http *h, struct MHD_Connection *c) 
         errno = 0;
         width = strtol(ws, &end, 10);
         if (errno || end == ws || *end || width < 1 || width > MAX_WIDTH)
-            return error(c, MHD_HTTP_BAD_REQUEST, "width must be an integer in 1..100000");
+            return http_error(c, MHD_HTTP_BAD_REQUEST, "width must be an integer in 1..100000");
     }
     size_t cap = PF_DECIMATE_MAX_OUT(width);
     double *x = malloc(cap * sizeof *x), *y = malloc(cap * sizeof *y);
@@ -338,7 +339,7 @@ static enum MHD_Result get_events(pf_monitor_http *h, struct MHD_Connection *c) 
         errno = 0;
         unsigned long long v = strtoull(last, &end, 10);
         if (errno || end == last || *end || last[0] == '-')
-            return error(c, MHD_HTTP_BAD_REQUEST, "Last-Event-ID must be an event id");
+            return http_error(c, MHD_HTTP_BAD_REQUEST, "Last-Event-ID must be an event id");
         after = v;
     }
     sse_stream *s = calloc(1, sizeof *s);
@@ -384,7 +385,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     pthread_mutex_unlock(&h->lock);
     if (busy) {
         *con_cls = (void *)1;
-        return error(c, MHD_HTTP_SERVICE_UNAVAILABLE, "too many clients");
+        return http_error(c, MHD_HTTP_SERVICE_UNAVAILABLE, "too many clients");
     }
     *con_cls = &counted;
     if (h->has_token) {
@@ -393,14 +394,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         int ok = 0;
         if (auth && !strncmp(auth, "Bearer ", 7)) ok |= token_equal(auth + 7, h->token);
         if (q) ok |= token_equal(q, h->token);
-        if (!ok) return error(c, MHD_HTTP_UNAUTHORIZED, "token missing or wrong");
+        if (!ok) return http_error(c, MHD_HTTP_UNAUTHORIZED, "token missing or wrong");
     }
     if (strcmp(method, MHD_HTTP_METHOD_GET) != 0)
-        return error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET");
+        return http_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET");
     if (!strcmp(url, "/api/state")) return get_state(h, c);
     if (!strcmp(url, "/api/events")) return get_events(h, c);
     if (!strcmp(url, "/api/curves")) return get_curves(h, c);
-    return error(c, MHD_HTTP_NOT_FOUND, "no such path: /api/state, /api/events, /api/curves");
+    return http_error(c, MHD_HTTP_NOT_FOUND, "no such path: /api/state, /api/events, /api/curves");
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,

@@ -31,8 +31,11 @@ static int free_port(void) {
     int s = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
     socklen_t n = sizeof a;
-    if (s < 0 || bind(s, (struct sockaddr *)&a, sizeof a) || getsockname(s, (struct sockaddr *)&a, &n))
+    if (s < 0 || bind(s, (struct sockaddr *)&a, sizeof a) ||
+        getsockname(s, (struct sockaddr *)&a, &n)) {
+        if (s >= 0) close(s);
         return -1;
+    }
     close(s);
     return ntohs(a.sin_port);
 }
@@ -146,8 +149,8 @@ static void ring_under_load(void) {
           (unsigned long long)delivered, (unsigned long long)lost, EVENTS);
     CHECK(first_is_gap == 1, "A: the first record is not the gap of the dropped ids");
     printf("A: ring of 64, %d events: %llu delivered, %llu in %llu gap records (checked: "
-           "every id once, in order)\n", EVENTS, (unsigned long long)delivered, (unsigned long long)lost,
-           (unsigned long long)gaps);
+           "every id once, in order)\n", EVENTS, (unsigned long long)delivered,
+           (unsigned long long)lost, (unsigned long long)gaps);
     free(r.stream);
 }
 
