@@ -8,7 +8,8 @@
        after the compaction: /api/curves (width 100000) still shows both spikes and both ends,
        holds at most the cap, and says how many were added.
     C. Bind addresses: bad ones are refused with a message; 0.0.0.0 draws a 32-hex token,
-       needed (401 without, 200 with); 127.0.0.1 draws none. */
+       needed (401 without, 200 with); 127.0.0.1 draws none.
+    D. Stopping the server while a stream waits for events ends it within a second. */
 #include <arpa/inet.h>
 #include <cjson/cJSON.h>
 #include <netinet/in.h>
@@ -237,9 +238,38 @@ static void binds(void) {
            "loopback none\n");
 }
 
+/* D: stopping with a stream open ends the stream at once. */
+static void stop_with_stream(void) {
+    int port = free_port();
+    char bind[64], err[256];
+    snprintf(bind, sizeof bind, "127.0.0.1:%d", port);
+    pf_monitor_http *h = pf_monitor_http_start(bind, 16, 4, err, sizeof err);
+    CHECK(h != NULL, "D: start: %s", err);
+    if (!h) return;
+    pf_monitor_http_event(h, "{\"n\":1}");
+    reader r = { .port = port };
+    pthread_t t;
+    double t0 = pf_now();
+    pthread_create(&t, NULL, read_events, &r);   /* reads for up to 4 s */
+    usleep(300000);
+    double t_stop = pf_now();
+    pf_monitor_http_stop(&h);
+    double stop_s = pf_now() - t_stop;
+    pthread_join(t, NULL);
+    double read_s = pf_now() - t0;
+    CHECK(strstr(r.stream, "id: 1\ndata: {\"n\":1}") != NULL, "D: event 1 not streamed: %.200s",
+          r.stream);
+    CHECK(stop_s < 1.5 && read_s < 2.5, "D: stop took %.2f s, the stream ended after %.2f s",
+          stop_s, read_s);
+    printf("D: stop with an open stream: %.2f s; the stream ended %.2f s after it began\n",
+           stop_s, read_s);
+    free(r.stream);
+}
+
 int main(void) {
     ring_under_load();
     curve_compaction();
     binds();
+    stop_with_stream();
     return pf_test_end("test_monitor_http");
 }
