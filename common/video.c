@@ -308,6 +308,11 @@ static void check_cut(pf_video *v) {
         double gap = dur - in->duration;   /* seconds announced that no frame covers */
         by_duration = gap > 2 / in->fps && gap > 0.1 * dur;
     }
+    /* A file as long as its own header says (AVI's RIFF size, Matroska's segment size) is
+       whole: a header frame count or duration above what its packets hold is then the
+       container's way (opencv-doc's tree.avi: the header counts 444 frames of 15 frames/s, the
+       demuxer gives its 68 packets, the file is all there), not a cut. */
+    if (in->header_bytes > 0 && in->file_bytes >= in->header_bytes) by_count = by_duration = 0;
     if (v->cut_pk >= 0) {
         /* frames decoded from the cut packet on are not whole: keep the display-order
            prefix before the first of them */
