@@ -10,12 +10,15 @@
     - geometry: 3-D blocks and grids give every (block, thread) index exactly once;
     - block order: the seeded order differs from index order and between launches, and
       PF_EMU_SEED=0 (run in a child) keeps index order;
-    - atomics, __double2ll_rn's ties to even, the rounded float intrinsics.
+    - atomics, __double2ll_rn's ties to even, the rounded float intrinsics;
+    - a barrier in divergent code (half the threads return while the others wait) aborts,
+      naming the kernel (in a child process).
 */
 #include <cuda_runtime.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -75,6 +78,14 @@ __global__ void k_geometry(int *hits) {
 /* order[k] = the k-th block to run (thread 0 of each block appends). */
 __global__ void k_order(int *order, int *at) {
     if (threadIdx.x == 0) order[atomicAdd(at, 1)] = (int)blockIdx.x;
+}
+
+/* Undefined on a GPU: the odd threads return, the even ones wait at the barrier. */
+__global__ void k_divergent(int *x) {
+    if (threadIdx.x % 2 == 0) {
+        x[threadIdx.x] = 1;
+        __syncthreads();
+    }
 }
 
 static std::vector<int> block_order(int blocks) {
@@ -183,6 +194,34 @@ static void test_block_order(void) {
            "PF_EMU_SEED=0: index order\n");
 }
 
+static void test_divergent_barrier(void) {
+    fflush(stdout);
+    int fd[2];
+    if (pipe(fd)) return;
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(fd[1], 2);
+        close(fd[0]);
+        execl("/proc/self/exe", "test_emu", "divergent", (char *)NULL);
+        _exit(3);
+    }
+    close(fd[1]);
+    char buf[4096];
+    size_t len = 0;
+    ssize_t r;
+    while (len < sizeof buf - 1 && (r = read(fd[0], buf + len, sizeof buf - 1 - len)) > 0)
+        len += (size_t)r;
+    buf[len] = 0;
+    close(fd[0]);
+    int st = 0;
+    waitpid(pid, &st, 0);
+    CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT &&
+              strstr(buf, "k_divergent: block (0, 0, 0): 16 threads returned while 16 wait at "
+                          "__syncthreads() (a barrier in divergent code)"),
+          "a divergent barrier aborts naming the kernel: status %d, stderr '%s'", st, buf);
+    printf("divergent barrier: aborts, naming the kernel\n");
+}
+
 static void test_intrinsics(void) {
     CHECK(__double2ll_rn(2.5) == 2 && __double2ll_rn(3.5) == 4 && __double2ll_rn(-2.5) == -2 &&
               __double2ll_rn(-3.7) == -4 && __double2ll_rn(1e15 + 0.5) == 1000000000000000ll,
@@ -198,6 +237,12 @@ static void test_intrinsics(void) {
 }
 
 int main(int argc, char **argv) {
+    if (argc > 1 && !strcmp(argv[1], "divergent")) {
+        std::vector<int> x(32, 0);
+        int *d_x = x.data();
+        PF_LAUNCH(k_divergent, 1, 32, 0, 0, d_x);
+        return 0;                           /* not reached: the launch aborts */
+    }
     if (argc > 1 && !strcmp(argv[1], "in-order")) {
         std::vector<int> o = block_order(64);
         for (int k = 0; k < 64; k++)
@@ -210,6 +255,7 @@ int main(int argc, char **argv) {
     test_block_sum();
     test_geometry();
     test_block_order();
+    test_divergent_barrier();
     test_intrinsics();
     printf("test_emu: %d passed, %d failed\n", g_pass, g_fail);
     return g_fail ? 1 : 0;
