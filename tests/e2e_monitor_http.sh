@@ -51,23 +51,11 @@ mkdir -p "$root/train" "$root/val"
 cp "$data"/jpeg/{gray,photo,progressive,s444}.png "$root/train/"
 cp "$data"/jpeg/{gray,photo}.png "$root/val/"
 TOTAL=4000
-# lib_e2e.sh's write_config with an eval set and evaluation every 1000 iterations
-cat > "$root/cfg.yaml" << CFG
-model: {type: EDSR, scale: 2, n_feats: 16, n_blocks: 2, loss: {type: L1Loss}}
-data:
-  samples_per_gpu: 4
-  prefetch: 3
-  train: {type: PairedImageDataset, gt_folder: $root/train, gt_patch_size: 32,
-          use_flip: true, use_rot: true, repeat: 8}
-  eval: {type: PairedImageDataset, gt_folder: $root/val}
-optimizers: {type: Adam, lr: 1.0e-3}
-total_iters: $TOTAL
-checkpoint_config: {interval: 1000, max_keep_ckpts: 2}
-evaluation: {interval: 1000, metrics: [PSNR, SSIM], crop_border: 2, convert_to: y, save_image: false}
-log_config: {interval: 1}
-work_dir: $root/wd
-seed: 7
-CFG
+# lib_e2e.sh's tiny EDSR job, with an eval set and evaluation every 1000 iterations
+write_config "$root/cfg.yaml" "$root/wd" "$TOTAL" 1000 1
+sed -i "/repeat: 8}/a\\  eval: {type: PairedImageDataset, gt_folder: $root/val}" "$root/cfg.yaml"
+echo "evaluation: {interval: 1000, metrics: [PSNR, SSIM], crop_border: 2, convert_to: y," \
+     "save_image: false}" >> "$root/cfg.yaml"
 timeout 150 "$bin" train "$root/cfg.yaml" > "$root/train.out" 2>&1 &
 job=$!
 pids+=("$job")
