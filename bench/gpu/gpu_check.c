@@ -1,4 +1,5 @@
-/*  gpu_check — compares every nn/cuda op with a naive CPU loop written here (and Adam also
+/*  gpu_check — compares every nn/cuda op with a naive CPU loop (tests/cuda_host/ref_ops.c, the
+    references that tests/cuda_host's stand-ins also wrap, so they are written once; Adam also
     with nn/optim.c itself), on random inputs of odd shapes. One line per check:
 
         op  shape  max_rel_err  PASS|FAIL
@@ -20,8 +21,8 @@
     loss, every gradient tensor, inference output, parameters after 3 Adam steps; the same for
     small versions of every other network (SRCNN, FSRCNN, ESPCN, MSRResNet, RCAN, RRDBNet, run
     by nn/cuda/graph_cuda.c) and BasicVSR (3 and 2 frames, SGD with SPyNet joining late); the
-    video ops (affine, bilinear resize, 2 x 2 pooling, flow warp: forward and backward)
-    against nn/video_layers.c, the CPU counterpart that tests/test_video_layers checks against
+    video ops (bilinear resize, 2 x 2 pooling, flow warp: forward and backward; affine and
+    the pooling's backward against ref_ops.c) against nn/video_layers.c, the CPU counterpart that tests/test_video_layers checks against
     PyTorch, with the warp's fixed-point image gradient run twice for identical bits; then times the training steps of bench/train_step's shapes
     (`# timing` lines).
 
@@ -39,6 +40,7 @@
 #include "nn/cuda/conv_cudnn.h"
 #include "nn/cuda/ops.h"
 #include "nn/optim.h"
+#include "tests/cuda_host/ref_ops.h"
 #ifdef PIXFLOW_HAVE_CUDA
 #include <time.h>
 #include "nn/cuda/model_cuda.h"
@@ -167,12 +169,7 @@ static void check_input_conversion(void) {
     img[0] = 0;
     img[1] = 255;
     float *ref = host_alloc(count * sizeof(float));
-    for (int b = 0; b < n; b++)
-        for (int ch = 0; ch < c; ch++)
-            for (int y = 0; y < h; y++)
-                for (int x = 0; x < w; x++)
-                    ref[(((size_t)b * c + ch) * h + y) * w + x] =
-                        (float)img[(((size_t)b * h + y) * w + x) * c + ch] / 255.0f;
+    pf_ref_u8_nhwc_to_nchw(ref, img, n, h, w, c);
     uint8_t *d_img = upload(img, count);
     float *d_out = dev_alloc(count * sizeof(float));
     int rc = pf_cuda_u8_nhwc_to_nchw(d_out, d_img, n, h, w, c, 0, g_err, sizeof g_err);
@@ -182,13 +179,12 @@ static void check_input_conversion(void) {
     const float mean[3] = {0.4488f, 0.4371f, 0.4040f};
     const float range = 255.0f;
     float *ref2 = host_alloc(count * sizeof(float));
-    size_t hw = (size_t)h * w;
-    for (size_t i = 0; i < count; i++) ref2[i] = (ref[i] - mean[(i / hw) % c]) * range;
+    pf_ref_mean_shift(ref2, ref, n, c, h, w, mean, range);
     float *d_sh = dev_alloc(count * sizeof(float));
     rc = pf_cuda_mean_shift(d_sh, d_out, n, c, h, w, mean, range, 0, g_err, sizeof g_err);
     check("mean_shift", shape, rc, d_sh, ref2, count, TOL_FP32);
     float *ref3 = host_alloc(count * sizeof(float));
-    for (size_t i = 0; i < count; i++) ref3[i] = ref2[i] / range + mean[(i / hw) % c];
+    pf_ref_mean_unshift(ref3, ref2, n, c, h, w, mean, range);
     rc = pf_cuda_mean_unshift(d_sh, d_sh, n, c, h, w, mean, range, 0, g_err, sizeof g_err);
     check("mean_unshift (in place)", shape, rc, d_sh, ref3, count, TOL_FP32);
     free(img), free(ref), free(ref2), free(ref3);
@@ -209,21 +205,24 @@ static void check_elementwise(void) {
     float *d_y = dev_alloc(count * 4), *d_t = dev_alloc(count * 4);
     int rc;
 
-    for (size_t i = 0; i < count; i++) ref[i] = x[i] > 0 ? x[i] : 0;
+    pf_ref_leaky_relu_forward(ref, x, 0.0f, count);
     rc = pf_cuda_relu_forward(d_y, d_x, count, 0, g_err, sizeof g_err);
     check("relu_forward", shape, rc, d_y, ref, count, TOL_FP32);
-    for (size_t i = 0; i < count; i++) ref[i] = x[i] > 0 ? dy[i] : 0;
+    float *y = host_alloc(count * sizeof(float));
+    pf_ref_leaky_relu_forward(y, x, 0.0f, count);
+    pf_ref_leaky_relu_backward(ref, dy, y, 0.0f, count);
+    free(y);
     rc = pf_cuda_relu_backward(d_t, d_dy, d_y, count, 0, g_err, sizeof g_err);
     check("relu_backward", shape, rc, d_t, ref, count, TOL_FP32);
 
     const float s = 0.1f; /* EDSR res_scale */
-    for (size_t i = 0; i < count; i++) ref[i] = x[i] + s * b[i];
+    pf_ref_add_scaled(ref, x, b, s, count);
     rc = pf_cuda_add_scaled(d_t, d_x, d_b, s, count, 0, g_err, sizeof g_err);
     check("add_scaled (a + s b)", shape, rc, d_t, ref, count, TOL_FP32);
-    for (size_t i = 0; i < count; i++) ref[i] = s * dy[i];
+    pf_ref_scale(ref, dy, s, count);
     rc = pf_cuda_scale(d_t, d_dy, s, count, 0, g_err, sizeof g_err);
     check("scale (d b = s dy)", shape, rc, d_t, ref, count, TOL_FP32);
-    for (size_t i = 0; i < count; i++) ref[i] = s * dy[i] + 0.5f * x[i];
+    pf_ref_axpy(ref, x, 0.5f, count); /* onto d_t's s dy, ref's too */
     rc = pf_cuda_axpy(d_t, d_x, 0.5f, count, 0, g_err, sizeof g_err);
     check("axpy (accumulate)", shape, rc, d_t, ref, count, TOL_FP32);
     free(x), free(b), free(dy), free(ref);
@@ -236,16 +235,7 @@ static void check_pixel_shuffle(int n, int c, int h, int w, int r) {
     snprintf(shape, sizeof shape, "N%d C%d->%d H%d W%d r%d", n, c * r * r, c, h, w, r);
     float *in = host_alloc(count * 4), *ref = host_alloc(count * 4);
     fill(in, count, -1, 1);
-    int hr = h * r, wr = w * r;
-    for (int b = 0; b < n; b++)
-        for (int ch = 0; ch < c; ch++)
-            for (int y = 0; y < h; y++)
-                for (int x = 0; x < w; x++)
-                    for (int i = 0; i < r; i++)
-                        for (int j = 0; j < r; j++)
-                            ref[(((size_t)b * c + ch) * hr + y * r + i) * wr + x * r + j] =
-                                in[(((size_t)b * c * r * r + ch * r * r + i * r + j) * h + y) *
-                                       w + x];
+    pf_ref_pixel_shuffle_forward(ref, in, n, c, h, w, r);
     float *d_in = upload(in, count * 4), *d_out = dev_alloc(count * 4);
     int rc = pf_cuda_pixel_shuffle_forward(d_out, d_in, n, c, h, w, r, 0, g_err, sizeof g_err);
     check("pixel_shuffle_forward", shape, rc, d_out, ref, count, TOL_FP32);
@@ -270,7 +260,6 @@ static int run_loss(int type, float *loss, float *grad, const float *x, const fl
 
 static void check_loss(int type, size_t count) {
     const char *name = type == 2 ? "charbonnier_loss" : type ? "mse_loss" : "l1_loss";
-    int mse = type == 1;
     char shape[64], op[64];
     snprintf(shape, sizeof shape, "count %zu weight 0.5", count);
     const float weight = 0.5f;
@@ -278,23 +267,8 @@ static void check_loss(int type, size_t count) {
     fill(x, count, 0, 1);
     fill(y, count, 0, 1);
     for (size_t i = 0; i < count; i += 101) y[i] = x[i]; /* sign(0) = 0 */
-    float gscale = weight / (float)count;
-    double sum = 0.0;
-    for (size_t i = 0; i < count; i++) {
-        float d = x[i] - y[i];
-        if (type == 2) {
-            double r = sqrt((double)d * d + 1e-6);
-            sum += r;
-            ref[i] = (float)(d / r) * gscale;
-        } else if (mse) {
-            sum += (double)d * d;
-            ref[i] = 2.0f * d * gscale;
-        } else {
-            sum += fabs((double)d);
-            ref[i] = (d > 0 ? 1.0f : d < 0 ? -1.0f : 0.0f) * gscale;
-        }
-    }
-    float ref_loss = (float)(sum / (double)count * weight);
+    float ref_loss = pf_ref_pixel_loss(type == 2 ? PF_REF_CHARBONNIER : type ? PF_REF_MSE : PF_REF_L1,
+                                       ref, x, y, count, weight, 1e-6f);
     float *d_x = upload(x, count * 4), *d_y = upload(y, count * 4), *d_g = dev_alloc(count * 4);
     float *d_loss = dev_alloc(4);
     double *d_scratch = dev_alloc(PF_CUDA_LOSS_SCRATCH * sizeof(double));
@@ -416,85 +390,7 @@ static void check_bf16(void) {
 
 /* ---- convolution -------------------------------------------------------------------------- */
 
-typedef struct {
-    int n, ic, oc, h, w, k;
-} conv_shape;
-
-static void conv_ref_forward(const conv_shape *s, const float *x, const float *wt,
-                             const float *bias, float *y) {
-    int p = s->k / 2, k = s->k;
-    for (int b = 0; b < s->n; b++)
-        for (int o = 0; o < s->oc; o++)
-            for (int yy = 0; yy < s->h; yy++)
-                for (int xx = 0; xx < s->w; xx++) {
-                    double acc = bias[o];
-                    for (int i = 0; i < s->ic; i++)
-                        for (int ky = 0; ky < k; ky++) {
-                            int sy = yy + ky - p;
-                            if (sy < 0 || sy >= s->h) continue;
-                            for (int kx = 0; kx < k; kx++) {
-                                int sx = xx + kx - p;
-                                if (sx < 0 || sx >= s->w) continue;
-                                acc += (double)wt[(((size_t)o * s->ic + i) * k + ky) * k + kx] *
-                                       x[(((size_t)b * s->ic + i) * s->h + sy) * s->w + sx];
-                            }
-                        }
-                    y[(((size_t)b * s->oc + o) * s->h + yy) * s->w + xx] = (float)acc;
-                }
-}
-
-static void conv_ref_backward_data(const conv_shape *s, const float *wt, const float *dy,
-                                   float *dx) {
-    int p = s->k / 2, k = s->k;
-    for (int b = 0; b < s->n; b++)
-        for (int i = 0; i < s->ic; i++)
-            for (int sy = 0; sy < s->h; sy++)
-                for (int sx = 0; sx < s->w; sx++) {
-                    double acc = 0.0;
-                    for (int o = 0; o < s->oc; o++)
-                        for (int ky = 0; ky < k; ky++) {
-                            int yy = sy - ky + p;
-                            if (yy < 0 || yy >= s->h) continue;
-                            for (int kx = 0; kx < k; kx++) {
-                                int xx = sx - kx + p;
-                                if (xx < 0 || xx >= s->w) continue;
-                                acc += (double)wt[(((size_t)o * s->ic + i) * k + ky) * k + kx] *
-                                       dy[(((size_t)b * s->oc + o) * s->h + yy) * s->w + xx];
-                            }
-                        }
-                    dx[(((size_t)b * s->ic + i) * s->h + sy) * s->w + sx] = (float)acc;
-                }
-}
-
-static void conv_ref_backward_weights(const conv_shape *s, const float *x, const float *dy,
-                                      float *dw, float *db) {
-    int p = s->k / 2, k = s->k;
-    for (int o = 0; o < s->oc; o++) {
-        double bacc = 0.0;
-        for (int b = 0; b < s->n; b++)
-            for (size_t j = 0; j < (size_t)s->h * s->w; j++)
-                bacc += dy[((size_t)b * s->oc + o) * s->h * s->w + j];
-        db[o] = (float)bacc;
-        for (int i = 0; i < s->ic; i++)
-            for (int ky = 0; ky < k; ky++)
-                for (int kx = 0; kx < k; kx++) {
-                    double acc = 0.0;
-                    for (int b = 0; b < s->n; b++)
-                        for (int yy = 0; yy < s->h; yy++) {
-                            int sy = yy + ky - p;
-                            if (sy < 0 || sy >= s->h) continue;
-                            for (int xx = 0; xx < s->w; xx++) {
-                                int sx = xx + kx - p;
-                                if (sx < 0 || sx >= s->w) continue;
-                                acc += (double)dy[(((size_t)b * s->oc + o) * s->h + yy) * s->w +
-                                                  xx] *
-                                       x[(((size_t)b * s->ic + i) * s->h + sy) * s->w + sx];
-                            }
-                        }
-                    dw[(((size_t)o * s->ic + i) * k + ky) * k + kx] = (float)acc;
-                }
-    }
-}
+typedef pf_ref_conv conv_shape;   /* n, ic, oc, h, w, k */
 
 /* All four directions of one shape under one context; mode names the context in the output. */
 static void check_conv(pf_cudnn *ctx, const char *mode, const conv_shape *s, double tol) {
@@ -511,9 +407,10 @@ static void check_conv(pf_cudnn *ctx, const char *mode, const conv_shape *s, dou
     fill(wt, nw, -bound, bound);
     fill(bias, s->oc, -bound, bound);
     fill(dy, ny, -1, 1);
-    conv_ref_forward(s, x, wt, bias, y);
-    conv_ref_backward_data(s, wt, dy, dx);
-    conv_ref_backward_weights(s, x, dy, dw, db);
+    pf_ref_conv_forward(s, x, wt, bias, y);
+    pf_ref_conv_backward_data(s, wt, dy, dx, 0);
+    pf_ref_conv_backward_filter(s, x, dy, dw, 0);
+    pf_ref_conv_backward_bias(s, dy, db, 0);
 
     float *d_x = upload(x, nx * 4), *d_w = upload(wt, nw * 4), *d_b = upload(bias, s->oc * 4);
     float *d_dy = upload(dy, ny * 4), *d_y = dev_alloc(ny * 4), *d_dx = dev_alloc(nx * 4);
@@ -617,8 +514,8 @@ static float *fetch(const char *op, const char *shape, int rc, const float *d, s
 }
 
 /* LeakyReLU (slopes 0.2 and 0), tanh, sigmoid: forward, then backward from the forward's
-   output with acc = 0 and 1 (LeakyReLU's backward has no acc; it is also run in place). The
-   reference derivatives are written with x, the kernels' with y. */
+   (reference) output with acc = 0 and 1 (LeakyReLU's backward has no acc; it is also run in
+   place). */
 static void check_activations(void) {
     size_t count = (size_t)2 * 5 * 37 * 41 + 3;
     char shape[64], op[64];
@@ -639,16 +536,15 @@ static void check_activations(void) {
     };
     for (size_t a = 0; a < sizeof acts / sizeof *acts; a++) {
         int kind = acts[a].kind;
-        double alpha = acts[a].alpha;
+        double alpha = acts[a].alpha;  /* for the label */
         if (kind == 0)
             snprintf(shape, sizeof shape, "count %zu alpha %g", count, alpha);
         else
             snprintf(shape, sizeof shape, "count %zu", count);
-        for (size_t i = 0; i < count; i++) {
-            double v = x[i];
-            y[i] = (float)(kind == 0 ? (v > 0 ? v : alpha * v)
-                           : kind == 1 ? tanh(v) : 1.0 / (1.0 + exp(-v)));
-        }
+        if (kind == 0)
+            pf_ref_leaky_relu_forward(y, x, acts[a].alpha, count);
+        else
+            (kind == 1 ? pf_ref_tanh_forward : pf_ref_sigmoid_forward)(y, x, count);
         int rc = kind == 0 ? pf_cuda_leaky_relu_forward(d_y, d_x, acts[a].alpha, count, 0, g_err,
                                                         sizeof g_err)
                  : kind == 1 ? pf_cuda_tanh_forward(d_y, d_x, count, 0, g_err, sizeof g_err)
@@ -658,12 +554,12 @@ static void check_activations(void) {
         set_dev(d_y, y, count * 4); /* the backward reads the reference output */
         for (int acc = 0; acc <= (kind == 0 ? 0 : 1); acc++) {
             set_dev(d_dx, prior, count * 4);
-            for (size_t i = 0; i < count; i++) {
-                double v = x[i], s = 1.0 / (1.0 + exp(-v));
-                double g = kind == 0 ? (v > 0 ? 1.0 : alpha)
-                           : kind == 1 ? 1.0 - tanh(v) * tanh(v) : s * (1.0 - s);
-                ref[i] = (float)((acc ? (double)prior[i] : 0.0) + g * dy[i]);
-            }
+            memcpy(ref, prior, count * 4);
+            if (kind == 0)
+                pf_ref_leaky_relu_backward(ref, dy, y, acts[a].alpha, count);
+            else
+                (kind == 1 ? pf_ref_tanh_backward : pf_ref_sigmoid_backward)(ref, dy, y, count,
+                                                                             acc);
             if (kind == 0)
                 rc = pf_cuda_leaky_relu_backward(d_dx, d_dy, d_y, acts[a].alpha, count, 0, g_err,
                                                  sizeof g_err);
@@ -700,35 +596,16 @@ static void check_prelu(int n, int c, int h, int w) {
     fill(al, c, 0.05f, 0.5f);
     fill(junk, c, 100, 200);
     for (size_t i = 0; i < count; i += 13) x[i] = 0.0f; /* x = 0 takes the alpha branch */
-    for (int b = 0; b < n; b++)
-        for (int ch = 0; ch < c; ch++)
-            for (size_t p = 0; p < hw; p++) {
-                size_t i = ((size_t)b * c + ch) * hw + p;
-                ref[i] = (float)(x[i] > 0 ? (double)x[i] : (double)al[ch] * x[i]);
-            }
+    pf_ref_prelu_forward(ref, x, al, n, c, h, w);
     float *d_x = upload(x, count * 4), *d_dy = upload(dy, count * 4), *d_al = upload(al, c * 4);
     float *d_y = dev_alloc(count * 4), *d_dx = dev_alloc(count * 4), *d_dal = dev_alloc(c * 4);
     int rc = pf_cuda_prelu_forward(d_y, d_x, d_al, n, c, h, w, 0, g_err, sizeof g_err);
     check("prelu_forward", shape, rc, d_y, ref, count, TOL_FP32);
-    for (int ch = 0; ch < c; ch++) {
-        double s = 0.0;
-        for (int b = 0; b < n; b++)
-            for (size_t p = 0; p < hw; p++) {
-                size_t i = ((size_t)b * c + ch) * hw + p;
-                if (x[i] <= 0) s += (double)dy[i] * x[i];
-            }
-        ref_al[ch] = (float)s;
-    }
     for (int acc = 0; acc <= 1; acc++) {
         set_dev(d_dx, prior, count * 4);
         set_dev(d_dal, junk, c * 4);
-        for (int b = 0; b < n; b++)
-            for (int ch = 0; ch < c; ch++)
-                for (size_t p = 0; p < hw; p++) {
-                    size_t i = ((size_t)b * c + ch) * hw + p;
-                    double g = x[i] > 0 ? (double)dy[i] : (double)al[ch] * dy[i];
-                    ref[i] = (float)((acc ? (double)prior[i] : 0.0) + g);
-                }
+        memcpy(ref, prior, count * 4);
+        pf_ref_prelu_backward(ref, ref_al, dy, x, al, n, c, h, w, acc);
         rc = pf_cuda_prelu_backward(d_dx, d_dal, d_dy, d_x, d_al, n, c, h, w, acc, 0, g_err,
                                     sizeof g_err);
         snprintf(op, sizeof op, "prelu_backward dx acc=%d", acc);
@@ -761,11 +638,7 @@ static void check_gap(int n, int c, int h, int w) {
     fill(x, count, -1, 1);
     fill(dy, planes, -1, 1);
     fill(prior, count, -1, 1);
-    for (size_t q = 0; q < planes; q++) {
-        double s = 0.0;
-        for (size_t p = 0; p < hw; p++) s += x[q * hw + p];
-        ref[q] = (float)(s / (double)hw);
-    }
+    pf_ref_gap_forward(ref, x, n, c, h, w);
     float *d_x = upload(x, count * 4), *d_dy = upload(dy, planes * 4);
     float *d_y = dev_alloc(planes * 4), *d_dx = dev_alloc(count * 4);
     int rc = pf_cuda_gap_forward(d_y, d_x, n, c, h, w, 0, g_err, sizeof g_err);
@@ -778,10 +651,8 @@ static void check_gap(int n, int c, int h, int w) {
     }
     for (int acc = 0; acc <= 1; acc++) {
         set_dev(d_dx, prior, count * 4);
-        for (size_t q = 0; q < planes; q++)
-            for (size_t p = 0; p < hw; p++)
-                ref[q * hw + p] =
-                    (float)((acc ? (double)prior[q * hw + p] : 0.0) + (double)dy[q] / (double)hw);
+        memcpy(ref, prior, count * 4);
+        pf_ref_gap_backward(ref, dy, n, c, h, w, acc);
         rc = pf_cuda_gap_backward(d_dx, d_dy, n, c, h, w, acc, 0, g_err, sizeof g_err);
         snprintf(op, sizeof op, "gap_backward acc=%d", acc);
         check(op, shape, rc, d_dx, ref, count, TOL_FP32);
@@ -811,11 +682,7 @@ static void check_mul_ch(int n, int c, int h, int w) {
     float *d_res = upload(res, count * 4), *d_dy = upload(dy, count * 4);
     float *d_y = dev_alloc(count * 4), *d_dx = dev_alloc(count * 4), *d_ds = dev_alloc(planes * 4);
     for (int with_res = 0; with_res <= 1; with_res++) {
-        for (size_t q = 0; q < planes; q++)
-            for (size_t p = 0; p < hw; p++) {
-                size_t i = q * hw + p;
-                ref[i] = (float)((with_res ? (double)res[i] : 0.0) + (double)sc * x[i] * s[q]);
-            }
+        pf_ref_mul_ch_forward(ref, x, s, with_res ? res : NULL, sc, n, c, h, w);
         int rc = pf_cuda_mul_ch_forward(d_y, d_x, d_s, with_res ? d_res : NULL, sc, n, c, h, w,
                                         0, g_err, sizeof g_err);
         check(with_res ? "mul_ch_forward +res" : "mul_ch_forward", shape, rc, d_y, ref, count,
@@ -827,15 +694,9 @@ static void check_mul_ch(int n, int c, int h, int w) {
         int want_x = cases[k][0], want_s = cases[k][1], acc_x = cases[k][2], acc_s = cases[k][3];
         set_dev(d_dx, px, count * 4);
         set_dev(d_ds, ps, planes * 4);
-        for (size_t q = 0; q < planes; q++) {
-            double sum = 0.0;
-            for (size_t p = 0; p < hw; p++) {
-                size_t i = q * hw + p;
-                sum += (double)dy[i] * x[i];
-                ref[i] = (float)((acc_x ? (double)px[i] : 0.0) + (double)sc * dy[i] * s[q]);
-            }
-            ref_s[q] = (float)((acc_s ? (double)ps[q] : 0.0) + (double)sc * sum);
-        }
+        memcpy(ref, px, count * 4);
+        memcpy(ref_s, ps, planes * 4);
+        pf_ref_mul_ch_backward(ref, ref_s, dy, x, s, sc, n, c, h, w, acc_x, acc_s);
         int rc = pf_cuda_mul_ch_backward(want_x ? d_dx : NULL, want_s ? d_ds : NULL, d_dy, d_x,
                                          d_s, sc, n, c, h, w, acc_x, acc_s, 0, g_err,
                                          sizeof g_err);
@@ -878,13 +739,7 @@ static void check_copy_channels(int n, int h, int w) {
     float *d_src = upload(src, ns * 4), *d_dst = dev_alloc(nd * 4);
     for (int acc = 0; acc <= 1; acc++) {
         memcpy(ref, prior, nd * 4);
-        for (int b = 0; b < n; b++)
-            for (int k = 0; k < cc; k++)
-                for (size_t p = 0; p < hw; p++) {
-                    float *r = &ref[((size_t)b * dst_c + dst_off + k) * hw + p];
-                    double v = src[((size_t)b * src_c + src_off + k) * hw + p];
-                    *r = (float)((acc ? (double)*r : 0.0) + v);
-                }
+        pf_ref_copy_channels(ref, dst_c, dst_off, src, src_c, src_off, cc, n, (int)hw, acc);
         set_dev(d_dst, prior, nd * 4);
         int rc = pf_cuda_copy_channels(d_dst, dst_c, dst_off, d_src, src_c, src_off, cc, n,
                                        (int)hw, acc, 0, g_err, sizeof g_err);
@@ -906,25 +761,14 @@ static void check_nearest(int n, int c, int h, int w, int r) {
     fill(x, nx, -1, 1);
     fill(dy, ny, -1, 1);
     fill(prior, nx, -1, 1);
-    size_t planes = (size_t)n * c;
-    for (size_t q = 0; q < planes; q++)
-        for (int Y = 0; Y < H; Y++)
-            for (int X = 0; X < W; X++)
-                ref[(q * H + Y) * W + X] = x[(q * h + Y / r) * w + X / r];
+    pf_ref_nearest_forward(ref, x, n, c, h, w, r);
     float *d_x = upload(x, nx * 4), *d_dy = upload(dy, ny * 4);
     float *d_y = dev_alloc(ny * 4), *d_dx = dev_alloc(nx * 4);
     int rc = pf_cuda_nearest_forward(d_y, d_x, n, c, h, w, r, 0, g_err, sizeof g_err);
     check("nearest_forward", shape, rc, d_y, ref, ny, TOL_FP32);
     for (int acc = 0; acc <= 1; acc++) {
-        /* each dy pixel goes to the input pixel it was copied from */
-        double *sum = calloc(nx, sizeof *sum);
-        if (!sum) exit(2);
-        for (size_t q = 0; q < planes; q++)
-            for (int Y = 0; Y < H; Y++)
-                for (int X = 0; X < W; X++)
-                    sum[(q * h + Y / r) * w + X / r] += dy[(q * H + Y) * W + X];
-        for (size_t i = 0; i < nx; i++) ref[i] = (float)((acc ? (double)prior[i] : 0.0) + sum[i]);
-        free(sum);
+        memcpy(ref, prior, nx * 4);
+        pf_ref_nearest_backward(ref, dy, n, c, h, w, r, acc);
         set_dev(d_dx, prior, nx * 4);
         rc = pf_cuda_nearest_backward(d_dx, d_dy, n, c, h, w, r, acc, 0, g_err, sizeof g_err);
         snprintf(op, sizeof op, "nearest_backward acc=%d", acc);
@@ -933,17 +777,6 @@ static void check_nearest(int n, int c, int h, int w, int r) {
     free(x), free(dy), free(prior), free(ref);
     cudaFree(d_x), cudaFree(d_dy), cudaFree(d_y), cudaFree(d_dx);
 }
-
-/* Keys' cubic convolution kernel (A = -0.75) at distance d. */
-static double keys_cubic(double d) {
-    const double A = -0.75;
-    d = fabs(d);
-    if (d <= 1.0) return ((A + 2.0) * d - (A + 3.0)) * d * d + 1.0;
-    if (d < 2.0) return ((A * d - 5.0 * A) * d + 8.0 * A) * d - 4.0 * A;
-    return 0.0;
-}
-
-static int clamp_int(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : v; }
 
 /* F.interpolate(lq / 255, scale_factor=r, align_corners=False), bilinear and bicubic, from an
    NHWC uint8 batch, in double: ATen's source coordinate (dst + 0.5) / r - 0.5 (bilinear clamps
@@ -956,31 +789,8 @@ static void check_upsample_u8(int n, int h, int w, int r) {
     uint8_t *lq = host_alloc(nin);
     for (size_t i = 0; i < nin; i++) lq[i] = (uint8_t)(next_u64() & 255);
     float *bil = host_alloc(nout * 4), *bic = host_alloc(nout * 4);
-#define LQ(b, yy, xx, ch) (lq[(((size_t)(b) * h + (yy)) * w + (xx)) * 3 + (ch)] / 255.0)
-    for (int b = 0; b < n; b++)
-        for (int ch = 0; ch < 3; ch++)
-            for (int Y = 0; Y < H; Y++)
-                for (int X = 0; X < W; X++) {
-                    size_t o = (((size_t)b * 3 + ch) * H + Y) * W + X;
-                    double sy = (Y + 0.5) / r - 0.5, sx = (X + 0.5) / r - 0.5;
-                    /* bilinear */
-                    double cy = sy < 0 ? 0 : sy, cx = sx < 0 ? 0 : sx;
-                    int y0 = (int)floor(cy), x0 = (int)floor(cx);
-                    int y1 = y0 + 1 < h ? y0 + 1 : h - 1, x1 = x0 + 1 < w ? x0 + 1 : w - 1;
-                    double fy = cy - y0, fx = cx - x0;
-                    double top = (1 - fx) * LQ(b, y0, x0, ch) + fx * LQ(b, y0, x1, ch);
-                    double bottom = (1 - fx) * LQ(b, y1, x0, ch) + fx * LQ(b, y1, x1, ch);
-                    bil[o] = (float)((1 - fy) * top + fy * bottom);
-                    /* bicubic: taps floor(s) - 1 .. floor(s) + 2 */
-                    int iy = (int)floor(sy), ix = (int)floor(sx);
-                    double v = 0.0;
-                    for (int ty = iy - 1; ty <= iy + 2; ty++)
-                        for (int tx = ix - 1; tx <= ix + 2; tx++)
-                            v += keys_cubic(sy - ty) * keys_cubic(sx - tx) *
-                                 LQ(b, clamp_int(ty, 0, h - 1), clamp_int(tx, 0, w - 1), ch);
-                    bic[o] = (float)v;
-                }
-#undef LQ
+    pf_ref_bilinear_u8(bil, lq, n, h, w, r);
+    pf_ref_bicubic_u8(bic, lq, n, h, w, r);
     uint8_t *d_lq = upload(lq, nin);
     float *d_y = dev_alloc(nout * 4);
     int rc = pf_cuda_bilinear_u8(d_y, d_lq, n, h, w, r, 0, g_err, sizeof g_err);
@@ -1001,12 +811,7 @@ static void check_gather_sum(size_t count, int per) {
     int *idx = host_alloc(nidx * sizeof(int));
     fill(src, nsrc, -1, 1);
     for (size_t k = 0; k < nidx; k++) idx[k] = next_u64() % 4 ? (int)(next_u64() % nsrc) : -1;
-    for (size_t i = 0; i < count; i++) {
-        double s = 0.0;
-        for (int j = 0; j < per; j++)
-            if (idx[i * per + j] >= 0) s += src[idx[i * per + j]];
-        ref[i] = (float)s;
-    }
+    pf_ref_gather_sum(ref, src, idx, count, per);
     float *d_src = upload(src, nsrc * 4), *d_dst = dev_alloc(count * 4);
     int *d_idx = upload(idx, nidx * sizeof(int));
     int rc = pf_cuda_gather_sum(d_dst, d_src, d_idx, count, per, 0, g_err, sizeof g_err);
@@ -1483,11 +1288,11 @@ static void check_video_ops(int n, int c, int h, int w) {
         int ca = c < 3 ? c : 3;
         size_t n3 = (size_t)n * ca * h * w;
         snprintf(shape, sizeof shape, "N%d C%d H%d W%d", n, ca, h, w);
-        pf_affine_ch_forward(ref, x, n, ca, h, w, sub, mul, 1, 1);
+        pf_ref_affine_ch(ref, x, n, ca, h, w, sub, mul, 0);
         rc = pf_cuda_affine_ch(d_y, d_x, n, ca, h, w, sub, mul, 0, 0, g_err, sizeof g_err);
         check("affine_ch forward", shape, rc, d_y, ref, n3, TOL_FP32);
         memcpy(ref, prior, n3 * 4);
-        pf_affine_ch_backward(ref, dy, n, ca, h, w, mul, 1, 1);
+        pf_ref_affine_ch(ref, dy, n, ca, h, w, NULL, mul, 1);
         set_dev(d_y, prior, n3 * 4);
         rc = pf_cuda_affine_ch(d_y, d_dy, n, ca, h, w, NULL, mul, 1, 0, g_err, sizeof g_err);
         check("affine_ch backward acc=1", shape, rc, d_y, ref, n3, TOL_FP32);
@@ -1534,12 +1339,8 @@ static void check_video_ops(int n, int c, int h, int w) {
         pf_avgpool2_forward(ref, x, n, c, he, we, 1, 1);
         rc = pf_cuda_avgpool2_forward(d_y, d_x, n, c, he, we, 0, g_err, sizeof g_err);
         check("avgpool2 forward", shape, rc, d_y, ref, np2, TOL_FP32);
-        for (size_t q = 0; q < (size_t)n * c; q++)
-            for (int yy = 0; yy < he; yy++)
-                for (int xx = 0; xx < we; xx++)
-                    ref[(q * he + yy) * we + xx] =
-                        prior[(q * he + yy) * we + xx] +
-                        0.25f * dy[(q * (he / 2) + yy / 2) * (we / 2) + xx / 2];
+        memcpy(ref, prior, ne * 4);
+        pf_ref_avgpool2_backward(ref, dy, n, c, he, we, 1);
         set_dev(d_y, prior, ne * 4);
         rc = pf_cuda_avgpool2_backward(d_y, d_dy, n, c, he, we, 1, 0, g_err, sizeof g_err);
         check("avgpool2 backward acc=1", shape, rc, d_y, ref, ne, TOL_FP32);

@@ -1,0 +1,384 @@
+/*  ref_ops — naive host references for nn/cuda's kernels and convolutions (ref_ops.h says who
+    uses them and why they depend on nothing but libm). */
+#include "tests/cuda_host/ref_ops.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+/* acc ? old + v : v, in double */
+static float put(int acc, float old, double v) {
+    return (float)(acc ? (double)old + v : v);
+}
+
+void pf_ref_u8_nhwc_to_nchw(float *dst, const uint8_t *src, int n, int h, int w, int c) {
+    for (int b = 0; b < n; b++)
+        for (int ch = 0; ch < c; ch++)
+            for (int y = 0; y < h; y++)
+                for (int x = 0; x < w; x++)
+                    dst[(((size_t)b * c + ch) * h + y) * w + x] =
+                        (float)src[(((size_t)b * h + y) * w + x) * c + ch] / 255.0f;
+}
+
+void pf_ref_mean_shift(float *y, const float *x, int n, int c, int h, int w, const float *mean,
+                       float range) {
+    size_t hw = (size_t)h * w;
+    for (size_t i = 0; i < (size_t)n * c * hw; i++)
+        y[i] = (x[i] - (mean ? mean[(i / hw) % c] : 0.0f)) * range;
+}
+
+void pf_ref_mean_unshift(float *y, const float *x, int n, int c, int h, int w, const float *mean,
+                         float range) {
+    size_t hw = (size_t)h * w;
+    for (size_t i = 0; i < (size_t)n * c * hw; i++)
+        y[i] = x[i] / range + (mean ? mean[(i / hw) % c] : 0.0f);
+}
+
+void pf_ref_add_scaled(float *y, const float *a, const float *b, float s, size_t count) {
+    for (size_t i = 0; i < count; i++) y[i] = a[i] + s * b[i];
+}
+
+void pf_ref_scale(float *y, const float *x, float s, size_t count) {
+    for (size_t i = 0; i < count; i++) y[i] = s * x[i];
+}
+
+void pf_ref_axpy(float *y, const float *x, float s, size_t count) {
+    for (size_t i = 0; i < count; i++) y[i] += s * x[i];
+}
+
+/* index of in[b][ch r^2 + i r + j][y][x] and out[b][ch][y r + i][x r + j] */
+#define PS_IN(b, ch, i, j, y, x) \
+    ((((size_t)(b) * c * r * r + (size_t)(ch) * r * r + (size_t)(i) * r + (j)) * h + (y)) * w + (x))
+#define PS_OUT(b, ch, i, j, y, x) \
+    ((((size_t)(b) * c + (ch)) * h * r + (size_t)(y) * r + (i)) * w * r + (size_t)(x) * r + (j))
+
+void pf_ref_pixel_shuffle_forward(float *out, const float *in, int n, int c, int h, int w, int r) {
+    for (int b = 0; b < n; b++)
+        for (int ch = 0; ch < c; ch++)
+            for (int y = 0; y < h; y++)
+                for (int x = 0; x < w; x++)
+                    for (int i = 0; i < r; i++)
+                        for (int j = 0; j < r; j++)
+                            out[PS_OUT(b, ch, i, j, y, x)] = in[PS_IN(b, ch, i, j, y, x)];
+}
+
+void pf_ref_pixel_shuffle_backward(float *din, const float *dout, int n, int c, int h, int w,
+                                   int r) {
+    for (int b = 0; b < n; b++)
+        for (int ch = 0; ch < c; ch++)
+            for (int y = 0; y < h; y++)
+                for (int x = 0; x < w; x++)
+                    for (int i = 0; i < r; i++)
+                        for (int j = 0; j < r; j++)
+                            din[PS_IN(b, ch, i, j, y, x)] = dout[PS_OUT(b, ch, i, j, y, x)];
+}
+#undef PS_IN
+#undef PS_OUT
+
+float pf_ref_pixel_loss(pf_ref_loss type, float *grad, const float *x, const float *y,
+                        size_t count, float weight, float eps) {
+    double sum = 0.0;
+    for (size_t i = 0; i < count; i++) {
+        double d = (double)x[i] - y[i], g;
+        if (type == PF_REF_CHARBONNIER) {
+            double r = sqrt(d * d + eps);
+            sum += r;
+            g = d / r;
+        } else if (type == PF_REF_MSE) {
+            sum += d * d;
+            g = 2.0 * d;
+        } else {
+            sum += fabs(d);
+            g = d > 0 ? 1.0 : d < 0 ? -1.0 : 0.0;   /* sign(0) = 0, as torch */
+        }
+        if (grad) grad[i] = (float)(weight * g / (double)count);
+    }
+    return (float)(sum / (double)count * weight);
+}
+
+void pf_ref_leaky_relu_forward(float *y, const float *x, float alpha, size_t count) {
+    for (size_t i = 0; i < count; i++) y[i] = x[i] > 0 ? x[i] : alpha * x[i];
+}
+
+void pf_ref_leaky_relu_backward(float *dx, const float *dy, const float *y, float alpha,
+                                size_t count) {
+    for (size_t i = 0; i < count; i++) dx[i] = y[i] > 0 ? dy[i] : alpha * dy[i];
+}
+
+void pf_ref_prelu_forward(float *y, const float *x, const float *alpha, int n, int c, int h,
+                          int w) {
+    size_t hw = (size_t)h * w;
+    for (size_t i = 0; i < (size_t)n * c * hw; i++)
+        y[i] = x[i] > 0 ? x[i] : alpha[(i / hw) % c] * x[i];
+}
+
+void pf_ref_prelu_backward(float *dx, float *dalpha, const float *dy, const float *x,
+                           const float *alpha, int n, int c, int h, int w, int acc) {
+    size_t hw = (size_t)h * w;
+    for (int ch = 0; ch < c; ch++) {
+        double s = 0.0;
+        for (int b = 0; b < n; b++)
+            for (size_t p = 0; p < hw; p++) {
+                size_t i = ((size_t)b * c + ch) * hw + p;
+                if (dx) dx[i] = put(acc, dx[i], x[i] > 0 ? dy[i] : (double)alpha[ch] * dy[i]);
+                if (!(x[i] > 0)) s += (double)dy[i] * x[i];
+            }
+        dalpha[ch] = (float)s;
+    }
+}
+
+void pf_ref_tanh_forward(float *y, const float *x, size_t count) {
+    for (size_t i = 0; i < count; i++) y[i] = (float)tanh((double)x[i]);
+}
+
+void pf_ref_sigmoid_forward(float *y, const float *x, size_t count) {
+    for (size_t i = 0; i < count; i++) y[i] = (float)(1.0 / (1.0 + exp(-(double)x[i])));
+}
+
+void pf_ref_tanh_backward(float *dx, const float *dy, const float *y, size_t count, int acc) {
+    for (size_t i = 0; i < count; i++)
+        dx[i] = put(acc, dx[i], (double)dy[i] * (1.0 - (double)y[i] * y[i]));
+}
+
+void pf_ref_sigmoid_backward(float *dx, const float *dy, const float *y, size_t count, int acc) {
+    for (size_t i = 0; i < count; i++)
+        dx[i] = put(acc, dx[i], (double)dy[i] * y[i] * (1.0 - y[i]));
+}
+
+void pf_ref_gap_forward(float *y, const float *x, int n, int c, int h, int w) {
+    size_t hw = (size_t)h * w;
+    for (size_t q = 0; q < (size_t)n * c; q++) {
+        double s = 0.0;
+        for (size_t p = 0; p < hw; p++) s += x[q * hw + p];
+        y[q] = (float)(s / (double)hw);
+    }
+}
+
+void pf_ref_gap_backward(float *dx, const float *dy, int n, int c, int h, int w, int acc) {
+    size_t hw = (size_t)h * w;
+    for (size_t q = 0; q < (size_t)n * c; q++)
+        for (size_t p = 0; p < hw; p++)
+            dx[q * hw + p] = put(acc, dx[q * hw + p], (double)dy[q] / (double)hw);
+}
+
+void pf_ref_mul_ch_forward(float *y, const float *x, const float *s, const float *res, float sc,
+                           int n, int c, int h, int w) {
+    size_t hw = (size_t)h * w;
+    for (size_t i = 0; i < (size_t)n * c * hw; i++)
+        y[i] = (float)((res ? (double)res[i] : 0.0) + (double)sc * x[i] * s[i / hw]);
+}
+
+void pf_ref_mul_ch_backward(float *dx, float *ds, const float *dy, const float *x,
+                            const float *s, float sc, int n, int c, int h, int w, int acc_x,
+                            int acc_s) {
+    size_t hw = (size_t)h * w;
+    for (size_t q = 0; q < (size_t)n * c; q++) {
+        double sum = 0.0;
+        for (size_t p = 0; p < hw; p++) {
+            size_t i = q * hw + p;
+            if (dx) dx[i] = put(acc_x, dx[i], (double)sc * dy[i] * s[q]);
+            sum += (double)dy[i] * x[i];
+        }
+        if (ds) ds[q] = put(acc_s, ds[q], (double)sc * sum);
+    }
+}
+
+void pf_ref_copy_channels(float *dst, int dc, int doff, const float *src, int sc, int soff,
+                          int cc, int n, int hw, int acc) {
+    for (int b = 0; b < n; b++)
+        for (int k = 0; k < cc; k++)
+            for (int p = 0; p < hw; p++) {
+                float *d = &dst[((size_t)b * dc + doff + k) * hw + p];
+                *d = put(acc, *d, src[((size_t)b * sc + soff + k) * hw + p]);
+            }
+}
+
+void pf_ref_nearest_forward(float *y, const float *x, int n, int c, int h, int w, int r) {
+    size_t H = (size_t)h * r, W = (size_t)w * r;
+    for (size_t q = 0; q < (size_t)n * c; q++)
+        for (size_t Y = 0; Y < H; Y++)
+            for (size_t X = 0; X < W; X++) y[(q * H + Y) * W + X] = x[(q * h + Y / r) * w + X / r];
+}
+
+void pf_ref_nearest_backward(float *dx, const float *dy, int n, int c, int h, int w, int r,
+                             int acc) {
+    size_t H = (size_t)h * r, W = (size_t)w * r;
+    for (size_t q = 0; q < (size_t)n * c; q++)
+        for (int yy = 0; yy < h; yy++)
+            for (int xx = 0; xx < w; xx++) {
+                double s = 0.0;   /* each dy pixel goes to the pixel it was copied from */
+                for (int i = 0; i < r; i++)
+                    for (int j = 0; j < r; j++)
+                        s += dy[(q * H + (size_t)yy * r + i) * W + (size_t)xx * r + j];
+                float *d = &dx[(q * h + yy) * w + xx];
+                *d = put(acc, *d, s);
+            }
+}
+
+/* Keys' cubic convolution kernel (A = -0.75) at distance d. */
+static double keys_cubic(double d) {
+    const double A = -0.75;
+    d = fabs(d);
+    if (d <= 1.0) return ((A + 2.0) * d - (A + 3.0)) * d * d + 1.0;
+    if (d < 2.0) return ((A * d - 5.0 * A) * d + 8.0 * A) * d - 4.0 * A;
+    return 0.0;
+}
+
+static int clamp_int(int v, int lo, int hi) {
+    return v < lo ? lo : v > hi ? hi : v;
+}
+
+#define LQ(b, yy, xx, ch) (lq[(((size_t)(b) * h + (yy)) * w + (xx)) * 3 + (ch)] / 255.0)
+#define OUT(b, ch, Y, X) y[(((size_t)(b) * 3 + (ch)) * H + (Y)) * W + (X)]
+
+void pf_ref_bilinear_u8(float *y, const uint8_t *lq, int n, int h, int w, int r) {
+    int H = h * r, W = w * r;
+    for (int b = 0; b < n; b++)
+        for (int ch = 0; ch < 3; ch++)
+            for (int Y = 0; Y < H; Y++)
+                for (int X = 0; X < W; X++) {
+                    double sy = (Y + 0.5) / r - 0.5, sx = (X + 0.5) / r - 0.5;
+                    double cy = sy < 0 ? 0 : sy, cx = sx < 0 ? 0 : sx;
+                    int y0 = (int)floor(cy), x0 = (int)floor(cx);
+                    int y1 = y0 + 1 < h ? y0 + 1 : h - 1, x1 = x0 + 1 < w ? x0 + 1 : w - 1;
+                    double fy = cy - y0, fx = cx - x0;
+                    double top = (1 - fx) * LQ(b, y0, x0, ch) + fx * LQ(b, y0, x1, ch);
+                    double bottom = (1 - fx) * LQ(b, y1, x0, ch) + fx * LQ(b, y1, x1, ch);
+                    OUT(b, ch, Y, X) = (float)((1 - fy) * top + fy * bottom);
+                }
+}
+
+void pf_ref_bicubic_u8(float *y, const uint8_t *lq, int n, int h, int w, int r) {
+    int H = h * r, W = w * r;
+    for (int b = 0; b < n; b++)
+        for (int ch = 0; ch < 3; ch++)
+            for (int Y = 0; Y < H; Y++)
+                for (int X = 0; X < W; X++) {
+                    double sy = (Y + 0.5) / r - 0.5, sx = (X + 0.5) / r - 0.5;
+                    int iy = (int)floor(sy), ix = (int)floor(sx);
+                    double v = 0.0;   /* taps floor(s) - 1 .. floor(s) + 2 */
+                    for (int ty = iy - 1; ty <= iy + 2; ty++)
+                        for (int tx = ix - 1; tx <= ix + 2; tx++)
+                            v += keys_cubic(sy - ty) * keys_cubic(sx - tx) *
+                                 LQ(b, clamp_int(ty, 0, h - 1), clamp_int(tx, 0, w - 1), ch);
+                    OUT(b, ch, Y, X) = (float)v;
+                }
+}
+#undef LQ
+#undef OUT
+
+void pf_ref_gather_sum(float *dst, const float *src, const int *idx, size_t count, int per) {
+    for (size_t i = 0; i < count; i++) {
+        double s = 0.0;
+        for (int j = 0; j < per; j++)
+            if (idx[i * per + j] >= 0) s += src[idx[i * per + j]];
+        dst[i] = (float)s;
+    }
+}
+
+void pf_ref_ema_update(float *ema, const float *params, size_t count, float decay) {
+    float a = (float)(1.0 - (double)decay);
+    for (size_t i = 0; i < count; i++) ema[i] = ema[i] * decay + a * params[i];
+}
+
+void pf_ref_affine_ch(float *y, const float *x, int n, int c, int h, int w, const float *sub,
+                      const float *mul, int acc) {
+    size_t hw = (size_t)h * w;
+    for (size_t i = 0; i < (size_t)n * c * hw; i++) {
+        size_t k = i / hw % (size_t)c;
+        y[i] = put(acc, y[i], ((double)x[i] - (sub ? sub[k] : 0.0f)) * mul[k]);
+    }
+}
+
+void pf_ref_avgpool2_backward(float *dx, const float *dy, int n, int c, int h, int w, int acc) {
+    for (size_t q = 0; q < (size_t)n * c; q++)
+        for (int y = 0; y < h; y++)
+            for (int x = 0; x < w; x++) {
+                float *d = &dx[(q * h + y) * w + x];
+                *d = put(acc, *d, 0.25 * dy[(q * (h / 2) + y / 2) * (w / 2) + x / 2]);
+            }
+}
+
+/* ---- convolution: stride 1, zero padding k / 2 ---- */
+#define XI(b, ch, C, y, x) ((((size_t)(b) * (C) + (ch)) * s->h + (y)) * s->w + (x))
+#define WI(o, i, ky, kx) ((((size_t)(o) * s->ic + (i)) * s->k + (ky)) * s->k + (kx))
+
+void pf_ref_conv_forward(const pf_ref_conv *s, const float *x, const float *wt,
+                         const float *bias, float *y) {
+    int p = s->k / 2;
+    for (int b = 0; b < s->n; b++)
+        for (int o = 0; o < s->oc; o++)
+            for (int yy = 0; yy < s->h; yy++)
+                for (int xx = 0; xx < s->w; xx++) {
+                    double acc = bias ? bias[o] : 0.0;
+                    for (int i = 0; i < s->ic; i++)
+                        for (int ky = 0; ky < s->k; ky++) {
+                            int sy = yy + ky - p;
+                            if (sy < 0 || sy >= s->h) continue;
+                            for (int kx = 0; kx < s->k; kx++) {
+                                int sx = xx + kx - p;
+                                if (sx < 0 || sx >= s->w) continue;
+                                acc += (double)wt[WI(o, i, ky, kx)] * x[XI(b, i, s->ic, sy, sx)];
+                            }
+                        }
+                    y[XI(b, o, s->oc, yy, xx)] = (float)acc;
+                }
+}
+
+void pf_ref_conv_backward_data(const pf_ref_conv *s, const float *wt, const float *dy,
+                               float *dx, int acc) {
+    int p = s->k / 2;
+    for (int b = 0; b < s->n; b++)
+        for (int i = 0; i < s->ic; i++)
+            for (int sy = 0; sy < s->h; sy++)
+                for (int sx = 0; sx < s->w; sx++) {
+                    double sum = 0.0;
+                    for (int o = 0; o < s->oc; o++)
+                        for (int ky = 0; ky < s->k; ky++) {
+                            int yy = sy - ky + p;
+                            if (yy < 0 || yy >= s->h) continue;
+                            for (int kx = 0; kx < s->k; kx++) {
+                                int xx = sx - kx + p;
+                                if (xx < 0 || xx >= s->w) continue;
+                                sum += (double)wt[WI(o, i, ky, kx)] * dy[XI(b, o, s->oc, yy, xx)];
+                            }
+                        }
+                    float *d = &dx[XI(b, i, s->ic, sy, sx)];
+                    *d = put(acc, *d, sum);
+                }
+}
+
+void pf_ref_conv_backward_filter(const pf_ref_conv *s, const float *x, const float *dy,
+                                 float *dw, int acc) {
+    int p = s->k / 2;
+    for (int o = 0; o < s->oc; o++)
+        for (int i = 0; i < s->ic; i++)
+            for (int ky = 0; ky < s->k; ky++)
+                for (int kx = 0; kx < s->k; kx++) {
+                    double sum = 0.0;
+                    for (int b = 0; b < s->n; b++)
+                        for (int yy = 0; yy < s->h; yy++) {
+                            int sy = yy + ky - p;
+                            if (sy < 0 || sy >= s->h) continue;
+                            for (int xx = 0; xx < s->w; xx++) {
+                                int sx = xx + kx - p;
+                                if (sx < 0 || sx >= s->w) continue;
+                                sum += (double)dy[XI(b, o, s->oc, yy, xx)] *
+                                       x[XI(b, i, s->ic, sy, sx)];
+                            }
+                        }
+                    float *d = &dw[WI(o, i, ky, kx)];
+                    *d = put(acc, *d, sum);
+                }
+}
+
+void pf_ref_conv_backward_bias(const pf_ref_conv *s, const float *dy, float *db, int acc) {
+    size_t hw = (size_t)s->h * s->w;
+    for (int o = 0; o < s->oc; o++) {
+        double sum = 0.0;
+        for (int b = 0; b < s->n; b++)
+            for (size_t q = 0; q < hw; q++) sum += dy[((size_t)b * s->oc + o) * hw + q];
+        db[o] = put(acc, db[o], sum);
+    }
+}
+#undef XI
+#undef WI
