@@ -47,6 +47,7 @@
 #include "nn/cuda/optim_cuda.h"
 #include "nn/model.h"
 #include "nn/video_layers.h"
+#include "tests/cuda_host/net_cases.h"
 #endif
 
 #define TOL_FP32 1e-4
@@ -1412,35 +1413,14 @@ static void check_networks(void) {
         }
     /* every other network, through nn/cuda/graph_cuda.c: each op of nn/graph.h in forward
        and backward, at odd sizes where the network allows them */
-    static const struct {
-        const char *type;
-        int scale, h, w, tf32;
-        int hp[4];
-        const char *loss;
-    } zoo[] = {
-        {"SRCNN", 3, 12, 12, 0, {16, 8, 0, 0}, "L1Loss"},
-        {"SRCNN", 2, 17, 13, 0, {16, 8, 0, 0}, "MSELoss"},
-        {"FSRCNN", 3, 12, 12, 0, {12, 4, 2, 0}, "L1Loss"},     /* d s m */
-        {"FSRCNN", 2, 17, 13, 0, {16, 8, 1, 0}, "MSELoss"},
-        {"ESPCN", 3, 12, 12, 0, {0, 0, 0, 0}, "L1Loss"},
-        {"ESPCN", 4, 17, 13, 0, {0, 0, 0, 0}, "MSELoss"},
-        {"MSRResNet", 4, 12, 12, 0, {16, 2, 0, 0}, "L1Loss"},
-        {"MSRResNet", 2, 17, 13, 0, {16, 2, 0, 0}, "MSELoss"},
-        {"MSRResNet", 3, 17, 13, 1, {16, 2, 0, 0}, "L1Loss"},
-        {"RCAN", 2, 12, 12, 0, {16, 2, 2, 4}, "L1Loss"},       /* feats blocks groups squeeze */
-        {"RCAN", 3, 17, 13, 0, {16, 2, 2, 4}, "MSELoss"},
-        {"RCAN", 4, 12, 12, 1, {16, 2, 2, 4}, "L1Loss"},
-        {"RRDBNet", 4, 12, 12, 0, {16, 1, 8, 0}, "L1Loss"},    /* feats blocks growth */
-        {"RRDBNet", 2, 12, 14, 0, {16, 1, 8, 0}, "MSELoss"},   /* pixel unshuffle */
-        {"RRDBNet", 4, 17, 13, 1, {12, 1, 12, 0}, "MSELoss"},
-    };
-    for (size_t i = 0; i < sizeof zoo / sizeof *zoo; i++) {
+    for (int i = 0; i < PF_NET_CASES; i++) {
+        const pf_net_case *z = &pf_net_cases[i];   /* tests/cuda_host/net_cases.h */
         pf_config cfg;
         char label[64];
-        zoo_cfg(&cfg, zoo[i].type, zoo[i].scale, zoo[i].loss, zoo[i].hp);
-        snprintf(label, sizeof label, "%s x%d (%d %d %d %d)", zoo[i].type, zoo[i].scale,
-                 zoo[i].hp[0], zoo[i].hp[1], zoo[i].hp[2], zoo[i].hp[3]);
-        check_network(label, &cfg, 2, zoo[i].h, zoo[i].w, zoo[i].tf32);
+        zoo_cfg(&cfg, z->type, z->scale, z->loss, z->hp);
+        snprintf(label, sizeof label, "%s x%d (%d %d %d %d)", z->type, z->scale, z->hp[0],
+                 z->hp[1], z->hp[2], z->hp[3]);
+        check_network(label, &cfg, 2, z->h, z->w, z->tf32);
     }
     /* BasicVSR x4: SPyNet at 32 x 32 (both resizes) and at 64 x 64 (the demo's LQ patch) */
     static const struct {

@@ -17,6 +17,7 @@
 #include "nn/cuda/model_cuda.h"
 #include "nn/cuda/optim_cuda.h"
 #include "nn/model.h"
+#include "tests/cuda_host/net_cases.h"
 #include "tests/pf_test.h"
 
 #define TOL 1e-4 /* max |a - b| / max |b| per tensor, as the GPU check (fp32) */
@@ -257,22 +258,9 @@ int main(void) {
     check("EDSR", 3, 17, 13, (const int[4]){16, 2, 5, 0}, "MSELoss");
     check("EDSR", 4, 17, 13, (const int[4]){16, 2, 1, 0}, "L1Loss");
     check("EDSR", 2, 12, 12, (const int[4]){16, 2, 10, 0}, "CharbonnierLoss");
-    check("SRCNN", 3, 12, 12, (const int[4]){16, 8, 0, 0}, "L1Loss");
-    check("SRCNN", 2, 17, 13, (const int[4]){16, 8, 0, 0}, "MSELoss");
-    check("FSRCNN", 3, 12, 12, (const int[4]){12, 4, 2, 0}, "L1Loss");
-    check("FSRCNN", 2, 17, 13, (const int[4]){16, 8, 1, 0}, "MSELoss");
-    check("ESPCN", 3, 12, 12, (const int[4]){0, 0, 0, 0}, "L1Loss");
-    check("ESPCN", 4, 17, 13, (const int[4]){0, 0, 0, 0}, "MSELoss");
-    check("MSRResNet", 4, 12, 12, (const int[4]){16, 2, 0, 0}, "L1Loss");
-    check("MSRResNet", 2, 17, 13, (const int[4]){16, 2, 0, 0}, "MSELoss");
-    check("MSRResNet", 3, 17, 13, (const int[4]){16, 2, 0, 0}, "L1Loss");
-    check("MSRResNet", 4, 12, 12, (const int[4]){16, 2, 0, 0}, "CharbonnierLoss");
-    check("RCAN", 2, 12, 12, (const int[4]){16, 2, 2, 4}, "L1Loss");
-    check("RCAN", 3, 17, 13, (const int[4]){16, 2, 2, 4}, "MSELoss");
-    check("RCAN", 4, 12, 12, (const int[4]){16, 2, 2, 4}, "L1Loss");
-    check("RRDBNet", 4, 12, 12, (const int[4]){16, 1, 8, 0}, "L1Loss");
-    check("RRDBNet", 2, 12, 14, (const int[4]){16, 1, 8, 0}, "MSELoss");
-    check("RRDBNet", 4, 17, 13, (const int[4]){12, 1, 12, 0}, "MSELoss");
+    for (int i = 0; i < PF_NET_CASES; i++)   /* the ones gpu_check runs too */
+        check(pf_net_cases[i].type, pf_net_cases[i].scale, pf_net_cases[i].h, pf_net_cases[i].w,
+              pf_net_cases[i].hp, pf_net_cases[i].loss);
     /* SPyNet at 32 x 32 (12 x 12 rounded up: both resizes, six levels down to 1 x 1) and at
        64 x 64 (20 x 24), warps with zeros and border padding, every video op */
     check("BasicVSR", 4, 12, 12, (const int[4]){8, 1, 3, 0}, "CharbonnierLoss");

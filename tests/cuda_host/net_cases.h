@@ -1,0 +1,38 @@
+/*  net_cases — the small network configurations that both bench/gpu/gpu_check (on a GPU, and
+    as gpu_check.emu) and tests/cuda_host/test_model_cuda_host (on the host stand-ins and the
+    emulated kernels) run through the CUDA executor against the CPU model: every network of the
+    zoo but EDSR and BasicVSR, whose sizes each file chooses for itself (the GPU check runs
+    BasicVSR at the demo's 64 x 64, too slow for the naive host convolutions). Odd sizes where
+    the network allows them, every scale it has, the three pixel losses. */
+#ifndef PF_NET_CASES_H
+#define PF_NET_CASES_H
+
+typedef struct {
+    const char *type;   /* model.type */
+    int scale, h, w;    /* LQ patch h x w */
+    int tf32;           /* gpu_check: convolutions in TF32 (its 2e-2 tolerance) */
+    int hp[4];          /* SRCNN/FSRCNN/ESPCN: d s m; MSRResNet: feats blocks; RCAN: feats
+                           blocks groups squeeze; RRDBNet: feats blocks growth */
+    const char *loss;
+} pf_net_case;
+
+static const pf_net_case pf_net_cases[] = {
+    {"SRCNN", 3, 12, 12, 0, {16, 8, 0, 0}, "L1Loss"},
+    {"SRCNN", 2, 17, 13, 0, {16, 8, 0, 0}, "MSELoss"},
+    {"FSRCNN", 3, 12, 12, 0, {12, 4, 2, 0}, "L1Loss"},
+    {"FSRCNN", 2, 17, 13, 0, {16, 8, 1, 0}, "MSELoss"},
+    {"ESPCN", 3, 12, 12, 0, {0, 0, 0, 0}, "L1Loss"},
+    {"ESPCN", 4, 17, 13, 0, {0, 0, 0, 0}, "MSELoss"},
+    {"MSRResNet", 4, 12, 12, 0, {16, 2, 0, 0}, "L1Loss"},
+    {"MSRResNet", 2, 17, 13, 0, {16, 2, 0, 0}, "MSELoss"},
+    {"MSRResNet", 3, 17, 13, 1, {16, 2, 0, 0}, "L1Loss"},
+    {"MSRResNet", 4, 12, 12, 0, {16, 2, 0, 0}, "CharbonnierLoss"},
+    {"RCAN", 2, 12, 12, 0, {16, 2, 2, 4}, "L1Loss"},
+    {"RCAN", 3, 17, 13, 0, {16, 2, 2, 4}, "MSELoss"},
+    {"RCAN", 4, 12, 12, 1, {16, 2, 2, 4}, "L1Loss"},
+    {"RRDBNet", 4, 12, 12, 0, {16, 1, 8, 0}, "L1Loss"},
+    {"RRDBNet", 2, 12, 14, 0, {16, 1, 8, 0}, "MSELoss"},   /* pixel unshuffle */
+    {"RRDBNet", 4, 17, 13, 1, {12, 1, 12, 0}, "MSELoss"},
+};
+#define PF_NET_CASES ((int)(sizeof pf_net_cases / sizeof *pf_net_cases))
+#endif
