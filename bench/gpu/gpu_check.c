@@ -1025,7 +1025,8 @@ static void check_network(const char *label, const pf_config *cfg, int n, int h,
     for (int i = 0; i < pf_model_num_tensors(cpu); i++) {
         const pf_param_info *t = pf_model_tensor_info(cpu, i);
         snprintf(op, sizeof op, "net grad %s%s", t->name, ties ? " (L1 near-ties)" : "");
-        report(op, shape, max_rel_err(grads + t->offset, ref + t->offset, t->numel), tol);
+        report(op, shape, max_rel_err(grads + t->offset, ref + t->offset, t->numel),
+               pf_grad_tol(t->name, tol));   /* SPyNet's: tests/cuda_host/net_cases.h */
     }
     if (ties) printf("# %s: %d predictions within 1e-5 of their GT value (L1 sign)\n", shape,
                      ties);

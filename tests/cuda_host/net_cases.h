@@ -6,6 +6,7 @@
     the network allows them, every scale it has, the three pixel losses. */
 #ifndef PF_NET_CASES_H
 #define PF_NET_CASES_H
+#include <string.h>
 
 typedef struct {
     const char *type;   /* model.type */
@@ -35,4 +36,18 @@ static const pf_net_case pf_net_cases[] = {
     {"RRDBNet", 4, 17, 13, 1, {12, 1, 12, 0}, "MSELoss"},
 };
 #define PF_NET_CASES ((int)(sizeof pf_net_cases / sizeof *pf_net_cases))
+
+/* The tolerance for the gradient of parameter `name` where other tensors get `tol`. SPyNet's
+   (BasicVSR's spynet.*) gradients are ill-conditioned in fp32: PyTorch's own float32 run is up to
+   3.0e-3 (max |a - b| / max |b| per tensor) from its float64 run on them
+   (tests/data/basicvsr.safetensors, e32.spynet.*, written by tests/reference/basicvsr_ref.py),
+   while every other tensor stays near 1e-6; the likely cause is the flows' bilinear sampling,
+   whose derivative jumps where a sample crosses a pixel. On gpu_check's BasicVSR cases the
+   finest level's (basic_module.5) reach 9.4e-4 with the naive double-precision stand-ins and
+   2.6e-3 with the emulated kernels, against the CPU executor. tests/test_basicvsr.c bounds them
+   by max(1e-4, 16 x PyTorch's float32 error); here, without such a per-tensor figure, 1e-2. */
+#define PF_TOL_SPYNET_GRAD 1e-2
+static inline double pf_grad_tol(const char *name, double tol) {
+    return strncmp(name, "spynet.", 7) || tol >= PF_TOL_SPYNET_GRAD ? tol : PF_TOL_SPYNET_GRAD;
+}
 #endif
