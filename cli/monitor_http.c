@@ -30,6 +30,7 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "cli/dashboard.h"
 #include "common/decimate.h"
 
 #define KEEPALIVE_S 10          /* an SSE comment this often when no event comes */
@@ -331,6 +332,51 @@ static enum MHD_Result get_curves(pf_monitor_http *h, struct MHD_Connection *c) 
     return reply(c, MHD_HTTP_OK, "application/json", t.s);
 }
 
+/* The dashboard (cli/dashboard.h): GET / the page with the snapshot rendered in, GET
+   /api/snapshot that HTML alone; both from the state /api/state serves. */
+static enum MHD_Result get_page(pf_monitor_http *h, struct MHD_Connection *c, int whole) {
+    pthread_mutex_lock(&h->lock);
+    char *state = strdup(h->state ? h->state : "");
+    pthread_mutex_unlock(&h->lock);
+    if (!state) return MHD_NO;
+    char *body = whole ? pf_dashboard_page(state, h->has_token ? h->token : NULL)
+                       : pf_dashboard_snapshot_html(state);
+    free(state);
+    if (!body) return MHD_NO;
+    struct MHD_Response *r = MHD_create_response_from_buffer(strlen(body), body,
+                                                             MHD_RESPMEM_MUST_FREE);
+    if (!r) {
+        free(body);
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, "Content-Type", "text/html; charset=utf-8");
+    MHD_add_response_header(r, "Cache-Control", "no-store");
+    MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+    /* only this server's scripts (uPlot sets element styles, which CSP allows) */
+    MHD_add_response_header(r, "Content-Security-Policy",
+                            "default-src 'self'; img-src 'self' data: blob:; "
+                            "style-src 'self' 'unsafe-inline'; frame-ancestors 'none'");
+    enum MHD_Result ret = MHD_queue_response(c, MHD_HTTP_OK, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+/* GET /static/NAME: an embedded file of web/, from the binary's own memory. */
+static enum MHD_Result get_static(struct MHD_Connection *c, const char *name) {
+    const pf_web_asset *a = pf_web_asset_find(name);
+    const char *type = pf_web_content_type(name);
+    if (!a || !type) return http_error(c, MHD_HTTP_NOT_FOUND, "no such file");
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(a->len, (void *)a->data, MHD_RESPMEM_PERSISTENT);
+    if (!r) return MHD_NO;
+    MHD_add_response_header(r, "Content-Type", type);
+    MHD_add_response_header(r, "Cache-Control", "no-cache");
+    MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+    enum MHD_Result ret = MHD_queue_response(c, MHD_HTTP_OK, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
 static enum MHD_Result get_events(pf_monitor_http *h, struct MHD_Connection *c) {
     const char *last = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Last-Event-ID");
     uint64_t after = 0;
@@ -401,6 +447,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (!strcmp(url, "/api/state")) return get_state(h, c);
     if (!strcmp(url, "/api/events")) return get_events(h, c);
     if (!strcmp(url, "/api/curves")) return get_curves(h, c);
+    if (!strcmp(url, "/") || !strcmp(url, "/index.html")) return get_page(h, c, 1);
+    if (!strcmp(url, "/api/snapshot")) return get_page(h, c, 0);
+    if (!strncmp(url, "/static/", 8)) return get_static(c, url + 8);
     return http_error(c, MHD_HTTP_NOT_FOUND, "no such path: /api/state, /api/events, /api/curves");
 }
 
