@@ -9,7 +9,8 @@
 #                                 pictures and profiles; ffmpeg, the reference decoder of
 #                                 tests/test_video.c; slurm-wlm's slurmctld, slurmd,
 #                                 slurm-client and munge, for tests/e2e_slurm.sh's two-node
-#                                 cluster; OpenMPI's mpirun for tests/e2e_mpi.sh);
+#                                 cluster; OpenMPI's mpirun for tests/e2e_mpi.sh;
+#                                 chromium, for tests/e2e_dashboard.sh);
 #                                 scripts/test.sh passes it
 #   scripts/setup.sh --ref-deps   also install the Python reference tools' packages (REF_PKGS:
 #                                 python3-skimage, python3-torch, python3-av; for
@@ -29,7 +30,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
 BUILD_PKGS="build-essential cmake pkg-config libzmq3-dev libmsgpack-dev libpng-dev libjpeg62-turbo-dev libyaml-dev libdnnl-dev ocl-icd-opencl-dev libcjson-dev libgloo-dev libprotobuf-c-dev protobuf-c-compiler libczmq-dev libavformat-dev libavcodec-dev libswscale-dev libavutil-dev libmicrohttpd-dev"
 RUN_PKGS="iproute2"
-TEST_PKGS="curl python3 python3-numpy python3-pil ffmpeg slurmctld slurmd slurm-client munge openmpi-bin"
+TEST_PKGS="curl python3 python3-numpy python3-pil ffmpeg slurmctld slurmd slurm-client munge openmpi-bin chromium"
 REF_PKGS="python3-skimage python3-torch python3-av"
 
 say() { printf 'setup: %s\n' "$*"; }

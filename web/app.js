@@ -109,6 +109,11 @@
     });
   }
 
+  /* the series a chart holds, for tests: [x, y] */
+  window.uplotData = function (name) {
+    return charts[name] ? [Array.from(charts[name].data[0]), Array.from(charts[name].data[1])] : null;
+  };
+
   refreshCurves();
   follow();
   setInterval(refreshSnapshot, 1000);       /* liveness changes without events too */

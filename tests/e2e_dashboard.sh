@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# e2e_dashboard — the dashboard page (docs/dashboard.md) in headless Chromium, driven over the
+# DevTools protocol by tests/dashboard_check.py (Python stdlib, tests/cdp.py; no Node):
+#   - the page of a running job, as served (no script run): the snapshot is in the HTML;
+#   - in the browser: every chart drew exactly the points the server sent it, the snapshot
+#     follows the job (iteration grows), the live event stream is open and counted;
+#   - a loader killed with -9 shows dead (its row's data-alive false) within 5 s;
+#   - a screenshot of the page (kept under the build folder for a look).
+# Needs Debian's chromium (77 and a message without it), curl and python3.
+set -u
+src=${PF_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
+for p in curl python3; do
+    command -v "$p" > /dev/null || { echo "SKIP: $p not found (scripts/setup.sh --test-deps)"; exit 77; }
+done
+python3 -c "import sys; sys.path.insert(0, '$src/tests'); import cdp; sys.exit(0 if cdp.find_chromium() else 77)" ||
+    { echo "SKIP: no chromium (apt-get install chromium, or scripts/setup.sh --test-deps)"; exit 77; }
+data=${PF_TEST_DATA:-$src/tests/data}
+fails=0
+root=$(mktemp -d "${TMPDIR:-/tmp}/pf-dash.XXXXXX")
+pids=()
+# shellcheck source=tests/lib_e2e.sh
+. "$src/tests/lib_e2e.sh"  # bin, fail, check, write_config, wait_for
+cleanup() {
+    local p
+    for p in "${pids[@]}"; do kill "$p" 2> /dev/null || true; done
+    if [ "$fails" = 0 ]; then rm -rf "$root"; else echo "kept $root for a look" >&2; fi
+}
+trap cleanup EXIT
+export OMP_NUM_THREADS=1
+
+mkdir -p "$root/train" "$root/val"
+cp "$data"/jpeg/{gray,photo,progressive,s444}.png "$root/train/"
+cp "$data"/jpeg/{gray,photo}.png "$root/val/"
+# a job long enough to watch for a while on a slow machine; stopped at the end
+write_config "$root/cfg.yaml" "$root/wd" 1000000 1000 1
+sed -i "/repeat: 8}/a\\  eval: {type: PairedImageDataset, gt_folder: $root/val}" "$root/cfg.yaml"
+echo "evaluation: {interval: 1000, metrics: [PSNR, SSIM], crop_border: 2, convert_to: y," \
+     "save_image: false}" >> "$root/cfg.yaml"
+timeout 300 "$bin" train "$root/cfg.yaml" > "$root/train.out" 2>&1 &
+job=$!
+pids+=("$job")
+wait_for 60 test -s "$root/wd/coordinator.addr" || { fail "no coordinator.addr"; exit 1; }
+addr=$(head -n1 "$root/wd/coordinator.addr")
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+timeout 300 "$bin" monitor --connect "$addr" --interval 60 --http "127.0.0.1:$port" \
+    > "$root/mon.out" 2> "$root/mon.err" &
+pids+=("$!")
+wait_for 20 grep -q 'serving http' "$root/mon.err" || { fail "monitor did not start serving"; exit 1; }
+url=http://127.0.0.1:$port
+# wait for the first evaluation, so every curve has points
+wait_for 120 sh -c "timeout 5 curl -s '$url/api/state' | grep -q '\"psnr\"'" || fail "no evaluation in 120 s"
+
+# as served: the snapshot is in the HTML itself
+timeout 10 curl -s "$url/" > "$root/page.html"
+check "the page holds the snapshot (iteration, loaders, eval table)" \
+    grep -q 'id="pf-iter">[0-9]' "$root/page.html"
+check "the page names the loaders" grep -q 'data-name="loader' "$root/page.html"
+
+timeout 120 python3 "$src/tests/dashboard_check.py" "$url" "${PF_SCREENSHOT:-$root/dashboard.png}" ||
+    fail "dashboard_check.py"
+kill "$job" 2> /dev/null
+echo "e2e_dashboard: $fails failed"
+[ "$fails" = 0 ]
