@@ -239,7 +239,8 @@ static void apply(monitor *m, const pf_msg_event *raw, int live) {
     if (live && !strcmp(raw->kind, "peer") && !strcmp(raw->state, "joined"))
         restart_numbering(m, raw);
     m->events++;
-    if (m->json || (m->http && !m->from_file)) emit_event(m, raw, !live);   /* cJSON escapes what it prints */
+    /* cJSON escapes what it prints */
+    if (m->json || (m->http && !m->from_file)) emit_event(m, raw, !live);
     static pf_msg_event copy;
     copy = *raw;
     char *strs[] = { copy.kind, copy.source, copy.text, copy.host, copy.role, copy.state,
@@ -534,7 +535,7 @@ static char *state_json(const monitor *m) {
     cJSON_AddNumberToObject(p, "fraction",
                             j->total_iters > 0 ? (double)m->iter / (double)j->total_iters : 0);
     if (m->done) cJSON_AddNumberToObject(p, "eta_s", 0);
-    else if (t_iter > 0)
+    else if (t_iter > 0 && j->total_iters >= m->iter && !m->from_file)
         cJSON_AddNumberToObject(p, "eta_s", t_iter * (double)(j->total_iters - m->iter));
     else cJSON_AddNullToObject(p, "eta_s");
     if (t_iter > 0) {
@@ -708,7 +709,6 @@ static int load_run(pf_monitor_http *h, int index, const char *dir) {
     m->http = h;
     m->run = index;
     m->from_file = 1;
-    snprintf(m->addr, sizeof m->addr, "%s", path);
     snprintf(m->job.work_dir, sizeof m->job.work_dir, "%s", dir);
     snprintf(m->job.model, sizeof m->job.model, "%s", cfg.model_type);
     snprintf(m->job.phase, sizeof m->job.phase, "finished");
@@ -723,6 +723,7 @@ static int load_run(pf_monitor_http *h, int index, const char *dir) {
         }
         ev->seq = ++seq;
         apply(m, ev, 0);
+        if (!strcmp(ev->kind, "train")) m->job.started = 1;
         if (!strcmp(ev->kind, "done") && !strcmp(ev->source, "coordinator")) {
             m->done = 1;
             snprintf(m->done_text, sizeof m->done_text, "%s", ev->text);
@@ -1000,11 +1001,13 @@ static pf_monitor_http *monitor_http_start(const monitor_loop *l, char *err, siz
     if (!h) return NULL;
     const char *token = pf_monitor_http_token(h);
     if (token)
-        fprintf(stderr, "pixflow monitor: serving http://%s/api/ (state, events, curves); "
+        fprintf(stderr, "pixflow monitor: serving http://%s/api/ (state, events, curves, images; "
+                        "/files/); "
                         "token %s (Authorization: Bearer TOKEN or ?token=TOKEN)\n",
                 l->http_bind, token);
     else
-        fprintf(stderr, "pixflow monitor: serving http://%s/api/ (state, events, curves)\n",
+        fprintf(stderr, "pixflow monitor: serving http://%s/api/ (state, events, curves, images; "
+                        "/files/)\n",
                 l->http_bind);
     return h;
 }
