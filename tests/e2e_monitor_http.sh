@@ -22,9 +22,9 @@
 #   - B: no token or a wrong one 401; Bearer token or ?token= 200; a third request while two
 #     SSE streams are open 503;
 #   - images and files (A, the monitor of the job): /api/images lists the steps of
-#     wd/visuals/iter_N.png and wd/eval_visuals/iter_N/NAME as os.listdir sees them; a visual
-#     grid and an eval image fetched by step (/api/image) and through /files/ are the bytes on
-#     disk, image/png; metrics.jsonl application/json, train.log text/plain; traversal (raw
+#     grids/iter_N.png (visual_config.output_dir, outside wd) and wd/eval_visuals/iter_N/NAME
+#     as os.listdir sees them; a visual grid and an eval image fetched by step (/api/image)
+#     are the bytes on disk, image/png, and so is the eval image through /files/; metrics.jsonl application/json, train.log text/plain; traversal (raw
 #     and percent-encoded), absolute, %00, a symlink out of wd, a folder, a checkpoint (type
 #     not served), a missing step: 4xx; a symlink inside wd: 200 and its target's bytes;
 #   - SIGTERM ends both monitors with status 0;
@@ -68,7 +68,8 @@ write_config "$root/cfg.yaml" "$root/wd" "$TOTAL" 1000 1
 sed -i "/repeat: 8}/a\\  eval: {type: PairedImageDataset, gt_folder: $root/val}" "$root/cfg.yaml"
 echo "evaluation: {interval: 1000, metrics: [PSNR, SSIM], crop_border: 2, convert_to: y," \
      "save_image: true}" >> "$root/cfg.yaml"
-echo "visual_config: {interval: 1000, num_samples: 2}" >> "$root/cfg.yaml"
+# the grids outside the work_dir: the monitor must take output_dir from the job's config
+echo "visual_config: {interval: 1000, num_samples: 2, output_dir: $root/grids}" >> "$root/cfg.yaml"
 timeout 150 "$bin" train "$root/cfg.yaml" > "$root/train.out" 2>&1 &
 job=$!
 pids+=("$job")
@@ -289,10 +290,10 @@ echo "ok: after they closed, 200 again (within $((SECONDS - t0)) s)"
 ln -s "$root/cfg.yaml" "$root/wd/escape.png"                 # a symlink out of wd
 ln -s ../cfg.yaml "$root/wd/escape_rel.png"
 mkdir -p "$root/wd/folder.png"
-check_images() {  # BASE_URL WORK_DIR [QUERY]: /api/images and the images against the files
-    python3 - "$1" "$2" "${3:-}" << 'PY'
+check_images() {  # BASE_URL WORK_DIR GRIDS_DIR [QUERY]: /api/images and images against the files
+    python3 - "$1" "$2" "$3" "${4:-}" << 'PY'
 import sys, os, json, urllib.request, urllib.error
-base, wd, q = sys.argv[1], sys.argv[2], sys.argv[3]
+base, wd, grids, q = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
 def get(path):
     try:
         with urllib.request.urlopen(base + path, timeout=10) as r:
@@ -303,7 +304,7 @@ amp = "&" + q if q else ""
 st, ct, body = get("/api/images" + ("?" + q if q else ""))
 assert st == 200 and ct == "application/json", (st, ct)
 got = json.loads(body)
-vis = sorted(int(f[5:-4]) for f in os.listdir(os.path.join(wd, "visuals"))
+vis = sorted(int(f[5:-4]) for f in os.listdir(grids)
              if f.startswith("iter_") and f.endswith(".png"))
 ev_root = os.path.join(wd, "eval_visuals")
 ev = []
@@ -315,19 +316,20 @@ print(f"images: visual steps {got['visuals']['steps']} (on disk {vis}); eval "
 assert vis and got["visuals"]["steps"] == vis
 assert ev and got["eval"] == ev
 step = vis[-1]
-want = open(os.path.join(wd, "visuals", f"iter_{step}.png"), "rb").read()
-for path in (f"/api/image?kind=visual&step={step}{amp}", f"/files/visuals/iter_{step}.png" + ("?" + q if q else "")):
-    st, ct, body = get(path)
-    assert st == 200 and ct == "image/png" and body == want, (path, st, ct, len(body), len(want))
+want = open(os.path.join(grids, f"iter_{step}.png"), "rb").read()
+st, ct, body = get(f"/api/image?kind=visual&step={step}{amp}")
+assert st == 200 and ct == "image/png" and body == want, (st, ct, len(body), len(want))
 e = ev[0]
 want = open(os.path.join(ev_root, f"iter_{e['step']}", e["images"][0]), "rb").read()
-st, ct, body = get(f"/api/image?kind=eval&step={e['step']}&name={e['images'][0]}{amp}")
-assert st == 200 and ct == "image/png" and body == want and body[:4] == b"\x89PNG", (st, ct)
+for path in (f"/api/image?kind=eval&step={e['step']}&name={e['images'][0]}{amp}",
+             f"/files/eval_visuals/iter_{e['step']}/{e['images'][0]}" + ("?" + q if q else "")):
+    st, ct, body = get(path)
+    assert st == 200 and ct == "image/png" and body == want and body[:4] == b"\x89PNG", (path, st, ct)
 print(f"images: visual grid of step {step} ({len(want)} B) and eval image "
       f"{e['images'][0]} of step {e['step']}: the bytes on disk, image/png")
 PY
 }
-check_images "$A" "$root/wd" && echo "ok: /api/images and images by step" || fail "images by step"
+check_images "$A" "$root/wd" "$root/grids" && echo "ok: /api/images and images by step" || fail "images by step"
 python3 - "$A" "$root/wd" << 'PY' && echo "ok: /files/ types and refusals" || fail "/files/ types and refusals"
 import sys, os, socket
 port = int(sys.argv[1].rsplit(":", 1)[1])
@@ -349,9 +351,9 @@ ok = {
     "/files/metrics.jsonl": ("application/json", "metrics.jsonl"),
     "/files/train.log": ("text/plain; charset=utf-8", "train.log"),
     "/files/config.yaml": ("text/plain; charset=utf-8", "config.yaml"),
-    "/files/escape_inside.png": ("image/png", "visuals/iter_1000.png"),
+    "/files/escape_inside.png": ("image/png", "eval_visuals/iter_1000/gray.png"),
 }
-os.symlink("visuals/iter_1000.png", os.path.join(wd, "escape_inside.png"))
+os.symlink("eval_visuals/iter_1000/gray.png", os.path.join(wd, "escape_inside.png"))
 for path, (ct, rel) in ok.items():
     st, got_ct, body = raw(path)
     want = open(os.path.join(wd, rel), "rb").read()
@@ -363,7 +365,8 @@ bad = {
     "/files/%252e%252e/cfg.yaml": 400, "/files//etc/passwd": 400, "/files/%2Fetc%2Fpasswd": 400,
     "/files/metrics.jsonl%00.png": 400, "/files/visuals\\..\\..\\cfg.yaml": 400,
     "/files/escape.png": 403, "/files/escape_rel.png": 403, "/files/folder.png": 403,
-    "/files/checkpoints/iter_4000.safetensors": 404, "/files/visuals/iter_3.png": 404,
+    "/files/checkpoints/iter_4000.safetensors": 404, "/files/visuals/iter_1000.png": 404,
+    "/files/../grids/iter_1000.png": 400,
     "/files/visuals": 404,
     "/api/image?kind=eval&step=1000&name=../../../cfg.yaml": 400,
     "/api/image?kind=eval&step=1000&name=%2e%2e/%2e%2e/%2e%2e/cfg.yaml": 400,
@@ -444,7 +447,7 @@ try:
 except urllib.error.HTTPError as e:
     assert e.code == 404
 PY
-check_images "$C" "$root/wd2" "run=1" && echo "ok: finished run 1's images" || fail "finished run's images"
+check_images "$C" "$root/wd2" "$root/grids" "run=1" && echo "ok: finished run 1's images" || fail "finished run's images"
 kill -TERM "$monC"
 sc=0
 wait "$monC" || sc=$?
