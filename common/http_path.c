@@ -50,12 +50,45 @@ int pf_http_safe_path(const char *root, const char *rel, char *out, size_t outle
     return 0;
 }
 
+/* Used on realpath's answer, which has no symlink in it: a component swapped for a symlink
+   since realpath looked (a folder of the run replaced by a link out) fails instead of being
+   followed. */
+int pf_http_open_nofollow(const char *path) {
+    if (path[0] != '/') {
+        errno = EINVAL;
+        return -1;
+    }
+    int dir = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    const char *p = path + 1;
+    while (dir >= 0) {
+        char comp[NAME_MAX + 1];
+        const char *slash = strchr(p, '/');
+        size_t n = slash ? (size_t)(slash - p) : strlen(p);
+        if (n == 0 || n > NAME_MAX) {
+            close(dir);
+            errno = EINVAL;
+            return -1;
+        }
+        memcpy(comp, p, n);
+        comp[n] = 0;
+        int fd = openat(dir, comp, slash ? O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC
+                                         : O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC |
+                                               O_NOCTTY);
+        int e = errno;
+        close(dir);
+        errno = e;
+        if (fd < 0 || !slash) return fd;
+        dir = fd;
+        p = slash + 1;
+    }
+    return -1;
+}
+
 int pf_http_open_safe(const char *root, const char *rel, uint64_t *size) {
     char path[PATH_MAX];
     int rc = pf_http_safe_path(root, rel, path, sizeof path);
     if (rc) return -rc;
-    /* realpath left no symlink in `path`; O_NOFOLLOW refuses one swapped in at its end since. */
-    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    int fd = pf_http_open_nofollow(path);
     if (fd < 0) return errno == ENOENT ? -404 : -403;
     struct stat st;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {

@@ -9,7 +9,8 @@
     realpath of the root, so a symlink that leads out is refused and one that stays inside is
     followed; the file is a regular file). What is left between the check and the open (a
     component swapped for a symlink in that instant) is closed by opening the resolved path
-    with O_NOFOLLOW and checking the descriptor's fstat again (pf_http_open_safe).
+    (which has no symlink left in it) one component at a time with openat(O_NOFOLLOW), and
+    checking the descriptor's fstat again (pf_http_open_safe).
 */
 #ifndef PF_HTTP_PATH_H
 #define PF_HTTP_PATH_H
@@ -31,10 +32,17 @@ int pf_http_name_ok(const char *rel);
    (a directory, a FIFO, a device). */
 int pf_http_safe_path(const char *root, const char *rel, char *out, size_t outlen);
 
-/* pf_http_safe_path, then open the file read-only (O_NOFOLLOW, O_NONBLOCK: a FIFO swapped in
-   cannot block) and check again that the descriptor is a regular file. Returns the descriptor
-   (>= 0) with its size in *size (bytes), or minus the HTTP status. */
+/* pf_http_safe_path, then open the file read-only, every component of its resolved path with
+   O_NOFOLLOW (pf_http_open_nofollow; O_NONBLOCK: a FIFO swapped in cannot block), and check
+   again that the descriptor is a regular file. Returns the descriptor (>= 0) with its size in
+   *size (bytes), or minus the HTTP status. */
 int pf_http_open_safe(const char *root, const char *rel, uint64_t *size);
+
+/* Open the absolute `path` read-only one component at a time from "/", each with openat and
+   O_NOFOLLOW: any symlink on the way (one swapped in after realpath resolved the path) makes
+   it fail. Returns the descriptor, or -1 with errno (ELOOP, ENOTDIR, ENOENT, EINVAL for a
+   relative path or an empty component). */
+int pf_http_open_nofollow(const char *path);
 
 /* The Content-Type served for a file name by its extension: image/png, image/jpeg,
    application/json (.json, .jsonl), text/plain; charset=utf-8 (.log, .txt, .yaml, .yml); NULL

@@ -9,7 +9,9 @@
         root/fifo.log                                   a FIFO: 403, and open does not block
         OUTSIDE/secret.png                              beside root, never reachable
 
-    Every refused request is also checked to hand back no descriptor. The expected statuses
+    Every refused request is also checked to hand back no descriptor. Then the race that
+    pf_http_open_safe closes (a folder swapped for a symlink out between realpath and open):
+    shown to be real with a plain open(), refused by pf_http_open_nofollow. The expected statuses
     are written out per case (not derived from the function), and the served file's bytes are
     compared with what was written.
 */
@@ -24,8 +26,19 @@
 #include "common/http_path.h"
 #include "pf_test.h"
 
-static void write_file(const char *path, const char *text) {
-    FILE *f = fopen(path, "w");
+/* dir/rel, in one of two static buffers (so that two can be passed at once). */
+static const char *at(const char *dir, const char *rel) {
+    static char buf[2][PATH_MAX * 2];
+    static int next;
+    char *b = buf[next++ % 2];
+    snprintf(b, sizeof buf[0], "%s/%s", dir, rel);
+    return b;
+}
+
+/* Make dir/rel: a folder when text is NULL, else a file holding text. */
+static void make(const char *dir, const char *rel, const char *text) {
+    FILE *f = text ? fopen(at(dir, rel), "w") : NULL;
+    if (!text) mkdir(at(dir, rel), 0755);
     if (f) {
         fputs(text, f);
         fclose(f);
@@ -38,32 +51,22 @@ int main(void) {
         perror("mkdtemp");
         return 1;
     }
-    char root[PATH_MAX], outside[PATH_MAX], p[PATH_MAX * 2], q[PATH_MAX * 2];
+    char root[PATH_MAX], outside[PATH_MAX], p[PATH_MAX * 2];
     snprintf(root, sizeof root, "%s/wd", base);
     snprintf(outside, sizeof outside, "%s/wd_secret", base);   /* a prefix of root's name + */
-    mkdir(root, 0755);
-    mkdir(outside, 0755);
-    snprintf(p, sizeof p, "%s/visuals", root);
-    mkdir(p, 0755);
-    snprintf(p, sizeof p, "%s/eval_visuals", root);
-    mkdir(p, 0755);
-    snprintf(p, sizeof p, "%s/eval_visuals/iter_1000", root);
-    mkdir(p, 0755);
-    snprintf(p, sizeof p, "%s/visuals/iter_100.png", root);
-    write_file(p, "PNG bytes of step 100");
-    snprintf(p, sizeof p, "%s/secret.png", outside);
-    write_file(p, "secret");
-    snprintf(p, sizeof p, "%s/in_link.png", root);
-    CHECK(symlink("visuals/iter_100.png", p) == 0, "symlink inside");
-    snprintf(p, sizeof p, "%s/out_link.png", root);
-    snprintf(q, sizeof q, "%s/secret.png", outside);
-    CHECK(symlink(q, p) == 0, "symlink out");
-    snprintf(p, sizeof p, "%s/out_dir", root);
-    CHECK(symlink(outside, p) == 0, "folder symlink out");
-    snprintf(p, sizeof p, "%s/up_link.png", root);
-    CHECK(symlink("../wd_secret/secret.png", p) == 0, "relative symlink out");
-    snprintf(p, sizeof p, "%s/fifo.log", root);
-    CHECK(mkfifo(p, 0600) == 0, "mkfifo");
+    make(base, "wd", NULL);
+    make(base, "wd_secret", NULL);
+    make(root, "visuals", NULL);
+    make(root, "eval_visuals", NULL);
+    make(root, "eval_visuals/iter_1000", NULL);
+    make(root, "visuals/iter_100.png", "PNG bytes of step 100");
+    make(outside, "secret.png", "secret");
+    CHECK(symlink("visuals/iter_100.png", at(root, "in_link.png")) == 0, "symlink inside");
+    CHECK(symlink(at(outside, "secret.png"), at(root, "out_link.png")) == 0, "symlink out");
+    CHECK(symlink(outside, at(root, "out_dir")) == 0, "folder symlink out");
+    CHECK(symlink("../wd_secret/secret.png", at(root, "up_link.png")) == 0,
+          "relative symlink out");
+    CHECK(mkfifo(at(root, "fifo.log"), 0600) == 0, "mkfifo");
 
     static const struct {
         const char *rel;
@@ -112,6 +115,30 @@ int main(void) {
         }
         if (fd >= 0) close(fd);
     }
+    /* The race pf_http_open_safe closes: the path resolved while sub/ was a folder, then
+       sub/ swapped for a symlink to OUTSIDE (which holds a b.png of its own) before the open.
+       A plain open() follows the link and reads the outside file; pf_http_open_nofollow
+       refuses it. */
+    char resolved[PATH_MAX];
+    make(root, "sub", NULL);
+    make(root, "sub/b.png", "inside b");
+    make(outside, "b.png", "outside b");
+    CHECK(pf_http_safe_path(root, "sub/b.png", resolved, sizeof resolved) == 0, "sub/b.png");
+    CHECK(rename(at(root, "sub"), at(root, "sub_moved")) == 0 &&
+          symlink(outside, at(root, "sub")) == 0, "swap sub/ for a symlink");
+    int plain = open(resolved, O_RDONLY);
+    char buf[32] = { 0 };
+    CHECK(plain >= 0 && read(plain, buf, sizeof buf - 1) == 9 && !strcmp(buf, "outside b"),
+          "a plain open follows the swapped link (the race is real): '%s'", buf);
+    if (plain >= 0) close(plain);
+    int fd = pf_http_open_nofollow(resolved);
+    CHECK(fd == -1, "pf_http_open_nofollow opened '%s' through a symlink", resolved);
+    if (fd >= 0) close(fd);
+    fd = pf_http_open_nofollow(at(root, "sub_moved/b.png"));
+    CHECK(fd >= 0, "pf_http_open_nofollow on a path without links");
+    if (fd >= 0) close(fd);
+    CHECK(pf_http_open_nofollow("relative/b.png") == -1, "a relative path");
+
     /* A name of PF_HTTP_NAME_MAX + 1 bytes is refused before any lookup. */
     char longname[PF_HTTP_NAME_MAX + 2];
     memset(longname, 'a', sizeof longname - 1);
