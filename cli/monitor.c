@@ -1026,6 +1026,15 @@ static int serve_finished(monitor_loop *l, char **dirs, int n) {
         fprintf(stderr, "pixflow monitor: at most %d runs at once\n", PF_HTTP_MAX_RUNS);
         return 2;
     }
+    for (int i = 0; i < n; i++) {   /* before the server says it serves */
+        char path[PF_PATH_MAX + 32];
+        snprintf(path, sizeof path, "%s/metrics.jsonl", dirs[i]);
+        if (access(path, R_OK) != 0) {
+            fprintf(stderr, "pixflow monitor: %s: %s (WORK_DIR: a run's work_dir, where the "
+                    "log hook wrote metrics.jsonl)\n", path, strerror(errno));
+            return 1;
+        }
+    }
     pf_monitor_http *h = monitor_http_start(l, err, sizeof err);
     if (!h) {
         fprintf(stderr, "pixflow monitor: %s\n", err);

@@ -27,6 +27,8 @@
 #     are the bytes on disk, image/png, and so is the eval image through /files/; metrics.jsonl application/json, train.log text/plain; traversal (raw
 #     and percent-encoded), absolute, %00, a symlink out of wd, a folder, a checkpoint (type
 #     not served), a missing step: 4xx; a symlink inside wd: 200 and its target's bytes;
+#   - B, given --work-dir WD/: /api/runs names wd, /files/ serves WD's files, its grids are
+#     looked for in WD/visuals (none there);
 #   - SIGTERM ends both monitors with status 0;
 #   - finished runs: `pixflow monitor --http ADDR WD WD2` (WD2 a copy of WD whose
 #     metrics.jsonl keeps its first half): /api/runs names both; for each, by index and by
@@ -84,7 +86,7 @@ timeout 200 "$bin" monitor --connect "$addr" --history 4096 --interval 60 --http
 monA=$!
 pids+=("$monA")
 timeout 200 "$bin" monitor --connect "$addr" --history 4096 --interval 60 --http "0.0.0.0:$pb" \
-    --http-ring 16 --http-clients 2 > "$root/monB.out" 2> "$root/monB.err" &
+    --http-ring 16 --http-clients 2 --work-dir "$root/wd/" > "$root/monB.out" 2> "$root/monB.err" &
 monB=$!
 pids+=("$monB")
 wait_for 20 grep -q 'serving http' "$root/monA.err" || fail "monitor A did not start serving"
@@ -330,6 +332,19 @@ print(f"images: visual grid of step {step} ({len(want)} B) and eval image "
 PY
 }
 check_images "$A" "$root/wd" "$root/grids" && echo "ok: /api/images and images by step" || fail "images by step"
+# B was given --work-dir (with a trailing slash): its run is named wd, its files are wd's, and
+# its grids are WORK_DIR/visuals (output_dir is the job's host's; --work-dir replaces both)
+python3 - "$B" "$token" "$root/wd" << 'PY' && echo "ok: --work-dir" || fail "--work-dir"
+import sys, json, urllib.request
+base, token, wd = sys.argv[1], sys.argv[2], sys.argv[3]
+get = lambda p: urllib.request.urlopen(base + p + ("&" if "?" in p else "?") + "token=" + token, timeout=10).read()
+runs = json.loads(get("/api/runs"))["runs"]
+print("B runs:", runs)
+assert [(r["name"], r["work_dir"]) for r in runs] == [("wd", wd + "/")]
+assert get("/files/config.yaml") == open(wd + "/config.yaml", "rb").read()
+imgs = json.loads(get("/api/images"))
+assert imgs["visuals"]["steps"] == [] and [e["step"] for e in imgs["eval"]] == [1000, 2000, 3000, 4000]
+PY
 python3 - "$A" "$root/wd" << 'PY' && echo "ok: /files/ types and refusals" || fail "/files/ types and refusals"
 import sys, os, socket
 port = int(sys.argv[1].rsplit(":", 1)[1])
