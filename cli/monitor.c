@@ -13,7 +13,12 @@
     a publisher's or the proxy's queue was full, or a slow subscriber), never hidden.
 
     --http HOST:PORT also serves the state, the events and curves over HTTP (cli/monitor_http.h,
-    docs/protocol.md) and goes on serving after the job ends, until a signal.
+    docs/protocol.md) and goes on serving after the job ends, until a signal; with it, the
+    job's visual grids and eval images by step, from the work_dir the snapshot names (or
+    --work-dir). `pixflow monitor --http HOST:PORT WORK_DIR...` (no --connect) serves finished
+    runs instead: each run's metrics.jsonl is replayed once through apply(), the same
+    bookkeeping live events go through, so a finished run's state and curves have the live
+    ones' shape.
 
     Views: the default is a terminal view redrawn every --interval s (progress bar, ETA, it/s,
     samples/s, data wait, loss and lr sparklines, loaders, workers, hooks, eval history, gaps,
@@ -26,16 +31,19 @@
 #include "cli/commands.h"
 
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include <zmq.h>
 
+#include "common/config.h"
 #include "common/log.h"
 #include "common/number.h"
 #include "cli/monitor_http.h"
@@ -110,6 +118,9 @@ typedef struct {
     uint64_t events, duplicates, gaps, missing;
     int json;
     pf_monitor_http *http;              /* --http: the server fed from apply(), or NULL */
+    int run;                            /* the server's run this monitor feeds */
+    int from_file;                      /* a finished run read from metrics.jsonl: its events
+                                           are not put in the server's ring */
 } monitor;
 
 /* ---- state ------------------------------------------------------------------------------- */
@@ -169,7 +180,7 @@ static int track(monitor *m, const pf_msg_event *ev, int live) {
             cJSON_AddNumberToObject(o, "missing", (double)(t->gap_to - t->gap_from + 1));
             char *line = cJSON_PrintUnformatted(o);
             if (line && m->json) printf("%s\n", line);
-            if (line && m->http) pf_monitor_http_event(m->http, line);
+            if (line && m->http && !m->from_file) pf_monitor_http_event(m->http, line);
             fflush(stdout);
             free(line);
             cJSON_Delete(o);
@@ -203,7 +214,7 @@ static void emit_event(const monitor *m, const pf_msg_event *ev, int replay) {
         printf("%s\n", line);
         fflush(stdout);
     }
-    if (m->http) pf_monitor_http_event(m->http, line);
+    if (m->http && !m->from_file) pf_monitor_http_event(m->http, line);
     free(line);
 }
 
@@ -228,7 +239,8 @@ static void apply(monitor *m, const pf_msg_event *raw, int live) {
     if (live && !strcmp(raw->kind, "peer") && !strcmp(raw->state, "joined"))
         restart_numbering(m, raw);
     m->events++;
-    if (m->json || m->http) emit_event(m, raw, !live);   /* cJSON escapes what it prints */
+    /* cJSON escapes what it prints */
+    if (m->json || (m->http && !m->from_file)) emit_event(m, raw, !live);
     static pf_msg_event copy;
     copy = *raw;
     char *strs[] = { copy.kind, copy.source, copy.text, copy.host, copy.role, copy.state,
@@ -242,11 +254,13 @@ static void apply(monitor *m, const pf_msg_event *raw, int live) {
         else m->n_train++;
         *p = (train_point){ ev->iter, ev->loss, ev->lr, ev->time, ev->data_time };
         if (m->http) {
-            pf_monitor_http_point(m->http, PF_CURVE_LOSS, (double)ev->iter, ev->loss);
-            pf_monitor_http_point(m->http, PF_CURVE_LR, (double)ev->iter, ev->lr);
+            pf_monitor_http_point(m->http, m->run, PF_CURVE_LOSS, (double)ev->iter, ev->loss);
+            pf_monitor_http_point(m->http, m->run, PF_CURVE_LR, (double)ev->iter, ev->lr);
             if (ev->time > 0)
-                pf_monitor_http_point(m->http, PF_CURVE_ITS, (double)ev->iter, 1 / ev->time);
-            pf_monitor_http_point(m->http, PF_CURVE_DATA_WAIT, (double)ev->iter, ev->data_time);
+                pf_monitor_http_point(m->http, m->run, PF_CURVE_ITS, (double)ev->iter,
+                                      1 / ev->time);
+            pf_monitor_http_point(m->http, m->run, PF_CURVE_DATA_WAIT, (double)ev->iter,
+                                  ev->data_time);
         }
         if (ev->iter > m->iter) m->iter = ev->iter;
         m->epoch = ev->epoch;
@@ -257,7 +271,8 @@ static void apply(monitor *m, const pf_msg_event *raw, int live) {
         }
         m->eval[m->n_eval++] = (eval_point){ ev->iter, ev->psnr, ev->ssim, ev->psnr_bicubic,
                                              ev->ssim_bicubic };
-        if (m->http) pf_monitor_http_point(m->http, PF_CURVE_PSNR, (double)ev->iter, ev->psnr);
+        if (m->http)
+            pf_monitor_http_point(m->http, m->run, PF_CURVE_PSNR, (double)ev->iter, ev->psnr);
         m->best_psnr = ev->best_psnr;
         m->best_iter = ev->best_iter;
     } else if (!strcmp(ev->kind, "loader")) {
@@ -520,7 +535,7 @@ static char *state_json(const monitor *m) {
     cJSON_AddNumberToObject(p, "fraction",
                             j->total_iters > 0 ? (double)m->iter / (double)j->total_iters : 0);
     if (m->done) cJSON_AddNumberToObject(p, "eta_s", 0);
-    else if (t_iter > 0)
+    else if (t_iter > 0 && j->total_iters >= m->iter && !m->from_file)
         cJSON_AddNumberToObject(p, "eta_s", t_iter * (double)(j->total_iters - m->iter));
     else cJSON_AddNullToObject(p, "eta_s");
     if (t_iter > 0) {
@@ -571,8 +586,160 @@ static char *state_json(const monitor *m) {
 static void publish_state(const monitor *m) {
     if (!m->http) return;
     char *text = state_json(m);
-    if (text) pf_monitor_http_set_state(m->http, text);
+    if (text) pf_monitor_http_set_state(m->http, m->run, text);
     free(text);
+}
+
+/* ---- finished runs ----------------------------------------------------------------------- */
+
+/* The last component of `path` ("runs/a/" -> "a") into name. Returns name. */
+static const char *last_component(const char *path, char *name, size_t n) {
+    size_t end = strlen(path);
+    while (end > 1 && path[end - 1] == '/') end--;
+    size_t start = end;
+    while (start > 0 && path[start - 1] != '/') start--;
+    snprintf(name, n, "%.*s", (int)(end - start), path + start);
+    return name;
+}
+
+static double json_num(const cJSON *o, const char *key) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    return cJSON_IsNumber(v) ? v->valuedouble : NAN;   /* null: NaN, as the hook wrote it */
+}
+
+static int64_t json_int(const cJSON *o, const char *key) {
+    double v = json_num(o, key);
+    return v == v ? (int64_t)v : 0;
+}
+
+static void json_str(const cJSON *o, const char *key, char *out, size_t n) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (cJSON_IsString(v)) snprintf(out, n, "%s", v->valuestring);
+}
+
+/* One line of metrics.jsonl back into the event the log hook wrote it from (hooks/log.c:
+   kind, source, then hooks/event_json.c's members; train lines are averages over
+   log_config.interval iterations). Returns 0, or -1 for a line that is not an event. */
+static int event_from_line(const char *line, pf_msg_event *ev) {
+    cJSON *o = cJSON_Parse(line);
+    const cJSON *kind = cJSON_GetObjectItemCaseSensitive(o, "kind");
+    if (!cJSON_IsObject(o) || !cJSON_IsString(kind)) {
+        cJSON_Delete(o);
+        return -1;
+    }
+    memset(ev, 0, sizeof *ev);
+    json_str(o, "kind", ev->kind, sizeof ev->kind);
+    json_str(o, "source", ev->source, sizeof ev->source);
+    ev->iter = json_int(o, "iter");
+    ev->epoch = json_int(o, "epoch");
+    ev->loss = json_num(o, "loss");
+    ev->lr = json_num(o, "lr");
+    ev->time = json_num(o, strcmp(ev->kind, "loader") ? "time" : "interval");
+    ev->data_time = json_num(o, "data_time");
+    ev->count = json_int(o, "skipped");
+    ev->psnr = json_num(o, "psnr");
+    ev->ssim = json_num(o, "ssim");
+    ev->psnr_bicubic = json_num(o, "psnr_bicubic");
+    ev->ssim_bicubic = json_num(o, "ssim_bicubic");
+    ev->psnr_inf = json_int(o, "psnr_inf");
+    ev->psnr_bicubic_inf = json_int(o, "psnr_bicubic_inf");
+    ev->best_psnr = json_num(o, "best_psnr");
+    ev->best_iter = json_int(o, "best_iter");
+    ev->patches_per_s = json_num(o, "patches_per_s");
+    ev->bytes_per_s = json_num(o, "bytes_per_s");
+    ev->hit_rate = json_num(o, "hit_rate");
+    ev->cache_bytes = json_int(o, "cache_bytes");
+    ev->queue_depth = json_int(o, "queue_depth");
+    ev->sample = json_int(o, "sample");
+    ev->rank = cJSON_GetObjectItemCaseSensitive(o, "rank") ? (int32_t)json_int(o, "rank") : -1;
+    ev->pid = json_int(o, "pid");
+    ev->mem_bytes = json_int(o, "mem_bytes");
+    json_str(o, "host", ev->host, sizeof ev->host);
+    json_str(o, "role", ev->role, sizeof ev->role);
+    json_str(o, "state", ev->state, sizeof ev->state);
+    json_str(o, "device", ev->device, sizeof ev->device);
+    json_str(o, "text", ev->text, sizeof ev->text);
+    json_str(o, "name", ev->text, sizeof ev->text);             /* peer */
+    json_str(o, "path", ev->path, sizeof ev->path);
+    json_str(o, "checkpoint", ev->path, sizeof ev->path);       /* eval */
+    cJSON_Delete(o);
+    return 0;
+}
+
+/* Serve the finished run in `dir` as run `index`: its config.yaml (written by the coordinator:
+   model, total_iters, visual_config.output_dir), its metrics.jsonl replayed through apply()
+   into the state and curves. Returns 0, or -1 with a message on stderr. */
+static int load_run(pf_monitor_http *h, int index, const char *dir) {
+    char path[PF_PATH_MAX + 32], name[256], err[1024], visual[PF_PATH_MAX + 16];
+    struct stat st;
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "pixflow monitor: %s: not a folder (a run's work_dir)\n", dir);
+        return -1;
+    }
+    static pf_config cfg;
+    pf_config_defaults(&cfg);
+    snprintf(path, sizeof path, "%s/config.yaml", dir);
+    size_t len;
+    char *yaml = pf_read_file(path, &len, err, sizeof err);
+    if (yaml && pf_config_parse(&cfg, path, yaml, len, 0, err, sizeof err) != 0) {
+        fprintf(stderr, "pixflow monitor: %s (served without it)\n", err);
+        pf_config_defaults(&cfg);
+    }
+    free(yaml);
+    snprintf(path, sizeof path, "%s/metrics.jsonl", dir);
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        fprintf(stderr, "pixflow monitor: %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    if (cfg.visual_output_dir[0])
+        snprintf(visual, sizeof visual, "%s", cfg.visual_output_dir);
+    else
+        snprintf(visual, sizeof visual, "%s/visuals", dir);
+    monitor *m = calloc(1, sizeof *m);
+    pf_msg_event *ev = malloc(sizeof *ev);
+    if (!m || !ev || pf_monitor_http_set_run(h, index, last_component(dir, name, sizeof name),
+                                             dir, visual) != 0) {
+        fprintf(stderr, "pixflow monitor: %s: out of memory or a path too long\n", dir);
+        fclose(f);
+        free(m);
+        free(ev);
+        return -1;
+    }
+    m->http = h;
+    m->run = index;
+    m->from_file = 1;
+    snprintf(m->job.work_dir, sizeof m->job.work_dir, "%s", dir);
+    snprintf(m->job.model, sizeof m->job.model, "%s", cfg.model_type);
+    snprintf(m->job.phase, sizeof m->job.phase, "finished");
+    m->job.total_iters = cfg.total_iters;
+    char *line = NULL;
+    size_t cap = 0;
+    uint64_t seq = 0, bad = 0;
+    while (getline(&line, &cap, f) > 0) {
+        if (event_from_line(line, ev) != 0) {
+            bad++;
+            continue;
+        }
+        ev->seq = ++seq;
+        apply(m, ev, 0);
+        if (!strcmp(ev->kind, "train")) m->job.started = 1;
+        if (!strcmp(ev->kind, "done") && !strcmp(ev->source, "coordinator")) {
+            m->done = 1;
+            snprintf(m->done_text, sizeof m->done_text, "%s", ev->text);
+        }
+    }
+    free(line);
+    fclose(f);
+    if (bad) fprintf(stderr, "pixflow monitor: %s: %" PRIu64 " lines not events, skipped\n",
+                     path, bad);
+    /* The log hook may stop before the coordinator's `done` reaches it: a run whose last
+       train line is its last iteration is done too. */
+    if (cfg.total_iters > 0 && m->iter >= cfg.total_iters) m->done = 1;
+    publish_state(m);
+    free(ev);
+    free(m);
+    return 0;
 }
 
 /* ---- main -------------------------------------------------------------------------------- */
@@ -582,7 +749,9 @@ static int usage(void) {
                     "[--interval S] [--history N (train events replayed, <= 4096)] "
                     "[--join-timeout S] [--keys DIR]\n"
                     "       [--http HOST:PORT [--http-ring N (events, >= 2)] "
-                    "[--http-clients N]]\n");
+                    "[--http-clients N] [--work-dir DIR (the job's, as seen here)]]\n"
+                    "   or: pixflow monitor --http HOST:PORT [--http-clients N] WORK_DIR... "
+                    "(finished runs, at most %d)\n", PF_HTTP_MAX_RUNS);
     return 2;
 }
 
@@ -607,6 +776,8 @@ typedef struct {
     int rc;                     /* the exit status when the loop ends */
     pf_timer *deadline;         /* SNAPSHOT: gives up after 10 s */
     const char *http_bind;      /* --http HOST:PORT, or NULL */
+    const char *work_dir;       /* --work-dir: where the job's files are seen from here, or NULL
+                                   (the work_dir the job reports) */
     int http_ring, http_clients;
     int ended;                  /* the job's `done` came (--http goes on serving) */
 } monitor_loop;
@@ -683,6 +854,24 @@ static int go_live(pf_reactor *r, monitor_loop *l) {
     return pf_reactor_reader(r, l->sub, on_live_events, l);
 }
 
+/* The folders --http serves the job's images and files from: --work-dir, or the work_dir the
+   job reports (as its coordinator's host sees it: the same path here when the monitor runs
+   there or on a shared file system); the visual grids in visual_config.output_dir (from the
+   config WELCOME carried) or WORK_DIR/visuals. */
+static void serve_job_dirs(monitor_loop *l) {
+    if (!l->m->http) return;
+    const char *wd = l->work_dir ? l->work_dir : l->m->job.work_dir;
+    char visual[PF_PATH_MAX + 16];
+    if (l->cl->cfg.visual_output_dir[0] && !l->work_dir)
+        snprintf(visual, sizeof visual, "%s", l->cl->cfg.visual_output_dir);
+    else
+        snprintf(visual, sizeof visual, "%s/visuals", wd);
+    char name[256];
+    if (pf_monitor_http_set_run(l->m->http, 0, last_component(wd, name, sizeof name), wd,
+                                visual) != 0)
+        fprintf(stderr, "pixflow monitor: the work_dir's path is too long to serve its files\n");
+}
+
 static int on_monitor_ctrl(pf_reactor *r, void *arg) {
     monitor_loop *l = arg;
     monitor *m = l->m;
@@ -697,6 +886,7 @@ static int on_monitor_ctrl(pf_reactor *r, void *arg) {
             m->job = msg->u.snapshot_end;
             m->have_job = 1;
             m->job_at = pf_now();
+            serve_job_dirs(l);
         }
         pf_client_msg_free(&msg);
     }
@@ -772,9 +962,13 @@ static void *monitor_subscribe(pf_client *cl, void *zctx, int history) {
 
 /* Parse argv. Returns 0, or 2 after the usage message. */
 static int monitor_args(int argc, char **argv, const char **addr, const char **keys,
-                        monitor_loop *l, double *join_timeout, int *history) {
+                        monitor_loop *l, double *join_timeout, int *history, char **dirs,
+                        int *n_dirs) {
+    *n_dirs = 0;
     for (int i = 0; i < argc; i++) {
-        if (!strcmp(argv[i], "--connect") && i + 1 < argc) *addr = argv[++i];
+        if (argv[i][0] != '-' && *n_dirs < argc) dirs[(*n_dirs)++] = argv[i];
+        else if (!strcmp(argv[i], "--connect") && i + 1 < argc) *addr = argv[++i];
+        else if (!strcmp(argv[i], "--work-dir") && i + 1 < argc) l->work_dir = argv[++i];
         else if (!strcmp(argv[i], "--once")) l->once = 1;
         else if (!strcmp(argv[i], "--json")) l->json = 1;
         else if (!strcmp(argv[i], "--keys") && i + 1 < argc) *keys = argv[++i];
@@ -794,6 +988,8 @@ static int monitor_args(int argc, char **argv, const char **addr, const char **k
                 return 2;
         } else return usage();
     }
+    if (*n_dirs)    /* finished runs: --http and the folders, no job */
+        return *addr || !l->http_bind || l->once || l->json || l->work_dir ? usage() : 0;
     return !*addr || (l->once && l->json) || (l->once && l->http_bind) ? usage() : 0;
 }
 
@@ -805,13 +1001,61 @@ static pf_monitor_http *monitor_http_start(const monitor_loop *l, char *err, siz
     if (!h) return NULL;
     const char *token = pf_monitor_http_token(h);
     if (token)
-        fprintf(stderr, "pixflow monitor: serving http://%s/api/ (state, events, curves); "
+        fprintf(stderr, "pixflow monitor: serving http://%s/api/ (state, events, curves, images; "
+                        "/files/); "
                         "token %s (Authorization: Bearer TOKEN or ?token=TOKEN)\n",
                 l->http_bind, token);
     else
-        fprintf(stderr, "pixflow monitor: serving http://%s/api/ (state, events, curves)\n",
+        fprintf(stderr, "pixflow monitor: serving http://%s/api/ (state, events, curves, images; "
+                        "/files/)\n",
                 l->http_bind);
     return h;
+}
+
+static int on_idle(pf_reactor *r, void *arg) {
+    (void)r;
+    (void)arg;
+    return 0;   /* the loop only waits for a signal; the server's threads do the work */
+}
+
+/* `pixflow monitor --http ADDR WORK_DIR...`: serve the finished runs until a signal. Returns
+   the exit status. */
+static int serve_finished(monitor_loop *l, char **dirs, int n) {
+    char err[1024];
+    if (n > PF_HTTP_MAX_RUNS) {
+        fprintf(stderr, "pixflow monitor: at most %d runs at once\n", PF_HTTP_MAX_RUNS);
+        return 2;
+    }
+    for (int i = 0; i < n; i++) {   /* before the server says it serves */
+        char path[PF_PATH_MAX + 32];
+        snprintf(path, sizeof path, "%s/metrics.jsonl", dirs[i]);
+        if (access(path, R_OK) != 0) {
+            fprintf(stderr, "pixflow monitor: %s: %s (WORK_DIR: a run's work_dir, where the "
+                    "log hook wrote metrics.jsonl)\n", path, strerror(errno));
+            return 1;
+        }
+    }
+    pf_monitor_http *h = monitor_http_start(l, err, sizeof err);
+    if (!h) {
+        fprintf(stderr, "pixflow monitor: %s\n", err);
+        return 1;
+    }
+    int rc = 0;
+    for (int i = 0; i < n && rc == 0; i++) rc = load_run(h, i, dirs[i]);
+    pf_reactor *r = rc == 0 ? pf_reactor_new() : NULL;
+    if (r && !pf_reactor_every(r, 1.0, on_idle, NULL)) pf_reactor_destroy(&r);
+    if (r) {
+        fprintf(stderr, "pixflow monitor: %d finished run%s served until Ctrl-C\n", n,
+                n > 1 ? "s" : "");
+        l->live = 1;
+        pf_reactor_on_signal(r, on_monitor_signal, l);
+        rc = pf_reactor_run(r) != 0 ? 1 : 0;
+    } else if (rc == 0) {
+        rc = 1;
+    }
+    pf_reactor_destroy(&r);
+    pf_monitor_http_stop(&h);
+    return rc ? 1 : 0;
 }
 
 int pf_monitor_main(int argc, char **argv) {
@@ -823,9 +1067,21 @@ int pf_monitor_main(int argc, char **argv) {
     memset(&m, 0, sizeof m);
     monitor_loop l = { .m = &m, .cl = &cl, .interval = 1.0, .http_ring = PF_HTTP_RING_DEFAULT,
                        .http_clients = PF_HTTP_CLIENTS_DEFAULT };
-    if (monitor_args(argc, argv, &addr, &keys, &l, &join_timeout, &history)) return 2;
+    char **dirs = calloc((size_t)argc + 1, sizeof *dirs);
+    int n_dirs = 0;
+    if (!dirs || monitor_args(argc, argv, &addr, &keys, &l, &join_timeout, &history, dirs,
+                              &n_dirs)) {
+        free(dirs);
+        return 2;
+    }
     pf_log_set_name("monitor");
     pf_catch_signals();
+    if (n_dirs) {
+        int rc = serve_finished(&l, dirs, n_dirs);
+        free(dirs);
+        return rc;
+    }
+    free(dirs);
     m.json = l.json;
     snprintf(m.addr, sizeof m.addr, "%s", addr);
     char err[1024];

@@ -11,12 +11,16 @@
     condition variable in its own connection thread.
 
     Request order: too many requests at once -> 503; a token required and missing or wrong ->
-    401 (compared in constant time); not GET -> 405; unknown path -> 404.
+    401 (compared in constant time); not GET -> 405; ?run= naming no run -> 404; unknown path
+    -> 404. Files (/api/image, /files/): the name is checked by common/http_path.h before
+    anything is opened, and the file is streamed from its descriptor
+    (MHD_create_response_from_fd64), never read whole.
 */
 #include "cli/monitor_http.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
@@ -28,10 +32,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <dirent.h>
+#include <limits.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
 
 #include "cli/dashboard.h"
 #include "common/decimate.h"
+#include "common/http_path.h"
 
 #define KEEPALIVE_S 10          /* an SSE comment this often when no event comes */
 #define HANGUP_CHECK_MS 500     /* how often a waiting SSE stream looks for a closed socket */
@@ -44,6 +55,15 @@ typedef struct {
     uint64_t raw;               /* points ever added */
 } curve;
 
+/* One run served: the live job (run 0 of a --connect monitor) or a finished one. */
+typedef struct {
+    char name[256];             /* ?run=NAME selects it (the work_dir's last component) */
+    char work_dir[PATH_MAX];    /* /files/ and the eval images are under it; "" = not known */
+    char visual_dir[PATH_MAX];  /* the visual hook's iter_N.png; "" = not known */
+    char *state;                /* GET /api/state's document */
+    curve curves[PF_CURVE_COUNT];
+} run;
+
 struct pf_monitor_http {
     struct MHD_Daemon *daemon;
     pthread_mutex_t lock;       /* everything below */
@@ -51,8 +71,8 @@ struct pf_monitor_http {
     char **ring;                /* ring_events slots: event id i in ring[i % ring_events] */
     size_t ring_events;
     uint64_t first_id, last_id; /* ids held: first_id..last_id (last_id 0: none yet) */
-    char *state;                /* GET /api/state's document */
-    curve curves[PF_CURVE_COUNT];
+    run runs[PF_HTTP_MAX_RUNS];
+    int n_runs;                 /* runs[0..n_runs-1] are served (>= 1) */
     int clients, max_clients;   /* requests being served, the limit */
     int stopping;
     int has_token;
@@ -65,12 +85,28 @@ static char counted;            /* *con_cls of a request counted in h->clients *
 
 /* ---- writer side (the monitor's reactor thread) ------------------------------------------ */
 
-void pf_monitor_http_set_state(pf_monitor_http *h, const char *json) {
+int pf_monitor_http_set_run(pf_monitor_http *h, int i, const char *name, const char *work_dir,
+                            const char *visual_dir) {
+    if (i < 0 || i >= PF_HTTP_MAX_RUNS || strlen(name) >= sizeof h->runs[0].name ||
+        strlen(work_dir) >= PATH_MAX || strlen(visual_dir) >= PATH_MAX)
+        return -1;
+    pthread_mutex_lock(&h->lock);
+    run *r = &h->runs[i];
+    snprintf(r->name, sizeof r->name, "%s", name);
+    snprintf(r->work_dir, sizeof r->work_dir, "%s", work_dir);
+    snprintf(r->visual_dir, sizeof r->visual_dir, "%s", visual_dir);
+    if (i >= h->n_runs) h->n_runs = i + 1;
+    pthread_mutex_unlock(&h->lock);
+    return 0;
+}
+
+void pf_monitor_http_set_state(pf_monitor_http *h, int i, const char *json) {
+    if (i < 0 || i >= PF_HTTP_MAX_RUNS) return;
     char *copy = strdup(json);
     if (!copy) return;
     pthread_mutex_lock(&h->lock);
-    free(h->state);
-    h->state = copy;
+    free(h->runs[i].state);
+    h->runs[i].state = copy;
     pthread_mutex_unlock(&h->lock);
 }
 
@@ -87,10 +123,10 @@ uint64_t pf_monitor_http_event(pf_monitor_http *h, const char *json) {
     return copy ? id : 0;
 }
 
-void pf_monitor_http_point(pf_monitor_http *h, pf_curve c, double step, double value) {
-    if ((unsigned)c >= PF_CURVE_COUNT) return;
+void pf_monitor_http_point(pf_monitor_http *h, int i, pf_curve c, double step, double value) {
+    if ((unsigned)c >= PF_CURVE_COUNT || i < 0 || i >= PF_HTTP_MAX_RUNS) return;
     pthread_mutex_lock(&h->lock);
-    curve *k = &h->curves[c];
+    curve *k = &h->runs[i].curves[c];
     if (!k->x) {
         k->x = malloc(PF_HTTP_CURVE_CAP * sizeof *k->x);
         k->y = malloc(PF_HTTP_CURVE_CAP * sizeof *k->y);
@@ -269,9 +305,27 @@ static enum MHD_Result http_error(struct MHD_Connection *c, unsigned status, con
     return reply(c, status, "application/json", body);
 }
 
-static enum MHD_Result get_state(pf_monitor_http *h, struct MHD_Connection *c) {
+/* The run ?run= names (an index, or a run's name; run 0 without it). Returns its index, or -1
+   when there is no such run. */
+static int which_run(pf_monitor_http *h, struct MHD_Connection *c) {
+    const char *q = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "run");
+    if (!q) return 0;
+    uint64_t v;
+    int found = -1;
     pthread_mutex_lock(&h->lock);
-    char *body = strdup(h->state ? h->state : "{}");
+    if (pf_http_parse_uint(q, PF_HTTP_MAX_RUNS, &v) == 0) {
+        if (v < (uint64_t)h->n_runs) found = (int)v;
+    } else {
+        for (int i = 0; i < h->n_runs && found < 0; i++)
+            if (h->runs[i].name[0] && !strcmp(h->runs[i].name, q)) found = i;
+    }
+    pthread_mutex_unlock(&h->lock);
+    return found;
+}
+
+static enum MHD_Result get_state(pf_monitor_http *h, struct MHD_Connection *c, int ri) {
+    pthread_mutex_lock(&h->lock);
+    char *body = strdup(h->runs[ri].state ? h->runs[ri].state : "{}");
     pthread_mutex_unlock(&h->lock);
     return body ? reply(c, MHD_HTTP_OK, "application/json", body) : MHD_NO;
 }
@@ -288,7 +342,7 @@ static int numbers(text *t, const double *v, size_t n, int integers) {
     return rc ? rc : text_add(t, "]");
 }
 
-static enum MHD_Result get_curves(pf_monitor_http *h, struct MHD_Connection *c) {
+static enum MHD_Result get_curves(pf_monitor_http *h, struct MHD_Connection *c, int ri) {
     const char *name = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "name");
     const char *ws = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "width");
     int which = -1;
@@ -311,7 +365,7 @@ static enum MHD_Result get_curves(pf_monitor_http *h, struct MHD_Connection *c) 
     int rc = x && y ? 0 : -1;
     if (rc == 0) {
         pthread_mutex_lock(&h->lock);
-        const curve *k = &h->curves[which];
+        const curve *k = &h->runs[ri].curves[which];
         size_t n = k->x ? pf_decimate_minmax(k->x, k->y, k->n, (size_t)width, x, y) : 0;
         size_t held = k->n;
         uint64_t raw = k->raw;
@@ -334,9 +388,10 @@ static enum MHD_Result get_curves(pf_monitor_http *h, struct MHD_Connection *c) 
 
 /* The dashboard (cli/dashboard.h): GET / the page with the snapshot rendered in, GET
    /api/snapshot that HTML alone; both from the state /api/state serves. */
-static enum MHD_Result get_page(pf_monitor_http *h, struct MHD_Connection *c, int whole) {
+static enum MHD_Result get_page(pf_monitor_http *h, struct MHD_Connection *c, int ri,
+                                int whole) {
     pthread_mutex_lock(&h->lock);
-    char *state = strdup(h->state ? h->state : "");
+    char *state = strdup(h->runs[ri].state ? h->runs[ri].state : "");
     pthread_mutex_unlock(&h->lock);
     if (!state) return MHD_NO;
     char *body = whole ? pf_dashboard_page(state, h->has_token ? h->token : NULL)
@@ -415,6 +470,231 @@ static enum MHD_Result get_events(pf_monitor_http *h, struct MHD_Connection *c) 
     return ret;
 }
 
+/* ---- runs, images and files ------------------------------------------------------------- */
+
+/* libmicrohttpd's unescaping of the path and the query values, replaced by ours: a %00 must not
+   cut a name short (common/http_path.h). */
+static size_t unescape(void *cls, struct MHD_Connection *c, char *s) {
+    (void)cls;
+    (void)c;
+    return pf_http_unescape(s);
+}
+
+static enum MHD_Result reply_json(struct MHD_Connection *c, cJSON *o) {
+    char *text = o ? cJSON_PrintUnformatted(o) : NULL;
+    cJSON_Delete(o);
+    if (!text) return MHD_NO;
+    return reply(c, MHD_HTTP_OK, "application/json", text);
+}
+
+static enum MHD_Result get_runs(pf_monitor_http *h, struct MHD_Connection *c) {
+    cJSON *o = cJSON_CreateObject(), *a = cJSON_AddArrayToObject(o, "runs");
+    pthread_mutex_lock(&h->lock);
+    for (int i = 0; i < h->n_runs; i++) {
+        cJSON *r = cJSON_CreateObject();
+        cJSON_AddNumberToObject(r, "index", i);
+        cJSON_AddStringToObject(r, "name", h->runs[i].name);
+        cJSON_AddStringToObject(r, "work_dir", h->runs[i].work_dir);
+        cJSON_AddItemToArray(a, r);
+    }
+    pthread_mutex_unlock(&h->lock);
+    return reply_json(c, o);
+}
+
+/* Run ri's folders, copied out of the lock. */
+static void run_dirs(pf_monitor_http *h, int ri, char *work_dir, char *visual_dir) {
+    pthread_mutex_lock(&h->lock);
+    memcpy(work_dir, h->runs[ri].work_dir, PATH_MAX);
+    memcpy(visual_dir, h->runs[ri].visual_dir, PATH_MAX);
+    pthread_mutex_unlock(&h->lock);
+}
+
+#define MAX_LISTED 100000       /* steps or images one listing names at most */
+
+/* N from "iter_N" + suffix (suffix "" for a folder). Returns 0, or -1 for another name. */
+static int iter_step(const char *name, const char *suffix, uint64_t *step) {
+    size_t n = strlen(name), s = strlen(suffix);
+    char digits[24];
+    if (strncmp(name, "iter_", 5) || n <= 5 + s || n - 5 - s >= sizeof digits ||
+        strcmp(name + n - s, suffix))
+        return -1;
+    memcpy(digits, name + 5, n - 5 - s);
+    digits[n - 5 - s] = 0;
+    return pf_http_parse_uint(digits, (uint64_t)1 << 53, step);
+}
+
+static int cmp_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int cmp_str(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The steps N of dir/iter_N<suffix> (regular files, or folders when suffix is ""), sorted.
+   Returns how many (in a malloc'd *steps), 0 for a missing folder. */
+static size_t list_steps(const char *dir, const char *suffix, uint64_t **steps) {
+    *steps = NULL;
+    DIR *d = dir[0] ? opendir(dir) : NULL;
+    if (!d) return 0;
+    size_t n = 0, cap = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) && n < MAX_LISTED) {
+        uint64_t step;
+        struct stat st;
+        if (iter_step(e->d_name, suffix, &step) ||
+            fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) ||
+            !(suffix[0] ? S_ISREG(st.st_mode) : S_ISDIR(st.st_mode)))
+            continue;
+        if (n == cap) {
+            uint64_t *more = realloc(*steps, (cap = cap ? 2 * cap : 64) * sizeof *more);
+            if (!more) break;
+            *steps = more;
+        }
+        (*steps)[n++] = step;
+    }
+    closedir(d);
+    qsort(*steps, n, sizeof **steps, cmp_u64);
+    return n;
+}
+
+/* Add to `a` the image files (.png, .jpg) in dir, as prefix + name, and with prefix "" those
+   one folder down (a video clip's frames: "clip/00000001.png"), sorted. */
+static void list_images(const char *dir, const char *prefix, cJSON *a) {
+    DIR *d = opendir(dir);
+    if (!d) return;
+    char **names = NULL;
+    size_t n = 0, cap = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) && n < MAX_LISTED) {
+        struct stat st;
+        if (e->d_name[0] == '.' || fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW))
+            continue;
+        const char *t = pf_http_content_type(e->d_name);
+        int image = S_ISREG(st.st_mode) && t && !strncmp(t, "image/", 6);
+        int sub = S_ISDIR(st.st_mode) && !prefix[0];
+        if (!image && !sub) continue;
+        char *name = malloc(strlen(prefix) + strlen(e->d_name) + 2);
+        if (!name) break;
+        sprintf(name, "%s%s%s", prefix, e->d_name, sub ? "/" : "");
+        if (n == cap) {
+            char **more = realloc(names, (cap = cap ? 2 * cap : 64) * sizeof *more);
+            if (!more) {
+                free(name);
+                break;
+            }
+            names = more;
+        }
+        names[n++] = name;
+    }
+    closedir(d);
+    qsort(names, n, sizeof *names, cmp_str);
+    for (size_t i = 0; i < n; i++) {
+        size_t len = strlen(names[i]);
+        if (names[i][len - 1] == '/') {     /* a clip's folder: its frames */
+            char sub[PATH_MAX * 2];
+            snprintf(sub, sizeof sub, "%s/%s", dir, names[i]);
+            list_images(sub, names[i], a);
+        } else {
+            cJSON_AddItemToArray(a, cJSON_CreateString(names[i]));
+        }
+        free(names[i]);
+    }
+    free(names);
+}
+
+/* GET /api/images: the steps with a visual grid and the steps with eval images (and their
+   names), from the run's folders as they are now. */
+static enum MHD_Result get_images(pf_monitor_http *h, struct MHD_Connection *c, int ri) {
+    char work_dir[PATH_MAX], visual_dir[PATH_MAX], eval_dir[PATH_MAX + 16];
+    run_dirs(h, ri, work_dir, visual_dir);
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "run", ri);
+    cJSON *v = cJSON_AddObjectToObject(o, "visuals");
+    cJSON *vs = cJSON_AddArrayToObject(v, "steps");
+    uint64_t *steps;
+    size_t n = list_steps(visual_dir, ".png", &steps);
+    for (size_t i = 0; i < n; i++) cJSON_AddItemToArray(vs, cJSON_CreateNumber((double)steps[i]));
+    free(steps);
+    steps = NULL;
+    cJSON *ev = cJSON_AddArrayToObject(o, "eval");
+    snprintf(eval_dir, sizeof eval_dir, "%s/eval_visuals", work_dir);
+    n = work_dir[0] ? list_steps(eval_dir, "", &steps) : 0;
+    for (size_t i = 0; i < n; i++) {
+        char dir[PATH_MAX * 2];
+        snprintf(dir, sizeof dir, "%s/iter_%" PRIu64, eval_dir, steps[i]);
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddNumberToObject(e, "step", (double)steps[i]);
+        list_images(dir, "", cJSON_AddArrayToObject(e, "images"));
+        cJSON_AddItemToArray(ev, e);
+    }
+    free(steps);
+    return reply_json(c, o);
+}
+
+/* The file `rel` under `root`, streamed from its descriptor (nothing is read into memory
+   here: libmicrohttpd sends it with sendfile or reads it in pieces). A refused name 400, a
+   type not served or a missing file 404, outside root or not a regular file 403. */
+static enum MHD_Result send_file(struct MHD_Connection *c, const char *root, const char *rel) {
+    if (!pf_http_name_ok(rel))
+        return http_error(c, MHD_HTTP_BAD_REQUEST, "a refused name (.., absolute, %, control "
+                          "characters)");
+    const char *type = pf_http_content_type(rel);
+    if (!type)
+        return http_error(c, MHD_HTTP_NOT_FOUND, "not a served type (.png .jpg .jpeg .json "
+                          ".jsonl .log .txt .yaml .yml)");
+    if (!root[0]) return http_error(c, MHD_HTTP_NOT_FOUND, "this run's folder is not known");
+    uint64_t size;
+    int fd = pf_http_open_safe(root, rel, &size);
+    if (fd < 0)
+        return http_error(c, (unsigned)-fd, fd == -403 ? "outside the run's folder or not a "
+                          "regular file" : fd == -400 ? "a refused name" : "no such file");
+    struct MHD_Response *r = MHD_create_response_from_fd64(size, fd);
+    if (!r) {
+        close(fd);
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, "Content-Type", type);
+    MHD_add_response_header(r, "Cache-Control", "no-cache");
+    MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+    enum MHD_Result ret = MHD_queue_response(c, MHD_HTTP_OK, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+/* GET /api/image?kind=visual&step=N (the visual grid iter_N.png) or
+   ?kind=eval&step=N&name=NAME (eval_visuals/iter_N/NAME). */
+static enum MHD_Result get_image(pf_monitor_http *h, struct MHD_Connection *c, int ri) {
+    const char *kind = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "kind");
+    const char *ss = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "step");
+    const char *name = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "name");
+    uint64_t step;
+    if (pf_http_parse_uint(ss, (uint64_t)1 << 53, &step) != 0)
+        return http_error(c, MHD_HTTP_BAD_REQUEST, "step must be an iteration number");
+    char work_dir[PATH_MAX], visual_dir[PATH_MAX], rel[PF_HTTP_NAME_MAX + 64];
+    run_dirs(h, ri, work_dir, visual_dir);
+    if (kind && !strcmp(kind, "visual")) {
+        snprintf(rel, sizeof rel, "iter_%" PRIu64 ".png", step);
+        return send_file(c, visual_dir, rel);
+    }
+    if (kind && !strcmp(kind, "eval") && name) {
+        if (strlen(name) > PF_HTTP_NAME_MAX)
+            return http_error(c, MHD_HTTP_BAD_REQUEST, "name too long");
+        snprintf(rel, sizeof rel, "eval_visuals/iter_%" PRIu64 "/%s", step, name);
+        return send_file(c, work_dir, rel);
+    }
+    return http_error(c, MHD_HTTP_BAD_REQUEST, "kind=visual&step=N or kind=eval&step=N&name=NAME");
+}
+
+/* GET /files/REL: a file of the run's work_dir (logs, metrics.jsonl, config.yaml, images). */
+static enum MHD_Result get_file(pf_monitor_http *h, struct MHD_Connection *c, int ri,
+                                const char *rel) {
+    char work_dir[PATH_MAX], visual_dir[PATH_MAX];
+    run_dirs(h, ri, work_dir, visual_dir);
+    return send_file(c, work_dir, rel);
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
                                   const char *method, const char *version,
                                   const char *upload_data, size_t *upload_size, void **con_cls) {
@@ -444,13 +724,21 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     }
     if (strcmp(method, MHD_HTTP_METHOD_GET) != 0)
         return http_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET");
-    if (!strcmp(url, "/api/state")) return get_state(h, c);
     if (!strcmp(url, "/api/events")) return get_events(h, c);
-    if (!strcmp(url, "/api/curves")) return get_curves(h, c);
-    if (!strcmp(url, "/") || !strcmp(url, "/index.html")) return get_page(h, c, 1);
-    if (!strcmp(url, "/api/snapshot")) return get_page(h, c, 0);
+    if (!strcmp(url, "/api/runs")) return get_runs(h, c);
     if (!strncmp(url, "/static/", 8)) return get_static(c, url + 8);
-    return http_error(c, MHD_HTTP_NOT_FOUND, "no such path: /api/state, /api/events, /api/curves");
+    int ri = which_run(h, c);
+    if (ri < 0) return http_error(c, MHD_HTTP_NOT_FOUND, "no such run (GET /api/runs lists them)");
+    if (!strcmp(url, "/api/state")) return get_state(h, c, ri);
+    if (!strcmp(url, "/api/curves")) return get_curves(h, c, ri);
+    if (!strcmp(url, "/api/images")) return get_images(h, c, ri);
+    if (!strcmp(url, "/api/image")) return get_image(h, c, ri);
+    if (!strncmp(url, "/files/", 7)) return get_file(h, c, ri, url + 7);
+    if (!strcmp(url, "/") || !strcmp(url, "/index.html")) return get_page(h, c, ri, 1);
+    if (!strcmp(url, "/api/snapshot")) return get_page(h, c, ri, 0);
+    return http_error(c, MHD_HTTP_NOT_FOUND, "no such path: /, /api/state, /api/events, "
+                      "/api/curves, /api/runs, /api/images, /api/image, /api/snapshot, "
+                      "/files/, /static/");
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
@@ -512,6 +800,7 @@ pf_monitor_http *pf_monitor_http_start(const char *bind, size_t ring_events, int
     h->ring_events = ring_events < 2 ? 2 : ring_events;
     h->max_clients = max_clients < 1 ? 1 : max_clients;
     h->first_id = 1;
+    h->n_runs = 1;
     pthread_mutex_init(&h->lock, NULL);
     pthread_cond_init(&h->more, NULL);
     if ((ntohl(sa.sin_addr.s_addr) >> 24) != 127) {
@@ -541,6 +830,7 @@ pf_monitor_http *pf_monitor_http_start(const char *bind, size_t ring_events, int
         /* request line and headers beyond 32 KiB: 431, before on_request */
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(32 * 1024),
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
+        MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL,
         MHD_OPTION_END);
     int e = errno;
     pthread_sigmask(SIG_SETMASK, &old, NULL);
@@ -565,11 +855,13 @@ void pf_monitor_http_stop(pf_monitor_http **h_p) {
     }
     for (size_t i = 0; i < h->ring_events; i++) free(h->ring[i]);
     free(h->ring);
-    for (int i = 0; i < PF_CURVE_COUNT; i++) {
-        free(h->curves[i].x);
-        free(h->curves[i].y);
+    for (int r = 0; r < PF_HTTP_MAX_RUNS; r++) {
+        for (int i = 0; i < PF_CURVE_COUNT; i++) {
+            free(h->runs[r].curves[i].x);
+            free(h->runs[r].curves[i].y);
+        }
+        free(h->runs[r].state);
     }
-    free(h->state);
     pthread_mutex_destroy(&h->lock);
     pthread_cond_destroy(&h->more);
     free(h);

@@ -1,5 +1,11 @@
 /*  monitor_http — the HTTP side of `pixflow monitor --http HOST:PORT` (docs/protocol.md,
-    "Monitor HTTP API"): GET /api/state, GET /api/events (Server-Sent Events), GET /api/curves.
+    "Monitor HTTP API"): GET /api/state, GET /api/events (Server-Sent Events), GET /api/curves,
+    and from the run's folders GET /api/runs, /api/images, /api/image and /files/ (streamed
+    from the file's descriptor, names checked by common/http_path.h).
+
+    Runs: a --connect monitor serves one run (0, the live job); `pixflow monitor --http ADDR
+    WORK_DIR...` serves finished runs 0..n-1, each with its own state and curves, picked by
+    ?run=INDEX or ?run=NAME (run 0 without it). The event ring is one for the whole server.
 
     Threads: the monitor's reactor thread owns the monitor's state and is the only writer here
     (pf_monitor_http_set_state, _event, _point); libmicrohttpd runs a polling thread and one
@@ -39,16 +45,24 @@ pf_monitor_http *pf_monitor_http_start(const char *bind, size_t ring_events, int
 /* The token requests need (32 hex digits), or NULL when the server binds loopback only. */
 const char *pf_monitor_http_token(const pf_monitor_http *h);
 
-/* Replace the document GET /api/state serves by a copy of `json`. */
-void pf_monitor_http_set_state(pf_monitor_http *h, const char *json);
+#define PF_HTTP_MAX_RUNS 64             /* runs one server serves */
+
+/* Name run `run` (0..PF_HTTP_MAX_RUNS-1; runs up to it become served) and say where its files
+   are: work_dir (/files/, eval_visuals/iter_N/) and visual_dir (the visual hook's iter_N.png);
+   "" for one not known. Returns 0, or -1 for an index or a string out of bounds. */
+int pf_monitor_http_set_run(pf_monitor_http *h, int run, const char *name, const char *work_dir,
+                            const char *visual_dir);
+
+/* Replace the document GET /api/state?run=RUN serves by a copy of `json`. */
+void pf_monitor_http_set_state(pf_monitor_http *h, int run, const char *json);
 
 /* Append one event (a JSON object, one line) to the ring, dropping the oldest when full, and
    wake the SSE readers. Returns its id (from 1), 0 when out of memory (the event is lost, and
    the next id skips one, so readers see a gap). */
 uint64_t pf_monitor_http_event(pf_monitor_http *h, const char *json);
 
-/* Append the point (step, value) to curve `c` (steps in increasing order). */
-void pf_monitor_http_point(pf_monitor_http *h, pf_curve c, double step, double value);
+/* Append the point (step, value) to run `run`'s curve `c` (steps in increasing order). */
+void pf_monitor_http_point(pf_monitor_http *h, int run, pf_curve c, double step, double value);
 
 /* Stop serving (open SSE streams end), free everything, null *h_p. */
 void pf_monitor_http_stop(pf_monitor_http **h_p);

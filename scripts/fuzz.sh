@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # fuzz.sh [SECONDS [TARGET...]] — run every libFuzzer target (tests/fuzz: fuzz_msg, fuzz_png,
-# fuzz_jpeg, fuzz_config; or the TARGETs named, e.g. yaml_fyaml yaml_libyaml, the YAML
-# libraries alone on the config seeds) for SECONDS each (default 600), one after the other,
-# each on a fresh copy of its seed corpus. Builds the targets first (in build/, or $PF_BUILD_DIR; configures it when
+# fuzz_jpeg, fuzz_config, fuzz_http_path; or the TARGETs named, e.g. yaml_fyaml
+# yaml_libyaml, the YAML libraries alone on the config seeds) for SECONDS each (default 600),
+# one after the other, each on a fresh copy of its seed corpus. Builds the targets first (in build/, or $PF_BUILD_DIR; configures it when
 # it is not). Writes a summary (runs, execs/s, coverage, crashes) to
 # bench/results/fuzz_<date>_<commit>.txt; crash inputs stay under
 # <build>/tests/fuzz/long/<target>/artifacts/ (add them to tests/fuzz/regressions/<target>/
@@ -11,7 +11,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 SECONDS_EACH="${1:-600}"
 BUILD="${PF_BUILD_DIR:-$ROOT/build}"
-TARGETS=(msg png jpeg config)
+TARGETS=(msg png jpeg config http_path)
 [ $# -gt 1 ] && TARGETS=("${@:2}")
 die() { echo "fuzz.sh: $*" >&2; exit 2; }
 [[ "$SECONDS_EACH" =~ ^[0-9]+$ ]] || die "SECONDS must be a whole number, not '$SECONDS_EACH'"

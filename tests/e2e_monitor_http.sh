@@ -21,7 +21,21 @@
 #     version (libmicrohttpd's answer, as RFC 9110 says), and /api/state still 200;
 #   - B: no token or a wrong one 401; Bearer token or ?token= 200; a third request while two
 #     SSE streams are open 503;
-#   - SIGTERM ends both monitors with status 0.
+#   - images and files (A, the monitor of the job): /api/images lists the steps of
+#     grids/iter_N.png (visual_config.output_dir, outside wd) and wd/eval_visuals/iter_N/NAME
+#     as os.listdir sees them; a visual grid and an eval image fetched by step (/api/image)
+#     are the bytes on disk, image/png, and so is the eval image through /files/; metrics.jsonl application/json, train.log text/plain; traversal (raw
+#     and percent-encoded), absolute, %00, a symlink out of wd, a folder, a checkpoint (type
+#     not served), a missing step: 4xx; a symlink inside wd: 200 and its target's bytes;
+#   - B, given --work-dir WD/: /api/runs names wd, /files/ serves WD's files, its grids are
+#     looked for in WD/visuals (none there);
+#   - SIGTERM ends both monitors with status 0;
+#   - finished runs: `pixflow monitor --http ADDR WD WD2` (WD2 a copy of WD whose
+#     metrics.jsonl keeps its first half): /api/runs names both; for each, by index and by
+#     name, /api/state's iter, total_iters, done (a coordinator `done` line or the last
+#     iteration reached: WD yes, WD2 no) and eval history, and /api/curves (loss and
+#     psnr, width 100000: every point) equal a reading of its metrics.jsonl in Python;
+#     /api/images and an image per run as above; an unknown run 404.
 # Needs curl and python3; without them, 77.
 set -euo pipefail
 
@@ -55,7 +69,9 @@ TOTAL=4000
 write_config "$root/cfg.yaml" "$root/wd" "$TOTAL" 1000 1
 sed -i "/repeat: 8}/a\\  eval: {type: PairedImageDataset, gt_folder: $root/val}" "$root/cfg.yaml"
 echo "evaluation: {interval: 1000, metrics: [PSNR, SSIM], crop_border: 2, convert_to: y," \
-     "save_image: false}" >> "$root/cfg.yaml"
+     "save_image: true}" >> "$root/cfg.yaml"
+# the grids outside the work_dir: the monitor must take output_dir from the job's config
+echo "visual_config: {interval: 1000, num_samples: 2, output_dir: $root/grids}" >> "$root/cfg.yaml"
 timeout 150 "$bin" train "$root/cfg.yaml" > "$root/train.out" 2>&1 &
 job=$!
 pids+=("$job")
@@ -70,7 +86,7 @@ timeout 200 "$bin" monitor --connect "$addr" --history 4096 --interval 60 --http
 monA=$!
 pids+=("$monA")
 timeout 200 "$bin" monitor --connect "$addr" --history 4096 --interval 60 --http "0.0.0.0:$pb" \
-    --http-ring 16 --http-clients 2 > "$root/monB.out" 2> "$root/monB.err" &
+    --http-ring 16 --http-clients 2 --work-dir "$root/wd/" > "$root/monB.out" 2> "$root/monB.err" &
 monB=$!
 pids+=("$monB")
 wait_for 20 grep -q 'serving http' "$root/monA.err" || fail "monitor A did not start serving"
@@ -272,11 +288,184 @@ t0=$SECONDS
 wait_for 3 b_ok || fail "no 200 within 3 s after the two streams closed"
 echo "ok: after they closed, 200 again (within $((SECONDS - t0)) s)"
 
+# images and files, from monitor A (which learnt the work_dir from the job)
+ln -s "$root/cfg.yaml" "$root/wd/escape.png"                 # a symlink out of wd
+ln -s ../cfg.yaml "$root/wd/escape_rel.png"
+mkdir -p "$root/wd/folder.png"
+check_images() {  # BASE_URL WORK_DIR GRIDS_DIR [QUERY]: /api/images and images against the files
+    python3 - "$1" "$2" "$3" "${4:-}" << 'PY'
+import sys, os, json, urllib.request, urllib.error
+base, wd, grids, q = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+def get(path):
+    try:
+        with urllib.request.urlopen(base + path, timeout=10) as r:
+            return r.status, r.headers.get("Content-Type"), r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.headers.get("Content-Type"), e.read()
+amp = "&" + q if q else ""
+st, ct, body = get("/api/images" + ("?" + q if q else ""))
+assert st == 200 and ct == "application/json", (st, ct)
+got = json.loads(body)
+vis = sorted(int(f[5:-4]) for f in os.listdir(grids)
+             if f.startswith("iter_") and f.endswith(".png"))
+ev_root = os.path.join(wd, "eval_visuals")
+ev = []
+for d in sorted(os.listdir(ev_root), key=lambda d: int(d[5:])):
+    names = sorted(f for f in os.listdir(os.path.join(ev_root, d)) if f.endswith(".png"))
+    ev.append({"step": int(d[5:]), "images": names})
+print(f"images: visual steps {got['visuals']['steps']} (on disk {vis}); eval "
+      f"{[(e['step'], len(e['images'])) for e in got['eval']]} (on disk {[(e['step'], len(e['images'])) for e in ev]})")
+assert vis and got["visuals"]["steps"] == vis
+assert ev and got["eval"] == ev
+step = vis[-1]
+want = open(os.path.join(grids, f"iter_{step}.png"), "rb").read()
+st, ct, body = get(f"/api/image?kind=visual&step={step}{amp}")
+assert st == 200 and ct == "image/png" and body == want, (st, ct, len(body), len(want))
+e = ev[0]
+want = open(os.path.join(ev_root, f"iter_{e['step']}", e["images"][0]), "rb").read()
+for path in (f"/api/image?kind=eval&step={e['step']}&name={e['images'][0]}{amp}",
+             f"/files/eval_visuals/iter_{e['step']}/{e['images'][0]}" + ("?" + q if q else "")):
+    st, ct, body = get(path)
+    assert st == 200 and ct == "image/png" and body == want and body[:4] == b"\x89PNG", (path, st, ct)
+print(f"images: visual grid of step {step} ({len(want)} B) and eval image "
+      f"{e['images'][0]} of step {e['step']}: the bytes on disk, image/png")
+PY
+}
+check_images "$A" "$root/wd" "$root/grids" && echo "ok: /api/images and images by step" || fail "images by step"
+# B was given --work-dir (with a trailing slash): its run is named wd, its files are wd's, and
+# its grids are WORK_DIR/visuals (output_dir is the job's host's; --work-dir replaces both)
+python3 - "$B" "$token" "$root/wd" << 'PY' && echo "ok: --work-dir" || fail "--work-dir"
+import sys, json, urllib.request
+base, token, wd = sys.argv[1], sys.argv[2], sys.argv[3]
+get = lambda p: urllib.request.urlopen(base + p + ("&" if "?" in p else "?") + "token=" + token, timeout=10).read()
+runs = json.loads(get("/api/runs"))["runs"]
+print("B runs:", runs)
+assert [(r["name"], r["work_dir"]) for r in runs] == [("wd", wd + "/")]
+assert get("/files/config.yaml") == open(wd + "/config.yaml", "rb").read()
+imgs = json.loads(get("/api/images"))
+assert imgs["visuals"]["steps"] == [] and [e["step"] for e in imgs["eval"]] == [1000, 2000, 3000, 4000]
+PY
+python3 - "$A" "$root/wd" << 'PY' && echo "ok: /files/ types and refusals" || fail "/files/ types and refusals"
+import sys, os, socket
+port = int(sys.argv[1].rsplit(":", 1)[1])
+wd = sys.argv[2]
+def raw(path):  # the path exactly as given (no client normalisation); status, headers, body
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    s.sendall(b"GET " + path.encode() + b" HTTP/1.0\r\nHost: x\r\n\r\n")
+    data = b""
+    while True:
+        b = s.recv(65536)
+        if not b: break
+        data += b
+    s.close()
+    head, _, body = data.partition(b"\r\n\r\n")
+    lines = head.decode().split("\r\n")
+    hdr = {k.lower(): v.strip() for k, _, v in (l.partition(":") for l in lines[1:])}
+    return int(lines[0].split()[1]), hdr.get("content-type"), body
+ok = {
+    "/files/metrics.jsonl": ("application/json", "metrics.jsonl"),
+    "/files/train.log": ("text/plain; charset=utf-8", "train.log"),
+    "/files/config.yaml": ("text/plain; charset=utf-8", "config.yaml"),
+    "/files/escape_inside.png": ("image/png", "eval_visuals/iter_1000/gray.png"),
+}
+os.symlink("eval_visuals/iter_1000/gray.png", os.path.join(wd, "escape_inside.png"))
+for path, (ct, rel) in ok.items():
+    st, got_ct, body = raw(path)
+    want = open(os.path.join(wd, rel), "rb").read()
+    # metrics.jsonl and train.log no longer grow: the job has ended
+    assert st == 200 and got_ct == ct and body == want, (path, st, got_ct, len(body), len(want))
+bad = {
+    "/files/../cfg.yaml": 400, "/files/visuals/../../cfg.yaml": 400,
+    "/files/%2e%2e/cfg.yaml": 400, "/files/%2E%2E%2Fcfg.yaml": 400, "/files/..%2fcfg.yaml": 400,
+    "/files/%252e%252e/cfg.yaml": 400, "/files//etc/passwd": 400, "/files/%2Fetc%2Fpasswd": 400,
+    "/files/metrics.jsonl%00.png": 400, "/files/visuals\\..\\..\\cfg.yaml": 400,
+    "/files/escape.png": 403, "/files/escape_rel.png": 403, "/files/folder.png": 403,
+    "/files/checkpoints/iter_4000.safetensors": 404, "/files/visuals/iter_1000.png": 404,
+    "/files/../grids/iter_1000.png": 400,
+    "/files/visuals": 404,
+    "/api/image?kind=eval&step=1000&name=../../../cfg.yaml": 400,
+    "/api/image?kind=eval&step=1000&name=%2e%2e/%2e%2e/%2e%2e/cfg.yaml": 400,
+    "/api/image?kind=eval&step=1000&name=/etc/passwd": 400,
+    "/api/image?kind=visual&step=-1": 400, "/api/image?kind=visual&step=1e3": 400,
+    "/api/image?kind=visual&step=7": 404, "/api/image?kind=nope&step=1000": 400,
+    "/api/images?run=5": 404,
+}
+seen = {}
+for path, want in bad.items():
+    st, ct, body = raw(path)
+    seen[path] = st
+    assert st == want, (path, st, want, body[:100])
+    assert b"root:" not in body and b"model:" not in body, path
+print(f"files: {len(ok)} served with their types and bytes; {len(bad)} refused as expected "
+      f"({sorted(set(seen.values()))})")
+PY
+
 # SIGTERM ends both
 kill -TERM "$monA" "$monB"
 sa=0; sb=0
 wait "$monA" || sa=$?
 wait "$monB" || sb=$?
 check "SIGTERM: monitors exit 0 (A $sa, B $sb)" test "$sa" = 0 -a "$sb" = 0
+
+# finished runs: wd and wd2 (a copy whose metrics.jsonl keeps its first half)
+rm -f "$root/wd/escape.png" "$root/wd/escape_rel.png" "$root/wd/escape_inside.png"
+rmdir "$root/wd/folder.png"
+cp -r "$root/wd" "$root/wd2"
+lines=$(wc -l < "$root/wd/metrics.jsonl")
+head -n $((lines / 2)) "$root/wd/metrics.jsonl" > "$root/wd2/metrics.jsonl"
+pc=$(free_port)
+C=http://127.0.0.1:$pc
+timeout 100 "$bin" monitor --http "127.0.0.1:$pc" "$root/wd" "$root/wd2" > "$root/monC.out" \
+    2> "$root/monC.err" &
+monC=$!
+pids+=("$monC")
+c_up() { test "$(code "$C/api/runs")" = 200; }
+wait_for 20 c_up || fail "the finished-runs monitor did not answer"
+python3 - "$C" "$root/wd" "$root/wd2" "$TOTAL" << 'PY' && echo "ok: finished runs" || fail "finished runs"
+import sys, json, urllib.request, urllib.error
+base, wds, total = sys.argv[1], sys.argv[2:4], int(sys.argv[4])
+def get(path):
+    with urllib.request.urlopen(base + path, timeout=10) as r:
+        assert r.headers.get("Content-Type") == "application/json"
+        return json.loads(r.read())
+runs = get("/api/runs")["runs"]
+print("runs:", [(r["index"], r["name"]) for r in runs])
+assert [(r["index"], r["name"], r["work_dir"]) for r in runs] == [(0, "wd", wds[0]), (1, "wd2", wds[1])]
+for i, wd in enumerate(wds):
+    lines = [json.loads(l) for l in open(wd + "/metrics.jsonl")]
+    train = [(l["iter"], l["loss"]) for l in lines if l["kind"] == "train"]
+    evals = [l for l in lines if l["kind"] == "eval"]
+    done = (any(l["kind"] == "done" and l["source"] == "coordinator" for l in lines)
+            or max(t[0] for t in train) >= total)
+    for sel in (str(i), "wd2" if i else "wd"):
+        s = get(f"/api/state?run={sel}")
+        p = s["progress"]
+        h = s["eval"]["history"]
+        assert p["iter"] == max(t[0] for t in train), (p["iter"], max(t[0] for t in train))
+        assert p["total_iters"] == total and s["job"]["done"] == done
+        assert abs(p["loss"] - train[-1][1]) <= 1e-9 * max(1, abs(train[-1][1]))
+        assert [e["iter"] for e in h] == [e["iter"] for e in evals]
+        assert all(abs(a["psnr"] - b["psnr"]) < 1e-6 and abs(a["ssim"] - b["ssim"]) < 1e-9
+                   for a, b in zip(h, evals))
+        c = get(f"/api/curves?name=loss&width=100000&run={sel}")
+        assert c["held"] == len(train) and c["x"] == [t[0] for t in train], (c["held"], len(train))
+        assert all(abs(y - t[1]) <= 1e-6 * max(1, abs(t[1])) for y, t in zip(c["y"], train))
+        c = get(f"/api/curves?name=psnr&run={sel}")
+        assert c["x"] == [e["iter"] for e in evals]
+    print(f"run {i} ({wd.rsplit('/', 1)[1]}): iter {p['iter']}/{p['total_iters']}, done {done}, "
+          f"{len(train)} loss points, eval at {[e['iter'] for e in evals]}: as metrics.jsonl says")
+assert len(train) < sum(1 for l in open(wds[0] + "/metrics.jsonl") if '"kind":"train"' in l)
+assert get("/api/state?run=0")["job"]["done"] and not get("/api/state?run=1")["job"]["done"]
+try:
+    urllib.request.urlopen(base + "/api/state?run=2", timeout=10)
+    raise AssertionError("run 2 answered")
+except urllib.error.HTTPError as e:
+    assert e.code == 404
+PY
+check_images "$C" "$root/wd2" "$root/grids" "run=1" && echo "ok: finished run 1's images" || fail "finished run's images"
+kill -TERM "$monC"
+sc=0
+wait "$monC" || sc=$?
+check "SIGTERM: the finished-runs monitor exits 0 ($sc)" test "$sc" = 0
 echo "e2e_monitor_http: $fails failed"
 [ "$fails" = 0 ]

@@ -168,7 +168,7 @@ static void curve_compaction(void) {
         double y = 1.0 + 0.001 * (i % 7);
         if (i == 100) y = 50;
         if (i == PF_HTTP_CURVE_CAP + 100) y = -50;
-        pf_monitor_http_point(h, PF_CURVE_LOSS, i, y);
+        pf_monitor_http_point(h, 0, PF_CURVE_LOSS, i, y);
     }
     char *resp = get(port, "/api/curves?name=loss&width=100000", "", 10.0);
     pf_monitor_http_stop(&h);
@@ -220,7 +220,7 @@ static void binds(void) {
     const char *token = pf_monitor_http_token(h);
     CHECK(token && strlen(token) == 32 && strspn(token, "0123456789abcdef") == 32,
           "C: token %s", token ? token : "(none)");
-    pf_monitor_http_set_state(h, "{\"x\":1}");
+    pf_monitor_http_set_state(h, 0, "{\"x\":1}");
     char *no = get(port, "/api/state", "", 5.0);
     snprintf(hdr, sizeof hdr, "Authorization: Bearer %s\r\n", token ? token : "");
     char *yes = get(port, "/api/state", hdr, 5.0);

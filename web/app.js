@@ -6,12 +6,14 @@
 (function () {
   'use strict';
   var cfg = JSON.parse(document.getElementById('pf-config').textContent);
+  var run = new URLSearchParams(location.search).get('run');   /* finished runs: which one */
   var state = window.pixflow = { events: 0, lastEventId: 0, gaps: [], curves: {}, snapshots: 0 };
 
   function api(path, params) {
     var q = [];
     params = params || {};
     if (cfg.token) params.token = cfg.token;
+    if (run !== null && !('run' in params)) params.run = run;
     Object.keys(params).forEach(function (k) {
       q.push(encodeURIComponent(k) + '=' + encodeURIComponent(params[k]));
     });
