@@ -232,8 +232,8 @@ char *pf_dashboard_snapshot_html(const char *state_json) {
     return buf;
 }
 
-/* Copy index.html to o with {{NAME}} placeholders replaced. */
-char *pf_dashboard_page(const char *state_json, const char *token) {
+char *pf_dashboard_page(const char *state_json, const char *token,
+                        unsigned long long last_event_id) {
     const pf_web_asset *a = pf_web_asset_find("index.html");
     if (!a) return NULL;
     char *snap = pf_dashboard_snapshot_html(state_json);
@@ -264,6 +264,8 @@ char *pf_dashboard_page(const char *state_json, const char *token) {
                 fputs("?token=", o);
                 html(o, token);             /* 32 hex digits */
             } else if (n == 5 && !memcmp(open + 2, "TOKEN", 5)) html(o, token ? token : "");
+            else if (n == 13 && !memcmp(open + 2, "LAST_EVENT_ID", 13))
+                fprintf(o, "%llu", last_event_id);
             p = close + 2;
         }
         if (fclose(o) != 0) {

@@ -30,7 +30,10 @@ const char *pf_web_content_type(const char *name);
 char *pf_dashboard_snapshot_html(const char *state_json);
 
 /* index.html with its placeholders filled: the snapshot (as above), the page title from the
-   model, and `?token=T` on every URL the page loads when token is not NULL (a server bound
-   off loopback). Returns a malloc'd string, NULL when out of memory or index.html is missing. */
-char *pf_dashboard_page(const char *state_json, const char *token);
+   model, `?token=T` on every URL the page loads when token is not NULL (a server bound off
+   loopback), and the id of the last event the server holds (the page's event stream starts
+   after it: the snapshot already shows what came before). Returns a malloc'd string, NULL
+   when out of memory or index.html is missing. */
+char *pf_dashboard_page(const char *state_json, const char *token,
+                        unsigned long long last_event_id);
 #endif

@@ -392,9 +392,10 @@ static enum MHD_Result get_page(pf_monitor_http *h, struct MHD_Connection *c, in
                                 int whole) {
     pthread_mutex_lock(&h->lock);
     char *state = strdup(h->runs[ri].state ? h->runs[ri].state : "");
+    uint64_t last_id = h->last_id;
     pthread_mutex_unlock(&h->lock);
     if (!state) return MHD_NO;
-    char *body = whole ? pf_dashboard_page(state, h->has_token ? h->token : NULL)
+    char *body = whole ? pf_dashboard_page(state, h->has_token ? h->token : NULL, last_id)
                        : pf_dashboard_snapshot_html(state);
     free(state);
     if (!body) return MHD_NO;
@@ -434,6 +435,9 @@ static enum MHD_Result get_static(struct MHD_Connection *c, const char *name) {
 
 static enum MHD_Result get_events(pf_monitor_http *h, struct MHD_Connection *c) {
     const char *last = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Last-Event-ID");
+    /* ?after=K: as Last-Event-ID K, for a first connection that wants only what comes next
+       (the dashboard page, rendered with the ring's last id); the header wins (reconnects) */
+    if (!last) last = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "after");
     uint64_t after = 0;
     if (last) {
         char *end;
@@ -630,6 +634,16 @@ static enum MHD_Result get_images(pf_monitor_http *h, struct MHD_Connection *c, 
         cJSON_AddItemToArray(ev, e);
     }
     free(steps);
+    /* the eval hook's references for the A/B view (eval_visuals/bicubic/, gt/: same names) */
+    cJSON *refs = cJSON_AddArrayToObject(o, "references");
+    static const char *kinds[] = {"bicubic", "gt"};
+    for (int k = 0; k < 2 && work_dir[0]; k++) {
+        char dir[PATH_MAX * 2];
+        struct stat st;
+        snprintf(dir, sizeof dir, "%s/%s", eval_dir, kinds[k]);
+        if (stat(dir, &st) == 0 && S_ISDIR(st.st_mode))
+            cJSON_AddItemToArray(refs, cJSON_CreateString(kinds[k]));
+    }
     return reply_json(c, o);
 }
 

@@ -373,7 +373,8 @@ const pf_config_key pf_config_keys[] = {
      .offset = OFF(eval_y_channel), .type_doc = "`y` (or `Y`) or `null`", .def = "null",
      .doc = "`y`: metrics on the Y channel (see `common/metrics.h`)"},
     {.path = "evaluation.save_image", .kind = PF_K_BOOL, .offset = OFF(eval_save_image),
-     .def = "false", .doc = "write `work_dir/eval_visuals/iter_N/*.png`"},
+     .def = "false", .doc = "write `work_dir/eval_visuals/iter_N/*.png`, and once per image the "
+     "bicubic and GT references beside them (`eval_visuals/bicubic/`, `gt/`: the dashboard's A/B view)"},
     {.path = "evaluation.instances", .kind = PF_K_INT, .offset = OFF(eval_instances), .lo = 1,
      .hi = 64, .def = "1",
      .doc = "eval services `pixflow train` starts; image i of `data.eval` goes to instance i "

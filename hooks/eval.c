@@ -31,6 +31,8 @@
 
 #include "common/checkpoint.h"
 #include "common/dataset.h"
+#include "common/image.h"
+#include "common/imresize.h"
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/util.h"
@@ -263,6 +265,45 @@ static void publish_sample(void *ctx, int file, const char *name, const pf_image
     free(gt_c);
 }
 
+/* evaluation.save_image: the references the dashboard's A/B slider compares each output with
+   (docs/dashboard.md), written once per image, by the first evaluation that meets it:
+   work_dir/eval_visuals/gt/NAME.png (the GT as evaluated) and eval_visuals/bicubic/NAME.png
+   (MATLAB bicubic of the LQ: the psnr_bicubic baseline). Best effort: a failure is a warning,
+   never the evaluation's. Images only (a clip's frames have no such call). */
+static void save_references(const pf_config *cfg, const char *name, const pf_image *lq,
+                            const pf_image *gt) {
+    char dir[PF_PATH_MAX + 64], path[PF_PATH_MAX * 2 + 300], err[512];
+    int s = cfg->scale;
+    for (int which = 0; which < 2; which++) {
+        snprintf(dir, sizeof dir, "%s/eval_visuals/%s", cfg->work_dir, which ? "bicubic" : "gt");
+        snprintf(path, sizeof path, "%s/%s.png", dir, name);
+        struct stat st;
+        if (stat(path, &st) == 0) continue;
+        uint8_t *bic = NULL;
+        int rc = pf_mkdirs(dir, err, sizeof err);
+        if (rc == 0 && which) {
+            if (gt->h != lq->h * s || gt->w != lq->w * s) continue;   /* not the output's size */
+            bic = malloc((size_t)gt->h * gt->w * 3);
+            rc = bic ? pf_imresize_u8(lq->data, lq->h, lq->w, 3, (double)s, bic) : -1;
+            if (rc) snprintf(err, sizeof err, "bicubic of '%s' failed", name);
+        }
+        if (rc == 0)
+            rc = pf_image_write_png(path, which ? bic : gt->data, gt->w, gt->h, err, sizeof err);
+        if (rc) pf_warn("eval reference %s not written: %s", path, err);
+        free(bic);
+    }
+}
+
+/* pf_evaluate's per-image call: the references (save_image) and the TensorBoard sample
+   (visual_config.interval > 0). */
+static void on_eval_image(void *ctx, int file, const char *name, const pf_image *lq,
+                          const uint8_t *out, const pf_image *gt) {
+    sample_ctx *c = ctx;
+    const pf_config *cfg = &c->h->client.cfg;
+    if (cfg->eval_save_image) save_references(cfg, name, lq, gt);
+    if (cfg->visual_interval > 0) publish_sample(ctx, file, name, lq, out, gt);
+}
+
 static int evaluate_checkpoint(pf_hook *h, const char *path, int64_t iter, int64_t epoch,
                                char *err, size_t errlen) {
     eval_state *s = h->state;
@@ -287,7 +328,8 @@ static int evaluate_checkpoint(pf_hook *h, const char *path, int64_t iter, int64
     sample_ctx sc = { h, &s->ds, iter };
     int rc = pf_evaluate(s->model, cfg, &s->ds, cfg->eval_save_image ? dir : NULL,
                          (pf_eval_cancel_fn)pf_hook_stop_requested, h,
-                         cfg->visual_interval > 0 ? publish_sample : NULL, &sc, &r, err,
+                         cfg->visual_interval > 0 || cfg->eval_save_image ? on_eval_image
+                                                                          : NULL, &sc, &r, err,
                          errlen);
     if (rc != 0) {
         pf_eval_result_free(&r);

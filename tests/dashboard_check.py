@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""dashboard_check.py URL SCREENSHOT — the browser half of tests/e2e_dashboard.sh: opens the
+"""dashboard_check.py URL SCREENSHOT WORK_DIR — the browser half of tests/e2e_dashboard.sh: opens the
 dashboard of a running job at URL in headless Chromium (tests/cdp.py) and checks what a user
 sees. Exit 0 when every check passed, 1 otherwise; one ok/FAIL line per check."""
 import json
@@ -12,7 +12,7 @@ import urllib.request
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cdp  # noqa: E402
 
-url, shot = sys.argv[1], sys.argv[2]
+url, shot, work_dir = sys.argv[1], sys.argv[2], sys.argv[3]
 fails = 0
 
 
@@ -26,6 +26,80 @@ def check(what, ok, detail=""):
 def state():
     with urllib.request.urlopen(url + "/api/state", timeout=5) as r:
         return json.load(r)
+
+
+# The pixels of the A/B canvas in column x (RGBA, top to bottom), and those of an image URL
+# drawn alone at its natural size, same column: what the canvas must show on either side.
+COLUMN = """(function (x) {
+  var c = document.getElementById('pf-ab');
+  return Array.from(c.getContext('2d').getImageData(x, 0, 1, c.height).data);
+})(%d)"""
+IMAGE_COLUMN = """new Promise(function (ok, fail) {
+  var im = new Image();
+  im.onload = function () {
+    var c = document.createElement('canvas');
+    c.width = im.naturalWidth; c.height = im.naturalHeight;
+    var g = c.getContext('2d');
+    g.drawImage(im, 0, 0);
+    ok(Array.from(g.getImageData(%d, 0, 1, c.height).data));
+  };
+  im.onerror = function () { fail(new Error('cannot load ' + im.src)); };
+  im.src = %s;
+})"""
+
+
+def images_check(page):
+    ok = page.wait("window.pixflow.ab && window.pixflow.ab.painted > 0 && "
+                   "window.pixflow.images && window.pixflow.images.evals >= 2", 30)
+    check("images: the A/B view painted, two evaluations known", bool(ok),
+          page.eval("JSON.stringify([window.pixflow.images, window.pixflow.ab])"))
+    if not ok:
+        return
+    # the eval viewer lists the files of eval_visuals/iter_<step shown>
+    label = page.eval("document.getElementById('pf-ab-label').textContent")
+    step = int(label.split("iteration ")[1].split(" ")[0])
+    names = json.loads(page.eval("JSON.stringify(window.pixflow.evalNames)"))
+    on_disk = sorted(n for n in os.listdir(os.path.join(work_dir, "eval_visuals",
+                                                        "iter_%d" % step)) if n.endswith(".png"))
+    check("eval viewer lists eval_visuals/iter_%d" % step, names == on_disk,
+          "page %s, folder %s" % (names, on_disk))
+    # the A/B split: drag it from the middle to 20 % of the width
+    page.eval("(function(){var z=document.getElementById('pf-zoom'); z.value='4';"
+              "z.dispatchEvent(new Event('change'));"
+              "document.getElementById('pf-ab').scrollIntoView();})()")
+    ab = json.loads(page.eval("JSON.stringify(window.pixflow.ab)"))
+    x = int(ab["width"] * 0.35)          # between the split before (0.5) and after (0.2)
+    name = page.eval("document.getElementById('pf-eval-name').value")
+    a_url = json.dumps("/api/image?kind=eval&step=%d&name=%s" % (step, name))
+    b_url = json.dumps("/files/eval_visuals/bicubic/" + name)
+    a_col = page.eval(IMAGE_COLUMN % (x, a_url))
+    b_col = page.eval(IMAGE_COLUMN % (x, b_url))
+    before = page.eval(COLUMN % x)
+    r = json.loads(page.eval("JSON.stringify(document.getElementById('pf-ab')"
+                             ".getBoundingClientRect())"))
+    y = r["top"] + r["height"] / 2
+    page.mouse("mousePressed", r["left"] + r["width"] * 0.5, y)
+    page.mouse("mouseMoved", r["left"] + r["width"] * 0.3, y)
+    page.mouse("mouseMoved", r["left"] + r["width"] * 0.2, y)
+    page.mouse("mouseReleased", r["left"] + r["width"] * 0.2, y, buttons=0)
+    after = page.eval(COLUMN % x)
+    split = page.eval("window.pixflow.ab.split")
+    check("A/B: the drag moved the split to ~0.2", abs(split - 0.2) < 0.05, "%.3f" % split)
+    check("A/B: output and bicubic differ in column %d (else the check says nothing)" % x,
+          a_col != b_col)
+    check("A/B: column %d showed the output (A) before the drag" % x, before == a_col)
+    check("A/B: column %d shows bicubic (B) after the drag" % x, after == b_col)
+    # the step slider moves every panel: back to the first step
+    first = page.eval("(function(){var s=document.getElementById('pf-step'); s.value=0;"
+                      "s.dispatchEvent(new Event('input'));"
+                      "return document.getElementById('pf-step-label').textContent;})()")
+    vis = page.wait("document.getElementById('pf-visual').src.indexOf('step=1000') >= 0", 5)
+    ab1 = page.wait("document.getElementById('pf-ab-label').textContent"
+                    ".indexOf('iteration 1000 ') >= 0", 5)
+    check("step slider at the first step moves both panels to iteration 1000",
+          bool(vis) and bool(ab1), "%s; visual %s; eval %s" % (first, page.eval(
+              "document.getElementById('pf-visual').src"), page.eval(
+              "document.getElementById('pf-ab-label').textContent")))
 
 
 with cdp.Browser(width=1400, height=1500) as b:
@@ -76,6 +150,7 @@ with cdp.Browser(width=1400, height=1500) as b:
         check("loader %s killed with -9 shows dead in the page within 5 s" % victim["name"],
               bool(dead), "%.2f s; its state: %s" % (time.monotonic() - t, page.eval(
                   "%s && %s.querySelector('.state').textContent" % (sel, sel))))
+    images_check(page)
     page.screenshot(shot)
     print("screenshot: " + shot)
 

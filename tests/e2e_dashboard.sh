@@ -5,6 +5,9 @@
 #   - in the browser: every chart drew exactly the points the server sent it, the snapshot
 #     follows the job (iteration grows), the live event stream is open and counted;
 #   - a loader killed with -9 shows dead (its row's data-alive false) within 5 s;
+#   - images: the eval viewer lists the files of eval_visuals/iter_N, the step slider moves
+#     every panel, the A/B split dragged with synthetic mouse events shows B's pixels where it
+#     showed A's (read back from the canvas, compared with the served images);
 #   - a screenshot of the page (kept under the build folder for a look).
 # Needs Debian's chromium (77 and a message without it), curl and python3.
 set -u
@@ -35,7 +38,8 @@ cp "$data"/jpeg/{gray,photo}.png "$root/val/"
 write_config "$root/cfg.yaml" "$root/wd" 1000000 1000 1
 sed -i "/repeat: 8}/a\\  eval: {type: PairedImageDataset, gt_folder: $root/val}" "$root/cfg.yaml"
 echo "evaluation: {interval: 1000, metrics: [PSNR, SSIM], crop_border: 2, convert_to: y," \
-     "save_image: false}" >> "$root/cfg.yaml"
+     "save_image: true}" >> "$root/cfg.yaml"
+echo "visual_config: {interval: 1000, num_samples: 2}" >> "$root/cfg.yaml"
 timeout 300 "$bin" train "$root/cfg.yaml" > "$root/train.out" 2>&1 &
 job=$!
 pids+=("$job")
@@ -56,7 +60,11 @@ check "the page holds the snapshot (iteration, loaders, eval table)" \
     grep -q 'id="pf-iter">[0-9]' "$root/page.html"
 check "the page names the loaders" grep -q 'data-name="loader' "$root/page.html"
 
-timeout 120 python3 "$src/tests/dashboard_check.py" "$url" "${PF_SCREENSHOT:-$root/dashboard.png}" ||
+# two evaluations and grids, so the step slider has somewhere to go
+wait_for 120 sh -c "timeout 5 curl -s '$url/api/images' | grep -q '\"step\":2000'" ||
+    fail "no second evaluation in 120 s"
+timeout 120 python3 "$src/tests/dashboard_check.py" "$url" "${PF_SCREENSHOT:-$root/dashboard.png}" \
+    "$root/wd" ||
     fail "dashboard_check.py"
 kill "$job" 2> /dev/null
 echo "e2e_dashboard: $fails failed"

@@ -310,13 +310,15 @@ vis = sorted(int(f[5:-4]) for f in os.listdir(grids)
              if f.startswith("iter_") and f.endswith(".png"))
 ev_root = os.path.join(wd, "eval_visuals")
 ev = []
-for d in sorted(os.listdir(ev_root), key=lambda d: int(d[5:])):
+for d in sorted((d for d in os.listdir(ev_root) if d.startswith("iter_")), key=lambda d: int(d[5:])):
     names = sorted(f for f in os.listdir(os.path.join(ev_root, d)) if f.endswith(".png"))
     ev.append({"step": int(d[5:]), "images": names})
 print(f"images: visual steps {got['visuals']['steps']} (on disk {vis}); eval "
       f"{[(e['step'], len(e['images'])) for e in got['eval']]} (on disk {[(e['step'], len(e['images'])) for e in ev]})")
 assert vis and got["visuals"]["steps"] == vis
 assert ev and got["eval"] == ev
+refs = [k for k in ("bicubic", "gt") if os.path.isdir(os.path.join(ev_root, k))]
+assert refs == ["bicubic", "gt"] and got["references"] == refs, (got["references"], refs)
 step = vis[-1]
 want = open(os.path.join(grids, f"iter_{step}.png"), "rb").read()
 st, ct, body = get(f"/api/image?kind=visual&step={step}{amp}")

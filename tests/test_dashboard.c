@@ -79,11 +79,13 @@ static int count(const char *s, const char *needle) {
 
 static void page(void) {
     const char *token = "0123456789abcdef0123456789abcdef";
-    char *with = pf_dashboard_page(STATE, token), *without = pf_dashboard_page(STATE, NULL);
+    char *with = pf_dashboard_page(STATE, token, 4242);
+    char *without = pf_dashboard_page(STATE, NULL, 0);
     CHECK(with && without, "page rendered");
     if (!with || !without) return;
     CHECK(!strstr(with, "{{") && !strstr(without, "{{"), "no placeholder left");
     CHECK(strstr(with, "<span id=\"pf-iter\">1234</span>"), "snapshot inside the page");
+    CHECK(strstr(with, "\"last_event_id\": 4242}"), "the last event id for the stream's start");
     CHECK(strstr(with, "<title>PixFlow · EDSR&lt;script&gt;"), "title from the model, escaped");
     int urls = count(without, "\"/static/");
     CHECK(urls >= 4, "%d /static/ URLs", urls);

@@ -93,7 +93,9 @@
   }
   function follow() {
     if (!window.EventSource) { setConn('no EventSource: refreshing every second', 'lost'); return; }
-    var es = new EventSource(api('/api/events'));
+    /* from the event after the last one the page was rendered with (reconnects send
+       Last-Event-ID, which the server prefers) */
+    var es = new EventSource(api('/api/events', { after: cfg.last_event_id || 0 }));
     es.onopen = function () { setConn('live', 'live'); };
     es.onerror = function () { setConn('reconnecting…', 'lost'); };
     es.onmessage = function (e) {
@@ -103,6 +105,7 @@
       try { d = JSON.parse(e.data); } catch (err) { return; }
       soon();
       if (d && (d.kind === 'train' || d.kind === 'eval')) refreshCurves();
+      if (d && (d.kind === 'eval' || d.kind === 'visual')) setTimeout(refreshImages, 500);
     };
     es.addEventListener('gap', function (e) {
       var g = JSON.parse(e.data);
@@ -111,12 +114,155 @@
     });
   }
 
+  /* ---- images: one step slider for every panel, an A/B split over the eval output ---- */
+  var images = { steps: [], visual: [], evals: [], refs: [], split: 0.5, a: null, b: null,
+                 painted: 0 };
+  var imgCache = {};
+  function $(id) { return document.getElementById(id); }
+  function loadImage(url) {
+    if (!imgCache[url]) {
+      imgCache[url] = new Promise(function (ok, fail) {
+        var im = new Image();
+        im.onload = function () { ok(im); };
+        im.onerror = function () { delete imgCache[url]; fail(new Error(url)); };
+        im.src = url;
+      });
+    }
+    return imgCache[url];
+  }
+  function atOrBefore(sorted, step) {
+    var best = null;
+    for (var i = 0; i < sorted.length && sorted[i] <= step; i++) best = sorted[i];
+    return best;
+  }
+  function evalAt(step) {           /* the latest evaluation at or before step */
+    var best = null;
+    images.evals.forEach(function (e) { if (e.step <= step) best = e; });
+    return best;
+  }
+  function currentStep() { return images.steps[Number($('pf-step').value)]; }
+  function refreshImages() {
+    return fetch(api('/api/images')).then(function (r) {
+      if (!r.ok) throw new Error('HTTP ' + r.status);
+      return r.json();
+    }).then(function (d) {
+      var slider = $('pf-step');
+      var atEnd = Number(slider.value) >= images.steps.length - 1;
+      images.visual = d.visuals.steps;
+      images.evals = d.eval.filter(function (e) { return e.images.length > 0; });
+      images.refs = d.references || [];
+      var all = {};
+      images.visual.forEach(function (s) { all[s] = 1; });
+      images.evals.forEach(function (e) { all[e.step] = 1; });
+      images.steps = Object.keys(all).map(Number).sort(function (x, y) { return x - y; });
+      slider.max = Math.max(0, images.steps.length - 1);
+      slider.disabled = images.steps.length === 0;
+      if (atEnd) slider.value = slider.max;
+      state.images = { steps: images.steps.length, evals: images.evals.length,
+                       visuals: images.visual.length };
+      showStep();
+    }).catch(function () {});
+  }
+  function showStep() {
+    var step = currentStep();
+    if (step === undefined) return;
+    $('pf-step-label').textContent = 'iteration ' + step;
+    var vs = atOrBefore(images.visual, step);
+    $('pf-visual-step').textContent = vs === null ? 'none yet' : 'iteration ' + vs;
+    if (vs !== null) $('pf-visual').src = api('/api/image', { kind: 'visual', step: vs });
+    var e = evalAt(step), sel = $('pf-eval-name'), keep = sel.value;
+    var names = e ? e.images : [];
+    if (sel.dataset.names !== names.join('\n')) {
+      sel.innerHTML = '';
+      names.forEach(function (n) {
+        var o = document.createElement('option');
+        o.value = o.textContent = n;
+        sel.appendChild(o);
+      });
+      sel.dataset.names = names.join('\n');
+      if (names.indexOf(keep) >= 0) sel.value = keep;
+    }
+    state.evalNames = names;
+    drawAB();
+  }
+  function refURL(kind, e, name) {
+    if (kind === 'prev') {
+      var prev = null;
+      images.evals.forEach(function (x) {
+        if (x.step < e.step && x.images.indexOf(name) >= 0) prev = x;
+      });
+      return prev ? api('/api/image', { kind: 'eval', step: prev.step, name: name }) : null;
+    }
+    if (images.refs.indexOf(kind) < 0) return null;
+    return api('/files/eval_visuals/' + kind + '/' + name.split('/').map(encodeURIComponent).join('/'));
+  }
+  var abSeq = 0;
+  function drawAB() {
+    var e = evalAt(currentStep()), name = $('pf-eval-name').value, kind = $('pf-eval-ref').value;
+    if (!e || !name) return;
+    var seq = ++abSeq, bURL = refURL(kind, e, name);
+    var aP = loadImage(api('/api/image', { kind: 'eval', step: e.step, name: name }));
+    var bP = bURL ? loadImage(bURL).catch(function () { return null; }) : Promise.resolve(null);
+    Promise.all([aP, bP]).then(function (ab) {
+      if (seq !== abSeq) return;            /* a later choice won */
+      images.a = ab[0];
+      images.b = ab[1];
+      $('pf-ab-label').textContent = 'A: iteration ' + e.step + ' · B: ' +
+        (ab[1] ? $('pf-eval-ref').selectedOptions[0].textContent : 'not available');
+      var c = $('pf-ab');
+      c.width = ab[0].naturalWidth;
+      c.height = ab[0].naturalHeight;
+      applyZoom();
+      paint();
+    }).catch(function () {});
+  }
+  function applyZoom() {
+    var c = $('pf-ab'), z = $('pf-zoom').value;
+    c.classList.toggle('fit', z === 'fit');
+    c.style.width = z === 'fit' ? '' : (c.width * Number(z)) + 'px';
+  }
+  function paint() {
+    var c = $('pf-ab'), g = c.getContext('2d'), a = images.a, b = images.b;
+    if (!a) return;
+    var x = Math.round(images.split * c.width);
+    g.clearRect(0, 0, c.width, c.height);
+    if (b) g.drawImage(b, 0, 0, c.width, c.height);
+    g.save();
+    g.beginPath();
+    g.rect(0, 0, b ? x : c.width, c.height);
+    g.clip();
+    g.drawImage(a, 0, 0);
+    g.restore();
+    if (b) {                      /* the split line, one pixel wide */
+      g.fillStyle = 'rgba(255,255,255,0.8)';
+      g.fillRect(Math.min(x, c.width - 1), 0, 1, c.height);
+    }
+    images.painted++;
+    state.ab = { split: images.split, painted: images.painted, width: c.width, height: c.height,
+                 b: !!b };
+  }
+  function splitFrom(ev) {
+    var r = $('pf-ab').getBoundingClientRect();
+    images.split = Math.min(1, Math.max(0, (ev.clientX - r.left) / r.width));
+    paint();
+  }
+  var dragging = false;
+  $('pf-ab').addEventListener('mousedown', function (ev) { dragging = true; splitFrom(ev); });
+  window.addEventListener('mousemove', function (ev) { if (dragging) splitFrom(ev); });
+  window.addEventListener('mouseup', function () { dragging = false; });
+  $('pf-step').addEventListener('input', showStep);
+  $('pf-eval-name').addEventListener('change', drawAB);
+  $('pf-eval-ref').addEventListener('change', drawAB);
+  $('pf-zoom').addEventListener('change', applyZoom);
+
   /* the series a chart holds, for tests: [x, y] */
   window.uplotData = function (name) {
     return charts[name] ? [Array.from(charts[name].data[0]), Array.from(charts[name].data[1])] : null;
   };
 
   refreshCurves();
+  refreshImages();
+  setInterval(refreshImages, 10000);        /* grids appear without their own event too */
   follow();
   setInterval(refreshSnapshot, 1000);       /* liveness changes without events too */
   var resizeTimer = null;
