@@ -9,7 +9,7 @@
          line (made as monitor.c's event_line makes it: cJSON + hooks/event_json.h) into the
          ring and one point on each of loss, lr, it_per_s and data_wait; an eval every 1000
          iterations (an eval event and a psnr point); /api/state's document, of the monitor's
-         shape, with the eval history of such a run (100 entries at 100k). Prints
+         shape, with the eval history of such a run (100 entries at 100k, at most 256). Prints
          "ready fill_s=S iters=N" on stdout.
       2. stream: RATE train events per second (the same work per event, iterations going on
          from ITERS) and the state document replaced every 0.25 s (as on_publish), for SECONDS
@@ -37,6 +37,7 @@
 
 #define EVAL_EVERY 1000
 #define PUBLISH_S 0.25          /* cli/monitor.c: on_publish every 0.25 s */
+#define EVAL_KEEP 256           /* cli/monitor.c: the eval history it keeps (and serves) */
 
 static volatile sig_atomic_t stop;
 
@@ -106,7 +107,8 @@ static void iteration(pf_monitor_http *h, pf_msg_event *ev, int64_t it, uint64_t
 }
 
 /* A /api/state document of the monitor's shape (cli/monitor.c, state_json) at iteration
-   `it`: 2 loaders, 1 worker, 3 hooks, the eval history so far. */
+   `it`: 2 loaders, 1 worker, 3 hooks, the eval history so far (its last EVAL_KEEP entries,
+   as the monitor keeps). */
 static void publish(pf_monitor_http *h, int64_t it, int64_t total) {
     cJSON *o = cJSON_CreateObject();
     cJSON *job = cJSON_AddObjectToObject(o, "job");
@@ -150,7 +152,9 @@ static void publish(pf_monitor_http *h, int64_t it, int64_t total) {
             cJSON_AddItemToArray(rows[k], r);
         }
     cJSON *hist = cJSON_AddArrayToObject(cJSON_AddObjectToObject(o, "eval"), "history");
-    for (int64_t e = EVAL_EVERY; e <= it; e += EVAL_EVERY) {
+    int64_t first = it / EVAL_EVERY > EVAL_KEEP ? (it / EVAL_EVERY - EVAL_KEEP + 1) * EVAL_EVERY
+                                                 : EVAL_EVERY;
+    for (int64_t e = first; e <= it; e += EVAL_EVERY) {
         cJSON *r = cJSON_CreateObject();
         cJSON_AddNumberToObject(r, "iter", (double)e);
         cJSON_AddNumberToObject(r, "psnr", 30.0 + 3.0 * (1 - exp(-(double)e / 30000.0)));
