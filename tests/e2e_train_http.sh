@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # e2e_train_http — `pixflow train CONFIG --http [HOST:]PORT` (cli/train.c): the launcher runs
 # `pixflow monitor --http` on its own job as one more process and stops it with the job.
-# lib_e2e.sh's tiny EDSR job (1500 iterations, log interval 1: metrics.jsonl, written by the
-# log hook, has every iteration's loss). Checked with curl and python3 (json):
+# lib_e2e.sh's tiny EDSR job (3000 iterations, ~8 s here, log interval 1: metrics.jsonl,
+# written by the log hook, has every iteration's loss). Checked with curl and python3 (json):
 #   - --http on a port something else listens on: exit 2 before anything starts (no work_dir);
 #     a bad address: exit 2;
 #   - --http PORT (HOST 127.0.0.1, so no token): while the job runs, /api/state answers with
@@ -10,7 +10,7 @@
 #     (width 10) read then has only points that metrics.jsonl has, with the same values;
 #   - the job exits 0; within 5 s of its end the monitor process is gone and the port refuses;
 #   - the job's outputs do not change: every logged loss and lr equal those of the same config
-#     run without --http, and both leave iter_1500's checkpoint.
+#     run without --http, and both leave iter_3000's checkpoint.
 # Needs curl and python3; without them, 77.
 set -euo pipefail
 
@@ -32,7 +32,7 @@ export OMP_NUM_THREADS=1
 
 mkdir -p "$root/train"
 cp "$data"/jpeg/{gray,photo,progressive,s444}.png "$root/train/"
-TOTAL=1500
+TOTAL=3000
 
 # a port already taken: refused before anything starts
 taken=$(free_port)
