@@ -10,7 +10,9 @@
 #     (width 10) read then has only points that metrics.jsonl has, with the same values;
 #   - the job exits 0; within 5 s of its end the monitor process is gone and the port refuses;
 #   - the job's outputs do not change: every logged loss and lr equal those of the same config
-#     run without --http, and both leave iter_3000's checkpoint.
+#     run without --http, and both leave iter_3000's checkpoint;
+#   - the launcher SIGKILLed mid-run: every process of the job, the monitor too, ends within
+#     10 s and the port refuses.
 # Needs curl and python3; without them, 77.
 set -euo pipefail
 
@@ -20,7 +22,7 @@ for p in curl python3; do
 done
 root=$(mktemp -d /tmp/pixflow_e2e_train_http.XXXXXX)
 # shellcheck source=tests/lib_e2e.sh
-. "$src/tests/lib_e2e.sh"  # bin, fail, check, write_config, wait_for, losses, free_port
+. "$src/tests/lib_e2e.sh"  # bin, fail, check, write_config, wait_for, losses, free_port, sigkill_launcher
 pids=()
 cleanup() {
     local p
@@ -110,5 +112,23 @@ check "every logged loss and lr equal with and without --http ($(losses "$root/w
     cmp -s <(losses "$root/wd") <(losses "$root/ref")
 check "both wrote iter_$TOTAL's checkpoint" \
     test -e "$root/wd/checkpoints/iter_$TOTAL.safetensors" -a -e "$root/ref/checkpoints/iter_$TOTAL.safetensors"
+# the launcher killed outright: its monitor (--exit-with-parent) ends with the rest of the job
+write_config "$root/kill.yaml" "$root/wd_kill" 100000 100000
+port=$(free_port)
+timeout 150 "$bin" train "$root/kill.yaml" --http "$port" > "$root/kill.out" 2> "$root/kill.err" &
+killer=$!
+pids+=("$killer")
+if wait_for 60 grep -q "serving http://127.0.0.1:$port/" "$root/kill.err" &&
+    wait_for 30 grep -q "http monitor=" "$root/kill.out"; then
+    launcher=$(pgrep -P "$killer" | head -n1)
+    mapfile -t job_pids < <(sed -n 's/.*processes: //p' "$root/kill.out" | tr ' ' '\n' | sed -n 's/.*=\([0-9]*\)$/\1/p')
+    check "the killed job lists 8 processes (coordinator, worker, 3 hooks, 2 loaders, http monitor)" \
+        test "${#job_pids[@]}" = 8
+    sigkill_launcher "launcher SIGKILL with --http" "$launcher" "${job_pids[@]}"
+    check "after the launcher's SIGKILL the port refuses" \
+        test "$(timeout 5 curl -s -o /dev/null -w '%{http_code}' --max-time 2 "http://127.0.0.1:$port/api/state" || true)" = 000
+else
+    fail "the job to kill did not start serving"
+fi
 echo "e2e_train_http: $fails failed"
 [ "$fails" = 0 ]
