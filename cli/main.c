@@ -26,7 +26,9 @@ static int usage(void) {
     fprintf(stderr,
             "usage: pixflow <command> ...\n"
             "  train CONFIG [--resume auto|PATH] [--loaders N] [--workers N] [--gpus N]\n"
-            "        [--bind tcp://HOST:PORT]                   run a training job on this host\n"
+            "        [--bind tcp://HOST:PORT] [--http [HOST:]PORT]\n"
+            "                                                   run a training job on this host\n"
+            "                                                   (--http: its dashboard, as monitor)\n"
             "                                                   (--loaders 0: loaders join by hand)\n"
             "  test CONFIG --checkpoint PATH [--workers N]      evaluate data.test\n"
             "        [--video[=CODEC]]                          (video sets: also CLIP.mkv)\n"

@@ -38,6 +38,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -780,6 +781,7 @@ typedef struct {
                                    (the work_dir the job reports) */
     int http_ring, http_clients;
     int ended;                  /* the job's `done` came (--http goes on serving) */
+    int exit_with_parent;       /* started by `pixflow train --http`: it ends with the job */
 } monitor_loop;
 
 #define SNAPSHOT_TIMEOUT_S 10.0
@@ -808,7 +810,9 @@ static int job_ended(monitor_loop *l) {
     }
     l->rc = 0;
     if (l->m->http) {
-        fprintf(stderr, "pixflow monitor: the job ended; still serving --http until Ctrl-C\n");
+        if (!l->exit_with_parent)
+            fprintf(stderr, "pixflow monitor: the job ended; still serving --http until "
+                            "Ctrl-C\n");
         return 0;
     }
     return -1;
@@ -973,6 +977,7 @@ static int monitor_args(int argc, char **argv, const char **addr, const char **k
         else if (!strcmp(argv[i], "--json")) l->json = 1;
         else if (!strcmp(argv[i], "--keys") && i + 1 < argc) *keys = argv[++i];
         else if (!strcmp(argv[i], "--http") && i + 1 < argc) l->http_bind = argv[++i];
+        else if (!strcmp(argv[i], "--exit-with-parent")) l->exit_with_parent = 1;
         else if (!strcmp(argv[i], "--http-ring") && i + 1 < argc) {
             if (pf_arg_int(CMD, "--http-ring", argv[++i], 2, 1 << 20, &l->http_ring)) return 2;
         } else if (!strcmp(argv[i], "--http-clients") && i + 1 < argc) {
@@ -1076,6 +1081,13 @@ int pf_monitor_main(int argc, char **argv) {
     }
     pf_log_set_name("monitor");
     pf_catch_signals();
+    /* Started by `pixflow train --http`: a front end killed outright (SIGKILL) cannot stop
+       this server, which would otherwise serve the finished job forever. */
+    if (l.exit_with_parent && (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() == 1)) {
+        fprintf(stderr, "pixflow monitor: the pixflow train that started this monitor is gone\n");
+        free(dirs);
+        return 1;
+    }
     if (n_dirs) {
         int rc = serve_finished(&l, dirs, n_dirs);
         free(dirs);

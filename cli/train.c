@@ -4,7 +4,9 @@
     the worker, `data.loaders` loaders and the checkpoint, eval and log hooks as separate
     processes (posix_spawn of this same executable, all in one new process group so the
     terminal's Ctrl-C reaches only the front end). It joins the job as a monitor, shows one live
-    progress line from the events, and reports any process that dies. Ctrl-C, SIGTERM or
+    progress line from the events, and reports any process that dies. --http [HOST:]PORT adds
+    one more process, `pixflow monitor --http` on the job (the dashboard, cli/monitor_http.h),
+    stopped when the coordinator has ended; its exit status is not the job's. Ctrl-C, SIGTERM or
     SIGHUP asks the coordinator for an orderly stop (checkpoint, then exit; see on_stop_signal);
     a second one, 1 s or more after the first, kills the group. Its exit status is the
     coordinator's, except that a stop this front end was signalled for exits 128 + the signal.
@@ -13,14 +15,17 @@
 */
 #include "cli/commands.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -59,10 +64,14 @@ typedef struct {
 
 static char self_exe[4096];
 
-/* Spawn `pixflow ARGS...` into the job's process group. `single_thread`: give it one OpenMP
-   thread unless the user set OMP_NUM_THREADS. Returns the child or NULL with err. */
-static child *spawn(job *j, const char *name, char *const args[], int single_thread, char *err,
+#define SPAWN_ONE_THREAD 1      /* one OpenMP thread unless the user set OMP_NUM_THREADS */
+#define SPAWN_NO_STDOUT 2       /* its stdout to /dev/null (its stderr stays ours) */
+
+/* Spawn `pixflow ARGS...` into the job's process group; `flags`: SPAWN_* (the callers' 1 is
+   SPAWN_ONE_THREAD). Returns the child or NULL with err. */
+static child *spawn(job *j, const char *name, char *const args[], int flags, char *err,
                     size_t errlen) {
+    int single_thread = flags & SPAWN_ONE_THREAD;
     if (j->n == MAX_CHILDREN) {
         snprintf(err, errlen, "too many processes");
         return NULL;
@@ -97,8 +106,13 @@ static child *spawn(job *j, const char *name, char *const args[], int single_thr
        waiting measured 1.12 -> 0.77 s per demo step with loaders running beside the worker. */
     if (!getenv("OMP_WAIT_POLICY")) env[e++] = "OMP_WAIT_POLICY=passive";
     env[e] = NULL;
+    posix_spawn_file_actions_t files;
+    posix_spawn_file_actions_init(&files);
+    if (flags & SPAWN_NO_STDOUT)
+        posix_spawn_file_actions_addopen(&files, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
     pid_t pid;
-    int rc = posix_spawn(&pid, self_exe, NULL, &attr, argv, env);
+    int rc = posix_spawn(&pid, self_exe, &files, &attr, argv, env);
+    posix_spawn_file_actions_destroy(&files);
     posix_spawnattr_destroy(&attr);
     free(env);
     if (rc != 0) {
@@ -302,6 +316,7 @@ typedef struct {
 typedef struct {
     const char *cfg_path, *resume, *bind, *keys;
     int loaders, workers, gpus; /* -1: not given */
+    char http[80];              /* --http [HOST:]PORT as HOST:PORT ("" none) */
 } train_args;
 
 /* How the loop ended. */
@@ -318,6 +333,7 @@ typedef struct {
     pf_config cfg;
     job j;
     child *coord;               /* j's coordinator */
+    child *http;                /* --http: j's `pixflow monitor --http`, or NULL */
     job_stop stop;
     progress p;
     watch w;
@@ -589,6 +605,14 @@ static int spawn_roles(train *t) {
         char *const ldargs[] = { "loader", "--connect", addr, "--name", lname, NULL };
         if (!spawn(j, lname, ldargs, 1, err, errlen)) return -1;
     }
+    /* --http: the dashboard is `pixflow monitor --http` on the job, one more process of it.
+       Its terminal view goes to /dev/null; its stderr (where it listens, the token) is ours. */
+    char *const hargs[] = { "monitor", "--connect", addr, "--http", (char *)a->http,
+                            "--interval", "3600", "--exit-with-parent", NULL };
+    if (a->http[0] &&
+        !(t->http = spawn(j, "http monitor", hargs, SPAWN_ONE_THREAD | SPAWN_NO_STDOUT, err,
+                          errlen)))
+        return -1;
     printf("pixflow: coordinator %s (pid %d); processes:", addr, (int)t->coord->pid);
     for (int i = 0; i < j->n; i++) printf(" %s=%d", j->kids[i].name, (int)j->kids[i].pid);
     printf("\n");
@@ -697,7 +721,43 @@ static void train_loop(train *t) {
 static void usage(void) {
     fprintf(stderr, "usage: pixflow train CONFIG [--resume auto|PATH] [--loaders N] "
                     "[--workers N] [--gpus N] [--bind tcp://HOST:PORT] [--keys DIR] "
-                    "[--threads N]\n");
+                    "[--threads N] [--http [HOST:]PORT]\n");
+}
+
+/* --http [HOST:]PORT (HOST defaults to 127.0.0.1, the monitor's rules for the rest: an IPv4
+   address or localhost; off loopback its requests need the token it prints) into HOST:PORT,
+   and that the port is free now: a port taken is an error before anything starts, not a job
+   running without its dashboard. (Taken between this check and the monitor's start, the
+   monitor says so and exits; the job goes on without a server.) Returns 0, or -1 after a
+   message. */
+static int http_addr(const char *arg, char *out, size_t len) {
+    const char *colon = strrchr(arg, ':');
+    char host[64] = "127.0.0.1";
+    if (colon) snprintf(host, sizeof host, "%.*s", (int)(colon - arg), arg);
+    const char *port_s = colon ? colon + 1 : arg;
+    char *end;
+    long port = strtol(port_s, &end, 10);
+    struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+    const char *ip = strcmp(host, "localhost") == 0 ? "127.0.0.1" : host;
+    if (end == port_s || *end || port < 1 || port > 65535 ||
+        inet_pton(AF_INET, ip, &sa.sin_addr) != 1) {
+        fprintf(stderr, "pixflow: --http '%s': want [HOST:]PORT, HOST an IPv4 address or "
+                        "localhost, PORT 1..65535\n", arg);
+        return -1;
+    }
+    snprintf(out, len, "%s:%ld", host, port);
+    /* As libmicrohttpd binds: SO_REUSEADDR, so a port in TIME_WAIT counts as free. */
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1, e = 0;
+    if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
+        bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0 || listen(fd, 1) != 0)
+        e = errno;
+    if (fd >= 0) close(fd);
+    if (e) {
+        fprintf(stderr, "pixflow: --http %s: cannot listen there (%s); nothing was started\n",
+                out, strerror(e));
+        return -1;
+    }
+    return 0;
 }
 
 /* Parse argv into *a. Returns 0, or 2 after a message. */
@@ -714,6 +774,9 @@ static int train_parse(int argc, char **argv, train_args *a) {
         } else if (strcmp(argv[i], "--gpus") == 0 && i + 1 < argc) {
             if (pf_arg_int(CMD, "--gpus", argv[++i], 0, 64, &a->gpus)) return 2;
         } else if (strcmp(argv[i], "--bind") == 0 && i + 1 < argc) a->bind = argv[++i];
+        else if (strcmp(argv[i], "--http") == 0 && i + 1 < argc) {
+            if (http_addr(argv[++i], a->http, sizeof a->http) != 0) return 2;
+        }
         else if (strcmp(argv[i], "--keys") == 0 && i + 1 < argc) a->keys = argv[++i];
         else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
             /* compute threads of each worker and eval hook (through OMP_NUM_THREADS) */
@@ -820,6 +883,9 @@ static int train_finish(train *t) {
     child *coord = t->coord;
     int status = t->end == COORDINATOR_ENDED ? watch_end(t) : 1;
     watch_close(&t->w);
+    /* The dashboard ends with the job (it would serve the finished job until a signal);
+       its exit status does not count in the job's. */
+    if (t->http && !t->http->exited) kill(t->http->pid, SIGTERM);
     if (status == 1 && t->err[0] && (!coord->exited || t->end == LOOP_FAILED)) {
         fprintf(stderr, "pixflow: %s\n", t->err);
         if (!coord->exited) kill(coord->pid, SIGINT);

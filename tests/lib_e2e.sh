@@ -37,6 +37,9 @@ model:
 EOF
 }
 
+# free_port: a TCP port free on 127.0.0.1 now (python3).
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
 # wait_for SECONDS COMMAND...: until the command succeeds; 1 on timeout.
 wait_for() {
     local end=$((SECONDS + $1))
