@@ -139,19 +139,9 @@ void pf_monitor_http_point(pf_monitor_http *h, int i, pf_curve c, double step, d
         }
     }
     if (k->n == PF_HTTP_CURVE_CAP) {
-        /* Full: keep every bucket's min and max over a quarter of the room. */
-        size_t w = PF_HTTP_CURVE_CAP / 8;
-        double *nx = malloc(PF_DECIMATE_MAX_OUT(w) * sizeof *nx);
-        double *ny = malloc(PF_DECIMATE_MAX_OUT(w) * sizeof *ny);
-        if (nx && ny) {
-            k->n = pf_decimate_minmax(k->x, k->y, k->n, w, nx, ny);
-            memcpy(k->x, nx, k->n * sizeof *nx);
-            memcpy(k->y, ny, k->n * sizeof *ny);
-        } else {
-            k->n--;     /* out of memory: the newest point gives way */
-        }
-        free(nx);
-        free(ny);
+        /* Full: keep every bucket's min and max over a quarter of the room, in place (no
+           allocation: the memory a curve holds stays what it was once full). */
+        k->n = pf_decimate_minmax(k->x, k->y, k->n, PF_HTTP_CURVE_CAP / 8, k->x, k->y);
     }
     k->x[k->n] = step;
     k->y[k->n] = value;

@@ -31,7 +31,7 @@ typedef struct pf_monitor_http pf_monitor_http;
 typedef enum { PF_CURVE_LOSS, PF_CURVE_LR, PF_CURVE_ITS, PF_CURVE_DATA_WAIT, PF_CURVE_PSNR,
                PF_CURVE_COUNT } pf_curve;
 
-#define PF_HTTP_CURVE_CAP (1 << 18)     /* points a curve holds before it is compacted */
+#define PF_HTTP_CURVE_CAP (1 << 16)     /* points a curve holds before it is compacted */
 #define PF_HTTP_RING_DEFAULT 4096       /* events the ring holds */
 #define PF_HTTP_CLIENTS_DEFAULT 16      /* requests served at once; the next gets 503 */
 

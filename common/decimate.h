@@ -20,8 +20,9 @@
 #define PF_DECIMATE_MAX_OUT(width) (2 * (size_t)(width) + 2)
 
 /* Decimate x[n], y[n] (x the step, y the value; in step order) to `width` (>= 1) buckets into
-   out_x, out_y, each of room for PF_DECIMATE_MAX_OUT(width) points (out may not alias the
-   input). Returns the number of points written; 0 when n == 0 or width == 0. */
+   out_x, out_y, each of room for PF_DECIMATE_MAX_OUT(width) points. out may be the input
+   itself (out_x == x and out_y == y: compaction in place; the k-th point written comes from
+   an index >= k that no later read needs), but not overlap it otherwise. Returns the number of points written; 0 when n == 0 or width == 0. */
 size_t pf_decimate_minmax(const double *x, const double *y, size_t n, size_t width,
                           double *out_x, double *out_y);
 #endif

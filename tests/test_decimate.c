@@ -100,6 +100,18 @@ int main(void) {
     size_t widths[] = { 1, 7, 333, 1000, 4096 };
     for (size_t i = 0; i < sizeof widths / sizeof widths[0]; i++) check_width(widths[i]);
 
+    /* in place (the monitor's curve compaction): the same points as into other arrays */
+    static double ix[N], iy[N], ox2[2 * 8192 + 2], oy2[2 * 8192 + 2];
+    for (size_t w = 1000; w <= 8192; w += 7192) {
+        memcpy(ix, xs, sizeof xs);
+        memcpy(iy, ys, sizeof ys);
+        size_t k1 = pf_decimate_minmax(xs, ys, N, w, ox2, oy2);
+        size_t k2 = pf_decimate_minmax(ix, iy, N, w, ix, iy);
+        CHECK(k1 == k2 && !memcmp(ox2, ix, k1 * sizeof *ix) && !memcmp(oy2, iy, k1 * sizeof *iy),
+              "width %zu: in place gives the same %zu points (%zu)", w, k1, k2);
+    }
+    printf("in place (widths 1000, 8192) equals into other arrays\n");
+
     /* short: returned whole */
     double ox[64], oy[64];
     size_t k = pf_decimate_minmax(xs, ys, 20, 10, ox, oy);
