@@ -200,8 +200,12 @@ char *pf_dashboard_snapshot_html(const char *state_json) {
         cell(o, "%.3g", num(p, "learning_rate"));
         fputs("</div>\n", o);
         if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(job, "done"))) {
-            fputs("<p id=\"pf-done\">job ended: ", o);
-            html(o, str(job, "done_text"));
+            const char *why = str(job, "done_text");
+            fputs("<p id=\"pf-done\">job ended", o);
+            if (why && why[0]) {
+                fputs(": ", o);
+                html(o, why);
+            }
             fputs("</p>\n", o);
         }
         rows(o, s, "loaders", 0);

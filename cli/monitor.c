@@ -732,6 +732,13 @@ static int load_run(pf_monitor_http *h, int index, const char *dir) {
     }
     free(line);
     fclose(f);
+    /* the run is over: no process of it is alive, whatever its last line said */
+    row *tables[3] = {m->loaders, m->workers, m->hooks};
+    int counts[3] = {m->n_loaders, m->n_workers, m->n_hooks};
+    for (int t = 0; t < 3; t++)
+        for (int i = 0; i < counts[t]; i++)
+            if (!strcmp(tables[t][i].state, "joined"))
+                snprintf(tables[t][i].state, sizeof tables[t][i].state, "ended");
     if (bad) fprintf(stderr, "pixflow monitor: %s: %" PRIu64 " lines not events, skipped\n",
                      path, bad);
     /* The log hook may stop before the coordinator's `done` reaches it: a run whose last

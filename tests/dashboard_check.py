@@ -12,7 +12,11 @@ import urllib.request
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cdp  # noqa: E402
 
-url, shot, work_dir = sys.argv[1], sys.argv[2], sys.argv[3]
+RUNS = sys.argv[1] == "--runs"      # dashboard_check.py --runs URL: the comparison of runs
+if RUNS:
+    url = sys.argv[2]
+else:
+    url, shot, work_dir = sys.argv[1], sys.argv[2], sys.argv[3]
 fails = 0
 
 
@@ -101,6 +105,39 @@ def images_check(page):
               "document.getElementById('pf-visual').src"), page.eval(
               "document.getElementById('pf-ab-label').textContent")))
 
+
+def runs_check():
+    with cdp.Browser(width=1400, height=1500) as b:
+        page = b.new_page()
+        page.goto(url + "/")
+        ok = page.wait("window.pixflow && window.pixflow.runs === 2 && "
+                       "window.pixflow.curvesLoaded", 20)
+        check("two runs listed", bool(ok))
+        page.eval("(function(){var bs=document.querySelectorAll('#pf-run-list input');"
+                  "bs[1].checked=true; bs[1].dispatchEvent(new Event('change'));})()")
+        both = page.wait("window.pixflow.curves.loss && window.pixflow.curves.loss.runs && "
+                         "window.pixflow.curves.loss.runs.length === 2", 10)
+        check("ticking the second run overlays two loss series", bool(both))
+        c = json.loads(page.eval("JSON.stringify(window.pixflow.curves.loss)"))
+        drawn = json.loads(page.eval("JSON.stringify(uplotSeries('loss'))"))
+        for i in range(2):
+            with urllib.request.urlopen("%s/api/curves?name=loss&width=%d&run=%d" %
+                                        (url, c["width"], i), timeout=5) as r:
+                mine = json.load(r)
+            got = [(x, y) for x, y in zip(drawn[0], drawn[i + 1]) if y is not None]
+            want = list(zip(mine["x"], mine["y"]))
+            check("run %d's loss series drawn as the server sends it" % i, got == want,
+                  "%d points drawn, %d sent" % (len(got), len(want)))
+        imgs = page.wait("document.querySelectorAll('#pf-compare img').length === 2 && "
+                         "Array.from(document.querySelectorAll('#pf-compare img'))"
+                         ".every(function (i) { return i.complete && i.naturalWidth > 0; })", 10)
+        check("the eval image of both runs side by side", bool(imgs))
+
+
+if RUNS:
+    runs_check()
+    print("dashboard_check --runs: %d failed" % fails)
+    sys.exit(1 if fails else 0)
 
 with cdp.Browser(width=1400, height=1500) as b:
     page = b.new_page()

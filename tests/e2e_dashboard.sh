@@ -8,7 +8,9 @@
 #   - images: the eval viewer lists the files of eval_visuals/iter_N, the step slider moves
 #     every panel, the A/B split dragged with synthetic mouse events shows B's pixels where it
 #     showed A's (read back from the canvas, compared with the served images);
-#   - a screenshot of the page (kept under the build folder for a look).
+#   - a screenshot of the page (kept under the build folder for a look);
+#   - two finished runs served by one monitor: ticking both overlays their curves (each run's
+#     series as the server sends it) and shows their eval images side by side.
 # Needs Debian's chromium (77 and a message without it), curl and python3.
 set -u
 src=${PF_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
@@ -67,5 +69,17 @@ timeout 120 python3 "$src/tests/dashboard_check.py" "$url" "${PF_SCREENSHOT:-$ro
     "$root/wd" ||
     fail "dashboard_check.py"
 kill "$job" 2> /dev/null
+wait "$job" 2> /dev/null
+
+# two finished runs side by side: the job's folder and a copy cut to its first half
+mkdir -p "$root/wd2"
+cp -r "$root/wd/eval_visuals" "$root/wd/config.yaml" "$root/wd2/"
+head -n "$(( $(wc -l < "$root/wd/metrics.jsonl") / 2 ))" "$root/wd/metrics.jsonl" > "$root/wd2/metrics.jsonl"
+port2=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+timeout 120 "$bin" monitor --http "127.0.0.1:$port2" "$root/wd" "$root/wd2" > "$root/mon2.out" 2> "$root/mon2.err" &
+pids+=("$!")
+wait_for 20 grep -q 'served until' "$root/mon2.err" || fail "the finished-runs monitor did not start"
+timeout 120 python3 "$src/tests/dashboard_check.py" --runs "http://127.0.0.1:$port2" ||
+    fail "dashboard_check.py --runs"
 echo "e2e_dashboard: $fails failed"
 [ "$fails" = 0 ]

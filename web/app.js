@@ -55,22 +55,44 @@
       ]
     };
   }
+  var COLORS = ['#2a6fdb', '#d9480f', '#2b8a3e', '#862e9c', '#e67700', '#0b7285'];
   function loadCurve(el) {
     var name = el.dataset.curve;
     var width = Math.max(100, Math.floor(el.clientWidth) - 2);
-    return fetch(api('/api/curves', { name: name, width: width })).then(function (r) {
-      if (!r.ok) throw new Error('HTTP ' + r.status);
-      return r.json();
-    }).then(function (d) {
-      var data = [d.x, d.y];
+    var shown = compared();           /* [null] (this page's run) or the ticked runs */
+    return Promise.all(shown.map(function (ri) {
+      var p = { name: name, width: width };
+      if (ri !== null) p.run = ri;
+      return fetch(api('/api/curves', p)).then(function (r) {
+        if (!r.ok) throw new Error('HTTP ' + r.status);
+        return r.json();
+      });
+    })).then(function (ds) {
+      /* one run: its series as sent; several: overlaid on the union of their steps */
+      var data = ds.length === 1 ? [ds[0].x, ds[0].y]
+                                 : uPlot.join(ds.map(function (d) { return [d.x, d.y]; }));
+      var key = shown.join(',');
+      if (charts[name] && charts[name].pfKey !== key) {
+        charts[name].destroy();
+        delete charts[name];
+      }
       if (!charts[name]) {
-        charts[name] = new uPlot(chartOpts(el, width), data, el);
+        var opts = chartOpts(el, width);
+        if (shown.length > 1) {
+          opts.series = [{ label: 'iteration' }].concat(shown.map(function (ri, i) {
+            return { label: runName(ri), stroke: COLORS[i % COLORS.length], width: 1,
+                     points: { show: false }, spanGaps: true };
+          }));
+        }
+        charts[name] = new uPlot(opts, data, el);
+        charts[name].pfKey = key;
       } else {
         if (charts[name].width !== width) charts[name].setSize({ width: width, height: 220 });
         charts[name].setData(data);
       }
-      state.curves[name] = { points: d.points, added: d.added, held: d.held, width: width,
-                             drawn: charts[name].data[0].length };
+      state.curves[name] = { points: ds[0].points, added: ds[0].added, held: ds[0].held,
+                             width: width, drawn: charts[name].data[0].length,
+                             runs: ds.map(function (d) { return d.points; }) };
     });
   }
   var curvesBusy = false, curvesAgain = false;
@@ -112,6 +134,57 @@
       state.gaps.push(g);
       setConn('live (events ' + g.first + '–' + g.last + ' missed)', 'live');
     });
+  }
+
+  /* ---- several runs (a monitor of finished runs): tick some to compare ---- */
+  var runs = [], ticked = {};
+  function runName(ri) { return runs[ri] ? runs[ri].name : 'run ' + ri; }
+  function compared() {
+    var list = Object.keys(ticked).filter(function (k) { return ticked[k]; }).map(Number);
+    return list.length > 1 ? list.sort(function (x, y) { return x - y; }) : [null];
+  }
+  function loadRuns() {
+    return fetch(api('/api/runs')).then(function (r) { return r.json(); }).then(function (d) {
+      runs = d.runs || [];
+      state.runs = runs.length;
+      if (runs.length < 2) return;
+      $('pf-runs').hidden = false;
+      var list = $('pf-run-list'), mine = run === null ? 0 : Number(run);
+      runs.forEach(function (r) {
+        var label = document.createElement('label'), box = document.createElement('input');
+        box.type = 'checkbox';
+        box.value = r.index;
+        box.checked = r.index === mine;
+        ticked[r.index] = box.checked;
+        box.addEventListener('change', function () {
+          ticked[r.index] = box.checked;
+          refreshCurves();
+          showCompare();
+        });
+        label.appendChild(box);
+        label.appendChild(document.createTextNode(' ' + r.name));
+        list.appendChild(label);
+      });
+    }).catch(function () {});
+  }
+  function showCompare() {
+    var shown = compared(), panel = $('pf-compare-panel'), box = $('pf-compare');
+    var step = currentStep(), e = step === undefined ? null : evalAt(step);
+    var name = $('pf-eval-name').value;
+    panel.hidden = shown.length < 2 || !e || !name;
+    if (panel.hidden) return;
+    box.innerHTML = '';
+    shown.forEach(function (ri) {
+      var f = document.createElement('figure'), im = document.createElement('img');
+      var cap = document.createElement('figcaption');
+      im.src = api('/api/image', { kind: 'eval', step: e.step, name: name, run: ri });
+      im.alt = 'no ' + name + ' at iteration ' + e.step;
+      cap.textContent = runName(ri) + ' · iteration ' + e.step;
+      f.appendChild(im);
+      f.appendChild(cap);
+      box.appendChild(f);
+    });
+    state.compared = shown.length;
   }
 
   /* ---- images: one step slider for every panel, an A/B split over the eval output ---- */
@@ -184,6 +257,7 @@
     }
     state.evalNames = names;
     drawAB();
+    showCompare();
   }
   function refURL(kind, e, name) {
     if (kind === 'prev') {
@@ -251,16 +325,20 @@
   window.addEventListener('mousemove', function (ev) { if (dragging) splitFrom(ev); });
   window.addEventListener('mouseup', function () { dragging = false; });
   $('pf-step').addEventListener('input', showStep);
-  $('pf-eval-name').addEventListener('change', drawAB);
+  $('pf-eval-name').addEventListener('change', function () { drawAB(); showCompare(); });
   $('pf-eval-ref').addEventListener('change', drawAB);
   $('pf-zoom').addEventListener('change', applyZoom);
 
+  /* every series a chart holds, for tests: [x, y1, y2, ...] */
+  window.uplotSeries = function (name) {
+    return charts[name] ? charts[name].data.map(function (a) { return Array.from(a); }) : null;
+  };
   /* the series a chart holds, for tests: [x, y] */
   window.uplotData = function (name) {
     return charts[name] ? [Array.from(charts[name].data[0]), Array.from(charts[name].data[1])] : null;
   };
 
-  refreshCurves();
+  loadRuns().then(refreshCurves);
   refreshImages();
   setInterval(refreshImages, 10000);        /* grids appear without their own event too */
   follow();
