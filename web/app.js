@@ -44,14 +44,24 @@
 
   /* ---- curves ---- */
   var charts = {};
+  /* axis labels that keep small values apart (a learning rate of 2e-4 is not "0") */
+  function tick(v) {
+    if (v === null || v === undefined) return '';
+    var a = Math.abs(v);
+    return a !== 0 && (a < 1e-2 || a >= 1e6) ? v.toExponential(1) : String(+v.toPrecision(4));
+  }
+  /* points drawn where a series is sparse (evaluations), lines alone where it is dense */
+  function sparse(u, si, i0, i1) { return i1 - i0 < 64; }
   function chartOpts(el, width) {
     return {
       title: el.dataset.label, width: width, height: 220,
       scales: { x: { time: false } },
       cursor: { drag: { x: true, y: false } },
+      axes: [{}, { size: 64, values: function (u, vals) { return vals.map(tick); } }],
       series: [
         { label: 'iteration' },
-        { label: el.dataset.curve, stroke: '#2a6fdb', width: 1, points: { show: false } }
+        { label: el.dataset.curve, stroke: '#2a6fdb', width: 1,
+          points: { show: sparse, size: 6 }, value: function (u, v) { return tick(v); } }
       ]
     };
   }
@@ -81,7 +91,8 @@
         if (shown.length > 1) {
           opts.series = [{ label: 'iteration' }].concat(shown.map(function (ri, i) {
             return { label: runName(ri), stroke: COLORS[i % COLORS.length], width: 1,
-                     points: { show: false }, spanGaps: true };
+                     points: { show: sparse, size: 6 }, spanGaps: true,
+                     value: function (u, v) { return tick(v); } };
           }));
         }
         charts[name] = new uPlot(opts, data, el);
