@@ -10,9 +10,9 @@ adds the machine and writes bench/results/.
    whole run is loaded (the monitor reads metrics.jsonl after it starts answering); that load
    time is printed, not counted.
 2. LOADS times, each in a fresh headless Chromium (tests/cdp.py; new profile, so nothing is
-   cached) and a fresh page: navigate to /, poll every 20 ms for window.pixflow.curvesAt, which
-   web/app.js sets to performance.now() (ms since the navigation started) when every chart has
-   drawn its curve the first time. Also read: the first animation frame that starts after it
+   cached) and a fresh page: navigate to /, poll every 20 ms (--poll) for
+   window.pixflow.curvesAt, which web/app.js sets to performance.now() (ms since the
+   navigation started) when every chart has drawn its curve the first time. Also read: the first animation frame that starts after it
    (a script injected before the page's own, a requestAnimationFrame loop: the frame that puts
    the drawn charts on screen), DOMContentLoaded and load from the navigation timing entry, and
    the wall time the harness saw from Page.navigate to its poll seeing curvesAt (an upper bound:
@@ -117,7 +117,7 @@ def heap(page):
     return h["usedSize"], h["totalSize"]
 
 
-def load_once(url, max_loss, stay_s, k):
+def load_once(url, max_loss, stay_s, k, poll_s):
     """One fresh browser, one page: returns the numbers of this load."""
     r = {"loadavg": os.getloadavg()[0]}     # the VM is shared: how busy it was
     with cdp.Browser(width=1400, height=1500, timeout=60) as b:
@@ -132,7 +132,7 @@ def load_once(url, max_loss, stay_s, k):
             at = page.eval("window.pixflow && window.pixflow.curvesAt || 0")
             if at:
                 break
-            time.sleep(0.02)
+            time.sleep(poll_s)
         r["wall_ms"] = (time.monotonic() - t0) * 1000
         check("load %d: curves drawn" % k, bool(at), "curvesAt %s ms" % at)
         if not at:
@@ -190,6 +190,8 @@ def main():
     ap.add_argument("--iters", type=int, default=100000)
     ap.add_argument("--loads", type=int, default=5)
     ap.add_argument("--stay", type=float, default=30)
+    ap.add_argument("--poll", type=float, default=0.02,
+                    help="s between the harness's looks (curvesAt is the page's own clock)")
     ap.add_argument("--smoke", action="store_true", help="no bar lines: the checks only")
     a = ap.parse_args()
     if not cdp.find_chromium():
@@ -210,7 +212,7 @@ def main():
               % (url, loaded))
         rows = []
         for k in range(1, a.loads + 1):
-            r = load_once(url, made["max_loss"], a.stay, k)
+            r = load_once(url, made["max_loss"], a.stay, k, a.poll)
             if r is None:
                 continue
             rows.append(r)
