@@ -115,6 +115,8 @@
       .then(function () {
         curvesBusy = false;
         state.curvesLoaded = (state.curvesLoaded || 0) + 1;
+        /* first time every chart has drawn, ms since navigation (bench/dashboard) */
+        if (!state.curvesAt) state.curvesAt = performance.now();
         if (curvesAgain) { curvesAgain = false; setTimeout(refreshCurves, 1000); }
       });
   }
