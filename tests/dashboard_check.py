@@ -182,8 +182,17 @@ with cdp.Browser(width=1400, height=1500) as b:
         victim = loaders[0]
         os.kill(int(victim["pid"]), signal.SIGKILL)
         t = time.monotonic()
+        api_dead = None                 # GET /api/state first, then the page, both from t
+        while api_dead is None and time.monotonic() - t < 5:
+            if any(r["name"] == victim["name"] and not r["alive"] for r in state()["loaders"]):
+                api_dead = time.monotonic() - t
+            else:
+                time.sleep(0.1)
+        check("loader %s killed with -9: /api/state says not alive within 5 s" % victim["name"],
+              api_dead is not None, "%.2f s" % api_dead if api_dead is not None else "")
         sel = "document.querySelector('#pf-loaders tr[data-name=\"%s\"]')" % victim["name"]
-        dead = page.wait("%s && %s.dataset.alive === 'false'" % (sel, sel), 5, poll=0.1)
+        dead = page.wait("%s && %s.dataset.alive === 'false'" % (sel, sel),
+                         max(0.1, 5 - (time.monotonic() - t)), poll=0.1)
         check("loader %s killed with -9 shows dead in the page within 5 s" % victim["name"],
               bool(dead), "%.2f s; its state: %s" % (time.monotonic() - t, page.eval(
                   "%s && %s.querySelector('.state').textContent" % (sel, sel))))
