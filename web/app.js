@@ -351,7 +351,8 @@
     return charts[name] ? [Array.from(charts[name].data[0]), Array.from(charts[name].data[1])] : null;
   };
 
-  loadRuns().then(refreshCurves);
+  refreshCurves();                          /* this run's at once; the others once listed */
+  loadRuns().then(function () { if (runs.length > 1) refreshCurves(); });
   refreshImages();
   setInterval(refreshImages, 10000);        /* grids appear without their own event too */
   follow();
