@@ -17,7 +17,7 @@
 #   - /api/curves?name=loss&width=10: at most 22 points, first and last steps of the run kept,
 #     its max and min equal metrics.jsonl's max and min loss; psnr equals the eval lines;
 #   - requests: /../etc/passwd (curl --path-as-is), unknown path, POST, DELETE, a 1 MiB header,
-#     200 garbage requests: each a 4xx, or the connection closed, or 505 for an unknown HTTP
+#     1000 garbage requests: each a 4xx, or the connection closed, or 505 for an unknown HTTP
 #     version (libmicrohttpd's answer, as RFC 9110 says), and /api/state still 200;
 #   - B: no token or a wrong one 401; Bearer token or ?token= 200; a third request while two
 #     SSE streams are open 503;
@@ -250,16 +250,19 @@ for attempt in range(3):
 print("1 MiB header: answers", seen)
 assert seen[-1].startswith(b"HTTP/1.1 4")
 PY
-python3 - "$pa" << 'PY' && echo "ok: 200 garbage requests answered 4xx or closed" || fail "garbage requests"
+python3 - "$pa" << 'PY' && echo "ok: 1000 garbage requests answered 4xx or closed" || fail "garbage requests"
 import sys, socket, random
 random.seed(36)
 port, statuses = int(sys.argv[1]), {}
-for i in range(200):
-    kind = i % 4
+for i in range(1000):
+    kind = i % 6
     if kind == 0: req = bytes(random.getrandbits(8) for _ in range(random.randint(1, 400))) + b"\r\n\r\n"
     elif kind == 1: req = b"GET /api/state HTTP/9.9\r\n\r\n"
     elif kind == 2: req = b"GET " + b"/" * 70000 + b" HTTP/1.1\r\nHost: x\r\n\r\n"
-    else: req = b"GET /api/state HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\nBad header line\r\n\r\n"
+    elif kind == 3: req = b"GET /api/state HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\nBad header line\r\n\r\n"
+    elif kind == 4: req = (b"GET /files/" + random.choice([b"../", b"%2e%2e/", b"..%2f", b"/etc/", b"%00", b"a/../../"]) * random.randint(1, 8)
+                           + b"passwd HTTP/1.1\r\nHost: x\r\n\r\n")
+    else: req = b"GET /api/image?kind=eval&step=" + bytes(random.choice(b"-x9%\x01") for _ in range(random.randint(1, 30))) + b"&name=../x HTTP/1.1\r\nHost: x\r\n\r\n"
     s = socket.create_connection(("127.0.0.1", port), timeout=5)
     try:
         s.sendall(req)
