@@ -7,6 +7,12 @@
   'use strict';
   var cfg = JSON.parse(document.getElementById('pf-config').textContent);
   var run = new URLSearchParams(location.search).get('run');   /* finished runs: which one */
+  /* every script has run (uPlot, loaded after this file so that the first requests go out
+     before it is parsed) */
+  var scriptsRan = new Promise(function (ok) {
+    if (document.readyState !== 'loading') ok();
+    else document.addEventListener('DOMContentLoaded', ok);
+  });
   var state = window.pixflow = { events: 0, lastEventId: 0, gaps: [], curves: {}, snapshots: 0 };
 
   function api(path, params) {
@@ -78,6 +84,8 @@
         return r.json();
       });
     })).then(function (ds) {
+      return scriptsRan.then(function () { return ds; });
+    }).then(function (ds) {
       /* one run: its series as sent; several: overlaid on the union of their steps */
       var data = ds.length === 1 ? [ds[0].x, ds[0].y]
                                  : uPlot.join(ds.map(function (d) { return [d.x, d.y]; }));
