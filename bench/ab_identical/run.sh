@@ -30,7 +30,7 @@
 #   env: STEPS (20), CONFIGS (config paths, default as above), OMP_NUM_THREADS (1),
 #   RUN_TIMEOUT (600 s per train / test), OLD_NAME / NEW_NAME (default: the commit, when known).
 # Output also goes to bench/results/ab_identical_<date>_<old>_<new>.txt (<date>_<commit>.txt when
-# both have one name; not with --smoke). A build folder is named by the commit its source tree is
+# both have one name; _shrink before .txt with --shrink; not with --smoke). A build folder is named by the commit its source tree is
 # at when the script runs: rebuild it first, or set OLD_NAME / NEW_NAME.
 
 # The body is one { ... } block: bash reads it whole before running it, so editing this file
@@ -86,6 +86,9 @@ resolve() {
   if [ -x "$arg/pixflow" ] && [ -f "$arg/pixflow" ]; then
     bin=$(cd "$arg" && pwd)/pixflow
     name=$(commit_of "$arg" | tr -d '\n')
+    case $(cd "$arg" && pwd) in      # one of ours: build-ab/<sha12>
+      "$root"/build-ab/*) name=${name:-$(basename "$arg" | cut -c1-7)} ;;
+    esac
     name=${name:-$(basename "$arg")}
   elif [ -f "$arg" ] && [ -x "$arg" ]; then
     bin=$(cd "$(dirname "$arg")" && pwd)/$(basename "$arg")
@@ -123,7 +126,7 @@ if [ "$smoke" = 1 ]; then
 else
   mkdir -p "$root/bench/results"
   pair=$([ "$on" = "$nn" ] && echo "$on" || echo "${on}_${nn}")
-  out="$root/bench/results/ab_identical_$(date -u +%F)_${pair}.txt"
+  out="$root/bench/results/ab_identical_$(date -u +%F)_${pair}$([ "$shrink" = 0 ] || echo _shrink).txt"
 fi
 exec > >(tee "$out")
 
