@@ -28,8 +28,9 @@ def write(path, tensors, meta):
         f.write(struct.pack("<Q", len(hdr)) + hdr + b"".join(blobs))
 
 
-def read(path):
-    """({name: float32 numpy array} in data order, metadata dict)."""
+def read_raw(path):
+    """({name: (dtype string, shape list, bytes)} in data order, metadata dict): the stored
+    bytes as they are, any dtype (bench/ab_identical compares them bit for bit)."""
     with open(path, "rb") as f:
         buf = f.read()
     (n,) = struct.unpack("<Q", buf[:8])
@@ -39,6 +40,13 @@ def read(path):
     tensors = {}
     for name, info in sorted(header.items(), key=lambda kv: kv[1]["data_offsets"][0]):
         begin, end = info["data_offsets"]
-        arr = np.frombuffer(data[begin:end], dtype=DTYPES[info["dtype"]])
-        tensors[name] = arr.reshape(info["shape"]).astype(np.float32)
+        tensors[name] = (info["dtype"], info["shape"], data[begin:end])
+    return tensors, meta
+
+
+def read(path):
+    """({name: float32 numpy array} in data order, metadata dict)."""
+    raw, meta = read_raw(path)
+    tensors = {name: np.frombuffer(b, dtype=DTYPES[dtype]).reshape(shape).astype(np.float32)
+               for name, (dtype, shape, b) in raw.items()}
     return tensors, meta
