@@ -1007,19 +1007,22 @@ static int monitor_args(int argc, char **argv, const char **addr, const char **k
 
 /* --http: start the server and say where it listens (with the token a non-loopback address
    needs) on stderr. Returns the server, or NULL with a message in err. */
-static pf_monitor_http *monitor_http_start(const monitor_loop *l, char *err, size_t errlen) {
+/* hold: answer 503 "loading" until pf_monitor_http_hold(h, 0) (finished runs being read). */
+static pf_monitor_http *monitor_http_start(const monitor_loop *l, int hold, char *err,
+                                           size_t errlen) {
     pf_monitor_http *h = pf_monitor_http_start(l->http_bind, (size_t)l->http_ring,
                                                l->http_clients, err, errlen);
     if (!h) return NULL;
+    if (hold) pf_monitor_http_hold(h, 1);
     const char *token = pf_monitor_http_token(h);
     if (token)
-        fprintf(stderr, "pixflow monitor: serving http://%s/api/ (state, events, curves, images; "
-                        "/files/); "
-                        "token %s (Authorization: Bearer TOKEN or ?token=TOKEN)\n",
-                l->http_bind, token);
+        fprintf(stderr, "pixflow monitor: serving http://%s/ (the dashboard: open "
+                        "http://%s/?token=%s; API under /api/: state, events, curves, images; "
+                        "/files/); token %s (Authorization: Bearer TOKEN or ?token=TOKEN)\n",
+                l->http_bind, l->http_bind, token, token);
     else
-        fprintf(stderr, "pixflow monitor: serving http://%s/api/ (state, events, curves, images; "
-                        "/files/)\n",
+        fprintf(stderr, "pixflow monitor: serving http://%s/ (the dashboard; API under /api/: "
+                        "state, events, curves, images; /files/)\n",
                 l->http_bind);
     return h;
 }
@@ -1047,13 +1050,14 @@ static int serve_finished(monitor_loop *l, char **dirs, int n) {
             return 1;
         }
     }
-    pf_monitor_http *h = monitor_http_start(l, err, sizeof err);
+    pf_monitor_http *h = monitor_http_start(l, 1, err, sizeof err);
     if (!h) {
         fprintf(stderr, "pixflow monitor: %s\n", err);
         return 1;
     }
     int rc = 0;
     for (int i = 0; i < n && rc == 0; i++) rc = load_run(h, i, dirs[i]);
+    pf_monitor_http_hold(h, 0);     /* every run read: answer */
     pf_reactor *r = rc == 0 ? pf_reactor_new() : NULL;
     if (r && !pf_reactor_every(r, 1.0, on_idle, NULL)) pf_reactor_destroy(&r);
     if (r) {
@@ -1104,7 +1108,7 @@ int pf_monitor_main(int argc, char **argv) {
     m.json = l.json;
     snprintf(m.addr, sizeof m.addr, "%s", addr);
     char err[1024];
-    if (l.http_bind && !(m.http = monitor_http_start(&l, err, sizeof err))) {
+    if (l.http_bind && !(m.http = monitor_http_start(&l, 0, err, sizeof err))) {
         fprintf(stderr, "pixflow monitor: %s\n", err);
         return 1;
     }

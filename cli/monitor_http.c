@@ -75,6 +75,7 @@ struct pf_monitor_http {
     int n_runs;                 /* runs[0..n_runs-1] are served (>= 1) */
     int clients, max_clients;   /* requests being served, the limit */
     int stopping;
+    int held;                   /* pf_monitor_http_hold: 503 "loading" for now */
     int has_token;
     char token[33];             /* 32 hex digits when has_token */
 };
@@ -147,6 +148,12 @@ void pf_monitor_http_point(pf_monitor_http *h, int i, pf_curve c, double step, d
     k->y[k->n] = value;
     k->n++;
     k->raw++;
+    pthread_mutex_unlock(&h->lock);
+}
+
+void pf_monitor_http_hold(pf_monitor_http *h, int on) {
+    pthread_mutex_lock(&h->lock);
+    h->held = on;
     pthread_mutex_unlock(&h->lock);
 }
 
@@ -283,6 +290,7 @@ static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const ch
     MHD_add_response_header(r, "Cache-Control", "no-store");
     if (status == MHD_HTTP_UNAUTHORIZED) MHD_add_response_header(r, "WWW-Authenticate", "Bearer");
     if (status == MHD_HTTP_METHOD_NOT_ALLOWED) MHD_add_response_header(r, "Allow", "GET");
+    if (status == MHD_HTTP_SERVICE_UNAVAILABLE) MHD_add_response_header(r, "Retry-After", "1");
     enum MHD_Result ret = MHD_queue_response(c, status, r);
     MHD_destroy_response(r);
     return ret;
@@ -728,9 +736,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     }
     if (strcmp(method, MHD_HTTP_METHOD_GET) != 0)
         return http_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET");
+    if (!strncmp(url, "/static/", 8)) return get_static(c, url + 8);
+    pthread_mutex_lock(&h->lock);
+    int held = h->held;
+    pthread_mutex_unlock(&h->lock);
+    if (held) return http_error(c, MHD_HTTP_SERVICE_UNAVAILABLE, "loading the runs");
     if (!strcmp(url, "/api/events")) return get_events(h, c);
     if (!strcmp(url, "/api/runs")) return get_runs(h, c);
-    if (!strncmp(url, "/static/", 8)) return get_static(c, url + 8);
     int ri = which_run(h, c);
     if (ri < 0) return http_error(c, MHD_HTTP_NOT_FOUND, "no such run (GET /api/runs lists them)");
     if (!strcmp(url, "/api/state")) return get_state(h, c, ri);

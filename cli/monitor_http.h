@@ -64,6 +64,11 @@ uint64_t pf_monitor_http_event(pf_monitor_http *h, const char *json);
 /* Append the point (step, value) to run `run`'s curve `c` (steps in increasing order). */
 void pf_monitor_http_point(pf_monitor_http *h, int run, pf_curve c, double step, double value);
 
+/* While held (on != 0) every request but GET /static/NAME is answered 503 with Retry-After: 1
+   ("loading"): a finished-runs monitor holds its server until every run is read, so nobody
+   sees a run half loaded. */
+void pf_monitor_http_hold(pf_monitor_http *h, int on);
+
 /* Stop serving (open SSE streams end), free everything, null *h_p. */
 void pf_monitor_http_stop(pf_monitor_http **h_p);
 #endif

@@ -9,6 +9,7 @@
 #   - 100 000 iterations (past the cap: compacted once, held < added): every spike of the raw
 #     series (the largest value within 250 steps), the global min and max, and the first and
 #     last points are still sent at width 1000.
+# While it reads the runs the monitor answers 503 (Retry-After: 1), never half a run.
 # Needs Debian's python3 with numpy (scripts/setup.sh --test-deps); 77 without it.
 set -u
 src=${PF_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
@@ -29,7 +30,25 @@ trap cleanup EXIT
 port=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 timeout 300 "$bin" monitor --http "127.0.0.1:$port" "$root/r60k" "$root/r100k" > "$root/mon.out" 2> "$root/mon.err" &
 mon=$!
-wait_for 60 grep -q 'served until' "$root/mon.err" || { fail "the monitor did not start"; exit 1; }
+# while it reads the runs it answers 503 "loading", never half a run: poll from its first line
+wait_for 30 grep -q 'serving http' "$root/mon.err" || { fail "the monitor did not start"; exit 1; }
+timeout 60 /usr/bin/python3 - "http://127.0.0.1:$port" << 'PY' || fail "answers while loading"
+import json, sys, time, urllib.error, urllib.request
+url, busy = sys.argv[1], 0
+while True:
+    try:
+        with urllib.request.urlopen(url + "/api/curves?name=loss&width=10&run=r100k", timeout=5) as r:
+            d = json.load(r)
+        break
+    except urllib.error.HTTPError as e:
+        assert e.code == 503 and e.headers.get("Retry-After") == "1", (e.code, e.read())
+        busy += 1
+        time.sleep(0.01)
+print("while loading: %d answers 503 (Retry-After 1), then the whole run: %d points added"
+      % (busy, d["added"]))
+assert d["added"] == 100000, d["added"]
+PY
+wait_for 60 grep -q 'served until' "$root/mon.err" || { fail "the monitor did not finish loading"; exit 1; }
 timeout 120 /usr/bin/python3 - "http://127.0.0.1:$port" "$root" << 'PY' || fail "numpy checks"
 import json, os, sys, urllib.request
 import numpy as np
