@@ -40,7 +40,6 @@
 #include <unistd.h>
 
 #define PF_CONFIG_MAX_BYTES (1 << 20)   /* = PF_MAX_CONFIG: the file must fit a WELCOME */
-#define PF_CONFIG_MAX_BATCH 1024        /* = PF_MAX_BATCH: samples in one ticket */
 
 typedef struct {
     const char *path;                   /* file name for messages */

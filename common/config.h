@@ -100,8 +100,8 @@ typedef struct {
     uint64_t hash;                      /* FNV-1a 64 of the resolved YAML text */
 
     /* model */
-    char model_type[32];                /* "EDSR" | "SRCNN" | "FSRCNN" | "ESPCN" | "MSRResNet" |
-                                           "RCAN" | "RRDBNet" */
+    char model_type[32];                /* a network type of nn/zoo.c (docs/models.md lists
+                                           them: EDSR, SRCNN, ..., BasicVSR) */
     int scale;                          /* 2, 3 or 4 */
     int in_channels, out_channels;      /* 3, 3 */
     int n_feats, n_blocks;              /* width and depth (BasicSR num_feat / num_block) of
