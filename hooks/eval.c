@@ -269,7 +269,8 @@ static void publish_sample(void *ctx, int file, const char *name, const pf_image
    (docs/dashboard.md), written once per image, by the first evaluation that meets it:
    work_dir/eval_visuals/gt/NAME.png (the GT as evaluated) and eval_visuals/bicubic/NAME.png
    (MATLAB bicubic of the LQ: the psnr_bicubic baseline). Best effort: a failure is a warning,
-   never the evaluation's. Images only (a clip's frames have no such call). */
+   never the evaluation's. Images only (for a clip this is called with its middle frame, which
+   the viewer's frame names would not find). */
 static void save_references(const pf_config *cfg, const char *name, const pf_image *lq,
                             const pf_image *gt) {
     char dir[PF_PATH_MAX + 64], path[PF_PATH_MAX * 2 + 300], err[512];
@@ -300,7 +301,7 @@ static void on_eval_image(void *ctx, int file, const char *name, const pf_image 
                           const uint8_t *out, const pf_image *gt) {
     sample_ctx *c = ctx;
     const pf_config *cfg = &c->h->client.cfg;
-    if (cfg->eval_save_image) save_references(cfg, name, lq, gt);
+    if (cfg->eval_save_image && !c->ds->video) save_references(cfg, name, lq, gt);
     if (cfg->visual_interval > 0) publish_sample(ctx, file, name, lq, out, gt);
 }
 
