@@ -384,6 +384,17 @@ static enum MHD_Result get_curves(pf_monitor_http *h, struct MHD_Connection *c, 
     return reply(c, MHD_HTTP_OK, "application/json", t.s);
 }
 
+/* Queue a 200 with response r (released here): its Content-Type, Cache-Control and nosniff. */
+static enum MHD_Result queue_ok(struct MHD_Connection *c, struct MHD_Response *r,
+                                const char *type, const char *cache) {
+    MHD_add_response_header(r, "Content-Type", type);
+    MHD_add_response_header(r, "Cache-Control", cache);
+    MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+    enum MHD_Result ret = MHD_queue_response(c, MHD_HTTP_OK, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
 /* The dashboard (cli/dashboard.h): GET / the page with the snapshot rendered in, GET
    /api/snapshot that HTML alone; both from the state /api/state serves. */
 static enum MHD_Result get_page(pf_monitor_http *h, struct MHD_Connection *c, int ri,
@@ -403,16 +414,11 @@ static enum MHD_Result get_page(pf_monitor_http *h, struct MHD_Connection *c, in
         free(body);
         return MHD_NO;
     }
-    MHD_add_response_header(r, "Content-Type", "text/html; charset=utf-8");
-    MHD_add_response_header(r, "Cache-Control", "no-store");
-    MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
     /* only this server's scripts (uPlot sets element styles, which CSP allows) */
     MHD_add_response_header(r, "Content-Security-Policy",
                             "default-src 'self'; img-src 'self' data: blob:; "
                             "style-src 'self' 'unsafe-inline'; frame-ancestors 'none'");
-    enum MHD_Result ret = MHD_queue_response(c, MHD_HTTP_OK, r);
-    MHD_destroy_response(r);
-    return ret;
+    return queue_ok(c, r, "text/html; charset=utf-8", "no-store");
 }
 
 /* GET /static/NAME: an embedded file of web/, from the binary's own memory. */
@@ -423,12 +429,7 @@ static enum MHD_Result get_static(struct MHD_Connection *c, const char *name) {
     struct MHD_Response *r =
         MHD_create_response_from_buffer(a->len, (void *)a->data, MHD_RESPMEM_PERSISTENT);
     if (!r) return MHD_NO;
-    MHD_add_response_header(r, "Content-Type", type);
-    MHD_add_response_header(r, "Cache-Control", "no-cache");
-    MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
-    enum MHD_Result ret = MHD_queue_response(c, MHD_HTTP_OK, r);
-    MHD_destroy_response(r);
-    return ret;
+    return queue_ok(c, r, type, "no-cache");
 }
 
 static enum MHD_Result get_events(pf_monitor_http *h, struct MHD_Connection *c) {
@@ -667,12 +668,7 @@ static enum MHD_Result send_file(struct MHD_Connection *c, const char *root, con
         close(fd);
         return MHD_NO;
     }
-    MHD_add_response_header(r, "Content-Type", type);
-    MHD_add_response_header(r, "Cache-Control", "no-cache");
-    MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
-    enum MHD_Result ret = MHD_queue_response(c, MHD_HTTP_OK, r);
-    MHD_destroy_response(r);
-    return ret;
+    return queue_ok(c, r, type, "no-cache");
 }
 
 /* GET /api/image?kind=visual&step=N (the visual grid iter_N.png) or

@@ -24,30 +24,19 @@ fails=0
 root=$(mktemp -d "${TMPDIR:-/tmp}/pf-dash.XXXXXX")
 pids=()
 # shellcheck source=tests/lib_e2e.sh
-. "$src/tests/lib_e2e.sh"  # bin, fail, check, write_config, wait_for
-cleanup() {
-    local p
-    for p in "${pids[@]}"; do kill "$p" 2> /dev/null || true; done
-    if [ "$fails" = 0 ]; then rm -rf "$root"; else echo "kept $root for a look" >&2; fi
-}
-trap cleanup EXIT
+. "$src/tests/lib_e2e.sh"  # bin, fail, check, eval_job_config, cleanup_pids, free_port, wait_for
+trap cleanup_pids EXIT
 export OMP_NUM_THREADS=1
 
-mkdir -p "$root/train" "$root/val"
-cp "$data"/jpeg/{gray,photo,progressive,s444}.png "$root/train/"
-cp "$data"/jpeg/{gray,photo}.png "$root/val/"
 # a job long enough to watch for a while on a slow machine; stopped at the end
-write_config "$root/cfg.yaml" "$root/wd" 1000000 1000 1
-sed -i "/repeat: 8}/a\\  eval: {type: PairedImageDataset, gt_folder: $root/val}" "$root/cfg.yaml"
-echo "evaluation: {interval: 1000, metrics: [PSNR, SSIM], crop_border: 2, convert_to: y," \
-     "save_image: true}" >> "$root/cfg.yaml"
+eval_job_config "$root" 1000000
 echo "visual_config: {interval: 1000, num_samples: 2}" >> "$root/cfg.yaml"
 timeout 300 "$bin" train "$root/cfg.yaml" > "$root/train.out" 2>&1 &
 job=$!
 pids+=("$job")
 wait_for 60 test -s "$root/wd/coordinator.addr" || { fail "no coordinator.addr"; exit 1; }
 addr=$(head -n1 "$root/wd/coordinator.addr")
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+port=$(free_port)
 timeout 300 "$bin" monitor --connect "$addr" --interval 60 --http "127.0.0.1:$port" \
     > "$root/mon.out" 2> "$root/mon.err" &
 pids+=("$!")
@@ -75,7 +64,7 @@ wait "$job" 2> /dev/null
 mkdir -p "$root/wd2"
 cp -r "$root/wd/eval_visuals" "$root/wd/config.yaml" "$root/wd2/"
 head -n "$(( $(wc -l < "$root/wd/metrics.jsonl") / 2 ))" "$root/wd/metrics.jsonl" > "$root/wd2/metrics.jsonl"
-port2=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+port2=$(free_port)
 timeout 120 "$bin" monitor --http "127.0.0.1:$port2" "$root/wd" "$root/wd2" > "$root/mon2.out" 2> "$root/mon2.err" &
 pids+=("$!")
 wait_for 20 grep -q 'served until' "$root/mon2.err" || fail "the finished-runs monitor did not start"

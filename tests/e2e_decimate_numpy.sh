@@ -27,7 +27,7 @@ cleanup() {
 trap cleanup EXIT
 /usr/bin/python3 "$src/bench/dashboard/make_run.py" "$root/r60k" 60000 > /dev/null || fail "make_run 60000"
 /usr/bin/python3 "$src/bench/dashboard/make_run.py" "$root/r100k" 100000 > /dev/null || fail "make_run 100000"
-port=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+port=$(free_port)
 timeout 300 "$bin" monitor --http "127.0.0.1:$port" "$root/r60k" "$root/r100k" > "$root/mon.out" 2> "$root/mon.err" &
 mon=$!
 # while it reads the runs it answers 503 "loading", never half a run: poll from its first line

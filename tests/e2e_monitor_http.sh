@@ -45,31 +45,19 @@ for p in curl python3; do
 done
 root=$(mktemp -d /tmp/pixflow_e2e_monitor_http.XXXXXX)
 # shellcheck source=tests/lib_e2e.sh
-. "$src/tests/lib_e2e.sh"  # bin, fail, check, write_config, wait_for
+. "$src/tests/lib_e2e.sh"  # bin, fail, check, eval_job_config, cleanup_pids, free_port, wait_for
 pids=()
-cleanup() {
-    local p
-    for p in "${pids[@]}"; do kill "$p" 2> /dev/null || true; done
-    if [ "$fails" = 0 ]; then rm -rf "$root"; else echo "kept $root for a look" >&2; fi
-}
-trap cleanup EXIT
+trap cleanup_pids EXIT
 export OMP_NUM_THREADS=1
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 # code URL [CURL ARGS...]: the HTTP status (000: no answer)
 code() { local u=$1; shift; timeout 10 curl -s -o /dev/null -w '%{http_code}' --max-time 5 "$@" "$u" || true; }
 # sse URL SECONDS OUT [CURL ARGS...]: the event stream for SECONDS
 sse() { local u=$1 t=$2 o=$3; shift 3; timeout $((t + 5)) curl -sN --max-time "$t" "$@" "$u" > "$o" || true; }
 
-mkdir -p "$root/train" "$root/val"
-cp "$data"/jpeg/{gray,photo,progressive,s444}.png "$root/train/"
-cp "$data"/jpeg/{gray,photo}.png "$root/val/"
 TOTAL=4000
 # lib_e2e.sh's tiny EDSR job, with an eval set and evaluation every 1000 iterations
-write_config "$root/cfg.yaml" "$root/wd" "$TOTAL" 1000 1
-sed -i "/repeat: 8}/a\\  eval: {type: PairedImageDataset, gt_folder: $root/val}" "$root/cfg.yaml"
-echo "evaluation: {interval: 1000, metrics: [PSNR, SSIM], crop_border: 2, convert_to: y," \
-     "save_image: true}" >> "$root/cfg.yaml"
+eval_job_config "$root" "$TOTAL"
 # the grids outside the work_dir: the monitor must take output_dir from the job's config
 echo "visual_config: {interval: 1000, num_samples: 2, output_dir: $root/grids}" >> "$root/cfg.yaml"
 timeout 150 "$bin" train "$root/cfg.yaml" > "$root/train.out" 2>&1 &

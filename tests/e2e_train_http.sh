@@ -24,12 +24,7 @@ root=$(mktemp -d /tmp/pixflow_e2e_train_http.XXXXXX)
 # shellcheck source=tests/lib_e2e.sh
 . "$src/tests/lib_e2e.sh"  # bin, fail, check, write_config, wait_for, losses, free_port, sigkill_launcher
 pids=()
-cleanup() {
-    local p
-    for p in "${pids[@]}"; do kill "$p" 2> /dev/null || true; done
-    if [ "$fails" = 0 ]; then rm -rf "$root"; else echo "kept $root for a look" >&2; fi
-}
-trap cleanup EXIT
+trap cleanup_pids EXIT
 export OMP_NUM_THREADS=1
 
 mkdir -p "$root/train"

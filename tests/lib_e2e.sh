@@ -37,6 +37,28 @@ model:
 EOF
 }
 
+# eval_job_config ROOT TOTAL: ROOT/cfg.yaml, write_config's tiny EDSR job (work_dir ROOT/wd, TOTAL
+# iterations, checkpoints every 1000) on four test images (ROOT/train), with an eval set
+# (ROOT/val) evaluated every 1000 iterations, outputs saved (eval_visuals). The caller adds
+# its visual_config.
+eval_job_config() {
+    mkdir -p "$1/train" "$1/val"
+    cp "$data"/jpeg/{gray,photo,progressive,s444}.png "$1/train/"
+    cp "$data"/jpeg/{gray,photo}.png "$1/val/"
+    write_config "$1/cfg.yaml" "$1/wd" "$2" 1000 1
+    sed -i "/repeat: 8}/a\\  eval: {type: PairedImageDataset, gt_folder: $1/val}" "$1/cfg.yaml"
+    echo "evaluation: {interval: 1000, metrics: [PSNR, SSIM], crop_border: 2, convert_to: y," \
+         "save_image: true}" >> "$1/cfg.yaml"
+}
+
+# cleanup_pids: for `trap cleanup_pids EXIT`: kill the processes in the caller's pids array,
+# remove its $root when nothing failed, else keep it and say where.
+cleanup_pids() {
+    local p
+    for p in "${pids[@]}"; do kill "$p" 2> /dev/null || true; done
+    if [ "$fails" = 0 ]; then rm -rf "$root"; else echo "kept $root for a look" >&2; fi
+}
+
 # free_port: a TCP port free on 127.0.0.1 now (python3).
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
