@@ -50,9 +50,9 @@
 #include "cli/monitor_http.h"
 #include "common/util.h"
 #include "hooks/event_json.h"
-#include "proto/client.h"
+#include "runtime/client.h"
 #include "proto/proto.h"
-#include "proto/reactor.h"
+#include "runtime/reactor.h"
 #include "proto/security.h"
 
 #define MAX_ROWS 256

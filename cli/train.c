@@ -38,8 +38,8 @@
 #include "coordinator/coordinator.h"
 #include "hooks/evaluate.h"
 #include "nn/model.h"
-#include "proto/client.h"
-#include "proto/reactor.h"
+#include "runtime/client.h"
+#include "runtime/reactor.h"
 #include "proto/security.h"
 #include "worker/device.h"
 

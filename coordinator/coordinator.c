@@ -27,9 +27,9 @@
 #include "coordinator/sampler.h"
 #include "coordinator/snapshot.h"
 #include "nn/checkpoint.h"
-#include "proto/client.h"
+#include "runtime/client.h"
 #include "proto/proto.h"
-#include "proto/reactor.h"
+#include "runtime/reactor.h"
 #include "proto/security.h"
 
 #include <dirent.h>

@@ -11,7 +11,7 @@
 #include "common/number.h"
 #include "common/util.h"
 #include "hooks/visual_grid.h"
-#include "proto/reactor.h"
+#include "runtime/reactor.h"
 #include "proto/security.h"
 
 static const char *bind_arg = "tcp://127.0.0.1:*";

@@ -1,6 +1,6 @@
 /*  hook — the loop every hook service shares: join the job, subscribe to the event kinds it
     wants, optionally serve one socket of its own (the checkpoint hook's ROUTER), and on STOP
-    finish its work, answer DONE and exit. The loop is a reactor (proto/reactor.h): the events
+    finish its work, answer DONE and exit. The loop is a reactor (runtime/reactor.h): the events
     SUB, ctrl and the own socket are its readers, a 200 ms tick watches the coordinator. A hook supplies callbacks; `pixflow hook NAME
     --connect ADDR` picks the hook by name.
 */
@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "proto/client.h"
+#include "runtime/client.h"
 #include "proto/proto.h"
 
 typedef struct pf_hook pf_hook;

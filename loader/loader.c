@@ -37,9 +37,9 @@
 #include "common/util.h"
 #include "loader/batch_builder.h"
 #include "loader/batch_pool.h"
-#include "proto/client.h"
+#include "runtime/client.h"
 #include "proto/proto.h"
-#include "proto/reactor.h"
+#include "runtime/reactor.h"
 #include "proto/security.h"
 
 #define MAX_WORKERS 64

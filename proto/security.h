@@ -15,7 +15,7 @@
 
     CURVE is a per-process switch: a process turns it on with pf_security_init before it
     makes its ZeroMQ context (pf_zmq_ctx_new), and then pf_bind_report and the client's
-    sockets (proto/client.c) apply it. zauth serves only sockets of czmq's own context,
+    sockets (runtime/client.c) apply it. zauth serves only sockets of czmq's own context,
     so a process with CURVE on uses that context (zsys_init).
 */
 #ifndef PF_SECURITY_H

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # test_layering — the folders' include rules (docs/architecture.md, "Code layout"): a role's
 # folder includes nothing from another role's folder, the library folders nothing from a role,
-# common/ nothing from proto/ or nn/. Reads every #include "..." under the source tree; prints
-# each offending line and fails on any. (cli/ is the front end: it starts every role, so it
+# proto/ nothing from runtime/, common/ nothing from proto/, runtime/ or nn/. Reads every
+# #include "..." under the source tree; prints each offending line and fails on any. (cli/ is the front end: it starts every role, so it
 # may call into them.)
 set -euo pipefail
 root=${1:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -24,7 +24,8 @@ check() {
 }
 for r in $roles; do check "$r" $roles; done
 check nn $roles cli
-check proto $roles cli nn
-check common $roles cli nn proto
+check runtime $roles cli nn
+check proto $roles cli nn runtime
+check common $roles cli nn proto runtime
 [ "$bad" = 0 ] || exit 1
 echo "layering: $checked folder pairs checked, no include crosses a rule"

@@ -1,4 +1,4 @@
-/*  test_reactor — proto/reactor.c: readers, tasks served between reads, timers without catch-up, cancel and restart from
+/*  test_reactor — runtime/reactor.c: readers, tasks served between reads, timers without catch-up, cancel and restart from
     handlers, and signals: one that comes while the loop waits, and one that comes while a
     handler runs, both reach the role's signal handler and the loop goes on, and one caught
     before the loop started is reported when it starts; the role's own
@@ -13,7 +13,7 @@
 
 #include "common/util.h"
 #include "pf_test.h"
-#include "proto/reactor.h"
+#include "runtime/reactor.h"
 
 typedef struct {
     int reads, fires, signals, blocked;

@@ -14,7 +14,7 @@
     (iteration, epoch, ticket, sample ids, a digest of the pixels) so tests can check that each
     sample came exactly once per epoch and that batches do not depend on the loaders.
 
-    One loop runs it all (worker_run, on proto/reactor): STARTING until START, then TRAINING,
+    One loop runs it all (worker_run, on runtime/reactor): STARTING until START, then TRAINING,
     where a step is a task ready while its batch is in, and on rank 0 CHECKPOINTING between a
     checkpoint's send and the hook's reply. ctrl is read in every phase; a stop or an abort is
     heard between two steps, never inside one.
@@ -39,9 +39,9 @@
 #include "nn/lr_schedule.h"
 #include "nn/model.h"
 #include "nn/optim.h"
-#include "proto/client.h"
+#include "runtime/client.h"
 #include "proto/proto.h"
-#include "proto/reactor.h"
+#include "runtime/reactor.h"
 #include "proto/security.h"
 #include "worker/device.h"
 #include "worker/train_state.h"

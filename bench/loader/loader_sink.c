@@ -40,7 +40,7 @@
 
 #include "bench/loader/proc_cpu.h"
 #include "common/util.h"
-#include "proto/client.h"
+#include "runtime/client.h"
 #include "proto/proto.h"
 
 #define MAX_PIDS 16

@@ -9,7 +9,7 @@
     ended inside a loop round stay allocated until the reactor goes: zloop may still hold a
     copy of their poll item for the rest of that round.
 */
-#include "proto/reactor.h"
+#include "runtime/reactor.h"
 
 #include <czmq.h>
 #include <errno.h>

@@ -1,5 +1,5 @@
 /*  client — see client.h. */
-#include "proto/client.h"
+#include "runtime/client.h"
 
 #include <errno.h>
 #include <stdio.h>
