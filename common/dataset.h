@@ -21,6 +21,8 @@
     Random degradation steps (DN noise, JPEG) are not cached: pf_dataset_sample applies them to
     each LQ patch with draws keyed by (seed, epoch, index), pf_dataset_pair to the whole LQ
     with draws keyed by (the dataset's seed, the image's position in the dataset as opened).
+    The crop, the flips and that key are common/patch.h's, shared with the video sets
+    (common/video_dataset.h), which this file opens for the video types.
 */
 #ifndef PF_DATASET_H
 #define PF_DATASET_H
@@ -31,6 +33,7 @@
 #include "common/config.h"
 #include "common/image.h"
 #include "common/pair_cache.h"
+#include "common/patch.h"     /* the crop, the flips, the degradation key */
 #include "common/video_dataset.h"
 
 typedef struct {
@@ -125,24 +128,4 @@ void pf_dataset_cache_stats(pf_dataset *ds, pf_cache_stats *out);
    fails the same way in any loader. */
 int pf_dataset_sample(pf_dataset *ds, uint32_t index, uint64_t seed, uint32_t epoch,
                       uint8_t *gt_out, uint8_t *lq_out, char *err, size_t errlen);
-
-/* BasicSR's paired_random_crop + augment for sample `index` of `epoch`: an LQ patch of
-   gt_patch/scale at a random position and the GT patch at scale times it, then hflip, vflip
-   (each with probability 1/2 when use_flip) and transpose (1/2 when use_rot), in that order.
-   All randomness comes from (seed, epoch, index). Outputs are RGB8 HWC, gt_patch^2 * 3 and
-   (gt_patch/scale)^2 * 3 bytes. */
-void pf_paired_crop_augment(const pf_image *gt, const pf_image *lq, int scale, int gt_patch,
-                            int use_flip, int use_rot, uint64_t seed, uint32_t epoch,
-                            uint32_t index, uint8_t *gt_out, uint8_t *lq_out);
-
-/* Copy the p x p patch at (top, left) of `src` (RGB8 HWC, width w) into dst (p x p x 3) with
-   the flips and transpose applied as BasicSR's augment does them: hflip, then vflip, then
-   transpose. */
-void pf_copy_patch(const uint8_t *src, int w, int top, int left, int p, int hflip, int vflip,
-                   int transpose, uint8_t *dst);
-
-/* The key pf_dataset_sample (epoch < 2^32) and pf_dataset_pair (eval: the image's id, with a
-   word no epoch can take) give pf_degrade_random. Exposed for tests. */
-uint64_t pf_dataset_degrade_key(uint64_t seed, uint64_t epoch, uint64_t index);
-#define PF_DATASET_EVAL_EPOCH ((uint64_t)1 << 32)
 #endif

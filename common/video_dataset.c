@@ -16,11 +16,11 @@
 #include <string.h>
 #include <strings.h>
 
-#include "common/dataset.h"
 #include "common/degrade.h"
 #include "common/file_list.h"
 #include "common/image_info.h"
 #include "common/log.h"
+#include "common/patch.h"
 #include "common/rng.h"
 #include "common/video.h"
 

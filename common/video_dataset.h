@@ -33,8 +33,9 @@
     says so; one LQ crop position for all frames, GT at scale times it; one set of flips for
     all frames: horizontal (use_hflip), vertical and transpose (use_rot; BasicSR's augment
     with rotation). Random degradation steps then act on each LQ patch, frame t drawing from
-    pf_dataset_degrade_key(seed, epoch, index) mixed with t. The bytes depend only on (seed,
-    epoch, index): any loader, any thread, any cache state gives the same sample.
+    pf_dataset_degrade_key(seed, epoch, index) (common/patch.h, with the patch copy and its
+    flips) mixed with t. The bytes depend only on (seed, epoch, index): any loader, any
+    thread, any cache state gives the same sample.
 
     Decoded frames (GT and LQ after crop and downscaling) are kept in a pf_pair_cache, one
     entry per frame. Video files are read through a pool of readers per clip, a read going to
