@@ -3,7 +3,8 @@
 
     Outputs go to work_dir/test/<checkpoint stem>/<image>.png, with results.tsv beside them:
     one row per image (PSNR, SSIM, and bicubic's, and how many frames of it had an infinite PSNR
-    and were left out of its PSNR mean) and a mean row, the same table printed on stdout. Metrics follow evaluation.crop_border and evaluation.convert_to (docs/metrics.md).
+    and were left out of its PSNR mean) and a mean row, the same table printed on stdout.
+    Metrics follow evaluation.crop_border and evaluation.convert_to (docs/metrics.md).
     A SingleImageDataset (LQ only) has no GT: the outputs are written, no metrics, no
     results.tsv, and the closing line says so.
 
@@ -16,6 +17,10 @@
     encoded from those PNGs into <clip>.mkv (common/video_write.h: FFV1 by default, lossless,
     so it decodes back to the PNGs' bytes; --video=CODEC picks another FFmpeg encoder) at the
     source video's frame rate (25 frames/s for a folder of frames).
+
+    pf_test_main is test_parse (the command line), test_prepare (config, data.test, the output
+    folder), test_run (the evaluation, here or split across workers) and test_report (tables,
+    videos, the closing line).
 */
 #include "cli/commands.h"
 
@@ -183,147 +188,195 @@ static int run_shards(const char *cfg_path, const char *ckpt, int n, const pf_da
     return 0;
 }
 
-int pf_test_main(int argc, char **argv) {
-    const char *cfg_path = NULL, *ckpt = NULL;
-    const char *video = NULL;      /* --video: the encoder's name */
-    int workers = 1, shard = -1, nshards = 0;
+/* The command line of `pixflow test`. */
+typedef struct {
+    const char *cfg_path, *ckpt;
+    const char *video;          /* --video: the encoder's name; NULL without */
+    int workers;                /* --workers (test_prepare clamps it to the set's size) */
+    int shard, nshards;         /* --shard R/N: this process is worker R of N; -1: the front end */
+} test_args;
+
+/* What test_prepare opens for test_run and test_report; test_close frees it. */
+typedef struct {
+    pf_config *cfg;             /* the loaded config (static storage: it is large) */
+    pf_dataset ds;              /* data.test */
+    pf_dataset part;            /* a worker's share of ds (--shard); zeroed otherwise */
+    char dir[PF_PATH_MAX + 300];   /* work_dir/test/<checkpoint stem>: outputs, results */
+} test_job;
+
+/* Read argv into *a (and apply --threads). Returns 0, or 2 after printing the usage or the
+   bad option's message. */
+static int test_parse(int argc, char **argv, test_args *a) {
+    *a = (test_args){ .workers = 1, .shard = -1 };
     for (int i = 0; i < argc; i++) {
-        if (strcmp(argv[i], "--checkpoint") == 0 && i + 1 < argc) ckpt = argv[++i];
-        else if (strcmp(argv[i], "--video") == 0) video = "ffv1";
-        else if (strncmp(argv[i], "--video=", 8) == 0 && argv[i][8]) video = argv[i] + 8;
+        if (strcmp(argv[i], "--checkpoint") == 0 && i + 1 < argc) a->ckpt = argv[++i];
+        else if (strcmp(argv[i], "--video") == 0) a->video = "ffv1";
+        else if (strncmp(argv[i], "--video=", 8) == 0 && argv[i][8]) a->video = argv[i] + 8;
         else if (strcmp(argv[i], "--workers") == 0 && i + 1 < argc) {
-            if (pf_arg_int("pixflow test", "--workers", argv[++i], 1, 64, &workers)) return 2;
+            if (pf_arg_int("pixflow test", "--workers", argv[++i], 1, 64, &a->workers)) return 2;
         } else if (strcmp(argv[i], "--shard") == 0 && i + 1 < argc) {
-            if (pf_arg_part("pixflow test", "--shard", argv[++i], 64, &shard, &nshards))
+            if (pf_arg_part("pixflow test", "--shard", argv[++i], 64, &a->shard, &a->nshards))
                 return 2;
         } else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
             int threads;
             if (pf_arg_int("pixflow test", "--threads", argv[++i], 1, PF_MAX_THREADS, &threads))
                 return 2;
             pf_set_threads(threads);
-        } else if (argv[i][0] != '-' && !cfg_path) cfg_path = argv[i];
-        else cfg_path = NULL, i = argc;
+        } else if (argv[i][0] != '-' && !a->cfg_path) a->cfg_path = argv[i];
+        else a->cfg_path = NULL, i = argc;
     }
-    if (!cfg_path || !ckpt) {
+    if (!a->cfg_path || !a->ckpt) {
         fprintf(stderr, "usage: pixflow test CONFIG --checkpoint PATH [--workers N] [--threads N] "
                 "[--video[=CODEC]]\n");
         return 2;
     }
+    return 0;
+}
+
+/* Load the config, open data.test (seeded for its random degradation steps), check --video
+   against it, clamp a->workers to the number of images or clips and name the output folder.
+   Returns 0, or 2 after printing why (nothing left open). */
+static int test_prepare(test_args *a, test_job *j) {
     pf_log_set_name("test");
-    static pf_config cfg;
+    pf_config *cfg = j->cfg;
     char err[2048] = "";
-    if (pf_config_load(&cfg, cfg_path, err, sizeof err) != 0) {
+    if (pf_config_load(cfg, a->cfg_path, err, sizeof err) != 0) {
         fprintf(stderr, "pixflow: %s\n", err);
         return 2;
     }
-    if (!cfg.test.present) {
-        fprintf(stderr, "pixflow: %s: data.test: required by `pixflow test`\n", cfg_path);
+    if (!cfg->test.present) {
+        fprintf(stderr, "pixflow: %s: data.test: required by `pixflow test`\n", a->cfg_path);
         return 2;
     }
-    pf_dataset ds, part = { 0 };
-    if (pf_dataset_open(&ds, &cfg.test, "data.test", cfg.scale, 0, err, sizeof err) != 0) {
+    if (pf_dataset_open(&j->ds, &cfg->test, "data.test", cfg->scale, 0, err, sizeof err) != 0) {
         fprintf(stderr, "pixflow: %s\n", err);
         return 2;
     }
-    pf_dataset_set_seed(&ds, cfg.seed);     /* DN noise / JPEG quality per image */
-    if (shard < 0) pf_dataset_log_gt_crops(&ds, "data.test");   /* not again in each worker */
-    if (video && !ds.video) {
-        fprintf(stderr, "pixflow: --video: data.test (%s) is not a video set\n", cfg.test.type);
-        pf_dataset_close(&ds);
+    pf_dataset_set_seed(&j->ds, cfg->seed);     /* DN noise / JPEG quality per image */
+    if (a->shard < 0) pf_dataset_log_gt_crops(&j->ds, "data.test");   /* not again in each worker */
+    if (a->video && !j->ds.video) {
+        fprintf(stderr, "pixflow: --video: data.test (%s) is not a video set\n", cfg->test.type);
+        pf_dataset_close(&j->ds);
         return 2;
     }
     const int *clip_ids;
-    int n_items = ds.video ? pf_dataset_clips(&ds, &clip_ids) : ds.n_files;
-    if (workers > n_items) workers = n_items > 0 ? n_items : 1;
-    int status = 1;
-    pf_eval_result r = { 0 };
-    pf_model *m = NULL;
-    const char *base = strrchr(ckpt, '/');
-    base = base ? base + 1 : ckpt;
-    char stem[256], dir[PF_PATH_MAX + 300], tsv[PF_PATH_MAX + 320];
+    int n_items = j->ds.video ? pf_dataset_clips(&j->ds, &clip_ids) : j->ds.n_files;
+    if (a->workers > n_items) a->workers = n_items > 0 ? n_items : 1;
+    const char *base = strrchr(a->ckpt, '/');
+    base = base ? base + 1 : a->ckpt;
+    char stem[256];
     snprintf(stem, sizeof stem, "%.*s", (int)strcspn(base, "."), base);
-    snprintf(dir, sizeof dir, "%s/test/%s", cfg.work_dir, stem);
-    double t0 = pf_now();
-    if (shard < 0 && workers > 1) {
+    snprintf(j->dir, sizeof j->dir, "%s/test/%s", cfg->work_dir, stem);
+    return 0;
+}
+
+/* Run the checkpoint over the test set into *r: split across a->workers processes (the front
+   end, after checking that the checkpoint fits the network), or in this process (alone, or as
+   the worker of --shard). Returns 0, or -1 after printing why. */
+static int test_run(const test_args *a, test_job *j, pf_eval_result *r) {
+    char err[2048] = "";
+    if (a->shard < 0 && a->workers > 1) {
         /* the checkpoint must fit the network before N workers each find out it does not */
-        if (pf_ckpt_check_weights(&cfg, ckpt, err, sizeof err) != 0 ||
-            pf_mkdirs(dir, err, sizeof err) != 0 ||
-            run_shards(cfg_path, ckpt, workers, &ds, dir, &r, err, sizeof err) != 0) {
+        if (pf_ckpt_check_weights(j->cfg, a->ckpt, err, sizeof err) != 0 ||
+            pf_mkdirs(j->dir, err, sizeof err) != 0 ||
+            run_shards(a->cfg_path, a->ckpt, a->workers, &j->ds, j->dir, r, err, sizeof err) != 0) {
             fprintf(stderr, "pixflow: %s\n", err);
-            goto out;
+            return -1;
         }
-    } else {
-        pf_dataset *use = &ds;
-        if (shard >= 0) {
-            if (pf_dataset_shard(&ds, shard, nshards, &part) != 0) {
-                fprintf(stderr, "pixflow: out of memory\n");
-                goto out;
-            }
-            use = &part;
-        }
-        m = pf_model_new(&cfg, err, sizeof err);
-        int ema;   /* the EMA weights when the checkpoint has them, as evaluation */
-        if (!m || pf_ckpt_load_eval_weights(m, ckpt, &ema, err, sizeof err) != 0 ||
-            pf_evaluate(m, &cfg, use, dir, NULL, NULL, NULL, NULL, &r, err, sizeof err) != 0) {
-            fprintf(stderr, "pixflow: %s\n", err);
-            goto out;
-        }
-        if (ema && shard < 0) printf("pixflow: %s: its EMA weights (params_ema.*)\n", ckpt);
+        return 0;
     }
-    const char *ch = cfg.eval_y_channel ? "Y" : "RGB";
-    if (shard >= 0) {   /* a worker of a split test: full-precision rows for the gatherer */
-        snprintf(tsv, sizeof tsv, "%s/results_shard%d.tsv", dir, shard);
+    pf_dataset *use = &j->ds;
+    if (a->shard >= 0) {
+        if (pf_dataset_shard(&j->ds, a->shard, a->nshards, &j->part) != 0) {
+            fprintf(stderr, "pixflow: out of memory\n");
+            return -1;
+        }
+        use = &j->part;
+    }
+    pf_model *m = pf_model_new(j->cfg, err, sizeof err);
+    int ema;   /* the EMA weights when the checkpoint has them, as evaluation */
+    int rc = 0;
+    if (!m || pf_ckpt_load_eval_weights(m, a->ckpt, &ema, err, sizeof err) != 0 ||
+        pf_evaluate(m, j->cfg, use, j->dir, NULL, NULL, NULL, NULL, r, err, sizeof err) != 0) {
+        fprintf(stderr, "pixflow: %s\n", err);
+        rc = -1;
+    } else if (ema && a->shard < 0) {
+        printf("pixflow: %s: its EMA weights (params_ema.*)\n", a->ckpt);
+    }
+    pf_model_destroy(&m);
+    return rc;
+}
+
+/* Write what test_run found: a worker's full-precision shard table; or the clips' videos
+   (--video), then the table on stdout and in results.tsv and the closing line (a
+   SingleImageDataset: the closing line alone). t0: when the run began (pf_now). Returns the
+   exit status, 0 or 1. */
+static int test_report(const test_args *a, const test_job *j, const pf_eval_result *r,
+                       double t0) {
+    const pf_config *cfg = j->cfg;
+    const char *ch = cfg->eval_y_channel ? "Y" : "RGB";
+    char tsv[PF_PATH_MAX + 320];
+    char err[2048] = "";
+    if (a->shard >= 0) {   /* a worker of a split test: full-precision rows for the gatherer */
+        snprintf(tsv, sizeof tsv, "%s/results_shard%d.tsv", j->dir, a->shard);
         FILE *f = fopen(tsv, "w");
         if (!f) {
             fprintf(stderr, "pixflow: %s: cannot write\n", tsv);
-            goto out;
+            return 1;
         }
-        print_table(f, &r, ch, 1);
-        status = fclose(f) == 0 ? 0 : 1;
-        goto out;
+        print_table(f, r, ch, 1);
+        return fclose(f) == 0 ? 0 : 1;
     }
-    if (video && encode_clips(&ds, dir, video, err, sizeof err) != 0) {
+    if (a->video && encode_clips(&j->ds, j->dir, a->video, err, sizeof err) != 0) {
         fprintf(stderr, "pixflow: --video: %s\n", err);
-        goto out;
+        return 1;
     }
-    if (ds.single) {    /* no GT: outputs only */
+    if (j->ds.single) {    /* no GT: outputs only */
         printf("pixflow: SingleImageDataset (LQ only, no GT): %d images super-resolved x%d in "
-               "%.1f s on %d worker%s; no metrics computed; outputs in %s\n", r.n, cfg.scale,
-               pf_now() - t0, workers, workers > 1 ? "s" : "", dir);
-        status = 0;
-        goto out;
+               "%.1f s on %d worker%s; no metrics computed; outputs in %s\n", r->n, cfg->scale,
+               pf_now() - t0, a->workers, a->workers > 1 ? "s" : "", j->dir);
+        return 0;
     }
-    snprintf(tsv, sizeof tsv, "%s/results.tsv", dir);
+    snprintf(tsv, sizeof tsv, "%s/results.tsv", j->dir);
     FILE *f = fopen(tsv, "w");
     if (!f) {
         fprintf(stderr, "pixflow: %s: cannot write\n", tsv);
-        goto out;
+        return 1;
     }
-    print_table(stdout, &r, ch, 0);
-    print_table(f, &r, ch, 0);
+    print_table(stdout, r, ch, 0);
+    print_table(f, r, ch, 0);
     fclose(f);
     char mode[192];
     char what[64];
     int frames = 0;
-    for (int i = 0; i < r.n; i++) frames += r.items[i].frames;
-    if (ds.video)
+    for (int i = 0; i < r->n; i++) frames += r->items[i].frames;
+    if (j->ds.video)
         snprintf(what, sizeof what, "%d clips (%d frames; means per clip, then over clips)",
-                 r.n, frames);
+                 r->n, frames);
     else
-        snprintf(what, sizeof what, "%d images", r.n);
+        snprintf(what, sizeof what, "%d images", r->n);
     char note[256];
-    pf_eval_inf_note(note, sizeof note, ds.video ? "frame" : "image", r.psnr_inf,
-                     r.psnr_bicubic_inf, ds.video ? "clip" : NULL, r.psnr_inf_items,
-                     r.psnr_bicubic_inf_items);
+    pf_eval_inf_note(note, sizeof note, j->ds.video ? "frame" : "image", r->psnr_inf,
+                     r->psnr_bicubic_inf, j->ds.video ? "clip" : NULL, r->psnr_inf_items,
+                     r->psnr_bicubic_inf_items);
     printf("pixflow: %s%s in %.1f s on %d worker%s (crop_border %d, %s, inference: %s); "
-           "outputs and results.tsv in %s\n", what, note, pf_now() - t0, workers,
-           workers > 1 ? "s" : "", cfg.crop_border, ch,
-           pf_infer_describe(&cfg, mode, sizeof mode), dir);
-    status = 0;
-out:
+           "outputs and results.tsv in %s\n", what, note, pf_now() - t0, a->workers,
+           a->workers > 1 ? "s" : "", cfg->crop_border, ch,
+           pf_infer_describe(cfg, mode, sizeof mode), j->dir);
+    return 0;
+}
+
+int pf_test_main(int argc, char **argv) {
+    test_args a;
+    if (test_parse(argc, argv, &a) != 0) return 2;
+    static pf_config cfg;
+    test_job j = { .cfg = &cfg };
+    if (test_prepare(&a, &j) != 0) return 2;
+    pf_eval_result r = { 0 };
+    double t0 = pf_now();
+    int status = test_run(&a, &j, &r) == 0 ? test_report(&a, &j, &r, t0) : 1;
     pf_eval_result_free(&r);
-    pf_model_destroy(&m);
-    if (part.files || part.video_shared) pf_dataset_close(&part);
-    pf_dataset_close(&ds);
+    if (j.part.files || j.part.video_shared) pf_dataset_close(&j.part);
+    pf_dataset_close(&j.ds);
     return status;
 }
