@@ -34,7 +34,16 @@ static void st_entry(pf_st_tensor *t, const pf_param_info *p, const char *name,
 int pf_ckpt_serialize(const pf_config *cfg, pf_model *m, const pf_optim *optim, int64_t iter,
                        int64_t epoch, double learning_rate, void **weights, size_t *weights_len,
                        void **optim_buf, size_t *optim_len, char *err, size_t errlen) {
-    int n = pf_model_num_tensors(m), nb = pf_model_num_buffers(m);
+    return pf_ckpt_serialize_net(cfg, pf_model_net(m), pf_model_params(m), optim, iter, epoch,
+                                 learning_rate, weights, weights_len, optim_buf, optim_len, err,
+                                 errlen);
+}
+
+int pf_ckpt_serialize_net(const pf_config *cfg, const pf_net *net, const float *params,
+                          const pf_optim *optim, int64_t iter, int64_t epoch,
+                          double learning_rate, void **weights, size_t *weights_len,
+                          void **optim_buf, size_t *optim_len, char *err, size_t errlen) {
+    int n = net->n_tensors, nb = net->n_buffers;
     const char *suffix[3];
     float *data[3];
     int per = optim ? optim_state(optim, suffix, data) : 0;
@@ -51,21 +60,20 @@ int pf_ckpt_serialize(const pf_config *cfg, pf_model *m, const pf_optim *optim, 
     /* The weights file in state_dict order, buffers at their places (pf_net_buffer.before),
        then the EMA copy under PF_EMA_PREFIX in the same order (BasicSR's params_ema is the
        EMA network's whole state_dict, buffers included). */
-    const float *params = pf_model_params(m);
     int nt = 0;
     for (int copy = 0; copy < 1 + ema; copy++) {
         const char *prefix = copy ? PF_EMA_PREFIX : "";
         const float *base = copy ? optim->ema : params;
         for (int i = 0, b = 0; i <= n; i++) {
-            for (; b < nb && pf_model_buffer(m, b)->before <= i; b++, nt++) {
-                const pf_net_buffer *buf = pf_model_buffer(m, b);
+            for (; b < nb && net->buffers[b].before <= i; b++, nt++) {
+                const pf_net_buffer *buf = &net->buffers[b];
                 snprintf(names[nt], sizeof names[0], "%s%s", prefix, buf->name);
                 t[nt] = (pf_st_tensor){ .name = names[nt], .data = buf->value,
                                         .ndim = buf->ndim };
                 memcpy(t[nt].shape, buf->shape, sizeof t[nt].shape);
             }
             if (i == n) break;
-            const pf_param_info *p = pf_model_tensor_info(m, i);
+            const pf_param_info *p = &net->tensors[i];
             snprintf(names[nt], sizeof names[0], "%s%s", prefix, p->name);
             st_entry(&t[nt], p, names[nt], base);
             nt++;
@@ -93,7 +101,7 @@ int pf_ckpt_serialize(const pf_config *cfg, pf_model *m, const pf_optim *optim, 
                                       weights_len, err, errlen);
     if (rc == 0 && optim) {
         for (int i = 0; i < n; i++) {
-            const pf_param_info *p = pf_model_tensor_info(m, i);
+            const pf_param_info *p = &net->tensors[i];
             for (int k = 0; k < per; k++) {
                 snprintf(names[per * i + k], sizeof names[0], "%s.%s", p->name, suffix[k]);
                 st_entry(&t[per * i + k], p, names[per * i + k], data[k]);
@@ -114,9 +122,15 @@ int pf_ckpt_serialize(const pf_config *cfg, pf_model *m, const pf_optim *optim, 
 
 int pf_ckpt_load_weights(pf_model *m, const char *path, int64_t *iter, char *err,
                           size_t errlen) {
+    return pf_ckpt_load_weights_net(pf_model_net(m), pf_model_config(m), pf_model_params(m),
+                                    path, iter, err, errlen);
+}
+
+int pf_ckpt_load_weights_net(const pf_net *net, const pf_config *cfg, float *params,
+                             const char *path, int64_t *iter, char *err, size_t errlen) {
     pf_safetensors *st = NULL;
     if (pf_safetensors_load(path, &st, err, errlen) != 0) return -1;
-    int rc = pf_model_load_weights(m, st, err, errlen);
+    int rc = pf_ckpt_load_net(net, cfg, params, st, err, errlen);
     if (rc == 0 && iter) {
         const char *s = pf_safetensors_meta(st, "iter");
         char *end = NULL;
@@ -147,16 +161,16 @@ int pf_ckpt_check_weights(const pf_config *cfg, const char *path, char *err,
     return rc;
 }
 
-/* Copy tensor "<prefix><name><suffix>" of every model tensor from `st` (file `path`) into
-   the flat buffer `dst`. Returns 0, 1 when not one of them is present (dst untouched), or -1
-   with err when some are missing or mis-shaped. */
-static int load_flat(const pf_safetensors *st, pf_model *m, const char *prefix,
+/* Copy tensor "<prefix><name><suffix>" of every tensor of net's table from `st` (file `path`)
+   into the flat buffer `dst`. Returns 0, 1 when not one of them is present (dst untouched), or
+   -1 with err when some are missing or mis-shaped. */
+static int load_flat(const pf_safetensors *st, const pf_net *net, const char *prefix,
                      const char *suffix, float *dst, const char *path, char *err,
                      size_t errlen) {
-    int n = pf_model_num_tensors(m), found = 0;
+    int n = net->n_tensors, found = 0;
     for (int pass = 0; pass < 2; pass++) {
         for (int i = 0; i < n; i++) {
-            const pf_param_info *p = pf_model_tensor_info(m, i);
+            const pf_param_info *p = &net->tensors[i];
             char name[160];
             snprintf(name, sizeof name, "%s%s%s", prefix, p->name, suffix);
             int ndim;
@@ -182,6 +196,11 @@ static int load_flat(const pf_safetensors *st, pf_model *m, const char *prefix,
 
 int pf_ckpt_load_optim(pf_optim *optim, pf_model *m, const char *weights_path, char *err,
                         size_t errlen) {
+    return pf_ckpt_load_optim_net(optim, pf_model_net(m), weights_path, err, errlen);
+}
+
+int pf_ckpt_load_optim_net(pf_optim *optim, const pf_net *net, const char *weights_path,
+                           char *err, size_t errlen) {
     char path[PF_PATH_MAX + 32];
     pf_ckpt_optim_path(weights_path, path, sizeof path);
     pf_safetensors *st = NULL;
@@ -201,7 +220,7 @@ int pf_ckpt_load_optim(pf_optim *optim, pf_model *m, const char *weights_path, c
     for (int k = 0; k < per && rc == 0; k++) {
         char sfx[32];
         snprintf(sfx, sizeof sfx, ".%s", suffix[k]);
-        rc = load_flat(st, m, "", sfx, data[k], path, err, errlen);
+        rc = load_flat(st, net, "", sfx, data[k], path, err, errlen);
         if (rc == 1) {
             snprintf(err, errlen, "%s: no %s tensors", path, suffix[k]);
             rc = -1;
@@ -224,15 +243,20 @@ int pf_ckpt_load_optim(pf_optim *optim, pf_model *m, const char *weights_path, c
 
 int pf_ckpt_load_ema(pf_optim *optim, pf_model *m, const char *path, char *err,
                       size_t errlen) {
+    return pf_ckpt_load_ema_net(optim, pf_model_net(m), pf_model_params(m), path, err, errlen);
+}
+
+int pf_ckpt_load_ema_net(pf_optim *optim, const pf_net *net, const float *params,
+                         const char *path, char *err, size_t errlen) {
     if (!optim->ema) return 0;
     pf_safetensors *st = NULL;
     if (pf_safetensors_load(path, &st, err, errlen) != 0) return -1;
-    int rc = load_flat(st, m, PF_EMA_PREFIX, "", optim->ema, path, err, errlen);
+    int rc = load_flat(st, net, PF_EMA_PREFIX, "", optim->ema, path, err, errlen);
     pf_safetensors_free(&st);
     if (rc == 1) {
         pf_warn("%s has no EMA weights (" PF_EMA_PREFIX "*): the EMA restarts from its weights",
                 path);
-        memcpy(optim->ema, pf_model_params(m), pf_model_num_params(m) * sizeof(float));
+        memcpy(optim->ema, params, net->n_params * sizeof(float));
         rc = 0;
     }
     return rc;
@@ -245,7 +269,8 @@ int pf_ckpt_load_eval_weights(pf_model *m, const char *path, int *ema, char *err
     int rc = pf_model_load_weights(m, st, err, errlen);
     *ema = 0;
     if (rc == 0) {
-        rc = load_flat(st, m, PF_EMA_PREFIX, "", pf_model_params(m), path, err, errlen);
+        rc = load_flat(st, pf_model_net(m), PF_EMA_PREFIX, "", pf_model_params(m), path, err,
+                       errlen);
         *ema = rc == 0;
         if (rc == 1) rc = 0;
     }

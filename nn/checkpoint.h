@@ -18,8 +18,9 @@
 
     The checks and copies by name work on the network description (nn/net.h: the parameter
     table and buffers pf_net_build gives) and a flat host buffer of its parameters, so a caller
-    that holds no pf_model (the coordinator, `pixflow test` before it starts workers) checks a
-    weights file from the description alone; the pf_model functions wrap them.
+    that holds no pf_model (the coordinator, `pixflow test` before it starts workers, the
+    worker on a GPU) checks, loads and writes weights from the description alone; the pf_model
+    functions wrap them.
 */
 #ifndef PF_NN_CHECKPOINT_H
 #define PF_NN_CHECKPOINT_H
@@ -86,6 +87,21 @@ int pf_ckpt_check_net(const pf_net *net, const pf_config *cfg, const struct pf_s
    floats, at each tensor's offset); on a mismatch params is untouched. Returns 0 or -1. */
 int pf_ckpt_load_net(const pf_net *net, const pf_config *cfg, float *params,
                      const struct pf_safetensors *st, char *err, size_t errlen);
+
+/* The checkpoint functions above on a description and host buffers instead of a pf_model
+   (the worker on a GPU holds no CPU model; the pf_model forms call these): params holds
+   net->n_params floats in net's order; cfg the config net was built from. */
+int pf_ckpt_serialize_net(const pf_config *cfg, const pf_net *net, const float *params,
+                          const pf_optim *optim, int64_t iter, int64_t epoch,
+                          double learning_rate, void **weights, size_t *weights_len,
+                          void **optim_buf, size_t *optim_len, char *err, size_t errlen);
+int pf_ckpt_load_weights_net(const pf_net *net, const pf_config *cfg, float *params,
+                             const char *path, int64_t *iter, char *err, size_t errlen);
+int pf_ckpt_load_optim_net(pf_optim *optim, const pf_net *net, const char *weights_path,
+                           char *err, size_t errlen);
+/* The fallback EMA (a checkpoint without one) is a copy of params. */
+int pf_ckpt_load_ema_net(pf_optim *optim, const pf_net *net, const float *params,
+                         const char *path, char *err, size_t errlen);
 
 /* BasicVSR: copy SPyNet's weights (every tensor of net named "spynet.*") from the safetensors
    file `path` (model.spynet_pretrained) into params, each found under its own name or without

@@ -106,6 +106,8 @@ int pf_model_num_tensors(const pf_model *m) { return m->net.n_tensors; }
 const pf_param_info *pf_model_tensor_info(const pf_model *m, int i) {
     return i >= 0 && i < m->net.n_tensors ? &m->net.tensors[i] : NULL;
 }
+const pf_net *pf_model_net(const pf_model *m) { return &m->net; }
+const pf_config *pf_model_config(const pf_model *m) { return &m->cfg; }
 int pf_model_num_buffers(const pf_model *m) { return m->net.n_buffers; }
 const pf_net_buffer *pf_model_buffer(const pf_model *m, int i) {
     return i >= 0 && i < m->net.n_buffers ? &m->net.buffers[i] : NULL;

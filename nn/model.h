@@ -45,6 +45,11 @@ float *pf_model_params(pf_model *m);
 float *pf_model_grads(pf_model *m);
 int pf_model_num_tensors(const pf_model *m);
 const pf_param_info *pf_model_tensor_info(const pf_model *m, int i);
+/* The network's description (nn/net.h; its parameter table, for the checkpoint functions of
+   nn/checkpoint.h) and the config the model was built from. */
+struct pf_net;
+const struct pf_net *pf_model_net(const pf_model *m);
+const pf_config *pf_model_config(const pf_model *m);
 /* The network's buffers (constant state_dict tensors that are not parameters, e.g. BasicVSR's
    spynet.mean and spynet.std; nn/net.h pf_net_buffer): how many, and buffer i (NULL when out
    of range). */

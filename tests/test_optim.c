@@ -280,7 +280,8 @@ static void test_checkpoint(const char *optim, const char *extra, int n_state) {
     pf_model *m = make_model(&c, optim, extra);
     if (!m || !mkdtemp(dir)) return;
     pf_optim o, back;
-    CHECK(pf_state_optim_new(&c, m, &o, err, sizeof err) == 0, "%s", err);
+    CHECK(pf_state_optim_new(&c, pf_model_net(m), pf_model_params(m),
+                             &o, err, sizeof err) == 0, "%s", err);
     size_t n = pf_model_num_params(m);
     float *grads = malloc(n * sizeof(float));
     for (int t = 0; t < 3; t++) {
@@ -297,7 +298,8 @@ static void test_checkpoint(const char *optim, const char *extra, int n_state) {
     write_buf(opath, ob, ol);
     free(wb);
     free(ob);
-    CHECK(pf_state_optim_new(&c, m, &back, err, sizeof err) == 0, "%s", err);
+    CHECK(pf_state_optim_new(&c, pf_model_net(m), pf_model_params(m),
+                             &back, err, sizeof err) == 0, "%s", err);
     CHECK(pf_ckpt_load_optim(&back, m, wpath, err, sizeof err) == 0, "%s: %s", optim, err);
     CHECK(pf_ckpt_load_ema(&back, m, wpath, err, sizeof err) == 0, "%s: %s", optim, err);
     CHECK(back.step == 3, "%s: step %lld", optim, (long long)back.step);
@@ -328,7 +330,8 @@ static void test_checkpoint(const char *optim, const char *extra, int n_state) {
                                              : "{type: SGD, lr: 0.1, momentum: 0.9}";
     pf_model *m2 = make_model(&c2, other, "");
     if (m2) {
-        CHECK(pf_state_optim_new(&c2, m2, &back, err, sizeof err) == 0, "%s", err);
+        CHECK(pf_state_optim_new(&c2, pf_model_net(m2), pf_model_params(m2),
+                                 &back, err, sizeof err) == 0, "%s", err);
         CHECK(pf_ckpt_load_optim(&back, m2, wpath, err, sizeof err) == -1 &&
                   strstr(err, "resume_optim: false"),
               "%s resumed as %s: '%s'", optim, other, err);
@@ -352,14 +355,16 @@ static void test_optim_new(void) {
                                  "{conv9: {lr_mult: 0}}}}", "");
     pf_optim o;
     if (m) {
-        CHECK(pf_state_optim_new(&c, m, &o, err, sizeof err) == -1 && strstr(err, "'conv9'"),
+        CHECK(pf_state_optim_new(&c, pf_model_net(m), pf_model_params(m),
+                                 &o, err, sizeof err) == -1 && strstr(err, "'conv9'"),
               "unmatched key: '%s'", err);
         pf_model_destroy(&m);
     }
     m = make_model(&c, "{type: AdamW, lr: 1.0e-3, paramwise_cfg: {custom_keys: "
                        "{conv1: {lr_mult: 0}, 'conv3.bias': {lr_mult: 2, decay_mult: 0}}}}", "");
     if (!m) return;
-    CHECK(pf_state_optim_new(&c, m, &o, err, sizeof err) == 0, "%s", err);
+    CHECK(pf_state_optim_new(&c, pf_model_net(m), pf_model_params(m),
+                             &o, err, sizeof err) == 0, "%s", err);
     CHECK(o.n_groups == pf_model_num_tensors(m), "one group per tensor");
     for (int i = 0; i < o.n_groups; i++) {
         const char *name = pf_model_tensor_info(m, i)->name;
