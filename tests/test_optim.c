@@ -6,7 +6,8 @@
     EMA, the clipping norms and the optimiser state must match torch within 1e-6 relative (per
     tensor: max |ours - torch| <= 1e-6 max |torch|; exp_avg_sq 3e-5, see test_case). The
     frozen tensor (lr_mult 0) and its EMA must stay bit-identical to the start. Also: MMCV's longest-substring rule for custom keys,
-    and the checkpoint round trip of each optimiser's state and the EMA (worker/train_state). */
+    and the checkpoint round trip of each optimiser's state and the EMA (worker/train_state),
+    also from the description and a host buffer alone, as the worker on a GPU holds them. */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -272,6 +273,50 @@ static pf_model *make_model(pf_config *c, const char *optim, const char *extra) 
     return m;
 }
 
+/* What the worker on a GPU does with the checkpoint of test_checkpoint (no pf_model: the
+   description and a host buffer): pf_ckpt_check_weights accepts it, the _net loaders give the
+   model's parameters and o's state bitwise, and pf_ckpt_serialize_net writes the same bytes
+   (wb, ob) again. */
+static void test_host_state(const pf_config *c, pf_model *m, const pf_optim *o, const char *optim,
+                            const char *wpath, const void *wb, size_t wl, const void *ob,
+                            size_t ol) {
+    char err[512];
+    pf_net net;
+    CHECK(pf_ckpt_check_weights(c, wpath, err, sizeof err) == 0, "%s: %s", optim, err);
+    if (pf_net_build(&net, c, err, sizeof err) != 0) {
+        CHECK(0, "%s: %s", optim, err);
+        return;
+    }
+    size_t n = net.n_params;
+    float *hp = calloc(n + 1, sizeof(float));
+    pf_optim h;
+    int64_t iter = -1;
+    CHECK(n == pf_model_num_params(m) &&
+          pf_ckpt_load_weights_net(&net, c, hp, wpath, &iter, err, sizeof err) == 0 &&
+          iter == 3 && memcmp(hp, pf_model_params(m), n * sizeof(float)) == 0,
+          "%s: host weights: %s", optim, err);
+    CHECK(pf_state_optim_new(c, &net, hp, &h, err, sizeof err) == 0 &&
+          pf_ckpt_load_optim_net(&h, &net, wpath, err, sizeof err) == 0 &&
+          pf_ckpt_load_ema_net(&h, &net, hp, wpath, err, sizeof err) == 0,
+          "%s: host optimiser: %s", optim, err);
+    float *a[4] = { o->exp_avg, o->exp_avg_sq, o->momentum_buffer, o->ema };
+    float *b[4] = { h.exp_avg, h.exp_avg_sq, h.momentum_buffer, h.ema };
+    for (int k = 0; k < 4; k++)
+        CHECK(!a[k] == !b[k] && (!a[k] || memcmp(a[k], b[k], n * sizeof(float)) == 0),
+              "%s: host state %d differs", optim, k);
+    void *wb2 = NULL, *ob2 = NULL;
+    size_t wl2 = 0, ol2 = 0;
+    CHECK(pf_ckpt_serialize_net(c, &net, hp, &h, 3, 0, 1e-2, &wb2, &wl2, &ob2, &ol2, err,
+                                sizeof err) == 0 &&
+          wl2 == wl && ol2 == ol && !memcmp(wb2, wb, wl) && !memcmp(ob2, ob, ol),
+          "%s: the host state writes other bytes: %s", optim, err);
+    free(wb2);
+    free(ob2);
+    pf_optim_free(&h);
+    free(hp);
+    pf_net_free(&net);
+}
+
 /* Train 3 steps, checkpoint, load into a fresh optimiser: state, step and EMA come back
    bitwise; another type refuses the file; evaluation weights are the EMA's. */
 static void test_checkpoint(const char *optim, const char *extra, int n_state) {
@@ -296,6 +341,7 @@ static void test_checkpoint(const char *optim, const char *extra, int n_state) {
     snprintf(opath, sizeof opath, "%s/iter_3.optim.safetensors", dir);
     write_buf(wpath, wb, wl);
     write_buf(opath, ob, ol);
+    test_host_state(&c, m, &o, optim, wpath, wb, wl, ob, ol);
     free(wb);
     free(ob);
     CHECK(pf_state_optim_new(&c, pf_model_net(m), pf_model_params(m),
