@@ -5,11 +5,10 @@
 #include "nn/model.h"
 #include <math.h>
 #include <omp.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "common/safetensors.h"
+#include "nn/checkpoint.h"
 #include "nn/layers.h"
 #include "nn/model_internal.h"
 
@@ -107,6 +106,8 @@ int pf_model_num_tensors(const pf_model *m) { return m->net.n_tensors; }
 const pf_param_info *pf_model_tensor_info(const pf_model *m, int i) {
     return i >= 0 && i < m->net.n_tensors ? &m->net.tensors[i] : NULL;
 }
+const pf_net *pf_model_net(const pf_model *m) { return &m->net; }
+const pf_config *pf_model_config(const pf_model *m) { return &m->cfg; }
 int pf_model_num_buffers(const pf_model *m) { return m->net.n_buffers; }
 const pf_net_buffer *pf_model_buffer(const pf_model *m, int i) {
     return i >= 0 && i < m->net.n_buffers ? &m->net.buffers[i] : NULL;
@@ -305,164 +306,14 @@ int pf_model_describe(const pf_config *cfg, char *buf, size_t len) {
     return 0;
 }
 
-/* "[64, 3, 3, 3]" */
-static void fmt_shape(char *buf, size_t len, int ndim, const int64_t *shape) {
-    size_t at = (size_t)snprintf(buf, len, "[");
-    for (int d = 0; d < ndim && at < len; d++)
-        at += (size_t)snprintf(buf + at, len - at, "%s%lld", d ? ", " : "", (long long)shape[d]);
-    if (at < len) snprintf(buf + at, len - at, "]");
-}
-
-/* Append printf-style text to buf (NUL-terminated, len bytes), silently truncating. */
-static void add(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void add(char *buf, size_t len, const char *fmt, ...) {
-    size_t used = strlen(buf);
-    if (used + 1 >= len) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf + used, len - used, fmt, ap);
-    va_end(ap);
-}
-
-/* What a weights file's __metadata__ says it holds, for the mismatch message. */
-static void describe_file(const struct pf_safetensors *st, char *buf, size_t len) {
-    const char *arch = pf_safetensors_meta(st, "arch"), *model = pf_safetensors_meta(st, "model");
-    const char *scale = pf_safetensors_meta(st, "scale"), *iter = pf_safetensors_meta(st, "iter");
-    const char *src = pf_safetensors_meta(st, "source");
-    if (arch) snprintf(buf, len, "the checkpoint says it is %s", arch);
-    else if (model) snprintf(buf, len, "the checkpoint says model %s, scale %s", model,
-                             scale ? scale : "?");
-    else if (src) snprintf(buf, len, "the checkpoint was converted from %s and records no "
-                           "architecture", src);
-    else snprintf(buf, len, "the checkpoint's __metadata__ records no architecture (not "
-                  "written by PixFlow)");
-    if ((arch || model) && iter) add(buf, len, " (PixFlow, iteration %s)", iter);
-}
-
-#define PF_SHOW_MISMATCHES 4   /* tensors named per kind of mismatch */
-
-/* "[0.485, 0.456, 0.406]": a buffer's values (at most PF_NET_BUFFER_MAX), each with the
-   fewest digits (6..9) that read back as the same float. */
-static void fmt_values(char *buf, size_t len, const float *v, size_t n) {
-    buf[0] = 0;
-    add(buf, len, "[");
-    for (size_t i = 0; i < n; i++) {
-        char x[32];
-        for (int digits = 6; digits <= 9; digits++) {
-            snprintf(x, sizeof x, "%.*g", digits, v[i]);
-            if (strtof(x, NULL) == v[i]) break;
-        }
-        add(buf, len, "%s%s", i ? ", " : "", x);
-    }
-    add(buf, len, "]");
-}
-
-/* Buffer b as tensor `name` of st, when there: 0 when absent or equal; 1 when mis-shaped
-   (described into shaped), 2 when its values differ (into valued). */
-static int check_buffer(const pf_net_buffer *b, const char *name,
-                        const struct pf_safetensors *st, char *shaped, size_t shaped_len,
-                        char *valued, size_t valued_len, int show) {
-    int ndim;
-    int64_t shape[4];
-    const float *d = pf_safetensors_get(st, name, &ndim, shape);
-    if (!d) return 0;
-    int same = ndim == b->ndim;
-    for (int k = 0; same && k < ndim; k++) same = shape[k] == b->shape[k];
-    char x[64], y[64];
-    if (!same) {
-        fmt_shape(x, sizeof x, ndim, shape);
-        fmt_shape(y, sizeof y, b->ndim, b->shape);
-        if (show) add(shaped, shaped_len, "; %s: checkpoint %s, config wants %s", name, x, y);
-        return 1;
-    }
-    if (!memcmp(d, b->value, b->numel * sizeof(float))) return 0;
-    if (show) {
-        char v1[PF_NET_BUFFER_MAX * 18], v2[PF_NET_BUFFER_MAX * 18];
-        fmt_values(v1, sizeof v1, d, b->numel);
-        fmt_values(v2, sizeof v2, b->value, b->numel);
-        add(valued, valued_len, "; buffer %s: checkpoint %s, the network uses %s", name, v1,
-            v2);
-    }
-    return 2;
-}
-
 int pf_model_check_weights(const pf_model *m, const struct pf_safetensors *st, char *err,
                            size_t errlen) {
-    char shaped[1024] = "", missing[512] = "", unexpected[512] = "", valued[1024] = "";
-    char a[64], b[64];
-    int n_shaped = 0, n_missing = 0, n_unexpected = 0, n_valued = 0;
-    for (int i = 0; i < m->net.n_tensors; i++) {
-        const pf_param_info *t = &m->net.tensors[i];
-        int ndim;
-        int64_t shape[4];
-        if (!pf_safetensors_get(st, t->name, &ndim, shape)) {
-            if (n_missing++ < PF_SHOW_MISMATCHES)
-                add(missing, sizeof missing, "%s'%s'", n_missing > 1 ? ", " : "", t->name);
-            continue;
-        }
-        int same = ndim == t->ndim;
-        for (int k = 0; same && k < ndim; k++) same = shape[k] == t->shape[k];
-        if (!same && n_shaped++ < PF_SHOW_MISMATCHES) {
-            fmt_shape(a, sizeof a, ndim, shape);
-            fmt_shape(b, sizeof b, t->ndim, t->shape);
-            add(shaped, sizeof shaped, "; %s: checkpoint %s, config wants %s", t->name, a, b);
-        }
-    }
-    for (int i = 0; i < m->net.n_buffers; i++)
-        for (int ema = 0; ema < 2; ema++) {
-            const pf_net_buffer *buf = &m->net.buffers[i];
-            char name[sizeof buf->name + sizeof PF_EMA_PREFIX];
-            snprintf(name, sizeof name, "%s%s", ema ? PF_EMA_PREFIX : "", buf->name);
-            int show = n_shaped < PF_SHOW_MISMATCHES && n_valued < PF_SHOW_MISMATCHES;
-            int r = check_buffer(buf, name, st, shaped, sizeof shaped, valued, sizeof valued,
-                                 show);
-            n_shaped += r == 1;
-            n_valued += r == 2;
-        }
-    int n = pf_safetensors_count(st);
-    for (int j = 0; j < n; j++) {
-        const char *name;
-        pf_safetensors_at(st, j, &name, NULL, NULL);
-        /* The EMA copy a checkpoint may carry (worker/train_state.h) is not the model's. */
-        int known = !strncmp(name, PF_EMA_PREFIX, strlen(PF_EMA_PREFIX));
-        for (int i = 0; i < m->net.n_tensors && !known; i++)
-            known = !strcmp(m->net.tensors[i].name, name);
-        for (int i = 0; i < m->net.n_buffers && !known; i++)
-            known = !strcmp(m->net.buffers[i].name, name);
-        if (!known && n_unexpected++ < PF_SHOW_MISMATCHES)
-            add(unexpected, sizeof unexpected, "%s'%s'", n_unexpected > 1 ? ", " : "", name);
-    }
-    if (!n_shaped && !n_missing && !n_unexpected && !n_valued) return 0;
-    char arch[256], says[384];
-    pf_model_describe(&m->cfg, arch, sizeof arch);
-    describe_file(st, says, sizeof says);
-    snprintf(err, errlen, "%s: the weights do not fit the config's network (%s): tensors "
-             "%d mis-shaped, %d missing, %d unexpected", pf_safetensors_name(st), arch,
-             n_shaped, n_missing, n_unexpected);
-    if (n_valued)
-        add(err, errlen, ", %d buffer%s with other values than the network's", n_valued,
-            n_valued > 1 ? "s" : "");
-    add(err, errlen, "%s%s", shaped, n_shaped > PF_SHOW_MISMATCHES ? "; ..." : "");
-    add(err, errlen, "%s%s", valued, n_valued > PF_SHOW_MISMATCHES ? "; ..." : "");
-    if (n_missing)
-        add(err, errlen, "; missing %s%s", missing, n_missing > PF_SHOW_MISMATCHES ? ", ..." : "");
-    if (n_unexpected)
-        add(err, errlen, "; unexpected %s%s", unexpected,
-            n_unexpected > PF_SHOW_MISMATCHES ? ", ..." : "");
-    add(err, errlen, "; %s. Set model: in the config to the network the checkpoint holds, or "
-        "use a checkpoint of this one", says);
-    return -1;
+    return pf_ckpt_check_net(&m->net, &m->cfg, st, err, errlen);
 }
 
 int pf_model_load_weights(pf_model *m, const struct pf_safetensors *st, char *err,
                           size_t errlen) {
-    if (pf_model_check_weights(m, st, err, errlen) != 0) return -1;
-    for (int i = 0; i < m->net.n_tensors; i++) {
-        const pf_param_info *t = &m->net.tensors[i];
-        const float *d = pf_safetensors_get(st, t->name, NULL, NULL);
-        memcpy(m->params + t->offset, d, t->numel * sizeof(float));
-    }
-    return 0;
+    return pf_ckpt_load_net(&m->net, &m->cfg, m->params, st, err, errlen);
 }
 
 void pf_set_threads(int n) {
@@ -473,48 +324,5 @@ void pf_set_threads(int n) {
 }
 
 int pf_model_load_spynet(pf_model *m, const char *path, char *err, size_t errlen) {
-    pf_safetensors *st = NULL;
-    if (pf_safetensors_load(path, &st, err, errlen)) return -1;
-    const float **src = calloc((size_t)m->net.n_tensors + 1, sizeof *src);
-    int rc = src ? 0 : -1, found = 0;
-    if (!src) snprintf(err, errlen, "%s: out of memory", path);
-    for (int i = 0; rc == 0 && i < m->net.n_tensors; i++) {
-        const pf_param_info *t = &m->net.tensors[i];
-        if (strncmp(t->name, "spynet.", 7)) continue;
-        int ndim = 0;
-        int64_t shape[8];
-        const float *d = pf_safetensors_get(st, t->name, &ndim, shape);
-        if (!d) d = pf_safetensors_get(st, t->name + 7, &ndim, shape);
-        int same = d && ndim == t->ndim;
-        for (int k = 0; same && k < ndim; k++) same = shape[k] == t->shape[k];
-        if (!same) {
-            char want[64];
-            fmt_shape(want, sizeof want, t->ndim, t->shape);
-            snprintf(err, errlen, "%s: model.spynet_pretrained: %s '%s' (or '%s') %s", path,
-                     d ? "mis-shaped tensor" : "no tensor", t->name, t->name + 7,
-                     d ? "for SPyNet" : "");
-            if (d) {
-                char got[64];
-                fmt_shape(got, sizeof got, ndim, shape);
-                add(err, errlen, ": the file has %s, SPyNet wants %s", got, want);
-            } else {
-                add(err, errlen, "(SPyNet wants %s)", want);
-            }
-            rc = -1;
-        }
-        src[i] = d;
-        found++;
-    }
-    if (rc == 0 && !found) {
-        snprintf(err, errlen, "%s: model.spynet_pretrained: %s has no SPyNet", path,
-                 m->net.type);
-        rc = -1;
-    }
-    for (int i = 0; rc == 0 && i < m->net.n_tensors; i++)
-        if (src[i])
-            memcpy(m->params + m->net.tensors[i].offset, src[i],
-                   m->net.tensors[i].numel * sizeof(float));
-    free(src);
-    pf_safetensors_free(&st);
-    return rc;
+    return pf_ckpt_load_spynet(&m->net, m->params, path, err, errlen);
 }

@@ -45,6 +45,11 @@ float *pf_model_params(pf_model *m);
 float *pf_model_grads(pf_model *m);
 int pf_model_num_tensors(const pf_model *m);
 const pf_param_info *pf_model_tensor_info(const pf_model *m, int i);
+/* The network's description (nn/net.h; its parameter table, for the checkpoint functions of
+   nn/checkpoint.h) and the config the model was built from. */
+struct pf_net;
+const struct pf_net *pf_model_net(const pf_model *m);
+const pf_config *pf_model_config(const pf_model *m);
 /* The network's buffers (constant state_dict tensors that are not parameters, e.g. BasicVSR's
    spynet.mean and spynet.std; nn/net.h pf_net_buffer): how many, and buffer i (NULL when out
    of range). */
@@ -108,32 +113,22 @@ void pf_set_threads(int n);
    0, or -1 when out of memory (buf then holds the type alone). */
 int pf_model_describe(const pf_config *cfg, char *buf, size_t len);
 
-/* Whether a safetensors file's tensors fit the model by reference name: every model tensor
-   present with the same shape and no extra tensors (tensors named PF_EMA_PREFIX + name, a
-   checkpoint's EMA weights, are ignored). The network's buffers (pf_model_buffer) may be
-   absent (PixFlow's checkpoints before they were written); when present, plain or under
-   PF_EMA_PREFIX, they must have the buffer's shape and bit-identical values. Returns 0, or -1
-   with one err: the file name, the config's network (pf_model_describe), the counts of
-   mis-shaped, missing and unexpected tensors (and of buffers with other values, each named
-   with both values), the first few of each ("conv_first.weight: checkpoint [64, 3, 3, 3], config wants
-   [32, 3, 3, 3]"), and what the file's __metadata__ says it holds ("arch", written by
-   PixFlow's checkpoints; older ones: "model" and "scale"). */
+/* Whether a safetensors file's tensors fit the model by reference name: pf_ckpt_check_net
+   (nn/checkpoint.h) on the model's description. Tensors named PF_EMA_PREFIX + name are a
+   checkpoint's EMA weights. Returns 0, or -1 with err. */
 #define PF_EMA_PREFIX "params_ema."
 struct pf_safetensors;
 int pf_model_check_weights(const pf_model *m, const struct pf_safetensors *st, char *err,
                            size_t errlen);
 
 /* Copy weights from a safetensors file's tensors into the model, by reference name, after
-   pf_model_check_weights (whose message err gets on a mismatch; the model is then
-   untouched). Returns 0 or -1. */
+   the check (pf_ckpt_load_net on the model's description and parameters; on a mismatch err
+   gets the check's message and the model is untouched). Returns 0 or -1. */
 int pf_model_load_weights(pf_model *m, const struct pf_safetensors *st, char *err,
                           size_t errlen);
 
-/* BasicVSR: copy SPyNet's weights (every model tensor named "spynet.*") from the safetensors
-   file `path` (model.spynet_pretrained), each found under its own name or without the
-   "spynet." prefix (BasicSR's spynet_sintel_final file converted: "basic_module.0.
-   basic_module.0.weight"); other tensors of the file (SPyNet's mean and std buffers) are
-   ignored. Returns 0, or -1 with err naming the file and the first tensor that is missing or
-   mis-shaped (the model is then untouched), or when the model has no SPyNet. */
+/* BasicVSR: copy SPyNet's weights from the safetensors file `path` (model.spynet_pretrained)
+   into the model (pf_ckpt_load_spynet on its description and parameters). Returns 0, or -1
+   with err. */
 int pf_model_load_spynet(pf_model *m, const char *path, char *err, size_t errlen);
 #endif

@@ -125,7 +125,7 @@ typedef struct {
     double fan_in, scale;
 } pf_param_init;
 
-typedef struct {
+typedef struct pf_net {
     char type[32];              /* model.type */
     int scale;
     pf_gtensor *t;

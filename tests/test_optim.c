@@ -6,7 +6,8 @@
     EMA, the clipping norms and the optimiser state must match torch within 1e-6 relative (per
     tensor: max |ours - torch| <= 1e-6 max |torch|; exp_avg_sq 3e-5, see test_case). The
     frozen tensor (lr_mult 0) and its EMA must stay bit-identical to the start. Also: MMCV's longest-substring rule for custom keys,
-    and the checkpoint round trip of each optimiser's state and the EMA (worker/train_state). */
+    and the checkpoint round trip of each optimiser's state and the EMA (worker/train_state),
+    also from the description and a host buffer alone, as the worker on a GPU holds them. */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -272,6 +273,50 @@ static pf_model *make_model(pf_config *c, const char *optim, const char *extra) 
     return m;
 }
 
+/* What the worker on a GPU does with the checkpoint of test_checkpoint (no pf_model: the
+   description and a host buffer): pf_ckpt_check_weights accepts it, the _net loaders give the
+   model's parameters and o's state bitwise, and pf_ckpt_serialize_net writes the same bytes
+   (wb, ob) again. */
+static void test_host_state(const pf_config *c, pf_model *m, const pf_optim *o, const char *optim,
+                            const char *wpath, const void *wb, size_t wl, const void *ob,
+                            size_t ol) {
+    char err[512];
+    pf_net net;
+    CHECK(pf_ckpt_check_weights(c, wpath, err, sizeof err) == 0, "%s: %s", optim, err);
+    if (pf_net_build(&net, c, err, sizeof err) != 0) {
+        CHECK(0, "%s: %s", optim, err);
+        return;
+    }
+    size_t n = net.n_params;
+    float *hp = calloc(n + 1, sizeof(float));
+    pf_optim h;
+    int64_t iter = -1;
+    CHECK(n == pf_model_num_params(m) &&
+          pf_ckpt_load_weights_net(&net, c, hp, wpath, &iter, err, sizeof err) == 0 &&
+          iter == 3 && memcmp(hp, pf_model_params(m), n * sizeof(float)) == 0,
+          "%s: host weights: %s", optim, err);
+    CHECK(pf_state_optim_new(c, &net, hp, &h, err, sizeof err) == 0 &&
+          pf_ckpt_load_optim_net(&h, &net, wpath, err, sizeof err) == 0 &&
+          pf_ckpt_load_ema_net(&h, &net, hp, wpath, err, sizeof err) == 0,
+          "%s: host optimiser: %s", optim, err);
+    float *a[4] = { o->exp_avg, o->exp_avg_sq, o->momentum_buffer, o->ema };
+    float *b[4] = { h.exp_avg, h.exp_avg_sq, h.momentum_buffer, h.ema };
+    for (int k = 0; k < 4; k++)
+        CHECK(!a[k] == !b[k] && (!a[k] || memcmp(a[k], b[k], n * sizeof(float)) == 0),
+              "%s: host state %d differs", optim, k);
+    void *wb2 = NULL, *ob2 = NULL;
+    size_t wl2 = 0, ol2 = 0;
+    CHECK(pf_ckpt_serialize_net(c, &net, hp, &h, 3, 0, 1e-2, &wb2, &wl2, &ob2, &ol2, err,
+                                sizeof err) == 0 &&
+          wl2 == wl && ol2 == ol && !memcmp(wb2, wb, wl) && !memcmp(ob2, ob, ol),
+          "%s: the host state writes other bytes: %s", optim, err);
+    free(wb2);
+    free(ob2);
+    pf_optim_free(&h);
+    free(hp);
+    pf_net_free(&net);
+}
+
 /* Train 3 steps, checkpoint, load into a fresh optimiser: state, step and EMA come back
    bitwise; another type refuses the file; evaluation weights are the EMA's. */
 static void test_checkpoint(const char *optim, const char *extra, int n_state) {
@@ -280,7 +325,8 @@ static void test_checkpoint(const char *optim, const char *extra, int n_state) {
     pf_model *m = make_model(&c, optim, extra);
     if (!m || !mkdtemp(dir)) return;
     pf_optim o, back;
-    CHECK(pf_state_optim_new(&c, m, &o, err, sizeof err) == 0, "%s", err);
+    CHECK(pf_state_optim_new(&c, pf_model_net(m), pf_model_params(m),
+                             &o, err, sizeof err) == 0, "%s", err);
     size_t n = pf_model_num_params(m);
     float *grads = malloc(n * sizeof(float));
     for (int t = 0; t < 3; t++) {
@@ -295,9 +341,11 @@ static void test_checkpoint(const char *optim, const char *extra, int n_state) {
     snprintf(opath, sizeof opath, "%s/iter_3.optim.safetensors", dir);
     write_buf(wpath, wb, wl);
     write_buf(opath, ob, ol);
+    test_host_state(&c, m, &o, optim, wpath, wb, wl, ob, ol);
     free(wb);
     free(ob);
-    CHECK(pf_state_optim_new(&c, m, &back, err, sizeof err) == 0, "%s", err);
+    CHECK(pf_state_optim_new(&c, pf_model_net(m), pf_model_params(m),
+                             &back, err, sizeof err) == 0, "%s", err);
     CHECK(pf_ckpt_load_optim(&back, m, wpath, err, sizeof err) == 0, "%s: %s", optim, err);
     CHECK(pf_ckpt_load_ema(&back, m, wpath, err, sizeof err) == 0, "%s: %s", optim, err);
     CHECK(back.step == 3, "%s: step %lld", optim, (long long)back.step);
@@ -328,7 +376,8 @@ static void test_checkpoint(const char *optim, const char *extra, int n_state) {
                                              : "{type: SGD, lr: 0.1, momentum: 0.9}";
     pf_model *m2 = make_model(&c2, other, "");
     if (m2) {
-        CHECK(pf_state_optim_new(&c2, m2, &back, err, sizeof err) == 0, "%s", err);
+        CHECK(pf_state_optim_new(&c2, pf_model_net(m2), pf_model_params(m2),
+                                 &back, err, sizeof err) == 0, "%s", err);
         CHECK(pf_ckpt_load_optim(&back, m2, wpath, err, sizeof err) == -1 &&
                   strstr(err, "resume_optim: false"),
               "%s resumed as %s: '%s'", optim, other, err);
@@ -352,14 +401,16 @@ static void test_optim_new(void) {
                                  "{conv9: {lr_mult: 0}}}}", "");
     pf_optim o;
     if (m) {
-        CHECK(pf_state_optim_new(&c, m, &o, err, sizeof err) == -1 && strstr(err, "'conv9'"),
+        CHECK(pf_state_optim_new(&c, pf_model_net(m), pf_model_params(m),
+                                 &o, err, sizeof err) == -1 && strstr(err, "'conv9'"),
               "unmatched key: '%s'", err);
         pf_model_destroy(&m);
     }
     m = make_model(&c, "{type: AdamW, lr: 1.0e-3, paramwise_cfg: {custom_keys: "
                        "{conv1: {lr_mult: 0}, 'conv3.bias': {lr_mult: 2, decay_mult: 0}}}}", "");
     if (!m) return;
-    CHECK(pf_state_optim_new(&c, m, &o, err, sizeof err) == 0, "%s", err);
+    CHECK(pf_state_optim_new(&c, pf_model_net(m), pf_model_params(m),
+                             &o, err, sizeof err) == 0, "%s", err);
     CHECK(o.n_groups == pf_model_num_tensors(m), "one group per tensor");
     for (int i = 0; i < o.n_groups; i++) {
         const char *name = pf_model_tensor_info(m, i)->name;

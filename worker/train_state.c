@@ -23,8 +23,8 @@ int pf_state_custom_key(const pf_config *cfg, const char *name) {
     return best;
 }
 
-int pf_state_optim_new(const pf_config *cfg, pf_model *m, pf_optim *o, char *err,
-                       size_t errlen) {
+int pf_state_optim_new(const pf_config *cfg, const pf_net *net, const float *params,
+                       pf_optim *o, char *err, size_t errlen) {
     pf_optim_settings s = {
         .kind = !strcmp(cfg->optim_type, "AdamW") ? PF_OPTIM_ADAMW
               : !strcmp(cfg->optim_type, "SGD")   ? PF_OPTIM_SGD
@@ -33,8 +33,8 @@ int pf_state_optim_new(const pf_config *cfg, pf_model *m, pf_optim *o, char *err
         .weight_decay = cfg->weight_decay, .momentum = cfg->momentum,
         .dampening = cfg->dampening, .nesterov = cfg->nesterov,
     };
-    size_t np = pf_model_num_params(m);
-    int n = pf_model_num_tensors(m);
+    size_t np = net->n_params;
+    int n = net->n_tensors;
     pf_optim_group *g = calloc((size_t)n + 1, sizeof *g);
     int used[PF_MAX_CUSTOM_KEYS] = { 0 };
     if (!g || pf_optim_init(o, np, &s) != 0) {
@@ -43,7 +43,7 @@ int pf_state_optim_new(const pf_config *cfg, pf_model *m, pf_optim *o, char *err
         return -1;
     }
     for (int i = 0; i < n; i++) {
-        const pf_param_info *p = pf_model_tensor_info(m, i);
+        const pf_param_info *p = &net->tensors[i];
         int k = pf_state_custom_key(cfg, p->name);
         g[i] = (pf_optim_group){ p->offset, p->numel, 1.0f, 1.0f, 0 };
         /* BasicVSR: SPyNet frozen for the first fix_iter iterations (MMagic's BasicVSR
@@ -66,7 +66,7 @@ int pf_state_optim_new(const pf_config *cfg, pf_model *m, pf_optim *o, char *err
         }
         snprintf(err, errlen, "optimizers.paramwise_cfg.custom_keys: '%s' is in no parameter "
                  "name of %s (names like '%s')", cfg->custom_keys[k].key, cfg->model_type,
-                 pf_model_tensor_info(m, 0)->name);
+                 net->tensors[0].name);
         rc = -1;
     }
     if (rc == 0 && (cfg->n_custom_keys > 0 || cfg->fix_iter > 0) &&
@@ -75,7 +75,7 @@ int pf_state_optim_new(const pf_config *cfg, pf_model *m, pf_optim *o, char *err
         rc = -1;
     }
     if (rc == 0 && cfg->ema_decay > 0 &&
-        pf_optim_ema_init(o, cfg->ema_decay, pf_model_params(m)) != 0) {
+        pf_optim_ema_init(o, cfg->ema_decay, params) != 0) {
         snprintf(err, errlen, "out of memory for the EMA weights");
         rc = -1;
     }

@@ -7,15 +7,16 @@
 #include <stddef.h>
 
 #include "common/config.h"
-#include "nn/model.h"
+#include "nn/net.h"
 #include "nn/optim.h"
 
-/* Build the optimiser the config asks for over m's flat buffer: type and hyper-parameters,
-   one group per tensor with the multipliers of its paramwise_cfg custom key, and the EMA
-   (a copy of the current parameters) when ema_decay > 0. A custom key that matches no
+/* Build the optimiser the config asks for over the flat buffer of net's parameter table
+   (nn/net.h; params: its net->n_params floats): type and hyper-parameters, one group per
+   tensor with the multipliers of its paramwise_cfg custom key, and the EMA (a copy of params)
+   when ema_decay > 0. A custom key that matches no
    parameter is an error (a typo would otherwise change nothing). Returns 0 or -1 with err. */
-int pf_state_optim_new(const pf_config *cfg, pf_model *m, pf_optim *o, char *err,
-                       size_t errlen);
+int pf_state_optim_new(const pf_config *cfg, const pf_net *net, const float *params,
+                       pf_optim *o, char *err, size_t errlen);
 
 /* The index of the custom key of parameter `name`: MMCV's rule, the longest key that is a
    substring of the name, ties to the alphabetically first; -1 when none matches. */

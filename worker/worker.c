@@ -63,7 +63,13 @@ typedef struct {
     void *ckpt;                 /* DEALER to the checkpoint hook */
     int rank, world;
     int64_t total_iters, iters_per_epoch;
-    pf_model *model;
+    pf_model *model;            /* the CPU model; NULL on a GPU (gpu) */
+    const pf_net *net;          /* the network's description: the model's, or gpu_net */
+    float *params;              /* the host parameters (loading, checkpoints): the model's, or
+                                   on a GPU gpu_params, the device's copy when it was last
+                                   uploaded or downloaded */
+    pf_net gpu_net;             /* on a GPU: the description alone (no CPU model) */
+    float *gpu_params;          /* and its host parameter buffer */
     pf_optim optim;
     slot *slots;                /* prefetch slots, a batch for iteration it sits in it % n */
     int n_slots;
@@ -305,10 +311,10 @@ static void publish_visual(worker *w, const pf_msg_batch *b, const uint8_t *gt,
    (sync_model_params), so the ranks start identical whatever each one found on disk. */
 static int sync_model_params(worker *w, char *err, size_t errlen) {
     if (!w->coll) return 0;
-    size_t n = pf_model_num_params(w->model);
+    size_t n = w->net->n_params;
     pf_optim *o = &w->optim;
     float step = (float)o->step;
-    float *state[] = { pf_model_params(w->model), o->exp_avg, o->exp_avg_sq,
+    float *state[] = { w->params, o->exp_avg, o->exp_avg_sq,
                        o->momentum_buffer, o->ema };
     for (size_t i = 0; i < sizeof state / sizeof state[0]; i++)
         if (state[i] && pf_collective_broadcast(w->coll, state[i], n, 0, err, errlen) != 0)
@@ -414,12 +420,10 @@ static int batch_ready(const worker *w) {
 static int send_checkpoint(worker *w, char *err, size_t errlen) {
     void *wbuf = NULL, *obuf = NULL;
     size_t wlen = 0, olen = 0;
-    /* On a GPU the state lives on the device: bring it to the CPU model to serialise it. */
-    if (w->gpu && pf_gpu_download(w->gpu, pf_model_params(w->model), &w->optim, err,
-                                  errlen) != 0)
-        return -1;
-    if (pf_ckpt_serialize(w->cfg, w->model, &w->optim, w->it, w->epoch, w->lr, &wbuf, &wlen,
-                          &obuf, &olen, err, errlen) != 0)
+    /* On a GPU the state lives on the device: bring it to the host buffers to serialise it. */
+    if (w->gpu && pf_gpu_download(w->gpu, w->params, &w->optim, err, errlen) != 0) return -1;
+    if (pf_ckpt_serialize_net(w->cfg, w->net, w->params, &w->optim, w->it, w->epoch, w->lr,
+                              &wbuf, &wlen, &obuf, &olen, err, errlen) != 0)
         return -1;
     pf_msg *m = calloc(1, sizeof *m);
     int rc = -1;
@@ -480,12 +484,13 @@ static int64_t restore(worker *w, char *err, size_t errlen) {
     if (path[0]) {
         int64_t iter = 0;
         if (pf_ckpt_check_resume(cfg, path, err, errlen) != 0 ||
-            pf_ckpt_load_weights(w->model, path, &iter, err, errlen) != 0)
+            pf_ckpt_load_weights_net(w->net, cfg, w->params, path, &iter, err, errlen) != 0)
             return -1;
         if (cfg->resume_optim) {
-            if (pf_ckpt_load_optim(&w->optim, w->model, path, err, errlen) != 0) return -1;
+            if (pf_ckpt_load_optim_net(&w->optim, w->net, path, err, errlen) != 0) return -1;
         }
-        if (pf_ckpt_load_ema(&w->optim, w->model, path, err, errlen) != 0) return -1;
+        if (pf_ckpt_load_ema_net(&w->optim, w->net, w->params, path, err, errlen) != 0)
+            return -1;
         pf_info("resumed from %s at iteration %" PRId64 "%s", path, iter,
                 cfg->resume_optim ? " with optimiser state" : " (optimiser state reset)");
         return iter;
@@ -493,19 +498,21 @@ static int64_t restore(worker *w, char *err, size_t errlen) {
     if (strcmp(cfg->resume_from, "auto") == 0)
         pf_info("resume auto: no checkpoint in %s/checkpoints; starting fresh", cfg->work_dir);
     if (cfg->load_from[0]) {
-        if (pf_ckpt_load_weights(w->model, cfg->load_from, NULL, err, errlen) != 0) return -1;
+        if (pf_ckpt_load_weights_net(w->net, cfg, w->params, cfg->load_from, NULL, err,
+                                     errlen) != 0)
+            return -1;
         pf_info("loaded weights from %s; training starts at iteration 0", cfg->load_from);
     } else {
-        pf_model_init(w->model, cfg->seed);
+        pf_net_init_params(w->net, w->params, cfg->seed);
         if (cfg->spynet_pretrained[0]) {
-            if (pf_model_load_spynet(w->model, cfg->spynet_pretrained, err, errlen)) return -1;
+            if (pf_ckpt_load_spynet(w->net, w->params, cfg->spynet_pretrained, err, errlen))
+                return -1;
             pf_info("SPyNet weights from %s", cfg->spynet_pretrained);
         }
     }
     /* BasicSR: the EMA starts as a copy of the weights training starts from. */
     if (w->optim.ema)
-        memcpy(w->optim.ema, pf_model_params(w->model),
-               pf_model_num_params(w->model) * sizeof(float));
+        memcpy(w->optim.ema, w->params, w->net->n_params * sizeof(float));
     return 0;
 }
 
@@ -716,6 +723,28 @@ static int on_ckpt_deadline(pf_reactor *r, void *arg) {
     return -1;
 }
 
+/* The host side of the network: on the CPU the model (its description and parameters); on a
+   GPU (gpu 1) only the description and a host parameter buffer, which loading, the optimiser's
+   host state and checkpoints use (the device holds the model). Returns 0, or -1 with err. */
+static int host_state(worker *w, int gpu, char *err, size_t errlen) {
+    if (!gpu) {
+        w->model = pf_model_new(w->cfg, err, errlen);
+        if (!w->model) return -1;
+        w->net = pf_model_net(w->model);
+        w->params = pf_model_params(w->model);
+        return 0;
+    }
+    if (pf_net_build(&w->gpu_net, w->cfg, err, errlen) != 0) return -1;
+    w->net = &w->gpu_net;
+    w->gpu_params = calloc(w->gpu_net.n_params + 1, sizeof(float));
+    if (!w->gpu_params) {
+        snprintf(err, errlen, "out of memory for %zu parameters", w->gpu_net.n_params);
+        return -1;
+    }
+    w->params = w->gpu_params;
+    return 0;
+}
+
 /* After START: the Gloo group (CPU, world_size > 1), the model, its optimiser and their
    restored state (made equal over the group), and on --device cuda:N the GPU copy (NCCL
    group). Returns the first iteration to train, or -1 with err. */
@@ -731,17 +760,15 @@ static int64_t build_model(worker_loop *wl, char *err, size_t errlen) {
         if (!w->coll) return -1;
         pf_info("joined the Gloo group: rank %d of %d on %s", w->rank, w->world, host);
     }
-    w->model = pf_model_new(w->cfg, err, errlen);
-    if (!w->model || pf_state_optim_new(w->cfg, w->model, &w->optim, err, errlen) != 0)
+    if (host_state(w, wl->gpu_index >= 0, err, errlen) != 0 ||
+        pf_state_optim_new(w->cfg, w->net, w->params, &w->optim, err, errlen) != 0)
         return -1;
     int64_t start_iter = restore(w, err, errlen);
     if (start_iter < 0 || sync_model_params(w, err, errlen) != 0) return -1;
     if (wl->gpu_index < 0) return start_iter;
     /* Train on the GPU: the restored state goes up once; a group agrees on rank 0's. */
     w->gpu = pf_gpu_new(w->cfg, wl->gpu_index, err, errlen);
-    if (!w->gpu || pf_gpu_upload(w->gpu, pf_model_params(w->model), &w->optim, err,
-                                 errlen) != 0)
-        return -1;
+    if (!w->gpu || pf_gpu_upload(w->gpu, w->params, &w->optim, err, errlen) != 0) return -1;
     if (w->world > 1 &&
         (pf_gpu_join_group(w->gpu, w->rank, w->world, pf_client_kv_set, pf_client_kv_get,
                            &w->client, COLLECTIVE_TIMEOUT_S, err, errlen) != 0 ||
@@ -775,7 +802,7 @@ static int open_training(worker_loop *wl, const char *ckpt_ep, char *err, size_t
     int global = w->world * w->cfg->samples_per_gpu;
     pf_info("rank %d of %d, %zu parameters, iterations %" PRId64 "..%" PRId64
             ", data endpoint %s, global batch %d (%d per worker)", w->rank, w->world,
-            pf_model_num_params(w->model), w->it, w->total_iters, wl->data_ep, global,
+            w->net->n_params, w->it, w->total_iters, wl->data_ep, global,
             w->cfg->samples_per_gpu);
     publish_status(w, "status", "worker%d training from iteration %" PRId64 ", global batch %d "
                    "(%d workers x %d)", w->rank, w->it, global, w->world,
@@ -1014,6 +1041,8 @@ static void worker_close(worker *w, int status, const char *err) {
     pf_client_close(&w->client);
     pf_zmq_ctx_term(w->zctx);
     pf_model_destroy(&w->model);
+    pf_net_free(&w->gpu_net);
+    free(w->gpu_params);
     pf_optim_free(&w->optim);
     free(w->visual_out);
     free(w->visual_u8);
