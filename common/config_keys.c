@@ -10,6 +10,7 @@
 */
 #include "common/config_keys.h"
 #include "common/config.h"
+#include "common/config_impl.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -672,4 +673,54 @@ const char *pf_config_unknown_hint(const char *section, const char *name, char *
             best = pf_config_key_name(&pf_config_keys[i]);
     if (best) snprintf(buf, size, "; did you mean '%s'?", best);
     return buf;
+}
+
+/* ---- a row's choices and range (common/config_impl.h) ---------------------------------- */
+
+/* Split "A|B|C" into `out` (NUL-terminated copies in `store`); returns the count. */
+int pf_cfg_split_choices(const char *choices, char store[][48], const char **out) {
+    int n = 0;
+    for (const char *p = choices; p && *p && n < PF_MAX_CHOICES;) {
+        const char *bar = strchr(p, '|');
+        size_t len = bar ? (size_t)(bar - p) : strlen(p);
+        snprintf(store[n], 48, "%.*s", (int)len, p);
+        out[n] = store[n];
+        n++;
+        p = bar ? bar + 1 : p + len;
+    }
+    out[n] = NULL;
+    return n;
+}
+
+/* "A, B or C" from "A|B|C". */
+const char *pf_cfg_or_list(const char *choices, char *out, size_t size) {
+    char store[PF_MAX_CHOICES][48];
+    const char *v[PF_MAX_CHOICES + 1];
+    int n = pf_cfg_split_choices(choices, store, v);
+    out[0] = 0;
+    for (int i = 0; i < n; i++) {
+        size_t at = strlen(out);
+        snprintf(out + at, size - at, "%s%s", i == 0 ? "" : i == n - 1 ? " or " : ", ", v[i]);
+    }
+    return out;
+}
+
+/* 1 when `value` is one of "A|B|C". */
+int pf_cfg_in_choices(const char *choices, const char *value) {
+    char store[PF_MAX_CHOICES][48];
+    const char *v[PF_MAX_CHOICES + 1];
+    int n = pf_cfg_split_choices(choices, store, v);
+    for (int i = 0; i < n; i++)
+        if (!strcmp(v[i], value))
+            return 1;
+    return 0;
+}
+
+/* int64 bound of a row's double range (1e300 and 2^63 mean no bound). */
+int64_t pf_cfg_bound64(double x) {
+    if (x >= 9.2e18)
+        return INT64_MAX;
+    if (x <= -9.2e18)
+        return INT64_MIN;
+    return (int64_t)x;
 }

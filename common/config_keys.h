@@ -6,8 +6,8 @@
     that take `betas`, ...), another accepted spelling, and a one-line meaning. That one row
     drives parsing (common/config.c walks the YAML tree with it), the defaults
     (pf_config_defaults), the `file:line: key: what is wrong` errors, the resolved YAML
-    (pf_config_to_yaml), `pixflow config --get KEY` and the key tables of docs/config.md
-    (pf_config_reference; tests/test_config_docs.py fails when the page and the table differ).
+    (pf_config_to_yaml, common/config_write.c), `pixflow config --get KEY` and the key tables
+    of docs/config.md (pf_config_reference, common/config_docs.c; tests/test_config_docs.py fails when the page and the table differ).
     Rules that span several keys (scale against patch size, eval against checkpoint interval,
     per-type defaults such as RRDBNet's 23 blocks) are code, in one function of config.c.
 
