@@ -5,8 +5,8 @@
     have a row in that section (else "unknown key", with the nearest key or another framework's
     meaning); the row's kind converts the value (the typed getters of common/config_get.c
     report a wrong type or range) into the row's field; required keys of the section must be
-    there. Four keys have code of their own (degradation steps, custom_keys, metrics,
-    convert_to). After the walk: keys given where their `when` says they do not apply, then
+    there. Lists of mappings (clips, degradation steps) and custom_keys walk each item with
+    the rows of their `*` section; metrics and convert_to have code of their own. After the walk: keys given where their `when` says they do not apply, then
     `rules` (every check and default that involves more than one key, in one place), then on
     load the paths. The first error wins: it is formatted `file:line: key.path: what is wrong`
     into the caller's buffer and parsing stops.
@@ -61,7 +61,7 @@ static int open_section(pf_cfg_ctx *c, const pf_ynode *key, const pf_ynode *valu
     char g[96];
     if (!value || ytype(value) != PF_Y_MAPPING)
         return pf_cfg_fail(c, node_line(value) ? node_line(value) : node_line(key), path,
-                    "expected a mapping, got %s", pf_cfg_describe(value, g, sizeof g));
+                           "expected a mapping, got %s", pf_cfg_describe(value, g, sizeof g));
     out->map = value;
     out->opener = key;
     snprintf(out->prefix, sizeof out->prefix, "%s", path);
@@ -81,7 +81,8 @@ static int next_pair(pf_cfg_ctx *c, const pf_section *s, void **it, char *name, 
     char kp[128], g[64];
     if (!*key || ytype(*key) != PF_Y_SCALAR || pf_cfg_scalar_copy(*key, name, size)) {
         pf_cfg_fail(c, node_line(*key) ? node_line(*key) : section_line(s),
-             keypath(s, "?", kp, sizeof kp), "unknown key %s", pf_cfg_describe(*key, g, sizeof g));
+                    keypath(s, "?", kp, sizeof kp), "unknown key %s",
+                    pf_cfg_describe(*key, g, sizeof g));
         return -1;
     }
     return 1;
@@ -95,128 +96,14 @@ static int unknown(pf_cfg_ctx *c, const pf_section *s, const char *sec, const pf
                    const char *name) {
     char kp[128], hint[320];
     return pf_cfg_fail(c, node_line(key), keypath(s, name, kp, sizeof kp), "unknown key%s",
-                pf_config_unknown_hint(sec, name, hint, sizeof hint));
+                       pf_config_unknown_hint(sec, name, hint, sizeof hint));
 }
 
 static int missing(pf_cfg_ctx *c, const pf_section *s, const char *name) {
     char kp[128];
-    return pf_cfg_fail(c, section_line(s), keypath(s, name, kp, sizeof kp), "required key is missing");
+    return pf_cfg_fail(c, section_line(s), keypath(s, name, kp, sizeof kp),
+                       "required key is missing");
 }
-
-/* ---- degradation steps ---------------------------------------------------------------- */
-
-static int get_float_range(pf_cfg_ctx *c, const pf_ynode *v, const char *kp, double lo,
-                           double hi, float *out_lo, float *out_hi) {
-    if (ytype(v) != PF_Y_SEQUENCE) {
-        if (pf_cfg_get_float(c, v, kp, lo, 0, hi, 0, out_lo))
-            return -1;
-        *out_hi = *out_lo;
-        return 0;
-    }
-    const pf_ynode *items[2];
-    int n;
-    char ip[160];
-    if (pf_cfg_get_seq(c, v, kp, 2, 2, &n, items))
-        return -1;
-    for (int i = 0; i < 2; i++) {
-        snprintf(ip, sizeof ip, "%s[%d]", kp, i);
-        if (pf_cfg_get_float(c, items[i], ip, lo, 0, hi, 0, i ? out_hi : out_lo))
-            return -1;
-    }
-    if (*out_lo > *out_hi)
-        return pf_cfg_fail(c, node_line(v), kp, "range [%g, %g] is empty", *out_lo, *out_hi);
-    return 0;
-}
-
-/* One item of data.*.degradation (a mapping with `type`). */
-static int parse_degradation_step(pf_cfg_ctx *c, const pf_ynode *item, const char *kp,
-                                  pf_degradation *g) {
-    static const char *types[] = {"BI", "BD", "DN", "JPEG", NULL};
-    pf_section s;
-    if (open_section(c, item, item, kp, &s))
-        return -1;
-    const pf_ynode *type = pf_ynode_get(item, "type");
-    char tp[200];
-    snprintf(tp, sizeof tp, "%s.type", kp);
-    if (!type)
-        return missing(c, &s, "type");
-    if (pf_cfg_get_choice(c, type, tp, types, 0, g->type, sizeof g->type))
-        return -1;
-    if (!strcmp(g->type, "BD")) {
-        g->kernel_size = 7;
-        g->sigma = g->sigma_max = 1.6f;
-    } else if (!strcmp(g->type, "DN")) {
-        g->sigma = g->sigma_max = 30.0f;
-    }
-    int have_quality = 0;
-    void *it = NULL;
-    char name[64], ap[200];
-    const pf_ynode *k, *v;
-    int r;
-    while ((r = next_pair(c, &s, &it, name, sizeof name, &k, &v)) > 0) {
-        keypath(&s, name, ap, sizeof ap);
-        if (!strcmp(name, "type"))
-            continue;
-        if (!strcmp(name, "kernel_size") && !strcmp(g->type, "BD")) {
-            if (pf_cfg_get_int32(c, v, ap, 1, 51, &g->kernel_size))
-                return -1;
-            if (g->kernel_size % 2 == 0)
-                return pf_cfg_fail(c, node_line(v), ap, "must be odd, got %d", g->kernel_size);
-        } else if (!strcmp(name, "sigma") && !strcmp(g->type, "BD")) {
-            if (pf_cfg_get_float(c, v, ap, 0, 1, 50, 0, &g->sigma))
-                return -1;
-            g->sigma_max = g->sigma;
-        } else if (!strcmp(name, "sigma") && !strcmp(g->type, "DN")) {
-            if (get_float_range(c, v, ap, 0, 255, &g->sigma, &g->sigma_max))
-                return -1;
-        } else if (!strcmp(name, "quality") && !strcmp(g->type, "JPEG")) {
-            float q0, q1;
-            if (get_float_range(c, v, ap, 1, 100, &q0, &q1))
-                return -1;
-            if (q0 != (int)q0 || q1 != (int)q1)
-                return pf_cfg_fail(c, node_line(v), ap, "expected integers in [1, 100]");
-            g->quality = (int)q0;
-            g->quality_max = (int)q1;
-            have_quality = 1;
-        } else if (!strcmp(name, "kernel_size") || !strcmp(name, "sigma") ||
-                   !strcmp(name, "quality")) {
-            return pf_cfg_fail(c, node_line(k), ap, "not a parameter of type %s", g->type);
-        } else {
-            return unknown(c, &s, "data.train.degradation[]", k, name);
-        }
-    }
-    if (r < 0)
-        return -1;
-    if (!strcmp(g->type, "JPEG") && !have_quality)
-        return missing(c, &s, "quality");
-    return 0;
-}
-
-/* data.*.degradation: a list; the first step downscales (BI, BD or DN), JPEG may follow. */
-static int parse_degradation(pf_cfg_ctx *c, const pf_ynode *v, const char *kp,
-                             pf_dataset_cfg *d) {
-    const pf_ynode *items[PF_MAX_DEGRADATIONS];
-    int n;
-    if (pf_cfg_get_seq(c, v, kp, 1, 2, &n, items))
-        return -1;
-    for (int i = 0; i < n; i++) {
-        char ip[160];
-        snprintf(ip, sizeof ip, "%s[%d]", kp, i);
-        if (parse_degradation_step(c, items[i], ip, &d->degradation[i]))
-            return -1;
-        int down = strcmp(d->degradation[i].type, "JPEG") != 0;
-        if (i == 0 && !down)
-            return pf_cfg_fail(c, node_line(items[i]), ip,
-                        "the first step must downscale (BI, BD or DN), got JPEG");
-        if (i > 0 && down)
-            return pf_cfg_fail(c, node_line(items[i]), ip,
-                        "only one downscaling step (BI, BD or DN) is allowed; JPEG may follow");
-    }
-    d->n_degradations = n;
-    return 0;
-}
-
-/* data.train / data.eval / data.test; `idx` 0, 1, 2. */
 
 /* ---- paths ----------------------------------------------------------------------------- */
 
@@ -291,7 +178,7 @@ static int get_row_int(pf_cfg_ctx *c, const pf_config_key *k, const pf_ynode *n,
         snprintf(s, sizeof s, "%lld", (long long)*out);
         if (!pf_cfg_in_choices(k->choices, s))
             return pf_cfg_fail(c, node_line(n), kp, "must be %s, got %s",
-                        pf_cfg_or_list(k->choices, list, sizeof list), s);
+                               pf_cfg_or_list(k->choices, list, sizeof list), s);
     }
     return 0;
 }
@@ -300,6 +187,39 @@ static int get_row_float(pf_cfg_ctx *c, const pf_config_key *k, const pf_ynode *
                          const char *kp, float *out) {
     return pf_cfg_get_float(c, n, kp, k->lo, (k->flags & PF_KF_LO_OPEN) != 0,
                      k->hi >= 1e300 ? HUGE_VAL : k->hi, (k->flags & PF_KF_HI_OPEN) != 0, out);
+}
+
+/* A PF_KF_RANGE row: a number x ([x, x]) or [lo, hi] with lo <= hi, each in the row's range,
+   into the field and the one after it; an int row takes whole numbers. */
+static int get_row_range(pf_cfg_ctx *c, const pf_config_key *k, const pf_ynode *v,
+                         const char *kp, void *f) {
+    float r[2];
+    const pf_ynode *items[2];
+    int n;
+    char ip[160];
+    if (ytype(v) != PF_Y_SEQUENCE) {
+        if (get_row_float(c, k, v, kp, &r[0]))
+            return -1;
+        r[1] = r[0];
+    } else {
+        if (pf_cfg_get_seq(c, v, kp, 2, 2, &n, items))
+            return -1;
+        for (int i = 0; i < 2; i++)
+            if (get_row_float(c, k, items[i], (snprintf(ip, sizeof ip, "%s[%d]", kp, i), ip),
+                              &r[i]))
+                return -1;
+        if (r[0] > r[1])
+            return pf_cfg_fail(c, node_line(v), kp, "range [%g, %g] is empty", r[0], r[1]);
+    }
+    if (k->kind == PF_K_FLOAT) {
+        memcpy(f, r, sizeof r);
+        return 0;
+    }
+    if (r[0] != (int)r[0] || r[1] != (int)r[1])
+        return pf_cfg_fail(c, node_line(v), kp, "expected integers in [%g, %g]", k->lo, k->hi);
+    ((int *)f)[0] = (int)r[0];
+    ((int *)f)[1] = (int)r[1];
+    return 0;
 }
 
 /* A list row: min_n..size items, each an int or float of the row's range. */
@@ -327,7 +247,7 @@ static int get_row_list(pf_cfg_ctx *c, const pf_config_key *k, const pf_ynode *v
         if ((k->flags & PF_KF_INCREASING) && i > 0 &&
             x <= ((int64_t *)(base + k->offset))[i - 1])
             return pf_cfg_fail(c, node_line(items[i]), ip, "must be greater than the item before "
-                        "(the list is strictly increasing)");
+                               "(the list is strictly increasing)");
     }
     if (k->count_offset)
         *(int *)(base + k->count_offset) = n;
@@ -343,6 +263,8 @@ static int parse_leaf(pf_cfg_ctx *c, const pf_config_key *k, const pf_ynode *v, 
     int64_t x;
     char store[PF_MAX_CHOICES][48];
     const char *choices[PF_MAX_CHOICES + 1];
+    if (k->flags & PF_KF_RANGE)
+        return get_row_range(c, k, v, kp, f);
     switch (k->kind) {
     case PF_K_INT:
     case PF_K_INT64:
@@ -371,7 +293,7 @@ static int parse_leaf(pf_cfg_ctx *c, const pf_config_key *k, const pf_ynode *v, 
             return -1;
         if (!((char *)f)[0] && (k->flags & (PF_KF_NONEMPTY | PF_KF_NULL)))
             return pf_cfg_fail(c, node_line(v), kp, "must not be empty%s",
-                        (k->flags & PF_KF_NULL) ? " (use null for none)" : "");
+                               (k->flags & PF_KF_NULL) ? " (use null for none)" : "");
         return 0;
     case PF_K_CHOICE:
     case PF_K_ENUM:
@@ -401,20 +323,29 @@ static int parse_leaf(pf_cfg_ctx *c, const pf_config_key *k, const pf_ynode *v, 
 
 static int walk(pf_cfg_ctx *c, pf_lines *L, const pf_section *s, const char *sec, char *base,
                 pf_config *cfg);
+static const char *choice_value(const char *base, const pf_config_key *k);
 static int parse_custom(pf_cfg_ctx *c, pf_lines *L, const pf_config_key *k, const pf_ynode *key,
                         const pf_ynode *v, const char *kp, char *base, pf_config *cfg);
 
-/* The row of key `name` in section `sec` (by name or alias); sets *alias. */
-static const pf_config_key *child(const char *sec, const char *name, int *alias) {
+/* The row of key `name` in section `sec` (by name or alias); sets *alias. A `*` section may
+   have rows of one name for different values of its `when_key` (a degradation step's sigma):
+   the one that applies to the item at `base` wins. */
+static const pf_config_key *child(const char *sec, const char *name, int *alias,
+                                  const char *base) {
+    const pf_config_key *found = NULL;
     for (int i = 0; i < pf_config_n_keys; i++) {
         const pf_config_key *k = &pf_config_keys[i];
         if (!pf_config_key_in(k, sec))
             continue;
         *alias = k->alias && !strcmp(k->alias, name);
-        if (*alias || !strcmp(pf_config_key_name(k), name))
-            return k;
+        if (*alias || !strcmp(pf_config_key_name(k), name)) {
+            if (!pf_cfg_item_row(k) || pf_cfg_applies(base, k))
+                return k;
+            found = found ? found : k;
+        }
     }
-    return NULL;
+    *alias = 0;
+    return found;
 }
 
 /* Walk the mapping `s` of section `sec` (a row path, "" for the top level) into `base`
@@ -428,13 +359,17 @@ static int walk(pf_cfg_ctx *c, pf_lines *L, const pf_section *s, const char *sec
     int r, alias;
     while ((r = next_pair(c, s, &it, name, sizeof name, &key, &v)) > 0) {
         keypath(s, name, kp, sizeof kp);
-        const pf_config_key *k = child(sec, name, &alias);
+        const pf_config_key *k = child(sec, name, &alias, base);
         if (!k)
             return unknown(c, s, sec, key, name);
+        if (pf_cfg_item_row(k) && !pf_cfg_applies(base, k))   /* the item's own `when` */
+            return pf_cfg_fail(c, node_line(key), kp, "not a parameter of %s %s",
+                               pf_config_key_name(pf_cfg_row(k->when_key)),
+                               choice_value(base, pf_cfg_row(k->when_key)));
         int i = row_index(k);
         if (k->alias && L->line[i])
             return pf_cfg_fail(c, node_line(key), kp, "same setting as %s (line %d); give only one",
-                        given_path(L, k, other, sizeof other), L->line[i]);
+                               given_path(L, k, other, sizeof other), L->line[i]);
         if ((k->flags & PF_KF_TRAIN_ONLY) && strcmp(sec, "data.train"))
             return pf_cfg_fail(c, node_line(key), kp, "only allowed in data.train");
         L->line[i] = node_line(key);
@@ -461,7 +396,7 @@ static int walk(pf_cfg_ctx *c, pf_lines *L, const pf_section *s, const char *sec
     for (int i = 0; i < pf_config_n_keys; i++) {
         const pf_config_key *k = &pf_config_keys[i];
         if ((k->flags & PF_KF_REQUIRED) && !(k->flags & PF_KF_TO_TRAIN) &&
-            pf_config_key_in(k, sec) && !L->line[i])
+            pf_config_key_in(k, sec) && !L->line[i] && pf_cfg_applies(base, k))
             return missing(c, s, pf_config_key_name(k));
     }
     return 0;
@@ -477,12 +412,16 @@ void pf_cfg_set_default(const pf_config_key *k, char *base) {
     switch (k->kind) {
     case PF_K_INT:
         *(int *)f = (int)strtol(d, NULL, 10);
+        if (k->flags & PF_KF_RANGE)
+            ((int *)f)[1] = *(int *)f;
         break;
     case PF_K_INT64:
         *(int64_t *)f = strtoll(d, NULL, 10);
         break;
     case PF_K_FLOAT:
         *(float *)f = strtof(d, NULL);
+        if (k->flags & PF_KF_RANGE)
+            ((float *)f)[1] = *(float *)f;
         break;
     case PF_K_BOOL:
         *(int *)f = !strcmp(d, "true");
@@ -537,17 +476,16 @@ void pf_cfg_set_default(const pf_config_key *k, char *base) {
 }
 
 /* The current value of a CHOICE / ENUM / BOOL row as text ("null" when empty), for `when`. */
-static const char *choice_value(const pf_config *cfg, const pf_config_key *k) {
-    const char *base = (const char *)cfg;
+static const char *choice_value(const char *base, const pf_config_key *k) {
     if (k->kind == PF_K_BOOL)
         return *(const int *)(base + k->offset) ? "true" : "false";
     const char *s = base + k->offset;
     return s[0] ? s : "null";
 }
 
-/* 1 when row `k` applies to `cfg`: no `when_key`, or that key's value is one of `when`. */
-int pf_cfg_applies(const pf_config *cfg, const pf_config_key *k) {
-    return !k->when_key || pf_cfg_in_choices(k->when, choice_value(cfg, pf_cfg_row(k->when_key)));
+int pf_cfg_applies(const char *base, const pf_config_key *k) {
+    return !k->when_key ||
+           pf_cfg_in_choices(k->when, choice_value(base, pf_cfg_row(k->when_key)));
 }
 
 /* After the walk: the first key (in the file) given where it does not apply. */
@@ -555,7 +493,8 @@ static int check_when(pf_cfg_ctx *c, const pf_lines *L, const pf_config *cfg) {
     const pf_config_key *bad = NULL;
     for (int i = 0; i < pf_config_n_keys; i++) {
         const pf_config_key *k = &pf_config_keys[i];
-        if (L->line[i] && !pf_cfg_applies(cfg, k) && (!bad || L->line[i] < L->line[row_index(bad)]))
+        if (L->line[i] && !pf_cfg_item_row(k) && !pf_cfg_applies((const char *)cfg, k) &&
+            (!bad || L->line[i] < L->line[row_index(bad)]))
             bad = k;
     }
     if (!bad)
@@ -568,9 +507,10 @@ static int check_when(pf_cfg_ctx *c, const pf_lines *L, const pf_config *cfg) {
              bad->path);
     pf_config_unknown_hint(section, pf_config_key_name(bad), hint, sizeof hint);
     return pf_cfg_fail(c, L->line[row_index(bad)], given_path(L, bad, path, sizeof path),
-                "only allowed with %s %s (%s is %s)%s", pf_config_key_name(sel),
-                pf_cfg_or_list(bad->when, list, sizeof list), sel->path, choice_value(cfg, sel),
-                strncmp(hint, "; PixFlow calls this", 20) ? "" : hint);
+                       "only allowed with %s %s (%s is %s)%s", pf_config_key_name(sel),
+                       pf_cfg_or_list(bad->when, list, sizeof list), sel->path,
+                       choice_value((const char *)cfg, sel),
+                       strncmp(hint, "; PixFlow calls this", 20) ? "" : hint);
 }
 
 /* ---- keys with code of their own ---------------------------------------------------- */
@@ -593,7 +533,7 @@ static int parse_custom_keys(pf_cfg_ctx *c, pf_lines *L, const pf_ynode *key, co
         snprintf(ip, sizeof ip, "%s.%s", kp, name);
         if (!name[0] || strspn(name, name_chars) != strlen(name))
             return pf_cfg_fail(c, node_line(k2), ip, "a parameter-name part is made of letters, "
-                        "digits, '_' and '.'");
+                               "digits, '_' and '.'");
         if (cfg->n_custom_keys == PF_MAX_CUSTOM_KEYS)
             return pf_cfg_fail(c, node_line(k2), ip, "at most %d custom keys", PF_MAX_CUSTOM_KEYS);
         pf_custom_key *ck = &cfg->custom_keys[cfg->n_custom_keys++];
@@ -613,6 +553,37 @@ static int parse_custom_keys(pf_cfg_ctx *c, pf_lines *L, const pf_ynode *key, co
     return r < 0 ? -1 : 0;
 }
 
+/* One item of a list of mappings (clips, degradation steps), `ip` its path, with the rows of
+   section `rows` ("data.train.clips.*") into `base`: the key the other rows' `when` reads
+   (a step's type) first, then the rows that apply at their defaults, then the walk. */
+static int walk_item(pf_cfg_ctx *c, pf_lines *L, const char *rows, const pf_ynode *item,
+                     const char *ip, char *base, pf_config *cfg) {
+    pf_section one;
+    char kp[192];
+    if (open_section(c, item, item, ip, &one))
+        return -1;
+    for (int r = 0; r < pf_config_n_keys; r++) {
+        const pf_config_key *k = &pf_config_keys[r], *sel;
+        if (!pf_config_key_in(k, rows) || !k->when_key)
+            continue;
+        sel = pf_cfg_row(k->when_key);
+        const pf_ynode *v = pf_ynode_get(item, pf_config_key_name(sel));
+        if (!v)
+            return missing(c, &one, pf_config_key_name(sel));
+        if (parse_leaf(c, sel, v, keypath(&one, pf_config_key_name(sel), kp, sizeof kp), base))
+            return -1;
+        break;
+    }
+    for (int r = 0; r < pf_config_n_keys; r++) {
+        if (pf_config_key_in(&pf_config_keys[r], rows)) {
+            if (pf_cfg_applies(base, &pf_config_keys[r]))
+                pf_cfg_set_default(&pf_config_keys[r], base);
+            L->line[r] = 0;
+        }
+    }
+    return walk(c, L, &one, rows, base, cfg);
+}
+
 /* data.*.clips: a list of mappings, each walked with the rows "data.SET.clips.*.KEY". */
 static int parse_clips(pf_cfg_ctx *c, pf_lines *L, const pf_config_key *k, const pf_ynode *v,
                        const char *kp, pf_dataset_cfg *d, pf_config *cfg) {
@@ -623,24 +594,46 @@ static int parse_clips(pf_cfg_ctx *c, pf_lines *L, const pf_config_key *k, const
         return -1;
     for (int i = 0; i < d->n_clips; i++) {
         pf_clip_cfg *clip = &d->clips[i];
-        pf_section one;
         snprintf(ip, sizeof ip, "%s[%d]", kp, i);
-        if (open_section(c, items[i], items[i], ip, &one))
-            return -1;
-        for (int r = 0; r < pf_config_n_keys; r++) {
-            if (pf_config_key_in(&pf_config_keys[r], rows)) {
-                pf_cfg_set_default(&pf_config_keys[r], (char *)clip);
-                L->line[r] = 0;
-            }
-        }
-        if (walk(c, L, &one, rows, (char *)clip, cfg))
+        if (walk_item(c, L, rows, items[i], ip, (char *)clip, cfg))
             return -1;
         for (int j = 0; j < i; j++)
             if (!strcmp(d->clips[j].name, clip->name) &&
                 d->clips[j].frames[0] == clip->frames[0] &&
                 d->clips[j].frames[1] == clip->frames[1])
-                return pf_cfg_fail(c, node_line(items[i]), ip, "the same clip and frames as item %d", j);
+                return pf_cfg_fail(c, node_line(items[i]), ip,
+                                   "the same clip and frames as item %d", j);
     }
+    return 0;
+}
+
+/* data.*.degradation: a list of steps, each walked with the rows "data.SET.degradation.*.KEY";
+   the first step downscales (BI, BD or DN), JPEG may follow. */
+static int parse_degradation(pf_cfg_ctx *c, pf_lines *L, const pf_config_key *k,
+                             const pf_ynode *v, const char *kp, pf_dataset_cfg *d,
+                             pf_config *cfg) {
+    const pf_ynode *items[PF_MAX_DEGRADATIONS];
+    char rows[96], ip[160];
+    int n;
+    snprintf(rows, sizeof rows, "%s.*", k->path);
+    if (pf_cfg_get_seq(c, v, kp, 1, 2, &n, items))
+        return -1;
+    for (int i = 0; i < n; i++) {
+        pf_degradation *g = &d->degradation[i];
+        snprintf(ip, sizeof ip, "%s[%d]", kp, i);
+        if (walk_item(c, L, rows, items[i], ip, (char *)g, cfg))
+            return -1;
+        if (!strcmp(g->type, "BD"))
+            g->sigma_max = g->sigma;    /* one blur for every sample */
+        int down = strcmp(g->type, "JPEG") != 0;
+        if (i == 0 && !down)
+            return pf_cfg_fail(c, node_line(items[i]), ip,
+                               "the first step must downscale (BI, BD or DN), got JPEG");
+        if (i > 0 && down)
+            return pf_cfg_fail(c, node_line(items[i]), ip, "only one downscaling step (BI, BD "
+                               "or DN) is allowed; JPEG may follow");
+    }
+    d->n_degradations = n;
     return 0;
 }
 
@@ -659,7 +652,7 @@ static int parse_names(pf_cfg_ctx *c, const pf_ynode *v, const char *kp, pf_data
         for (int j = 0; j < i; j++)
             if (!strcmp(d->val_partition[j], d->val_partition[i]))
                 return pf_cfg_fail(c, node_line(items[i]), ip, "'%s' is already item %d",
-                            d->val_partition[i], j);
+                                   d->val_partition[i], j);
     }
     return 0;
 }
@@ -692,7 +685,7 @@ static int parse_custom(pf_cfg_ctx *c, pf_lines *L, const pf_config_key *k, cons
     char tmp[8];
     switch (k->custom) {
     case PF_KC_DEGRADATION:
-        return parse_degradation(c, v, kp, (pf_dataset_cfg *)(base + k->offset));
+        return parse_degradation(c, L, k, v, kp, (pf_dataset_cfg *)(base + k->offset), cfg);
     case PF_KC_CUSTOM_KEYS:
         return parse_custom_keys(c, L, key, v, kp, cfg);
     case PF_KC_METRICS:
@@ -728,17 +721,19 @@ static int video_set_rules(pf_cfg_ctx *c, const pf_lines *L, const char *set, in
     int type_line = (snprintf(kp, sizeof kp, "%s.type", set), line_of(L, kp));
     if (is_train_type && idx != 0)
         return pf_cfg_fail(c, type_line, kp, "%s makes training samples; %s takes "
-                    "VideoRecurrentTestDataset (whole clips)", d->type, set);
+                           "VideoRecurrentTestDataset (whole clips)", d->type, set);
     if (!strcmp(d->type, "VideoRecurrentTestDataset") && idx == 0)
-        return pf_cfg_fail(c, type_line, kp, "VideoRecurrentTestDataset is whole clips for evaluation "
-                    "and test; data.train takes REDSRecurrentDataset or Vimeo90KRecurrentDataset");
+        return pf_cfg_fail(c, type_line, kp,
+                           "VideoRecurrentTestDataset is whole clips for evaluation "
+                           "and test; data.train takes REDSRecurrentDataset or "
+                           "Vimeo90KRecurrentDataset");
     if (!strcmp(d->type, "Vimeo90KRecurrentDataset")) {
         if (!(snprintf(kp, sizeof kp, "%s.num_frame", set), line_of(L, kp)))
             d->num_frame = 7;
         if (!d->meta_info_file[0] && !d->n_clips)
             return pf_cfg_fail(c, line_of(L, set), "data.train.meta_info_file",
-                        "Vimeo90KRecurrentDataset needs its list of sequences (meta_info_file, "
-                        "e.g. sep_trainlist.txt, or clips)");
+                               "Vimeo90KRecurrentDataset needs its list of sequences "
+                               "(meta_info_file, e.g. sep_trainlist.txt, or clips)");
     }
     return 0;
 }
@@ -766,19 +761,22 @@ static int held_out_rules(pf_cfg_ctx *c, const pf_lines *L, const pf_config *cfg
                 if (a->frames[0] < b1 && b->frames[0] < a1) {
                     char kp[64];
                     snprintf(kp, sizeof kp, "%s.clips", names[o]);
-                    return pf_cfg_fail(c, line_of(L, kp), kp, "item %d (%s, frames [%d, %d)) shares "
-                                "frames with data.train.clips item %d ([%d, %d)): evaluation "
-                                "frames must not be trained on", i, a->name, a->frames[0],
-                                a->frames[1], j, b->frames[0], b->frames[1]);
+                    return pf_cfg_fail(c, line_of(L, kp), kp,
+                                       "item %d (%s, frames [%d, %d)) shares "
+                                       "frames with data.train.clips item %d ([%d, %d)): "
+                                       "evaluation "
+                                       "frames must not be trained on", i, a->name, a->frames[0],
+                                       a->frames[1], j, b->frames[0], b->frames[1]);
                 }
             }
     }
     for (int v = 0; v < t->n_val_partition; v++)
         for (int j = 0; j < t->n_clips; j++)
             if (!strcmp(t->val_partition[v], t->clips[j].name))
-                return pf_cfg_fail(c, line_of(L, "data.train.val_partition"), "data.train.val_partition",
-                            "'%s' is held out but listed in data.train.clips (item %d)",
-                            t->val_partition[v], j);
+                return pf_cfg_fail(c, line_of(L, "data.train.val_partition"),
+                                   "data.train.val_partition",
+                                   "'%s' is held out but listed in data.train.clips (item %d)",
+                                   t->val_partition[v], j);
     return 0;
 }
 
@@ -791,20 +789,22 @@ static int dataset_rules(pf_cfg_ctx *c, const pf_lines *L, const char *set, int 
     const char *a = strstr(d->filename_tmpl, "{}");
     if (!a || strstr(a + 2, "{}"))
         return pf_cfg_fail(c, AT("filename_tmpl"), KP("filename_tmpl"),
-                    "must contain '{}' exactly once, got '%s'", d->filename_tmpl);
+                           "must contain '{}' exactly once, got '%s'", d->filename_tmpl);
     if (!strcmp(d->type, "SingleImageDataset")) {
         if (idx != 2)
             return pf_cfg_fail(c, section, KP("type"),
-                        "SingleImageDataset (LQ only, no metrics) is only allowed in data.test");
+                               "SingleImageDataset (LQ only, no metrics) is only allowed in "
+                               "data.test");
         if (AT("gt_folder"))
             return pf_cfg_fail(c, AT("gt_folder"), KP("gt_folder"),
-                        "not used by SingleImageDataset (LQ only); remove it");
+                               "not used by SingleImageDataset (LQ only); remove it");
         if (!d->lq_folder[0])
-            return pf_cfg_fail(c, AT("lq_folder") ? AT("lq_folder") : line_of(L, set), KP("lq_folder"),
-                        "required by SingleImageDataset");
+            return pf_cfg_fail(c, AT("lq_folder") ? AT("lq_folder") : line_of(L, set),
+                               KP("lq_folder"),
+                               "required by SingleImageDataset");
         if (AT("degradation"))
             return pf_cfg_fail(c, AT("degradation"), KP("degradation"),
-                        "not used by SingleImageDataset (its LQ is read from lq_folder)");
+                               "not used by SingleImageDataset (its LQ is read from lq_folder)");
         return 0;
     }
     if (!AT("gt_folder"))
@@ -815,7 +815,8 @@ static int dataset_rules(pf_cfg_ctx *c, const pf_lines *L, const char *set, int 
         return pf_cfg_fail(c, line_of(L, set), KP("gt_patch_size"), "required key is missing");
     if (d->lq_folder[0] && AT("degradation"))
         return pf_cfg_fail(c, AT("degradation"), KP("degradation"),
-                    "makes LQ from GT; it cannot be combined with lq_folder '%s'", d->lq_folder);
+                           "makes LQ from GT; it cannot be combined with lq_folder "
+                           "'%s'", d->lq_folder);
     if (!d->lq_folder[0] && !d->n_degradations) {
         d->n_degradations = 1;
         snprintf(d->degradation[0].type, sizeof d->degradation[0].type, "BI");
@@ -828,35 +829,35 @@ static int dataset_rules(pf_cfg_ctx *c, const pf_lines *L, const char *set, int 
 static int model_rules(pf_cfg_ctx *c, const pf_lines *L, pf_config *cfg) {
     if (cfg->in_channels != 3)
         return pf_cfg_fail(c, line_of(L, "model.in_channels"), "model.in_channels",
-                    "must be 3 (images are loaded as RGB), got %d", cfg->in_channels);
+                           "must be 3 (images are loaded as RGB), got %d", cfg->in_channels);
     if (cfg->out_channels != 3)
         return pf_cfg_fail(c, line_of(L, "model.out_channels"), "model.out_channels",
-                    "must be 3 (images are loaded as RGB), got %d", cfg->out_channels);
+                           "must be 3 (images are loaded as RGB), got %d", cfg->out_channels);
     if (!strcmp(cfg->model_type, "RRDBNet")) {
         /* BasicSR's RRDBNet upsamples x4 by two nearest x2 stages; x2 pixel-unshuffles first.
            x3 has no such construction. */
         if (cfg->scale == 3)
             return pf_cfg_fail(c, line_of(L, "model.scale"), "model.scale",
-                        "must be 2 or 4 for RRDBNet, got 3");
+                               "must be 2 or 4 for RRDBNet, got 3");
         if (!line_of(L, "model.n_blocks"))
             cfg->n_blocks = 23;
     }
     if (!strcmp(cfg->model_type, "BasicVSR")) {
         if (cfg->scale != 4)
             return pf_cfg_fail(c, line_of(L, "model.scale"), "model.scale",
-                        "must be 4 for BasicVSR (two pixel-shuffle x2 stages), got %d",
-                        cfg->scale);
+                               "must be 4 for BasicVSR (two pixel-shuffle x2 stages), got %d",
+                               cfg->scale);
         if (!line_of(L, "model.n_blocks"))
             cfg->n_blocks = 15;     /* BasicSR's BasicVSR default */
         if (cfg->n_blocks > 31)
             return pf_cfg_fail(c, line_of(L, "model.n_blocks"), "model.n_blocks",
-                        "must be at most 31 for BasicVSR, got %d", cfg->n_blocks);
+                               "must be at most 31 for BasicVSR, got %d", cfg->n_blocks);
     }
     if (!strcmp(cfg->model_type, "RCAN") && cfg->squeeze_factor > cfg->n_feats) {
         int line = line_of(L, "model.squeeze_factor");
         return pf_cfg_fail(c, line ? line : line_of(L, "model.n_feats"), "model.squeeze_factor",
-                    "must be at most n_feats (%d): channel attention has n_feats / "
-                    "squeeze_factor channels, got %d", cfg->n_feats, cfg->squeeze_factor);
+                           "must be at most n_feats (%d): channel attention has n_feats / "
+                           "squeeze_factor channels, got %d", cfg->n_feats, cfg->squeeze_factor);
     }
     if (!strcmp(cfg->model_type, "SRCNN")) {
         if (!line_of(L, "model.channels")) {
@@ -865,8 +866,8 @@ static int model_rules(pf_cfg_ctx *c, const pf_lines *L, pf_config *cfg) {
         } else if (cfg->srcnn_channels[0] != cfg->in_channels ||
                    cfg->srcnn_channels[3] != cfg->out_channels) {
             return pf_cfg_fail(c, line_of(L, "model.channels"), "model.channels",
-                        "first and last must equal in_channels and out_channels (%d, %d)",
-                        cfg->in_channels, cfg->out_channels);
+                               "first and last must equal in_channels and out_channels (%d, %d)",
+                               cfg->in_channels, cfg->out_channels);
         }
     }
     return 0;
@@ -875,12 +876,13 @@ static int model_rules(pf_cfg_ctx *c, const pf_lines *L, pf_config *cfg) {
 static int optim_rules(pf_cfg_ctx *c, const pf_lines *L, pf_config *cfg) {
     if (cfg->nesterov && (cfg->momentum <= 0 || cfg->dampening != 0))
         return pf_cfg_fail(c, line_of(L, "optimizers.nesterov"), "optimizers.nesterov",
-                    "Nesterov momentum requires a momentum > 0 and zero dampening (torch)");
+                           "Nesterov momentum requires a momentum > 0 and zero dampening (torch)");
     if (!line_of(L, "optimizers.weight_decay") && !strcmp(cfg->optim_type, "AdamW"))
         cfg->weight_decay = 0.01f;   /* torch.optim.AdamW's default */
     if (cfg->ckpt_max_keep == 0)
         return pf_cfg_fail(c, line_of(L, "checkpoint_config.max_keep_ckpts"),
-                    "checkpoint_config.max_keep_ckpts", "must be -1 (keep all) or positive, got 0");
+                           "checkpoint_config.max_keep_ckpts",
+                           "must be -1 (keep all) or positive, got 0");
     const char *policy = cfg->lr_policy;
     int lr = line_of(L, "lr_config");
     if (!strcmp(policy, "Step") && !line_of(L, "lr_config.step"))
@@ -891,8 +893,8 @@ static int optim_rules(pf_cfg_ctx *c, const pf_lines *L, pf_config *cfg) {
         int weights = line_of(L, "lr_config.restart_weights");
         if (weights && cfg->n_lr_restart_weights != cfg->n_lr_periods)
             return pf_cfg_fail(c, weights, "lr_config.restart_weights",
-                        "has %d items but periods has %d", cfg->n_lr_restart_weights,
-                        cfg->n_lr_periods);
+                               "has %d items but periods has %d", cfg->n_lr_restart_weights,
+                               cfg->n_lr_periods);
         if (!weights) {
             for (int i = 0; i < cfg->n_lr_periods; i++)
                 cfg->lr_restart_weights[i] = 1.0f;
@@ -917,30 +919,30 @@ static int rules(pf_cfg_ctx *c, const pf_lines *L, pf_config *cfg) {
         return -1;
     if (cfg->clip_overlap >= cfg->clip_window)
         return pf_cfg_fail(c, line_of(L, "eval_cfg.clip_overlap"), "eval_cfg.clip_overlap",
-                    "must be less than eval_cfg.clip_window (%d), got %d", cfg->clip_window,
-                    cfg->clip_overlap);
+                           "must be less than eval_cfg.clip_window (%d), got %d", cfg->clip_window,
+                           cfg->clip_overlap);
     /* A video network trains on clips and an image network on images; either evaluates a
        video set (an image network frame by frame). */
     int video_net = !strcmp(cfg->model_type, "BasicVSR");
     if (cfg->train.present && video_net != pf_config_is_video_set(cfg->train.type))
         return pf_cfg_fail(c, line_of(L, "data.train.type") ? line_of(L, "data.train.type")
-                                                       : line_of(L, "data.train"),
-                    "data.train.type",
-                    video_net ? "%s trains on clips: REDSRecurrentDataset or "
-                                "Vimeo90KRecurrentDataset (got %s)"
-                              : "%s is an image network; %s makes clips (a video network: "
-                                "BasicVSR)",
-                    cfg->model_type, cfg->train.type);
+                           : line_of(L, "data.train"),
+                           "data.train.type",
+                           video_net ? "%s trains on clips: REDSRecurrentDataset or "
+                           "Vimeo90KRecurrentDataset (got %s)"
+                           : "%s is an image network; %s makes clips (a video network: "
+                           "BasicVSR)",
+                           cfg->model_type, cfg->train.type);
     if (video_net && cfg->test.present && !pf_config_is_video_set(cfg->test.type))
         return pf_cfg_fail(c, line_of(L, "data.test.type") ? line_of(L, "data.test.type")
-                                                      : line_of(L, "data.test"),
-                    "data.test.type", "BasicVSR runs on clips: VideoRecurrentTestDataset "
-                    "(got %s)", cfg->test.type);
+                           : line_of(L, "data.test"),
+                           "data.test.type", "BasicVSR runs on clips: VideoRecurrentTestDataset "
+                           "(got %s)", cfg->test.type);
     if (video_net && cfg->eval.present && !pf_config_is_video_set(cfg->eval.type))
         return pf_cfg_fail(c, line_of(L, "data.eval.type") ? line_of(L, "data.eval.type")
-                                                      : line_of(L, "data.eval"),
-                    "data.eval.type", "BasicVSR runs on clips: VideoRecurrentTestDataset "
-                    "(got %s)", cfg->eval.type);
+                           : line_of(L, "data.eval"),
+                           "data.eval.type", "BasicVSR runs on clips: VideoRecurrentTestDataset "
+                           "(got %s)", cfg->eval.type);
     /* data.train is needed to train (pixflow train checks it); `pixflow test` needs only
        data.test. An empty data section is still an error. */
     if (!cfg->train.present && !cfg->eval.present && !cfg->test.present)
@@ -949,18 +951,19 @@ static int rules(pf_cfg_ctx *c, const pf_lines *L, pf_config *cfg) {
     /* neither: a test config (pf_config_check_train refuses it for training) */
     if (iters && epochs)
         return pf_cfg_fail(c, iters > epochs ? iters : epochs, "total_iters",
-                    "exactly one of total_iters and total_epochs must be set");
+                           "exactly one of total_iters and total_epochs must be set");
     int patch = line_of(L, "data.train.gt_patch_size");
     if (cfg->train.present && cfg->train.gt_patch_size % cfg->scale)
         return pf_cfg_fail(c, patch, "data.train.gt_patch_size",
-                    "must be a positive multiple of model.scale (%d), got %d", cfg->scale,
-                    cfg->train.gt_patch_size);
+                           "must be a positive multiple of model.scale (%d), got %d", cfg->scale,
+                           cfg->train.gt_patch_size);
     /* RRDBNet x2 pixel-unshuffles the LQ patch by 2 first (BasicSR asserts even sizes). */
     if (cfg->train.present && !strcmp(cfg->model_type, "RRDBNet") && cfg->scale == 2 &&
         cfg->train.gt_patch_size % 4)
         return pf_cfg_fail(c, patch, "data.train.gt_patch_size",
-                    "must be a multiple of 4 for RRDBNet x2 (the LQ patch is pixel-unshuffled "
-                    "by 2), got %d", cfg->train.gt_patch_size);
+                           "must be a multiple of 4 for RRDBNet x2 (the LQ patch is "
+                           "pixel-unshuffled "
+                           "by 2), got %d", cfg->train.gt_patch_size);
     /* No checkpoint_config: one checkpoint at the end of an iteration-based run. The epoch
        runner's length in iterations is known only once the dataset is read, so there the
        interval stays 0, which means "at the end only". */
@@ -973,27 +976,29 @@ static int rules(pf_cfg_ctx *c, const pf_lines *L, pf_config *cfg) {
     if (evaluation) {
         if (!ckpt)
             return pf_cfg_fail(c, evaluation, "evaluation.interval",
-                        "evaluation runs on checkpoints: checkpoint_config.interval must be set");
+                               "evaluation runs on checkpoints: checkpoint_config.interval must be "
+                               "set");
         if (cfg->eval_interval % cfg->ckpt_interval)
             return pf_cfg_fail(c, line_of(L, "evaluation.interval"), "evaluation.interval",
-                        "must be a multiple of checkpoint_config.interval (%lld), got %lld",
-                        (long long)cfg->ckpt_interval, (long long)cfg->eval_interval);
+                               "must be a multiple of checkpoint_config.interval (%lld), got %lld",
+                               (long long)cfg->ckpt_interval, (long long)cfg->eval_interval);
     }
     if (cfg->lr_warmup[0] && cfg->total_iters && cfg->lr_warmup_iters > cfg->total_iters)
         return pf_cfg_fail(c, line_of(L, "lr_config.warmup_iters"), "lr_config.warmup_iters",
-                    "larger than total_iters (%lld)", (long long)cfg->total_iters);
+                           "larger than total_iters (%lld)", (long long)cfg->total_iters);
     if (!strcmp(cfg->lr_policy, "CosineRestart") && cfg->total_iters) {
         int64_t sum = 0;
         for (int i = 0; i < cfg->n_lr_periods; i++)
             sum += cfg->lr_periods[i];
         if (sum < cfg->total_iters)
             return pf_cfg_fail(c, line_of(L, "lr_config.periods"), "lr_config.periods",
-                        "sum of periods (%lld) is less than total_iters (%lld)", (long long)sum,
-                        (long long)cfg->total_iters);
+                               "sum of periods (%lld) is less than total_iters "
+                               "(%lld)", (long long)sum,
+                               (long long)cfg->total_iters);
     }
     if (cfg->load_from[0] && cfg->resume_from[0])
         return pf_cfg_fail(c, line_of(L, "resume_from"), "resume_from",
-                    "load_from and resume_from are exclusive (resume restores weights too)");
+                           "load_from and resume_from are exclusive (resume restores weights too)");
     return 0;
 }
 
@@ -1081,7 +1086,8 @@ static int parse_text(pf_config *cfg, const char *path, const char *text, size_t
     cfg->has_optimizers = 0;    /* set by the walk when the file has the section */
     snprintf(cfg->path, sizeof cfg->path, "%s", c.path);
     if (pf_config_n_keys > PF_CONFIG_MAX_KEYS)
-        return pf_cfg_fail(&c, 1, "config", "the key table has more than %d rows", PF_CONFIG_MAX_KEYS);
+        return pf_cfg_fail(&c, 1, "config", "the key table has more than %d rows",
+                           PF_CONFIG_MAX_KEYS);
     if (len > PF_CONFIG_MAX_BYTES)
         return pf_cfg_fail(&c, 1, "config", "larger than %d bytes", PF_CONFIG_MAX_BYTES);
     if (memchr(text, 0, len))
@@ -1092,7 +1098,7 @@ static int parse_text(pf_config *cfg, const char *path, const char *text, size_t
         for (size_t i = 0; i < bad; i++)
             line += text[i] == '\n';
         return pf_cfg_fail(&c, line, "config", "not UTF-8 text (byte 0x%02x at offset %zu)",
-                    (unsigned char)text[bad], bad);
+                           (unsigned char)text[bad], bad);
     }
 
     int yline = 1;
@@ -1107,8 +1113,9 @@ static int parse_text(pf_config *cfg, const char *path, const char *text, size_t
     char g[96];
     int rc;
     if (!root || ytype(root) != PF_Y_MAPPING)
-        rc = pf_cfg_fail(&c, node_line(root), "config", "expected a mapping at the top level, got %s",
-                  pf_cfg_describe(root, g, sizeof g));
+        rc = pf_cfg_fail(&c, node_line(root), "config",
+                         "expected a mapping at the top level, got %s",
+                         pf_cfg_describe(root, g, sizeof g));
     else
         rc = walk(&c, &L, &top, "", (char *)cfg, cfg);
     if (!rc) {   /* not keys: data.on_bad_sample, for a set opened on its own */

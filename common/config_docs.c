@@ -43,7 +43,8 @@ static void put_number_type(pf_buf *b, const pf_config_key *k, int integer) {
         pf_buf_put(b, "..");
         put_bound(b, k->hi);
     } else {
-        pf_buf_put(b, "number in %c%g, %g%c", lo_open ? '(' : '[', k->lo, k->hi, hi_open ? ')' : ']');
+        pf_buf_put(b, "number in %c%g, %g%c", lo_open ? '(' : '[', k->lo, k->hi,
+                   hi_open ? ')' : ']');
     }
 }
 
@@ -61,6 +62,8 @@ static void put_type(pf_buf *b, const pf_config_key *k) {
     case PF_K_INT64:
     case PF_K_FLOAT:
         put_number_type(b, k, k->kind != PF_K_FLOAT);
+        if (k->flags & PF_KF_RANGE)
+            pf_buf_put(b, " or `[lo, hi]`");
         return;
     case PF_K_BOOL:
         pf_buf_put(b, "bool");
@@ -72,8 +75,8 @@ static void put_type(pf_buf *b, const pf_config_key *k) {
         return;
     case PF_K_PATH:
         pf_buf_put(b, "path%s%s%s", (k->flags & PF_KF_DIR) ? " to a directory" : "",
-            (k->flags & PF_KF_FILE) ? " to a file" : "",
-            (k->flags & PF_KF_AUTO) ? ", `auto`" : "");
+                   (k->flags & PF_KF_FILE) ? " to a file" : "",
+                   (k->flags & PF_KF_AUTO) ? ", `auto`" : "");
         pf_buf_put(b, "%s", null ? ", or `null`" : "");
         return;
     case PF_K_CHOICE:
@@ -84,7 +87,7 @@ static void put_type(pf_buf *b, const pf_config_key *k) {
         for (int i = 0; i < n; i++)
             pf_buf_put(b, "%s`%s`", i ? " \\| " : "", v[i]);
         pf_buf_put(b, "%s%s", (k->flags & PF_KF_NOCASE) ? " (any case)" : "",
-            null ? " or `null`" : "");
+                   null ? " or `null`" : "");
         return;
     }
     case PF_K_INT_LIST:
@@ -110,7 +113,8 @@ static void put_reference_row(pf_buf *b, const pf_config_key *k, const char *nam
     put_type(b, k);
     pf_buf_put(b, " | ");
     if (name != pf_config_key_name(k))
-        pf_buf_put(b, " | BasicSR's spelling of `%s` (give one of the two) |\n", pf_config_key_name(k));
+        pf_buf_put(b, " | BasicSR's spelling of `%s` (give one of the two) |\n",
+                   pf_config_key_name(k));
     else {
         if (k->def_doc)
             pf_buf_put(b, "%s", k->def_doc);
@@ -125,7 +129,8 @@ static void put_reference_row(pf_buf *b, const pf_config_key *k, const char *nam
             if (!strcmp(sel, "type") || !strcmp(sel, "policy"))
                 pf_buf_put(b, "%s only", pf_cfg_or_list(k->when, list, sizeof list));
             else
-                pf_buf_put(b, "with `%s: %s` only", sel, pf_cfg_or_list(k->when, list, sizeof list));
+                pf_buf_put(b, "with `%s: %s` only", sel,
+                           pf_cfg_or_list(k->when, list, sizeof list));
             pf_buf_put(b, "%s", k->doc && k->doc[0] ? ": " : "");
         }
         pf_buf_put(b, "%s |\n", k->doc ? k->doc : "");

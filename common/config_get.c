@@ -98,13 +98,14 @@ int pf_cfg_get_int(pf_cfg_ctx *c, const pf_ynode *n, const char *key, int64_t lo
     int64_t v = 0;
     pf_num_status st = s && is_plain(n) ? pf_parse_int(s, len, lo, hi, &v) : PF_NUM_SYNTAX;
     if (st == PF_NUM_SYNTAX)
-        return pf_cfg_fail(c, node_line(n), key, "expected %s, got %s", want, pf_cfg_describe(n, g, sizeof g));
+        return pf_cfg_fail(c, node_line(n), key, "expected %s, got %s", want,
+                           pf_cfg_describe(n, g, sizeof g));
     if (st == PF_NUM_RANGE) {
         int beyond_64_bits = v == INT64_MIN || v == INT64_MAX;
         if (v < lo && (lo == 0 || lo == 1) && !beyond_64_bits)
             return pf_cfg_fail(c, node_line(n), key, "expected %s, got %.*s", want, (int)len, s);
         return pf_cfg_fail(c, node_line(n), key, "must be between %lld and %lld, got %.*s",
-                    (long long)lo, (long long)hi, (int)len, s);
+                           (long long)lo, (long long)hi, (int)len, s);
     }
     *out = v;
     return 0;
@@ -128,7 +129,8 @@ int pf_cfg_get_float(pf_cfg_ctx *c, const pf_ynode *n, const char *key, double l
     const char *s = scalar(n, &len);
     double v = 0;
     if (!s || !is_plain(n) || pf_parse_double(s, len, &v) != PF_NUM_OK)
-        return pf_cfg_fail(c, node_line(n), key, "expected a number, got %s", pf_cfg_describe(n, g, sizeof g));
+        return pf_cfg_fail(c, node_line(n), key, "expected a number, got %s",
+                           pf_cfg_describe(n, g, sizeof g));
     /* the range is checked on the value as stored (a float: 1e-67 is 0 there; beyond the
        float range pf_parse_double refuses it) */
     float f = (float)v;
@@ -138,13 +140,13 @@ int pf_cfg_get_float(pf_cfg_ctx *c, const pf_ynode *n, const char *key, double l
         if (as[0])
             snprintf(fs, sizeof fs, "%g)", (double)f);
         if (lo_open && lo == 0 && hi == HUGE_VAL)
-            return pf_cfg_fail(c, node_line(n), key, "must be greater than 0, got %.*s%s%s", (int)len,
-                        s, as, fs);
+            return pf_cfg_fail(c, node_line(n), key, "must be greater than 0, got %.*s%s%s",
+                               (int)len, s, as, fs);
         if (!lo_open && lo == 0 && hi == HUGE_VAL)
             return pf_cfg_fail(c, node_line(n), key, "must be 0 or more, got %.*s%s%s", (int)len, s,
-                        as, fs);
+                               as, fs);
         return pf_cfg_fail(c, node_line(n), key, "must be in %c%g, %g%c, got %.*s%s%s",
-                    lo_open ? '(' : '[', lo, hi, hi_open ? ')' : ']', (int)len, s, as, fs);
+                           lo_open ? '(' : '[', lo, hi, hi_open ? ')' : ']', (int)len, s, as, fs);
     }
     *out = f;
     return 0;
@@ -164,7 +166,8 @@ int pf_cfg_get_bool(pf_cfg_ctx *c, const pf_ynode *n, const char *key, int *out)
             return 0;
         }
     }
-    return pf_cfg_fail(c, node_line(n), key, "expected true or false, got %s", pf_cfg_describe(n, g, sizeof g));
+    return pf_cfg_fail(c, node_line(n), key, "expected true or false, got %s",
+                       pf_cfg_describe(n, g, sizeof g));
 }
 
 /* The first code point of UTF-8 text `s` that a one-line single-quoted YAML scalar cannot
@@ -192,7 +195,8 @@ static long unprintable(const char *s, size_t len) {
 int pf_cfg_get_str(pf_cfg_ctx *c, const pf_ynode *n, const char *key, char *out, size_t size) {
     char g[96];
     if (pf_cfg_is_null(n) || ytype(n) != PF_Y_SCALAR)
-        return pf_cfg_fail(c, node_line(n), key, "expected a string, got %s", pf_cfg_describe(n, g, sizeof g));
+        return pf_cfg_fail(c, node_line(n), key, "expected a string, got %s",
+                           pf_cfg_describe(n, g, sizeof g));
     size_t len;
     const char *s = scalar(n, &len);
     if (memchr(s, 0, len))
@@ -201,8 +205,9 @@ int pf_cfg_get_str(pf_cfg_ctx *c, const pf_ynode *n, const char *key, char *out,
     if (bad == -2)
         return pf_cfg_fail(c, node_line(n), key, "not UTF-8 text (an escape of a lone surrogate?)");
     if (bad >= 0)
-        return pf_cfg_fail(c, node_line(n), key, "contains U+%04lX, which is not printable (a path or "
-                    "name is one line of printable text)", (unsigned long)bad);
+        return pf_cfg_fail(c, node_line(n), key,
+                           "contains U+%04lX, which is not printable (a path or "
+                           "name is one line of printable text)", (unsigned long)bad);
     if (pf_cfg_scalar_copy(n, out, size))
         return pf_cfg_fail(c, node_line(n), key, "longer than %zu characters", size - 1);
     return 0;
@@ -226,7 +231,7 @@ int pf_cfg_get_choice(pf_cfg_ctx *c, const pf_ynode *n, const char *key, const c
         snprintf(list + l, sizeof list - l, "%s%s", i ? ", " : "", choices[i]);
     }
     return pf_cfg_fail(c, node_line(n), key, "expected one of %s, got %s", list,
-                pf_cfg_describe(n, g, sizeof g));
+                       pf_cfg_describe(n, g, sizeof g));
 }
 
 /* A list of `min_n`..`max_n` items; `get` converts item i. */
@@ -234,7 +239,8 @@ int pf_cfg_get_seq(pf_cfg_ctx *c, const pf_ynode *n, const char *key, int min_n,
                    int *count, const pf_ynode **items) {
     char g[96];
     if (!n || ytype(n) != PF_Y_SEQUENCE)
-        return pf_cfg_fail(c, node_line(n), key, "expected a list, got %s", pf_cfg_describe(n, g, sizeof g));
+        return pf_cfg_fail(c, node_line(n), key, "expected a list, got %s",
+                           pf_cfg_describe(n, g, sizeof g));
     int k = 0;
     for (int i = 0; i < n->n; i++) {
         const pf_ynode *item = n->kid[i];

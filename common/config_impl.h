@@ -88,8 +88,9 @@ int64_t pf_cfg_bound64(double x);
 const pf_config_key *pf_cfg_row(const char *path);
 /* A row's default (`def`, as YAML writes it) into `base` (the config or an item). */
 void pf_cfg_set_default(const pf_config_key *k, char *base);
-/* 1 when row `k` applies to `cfg`: no `when_key`, or that key's value is one of `when`. */
-int pf_cfg_applies(const pf_config *cfg, const pf_config_key *k);
+/* 1 when row `k` applies to `base` (the config, or the item of a `*` row): no `when_key`, or
+   that key's value is one of `when`. */
+int pf_cfg_applies(const char *base, const pf_config_key *k);
 
 /* ---- common/config_write.c: text ------------------------------------------------------ */
 

@@ -112,7 +112,30 @@
     {.path = "data." #S ".clips.*.crop", .kind = PF_K_INT_LIST,                                \
      .offset = offsetof(pf_clip_cfg, crop), .size = 4, .min_n = 4, .lo = 0, .hi = 1 << 20,     \
      .def = "[0, 0, 0, 0]", .doc = "x, y, w, h of the GT frames (multiples of `model.scale`);" \
-                                   " w 0: the whole frame"}
+                                   " w 0: the whole frame"},                                   \
+    {.path = "data." #S ".degradation.*.type", .kind = PF_K_CHOICE, .flags = PF_KF_REQUIRED,  \
+     .offset = offsetof(pf_degradation, type), .size = sizeof(((pf_degradation *)0)->type),    \
+     .choices = "BI|BD|DN|JPEG", .def_doc = "—",                                               \
+     .doc = "`BI`: MATLAB `imresize(GT, 1/scale, 'bicubic')` (docs/data.md); `BD`: Gaussian "  \
+            "blur of the GT (replicated borders), then the pixel at the centre of every scale "\
+            "x scale block; `DN`: `BI`, then Gaussian noise (0..255 scale), rounded and "      \
+            "clamped; `JPEG`: JPEG compression of the LQ (libjpeg-turbo)"},                   \
+    {.path = "data." #S ".degradation.*.kernel_size", .kind = PF_K_INT, .flags = PF_KF_ODD,   \
+     .offset = offsetof(pf_degradation, kernel_size), .lo = 1, .hi = 51, .def = "7",           \
+     .when_key = "data." #S ".degradation.*.type", .when = "BD",                               \
+     .doc = "Gaussian kernel size in pixels"},                                                 \
+    {.path = "data." #S ".degradation.*.sigma", .kind = PF_K_FLOAT, .flags = PF_KF_LO_OPEN,   \
+     .offset = offsetof(pf_degradation, sigma), .lo = 0, .hi = 50, .def = "1.6",               \
+     .when_key = "data." #S ".degradation.*.type", .when = "BD",                               \
+     .doc = "blur sigma in pixels"},                                                           \
+    {.path = "data." #S ".degradation.*.sigma", .kind = PF_K_FLOAT, .flags = PF_KF_RANGE,     \
+     .offset = offsetof(pf_degradation, sigma), .lo = 0, .hi = 255, .def = "30",               \
+     .when_key = "data." #S ".degradation.*.type", .when = "DN",                               \
+     .doc = "noise standard deviation on the 0..255 scale; a range draws it per sample"},     \
+    {.path = "data." #S ".degradation.*.quality", .kind = PF_K_INT,                            \
+     .flags = PF_KF_REQUIRED | PF_KF_RANGE, .offset = offsetof(pf_degradation, quality),       \
+     .lo = 1, .hi = 100, .when_key = "data." #S ".degradation.*.type", .when = "JPEG",         \
+     .doc = "JPEG quality; a range draws it per sample"}
 
 const pf_config_key pf_config_keys[] = {
     /* ---- model ---- */
@@ -445,9 +468,6 @@ const pf_config_key pf_config_keys[] = {
 };
 const int pf_config_n_keys = (int)(sizeof pf_config_keys / sizeof pf_config_keys[0]);
 
-/* The keys of one degradation step (parsed by config.c, documented as a table of step types). */
-static const char *const STEP_KEYS[] = {"type", "kernel_size", "sigma", "quality", NULL};
-
 const pf_config_key *pf_config_key_find(const char *path) {
     for (int i = 0; i < pf_config_n_keys; i++)
         if (!strcmp(pf_config_keys[i].path, path))
@@ -654,10 +674,7 @@ const char *pf_config_unknown_hint(const char *section, const char *name, char *
     int allowed = len <= 5 ? 1 : len <= 9 ? 2 : 3;
     const char *best = NULL;
     int best_d = allowed + 1;
-    int step = !strcmp(section, "data.train.degradation[]");
-    for (int i = 0; step && STEP_KEYS[i]; i++)
-        consider(name, STEP_KEYS[i], allowed, &best, &best_d);
-    for (int i = 0; !step && i < pf_config_n_keys; i++) {
+    for (int i = 0; i < pf_config_n_keys; i++) {
         const pf_config_key *k = &pf_config_keys[i];
         if (!pf_config_key_in(k, section))
             continue;
@@ -665,9 +682,7 @@ const char *pf_config_unknown_hint(const char *section, const char *name, char *
         if (k->alias)
             consider(name, k->alias, allowed, &best, &best_d);
     }
-    for (int i = 0; !best && step && STEP_KEYS[i]; i++)
-        if (prefix_of(name, STEP_KEYS[i])) best = STEP_KEYS[i];
-    for (int i = 0; !best && !step && i < pf_config_n_keys; i++)
+    for (int i = 0; !best && i < pf_config_n_keys; i++)
         if (pf_config_key_in(&pf_config_keys[i], section) &&
             prefix_of(name, pf_config_key_name(&pf_config_keys[i])))
             best = pf_config_key_name(&pf_config_keys[i]);

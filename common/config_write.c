@@ -69,23 +69,6 @@ static void put_float(pf_buf *b, float v) {
     pf_buf_put(b, "%s", t);
 }
 
-static void put_degradation(pf_buf *b, const pf_degradation *g) {
-    pf_buf_put(b, "      - type: %s\n", g->type);
-    if (!strcmp(g->type, "BD")) {
-        pf_buf_put(b, "        kernel_size: %d\n        sigma: ", g->kernel_size);
-        put_float(b, g->sigma);
-        pf_buf_put(b, "\n");
-    } else if (!strcmp(g->type, "DN")) {
-        pf_buf_put(b, "        sigma: [");
-        put_float(b, g->sigma);
-        pf_buf_put(b, ", ");
-        put_float(b, g->sigma_max);
-        pf_buf_put(b, "]\n");
-    } else if (!strcmp(g->type, "JPEG")) {
-        pf_buf_put(b, "        quality: [%d, %d]\n", g->quality, g->quality_max);
-    }
-}
-
 /* The value of leaf row `k` stored at `base`, as the resolved YAML writes it; `raw`: strings
    unquoted and null as "" (pixflow config --get). */
 /* data.*.val_partition as [a, b], data.*.clips as [{name: a, frames: [0, 0], crop: [...]}]
@@ -122,6 +105,18 @@ static void put_value(pf_buf *b, const pf_config_key *k, const char *base, int r
     const char *f = base + k->offset;
     if (k->flags & PF_KF_NO_STORE) {
         pf_buf_put(b, "%s", k->def);
+        return;
+    }
+    if (k->flags & PF_KF_RANGE) {               /* [lo, hi]: the field and the next */
+        pf_buf_put(b, "[");
+        for (int i = 0; i < 2; i++) {
+            pf_buf_put(b, i ? ", " : "");
+            if (k->kind == PF_K_INT)
+                pf_buf_put(b, "%d", ((const int *)f)[i]);
+            else
+                put_float(b, ((const float *)f)[i]);
+        }
+        pf_buf_put(b, "]");
         return;
     }
     switch (k->kind) {
@@ -177,7 +172,7 @@ static void put_value(pf_buf *b, const pf_config_key *k, const char *base, int r
         const pf_config *cfg = (const pf_config *)base;
         if (k->custom == PF_KC_METRICS)
             pf_buf_put(b, "[%s%s%s]", cfg->eval_psnr ? "PSNR" : "",
-                cfg->eval_psnr && cfg->eval_ssim ? ", " : "", cfg->eval_ssim ? "SSIM" : "");
+                       cfg->eval_psnr && cfg->eval_ssim ? ", " : "", cfg->eval_ssim ? "SSIM" : "");
         else if (k->custom == PF_KC_CONVERT_TO)
             pf_buf_put(b, "%s", cfg->eval_y_channel ? "y" : raw ? "" : "null");
         else if (k->custom == PF_KC_NAMES || k->custom == PF_KC_CLIPS)
@@ -241,13 +236,28 @@ static int section_changed(const pf_config_key *sec, const char *a, const char *
     return 0;
 }
 
+/* One item of a block list (a degradation step): the rows of section `rows` that apply to it,
+   the first after "- ". */
+static void write_item(pf_buf *b, const char *rows, int depth, const char *item) {
+    int first = 1;
+    for (int i = 0; i < pf_config_n_keys; i++) {
+        const pf_config_key *k = &pf_config_keys[i];
+        if (!pf_config_key_in(k, rows) || !pf_cfg_applies(item, k))
+            continue;
+        pf_buf_put(b, "%*s%s%s: ", 2 * depth, "", first ? "- " : "  ", pf_config_key_name(k));
+        put_value(b, k, item, 0);
+        pf_buf_put(b, "\n");
+        first = 0;
+    }
+}
+
 /* The keys of section `sec` at indentation `depth`, from `base` (the config or an item);
    `def`: the same at its defaults, for PF_KF_IF_CHANGED. */
 static void write_rows(pf_buf *b, const pf_config *cfg, const char *sec, int depth,
                        const char *base, const char *def) {
     for (int i = 0; i < pf_config_n_keys; i++) {
         const pf_config_key *k = &pf_config_keys[i];
-        if (!pf_config_key_in(k, sec) || (k->flags & PF_KF_NO_WRITE) || !pf_cfg_applies(cfg, k) ||
+        if (!pf_config_key_in(k, sec) || (k->flags & PF_KF_NO_WRITE) || !pf_cfg_applies(base, k) ||
             ((k->flags & PF_KF_TRAIN_ONLY) && strcmp(sec, "data.train")))
             continue;
         const char *name = pf_config_key_name(k);
@@ -269,10 +279,12 @@ static void write_rows(pf_buf *b, const pf_config *cfg, const char *sec, int dep
         }
         if (k->custom == PF_KC_DEGRADATION) {
             const pf_dataset_cfg *d = (const pf_dataset_cfg *)(base + k->offset);
+            char rows[96];
+            snprintf(rows, sizeof rows, "%s.*", k->path);
             if (d->n_degradations)
                 pf_buf_put(b, "%*s%s:\n", at, "", name);
             for (int j = 0; j < d->n_degradations; j++)
-                put_degradation(b, &d->degradation[j]);
+                write_item(b, rows, depth + 1, (const char *)&d->degradation[j]);
             continue;
         }
         if (k->custom == PF_KC_CUSTOM_KEYS) {
