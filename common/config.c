@@ -5,10 +5,12 @@
     have a row in that section (else "unknown key", with the nearest key or another framework's
     meaning); the row's kind converts the value (the typed getters of common/config_get.c
     report a wrong type or range) into the row's field; required keys of the section must be
-    there. Lists of mappings (clips, degradation steps) and custom_keys walk each item with
-    the rows of their `*` section; metrics and convert_to have code of their own. After the walk: keys given where their `when` says they do not apply, then
-    `rules` (every check and default that involves more than one key, in one place), then on
-    load the paths. The first error wins: it is formatted `file:line: key.path: what is wrong`
+    there, and those with a `required_when` where their when_key says so ("missing: policy
+    Step needs it"). Lists of mappings (clips, degradation steps) and custom_keys walk each
+    item with the rows of their `*` section; metrics and convert_to have code of their own.
+    After the walk: keys given where their `when` says they do not apply, then `rules` (every
+    check and default that involves more than one key, in one place), then on load the
+    paths. The first error wins: it is formatted `file:line: key.path: what is wrong`
     into the caller's buffer and parsing stops.
 
     Line numbers: every node has the line it starts on; a missing key is reported at the key
@@ -395,9 +397,15 @@ static int walk(pf_cfg_ctx *c, pf_lines *L, const pf_section *s, const char *sec
         return -1;
     for (int i = 0; i < pf_config_n_keys; i++) {
         const pf_config_key *k = &pf_config_keys[i];
-        if ((k->flags & PF_KF_REQUIRED) && !(k->flags & PF_KF_TO_TRAIN) &&
-            pf_config_key_in(k, sec) && !L->line[i] && pf_cfg_applies(base, k))
+        if (!pf_config_key_in(k, sec) || L->line[i] || !pf_cfg_applies(base, k))
+            continue;
+        if ((k->flags & PF_KF_REQUIRED) && !(k->flags & PF_KF_TO_TRAIN))
             return missing(c, s, pf_config_key_name(k));
+        const pf_config_key *sel = k->required_when ? pf_cfg_row(k->when_key) : NULL;
+        if (sel && pf_cfg_in_choices(k->required_when, choice_value(base, sel)))
+            return pf_cfg_fail(c, section_line(s), keypath(s, pf_config_key_name(k), kp, sizeof kp),
+                               "missing: %s %s needs it", pf_config_key_name(sel),
+                               choice_value(base, sel));
     }
     return 0;
 }
@@ -484,7 +492,7 @@ static const char *choice_value(const char *base, const pf_config_key *k) {
 }
 
 int pf_cfg_applies(const char *base, const pf_config_key *k) {
-    return !k->when_key ||
+    return !k->when_key || !k->when ||
            pf_cfg_in_choices(k->when, choice_value(base, pf_cfg_row(k->when_key)));
 }
 
@@ -807,8 +815,6 @@ static int dataset_rules(pf_cfg_ctx *c, const pf_lines *L, const char *set, int 
                                "not used by SingleImageDataset (its LQ is read from lq_folder)");
         return 0;
     }
-    if (!AT("gt_folder"))
-        return pf_cfg_fail(c, line_of(L, set), KP("gt_folder"), "required key is missing");
     if (video_set_rules(c, L, set, idx, d))
         return -1;
     if (idx == 0 && !AT("gt_patch_size"))
@@ -827,12 +833,6 @@ static int dataset_rules(pf_cfg_ctx *c, const pf_lines *L, const char *set, int 
 }
 
 static int model_rules(pf_cfg_ctx *c, const pf_lines *L, pf_config *cfg) {
-    if (cfg->in_channels != 3)
-        return pf_cfg_fail(c, line_of(L, "model.in_channels"), "model.in_channels",
-                           "must be 3 (images are loaded as RGB), got %d", cfg->in_channels);
-    if (cfg->out_channels != 3)
-        return pf_cfg_fail(c, line_of(L, "model.out_channels"), "model.out_channels",
-                           "must be 3 (images are loaded as RGB), got %d", cfg->out_channels);
     if (!strcmp(cfg->model_type, "RRDBNet")) {
         /* BasicSR's RRDBNet upsamples x4 by two nearest x2 stages; x2 pixel-unshuffles first.
            x3 has no such construction. */
@@ -883,13 +883,7 @@ static int optim_rules(pf_cfg_ctx *c, const pf_lines *L, pf_config *cfg) {
         return pf_cfg_fail(c, line_of(L, "checkpoint_config.max_keep_ckpts"),
                            "checkpoint_config.max_keep_ckpts",
                            "must be -1 (keep all) or positive, got 0");
-    const char *policy = cfg->lr_policy;
-    int lr = line_of(L, "lr_config");
-    if (!strcmp(policy, "Step") && !line_of(L, "lr_config.step"))
-        return pf_cfg_fail(c, lr, "lr_config.step", "required key is missing");
-    if (!strcmp(policy, "CosineRestart")) {
-        if (!line_of(L, "lr_config.periods"))
-            return pf_cfg_fail(c, lr, "lr_config.periods", "required key is missing");
+    if (!strcmp(cfg->lr_policy, "CosineRestart")) {
         int weights = line_of(L, "lr_config.restart_weights");
         if (weights && cfg->n_lr_restart_weights != cfg->n_lr_periods)
             return pf_cfg_fail(c, weights, "lr_config.restart_weights",
@@ -901,8 +895,6 @@ static int optim_rules(pf_cfg_ctx *c, const pf_lines *L, pf_config *cfg) {
             cfg->n_lr_restart_weights = cfg->n_lr_periods;
         }
     }
-    if (cfg->lr_warmup[0] && !line_of(L, "lr_config.warmup_iters"))
-        return pf_cfg_fail(c, lr, "lr_config.warmup_iters", "required key is missing");
     return 0;
 }
 

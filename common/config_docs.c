@@ -123,7 +123,7 @@ static void put_reference_row(pf_buf *b, const pf_config_key *k, const char *nam
         else
             pf_buf_put(b, "%s", (k->flags & PF_KF_REQUIRED) ? "—" : "none");
         pf_buf_put(b, " | ");
-        if (k->when_key) {
+        if (k->when) {
             char list[200];
             const char *sel = pf_config_key_name(pf_cfg_row(k->when_key));
             if (!strcmp(sel, "type") || !strcmp(sel, "policy"))

@@ -41,7 +41,8 @@
             "`Vimeo90KRecurrentDataset` (training), `VideoRecurrentTestDataset` (whole clips)"}, \
     {.path = "data." #S ".gt_folder", .kind = PF_K_PATH,                                       \
      .flags = PF_KF_NONEMPTY | PF_KF_DIR | PF_KF_IF_CHANGED, .offset = OFF(S.gt_folder),       \
-     .size = SZ(S.gt_folder), .def_doc = "—",                                                  \
+     .size = SZ(S.gt_folder), .def_doc = "—", .when_key = "data." #S ".type",                   \
+     .required_when = "PairedImageDataset|" VIDEO_SETS,                                        \
      .doc = "ground-truth images (video sets: clips, each a folder of frames or a video "     \
             "file); required by PairedImageDataset and the video sets, refused by "            \
             "SingleImageDataset"},                                                             \
@@ -132,9 +133,10 @@
      .offset = offsetof(pf_degradation, sigma), .lo = 0, .hi = 255, .def = "30",               \
      .when_key = "data." #S ".degradation.*.type", .when = "DN",                               \
      .doc = "noise standard deviation on the 0..255 scale; a range draws it per sample"},     \
-    {.path = "data." #S ".degradation.*.quality", .kind = PF_K_INT,                            \
-     .flags = PF_KF_REQUIRED | PF_KF_RANGE, .offset = offsetof(pf_degradation, quality),       \
-     .lo = 1, .hi = 100, .when_key = "data." #S ".degradation.*.type", .when = "JPEG",         \
+    {.path = "data." #S ".degradation.*.quality", .kind = PF_K_INT, .flags = PF_KF_RANGE,     \
+     .offset = offsetof(pf_degradation, quality), .lo = 1, .hi = 100,                          \
+     .when_key = "data." #S ".degradation.*.type", .when = "JPEG", .required_when = "JPEG",    \
+     .def_doc = "— (JPEG)",                                                                    \
      .doc = "JPEG quality; a range draws it per sample"}
 
 const pf_config_key pf_config_keys[] = {
@@ -147,9 +149,9 @@ const pf_config_key pf_config_keys[] = {
      .lo = 1, .hi = 1 << 20,
      .choices = "2|3|4", .doc = "upscaling factor; RRDBNet: 2 or 4; BasicVSR: 4"},
     {.path = "model.in_channels", .kind = PF_K_INT, .offset = OFF(in_channels), .lo = 1,
-     .hi = 1 << 20, .def = "3", .doc = "must be 3: images are loaded as RGB8"},
+     .hi = 1 << 20, .choices = "3", .def = "3", .doc = "images are loaded as RGB8"},
     {.path = "model.out_channels", .kind = PF_K_INT, .offset = OFF(out_channels), .lo = 1,
-     .hi = 1 << 20, .def = "3", .doc = "must be 3"},
+     .hi = 1 << 20, .choices = "3", .def = "3", .doc = "images are written as RGB8"},
     {.path = "model.n_feats", .kind = PF_K_INT, .offset = OFF(n_feats), .lo = 1, .hi = 4096,
      .def = "64", .when_key = "model.type", .when = WIDE, .alias = "num_feat",
      .doc = "width (BasicSR `num_feat`, MMagic `mid_channels`)"},
@@ -317,14 +319,14 @@ const pf_config_key pf_config_keys[] = {
     {.path = "lr_config.step", .kind = PF_K_INT64_LIST, .flags = PF_KF_INCREASING,
      .offset = OFF(lr_step), .size = N(lr_step), .count_offset = OFF(n_lr_step), .min_n = 1,
      .lo = 1, .hi = (double)INT64_MAX, .when_key = "lr_config.policy", .when = "Step",
-     .def_doc = "— (Step)", .doc = "milestones in iterations"},
+     .required_when = "Step", .def_doc = "— (Step)", .doc = "milestones in iterations"},
     {.path = "lr_config.gamma", .kind = PF_K_FLOAT, .flags = PF_KF_LO_OPEN, .offset = OFF(lr_gamma),
      .lo = 0, .hi = INF, .def = "0.1", .when_key = "lr_config.policy", .when = "Step",
      .doc = "factor at each milestone (MMCV's default)"},
     {.path = "lr_config.periods", .kind = PF_K_INT64_LIST, .offset = OFF(lr_periods),
      .size = N(lr_periods), .count_offset = OFF(n_lr_periods), .min_n = 1, .lo = 1,
      .hi = (double)(INT64_MAX / PF_MAX_PERIODS), .when_key = "lr_config.policy",
-     .when = "CosineRestart", .def_doc = "— (CosineRestart)",
+     .when = "CosineRestart", .required_when = "CosineRestart", .def_doc = "— (CosineRestart)",
      .doc = "period lengths in iterations; with `total_iters`, their sum must be ≥ "
             "`total_iters`"},
     {.path = "lr_config.restart_weights", .kind = PF_K_FLOAT_LIST, .flags = PF_KF_LO_OPEN,
@@ -340,7 +342,8 @@ const pf_config_key pf_config_keys[] = {
      .doc = "warm-up before the schedule"},
     {.path = "lr_config.warmup_iters", .kind = PF_K_INT64, .offset = OFF(lr_warmup_iters),
      .lo = 1, .hi = (double)INT64_MAX, .when_key = "lr_config.warmup", .when = "linear",
-     .def_doc = "— (with warmup)", .doc = "length of the warm-up; at most `total_iters`"},
+     .required_when = "linear", .def_doc = "— (with warmup)",
+     .doc = "length of the warm-up; at most `total_iters`"},
     {.path = "lr_config.warmup_ratio", .kind = PF_K_FLOAT, .flags = PF_KF_LO_OPEN,
      .offset = OFF(lr_warmup_ratio), .lo = 0, .hi = 1, .def = "0.1",
      .when_key = "lr_config.warmup", .when = "linear",

@@ -3,11 +3,13 @@
     Every key PixFlow accepts is one row of `pf_config_keys` (common/config_keys.c): its path,
     kind, where it is stored in `pf_config`, range or choices, default, the key whose value
     decides whether it applies (the model types that take `model.num_group`, the optimisers
-    that take `betas`, ...), another accepted spelling, and a one-line meaning. That one row
-    drives parsing (common/config.c walks the YAML tree with it), the defaults
-    (pf_config_defaults), the `file:line: key: what is wrong` errors, the resolved YAML
-    (pf_config_to_yaml, common/config_write.c), `pixflow config --get KEY` and the key tables
-    of docs/config.md (pf_config_reference, common/config_docs.c; tests/test_config_docs.py fails when the page and the table differ).
+    that take `betas`, ...) and with which of its values the key is required (lr_config.step
+    with policy Step), another accepted spelling, and a one-line meaning. That one row drives
+    parsing (common/config.c walks the YAML tree with it), the defaults (pf_config_defaults),
+    the `file:line: key: what is wrong` errors, the resolved YAML (pf_config_to_yaml,
+    common/config_write.c), `pixflow config --get KEY` and the key tables of docs/config.md
+    (pf_config_reference, common/config_docs.c; tests/test_config_docs.py fails when the page
+    and the table differ).
     Rules that span several keys (scale against patch size, eval against checkpoint interval,
     per-type defaults such as RRDBNet's 23 blocks) are code, in one function of config.c.
 
@@ -97,6 +99,9 @@ typedef struct {
                                    rows may share a name for different values of it */
     const char *when;           /* the values of when_key that take this key ("RCAN|EDSR");
                                    given elsewhere it is "only allowed with ..." */
+    const char *required_when;  /* the values of when_key with which the key must be given
+                                   ("Step"; `when` NULL: it applies with every value); missing
+                                   there: "missing: policy Step needs it" */
     const char *alias;          /* another accepted spelling (BasicSR's num_feat), or NULL */
     pf_key_custom custom;       /* PF_K_CUSTOM: which */
     const char *type_doc;       /* the type column of docs/config.md when it is not derived
