@@ -1,31 +1,27 @@
-/*  config — YAML to pf_config, with strict validation, and back, driven by the key table.
+/*  config — YAML to pf_config, with strict validation, driven by the key table.
 
     How the pieces fit: pf_config_parse builds a YAML tree (common/yaml_tree.h, on libyaml),
     then `walk`s it with the table of keys (common/config_keys.h): each key of a mapping must
     have a row in that section (else "unknown key", with the nearest key or another framework's
-    meaning); the row's kind converts the value (typed getters get_int, get_float, get_str,
-    ... report a wrong type or range) into the row's field; required keys of the section must be
-    there. Four keys have code of their own (degradation steps, custom_keys, metrics,
-    convert_to). After the walk: keys given where their `when` says they do not apply, then
-    `rules` (every check and default that involves more than one key, in one place), then on
-    load the paths. The first error wins: it is formatted `file:line: key.path: what is wrong`
+    meaning); the row's kind converts the value (the typed getters of common/config_get.c
+    report a wrong type or range) into the row's field; required keys of the section must be
+    there, and those with a `required_when` where their when_key says so ("missing: policy
+    Step needs it"). Lists of mappings (clips, degradation steps) and custom_keys walk each
+    item with the rows of their `*` section; metrics and convert_to have code of their own.
+    After the walk: keys given where their `when` says they do not apply, then `rules` (every
+    check and default that involves more than one key, in one place), then on load the
+    paths. The first error wins: it is formatted `file:line: key.path: what is wrong`
     into the caller's buffer and parsing stops.
 
     Line numbers: every node has the line it starts on; a missing key is reported at the key
     that opened its section (line 1 for top-level keys).
 
-    Scalars follow the YAML 1.2 core schema, strictly: numbers and booleans must be plain
-    (unquoted) scalars, `null`/`~`/empty means null, strings may be plain or quoted.
-
-    pf_config_defaults sets each row's default; pf_config_to_yaml writes the rows in table order
-    (a key only where it applies); its output parses back to an equal struct (tests/
-    test_config.c checks it), and its FNV-1a 64 hash is pf_config.hash, so two processes agree
-    they run the same job.
+    pf_config_defaults sets each row's default. The resolved YAML is written by
+    common/config_write.c, docs/config.md's key tables by common/config_docs.c; what the
+    files share is common/config_impl.h.
 */
 #include "common/config.h"
-#include "common/config_keys.h"
-#include "common/number.h"
-#include "common/yaml_tree.h"
+#include "common/config_impl.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -40,265 +36,6 @@
 #include <unistd.h>
 
 #define PF_CONFIG_MAX_BYTES (1 << 20)   /* = PF_MAX_CONFIG: the file must fit a WELCOME */
-
-typedef struct {
-    const char *path;                   /* file name for messages */
-    char *err;                          /* caller's error buffer */
-    size_t errlen;                      /* its size */
-    int failed;                         /* 1 once an error was written */
-} pf_cfg_ctx;
-
-/* ---- locations and errors ------------------------------------------------------------- */
-
-/* 1-based line of a node, from its first scalar; 0 when it has none. */
-static int node_line(const pf_ynode *n) {
-    return n ? n->line : 0;
-}
-
-/* A node's type, -1 for none (an absent value). */
-static int ytype(const pf_ynode *n) {
-    return n ? (int)n->type : -1;
-}
-
-/* Record the first error as "path:line: key: message". Always returns -1. */
-static int fail(pf_cfg_ctx *c, int line, const char *key, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static int fail(pf_cfg_ctx *c, int line, const char *key, const char *fmt, ...) {
-    if (c->failed)
-        return -1;
-    c->failed = 1;
-    if (!c->err || !c->errlen)
-        return -1;
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    snprintf(c->err, c->errlen, "%s:%d: %s: %s", c->path, line > 0 ? line : 1, key, msg);
-    return -1;
-}
-
-/* ---- scalars -------------------------------------------------------------------------- */
-
-/* Text of a scalar node (not NUL-terminated) or NULL for collections. */
-static const char *scalar(const pf_ynode *n, size_t *len) {
-    if (!n || n->type != PF_Y_SCALAR)
-        return NULL;
-    *len = n->len;
-    return n->text;
-}
-
-static int is_plain(const pf_ynode *n) {
-    return n && n->type == PF_Y_SCALAR && n->plain;
-}
-
-static int text_is(const char *s, size_t len, const char *word) {
-    return strlen(word) == len && memcmp(s, word, len) == 0;
-}
-
-/* YAML 1.2 core null: absent value, or plain "", "~", "null", "Null", "NULL". */
-static int is_null(const pf_ynode *n) {
-    if (!n)
-        return 1;
-    size_t len;
-    const char *s = scalar(n, &len);
-    if (!s || !is_plain(n))
-        return 0;
-    return len == 0 || text_is(s, len, "~") || text_is(s, len, "null") ||
-           text_is(s, len, "Null") || text_is(s, len, "NULL");
-}
-
-/* What the user wrote, for "got ..." in messages. */
-static const char *describe(const pf_ynode *n, char *buf, size_t size) {
-    if (is_null(n))
-        return "null";
-    if (ytype(n) == PF_Y_MAPPING)
-        return "a mapping";
-    if (ytype(n) == PF_Y_SEQUENCE)
-        return "a list";
-    size_t len = 0;
-    const char *s = scalar(n, &len);
-    size_t show = len > 40 ? 40 : len;
-    snprintf(buf, size, "%s'%.*s%s'", is_plain(n) ? "" : "the quoted string ", (int)show, s,
-             len > show ? "..." : "");
-    return buf;
-}
-
-/* Copy a scalar into a NUL-terminated buffer; -1 when it does not fit. */
-static int scalar_copy(const pf_ynode *n, char *out, size_t size) {
-    size_t len;
-    const char *s = scalar(n, &len);
-    if (!s || len + 1 > size)
-        return -1;
-    memcpy(out, s, len);
-    out[len] = 0;
-    return 0;
-}
-
-static int get_int(pf_cfg_ctx *c, const pf_ynode *n, const char *key, int64_t lo, int64_t hi,
-                   int64_t *out) {
-    const char *want = lo > 0 ? "a positive integer" : lo == 0 ? "a non-negative integer"
-                                                               : "an integer";
-    char g[96];
-    size_t len = 0;
-    const char *s = scalar(n, &len);
-    int64_t v = 0;
-    pf_num_status st = s && is_plain(n) ? pf_parse_int(s, len, lo, hi, &v) : PF_NUM_SYNTAX;
-    if (st == PF_NUM_SYNTAX)
-        return fail(c, node_line(n), key, "expected %s, got %s", want, describe(n, g, sizeof g));
-    if (st == PF_NUM_RANGE) {
-        int beyond_64_bits = v == INT64_MIN || v == INT64_MAX;
-        if (v < lo && (lo == 0 || lo == 1) && !beyond_64_bits)
-            return fail(c, node_line(n), key, "expected %s, got %.*s", want, (int)len, s);
-        return fail(c, node_line(n), key, "must be between %lld and %lld, got %.*s",
-                    (long long)lo, (long long)hi, (int)len, s);
-    }
-    *out = v;
-    return 0;
-}
-
-static int get_int32(pf_cfg_ctx *c, const pf_ynode *n, const char *key, int lo, int hi,
-                     int *out) {
-    int64_t v = 0;   /* set by get_int on success; silences -Wmaybe-uninitialized */
-    if (get_int(c, n, key, lo, hi, &v))
-        return -1;
-    *out = (int)v;
-    return 0;
-}
-
-/* A finite number (integers accepted). `lo_open` / `hi_open`: lo / hi themselves are not
-   allowed. */
-static int get_float(pf_cfg_ctx *c, const pf_ynode *n, const char *key, double lo, int lo_open,
-                     double hi, int hi_open, float *out) {
-    char g[96];
-    size_t len = 0;
-    const char *s = scalar(n, &len);
-    double v = 0;
-    if (!s || !is_plain(n) || pf_parse_double(s, len, &v) != PF_NUM_OK)
-        return fail(c, node_line(n), key, "expected a number, got %s", describe(n, g, sizeof g));
-    /* the range is checked on the value as stored (a float: 1e-67 is 0 there; beyond the
-       float range pf_parse_double refuses it) */
-    float f = (float)v;
-    if (f < lo || (lo_open && f == lo) || f > hi || (hi_open && f == hi)) {
-        const char *as = (double)f != v ? " (as a 32-bit float: " : "";
-        char fs[32] = "";
-        if (as[0])
-            snprintf(fs, sizeof fs, "%g)", (double)f);
-        if (lo_open && lo == 0 && hi == HUGE_VAL)
-            return fail(c, node_line(n), key, "must be greater than 0, got %.*s%s%s", (int)len,
-                        s, as, fs);
-        if (!lo_open && lo == 0 && hi == HUGE_VAL)
-            return fail(c, node_line(n), key, "must be 0 or more, got %.*s%s%s", (int)len, s,
-                        as, fs);
-        return fail(c, node_line(n), key, "must be in %c%g, %g%c, got %.*s%s%s",
-                    lo_open ? '(' : '[', lo, hi, hi_open ? ')' : ']', (int)len, s, as, fs);
-    }
-    *out = f;
-    return 0;
-}
-
-static int get_bool(pf_cfg_ctx *c, const pf_ynode *n, const char *key, int *out) {
-    char g[96];
-    size_t len;
-    const char *s = scalar(n, &len);
-    if (s && is_plain(n)) {
-        if (text_is(s, len, "true") || text_is(s, len, "True") || text_is(s, len, "TRUE")) {
-            *out = 1;
-            return 0;
-        }
-        if (text_is(s, len, "false") || text_is(s, len, "False") || text_is(s, len, "FALSE")) {
-            *out = 0;
-            return 0;
-        }
-    }
-    return fail(c, node_line(n), key, "expected true or false, got %s", describe(n, g, sizeof g));
-}
-
-static size_t utf8_invalid_at(const unsigned char *s, size_t len);
-
-/* The first code point of UTF-8 text `s` that a one-line single-quoted YAML scalar cannot
-   hold as itself (what pf_config_to_yaml writes), or -1: C0 controls (tab and line breaks
-   included: a line break would be folded to a space on reading back), DEL, C1 controls, U+FEFF,
-   U+FFFE, U+FFFF (YAML 1.2 c-printable, less what folding changes). An escape in a
-   double-quoted scalar ("\a", "\x85") decodes to such a character; found by fuzz_config (the
-   resolved config did not parse back). -2: not UTF-8 (an escape of a lone surrogate). */
-static long unprintable(const char *s, size_t len) {
-    const unsigned char *u = (const unsigned char *)s;
-    if (utf8_invalid_at(u, len) < len)
-        return -2;
-    for (size_t i = 0; i < len; i++) {
-        if (u[i] < 0x20 || u[i] == 0x7f)
-            return u[i];
-        if (u[i] == 0xc2 && i + 1 < len && u[i + 1] >= 0x80 && u[i + 1] <= 0x9f)
-            return u[i + 1];                                    /* U+0080..U+009F */
-        if (u[i] == 0xef && i + 2 < len && ((u[i + 1] == 0xbb && u[i + 2] == 0xbf) ||
-                                            (u[i + 1] == 0xbf && u[i + 2] >= 0xbe)))
-            return u[i + 1] == 0xbb ? 0xfeff : 0xff00 | u[i + 2];
-    }
-    return -1;
-}
-
-static int get_str(pf_cfg_ctx *c, const pf_ynode *n, const char *key, char *out, size_t size) {
-    char g[96];
-    if (is_null(n) || ytype(n) != PF_Y_SCALAR)
-        return fail(c, node_line(n), key, "expected a string, got %s", describe(n, g, sizeof g));
-    size_t len;
-    const char *s = scalar(n, &len);
-    if (memchr(s, 0, len))
-        return fail(c, node_line(n), key, "contains a NUL character");
-    long bad = unprintable(s, len);
-    if (bad == -2)
-        return fail(c, node_line(n), key, "not UTF-8 text (an escape of a lone surrogate?)");
-    if (bad >= 0)
-        return fail(c, node_line(n), key, "contains U+%04lX, which is not printable (a path or "
-                    "name is one line of printable text)", (unsigned long)bad);
-    if (scalar_copy(n, out, size))
-        return fail(c, node_line(n), key, "longer than %zu characters", size - 1);
-    return 0;
-}
-
-/* A string from a fixed list (`choices` NULL-terminated); exact case unless `nocase`. */
-static int get_choice(pf_cfg_ctx *c, const pf_ynode *n, const char *key, const char **choices,
-                      int nocase, char *out, size_t size) {
-    char g[96], v[64];
-    if (is_null(n) || ytype(n) != PF_Y_SCALAR || scalar_copy(n, v, sizeof v))
-        v[0] = 0;
-    for (int i = 0; v[0] && choices[i]; i++) {
-        if (nocase ? !strcasecmp(v, choices[i]) : !strcmp(v, choices[i])) {
-            snprintf(out, size, "%s", choices[i]);
-            return 0;
-        }
-    }
-    char list[256] = "";
-    for (int i = 0; choices[i]; i++) {
-        size_t l = strlen(list);
-        snprintf(list + l, sizeof list - l, "%s%s", i ? ", " : "", choices[i]);
-    }
-    return fail(c, node_line(n), key, "expected one of %s, got %s", list,
-                describe(n, g, sizeof g));
-}
-
-/* A list of `min_n`..`max_n` items; `get` converts item i. */
-static int get_seq(pf_cfg_ctx *c, const pf_ynode *n, const char *key, int min_n, int max_n,
-                   int *count, const pf_ynode **items) {
-    char g[96];
-    if (!n || ytype(n) != PF_Y_SEQUENCE)
-        return fail(c, node_line(n), key, "expected a list, got %s", describe(n, g, sizeof g));
-    int k = 0;
-    for (int i = 0; i < n->n; i++) {
-        const pf_ynode *item = n->kid[i];
-        if (k == max_n)
-            return fail(c, node_line(item), key, "at most %d items allowed", max_n);
-        items[k++] = item;
-    }
-    if (k < min_n) {
-        if (min_n == max_n)
-            return fail(c, node_line(n), key, "expected %d items, got %d", min_n, k);
-        return fail(c, node_line(n), key, "expected at least %d items, got %d", min_n, k);
-    }
-    *count = k;
-    return 0;
-}
 
 /* ---- section walking ------------------------------------------------------------------ */
 
@@ -325,8 +62,8 @@ static int open_section(pf_cfg_ctx *c, const pf_ynode *key, const pf_ynode *valu
                         const char *path, pf_section *out) {
     char g[96];
     if (!value || ytype(value) != PF_Y_MAPPING)
-        return fail(c, node_line(value) ? node_line(value) : node_line(key), path,
-                    "expected a mapping, got %s", describe(value, g, sizeof g));
+        return pf_cfg_fail(c, node_line(value) ? node_line(value) : node_line(key), path,
+                           "expected a mapping, got %s", pf_cfg_describe(value, g, sizeof g));
     out->map = value;
     out->opener = key;
     snprintf(out->prefix, sizeof out->prefix, "%s", path);
@@ -344,9 +81,10 @@ static int next_pair(pf_cfg_ctx *c, const pf_section *s, void **it, char *name, 
     *value = s->map->kid[2 * i + 1];
     *it = (void *)(i + 1);
     char kp[128], g[64];
-    if (!*key || ytype(*key) != PF_Y_SCALAR || scalar_copy(*key, name, size)) {
-        fail(c, node_line(*key) ? node_line(*key) : section_line(s),
-             keypath(s, "?", kp, sizeof kp), "unknown key %s", describe(*key, g, sizeof g));
+    if (!*key || ytype(*key) != PF_Y_SCALAR || pf_cfg_scalar_copy(*key, name, size)) {
+        pf_cfg_fail(c, node_line(*key) ? node_line(*key) : section_line(s),
+                    keypath(s, "?", kp, sizeof kp), "unknown key %s",
+                    pf_cfg_describe(*key, g, sizeof g));
         return -1;
     }
     return 1;
@@ -359,147 +97,33 @@ static int next_pair(pf_cfg_ctx *c, const pf_section *s, void **it, char *name, 
 static int unknown(pf_cfg_ctx *c, const pf_section *s, const char *sec, const pf_ynode *key,
                    const char *name) {
     char kp[128], hint[320];
-    return fail(c, node_line(key), keypath(s, name, kp, sizeof kp), "unknown key%s",
-                pf_config_unknown_hint(sec, name, hint, sizeof hint));
+    return pf_cfg_fail(c, node_line(key), keypath(s, name, kp, sizeof kp), "unknown key%s",
+                       pf_config_unknown_hint(sec, name, hint, sizeof hint));
 }
 
 static int missing(pf_cfg_ctx *c, const pf_section *s, const char *name) {
     char kp[128];
-    return fail(c, section_line(s), keypath(s, name, kp, sizeof kp), "required key is missing");
+    return pf_cfg_fail(c, section_line(s), keypath(s, name, kp, sizeof kp),
+                       "required key is missing");
 }
-
-/* ---- degradation steps ---------------------------------------------------------------- */
-
-static int get_float_range(pf_cfg_ctx *c, const pf_ynode *v, const char *kp, double lo,
-                           double hi, float *out_lo, float *out_hi) {
-    if (ytype(v) != PF_Y_SEQUENCE) {
-        if (get_float(c, v, kp, lo, 0, hi, 0, out_lo))
-            return -1;
-        *out_hi = *out_lo;
-        return 0;
-    }
-    const pf_ynode *items[2];
-    int n;
-    char ip[160];
-    if (get_seq(c, v, kp, 2, 2, &n, items))
-        return -1;
-    for (int i = 0; i < 2; i++) {
-        snprintf(ip, sizeof ip, "%s[%d]", kp, i);
-        if (get_float(c, items[i], ip, lo, 0, hi, 0, i ? out_hi : out_lo))
-            return -1;
-    }
-    if (*out_lo > *out_hi)
-        return fail(c, node_line(v), kp, "range [%g, %g] is empty", *out_lo, *out_hi);
-    return 0;
-}
-
-/* One item of data.*.degradation (a mapping with `type`). */
-static int parse_degradation_step(pf_cfg_ctx *c, const pf_ynode *item, const char *kp,
-                                  pf_degradation *g) {
-    static const char *types[] = {"BI", "BD", "DN", "JPEG", NULL};
-    pf_section s;
-    if (open_section(c, item, item, kp, &s))
-        return -1;
-    const pf_ynode *type = pf_ynode_get(item, "type");
-    char tp[200];
-    snprintf(tp, sizeof tp, "%s.type", kp);
-    if (!type)
-        return missing(c, &s, "type");
-    if (get_choice(c, type, tp, types, 0, g->type, sizeof g->type))
-        return -1;
-    if (!strcmp(g->type, "BD")) {
-        g->kernel_size = 7;
-        g->sigma = g->sigma_max = 1.6f;
-    } else if (!strcmp(g->type, "DN")) {
-        g->sigma = g->sigma_max = 30.0f;
-    }
-    int have_quality = 0;
-    void *it = NULL;
-    char name[64], ap[200];
-    const pf_ynode *k, *v;
-    int r;
-    while ((r = next_pair(c, &s, &it, name, sizeof name, &k, &v)) > 0) {
-        keypath(&s, name, ap, sizeof ap);
-        if (!strcmp(name, "type"))
-            continue;
-        if (!strcmp(name, "kernel_size") && !strcmp(g->type, "BD")) {
-            if (get_int32(c, v, ap, 1, 51, &g->kernel_size))
-                return -1;
-            if (g->kernel_size % 2 == 0)
-                return fail(c, node_line(v), ap, "must be odd, got %d", g->kernel_size);
-        } else if (!strcmp(name, "sigma") && !strcmp(g->type, "BD")) {
-            if (get_float(c, v, ap, 0, 1, 50, 0, &g->sigma))
-                return -1;
-            g->sigma_max = g->sigma;
-        } else if (!strcmp(name, "sigma") && !strcmp(g->type, "DN")) {
-            if (get_float_range(c, v, ap, 0, 255, &g->sigma, &g->sigma_max))
-                return -1;
-        } else if (!strcmp(name, "quality") && !strcmp(g->type, "JPEG")) {
-            float q0, q1;
-            if (get_float_range(c, v, ap, 1, 100, &q0, &q1))
-                return -1;
-            if (q0 != (int)q0 || q1 != (int)q1)
-                return fail(c, node_line(v), ap, "expected integers in [1, 100]");
-            g->quality = (int)q0;
-            g->quality_max = (int)q1;
-            have_quality = 1;
-        } else if (!strcmp(name, "kernel_size") || !strcmp(name, "sigma") ||
-                   !strcmp(name, "quality")) {
-            return fail(c, node_line(k), ap, "not a parameter of type %s", g->type);
-        } else {
-            return unknown(c, &s, "data.train.degradation[]", k, name);
-        }
-    }
-    if (r < 0)
-        return -1;
-    if (!strcmp(g->type, "JPEG") && !have_quality)
-        return missing(c, &s, "quality");
-    return 0;
-}
-
-/* data.*.degradation: a list; the first step downscales (BI, BD or DN), JPEG may follow. */
-static int parse_degradation(pf_cfg_ctx *c, const pf_ynode *v, const char *kp,
-                             pf_dataset_cfg *d) {
-    const pf_ynode *items[PF_MAX_DEGRADATIONS];
-    int n;
-    if (get_seq(c, v, kp, 1, 2, &n, items))
-        return -1;
-    for (int i = 0; i < n; i++) {
-        char ip[160];
-        snprintf(ip, sizeof ip, "%s[%d]", kp, i);
-        if (parse_degradation_step(c, items[i], ip, &d->degradation[i]))
-            return -1;
-        int down = strcmp(d->degradation[i].type, "JPEG") != 0;
-        if (i == 0 && !down)
-            return fail(c, node_line(items[i]), ip,
-                        "the first step must downscale (BI, BD or DN), got JPEG");
-        if (i > 0 && down)
-            return fail(c, node_line(items[i]), ip,
-                        "only one downscaling step (BI, BD or DN) is allowed; JPEG may follow");
-    }
-    d->n_degradations = n;
-    return 0;
-}
-
-/* data.train / data.eval / data.test; `idx` 0, 1, 2. */
 
 /* ---- paths ----------------------------------------------------------------------------- */
 
 static int check_dir(pf_cfg_ctx *c, int line, const char *key, const char *dir) {
     struct stat st;
     if (stat(dir, &st) != 0)
-        return fail(c, line, key, "no such directory '%s'", dir);
+        return pf_cfg_fail(c, line, key, "no such directory '%s'", dir);
     if (!S_ISDIR(st.st_mode))
-        return fail(c, line, key, "not a directory: '%s'", dir);
+        return pf_cfg_fail(c, line, key, "not a directory: '%s'", dir);
     return 0;
 }
 
 static int check_file(pf_cfg_ctx *c, int line, const char *key, const char *file) {
     struct stat st;
     if (stat(file, &st) != 0)
-        return fail(c, line, key, "no such file '%s'", file);
+        return pf_cfg_fail(c, line, key, "no such file '%s'", file);
     if (!S_ISREG(st.st_mode))
-        return fail(c, line, key, "not a regular file: '%s'", file);
+        return pf_cfg_fail(c, line, key, "not a regular file: '%s'", file);
     return 0;
 }
 
@@ -507,7 +131,6 @@ static int check_file(pf_cfg_ctx *c, int line, const char *key, const char *file
 /* ---- the walk: the key table (common/config_keys.h) applied to the tree ---------------- */
 
 #define PF_CONFIG_MAX_KEYS 256          /* rows of pf_config_keys (checked at parse) */
-#define PF_MAX_CHOICES 16
 
 /* Where each row's key was in the file, for the checks after the walk. */
 typedef struct {
@@ -521,7 +144,7 @@ static int row_index(const pf_config_key *k) {
 
 /* The row of `path`; the table and the code that names rows must agree (a test runs every
    rule), so a missing row is a programming error. */
-static const pf_config_key *row(const char *path) {
+const pf_config_key *pf_cfg_row(const char *path) {
     const pf_config_key *k = pf_config_key_find(path);
     if (!k) {
         fprintf(stderr, "common/config.c: no row '%s' in pf_config_keys\n", path);
@@ -532,7 +155,7 @@ static const pf_config_key *row(const char *path) {
 
 /* Line of the key at `path` in the file, 0 when absent. */
 static int line_of(const pf_lines *L, const char *path) {
-    return L->line[row_index(row(path))];
+    return L->line[row_index(pf_cfg_row(path))];
 }
 
 /* `path` with its last part as the user wrote it (the alias, if that was used). */
@@ -544,75 +167,61 @@ static const char *given_path(const pf_lines *L, const pf_config_key *k, char *o
     return out;
 }
 
-/* Split "A|B|C" into `out` (NUL-terminated copies in `store`); returns the count. */
-static int split_choices(const char *choices, char store[][48], const char **out) {
-    int n = 0;
-    for (const char *p = choices; p && *p && n < PF_MAX_CHOICES;) {
-        const char *bar = strchr(p, '|');
-        size_t len = bar ? (size_t)(bar - p) : strlen(p);
-        snprintf(store[n], 48, "%.*s", (int)len, p);
-        out[n] = store[n];
-        n++;
-        p = bar ? bar + 1 : p + len;
-    }
-    out[n] = NULL;
-    return n;
-}
-
-/* "A, B or C" from "A|B|C". */
-static const char *or_list(const char *choices, char *out, size_t size) {
-    char store[PF_MAX_CHOICES][48];
-    const char *v[PF_MAX_CHOICES + 1];
-    int n = split_choices(choices, store, v);
-    out[0] = 0;
-    for (int i = 0; i < n; i++) {
-        size_t at = strlen(out);
-        snprintf(out + at, size - at, "%s%s", i == 0 ? "" : i == n - 1 ? " or " : ", ", v[i]);
-    }
-    return out;
-}
-
-/* 1 when `value` is one of "A|B|C". */
-static int in_choices(const char *choices, const char *value) {
-    char store[PF_MAX_CHOICES][48];
-    const char *v[PF_MAX_CHOICES + 1];
-    int n = split_choices(choices, store, v);
-    for (int i = 0; i < n; i++)
-        if (!strcmp(v[i], value))
-            return 1;
-    return 0;
-}
-
-/* int64 bound of a row's double range (1e300 and 2^63 mean no bound). */
-static int64_t bound64(double x) {
-    if (x >= 9.2e18)
-        return INT64_MAX;
-    if (x <= -9.2e18)
-        return INT64_MIN;
-    return (int64_t)x;
-}
 
 /* One list item or scalar of an integer row into `*out`, with the row's range and oddness. */
 static int get_row_int(pf_cfg_ctx *c, const pf_config_key *k, const pf_ynode *n, const char *kp,
                        int64_t *out) {
-    if (get_int(c, n, kp, bound64(k->lo), bound64(k->hi), out))
+    if (pf_cfg_get_int(c, n, kp, pf_cfg_bound64(k->lo), pf_cfg_bound64(k->hi), out))
         return -1;
     if ((k->flags & PF_KF_ODD) && *out % 2 == 0)
-        return fail(c, node_line(n), kp, "must be odd, got %lld", (long long)*out);
+        return pf_cfg_fail(c, node_line(n), kp, "must be odd, got %lld", (long long)*out);
     if (k->choices) {
         char s[24], list[160];
         snprintf(s, sizeof s, "%lld", (long long)*out);
-        if (!in_choices(k->choices, s))
-            return fail(c, node_line(n), kp, "must be %s, got %s",
-                        or_list(k->choices, list, sizeof list), s);
+        if (!pf_cfg_in_choices(k->choices, s))
+            return pf_cfg_fail(c, node_line(n), kp, "must be %s, got %s",
+                               pf_cfg_or_list(k->choices, list, sizeof list), s);
     }
     return 0;
 }
 
 static int get_row_float(pf_cfg_ctx *c, const pf_config_key *k, const pf_ynode *n,
                          const char *kp, float *out) {
-    return get_float(c, n, kp, k->lo, (k->flags & PF_KF_LO_OPEN) != 0,
+    return pf_cfg_get_float(c, n, kp, k->lo, (k->flags & PF_KF_LO_OPEN) != 0,
                      k->hi >= 1e300 ? HUGE_VAL : k->hi, (k->flags & PF_KF_HI_OPEN) != 0, out);
+}
+
+/* A PF_KF_RANGE row: a number x ([x, x]) or [lo, hi] with lo <= hi, each in the row's range,
+   into the field and the one after it; an int row takes whole numbers. */
+static int get_row_range(pf_cfg_ctx *c, const pf_config_key *k, const pf_ynode *v,
+                         const char *kp, void *f) {
+    float r[2];
+    const pf_ynode *items[2];
+    int n;
+    char ip[160];
+    if (ytype(v) != PF_Y_SEQUENCE) {
+        if (get_row_float(c, k, v, kp, &r[0]))
+            return -1;
+        r[1] = r[0];
+    } else {
+        if (pf_cfg_get_seq(c, v, kp, 2, 2, &n, items))
+            return -1;
+        for (int i = 0; i < 2; i++)
+            if (get_row_float(c, k, items[i], (snprintf(ip, sizeof ip, "%s[%d]", kp, i), ip),
+                              &r[i]))
+                return -1;
+        if (r[0] > r[1])
+            return pf_cfg_fail(c, node_line(v), kp, "range [%g, %g] is empty", r[0], r[1]);
+    }
+    if (k->kind == PF_K_FLOAT) {
+        memcpy(f, r, sizeof r);
+        return 0;
+    }
+    if (r[0] != (int)r[0] || r[1] != (int)r[1])
+        return pf_cfg_fail(c, node_line(v), kp, "expected integers in [%g, %g]", k->lo, k->hi);
+    ((int *)f)[0] = (int)r[0];
+    ((int *)f)[1] = (int)r[1];
+    return 0;
 }
 
 /* A list row: min_n..size items, each an int or float of the row's range. */
@@ -620,7 +229,7 @@ static int get_row_list(pf_cfg_ctx *c, const pf_config_key *k, const pf_ynode *v
                         char *base) {
     const pf_ynode *items[64];
     int n = 0;
-    if (get_seq(c, v, kp, k->min_n, (int)k->size, &n, items))
+    if (pf_cfg_get_seq(c, v, kp, k->min_n, (int)k->size, &n, items))
         return -1;
     for (int i = 0; i < n; i++) {
         char ip[160];
@@ -639,8 +248,8 @@ static int get_row_list(pf_cfg_ctx *c, const pf_config_key *k, const pf_ynode *v
             ((int64_t *)(base + k->offset))[i] = x;
         if ((k->flags & PF_KF_INCREASING) && i > 0 &&
             x <= ((int64_t *)(base + k->offset))[i - 1])
-            return fail(c, node_line(items[i]), ip, "must be greater than the item before "
-                        "(the list is strictly increasing)");
+            return pf_cfg_fail(c, node_line(items[i]), ip, "must be greater than the item before "
+                               "(the list is strictly increasing)");
     }
     if (k->count_offset)
         *(int *)(base + k->count_offset) = n;
@@ -656,6 +265,8 @@ static int parse_leaf(pf_cfg_ctx *c, const pf_config_key *k, const pf_ynode *v, 
     int64_t x;
     char store[PF_MAX_CHOICES][48];
     const char *choices[PF_MAX_CHOICES + 1];
+    if (k->flags & PF_KF_RANGE)
+        return get_row_range(c, k, v, kp, f);
     switch (k->kind) {
     case PF_K_INT:
     case PF_K_INT64:
@@ -670,32 +281,32 @@ static int parse_leaf(pf_cfg_ctx *c, const pf_config_key *k, const pf_ynode *v, 
         if (get_row_float(c, k, v, kp, (float *)f))
             return -1;
         if ((k->flags & PF_KF_NO_STORE) && k->def && *(float *)f != strtof(k->def, NULL))
-            return fail(c, node_line(v), kp, "%s", k->doc);   /* norm_type: only 2 */
+            return pf_cfg_fail(c, node_line(v), kp, "%s", k->doc);   /* norm_type: only 2 */
         return 0;
     case PF_K_BOOL:
-        return get_bool(c, v, kp, (int *)f);
+        return pf_cfg_get_bool(c, v, kp, (int *)f);
     case PF_K_STR:
     case PF_K_PATH:
-        if ((k->flags & PF_KF_NULL) && is_null(v)) {
+        if ((k->flags & PF_KF_NULL) && pf_cfg_is_null(v)) {
             ((char *)f)[0] = 0;
             return 0;
         }
-        if (get_str(c, v, kp, f, size))
+        if (pf_cfg_get_str(c, v, kp, f, size))
             return -1;
         if (!((char *)f)[0] && (k->flags & (PF_KF_NONEMPTY | PF_KF_NULL)))
-            return fail(c, node_line(v), kp, "must not be empty%s",
-                        (k->flags & PF_KF_NULL) ? " (use null for none)" : "");
+            return pf_cfg_fail(c, node_line(v), kp, "must not be empty%s",
+                               (k->flags & PF_KF_NULL) ? " (use null for none)" : "");
         return 0;
     case PF_K_CHOICE:
     case PF_K_ENUM:
-        if ((k->flags & PF_KF_NULL) && is_null(v)) {
+        if ((k->flags & PF_KF_NULL) && pf_cfg_is_null(v)) {
             ((char *)f)[0] = 0;
             return 0;
         }
-        split_choices(k->choices, store, choices);
+        pf_cfg_split_choices(k->choices, store, choices);
         if (k->kind == PF_K_CHOICE)
-            return get_choice(c, v, kp, choices, (k->flags & PF_KF_NOCASE) != 0, f, size);
-        if (get_choice(c, v, kp, choices, 0, scratch, sizeof scratch))
+            return pf_cfg_get_choice(c, v, kp, choices, (k->flags & PF_KF_NOCASE) != 0, f, size);
+        if (pf_cfg_get_choice(c, v, kp, choices, 0, scratch, sizeof scratch))
             return -1;
         for (int i = 0; choices[i]; i++)
             if (!strcmp(choices[i], scratch))
@@ -714,20 +325,29 @@ static int parse_leaf(pf_cfg_ctx *c, const pf_config_key *k, const pf_ynode *v, 
 
 static int walk(pf_cfg_ctx *c, pf_lines *L, const pf_section *s, const char *sec, char *base,
                 pf_config *cfg);
+static const char *choice_value(const char *base, const pf_config_key *k);
 static int parse_custom(pf_cfg_ctx *c, pf_lines *L, const pf_config_key *k, const pf_ynode *key,
                         const pf_ynode *v, const char *kp, char *base, pf_config *cfg);
 
-/* The row of key `name` in section `sec` (by name or alias); sets *alias. */
-static const pf_config_key *child(const char *sec, const char *name, int *alias) {
+/* The row of key `name` in section `sec` (by name or alias); sets *alias. A `*` section may
+   have rows of one name for different values of its `when_key` (a degradation step's sigma):
+   the one that applies to the item at `base` wins. */
+static const pf_config_key *child(const char *sec, const char *name, int *alias,
+                                  const char *base) {
+    const pf_config_key *found = NULL;
     for (int i = 0; i < pf_config_n_keys; i++) {
         const pf_config_key *k = &pf_config_keys[i];
         if (!pf_config_key_in(k, sec))
             continue;
         *alias = k->alias && !strcmp(k->alias, name);
-        if (*alias || !strcmp(pf_config_key_name(k), name))
-            return k;
+        if (*alias || !strcmp(pf_config_key_name(k), name)) {
+            if (!pf_cfg_item_row(k) || pf_cfg_applies(base, k))
+                return k;
+            found = found ? found : k;
+        }
     }
-    return NULL;
+    *alias = 0;
+    return found;
 }
 
 /* Walk the mapping `s` of section `sec` (a row path, "" for the top level) into `base`
@@ -741,20 +361,24 @@ static int walk(pf_cfg_ctx *c, pf_lines *L, const pf_section *s, const char *sec
     int r, alias;
     while ((r = next_pair(c, s, &it, name, sizeof name, &key, &v)) > 0) {
         keypath(s, name, kp, sizeof kp);
-        const pf_config_key *k = child(sec, name, &alias);
+        const pf_config_key *k = child(sec, name, &alias, base);
         if (!k)
             return unknown(c, s, sec, key, name);
+        if (pf_cfg_item_row(k) && !pf_cfg_applies(base, k))   /* the item's own `when` */
+            return pf_cfg_fail(c, node_line(key), kp, "not a parameter of %s %s",
+                               pf_config_key_name(pf_cfg_row(k->when_key)),
+                               choice_value(base, pf_cfg_row(k->when_key)));
         int i = row_index(k);
         if (k->alias && L->line[i])
-            return fail(c, node_line(key), kp, "same setting as %s (line %d); give only one",
-                        given_path(L, k, other, sizeof other), L->line[i]);
+            return pf_cfg_fail(c, node_line(key), kp, "same setting as %s (line %d); give only one",
+                               given_path(L, k, other, sizeof other), L->line[i]);
         if ((k->flags & PF_KF_TRAIN_ONLY) && strcmp(sec, "data.train"))
-            return fail(c, node_line(key), kp, "only allowed in data.train");
+            return pf_cfg_fail(c, node_line(key), kp, "only allowed in data.train");
         L->line[i] = node_line(key);
         L->alias[i] = (unsigned char)alias;
         if (k->kind == PF_K_SECTION) {
             pf_section sub;
-            if ((k->flags & PF_KF_NULL) && is_null(v))
+            if ((k->flags & PF_KF_NULL) && pf_cfg_is_null(v))
                 continue;
             if (open_section(c, key, v, kp, &sub))
                 return -1;
@@ -773,15 +397,21 @@ static int walk(pf_cfg_ctx *c, pf_lines *L, const pf_section *s, const char *sec
         return -1;
     for (int i = 0; i < pf_config_n_keys; i++) {
         const pf_config_key *k = &pf_config_keys[i];
-        if ((k->flags & PF_KF_REQUIRED) && !(k->flags & PF_KF_TO_TRAIN) &&
-            pf_config_key_in(k, sec) && !L->line[i])
+        if (!pf_config_key_in(k, sec) || L->line[i] || !pf_cfg_applies(base, k))
+            continue;
+        if ((k->flags & PF_KF_REQUIRED) && !(k->flags & PF_KF_TO_TRAIN))
             return missing(c, s, pf_config_key_name(k));
+        const pf_config_key *sel = k->required_when ? pf_cfg_row(k->when_key) : NULL;
+        if (sel && pf_cfg_in_choices(k->required_when, choice_value(base, sel)))
+            return pf_cfg_fail(c, section_line(s), keypath(s, pf_config_key_name(k), kp, sizeof kp),
+                               "missing: %s %s needs it", pf_config_key_name(sel),
+                               choice_value(base, sel));
     }
     return 0;
 }
 
 /* A row's default (`def`, as YAML writes it) into `base`; the text is the table's own. */
-static void set_default(const pf_config_key *k, char *base) {
+void pf_cfg_set_default(const pf_config_key *k, char *base) {
     const char *d = k->def;
     if (!d || (k->flags & PF_KF_NO_STORE) || k->kind == PF_K_SECTION)
         return;
@@ -790,12 +420,16 @@ static void set_default(const pf_config_key *k, char *base) {
     switch (k->kind) {
     case PF_K_INT:
         *(int *)f = (int)strtol(d, NULL, 10);
+        if (k->flags & PF_KF_RANGE)
+            ((int *)f)[1] = *(int *)f;
         break;
     case PF_K_INT64:
         *(int64_t *)f = strtoll(d, NULL, 10);
         break;
     case PF_K_FLOAT:
         *(float *)f = strtof(d, NULL);
+        if (k->flags & PF_KF_RANGE)
+            ((float *)f)[1] = *(float *)f;
         break;
     case PF_K_BOOL:
         *(int *)f = !strcmp(d, "true");
@@ -814,7 +448,7 @@ static void set_default(const pf_config_key *k, char *base) {
     case PF_K_ENUM: {
         char store[PF_MAX_CHOICES][48];
         const char *v[PF_MAX_CHOICES + 1];
-        split_choices(k->choices, store, v);
+        pf_cfg_split_choices(k->choices, store, v);
         for (int i = 0; v[i]; i++)
             if (!strcmp(v[i], d))
                 *(int *)f = i;
@@ -850,17 +484,16 @@ static void set_default(const pf_config_key *k, char *base) {
 }
 
 /* The current value of a CHOICE / ENUM / BOOL row as text ("null" when empty), for `when`. */
-static const char *choice_value(const pf_config *cfg, const pf_config_key *k) {
-    const char *base = (const char *)cfg;
+static const char *choice_value(const char *base, const pf_config_key *k) {
     if (k->kind == PF_K_BOOL)
         return *(const int *)(base + k->offset) ? "true" : "false";
     const char *s = base + k->offset;
     return s[0] ? s : "null";
 }
 
-/* 1 when row `k` applies to `cfg`: no `when_key`, or that key's value is one of `when`. */
-static int applies(const pf_config *cfg, const pf_config_key *k) {
-    return !k->when_key || in_choices(k->when, choice_value(cfg, row(k->when_key)));
+int pf_cfg_applies(const char *base, const pf_config_key *k) {
+    return !k->when_key || !k->when ||
+           pf_cfg_in_choices(k->when, choice_value(base, pf_cfg_row(k->when_key)));
 }
 
 /* After the walk: the first key (in the file) given where it does not apply. */
@@ -868,22 +501,24 @@ static int check_when(pf_cfg_ctx *c, const pf_lines *L, const pf_config *cfg) {
     const pf_config_key *bad = NULL;
     for (int i = 0; i < pf_config_n_keys; i++) {
         const pf_config_key *k = &pf_config_keys[i];
-        if (L->line[i] && !applies(cfg, k) && (!bad || L->line[i] < L->line[row_index(bad)]))
+        if (L->line[i] && !pf_cfg_item_row(k) && !pf_cfg_applies((const char *)cfg, k) &&
+            (!bad || L->line[i] < L->line[row_index(bad)]))
             bad = k;
     }
     if (!bad)
         return 0;
-    const pf_config_key *sel = row(bad->when_key);
+    const pf_config_key *sel = pf_cfg_row(bad->when_key);
     char list[200], path[160], section[160], hint[400];
     /* A key of another framework's meaning here (BasicSR's use_hflip in an image set) gets
        the PixFlow name too. */
     snprintf(section, sizeof section, "%.*s", (int)(pf_config_key_name(bad) - bad->path - 1),
              bad->path);
     pf_config_unknown_hint(section, pf_config_key_name(bad), hint, sizeof hint);
-    return fail(c, L->line[row_index(bad)], given_path(L, bad, path, sizeof path),
-                "only allowed with %s %s (%s is %s)%s", pf_config_key_name(sel),
-                or_list(bad->when, list, sizeof list), sel->path, choice_value(cfg, sel),
-                strncmp(hint, "; PixFlow calls this", 20) ? "" : hint);
+    return pf_cfg_fail(c, L->line[row_index(bad)], given_path(L, bad, path, sizeof path),
+                       "only allowed with %s %s (%s is %s)%s", pf_config_key_name(sel),
+                       pf_cfg_or_list(bad->when, list, sizeof list), sel->path,
+                       choice_value((const char *)cfg, sel),
+                       strncmp(hint, "; PixFlow calls this", 20) ? "" : hint);
 }
 
 /* ---- keys with code of their own ---------------------------------------------------- */
@@ -905,10 +540,10 @@ static int parse_custom_keys(pf_cfg_ctx *c, pf_lines *L, const pf_ynode *key, co
     while ((r = next_pair(c, &keys, &it, name, sizeof name, &k2, &v2)) > 0) {
         snprintf(ip, sizeof ip, "%s.%s", kp, name);
         if (!name[0] || strspn(name, name_chars) != strlen(name))
-            return fail(c, node_line(k2), ip, "a parameter-name part is made of letters, "
-                        "digits, '_' and '.'");
+            return pf_cfg_fail(c, node_line(k2), ip, "a parameter-name part is made of letters, "
+                               "digits, '_' and '.'");
         if (cfg->n_custom_keys == PF_MAX_CUSTOM_KEYS)
-            return fail(c, node_line(k2), ip, "at most %d custom keys", PF_MAX_CUSTOM_KEYS);
+            return pf_cfg_fail(c, node_line(k2), ip, "at most %d custom keys", PF_MAX_CUSTOM_KEYS);
         pf_custom_key *ck = &cfg->custom_keys[cfg->n_custom_keys++];
         snprintf(ck->key, sizeof ck->key, "%s", name);
         pf_section one;
@@ -916,7 +551,7 @@ static int parse_custom_keys(pf_cfg_ctx *c, pf_lines *L, const pf_ynode *key, co
             return -1;
         for (int i = 0; i < pf_config_n_keys; i++) {
             if (pf_config_key_in(&pf_config_keys[i], items)) {
-                set_default(&pf_config_keys[i], (char *)ck);
+                pf_cfg_set_default(&pf_config_keys[i], (char *)ck);
                 L->line[i] = 0;
             }
         }
@@ -926,34 +561,87 @@ static int parse_custom_keys(pf_cfg_ctx *c, pf_lines *L, const pf_ynode *key, co
     return r < 0 ? -1 : 0;
 }
 
+/* One item of a list of mappings (clips, degradation steps), `ip` its path, with the rows of
+   section `rows` ("data.train.clips.*") into `base`: the key the other rows' `when` reads
+   (a step's type) first, then the rows that apply at their defaults, then the walk. */
+static int walk_item(pf_cfg_ctx *c, pf_lines *L, const char *rows, const pf_ynode *item,
+                     const char *ip, char *base, pf_config *cfg) {
+    pf_section one;
+    char kp[192];
+    if (open_section(c, item, item, ip, &one))
+        return -1;
+    for (int r = 0; r < pf_config_n_keys; r++) {
+        const pf_config_key *k = &pf_config_keys[r], *sel;
+        if (!pf_config_key_in(k, rows) || !k->when_key)
+            continue;
+        sel = pf_cfg_row(k->when_key);
+        const pf_ynode *v = pf_ynode_get(item, pf_config_key_name(sel));
+        if (!v)
+            return missing(c, &one, pf_config_key_name(sel));
+        if (parse_leaf(c, sel, v, keypath(&one, pf_config_key_name(sel), kp, sizeof kp), base))
+            return -1;
+        break;
+    }
+    for (int r = 0; r < pf_config_n_keys; r++) {
+        if (pf_config_key_in(&pf_config_keys[r], rows)) {
+            if (pf_cfg_applies(base, &pf_config_keys[r]))
+                pf_cfg_set_default(&pf_config_keys[r], base);
+            L->line[r] = 0;
+        }
+    }
+    return walk(c, L, &one, rows, base, cfg);
+}
+
 /* data.*.clips: a list of mappings, each walked with the rows "data.SET.clips.*.KEY". */
 static int parse_clips(pf_cfg_ctx *c, pf_lines *L, const pf_config_key *k, const pf_ynode *v,
                        const char *kp, pf_dataset_cfg *d, pf_config *cfg) {
     const pf_ynode *items[PF_MAX_CLIPS];
     char rows[96], ip[192];
     snprintf(rows, sizeof rows, "%s.*", k->path);
-    if (get_seq(c, v, kp, 1, PF_MAX_CLIPS, &d->n_clips, items))
+    if (pf_cfg_get_seq(c, v, kp, 1, PF_MAX_CLIPS, &d->n_clips, items))
         return -1;
     for (int i = 0; i < d->n_clips; i++) {
         pf_clip_cfg *clip = &d->clips[i];
-        pf_section one;
         snprintf(ip, sizeof ip, "%s[%d]", kp, i);
-        if (open_section(c, items[i], items[i], ip, &one))
-            return -1;
-        for (int r = 0; r < pf_config_n_keys; r++) {
-            if (pf_config_key_in(&pf_config_keys[r], rows)) {
-                set_default(&pf_config_keys[r], (char *)clip);
-                L->line[r] = 0;
-            }
-        }
-        if (walk(c, L, &one, rows, (char *)clip, cfg))
+        if (walk_item(c, L, rows, items[i], ip, (char *)clip, cfg))
             return -1;
         for (int j = 0; j < i; j++)
             if (!strcmp(d->clips[j].name, clip->name) &&
                 d->clips[j].frames[0] == clip->frames[0] &&
                 d->clips[j].frames[1] == clip->frames[1])
-                return fail(c, node_line(items[i]), ip, "the same clip and frames as item %d", j);
+                return pf_cfg_fail(c, node_line(items[i]), ip,
+                                   "the same clip and frames as item %d", j);
     }
+    return 0;
+}
+
+/* data.*.degradation: a list of steps, each walked with the rows "data.SET.degradation.*.KEY";
+   the first step downscales (BI, BD or DN), JPEG may follow. */
+static int parse_degradation(pf_cfg_ctx *c, pf_lines *L, const pf_config_key *k,
+                             const pf_ynode *v, const char *kp, pf_dataset_cfg *d,
+                             pf_config *cfg) {
+    const pf_ynode *items[PF_MAX_DEGRADATIONS];
+    char rows[96], ip[160];
+    int n;
+    snprintf(rows, sizeof rows, "%s.*", k->path);
+    if (pf_cfg_get_seq(c, v, kp, 1, 2, &n, items))
+        return -1;
+    for (int i = 0; i < n; i++) {
+        pf_degradation *g = &d->degradation[i];
+        snprintf(ip, sizeof ip, "%s[%d]", kp, i);
+        if (walk_item(c, L, rows, items[i], ip, (char *)g, cfg))
+            return -1;
+        if (!strcmp(g->type, "BD"))
+            g->sigma_max = g->sigma;    /* one blur for every sample */
+        int down = strcmp(g->type, "JPEG") != 0;
+        if (i == 0 && !down)
+            return pf_cfg_fail(c, node_line(items[i]), ip,
+                               "the first step must downscale (BI, BD or DN), got JPEG");
+        if (i > 0 && down)
+            return pf_cfg_fail(c, node_line(items[i]), ip, "only one downscaling step (BI, BD "
+                               "or DN) is allowed; JPEG may follow");
+    }
+    d->n_degradations = n;
     return 0;
 }
 
@@ -961,18 +649,18 @@ static int parse_clips(pf_cfg_ctx *c, pf_lines *L, const pf_config_key *k, const
 static int parse_names(pf_cfg_ctx *c, const pf_ynode *v, const char *kp, pf_dataset_cfg *d) {
     const pf_ynode *items[PF_MAX_CLIPS];
     char ip[192];
-    if (get_seq(c, v, kp, 1, PF_MAX_CLIPS, &d->n_val_partition, items))
+    if (pf_cfg_get_seq(c, v, kp, 1, PF_MAX_CLIPS, &d->n_val_partition, items))
         return -1;
     for (int i = 0; i < d->n_val_partition; i++) {
         snprintf(ip, sizeof ip, "%s[%d]", kp, i);
-        if (get_str(c, items[i], ip, d->val_partition[i], sizeof d->val_partition[i]))
+        if (pf_cfg_get_str(c, items[i], ip, d->val_partition[i], sizeof d->val_partition[i]))
             return -1;
         if (!d->val_partition[i][0])
-            return fail(c, node_line(items[i]), ip, "must not be empty");
+            return pf_cfg_fail(c, node_line(items[i]), ip, "must not be empty");
         for (int j = 0; j < i; j++)
             if (!strcmp(d->val_partition[j], d->val_partition[i]))
-                return fail(c, node_line(items[i]), ip, "'%s' is already item %d",
-                            d->val_partition[i], j);
+                return pf_cfg_fail(c, node_line(items[i]), ip, "'%s' is already item %d",
+                                   d->val_partition[i], j);
     }
     return 0;
 }
@@ -983,17 +671,17 @@ static int parse_metrics(pf_cfg_ctx *c, const pf_ynode *v, const char *kp, pf_co
     const pf_ynode *items[2];
     int n;
     char tmp[8];
-    if (get_seq(c, v, kp, 1, 2, &n, items))
+    if (pf_cfg_get_seq(c, v, kp, 1, 2, &n, items))
         return -1;
     cfg->eval_psnr = cfg->eval_ssim = 0;
     for (int i = 0; i < n; i++) {
         char ip[160];
         snprintf(ip, sizeof ip, "%s[%d]", kp, i);
-        if (get_choice(c, items[i], ip, metrics, 0, tmp, sizeof tmp))
+        if (pf_cfg_get_choice(c, items[i], ip, metrics, 0, tmp, sizeof tmp))
             return -1;
         int *flag = !strcmp(tmp, "PSNR") ? &cfg->eval_psnr : &cfg->eval_ssim;
         if (*flag)
-            return fail(c, node_line(items[i]), ip, "%s listed twice", tmp);
+            return pf_cfg_fail(c, node_line(items[i]), ip, "%s listed twice", tmp);
         *flag = 1;
     }
     return 0;
@@ -1005,7 +693,7 @@ static int parse_custom(pf_cfg_ctx *c, pf_lines *L, const pf_config_key *k, cons
     char tmp[8];
     switch (k->custom) {
     case PF_KC_DEGRADATION:
-        return parse_degradation(c, v, kp, (pf_dataset_cfg *)(base + k->offset));
+        return parse_degradation(c, L, k, v, kp, (pf_dataset_cfg *)(base + k->offset), cfg);
     case PF_KC_CUSTOM_KEYS:
         return parse_custom_keys(c, L, key, v, kp, cfg);
     case PF_KC_METRICS:
@@ -1016,9 +704,9 @@ static int parse_custom(pf_cfg_ctx *c, pf_lines *L, const pf_config_key *k, cons
         return parse_names(c, v, kp, (pf_dataset_cfg *)(base + k->offset));
     case PF_KC_CONVERT_TO:
         cfg->eval_y_channel = 0;
-        if (is_null(v))
+        if (pf_cfg_is_null(v))
             return 0;
-        if (get_choice(c, v, kp, convert, 1, tmp, sizeof tmp))
+        if (pf_cfg_get_choice(c, v, kp, convert, 1, tmp, sizeof tmp))
             return -1;
         cfg->eval_y_channel = 1;
         return 0;
@@ -1040,18 +728,20 @@ static int video_set_rules(pf_cfg_ctx *c, const pf_lines *L, const char *set, in
                         !strcmp(d->type, "Vimeo90KRecurrentDataset");
     int type_line = (snprintf(kp, sizeof kp, "%s.type", set), line_of(L, kp));
     if (is_train_type && idx != 0)
-        return fail(c, type_line, kp, "%s makes training samples; %s takes "
-                    "VideoRecurrentTestDataset (whole clips)", d->type, set);
+        return pf_cfg_fail(c, type_line, kp, "%s makes training samples; %s takes "
+                           "VideoRecurrentTestDataset (whole clips)", d->type, set);
     if (!strcmp(d->type, "VideoRecurrentTestDataset") && idx == 0)
-        return fail(c, type_line, kp, "VideoRecurrentTestDataset is whole clips for evaluation "
-                    "and test; data.train takes REDSRecurrentDataset or Vimeo90KRecurrentDataset");
+        return pf_cfg_fail(c, type_line, kp,
+                           "VideoRecurrentTestDataset is whole clips for evaluation "
+                           "and test; data.train takes REDSRecurrentDataset or "
+                           "Vimeo90KRecurrentDataset");
     if (!strcmp(d->type, "Vimeo90KRecurrentDataset")) {
         if (!(snprintf(kp, sizeof kp, "%s.num_frame", set), line_of(L, kp)))
             d->num_frame = 7;
         if (!d->meta_info_file[0] && !d->n_clips)
-            return fail(c, line_of(L, set), "data.train.meta_info_file",
-                        "Vimeo90KRecurrentDataset needs its list of sequences (meta_info_file, "
-                        "e.g. sep_trainlist.txt, or clips)");
+            return pf_cfg_fail(c, line_of(L, set), "data.train.meta_info_file",
+                               "Vimeo90KRecurrentDataset needs its list of sequences "
+                               "(meta_info_file, e.g. sep_trainlist.txt, or clips)");
     }
     return 0;
 }
@@ -1079,19 +769,22 @@ static int held_out_rules(pf_cfg_ctx *c, const pf_lines *L, const pf_config *cfg
                 if (a->frames[0] < b1 && b->frames[0] < a1) {
                     char kp[64];
                     snprintf(kp, sizeof kp, "%s.clips", names[o]);
-                    return fail(c, line_of(L, kp), kp, "item %d (%s, frames [%d, %d)) shares "
-                                "frames with data.train.clips item %d ([%d, %d)): evaluation "
-                                "frames must not be trained on", i, a->name, a->frames[0],
-                                a->frames[1], j, b->frames[0], b->frames[1]);
+                    return pf_cfg_fail(c, line_of(L, kp), kp,
+                                       "item %d (%s, frames [%d, %d)) shares "
+                                       "frames with data.train.clips item %d ([%d, %d)): "
+                                       "evaluation "
+                                       "frames must not be trained on", i, a->name, a->frames[0],
+                                       a->frames[1], j, b->frames[0], b->frames[1]);
                 }
             }
     }
     for (int v = 0; v < t->n_val_partition; v++)
         for (int j = 0; j < t->n_clips; j++)
             if (!strcmp(t->val_partition[v], t->clips[j].name))
-                return fail(c, line_of(L, "data.train.val_partition"), "data.train.val_partition",
-                            "'%s' is held out but listed in data.train.clips (item %d)",
-                            t->val_partition[v], j);
+                return pf_cfg_fail(c, line_of(L, "data.train.val_partition"),
+                                   "data.train.val_partition",
+                                   "'%s' is held out but listed in data.train.clips (item %d)",
+                                   t->val_partition[v], j);
     return 0;
 }
 
@@ -1103,32 +796,33 @@ static int dataset_rules(pf_cfg_ctx *c, const pf_lines *L, const char *set, int 
     int section = line_of(L, set);
     const char *a = strstr(d->filename_tmpl, "{}");
     if (!a || strstr(a + 2, "{}"))
-        return fail(c, AT("filename_tmpl"), KP("filename_tmpl"),
-                    "must contain '{}' exactly once, got '%s'", d->filename_tmpl);
+        return pf_cfg_fail(c, AT("filename_tmpl"), KP("filename_tmpl"),
+                           "must contain '{}' exactly once, got '%s'", d->filename_tmpl);
     if (!strcmp(d->type, "SingleImageDataset")) {
         if (idx != 2)
-            return fail(c, section, KP("type"),
-                        "SingleImageDataset (LQ only, no metrics) is only allowed in data.test");
+            return pf_cfg_fail(c, section, KP("type"),
+                               "SingleImageDataset (LQ only, no metrics) is only allowed in "
+                               "data.test");
         if (AT("gt_folder"))
-            return fail(c, AT("gt_folder"), KP("gt_folder"),
-                        "not used by SingleImageDataset (LQ only); remove it");
+            return pf_cfg_fail(c, AT("gt_folder"), KP("gt_folder"),
+                               "not used by SingleImageDataset (LQ only); remove it");
         if (!d->lq_folder[0])
-            return fail(c, AT("lq_folder") ? AT("lq_folder") : line_of(L, set), KP("lq_folder"),
-                        "required by SingleImageDataset");
+            return pf_cfg_fail(c, AT("lq_folder") ? AT("lq_folder") : line_of(L, set),
+                               KP("lq_folder"),
+                               "required by SingleImageDataset");
         if (AT("degradation"))
-            return fail(c, AT("degradation"), KP("degradation"),
-                        "not used by SingleImageDataset (its LQ is read from lq_folder)");
+            return pf_cfg_fail(c, AT("degradation"), KP("degradation"),
+                               "not used by SingleImageDataset (its LQ is read from lq_folder)");
         return 0;
     }
-    if (!AT("gt_folder"))
-        return fail(c, line_of(L, set), KP("gt_folder"), "required key is missing");
     if (video_set_rules(c, L, set, idx, d))
         return -1;
     if (idx == 0 && !AT("gt_patch_size"))
-        return fail(c, line_of(L, set), KP("gt_patch_size"), "required key is missing");
+        return pf_cfg_fail(c, line_of(L, set), KP("gt_patch_size"), "required key is missing");
     if (d->lq_folder[0] && AT("degradation"))
-        return fail(c, AT("degradation"), KP("degradation"),
-                    "makes LQ from GT; it cannot be combined with lq_folder '%s'", d->lq_folder);
+        return pf_cfg_fail(c, AT("degradation"), KP("degradation"),
+                           "makes LQ from GT; it cannot be combined with lq_folder "
+                           "'%s'", d->lq_folder);
     if (!d->lq_folder[0] && !d->n_degradations) {
         d->n_degradations = 1;
         snprintf(d->degradation[0].type, sizeof d->degradation[0].type, "BI");
@@ -1139,37 +833,31 @@ static int dataset_rules(pf_cfg_ctx *c, const pf_lines *L, const char *set, int 
 }
 
 static int model_rules(pf_cfg_ctx *c, const pf_lines *L, pf_config *cfg) {
-    if (cfg->in_channels != 3)
-        return fail(c, line_of(L, "model.in_channels"), "model.in_channels",
-                    "must be 3 (images are loaded as RGB), got %d", cfg->in_channels);
-    if (cfg->out_channels != 3)
-        return fail(c, line_of(L, "model.out_channels"), "model.out_channels",
-                    "must be 3 (images are loaded as RGB), got %d", cfg->out_channels);
     if (!strcmp(cfg->model_type, "RRDBNet")) {
         /* BasicSR's RRDBNet upsamples x4 by two nearest x2 stages; x2 pixel-unshuffles first.
            x3 has no such construction. */
         if (cfg->scale == 3)
-            return fail(c, line_of(L, "model.scale"), "model.scale",
-                        "must be 2 or 4 for RRDBNet, got 3");
+            return pf_cfg_fail(c, line_of(L, "model.scale"), "model.scale",
+                               "must be 2 or 4 for RRDBNet, got 3");
         if (!line_of(L, "model.n_blocks"))
             cfg->n_blocks = 23;
     }
     if (!strcmp(cfg->model_type, "BasicVSR")) {
         if (cfg->scale != 4)
-            return fail(c, line_of(L, "model.scale"), "model.scale",
-                        "must be 4 for BasicVSR (two pixel-shuffle x2 stages), got %d",
-                        cfg->scale);
+            return pf_cfg_fail(c, line_of(L, "model.scale"), "model.scale",
+                               "must be 4 for BasicVSR (two pixel-shuffle x2 stages), got %d",
+                               cfg->scale);
         if (!line_of(L, "model.n_blocks"))
             cfg->n_blocks = 15;     /* BasicSR's BasicVSR default */
         if (cfg->n_blocks > 31)
-            return fail(c, line_of(L, "model.n_blocks"), "model.n_blocks",
-                        "must be at most 31 for BasicVSR, got %d", cfg->n_blocks);
+            return pf_cfg_fail(c, line_of(L, "model.n_blocks"), "model.n_blocks",
+                               "must be at most 31 for BasicVSR, got %d", cfg->n_blocks);
     }
     if (!strcmp(cfg->model_type, "RCAN") && cfg->squeeze_factor > cfg->n_feats) {
         int line = line_of(L, "model.squeeze_factor");
-        return fail(c, line ? line : line_of(L, "model.n_feats"), "model.squeeze_factor",
-                    "must be at most n_feats (%d): channel attention has n_feats / "
-                    "squeeze_factor channels, got %d", cfg->n_feats, cfg->squeeze_factor);
+        return pf_cfg_fail(c, line ? line : line_of(L, "model.n_feats"), "model.squeeze_factor",
+                           "must be at most n_feats (%d): channel attention has n_feats / "
+                           "squeeze_factor channels, got %d", cfg->n_feats, cfg->squeeze_factor);
     }
     if (!strcmp(cfg->model_type, "SRCNN")) {
         if (!line_of(L, "model.channels")) {
@@ -1177,9 +865,9 @@ static int model_rules(pf_cfg_ctx *c, const pf_lines *L, pf_config *cfg) {
             cfg->srcnn_channels[3] = cfg->out_channels;
         } else if (cfg->srcnn_channels[0] != cfg->in_channels ||
                    cfg->srcnn_channels[3] != cfg->out_channels) {
-            return fail(c, line_of(L, "model.channels"), "model.channels",
-                        "first and last must equal in_channels and out_channels (%d, %d)",
-                        cfg->in_channels, cfg->out_channels);
+            return pf_cfg_fail(c, line_of(L, "model.channels"), "model.channels",
+                               "first and last must equal in_channels and out_channels (%d, %d)",
+                               cfg->in_channels, cfg->out_channels);
         }
     }
     return 0;
@@ -1187,33 +875,26 @@ static int model_rules(pf_cfg_ctx *c, const pf_lines *L, pf_config *cfg) {
 
 static int optim_rules(pf_cfg_ctx *c, const pf_lines *L, pf_config *cfg) {
     if (cfg->nesterov && (cfg->momentum <= 0 || cfg->dampening != 0))
-        return fail(c, line_of(L, "optimizers.nesterov"), "optimizers.nesterov",
-                    "Nesterov momentum requires a momentum > 0 and zero dampening (torch)");
+        return pf_cfg_fail(c, line_of(L, "optimizers.nesterov"), "optimizers.nesterov",
+                           "Nesterov momentum requires a momentum > 0 and zero dampening (torch)");
     if (!line_of(L, "optimizers.weight_decay") && !strcmp(cfg->optim_type, "AdamW"))
         cfg->weight_decay = 0.01f;   /* torch.optim.AdamW's default */
     if (cfg->ckpt_max_keep == 0)
-        return fail(c, line_of(L, "checkpoint_config.max_keep_ckpts"),
-                    "checkpoint_config.max_keep_ckpts", "must be -1 (keep all) or positive, got 0");
-    const char *policy = cfg->lr_policy;
-    int lr = line_of(L, "lr_config");
-    if (!strcmp(policy, "Step") && !line_of(L, "lr_config.step"))
-        return fail(c, lr, "lr_config.step", "required key is missing");
-    if (!strcmp(policy, "CosineRestart")) {
-        if (!line_of(L, "lr_config.periods"))
-            return fail(c, lr, "lr_config.periods", "required key is missing");
+        return pf_cfg_fail(c, line_of(L, "checkpoint_config.max_keep_ckpts"),
+                           "checkpoint_config.max_keep_ckpts",
+                           "must be -1 (keep all) or positive, got 0");
+    if (!strcmp(cfg->lr_policy, "CosineRestart")) {
         int weights = line_of(L, "lr_config.restart_weights");
         if (weights && cfg->n_lr_restart_weights != cfg->n_lr_periods)
-            return fail(c, weights, "lr_config.restart_weights",
-                        "has %d items but periods has %d", cfg->n_lr_restart_weights,
-                        cfg->n_lr_periods);
+            return pf_cfg_fail(c, weights, "lr_config.restart_weights",
+                               "has %d items but periods has %d", cfg->n_lr_restart_weights,
+                               cfg->n_lr_periods);
         if (!weights) {
             for (int i = 0; i < cfg->n_lr_periods; i++)
                 cfg->lr_restart_weights[i] = 1.0f;
             cfg->n_lr_restart_weights = cfg->n_lr_periods;
         }
     }
-    if (cfg->lr_warmup[0] && !line_of(L, "lr_config.warmup_iters"))
-        return fail(c, lr, "lr_config.warmup_iters", "required key is missing");
     return 0;
 }
 
@@ -1229,51 +910,52 @@ static int rules(pf_cfg_ctx *c, const pf_lines *L, pf_config *cfg) {
     if (held_out_rules(c, L, cfg))
         return -1;
     if (cfg->clip_overlap >= cfg->clip_window)
-        return fail(c, line_of(L, "eval_cfg.clip_overlap"), "eval_cfg.clip_overlap",
-                    "must be less than eval_cfg.clip_window (%d), got %d", cfg->clip_window,
-                    cfg->clip_overlap);
+        return pf_cfg_fail(c, line_of(L, "eval_cfg.clip_overlap"), "eval_cfg.clip_overlap",
+                           "must be less than eval_cfg.clip_window (%d), got %d", cfg->clip_window,
+                           cfg->clip_overlap);
     /* A video network trains on clips and an image network on images; either evaluates a
        video set (an image network frame by frame). */
     int video_net = !strcmp(cfg->model_type, "BasicVSR");
     if (cfg->train.present && video_net != pf_config_is_video_set(cfg->train.type))
-        return fail(c, line_of(L, "data.train.type") ? line_of(L, "data.train.type")
-                                                       : line_of(L, "data.train"),
-                    "data.train.type",
-                    video_net ? "%s trains on clips: REDSRecurrentDataset or "
-                                "Vimeo90KRecurrentDataset (got %s)"
-                              : "%s is an image network; %s makes clips (a video network: "
-                                "BasicVSR)",
-                    cfg->model_type, cfg->train.type);
+        return pf_cfg_fail(c, line_of(L, "data.train.type") ? line_of(L, "data.train.type")
+                           : line_of(L, "data.train"),
+                           "data.train.type",
+                           video_net ? "%s trains on clips: REDSRecurrentDataset or "
+                           "Vimeo90KRecurrentDataset (got %s)"
+                           : "%s is an image network; %s makes clips (a video network: "
+                           "BasicVSR)",
+                           cfg->model_type, cfg->train.type);
     if (video_net && cfg->test.present && !pf_config_is_video_set(cfg->test.type))
-        return fail(c, line_of(L, "data.test.type") ? line_of(L, "data.test.type")
-                                                      : line_of(L, "data.test"),
-                    "data.test.type", "BasicVSR runs on clips: VideoRecurrentTestDataset "
-                    "(got %s)", cfg->test.type);
+        return pf_cfg_fail(c, line_of(L, "data.test.type") ? line_of(L, "data.test.type")
+                           : line_of(L, "data.test"),
+                           "data.test.type", "BasicVSR runs on clips: VideoRecurrentTestDataset "
+                           "(got %s)", cfg->test.type);
     if (video_net && cfg->eval.present && !pf_config_is_video_set(cfg->eval.type))
-        return fail(c, line_of(L, "data.eval.type") ? line_of(L, "data.eval.type")
-                                                      : line_of(L, "data.eval"),
-                    "data.eval.type", "BasicVSR runs on clips: VideoRecurrentTestDataset "
-                    "(got %s)", cfg->eval.type);
+        return pf_cfg_fail(c, line_of(L, "data.eval.type") ? line_of(L, "data.eval.type")
+                           : line_of(L, "data.eval"),
+                           "data.eval.type", "BasicVSR runs on clips: VideoRecurrentTestDataset "
+                           "(got %s)", cfg->eval.type);
     /* data.train is needed to train (pixflow train checks it); `pixflow test` needs only
        data.test. An empty data section is still an error. */
     if (!cfg->train.present && !cfg->eval.present && !cfg->test.present)
-        return fail(c, line_of(L, "data"), "data.train", "required key is missing");
+        return pf_cfg_fail(c, line_of(L, "data"), "data.train", "required key is missing");
     int iters = line_of(L, "total_iters"), epochs = line_of(L, "total_epochs");
     /* neither: a test config (pf_config_check_train refuses it for training) */
     if (iters && epochs)
-        return fail(c, iters > epochs ? iters : epochs, "total_iters",
-                    "exactly one of total_iters and total_epochs must be set");
+        return pf_cfg_fail(c, iters > epochs ? iters : epochs, "total_iters",
+                           "exactly one of total_iters and total_epochs must be set");
     int patch = line_of(L, "data.train.gt_patch_size");
     if (cfg->train.present && cfg->train.gt_patch_size % cfg->scale)
-        return fail(c, patch, "data.train.gt_patch_size",
-                    "must be a positive multiple of model.scale (%d), got %d", cfg->scale,
-                    cfg->train.gt_patch_size);
+        return pf_cfg_fail(c, patch, "data.train.gt_patch_size",
+                           "must be a positive multiple of model.scale (%d), got %d", cfg->scale,
+                           cfg->train.gt_patch_size);
     /* RRDBNet x2 pixel-unshuffles the LQ patch by 2 first (BasicSR asserts even sizes). */
     if (cfg->train.present && !strcmp(cfg->model_type, "RRDBNet") && cfg->scale == 2 &&
         cfg->train.gt_patch_size % 4)
-        return fail(c, patch, "data.train.gt_patch_size",
-                    "must be a multiple of 4 for RRDBNet x2 (the LQ patch is pixel-unshuffled "
-                    "by 2), got %d", cfg->train.gt_patch_size);
+        return pf_cfg_fail(c, patch, "data.train.gt_patch_size",
+                           "must be a multiple of 4 for RRDBNet x2 (the LQ patch is "
+                           "pixel-unshuffled "
+                           "by 2), got %d", cfg->train.gt_patch_size);
     /* No checkpoint_config: one checkpoint at the end of an iteration-based run. The epoch
        runner's length in iterations is known only once the dataset is read, so there the
        interval stays 0, which means "at the end only". */
@@ -1282,31 +964,33 @@ static int rules(pf_cfg_ctx *c, const pf_lines *L, pf_config *cfg) {
         cfg->ckpt_interval = cfg->total_iters;
     int evaluation = line_of(L, "evaluation");
     if (evaluation && !cfg->eval.present)
-        return fail(c, evaluation, "data.eval", "required when evaluation is set");
+        return pf_cfg_fail(c, evaluation, "data.eval", "required when evaluation is set");
     if (evaluation) {
         if (!ckpt)
-            return fail(c, evaluation, "evaluation.interval",
-                        "evaluation runs on checkpoints: checkpoint_config.interval must be set");
+            return pf_cfg_fail(c, evaluation, "evaluation.interval",
+                               "evaluation runs on checkpoints: checkpoint_config.interval must be "
+                               "set");
         if (cfg->eval_interval % cfg->ckpt_interval)
-            return fail(c, line_of(L, "evaluation.interval"), "evaluation.interval",
-                        "must be a multiple of checkpoint_config.interval (%lld), got %lld",
-                        (long long)cfg->ckpt_interval, (long long)cfg->eval_interval);
+            return pf_cfg_fail(c, line_of(L, "evaluation.interval"), "evaluation.interval",
+                               "must be a multiple of checkpoint_config.interval (%lld), got %lld",
+                               (long long)cfg->ckpt_interval, (long long)cfg->eval_interval);
     }
     if (cfg->lr_warmup[0] && cfg->total_iters && cfg->lr_warmup_iters > cfg->total_iters)
-        return fail(c, line_of(L, "lr_config.warmup_iters"), "lr_config.warmup_iters",
-                    "larger than total_iters (%lld)", (long long)cfg->total_iters);
+        return pf_cfg_fail(c, line_of(L, "lr_config.warmup_iters"), "lr_config.warmup_iters",
+                           "larger than total_iters (%lld)", (long long)cfg->total_iters);
     if (!strcmp(cfg->lr_policy, "CosineRestart") && cfg->total_iters) {
         int64_t sum = 0;
         for (int i = 0; i < cfg->n_lr_periods; i++)
             sum += cfg->lr_periods[i];
         if (sum < cfg->total_iters)
-            return fail(c, line_of(L, "lr_config.periods"), "lr_config.periods",
-                        "sum of periods (%lld) is less than total_iters (%lld)", (long long)sum,
-                        (long long)cfg->total_iters);
+            return pf_cfg_fail(c, line_of(L, "lr_config.periods"), "lr_config.periods",
+                               "sum of periods (%lld) is less than total_iters "
+                               "(%lld)", (long long)sum,
+                               (long long)cfg->total_iters);
     }
     if (cfg->load_from[0] && cfg->resume_from[0])
-        return fail(c, line_of(L, "resume_from"), "resume_from",
-                    "load_from and resume_from are exclusive (resume restores weights too)");
+        return pf_cfg_fail(c, line_of(L, "resume_from"), "resume_from",
+                           "load_from and resume_from are exclusive (resume restores weights too)");
     return 0;
 }
 
@@ -1333,317 +1017,6 @@ static int check_paths_exist(pf_cfg_ctx *c, const pf_lines *L, const pf_config *
 #define PF_CONFIG_MAX_DEPTH 16
 
 
-/* ---- writing -------------------------------------------------------------------------- */
-
-typedef struct {
-    char *s;                            /* text so far, NUL-terminated */
-    size_t len, cap;                    /* used and allocated bytes */
-    int oom;                            /* 1 after a failed allocation */
-} pf_buf;
-
-static void put(pf_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void put(pf_buf *b, const char *fmt, ...) {
-    if (b->oom)
-        return;
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        int n = vsnprintf(b->s + b->len, b->cap - b->len, fmt, ap);
-        va_end(ap);
-        if (n < 0) {
-            b->oom = 1;
-            return;
-        }
-        if ((size_t)n < b->cap - b->len) {
-            b->len += (size_t)n;
-            return;
-        }
-        size_t cap = b->cap * 2 + (size_t)n;
-        char *s = realloc(b->s, cap);
-        if (!s) {
-            b->oom = 1;
-            return;
-        }
-        b->s = s;
-        b->cap = cap;
-    }
-}
-
-static int buf_init(pf_buf *b) {
-    b->s = malloc(4096);
-    b->len = 0;
-    b->cap = 4096;
-    b->oom = !b->s;
-    if (b->s)
-        b->s[0] = 0;
-    return b->s ? 0 : -1;
-}
-
-/* A single-quoted YAML string ('' escapes a quote). */
-static void put_str(pf_buf *b, const char *s) {
-    put(b, "'");
-    for (; *s; s++)
-        put(b, *s == '\'' ? "''" : "%c", *s);
-    put(b, "'");
-}
-
-/* The shortest decimal that reads back as the same float (at most 9 digits always do). */
-static void put_float(pf_buf *b, float v) {
-    char t[32];
-    for (int digits = 6; digits <= 9; digits++) {
-        snprintf(t, sizeof t, "%.*g", digits, (double)v);
-        if (strtof(t, NULL) == v)
-            break;
-    }
-    put(b, "%s", t);
-}
-
-static void put_degradation(pf_buf *b, const pf_degradation *g) {
-    put(b, "      - type: %s\n", g->type);
-    if (!strcmp(g->type, "BD")) {
-        put(b, "        kernel_size: %d\n        sigma: ", g->kernel_size);
-        put_float(b, g->sigma);
-        put(b, "\n");
-    } else if (!strcmp(g->type, "DN")) {
-        put(b, "        sigma: [");
-        put_float(b, g->sigma);
-        put(b, ", ");
-        put_float(b, g->sigma_max);
-        put(b, "]\n");
-    } else if (!strcmp(g->type, "JPEG")) {
-        put(b, "        quality: [%d, %d]\n", g->quality, g->quality_max);
-    }
-}
-
-/* The value of leaf row `k` stored at `base`, as the resolved YAML writes it; `raw`: strings
-   unquoted and null as "" (pixflow config --get). */
-/* data.*.val_partition as [a, b], data.*.clips as [{name: a, frames: [0, 0], crop: [...]}]
-   (flow style: one line, as pixflow config --get prints it too). */
-static void put_value(pf_buf *b, const pf_config_key *k, const char *base, int raw);
-static void put_clips(pf_buf *b, const pf_config_key *k, const pf_dataset_cfg *d) {
-    put(b, "[");
-    if (k->custom == PF_KC_NAMES) {
-        for (int i = 0; i < d->n_val_partition; i++) {
-            put(b, i ? ", " : "");
-            put_str(b, d->val_partition[i]);
-        }
-    } else {
-        char rows[96];
-        snprintf(rows, sizeof rows, "%s.*", k->path);
-        for (int i = 0; i < d->n_clips; i++) {
-            put(b, i ? ", {" : "{");
-            int first = 1;
-            for (int r = 0; r < pf_config_n_keys; r++) {
-                const pf_config_key *item = &pf_config_keys[r];
-                if (!pf_config_key_in(item, rows))
-                    continue;
-                put(b, "%s%s: ", first ? "" : ", ", pf_config_key_name(item));
-                put_value(b, item, (const char *)&d->clips[i], 0);
-                first = 0;
-            }
-            put(b, "}");
-        }
-    }
-    put(b, "]");
-}
-
-static void put_value(pf_buf *b, const pf_config_key *k, const char *base, int raw) {
-    const char *f = base + k->offset;
-    if (k->flags & PF_KF_NO_STORE) {
-        put(b, "%s", k->def);
-        return;
-    }
-    switch (k->kind) {
-    case PF_K_INT:
-        put(b, "%d", *(const int *)f);
-        return;
-    case PF_K_INT64:
-        put(b, "%lld", (long long)*(const int64_t *)f);
-        return;
-    case PF_K_FLOAT:
-        put_float(b, *(const float *)f);
-        return;
-    case PF_K_BOOL:
-        put(b, "%s", *(const int *)f ? "true" : "false");
-        return;
-    case PF_K_STR:
-    case PF_K_PATH:
-    case PF_K_CHOICE:
-        if (raw)
-            put(b, "%s", f);
-        else if (!f[0] && (k->flags & PF_KF_NULL))
-            put(b, "null");
-        else if (k->kind == PF_K_CHOICE)
-            put(b, "%s", f);            /* a word of a fixed vocabulary: safe unquoted */
-        else
-            put_str(b, f);
-        return;
-    case PF_K_ENUM: {
-        char store[PF_MAX_CHOICES][48];
-        const char *v[PF_MAX_CHOICES + 1];
-        int n = split_choices(k->choices, store, v), i = *(const int *)f;
-        put(b, "%s", i >= 0 && i < n ? v[i] : "?");
-        return;
-    }
-    case PF_K_INT_LIST:
-    case PF_K_INT64_LIST:
-    case PF_K_FLOAT_LIST: {
-        int n = k->count_offset ? *(const int *)(base + k->count_offset) : k->min_n;
-        put(b, "[");
-        for (int i = 0; i < n; i++) {
-            put(b, i ? ", " : "");
-            if (k->kind == PF_K_INT_LIST)
-                put(b, "%d", ((const int *)f)[i]);
-            else if (k->kind == PF_K_INT64_LIST)
-                put(b, "%lld", (long long)((const int64_t *)f)[i]);
-            else
-                put_float(b, ((const float *)f)[i]);
-        }
-        put(b, "]");
-        return;
-    }
-    case PF_K_CUSTOM: {
-        const pf_config *cfg = (const pf_config *)base;
-        if (k->custom == PF_KC_METRICS)
-            put(b, "[%s%s%s]", cfg->eval_psnr ? "PSNR" : "",
-                cfg->eval_psnr && cfg->eval_ssim ? ", " : "", cfg->eval_ssim ? "SSIM" : "");
-        else if (k->custom == PF_KC_CONVERT_TO)
-            put(b, "%s", cfg->eval_y_channel ? "y" : raw ? "" : "null");
-        else if (k->custom == PF_KC_NAMES || k->custom == PF_KC_CLIPS)
-            put_clips(b, k, (const pf_dataset_cfg *)(base + k->offset));
-        return;
-    }
-    case PF_K_SECTION:
-        return;
-    }
-}
-
-/* 1 when row `k` holds different values at `a` and `b` (two configs). */
-static int field_differs(const pf_config_key *k, const char *a, const char *b) {
-    a += k->offset;
-    b += k->offset;
-    size_t n = sizeof(int);
-    switch (k->kind) {
-    case PF_K_STR:
-    case PF_K_PATH:
-    case PF_K_CHOICE:
-        return strcmp(a, b) != 0;
-    case PF_K_INT64:
-        n = sizeof(int64_t);
-        break;
-    case PF_K_FLOAT:
-        n = sizeof(float);
-        break;
-    case PF_K_INT_LIST:
-        n = k->size * sizeof(int);
-        break;
-    case PF_K_INT64_LIST:
-        n = k->size * sizeof(int64_t);
-        break;
-    case PF_K_FLOAT_LIST:
-        n = k->size * sizeof(float);
-        break;
-    case PF_K_SECTION:
-        if (!k->offset)
-            return 0;
-        break;
-    default:
-        break;
-    }
-    return memcmp(a, b, n) != 0;
-}
-
-/* Rows of a `*` section (one custom key) hold offsets inside the item, not the config. */
-static int item_row(const pf_config_key *k) {
-    return strstr(k->path, ".*.") != NULL;
-}
-
-/* 1 when some key below section `sec` differs between configs `a` and `b`. */
-static int section_changed(const pf_config_key *sec, const char *a, const char *b) {
-    size_t n = strlen(sec->path);
-    for (int i = 0; i < pf_config_n_keys; i++) {
-        const pf_config_key *k = &pf_config_keys[i];
-        if (!strncmp(k->path, sec->path, n) && k->path[n] == '.' && !item_row(k) &&
-            !(k->flags & PF_KF_NO_STORE) && field_differs(k, a, b))
-            return 1;
-    }
-    return 0;
-}
-
-/* The keys of section `sec` at indentation `depth`, from `base` (the config or an item);
-   `def`: the same at its defaults, for PF_KF_IF_CHANGED. */
-static void write_rows(pf_buf *b, const pf_config *cfg, const char *sec, int depth,
-                       const char *base, const char *def) {
-    for (int i = 0; i < pf_config_n_keys; i++) {
-        const pf_config_key *k = &pf_config_keys[i];
-        if (!pf_config_key_in(k, sec) || (k->flags & PF_KF_NO_WRITE) || !applies(cfg, k) ||
-            ((k->flags & PF_KF_TRAIN_ONLY) && strcmp(sec, "data.train")))
-            continue;
-        const char *name = pf_config_key_name(k);
-        int at = 2 * depth;
-        if (k->kind == PF_K_SECTION) {
-            if ((k->offset && !*(const int *)(base + k->offset)) ||
-                ((k->flags & PF_KF_IF_CHANGED) && !section_changed(k, base, def)))
-                continue;
-            put(b, "%*s%s:\n", at, "", name);
-            write_rows(b, cfg, k->path, depth + 1, base, def);
-            continue;
-        }
-        if ((k->flags & PF_KF_IF_CHANGED) && !field_differs(k, base, def))
-            continue;
-        if (k->custom == PF_KC_CLIPS || k->custom == PF_KC_NAMES) {
-            const pf_dataset_cfg *d = (const pf_dataset_cfg *)(base + k->offset);
-            if (k->custom == PF_KC_CLIPS ? d->n_clips == 0 : d->n_val_partition == 0)
-                continue;
-        }
-        if (k->custom == PF_KC_DEGRADATION) {
-            const pf_dataset_cfg *d = (const pf_dataset_cfg *)(base + k->offset);
-            if (d->n_degradations)
-                put(b, "%*s%s:\n", at, "", name);
-            for (int j = 0; j < d->n_degradations; j++)
-                put_degradation(b, &d->degradation[j]);
-            continue;
-        }
-        if (k->custom == PF_KC_CUSTOM_KEYS) {
-            static const char *items = "optimizers.paramwise_cfg.custom_keys.*";
-            pf_custom_key dk = {0};             /* an item at its defaults */
-            for (int r = 0; r < pf_config_n_keys; r++)
-                if (pf_config_key_in(&pf_config_keys[r], items))
-                    set_default(&pf_config_keys[r], (char *)&dk);
-            if (cfg->n_custom_keys)
-                put(b, "%*s%s:\n", at, "", name);
-            for (int j = 0; j < cfg->n_custom_keys; j++) {
-                put(b, "%*s'%s':\n", at + 2, "", cfg->custom_keys[j].key);
-                write_rows(b, cfg, items, depth + 2, (const char *)&cfg->custom_keys[j],
-                           (const char *)&dk);
-            }
-            continue;
-        }
-        put(b, "%*s%s: ", at, "", name);
-        put_value(b, k, base, 0);
-        put(b, "\n");
-    }
-}
-
-char *pf_config_to_yaml(const pf_config *cfg) {
-    pf_buf b;
-    if (buf_init(&b))
-        return NULL;
-    pf_config *def = malloc(sizeof *def);
-    if (!def) {
-        free(b.s);
-        return NULL;
-    }
-    pf_config_defaults(def);
-    write_rows(&b, cfg, "", 0, (const char *)cfg, (const char *)def);
-    free(def);
-    if (b.oom) {
-        free(b.s);
-        return NULL;
-    }
-    return b.s;
-}
-
 int pf_config_is_video_set(const char *type) {
     return !strcmp(type, "REDSRecurrentDataset") || !strcmp(type, "Vimeo90KRecurrentDataset") ||
            !strcmp(type, "VideoRecurrentTestDataset");
@@ -1656,181 +1029,13 @@ int pf_config_train_frames(const pf_config *cfg) {
                : 1;
 }
 
-int pf_config_get(const pf_config *cfg, const char *path, char *out, size_t size) {
-    const pf_config_key *k = pf_config_key_find(path);
-    if (!k || k->kind == PF_K_SECTION || item_row(k) || k->custom == PF_KC_DEGRADATION ||
-        k->custom == PF_KC_CUSTOM_KEYS || size == 0)
-        return -1;
-    pf_buf b;
-    if (buf_init(&b))
-        return -1;
-    put_value(&b, k, (const char *)cfg, 1);
-    int rc = b.oom ? -1 : 0;
-    if (!rc)
-        snprintf(out, size, "%s", b.s);
-    free(b.s);
-    return rc;
-}
-
-/* ---- the reference tables of docs/config.md ------------------------------------------ */
-
-/* A bound as the docs write it: 2^k for large powers of two. */
-static void put_bound(pf_buf *b, double x) {
-    int e;
-    if (x >= 65536 && frexp(x, &e) == 0.5 && e - 1 >= 17)
-        put(b, "2^%d", e - 1);
-    else
-        put(b, "%g", x);
-}
-
-/* The type column for a number (int or float) of row `k`'s range. */
-static void put_number_type(pf_buf *b, const pf_config_key *k, int integer) {
-    int lo_open = (k->flags & PF_KF_LO_OPEN) != 0, hi_open = (k->flags & PF_KF_HI_OPEN) != 0;
-    int no_hi = integer ? bound64(k->hi) == INT64_MAX : k->hi >= 1e300;
-    const char *what = integer ? ((k->flags & PF_KF_ODD) ? "odd int" : "int") : "number";
-    if (integer && k->choices) {
-        char store[PF_MAX_CHOICES][48];
-        const char *v[PF_MAX_CHOICES + 1];
-        int n = split_choices(k->choices, store, v);
-        put(b, "int in {");
-        for (int i = 0; i < n; i++)
-            put(b, "%s%s", i ? ", " : "", v[i]);
-        put(b, "}");
-    } else if (no_hi && k->lo == 0) {
-        put(b, "%s %s 0", what, lo_open ? ">" : "≥");
-    } else if (no_hi && integer && k->lo == 1) {
-        put(b, "%s > 0", what);
-    } else if (integer) {
-        put(b, "%s in ", what);
-        put_bound(b, k->lo);
-        put(b, "..");
-        put_bound(b, k->hi);
-    } else {
-        put(b, "number in %c%g, %g%c", lo_open ? '(' : '[', k->lo, k->hi, hi_open ? ')' : ']');
-    }
-}
-
-static void put_type(pf_buf *b, const pf_config_key *k) {
-    int null = (k->flags & PF_KF_NULL) != 0;
-    if (k->type_doc) {
-        put(b, "%s", k->type_doc);
-        return;
-    }
-    switch (k->kind) {
-    case PF_K_SECTION:
-        put(b, "mapping%s", null ? " or `null`" : "");
-        return;
-    case PF_K_INT:
-    case PF_K_INT64:
-    case PF_K_FLOAT:
-        put_number_type(b, k, k->kind != PF_K_FLOAT);
-        return;
-    case PF_K_BOOL:
-        put(b, "bool");
-        return;
-    case PF_K_STR:
-        put(b, "string%s", k->size ? "" : "");
-        if (k->size)
-            put(b, ", ≤ %zu bytes", k->size - 1);
-        return;
-    case PF_K_PATH:
-        put(b, "path%s%s%s", (k->flags & PF_KF_DIR) ? " to a directory" : "",
-            (k->flags & PF_KF_FILE) ? " to a file" : "",
-            (k->flags & PF_KF_AUTO) ? ", `auto`" : "");
-        put(b, "%s", null ? ", or `null`" : "");
-        return;
-    case PF_K_CHOICE:
-    case PF_K_ENUM: {
-        char store[PF_MAX_CHOICES][48];
-        const char *v[PF_MAX_CHOICES + 1];
-        int n = split_choices(k->choices, store, v);
-        for (int i = 0; i < n; i++)
-            put(b, "%s`%s`", i ? " \\| " : "", v[i]);
-        put(b, "%s%s", (k->flags & PF_KF_NOCASE) ? " (any case)" : "",
-            null ? " or `null`" : "");
-        return;
-    }
-    case PF_K_INT_LIST:
-    case PF_K_INT64_LIST:
-    case PF_K_FLOAT_LIST:
-        put(b, "list[");
-        put_number_type(b, k, k->kind != PF_K_FLOAT_LIST);
-        if (k->flags & PF_KF_INCREASING)
-            put(b, ", strictly increasing");
-        if (k->count_offset)
-            put(b, ", %d–%zu items]", k->min_n, k->size);
-        else
-            put(b, ", %zu]", k->size);
-        return;
-    case PF_K_CUSTOM:
-        return;
-    }
-}
-
-/* One table row: `name` (the key or its alias) of row `k`. */
-static void put_reference_row(pf_buf *b, const pf_config_key *k, const char *name) {
-    put(b, "| `%s` | ", name);
-    put_type(b, k);
-    put(b, " | ");
-    if (name != pf_config_key_name(k))
-        put(b, " | BasicSR's spelling of `%s` (give one of the two) |\n", pf_config_key_name(k));
-    else {
-        if (k->def_doc)
-            put(b, "%s", k->def_doc);
-        else if (k->def)
-            put(b, "%s", k->def);
-        else
-            put(b, "%s", (k->flags & PF_KF_REQUIRED) ? "—" : "none");
-        put(b, " | ");
-        if (k->when_key) {
-            char list[200];
-            const char *sel = pf_config_key_name(row(k->when_key));
-            if (!strcmp(sel, "type") || !strcmp(sel, "policy"))
-                put(b, "%s only", or_list(k->when, list, sizeof list));
-            else
-                put(b, "with `%s: %s` only", sel, or_list(k->when, list, sizeof list));
-            put(b, "%s", k->doc && k->doc[0] ? ": " : "");
-        }
-        put(b, "%s |\n", k->doc ? k->doc : "");
-    }
-}
-
-char *pf_config_reference(const char *const *what, int n) {
-    pf_buf b;
-    if (buf_init(&b))
-        return NULL;
-    put(&b, "| key | type | default | meaning |\n| --- | --- | --- | --- |\n");
-    for (int w = 0; w < n; w++) {
-        int in_section = 0;
-        for (int i = 0; i < pf_config_n_keys; i++)
-            in_section |= pf_config_key_in(&pf_config_keys[i], what[w]);
-        for (int i = 0; i < pf_config_n_keys; i++) {
-            const pf_config_key *k = &pf_config_keys[i];
-            if (in_section ? !pf_config_key_in(k, what[w]) : strcmp(k->path, what[w]))
-                continue;
-            put_reference_row(&b, k, pf_config_key_name(k));
-            if (k->alias)
-                put_reference_row(&b, k, k->alias);
-        }
-        if (!in_section && !pf_config_key_find(what[w])) {
-            free(b.s);
-            return NULL;
-        }
-    }
-    if (b.oom) {
-        free(b.s);
-        return NULL;
-    }
-    return b.s;
-}
-
 /* ---- public --------------------------------------------------------------------------- */
 
 void pf_config_defaults(pf_config *cfg) {
     memset(cfg, 0, sizeof *cfg);
     for (int i = 0; i < pf_config_n_keys; i++)
-        if (!item_row(&pf_config_keys[i]))
-            set_default(&pf_config_keys[i], (char *)cfg);
+        if (!pf_cfg_item_row(&pf_config_keys[i]))
+            pf_cfg_set_default(&pf_config_keys[i], (char *)cfg);
     cfg->has_optimizers = 1;    /* a config made in code trains; parsing says what the file has */
 }
 
@@ -1864,43 +1069,6 @@ static uint64_t fnv1a64(const char *s) {
     return h;
 }
 
-/* Offset of the first byte of `s` that does not start a well-formed UTF-8 sequence (RFC 3629:
-   no overlong forms, no surrogates, nothing past U+10FFFF), or `len` when all of it is UTF-8.
-   The config must be UTF-8 text (YAML 1.2); saying so with the offset is clearer than the
-   parser's error (libfyaml 0.7.12, the earlier parser, even looped forever on a directive
-   followed by a malformed sequence, "%\xf0", found by tests/fuzz/fuzz_config). */
-static size_t utf8_invalid_at(const unsigned char *s, size_t len) {
-    size_t i = 0;
-    while (i < len) {
-        unsigned char b = s[i];
-        size_t n;
-        unsigned char lo = 0x80, hi = 0xBF;     /* allowed range of the second byte */
-        if (b < 0x80) {
-            i++;
-            continue;
-        } else if (b >= 0xC2 && b <= 0xDF) {
-            n = 1;
-        } else if (b >= 0xE0 && b <= 0xEF) {
-            n = 2;
-            if (b == 0xE0) lo = 0xA0;           /* overlong */
-            if (b == 0xED) hi = 0x9F;           /* surrogates */
-        } else if (b >= 0xF0 && b <= 0xF4) {
-            n = 3;
-            if (b == 0xF0) lo = 0x90;           /* overlong */
-            if (b == 0xF4) hi = 0x8F;           /* past U+10FFFF */
-        } else {
-            return i;
-        }
-        if (len - i - 1 < n || s[i + 1] < lo || s[i + 1] > hi)
-            return i;
-        for (size_t k = 2; k <= n; k++)
-            if (s[i + k] < 0x80 || s[i + k] > 0xBF)
-                return i;
-        i += n + 1;
-    }
-    return len;
-}
-
 static int parse_text(pf_config *cfg, const char *path, const char *text, size_t len,
                       int check_paths, char *err, size_t errlen) {
     pf_cfg_ctx c = {path ? path : "<config>", err, errlen, 0};
@@ -1910,25 +1078,26 @@ static int parse_text(pf_config *cfg, const char *path, const char *text, size_t
     cfg->has_optimizers = 0;    /* set by the walk when the file has the section */
     snprintf(cfg->path, sizeof cfg->path, "%s", c.path);
     if (pf_config_n_keys > PF_CONFIG_MAX_KEYS)
-        return fail(&c, 1, "config", "the key table has more than %d rows", PF_CONFIG_MAX_KEYS);
+        return pf_cfg_fail(&c, 1, "config", "the key table has more than %d rows",
+                           PF_CONFIG_MAX_KEYS);
     if (len > PF_CONFIG_MAX_BYTES)
-        return fail(&c, 1, "config", "larger than %d bytes", PF_CONFIG_MAX_BYTES);
+        return pf_cfg_fail(&c, 1, "config", "larger than %d bytes", PF_CONFIG_MAX_BYTES);
     if (memchr(text, 0, len))
-        return fail(&c, 1, "config", "contains a NUL byte");
-    size_t bad = utf8_invalid_at((const unsigned char *)text, len);
+        return pf_cfg_fail(&c, 1, "config", "contains a NUL byte");
+    size_t bad = pf_utf8_invalid_at((const unsigned char *)text, len);
     if (bad < len) {
         int line = 1;
         for (size_t i = 0; i < bad; i++)
             line += text[i] == '\n';
-        return fail(&c, line, "config", "not UTF-8 text (byte 0x%02x at offset %zu)",
-                    (unsigned char)text[bad], bad);
+        return pf_cfg_fail(&c, line, "config", "not UTF-8 text (byte 0x%02x at offset %zu)",
+                           (unsigned char)text[bad], bad);
     }
 
     int yline = 1;
     char ymsg[256];
     pf_ydoc *doc = pf_yaml_parse(text, len, PF_CONFIG_MAX_DEPTH, &yline, ymsg, sizeof ymsg);
     if (!doc)
-        return fail(&c, yline, "yaml", "%s", ymsg);
+        return pf_cfg_fail(&c, yline, "yaml", "%s", ymsg);
     const pf_ynode *root = pf_ydoc_root(doc);
     pf_lines L;
     memset(&L, 0, sizeof L);
@@ -1936,8 +1105,9 @@ static int parse_text(pf_config *cfg, const char *path, const char *text, size_t
     char g[96];
     int rc;
     if (!root || ytype(root) != PF_Y_MAPPING)
-        rc = fail(&c, node_line(root), "config", "expected a mapping at the top level, got %s",
-                  describe(root, g, sizeof g));
+        rc = pf_cfg_fail(&c, node_line(root), "config",
+                         "expected a mapping at the top level, got %s",
+                         pf_cfg_describe(root, g, sizeof g));
     else
         rc = walk(&c, &L, &top, "", (char *)cfg, cfg);
     if (!rc) {   /* not keys: data.on_bad_sample, for a set opened on its own */
@@ -1954,7 +1124,7 @@ static int parse_text(pf_config *cfg, const char *path, const char *text, size_t
         return -1;
     char *yaml = pf_config_to_yaml(cfg);
     if (!yaml)
-        return fail(&c, 1, "config", "out of memory");
+        return pf_cfg_fail(&c, 1, "config", "out of memory");
     cfg->hash = fnv1a64(yaml);
     free(yaml);
     return 0;
@@ -1970,7 +1140,7 @@ int pf_config_load(pf_config *cfg, const char *path, char *err, size_t errlen) {
     FILE *f = fopen(path, "rb");
     if (!f) {
         pf_config_defaults(cfg);
-        return fail(&c, 1, "config", "cannot open: %s", strerror(errno));
+        return pf_cfg_fail(&c, 1, "config", "cannot open: %s", strerror(errno));
     }
     char *buf = malloc(PF_CONFIG_MAX_BYTES + 1);
     size_t n = buf ? fread(buf, 1, PF_CONFIG_MAX_BYTES + 1, f) : 0;
@@ -1979,7 +1149,7 @@ int pf_config_load(pf_config *cfg, const char *path, char *err, size_t errlen) {
     if (!buf || rerr) {
         free(buf);
         pf_config_defaults(cfg);
-        return fail(&c, 1, "config", buf ? "read error" : "out of memory");
+        return pf_cfg_fail(&c, 1, "config", buf ? "read error" : "out of memory");
     }
     int rc = pf_config_parse(cfg, path, buf, n, 1, err, errlen);
     free(buf);

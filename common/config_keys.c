@@ -10,6 +10,7 @@
 */
 #include "common/config_keys.h"
 #include "common/config.h"
+#include "common/config_impl.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -40,7 +41,8 @@
             "`Vimeo90KRecurrentDataset` (training), `VideoRecurrentTestDataset` (whole clips)"}, \
     {.path = "data." #S ".gt_folder", .kind = PF_K_PATH,                                       \
      .flags = PF_KF_NONEMPTY | PF_KF_DIR | PF_KF_IF_CHANGED, .offset = OFF(S.gt_folder),       \
-     .size = SZ(S.gt_folder), .def_doc = "—",                                                  \
+     .size = SZ(S.gt_folder), .def_doc = "—", .when_key = "data." #S ".type",                   \
+     .required_when = "PairedImageDataset|" VIDEO_SETS,                                        \
      .doc = "ground-truth images (video sets: clips, each a folder of frames or a video "     \
             "file); required by PairedImageDataset and the video sets, refused by "            \
             "SingleImageDataset"},                                                             \
@@ -111,7 +113,31 @@
     {.path = "data." #S ".clips.*.crop", .kind = PF_K_INT_LIST,                                \
      .offset = offsetof(pf_clip_cfg, crop), .size = 4, .min_n = 4, .lo = 0, .hi = 1 << 20,     \
      .def = "[0, 0, 0, 0]", .doc = "x, y, w, h of the GT frames (multiples of `model.scale`);" \
-                                   " w 0: the whole frame"}
+                                   " w 0: the whole frame"},                                   \
+    {.path = "data." #S ".degradation.*.type", .kind = PF_K_CHOICE, .flags = PF_KF_REQUIRED,  \
+     .offset = offsetof(pf_degradation, type), .size = sizeof(((pf_degradation *)0)->type),    \
+     .choices = "BI|BD|DN|JPEG", .def_doc = "—",                                               \
+     .doc = "`BI`: MATLAB `imresize(GT, 1/scale, 'bicubic')` (docs/data.md); `BD`: Gaussian "  \
+            "blur of the GT (replicated borders), then the pixel at the centre of every scale "\
+            "x scale block; `DN`: `BI`, then Gaussian noise (0..255 scale), rounded and "      \
+            "clamped; `JPEG`: JPEG compression of the LQ (libjpeg-turbo)"},                   \
+    {.path = "data." #S ".degradation.*.kernel_size", .kind = PF_K_INT, .flags = PF_KF_ODD,   \
+     .offset = offsetof(pf_degradation, kernel_size), .lo = 1, .hi = 51, .def = "7",           \
+     .when_key = "data." #S ".degradation.*.type", .when = "BD",                               \
+     .doc = "Gaussian kernel size in pixels"},                                                 \
+    {.path = "data." #S ".degradation.*.sigma", .kind = PF_K_FLOAT, .flags = PF_KF_LO_OPEN,   \
+     .offset = offsetof(pf_degradation, sigma), .lo = 0, .hi = 50, .def = "1.6",               \
+     .when_key = "data." #S ".degradation.*.type", .when = "BD",                               \
+     .doc = "blur sigma in pixels"},                                                           \
+    {.path = "data." #S ".degradation.*.sigma", .kind = PF_K_FLOAT, .flags = PF_KF_RANGE,     \
+     .offset = offsetof(pf_degradation, sigma), .lo = 0, .hi = 255, .def = "30",               \
+     .when_key = "data." #S ".degradation.*.type", .when = "DN",                               \
+     .doc = "noise standard deviation on the 0..255 scale; a range draws it per sample"},     \
+    {.path = "data." #S ".degradation.*.quality", .kind = PF_K_INT, .flags = PF_KF_RANGE,     \
+     .offset = offsetof(pf_degradation, quality), .lo = 1, .hi = 100,                          \
+     .when_key = "data." #S ".degradation.*.type", .when = "JPEG", .required_when = "JPEG",    \
+     .def_doc = "— (JPEG)",                                                                    \
+     .doc = "JPEG quality; a range draws it per sample"}
 
 const pf_config_key pf_config_keys[] = {
     /* ---- model ---- */
@@ -123,9 +149,9 @@ const pf_config_key pf_config_keys[] = {
      .lo = 1, .hi = 1 << 20,
      .choices = "2|3|4", .doc = "upscaling factor; RRDBNet: 2 or 4; BasicVSR: 4"},
     {.path = "model.in_channels", .kind = PF_K_INT, .offset = OFF(in_channels), .lo = 1,
-     .hi = 1 << 20, .def = "3", .doc = "must be 3: images are loaded as RGB8"},
+     .hi = 1 << 20, .choices = "3", .def = "3", .doc = "images are loaded as RGB8"},
     {.path = "model.out_channels", .kind = PF_K_INT, .offset = OFF(out_channels), .lo = 1,
-     .hi = 1 << 20, .def = "3", .doc = "must be 3"},
+     .hi = 1 << 20, .choices = "3", .def = "3", .doc = "images are written as RGB8"},
     {.path = "model.n_feats", .kind = PF_K_INT, .offset = OFF(n_feats), .lo = 1, .hi = 4096,
      .def = "64", .when_key = "model.type", .when = WIDE, .alias = "num_feat",
      .doc = "width (BasicSR `num_feat`, MMagic `mid_channels`)"},
@@ -293,14 +319,14 @@ const pf_config_key pf_config_keys[] = {
     {.path = "lr_config.step", .kind = PF_K_INT64_LIST, .flags = PF_KF_INCREASING,
      .offset = OFF(lr_step), .size = N(lr_step), .count_offset = OFF(n_lr_step), .min_n = 1,
      .lo = 1, .hi = (double)INT64_MAX, .when_key = "lr_config.policy", .when = "Step",
-     .def_doc = "— (Step)", .doc = "milestones in iterations"},
+     .required_when = "Step", .def_doc = "— (Step)", .doc = "milestones in iterations"},
     {.path = "lr_config.gamma", .kind = PF_K_FLOAT, .flags = PF_KF_LO_OPEN, .offset = OFF(lr_gamma),
      .lo = 0, .hi = INF, .def = "0.1", .when_key = "lr_config.policy", .when = "Step",
      .doc = "factor at each milestone (MMCV's default)"},
     {.path = "lr_config.periods", .kind = PF_K_INT64_LIST, .offset = OFF(lr_periods),
      .size = N(lr_periods), .count_offset = OFF(n_lr_periods), .min_n = 1, .lo = 1,
      .hi = (double)(INT64_MAX / PF_MAX_PERIODS), .when_key = "lr_config.policy",
-     .when = "CosineRestart", .def_doc = "— (CosineRestart)",
+     .when = "CosineRestart", .required_when = "CosineRestart", .def_doc = "— (CosineRestart)",
      .doc = "period lengths in iterations; with `total_iters`, their sum must be ≥ "
             "`total_iters`"},
     {.path = "lr_config.restart_weights", .kind = PF_K_FLOAT_LIST, .flags = PF_KF_LO_OPEN,
@@ -316,7 +342,8 @@ const pf_config_key pf_config_keys[] = {
      .doc = "warm-up before the schedule"},
     {.path = "lr_config.warmup_iters", .kind = PF_K_INT64, .offset = OFF(lr_warmup_iters),
      .lo = 1, .hi = (double)INT64_MAX, .when_key = "lr_config.warmup", .when = "linear",
-     .def_doc = "— (with warmup)", .doc = "length of the warm-up; at most `total_iters`"},
+     .required_when = "linear", .def_doc = "— (with warmup)",
+     .doc = "length of the warm-up; at most `total_iters`"},
     {.path = "lr_config.warmup_ratio", .kind = PF_K_FLOAT, .flags = PF_KF_LO_OPEN,
      .offset = OFF(lr_warmup_ratio), .lo = 0, .hi = 1, .def = "0.1",
      .when_key = "lr_config.warmup", .when = "linear",
@@ -443,9 +470,6 @@ const pf_config_key pf_config_keys[] = {
             "`winograd` on every 3x3 layer oneDNN offers it for (docs/nn.md)"},
 };
 const int pf_config_n_keys = (int)(sizeof pf_config_keys / sizeof pf_config_keys[0]);
-
-/* The keys of one degradation step (parsed by config.c, documented as a table of step types). */
-static const char *const STEP_KEYS[] = {"type", "kernel_size", "sigma", "quality", NULL};
 
 const pf_config_key *pf_config_key_find(const char *path) {
     for (int i = 0; i < pf_config_n_keys; i++)
@@ -653,10 +677,7 @@ const char *pf_config_unknown_hint(const char *section, const char *name, char *
     int allowed = len <= 5 ? 1 : len <= 9 ? 2 : 3;
     const char *best = NULL;
     int best_d = allowed + 1;
-    int step = !strcmp(section, "data.train.degradation[]");
-    for (int i = 0; step && STEP_KEYS[i]; i++)
-        consider(name, STEP_KEYS[i], allowed, &best, &best_d);
-    for (int i = 0; !step && i < pf_config_n_keys; i++) {
+    for (int i = 0; i < pf_config_n_keys; i++) {
         const pf_config_key *k = &pf_config_keys[i];
         if (!pf_config_key_in(k, section))
             continue;
@@ -664,12 +685,60 @@ const char *pf_config_unknown_hint(const char *section, const char *name, char *
         if (k->alias)
             consider(name, k->alias, allowed, &best, &best_d);
     }
-    for (int i = 0; !best && step && STEP_KEYS[i]; i++)
-        if (prefix_of(name, STEP_KEYS[i])) best = STEP_KEYS[i];
-    for (int i = 0; !best && !step && i < pf_config_n_keys; i++)
+    for (int i = 0; !best && i < pf_config_n_keys; i++)
         if (pf_config_key_in(&pf_config_keys[i], section) &&
             prefix_of(name, pf_config_key_name(&pf_config_keys[i])))
             best = pf_config_key_name(&pf_config_keys[i]);
     if (best) snprintf(buf, size, "; did you mean '%s'?", best);
     return buf;
+}
+
+/* ---- a row's choices and range (common/config_impl.h) ---------------------------------- */
+
+/* Split "A|B|C" into `out` (NUL-terminated copies in `store`); returns the count. */
+int pf_cfg_split_choices(const char *choices, char store[][48], const char **out) {
+    int n = 0;
+    for (const char *p = choices; p && *p && n < PF_MAX_CHOICES;) {
+        const char *bar = strchr(p, '|');
+        size_t len = bar ? (size_t)(bar - p) : strlen(p);
+        snprintf(store[n], 48, "%.*s", (int)len, p);
+        out[n] = store[n];
+        n++;
+        p = bar ? bar + 1 : p + len;
+    }
+    out[n] = NULL;
+    return n;
+}
+
+/* "A, B or C" from "A|B|C". */
+const char *pf_cfg_or_list(const char *choices, char *out, size_t size) {
+    char store[PF_MAX_CHOICES][48];
+    const char *v[PF_MAX_CHOICES + 1];
+    int n = pf_cfg_split_choices(choices, store, v);
+    out[0] = 0;
+    for (int i = 0; i < n; i++) {
+        size_t at = strlen(out);
+        snprintf(out + at, size - at, "%s%s", i == 0 ? "" : i == n - 1 ? " or " : ", ", v[i]);
+    }
+    return out;
+}
+
+/* 1 when `value` is one of "A|B|C". */
+int pf_cfg_in_choices(const char *choices, const char *value) {
+    char store[PF_MAX_CHOICES][48];
+    const char *v[PF_MAX_CHOICES + 1];
+    int n = pf_cfg_split_choices(choices, store, v);
+    for (int i = 0; i < n; i++)
+        if (!strcmp(v[i], value))
+            return 1;
+    return 0;
+}
+
+/* int64 bound of a row's double range (1e300 and 2^63 mean no bound). */
+int64_t pf_cfg_bound64(double x) {
+    if (x >= 9.2e18)
+        return INT64_MAX;
+    if (x <= -9.2e18)
+        return INT64_MIN;
+    return (int64_t)x;
 }

@@ -3,11 +3,13 @@
     Every key PixFlow accepts is one row of `pf_config_keys` (common/config_keys.c): its path,
     kind, where it is stored in `pf_config`, range or choices, default, the key whose value
     decides whether it applies (the model types that take `model.num_group`, the optimisers
-    that take `betas`, ...), another accepted spelling, and a one-line meaning. That one row
-    drives parsing (common/config.c walks the YAML tree with it), the defaults
-    (pf_config_defaults), the `file:line: key: what is wrong` errors, the resolved YAML
-    (pf_config_to_yaml), `pixflow config --get KEY` and the key tables of docs/config.md
-    (pf_config_reference; tests/test_config_docs.py fails when the page and the table differ).
+    that take `betas`, ...) and with which of its values the key is required (lr_config.step
+    with policy Step), another accepted spelling, and a one-line meaning. That one row drives
+    parsing (common/config.c walks the YAML tree with it), the defaults (pf_config_defaults),
+    the `file:line: key: what is wrong` errors, the resolved YAML (pf_config_to_yaml,
+    common/config_write.c), `pixflow config --get KEY` and the key tables of docs/config.md
+    (pf_config_reference, common/config_docs.c; tests/test_config_docs.py fails when the page
+    and the table differ).
     Rules that span several keys (scale against patch size, eval against checkpoint interval,
     per-type defaults such as RRDBNet's 23 blocks) are code, in one function of config.c.
 
@@ -58,12 +60,16 @@ enum {
     PF_KF_AUTO = 1 << 14,       /* PF_K_PATH: also the word `auto` (resume_from) */
     PF_KF_TO_TRAIN = 1 << 15,   /* with PF_KF_REQUIRED: required by `pixflow train` only
                                    (pf_config_check_train); a test config may leave it out */
+    PF_KF_RANGE = 1 << 16,      /* PF_K_INT / PF_K_FLOAT: a number x or a range [lo, hi],
+                                   stored in the field and the next one ([x, x]); written
+                                   [lo, hi] (a degradation step's sigma, quality) */
 };
 
 /* Keys parsed by code of their own (lists of mappings, user-named keys, sets). */
 typedef enum {
     PF_KC_NONE,
-    PF_KC_DEGRADATION,          /* data.*.degradation: list of steps (pf_degradation) */
+    PF_KC_DEGRADATION,          /* data.*.degradation: list of steps (pf_degradation), each
+                                   walked with the rows data.*.degradation.*.KEY */
     PF_KC_CUSTOM_KEYS,          /* optimizers.paramwise_cfg.custom_keys: {NAME: {...}} */
     PF_KC_METRICS,              /* evaluation.metrics: a set of PSNR, SSIM (two int flags) */
     PF_KC_CONVERT_TO,           /* evaluation.convert_to: y / Y / null (int flag) */
@@ -88,9 +94,14 @@ typedef struct {
     const char *def;            /* the default as YAML writes it ("64", "[0.9, 0.999]",
                                    "Adam", "null"); NULL: none (required, or set by a rule) */
     const char *when_key;       /* the key whose value decides whether this one applies, or
-                                   NULL: always ("model.type", "optimizers.type", ...) */
+                                   NULL: always ("model.type", "optimizers.type", ...); in a
+                                   `*` section, a key of the same item, read first, and two
+                                   rows may share a name for different values of it */
     const char *when;           /* the values of when_key that take this key ("RCAN|EDSR");
                                    given elsewhere it is "only allowed with ..." */
+    const char *required_when;  /* the values of when_key with which the key must be given
+                                   ("Step"; `when` NULL: it applies with every value); missing
+                                   there: "missing: policy Step needs it" */
     const char *alias;          /* another accepted spelling (BasicSR's num_feat), or NULL */
     pf_key_custom custom;       /* PF_K_CUSTOM: which */
     const char *type_doc;       /* the type column of docs/config.md when it is not derived
@@ -112,7 +123,7 @@ const char *pf_config_key_name(const pf_config_key *k);
 int pf_config_key_in(const pf_config_key *k, const char *section);
 
 /* What follows "unknown key" for key `name` in section `section` ("" = top level,
-   "data.eval", "data.train.degradation[]", ...): "; PixFlow calls this 'x' ..." for a BasicSR /
+   "data.eval", "data.train.degradation.*", ...): "; PixFlow calls this 'x' ..." for a BasicSR /
    MMagic name, "; did you mean 'x'?" when a key of the section is within a small edit distance
    (1 for names up to 5 characters, 2 up to 9, else 3), else "" (an unknown name with nothing
    near it). Written into buf (size >= 1); returns buf. */

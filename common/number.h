@@ -4,7 +4,7 @@
     A whole number is an optional sign and decimal digits, nothing else: no spaces, no "0x",
     no "1.0", no "12abc", no empty text. A number (floating point) is what strtod reads from
     the whole text, made only of digits, sign, '.', 'e' or 'E' (so no "inf", "nan" or hex
-    floats), finite as a double and as a float. common/config.c uses these for every integer
+    floats), finite as a double and as a float. common/config_get.c uses these for every integer
     and number key; the pf_arg_* helpers use them for every numeric option of every `pixflow`
     subcommand, so `--loaders abc` is refused as `loaders: abc` is.
 */

@@ -1,8 +1,9 @@
 /*  yaml_tree — a YAML text as a tree of scalars, sequences and mappings, for the config
-    parser (common/config.c). Built on libyaml 0.2.5 (Debian's libyaml-dev) from its event
-    stream, chosen on evidence: fuzzed alone for 10 minutes each on the config seeds,
-    libfyaml 0.7.12 (the earlier parser) hung within seconds and has known crashes and hangs
-    (tests/fuzz/regressions/config), libyaml neither (bench/results/fuzz_2026-12-02_*_yaml_*).
+    parser (common/config.c; its typed getters over this tree are common/config_get.c). Built
+    on libyaml 0.2.5 (Debian's libyaml-dev) from its event stream, chosen on evidence: fuzzed
+    alone for 10 minutes each on the config seeds, libfyaml 0.7.12 (the earlier parser) hung
+    within seconds and has known crashes and hangs (tests/fuzz/regressions/config), libyaml
+    neither (bench/results/fuzz_2026-12-02_*_yaml_*).
 
     What the tree refuses, each with the 1-based line it happened on: YAML syntax errors
     (libyaml's problem text, with a hint: tab characters, indentation), aliases and anchors

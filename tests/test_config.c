@@ -912,7 +912,7 @@ static void test_section_keys(void) {
 
 /* The table itself: ranges that are ranges, defaults of every optional key that the parser
    accepts (the defaults' YAML parses back to the defaults), `when` keys that are choices with
-   those values, aliases that no other key of the section uses. */
+   those values (`when` and `required_when`), aliases that no other key of the section uses. */
 static void test_key_table(void) {
     for (int i = 0; i < pf_config_n_keys; i++) {
         const pf_config_key *k = &pf_config_keys[i];
@@ -927,8 +927,9 @@ static void test_key_table(void) {
             const pf_config_key *sel = pf_config_key_find(k->when_key);
             CHECK(sel && sel->kind == PF_K_CHOICE, "%s: when_key %s is not a choice", k->path,
                   k->when_key);
-            char w[200];
-            snprintf(w, sizeof w, "%s", k->when);
+            char w[400];   /* the values of `when` and of `required_when` */
+            snprintf(w, sizeof w, "%s|%s", k->when ? k->when : "",
+                     k->required_when ? k->required_when : "");
             for (char *v = strtok(w, "|"); sel && v; v = strtok(NULL, "|")) {
                 char pat[64];
                 snprintf(pat, sizeof pat, "|%s|", v);
