@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "nn/cpu/ops.h"
 #include "nn/layers.h"
 #include "nn/video_layers.h"
 
@@ -779,374 +780,111 @@ float *pf_gstate_out(const pf_gstate *S, int *block) {
 float *pf_gstate_dout(const pf_gstate *S) { return S->ts[S->output].grad_own; }
 
 
-/* ---- element-wise kernels ------------------------------------------------------------- */
-
-/* Loops over (n, channel block, pixel) of a blocked tensor with C real channels, all three
-   in parallel (an NHWC tensor is one block, and inference has one sample); `body` sees `base`
-   (offset of the pixel's block of channels), `c0` (first channel of the block) and `kn` (real
-   channels in it). */
-#define FOR_BLOCKS(N, C, HW, B)                                                            \
-    _Pragma("omp parallel for collapse(3) schedule(static)")                               \
-    for (int n_ = 0; n_ < (N); n_++)                                                       \
-        for (int cb_ = 0; cb_ < ((C) + (B) - 1) / (B); cb_++)                               \
-            for (size_t px_ = 0; px_ < (HW); px_++)                                        \
-                for (size_t once_ = 0, c0 __attribute__((unused)) = (size_t)cb_ * (B),      \
-                            kn = (size_t)((C) - cb_ * (B) < (B) ? (C) - cb_ * (B) : (B)),   \
-                            base = ((((size_t)n_ * (((C) + (B) - 1) / (B)) + cb_) * (HW)) + \
-                                    px_) * (B);                                            \
-                     once_ < 1; once_++)
-
-/* dst = (acc ? dst : 0) + s * src over n floats. */
-static void axpy(float *dst, const float *src, float s, size_t n, int acc) {
-    if (acc) {
-#pragma omp parallel for schedule(static)
-        for (size_t i = 0; i < n; i++) dst[i] += s * src[i];
-    } else if (s == 1.0f) {
-#pragma omp parallel for schedule(static)
-        for (size_t i = 0; i < n; i++) dst[i] = src[i];
-    } else {
-#pragma omp parallel for schedule(static)
-        for (size_t i = 0; i < n; i++) dst[i] = s * src[i];
-    }
-}
-
-/* Like axpy between tensors of the same shape in (possibly) different layouts. */
-static void axpy_layout(float *dst, int bd, const float *src, int bs, float s, int n, int c,
-                        int h, int w, int acc) {
-    if (bd == bs) {
-        axpy(dst, src, s, pf_blk_numel(n, c, h, w, bd), acc);
-        return;
-    }
-#pragma omp parallel for collapse(2) schedule(static)
-    for (int in = 0; in < n; in++)
-        for (int ic = 0; ic < c; ic++)
-            for (int y = 0; y < h; y++)
-                for (int x = 0; x < w; x++) {
-                    float v = s * src[pf_blk_off(in, ic, y, x, c, h, w, bs)];
-                    float *d = &dst[pf_blk_off(in, ic, y, x, c, h, w, bd)];
-                    *d = acc ? *d + v : v;
-                }
-}
-
-/* Channel-attention kernels over one run of hw pixels, kn lanes of each pixel (kn <=
-   PF_LANE_CHUNK), pixels b floats apart. Runs of 8 or 16 lanes get a constant lane count so
-   GCC vectorises the lane loop; others take the general loop. Callers split a channel block
-   into chunks of at most PF_LANE_CHUNK lanes (FOR_CHUNKS), so NHWC's one block of C channels
-   is several runs. */
-#define PF_LANE_CHUNK 16
-#define LANES(b, kn, body)                                                                 \
-    do {                                                                                  \
-        if ((kn) == 8) { enum { K = 8 }; body }                                           \
-        else if ((kn) == 16) { enum { K = 16 }; body }                                    \
-        else { const int K = (kn); body }                                                 \
-    } while (0)
-
-/* min(real channels left, lanes left in the block, PF_LANE_CHUNK) */
-static inline int lane_count(int real, int lanes) {
-    int k = real < lanes ? real : lanes;
-    return k < PF_LANE_CHUNK ? k : PF_LANE_CHUNK;
-}
-
-/* Parallel loop over (sample in_, channel block ib_, lane chunk) of an N x C tensor in block
-   B: `body` sees `lane` (first lane of the chunk in its block), `c0` (its first channel) and
-   `kc` (real channels in the chunk, 1..PF_LANE_CHUNK); chunks without real channels are
-   skipped. */
-#define FOR_CHUNKS(N, C, B)                                                                \
-    _Pragma("omp parallel for collapse(3) schedule(static)")                               \
-    for (int in_ = 0; in_ < (N); in_++)                                                    \
-        for (int ib_ = 0; ib_ < ((C) + (B) - 1) / (B); ib_++)                               \
-            for (int lane = 0; lane < (B); lane += PF_LANE_CHUNK)                           \
-                for (int c0 = ib_ * (B) + lane,                                            \
-                         kc = lane_count((C) - c0, (B) - lane), once_ = 0;                 \
-                     once_ < 1 && kc > 0; once_++)
-
-/* y = [res +] sc * x * s (s per lane) */
-static void mul_ch_run(float *y, const float *x, const float *res, const float *sv, float sc,
-                       size_t hw, int b, int kn) {
-    LANES(b, kn, {
-        for (size_t px = 0; px < hw; px++, y += b, x += b) {
-            for (int k = 0; k < K; k++) y[k] = sc * (x[k] * sv[k]);
-            if (res) {
-                for (int k = 0; k < K; k++) y[k] += res[k];
-                res += b;
-            }
-        }
-    });
-}
-
-/* dx = [dx +] sc * dy * s */
-static void mul_ch_grad_x(float *dx, const float *dy, const float *sv, float sc, size_t hw, int b,
-                          int kn, int acc) {
-    LANES(b, kn, {
-        for (size_t px = 0; px < hw; px++, dx += b, dy += b)
-            for (int k = 0; k < K; k++) dx[k] = (acc ? dx[k] : 0.0f) + sc * dy[k] * sv[k];
-    });
-}
-
-/* sum[k] = sum over the run of dy * x (double, in pixel order) */
-static void dot_run(double *sum, const float *dy, const float *x, size_t hw, int b, int kn) {
-    LANES(b, kn, {
-        for (size_t px = 0; px < hw; px++, dy += b, x += b)
-            for (int k = 0; k < K; k++) sum[k] += (double)dy[k] * x[k];
-    });
-}
-
-/* sum[k] = sum over the run of x */
-static void sum_run(double *sum, const float *x, size_t hw, int b, int kn) {
-    LANES(b, kn, {
-        for (size_t px = 0; px < hw; px++, x += b)
-            for (int k = 0; k < K; k++) sum[k] += x[k];
-    });
-}
-
-/* dx = [dx +] d (per lane, broadcast over the run) */
-static void bcast_run(float *dx, const float *d, size_t hw, int b, int kn, int acc) {
-    LANES(b, kn, {
-        for (size_t px = 0; px < hw; px++, dx += b)
-            for (int k = 0; k < K; k++) dx[k] = (acc ? dx[k] : 0.0f) + d[k];
-    });
-}
-
-/* Channels c_off .. c_off + ci of `big` (the concatenation o, C channels, layout o->block)
-   against `part` (ci channels, layout pb): forward copies part into big's slice; backward
-   writes big's slice into part; with acc either adds instead. Whole channel blocks move as one run per sample. */
-static void concat_part(float *big, const pf_tstate *o, int C, float *part, int pb, int ci,
-                        int c_off, int n, int forward, int acc) {
-    int b = o->block, H = o->h, W = o->w;
-    if (b == C && pb == ci && b != pb) {
-        /* NHWC on both sides: each pixel's ci channels are one run */
-        size_t px = (size_t)n * H * W;
-#pragma omp parallel for schedule(static)
-        for (size_t p = 0; p < px; p++) {
-            float *bg = big + p * (size_t)C + (size_t)c_off, *pt = part + p * (size_t)ci;
-            for (int k = 0; k < ci; k++) {
-                if (forward) bg[k] = acc ? bg[k] + pt[k] : pt[k];
-                else pt[k] = acc ? pt[k] + bg[k] : bg[k];
-            }
-        }
-        return;
-    }
-    if (pb == b && c_off % b == 0 && ci % b == 0) {
-        size_t chunk = pf_blk_numel(1, ci, H, W, b);
-        size_t obase = (size_t)(c_off / b) * (size_t)H * W * b;
-        for (int in = 0; in < n; in++) {
-            float *bg = big + (size_t)in * (o->numel / n) + obase, *pt = part + (size_t)in * chunk;
-            if (forward) axpy(bg, pt, 1.0f, chunk, acc);
-            else axpy(pt, bg, 1.0f, chunk, acc);
-        }
-        return;
-    }
-#pragma omp parallel for collapse(2) schedule(static)
-    for (int in = 0; in < n; in++)
-        for (int ic = 0; ic < ci; ic++)
-            for (int yy = 0; yy < H; yy++)
-                for (int xx = 0; xx < W; xx++) {
-                    float *bg = &big[pf_blk_off(in, c_off + ic, yy, xx, C, H, W, b)];
-                    float *pt = &part[pf_blk_off(in, ic, yy, xx, ci, H, W, pb)];
-                    if (forward) *bg = acc ? *bg + *pt : *pt;
-                    else *pt = acc ? *pt + *bg : *bg;
-                }
-}
-
-/* The INPUT of T = c / 3 frames: lq N x T x h x w x 3 uint8, frame t's colour k into channel
-   3 t + k of dst (block b), normalised as pf_image_to_act does. */
-static void image_frames_to_act(float *dst, const uint8_t *lq, int n, int c, int h, int w,
-                                const float *mean, float range, int b) {
-    int frames = c / 3;
-    memset(dst, 0, pf_blk_numel(n, c, h, w, b) * sizeof(float));
-#pragma omp parallel for collapse(2) schedule(static)
-    for (int in = 0; in < n; in++)
-        for (int t = 0; t < frames; t++)
-            for (int y = 0; y < h; y++)
-                for (int x = 0; x < w; x++) {
-                    const uint8_t *p = lq + ((((size_t)in * frames + t) * h + y) * w + x) * 3;
-                    for (int k = 0; k < 3; k++) {
-                        float v = (float)p[k] / 255.0f;
-                        if (mean) v = (v - mean[k]) * range;
-                        dst[pf_blk_off(in, 3 * t + k, y, x, c, h, w, b)] = v;
-                    }
-                }
-}
-
 /* ---- forward -------------------------------------------------------------------------- */
 
+/* A convolution node's forward: around pf_conv_forward, the conversions of its input and
+   output where it runs on other layouts (plan_conversions). */
+static int conv_forward(pf_gstate *S, pf_conv *c, const pf_gconv_io *io, const pf_gnode *nd,
+                        float *y, char *err, size_t errlen) {
+    const pf_tstate *a = &S->ts[nd->in[0]];
+    const float *x = a->data;
+    if (io->rs) {
+        TRY(pf_reorder_run((pf_reorder *)&io->to_rs, a->data, io->xin, err, errlen));
+        x = io->xin;
+    }
+    if (nd->n_in > 1)
+        return pf_conv_forward_residual(c, x, S->ts[nd->in[1]].data, y, err, errlen);
+    if (!io->rd) return pf_conv_forward(c, x, y, err, errlen);
+    TRY(pf_conv_forward(c, x, io->yrd, err, errlen));
+    return pf_reorder_run((pf_reorder *)&io->from_rd, io->yrd, y, err, errlen);
+}
+
+/* Forward of one node: dispatch to its kernels (nn/cpu/ops.h and the shared layers). */
 static int forward_node(const pf_gctx *m, pf_gstate *S, pf_conv *convs, const pf_gnode *nd,
                         const uint8_t *lq, char *err, size_t errlen) {
     const pf_net *g = m->net;
     int n = S->n, C = g->t[nd->out].c;
     pf_tstate *o = &S->ts[nd->out], *a = nd->n_in ? &S->ts[nd->in[0]] : NULL;
-    int b = o->block;
-    size_t hw = (size_t)o->h * (size_t)o->w;
-    float *y = o->data;
+    const pf_tstate *i1 = nd->n_in > 1 ? &S->ts[nd->in[1]] : NULL;
+    int b = o->block, H = o->h, W = o->w;
+    size_t hw = (size_t)H * (size_t)W;
+    float *y = o->data, fm[PF_G_MAX_CH];
+    const float *al = nd->op == PF_G_PRELU ? m->params + g->tensors[nd->param].offset : NULL;
     /* Padding channels must read as zeros. A slot of a tensor's own starts zeroed; a shared
        one may have held another tensor (or, lent to the gradient pool, a gradient), and the C
-       kernels below write real channels only. */
+       kernels write real channels only. */
     if (!o->own && C % b && nd->op != PF_G_CONV) memset(y, 0, o->numel * sizeof(float));
     switch (nd->op) {
     case PF_G_INPUT:
-        if (C == 3) {
-            pf_image_to_act(y, lq, n, o->h, o->w, g->use_mean ? g->mean : NULL, g->range, b);
-            return 0;
-        }
-        /* T = C / 3 frames: lq is N x T x H x W x 3, frame t colour c is channel 3 t + c */
-        image_frames_to_act(y, lq, n, C, o->h, o->w, g->use_mean ? g->mean : NULL, g->range,
-                            b);
+        pf_cpu_input_forward(y, lq, n, C, H, W, g->use_mean ? g->mean : NULL, g->range, b);
         return 0;
     case PF_G_ZERO:
         memset(y, 0, o->numel * sizeof(float));
         return 0;
     case PF_G_SLICE:
-        concat_part((float *)a->data, a, g->t[nd->in[0]].c, y, b, C, nd->c0, n, 0, 0);
+        pf_cpu_concat_part((float *)a->data, g->t[nd->in[0]].c, a->block, a->numel, y, C, b,
+                           nd->c0, n, a->h, a->w, 0, 0);
         return 0;
     case PF_G_AFFINE:
-        pf_affine_ch_forward(y, a->data, n, C, o->h, o->w, nd->sub, nd->mul, b, a->block);
+        pf_affine_ch_forward(y, a->data, n, C, H, W, nd->sub, nd->mul, b, a->block);
         return 0;
-    case PF_G_RESIZE: {
-        float fm[PF_G_MAX_CH];
-        const float *mult = pf_net_resize_mult(nd, a->h, a->w, o->h, o->w, fm);
-        pf_resize_bilinear_forward(y, a->data, n, C, a->h, a->w, o->h, o->w, nd->ac, mult, b,
-                                   a->block);
+    case PF_G_RESIZE:
+        pf_resize_bilinear_forward(y, a->data, n, C, a->h, a->w, H, W, nd->ac,
+                                   pf_net_resize_mult(nd, a->h, a->w, H, W, fm), b, a->block);
         return 0;
-    }
     case PF_G_AVGPOOL2:
         pf_avgpool2_forward(y, a->data, n, C, a->h, a->w, b, a->block);
         return 0;
-    case PF_G_WARP: {
-        const pf_tstate *f = &S->ts[nd->in[1]];
-        pf_flow_warp_forward(y, a->data, f->data, n, C, o->h, o->w, (pf_pad_mode)nd->pad, b,
-                             a->block, f->block);
+    case PF_G_WARP:
+        pf_flow_warp_forward(y, a->data, i1->data, n, C, H, W, (pf_pad_mode)nd->pad, b,
+                             a->block, i1->block);
         return 0;
-    }
-    case PF_G_BILINEAR_IN: {
-        /* ATen upsample_bilinear2d, align_corners=False, scale given: src = (dst + 0.5) / r
-           - 0.5 clamped at 0; the right/bottom tap clamps to the last pixel. */
-        int r = nd->r, H = o->h, W = o->w, ih = H / r, iw = W / r;
-        float inv = 1.0f / (float)r;
-#pragma omp parallel for collapse(2) schedule(static)
-        for (int in = 0; in < n; in++)
-            for (int oy = 0; oy < H; oy++) {
-                float sy = ((float)oy + 0.5f) * inv - 0.5f;
-                if (sy < 0) sy = 0;
-                int y0 = (int)sy, y1 = y0 + (y0 < ih - 1);
-                float ly1 = sy - (float)y0, ly0 = 1.0f - ly1;
-                for (int ox = 0; ox < W; ox++) {
-                    float sx = ((float)ox + 0.5f) * inv - 0.5f;
-                    if (sx < 0) sx = 0;
-                    int x0 = (int)sx, x1 = x0 + (x0 < iw - 1);
-                    float lx1 = sx - (float)x0, lx0 = 1.0f - lx1;
-                    for (int c = 0; c < 3; c++) {
-#define PX(yy, xx) ((float)lq[(((size_t)in * ih + (yy)) * iw + (xx)) * 3 + c] / 255.0f)
-                        float v = ly0 * (lx0 * PX(y0, x0) + lx1 * PX(y0, x1)) +
-                                  ly1 * (lx0 * PX(y1, x0) + lx1 * PX(y1, x1));
-#undef PX
-                        y[pf_blk_off(in, c, oy, ox, 3, H, W, b)] = v;
-                    }
-                }
-            }
+    case PF_G_BILINEAR_IN:
+        pf_cpu_bilinear_in_forward(y, lq, n, H, W, nd->r, b);
         return 0;
-    }
     case PF_G_BICUBIC_IN:
-        pf_bicubic_upsample_image(y, lq, n, o->h / nd->r, o->w / nd->r, nd->r, b);
+        pf_bicubic_upsample_image(y, lq, n, H / nd->r, W / nd->r, nd->r, b);
         return 0;
-    case PF_G_CONV: {
-        pf_conv *c = &convs[nd->conv];
-        const pf_gconv_io *io = &S->io[nd - g->node];
-        const float *x = a->data;
-        if (io->rs) {
-            TRY(pf_reorder_run((pf_reorder *)&io->to_rs, a->data, io->xin, err, errlen));
-            x = io->xin;
-        }
-        if (nd->n_in > 1)
-            return pf_conv_forward_residual(c, x, S->ts[nd->in[1]].data, y, err, errlen);
-        if (!io->rd) return pf_conv_forward(c, x, y, err, errlen);
-        TRY(pf_conv_forward(c, x, io->yrd, err, errlen));
-        return pf_reorder_run((pf_reorder *)&io->from_rd, io->yrd, y, err, errlen);
-    }
-    case PF_G_PRELU: {
-        const float *x = a->data, *al = m->params + m->net->tensors[nd->param].offset;
-        FOR_BLOCKS(n, C, hw, b) for (size_t k = 0; k < kn; k++) {
-            float v = x[base + k];
-            y[base + k] = v > 0 ? v : al[c0 + k] * v;
-        }
+    case PF_G_CONV:
+        return conv_forward(S, &convs[nd->conv], &S->io[nd - g->node], nd, y, err, errlen);
+    case PF_G_PRELU:
+        pf_cpu_prelu_forward(y, a->data, al, n, C, hw, b);
         return 0;
-    }
-    case PF_G_TANH: {
-        const float *x = a->data;
-        FOR_BLOCKS(n, C, hw, b) for (size_t k = 0; k < kn; k++) y[base + k] = tanhf(x[base + k]);
+    case PF_G_TANH:
+        pf_cpu_tanh_forward(y, a->data, n, C, hw, b);
         return 0;
-    }
-    case PF_G_SIGMOID: {
-        const float *x = a->data;
-        FOR_BLOCKS(n, C, hw, b) for (size_t k = 0; k < kn; k++)
-            y[base + k] = 1.0f / (1.0f + expf(-x[base + k]));
+    case PF_G_SIGMOID:
+        pf_cpu_sigmoid_forward(y, a->data, n, C, hw, b);
         return 0;
-    }
-    case PF_G_ADD: {
-        pf_tstate *bb = &S->ts[nd->in[1]];
-        if (y != a->data) axpy(y, a->data, 1.0f, o->numel, 0);
-        axpy_layout(y, b, bb->data, bb->block, nd->scale, n, C, o->h, o->w, 1);
+    case PF_G_ADD:
+        pf_cpu_add_forward(y, a->data, i1->data, i1->block, nd->scale, n, C, H, W, b, o->numel);
         return 0;
-    }
-    case PF_G_GAP: {
-        const float *x = a->data;
-        size_t ahw = (size_t)a->h * (size_t)a->w;
-        int cb = (C + b - 1) / b;
-        FOR_CHUNKS(n, C, b) {
-            double acc[PF_LANE_CHUNK] = { 0 };
-            size_t blk = (size_t)in_ * cb + ib_;
-            sum_run(acc, x + blk * ahw * b + lane, ahw, b, kc);
-            for (int k = 0; k < kc; k++)
-                y[blk * b + lane + k] = (float)(acc[k] / (double)ahw);
-        }
+    case PF_G_GAP:
+        pf_cpu_gap_forward(y, a->data, n, C, (size_t)a->h * (size_t)a->w, b);
         return 0;
-    }
-    case PF_G_MUL_CH: {
-        const float *x = a->data, *s = S->ts[nd->in[1]].data;
-        const float *res = nd->n_in > 2 ? S->ts[nd->in[2]].data : NULL;
-        size_t cs = (size_t)pf_blk_c(C, S->ts[nd->in[1]].block);  /* 1 x 1: [n][c] */
-        float sc = nd->scale;
-        int cb = (C + b - 1) / b;
-        FOR_CHUNKS(n, C, b) {
-            size_t base = ((size_t)in_ * cb + ib_) * hw * b + lane;
-            mul_ch_run(y + base, x + base, res ? res + base : NULL,
-                       s + (size_t)in_ * cs + (size_t)c0, sc, hw, b, kc);
-        }
+    case PF_G_MUL_CH:
+        pf_cpu_mul_ch_forward(y, a->data, nd->n_in > 2 ? S->ts[nd->in[2]].data : NULL, i1->data,
+                              (size_t)pf_blk_c(C, i1->block), nd->scale, n, C, hw, b);
         return 0;
-    }
-    case PF_G_CONCAT: {
-        int c_off = 0;
-        for (int i = 0; i < nd->n_in; i++) {
+    case PF_G_CONCAT:
+        for (int i = 0, c_off = 0; i < nd->n_in; c_off += g->t[nd->in[i]].c, i++) {
             pf_tstate *t = &S->ts[nd->in[i]];
-            concat_part(y, o, C, t->data, t->block, g->t[nd->in[i]].c, c_off, n, 1, 0);
-            c_off += g->t[nd->in[i]].c;
+            pf_cpu_concat_part(y, C, b, o->numel, t->data, g->t[nd->in[i]].c, t->block, c_off, n,
+                               H, W, 1, 0);
         }
         return 0;
-    }
     case PF_G_SHUFFLE:
         pf_pixel_shuffle_forward(y, a->data, n, C, a->h, a->w, nd->r, a->block, b);
         return 0;
     case PF_G_UNSHUFFLE:
         /* the inverse permutation: PixelShuffle's backward moves values the same way */
-        pf_pixel_shuffle_backward(y, a->data, n, g->t[nd->in[0]].c, o->h, o->w, nd->r, b,
-                                  a->block);
+        pf_pixel_shuffle_backward(y, a->data, n, g->t[nd->in[0]].c, H, W, nd->r, b, a->block);
         return 0;
-    case PF_G_NEAREST: {
-        const float *x = a->data;
-        int r = nd->r, H = o->h, W = o->w, cb = (C + b - 1) / b;
-#pragma omp parallel for collapse(3) schedule(static)
-        for (int in = 0; in < n; in++)
-            for (int ib = 0; ib < cb; ib++)
-                for (int yy = 0; yy < H; yy++) {
-                    const float *src = x + (((size_t)in * cb + ib) * a->h + yy / r) * a->w * b;
-                    float *dst = y + (((size_t)in * cb + ib) * H + yy) * W * b;
-                    for (int xx = 0; xx < W; xx++)
-                        memcpy(dst + (size_t)xx * b, src + (size_t)(xx / r) * b,
-                               (size_t)b * sizeof(float));
-                }
+    case PF_G_NEAREST:
+        pf_cpu_nearest_forward(y, a->data, n, C, a->h, a->w, H, W, nd->r, b);
         return 0;
     }
-    }
-    snprintf(err, errlen, "%s: unknown graph op %d", m->net->type, (int)nd->op);
+    snprintf(err, errlen, "%s: unknown graph op %d", g->type, (int)nd->op);
     return -1;
 }
 
@@ -1304,20 +1042,108 @@ static void grad_pass(pf_gstate *S, pf_tstate *t, const pf_tstate *o, int b, int
         return;
     }
     float *dx = grad_for(S, t, &acc);
-    if (dx) axpy_layout(dx, t->block, o->grad, b, 1.0f, n, c, h, w, acc);
+    if (dx) pf_cpu_axpy_layout(dx, t->block, o->grad, b, 1.0f, n, c, h, w, acc);
 }
 
+/* A convolution node's backward: the fused activation's mask, the residual's identity,
+   backward-weights into the flat gradients (FSRCNN's sub-pixel layer, shared weights) and
+   backward-data, each side converted where the convolution runs on other layouts. */
+static int conv_backward(const pf_gctx *m, pf_gstate *S, pf_conv *c, const pf_gnode *nd,
+                         char *err, size_t errlen) {
+    const pf_net *g = m->net;
+    pf_tstate *o = &S->ts[nd->out], *a = &S->ts[nd->in[0]];
+    float *dy = o->grad, *dx;
+    int acc = 0;
+    if (c->relu) pf_cpu_act_mask_backward(dy, o->data, c->alpha, o->numel);
+    const float *dd = dy;
+    if (nd->n_in > 1) {
+        /* out = identity + scale * conv: the identity gets dy as it is */
+        grad_pass(S, &S->ts[nd->in[1]], o, o->block, S->n, g->t[nd->out].c, o->h, o->w);
+        if (nd->scale != 1.0f) {
+            float *t0 = gscratch(S, 0, o->numel);
+            if (!t0) return 0;      /* out of memory: reported by the caller */
+            pf_cpu_axpy(t0, dy, nd->scale, o->numel, 0);
+            dd = t0;
+        }
+    }
+    const pf_param_info *wt = &g->tensors[nd->param], *bt = &g->tensors[nd->param + 1];
+    float *gw = m->grads + wt->offset, *gb = m->grads + bt->offset;
+    if (nd->conv == g->sub_conv) {  /* FSRCNN: gradients of the sub-pixel form first */
+        gw = m->sub_dw;
+        gb = m->sub_dw + (size_t)c->oc * c->ic * c->k * c->k;
+    }
+    /* a weight another layer has written this step already: into wtmp, then added */
+    int add_w = S->wuses[nd->param] > 1 && S->wset[nd->param];
+    if (add_w) {
+        gw = S->wtmp;
+        gb = S->wtmp + wt->numel;
+    }
+    S->wset[nd->param] = 1;
+    pf_gconv_io *io = &S->io[nd - g->node];
+    if (io->rd) {   /* the gradient in the layout the convolution ran on */
+        TRY(pf_reorder_run(&io->dy_to_rd, dd, io->yrd, err, errlen));
+        dd = io->yrd;
+    }
+    TRY(pf_conv_backward_weights(c, io->rs ? io->xin : a->data, dd, gw, gb, err, errlen));
+    if (nd->conv == g->sub_conv) pf_net_sub_grads(g, m->sub_dw, m->grads);
+    if (add_w) {
+        pf_cpu_axpy(m->grads + wt->offset, S->wtmp, 1.0f, wt->numel, 1);
+        pf_cpu_axpy(m->grads + bt->offset, S->wtmp + wt->numel, 1.0f, bt->numel, 1);
+    }
+    if ((dx = grad_for(S, a, &acc))) {
+        float *t1;
+        if (io->rs) {
+            TRY(pf_conv_backward_data(c, dd, io->dxin, err, errlen));
+            if (!acc) return pf_reorder_run(&io->drs_back, io->dxin, dx, err, errlen);
+            if (!(t1 = gscratch(S, 1, a->numel))) return 0;
+            TRY(pf_reorder_run(&io->drs_back, io->dxin, t1, err, errlen));
+        } else {
+            if (!acc) return pf_conv_backward_data(c, dd, dx, err, errlen);
+            if (!(t1 = gscratch(S, 1, a->numel))) return 0;
+            TRY(pf_conv_backward_data(c, dd, t1, err, errlen));
+        }
+        pf_cpu_axpy(dx, t1, 1.0f, a->numel, 1);
+    }
+    return 0;
+}
+
+/* dx (NULL: none wanted) of a node whose kernel overwrites its output, zeroed first unless a
+   contribution is added to it (acc). */
+static float *grad_zeroed(pf_gstate *S, pf_tstate *t, int *acc) {
+    float *dx = grad_for(S, t, acc);
+    if (dx && !*acc) memset(dx, 0, t->numel * sizeof(float));
+    return dx;
+}
+
+/* A pixel shuffle's (unshuffle's) backward, the other permutation: written into dx, or, when
+   dx holds a contribution already, into a temporary added to it. */
+static void shuffle_backward(pf_gstate *S, const pf_gnode *nd, pf_tstate *a, int ca,
+                             const pf_tstate *o, int C) {
+    int acc = 0;
+    float *dx = grad_for(S, a, &acc);
+    if (!dx) return;
+    float *dst = acc ? gscratch(S, 1, a->numel) : dx;
+    if (!dst) return;
+    if (acc && a->padded) memset(dst, 0, a->numel * sizeof(float));   /* padding lanes */
+    if (nd->op == PF_G_SHUFFLE)
+        pf_pixel_shuffle_backward(dst, o->grad, S->n, C, a->h, a->w, nd->r, a->block, o->block);
+    else
+        pf_pixel_shuffle_forward(dst, o->grad, S->n, ca, o->h, o->w, nd->r, o->block, a->block);
+    if (acc) pf_cpu_axpy(dx, dst, 1.0f, a->numel, 1);
+}
+
+/* Backward of one node (its output gradient is set): dispatch to its kernels, each input's
+   gradient from grad_for (first contribution writes, the others add). */
 static int backward_node(const pf_gctx *m, pf_gstate *S, pf_conv *convs, const pf_gnode *nd,
                          char *err, size_t errlen) {
     const pf_net *g = m->net;
-    int n = S->n, C = g->t[nd->out].c, acc = 0;
+    int n = S->n, C = g->t[nd->out].c, acc = 0, acc1 = 0;
     pf_tstate *o = &S->ts[nd->out], *a = nd->n_in ? &S->ts[nd->in[0]] : NULL;
+    pf_tstate *i1 = nd->n_in > 1 ? &S->ts[nd->in[1]] : NULL;
     if (!o->grad_set) return 0;         /* nothing flows back through here */
-    int b = o->block;
-    size_t hw = (size_t)o->h * (size_t)o->w;
-    float *dy = o->grad;
-    const float *y = o->data;
-    float *dx;
+    int b = o->block, H = o->h, W = o->w;
+    size_t hw = (size_t)H * (size_t)W;
+    float *dy = o->grad, *dx, *d1, fm[PF_G_MAX_CH];
     switch (nd->op) {
     case PF_G_INPUT:
     case PF_G_BILINEAR_IN:
@@ -1325,263 +1151,82 @@ static int backward_node(const pf_gctx *m, pf_gstate *S, pf_conv *convs, const p
     case PF_G_ZERO:
         return 0;
     case PF_G_SLICE:
-        if (!(dx = grad_for(S, a, &acc))) return 0;
-        if (!acc) memset(dx, 0, a->numel * sizeof(float));
-        concat_part(dx, a, g->t[nd->in[0]].c, dy, b, C, nd->c0, n, 1, acc);
+        if ((dx = grad_zeroed(S, a, &acc)))
+            pf_cpu_concat_part(dx, g->t[nd->in[0]].c, a->block, a->numel, dy, C, b, nd->c0, n,
+                               a->h, a->w, 1, acc);
         return 0;
     case PF_G_AFFINE:
-        if (!(dx = grad_for(S, a, &acc))) return 0;
-        if (!acc) memset(dx, 0, a->numel * sizeof(float));
-        pf_affine_ch_backward(dx, dy, n, C, o->h, o->w, nd->mul, b, a->block);
+        if ((dx = grad_zeroed(S, a, &acc)))
+            pf_affine_ch_backward(dx, dy, n, C, H, W, nd->mul, b, a->block);
         return 0;
-    case PF_G_RESIZE: {
-        float fm[PF_G_MAX_CH];
-        if (!(dx = grad_for(S, a, &acc))) return 0;
-        if (!acc) memset(dx, 0, a->numel * sizeof(float));
-        pf_resize_bilinear_backward(dx, dy, n, C, a->h, a->w, o->h, o->w, nd->ac,
-                                    pf_net_resize_mult(nd, a->h, a->w, o->h, o->w, fm), b,
-                                    a->block);
+    case PF_G_RESIZE:
+        if ((dx = grad_zeroed(S, a, &acc)))
+            pf_resize_bilinear_backward(dx, dy, n, C, a->h, a->w, H, W, nd->ac,
+                                        pf_net_resize_mult(nd, a->h, a->w, H, W, fm), b,
+                                        a->block);
         return 0;
-    }
-    case PF_G_AVGPOOL2: {
-        /* each input pixel gets a quarter of its window's gradient */
-        if (!(dx = grad_for(S, a, &acc))) return 0;
-        int H = a->h, W = a->w, ab = a->block;
-#pragma omp parallel for collapse(2) schedule(static)
-        for (int in = 0; in < n; in++)
-            for (int c = 0; c < C; c++)
-                for (int yy = 0; yy < H; yy++)
-                    for (int xx = 0; xx < W; xx++) {
-                        float d = 0.25f * dy[pf_blk_off(in, c, yy / 2, xx / 2, C, o->h, o->w, b)];
-                        float *p = &dx[pf_blk_off(in, c, yy, xx, C, H, W, ab)];
-                        *p = acc ? *p + d : d;
-                    }
+    case PF_G_AVGPOOL2:
+        if ((dx = grad_for(S, a, &acc)))
+            pf_cpu_avgpool2_backward(dx, dy, n, C, a->h, a->w, H, W, b, a->block, acc);
         return 0;
-    }
-    case PF_G_WARP: {
-        pf_tstate *f = &S->ts[nd->in[1]];
-        int acc_f = 0;
-        float *df = grad_for(S, f, &acc_f);
+    case PF_G_WARP:
+        d1 = grad_zeroed(S, i1, &acc1);
+        dx = grad_zeroed(S, a, &acc);
+        if (!S->goom && (dx || d1))
+            pf_flow_warp_backward(dx, d1, dy, a->data, i1->data, n, C, H, W,
+                                  (pf_pad_mode)nd->pad, b, a->block, i1->block);
+        return 0;
+    case PF_G_CONV:
+        return conv_backward(m, S, &convs[nd->conv], nd, err, errlen);
+    case PF_G_PRELU:
         dx = grad_for(S, a, &acc);
-        if (S->goom) return 0;
-        if (dx && !acc) memset(dx, 0, a->numel * sizeof(float));
-        if (df && !acc_f) memset(df, 0, f->numel * sizeof(float));
-        if (dx || df)
-            pf_flow_warp_backward(dx, df, dy, a->data, f->data, n, C, o->h, o->w,
-                                  (pf_pad_mode)nd->pad, b, a->block, f->block);
-        return 0;
-    }
-    case PF_G_CONV: {
-        pf_conv *c = &convs[nd->conv];
-        if (c->relu) {
-            /* fused (Leaky)ReLU: the output's sign is the input's (alpha >= 0). y > 0 is
-               tested on the bits (a positive float is a positive int32) and the result
-               selected with integer masks, which GCC vectorises (a float compare may trap,
-               and a select of dy * 1 becomes a branch): 6.6 -> about 1 ns per element */
-            float al = c->alpha;
-            size_t cnt = o->numel;
-#pragma omp parallel for schedule(static)
-            for (size_t i = 0; i < cnt; i++) {
-                int32_t yi, di, si;
-                float sv = dy[i] * al;
-                memcpy(&yi, &y[i], sizeof yi);
-                memcpy(&di, &dy[i], sizeof di);
-                memcpy(&si, &sv, sizeof si);
-                int32_t keep = -(int32_t)(yi > 0);      /* all ones where y > 0 */
-                di = (di & keep) | (si & ~keep);
-                memcpy(&dy[i], &di, sizeof di);
-            }
-        }
-        const float *dd = dy;
-        if (nd->n_in > 1) {
-            /* out = identity + scale * conv: the identity gets dy as it is */
-            grad_pass(S, &S->ts[nd->in[1]], o, b, n, C, o->h, o->w);
-            if (nd->scale != 1.0f) {
-                float *t0 = gscratch(S, 0, o->numel);
-                if (!t0) return 0;      /* out of memory: reported by the caller */
-                axpy(t0, dy, nd->scale, o->numel, 0);
-                dd = t0;
-            }
-        }
-        const pf_param_info *wt = &m->net->tensors[nd->param], *bt = &m->net->tensors[nd->param + 1];
-        float *gw = m->grads + wt->offset, *gb = m->grads + bt->offset;
-        if (nd->conv == m->net->sub_conv) {  /* FSRCNN: gradients of the sub-pixel form first */
-            gw = m->sub_dw;
-            gb = m->sub_dw + (size_t)c->oc * c->ic * c->k * c->k;
-        }
-        /* a weight another layer has written this step already: into wtmp, then added */
-        int add_w = S->wuses[nd->param] > 1 && S->wset[nd->param];
-        if (add_w) {
-            gw = S->wtmp;
-            gb = S->wtmp + wt->numel;
-        }
-        S->wset[nd->param] = 1;
-        pf_gconv_io *io = &S->io[nd - g->node];
-        if (io->rd) {   /* the gradient in the layout the convolution ran on */
-            TRY(pf_reorder_run(&io->dy_to_rd, dd, io->yrd, err, errlen));
-            dd = io->yrd;
-        }
-        TRY(pf_conv_backward_weights(c, io->rs ? io->xin : a->data, dd, gw, gb, err, errlen));
-        if (nd->conv == m->net->sub_conv) pf_net_sub_grads(m->net, m->sub_dw, m->grads);
-        if (add_w) {
-            axpy(m->grads + wt->offset, S->wtmp, 1.0f, wt->numel, 1);
-            axpy(m->grads + bt->offset, S->wtmp + wt->numel, 1.0f, bt->numel, 1);
-        }
-        if ((dx = grad_for(S, a, &acc))) {
-            float *t1;
-            if (io->rs) {
-                TRY(pf_conv_backward_data(c, dd, io->dxin, err, errlen));
-                if (!acc) return pf_reorder_run(&io->drs_back, io->dxin, dx, err, errlen);
-                if (!(t1 = gscratch(S, 1, a->numel))) return 0;
-                TRY(pf_reorder_run(&io->drs_back, io->dxin, t1, err, errlen));
-            } else {
-                if (!acc) return pf_conv_backward_data(c, dd, dx, err, errlen);
-                if (!(t1 = gscratch(S, 1, a->numel))) return 0;
-                TRY(pf_conv_backward_data(c, dd, t1, err, errlen));
-            }
-            axpy(dx, t1, 1.0f, a->numel, 1);
-        }
-        return 0;
-    }
-    case PF_G_PRELU: {
-        const float *x = a->data, *al = m->params + m->net->tensors[nd->param].offset;
-        float *dal = m->grads + m->net->tensors[nd->param].offset;
-        int cb = (C + b - 1) / b;
-        dx = grad_for(S, a, &acc);
-        /* d alpha[c] = sum over x <= 0 of dy * x: per (sample, block) partial sums first,
-           added in a fixed order, so the result does not depend on the thread count */
-        double *part = calloc((size_t)n * cb * b, sizeof *part);
-        if (!part) {
-            snprintf(err, errlen, "%s: out of memory", m->net->type);
+        if (pf_cpu_prelu_backward(dx, m->grads + g->tensors[nd->param].offset, dy, a->data,
+                                  m->params + g->tensors[nd->param].offset, n, C, hw, b, acc)) {
+            snprintf(err, errlen, "%s: out of memory", g->type);
             return -1;
         }
-#pragma omp parallel for collapse(2) schedule(static)
-        for (int in = 0; in < n; in++)
-            for (int ib = 0; ib < cb; ib++) {
-                size_t base = ((size_t)in * cb + ib) * hw * b;
-                int c0 = ib * b, kn = C - c0 < b ? C - c0 : b;
-                double *pp = part + ((size_t)in * cb + ib) * b;
-                for (size_t px = 0; px < hw; px++, base += b)
-                    for (int k = 0; k < kn; k++) {
-                        float v = x[base + k], d = dy[base + k];
-                        float g1 = v > 0 ? d : al[c0 + k] * d;
-                        if (!(v > 0)) pp[k] += (double)d * v;
-                        if (dx) dx[base + k] = acc ? dx[base + k] + g1 : g1;
-                    }
-            }
-        for (int c = 0; c < C; c++) {
-            double s = 0;
-            for (int in = 0; in < n; in++) s += part[((size_t)in * cb + c / b) * b + c % b];
-            dal[c] = (float)s;
-        }
-        free(part);
         return 0;
-    }
     case PF_G_TANH:
-    case PF_G_SIGMOID: {
-        if (!(dx = grad_for(S, a, &acc))) return 0;
-        int tanh_ = nd->op == PF_G_TANH;
-        FOR_BLOCKS(n, C, hw, b) for (size_t k = 0; k < kn; k++) {
-            float v = y[base + k];
-            float d = dy[base + k] * (tanh_ ? 1.0f - v * v : v * (1.0f - v));
-            dx[base + k] = acc ? dx[base + k] + d : d;
-        }
+    case PF_G_SIGMOID:
+        if ((dx = grad_for(S, a, &acc)))
+            pf_cpu_tanh_sigmoid_backward(dx, dy, o->data, n, C, hw, b, nd->op == PF_G_TANH, acc);
         return 0;
-    }
-    case PF_G_ADD: {
-        pf_tstate *bb = &S->ts[nd->in[1]];
-        grad_pass(S, a, o, b, n, C, o->h, o->w);
-        if ((dx = grad_for(S, bb, &acc)))
-            axpy_layout(dx, bb->block, dy, b, nd->scale, n, C, o->h, o->w, acc);
+    case PF_G_ADD:
+        grad_pass(S, a, o, b, n, C, H, W);
+        if ((dx = grad_for(S, i1, &acc)))
+            pf_cpu_axpy_layout(dx, i1->block, dy, b, nd->scale, n, C, H, W, acc);
         return 0;
-    }
-    case PF_G_GAP: {
-        if (!(dx = grad_for(S, a, &acc))) return 0;
-        size_t ahw = (size_t)a->h * (size_t)a->w;
-        float inv = 1.0f / (float)ahw;
-        int cb = (C + b - 1) / b;
-        FOR_CHUNKS(n, C, b) {
-            float d[PF_LANE_CHUNK];
-            size_t blk = (size_t)in_ * cb + ib_;
-            for (int k = 0; k < kc; k++) d[k] = dy[blk * b + lane + k] * inv;
-            bcast_run(dx + blk * ahw * b + lane, d, ahw, b, kc, acc);
-        }
+    case PF_G_GAP:
+        if ((dx = grad_for(S, a, &acc)))
+            pf_cpu_gap_backward(dx, dy, n, C, (size_t)a->h * (size_t)a->w, b, acc);
         return 0;
-    }
-    case PF_G_MUL_CH: {
-        pf_tstate *st = &S->ts[nd->in[1]];
-        const float *x = a->data, *s = st->data;
-        float sc = nd->scale;
-        int cb = (C + b - 1) / b;
-        size_t cs = (size_t)pf_blk_c(C, st->block);     /* 1 x 1: [n][c] */
-        if (nd->n_in > 2) grad_pass(S, &S->ts[nd->in[2]], o, b, n, C, o->h, o->w);
-        if ((dx = grad_for(S, a, &acc))) {
-            FOR_CHUNKS(n, C, b) {
-                size_t base = ((size_t)in_ * cb + ib_) * hw * b + lane;
-                mul_ch_grad_x(dx + base, dy + base, s + (size_t)in_ * cs + (size_t)c0, sc, hw, b,
-                              kc, acc);
-            }
-        }
-        if ((dx = grad_for(S, st, &acc))) {
-            FOR_CHUNKS(n, C, b) {
-                double sum[PF_LANE_CHUNK] = { 0 };
-                size_t base = ((size_t)in_ * cb + ib_) * hw * b + lane;
-                dot_run(sum, dy + base, x + base, hw, b, kc);
-                float *d = dx + (size_t)in_ * cs + (size_t)c0;
-                for (int k = 0; k < kc; k++) d[k] = (acc ? d[k] : 0.0f) + sc * (float)sum[k];
-            }
-        }
+    case PF_G_MUL_CH:
+        if (nd->n_in > 2) grad_pass(S, &S->ts[nd->in[2]], o, b, n, C, H, W);
+        if ((dx = grad_for(S, a, &acc)))
+            pf_cpu_mul_ch_backward_x(dx, dy, i1->data, (size_t)pf_blk_c(C, i1->block),
+                                     nd->scale, n, C, hw, b, acc);
+        if ((dx = grad_for(S, i1, &acc)))
+            pf_cpu_mul_ch_backward_s(dx, dy, a->data, (size_t)pf_blk_c(C, i1->block), nd->scale,
+                                     n, C, hw, b, acc);
         return 0;
-    }
-    case PF_G_CONCAT: {
-        int c_off = 0;
-        for (int i = 0; i < nd->n_in; i++) {
+    case PF_G_CONCAT:
+        for (int i = 0, c_off = 0; i < nd->n_in; c_off += g->t[nd->in[i]].c, i++) {
             pf_tstate *t = &S->ts[nd->in[i]];
             if ((dx = grad_for(S, t, &acc)))
-                concat_part(dy, o, C, dx, t->block, g->t[nd->in[i]].c, c_off, n, 0, acc);
-            c_off += g->t[nd->in[i]].c;
+                pf_cpu_concat_part(dy, C, b, o->numel, dx, g->t[nd->in[i]].c, t->block, c_off,
+                                   n, H, W, 0, acc);
         }
         return 0;
-    }
     case PF_G_SHUFFLE:
-    case PF_G_UNSHUFFLE: {
-        if (!(dx = grad_for(S, a, &acc))) return 0;
-        float *dst = acc ? gscratch(S, 1, a->numel) : dx;
-        if (!dst) return 0;
-        if (acc && a->padded) memset(dst, 0, a->numel * sizeof(float));   /* padding lanes */
-        if (nd->op == PF_G_SHUFFLE)
-            pf_pixel_shuffle_backward(dst, dy, n, C, a->h, a->w, nd->r, a->block, b);
-        else
-            pf_pixel_shuffle_forward(dst, dy, n, g->t[nd->in[0]].c, o->h, o->w, nd->r, b,
-                                     a->block);
-        if (acc) axpy(dx, dst, 1.0f, a->numel, 1);
+    case PF_G_UNSHUFFLE:
+        shuffle_backward(S, nd, a, g->t[nd->in[0]].c, o, C);
+        return 0;
+    case PF_G_NEAREST:
+        if ((dx = grad_for(S, a, &acc)))
+            pf_cpu_nearest_backward(dx, dy, n, C, a->h, a->w, H, W, nd->r, b, acc);
         return 0;
     }
-    case PF_G_NEAREST: {
-        if (!(dx = grad_for(S, a, &acc))) return 0;
-        int r = nd->r, H = a->h, W = a->w, cb = (C + b - 1) / b;
-#pragma omp parallel for collapse(3) schedule(static)
-        for (int in = 0; in < n; in++)
-            for (int ib = 0; ib < cb; ib++)
-                for (int yy = 0; yy < H; yy++)
-                    for (int xx = 0; xx < W; xx++)
-                        for (int k0 = 0; k0 < b; k0 += PF_LANE_CHUNK) {
-                            int kc = b - k0 < PF_LANE_CHUNK ? b - k0 : PF_LANE_CHUNK;
-                            float sum[PF_LANE_CHUNK] = { 0 };
-                            for (int i = 0; i < r; i++)
-                                for (int j = 0; j < r; j++) {
-                                    const float *src = dy + ((((size_t)in * cb + ib) * o->h +
-                                                              (size_t)yy * r + i) * o->w +
-                                                             (size_t)xx * r + j) * b + k0;
-                                    for (int k = 0; k < kc; k++) sum[k] += src[k];
-                                }
-                            float *d = dx + ((((size_t)in * cb + ib) * H + yy) * W + xx) * b + k0;
-                            for (int k = 0; k < kc; k++) d[k] = acc ? d[k] + sum[k] : sum[k];
-                        }
-        return 0;
-    }
-    }
-    snprintf(err, errlen, "%s: unknown graph op %d", m->net->type, (int)nd->op);
+    snprintf(err, errlen, "%s: unknown graph op %d", g->type, (int)nd->op);
     return -1;
 }
 
