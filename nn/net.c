@@ -416,3 +416,19 @@ int pf_net_check_node(const pf_net *g, const pf_gnode *nd, int ah, int aw, int f
     }
     return 0;
 }
+
+int pf_net_tensor_size(const pf_net *g, int i, int h, int w, int *th, int *tw, char *err,
+                       size_t errlen) {
+    const pf_gtensor *t = &g->t[i];
+    /* a rounded tensor (SPyNet's): the LQ size rounded up to a multiple of round first */
+    int hb = t->round > 0 ? (h + t->round - 1) / t->round * t->round : h;
+    int wb = t->round > 0 ? (w + t->round - 1) / t->round * t->round : w;
+    *th = t->one ? 1 : hb * t->mul / t->div;
+    *tw = t->one ? 1 : wb * t->mul / t->div;
+    if (!t->one && (hb * t->mul % t->div || wb * t->mul % t->div)) {
+        snprintf(err, errlen, "%s: input %d x %d is not divisible by %d", g->type, hb, wb,
+                 t->div);
+        return -1;
+    }
+    return 0;
+}

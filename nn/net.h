@@ -262,4 +262,11 @@ const char *pf_net_op_name(pf_gop op);
    the op and the tensor. */
 int pf_net_check_node(const pf_net *net, const pf_gnode *nd, int ah, int aw, int fh, int fw,
                       int oh, int ow, char *err, size_t errlen);
+
+/* The size rule both executors plan with: tensor t's height and width for LQ h x w into
+   *th, *tw (1 x 1 for a one-pixel tensor; h * mul / div, from h rounded up to a multiple of
+   round for a rounded one). 0, or -1 with err when the size is not whole ("input H x W is
+   not divisible by DIV"). */
+int pf_net_tensor_size(const pf_net *net, int t, int h, int w, int *th, int *tw, char *err,
+                       size_t errlen);
 #endif

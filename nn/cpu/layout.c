@@ -38,26 +38,17 @@ static size_t tnumel(const pf_tstate *t, int n, int c) {
     return pf_blk_numel(n, c, t->h, t->w, t->block);
 }
 
-/* Every tensor's size for LQ h x w (and its block where the layout is forced). */
+/* Every tensor's size for LQ h x w (pf_net_tensor_size) and its block where the layout is
+   forced. */
 static int plan_sizes(const pf_gctx *m, pf_gstate *S, int h, int w, char *err, size_t errlen) {
     const pf_net *g = m->net;
     memset(S->ts, 0, (size_t)g->n_t * sizeof *S->ts);
     for (int i = 0; i < g->n_t; i++) {
-        const pf_gtensor *t = &g->t[i];
         if (m->dnnl->force_layout != PF_LAYOUT_ANY)
-            S->ts[i].block = pf_layout_block(m->dnnl->force_layout, t->c);
-        /* a rounded tensor: the LQ size rounded up to a multiple of round first */
-        int hb = t->round > 0 ? (h + t->round - 1) / t->round * t->round : h;
-        int wb = t->round > 0 ? (w + t->round - 1) / t->round * t->round : w;
-        S->ts[i].h = t->one ? 1 : hb * t->mul / t->div;
-        S->ts[i].w = t->one ? 1 : wb * t->mul / t->div;
+            S->ts[i].block = pf_layout_block(m->dnnl->force_layout, g->t[i].c);
         S->ts[i].last_use = S->last[i];
         S->ts[i].need_grad = S->need[i];
-        if (!t->one && (hb * t->mul % t->div || wb * t->mul % t->div)) {
-            snprintf(err, errlen, "%s: input %d x %d is not divisible by %d", m->net->type,
-                     hb, wb, t->div);
-            return -1;
-        }
+        TRY(pf_net_tensor_size(g, i, h, w, &S->ts[i].h, &S->ts[i].w, err, errlen));
     }
     return 0;
 }

@@ -223,24 +223,14 @@ static int frames_of(const pf_net *G) { return G->t[G->input].c / 3; }
 int pf_cugraph_frames(const pf_cugraph *g) { return frames_of(&g->net); }
 
 
-/* Every tensor's size for LQ h x w into p->ts (h, w, numel, need_grad) and numel[]. 0, or -1
-   with err when the input is not divisible as a tensor needs. */
+/* Every tensor's size for LQ h x w (pf_net_tensor_size) into p->ts (h, w, numel, need_grad)
+   and numel[]. 0, or -1 with err when the input is not divisible as a tensor needs. */
 static int plan_sizes(const pf_net *G, cuplan *p, size_t *numel, const int *need, int n, int h,
                       int w, char *err, size_t errlen) {
     for (int i = 0; i < G->n_t; i++) {
-        const pf_gtensor *t = &G->t[i];
-        /* a rounded tensor (SPyNet's): the LQ size rounded up to a multiple of round first */
-        int hb = t->round > 0 ? (h + t->round - 1) / t->round * t->round : h;
-        int wb = t->round > 0 ? (w + t->round - 1) / t->round * t->round : w;
-        if (!t->one && (hb * t->mul % t->div || wb * t->mul % t->div)) {
-            snprintf(err, errlen, "%s: input %d x %d is not divisible by %d", G->type, hb, wb,
-                     t->div);
-            return -1;
-        }
         cutensor *s = &p->ts[i];
-        s->h = t->one ? 1 : hb * t->mul / t->div;
-        s->w = t->one ? 1 : wb * t->mul / t->div;
-        s->numel = numel[i] = (size_t)n * t->c * s->h * s->w;
+        if (pf_net_tensor_size(G, i, h, w, &s->h, &s->w, err, errlen)) return -1;
+        s->numel = numel[i] = (size_t)n * G->t[i].c * s->h * s->w;
         s->need_grad = need[i];
     }
     return 0;
