@@ -1,11 +1,13 @@
-/*  graph — the CPU executor: runs a network description (nn/net.h) for one input shape with
-    oneDNN convolutions (nn/cpu/conv_dnnl.h) and C kernels with OpenMP for the other nodes:
-    forward in node order, backward in reverse (a tape). nn/model.c owns the description, the
-    flat parameter buffers and the convolution layers, and calls this.
+/*  graph — the CPU executor's API: runs a network description (nn/net.h) for one input shape
+    with oneDNN convolutions (nn/cpu/conv_dnnl.h) and the C kernels of nn/cpu/ops.h (OpenMP)
+    for the other nodes: forward in node order, backward in reverse (a tape). nn/model.c owns
+    the description, the flat parameter buffers and the convolution layers, and calls this.
+    Implemented in nn/cpu/: graph_cpu.c (buffers, dispatch, gradient pool, profiling) and
+    layout.c (the layout planner), sharing the plan state of nn/cpu/graph_internal.h.
 
     Tensors are N x C x H x W floats in the layouts of nn/cpu/dnnl_ctx.h (nchw, nChw8c,
     nChw16c, NHWC), padding channels always zero. Layouts are chosen at plan time, in two
-    steps (graph.c, "layout groups"): first a convolution takes its input's layout and lets
+    steps (nn/cpu/layout.c, "layout groups"): first a convolution takes its input's layout and lets
     oneDNN choose its output's (a 4-7 channel feature map is kept blocked where oneDNN would
     pick plain NCHW), element-wise nodes keep their first input's (the video nodes, whose
     kernels take any layout on each side, too, or their tensor's label from the second
@@ -17,8 +19,8 @@
     LeakyReLU and a residual add.
 
     Memory: a training plan keeps the tensors backward reads (pf_net_backward_reads_*; the
-    others share slots as in inference); their gradients come from a pool by liveness (graph.c,
-    pf_gstate: from a tensor's first gradient write to its producer's backward, a gradient
+    others share slots as in inference); their gradients come from a pool by liveness
+    (nn/cpu/graph_internal.h, pf_gstate: from a tensor's first gradient write to its producer's backward, a gradient
     passed on unchanged sharing its slot; backward's temporaries too); an inference plan lets a
     tensor reuse the buffer of one that is dead (pf_net_assign_slots), so the peak is a few
     feature maps whatever the depth.
@@ -78,7 +80,7 @@ float *pf_gstate_out(const pf_gstate *S, int *block);
 float *pf_gstate_dout(const pf_gstate *S);
 
 /* Diagnosis (tests): a convolution of a plan that runs on other layouts than its tensors' and
-   converts them (graph.c, "layout groups"). Blocks as in nn/cpu/dnnl_ctx.h; run_* is 0 on a
+   converts them (nn/cpu/layout.c, "layout groups"). Blocks as in nn/cpu/dnnl_ctx.h; run_* is 0 on a
    side that is not converted. */
 typedef struct {
     int conv;                   /* layer index */

@@ -2,7 +2,7 @@
     explicit forward and backward: pixel shuffle, scaling, bicubic upsampling and the
     conversions between the uint8 NHWC images loaders send and float activations. (ReLU and
     residual adds are fused into the convolutions, nn/cpu/conv_dnnl.h; their backward steps
-    and the other element-wise nodes are the CPU executor's, nn/graph.c.)
+    and the other element-wise nodes are the CPU executor's, nn/cpu/ops.c.)
 
     Activations are N x C x H x W floats in an nCHWb layout (nn/cpu/dnnl_ctx.h: b = 1 is
     plain NCHW, b = 8 / 16 are oneDNN's nChw8c / nChw16c, b = C is NHWC; channels padded to a

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common/rng.h"
+#include "nn/video_layers.h"
 
 /* ---- building ----------------------------------------------------------------------------- */
 
@@ -374,4 +375,60 @@ const char *pf_net_op_name(pf_gop op) {
         "resize", "avgpool2", "warp", "zero",
     };
     return (unsigned)op < sizeof names / sizeof *names ? names[op] : "?";
+}
+
+int pf_net_check_node(const pf_net *g, const pf_gnode *nd, int ah, int aw, int fh, int fw,
+                      int oh, int ow, char *err, size_t errlen) {
+    int C = g->t[nd->out].c, ca = nd->n_in ? g->t[nd->in[0]].c : 0;
+    const char *why = NULL;
+    switch (nd->op) {
+    case PF_G_SLICE:
+        if (nd->c0 < 0 || nd->c0 + C > ca) why = "channels outside its input";
+        else if (ah != oh || aw != ow) why = "output of another size";
+        break;
+    case PF_G_AFFINE:
+        if (C > PF_G_MAX_CH || C != ca) why = "more channels than its constants";
+        else if (ah != oh || aw != ow) why = "output of another size";
+        break;
+    case PF_G_RESIZE:
+        if (C != ca) why = "channels changed";
+        else if ((nd->use_mul == 1 && C > PF_G_MAX_CH) || (nd->use_mul == 2 && C != 2))
+            why = "per-channel factors for another channel count";
+        break;
+    case PF_G_AVGPOOL2:
+        if (C != ca) why = "channels changed";
+        else if (ah % 2 || aw % 2 || oh * 2 != ah || ow * 2 != aw)
+            why = "output not half its input";
+        break;
+    case PF_G_WARP:
+        if (C != ca || g->t[nd->in[1]].c != 2) why = "not C channels warped by a 2-channel flow";
+        else if (ah != oh || aw != ow || fh != oh || fw != ow)
+            why = "image, flow and output of different sizes";
+        else if (nd->pad != PF_PAD_ZEROS && nd->pad != PF_PAD_BORDER) why = "unknown padding";
+        break;
+    default:
+        return 0;
+    }
+    if (why) {
+        snprintf(err, errlen, "%s: %s node (tensor %d): %s", g->type, pf_net_op_name(nd->op),
+                 nd->out, why);
+        return -1;
+    }
+    return 0;
+}
+
+int pf_net_tensor_size(const pf_net *g, int i, int h, int w, int *th, int *tw, char *err,
+                       size_t errlen) {
+    const pf_gtensor *t = &g->t[i];
+    /* a rounded tensor (SPyNet's): the LQ size rounded up to a multiple of round first */
+    int hb = t->round > 0 ? (h + t->round - 1) / t->round * t->round : h;
+    int wb = t->round > 0 ? (w + t->round - 1) / t->round * t->round : w;
+    *th = t->one ? 1 : hb * t->mul / t->div;
+    *tw = t->one ? 1 : wb * t->mul / t->div;
+    if (!t->one && (hb * t->mul % t->div || wb * t->mul % t->div)) {
+        snprintf(err, errlen, "%s: input %d x %d is not divisible by %d", g->type, hb, wb,
+                 t->div);
+        return -1;
+    }
+    return 0;
 }

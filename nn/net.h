@@ -1,6 +1,6 @@
 /*  net — a network as plain data: tensors, nodes, convolution layers and the parameter table,
     built once per model.type by one builder function (nn/zoo.c) from the config. It knows
-    nothing of oneDNN or CUDA; the two executors run it: nn/graph.c on the CPU (oneDNN
+    nothing of oneDNN or CUDA; the two executors run it: nn/cpu/graph_cpu.c on the CPU (oneDNN
     convolutions, C kernels for the rest), nn/cuda/graph_cuda.c on a CUDA device (cuDNN, own
     kernels). What both executors need to know about the node list beyond the ops themselves
     — which tensors need a gradient, each tensor's last forward reader, which activations
@@ -254,4 +254,19 @@ int pf_net_assign_grad_slots(const pf_net *net, const size_t *numel, const int *
                              size_t **size_out);
 
 const char *pf_net_op_name(pf_gop op);
+
+/* What a node needs of its tensors' planned sizes (the video nodes: a slice inside its input,
+   an affine's or resize's constants for its channel count, pooling to half the size, a warp's
+   image, 2-channel flow and output of one size and a known padding): ah x aw its first input,
+   fh x fw its second (a warp's flow), oh x ow its output. 0, or -1 with err naming the network,
+   the op and the tensor. */
+int pf_net_check_node(const pf_net *net, const pf_gnode *nd, int ah, int aw, int fh, int fw,
+                      int oh, int ow, char *err, size_t errlen);
+
+/* The size rule both executors plan with: tensor t's height and width for LQ h x w into
+   *th, *tw (1 x 1 for a one-pixel tensor; h * mul / div, from h rounded up to a multiple of
+   round for a rounded one). 0, or -1 with err when the size is not whole ("input H x W is
+   not divisible by DIV"). */
+int pf_net_tensor_size(const pf_net *net, int t, int h, int w, int *th, int *tw, char *err,
+                       size_t errlen);
 #endif

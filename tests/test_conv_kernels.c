@@ -11,7 +11,7 @@
         gets faster kernels in every direction, PixFlow's layouts cost the layer its fast
         kernels: a failure. (A layer with no faster pair on this CPU, e.g. SRCNN's 9x9 on 3
         channels under AVX2, is allowed and listed.)
-      - the planner may convert a convolution's input or output to other layouts (graph.c,
+      - the planner may convert a convolution's input or output to other layouts (nn/cpu/layout.c,
         "layout groups"); each such conversion must buy a faster kernel, which this test
         probes on its own: the convolution on its tensors' layouts ranks lower than on the
         layouts it runs. Every other reorder must be one of a convolution's weights (dims

@@ -1,4 +1,4 @@
-/*  test_graph_video — the video nodes of nn/net.h on the CPU executor (nn/graph.c): channel
+/*  test_graph_video — the video nodes of nn/net.h on the CPU executor (nn/cpu/graph_cpu.c): channel
     slice, per-channel affine, bilinear resize (both align_corners, a flow's size-ratio
     factors), 2 x 2 average pooling, flow warp (zeros and border padding), a tensor of zeros,
     a tensor whose size is the LQ size rounded up (pf_gtensor.round), one convolution's weights

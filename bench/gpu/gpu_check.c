@@ -481,7 +481,7 @@ static void check_convs(void) {
     }
 }
 
-/* ---- graph-network ops (nn/graph.c's node ops, plain NCHW) -------------------------------- */
+/* ---- graph-network ops (nn/cpu/ops.c's node ops, plain NCHW) -------------------------------- */
 
 /* Overwrite a device buffer with host data (an acc = 1 check's prior gradient, or garbage
    that an overwriting op must replace). */

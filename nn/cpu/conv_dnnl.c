@@ -457,7 +457,7 @@ int pf_conv_forward(pf_conv *c, const float *src, float *dst, char *err, size_t 
     if (run(c, c->fwd, 4, a, "convolution forward", err, errlen)) return -1;
     if (c->act_apart) {
         /* the activation the primitive could not fuse: y = y > 0 ? y : alpha * y, selected
-           on the bits with integer masks (as graph.c's backward mask), which GCC vectorises;
+           on the bits with integer masks (as nn/cpu/ops.c's pf_cpu_act_mask_backward), which GCC vectorises;
            a float compare and select stays a scalar branch */
         size_t n = pf_blk_numel(c->n, c->oc, c->h, c->w, c->dst_block);
         float al = c->alpha;

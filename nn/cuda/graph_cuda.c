@@ -223,6 +223,19 @@ static int frames_of(const pf_net *G) { return G->t[G->input].c / 3; }
 int pf_cugraph_frames(const pf_cugraph *g) { return frames_of(&g->net); }
 
 
+/* Every tensor's size for LQ h x w (pf_net_tensor_size) into p->ts (h, w, numel, need_grad)
+   and numel[]. 0, or -1 with err when the input is not divisible as a tensor needs. */
+static int plan_sizes(const pf_net *G, cuplan *p, size_t *numel, const int *need, int n, int h,
+                      int w, char *err, size_t errlen) {
+    for (int i = 0; i < G->n_t; i++) {
+        cutensor *s = &p->ts[i];
+        if (pf_net_tensor_size(G, i, h, w, &s->h, &s->w, err, errlen)) return -1;
+        s->numel = numel[i] = (size_t)n * G->t[i].c * s->h * s->w;
+        s->need_grad = need[i];
+    }
+    return 0;
+}
+
 static int plan_build(pf_cugraph *g, cuplan *p, pf_cuconv *convs, pf_cudnn *ctx, int n, int h,
                       int w, int training, char *err, size_t errlen) {
     const pf_net *G = &g->net;
@@ -248,22 +261,7 @@ static int plan_build(pf_cugraph *g, cuplan *p, pf_cuconv *convs, pf_cudnn *ctx,
     }
     pf_net_need_grad(G, need);
     pf_net_last_use(G, training, last);
-    for (int i = 0; i < G->n_t; i++) {
-        const pf_gtensor *t = &G->t[i];
-        /* a rounded tensor (SPyNet's): the LQ size rounded up to a multiple of round first */
-        int hb = t->round > 0 ? (h + t->round - 1) / t->round * t->round : h;
-        int wb = t->round > 0 ? (w + t->round - 1) / t->round * t->round : w;
-        if (!t->one && (hb * t->mul % t->div || wb * t->mul % t->div)) {
-            snprintf(err, errlen, "%s: input %d x %d is not divisible by %d", type, hb, wb,
-                     t->div);
-            goto fail;
-        }
-        cutensor *s = &p->ts[i];
-        s->h = t->one ? 1 : hb * t->mul / t->div;
-        s->w = t->one ? 1 : wb * t->mul / t->div;
-        s->numel = numel[i] = (size_t)n * t->c * s->h * s->w;
-        s->need_grad = need[i];
-    }
+    if (plan_sizes(G, p, numel, need, n, h, w, err, errlen)) goto fail;
     size_t scratch[2] = { 0, 0 }, warp_bytes = 0;
     for (int k = 0; k < G->n_node; k++) {
         const pf_gnode *nd = &G->node[k];
@@ -526,6 +524,78 @@ static int grad_add(cutensor *t, const float *src, cudaStream_t st, char *oe, si
     return -1;
 }
 
+/* A convolution node's backward: the fused activation's mask, the residual's identity,
+   backward-filter and -bias (FSRCNN's sub-pixel layer gathered back, shared weights added)
+   and backward-data. */
+static int conv_backward(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p, pf_cuconv *convs,
+                         const pf_gnode *nd, char *err, size_t errlen) {
+    const pf_net *G = &g->net, *m = G;
+    cudaStream_t st = env->stream;
+    char oe[512];
+    int acc = 0;
+    cutensor *o = &p->ts[nd->out], *a = &p->ts[nd->in[0]];
+    float *dy = o->grad, *dx;
+    const float *y = o->data;
+    pf_cuconv *c = &convs[nd->conv];
+    const pf_nconv *dc = &G->conv[nd->conv];
+    if (dc->act)    /* dy is this node's own: masked in place */
+        OP(pf_cuda_leaky_relu_backward(dy, dy, y, dc->alpha, o->numel, st, oe, sizeof oe));
+    const float *dd = dy;
+    if (nd->n_in > 1) {     /* y = identity + scale * conv */
+        OP(grad_add(&p->ts[nd->in[1]], dy, st, oe, sizeof oe));
+        if (nd->scale != 1.0f) {
+            OP(pf_cuda_scale(p->scratch[0], dy, nd->scale, o->numel, st, oe, sizeof oe));
+            dd = p->scratch[0];
+        }
+    }
+    int sub = nd->conv == m->sub_conv;
+    float *gw = sub ? g->sub_dw : env->grads + m->tensors[nd->param].offset;
+    float *gb = sub ? g->sub_dw + (size_t)c->oc * c->ic * c->k * c->k
+                    : env->grads + m->tensors[nd->param + 1].offset;
+    /* shared weights (several layers naming one weight tensor): the gradients were zeroed
+       before backward, so every layer adds */
+    int shared = 0;
+    for (int j = 0; j < G->n_node && !sub; j++)
+        shared |= G->node[j].op == PF_G_CONV && G->node[j].param == nd->param &&
+                  &G->node[j] != nd;
+    TRY(pf_cuconv_backward_filter(c, a->data, dd, gw, shared, err, errlen));
+    TRY(pf_cuconv_backward_bias(c, dd, gb, shared, err, errlen));
+    if (sub) {      /* back to the ConvTranspose2d tensors */
+        const pf_param_info *wt = &m->tensors[nd->param], *bt = wt + 1;
+        int rr = m->sub_stride * m->sub_stride;
+        OP(pf_cuda_gather_sum(env->grads + wt->offset, g->sub_dw, g->idx_gw, wt->numel, 1,
+                              st, oe, sizeof oe));
+        OP(pf_cuda_gather_sum(env->grads + bt->offset, g->sub_dw, g->idx_gb, bt->numel, rr,
+                              st, oe, sizeof oe));
+    }
+    if ((dx = grad_for(a, &acc))) {
+        TRY(pf_cuconv_backward_data(c, conv_weights(g, env, nd->conv), dd, dx, acc, err,
+                                    errlen));
+    }
+    return 0;
+}
+
+/* A pixel shuffle's (unshuffle's) backward, the other permutation: into dx, or, when dx holds
+   a contribution already, into scratch[1] added to it. */
+static int shuffle_backward(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p,
+                            const pf_gnode *nd, char *err, size_t errlen) {
+    const pf_net *G = &g->net;
+    cudaStream_t st = env->stream;
+    char oe[512];
+    int n = p->n, C = G->t[nd->out].c, acc = 0;
+    cutensor *o = &p->ts[nd->out], *a = &p->ts[nd->in[0]];
+    float *dy = o->grad, *dx;
+    if (!(dx = grad_for(a, &acc))) return 0;
+    float *to = acc ? p->scratch[1] : dx;
+    if (nd->op == PF_G_SHUFFLE)
+        OP(pf_cuda_pixel_shuffle_backward(to, dy, n, C, a->h, a->w, nd->r, st, oe, sizeof oe));
+    else    /* unshuffle's backward is the shuffle */
+        OP(pf_cuda_pixel_shuffle_forward(to, dy, n, G->t[nd->in[0]].c, o->h, o->w, nd->r, st,
+                                         oe, sizeof oe));
+    if (acc) OP(pf_cuda_axpy(dx, to, 1.0f, a->numel, st, oe, sizeof oe));
+    return 0;
+}
+
 static int backward_node(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p,
                          pf_cuconv *convs, const pf_gnode *nd, char *err, size_t errlen) {
     const pf_net *G = &g->net, *m = G;
@@ -541,45 +611,8 @@ static int backward_node(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p,
     case PF_G_BILINEAR_IN:
     case PF_G_BICUBIC_IN:
         return 0;
-    case PF_G_CONV: {
-        pf_cuconv *c = &convs[nd->conv];
-        const pf_nconv *dc = &G->conv[nd->conv];
-        if (dc->act)    /* dy is this node's own: masked in place */
-            OP(pf_cuda_leaky_relu_backward(dy, dy, y, dc->alpha, o->numel, st, oe, sizeof oe));
-        const float *dd = dy;
-        if (nd->n_in > 1) {     /* y = identity + scale * conv */
-            OP(grad_add(&p->ts[nd->in[1]], dy, st, oe, sizeof oe));
-            if (nd->scale != 1.0f) {
-                OP(pf_cuda_scale(p->scratch[0], dy, nd->scale, o->numel, st, oe, sizeof oe));
-                dd = p->scratch[0];
-            }
-        }
-        int sub = nd->conv == m->sub_conv;
-        float *gw = sub ? g->sub_dw : env->grads + m->tensors[nd->param].offset;
-        float *gb = sub ? g->sub_dw + (size_t)c->oc * c->ic * c->k * c->k
-                        : env->grads + m->tensors[nd->param + 1].offset;
-        /* shared weights (several layers naming one weight tensor): the gradients were zeroed
-           before backward, so every layer adds */
-        int shared = 0;
-        for (int j = 0; j < G->n_node && !sub; j++)
-            shared |= G->node[j].op == PF_G_CONV && G->node[j].param == nd->param &&
-                      &G->node[j] != nd;
-        TRY(pf_cuconv_backward_filter(c, a->data, dd, gw, shared, err, errlen));
-        TRY(pf_cuconv_backward_bias(c, dd, gb, shared, err, errlen));
-        if (sub) {      /* back to the ConvTranspose2d tensors */
-            const pf_param_info *wt = &m->tensors[nd->param], *bt = wt + 1;
-            int rr = m->sub_stride * m->sub_stride;
-            OP(pf_cuda_gather_sum(env->grads + wt->offset, g->sub_dw, g->idx_gw, wt->numel, 1,
-                                  st, oe, sizeof oe));
-            OP(pf_cuda_gather_sum(env->grads + bt->offset, g->sub_dw, g->idx_gb, bt->numel, rr,
-                                  st, oe, sizeof oe));
-        }
-        if ((dx = grad_for(a, &acc))) {
-            TRY(pf_cuconv_backward_data(c, conv_weights(g, env, nd->conv), dd, dx, acc, err,
-                                        errlen));
-        }
-        return 0;
-    }
+    case PF_G_CONV:
+        return conv_backward(g, env, p, convs, nd, err, errlen);
     case PF_G_PRELU:
         dx = grad_for(a, &acc);
         OP(pf_cuda_prelu_backward(dx, env->grads + m->tensors[nd->param].offset, dy, a->data,
@@ -631,18 +664,8 @@ static int backward_node(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p,
         return 0;
     }
     case PF_G_SHUFFLE:
-    case PF_G_UNSHUFFLE: {
-        if (!(dx = grad_for(a, &acc))) return 0;
-        float *to = acc ? p->scratch[1] : dx;
-        if (nd->op == PF_G_SHUFFLE)
-            OP(pf_cuda_pixel_shuffle_backward(to, dy, n, C, a->h, a->w, nd->r, st, oe,
-                                              sizeof oe));
-        else    /* unshuffle's backward is the shuffle */
-            OP(pf_cuda_pixel_shuffle_forward(to, dy, n, G->t[nd->in[0]].c, o->h, o->w, nd->r,
-                                             st, oe, sizeof oe));
-        if (acc) OP(pf_cuda_axpy(dx, to, 1.0f, a->numel, st, oe, sizeof oe));
-        return 0;
-    }
+    case PF_G_UNSHUFFLE:
+        return shuffle_backward(g, env, p, nd, err, errlen);
     case PF_G_NEAREST:
         if ((dx = grad_for(a, &acc)))
             OP(pf_cuda_nearest_backward(dx, dy, n, C, a->h, a->w, nd->r, acc, st, oe,

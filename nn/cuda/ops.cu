@@ -454,7 +454,7 @@ int pf_cuda_f32_to_bf16(uint16_t *dst, const float *src, size_t count, cudaStrea
 
 /* ---- graph-network ops -------------------------------------------------------------------- */
 
-/* The graph ops below follow nn/graph.c's forward_node / backward_node (and nn/bicubic.c)
+/* The graph ops below follow the CPU executor's kernels (nn/cpu/ops.c, and nn/bicubic.c)
    operation for operation on plain NCHW, so that the float results agree with the CPU's up to
    the device's FMA contraction and its tanhf / expf. */
 
@@ -645,7 +645,7 @@ int pf_cuda_gap_forward(float *y, const float *x, int n, int c, int h, int w,
     return check_launch("k_plane_sum (gap)", err, errlen);
 }
 
-/* dx = (acc ? dx : 0) + dy[n][c] inv, inv = 1 / (h w) in float as nn/graph.c. */
+/* dx = (acc ? dx : 0) + dy[n][c] inv, inv = 1 / (h w) in float as nn/cpu/ops.c. */
 __global__ void k_gap_backward(float *dx, const float *dy, size_t hw, float inv, int acc,
                                size_t count) {
     GRID_STRIDE(i, count) {
@@ -666,7 +666,7 @@ int pf_cuda_gap_backward(float *dx, const float *dy, int n, int c, int h, int w,
     return check_launch("k_gap_backward", err, errlen);
 }
 
-/* y = sc (x s[n][c]) [+ res], in nn/graph.c's order. */
+/* y = sc (x s[n][c]) [+ res], in nn/cpu/ops.c's order. */
 __global__ void k_mul_ch_forward(float *y, const float *x, const float *s, const float *res,
                                  float sc, size_t hw, size_t count) {
     GRID_STRIDE(i, count) {
@@ -757,7 +757,7 @@ __global__ void k_nearest_forward(float *y, const float *x, int h, int w, int r,
 }
 
 /* One thread per input element (plane, y, x): the r x r block of dy above it, summed in float
-   row by row as nn/graph.c. */
+   row by row as nn/cpu/ops.c. */
 __global__ void k_nearest_backward(float *dx, const float *dy, int h, int w, int r, int acc,
                                    size_t count) {
     size_t W = (size_t)w * r;
@@ -809,7 +809,7 @@ __device__ void upsample_index(size_t i, int h, int w, int r, size_t *b, int *ch
 }
 
 /* ATen's align_corners=False source of output o along an axis of `size` input pixels: taps i0,
-   i1 (the far one clamped to the last pixel) with weights 1 - l1, l1; nn/graph.c's floats. */
+   i1 (the far one clamped to the last pixel) with weights 1 - l1, l1; nn/cpu/ops.c's floats. */
 __device__ void bilinear_taps(int o, float inv, int size, int *i0, int *i1, float *l1) {
     float s = ((float)o + 0.5f) * inv - 0.5f;
     if (s < 0) s = 0;

@@ -163,7 +163,7 @@ int pf_cuda_f32_to_bf16(uint16_t *dst, const float *src, size_t count, cudaStrea
    value, so a tensor read by several nodes gets its gradient summed in place. Reductions
    (PReLU's alpha gradient, global average pool, channel attention's scale gradient) give one
    result per (sample, channel) or per channel from a fixed-order tree in double (one block
-   each, no atomics): deterministic, like the loss. nn/graph.c is the CPU counterpart of every
+   each, no atomics): deterministic, like the loss. nn/cpu/ops.c is the CPU counterpart of every
    function here and defines its semantics. */
 
 /* LeakyReLU (alpha > 0) or ReLU (alpha = 0) forward: y = x > 0 ? x : alpha x (y may equal

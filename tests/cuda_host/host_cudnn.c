@@ -1,6 +1,6 @@
 /*  host_cudnn — stand-ins for nn/cuda/conv_cudnn.h on the host: tests/cuda_host/ref_ops.c's
     naive convolutions in double (stride 1, zero padding k / 2, the references gpu_check compares
-    cuDNN with), independent of nn/graph.c's kernels. cuDNN is a library, not
+    cuDNN with), independent of nn/cpu/ops.c's kernels. cuDNN is a library, not
     PixFlow's code, so both builds of tests/cuda_host use these (host_ops.c's naive kernels, or
     nn/cuda/ops.cu's real ones under tests/cuda_emu). */
 #include <stdio.h>

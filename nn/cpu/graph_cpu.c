@@ -1,0 +1,711 @@
+/*  graph_cpu — the CPU executor (nn/graph.h): a plan's buffers (activation slots, the gradient
+    pool), forward in node order and backward in reverse, each node dispatched to its kernels
+    (nn/cpu/ops.h, nn/layers.h, nn/video_layers.h, oneDNN convolutions of nn/cpu/conv_dnnl.h),
+    and the per-op profile. The layouts come from nn/cpu/layout.c. */
+#include "nn/graph.h"
+
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "nn/cpu/graph_internal.h"
+#include "nn/cpu/ops.h"
+#include "nn/layers.h"
+#include "nn/video_layers.h"
+
+void pf_gstate_free(pf_gstate **s) {
+    if (!*s) return;
+    free((*s)->ts);
+    free((*s)->need);
+    free((*s)->last);
+    free((*s)->hint);
+    free((*s)->run);
+    for (int k = 0; (*s)->io && k < (*s)->n_io; k++) {
+        pf_gconv_io *io = &(*s)->io[k];
+        pf_reorder_free(&io->to_rs);
+        pf_reorder_free(&io->from_rd);
+        pf_reorder_free(&io->dy_to_rd);
+        pf_reorder_free(&io->drs_back);
+        free(io->xin);
+        free(io->yrd);
+        free(io->dxin);
+    }
+    free((*s)->io);
+    free((*s)->wuses);
+    free((*s)->wset);
+    free((*s)->wtmp);
+    free((*s)->arena);
+    for (int k = (*s)->n_lent; k < (*s)->n_gslots; k++) free((*s)->gbuf[k]);
+    free((*s)->gbuf);
+    free((*s)->gsize);
+    free((*s)->grefs);
+    free(*s);
+    *s = NULL;
+}
+
+/* Buffers: training keeps the activations backward reads and only the output's gradient (the
+   others come from the gradient pool, by liveness); every other tensor, and in inference
+   every tensor, reuses the slot of one that is dead (pf_net_assign_slots). */
+static int plan_buffers(const pf_gctx *m, pf_gstate *S, int training) {
+    const pf_net *g = m->net;
+#define ROUND(x) (((x) + 15) / 16 * 16)
+    size_t *numel = malloc(((size_t)g->n_t + 1) * sizeof *numel), *size = NULL;
+    int *last = malloc(((size_t)g->n_t + 1) * sizeof *last);
+    int *slot = malloc(((size_t)g->n_t + 1) * sizeof *slot);
+    int n_slots = -1;
+    if (numel && last && slot) {
+        for (int i = 0; i < g->n_t; i++) numel[i] = S->ts[i].numel;
+        pf_net_last_use(g, training, last);
+        n_slots = pf_net_assign_slots(g, numel, last, training, slot, &size);
+        for (int i = 0; n_slots >= 0 && i < g->n_t; i++) {
+            S->ts[i].slot = slot[i];
+            S->ts[i].own = training && last[i] >= g->n_node;
+        }
+    }
+    free(numel);
+    size_t *off = n_slots >= 0 ? calloc((size_t)n_slots + 1, sizeof *off) : NULL, total = 0;
+    size_t *dead = n_slots >= 0 ? calloc((size_t)n_slots + 1, sizeof *dead) : NULL;
+    if (!off || !dead) {
+        free(last);
+        free(slot);
+        free(size);
+        free(off);
+        free(dead);
+        return -1;
+    }
+    /* training: the slots backward reads nothing from lend themselves to the gradient pool */
+    int n_dead = training ? pf_net_free_after_forward(g, slot, last, size, n_slots, dead) : 0;
+    free(last);
+    free(slot);
+    for (int s = 0; s < n_slots; s++) {
+        off[s] = total;
+        total += ROUND(size[s]);
+    }
+    free(size);
+    if (n_dead > 0) {
+        S->gbuf = calloc((size_t)n_dead, sizeof *S->gbuf);
+        S->gsize = calloc((size_t)n_dead, sizeof *S->gsize);
+        S->grefs = calloc((size_t)n_dead, sizeof *S->grefs);
+        if (!S->gbuf || !S->gsize || !S->grefs) {
+            free(off);
+            free(dead);
+            return -1;
+        }
+        S->cap_gslots = n_dead;
+    }
+    pf_tstate *out = &S->ts[g->output];
+    size_t out_grad = total;            /* training: the output's gradient (the loss writes it) */
+    if (training && out->need_grad) total += ROUND(out->numel);
+    S->arena = aligned_alloc(64, (total ? total : 16) * sizeof(float));
+    if (!S->arena) {
+        free(off);
+        free(dead);
+        return -1;
+    }
+    memset(S->arena, 0, total * sizeof(float));
+    for (int s = 0; s < n_slots; s++)
+        if (dead[s]) {
+            S->gbuf[S->n_gslots] = S->arena + off[s];
+            S->gsize[S->n_gslots++] = dead[s];
+        }
+    S->n_lent = S->n_gslots;
+    free(dead);
+    for (int i = 0; i < g->n_t; i++) {
+        S->ts[i].data = S->arena + off[S->ts[i].slot];
+        S->ts[i].padded = S->ts[i].numel != (size_t)S->n * (size_t)g->t[i].c *
+                                            (size_t)S->ts[i].h * (size_t)S->ts[i].w;
+        S->ts[i].gslot = -1;
+    }
+    free(off);
+    if (training && out->need_grad) out->grad = out->grad_own = S->arena + out_grad;
+    S->tslot[0] = S->tslot[1] = -1;
+    return 0;
+#undef ROUND
+}
+
+void pf_graph_conv_init(const pf_net *net, int i, pf_conv *c) {
+    const pf_nconv *d = &net->conv[i];
+    pf_conv_init(c, d->name, d->ic, d->oc, d->k, d->act);
+    if (d->act && d->alpha != 0.0f) pf_conv_set_lrelu(c, d->alpha);
+    for (int k = 0; k < net->n_node; k++)
+        if (net->node[k].op == PF_G_CONV && net->node[k].conv == i && net->node[k].n_in > 1)
+            pf_conv_set_residual(c, net->node[k].scale);
+}
+
+int pf_graph_plan(const pf_gctx *m, pf_gstate **out_state, int n, int h, int w, int training,
+                  char *err, size_t errlen) {
+    const pf_net *g = m->net;
+    *out_state = NULL;
+    pf_gstate *S = calloc(1, sizeof *S);
+    if (!S || !(S->ts = calloc((size_t)g->n_t, sizeof *S->ts))) {
+        free(S);
+        snprintf(err, errlen, "%s: out of memory", g->type);
+        return -1;
+    }
+    S->n = n;
+    S->training = training;
+    S->output = g->output;
+    S->need = calloc((size_t)g->n_t + 1, sizeof *S->need);
+    S->last = calloc((size_t)g->n_t + 1, sizeof *S->last);
+    S->hint = calloc((size_t)g->n_t, sizeof *S->hint);
+    S->run = calloc(2 * (size_t)g->n_node + 2, sizeof *S->run);
+    S->io = calloc((size_t)g->n_node + 1, sizeof *S->io);
+    S->n_io = g->n_node;
+    if (!S->need || !S->last || !S->hint || !S->run || !S->io) {
+        snprintf(err, errlen, "%s: out of memory", g->type);
+        goto fail;
+    }
+    pf_net_need_grad(g, S->need);
+    pf_net_last_use(g, 0, S->last);
+    if (training) {
+        S->wuses = calloc((size_t)g->n_tensors + 1, sizeof *S->wuses);
+        S->wset = calloc((size_t)g->n_tensors + 1, sizeof *S->wset);
+        if (!S->wuses || !S->wset) {
+            snprintf(err, errlen, "%s: out of memory", g->type);
+            goto fail;
+        }
+        size_t wmax = 0;
+        for (int k = 0; k < g->n_node; k++)
+            if (g->node[k].op == PF_G_CONV) S->wuses[g->node[k].param]++;
+        for (int k = 0; k < g->n_node; k++) {
+            const pf_gnode *nd = &g->node[k];
+            if (nd->op != PF_G_CONV || S->wuses[nd->param] < 2) continue;
+            if (nd->conv == g->sub_conv) {
+                snprintf(err, errlen, "%s: the sub-pixel layer cannot share its weights",
+                         g->type);
+                goto fail;
+            }
+            size_t wn = g->tensors[nd->param].numel + g->tensors[nd->param + 1].numel;
+            if (wn > wmax) wmax = wn;
+        }
+        if (wmax && !(S->wtmp = malloc(wmax * sizeof(float)))) {
+            snprintf(err, errlen, "%s: out of memory", g->type);
+            goto fail;
+        }
+    }
+    if (pf_cpu_plan_layouts(m, S, m->convs, h, w, training, err, errlen)) goto fail;
+    if (plan_buffers(m, S, training)) {
+        snprintf(err, errlen, "%s: out of memory for activations of a %d x %d x %d batch",
+                 g->type, n, h, w);
+        goto fail;
+    }
+    *out_state = S;
+    return 0;
+fail:
+    pf_gstate_free(&S);
+    return -1;
+}
+
+float *pf_gstate_out(const pf_gstate *S, int *block) {
+    const pf_tstate *o = &S->ts[S->output];
+    if (block) *block = o->block;
+    return o->data;
+}
+float *pf_gstate_dout(const pf_gstate *S) { return S->ts[S->output].grad_own; }
+
+
+/* ---- forward -------------------------------------------------------------------------- */
+
+/* A convolution node's forward: around pf_conv_forward, the conversions of its input and
+   output where it runs on other layouts (plan_conversions). */
+static int conv_forward(pf_gstate *S, pf_conv *c, const pf_gconv_io *io, const pf_gnode *nd,
+                        float *y, char *err, size_t errlen) {
+    const pf_tstate *a = &S->ts[nd->in[0]];
+    const float *x = a->data;
+    if (io->rs) {
+        TRY(pf_reorder_run((pf_reorder *)&io->to_rs, a->data, io->xin, err, errlen));
+        x = io->xin;
+    }
+    if (nd->n_in > 1)
+        return pf_conv_forward_residual(c, x, S->ts[nd->in[1]].data, y, err, errlen);
+    if (!io->rd) return pf_conv_forward(c, x, y, err, errlen);
+    TRY(pf_conv_forward(c, x, io->yrd, err, errlen));
+    return pf_reorder_run((pf_reorder *)&io->from_rd, io->yrd, y, err, errlen);
+}
+
+/* Forward of one node: dispatch to its kernels (nn/cpu/ops.h and the shared layers). */
+static int forward_node(const pf_gctx *m, pf_gstate *S, pf_conv *convs, const pf_gnode *nd,
+                        const uint8_t *lq, char *err, size_t errlen) {
+    const pf_net *g = m->net;
+    int n = S->n, C = g->t[nd->out].c;
+    pf_tstate *o = &S->ts[nd->out], *a = nd->n_in ? &S->ts[nd->in[0]] : NULL;
+    const pf_tstate *i1 = nd->n_in > 1 ? &S->ts[nd->in[1]] : NULL;
+    int b = o->block, H = o->h, W = o->w;
+    size_t hw = (size_t)H * (size_t)W;
+    float *y = o->data, fm[PF_G_MAX_CH];
+    const float *al = nd->op == PF_G_PRELU ? m->params + g->tensors[nd->param].offset : NULL;
+    /* Padding channels must read as zeros. A slot of a tensor's own starts zeroed; a shared
+       one may have held another tensor (or, lent to the gradient pool, a gradient), and the C
+       kernels write real channels only. */
+    if (!o->own && C % b && nd->op != PF_G_CONV) memset(y, 0, o->numel * sizeof(float));
+    switch (nd->op) {
+    case PF_G_INPUT:
+        pf_cpu_input_forward(y, lq, n, C, H, W, g->use_mean ? g->mean : NULL, g->range, b);
+        return 0;
+    case PF_G_ZERO:
+        memset(y, 0, o->numel * sizeof(float));
+        return 0;
+    case PF_G_SLICE:
+        pf_cpu_concat_part((float *)a->data, g->t[nd->in[0]].c, a->block, a->numel, y, C, b,
+                           nd->c0, n, a->h, a->w, 0, 0);
+        return 0;
+    case PF_G_AFFINE:
+        pf_affine_ch_forward(y, a->data, n, C, H, W, nd->sub, nd->mul, b, a->block);
+        return 0;
+    case PF_G_RESIZE:
+        pf_resize_bilinear_forward(y, a->data, n, C, a->h, a->w, H, W, nd->ac,
+                                   pf_net_resize_mult(nd, a->h, a->w, H, W, fm), b, a->block);
+        return 0;
+    case PF_G_AVGPOOL2:
+        pf_avgpool2_forward(y, a->data, n, C, a->h, a->w, b, a->block);
+        return 0;
+    case PF_G_WARP:
+        pf_flow_warp_forward(y, a->data, i1->data, n, C, H, W, (pf_pad_mode)nd->pad, b,
+                             a->block, i1->block);
+        return 0;
+    case PF_G_BILINEAR_IN:
+        pf_cpu_bilinear_in_forward(y, lq, n, H, W, nd->r, b);
+        return 0;
+    case PF_G_BICUBIC_IN:
+        pf_bicubic_upsample_image(y, lq, n, H / nd->r, W / nd->r, nd->r, b);
+        return 0;
+    case PF_G_CONV:
+        return conv_forward(S, &convs[nd->conv], &S->io[nd - g->node], nd, y, err, errlen);
+    case PF_G_PRELU:
+        pf_cpu_prelu_forward(y, a->data, al, n, C, hw, b);
+        return 0;
+    case PF_G_TANH:
+        pf_cpu_tanh_forward(y, a->data, n, C, hw, b);
+        return 0;
+    case PF_G_SIGMOID:
+        pf_cpu_sigmoid_forward(y, a->data, n, C, hw, b);
+        return 0;
+    case PF_G_ADD:
+        pf_cpu_add_forward(y, a->data, i1->data, i1->block, nd->scale, n, C, H, W, b, o->numel);
+        return 0;
+    case PF_G_GAP:
+        pf_cpu_gap_forward(y, a->data, n, C, (size_t)a->h * (size_t)a->w, b);
+        return 0;
+    case PF_G_MUL_CH:
+        pf_cpu_mul_ch_forward(y, a->data, nd->n_in > 2 ? S->ts[nd->in[2]].data : NULL, i1->data,
+                              (size_t)pf_blk_c(C, i1->block), nd->scale, n, C, hw, b);
+        return 0;
+    case PF_G_CONCAT:
+        for (int i = 0, c_off = 0; i < nd->n_in; c_off += g->t[nd->in[i]].c, i++) {
+            pf_tstate *t = &S->ts[nd->in[i]];
+            pf_cpu_concat_part(y, C, b, o->numel, t->data, g->t[nd->in[i]].c, t->block, c_off, n,
+                               H, W, 1, 0);
+        }
+        return 0;
+    case PF_G_SHUFFLE:
+        pf_pixel_shuffle_forward(y, a->data, n, C, a->h, a->w, nd->r, a->block, b);
+        return 0;
+    case PF_G_UNSHUFFLE:
+        /* the inverse permutation: PixelShuffle's backward moves values the same way */
+        pf_pixel_shuffle_backward(y, a->data, n, g->t[nd->in[0]].c, H, W, nd->r, b, a->block);
+        return 0;
+    case PF_G_NEAREST:
+        pf_cpu_nearest_forward(y, a->data, n, C, a->h, a->w, H, W, nd->r, b);
+        return 0;
+    }
+    snprintf(err, errlen, "%s: unknown graph op %d", g->type, (int)nd->op);
+    return -1;
+}
+
+/* ---- profiling (pf_graph_profile_print) ------------------------------------------------- */
+
+#define PROF_KINDS 64           /* op (< 32) or 32 + a convolution's kernel size */
+static struct {
+    int on;                     /* -1 unread, 0 off, 1 on */
+    double ms[2][PROF_KINDS];   /* [backward][kind] */
+    long calls[2];
+} prof = { .on = -1 };
+
+static int prof_on(void) {
+    if (prof.on < 0) prof.on = getenv("PF_GRAPH_PROFILE") != NULL;
+    return prof.on;
+}
+
+static double prof_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return 1e3 * (double)ts.tv_sec + 1e-6 * (double)ts.tv_nsec;
+}
+
+static int prof_kind(const pf_net *g, const pf_gnode *nd) {
+    if (nd->op == PF_G_CONV) {
+        int k = g->conv[nd->conv].k;
+        return 32 + (k < PROF_KINDS - 32 ? k : PROF_KINDS - 33);
+    }
+    return (int)nd->op < 32 ? (int)nd->op : 31;
+}
+
+static void prof_add(const pf_gctx *m, const pf_gnode *nd, int backward, double t0) {
+    dnnl_stream_wait(m->dnnl->stream);
+    prof.ms[backward][prof_kind(m->net, nd)] += prof_now() - t0;
+}
+
+void pf_graph_profile_print(FILE *f) {
+    static const char *const names[] = {
+        "input", "conv", "prelu", "tanh", "sigmoid", "add", "gap", "mul_ch", "concat",
+        "shuffle", "unshuffle", "nearest", "bilinear_in", "bicubic_in", "slice", "affine",
+        "resize", "avgpool2", "warp", "zero" };
+    for (int d = 0; d < 2; d++) {
+        if (!prof.calls[d]) continue;
+        double total = 0;
+        for (int k = 0; k < PROF_KINDS; k++) total += prof.ms[d][k];
+        fprintf(f, "%s: %.1f ms per call (%ld calls)\n", d ? "backward" : "forward",
+                total / (double)prof.calls[d], prof.calls[d]);
+        for (;;) {
+            int best = -1;
+            for (int k = 0; k < PROF_KINDS; k++)
+                if (prof.ms[d][k] > 0 && (best < 0 || prof.ms[d][k] > prof.ms[d][best])) best = k;
+            if (best < 0) break;
+            char name[32];
+            if (best >= 32) snprintf(name, sizeof name, "conv %dx%d", best - 32, best - 32);
+            else snprintf(name, sizeof name, "%s", best < (int)(sizeof names / sizeof names[0])
+                                                       ? names[best] : "other");
+            fprintf(f, "  %-14s %8.1f ms  %5.1f %%\n", name, prof.ms[d][best] / prof.calls[d],
+                    100 * prof.ms[d][best] / total);
+            prof.ms[d][best] = 0;
+        }
+        prof.calls[d] = 0;
+    }
+}
+
+int pf_graph_forward(const pf_gctx *m, pf_gstate *S, const uint8_t *lq, char *err,
+                     size_t errlen) {
+    int timed = prof_on();
+    for (int k = 0; k < m->net->n_node; k++) {
+        double t0 = timed ? prof_now() : 0;
+        TRY(forward_node(m, S, m->convs, &m->net->node[k], lq, err, errlen));
+        if (timed) prof_add(m, &m->net->node[k], 0, t0);
+    }
+    prof.calls[0] += timed;
+    return 0;
+}
+
+/* ---- backward ------------------------------------------------------------------------- */
+
+/* A gradient buffer from the pool for t (see pf_gstate): the best-fitting free slot, else a
+   new one. Zeroed when t's layout pads channels (padding stays zero, as everywhere). 0, or -1
+   out of memory (S->goom). */
+static int gslot_get(pf_gstate *S, size_t numel) {
+    int best = -1;
+    for (int k = 0; k < S->n_gslots; k++)
+        if (!S->grefs[k] && S->gsize[k] >= numel && (best < 0 || S->gsize[k] < S->gsize[best]))
+            best = k;
+    if (best < 0) {
+        if (S->n_gslots == S->cap_gslots) {
+            int cap = S->cap_gslots ? 2 * S->cap_gslots : 16;
+            float **b = realloc(S->gbuf, (size_t)cap * sizeof *b);
+            if (b) S->gbuf = b;
+            size_t *sz = b ? realloc(S->gsize, (size_t)cap * sizeof *sz) : NULL;
+            if (sz) S->gsize = sz;
+            int *r = sz ? realloc(S->grefs, (size_t)cap * sizeof *r) : NULL;
+            if (!r) {
+                S->goom = 1;
+                return -1;
+            }
+            S->grefs = r;
+            S->cap_gslots = cap;
+        }
+        size_t bytes = (numel + 15) / 16 * 16 * sizeof(float);
+        float *buf = aligned_alloc(64, bytes ? bytes : 64);
+        if (!buf) {
+            S->goom = 1;
+            return -1;
+        }
+        best = S->n_gslots++;
+        S->gbuf[best] = buf;
+        S->gsize[best] = numel;
+        S->grefs[best] = 0;
+    }
+    S->grefs[best]++;
+    return best;
+}
+
+static int gacquire(pf_gstate *S, pf_tstate *t) {
+    int k = gslot_get(S, t->numel);
+    if (k < 0) return -1;
+    t->gslot = k;
+    t->grad = S->gbuf[k];
+    if (t->padded) memset(t->grad, 0, t->numel * sizeof(float));
+    return 0;
+}
+
+/* Temporary i (0 or 1) of the node being run backward, numel floats from the pool, given back
+   after the node (pf_graph_backward). NULL when out of memory (S->goom). */
+static float *gscratch(pf_gstate *S, int i, size_t numel) {
+    if (S->tslot[i] < 0 && (S->tslot[i] = gslot_get(S, numel)) < 0) return NULL;
+    return S->gbuf[S->tslot[i]];
+}
+
+/* The gradient buffer of t for a contribution: *acc says whether to add to it. NULL when t
+   needs no gradient (or the pool is out of memory: S->goom). */
+static float *grad_for(pf_gstate *S, pf_tstate *t, int *acc) {
+    if (!t->need_grad) return NULL;
+    if (!t->grad && gacquire(S, t)) return NULL;
+    *acc = t->grad_set;
+    t->grad_set = 1;
+    return t->grad;
+}
+
+/* t's gradient gets o's (the gradient of a same-shaped output, layout b) added. When t has
+   none yet and the layouts agree, t simply shares o's buffer instead of copying it: o is dead
+   once its node's backward has run, and each node passes its buffer on to one input at
+   most. */
+static void grad_pass(pf_gstate *S, pf_tstate *t, const pf_tstate *o, int b, int n, int c, int h,
+                      int w) {
+    int acc;
+    if (t->need_grad && !t->grad_set && t->block == b) {
+        t->grad = o->grad;
+        t->gslot = o->gslot;
+        if (t->gslot >= 0) S->grefs[t->gslot]++;
+        t->grad_set = 1;
+        return;
+    }
+    float *dx = grad_for(S, t, &acc);
+    if (dx) pf_cpu_axpy_layout(dx, t->block, o->grad, b, 1.0f, n, c, h, w, acc);
+}
+
+/* A convolution node's backward: the fused activation's mask, the residual's identity,
+   backward-weights into the flat gradients (FSRCNN's sub-pixel layer, shared weights) and
+   backward-data, each side converted where the convolution runs on other layouts. */
+static int conv_backward(const pf_gctx *m, pf_gstate *S, pf_conv *c, const pf_gnode *nd,
+                         char *err, size_t errlen) {
+    const pf_net *g = m->net;
+    pf_tstate *o = &S->ts[nd->out], *a = &S->ts[nd->in[0]];
+    float *dy = o->grad, *dx;
+    int acc = 0;
+    if (c->relu) pf_cpu_act_mask_backward(dy, o->data, c->alpha, o->numel);
+    const float *dd = dy;
+    if (nd->n_in > 1) {
+        /* out = identity + scale * conv: the identity gets dy as it is */
+        grad_pass(S, &S->ts[nd->in[1]], o, o->block, S->n, g->t[nd->out].c, o->h, o->w);
+        if (nd->scale != 1.0f) {
+            float *t0 = gscratch(S, 0, o->numel);
+            if (!t0) return 0;      /* out of memory: reported by the caller */
+            pf_cpu_axpy(t0, dy, nd->scale, o->numel, 0);
+            dd = t0;
+        }
+    }
+    const pf_param_info *wt = &g->tensors[nd->param], *bt = &g->tensors[nd->param + 1];
+    float *gw = m->grads + wt->offset, *gb = m->grads + bt->offset;
+    if (nd->conv == g->sub_conv) {  /* FSRCNN: gradients of the sub-pixel form first */
+        gw = m->sub_dw;
+        gb = m->sub_dw + (size_t)c->oc * c->ic * c->k * c->k;
+    }
+    /* a weight another layer has written this step already: into wtmp, then added */
+    int add_w = S->wuses[nd->param] > 1 && S->wset[nd->param];
+    if (add_w) {
+        gw = S->wtmp;
+        gb = S->wtmp + wt->numel;
+    }
+    S->wset[nd->param] = 1;
+    pf_gconv_io *io = &S->io[nd - g->node];
+    if (io->rd) {   /* the gradient in the layout the convolution ran on */
+        TRY(pf_reorder_run(&io->dy_to_rd, dd, io->yrd, err, errlen));
+        dd = io->yrd;
+    }
+    TRY(pf_conv_backward_weights(c, io->rs ? io->xin : a->data, dd, gw, gb, err, errlen));
+    if (nd->conv == g->sub_conv) pf_net_sub_grads(g, m->sub_dw, m->grads);
+    if (add_w) {
+        pf_cpu_axpy(m->grads + wt->offset, S->wtmp, 1.0f, wt->numel, 1);
+        pf_cpu_axpy(m->grads + bt->offset, S->wtmp + wt->numel, 1.0f, bt->numel, 1);
+    }
+    if ((dx = grad_for(S, a, &acc))) {
+        float *t1;
+        if (io->rs) {
+            TRY(pf_conv_backward_data(c, dd, io->dxin, err, errlen));
+            if (!acc) return pf_reorder_run(&io->drs_back, io->dxin, dx, err, errlen);
+            if (!(t1 = gscratch(S, 1, a->numel))) return 0;
+            TRY(pf_reorder_run(&io->drs_back, io->dxin, t1, err, errlen));
+        } else {
+            if (!acc) return pf_conv_backward_data(c, dd, dx, err, errlen);
+            if (!(t1 = gscratch(S, 1, a->numel))) return 0;
+            TRY(pf_conv_backward_data(c, dd, t1, err, errlen));
+        }
+        pf_cpu_axpy(dx, t1, 1.0f, a->numel, 1);
+    }
+    return 0;
+}
+
+/* dx (NULL: none wanted) of a node whose kernel overwrites its output, zeroed first unless a
+   contribution is added to it (acc). */
+static float *grad_zeroed(pf_gstate *S, pf_tstate *t, int *acc) {
+    float *dx = grad_for(S, t, acc);
+    if (dx && !*acc) memset(dx, 0, t->numel * sizeof(float));
+    return dx;
+}
+
+/* A pixel shuffle's (unshuffle's) backward, the other permutation: written into dx, or, when
+   dx holds a contribution already, into a temporary added to it. */
+static void shuffle_backward(pf_gstate *S, const pf_gnode *nd, pf_tstate *a, int ca,
+                             const pf_tstate *o, int C) {
+    int acc = 0;
+    float *dx = grad_for(S, a, &acc);
+    if (!dx) return;
+    float *dst = acc ? gscratch(S, 1, a->numel) : dx;
+    if (!dst) return;
+    if (acc && a->padded) memset(dst, 0, a->numel * sizeof(float));   /* padding lanes */
+    if (nd->op == PF_G_SHUFFLE)
+        pf_pixel_shuffle_backward(dst, o->grad, S->n, C, a->h, a->w, nd->r, a->block, o->block);
+    else
+        pf_pixel_shuffle_forward(dst, o->grad, S->n, ca, o->h, o->w, nd->r, o->block, a->block);
+    if (acc) pf_cpu_axpy(dx, dst, 1.0f, a->numel, 1);
+}
+
+/* Backward of one node (its output gradient is set): dispatch to its kernels, each input's
+   gradient from grad_for (first contribution writes, the others add). */
+static int backward_node(const pf_gctx *m, pf_gstate *S, pf_conv *convs, const pf_gnode *nd,
+                         char *err, size_t errlen) {
+    const pf_net *g = m->net;
+    int n = S->n, C = g->t[nd->out].c, acc = 0, acc1 = 0;
+    pf_tstate *o = &S->ts[nd->out], *a = nd->n_in ? &S->ts[nd->in[0]] : NULL;
+    pf_tstate *i1 = nd->n_in > 1 ? &S->ts[nd->in[1]] : NULL;
+    if (!o->grad_set) return 0;         /* nothing flows back through here */
+    int b = o->block, H = o->h, W = o->w;
+    size_t hw = (size_t)H * (size_t)W;
+    float *dy = o->grad, *dx, *d1, fm[PF_G_MAX_CH];
+    switch (nd->op) {
+    case PF_G_INPUT:
+    case PF_G_BILINEAR_IN:
+    case PF_G_BICUBIC_IN:
+    case PF_G_ZERO:
+        return 0;
+    case PF_G_SLICE:
+        if ((dx = grad_zeroed(S, a, &acc)))
+            pf_cpu_concat_part(dx, g->t[nd->in[0]].c, a->block, a->numel, dy, C, b, nd->c0, n,
+                               a->h, a->w, 1, acc);
+        return 0;
+    case PF_G_AFFINE:
+        if ((dx = grad_zeroed(S, a, &acc)))
+            pf_affine_ch_backward(dx, dy, n, C, H, W, nd->mul, b, a->block);
+        return 0;
+    case PF_G_RESIZE:
+        if ((dx = grad_zeroed(S, a, &acc)))
+            pf_resize_bilinear_backward(dx, dy, n, C, a->h, a->w, H, W, nd->ac,
+                                        pf_net_resize_mult(nd, a->h, a->w, H, W, fm), b,
+                                        a->block);
+        return 0;
+    case PF_G_AVGPOOL2:
+        if ((dx = grad_for(S, a, &acc)))
+            pf_cpu_avgpool2_backward(dx, dy, n, C, a->h, a->w, H, W, b, a->block, acc);
+        return 0;
+    case PF_G_WARP:
+        d1 = grad_zeroed(S, i1, &acc1);
+        dx = grad_zeroed(S, a, &acc);
+        if (!S->goom && (dx || d1))
+            pf_flow_warp_backward(dx, d1, dy, a->data, i1->data, n, C, H, W,
+                                  (pf_pad_mode)nd->pad, b, a->block, i1->block);
+        return 0;
+    case PF_G_CONV:
+        return conv_backward(m, S, &convs[nd->conv], nd, err, errlen);
+    case PF_G_PRELU:
+        dx = grad_for(S, a, &acc);
+        if (pf_cpu_prelu_backward(dx, m->grads + g->tensors[nd->param].offset, dy, a->data,
+                                  m->params + g->tensors[nd->param].offset, n, C, hw, b, acc)) {
+            snprintf(err, errlen, "%s: out of memory", g->type);
+            return -1;
+        }
+        return 0;
+    case PF_G_TANH:
+    case PF_G_SIGMOID:
+        if ((dx = grad_for(S, a, &acc)))
+            pf_cpu_tanh_sigmoid_backward(dx, dy, o->data, n, C, hw, b, nd->op == PF_G_TANH, acc);
+        return 0;
+    case PF_G_ADD:
+        grad_pass(S, a, o, b, n, C, H, W);
+        if ((dx = grad_for(S, i1, &acc)))
+            pf_cpu_axpy_layout(dx, i1->block, dy, b, nd->scale, n, C, H, W, acc);
+        return 0;
+    case PF_G_GAP:
+        if ((dx = grad_for(S, a, &acc)))
+            pf_cpu_gap_backward(dx, dy, n, C, (size_t)a->h * (size_t)a->w, b, acc);
+        return 0;
+    case PF_G_MUL_CH:
+        if (nd->n_in > 2) grad_pass(S, &S->ts[nd->in[2]], o, b, n, C, H, W);
+        if ((dx = grad_for(S, a, &acc)))
+            pf_cpu_mul_ch_backward_x(dx, dy, i1->data, (size_t)pf_blk_c(C, i1->block),
+                                     nd->scale, n, C, hw, b, acc);
+        if ((dx = grad_for(S, i1, &acc)))
+            pf_cpu_mul_ch_backward_s(dx, dy, a->data, (size_t)pf_blk_c(C, i1->block), nd->scale,
+                                     n, C, hw, b, acc);
+        return 0;
+    case PF_G_CONCAT:
+        for (int i = 0, c_off = 0; i < nd->n_in; c_off += g->t[nd->in[i]].c, i++) {
+            pf_tstate *t = &S->ts[nd->in[i]];
+            if ((dx = grad_for(S, t, &acc)))
+                pf_cpu_concat_part(dy, C, b, o->numel, dx, g->t[nd->in[i]].c, t->block, c_off,
+                                   n, H, W, 0, acc);
+        }
+        return 0;
+    case PF_G_SHUFFLE:
+    case PF_G_UNSHUFFLE:
+        shuffle_backward(S, nd, a, g->t[nd->in[0]].c, o, C);
+        return 0;
+    case PF_G_NEAREST:
+        if ((dx = grad_for(S, a, &acc)))
+            pf_cpu_nearest_backward(dx, dy, n, C, a->h, a->w, H, W, nd->r, b, acc);
+        return 0;
+    }
+    snprintf(err, errlen, "%s: unknown graph op %d", g->type, (int)nd->op);
+    return -1;
+}
+
+int pf_graph_backward(const pf_gctx *m, pf_gstate *S, char *err, size_t errlen) {
+    const pf_net *g = m->net;
+    pf_conv *convs = m->convs;
+    memset(m->grads, 0, m->net->n_params * sizeof(float));
+    memset(S->wset, 0, (size_t)g->n_tensors * sizeof *S->wset);
+    for (int i = 0; i < g->n_t; i++) {
+        S->ts[i].grad_set = 0;
+        S->ts[i].grad = S->ts[i].grad_own;     /* NULL but for the output */
+        S->ts[i].gslot = -1;
+    }
+    for (int k = 0; k < S->n_gslots; k++) S->grefs[k] = 0;
+    S->tslot[0] = S->tslot[1] = -1;
+    S->ts[g->output].grad_set = 1;      /* the loss wrote d_out */
+    int timed = prof_on();
+    prof.calls[1] += timed;
+    for (int k = g->n_node - 1; k >= 0; k--) {
+        double t0 = timed ? prof_now() : 0;
+        TRY(backward_node(m, S, convs, &g->node[k], err, errlen));
+        if (timed) prof_add(m, &g->node[k], 1, t0);
+        if (S->goom) {
+            snprintf(err, errlen, "%s: out of memory for gradients of a %d-sample batch",
+                     m->net->type, S->n);
+            return -1;
+        }
+        /* the node's output gradient is consumed: its slot is free unless passed on; its
+           temporaries are free */
+        pf_tstate *o = &S->ts[g->node[k].out];
+        if (o->gslot >= 0) S->grefs[o->gslot]--;
+        o->gslot = -1;
+        for (int i = 0; i < 2; i++) {
+            if (S->tslot[i] >= 0) S->grefs[S->tslot[i]]--;
+            S->tslot[i] = -1;
+        }
+    }
+    return 0;
+}
+
+int pf_graph_conversions(const pf_net *net, const pf_gstate *S, pf_gconversion *out, int max) {
+    int count = 0;
+    for (int k = 0; S && S->io && k < net->n_node; k++) {
+        const pf_gnode *nd = &net->node[k];
+        const pf_gconv_io *io = &S->io[k];
+        if (nd->op != PF_G_CONV || (!io->rs && !io->rd)) continue;
+        if (count < max)
+            out[count] = (pf_gconversion){ .conv = nd->conv,
+                                           .in_block = S->ts[nd->in[0]].block,
+                                           .run_src = io->rs,
+                                           .out_block = S->ts[nd->out].block,
+                                           .run_dst = io->rd };
+        count++;
+    }
+    return count;
+}

@@ -1,0 +1,106 @@
+/*  ops — the CPU executor's own kernels (the counterpart of nn/cuda/ops.h): the forward and
+    backward of every graph node that is not a convolution (nn/cpu/conv_dnnl.h) or one of the
+    shared layer kernels (nn/layers.h: pixel shuffle, image conversion; nn/video_layers.h:
+    slice, affine, resize, average pooling's forward, warp), in plain C with OpenMP.
+    nn/cpu/graph_cpu.c's forward_node and backward_node dispatch to them; what a node's
+    backward does around them (which input gets a gradient, the gradient pool, passing a
+    gradient on unchanged) stays there.
+
+    Conventions (all functions):
+    - Activations are N x C x H x W floats in the blocked layouts of nn/cpu/dnnl_ctx.h (block b
+      of 1, 8, 16 or C; index with pf_blk_off), padding channels zero; `b` is the output's
+      block (forward) or the output gradient's (backward), other layouts are named per operand.
+      The kernels read and write real channels only.
+    - `acc` (backward): add to dx instead of overwriting it (a tensor read by several nodes
+      sums their contributions, the first one writes).
+    - Loops run `omp parallel for schedule(static)`; reductions are summed per (sample,
+      channel block) and then in a fixed order, so no result depends on the thread count.
+    - The CUDA kernels of nn/cuda/ops.cu compute the same values in the same order.
+*/
+#ifndef PF_CPU_OPS_H
+#define PF_CPU_OPS_H
+#include <stddef.h>
+#include <stdint.h>
+
+/* dst = (acc ? dst : 0) + s * src over count floats (one layout). */
+void pf_cpu_axpy(float *dst, const float *src, float s, size_t count, int acc);
+
+/* Like pf_cpu_axpy between N x C x H x W tensors in blocks bd (dst) and bs (src). */
+void pf_cpu_axpy_layout(float *dst, int bd, const float *src, int bs, float s, int n, int c,
+                        int h, int w, int acc);
+
+/* PF_G_INPUT: lq n x T x h x w x 3 uint8 NHWC (T = c / 3 frames; frame t's colour k into
+   channel 3 t + k) -> y, (lq / 255 - mean) * range (mean NULL: lq / 255), block b. Padding
+   channels are written as zeros. No backward (the input needs no gradient). */
+void pf_cpu_input_forward(float *y, const uint8_t *lq, int n, int c, int h, int w,
+                          const float *mean, float range, int b);
+
+/* PF_G_BILINEAR_IN: lq n x (H / r) x (W / r) x 3 uint8 -> y n x 3 x H x W (block b), ATen's
+   upsample_bilinear2d (align_corners=False, scale given) of lq / 255. No backward. */
+void pf_cpu_bilinear_in_forward(float *y, const uint8_t *lq, int n, int H, int W, int r, int b);
+
+/* PF_G_PRELU (torch.nn.PReLU(C)): y = x > 0 ? x : alpha[c] x, hw pixels. */
+void pf_cpu_prelu_forward(float *y, const float *x, const float *alpha, int n, int c, size_t hw,
+                          int b);
+/* Its backward: dx (NULL: none wanted) = [dx +] (x > 0 ? dy : alpha[c] dy), dalpha[c] = sum
+   over x <= 0 of dy x (overwritten). 0, or -1 out of memory (the partial sums). */
+int pf_cpu_prelu_backward(float *dx, float *dalpha, const float *dy, const float *x,
+                          const float *alpha, int n, int c, size_t hw, int b, int acc);
+
+/* PF_G_TANH, PF_G_SIGMOID: y = tanh(x), y = 1 / (1 + exp(-x)). */
+void pf_cpu_tanh_forward(float *y, const float *x, int n, int c, size_t hw, int b);
+void pf_cpu_sigmoid_forward(float *y, const float *x, int n, int c, size_t hw, int b);
+/* Their backward from the forward's output y: dx = [dx +] dy (1 - y^2) (is_tanh) or
+   dy y (1 - y). */
+void pf_cpu_tanh_sigmoid_backward(float *dx, const float *dy, const float *y, int n, int c,
+                                  size_t hw, int b, int is_tanh, int acc);
+
+/* PF_G_ADD: y = x + s * z, y and x in block b (y may equal x), z in block bz; numel: y's
+   floats. Its backward passes dy to x unchanged and pf_cpu_axpy_layout(dz, .., dy, b, s, ..)
+   to z. */
+void pf_cpu_add_forward(float *y, const float *x, const float *z, int bz, float s, int n, int c,
+                        int h, int w, int b, size_t numel);
+
+/* PF_G_GAP: y (n x c x 1 x 1, block b) = mean of x (block b) over its hw pixels. */
+void pf_cpu_gap_forward(float *y, const float *x, int n, int c, size_t hw, int b);
+/* dx = [dx +] dy / hw, broadcast over the hw pixels. */
+void pf_cpu_gap_backward(float *dx, const float *dy, int n, int c, size_t hw, int b, int acc);
+
+/* PF_G_MUL_CH (channel attention): y = [res +] sc * x * s[n][c], x, y, res: hw pixels in
+   block b; s: n x c x 1 x 1 with cs floats per sample (pf_blk_c of its block); res may be
+   NULL. */
+void pf_cpu_mul_ch_forward(float *y, const float *x, const float *res, const float *s, size_t cs,
+                           float sc, int n, int c, size_t hw, int b);
+/* Its backward to x: dx = [dx +] sc * dy * s[n][c]. */
+void pf_cpu_mul_ch_backward_x(float *dx, const float *dy, const float *s, size_t cs, float sc,
+                              int n, int c, size_t hw, int b, int acc);
+/* Its backward to s: ds[n][c] = [ds +] sc * sum over pixels of dy * x (double sums). */
+void pf_cpu_mul_ch_backward_s(float *ds, const float *dy, const float *x, size_t cs, float sc,
+                              int n, int c, size_t hw, int b, int acc);
+
+/* PF_G_CONCAT's forward and backward, PF_G_SLICE's too: channels c_off .. c_off + ci of `big`
+   (C channels, block bb, big_numel floats, n x C x h x w) against `part` (ci channels, block
+   pb). forward copies part into big's slice (a concatenation's forward, a slice's backward);
+   otherwise big's slice goes into part (a concatenation's backward, a slice's forward); with
+   acc either adds instead. */
+void pf_cpu_concat_part(float *big, int C, int bb, size_t big_numel, float *part, int ci, int pb,
+                        int c_off, int n, int h, int w, int forward, int acc);
+
+/* PF_G_NEAREST: y (H x W = h r x w r, block b) = x (h x w, block b) repeated r x r. */
+void pf_cpu_nearest_forward(float *y, const float *x, int n, int c, int h, int w, int H, int W,
+                            int r, int b);
+/* dx (h x w) = [dx +] the sum of dy (H x W = h r x w r) over each r x r window; block b on
+   both. */
+void pf_cpu_nearest_backward(float *dx, const float *dy, int n, int c, int h, int w, int H,
+                             int W, int r, int b, int acc);
+
+/* PF_G_AVGPOOL2's backward (its forward is pf_avgpool2_forward, nn/video_layers.h): every
+   pixel of dx (h x w, block bx) gets [dx +] a quarter of its window's dy (oh x ow = h / 2 x
+   w / 2, block b). */
+void pf_cpu_avgpool2_backward(float *dx, const float *dy, int n, int c, int h, int w, int oh,
+                              int ow, int b, int bx, int acc);
+
+/* A convolution's fused (Leaky)ReLU backward, in place over count floats: dy *= (y > 0 ? 1 :
+   alpha) with y the activation's output (alpha >= 0, so its sign is the input's). */
+void pf_cpu_act_mask_backward(float *dy, const float *y, float alpha, size_t count);
+#endif
