@@ -14,6 +14,9 @@
 3. Function length (FNLEN_PATHS, at most FNLEN_MAX lines between a function's braces), by a
    crude scanner of C: comments and strings blanked, a top-level `{` after `name(...)` opens a
    function. Add a folder or pattern to FNLEN_PATHS to extend it.
+4. Op dispatch: each op of the description (`case PF_G_...:`) in at most OP_SWITCH_MAX (2)
+   case labels over the CPU executor (OP_SWITCH_PATHS): its forward and backward dispatch;
+   everything else an op needs lives in its function pair (nn/cpu/ops.h) or a table.
 
 usage: check_structure.py [ROOT] (default: the tree this file is in). Prints each violation
 and exits 1 on any, else prints what it checked and exits 0.
@@ -26,10 +29,15 @@ import sys
 DOC = "docs/architecture.md"
 SECTION = "## Include rules"
 SOURCE_EXT = (".c", ".h", ".cc", ".cu", ".cpp")
-# Function length: patterns relative to the root (nn/ is left out while its split is under way).
-FNLEN_PATHS = ["common/config*.c", "coordinator/*.c", "worker/*.c", "loader/*.c", "hooks/*.c",
+# Function length: patterns relative to the root (issue 38: nn/, common/config*.c, the roles).
+FNLEN_PATHS = ["nn/*.c", "nn/cpu/*.c", "nn/cpu/*.cc", "nn/cuda/*.c", "nn/cuda/*.cu",
+               "common/config*.c", "coordinator/*.c", "worker/*.c", "loader/*.c", "hooks/*.c",
                "runtime/*.c"]
 FNLEN_MAX = 120
+# Op dispatch: each op of the description (`PF_G_*`, nn/net.h) named in at most OP_SWITCH_MAX
+# `case` labels over the CPU executor's files (its forward and its backward switch, issue 38).
+OP_SWITCH_PATHS = ["nn/cpu/*.c"]
+OP_SWITCH_MAX = 2
 # Include circles between modules that were there when this check came (issue 38) and that the
 # parts of that issue which own the files remove: listed, they are reported as known, not as
 # failures; one that is gone is reported so that its entry goes too. Empty this, do not add to it.
@@ -249,6 +257,19 @@ def main():
                 bad.append(f"{os.path.relpath(path, root)}:{first}: {name} is {n} lines "
                            f"(at most {FNLEN_MAX})")
 
+    op_cases = {}
+    for pattern in OP_SWITCH_PATHS:
+        for path in sorted(glob.glob(os.path.join(root, pattern))):
+            with open(path, encoding="utf-8", errors="replace") as f:
+                text = strip_c(f.read())
+            for op in re.findall(r"\bcase\s+(PF_G_[A-Z0-9_]+)\s*:", text):
+                op_cases.setdefault(op, []).append(os.path.relpath(path, root))
+    for op, where in sorted(op_cases.items()):
+        if len(where) > OP_SWITCH_MAX:
+            bad.append(f"{op} is named in {len(where)} case labels of the CPU executor "
+                       f"({', '.join(sorted(set(where)))}; at most {OP_SWITCH_MAX}: forward and "
+                       "backward dispatch)")
+
     for b in bad:
         print("check_structure: " + b, file=sys.stderr)
     if bad:
@@ -257,7 +278,8 @@ def main():
     print(f"check_structure: {len(files)} files, {n_includes} quoted includes, {len(rules)} "
           f"folders' rules from {DOC}, {len(modules)} modules with no include circle but "
           f"{len(circles)} known; {n_fn} files of {', '.join(FNLEN_PATHS)} with no function "
-          f"over {FNLEN_MAX} lines")
+          f"over {FNLEN_MAX} lines; {len(op_cases)} ops in at most {OP_SWITCH_MAX} case labels "
+          f"of {', '.join(OP_SWITCH_PATHS)}")
     return 0
 
 
