@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "common/networks.h"
+#include "nn/infer.h"
 #include "nn/net.h"
 #include "nn/video_layers.h"
 
@@ -337,16 +338,66 @@ static int rrdbnet(zb *z, int x) {
     return conv(z, f, "conv_last", 3, 3, NO_ACT, -1, 1, TORCH_INIT);
 }
 
-/* The builder of each image network row of common/networks.h, by name; a row with neither
-   one here nor BasicVSR's (below) is refused by pf_net_build (test_zoo_configs builds every
-   row). */
+/* Receptive radii (pf_infer_receptive_radius, nn/infer.h): upper bounds in LQ pixels; each
+   k x k convolution at LQ resolution adds k / 2, those at HR resolution together add less
+   than 2 (3 for the deeper tails). */
+static int edsr_radius(const pf_config *c) {
+    /* conv_first 1, two 3x3 per block, conv_after_body 1, the upsampler's convs and
+       conv_last at HR resolution together less than 2 LQ pixels. */
+    return 2 * c->n_blocks + 4;
+}
+
+static int srcnn_radius(const pf_config *c) {
+    /* bicubic upsampling reaches 2 LQ pixels, then the convolutions at HR */
+    int hr = 0;
+    for (int i = 0; i < 3; i++) hr += c->srcnn_kernel_sizes[i] / 2;
+    return 2 + (hr + c->scale - 1) / c->scale;
+}
+
+static int fsrcnn_radius(const pf_config *c) {
+    return 2 + c->fsrcnn_m + 2;     /* 5x5, m 3x3, the 9x9 transposed conv (4 / scale) */
+}
+
+static int espcn_radius(const pf_config *c) {
+    (void)c;
+    return 4;                       /* 5x5, 3x3, 3x3 */
+}
+
+static int msrresnet_radius(const pf_config *c) {
+    /* conv_first, 2 per block, upconvs, conv_hr, conv_last, bilinear skip */
+    return 2 * c->n_blocks + 6;
+}
+
+static int rcan_radius(const pf_config *c) {
+    (void)c;
+    return PF_INFER_GLOBAL;         /* channel attention pools the whole image */
+}
+
+static int rrdbnet_radius(const pf_config *c) {
+    /* 15 3x3 per RRDB, conv_first, conv_body, the tail; x2 runs the body at half resolution */
+    return (15 * c->n_blocks + 2) * (c->scale == 2 ? 2 : 1) + 4;
+}
+
+/* The builder of each image network row of common/networks.h, by name, and its receptive
+   radius; a row with neither one here nor BasicVSR's (below) is refused by pf_net_build
+   (test_zoo_configs builds every row). */
 static const struct {
     const char *type;
     int (*build)(zb *, int);
+    int (*radius)(const pf_config *);
 } builders[] = {
-    { "EDSR", edsr }, { "SRCNN", srcnn }, { "FSRCNN", fsrcnn }, { "ESPCN", espcn },
-    { "MSRResNet", msrresnet }, { "RCAN", rcan }, { "RRDBNet", rrdbnet },
+    { "EDSR", edsr, edsr_radius }, { "SRCNN", srcnn, srcnn_radius },
+    { "FSRCNN", fsrcnn, fsrcnn_radius }, { "ESPCN", espcn, espcn_radius },
+    { "MSRResNet", msrresnet, msrresnet_radius }, { "RCAN", rcan, rcan_radius },
+    { "RRDBNet", rrdbnet, rrdbnet_radius },
 };
+
+int pf_infer_receptive_radius(const pf_config *cfg) {
+    for (size_t i = 0; i < sizeof builders / sizeof builders[0]; i++)
+        if (!strcmp(cfg->model_type, builders[i].type))
+            return builders[i].radius(cfg);
+    return srcnn_radius(cfg);       /* BasicVSR (its clips are not tiled) and others: as SRCNN */
+}
 
 /* "(EDSR, SRCNN, ..., BasicVSR)": every row, for an unknown type. */
 static void unknown_type(const char *type, char *err, size_t errlen) {

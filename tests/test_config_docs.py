@@ -6,8 +6,8 @@ each `<!-- pixflow config --reference ARGS -->` ... `<!-- end reference -->` blo
 exactly what `pixflow config --reference ARGS` prints (run this script with --write to
 regenerate them; likewise docs/models.md's table of the network types, `<!-- pixflow config
 --networks -->`, from the network rows of common/networks.h), and every key of the table
-(`pixflow config --keys`) must be documented under its section. Then two directions against the real parser (`pixflow config`),
-independent of how the parser is written:
+(`pixflow config --keys`) must be documented under its section. Then two directions against
+the real parser (`pixflow config`), independent of how the parser is written:
   1. every key the resolved config writes (`pixflow config` of configs/demo.yaml and every
      configs/zoo/*.yaml, so each model type's keys) is documented in docs/config.md, under the
      heading of its section;
