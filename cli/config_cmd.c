@@ -7,7 +7,8 @@
     and its key folder this way instead of grepping YAML); KEY is any key of the table with one
     value. `pixflow config --reference SECTION|KEY ...` prints the markdown key tables of
     docs/config.md from the key table (tests/test_config_docs.py compares them); `--keys` lists
-    every key path of the table. Exit status 0,
+    every key path of the table, `--networks` prints docs/models.md's table of the network
+    types (common/networks.h). Exit status 0,
     2 for a bad config (the message names file, line and key) or an unknown KEY.
 */
 #include <stdio.h>
@@ -35,6 +36,13 @@ static int reference(int argc, char **argv) {
 
 int pf_config_main(int argc, char **argv) {
     if (argc >= 2 && !strcmp(argv[0], "--reference")) return reference(argc - 1, argv + 1);
+    if (argc == 1 && !strcmp(argv[0], "--networks")) {
+        char *md = pf_config_networks_reference();
+        if (!md) return 2;
+        fputs(md, stdout);
+        free(md);
+        return 0;
+    }
     if (argc == 1 && !strcmp(argv[0], "--keys")) {
         for (int i = 0; i < pf_config_n_keys; i++) printf("%s\n", pf_config_keys[i].path);
         return 0;
@@ -43,7 +51,8 @@ int pf_config_main(int argc, char **argv) {
         argc == 2) {
         fprintf(stderr, "usage: pixflow config CONFIG [--get KEY ...]\n"
                         "       pixflow config --reference SECTION|KEY ...\n"
-                        "       pixflow config --keys\n");
+                        "       pixflow config --keys\n"
+                        "       pixflow config --networks\n");
         return 2;
     }
     static pf_config cfg;

@@ -22,6 +22,7 @@
 */
 #include "common/config.h"
 #include "common/config_impl.h"
+#include "common/networks.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -832,34 +833,42 @@ static int dataset_rules(pf_cfg_ctx *c, const pf_lines *L, const char *set, int 
 #undef KP
 }
 
+const char *pf_cfg_net_scales(const pf_network *net, char *out, size_t size) {
+    const char *allowed = pf_cfg_row("model.scale")->choices;
+    out[0] = '\0';
+    for (int s = 1, at = 0; s < 32 && at < (int)size; s++) {
+        char v[16];
+        snprintf(v, sizeof v, "%d", s);
+        if (net->scales >> s & 1 && pf_cfg_in_choices(allowed, v))
+            at += snprintf(out + at, size - (size_t)at, "%s%d", at ? "|" : "", s);
+    }
+    return out;
+}
+
 static int model_rules(pf_cfg_ctx *c, const pf_lines *L, pf_config *cfg) {
-    if (!strcmp(cfg->model_type, "RRDBNet")) {
-        /* BasicSR's RRDBNet upsamples x4 by two nearest x2 stages; x2 pixel-unshuffles first.
-           x3 has no such construction. */
-        if (cfg->scale == 3)
-            return pf_cfg_fail(c, line_of(L, "model.scale"), "model.scale",
-                               "must be 2 or 4 for RRDBNet, got 3");
-        if (!line_of(L, "model.n_blocks"))
-            cfg->n_blocks = 23;
+    const pf_network *net = pf_network_find(cfg->model_type);   /* a choice of the rows */
+    if (!(net->scales >> cfg->scale & 1)) {
+        /* RRDBNet upsamples x4 by two nearest x2 stages and pixel-unshuffles x2 first;
+           BasicVSR has two pixel-shuffle x2 stages */
+        char scales[32], list[48];
+        pf_cfg_net_scales(net, scales, sizeof scales);
+        return pf_cfg_fail(c, line_of(L, "model.scale"), "model.scale",
+                           "must be %s for %s%s, got %d", pf_cfg_or_list(scales, list, sizeof list),
+                           net->name, net->scale_note, cfg->scale);
     }
-    if (!strcmp(cfg->model_type, "BasicVSR")) {
-        if (cfg->scale != 4)
-            return pf_cfg_fail(c, line_of(L, "model.scale"), "model.scale",
-                               "must be 4 for BasicVSR (two pixel-shuffle x2 stages), got %d",
-                               cfg->scale);
-        if (!line_of(L, "model.n_blocks"))
-            cfg->n_blocks = 15;     /* BasicSR's BasicVSR default */
-        if (cfg->n_blocks > 31)
-            return pf_cfg_fail(c, line_of(L, "model.n_blocks"), "model.n_blocks",
-                               "must be at most 31 for BasicVSR, got %d", cfg->n_blocks);
-    }
-    if (!strcmp(cfg->model_type, "RCAN") && cfg->squeeze_factor > cfg->n_feats) {
+    if (net->keys & PF_NK_WIDE && !line_of(L, "model.n_blocks"))
+        cfg->n_blocks = net->n_blocks;
+    if (net->max_blocks && cfg->n_blocks > net->max_blocks)
+        return pf_cfg_fail(c, line_of(L, "model.n_blocks"), "model.n_blocks",
+                           "must be at most %d for %s, got %d", net->max_blocks, net->name,
+                           cfg->n_blocks);
+    if (net->keys & PF_NK_RCAN && cfg->squeeze_factor > cfg->n_feats) {
         int line = line_of(L, "model.squeeze_factor");
         return pf_cfg_fail(c, line ? line : line_of(L, "model.n_feats"), "model.squeeze_factor",
                            "must be at most n_feats (%d): channel attention has n_feats / "
                            "squeeze_factor channels, got %d", cfg->n_feats, cfg->squeeze_factor);
     }
-    if (!strcmp(cfg->model_type, "SRCNN")) {
+    if (net->keys & PF_NK_SRCNN) {
         if (!line_of(L, "model.channels")) {
             cfg->srcnn_channels[0] = cfg->in_channels;
             cfg->srcnn_channels[3] = cfg->out_channels;
@@ -915,26 +924,27 @@ static int rules(pf_cfg_ctx *c, const pf_lines *L, pf_config *cfg) {
                            cfg->clip_overlap);
     /* A video network trains on clips and an image network on images; either evaluates a
        video set (an image network frame by frame). */
-    int video_net = !strcmp(cfg->model_type, "BasicVSR");
-    if (cfg->train.present && video_net != pf_config_is_video_set(cfg->train.type))
+    const pf_network *net = pf_network_find(cfg->model_type);
+    char video_nets[64];
+    if (cfg->train.present && net->video != pf_config_is_video_set(cfg->train.type))
         return pf_cfg_fail(c, line_of(L, "data.train.type") ? line_of(L, "data.train.type")
                            : line_of(L, "data.train"),
                            "data.train.type",
-                           video_net ? "%s trains on clips: REDSRecurrentDataset or "
+                           net->video ? "%s trains on clips: REDSRecurrentDataset or "
                            "Vimeo90KRecurrentDataset (got %s)"
-                           : "%s is an image network; %s makes clips (a video network: "
-                           "BasicVSR)",
-                           cfg->model_type, cfg->train.type);
-    if (video_net && cfg->test.present && !pf_config_is_video_set(cfg->test.type))
+                           : "%s is an image network; %s makes clips (a video network: %s)",
+                           cfg->model_type, cfg->train.type,
+                           pf_cfg_or_list(PF_NET_LIST(VIDEO), video_nets, sizeof video_nets));
+    if (net->video && cfg->test.present && !pf_config_is_video_set(cfg->test.type))
         return pf_cfg_fail(c, line_of(L, "data.test.type") ? line_of(L, "data.test.type")
                            : line_of(L, "data.test"),
-                           "data.test.type", "BasicVSR runs on clips: VideoRecurrentTestDataset "
-                           "(got %s)", cfg->test.type);
-    if (video_net && cfg->eval.present && !pf_config_is_video_set(cfg->eval.type))
+                           "data.test.type", "%s runs on clips: VideoRecurrentTestDataset "
+                           "(got %s)", cfg->model_type, cfg->test.type);
+    if (net->video && cfg->eval.present && !pf_config_is_video_set(cfg->eval.type))
         return pf_cfg_fail(c, line_of(L, "data.eval.type") ? line_of(L, "data.eval.type")
                            : line_of(L, "data.eval"),
-                           "data.eval.type", "BasicVSR runs on clips: VideoRecurrentTestDataset "
-                           "(got %s)", cfg->eval.type);
+                           "data.eval.type", "%s runs on clips: VideoRecurrentTestDataset "
+                           "(got %s)", cfg->model_type, cfg->eval.type);
     /* data.train is needed to train (pixflow train checks it); `pixflow test` needs only
        data.test. An empty data section is still an error. */
     if (!cfg->train.present && !cfg->eval.present && !cfg->test.present)
@@ -950,12 +960,12 @@ static int rules(pf_cfg_ctx *c, const pf_lines *L, pf_config *cfg) {
                            "must be a positive multiple of model.scale (%d), got %d", cfg->scale,
                            cfg->train.gt_patch_size);
     /* RRDBNet x2 pixel-unshuffles the LQ patch by 2 first (BasicSR asserts even sizes). */
-    if (cfg->train.present && !strcmp(cfg->model_type, "RRDBNet") && cfg->scale == 2 &&
-        cfg->train.gt_patch_size % 4)
+    if (cfg->train.present && net->unshuffle >> cfg->scale & 1 &&
+        cfg->train.gt_patch_size % (2 * cfg->scale))
         return pf_cfg_fail(c, patch, "data.train.gt_patch_size",
-                           "must be a multiple of 4 for RRDBNet x2 (the LQ patch is "
-                           "pixel-unshuffled "
-                           "by 2), got %d", cfg->train.gt_patch_size);
+                           "must be a multiple of %d for %s x%d (the LQ patch is "
+                           "pixel-unshuffled by 2), got %d", 2 * cfg->scale, cfg->model_type,
+                           cfg->scale, cfg->train.gt_patch_size);
     /* No checkpoint_config: one checkpoint at the end of an iteration-based run. The epoch
        runner's length in iterations is known only once the dataset is read, so there the
        interval stays 0, which means "at the end only". */

@@ -12,201 +12,10 @@
 #ifndef PF_CONFIG_H
 #define PF_CONFIG_H
 
+#include "common/config_types.h"
+
 #include <stddef.h>
 #include <stdint.h>
-
-#define PF_PATH_MAX 1024
-#define PF_MAX_MILESTONES 16
-#define PF_MAX_PERIODS 16
-
-#define PF_MAX_DEGRADATIONS 4
-#define PF_MAX_CUSTOM_KEYS 16
-
-/* optimizers.paramwise_cfg.custom_keys entry (MMCV DefaultOptimizerConstructor): parameters
-   whose name contains `key` (the longest such key wins; ties: the alphabetically first) train
-   with lr * lr_mult and weight_decay * decay_mult. */
-typedef struct {
-    char key[64];                       /* [A-Za-z0-9_.]+ */
-    float lr_mult;                      /* 1; 0 freezes the parameters */
-    float decay_mult;                   /* 1 */
-} pf_custom_key;
-#define PF_VISUAL_MAX_SAMPLES 16         /* visual_config.num_samples upper bound */
-
-/* One step of the on-the-fly degradation that makes LQ from GT (data.*.degradation). The
-   first step downscales by model.scale: "BI" (MATLAB bicubic), "BD" (Gaussian blur, then every
-   scale-th pixel) or "DN" (bicubic, then Gaussian noise); "JPEG" may follow. Names and default
-   parameters are those of RDN (Zhang et al., CVPR 2018): BD 7x7 sigma 1.6, DN noise level 30. */
-typedef struct {
-    char type[8];                       /* "BI" | "BD" | "DN" | "JPEG" */
-    int kernel_size;                    /* BD: Gaussian kernel size, odd (7) */
-    float sigma;                        /* BD: blur sigma in pixels (1.6); DN: noise sigma on
-                                           the 0..255 scale, low end of the range (30) */
-    float sigma_max;                    /* DN: high end (= sigma when one number is given) */
-    int quality, quality_max;           /* JPEG: quality 1..100, drawn per sample from
-                                           [quality, quality_max] */
-} pf_degradation;
-
-#define PF_MAX_CLIPS 64                  /* data.*.clips items (larger sets: meta_info_file) */
-#define PF_MAX_INTERVALS 8               /* data.*.interval_list items */
-
-/* One item of data.*.clips (the video datasets): a clip and the part of it to use. */
-typedef struct {
-    char name[256];                     /* a folder of frames or a video file, relative to
-                                           gt_folder (and lq_folder) */
-    int frames[2];                      /* frames [first, end) of it; [0, 0]: all of them */
-    int crop[4];                        /* x, y, w, h of the GT frames in pixels (multiples of
-                                           model.scale); w = 0: the whole frame (mod-cropped) */
-} pf_clip_cfg;
-
-/* One dataset block: data.train, data.eval or data.test. */
-typedef struct {
-    int present;                        /* 1 when the block is in the file */
-    char type[32];                      /* "PairedImageDataset" | "SingleImageDataset" (LQ
-                                           only; data.test only) */
-    char gt_folder[PF_PATH_MAX];        /* folder of ground-truth images (required by
-                                           PairedImageDataset, refused by SingleImageDataset) */
-    char lq_folder[PF_PATH_MAX];        /* folder of low-quality images; "" = made from GT by
-                                           `degradation` on the fly */
-    char meta_info_file[PF_PATH_MAX];   /* "" or a file whose lines name the GT (Single: LQ)
-                                           files to use, in order (BasicSR meta_info) */
-    int n_degradations;                 /* steps below; 0 when lq_folder is given */
-    pf_degradation degradation[PF_MAX_DEGRADATIONS];
-    char filename_tmpl[64];             /* LQ name from GT stem, "{}" default, e.g. "{}x2" */
-    int gt_patch_size;                  /* train: GT crop size in pixels (multiple of scale) */
-    int use_flip;                       /* train: random horizontal and vertical flips */
-    int use_rot;                        /* train: random transpose (BasicSR's rot90 flag) */
-    int repeat;                         /* RepeatDataset `times`: the set is visited this many
-                                           times per epoch (default 1) */
-    /* video datasets (REDSRecurrentDataset, Vimeo90KRecurrentDataset,
-       VideoRecurrentTestDataset; common/video_dataset.h) */
-    int num_frame;                      /* train: frames per sample (15; Vimeo 7) */
-    int interval_list[PF_MAX_INTERVALS];/* train: frame spacings to draw from ([1]) */
-    int n_intervals;
-    int random_reverse;                 /* train: reverse the frame order with probability 1/2 */
-    int use_hflip;                      /* train: random horizontal flip (BasicSR augment) */
-    pf_clip_cfg clips[PF_MAX_CLIPS];    /* the clips; none: meta_info_file or every clip of
-                                           gt_folder */
-    int n_clips;
-    char val_partition[PF_MAX_CLIPS][64]; /* train: clips held out (BasicSR val_partition) */
-    int n_val_partition;
-    int skip_cut_videos;                /* not a key: 1 when data.on_bad_sample is skip (set by
-                                           pf_config_parse): a video file cut short at start-up
-                                           is used up to its whole frames instead of refused
-                                           (common/video_dataset.h) */
-} pf_dataset_cfg;
-
-typedef struct {
-    char path[PF_PATH_MAX];             /* the YAML file this came from */
-    uint64_t hash;                      /* FNV-1a 64 of the resolved YAML text */
-
-    /* model */
-    char model_type[32];                /* a network type of nn/zoo.c (docs/models.md lists
-                                           them: EDSR, SRCNN, ..., BasicVSR) */
-    int scale;                          /* 2, 3 or 4 */
-    int in_channels, out_channels;      /* 3, 3 */
-    int n_feats, n_blocks;              /* width and depth (BasicSR num_feat / num_block) of
-                                           EDSR (64 / 16), MSRResNet (64 / 16), RCAN (64 / 16
-                                           blocks per group), RRDBNet (64 / 23), BasicVSR
-                                           (64 / 15 per propagation trunk) */
-    char spynet_pretrained[PF_PATH_MAX];/* BasicVSR: SPyNet weights (safetensors), "" none */
-    int64_t fix_iter;                   /* BasicVSR: SPyNet frozen for these iterations (0) */
-    int num_group;                      /* RCAN residual groups (10) */
-    int squeeze_factor;                 /* RCAN channel attention reduction (16) */
-    int num_grow_ch;                    /* RRDBNet dense block growth channels (32) */
-    int fsrcnn_d, fsrcnn_s, fsrcnn_m;   /* FSRCNN d (56), s (12), m (4) */
-    float res_scale;                    /* EDSR / RCAN residual scaling (1) */
-    float rgb_mean[3];                  /* EDSR / RCAN mean shift (DIV2K mean, BasicSR) */
-    float img_range;                    /* EDSR / RCAN: 255 */
-    int srcnn_channels[4];              /* SRCNN: (3, 64, 32, 3) */
-    int srcnn_kernel_sizes[3];          /* SRCNN: (9, 1, 5) */
-    char loss_type[32];                 /* "L1Loss" | "MSELoss" | "CharbonnierLoss" */
-    float loss_weight;                  /* 1.0 */
-    float charbonnier_eps;              /* 1e-12 (BasicSR) */
-
-    /* data */
-    int loaders;                        /* loader processes `pixflow train` starts (default 2) */
-    int samples_per_gpu;                /* batch size per worker */
-    int prefetch;                       /* batches a worker may hold ahead (credits), default 4 */
-    int cache_mb;                       /* decoded-image cache of each loader, MiB (1024) */
-    int loader_threads;                 /* decode/augment threads in each loader (1) */
-    int skip_bad_samples;               /* data.on_bad_sample: 0 = fail (default), 1 = skip */
-    pf_dataset_cfg train, eval, test;
-
-    /* optimizer (one generator) */
-    char optim_type[16];                /* "Adam" | "AdamW" | "SGD" */
-    int has_optimizers;                 /* 1 when the optimizers section is given (a test
-                                           config may leave it out; pf_config_defaults: 1) */
-    float learning_rate;                /* optimizers.lr */
-    float betas[2];                     /* Adam/AdamW: (0.9, 0.999) */
-    float eps;                          /* Adam/AdamW: 1e-8 */
-    float weight_decay;                 /* 0 (AdamW: 0.01, torch's default); Adam and SGD add
-                                           it to the gradient, AdamW decays the weights */
-    float momentum;                     /* SGD: 0 */
-    float dampening;                    /* SGD: 0 */
-    int nesterov;                       /* SGD: 0 */
-    pf_custom_key custom_keys[PF_MAX_CUSTOM_KEYS]; /* optimizers.paramwise_cfg.custom_keys */
-    int n_custom_keys;
-    float grad_clip_max_norm;           /* optimizer_config.grad_clip.max_norm; 0 = no clip */
-    float ema_decay;                    /* top-level ema_decay (BasicSR); 0 = no EMA */
-
-    /* lr_config */
-    char lr_policy[24];                 /* "Fixed" | "Step" | "CosineRestart" */
-    int64_t lr_step[PF_MAX_MILESTONES]; /* Step: milestones in iterations */
-    int n_lr_step;
-    float lr_gamma;                     /* Step: factor at each milestone (0.5) */
-    int64_t lr_periods[PF_MAX_PERIODS]; /* CosineRestart: period lengths in iterations */
-    int n_lr_periods;
-    float lr_restart_weights[PF_MAX_PERIODS]; /* CosineRestart: peak factor of each period */
-    int n_lr_restart_weights;           /* = n_lr_periods once resolved */
-    float lr_min;                       /* CosineRestart: min_lr (absolute) */
-    char lr_warmup[16];                 /* "" | "linear" */
-    int64_t lr_warmup_iters;
-    float lr_warmup_ratio;              /* lr starts at base * ratio */
-
-    /* runner */
-    int64_t total_iters;                /* > 0 selects the iteration-based runner */
-    int64_t total_epochs;               /* > 0 selects the epoch-based runner */
-
-    /* hooks */
-    int64_t ckpt_interval;              /* checkpoint_config.interval (iterations) */
-    int ckpt_max_keep;                  /* checkpoint_config.max_keep_ckpts, -1 = keep all */
-    int64_t log_interval;               /* log_config.interval (iterations) */
-    int64_t visual_interval;            /* visual_config.interval (iterations), 0 = off */
-    char visual_output_dir[PF_PATH_MAX];/* visual_config.output_dir, "" = work_dir/visuals */
-    int visual_num_samples;             /* visual_config.num_samples, 1..16 (default 4) */
-    int64_t eval_interval;              /* evaluation.interval (iterations, multiple of ckpt) */
-    int eval_psnr, eval_ssim;           /* evaluation.metrics contains PSNR / SSIM */
-    int crop_border;                    /* evaluation.crop_border (pixels on each side) */
-    int eval_y_channel;                 /* evaluation.convert_to: y */
-    int eval_save_image;                /* evaluation.save_image */
-    int eval_instances;                 /* evaluation.instances: eval services that split the
-                                           eval set (default 1) */
-    char eval_device[16];               /* evaluation.device: "cpu" (the CUDA backend will add
-                                           "cuda:N") */
-    int pad_multiple;                   /* eval_cfg.pad_multiple: pad LQ to a multiple, crop back */
-    int eval_ensemble;                  /* eval_cfg.ensemble: x8 self-ensemble (default 0) */
-    int eval_tile;                      /* eval_cfg.tile: tile core in LQ pixels, 0 = off */
-    int clip_window, clip_overlap;      /* eval_cfg: a video network's frames per inference
-                                           window and frames shared by neighbours (32, 8) */
-    int eval_tile_overlap;              /* eval_cfg.tile_overlap: LQ pixels of context (40) */
-
-    /* run */
-    char work_dir[PF_PATH_MAX];
-    char load_from[PF_PATH_MAX];        /* weights only, start at iteration 0 */
-    char resume_from[PF_PATH_MAX];      /* full state; "auto" = work_dir/checkpoints/latest */
-    int resume_asked;                   /* not a key: set by pf_job_prepare when resume_from or
-                                           --resume was given, even "auto" with nothing to
-                                           resume yet (then resume_from is "") */
-    int resume_optim;                   /* default 1 */
-    uint64_t seed;                      /* default 0 */
-    char log_level[16];                 /* "debug" | "info" | "warning" | "error" */
-    char conv_algorithm[16];            /* CPU convolutions: "auto" (default) | "direct" |
-                                           "winograd" (nn/cpu/conv_dnnl.h) */
-
-    /* security */
-    int curve;                          /* security.curve: CURVE on every link (default 0) */
-    char keys_dir[PF_PATH_MAX];         /* security.keys_dir: "" = none (--keys / PIXFLOW_KEYS) */
-} pf_config;
 
 /* Every field at its default (what a config that gives only the required keys gets); the
    required ones (model.type, scale, data folders, ...) are left empty. For programs that build
@@ -246,6 +55,11 @@ int pf_config_get(const pf_config *cfg, const char *path, char *out, size_t size
    row per key for each of `what` (a section path: its keys; a key path: that key), aliases as
    rows of their own. malloc'd; NULL when an entry names neither, or out of memory. */
 char *pf_config_reference(const char *const *what, int n);
+
+/* docs/models.md's table of the network types (common/networks.h): a row per type with its
+   scales, what it trains on, the implementation it follows and its model keys with their
+   defaults. malloc'd; NULL when out of memory. */
+char *pf_config_networks_reference(void);
 
 /* 1 when a data.*.type names a video dataset (REDSRecurrentDataset, Vimeo90KRecurrentDataset,
    VideoRecurrentTestDataset: common/video_dataset.h). */

@@ -1,9 +1,12 @@
 /*  config_docs — the key tables of docs/config.md (pf_config_reference, `pixflow config
     --reference`), generated from the key table (common/config_keys.h): a row per key with its
     type (from kind, range and flags, or the row's type_doc), default (def_doc, else def) and
-    meaning (the `when` it applies under, then doc). tests/test_config_docs.py fails when the
-    page and the table differ.
+    meaning (the `when` it applies under, then doc), the per-type defaults and scales from the
+    network rows (common/networks.h); and docs/models.md's table of the network rows
+    (pf_config_networks_reference, `pixflow config --networks`). tests/test_config_docs.py
+    fails when the pages and the tables differ.
 */
+#include "common/config.h"
 #include "common/config_impl.h"
 
 #include <math.h>
@@ -107,6 +110,24 @@ static void put_type(pf_buf *b, const pf_config_key *k) {
     }
 }
 
+/* The per-type parts of a model key from the network rows (common/networks.h): the
+   defaults of n_blocks ("; RRDBNet 23") after the default, the scales of model.scale
+   ("; RRDBNet: 2 or 4") after the meaning. */
+static void put_per_type_default(pf_buf *b, const pf_config_key *k) {
+    for (int i = 0; !strcmp(k->path, "model.n_blocks") && i < pf_n_networks; i++)
+        if (pf_networks[i].keys & PF_NK_WIDE && pf_networks[i].n_blocks != atoi(k->def))
+            pf_buf_put(b, "; %s %d", pf_networks[i].name, pf_networks[i].n_blocks);
+}
+
+static void put_per_type_doc(pf_buf *b, const pf_config_key *k) {
+    for (int i = 0; !strcmp(k->path, "model.scale") && i < pf_n_networks; i++) {
+        char scales[32], list[48];
+        if (strcmp(pf_cfg_net_scales(&pf_networks[i], scales, sizeof scales), k->choices))
+            pf_buf_put(b, "; %s: %s", pf_networks[i].name,
+                       pf_cfg_or_list(scales, list, sizeof list));
+    }
+}
+
 /* One table row: `name` (the key or its alias) of row `k`. */
 static void put_reference_row(pf_buf *b, const pf_config_key *k, const char *name) {
     pf_buf_put(b, "| `%s` | ", name);
@@ -122,6 +143,7 @@ static void put_reference_row(pf_buf *b, const pf_config_key *k, const char *nam
             pf_buf_put(b, "%s", k->def);
         else
             pf_buf_put(b, "%s", (k->flags & PF_KF_REQUIRED) ? "—" : "none");
+        put_per_type_default(b, k);
         pf_buf_put(b, " | ");
         if (k->when) {
             char list[200];
@@ -133,7 +155,9 @@ static void put_reference_row(pf_buf *b, const pf_config_key *k, const char *nam
                            pf_cfg_or_list(k->when, list, sizeof list));
             pf_buf_put(b, "%s", k->doc && k->doc[0] ? ": " : "");
         }
-        pf_buf_put(b, "%s |\n", k->doc ? k->doc : "");
+        pf_buf_put(b, "%s", k->doc ? k->doc : "");
+        put_per_type_doc(b, k);
+        pf_buf_put(b, " |\n");
     }
 }
 
@@ -158,6 +182,42 @@ char *pf_config_reference(const char *const *what, int n) {
             free(b.s);
             return NULL;
         }
+    }
+    if (b.oom) {
+        free(b.s);
+        return NULL;
+    }
+    return b.s;
+}
+
+/* docs/models.md's table: a row per network type, its keys from the key table's rows that
+   apply to it (`when` on model.type) with their defaults. */
+char *pf_config_networks_reference(void) {
+    pf_buf b;
+    if (pf_buf_init(&b))
+        return NULL;
+    pf_buf_put(&b, "| `model.type` | scales | trains on | reference | hyper-parameters (config "
+                   "keys, default) |\n| --- | --- | --- | --- | --- |\n");
+    for (int i = 0; i < pf_n_networks; i++) {
+        const pf_network *net = &pf_networks[i];
+        char scales[32], list[48];
+        pf_buf_put(&b, "| %s | %s | %s | %s | ", net->name,
+                   pf_cfg_or_list(pf_cfg_net_scales(net, scales, sizeof scales), list,
+                                  sizeof list),
+                   net->video ? "clips" : "images", net->reference);
+        int n = 0;
+        for (int j = 0; j < pf_config_n_keys; j++) {
+            const pf_config_key *k = &pf_config_keys[j];
+            if (!k->when_key || strcmp(k->when_key, "model.type") ||
+                !pf_cfg_in_choices(k->when, net->name))
+                continue;
+            pf_buf_put(&b, "%s`%s`", n++ ? ", " : "", pf_config_key_name(k));
+            if (!strcmp(k->path, "model.n_blocks"))
+                pf_buf_put(&b, " %d", net->n_blocks);
+            else if (k->def)
+                pf_buf_put(&b, " %s", k->def);
+        }
+        pf_buf_put(&b, "%s |\n", n ? "" : "none");
     }
     if (b.oom) {
         free(b.s);

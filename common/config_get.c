@@ -6,6 +6,7 @@
     are one line of printable UTF-8 (what pf_config_to_yaml can write back as itself).
     Declared in common/config_impl.h.
 */
+#include "common/config.h"
 #include "common/config_impl.h"
 #include "common/number.h"
 

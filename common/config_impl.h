@@ -3,14 +3,17 @@
     common/config.c walks the YAML tree with the key table (parsing, defaults, the rules that
     span keys); common/config_get.c converts one node (the typed getters over the YAML tree of
     common/yaml_tree.h, and the `file:line: key: what is wrong` error); common/config_keys.c
-    holds the table and what reads a row's choices and range; common/config_write.c writes the
-    resolved YAML (pf_config_to_yaml, pf_config_get); common/config_docs.c writes the key
-    tables of docs/config.md (pf_config_reference).
+    holds the table and what reads a row's choices and range (declared in config_keys.h,
+    which includes only the struct's header, common/config_types.h, so that the table and
+    the parser do not include each other); common/config_write.c writes the resolved YAML
+    (pf_config_to_yaml, pf_config_get); common/config_docs.c writes the key tables of
+    docs/config.md (pf_config_reference) and docs/models.md's table of the network rows
+    (common/networks.h, pf_config_networks_reference).
 */
 #ifndef PF_CONFIG_IMPL_H
 #define PF_CONFIG_IMPL_H
-#include "common/config.h"
 #include "common/config_keys.h"
+#include "common/networks.h"
 #include "common/yaml_tree.h"
 
 #include <stddef.h>
@@ -68,20 +71,6 @@ int pf_cfg_get_seq(pf_cfg_ctx *c, const pf_ynode *n, const char *key, int min_n,
    `len` when all of it is UTF-8. */
 size_t pf_utf8_invalid_at(const unsigned char *s, size_t len);
 
-/* ---- common/config_keys.c: a row's choices and range --------------------------------- */
-
-#define PF_MAX_CHOICES 16
-
-/* Split "A|B|C" into `out` (NUL-terminated copies in `store`, NULL after the last); returns
-   the count. */
-int pf_cfg_split_choices(const char *choices, char store[][48], const char **out);
-/* "A, B or C" from "A|B|C", into out; returns out. */
-const char *pf_cfg_or_list(const char *choices, char *out, size_t size);
-/* 1 when `value` is one of "A|B|C". */
-int pf_cfg_in_choices(const char *choices, const char *value);
-/* int64 bound of a row's double range (1e300 and 2^63 mean no bound). */
-int64_t pf_cfg_bound64(double x);
-
 /* ---- common/config.c: rows ------------------------------------------------------------ */
 
 /* The row of `path`; aborts when there is none (the code names a row the table lacks). */
@@ -91,6 +80,9 @@ void pf_cfg_set_default(const pf_config_key *k, char *base);
 /* 1 when row `k` applies to `base` (the config, or the item of a `*` row): no `when_key`, or
    that key's value is one of `when`. */
 int pf_cfg_applies(const char *base, const pf_config_key *k);
+
+/* "2|4": the scales of network `net` that `model.scale` allows, into out; returns out. */
+const char *pf_cfg_net_scales(const pf_network *net, char *out, size_t size);
 
 /* ---- common/config_write.c: text ------------------------------------------------------ */
 

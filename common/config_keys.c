@@ -9,8 +9,8 @@
     the generic answer.
 */
 #include "common/config_keys.h"
-#include "common/config.h"
-#include "common/config_impl.h"
+#include "common/config_types.h"
+#include "common/networks.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -22,9 +22,10 @@
 #define N(f) (sizeof(((pf_config *)0)->f) / sizeof(((pf_config *)0)->f[0]))
 #define INF 1e300   /* no upper bound */
 
-#define MODEL_TYPES "EDSR|SRCNN|FSRCNN|ESPCN|MSRResNet|RCAN|RRDBNet|BasicVSR"
-#define WIDE "EDSR|MSRResNet|RCAN|RRDBNet|BasicVSR" /* the types with n_feats / n_blocks */
-#define SHIFT "EDSR|RCAN"                       /* the types with a mean shift */
+/* The model types, and those that take each group of model keys: from the network rows. */
+#define MODEL_TYPES PF_NET_LIST(ALL)
+#define WIDE PF_NET_LIST(WIDE)          /* n_feats / n_blocks */
+#define SHIFT PF_NET_LIST(SHIFT)        /* a mean shift */
 
 #define IMAGE_SETS "PairedImageDataset|SingleImageDataset"
 #define VIDEO_SETS "REDSRecurrentDataset|Vimeo90KRecurrentDataset|VideoRecurrentTestDataset"
@@ -147,7 +148,7 @@ const pf_config_key pf_config_keys[] = {
      .doc = "network to build ([models.md](models.md))"},
     {.path = "model.scale", .kind = PF_K_INT, .flags = PF_KF_REQUIRED, .offset = OFF(scale),
      .lo = 1, .hi = 1 << 20,
-     .choices = "2|3|4", .doc = "upscaling factor; RRDBNet: 2 or 4; BasicVSR: 4"},
+     .choices = "2|3|4", .doc = "upscaling factor"},    /* + the types' scales (config_docs.c) */
     {.path = "model.in_channels", .kind = PF_K_INT, .offset = OFF(in_channels), .lo = 1,
      .hi = 1 << 20, .choices = "3", .def = "3", .doc = "images are loaded as RGB8"},
     {.path = "model.out_channels", .kind = PF_K_INT, .offset = OFF(out_channels), .lo = 1,
@@ -157,30 +158,30 @@ const pf_config_key pf_config_keys[] = {
      .doc = "width (BasicSR `num_feat`, MMagic `mid_channels`)"},
     {.path = "model.n_blocks", .kind = PF_K_INT, .offset = OFF(n_blocks), .lo = 1, .hi = 1024,
      .def = "16", .when_key = "model.type", .when = WIDE, .alias = "num_block",
-     .def_doc = "16; RRDBNet 23; BasicVSR 15",
      .doc = "depth: residual blocks (EDSR, MSRResNet), RCABs per residual group (RCAN), RRDBs "
             "(RRDBNet), residual blocks of each propagation trunk (BasicVSR, at most 31); "
             "BasicSR `num_block`, MMagic `num_blocks`"},
     {.path = "model.spynet_pretrained", .kind = PF_K_PATH, .flags = PF_KF_NULL | PF_KF_FILE,
      .offset = OFF(spynet_pretrained), .size = SZ(spynet_pretrained), .def = "null",
-     .when_key = "model.type", .when = "BasicVSR",
+     .when_key = "model.type", .when = PF_NET_LIST(SPYNET),
      .doc = "SPyNet weights, a safetensors file with BasicSR's names "
             "(`spynet.basic_module.L.basic_module.K.weight`, or without the `spynet.` prefix as "
             "BasicSR's spynet_sintel_final file has them); null: SPyNet initialised from the "
             "seed like the rest. `load_from` and `resume_from` win over it"},
     {.path = "model.fix_iter", .kind = PF_K_INT64, .offset = OFF(fix_iter), .lo = 0,
-     .hi = 1e15, .def = "0", .when_key = "model.type", .when = "BasicVSR",
+     .hi = 1e15, .def = "0", .when_key = "model.type", .when = PF_NET_LIST(SPYNET),
      .doc = "SPyNet is frozen (no update, no optimiser state) for the first `fix_iter` "
             "iterations (MMagic `train_cfg.fix_iter`, BasicSR `train.fix_flow`); its learning "
             "rate after that: `optimizers.paramwise_cfg.custom_keys.spynet.lr_mult`"},
     {.path = "model.num_group", .kind = PF_K_INT, .offset = OFF(num_group), .lo = 1, .hi = 1024,
-     .def = "10", .when_key = "model.type", .when = "RCAN", .doc = "residual groups"},
+     .def = "10", .when_key = "model.type", .when = PF_NET_LIST(RCAN),
+     .doc = "residual groups"},
     {.path = "model.squeeze_factor", .kind = PF_K_INT, .offset = OFF(squeeze_factor), .lo = 1,
-     .hi = 4096, .def = "16", .when_key = "model.type", .when = "RCAN",
+     .hi = 4096, .def = "16", .when_key = "model.type", .when = PF_NET_LIST(RCAN),
      .doc = "channel attention squeezes `n_feats` to `n_feats / squeeze_factor` (integer "
             "division) channels; at most `n_feats`"},
     {.path = "model.num_grow_ch", .kind = PF_K_INT, .offset = OFF(num_grow_ch), .lo = 1,
-     .hi = 4096, .def = "32", .when_key = "model.type", .when = "RRDBNet",
+     .hi = 4096, .def = "32", .when_key = "model.type", .when = PF_NET_LIST(GROW),
      .doc = "growth channels of each dense block"},
     {.path = "model.res_scale", .kind = PF_K_FLOAT, .flags = PF_KF_LO_OPEN,
      .offset = OFF(res_scale), .lo = 0, .hi = INF, .def = "1", .when_key = "model.type",
@@ -193,20 +194,22 @@ const pf_config_key pf_config_keys[] = {
      .offset = OFF(img_range), .lo = 0, .hi = INF, .def = "255", .when_key = "model.type",
      .when = SHIFT, .doc = "pixel range the mean shift works in"},
     {.path = "model.d", .kind = PF_K_INT, .offset = OFF(fsrcnn_d), .lo = 1, .hi = 4096,
-     .def = "56", .when_key = "model.type", .when = "FSRCNN",
+     .def = "56", .when_key = "model.type", .when = PF_NET_LIST(FSRCNN),
      .doc = "feature width (LR feature extraction, expanding)"},
     {.path = "model.s", .kind = PF_K_INT, .offset = OFF(fsrcnn_s), .lo = 1, .hi = 4096,
-     .def = "12", .when_key = "model.type", .when = "FSRCNN", .doc = "width after shrinking"},
+     .def = "12", .when_key = "model.type", .when = PF_NET_LIST(FSRCNN),
+     .doc = "width after shrinking"},
     {.path = "model.m", .kind = PF_K_INT, .offset = OFF(fsrcnn_m), .lo = 0, .hi = 1024,
-     .def = "4", .when_key = "model.type", .when = "FSRCNN", .doc = "3x3 mapping layers"},
+     .def = "4", .when_key = "model.type", .when = PF_NET_LIST(FSRCNN),
+     .doc = "3x3 mapping layers"},
     {.path = "model.channels", .kind = PF_K_INT_LIST, .offset = OFF(srcnn_channels),
      .size = N(srcnn_channels), .min_n = 4, .lo = 1, .hi = 4096, .def = "[3, 64, 32, 3]",
-     .when_key = "model.type", .when = "SRCNN",
+     .when_key = "model.type", .when = PF_NET_LIST(SRCNN),
      .doc = "channels in, after conv1, after conv2, out; first and last must equal "
             "`in_channels`, `out_channels`"},
     {.path = "model.kernel_sizes", .kind = PF_K_INT_LIST, .flags = PF_KF_ODD,
      .offset = OFF(srcnn_kernel_sizes), .size = N(srcnn_kernel_sizes), .min_n = 3, .lo = 1,
-     .hi = 63, .def = "[9, 1, 5]", .when_key = "model.type", .when = "SRCNN",
+     .hi = 63, .def = "[9, 1, 5]", .when_key = "model.type", .when = PF_NET_LIST(SRCNN),
      .doc = "kernel size of each conv"},
     {.path = "model.loss", .kind = PF_K_SECTION, .def_doc = "`{type: L1Loss, loss_weight: 1}`",
      .doc = "pixel loss, below"},

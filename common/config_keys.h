@@ -10,8 +10,10 @@
     common/config_write.c), `pixflow config --get KEY` and the key tables of docs/config.md
     (pf_config_reference, common/config_docs.c; tests/test_config_docs.py fails when the page
     and the table differ).
-    Rules that span several keys (scale against patch size, eval against checkpoint interval,
-    per-type defaults such as RRDBNet's 23 blocks) are code, in one function of config.c.
+    The model types, and which of them take each model key, come from the network rows
+    (common/networks.h). Rules that span several keys (scale against patch size, eval against
+    checkpoint interval, per-type defaults such as RRDBNet's 23 blocks, read from its network
+    row) are code, in one function of config.c.
 
     An unknown key is answered with the nearest key of its section ("did you mean
     'gt_folder'?", Damerau-Levenshtein distance) or, for the names of BasicSR's options files
@@ -22,6 +24,7 @@
 #ifndef PF_CONFIG_KEYS_H
 #define PF_CONFIG_KEYS_H
 #include <stddef.h>
+#include <stdint.h>
 
 typedef enum {
     PF_K_SECTION,       /* a mapping of keys (the rows below its path); `offset`: an int set
@@ -133,4 +136,17 @@ const char *pf_config_unknown_hint(const char *section, const char *name, char *
 /* Optimal-string-alignment distance between a and b (insertions, deletions, substitutions and
    transpositions of neighbours, each 1), for names up to 63 bytes; longer ones give 64. */
 int pf_edit_distance(const char *a, const char *b);
+
+/* A row's choices and range, for the parser (common/config*.c). */
+#define PF_MAX_CHOICES 16
+
+/* Split "A|B|C" into `out` (NUL-terminated copies in `store`, NULL after the last); returns
+   the count. */
+int pf_cfg_split_choices(const char *choices, char store[][48], const char **out);
+/* "A, B or C" from "A|B|C", into out; returns out. */
+const char *pf_cfg_or_list(const char *choices, char *out, size_t size);
+/* 1 when `value` is one of "A|B|C". */
+int pf_cfg_in_choices(const char *choices, const char *value);
+/* int64 bound of a row's double range (1e300 and 2^63 mean no bound). */
+int64_t pf_cfg_bound64(double x);
 #endif

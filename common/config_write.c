@@ -6,6 +6,7 @@
     back to an equal struct (tests/test_config.c checks it), and its FNV-1a 64 hash is
     pf_config.hash, so two processes agree they run the same job.
 */
+#include "common/config.h"
 #include "common/config_impl.h"
 
 #include <stdarg.h>

@@ -7,31 +7,7 @@
 
 #include "nn/model.h"
 
-int pf_infer_receptive_radius(const pf_config *cfg) {
-    /* Upper bounds in LQ pixels: each k x k convolution at LQ resolution adds k / 2; those at
-       HR resolution together add less than 2 (3 for the deeper tails). */
-    const char *t = cfg->model_type;
-    if (!strcmp(t, "EDSR"))
-        /* conv_first 1, two 3x3 per block, conv_after_body 1, the upsampler's convs and
-           conv_last at HR resolution together less than 2 LQ pixels. */
-        return 2 * cfg->n_blocks + 4;
-    if (!strcmp(t, "FSRCNN"))       /* 5x5, m 3x3, the 9x9 transposed conv (4 / scale) */
-        return 2 + cfg->fsrcnn_m + 2;
-    if (!strcmp(t, "ESPCN"))        /* 5x5, 3x3, 3x3 */
-        return 4;
-    if (!strcmp(t, "MSRResNet"))    /* conv_first, 2 per block, upconvs, conv_hr, conv_last,
-                                       bilinear skip */
-        return 2 * cfg->n_blocks + 6;
-    if (!strcmp(t, "RCAN"))         /* channel attention pools the whole image */
-        return PF_INFER_GLOBAL;
-    if (!strcmp(t, "RRDBNet"))      /* 15 3x3 per RRDB, conv_first, conv_body, the tail; x2
-                                       runs the body at half resolution */
-        return (15 * cfg->n_blocks + 2) * (cfg->scale == 2 ? 2 : 1) + 4;
-    /* SRCNN: bicubic upsampling reaches 2 LQ pixels, then the convolutions at HR. */
-    int hr = 0;
-    for (int i = 0; i < 3; i++) hr += cfg->srcnn_kernel_sizes[i] / 2;
-    return 2 + (hr + cfg->scale - 1) / cfg->scale;
-}
+/* pf_infer_receptive_radius is in nn/zoo.c, beside the builders whose layers it counts. */
 
 const char *pf_infer_describe(const pf_config *cfg, char *buf, size_t len) {
     int r = pf_infer_receptive_radius(cfg);

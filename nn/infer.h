@@ -20,7 +20,8 @@ typedef struct {
    pixel can influence an output pixel (EDSR 2 * n_blocks + 4, SRCNN 2 + ceil(6 / scale) for
    the 9-1-5 kernels). Tiling with tile_overlap >= this equals untiled inference up to float
    summation order. PF_INFER_GLOBAL for networks that see the whole image (RCAN's channel
-   attention pools over it): no overlap makes tiles exact for those. */
+   attention pools over it): no overlap makes tiles exact for those. Defined in nn/zoo.c, one
+   function per builder. */
 #define PF_INFER_GLOBAL (1 << 20)
 int pf_infer_receptive_radius(const pf_config *cfg);
 

@@ -28,6 +28,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/networks.h"
+#include "nn/infer.h"
 #include "nn/net.h"
 #include "nn/video_layers.h"
 
@@ -336,66 +338,124 @@ static int rrdbnet(zb *z, int x) {
     return conv(z, f, "conv_last", 3, 3, NO_ACT, -1, 1, TORCH_INIT);
 }
 
+/* Receptive radii (pf_infer_receptive_radius, nn/infer.h): upper bounds in LQ pixels; each
+   k x k convolution at LQ resolution adds k / 2, those at HR resolution together add less
+   than 2 (3 for the deeper tails). */
+static int edsr_radius(const pf_config *c) {
+    /* conv_first 1, two 3x3 per block, conv_after_body 1, the upsampler's convs and
+       conv_last at HR resolution together less than 2 LQ pixels. */
+    return 2 * c->n_blocks + 4;
+}
+
+static int srcnn_radius(const pf_config *c) {
+    /* bicubic upsampling reaches 2 LQ pixels, then the convolutions at HR */
+    int hr = 0;
+    for (int i = 0; i < 3; i++) hr += c->srcnn_kernel_sizes[i] / 2;
+    return 2 + (hr + c->scale - 1) / c->scale;
+}
+
+static int fsrcnn_radius(const pf_config *c) {
+    return 2 + c->fsrcnn_m + 2;     /* 5x5, m 3x3, the 9x9 transposed conv (4 / scale) */
+}
+
+static int espcn_radius(const pf_config *c) {
+    (void)c;
+    return 4;                       /* 5x5, 3x3, 3x3 */
+}
+
+static int msrresnet_radius(const pf_config *c) {
+    /* conv_first, 2 per block, upconvs, conv_hr, conv_last, bilinear skip */
+    return 2 * c->n_blocks + 6;
+}
+
+static int rcan_radius(const pf_config *c) {
+    (void)c;
+    return PF_INFER_GLOBAL;         /* channel attention pools the whole image */
+}
+
+static int rrdbnet_radius(const pf_config *c) {
+    /* 15 3x3 per RRDB, conv_first, conv_body, the tail; x2 runs the body at half resolution */
+    return (15 * c->n_blocks + 2) * (c->scale == 2 ? 2 : 1) + 4;
+}
+
+/* The builder of each image network row of common/networks.h, by name, and its receptive
+   radius; a row with neither one here nor BasicVSR's (below) is refused by pf_net_build
+   (test_zoo_configs builds every row). */
+static const struct {
+    const char *type;
+    int (*build)(zb *, int);
+    int (*radius)(const pf_config *);
+} builders[] = {
+    { "EDSR", edsr, edsr_radius }, { "SRCNN", srcnn, srcnn_radius },
+    { "FSRCNN", fsrcnn, fsrcnn_radius }, { "ESPCN", espcn, espcn_radius },
+    { "MSRResNet", msrresnet, msrresnet_radius }, { "RCAN", rcan, rcan_radius },
+    { "RRDBNet", rrdbnet, rrdbnet_radius },
+};
+
+int pf_infer_receptive_radius(const pf_config *cfg) {
+    for (size_t i = 0; i < sizeof builders / sizeof builders[0]; i++)
+        if (!strcmp(cfg->model_type, builders[i].type))
+            return builders[i].radius(cfg);
+    return srcnn_radius(cfg);       /* BasicVSR (its clips are not tiled) and others: as SRCNN */
+}
+
+/* "(EDSR, SRCNN, ..., BasicVSR)": every row, for an unknown type. */
+static void unknown_type(const char *type, char *err, size_t errlen) {
+    int at = snprintf(err, errlen, "model: unsupported model_type '%s' (", type);
+    for (int i = 0; i < pf_n_networks && at >= 0 && (size_t)at < errlen; i++)
+        at += snprintf(err + at, errlen - (size_t)at, "%s%s", i ? ", " : "",
+                       pf_networks[i].name);
+    if (at >= 0 && (size_t)at < errlen)
+        snprintf(err + at, errlen - (size_t)at, ")");
+}
+
+/* The keys each type takes (docs/models.md), checked only where it takes them: the first
+   one out of range, or NULL. */
+static const char *bad_key(const pf_network *net, const pf_config *c) {
+    unsigned k = net->keys;
+    return k & PF_NK_WIDE && c->n_feats < 1                       ? "n_feats >= 1"
+           : k & PF_NK_WIDE && c->n_blocks < 0                    ? "n_blocks >= 0"
+           : k & PF_NK_RCAN && c->num_group < 1                   ? "num_group >= 1"
+           : k & PF_NK_GROW && c->num_grow_ch < 1                 ? "num_grow_ch >= 1"
+           : k & PF_NK_FSRCNN && c->fsrcnn_d < 1                  ? "d >= 1"
+           : k & PF_NK_FSRCNN && c->fsrcnn_s < 1                  ? "s >= 1"
+           : k & PF_NK_FSRCNN && c->fsrcnn_m < 0                  ? "m >= 0"
+           : k & PF_NK_SHIFT && !(c->img_range > 0.0f)            ? "img_range > 0"
+           : k & PF_NK_RCAN && (c->squeeze_factor < 1 || c->squeeze_factor > c->n_feats)
+               ? "1 <= squeeze_factor <= n_feats"
+               : NULL;
+}
+
 int pf_net_build(pf_net *g, const pf_config *c, char *err, size_t errlen) {
     pf_net_init(g);
-    if (!strcmp(c->model_type, "BasicVSR")) {
-        if (c->scale != 4) {
-            snprintf(err, errlen, "model: BasicVSR does not support scale %d (it takes 4)",
-                     c->scale);
-            return -1;
-        }
-        /* unrolled over a training sample's frames (1 without a video training set: the
-           clips of inference get networks of their own, pf_model_infer_clip) */
-        return pf_net_build_basicvsr(g, c->n_feats, c->n_blocks, pf_config_train_frames(c), err,
-                                     errlen);
-    }
-    static const struct {
-        const char *type;
-        int (*build)(zb *, int);
-        int scales;     /* bit s set: scale s supported */
-    } nets[] = {
-        { "EDSR", edsr, 1 << 2 | 1 << 3 | 1 << 4 },
-        { "SRCNN", srcnn, 0x1fe },      /* 1..8 */
-        { "FSRCNN", fsrcnn, 1 << 2 | 1 << 3 | 1 << 4 },
-        { "ESPCN", espcn, 1 << 2 | 1 << 3 | 1 << 4 },
-        { "MSRResNet", msrresnet, 1 << 2 | 1 << 3 | 1 << 4 },
-        { "RCAN", rcan, 1 << 2 | 1 << 3 | 1 << 4 },
-        { "RRDBNet", rrdbnet, 1 << 2 | 1 << 4 },
-    };
-    int which = -1;
-    for (size_t i = 0; i < sizeof nets / sizeof nets[0]; i++)
-        if (!strcmp(c->model_type, nets[i].type)) which = (int)i;
-    if (which < 0) {
-        snprintf(err, errlen, "model: unsupported model_type '%s' (EDSR, SRCNN, FSRCNN, ESPCN, "
-                 "MSRResNet, RCAN, RRDBNet, BasicVSR)", c->model_type);
+    const pf_network *net = pf_network_find(c->model_type);
+    if (!net) {
+        unknown_type(c->model_type, err, errlen);
         return -1;
     }
-    if (c->scale < 1 || c->scale > 8 || !(nets[which].scales >> c->scale & 1)) {
+    if (c->scale < 1 || c->scale > 8 || !(net->scales >> c->scale & 1)) {
         char list[32] = "";
         for (int s = 1, at = 0; s <= 8; s++)
-            if (nets[which].scales >> s & 1)
+            if (net->scales >> s & 1)
                 at += snprintf(list + at, sizeof list - (size_t)at, "%s%d", at ? ", " : "", s);
         snprintf(err, errlen, "model: %s does not support scale %d (it takes %s)",
                  c->model_type, c->scale, list);
         return -1;
     }
-    int rcan_ = !strcmp(c->model_type, "RCAN"), edsr_ = !strcmp(c->model_type, "EDSR");
-    int srcnn_ = !strcmp(c->model_type, "SRCNN");
-    /* the keys each type takes (docs/models.md), checked only where it takes them */
-    const char *t = c->model_type;
-    int feats = edsr_ || rcan_ || !strcmp(t, "MSRResNet") || !strcmp(t, "RRDBNet");
-    int fsrcnn_ = !strcmp(t, "FSRCNN"), rrdb_ = !strcmp(t, "RRDBNet");
-    const char *bad = feats && c->n_feats < 1                  ? "n_feats >= 1"
-                      : feats && c->n_blocks < 0               ? "n_blocks >= 0"
-                      : rcan_ && c->num_group < 1              ? "num_group >= 1"
-                      : rrdb_ && c->num_grow_ch < 1            ? "num_grow_ch >= 1"
-                      : fsrcnn_ && c->fsrcnn_d < 1             ? "d >= 1"
-                      : fsrcnn_ && c->fsrcnn_s < 1             ? "s >= 1"
-                      : fsrcnn_ && c->fsrcnn_m < 0             ? "m >= 0"
-                      : (edsr_ || rcan_) && !(c->img_range > 0.0f) ? "img_range > 0"
-                      : rcan_ && (c->squeeze_factor < 1 || c->squeeze_factor > c->n_feats)
-                          ? "1 <= squeeze_factor <= n_feats"
-                          : NULL;
+    if (!strcmp(c->model_type, "BasicVSR"))
+        /* unrolled over a training sample's frames (1 without a video training set: the
+           clips of inference get networks of their own, pf_model_infer_clip) */
+        return pf_net_build_basicvsr(g, c->n_feats, c->n_blocks, pf_config_train_frames(c), err,
+                                     errlen);
+    int which = -1;
+    for (size_t i = 0; i < sizeof builders / sizeof builders[0]; i++)
+        if (!strcmp(c->model_type, builders[i].type)) which = (int)i;
+    if (which < 0) {
+        snprintf(err, errlen, "model: %s has no builder in nn/zoo.c", c->model_type);
+        return -1;
+    }
+    int srcnn_ = (net->keys & PF_NK_SRCNN) != 0;
+    const char *bad = bad_key(net, c);
     for (int i = 0; srcnn_ && !bad && i < 3; i++)
         if (c->srcnn_kernel_sizes[i] < 1 || c->srcnn_kernel_sizes[i] % 2 == 0) {
             snprintf(err, errlen, "model: SRCNN kernel sizes must be odd, got %d",
@@ -418,7 +478,7 @@ int pf_net_build(pf_net *g, const pf_config *c, char *err, size_t errlen) {
     zb z = { c, g };
     snprintf(g->type, sizeof g->type, "%s", c->model_type);
     g->scale = c->scale;
-    if (rcan_ || edsr_) {
+    if (net->keys & PF_NK_SHIFT) {
         g->use_mean = 1;
         memcpy(g->mean, c->rgb_mean, sizeof g->mean);
         g->range = c->img_range;
@@ -427,7 +487,7 @@ int pf_net_build(pf_net *g, const pf_config *c, char *err, size_t errlen) {
                    : pf_net_node(g, PF_G_INPUT, NULL, 0, 3, 1, 1, 0);
     if (srcnn_ && x >= 0) g->node[g->n_node - 1].r = c->scale;
     g->input = x;
-    int out = nets[which].build(&z, x);
+    int out = builders[which].build(&z, x);
     if (out < 0 || g->oom) {
         snprintf(err, errlen, "model: out of memory building %s", c->model_type);
         pf_net_free(g);

@@ -4,9 +4,10 @@
 The key tables of docs/config.md are generated from the key table (common/config_keys.c):
 each `<!-- pixflow config --reference ARGS -->` ... `<!-- end reference -->` block must be
 exactly what `pixflow config --reference ARGS` prints (run this script with --write to
-regenerate them), and every key of the table (`pixflow config --keys`) must be documented
-under its section. Then two directions against the real parser (`pixflow config`),
-independent of how the parser is written:
+regenerate them; likewise docs/models.md's table of the network types, `<!-- pixflow config
+--networks -->`, from the network rows of common/networks.h), and every key of the table
+(`pixflow config --keys`) must be documented under its section. Then two directions against
+the real parser (`pixflow config`), independent of how the parser is written:
   1. every key the resolved config writes (`pixflow config` of configs/demo.yaml and every
      configs/zoo/*.yaml, so each model type's keys) is documented in docs/config.md, under the
      heading of its section;
@@ -124,16 +125,14 @@ def insert_key(yaml_text, path):
     return "\n".join(lines) + "\n"
 
 
-BLOCK = re.compile(r"(<!-- pixflow config --reference ([^>]*?) -->\n)(.*?)(<!-- end reference -->)",
-                   re.S)
+BLOCK = re.compile(r"(<!-- pixflow config (--reference [^>]*?|--networks) -->\n)(.*?)"
+                   r"(<!-- end reference -->)", re.S)
 
 
 def reference(pixflow, args):
-    r = subprocess.run([pixflow, "config", "--reference"] + args.split(), capture_output=True,
-                       text=True)
+    r = subprocess.run([pixflow, "config"] + args.split(), capture_output=True, text=True)
     if r.returncode != 0:
-        raise SystemExit("test_config_docs: pixflow config --reference %s: %s"
-                         % (args, r.stderr.strip()))
+        raise SystemExit("test_config_docs: pixflow config %s: %s" % (args, r.stderr.strip()))
     return r.stdout
 
 
@@ -146,7 +145,7 @@ def check_generated(md, pixflow, write):
         n += 1
         want = reference(pixflow, m.group(2))
         if m.group(3) != want:
-            bad.append("the table of `pixflow config --reference %s` differs from the key table"
+            bad.append("the table of `pixflow config %s` differs from the key table"
                        "%s" % (m.group(2), " (rewritten)" if write else
                                " (run tests/test_config_docs.py --write SOURCE PIXFLOW)"))
         return m.group(1) + want + m.group(4)
@@ -173,9 +172,19 @@ def main():
     md_path = os.path.join(src, "docs", "config.md")
     md = open(md_path, encoding="utf-8").read()
     md, bad, n_blocks = check_generated(md, pixflow, write)
+    models_path = os.path.join(src, "docs", "models.md")
+    models = open(models_path, encoding="utf-8").read()
+    models, bad_models, n_models = check_generated(models, pixflow, write)
+    if n_models != 1:
+        bad_models.append("docs/models.md: %d `pixflow config --networks` tables, want 1"
+                          % n_models)
+    bad += bad_models
+    n_blocks += n_models
     if write:
         with open(md_path, "w", encoding="utf-8") as f:
             f.write(md)
+        with open(models_path, "w", encoding="utf-8") as f:
+            f.write(models)
         bad = []
     docs = documented(md)
     in_table = table_keys(pixflow)

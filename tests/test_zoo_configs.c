@@ -2,7 +2,9 @@
     parses, builds its network with the published parameter count, and infers a small image to
     finite values. Expected counts: PyTorch's sum(p.numel()) of tests/reference/zoo_archs.py's
     networks with the same hyper-parameters, which agree with the papers' figures (EDSR-baseline
-    x2 1.37 M, EDSR x2 40.7 M, MSRResNet x4 1.52 M, RCAN x2 15.4 M, ESRGAN's RRDBNet 16.7 M). */
+    x2 1.37 M, EDSR x2 40.7 M, MSRResNet x4 1.52 M, RCAN x2 15.4 M, ESRGAN's RRDBNet 16.7 M).
+    And every network row (common/networks.h) has a builder in nn/zoo.c: each builds its
+    description at each of its scales with the default keys. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -10,8 +12,10 @@
 #include <string.h>
 
 #include "common/config.h"
+#include "common/networks.h"
 #include "common/util.h"
 #include "nn/model.h"
+#include "nn/net.h"
 #include "tests/pf_test.h"
 
 static const struct {
@@ -27,7 +31,25 @@ static const struct {
     { "ESPCN_x3.yaml", 31131 },
 };
 
+static void every_row_builds(void) {
+    static pf_config c;
+    for (int i = 0; i < pf_n_networks; i++)
+        for (int s = 1; s <= 8; s++) {
+            if (!(pf_networks[i].scales >> s & 1)) continue;
+            pf_config_defaults(&c);
+            snprintf(c.model_type, sizeof c.model_type, "%s", pf_networks[i].name);
+            c.scale = s;
+            if (pf_networks[i].n_blocks) c.n_blocks = pf_networks[i].n_blocks;
+            pf_net g;
+            char err[512];
+            int rc = pf_net_build(&g, &c, err, sizeof err);
+            CHECK(rc == 0, "%s x%d: %s", pf_networks[i].name, s, err);
+            if (!rc) pf_net_free(&g);
+        }
+}
+
 int main(void) {
+    every_row_builds();
     const char *src = getenv("PF_SOURCE_DIR");
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char path[1024], err[2048];
