@@ -32,7 +32,7 @@ pf_model *pf_model_new(const pf_config *cfg, char *err, size_t errlen) {
     m->loss.eps = cfg->charbonnier_eps;
     if (pf_net_build(&m->net, cfg, err, errlen)) goto fail;
     const pf_net *g = &m->net;
-    m->frames = g->t[g->input].c / 3;
+    m->frames = pf_net_frames(g);
     m->params = calloc(g->n_params + 1, sizeof(float));
     m->grads = calloc(g->n_params + 1, sizeof(float));
     m->train_conv = calloc((size_t)g->n_convs + 1, sizeof *m->train_conv);

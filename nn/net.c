@@ -432,3 +432,32 @@ int pf_net_tensor_size(const pf_net *g, int i, int h, int w, int *th, int *tw, c
     }
     return 0;
 }
+
+int pf_net_frames(const pf_net *g) { return g->t[g->input].c / 3; }
+
+int pf_net_check_desc(const pf_net *g, char *err, size_t errlen) {
+    /* the executors run a conv's activation before its residual add (identity + scale *
+       act(conv)) and mask backward with the output's sign: right only without one */
+    for (int k = 0; k < g->n_node; k++)
+        if (g->node[k].op == PF_G_CONV && g->node[k].n_in > 1 && g->conv[g->node[k].conv].act) {
+            snprintf(err, errlen, "%s: %s: a residual convolution cannot fuse an activation",
+                     g->type, g->conv[g->node[k].conv].name);
+            return -1;
+        }
+    return 0;
+}
+
+int pf_net_check(const pf_net *g, int h, int w, int *hw, char *err, size_t errlen) {
+    if (pf_net_check_desc(g, err, errlen)) return -1;
+    for (int i = 0; i < g->n_t; i++)
+        if (pf_net_tensor_size(g, i, h, w, &hw[2 * i], &hw[2 * i + 1], err, errlen)) return -1;
+    for (int k = 0; k < g->n_node; k++) {
+        const pf_gnode *nd = &g->node[k];
+        const int *a = nd->n_in ? &hw[2 * nd->in[0]] : NULL;
+        const int *f = nd->n_in > 1 ? &hw[2 * nd->in[1]] : NULL, *o = &hw[2 * nd->out];
+        if (pf_net_check_node(g, nd, a ? a[0] : 0, a ? a[1] : 0, f ? f[0] : 0, f ? f[1] : 0,
+                              o[0], o[1], err, errlen))
+            return -1;
+    }
+    return 0;
+}

@@ -269,4 +269,18 @@ int pf_net_check_node(const pf_net *net, const pf_gnode *nd, int ah, int aw, int
    not divisible by DIV"). */
 int pf_net_tensor_size(const pf_net *net, int t, int h, int w, int *th, int *tw, char *err,
                        size_t errlen);
+
+/* The description's rules, checked once by both executors where they plan a shape (and the
+   shape-free ones by pf_net_build):
+   pf_net_check_desc: no convolution both fuses an activation and adds a residual (the
+   executors run the activation first and mask backward with the output's sign).
+   pf_net_check: that, every tensor's size for LQ h x w (pf_net_tensor_size) into hw[2 t] (H)
+   and hw[2 t + 1] (W) (2 net->n_t ints, the caller's), and every node's shape rules
+   (pf_net_check_node). 0, or -1 with err ("TYPE: ..."), the first rule broken. */
+int pf_net_check_desc(const pf_net *net, char *err, size_t errlen);
+int pf_net_check(const pf_net *net, int h, int w, int *hw, char *err, size_t errlen);
+
+/* Frames one input holds: a video network's input is T frames as 3 T channels (frame t's
+   colour c is channel 3 t + c); 1 for the image networks. */
+int pf_net_frames(const pf_net *net);
 #endif

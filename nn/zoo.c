@@ -434,15 +434,12 @@ int pf_net_build(pf_net *g, const pf_config *c, char *err, size_t errlen) {
         return -1;
     }
     g->output = out;
-    /* the executors run a conv's activation before its residual add and mask backward with
-       the output's sign: right only without one, so no builder may ask for both */
-    for (int k = 0; k < g->n_node; k++)
-        if (g->node[k].op == PF_G_CONV && g->node[k].n_in > 1 && g->conv[g->node[k].conv].act) {
-            snprintf(err, errlen, "model: %s: %s: a residual convolution cannot fuse an "
-                     "activation", c->model_type, g->conv[g->node[k].conv].name);
-            pf_net_free(g);
-            return -1;
-        }
+    char why[256];
+    if (pf_net_check_desc(g, why, sizeof why)) {   /* no builder may ask what no executor runs */
+        snprintf(err, errlen, "model: %s", why);
+        pf_net_free(g);
+        return -1;
+    }
     return 0;
 }
 
