@@ -24,7 +24,7 @@
 #include <stdint.h>
 
 #include "common/config.h"
-#include "nn/model.h"
+#include "nn/param_info.h"
 
 #define PF_G_MAX_IN 64          /* a video network concatenates its T frames' outputs */
 #define PF_G_MAX_CH 4           /* channels of a PF_G_AFFINE / PF_G_RESIZE constant */

@@ -44,8 +44,6 @@ OP_SWITCH_MAX = 2
 KNOWN_CIRCLES = {
     ("common/config", "common/config_impl", "common/config_keys"): "config_keys.c reads "
         "pf_config's layout, config.c the key table (issue 38, the config split)",
-    ("nn/checkpoint", "nn/graph", "nn/model", "nn/model_internal", "nn/net"): "the CPU executor and the model "
-                                                             "(issue 38, the nn/cpu split)",
 }
 INCLUDE_RE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
