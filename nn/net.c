@@ -246,7 +246,8 @@ int pf_net_backward_reads_in(const pf_net *g, int k, int i) {
     const pf_gnode *nd = &g->node[k];
     switch (nd->op) {
     case PF_G_CONV:
-    case PF_G_PRELU: return i == 0;
+    case PF_G_PRELU:
+    case PF_G_MAXPOOL2: return i == 0;
     case PF_G_MUL_CH:
     case PF_G_WARP: return i < 2;
     default: return 0;
@@ -372,7 +373,7 @@ const char *pf_net_op_name(pf_gop op) {
     static const char *names[] = {
         "input", "conv", "prelu", "tanh", "sigmoid", "add", "gap", "mul_ch", "concat",
         "shuffle", "unshuffle", "nearest", "bilinear_in", "bicubic_in", "slice", "affine",
-        "resize", "avgpool2", "warp", "zero",
+        "resize", "avgpool2", "warp", "zero", "maxpool2",
     };
     return (unsigned)op < sizeof names / sizeof *names ? names[op] : "?";
 }
@@ -396,6 +397,7 @@ int pf_net_check_node(const pf_net *g, const pf_gnode *nd, int ah, int aw, int f
             why = "per-channel factors for another channel count";
         break;
     case PF_G_AVGPOOL2:
+    case PF_G_MAXPOOL2:
         if (C != ca) why = "channels changed";
         else if (ah % 2 || aw % 2 || oh * 2 != ah || ow * 2 != aw)
             why = "output not half its input";

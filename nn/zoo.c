@@ -83,6 +83,12 @@ static int op(zb *z, pf_gop o, int x, int c, int mul, int div, int r, float scal
     return out;
 }
 
+/* nn.MaxPool2d(2) on x: half its size (the VGG feature extractor's pooling; no network of the
+   zoo uses it yet). */
+__attribute__((unused)) static int maxpool2(zb *z, int x) {
+    return op(z, PF_G_MAXPOOL2, x, x < 0 ? 0 : z->g->t[x].c, 1, 2, 1, 1.0f);
+}
+
 static int binary(zb *z, pf_gop o, int a, int b, int res, float scale) {
     if (a < 0 || b < 0) return -1;
     int in[3] = { a, b, res };

@@ -27,7 +27,7 @@ static const unsigned char layout_rule[] = {
     [PF_G_WARP] = L_FREE,       [PF_G_CONV] = L_CONV,          [PF_G_ADD] = L_SHARED,
     [PF_G_MUL_CH] = L_SHARED,   [PF_G_PRELU] = L_CARRY,        [PF_G_TANH] = L_CARRY,
     [PF_G_SIGMOID] = L_CARRY,   [PF_G_GAP] = L_CARRY,          [PF_G_CONCAT] = L_CARRY,
-    [PF_G_SHUFFLE] = L_CARRY,   [PF_G_NEAREST] = L_CARRY,
+    [PF_G_SHUFFLE] = L_CARRY,   [PF_G_NEAREST] = L_CARRY,      [PF_G_MAXPOOL2] = L_CARRY,
 };
 
 static int rule_of(pf_gop op) {

@@ -470,6 +470,9 @@ static int forward_node(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p, pf_
     case PF_G_AVGPOOL2:
         OP(pf_cuda_avgpool2_forward(y, a->data, n, C, a->h, a->w, st, oe, sizeof oe));
         return 0;
+    case PF_G_MAXPOOL2:
+        OP(pf_cuda_maxpool2_forward(y, a->data, n, C, a->h, a->w, st, oe, sizeof oe));
+        return 0;
     case PF_G_WARP:
         OP(pf_cuda_flow_warp_forward(y, a->data, p->ts[nd->in[1]].data, n, C, o->h, o->w,
                                      nd->pad, st, oe, sizeof oe));
@@ -704,6 +707,11 @@ static int backward_node(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p,
     case PF_G_AVGPOOL2:
         if ((dx = grad_for(a, &acc)))
             OP(pf_cuda_avgpool2_backward(dx, dy, n, C, a->h, a->w, acc, st, oe, sizeof oe));
+        return 0;
+    case PF_G_MAXPOOL2:
+        if ((dx = grad_for(a, &acc)))
+            OP(pf_cuda_maxpool2_backward(dx, dy, a->data, n, C, a->h, a->w, acc, st, oe,
+                                         sizeof oe));
         return 0;
     case PF_G_WARP: {
         cutensor *f = &p->ts[nd->in[1]];
