@@ -489,3 +489,20 @@ int pf_ckpt_load_spynet(const pf_net *net, float *params, const char *path, char
     pf_safetensors_free(&st);
     return rc;
 }
+
+/* nn/model.h's weight loaders, the forms above on a model's description and parameters (here,
+   not in nn/model.c, so that the model does not include this module, which includes it). */
+int pf_model_check_weights(const pf_model *m, const struct pf_safetensors *st, char *err,
+                           size_t errlen) {
+    return pf_ckpt_check_net(pf_model_net(m), pf_model_config(m), st, err, errlen);
+}
+
+int pf_model_load_weights(pf_model *m, const struct pf_safetensors *st, char *err,
+                          size_t errlen) {
+    return pf_ckpt_load_net(pf_model_net(m), pf_model_config(m), pf_model_params(m), st, err,
+                            errlen);
+}
+
+int pf_model_load_spynet(pf_model *m, const char *path, char *err, size_t errlen) {
+    return pf_ckpt_load_spynet(pf_model_net(m), pf_model_params(m), path, err, errlen);
+}

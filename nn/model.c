@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "nn/checkpoint.h"
 #include "nn/layers.h"
 #include "nn/model_internal.h"
 
@@ -32,7 +31,7 @@ pf_model *pf_model_new(const pf_config *cfg, char *err, size_t errlen) {
     m->loss.eps = cfg->charbonnier_eps;
     if (pf_net_build(&m->net, cfg, err, errlen)) goto fail;
     const pf_net *g = &m->net;
-    m->frames = g->t[g->input].c / 3;
+    m->frames = pf_net_frames(g);
     m->params = calloc(g->n_params + 1, sizeof(float));
     m->grads = calloc(g->n_params + 1, sizeof(float));
     m->train_conv = calloc((size_t)g->n_convs + 1, sizeof *m->train_conv);
@@ -306,23 +305,9 @@ int pf_model_describe(const pf_config *cfg, char *buf, size_t len) {
     return 0;
 }
 
-int pf_model_check_weights(const pf_model *m, const struct pf_safetensors *st, char *err,
-                           size_t errlen) {
-    return pf_ckpt_check_net(&m->net, &m->cfg, st, err, errlen);
-}
-
-int pf_model_load_weights(pf_model *m, const struct pf_safetensors *st, char *err,
-                          size_t errlen) {
-    return pf_ckpt_load_net(&m->net, &m->cfg, m->params, st, err, errlen);
-}
-
 void pf_set_threads(int n) {
     char v[16];
     snprintf(v, sizeof v, "%d", n);
     omp_set_num_threads(n);
     setenv("OMP_NUM_THREADS", v, 1);    /* for the processes this one starts */
-}
-
-int pf_model_load_spynet(pf_model *m, const char *path, char *err, size_t errlen) {
-    return pf_ckpt_load_spynet(&m->net, m->params, path, err, errlen);
 }

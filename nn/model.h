@@ -19,16 +19,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "common/config.h"
+#include "nn/param_info.h"
 
 typedef struct pf_model pf_model;
-
-typedef struct {
-    char name[96];      /* reference state_dict name */
-    size_t offset;      /* into the flat parameter (and gradient) buffer, in floats */
-    size_t numel;
-    int ndim;
-    int64_t shape[4];   /* OIHW for conv weights, (O) for biases */
-} pf_param_info;
 
 /* Build the network cfg->model_type with cfg's hyper-parameters. Returns NULL with err on an
    unsupported type or scale. Parameters start zeroed; call pf_model_init. */
@@ -114,7 +107,8 @@ void pf_set_threads(int n);
 int pf_model_describe(const pf_config *cfg, char *buf, size_t len);
 
 /* Whether a safetensors file's tensors fit the model by reference name: pf_ckpt_check_net
-   (nn/checkpoint.h) on the model's description. Tensors named PF_EMA_PREFIX + name are a
+   (nn/checkpoint.h) on the model's description. This and the two loaders below are
+   implemented in nn/checkpoint.c (which includes this header, not the other way round). Tensors named PF_EMA_PREFIX + name are a
    checkpoint's EMA weights. Returns 0, or -1 with err. */
 #define PF_EMA_PREFIX "params_ema."
 struct pf_safetensors;

@@ -3,10 +3,10 @@
 */
 #ifndef PF_MODEL_INTERNAL_H
 #define PF_MODEL_INTERNAL_H
+#include "common/config.h"
 #include "nn/cpu/conv_dnnl.h"
 #include "nn/graph.h"
 #include "nn/loss.h"
-#include "nn/model.h"
 #include "nn/net.h"
 
 /* The CPU executor's state for one input shape. */

@@ -246,7 +246,8 @@ int pf_net_backward_reads_in(const pf_net *g, int k, int i) {
     const pf_gnode *nd = &g->node[k];
     switch (nd->op) {
     case PF_G_CONV:
-    case PF_G_PRELU: return i == 0;
+    case PF_G_PRELU:
+    case PF_G_MAXPOOL2: return i == 0;
     case PF_G_MUL_CH:
     case PF_G_WARP: return i < 2;
     default: return 0;
@@ -372,7 +373,7 @@ const char *pf_net_op_name(pf_gop op) {
     static const char *names[] = {
         "input", "conv", "prelu", "tanh", "sigmoid", "add", "gap", "mul_ch", "concat",
         "shuffle", "unshuffle", "nearest", "bilinear_in", "bicubic_in", "slice", "affine",
-        "resize", "avgpool2", "warp", "zero",
+        "resize", "avgpool2", "warp", "zero", "maxpool2",
     };
     return (unsigned)op < sizeof names / sizeof *names ? names[op] : "?";
 }
@@ -396,6 +397,7 @@ int pf_net_check_node(const pf_net *g, const pf_gnode *nd, int ah, int aw, int f
             why = "per-channel factors for another channel count";
         break;
     case PF_G_AVGPOOL2:
+    case PF_G_MAXPOOL2:
         if (C != ca) why = "channels changed";
         else if (ah % 2 || aw % 2 || oh * 2 != ah || ow * 2 != aw)
             why = "output not half its input";
@@ -429,6 +431,35 @@ int pf_net_tensor_size(const pf_net *g, int i, int h, int w, int *th, int *tw, c
         snprintf(err, errlen, "%s: input %d x %d is not divisible by %d", g->type, hb, wb,
                  t->div);
         return -1;
+    }
+    return 0;
+}
+
+int pf_net_frames(const pf_net *g) { return g->t[g->input].c / 3; }
+
+int pf_net_check_desc(const pf_net *g, char *err, size_t errlen) {
+    /* the executors run a conv's activation before its residual add (identity + scale *
+       act(conv)) and mask backward with the output's sign: right only without one */
+    for (int k = 0; k < g->n_node; k++)
+        if (g->node[k].op == PF_G_CONV && g->node[k].n_in > 1 && g->conv[g->node[k].conv].act) {
+            snprintf(err, errlen, "%s: %s: a residual convolution cannot fuse an activation",
+                     g->type, g->conv[g->node[k].conv].name);
+            return -1;
+        }
+    return 0;
+}
+
+int pf_net_check(const pf_net *g, int h, int w, int *hw, char *err, size_t errlen) {
+    if (pf_net_check_desc(g, err, errlen)) return -1;
+    for (int i = 0; i < g->n_t; i++)
+        if (pf_net_tensor_size(g, i, h, w, &hw[2 * i], &hw[2 * i + 1], err, errlen)) return -1;
+    for (int k = 0; k < g->n_node; k++) {
+        const pf_gnode *nd = &g->node[k];
+        const int *a = nd->n_in ? &hw[2 * nd->in[0]] : NULL;
+        const int *f = nd->n_in > 1 ? &hw[2 * nd->in[1]] : NULL, *o = &hw[2 * nd->out];
+        if (pf_net_check_node(g, nd, a ? a[0] : 0, a ? a[1] : 0, f ? f[0] : 0, f ? f[1] : 0,
+                              o[0], o[1], err, errlen))
+            return -1;
     }
     return 0;
 }

@@ -24,7 +24,7 @@
 #include <stdint.h>
 
 #include "common/config.h"
-#include "nn/model.h"
+#include "nn/param_info.h"
 
 #define PF_G_MAX_IN 64          /* a video network concatenates its T frames' outputs */
 #define PF_G_MAX_CH 4           /* channels of a PF_G_AFFINE / PF_G_RESIZE constant */
@@ -59,6 +59,9 @@ typedef enum {
                            (2 channels: x, y in pixels), grid_sample bilinear,
                            align_corners=True, padding `pad` (pf_pad_mode) */
     PF_G_ZERO,          /* out = 0 (no input; an initial flow or hidden state) */
+    PF_G_MAXPOOL2,      /* F.max_pool2d(in0, 2, 2) (nn.MaxPool2d(2), VGG's; out: div * 2);
+                           backward: each window's gradient to its first maximum in row-major
+                           order (PyTorch's), a NaN counting as the maximum */
 } pf_gop;
 
 typedef struct {
@@ -222,7 +225,7 @@ void pf_net_last_use(const pf_net *net, int training, int *last);
 /* Whether node k's backward reads input i (0..n_in-1) / its output: a convolution's input
    (weights gradient) and its output when it has an activation (the mask), PReLU's input,
    tanh's and sigmoid's outputs, both factors of the channel multiply, both inputs of a
-   warp. */
+   warp, max pooling's input (its argmax). */
 int pf_net_backward_reads_in(const pf_net *net, int k, int i);
 int pf_net_backward_reads_out(const pf_net *net, int k);
 
@@ -256,7 +259,8 @@ int pf_net_assign_grad_slots(const pf_net *net, const size_t *numel, const int *
 const char *pf_net_op_name(pf_gop op);
 
 /* What a node needs of its tensors' planned sizes (the video nodes: a slice inside its input,
-   an affine's or resize's constants for its channel count, pooling to half the size, a warp's
+   an affine's or resize's constants for its channel count, pooling (average or max) to half
+   the size, a warp's
    image, 2-channel flow and output of one size and a known padding): ah x aw its first input,
    fh x fw its second (a warp's flow), oh x ow its output. 0, or -1 with err naming the network,
    the op and the tensor. */
@@ -269,4 +273,18 @@ int pf_net_check_node(const pf_net *net, const pf_gnode *nd, int ah, int aw, int
    not divisible by DIV"). */
 int pf_net_tensor_size(const pf_net *net, int t, int h, int w, int *th, int *tw, char *err,
                        size_t errlen);
+
+/* The description's rules, checked once by both executors where they plan a shape (and the
+   shape-free ones by pf_net_build):
+   pf_net_check_desc: no convolution both fuses an activation and adds a residual (the
+   executors run the activation first and mask backward with the output's sign).
+   pf_net_check: that, every tensor's size for LQ h x w (pf_net_tensor_size) into hw[2 t] (H)
+   and hw[2 t + 1] (W) (2 net->n_t ints, the caller's), and every node's shape rules
+   (pf_net_check_node). 0, or -1 with err ("TYPE: ..."), the first rule broken. */
+int pf_net_check_desc(const pf_net *net, char *err, size_t errlen);
+int pf_net_check(const pf_net *net, int h, int w, int *hw, char *err, size_t errlen);
+
+/* Frames one input holds: a video network's input is T frames as 3 T channels (frame t's
+   colour c is channel 3 t + c); 1 for the image networks. */
+int pf_net_frames(const pf_net *net);
 #endif

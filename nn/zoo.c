@@ -85,6 +85,12 @@ static int op(zb *z, pf_gop o, int x, int c, int mul, int div, int r, float scal
     return out;
 }
 
+/* nn.MaxPool2d(2) on x: half its size (the VGG feature extractor's pooling; no network of the
+   zoo uses it yet). */
+__attribute__((unused)) static int maxpool2(zb *z, int x) {
+    return op(z, PF_G_MAXPOOL2, x, x < 0 ? 0 : z->g->t[x].c, 1, 2, 1, 1.0f);
+}
+
 static int binary(zb *z, pf_gop o, int a, int b, int res, float scale) {
     if (a < 0 || b < 0) return -1;
     int in[3] = { a, b, res };
@@ -494,15 +500,12 @@ int pf_net_build(pf_net *g, const pf_config *c, char *err, size_t errlen) {
         return -1;
     }
     g->output = out;
-    /* the executors run a conv's activation before its residual add and mask backward with
-       the output's sign: right only without one, so no builder may ask for both */
-    for (int k = 0; k < g->n_node; k++)
-        if (g->node[k].op == PF_G_CONV && g->node[k].n_in > 1 && g->conv[g->node[k].conv].act) {
-            snprintf(err, errlen, "model: %s: %s: a residual convolution cannot fuse an "
-                     "activation", c->model_type, g->conv[g->node[k].conv].name);
-            pf_net_free(g);
-            return -1;
-        }
+    char why[256];
+    if (pf_net_check_desc(g, why, sizeof why)) {   /* no builder may ask what no executor runs */
+        snprintf(err, errlen, "model: %s", why);
+        pf_net_free(g);
+        return -1;
+    }
     return 0;
 }
 

@@ -42,8 +42,6 @@ OP_SWITCH_MAX = 2
 # parts of that issue which own the files remove: listed, they are reported as known, not as
 # failures; one that is gone is reported so that its entry goes too. Empty this, do not add to it.
 KNOWN_CIRCLES = {
-    ("nn/checkpoint", "nn/graph", "nn/model", "nn/model_internal", "nn/net"): "the CPU executor and the model "
-                                                             "(issue 38, the nn/cpu split)",
 }
 INCLUDE_RE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 

@@ -30,6 +30,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "nn/model.h"
 #include "nn/model_internal.h"
 #include "tests/pf_test.h"
 

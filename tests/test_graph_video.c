@@ -3,7 +3,7 @@
     factors), 2 x 2 average pooling, flow warp (zeros and border padding), a tensor of zeros,
     a tensor whose size is the LQ size rounded up (pf_gtensor.round), one convolution's weights
     used by two layers (their gradients added), and a 3 T-channel input of T frames and a
-    3 T-channel output.
+    3 T-channel output; and 2 x 2 max pooling (PF_G_MAXPOOL2, not a video node: VGG's).
 
     - "mini" (tests/reference/graph_video_ref.py: every one of those in one network, built
       here by hand with pf_net_* calls): the output and every weight's gradient against
@@ -15,7 +15,10 @@
       random +-1 direction (as test_nn_gradcheck), the shared weight included;
     - all of it with oneDNN's own layout choice and with every activation forced to NCHW,
       nChw8c, nChw16c and NHWC (nn/cpu/dnnl_ctx.h), so the nodes meet every layout the
-      convolutions can give them; two backward passes give the same gradients bit for bit. */
+      convolutions can give them; two backward passes give the same gradients bit for bit;
+    - max pooling through the executor by finite differences ("maxpool"), and its kernels
+      against a naive loop on inputs full of ties and a NaN (the gradient to the first maximum
+      in row-major order, as PyTorch). */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -24,6 +27,8 @@
 #include "common/rng.h"
 #include "common/safetensors.h"
 #include "nn/graph.h"
+#include "nn/cpu/dnnl_ctx.h"
+#include "nn/cpu/ops.h"
 #include "nn/net.h"
 #include "nn/video_layers.h"
 #include "tests/pf_test.h"
@@ -163,6 +168,22 @@ static void build_pool(pf_net *g) {
     int u = resize(g, conv(g, p, "mid", 4, -1, -1), 1, 1, 0, 1, 0);
     int d = resize(g, u, 1, 2, 0, 0, 0);
     g->output = conv(g, d, "last", 3, -1, -1);
+}
+
+/* 2 x 2 max pooling (PF_G_MAXPOOL2, nn.MaxPool2d(2)) on a 20-channel map (two blocks of 16,
+   three of 8), convolved at half the size (the output at LQ / 2). Its kinks (a window's
+   argmax moving under the perturbation) leave the finite differences up to 1.4 % off here
+   (measured, every layout), inside grad_check's 2 %; the kernels' exact values are
+   check_maxpool_kernels's. */
+static void build_maxpool(pf_net *g) {
+    pf_gnode *nd;
+    pf_net_init(g);
+    snprintf(g->type, sizeof g->type, "maxpool");
+    int x = pf_net_node(g, PF_G_INPUT, NULL, 0, 3, 1, 1, 0);
+    g->input = x;
+    int f = conv(g, x, "wide", 20, -1, -1);
+    int p = node(g, PF_G_MAXPOOL2, &f, 1, 20, f, 1, 2, &nd);
+    g->output = conv(g, p, "last", 3, -1, -1);
 }
 
 /* ---- running -------------------------------------------------------------------------- */
@@ -432,6 +453,63 @@ done:
     pf_net_free(&g);
 }
 
+/* The max pooling kernels (nn/cpu/ops.h) on their own against a naive loop, in NCHW and in
+   blocks of 8 and 16 (20 channels: padded blocks): inputs of small integers, so that most
+   windows hold ties (forward the max; backward the whole gradient to the first maximum in
+   row-major order, PyTorch's rule, 0 to the other three), one window with a NaN (it wins),
+   backward overwriting and adding. */
+static void check_maxpool_kernels(void) {
+    enum { PN = 2, PC = 20, PH = 6, PW = 8 };
+    static const int blocks[] = { 1, 8, 16 };
+    pf_rng rng = pf_rng_make(5, 3, 1);
+    for (size_t bi = 0; bi < sizeof blocks / sizeof *blocks; bi++) {
+        int b = blocks[bi];
+        size_t nx = pf_blk_numel(PN, PC, PH, PW, b), ny = pf_blk_numel(PN, PC, PH / 2, PW / 2, b);
+        float *x = calloc(nx, sizeof *x), *y = calloc(ny, sizeof *y), *dy = calloc(ny, sizeof *dy);
+        float *dx = calloc(nx, sizeof *dx);
+        for (int n = 0; n < PN; n++)
+            for (int c = 0; c < PC; c++)
+                for (int i = 0; i < PH; i++)
+                    for (int j = 0; j < PW; j++)
+                        x[pf_blk_off(n, c, i, j, PC, PH, PW, b)] = (float)pf_rng_below(&rng, 3);
+        x[pf_blk_off(1, 7, 3, 2, PC, PH, PW, b)] = NAN;
+        for (int n = 0; n < PN; n++)
+            for (int c = 0; c < PC; c++)
+                for (int i = 0; i < PH / 2; i++)
+                    for (int j = 0; j < PW / 2; j++)
+                        dy[pf_blk_off(n, c, i, j, PC, PH / 2, PW / 2, b)] = (float)(1 + i * 7 + j);
+        pf_cpu_maxpool2_forward(y, x, PN, PC, PH, PW, b, b);
+        int bad = 0;
+        for (int acc = 0; acc <= 1; acc++) {
+            for (size_t i = 0; i < nx; i++) dx[i] = 0.5f;
+            pf_cpu_maxpool2_backward(dx, dy, x, PN, PC, PH, PW, b, b, acc);
+            for (int n = 0; n < PN; n++)
+                for (int c = 0; c < PC; c++)
+                    for (int i = 0; i < PH / 2; i++)
+                        for (int j = 0; j < PW / 2; j++) {
+                            int best = 0;
+                            float m = x[pf_blk_off(n, c, 2 * i, 2 * j, PC, PH, PW, b)];
+                            for (int k = 1; k < 4; k++) {
+                                float v = x[pf_blk_off(n, c, 2 * i + k / 2, 2 * j + k % 2, PC,
+                                                       PH, PW, b)];
+                                if (v > m || isnan(v)) m = v, best = k;
+                            }
+                            float got = y[pf_blk_off(n, c, i, j, PC, PH / 2, PW / 2, b)];
+                            bad += !(got == m || (isnan(got) && isnan(m)));
+                            float g = dy[pf_blk_off(n, c, i, j, PC, PH / 2, PW / 2, b)];
+                            for (int k = 0; k < 4; k++) {
+                                float want = (acc ? 0.5f : 0.0f) + (k == best ? g : 0.0f);
+                                bad += dx[pf_blk_off(n, c, 2 * i + k / 2, 2 * j + k % 2, PC,
+                                                     PH, PW, b)] != want;
+                            }
+                        }
+        }
+        CHECK(bad == 0, "maxpool2 kernels, block %d: %d values differ from the naive loop", b,
+              bad);
+        free(x), free(y), free(dy), free(dx);
+    }
+}
+
 /* Plan errors name the node and the reason. */
 static void check_errors(void) {
     pf_net g;
@@ -471,7 +549,9 @@ int main(void) {
         check_fd("warp zeros", build_warp_zeros, layouts[i], 1, N, 5, 6);
         check_fd("warp border", build_warp_border, layouts[i], 1, N, 5, 6);
         check_fd("pool", build_pool, layouts[i], 1, N, 6, 8);
+        check_fd("maxpool", build_maxpool, layouts[i], 1, N, 6, 8);
     }
+    check_maxpool_kernels();
     check_errors();
     pf_safetensors_free(&ref);
     return pf_test_end("test_graph_video");

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nn/model.h"
 #include "nn/model_internal.h"
 #include "tests/pf_test.h"
 

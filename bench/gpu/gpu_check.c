@@ -21,8 +21,8 @@
     loss, every gradient tensor, inference output, parameters after 3 Adam steps; the same for
     small versions of every other network (SRCNN, FSRCNN, ESPCN, MSRResNet, RCAN, RRDBNet, run
     by nn/cuda/graph_cuda.c) and BasicVSR (3 and 2 frames, SGD with SPyNet joining late); the
-    video ops (bilinear resize, 2 x 2 pooling, flow warp: forward and backward; affine and
-    the pooling's backward against ref_ops.c) against nn/video_layers.c, the CPU counterpart that tests/test_video_layers checks against
+    video ops (bilinear resize, 2 x 2 pooling, flow warp: forward and backward; affine,
+    the pooling's backward and 2 x 2 max pooling against ref_ops.c) against nn/video_layers.c, the CPU counterpart that tests/test_video_layers checks against
     PyTorch, with the warp's fixed-point image gradient run twice for identical bits; then times the training steps of bench/train_step's shapes
     (`# timing` lines).
 
@@ -1346,6 +1346,32 @@ static void check_video_ops(int n, int c, int h, int w) {
         set_dev(d_y, prior, ne * 4);
         rc = pf_cuda_avgpool2_backward(d_y, d_dy, n, c, he, we, 1, 0, g_err, sizeof g_err);
         check("avgpool2 backward acc=1", shape, rc, d_y, ref, ne, TOL_FP32);
+    }
+
+    /* 2 x 2 max pooling (even sizes) against ref_ops.c, on x rounded to quarters so that
+       windows hold ties (the gradient goes to the first maximum in row-major order);
+       backward acc 0 and 1 */
+    {
+        int he = h & ~1, we = w & ~1;
+        size_t ne = (size_t)n * c * he * we, np2 = ne / 4;
+        float *xq = host_alloc(ne * 4);
+        for (size_t i = 0; i < ne; i++) xq[i] = floorf(x[i] * 4.0f) / 4.0f;
+        float *d_q = upload(xq, ne * 4);
+        snprintf(shape, sizeof shape, "N%d C%d H%d W%d", n, c, he, we);
+        pf_ref_maxpool2_forward(ref, xq, n, c, he, we);
+        rc = pf_cuda_maxpool2_forward(d_y, d_q, n, c, he, we, 0, g_err, sizeof g_err);
+        check("maxpool2 forward", shape, rc, d_y, ref, np2, TOL_FP32);
+        for (int acc = 0; acc <= 1; acc++) {
+            memcpy(ref, prior, ne * 4);
+            pf_ref_maxpool2_backward(ref, dy, xq, n, c, he, we, acc);
+            set_dev(d_y, prior, ne * 4);
+            rc = pf_cuda_maxpool2_backward(d_y, d_dy, d_q, n, c, he, we, acc, 0, g_err,
+                                           sizeof g_err);
+            snprintf(op, sizeof op, "maxpool2 backward acc=%d", acc);
+            check(op, shape, rc, d_y, ref, ne, TOL_FP32);
+        }
+        free(xq);
+        cudaFree(d_q);
     }
 
     /* flow warp, zeros and border padding; backward dx (fixed point, twice for the same

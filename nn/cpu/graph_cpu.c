@@ -261,6 +261,9 @@ static int forward_node(const pf_gctx *m, pf_gstate *S, pf_conv *convs, const pf
     case PF_G_AVGPOOL2:
         pf_avgpool2_forward(y, a->data, n, C, a->h, a->w, b, a->block);
         return 0;
+    case PF_G_MAXPOOL2:
+        pf_cpu_maxpool2_forward(y, a->data, n, C, a->h, a->w, b, a->block);
+        return 0;
     case PF_G_WARP:
         pf_flow_warp_forward(y, a->data, i1->data, n, C, H, W, (pf_pad_mode)nd->pad, b,
                              a->block, i1->block);
@@ -348,10 +351,6 @@ static void prof_add(const pf_gctx *m, const pf_gnode *nd, int backward, double 
 }
 
 void pf_graph_profile_print(FILE *f) {
-    static const char *const names[] = {
-        "input", "conv", "prelu", "tanh", "sigmoid", "add", "gap", "mul_ch", "concat",
-        "shuffle", "unshuffle", "nearest", "bilinear_in", "bicubic_in", "slice", "affine",
-        "resize", "avgpool2", "warp", "zero" };
     for (int d = 0; d < 2; d++) {
         if (!prof.calls[d]) continue;
         double total = 0;
@@ -365,8 +364,8 @@ void pf_graph_profile_print(FILE *f) {
             if (best < 0) break;
             char name[32];
             if (best >= 32) snprintf(name, sizeof name, "conv %dx%d", best - 32, best - 32);
-            else snprintf(name, sizeof name, "%s", best < (int)(sizeof names / sizeof names[0])
-                                                       ? names[best] : "other");
+            else snprintf(name, sizeof name, "%s", best < 31 ? pf_net_op_name((pf_gop)best)
+                                                             : "other");
             fprintf(f, "  %-14s %8.1f ms  %5.1f %%\n", name, prof.ms[d][best] / prof.calls[d],
                     100 * prof.ms[d][best] / total);
             prof.ms[d][best] = 0;
@@ -594,6 +593,10 @@ static int backward_node(const pf_gctx *m, pf_gstate *S, pf_conv *convs, const p
     case PF_G_AVGPOOL2:
         if ((dx = grad_for(S, a, &acc)))
             pf_cpu_avgpool2_backward(dx, dy, n, C, a->h, a->w, H, W, b, a->block, acc);
+        return 0;
+    case PF_G_MAXPOOL2:
+        if ((dx = grad_for(S, a, &acc)))
+            pf_cpu_maxpool2_backward(dx, dy, a->data, n, C, a->h, a->w, b, a->block, acc);
         return 0;
     case PF_G_WARP:
         d1 = grad_zeroed(S, i1, &acc1);

@@ -27,7 +27,7 @@ static const unsigned char layout_rule[] = {
     [PF_G_WARP] = L_FREE,       [PF_G_CONV] = L_CONV,          [PF_G_ADD] = L_SHARED,
     [PF_G_MUL_CH] = L_SHARED,   [PF_G_PRELU] = L_CARRY,        [PF_G_TANH] = L_CARRY,
     [PF_G_SIGMOID] = L_CARRY,   [PF_G_GAP] = L_CARRY,          [PF_G_CONCAT] = L_CARRY,
-    [PF_G_SHUFFLE] = L_CARRY,   [PF_G_NEAREST] = L_CARRY,
+    [PF_G_SHUFFLE] = L_CARRY,   [PF_G_NEAREST] = L_CARRY,      [PF_G_MAXPOOL2] = L_CARRY,
 };
 
 static int rule_of(pf_gop op) {
@@ -38,18 +38,29 @@ static size_t tnumel(const pf_tstate *t, int n, int c) {
     return pf_blk_numel(n, c, t->h, t->w, t->block);
 }
 
-/* Every tensor's size for LQ h x w (pf_net_tensor_size) and its block where the layout is
-   forced. */
+/* The description's rules for LQ h x w (pf_net_check), every tensor's size and its block
+   where the layout is forced. */
 static int plan_sizes(const pf_gctx *m, pf_gstate *S, int h, int w, char *err, size_t errlen) {
     const pf_net *g = m->net;
+    int *hw = malloc(2 * (size_t)g->n_t * sizeof *hw + 1);
+    if (!hw) {
+        snprintf(err, errlen, "%s: out of memory planning a %d x %d input", g->type, h, w);
+        return -1;
+    }
+    if (pf_net_check(g, h, w, hw, err, errlen)) {
+        free(hw);
+        return -1;
+    }
     memset(S->ts, 0, (size_t)g->n_t * sizeof *S->ts);
     for (int i = 0; i < g->n_t; i++) {
         if (m->dnnl->force_layout != PF_LAYOUT_ANY)
             S->ts[i].block = pf_layout_block(m->dnnl->force_layout, g->t[i].c);
         S->ts[i].last_use = S->last[i];
         S->ts[i].need_grad = S->need[i];
-        TRY(pf_net_tensor_size(g, i, h, w, &S->ts[i].h, &S->ts[i].w, err, errlen));
+        S->ts[i].h = hw[2 * i];
+        S->ts[i].w = hw[2 * i + 1];
     }
+    free(hw);
     return 0;
 }
 
@@ -72,12 +83,6 @@ static int layout_conv(const pf_gctx *m, pf_gstate *S, pf_conv *convs, int k, in
        1 x 1 channel-attention maps keep oneDNN's choice. */
     if (dst < 0 && c->oc > 3 && c->oc < 8 && nd->out != g->output && !g->t[nd->out].one)
         dst = 8;
-    if (nd->n_in > 1 && c->relu) {
-        /* the fused activation runs before the residual add (identity + scale *
-           act(conv)); backward masks with the sum's sign, right only without one */
-        snprintf(err, errlen, "%s: a residual convolution cannot fuse an activation", c->name);
-        return -1;
-    }
     if (nd->n_in > 1 && !dst) {
         snprintf(err, errlen, "%s: residual input has no layout", c->name);
         return -1;
@@ -161,14 +166,7 @@ static int plan_layouts(const pf_gctx *m, pf_gstate *S, pf_conv *convs, int h, i
                         char *err, size_t errlen) {
     const pf_net *g = m->net;
     TRY(plan_sizes(m, S, h, w, err, errlen));
-    for (int k = 0; k < g->n_node; k++) {
-        const pf_gnode *nd = &g->node[k];
-        const pf_tstate *a = nd->n_in ? &S->ts[nd->in[0]] : NULL, *o = &S->ts[nd->out];
-        const pf_tstate *f = nd->n_in > 1 ? &S->ts[nd->in[1]] : NULL;
-        TRY(pf_net_check_node(g, nd, a ? a->h : 0, a ? a->w : 0, f ? f->h : 0, f ? f->w : 0,
-                              o->h, o->w, err, errlen));
-        TRY(layout_node(m, S, convs, k, training, err, errlen));
-    }
+    for (int k = 0; k < g->n_node; k++) TRY(layout_node(m, S, convs, k, training, err, errlen));
     for (int i = 0; i < g->n_t; i++) {
         if (!S->ts[i].block) S->ts[i].block = 1;
         S->ts[i].numel = tnumel(&S->ts[i], S->n, g->t[i].c);

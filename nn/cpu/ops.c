@@ -394,6 +394,55 @@ void pf_cpu_avgpool2_backward(float *dx, const float *dy, int n, int C, int H, i
                 }
 }
 
+/* Index 0..3 of the maximum of window (Y, X) of plane (in, c): the first in row-major order,
+   a NaN winning as in PyTorch's max_pool2d (`v > max || isnan(v)`). */
+static int max_of_window(const float *x, int in, int c, int Y, int X, int C, int h, int w,
+                         int bx) {
+    int best = 0;
+    float m = x[pf_blk_off(in, c, 2 * Y, 2 * X, C, h, w, bx)];
+    for (int k = 1; k < 4; k++) {
+        float v = x[pf_blk_off(in, c, 2 * Y + k / 2, 2 * X + k % 2, C, h, w, bx)];
+        if (v > m || isnan(v)) {
+            m = v;
+            best = k;
+        }
+    }
+    return best;
+}
+
+/* Every 2 x 2 window: forward (y) its max, else backward (dx from dy) the gradient to it. */
+static void maxpool2_windows(float *y, float *dx, const float *dy, const float *x, int n, int C,
+                             int h, int w, int b, int bx, int acc) {
+    int H = h / 2, W = w / 2;
+#pragma omp parallel for collapse(2) schedule(static)
+    for (int in = 0; in < n; in++)
+        for (int c = 0; c < C; c++)
+            for (int yy = 0; yy < H; yy++)
+                for (int xx = 0; xx < W; xx++) {
+                    int best = max_of_window(x, in, c, yy, xx, C, h, w, bx);
+                    size_t o = pf_blk_off(in, c, yy, xx, C, H, W, b);
+                    for (int k = 0; k < 4; k++) {
+                        size_t i = pf_blk_off(in, c, 2 * yy + k / 2, 2 * xx + k % 2, C, h, w, bx);
+                        if (y) {
+                            if (k == best) y[o] = x[i];
+                        } else {
+                            float v = k == best ? dy[o] : 0.0f;
+                            dx[i] = acc ? dx[i] + v : v;
+                        }
+                    }
+                }
+}
+
+void pf_cpu_maxpool2_forward(float *y, const float *x, int n, int C, int h, int w, int b,
+                             int bx) {
+    maxpool2_windows(y, NULL, NULL, x, n, C, h, w, b, bx, 0);
+}
+
+void pf_cpu_maxpool2_backward(float *dx, const float *dy, const float *x, int n, int C, int h,
+                              int w, int b, int bx, int acc) {
+    maxpool2_windows(NULL, dx, dy, x, n, C, h, w, b, bx, acc);
+}
+
 void pf_cpu_act_mask_backward(float *dy, const float *y, float al, size_t cnt) {
     /* y > 0 is tested on the bits (a positive float is a positive int32) and the result
        selected with integer masks, which GCC vectorises (a float compare may trap, and a

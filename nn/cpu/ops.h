@@ -100,6 +100,15 @@ void pf_cpu_nearest_backward(float *dx, const float *dy, int n, int c, int h, in
 void pf_cpu_avgpool2_backward(float *dx, const float *dy, int n, int c, int h, int w, int oh,
                               int ow, int b, int bx, int acc);
 
+/* PF_G_MAXPOOL2: y (h / 2 x w / 2, block b) = the max of each 2 x 2 window of x (h x w, even,
+   block bx), F.max_pool2d(x, 2, 2). Backward: each window's gradient dy goes to its argmax,
+   the first maximum in row-major window order (PyTorch's; a NaN counts as the maximum), the
+   other three pixels get 0: dx = [dx +] that. */
+void pf_cpu_maxpool2_forward(float *y, const float *x, int n, int c, int h, int w, int b,
+                             int bx);
+void pf_cpu_maxpool2_backward(float *dx, const float *dy, const float *x, int n, int c, int h,
+                              int w, int b, int bx, int acc);
+
 /* A convolution's fused (Leaky)ReLU backward, in place over count floats: dy *= (y > 0 ? 1 :
    alpha) with y the activation's output (alpha >= 0, so its sign is the input's). */
 void pf_cpu_act_mask_backward(float *dy, const float *y, float alpha, size_t count);

@@ -215,24 +215,32 @@ static int slot_buffers(cuplan *p, int n_t, const int *slot_of, const size_t *si
     return ok ? 0 : -1;
 }
 
-/* Frames per sample: a video network's input holds T frames as 3 T channels (frame t colour c
-   is channel 3 t + c), so N x 3T x H x W is (N T) x 3 x H x W and the uint8 batch
+/* Frames per sample (pf_net_frames): N x 3T x H x W is (N T) x 3 x H x W and the uint8 batch
    (N x T x H x W x 3) converts as N T images. */
-static int frames_of(const pf_net *G) { return G->t[G->input].c / 3; }
-
-int pf_cugraph_frames(const pf_cugraph *g) { return frames_of(&g->net); }
+int pf_cugraph_frames(const pf_cugraph *g) { return pf_net_frames(&g->net); }
 
 
-/* Every tensor's size for LQ h x w (pf_net_tensor_size) into p->ts (h, w, numel, need_grad)
-   and numel[]. 0, or -1 with err when the input is not divisible as a tensor needs. */
+/* The description's rules for LQ h x w (pf_net_check), every tensor's size into p->ts (h, w,
+   numel, need_grad) and numel[]. 0, or -1 with err. */
 static int plan_sizes(const pf_net *G, cuplan *p, size_t *numel, const int *need, int n, int h,
                       int w, char *err, size_t errlen) {
+    int *hw = malloc(2 * (size_t)G->n_t * sizeof *hw + 1);
+    if (!hw) {
+        snprintf(err, errlen, "%s: out of host memory", G->type);
+        return -1;
+    }
+    if (pf_net_check(G, h, w, hw, err, errlen)) {
+        free(hw);
+        return -1;
+    }
     for (int i = 0; i < G->n_t; i++) {
         cutensor *s = &p->ts[i];
-        if (pf_net_tensor_size(G, i, h, w, &s->h, &s->w, err, errlen)) return -1;
+        s->h = hw[2 * i];
+        s->w = hw[2 * i + 1];
         s->numel = numel[i] = (size_t)n * G->t[i].c * s->h * s->w;
         s->need_grad = need[i];
     }
+    free(hw);
     return 0;
 }
 
@@ -290,7 +298,7 @@ static int plan_build(pf_cugraph *g, cuplan *p, pf_cuconv *convs, pf_cudnn *ctx,
     }
 
     int s = G->scale;
-    size_t lq = (size_t)n * frames_of(G) * h * w * 3, hq = lq * (size_t)s * s;
+    size_t lq = (size_t)n * pf_net_frames(G) * h * w * 3, hq = lq * (size_t)s * s;
 #define ALLOC(ptr, count)                                                                     \
     do {                                                                                      \
         if (!((ptr) = plan_alloc(p, (size_t)(count) * sizeof *(ptr)))) goto oom;              \
@@ -377,7 +385,7 @@ static int forward_node(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p, pf_
     float *y = o->data;
     switch (nd->op) {
     case PF_G_INPUT: {
-        int nt = n * frames_of(G);
+        int nt = n * pf_net_frames(G);
         OP(pf_cuda_u8_nhwc_to_nchw(y, p->u8, nt, p->h, p->w, 3, st, oe, sizeof oe));
         OP(pf_cuda_mean_shift(y, y, nt, 3, p->h, p->w, G->use_mean ? G->mean : NULL, G->range,
                               st, oe, sizeof oe));
@@ -462,6 +470,9 @@ static int forward_node(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p, pf_
     case PF_G_AVGPOOL2:
         OP(pf_cuda_avgpool2_forward(y, a->data, n, C, a->h, a->w, st, oe, sizeof oe));
         return 0;
+    case PF_G_MAXPOOL2:
+        OP(pf_cuda_maxpool2_forward(y, a->data, n, C, a->h, a->w, st, oe, sizeof oe));
+        return 0;
     case PF_G_WARP:
         OP(pf_cuda_flow_warp_forward(y, a->data, p->ts[nd->in[1]].data, n, C, o->h, o->w,
                                      nd->pad, st, oe, sizeof oe));
@@ -492,7 +503,7 @@ static int forward(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p, pf_cucon
         TRY(forward_node(g, env, p, convs, &G->node[k], err, errlen));
     const cutensor *o = &p->ts[G->output];
     char oe[512];
-    if (pf_cuda_mean_unshift(p->pred, o->data, p->n * frames_of(G), 3, o->h, o->w,
+    if (pf_cuda_mean_unshift(p->pred, o->data, p->n * pf_net_frames(G), 3, o->h, o->w,
                              G->use_mean ? G->mean : NULL, G->range, st, oe, sizeof oe)) {
         snprintf(err, errlen, "%s output: %s", g->net.type, oe);
         return -1;
@@ -697,6 +708,11 @@ static int backward_node(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p,
         if ((dx = grad_for(a, &acc)))
             OP(pf_cuda_avgpool2_backward(dx, dy, n, C, a->h, a->w, acc, st, oe, sizeof oe));
         return 0;
+    case PF_G_MAXPOOL2:
+        if ((dx = grad_for(a, &acc)))
+            OP(pf_cuda_maxpool2_backward(dx, dy, a->data, n, C, a->h, a->w, acc, st, oe,
+                                         sizeof oe));
+        return 0;
     case PF_G_WARP: {
         cutensor *f = &p->ts[nd->in[1]];
         int acc_f = 0;
@@ -720,7 +736,7 @@ int pf_cugraph_train_step(pf_cugraph *g, const pf_cugraph_env *env, const uint8_
     const pf_net *G = &g->net;
     cuplan *p = &g->train;
     TRY(plan_build(g, p, g->train_conv, env->cudnn, n, h, w, 1, err, errlen));
-    int s = G->scale, T = frames_of(G);
+    int s = G->scale, T = pf_net_frames(G);
     size_t lq = (size_t)n * T * h * w * 3, hq = lq * (size_t)s * s;
     TRY(forward(g, env, p, g->train_conv, host_in, lq + hq, err, errlen));
 
@@ -752,7 +768,7 @@ int pf_cugraph_infer(pf_cugraph *g, const pf_cugraph_env *env, const uint8_t *ho
                      int w, const float **pred, char *err, size_t errlen) {
     cuplan *p = &g->infer;
     TRY(plan_build(g, p, g->infer_conv, env->cudnn, 1, h, w, 0, err, errlen));
-    TRY(forward(g, env, p, g->infer_conv, host_in, (size_t)frames_of(&g->net) * h * w * 3, err,
+    TRY(forward(g, env, p, g->infer_conv, host_in, (size_t)pf_net_frames(&g->net) * h * w * 3, err,
                 errlen));
     *pred = p->pred;
     return 0;

@@ -1140,6 +1140,77 @@ int pf_cuda_avgpool2_backward(float *dx, const float *dy, int n, int c, int h, i
     return check_launch("k_avgpool2_backward", err, errlen);
 }
 
+/* Index 0..3 of the maximum of the 2 x 2 window at s (row stride w): the first in row-major
+   order, a NaN winning (PyTorch's max_pool2d, nn/cpu/ops.c). */
+__device__ int max_of_window(const float *s, int w) {
+    int best = 0;
+    float m = s[0];
+    for (int k = 1; k < 4; k++) {
+        float v = s[(k / 2) * w + k % 2];
+        if (v > m || v != v) {
+            m = v;
+            best = k;
+        }
+    }
+    return best;
+}
+
+/* One thread per output element (plane, Y, X) of the pooled N C x h/2 x w/2. */
+__global__ void k_maxpool2_forward(float *y, const float *x, int h, int w, size_t count) {
+    int H = h / 2, W = w / 2;
+    GRID_STRIDE(i, count) {
+        int X = (int)(i % W);
+        size_t t = i / W;
+        int Y = (int)(t % H);
+        size_t p = t / H;
+        const float *s = x + (p * h + 2 * (size_t)Y) * w + 2 * (size_t)X;
+        int k = max_of_window(s, w);
+        y[i] = s[(k / 2) * w + k % 2];
+    }
+}
+
+/* One thread per input element: its window's gradient if it is the window's argmax, else 0
+   (a gather: no atomics, deterministic). */
+__global__ void k_maxpool2_backward(float *dx, const float *dy, const float *x, int h, int w,
+                                    int acc, size_t count) {
+    int W = w / 2;
+    GRID_STRIDE(i, count) {
+        int xx = (int)(i % w);
+        size_t t = i / w;
+        int yy = (int)(t % h);
+        size_t p = t / h;
+        const float *s = x + (p * h + (size_t)(yy & ~1)) * w + (size_t)(xx & ~1);
+        int k = max_of_window(s, w);
+        float v = k == (yy & 1) * 2 + (xx & 1) ? dy[(p * (h / 2) + yy / 2) * W + xx / 2] : 0.0f;
+        dx[i] = acc ? __fadd_rn(dx[i], v) : v;
+    }
+}
+
+int pf_cuda_maxpool2_forward(float *y, const float *x, int n, int c, int h, int w,
+                             cudaStream_t stream, char *err, size_t errlen) {
+    const char *fn = "pf_cuda_maxpool2_forward";
+    if (negative(n, c, h, w) || h % 2 || w % 2)
+        return bad_arg(fn, "bad shape (h and w must be even)", err, errlen);
+    size_t count = (size_t)n * c * (h / 2) * (w / 2);
+    if (!count) return 0;
+    if (!y || !x) return null_tensor(fn, err, errlen);
+    PF_LAUNCH(k_maxpool2_forward, grid_for(count), THREADS, 0, stream, y, x, h, w, count);
+    return check_launch("k_maxpool2_forward", err, errlen);
+}
+
+int pf_cuda_maxpool2_backward(float *dx, const float *dy, const float *x, int n, int c, int h,
+                              int w, int acc, cudaStream_t stream, char *err, size_t errlen) {
+    const char *fn = "pf_cuda_maxpool2_backward";
+    if (negative(n, c, h, w) || h % 2 || w % 2)
+        return bad_arg(fn, "bad shape (h and w must be even)", err, errlen);
+    size_t count = (size_t)n * c * h * w;
+    if (!count) return 0;
+    if (!dx || !dy || !x) return null_tensor(fn, err, errlen);
+    PF_LAUNCH(k_maxpool2_backward, grid_for(count), THREADS, 0, stream, dx, dy, x, h, w, acc,
+              count);
+    return check_launch("k_maxpool2_backward", err, errlen);
+}
+
 /* ---- flow warp ---- */
 
 /* The sample position along an axis of `size` at pixel p with flow f, as BasicSR's flow_warp

@@ -292,6 +292,15 @@ int pf_cuda_avgpool2_forward(float *y, const float *x, int n, int c, int h, int 
 int pf_cuda_avgpool2_backward(float *dx, const float *dy, int n, int c, int h, int w, int acc,
                               cudaStream_t stream, char *err, size_t errlen);
 
+/* F.max_pool2d(x, 2, 2) (nn.MaxPool2d(2)): y N x C x (h / 2) x (w / 2), each the max of a 2 x 2
+   window of x (N x C x h x w, h and w even). Backward: dx = (acc ? dx : 0) + dy[window] at the
+   window's argmax (the first maximum in row-major order, a NaN winning: PyTorch's), 0 at its
+   other three pixels; x is the forward's input. */
+int pf_cuda_maxpool2_forward(float *y, const float *x, int n, int c, int h, int w,
+                             cudaStream_t stream, char *err, size_t errlen);
+int pf_cuda_maxpool2_backward(float *dx, const float *dy, const float *x, int n, int c, int h,
+                              int w, int acc, cudaStream_t stream, char *err, size_t errlen);
+
 /* BasicSR flow_warp(x, flow) (grid_sample, bilinear, align_corners=True, padding pad: 0 zeros,
    1 border, pf_pad_mode): y[n][c][i][j] = x[n][c] sampled at (j + flow[n][0][i][j],
    i + flow[n][1][i][j]); x, y N x C x H x W, flow N x 2 x H x W (pf_flow_warp_forward). */

@@ -293,6 +293,17 @@ int pf_cuda_avgpool2_backward(float *dx, const float *dy, int n, int c, int h, i
     pf_ref_avgpool2_backward(dx, dy, n, c, h, w, acc);
     return 0;
 }
+int pf_cuda_maxpool2_forward(float *y, const float *x, int n, int c, int h, int w, ST) {
+    UNUSED;
+    pf_ref_maxpool2_forward(y, x, n, c, h, w);
+    return 0;
+}
+int pf_cuda_maxpool2_backward(float *dx, const float *dy, const float *x, int n, int c, int h,
+                              int w, int acc, ST) {
+    UNUSED;
+    pf_ref_maxpool2_backward(dx, dy, x, n, c, h, w, acc);
+    return 0;
+}
 int pf_cuda_flow_warp_forward(float *y, const float *x, const float *flow, int n, int c, int h,
                               int w, int pad, ST) {
     UNUSED;

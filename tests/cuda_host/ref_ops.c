@@ -298,6 +298,40 @@ void pf_ref_avgpool2_backward(float *dx, const float *dy, int n, int c, int h, i
             }
 }
 
+/* Row-major index 0..3 of the maximum of x's window (q, Y, X): PyTorch's scan, a later value
+   wins when greater or NaN (the first of equal values stays). */
+static int ref_argmax2(const float *x, size_t q, int h, int w, int Y, int X) {
+    int best = 0;
+    for (int k = 1; k < 4; k++) {
+        float v = x[(q * h + 2 * Y + k / 2) * w + 2 * X + k % 2];
+        float m = x[(q * h + 2 * Y + best / 2) * w + 2 * X + best % 2];
+        if (v > m || isnan(v)) best = k;
+    }
+    return best;
+}
+
+void pf_ref_maxpool2_forward(float *y, const float *x, int n, int c, int h, int w) {
+    for (size_t q = 0; q < (size_t)n * c; q++)
+        for (int Y = 0; Y < h / 2; Y++)
+            for (int X = 0; X < w / 2; X++) {
+                int k = ref_argmax2(x, q, h, w, Y, X);
+                y[(q * (h / 2) + Y) * (w / 2) + X] = x[(q * h + 2 * Y + k / 2) * w + 2 * X + k % 2];
+            }
+}
+
+void pf_ref_maxpool2_backward(float *dx, const float *dy, const float *x, int n, int c, int h,
+                              int w, int acc) {
+    for (size_t q = 0; q < (size_t)n * c; q++)
+        for (int y = 0; y < h; y++)
+            for (int xx = 0; xx < w; xx++) {
+                int k = ref_argmax2(x, q, h, w, y / 2, xx / 2);
+                float *d = &dx[(q * h + y) * w + xx];
+                double g = k == (y % 2) * 2 + xx % 2
+                               ? dy[(q * (h / 2) + y / 2) * (w / 2) + xx / 2] : 0.0;
+                *d = put(acc, *d, g);
+            }
+}
+
 /* ---- convolution: stride 1, zero padding k / 2 ---- */
 #define XI(b, ch, C, y, x) ((((size_t)(b) * (C) + (ch)) * s->h + (y)) * s->w + (x))
 #define WI(o, i, ky, kx) ((((size_t)(o) * s->ic + (i)) * s->k + (ky)) * s->k + (kx))

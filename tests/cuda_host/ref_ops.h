@@ -84,6 +84,11 @@ void pf_ref_affine_ch(float *y, const float *x, int n, int c, int h, int w, cons
                       const float *mul, int acc);
 /* 2 x 2 average pooling's backward, even h and w (the input's size) */
 void pf_ref_avgpool2_backward(float *dx, const float *dy, int n, int c, int h, int w, int acc);
+/* 2 x 2 max pooling (F.max_pool2d(x, 2, 2)), even h and w (the input's size): forward, and
+   backward to each window's argmax (the first maximum in row-major order; a NaN wins) */
+void pf_ref_maxpool2_forward(float *y, const float *x, int n, int c, int h, int w);
+void pf_ref_maxpool2_backward(float *dx, const float *dy, const float *x, int n, int c, int h,
+                              int w, int acc);
 
 /* Convolution as nn/cuda/conv_cudnn.h's pf_cuconv: stride 1, zero padding k / 2, NCHW, weight
    oc x ic x k x k. The backwards overwrite, or add when acc. */
