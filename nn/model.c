@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "common/networks.h"
 #include "nn/layers.h"
 #include "nn/model_internal.h"
 
@@ -19,7 +20,8 @@ pf_model *pf_model_new(const pf_config *cfg, char *err, size_t errlen) {
     }
     m->cfg = *cfg;
     m->frames = 1;
-    m->video = !strcmp(cfg->model_type, "BasicVSR");
+    const pf_network *row = pf_network_find(cfg->model_type);
+    m->video = row && row->video;   /* unknown types fail in pf_net_build below */
     pf_net_init(&m->net);
     pf_net_init(&m->clip.net);
     if (pf_loss_parse(cfg->loss_type, &m->loss.type)) {

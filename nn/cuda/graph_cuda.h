@@ -1,5 +1,5 @@
 /*  graph_cuda — the CUDA executor: a network description (nn/net.h, built by nn/zoo.c for
-    every model.type, the same one the CPU executor nn/graph.c runs) on one CUDA device. Same
+    every model.type, the same one the CPU executor nn/cpu/graph_cpu.c runs) on one CUDA device. Same
     parameter table (names, offsets, shapes), so a host copy of the device parameter buffer is
     the CPU model's, and checkpoints carry over in both directions. Nothing of the CPU backend
     is built.
