@@ -1,5 +1,5 @@
-/*  layers — ReLU mask, residual add, pixel shuffle and image <-> activation conversion (see
-    layers.h). Loops are ordered so the larger tensor is walked contiguously. */
+/*  layers — scaling, pixel shuffle and image <-> activation conversion (see layers.h; the
+    other element-wise ops are nn/cpu/ops.c's). Loops are ordered so the larger tensor is walked contiguously. */
 #include "nn/layers.h"
 #include <string.h>
 #include "nn/cpu/dnnl_ctx.h"

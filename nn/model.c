@@ -1,6 +1,6 @@
 /*  model — the CPU model: the network description (nn/net.h, built by nn/zoo.c) with its flat
-    parameter and gradient buffers, weight loading, and the public train-step / inference entry
-    points (see model.h), run by the CPU executor (nn/graph.h, nn/cpu/graph_cpu.c).
+    parameter and gradient buffers and the public train-step / inference entry points (see
+    model.h; loading weights into it is nn/checkpoint.c's), run by the CPU executor (nn/graph.h, nn/cpu/graph_cpu.c).
 */
 #include "nn/model.h"
 #include <math.h>

@@ -1,18 +1,15 @@
-/*  model — a super-resolution network built from the config by name, with explicit forward and
-    backward, parameters and gradients each in one flat float buffer (llm.c style), so one
-    optimiser pass (and later one all-reduce) covers them all.
+/*  model — the CPU model: a super-resolution network built from the config by its
+    `model.type` (every row of common/networks.h; the builders and their references are in
+    nn/zoo.c, docs/models.md), with explicit forward and backward, parameters and gradients
+    each in one flat float buffer (llm.c style), so one optimiser pass and one all-reduce
+    cover them all. Parameter names are the reference implementation's state_dict names
+    ("conv_first.weight", "body.0.conv1.weight", "upsample.0.weight", ...); conv weights are
+    OIHW.
 
-    Networks: EDSR (Lim et al. 2017, BasicSR's basicsr/archs/edsr_arch.py: mean shift with
-    img_range, conv_first, n_blocks ResidualBlockNoBN (conv-ReLU-conv, * res_scale, + x),
-    conv_after_body + skip, Upsample (conv to 4*n_feats + PixelShuffle(2) per factor 2, or
-    9*n_feats + PixelShuffle(3)), conv_last) and SRCNN (Dong et al. 2014, MMagic's SRCNNNet:
-    bicubic upsample in the network, conv 9x9 - ReLU - conv 1x1 - ReLU - conv 5x5).
-    Parameter names are the reference implementation's state_dict names ("conv_first.weight",
-    "body.0.conv1.weight", "upsample.0.weight", ...); conv weights are OIHW.
-
-    Images enter as uint8 NHWC (what loaders send) and are converted to float [0, 1] NCHW here.
-    Convolutions run in oneDNN (nn/cpu) with activations kept in oneDNN's blocked layout
-    between layers.
+    Images enter as uint8 NHWC (what loaders send) and are converted to float lq / 255 in the
+    layout the CPU executor's planner chose for the first layer (nn/cpu/layout.c: plain NCHW
+    or oneDNN's blocked nChw8c / nChw16c, or NHWC); convolutions run in oneDNN (nn/cpu) with
+    activations kept in those layouts between layers.
 */
 #ifndef PF_MODEL_H
 #define PF_MODEL_H

@@ -1,6 +1,8 @@
 /*  zoo — the builders: each model.type described once as nodes over tensors (nn/net.h) with
     the reference implementation's parameter names and initialisation (docs/models.md). A new
-    network is one builder function and one row of pf_net_build's table.
+    network is one row of common/networks.h (name, scales, image or video, the keys it takes,
+    docs), one builder function with its receptive radius, and one row of the builders table
+    below (docs/nn.md, "Adding a network").
 
       EDSR       Lim et al., "Enhanced Deep Residual Networks for Single Image Super-Resolution",
                  CVPRW 2017, as BasicSR basicsr/archs/edsr_arch.py: x = (lq / 255 - rgb_mean)
@@ -23,6 +25,8 @@
       RCAN       Zhang et al., "Image Super-Resolution Using Very Deep Residual Channel
                  Attention Networks", ECCV 2018; BasicSR basicsr/archs/rcan_arch.py.
       RRDBNet    Wang et al., "ESRGAN", ECCVW 2018; BasicSR basicsr/archs/rrdbnet_arch.py.
+      BasicVSR   Chan et al., "BasicVSR", CVPR 2021; BasicSR basicsr/archs/basicvsr_arch.py
+                 (SPyNet flow, bidirectional propagation; its own section below).
 */
 #include <stdio.h>
 #include <stdlib.h>
