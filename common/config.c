@@ -737,8 +737,6 @@ static int video_set_rules(pf_cfg_ctx *c, const pf_lines *L, const char *set, in
                            "and test; data.train takes REDSRecurrentDataset or "
                            "Vimeo90KRecurrentDataset");
     if (!strcmp(d->type, "Vimeo90KRecurrentDataset")) {
-        if (!(snprintf(kp, sizeof kp, "%s.num_frame", set), line_of(L, kp)))
-            d->num_frame = 7;
         if (!d->meta_info_file[0] && !d->n_clips)
             return pf_cfg_fail(c, line_of(L, set), "data.train.meta_info_file",
                                "Vimeo90KRecurrentDataset needs its list of sequences "
@@ -886,8 +884,6 @@ static int optim_rules(pf_cfg_ctx *c, const pf_lines *L, pf_config *cfg) {
     if (cfg->nesterov && (cfg->momentum <= 0 || cfg->dampening != 0))
         return pf_cfg_fail(c, line_of(L, "optimizers.nesterov"), "optimizers.nesterov",
                            "Nesterov momentum requires a momentum > 0 and zero dampening (torch)");
-    if (!line_of(L, "optimizers.weight_decay") && !strcmp(cfg->optim_type, "AdamW"))
-        cfg->weight_decay = 0.01f;   /* torch.optim.AdamW's default */
     if (cfg->ckpt_max_keep == 0)
         return pf_cfg_fail(c, line_of(L, "checkpoint_config.max_keep_ckpts"),
                            "checkpoint_config.max_keep_ckpts",
@@ -907,8 +903,31 @@ static int optim_rules(pf_cfg_ctx *c, const pf_lines *L, pf_config *cfg) {
     return 0;
 }
 
+/* The defaults that depend on another key's value (a row's def_for, "AdamW=0.01"), for the
+   keys the file leaves out. */
+static void value_defaults(const pf_lines *L, pf_config *cfg) {
+    for (int i = 0; i < pf_config_n_keys; i++) {
+        const pf_config_key *k = &pf_config_keys[i];
+        if (!k->def_for || L->line[i])
+            continue;
+        const char *sel = choice_value((const char *)cfg,
+                                       pf_cfg_row(k->def_key ? k->def_key : k->when_key));
+        size_t n = strlen(sel);
+        for (const char *p = k->def_for; *p; p += strcspn(p, "|"), p += *p == '|') {
+            if (strncmp(p, sel, n) || p[n] != '=')
+                continue;
+            char def[48];
+            snprintf(def, sizeof def, "%.*s", (int)strcspn(p + n + 1, "|"), p + n + 1);
+            pf_config_key row = *k;
+            row.def = def;
+            pf_cfg_set_default(&row, (char *)cfg);
+        }
+    }
+}
+
 /* Every rule that involves more than one key, after the walk and the `when` checks. */
 static int rules(pf_cfg_ctx *c, const pf_lines *L, pf_config *cfg) {
+    value_defaults(L, cfg);
     if (model_rules(c, L, cfg) || optim_rules(c, L, cfg))
         return -1;
     static const char *sets[3] = {"data.train", "data.eval", "data.test"};

@@ -110,10 +110,14 @@ static void put_type(pf_buf *b, const pf_config_key *k) {
     }
 }
 
-/* The per-type parts of a model key from the network rows (common/networks.h): the
-   defaults of n_blocks ("; RRDBNet 23") after the default, the scales of model.scale
-   ("; RRDBNet: 2 or 4") after the meaning. */
+/* The per-type parts of a key: after the default, the row's def_for ("; AdamW 0.01") and
+   the network rows' n_blocks defaults ("; RRDBNet 23", common/networks.h); after the
+   meaning, the scales of model.scale ("; RRDBNet: 2 or 4"). */
 static void put_per_type_default(pf_buf *b, const pf_config_key *k) {
+    for (const char *p = k->def_for; p && *p; p += strcspn(p, "|"), p += *p == '|') {
+        int n = (int)strcspn(p, "=");
+        pf_buf_put(b, "; %.*s %.*s", n, p, (int)strcspn(p + n + 1, "|"), p + n + 1);
+    }
     for (int i = 0; !strcmp(k->path, "model.n_blocks") && i < pf_n_networks; i++)
         if (pf_networks[i].keys & PF_NK_WIDE && pf_networks[i].n_blocks != atoi(k->def))
             pf_buf_put(b, "; %s %d", pf_networks[i].name, pf_networks[i].n_blocks);

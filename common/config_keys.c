@@ -85,7 +85,7 @@
      .when = VIDEO_TRAIN, .doc = "train only: random horizontal flip of all frames alike"},   \
     {.path = "data." #S ".num_frame", .kind = PF_K_INT, .flags = PF_KF_TRAIN_ONLY,            \
      .offset = OFF(S.num_frame), .lo = 1, .hi = 1000, .def = "15",                             \
-     .def_doc = "15; Vimeo90KRecurrentDataset 7", .when_key = "data." #S ".type",              \
+     .def_for = "Vimeo90KRecurrentDataset=7", .when_key = "data." #S ".type",                  \
      .when = VIDEO_TRAIN, .doc = "train only: frames per sample"},                             \
     {.path = "data." #S ".interval_list", .kind = PF_K_INT_LIST, .flags = PF_KF_TRAIN_ONLY,   \
      .offset = OFF(S.interval_list), .size = N(S.interval_list),                               \
@@ -268,7 +268,7 @@ const pf_config_key pf_config_keys[] = {
      .lo = 0, .hi = INF, .def = "1e-08", .when_key = "optimizers.type", .when = "Adam|AdamW",
      .doc = "added to the denominator"},
     {.path = "optimizers.weight_decay", .kind = PF_K_FLOAT, .offset = OFF(weight_decay), .lo = 0,
-     .hi = INF, .def = "0", .def_doc = "0; AdamW 0.01",
+     .hi = INF, .def = "0", .def_key = "optimizers.type", .def_for = "AdamW=0.01",
      .doc = "Adam and SGD: L2 term added to the gradient; AdamW: decoupled, `p *= 1 - lr * "
             "weight_decay` before the update. AdamW's default is torch's"},
     {.path = "optimizers.momentum", .kind = PF_K_FLOAT, .offset = OFF(momentum), .lo = 0,

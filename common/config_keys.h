@@ -12,8 +12,9 @@
     and the table differ).
     The model types, and which of them take each model key, come from the network rows
     (common/networks.h). Rules that span several keys (scale against patch size, eval against
-    checkpoint interval, per-type defaults such as RRDBNet's 23 blocks, read from its network
-    row) are code, in one function of config.c.
+    checkpoint interval, RRDBNet's 23 blocks, read from its network row) are code, in one
+    function of config.c; a default that depends on another key's value (AdamW's weight_decay,
+    Vimeo90K's num_frame) is the row's `def_for`.
 
     An unknown key is answered with the nearest key of its section ("did you mean
     'gt_folder'?", Damerau-Levenshtein distance) or, for the names of BasicSR's options files
@@ -109,7 +110,13 @@ typedef struct {
     pf_key_custom custom;       /* PF_K_CUSTOM: which */
     const char *type_doc;       /* the type column of docs/config.md when it is not derived
                                    from kind and range (custom keys) */
-    const char *def_doc;        /* the default column when it is not `def` ("16; RRDBNet 23") */
+    const char *def_key;        /* the key whose value picks a default of `def_for`, or NULL:
+                                   `when_key` ("optimizers.type") */
+    const char *def_for;        /* defaults for some values of def_key, '|'-separated
+                                   VALUE=DEFAULT pairs ("AdamW=0.01"): applied after the walk
+                                   when the key is not in the file; the docs' default column
+                                   adds "; AdamW 0.01" */
+    const char *def_doc;        /* the default column when it is not `def` ("— (JPEG)") */
     const char *doc;            /* what the key does (the meaning column) */
 } pf_config_key;
 

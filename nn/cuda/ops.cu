@@ -1088,15 +1088,44 @@ int pf_cuda_resize_bilinear_backward(float *dx, const float *dy, int n, int c, i
     return check_launch("k_resize_backward", err, errlen);
 }
 
+/* 2x2 pooling of N C x h x w planes (avgpool2, maxpool2). The top-left input pixel of
+   output element i (plane, Y, X) of the pooled N C x h/2 x w/2. */
+__device__ const float *pool2_window(const float *x, size_t i, int h, int w) {
+    int H = h / 2, W = w / 2;
+    int X = (int)(i % W);
+    size_t t = i / W;
+    int Y = (int)(t % H);
+    size_t p = t / H;
+    return x + (p * h + 2 * (size_t)Y) * w + 2 * (size_t)X;
+}
+
+/* Input element i (plane p, row yy, column xx) of N C x h x w planes: the index of its
+   window's element in the pooled N C x h/2 x w/2 (its gradient, backward). */
+__device__ size_t pool2_output_of(size_t i, int h, int w, size_t *p, int *yy, int *xx) {
+    *xx = (int)(i % w);
+    size_t t = i / w;
+    *yy = (int)(t % h);
+    *p = t / h;
+    return (*p * (h / 2) + *yy / 2) * (size_t)(w / 2) + *xx / 2;
+}
+
+/* The wrappers' checks, in this order: -1 with err for a negative size or an odd h or w; 1
+   when there is nothing to do; -1 with err for a NULL tensor (tensors_given 0); else 0 with
+   *count the elements a thread each: the pooled output's (pooled = 1, forward) or the
+   input's (backward). */
+static int pool2_check(const char *fn, int n, int c, int h, int w, int pooled, int tensors_given,
+                       size_t *count, char *err, size_t errlen) {
+    if (negative(n, c, h, w) || h % 2 || w % 2)
+        return bad_arg(fn, "bad shape (h and w must be even)", err, errlen);
+    *count = pooled ? (size_t)n * c * (h / 2) * (w / 2) : (size_t)n * c * h * w;
+    if (!*count) return 1;
+    return tensors_given ? 0 : null_tensor(fn, err, errlen);
+}
+
 /* One thread per output element (plane, Y, X) of the pooled N C x h/2 x w/2. */
 __global__ void k_avgpool2_forward(float *y, const float *x, int h, int w, size_t count) {
-    int H = h / 2, W = w / 2;
     GRID_STRIDE(i, count) {
-        int X = (int)(i % W);
-        size_t t = i / W;
-        int Y = (int)(t % H);
-        size_t p = t / H;
-        const float *s = x + (p * h + 2 * (size_t)Y) * w + 2 * (size_t)X;
+        const float *s = pool2_window(x, i, h, w);
         float v = __fadd_rn(__fadd_rn(__fadd_rn(s[0], s[1]), s[w]), s[w + 1]);
         y[i] = __fdiv_rn(v, 4.0f);
     }
@@ -1105,37 +1134,28 @@ __global__ void k_avgpool2_forward(float *y, const float *x, int h, int w, size_
 /* One thread per input element: a quarter of its window's gradient. */
 __global__ void k_avgpool2_backward(float *dx, const float *dy, int h, int w, int acc,
                                     size_t count) {
-    int W = w / 2;
     GRID_STRIDE(i, count) {
-        int xx = (int)(i % w);
-        size_t t = i / w;
-        int yy = (int)(t % h);
-        size_t p = t / h;
-        float v = __fmul_rn(0.25f, dy[(p * (h / 2) + yy / 2) * W + xx / 2]);
+        size_t p;
+        int yy, xx;
+        float v = __fmul_rn(0.25f, dy[pool2_output_of(i, h, w, &p, &yy, &xx)]);
         dx[i] = acc ? __fadd_rn(dx[i], v) : v;
     }
 }
 
 int pf_cuda_avgpool2_forward(float *y, const float *x, int n, int c, int h, int w,
                              cudaStream_t stream, char *err, size_t errlen) {
-    const char *fn = "pf_cuda_avgpool2_forward";
-    if (negative(n, c, h, w) || h % 2 || w % 2)
-        return bad_arg(fn, "bad shape (h and w must be even)", err, errlen);
-    size_t count = (size_t)n * c * (h / 2) * (w / 2);
-    if (!count) return 0;
-    if (!y || !x) return null_tensor(fn, err, errlen);
+    size_t count;
+    int rc = pool2_check("pf_cuda_avgpool2_forward", n, c, h, w, 1, y && x, &count, err, errlen);
+    if (rc) return rc < 0 ? -1 : 0;
     PF_LAUNCH(k_avgpool2_forward, grid_for(count), THREADS, 0, stream, y, x, h, w, count);
     return check_launch("k_avgpool2_forward", err, errlen);
 }
 
 int pf_cuda_avgpool2_backward(float *dx, const float *dy, int n, int c, int h, int w, int acc,
                               cudaStream_t stream, char *err, size_t errlen) {
-    const char *fn = "pf_cuda_avgpool2_backward";
-    if (negative(n, c, h, w) || h % 2 || w % 2)
-        return bad_arg(fn, "bad shape (h and w must be even)", err, errlen);
-    size_t count = (size_t)n * c * h * w;
-    if (!count) return 0;
-    if (!dx || !dy) return null_tensor(fn, err, errlen);
+    size_t count;
+    int rc = pool2_check("pf_cuda_avgpool2_backward", n, c, h, w, 0, dx && dy, &count, err, errlen);
+    if (rc) return rc < 0 ? -1 : 0;
     PF_LAUNCH(k_avgpool2_backward, grid_for(count), THREADS, 0, stream, dx, dy, h, w, acc, count);
     return check_launch("k_avgpool2_backward", err, errlen);
 }
@@ -1157,13 +1177,8 @@ __device__ int max_of_window(const float *s, int w) {
 
 /* One thread per output element (plane, Y, X) of the pooled N C x h/2 x w/2. */
 __global__ void k_maxpool2_forward(float *y, const float *x, int h, int w, size_t count) {
-    int H = h / 2, W = w / 2;
     GRID_STRIDE(i, count) {
-        int X = (int)(i % W);
-        size_t t = i / W;
-        int Y = (int)(t % H);
-        size_t p = t / H;
-        const float *s = x + (p * h + 2 * (size_t)Y) * w + 2 * (size_t)X;
+        const float *s = pool2_window(x, i, h, w);
         int k = max_of_window(s, w);
         y[i] = s[(k / 2) * w + k % 2];
     }
@@ -1173,39 +1188,31 @@ __global__ void k_maxpool2_forward(float *y, const float *x, int h, int w, size_
    (a gather: no atomics, deterministic). */
 __global__ void k_maxpool2_backward(float *dx, const float *dy, const float *x, int h, int w,
                                     int acc, size_t count) {
-    int W = w / 2;
     GRID_STRIDE(i, count) {
-        int xx = (int)(i % w);
-        size_t t = i / w;
-        int yy = (int)(t % h);
-        size_t p = t / h;
+        size_t p;
+        int yy, xx;
+        size_t o = pool2_output_of(i, h, w, &p, &yy, &xx);
         const float *s = x + (p * h + (size_t)(yy & ~1)) * w + (size_t)(xx & ~1);
         int k = max_of_window(s, w);
-        float v = k == (yy & 1) * 2 + (xx & 1) ? dy[(p * (h / 2) + yy / 2) * W + xx / 2] : 0.0f;
+        float v = k == (yy & 1) * 2 + (xx & 1) ? dy[o] : 0.0f;
         dx[i] = acc ? __fadd_rn(dx[i], v) : v;
     }
 }
 
 int pf_cuda_maxpool2_forward(float *y, const float *x, int n, int c, int h, int w,
                              cudaStream_t stream, char *err, size_t errlen) {
-    const char *fn = "pf_cuda_maxpool2_forward";
-    if (negative(n, c, h, w) || h % 2 || w % 2)
-        return bad_arg(fn, "bad shape (h and w must be even)", err, errlen);
-    size_t count = (size_t)n * c * (h / 2) * (w / 2);
-    if (!count) return 0;
-    if (!y || !x) return null_tensor(fn, err, errlen);
+    size_t count;
+    int rc = pool2_check("pf_cuda_maxpool2_forward", n, c, h, w, 1, y && x, &count, err, errlen);
+    if (rc) return rc < 0 ? -1 : 0;
     PF_LAUNCH(k_maxpool2_forward, grid_for(count), THREADS, 0, stream, y, x, h, w, count);
     return check_launch("k_maxpool2_forward", err, errlen);
 }
 
 int pf_cuda_maxpool2_backward(float *dx, const float *dy, const float *x, int n, int c, int h,
                               int w, int acc, cudaStream_t stream, char *err, size_t errlen) {
-    const char *fn = "pf_cuda_maxpool2_backward";
-    if (negative(n, c, h, w) || h % 2 || w % 2)
-        return bad_arg(fn, "bad shape (h and w must be even)", err, errlen);
-    size_t count = (size_t)n * c * h * w;
-    if (!count) return 0;
-    if (!dx || !dy || !x) return null_tensor(fn, err, errlen);
+    size_t count;
+    int rc = pool2_check("pf_cuda_maxpool2_backward", n, c, h, w, 0, dx && dy && x, &count, err, errlen);
+    if (rc) return rc < 0 ? -1 : 0;
     PF_LAUNCH(k_maxpool2_backward, grid_for(count), THREADS, 0, stream, dx, dy, x, h, w, acc,
               count);
     return check_launch("k_maxpool2_backward", err, errlen);
