@@ -9,7 +9,7 @@
       pixflow monitor --connect EP [--once|--json|--http H:P]  watch a job from any host
       pixflow config CONFIG [--get KEY ...]                     the resolved config / values
       pixflow keygen DIR [--name NAME [--allow]]                CURVE keys (security.curve)
-      pixflow export --onnx OUT.onnx WEIGHTS_OR_WORK_DIR        an image network as ONNX
+      pixflow export --onnx OUT.onnx WEIGHTS_OR_WORK_DIR        a trained network as ONNX
 */
 #include <dnnl.h>
 #include <stdio.h>
@@ -48,6 +48,7 @@ static int usage(void) {
             "  config CONFIG [--get KEY ...]                    the resolved config, or values\n"
             "                                                   of keys (for scripts)\n"
             "  export --onnx OUT.onnx WEIGHTS_OR_WORK_DIR [--config CONFIG] [--force]\n"
+            "        [--num-frame N]                            (video networks: N frames)\n"
             "                                                   the network as ONNX (opset 17)\n"
             "  --version\n");
     return 2;

@@ -22,8 +22,9 @@ int pf_model_source_resolve(const char *src, const char *config_opt, char *cfg_p
                             size_t cfg_len, char *weights, size_t weights_len, char *err,
                             size_t errlen);
 
-/* pf_model_source_resolve, then load the config into *cfg (its data folders need not exist), build the model and load the
-   weights (pf_ckpt_load_eval_weights: params_ema.* preferred; *ema says which, may be NULL).
+/* pf_model_source_resolve, then load the config into *cfg (its data folders need not exist),
+   build the model and load the weights (pf_ckpt_load_eval_weights: params_ema.* preferred;
+   *ema says which, may be NULL).
    Returns the model (pf_model_destroy), or NULL with err naming the file. */
 pf_model *pf_model_source_load(const char *src, const char *config_opt, pf_config *cfg,
                                int *ema, char *err, size_t errlen);

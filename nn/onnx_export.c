@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "common/networks.h"
+#include "nn/video_layers.h"
 #include "onnx/onnx.pb-c.h"
 
 #define MAX_ATTR 8              /* attributes of one node */
@@ -25,6 +26,8 @@ typedef struct {
     size_t n_nodes, cap_nodes;
     const char **tname;         /* ONNX value name of each description tensor */
     int fresh;                  /* counter of intermediate value names */
+    int frames;                 /* video: frames T of the input [batch, T, 3, H, W]; 0 image */
+    const char *lq_hw;          /* video: the LQ's (H, W), int64 [2] */
     int oom;
 } ox;
 
@@ -173,7 +176,8 @@ static const char *constant(ox *x, const char *hint, const int64_t *dims, int nd
     Onnx__AttributeProto *a = attr(x, nd, "value", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR);
     if (a)
         a->t = tensor(x, out, dims, ndim,
-                      f ? ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT : ONNX__TENSOR_PROTO__DATA_TYPE__INT64,
+                      f ? ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT
+                        : ONNX__TENSOR_PROTO__DATA_TYPE__INT64,
                       copy, bytes);
     return out;
 }
@@ -273,6 +277,176 @@ static void unshuffle(ox *x, const pf_gnode *nd, const char *out) {
     attr_i(x, node(x, "Gather", ins, 2, out), "axis", 1);
 }
 
+/* ---- video (BasicVSR) ------------------------------------------------------------------
+   Sizes are computed in the graph from the input's shape (Shape, integer Add / Div / Mul), so
+   height and width stay dynamic; the frame count is fixed by the description. */
+
+static const char *i64(ox *x, const int64_t *v, int n) {
+    const int64_t d[1] = { n };
+    return constant(x, "i64", d, 1, NULL, v, (size_t)n);
+}
+
+static const char *i64_scalar(ox *x, int64_t v) { return constant(x, "i64", NULL, 0, NULL, &v, 1); }
+
+/* Shape(v)[start:end]. */
+static const char *shape_of(ox *x, const char *v, int start, int end) {
+    const char *out = fresh(x, "shape");
+    Onnx__NodeProto *n = node(x, "Shape", &v, 1, out);
+    attr_i(x, n, "start", start);
+    attr_i(x, n, "end", end);
+    return out;
+}
+
+static const char *concat3(ox *x, const char *a, const char *b, const char *c, int axis) {
+    const char *ins[3] = { a, b, c }, *out = fresh(x, "concat");
+    attr_i(x, node(x, "Concat", ins, c ? 3 : 2, out), "axis", axis);
+    return out;
+}
+
+/* Tensor t's (H, W), int64 [2], from the LQ's: rounded up to a multiple of round, times mul
+   / div (pf_net_tensor_size's rule). */
+static const char *tensor_hw(ox *x, int t) {
+    const pf_gtensor *g = &x->g->t[t];
+    const char *hw = x->lq_hw;
+    if (g->round > 0) {
+        hw = binop(x, "Div", binop(x, "Add", hw, i64_scalar(x, g->round - 1), NULL),
+                   i64_scalar(x, g->round), NULL);
+        hw = binop(x, "Mul", hw, i64_scalar(x, g->round), NULL);
+    }
+    if (g->mul != 1) hw = binop(x, "Mul", hw, i64_scalar(x, g->mul), NULL);
+    if (g->div != 1) hw = binop(x, "Div", hw, i64_scalar(x, g->div), NULL);
+    return hw;
+}
+
+static const char *cast_float(ox *x, const char *v) {
+    const char *out = fresh(x, "float");
+    attr_i(x, node(x, "Cast", &v, 1, out), "to", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT);
+    return out;
+}
+
+/* Per-channel constant v[0..c) as [1, c, 1, 1]. */
+static const char *per_channel(ox *x, const float *v, int c) {
+    const int64_t d4[4] = { 1, c, 1, 1 };
+    return constant(x, "per_channel", d4, 4, v, NULL, (size_t)c);
+}
+
+/* PF_G_RESIZE: bilinear to the output tensor's size, then its per-channel factors. */
+static void video_resize(ox *x, const pf_gnode *nd, const char *a, const char *out) {
+    const char *sizes = concat3(x, shape_of(x, a, 0, 2), tensor_hw(x, nd->out), NULL, 0);
+    const char *ins[4] = { a, "", "", sizes };
+    const char *y = nd->use_mul ? fresh(x, "resized") : out;
+    Onnx__NodeProto *n = node(x, "Resize", ins, 4, y);
+    attr_s(x, n, "mode", "linear");
+    attr_s(x, n, "coordinate_transformation_mode", nd->ac ? "align_corners" : "half_pixel");
+    if (nd->use_mul == 1) {
+        binop(x, "Mul", y, per_channel(x, nd->mul, x->g->t[nd->out].c), out);
+    } else if (nd->use_mul == 2) {
+        /* a flow: x by W_out / W_in, y by H_out / H_in */
+        const char *r = binop(x, "Div", cast_float(x, tensor_hw(x, nd->out)),
+                              cast_float(x, shape_of(x, a, 2, 4)), NULL);
+        static const int64_t wh[2] = { 1, 0 }, d4[4] = { 1, 2, 1, 1 };
+        r = binop(x, "Reshape", binop(x, "Gather", r, i64(x, wh, 2), NULL), i64(x, d4, 4), NULL);
+        binop(x, "Mul", y, r, out);
+    }
+}
+
+/* in[:, c0:c1] into out (NULL: a new name); returns its name. */
+static const char *slice_ch(ox *x, const char *in, int c0, int c1, const char *out) {
+    const int64_t a[1] = { c0 }, b[1] = { c1 }, ax[1] = { 1 };
+    const char *ins[4] = { in, i64(x, a, 1), i64(x, b, 1), i64(x, ax, 1) };
+    if (!out) out = fresh(x, "slice");
+    node(x, "Slice", ins, 4, out);
+    return out;
+}
+
+/* One coordinate of flow_warp's sampling grid: (index + flow) * 2 / max(size - 1, 1) - 1
+   (grid_sample's align_corners=True normalisation), index along axis 3 (x) or 2 (y). */
+static const char *grid_coord(ox *x, const char *flow_c, const char *size_f, int axis) {
+    static const float zero = 0, one = 1, two = 2;
+    const char *ins[3] = { constant(x, "f", NULL, 0, &zero, NULL, 1), size_f,
+                           constant(x, "f", NULL, 0, &one, NULL, 1) };
+    const char *idx = fresh(x, "range");
+    node(x, "Range", ins, 3, idx);
+    const int64_t sh[4] = { 1, 1, axis == 2 ? -1 : 1, axis == 3 ? -1 : 1 };
+    idx = binop(x, "Reshape", idx, i64(x, sh, 4), NULL);
+    const char *ones = constant(x, "f", NULL, 0, &one, NULL, 1);
+    const char *den = binop(x, "Max", binop(x, "Sub", size_f, ones, NULL), ones, NULL);
+    const char *k = binop(x, "Div", constant(x, "f", NULL, 0, &two, NULL, 1), den, NULL);
+    return binop(x, "Sub", binop(x, "Mul", binop(x, "Add", flow_c, idx, NULL), k, NULL), ones,
+                 NULL);
+}
+
+/* PF_G_WARP: GridSample(bilinear, align_corners) at each pixel plus the flow. */
+static void warp(ox *x, const pf_gnode *nd, const char *a, const char *flow, const char *out) {
+    const char *hw = cast_float(x, shape_of(x, flow, 2, 4));
+    const char *h = binop(x, "Gather", hw, i64_scalar(x, 0), NULL);
+    const char *w = binop(x, "Gather", hw, i64_scalar(x, 1), NULL);
+    const char *gx = grid_coord(x, slice_ch(x, flow, 0, 1, NULL), w, 3);
+    const char *gy = grid_coord(x, slice_ch(x, flow, 1, 2, NULL), h, 2);
+    const char *grid = fresh(x, "grid");
+    static const int64_t perm[4] = { 0, 2, 3, 1 };
+    const char *xy = concat3(x, gx, gy, NULL, 1);
+    attr_ints(x, node(x, "Transpose", &xy, 1, grid), "perm", perm, 4);
+    const char *ins[2] = { a, grid };
+    Onnx__NodeProto *n = node(x, "GridSample", ins, 2, out);
+    attr_s(x, n, "mode", "bilinear");
+    attr_s(x, n, "padding_mode", nd->pad == PF_PAD_BORDER ? "border" : "zeros");
+    attr_i(x, n, "align_corners", 1);
+}
+
+/* The video ops; 1 when nd is not one of them. */
+static int emit_video(ox *x, const pf_gnode *nd, const char *a, const char *b, const char *out) {
+    const pf_net *g = x->g;
+    int C = g->t[nd->out].c;
+    switch (nd->op) {
+    case PF_G_SLICE: slice_ch(x, a, nd->c0, nd->c0 + C, out); return 0;
+    case PF_G_AFFINE:
+        binop(x, "Mul", binop(x, "Sub", a, per_channel(x, nd->sub, C), NULL),
+              per_channel(x, nd->mul, C), out);
+        return 0;
+    case PF_G_RESIZE: video_resize(x, nd, a, out); return 0;
+    case PF_G_AVGPOOL2: {
+        static const int64_t two[2] = { 2, 2 };
+        Onnx__NodeProto *n = node(x, "AveragePool", &a, 1, out);
+        attr_ints(x, n, "kernel_shape", two, 2);
+        attr_ints(x, n, "strides", two, 2);
+        return 0;
+    }
+    case PF_G_WARP: warp(x, nd, a, b, out); return 0;
+    case PF_G_ZERO: {
+        const int64_t c[1] = { C }, d1[1] = { 1 };
+        static const float zero = 0;
+        const char *sh =
+            concat3(x, shape_of(x, "lq", 0, 1), i64(x, c, 1), tensor_hw(x, nd->out), 0);
+        Onnx__NodeProto *n = node(x, "ConstantOfShape", &sh, 1, out);
+        Onnx__AttributeProto *v =
+            attr(x, n, "value", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR);
+        float *z = oa(x, sizeof *z);
+        if (v && z) {
+            *z = zero;
+            v->t = tensor(x, "zero", d1, 1, ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, z, sizeof *z);
+        }
+        return 0;
+    }
+    default: return 1;
+    }
+}
+
+/* The video input [batch, T, 3, H, W] as the description's [batch, 3 T, H, W]. */
+static void video_input(ox *x, const char *out) {
+    const int64_t c[1] = { 3 * (int64_t)x->frames };
+    const char *sh = concat3(x, shape_of(x, "lq", 0, 1), i64(x, c, 1), x->lq_hw, 0);
+    binop(x, "Reshape", "lq", sh, out);
+}
+
+/* The description's output [batch, 3 T, 4H, 4W] as [batch, T, 3, 4H, 4W] into "out". */
+static void video_output(ox *x, const char *net_out) {
+    const int64_t t3[2] = { x->frames, 3 };
+    const char *sh = concat3(x, shape_of(x, net_out, 0, 1), i64(x, t3, 2),
+                             shape_of(x, net_out, 2, 4), 0);
+    binop(x, "Reshape", net_out, sh, "out");
+}
+
 /* The node reading tensor t, or -1 when none or several do. */
 static int only_reader(const pf_net *g, int t) {
     int k = -1;
@@ -288,7 +462,8 @@ static int only_reader(const pf_net *g, int t) {
 /* Whether tensor t is the output of FSRCNN's sub-pixel conv. */
 static int from_sub_conv(const pf_net *g, int t) {
     for (int j = 0; j < g->n_node; j++)
-        if (g->node[j].out == t) return g->node[j].op == PF_G_CONV && g->node[j].conv == g->sub_conv;
+        if (g->node[j].out == t)
+            return g->node[j].op == PF_G_CONV && g->node[j].conv == g->sub_conv;
     return 0;
 }
 
@@ -311,6 +486,8 @@ static int emit(ox *x, int k, char *err, size_t errlen) {
             static const int64_t d4[4] = { 1, 3, 1, 1 };
             const char *m = constant(x, "rgb_mean", d4, 4, g->mean, NULL, 3);
             binop(x, "Mul", binop(x, "Sub", "lq", m, NULL), scalar(x, g->range), out);
+        } else if (x->frames) {
+            video_input(x, out);
         } else {
             node(x, "Identity", &(const char *){ "lq" }, 1, out);
         }
@@ -321,7 +498,8 @@ static int emit(ox *x, int k, char *err, size_t errlen) {
     case PF_G_CONV:
         if (nd->conv == g->sub_conv) {
             int s = only_reader(g, nd->out);
-            if (s < 0 || g->node[s].op != PF_G_SHUFFLE || nd->n_in != 1) return unsupported(g, k, err, errlen);
+            if (s < 0 || g->node[s].op != PF_G_SHUFFLE || nd->n_in != 1)
+                return unsupported(g, k, err, errlen);
             conv_transpose(x, nd, x->tname[g->node[s].out]);   /* the shuffle's output */
         } else {
             conv(x, nd, out);
@@ -340,8 +518,8 @@ static int emit(ox *x, int k, char *err, size_t errlen) {
     case PF_G_ADD: binop(x, "Add", a, times(x, b, nd->scale), out); return 0;
     case PF_G_GAP: node(x, "GlobalAveragePool", &a, 1, out); return 0;
     case PF_G_MUL_CH: {
-        const char *p = times(x, binop(x, "Mul", a, b, nd->n_in > 2 || nd->scale != 1.0f ? NULL : out),
-                              nd->scale);
+        int direct = nd->n_in < 3 && nd->scale == 1.0f;   /* the product is the output */
+        const char *p = times(x, binop(x, "Mul", a, b, direct ? out : NULL), nd->scale);
         if (nd->n_in > 2) binop(x, "Add", x->tname[nd->in[2]], p, out);
         else if (p != out) node(x, "Identity", &p, 1, out);
         return 0;
@@ -359,33 +537,36 @@ static int emit(ox *x, int k, char *err, size_t errlen) {
         attr_s(x, n, "mode", "CRD");
         return 0;
     case PF_G_UNSHUFFLE: unshuffle(x, nd, out); return 0;
-    default: return unsupported(g, k, err, errlen);
+    default: return emit_video(x, nd, a, b, out) ? unsupported(g, k, err, errlen) : 0;
     }
 }
 
-/* A float32 value [batch, 3, h, w] with symbolic dims. */
+/* A float32 value [batch, 3, h, w] (video: [batch, T, 3, h, w]) with symbolic dims. */
 static Onnx__ValueInfoProto *value_info(ox *x, const char *name, const char *h, const char *w) {
     Onnx__ValueInfoProto *v = oa(x, sizeof *v);
     Onnx__TypeProto *tp = oa(x, sizeof *tp);
     Onnx__TypeProto__Tensor *tt = oa(x, sizeof *tt);
     Onnx__TensorShapeProto *sh = oa(x, sizeof *sh);
-    Onnx__TensorShapeProto__Dimension **dims = oa(x, 4 * sizeof *dims);
+    Onnx__TensorShapeProto__Dimension **dims = oa(x, 5 * sizeof *dims);
     if (!v || !tp || !tt || !sh || !dims) return NULL;
-    const char *param[4] = { "batch", NULL, h, w };
-    for (int i = 0; i < 4; i++) {
+    const char *param[5] = { "batch", NULL, NULL, h, w };
+    int64_t value[5] = { 0, x->frames, 3, 0, 0 };
+    int nd = x->frames ? 5 : 4, skip = x->frames ? 0 : 1;   /* image: no T */
+    for (int i = 0; i < nd; i++) {
+        int j = i && skip ? i + 1 : i;
         Onnx__TensorShapeProto__Dimension *d = dims[i] = oa(x, sizeof *d);
         if (!d) return NULL;
         onnx__tensor_shape_proto__dimension__init(d);
-        if (param[i]) {
+        if (param[j]) {
             d->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
-            d->dim_param = (char *)param[i];
+            d->dim_param = (char *)param[j];
         } else {
             d->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
-            d->dim_value = 3;
+            d->dim_value = value[j];
         }
     }
     onnx__tensor_shape_proto__init(sh);
-    sh->n_dim = 4;
+    sh->n_dim = (size_t)nd;
     sh->dim = dims;
     onnx__type_proto__tensor__init(tt);
     tt->has_elem_type = 1;
@@ -405,7 +586,8 @@ static Onnx__ValueInfoProto *value_info(ox *x, const char *name, const char *h, 
 static Onnx__GraphProto *graph(ox *x, char *err, size_t errlen) {
     const pf_net *g = x->g;
     for (int t = 0; t < g->n_t; t++) x->tname[t] = ostr(x, "t%d", t);
-    const char *last = g->use_mean ? fresh(x, "net_out") : "out";
+    if (x->frames) x->lq_hw = shape_of(x, "lq", 3, 5);
+    const char *last = g->use_mean || x->frames ? fresh(x, "net_out") : "out";
     x->tname[g->output] = last;
     for (int k = 0; k < g->n_node; k++)
         if (emit(x, k, err, errlen)) return NULL;
@@ -414,6 +596,7 @@ static Onnx__GraphProto *graph(ox *x, char *err, size_t errlen) {
         const char *m = constant(x, "rgb_mean", d4, 4, g->mean, NULL, 3);
         binop(x, "Add", binop(x, "Div", last, scalar(x, g->range), NULL), m, "out");
     }
+    if (x->frames) video_output(x, last);
     Onnx__GraphProto *gp = oa(x, sizeof *gp);
     Onnx__TensorProto **init = oa(x, (size_t)(g->n_tensors + 1) * sizeof *init);
     Onnx__ValueInfoProto **in = oa(x, sizeof *in), **out = oa(x, sizeof *out);
@@ -485,14 +668,7 @@ int pf_onnx_export(const pf_net *g, const float *params, void **buf, size_t *len
     *buf = NULL;
     *len = 0;
     const pf_network *row = pf_network_find(g->type);
-    if (row && row->video) {
-        snprintf(err, errlen, "%s: ONNX export not supported yet because the video network's "
-                 "flow warping (grid_sample on a pixel grid plus the flow) and SPyNet's resizes "
-                 "to multiples of 32 need shape arithmetic on the dynamic height and width "
-                 "that the exporter does not write yet; image networks export", g->type);
-        return -1;
-    }
-    ox x = { .g = g, .params = params };
+    ox x = { .g = g, .params = params, .frames = row && row->video ? pf_net_frames(g) : 0 };
     x.tname = calloc((size_t)g->n_t + 1, sizeof *x.tname);
     int rc = -1;
     err[0] = 0;

@@ -5,7 +5,10 @@
 
     The model: input "lq" float32 [batch, 3, height, width], RGB in [0, 1] (the uint8 LQ / 255);
     output "out" float32 [batch, 3, height * scale, width * scale], nominally [0, 1], not
-    clamped (pf_model_infer's values, NCHW instead of HWC). batch, height and width are dynamic
+    clamped (pf_model_infer's values, NCHW instead of HWC). A video network (a row of
+    common/networks.h with video set: BasicVSR) takes [batch, T, 3, height, width] and gives
+    [batch, T, 3, ...] (pf_model_infer_clip's values), T the frames its description was
+    unrolled over (fixed in the model). batch, height and width are dynamic
     (dim_param "batch", "height", "width"; the output's "out_height", "out_width"); height and
     width must be multiples of pf_net_input_multiple (2 for RRDBNet x2). Initializers are the
     parameter tensors under their state_dict names (BasicSR's, "conv_first.weight"), in the
@@ -32,9 +35,20 @@
       bilinear_in         Resize(linear, half_pixel) of lq
       bicubic_in          Resize(cubic, half_pixel, cubic_coeff_a -0.75, exclude_outside 0)
                           of lq
-    The video ops (slice, affine, resize, avgpool2, warp, zero, maxpool2) have no mapping yet:
-    a description holding one is refused with the op and the network named. Video networks
-    (BasicVSR) are refused before that (pf_onnx_export's error says why).
+    Video (BasicVSR; sizes computed in the graph from Shape(lq), so height and width stay
+    dynamic):
+      input               Reshape [batch, T, 3, H, W] -> [batch, 3T, H, W]; the output back
+      slice               Slice on channels
+      affine              Sub, Mul per-channel constants
+      resize              Resize(linear, align_corners or half_pixel) to the tensor's size
+                          (sizes from Shape: rounded to a multiple of 32, times mul / div),
+                          then Mul per channel, or a flow's x by W_out / W_in, y by H_out / H_in
+      avgpool2            AveragePool(2 x 2, stride 2)
+      warp                GridSample(bilinear, zeros / border, align_corners 1) at
+                          (index + flow) * 2 / max(size - 1, 1) - 1 (BasicSR's flow_warp)
+      zero                ConstantOfShape
+    maxpool2 (no network of the zoo uses it) has no mapping: a description holding it, or any
+    op without a case, is refused with the op and the network named.
 */
 #ifndef PF_ONNX_EXPORT_H
 #define PF_ONNX_EXPORT_H
@@ -47,8 +61,8 @@
 
 /* Encode net with params (net->n_params floats in net's order) as an ONNX ModelProto into a
    malloc'd buffer *buf of *len bytes (the caller frees it). Returns 0, or -1 with err: an op
-   without a mapping ("RCAN: op 'warp' (node 12) has no ONNX mapping"), a video network, out
-   of memory. */
+   without a mapping ("NAME: op 'maxpool2' (node 12) has no ONNX mapping ..."), out of
+   memory. */
 int pf_onnx_export(const pf_net *net, const float *params, void **buf, size_t *len, char *err,
                    size_t errlen);
 #endif

@@ -1,8 +1,8 @@
 """onnx_checker.py DIR — the ONNX side of ctest onnx.checker: every DIR/*.onnx (written by
 test_onnx_export) must pass Debian python3-onnx's onnx.checker.check_model(full_check=True)
 (which runs shape inference too) and have what docs/export.md promises: IR version 8, opset 17,
-input "lq" and output "out" float32 [batch, 3, H, W] with dim_param batch/height/width
-(out_height/out_width), and initializers = the network's parameter tensors under their
+input "lq" and output "out" float32 [batch, 3, H, W] (BasicVSR [batch, 3, 3, H, W]: 3 frames)
+with dim_param batch/height/width (out_height/out_width), and initializers = the network's parameter tensors under their
 state_dict names (DIR/NAME.names, from the description), in that order. Exits 1 on any
 failure, printing each."""
 import glob
@@ -29,9 +29,10 @@ def check(path):
     if ops.get("", 0) != 17:
         errs.append(f"opset {ops}")
     g = m.graph
-    if [i.name for i in g.input] != ["lq"] or dims(g.input[0]) != (FLOAT, ["batch", 3, "height", "width"]):
+    lead = ["batch", 3] if "BasicVSR" not in path else ["batch", 3, 3]   # video: T = 3 frames
+    if [i.name for i in g.input] != ["lq"] or dims(g.input[0]) != (FLOAT, lead + ["height", "width"]):
         errs.append(f"input {[(i.name, dims(i)) for i in g.input]}")
-    if [o.name for o in g.output] != ["out"] or dims(g.output[0]) != (FLOAT, ["batch", 3, "out_height", "out_width"]):
+    if [o.name for o in g.output] != ["out"] or dims(g.output[0]) != (FLOAT, lead + ["out_height", "out_width"]):
         errs.append(f"output {[(o.name, dims(o)) for o in g.output]}")
     with open(path[:-len(".onnx")] + ".names") as f:
         names = f.read().split()

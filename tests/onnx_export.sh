@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # onnx_export.sh checker|runtime TEST_ONNX_EXPORT — ctest onnx.checker and onnx.runtime.
-# Both run test_onnx_export (every image network of the zoo at every scale, small widths,
-# random weights) into a temporary folder, then:
+# Both run test_onnx_export (every network of the zoo at every scale, BasicVSR over 3 frames,
+# small widths, random weights) into a temporary folder, then:
 #   checker: tests/onnx_checker.py with Debian's python3-onnx (onnx.checker full_check, IR 8,
 #            opset 17, dynamic lq/out, initializers = state_dict names); and `pixflow export
-#            --onnx` on the EDSR x2 work dir test_onnx_export wrote gives the same bytes as the
-#            library, refuses an existing output without --force, replaces it with --force, and
-#            fails with a message and no file for a missing model or a .safetensors without a
-#            config. 77 without /usr/bin/python3's onnx module.
+#            --onnx` on the EDSR x2 and BasicVSR (--num-frame 3) work dirs test_onnx_export
+#            wrote gives the same bytes as the library, refuses an existing output without
+#            --force, replaces it with --force, and fails with a message and no file for a
+#            missing model or a .safetensors without a config. 77 without /usr/bin/python3's
+#            onnx module.
 #   runtime: tests/onnx_runtime.js: onnxruntime (onnxruntime-node, or onnxruntime-web's
 #            WebAssembly build, from scripts/fetch-onnxruntime.sh's cache; PF_ORT_MODULE
 #            overrides) on two inputs per model equals PixFlow's float inference within 1e-4.
@@ -60,5 +61,11 @@ ls -a "$root" | grep -q '^\.bad' && fail "a failed export left a temp file"
 timeout 120 "$bin" export --onnx "$root/cfg.onnx" "$root/loose.safetensors" --config "$w/config.yaml" ||
     fail "--config"
 cmp -s "$root/cfg.onnx" "$root/EDSR_x2.onnx" || fail "export with --config differs"
+# a video network: unrolled over --num-frame frames, the library's bytes
+timeout 300 "$bin" export --onnx "$root/vsr.onnx" "$root/work_BasicVSR_x4" --num-frame 3 ||
+    fail "pixflow export BasicVSR --num-frame 3"
+cmp -s "$root/vsr.onnx" "$root/BasicVSR_x4.onnx" || fail "BasicVSR export differs"
+timeout 60 "$bin" export --onnx "$root/vsr0.onnx" "$root/work_BasicVSR_x4" --num-frame 0 2> /dev/null
+[ $? = 2 ] || fail "--num-frame 0 not refused as a usage error"
 [ "$fails" = 0 ] && echo "onnx.checker: every model passes; pixflow export checked"
 exit $((fails > 0))

@@ -1,7 +1,7 @@
 // onnx_runtime.js DIR ORT_MODULE — onnxruntime's side of ctest onnx.runtime: every model of
 // DIR/cases.txt (written by test_onnx_export) run by onnxruntime (the npm package at
 // ORT_MODULE: onnxruntime-node, or onnxruntime-web's WebAssembly build) on its two inputs
-// NAME.in{K}.f32 (N x 3 x H x W float32), its output compared with PixFlow's own inference
+// NAME.in{K}.f32 (N x 3 x H x W float32; video N x T x 3 x H x W), its output compared with PixFlow's own inference
 // NAME.out{K}.f32: max |difference| must be <= 1e-4 (outputs are ~[0, 1]). Prints one line a
 // run; exits 1 when any differs or fails.
 'use strict';
@@ -21,21 +21,22 @@ async function main() {
   const sessions = {};
   let bad = 0;
   for (const line of lines) {
-    const [name, k, n, h, w, s] = line.split(' ').map((v, i) => (i ? Number(v) : v));
+    const [name, k, n, h, w, s, T] = line.split(' ').map((v, i) => (i ? Number(v) : v));
+    const lead = T ? [n, T, 3] : [n, 3];    // a video network: [N, T, 3, H, W]
     try {
       if (!sessions[name])
         sessions[name] = await ort.InferenceSession.create(path.join(dir, name + '.onnx'));
       const lq = new ort.Tensor('float32', readF32(path.join(dir, `${name}.in${k}.f32`)),
-                                [n, 3, h, w]);
+                                [...lead, h, w]);
       const res = await sessions[name].run({ lq });
       const out = res.out, want = readF32(path.join(dir, `${name}.out${k}.f32`));
-      const dims = out.dims.join('x'), wantDims = [n, 3, h * s, w * s].join('x');
+      const dims = out.dims.join('x'), wantDims = [...lead, h * s, w * s].join('x');
       let max = 0;
       for (let i = 0; i < want.length && dims === wantDims; i++)
         max = Math.max(max, Math.abs(out.data[i] - want[i]) || (out.data[i] === want[i] ? 0 : Infinity));
       const ok = dims === wantDims && max <= TOL;
       if (!ok) bad++;
-      console.log(`${ok ? 'ok  ' : 'FAIL'} ${name} ${n}x3x${h}x${w} -> ${dims} ` +
+      console.log(`${ok ? 'ok  ' : 'FAIL'} ${name} ${[...lead, h, w].join('x')} -> ${dims} ` +
                   `(want ${wantDims}) max |onnxruntime - pixflow| ${max.toExponential(2)}`);
     } catch (e) {
       bad++;
