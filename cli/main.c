@@ -9,6 +9,7 @@
       pixflow monitor --connect EP [--once|--json|--http H:P]  watch a job from any host
       pixflow config CONFIG [--get KEY ...]                     the resolved config / values
       pixflow keygen DIR [--name NAME [--allow]]                CURVE keys (security.curve)
+      pixflow export --onnx OUT.onnx WEIGHTS_OR_WORK_DIR        a trained network as ONNX
 */
 #include <dnnl.h>
 #include <stdio.h>
@@ -46,6 +47,9 @@ static int usage(void) {
             "        key folder when the job runs with security.curve: true\n"
             "  config CONFIG [--get KEY ...]                    the resolved config, or values\n"
             "                                                   of keys (for scripts)\n"
+            "  export --onnx OUT.onnx WEIGHTS_OR_WORK_DIR [--config CONFIG] [--force]\n"
+            "        [--num-frame N]                            (video networks: N frames)\n"
+            "                                                   the network as ONNX (opset 17)\n"
             "  --version\n");
     return 2;
 }
@@ -76,6 +80,7 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "monitor") == 0) return pf_monitor_main(n, rest);
     if (strcmp(cmd, "config") == 0) return pf_config_main(n, rest);
     if (strcmp(cmd, "keygen") == 0) return pf_keygen_main(n, rest);
+    if (strcmp(cmd, "export") == 0) return pf_export_main(n, rest);
     if (strcmp(cmd, "hook") == 0 && n >= 1) {
         if (strcmp(rest[0], "checkpoint") == 0) return pf_hook_checkpoint_main(n - 1, rest + 1);
         if (strcmp(rest[0], "eval") == 0) return pf_hook_eval_main(n - 1, rest + 1);

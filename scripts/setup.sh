@@ -10,7 +10,10 @@
 #                                 tests/test_video.c; slurm-wlm's slurmctld, slurmd,
 #                                 slurm-client and munge, for tests/e2e_slurm.sh's two-node
 #                                 cluster; OpenMPI's mpirun for tests/e2e_mpi.sh;
-#                                 chromium, for tests/e2e_dashboard.sh);
+#                                 chromium, for tests/e2e_dashboard.sh; python3-onnx,
+#                                 nodejs and npm for ctest onnx.checker / onnx.runtime, then
+#                                 onnxruntime from the npm registry,
+#                                 scripts/fetch-onnxruntime.sh);
 #                                 scripts/test.sh passes it
 #   scripts/setup.sh --ref-deps   also install the Python reference tools' packages (REF_PKGS:
 #                                 python3-skimage, python3-torch, python3-av; for
@@ -28,9 +31,9 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
-BUILD_PKGS="build-essential cmake pkg-config libzmq3-dev libmsgpack-dev libpng-dev libjpeg62-turbo-dev libyaml-dev libdnnl-dev ocl-icd-opencl-dev libcjson-dev libgloo-dev libprotobuf-c-dev protobuf-c-compiler libczmq-dev libavformat-dev libavcodec-dev libswscale-dev libavutil-dev libmicrohttpd-dev"
+BUILD_PKGS="build-essential cmake pkg-config libzmq3-dev libmsgpack-dev libpng-dev libjpeg62-turbo-dev libyaml-dev libdnnl-dev ocl-icd-opencl-dev libcjson-dev libgloo-dev libprotobuf-c-dev protobuf-c-compiler libonnx-dev libczmq-dev libavformat-dev libavcodec-dev libswscale-dev libavutil-dev libmicrohttpd-dev"
 RUN_PKGS="iproute2"
-TEST_PKGS="curl python3 python3-numpy python3-pil ffmpeg slurmctld slurmd slurm-client munge openmpi-bin chromium"
+TEST_PKGS="curl python3 python3-numpy python3-pil ffmpeg slurmctld slurmd slurm-client munge openmpi-bin chromium python3-onnx nodejs"
 REF_PKGS="python3-skimage python3-torch python3-av"
 
 say() { printf 'setup: %s\n' "$*"; }
@@ -65,6 +68,9 @@ as_root() {
 
 want="$BUILD_PKGS $RUN_PKGS"
 [ "$test_deps" = 1 ] && want="$want $TEST_PKGS"
+# npm: Debian's package, unless an npm is there already (NodeSource's nodejs holds its own
+# and conflicts with Debian's npm)
+[ "$test_deps" = 1 ] && ! command -v npm > /dev/null 2>&1 && want="$want npm"
 [ "$ref_deps" = 1 ] && want="$want $REF_PKGS"
 
 installed() {
@@ -93,6 +99,11 @@ else
         "${missing[@]}" || die "apt-get install failed for: ${missing[*]}"
     for p in "${missing[@]}"; do installed "$p" || die "package $p is still not installed"; done
     say "installed: ${missing[*]}"
+fi
+
+if [ "$test_deps" = 1 ]; then
+    # onnxruntime for ctest onnx.runtime (skipped, 77, when this fails)
+    "$ROOT/scripts/fetch-onnxruntime.sh" > /dev/null || say "warning: onnxruntime for Node not installed (onnx.runtime will skip)"
 fi
 
 if [ "$deps_only" = 1 ]; then

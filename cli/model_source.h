@@ -1,0 +1,31 @@
+/*  model_source — what a user names as "the model" on the command line (`pixflow export`,
+    `pixflow upscale`): WEIGHTS_OR_WORK_DIR [--config CONFIG], resolved to a config and a
+    weights file, loaded into a CPU model with the weights evaluation uses (params_ema when
+    the file has them).
+*/
+#ifndef PF_CLI_MODEL_SOURCE_H
+#define PF_CLI_MODEL_SOURCE_H
+#include <stddef.h>
+
+#include "common/config.h"
+#include "nn/model.h"
+
+/* The config and weights files of `src`:
+   - a folder (a work dir): config DIR/config.yaml, weights DIR/checkpoints/<the name in
+     `latest`>, or without `latest` the iter_N.safetensors with the largest N;
+   - a file (a .safetensors): weights src; config beside a work dir's checkpoints/
+     (dirname(src)/../config.yaml when src's folder is named "checkpoints").
+   config_opt (--config; NULL: none) replaces the config either way. Returns 0, or -1 with err
+   naming what is missing ("work_dirs/x: no checkpoints/latest and no
+   checkpoints/iter_N.safetensors"). */
+int pf_model_source_resolve(const char *src, const char *config_opt, char *cfg_path,
+                            size_t cfg_len, char *weights, size_t weights_len, char *err,
+                            size_t errlen);
+
+/* pf_model_source_resolve, then load the config into *cfg (its data folders need not exist),
+   build the model and load the weights (pf_ckpt_load_eval_weights: params_ema.* preferred;
+   *ema says which, may be NULL).
+   Returns the model (pf_model_destroy), or NULL with err naming the file. */
+pf_model *pf_model_source_load(const char *src, const char *config_opt, pf_config *cfg,
+                               int *ema, char *err, size_t errlen);
+#endif
