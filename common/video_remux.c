@@ -158,6 +158,12 @@ static int open_encoder(pf_video_out *vo, const pf_video_out_opts *o, AVRational
         e->global_quality = FF_QP2LAMBDA * o->quality;
     }
     const AVPixFmtDescriptor *d = av_pix_fmt_desc_get(e->pix_fmt);
+    if (d && (((vo->w | vo->h) & 1) && (d->log2_chroma_w || d->log2_chroma_h))) {
+        char what[200];
+        snprintf(what, sizeof what, "%s encodes %s, which needs an even width and height, not "
+                 "%dx%d (use ffv1)", c->name, d->name, vo->w, vo->h);
+        return fail(vo, what, 0, err, errlen);
+    }
     if (d && (d->flags & AV_PIX_FMT_FLAG_RGB)) {
         e->colorspace = AVCOL_SPC_RGB;
     } else {
