@@ -7,6 +7,8 @@
 #include <libavutil/opt.h>
 #include <libavutil/pixdesc.h>
 #include <libswscale/swscale.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -343,6 +345,34 @@ int pf_video_out_frame(pf_video_out *vo, const uint8_t *rgb, double t, char *err
     return 0;
 }
 
+/* fsync the closed temporary file, rename it to the final name, fsync the folder (as
+   pf_write_file_atomic does), so a crash leaves the old file or the whole new one. */
+static int durable_rename(pf_video_out *vo, char *err, size_t errlen) {
+    char what[4300];
+    int fd = open(vo->temp, O_RDONLY);
+    if (fd < 0 || fsync(fd) != 0) {
+        snprintf(what, sizeof what, "fsync of %s failed: %s", vo->temp, strerror(errno));
+        if (fd >= 0) close(fd);
+        return fail(vo, what, 0, err, errlen);
+    }
+    close(fd);
+    if (rename(vo->temp, vo->path) != 0) {
+        snprintf(what, sizeof what, "cannot rename %s into place: %s", vo->temp,
+                 strerror(errno));
+        return fail(vo, what, 0, err, errlen);
+    }
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", vo->path);
+    char *slash = strrchr(dir, '/');
+    if (slash) *(slash == dir ? slash + 1 : slash) = '\0';
+    int dfd = open(slash ? dir : ".", O_RDONLY | O_DIRECTORY);
+    if (dfd >= 0) {
+        fsync(dfd);     /* best effort: the file is in place; some file systems say EINVAL */
+        close(dfd);
+    }
+    return 0;
+}
+
 /* Flush, copy the rest, trailer, close the temporary file (commit only). */
 static int finish(pf_video_out *vo, char *err, size_t errlen) {
     int rc;
@@ -353,9 +383,7 @@ static int finish(pf_video_out *vo, char *err, size_t errlen) {
         return fail(vo, "writing the file", vo->fmt->pb->error, err, errlen);
     if (vo->fmt->pb && (rc = avio_closep(&vo->fmt->pb)) < 0)
         return fail(vo, "closing the file (disk full?)", rc, err, errlen);
-    if (rename(vo->temp, vo->path) != 0) return fail(vo, "renaming the temporary file", 0, err,
-                                                    errlen);
-    return 0;
+    return durable_rename(vo, err, errlen);
 }
 
 int pf_video_out_close(pf_video_out **self, int commit, char *err, size_t errlen) {
