@@ -335,6 +335,8 @@ int pf_video_out_frame(pf_video_out *vo, const uint8_t *rgb, double t, char *err
     int stride[1] = { 3 * vo->w };
     sws_scale(vo->sws, src, stride, 0, vo->h, vo->frame->data, vo->frame->linesize);
     vo->frame->pts = pts;
+    vo->frame->quality = vo->enc->global_quality;  /* qscale: the mpegvideo encoders read it
+                                                      per frame (as the ffmpeg CLI sets it) */
     vo->last_pts = pts;
     vo->next_pts++;
     if (drain(vo, vo->frame, err, errlen)) {

@@ -10,6 +10,7 @@
       BT.601 (smpte170m) limited range, PSNR against nearest x2 above 30 dB and no more than
       0.5 dB below the ffmpeg CLI's own libx264 encoding of those frames (same crf, 4:2:0);
     - a variable-rate source (FFV1 .mkv with a gap): the output's frame times are the source's;
+    - quality and bit_rate reach the encoder (mpeg4 q 2 / q 31, libx264 2 Mb/s / 50 kb/s);
     - errors, each with nothing under the final name and no temporary file left: a missing
       folder, a folder that is a file, SRT into .mp4 (a named error), an upscaler failing
       mid-way, a run cancelled by its progress callback, crf with ffv1, an odd width for a
@@ -291,6 +292,35 @@ static void check_vfr(void) {
     printf("variable rate: the 20 frame times kept (a 0.29 s step after frame 9)\n");
 }
 
+/* quality (qscale) and bit_rate reach the encoder: mpeg4 at q 2 against q 31, and libx264
+   (when there) at 2 Mb/s against 50 kb/s, the first of each pair at least twice as large
+   (video packet bytes). */
+static void check_quality(const char *src, int has_x264) {
+    long long size[4] = { 0 };
+    for (int k = 0; k < 4; k++) {
+        char dst[300], err[1024];
+        snprintf(dst, sizeof dst, "%s/q%d.mkv", dir, k);
+        up_ctx c = { 0 };
+        pf_video_upscale_job job = { .scale = S, .window = 1, .upscale = up, .ctx = &c,
+                                     .out = pf_video_out_opts_default() };
+        job.out.codec = k < 2 ? "mpeg4" : "libx264";
+        if (k < 2) job.out.quality = k == 0 ? 2 : 31;
+        else job.out.bit_rate = k == 2 ? 2000000 : 50000;
+        if (k == 2 && !has_x264) break;
+        CHECK(pf_video_upscale_file(src, dst, &job, err, sizeof err) == 0, "%s", err);
+        char cmd[600], out[64];
+        snprintf(cmd, sizeof cmd, "ffprobe -v error -select_streams v:0 -show_entries "
+                 "packet=size -of csv=p=0 '%s' | awk '{s+=$1} END {print s}'", dst);
+        if (sh(cmd, out, sizeof out) == 0) size[k] = atoll(out);
+        unlink(dst);
+    }
+    CHECK(size[0] > 2 * size[1] && (!has_x264 || size[2] > 2 * size[3]),
+          "video bytes: q 2 %lld, q 31 %lld, 2 Mb/s %lld, 50 kb/s %lld", size[0], size[1],
+          size[2], size[3]);
+    printf("video bytes: mpeg4 q 2 %lld, q 31 %lld; libx264 2 Mb/s %lld, 50 kb/s %lld\n",
+           size[0], size[1], size[2], size[3]);
+}
+
 /* Failures: each an error with a message, nothing left behind. */
 static void check_errors(const char *src) {
     char dst[400], err[1024];
@@ -387,11 +417,14 @@ int main(void) {
     if (exp) {
         check_ffv1(src, exp, 1, 0);
         check_ffv1(src, exp, 7, 3);
-        if (sh("ffmpeg -hide_banner -encoders 2>/dev/null | grep -q ' libx264 '", NULL, 0) == 0)
+        int has_x264 = sh("ffmpeg -hide_banner -encoders 2>/dev/null | grep -q ' libx264 '",
+                          NULL, 0) == 0;
+        if (has_x264)
             check_x264(srt, exp);
         else
             printf("libx264 case skipped: this FFmpeg has no libx264\n");
         check_vfr();
+        check_quality(src, has_x264);
         check_errors(src);
         char big[300];
         snprintf(big, sizeof big, "%s/out_w1.mkv", dir);
