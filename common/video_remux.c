@@ -85,14 +85,16 @@ static int add_copies(pf_video_out *vo, int video_index, int drop_unsupported, c
         const char *tname = av_get_media_type_string(type), *cname =
             avcodec_get_name(is->codecpar->codec_id);
         if ((int)i == video_index) continue;
-        if (type != AVMEDIA_TYPE_AUDIO && type != AVMEDIA_TYPE_SUBTITLE) {
+        int attachment = type == AVMEDIA_TYPE_ATTACHMENT &&
+                         !strcmp(vo->fmt->oformat->name, "matroska");
+        if (type != AVMEDIA_TYPE_AUDIO && type != AVMEDIA_TYPE_SUBTITLE && !attachment) {
             if (!vo->quiet)
                 fprintf(stderr, "%s: source stream %u (%s, %s) not copied: only audio and "
                         "subtitles are\n", vo->path, i, tname ? tname : "other", cname);
             continue;
         }
-        if (avformat_query_codec(vo->fmt->oformat, is->codecpar->codec_id,
-                                 FF_COMPLIANCE_NORMAL) != 1) {
+        if (!attachment && avformat_query_codec(vo->fmt->oformat, is->codecpar->codec_id,
+                                                FF_COMPLIANCE_NORMAL) != 1) {
             char what[300];
             snprintf(what, sizeof what, "the %s container cannot hold source stream %u (%s, %s)",
                      vo->fmt->oformat->name, i, tname, cname);

@@ -13,7 +13,8 @@
     lead, the muxer shifting all streams alike), so audio stays in sync with the pictures.
 
     Copied streams. Audio and subtitle streams go over as they are (packets remuxed, their
-    timestamps rescaled); data streams and attachments are not copied (a log line says so). A
+    timestamps rescaled); attachments (the fonts of ASS subtitles) too, from Matroska to
+    Matroska; data streams and other attachments are not copied (a log line says so). A
     stream the output container cannot hold (avformat_query_codec: SRT subtitles in .mp4) is
     an error naming it, or, with drop_unsupported, a warning naming it and the stream is left
     out.

@@ -1,9 +1,9 @@
 /*  test_video_remux — common/video_remux.h with a trivial upscaler (nearest x2, done here), no
     network. Sources are made by the ffmpeg CLI (testsrc 64x48 at 24000/1001, a sine, SRT
-    subtitles); outputs are checked by ffprobe and decoded by ffmpeg to raw RGB24:
+    subtitles, an attachment); outputs are checked by ffprobe and decoded by ffmpeg to raw RGB24:
     - FFV1 .mkv (image-style, window 1, and video-style windows of 7 sharing 3): audio (FLAC)
       and subtitle streams present, their packets equal to the source's (framemd5 of a stream
-      copy), the sample rate, the audio duration within one frame, the frame count, the rate
+      copy), the attachment equal byte for byte, the sample rate, the audio duration within one frame, the frame count, the rate
       24000/1001, 128x96, and every frame equal to nearest x2 of the source's frame bit for bit;
     - libx264 .mp4 from an AAC + SRT source (when this FFmpeg has libx264): the default
       encoder, AAC copied, SRT dropped with a warning (drop_unsupported), yuv420p tagged
@@ -161,7 +161,7 @@ static int upscale(const char *src, const char *dst, int window, int overlap, co
 
 /* FFV1 into .mkv, windows of `window` sharing `overlap`: streams, rate, count, exact frames. */
 static void check_ffv1(const char *src, const uint8_t *exp, int window, int overlap) {
-    char dst[300], err[1024], a[256], b[256];
+    char dst[300], err[1024], a[256], b[256], cmd0[1200];
     snprintf(dst, sizeof dst, "%s/out_w%d.mkv", dir, window);
     up_ctx c = { 0 };
     int rc = upscale(src, dst, window, overlap, "ffv1", &c, err, sizeof err);
@@ -191,6 +191,16 @@ static void check_ffv1(const char *src, const uint8_t *exp, int window, int over
     packet_md5s(src, "s:0", m1, sizeof m1);
     packet_md5s(dst, "s:0", m2, sizeof m2);
     CHECK(m1[0] && !strcmp(m1, m2), "subtitle packets differ from the source's");
+    /* the attachment (Matroska to Matroska), byte for byte */
+    char att[400], got[256] = "", want[256] = "";
+    snprintf(att, sizeof att, "%s/attachment.txt", dir);
+    unlink(att);
+    snprintf(cmd0, sizeof cmd0, "ffmpeg -v quiet -y -dump_attachment:t:0 '%s' -i '%s'; "
+             "cat '%s'", att, dst, att);
+    sh(cmd0, got, sizeof got);
+    snprintf(cmd0, sizeof cmd0, "cat '%s/subs.srt'", dir);
+    sh(cmd0, want, sizeof want);
+    CHECK(want[0] && !strcmp(got, want), "attachment: '%s', expected '%s'", got, want);
     /* audio duration (last packet's end) within one frame of the source's */
     char cmd[600];
     snprintf(cmd, sizeof cmd, "ffprobe -v error -select_streams a:0 -show_entries "
@@ -411,7 +421,8 @@ int main(void) {
     snprintf(src, sizeof src, "%s/src.mkv", dir);
     snprintf(cmd, sizeof cmd, "ffmpeg -v error -y -f lavfi -i testsrc=size=%dx%d:rate=24000/1001 "
              "-f lavfi -i sine=frequency=440:sample_rate=44100 -i '%s' -map 0:v -map 1:a -map 2:s "
-             "-frames:v %d -t 1.25125 -c:v ffv1 -c:a flac -c:s srt '%s'", W, H, srt, N, src);
+             "-frames:v %d -t 1.25125 -c:v ffv1 -c:a flac -c:s srt -attach '%s' "
+             "-metadata:s:t mimetype=application/x-truetype-font '%s'", W, H, srt, N, srt, src);
     CHECK(sh(cmd, NULL, 0) == 0, "making the source: %s", cmd);
     uint8_t *exp = expected_frames(src);
     if (exp) {
