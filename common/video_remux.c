@@ -89,8 +89,9 @@ static int add_copies(pf_video_out *vo, int video_index, int drop_unsupported, c
                          !strcmp(vo->fmt->oformat->name, "matroska");
         if (type != AVMEDIA_TYPE_AUDIO && type != AVMEDIA_TYPE_SUBTITLE && !attachment) {
             if (!vo->quiet)
-                fprintf(stderr, "%s: source stream %u (%s, %s) not copied: only audio and "
-                        "subtitles are\n", vo->path, i, tname ? tname : "other", cname);
+                fprintf(stderr, "%s: source stream %u (%s, %s) not copied: only audio, "
+                        "subtitles and (into .mkv) attachments are\n", vo->path, i,
+                        tname ? tname : "other", cname);
             continue;
         }
         if (!attachment && avformat_query_codec(vo->fmt->oformat, is->codecpar->codec_id,
@@ -185,6 +186,12 @@ static int open_encoder(pf_video_out *vo, const pf_video_out_opts *o, AVRational
     if ((rc = avcodec_parameters_from_context(vo->st->codecpar, e)) < 0)
         return fail(vo, "stream parameters", rc, err, errlen);
     vo->st->time_base = e->time_base;
+    vo->st->disposition = vs->disposition;
+    const char *keep[] = { "language", "title" };   /* not the source's encoder or duration */
+    for (int k = 0; k < 2; k++) {
+        const AVDictionaryEntry *t = av_dict_get(vs->metadata, keep[k], NULL, 0);
+        if (t) av_dict_set(&vo->st->metadata, keep[k], t->value, 0);
+    }
     vo->st->avg_frame_rate = rate;
     vo->st->r_frame_rate = rate;
     return 0;
@@ -250,6 +257,8 @@ pf_video_out *pf_video_out_open(const char *path, const char *source, int w, int
     if (open_encoder(vo, o, rate, vs, err, errlen) || open_convert(vo, err, errlen) ||
         add_copies(vo, vi, o->drop_unsupported, err, errlen))
         goto bad;
+    av_dict_copy(&vo->fmt->metadata, vo->in->metadata, 0);    /* title, ...: not the encoder */
+    av_dict_set(&vo->fmt->metadata, "encoder", NULL, 0);
     if (!(vo->fmt->oformat->flags & AVFMT_NOFILE)) {
         vo->opened = 1;
         if ((rc = avio_open(&vo->fmt->pb, vo->temp, AVIO_FLAG_WRITE)) < 0) {
