@@ -120,6 +120,27 @@ static int add_copies(pf_video_out *vo, int video_index, int drop_unsupported, c
     return 0;
 }
 
+/* The source's chapters, times shifted like the packets' (as the ffmpeg CLI's copy_chapters). */
+static int copy_chapters(pf_video_out *vo, char *err, size_t errlen) {
+    for (unsigned i = 0; i < vo->in->nb_chapters; i++) {
+        const AVChapter *ic = vo->in->chapters[i];
+        AVChapter *oc = av_mallocz(sizeof *oc);
+        if (!oc) return fail(vo, "out of memory", 0, err, errlen);
+        int64_t shift = av_rescale_q(vo->in_start, AV_TIME_BASE_Q, ic->time_base);
+        *oc = (AVChapter){ .id = ic->id, .time_base = ic->time_base,
+                           .start = ic->start - shift, .end = ic->end - shift };
+        av_dict_copy(&oc->metadata, ic->metadata, 0);
+        int n = (int)vo->fmt->nb_chapters;
+        if (av_dynarray_add_nofree(&vo->fmt->chapters, &n, oc) < 0) {
+            av_dict_free(&oc->metadata);
+            av_free(oc);
+            return fail(vo, "out of memory", 0, err, errlen);
+        }
+        vo->fmt->nb_chapters = (unsigned)n;
+    }
+    return 0;
+}
+
 /* The encoder: by name (NULL: libx264 if present, else ffv1), rate or time base, quality,
    colour tags. */
 static int open_encoder(pf_video_out *vo, const pf_video_out_opts *o, AVRational rate,
@@ -255,7 +276,7 @@ pf_video_out *pf_video_out_open(const char *path, const char *source, int w, int
         goto bad;
     }
     if (open_encoder(vo, o, rate, vs, err, errlen) || open_convert(vo, err, errlen) ||
-        add_copies(vo, vi, o->drop_unsupported, err, errlen))
+        add_copies(vo, vi, o->drop_unsupported, err, errlen) || copy_chapters(vo, err, errlen))
         goto bad;
     av_dict_copy(&vo->fmt->metadata, vo->in->metadata, 0);    /* title, ...: not the encoder */
     av_dict_set(&vo->fmt->metadata, "encoder", NULL, 0);

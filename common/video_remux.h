@@ -15,8 +15,8 @@
     Copied streams. Audio and subtitle streams go over as they are (packets remuxed, their
     timestamps rescaled); attachments (the fonts of ASS subtitles) too, from Matroska to
     Matroska; data streams and other attachments are not copied (a log line says so). The
-    file's tags (title, ...) and the video stream's language, title and disposition are kept;
-    chapters are not copied. A
+    file's tags (title, ...), its chapters, and the video stream's language, title and
+    disposition are kept. A
     stream the output container cannot hold (avformat_query_codec: SRT subtitles in .mp4) is
     an error naming it, or, with drop_unsupported, a warning naming it and the stream is left
     out.

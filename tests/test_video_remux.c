@@ -1,9 +1,9 @@
 /*  test_video_remux — common/video_remux.h with a trivial upscaler (nearest x2, done here), no
     network. Sources are made by the ffmpeg CLI (testsrc 64x48 at 24000/1001, a sine, SRT
-    subtitles, an attachment); outputs are checked by ffprobe and decoded by ffmpeg to raw RGB24:
+    subtitles, chapters, an attachment); outputs are checked by ffprobe and decoded by ffmpeg to raw RGB24:
     - FFV1 .mkv (image-style, window 1, and video-style windows of 7 sharing 3): audio (FLAC)
       and subtitle streams present, their packets equal to the source's (framemd5 of a stream
-      copy), the attachment equal byte for byte, the sample rate, the audio duration within one frame, the frame count, the rate
+      copy), the chapters, the attachment equal byte for byte, the sample rate, the audio duration within one frame, the frame count, the rate
       24000/1001, 128x96, and every frame equal to nearest x2 of the source's frame bit for bit;
     - libx264 .mp4 from an AAC + SRT source (when this FFmpeg has libx264): the default
       encoder, AAC copied, SRT dropped with a warning (drop_unsupported), yuv420p tagged
@@ -191,6 +191,16 @@ static void check_ffv1(const char *src, const uint8_t *exp, int window, int over
     packet_md5s(src, "s:0", m1, sizeof m1);
     packet_md5s(dst, "s:0", m2, sizeof m2);
     CHECK(m1[0] && !strcmp(m1, m2), "subtitle packets differ from the source's");
+    /* chapters: the source's (start, end, title) */
+    char ch1[1024], ch2[1024];
+    snprintf(cmd0, sizeof cmd0, "ffprobe -v error -show_entries chapter=start_time,end_time:"
+             "chapter_tags=title -of csv=p=0 '%s'", src);
+    sh(cmd0, ch1, sizeof ch1);
+    snprintf(cmd0, sizeof cmd0, "ffprobe -v error -show_entries chapter=start_time,end_time:"
+             "chapter_tags=title -of csv=p=0 '%s'", dst);
+    sh(cmd0, ch2, sizeof ch2);
+    CHECK(strstr(ch1, "Second") && !strcmp(ch1, ch2), "chapters: source\n%s\noutput\n%s", ch1,
+          ch2);
     /* the attachment (Matroska to Matroska), byte for byte */
     char att[400], got[256] = "", want[256] = "";
     snprintf(att, sizeof att, "%s/attachment.txt", dir);
@@ -418,11 +428,20 @@ int main(void) {
     fprintf(f, "1\n00:00:00,000 --> 00:00:00,500\nhello\n\n2\n00:00:00,600 --> 00:00:01,100\n"
                "world\n");
     fclose(f);
+    char meta[300];
+    snprintf(meta, sizeof meta, "%s/chapters.txt", dir);
+    f = fopen(meta, "w");
+    fprintf(f, ";FFMETADATA1\ntitle=test clip\n[CHAPTER]\nTIMEBASE=1/1000\nSTART=0\nEND=500\n"
+               "title=First\n[CHAPTER]\nTIMEBASE=1/1000\nSTART=500\nEND=1250\n"
+               "title=Second\n");
+    fclose(f);
     snprintf(src, sizeof src, "%s/src.mkv", dir);
     snprintf(cmd, sizeof cmd, "ffmpeg -v error -y -f lavfi -i testsrc=size=%dx%d:rate=24000/1001 "
-             "-f lavfi -i sine=frequency=440:sample_rate=44100 -i '%s' -map 0:v -map 1:a -map 2:s "
+             "-f lavfi -i sine=frequency=440:sample_rate=44100 -i '%s' -i '%s' -map 0:v -map 1:a "
+             "-map 2:s -map_metadata 3 "
              "-frames:v %d -t 1.25125 -c:v ffv1 -c:a flac -c:s srt -attach '%s' "
-             "-metadata:s:t mimetype=application/x-truetype-font '%s'", W, H, srt, N, srt, src);
+             "-metadata:s:t mimetype=application/x-truetype-font '%s'", W, H, srt, meta, N, srt,
+             src);
     CHECK(sh(cmd, NULL, 0) == 0, "making the source: %s", cmd);
     uint8_t *exp = expected_frames(src);
     if (exp) {
