@@ -14,8 +14,8 @@
     - errors, each with nothing under the final name and no temporary file left: a missing
       folder, a folder that is a file, SRT into .mp4 (a named error), an upscaler failing
       mid-way, a run cancelled by its progress callback, crf with ffv1, an odd width for a
-      yuv420p encoder, an unknown encoder, and, where a tmpfs can be mounted (root), a full
-      disk (16 KiB) and a read-only folder.
+      yuv420p encoder, an unknown encoder, a folder without write permission (not root), and,
+      where a tmpfs can be mounted (root), a full disk (16 KiB) and a read-only file system.
     Needs the ffmpeg and ffprobe CLI: without them it says so and exits 77. */
 #include <math.h>
 #include <stdio.h>
@@ -354,6 +354,13 @@ static void check_errors(const char *src) {
     snprintf(dst, sizeof dst, "%s/afile/out.mkv", dir);
     CHECK(upscale(src, dst, 1, 0, "ffv1", &c, err, sizeof err) != 0 && strstr(err, dst),
           "folder is a file: '%s'", err);
+    if (geteuid() != 0) {   /* root writes anyway: check_disk's read-only tmpfs covers it */
+        snprintf(dst, sizeof dst, "%s/ro", dir);
+        mkdir(dst, 0555);
+        snprintf(dst, sizeof dst, "%s/ro/out.mkv", dir);
+        CHECK(upscale(src, dst, 1, 0, "ffv1", &c, err, sizeof err) != 0 &&
+              strstr(err, "Permission denied") && nothing_left(dst), "folder 0555: '%s'", err);
+    }
     snprintf(dst, sizeof dst, "%s/subs.mp4", dir);
     CHECK(upscale(src, dst, 1, 0, "mpeg4", &c, err, sizeof err) != 0 &&
           strstr(err, "subrip") && nothing_left(dst), "SRT into mp4: '%s'", err);
