@@ -31,8 +31,8 @@ static int fail(pf_video_writer *vw, const char *what, int averr, char *err, siz
     return -1;
 }
 
-/* The encoder's pixel format: lossless RGB layouts first, then yuv420p, then its first. */
-static enum AVPixelFormat pick_format(const AVCodec *c) {
+/* video_write.h: lossless RGB layouts first, then yuv420p, then the encoder's first. */
+int pf_video_write_pix_fmt(const struct AVCodec *c) {
     static const enum AVPixelFormat pref[] = { AV_PIX_FMT_GBRP, AV_PIX_FMT_BGR0, AV_PIX_FMT_RGB24,
                                                AV_PIX_FMT_YUV420P };
     if (!c->pix_fmts) return AV_PIX_FMT_YUV420P;
@@ -102,7 +102,7 @@ pf_video_writer *pf_video_writer_open(const char *path, int w, int h, int fps_nu
     }
     vw->enc->width = w;
     vw->enc->height = h;
-    vw->enc->pix_fmt = pick_format(c);
+    vw->enc->pix_fmt = pf_video_write_pix_fmt(c);
     vw->enc->time_base = (AVRational){ fps_den, fps_num };
     vw->enc->framerate = (AVRational){ fps_num, fps_den };
     vw->enc->gop_size = 12;

@@ -37,6 +37,11 @@ int pf_video_writer_frame(pf_video_writer *vw, const uint8_t *rgb, char *err, si
 int pf_video_writer_close(pf_video_writer **self, int remove_on_error, char *err,
                           size_t errlen);
 
+/* The pixel format (an enum AVPixelFormat) the writers encode with encoder `c` in: the first
+   of gbrp, bgr0, rgb24 it takes, else yuv420p, else its first (common/video_remux.c too). */
+struct AVCodec;
+int pf_video_write_pix_fmt(const struct AVCodec *c);
+
 /* The pixel format name the writer encodes in (e.g. "gbrp"), for messages. */
 const char *pf_video_writer_pix_fmt(const pf_video_writer *vw);
 #endif

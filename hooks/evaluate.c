@@ -87,32 +87,6 @@ void pf_eval_event_note(char *out, size_t len, const pf_msg_event *ev, int video
                      (int)ev->psnr_bicubic_inf_items);
 }
 
-int pf_clip_windows(int n, int window, int overlap, int *start, int *len, int *own0, int *own1,
-                    int max) {
-    if (n < 1 || window < 1 || overlap < 0 || overlap >= window || max < 1) return -1;
-    int k = 0;
-    if (n <= window) {
-        start[0] = 0;
-        len[0] = n;
-    } else {
-        for (int s = 0;; s += window - overlap) {
-            if (k == max) return -1;
-            int last = s + window >= n;
-            start[k] = last ? n - window : s;
-            len[k] = window;
-            k++;
-            if (last) break;
-        }
-        k--;
-    }
-    for (int i = 0; i <= k; i++) {
-        own0[i] = i ? own1[i - 1] : 0;
-        /* the middle of the frames shared with the next window */
-        own1[i] = i == k ? n : (start[i + 1] + start[i] + len[i] + 1) / 2;
-    }
-    return k + 1;
-}
-
 void pf_eval_clip_folder(const pf_clip *c, char *out, size_t len) {
     snprintf(out, len, "%s", c->name);
     char *dot = c->gt_video ? strrchr(out, '.') : NULL;

@@ -13,6 +13,7 @@
 
 #include "common/config.h"
 #include "common/dataset.h"
+#include "common/video_remux.h"   /* pf_clip_windows */
 #include "nn/model.h"
 #include "proto/proto.h"
 
@@ -63,15 +64,6 @@ typedef void (*pf_eval_image_fn)(void *ctx, int file, const char *name, const pf
    clip's middle frame (file = the clip's index in ds->video); save_dir gets
    save_dir/<clip>/<frame>.png (the clip's name less a video file's extension, the source
    frame number as %08d). eval_cfg.ensemble and tile are refused for video sets. */
-
-/* The windows of a clip of n frames for windows of `window` frames sharing `overlap`
-   (0 <= overlap < window): window k runs frames [start[k], start[k] + len[k]) and gives the
-   outputs of frames [own0[k], own1[k]); the own ranges partition [0, n), each boundary in the
-   middle of the two windows' shared frames. The last window ends at the clip's end (it may
-   share more). Arrays of `max` entries; returns the number of windows, or -1 when more than
-   max would be needed. */
-int pf_clip_windows(int n, int window, int overlap, int *start, int *len, int *own0, int *own1,
-                    int max);
 
 /* A clip's folder name under save_dir: its name, a video file's extension dropped
    ("cityCC0.mpg" -> "cityCC0"). */
