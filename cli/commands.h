@@ -7,4 +7,5 @@ int pf_train_main(int argc, char **argv);
 int pf_test_main(int argc, char **argv);
 int pf_monitor_main(int argc, char **argv);     /* cli/monitor.c */
 int pf_config_main(int argc, char **argv);      /* cli/config_cmd.c */
+int pf_upscale_main(int argc, char **argv);     /* cli/upscale.c */
 #endif
