@@ -8,7 +8,8 @@
     (c) a 16-bit RGBA PNG comes back 16-bit RGBA at 2x (the IHDR bytes read here), its RGB
         within 2/255 of the 8-bit path's output for the same values (input low bytes zero), its
         alpha within 2/255 of 0.299 R + 0.587 G + 0.114 B of the 8-bit path's output of the
-        alpha plane as a gray RGB image (Real-ESRGAN's alpha rule, computed here);
+        alpha plane as a gray RGB image (Real-ESRGAN's alpha rule, computed here); the same
+        plane as an 8-bit gray PNG comes back gray, within 1 of that weighted sum;
     (d) bad input: a text file named x.png, weights of another network, an output folder that
         cannot be made, an existing output without --force, a video file, a checkpoint with no
         config beside it: exit status non-zero, the message names the file, nothing written
@@ -215,6 +216,12 @@ static void deep_alpha(const char *wd) {
     CHECK(pf_image_write_png(path, rgb, w, h, err, sizeof err) == 0, "%s", err);
     snprintf(path, sizeof path, "%s/a8.png", dir);
     CHECK(pf_image_write_png(path, alpha, w, h, err, sizeof err) == 0, "%s", err);
+    uint8_t *gray = malloc((size_t)w * h);      /* the alpha plane again, as a gray PNG */
+    for (int i = 0; i < w * h; i++) gray[i] = alpha[i * 3];
+    pf_image_full g8 = { w, h, 1, 8, gray };
+    snprintf(path, sizeof path, "%s/g8.png", dir);
+    CHECK(pf_image_write_png_full(path, &g8, err, sizeof err) == 0, "%s", err);
+    free(gray);
     int st = run(&out, "'%s' upscale '%s' '%s' -o '%s'", bin(), wd, dir, od);
     CHECK(st == 0, "16-bit RGBA: status %d:\n%s", st, out);
     free(out);
@@ -231,11 +238,16 @@ static void deep_alpha(const char *wd) {
               path, png[24], png[25]);
     }
     free(png);
-    pf_image_full o16 = { 0 };
+    pf_image_full o16 = { 0 }, og = { 0 };
     pf_image o8 = { 0 }, oa = { 0 };
-    char p8[600], pa[600];
+    char p8[600], pa[600], pg[600];
     snprintf(p8, sizeof p8, "%s/c8.png", od);
     snprintf(pa, sizeof pa, "%s/a8.png", od);
+    snprintf(pg, sizeof pg, "%s/g8.png", od);
+    CHECK(pf_image_read_full(pg, &og, err, sizeof err) == 0, "%s", err);
+    CHECK(og.channels == 1 && og.depth == 8, "gray in: %d channels %d bits out (want 1, 8)",
+          og.channels, og.depth);
+    double dgray = og.channels == 1 ? 0 : 255;
     CHECK(pf_image_read_full(path, &o16, err, sizeof err) == 0 &&
           pf_image_read(p8, &o8, err, sizeof err) == 0 &&
           pf_image_read(pa, &oa, err, sizeof err) == 0, "%s", err);
@@ -250,15 +262,19 @@ static void deep_alpha(const char *wd) {
         const uint8_t *q = oa.data + i * 3;
         double want = 0.299 * q[0] + 0.587 * q[1] + 0.114 * q[2];
         if (fabs(p[3] / 257.0 - want) > dalpha) dalpha = fabs(p[3] / 257.0 - want);
+        if (og.channels == 1 && fabs(((const uint8_t *)og.data)[i] - want) > dgray)
+            dgray = fabs(((const uint8_t *)og.data)[i] - want);
         distinct += p[0] % 257 != 0;   /* not 8-bit values: the 16 bits are used */
     }
     CHECK(o16.channels == 4 && o16.depth == 16, "read back: %d channels, %d bits", o16.channels,
           o16.depth);
     CHECK(drgb <= 2.0, "16-bit RGB vs 8-bit path: max difference %.2f/255 (want <= 2)", drgb);
     CHECK(dalpha <= 2.0, "alpha vs gray of the alpha plane's output: max %.2f/255", dalpha);
+    CHECK(dgray <= 1.0, "gray PNG vs gray of its RGB output: max %.2f (want <= 1)", dgray);
     CHECK(distinct > w * h, "only %d of %d red samples are not multiples of 257", distinct,
           4 * w * h);
     pf_image_full_free(&o16);
+    pf_image_full_free(&og);
     pf_image_free(&o8);
     pf_image_free(&oa);
     free(rgb);
