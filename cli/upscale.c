@@ -278,7 +278,9 @@ static int add_input(up_job *j, const char *arg, int *cap, char *err, size_t err
         if (pf_is_dir(p)) rc = add_folder(j, p, cap, err, errlen);
         else if (pf_is_file(p)) rc = add_file(j, p, err, errlen);
         else {
-            snprintf(err, errlen, "%s: %s", p, globbed ? "not a file" : "no such file or folder");
+            snprintf(err, errlen, "%s: %s", p, globbed ? "not a file"
+                     : strpbrk(p, "*?[") ? "no such file or folder, and no file matches it"
+                     : "no such file or folder");
             rc = -1;
         }
     }
@@ -455,7 +457,7 @@ static int upscale_run(const up_args *a, up_job *j) {
         if (rc == 0) progress(i, j->n_in, in, t0, note);
     }
     if (rc) fprintf(stderr, "%spixflow upscale: %s\n", isatty(2) ? "\n" : "", err);
-    else fprintf(stderr, "pixflow upscale: %d output%s in %s (%.1f s)\n", j->n_in,
+    else fprintf(stderr, "pixflow upscale: %d output%s in %s (%.2f s)\n", j->n_in,
                  j->n_in > 1 ? "s" : "", a->out_dir, pf_now() - t0);
     pf_model_destroy(&m);
     return rc;
