@@ -1,5 +1,6 @@
 /*  `pixflow upscale` (cli/upscale.c) against `pixflow test` and against itself on other paths.
-    The checkpoint is an EDSR's seeded initialisation written here (pf_ckpt_serialize).
+    The checkpoint is an EDSR's seeded initialisation (pf_model_init) written here
+    (pf_ckpt_serialize).
     (a) its outputs of RGB8 PNG and JPEG inputs equal `pixflow test`'s on a SingleImageDataset
         of the same files, pixel for pixel (same rounding); a work dir, a checkpoint file with
         config.yaml one folder up, a folder, a quoted glob all give them;
@@ -13,7 +14,9 @@
     (d) bad input: a text file named x.png, weights of another network, an output folder that
         cannot be made, an existing output without --force, a video file, a checkpoint with no
         config beside it: exit status non-zero, the message names the file, nothing written
-        under the final name (the existing output untouched); --force then overwrites.
+        under the final name (the existing output untouched); --force then overwrites;
+    (e) a checkpoint with params_ema.* (0.9 x the weights, written here): upscale uses them and
+        equals `pixflow test` on that checkpoint, and differs from the plain weights' output.
     `test_upscale demo_photos`: (a) on data/demo/val (scripts/fetch-demo-data.sh); 77 when the
     photos are not there. */
 #include <stdarg.h>
@@ -116,6 +119,10 @@ static void write_weights(const char *cfg_path, const char *path) {
     char err[1024];
     CHECK(pf_config_load(&cfg, cfg_path, err, sizeof err) == 0, "%s", err);
     pf_model *m = pf_model_new(&cfg, err, sizeof err);
+    /* PyTorch's default initialisation, seeded (pf_model_new's parameters are zeros, which
+       would give the constant rgb_mean whatever the input): on the pictures here the
+       output spans about 84..137 grey, following the input. */
+    if (m) pf_model_init(m, 7);
     void *buf = NULL;
     size_t len = 0;
     CHECK(m && pf_ckpt_serialize(&cfg, m, NULL, 5, 0, 0.0, &buf, &len, NULL, NULL, err,
@@ -282,6 +289,62 @@ static void deep_alpha(const char *wd) {
     free(rgba);
 }
 
+/* src's tensors plus params_ema.<name> = 0.9 x each, into dst (an EMA unlike the weights). */
+static void add_ema(const char *src, const char *dst) {
+    pf_safetensors *st = NULL;
+    char err[512];
+    CHECK(pf_safetensors_load(src, &st, err, sizeof err) == 0, "%s", err);
+    int n = st ? pf_safetensors_count(st) : 0;
+    pf_st_tensor *t = calloc((size_t)2 * n + 1, sizeof *t);
+    char **names = calloc((size_t)n + 1, sizeof *names);
+    float **scaled = calloc((size_t)n + 1, sizeof *scaled);
+    for (int i = 0; i < n; i++) {
+        pf_st_tensor *a = &t[i], *e = &t[n + i];
+        a->data = pf_safetensors_at(st, i, &a->name, &a->ndim, a->shape);
+        size_t numel = 1;
+        for (int k = 0; k < a->ndim; k++) numel *= (size_t)a->shape[k];
+        scaled[i] = malloc(numel * sizeof(float));
+        for (size_t k = 0; k < numel; k++) scaled[i][k] = 0.9f * a->data[k];
+        names[i] = malloc(strlen(a->name) + 16);
+        sprintf(names[i], "params_ema.%s", a->name);
+        *e = *a;
+        e->name = names[i];
+        e->data = scaled[i];
+    }
+    void *buf = NULL;
+    size_t len = 0;
+    CHECK(pf_safetensors_serialize(t, 2 * n, NULL, 0, &buf, &len, err, sizeof err) == 0 &&
+          pf_write_file_atomic(dst, buf, len, err, sizeof err) == 0, "%s", err);
+    for (int i = 0; i < n; i++) free(names[i]), free(scaled[i]);
+    free(names);
+    free(scaled);
+    free(t);
+    free(buf);
+    pf_safetensors_free(&st);
+}
+
+/* (e): a checkpoint with params_ema: upscale uses them, as `pixflow test` does. */
+static void ema(const char *wd, const char *lq, const char *od) {
+    char ck[600], cfg[600], eo[400], a[700], b[700], c[700], *out;
+    snprintf(ck, sizeof ck, "%s/checkpoints/iter_5.safetensors", wd);
+    snprintf(cfg, sizeof cfg, "%s/config.yaml", wd);
+    snprintf(eo, sizeof eo, "%s/ema_ck", root);
+    char ema_ck[700];
+    snprintf(ema_ck, sizeof ema_ck, "%s/withema.safetensors", root);
+    add_ema(ck, ema_ck);
+    int st = run(&out, "'%s' test '%s' --checkpoint '%s'", bin(), cfg, ema_ck);
+    CHECK(st == 0, "pixflow test with EMA: status %d:\n%s", st, out);
+    free(out);
+    st = run(&out, "'%s' upscale '%s' '%s/a.png' -o '%s' --config '%s'", bin(), ema_ck, lq, eo, cfg);
+    CHECK(st == 0 && strstr(out, "EMA weights"), "upscale with EMA: status %d:\n%s", st, out);
+    free(out);
+    snprintf(a, sizeof a, "%s/test/withema/a.png", wd);
+    snprintf(b, sizeof b, "%s/a.png", eo);
+    snprintf(c, sizeof c, "%s/a.png", od);
+    CHECK(max_diff(a, b) == 0, "EMA: %s differs from pixflow test's %s", b, a);
+    CHECK(max_diff(b, c) > 0, "EMA: %s equals the plain weights' output %s", b, c);
+}
+
 /* (d): one failing command: non-zero, `name` in its message, `absent` not created. */
 static void refused(const char *what, const char *name, const char *absent, const char *cmd) {
     char *out;
@@ -375,11 +438,12 @@ int main(int argc, char **argv) {
     same_as_test(wd, od2, names, 3);
 
     tiles(wd, lq, od);
+    ema(wd, lq, od);
     deep_alpha(wd);
     bad_input(wd, lq, od);
 
     char cmd[400];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", root);
+    if (!getenv("PF_TEST_KEEP") && system(cmd) != 0) fprintf(stderr, "could not remove %s\n", root);
     return pf_test_end("test_upscale");
 }
