@@ -132,10 +132,18 @@ static void write_weights(const char *cfg_path, const char *path) {
     pf_model_destroy(&m);
 }
 
+/* `pixflow test CFG --checkpoint CK` (outputs in work_dir/test/<CK's stem>/). */
+static void pixflow_test(const char *cfg, const char *ck) {
+    char *out;
+    int st = run(&out, "'%s' test '%s' --checkpoint '%s'", bin(), cfg, ck);
+    CHECK(st == 0, "pixflow test %s: status %d:\n%s", ck, st, out);
+    free(out);
+}
+
 /* A work dir for lq (config.yaml + checkpoints/iter_5.safetensors); `pixflow test` on it
    into wd/test/iter_5/. */
 static void make_work_dir(const char *wd, const char *lq) {
-    char path[600], err[512], *out;
+    char path[600], err[512];
     snprintf(path, sizeof path, "%s/checkpoints", wd);
     CHECK(pf_mkdirs(path, err, sizeof err) == 0, "%s", err);
     snprintf(path, sizeof path, "%s/config.yaml", wd);
@@ -143,9 +151,7 @@ static void make_work_dir(const char *wd, const char *lq) {
     char ck[600];
     snprintf(ck, sizeof ck, "%s/checkpoints/iter_5.safetensors", wd);
     write_weights(path, ck);
-    int st = run(&out, "'%s' test '%s' --checkpoint '%s'", bin(), path, ck);
-    CHECK(st == 0, "pixflow test: status %d:\n%s", st, out);
-    free(out);
+    pixflow_test(path, ck);
 }
 
 /* (a) on the images of lq: every output of `upscale` into od equals `pixflow test`'s. */
@@ -332,10 +338,8 @@ static void ema(const char *wd, const char *lq, const char *od) {
     char ema_ck[700];
     snprintf(ema_ck, sizeof ema_ck, "%s/withema.safetensors", root);
     add_ema(ck, ema_ck);
-    int st = run(&out, "'%s' test '%s' --checkpoint '%s'", bin(), cfg, ema_ck);
-    CHECK(st == 0, "pixflow test with EMA: status %d:\n%s", st, out);
-    free(out);
-    st = run(&out, "'%s' upscale '%s' '%s/a.png' -o '%s' --config '%s'", bin(), ema_ck, lq, eo, cfg);
+    pixflow_test(cfg, ema_ck);
+    int st = run(&out, "'%s' upscale '%s' '%s/a.png' -o '%s' --config '%s'", bin(), ema_ck, lq, eo, cfg);
     CHECK(st == 0 && strstr(out, "EMA weights"), "upscale with EMA: status %d:\n%s", st, out);
     free(out);
     snprintf(a, sizeof a, "%s/test/withema/a.png", wd);
