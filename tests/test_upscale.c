@@ -14,7 +14,9 @@
     (d) bad input: a text file named x.png, weights of another network, an output folder that
         cannot be made, an existing output without --force, a video file, a checkpoint with no
         config beside it: exit status non-zero, the message names the file, nothing written
-        under the final name (the existing output untouched); --force then overwrites;
+        under the final name (the existing output untouched); --force then overwrites; a PNG
+        whose header reads but whose pixels are cut short, after a good image: the good one
+        written, nothing else in the output folder (no temporary file left either);
     (e) a checkpoint with params_ema.* (0.9 x the weights, written here): upscale uses them and
         equals `pixflow test` on that checkpoint, and differs from the plain weights' output.
     `test_upscale demo_photos`: (a) on data/demo/val (scripts/fetch-demo-data.sh); 77 when the
@@ -405,6 +407,28 @@ static void bad_input(const char *wd, const char *lq, const char *od) {
 
     snprintf(cmd, sizeof cmd, "'%s' upscale '%s' '%s/a.png' -o '%s/bad4'", bin(), other, lq, root);
     refused("a checkpoint with no config beside it", "config.yaml", NULL, cmd);
+
+    /* mid-way: t.png's header reads but its pixels are cut off; a.png before it is done */
+    char dir[400], src[700];
+    snprintf(dir, sizeof dir, "%s/half", root);
+    CHECK(pf_mkdirs(dir, err, sizeof err) == 0, "%s", err);
+    snprintf(src, sizeof src, "%s/big.png", lq);
+    size_t len = 0;
+    char *png = pf_read_file(src, &len, err, sizeof err);
+    snprintf(p, sizeof p, "%s/t.png", dir);
+    CHECK(png && pf_write_file_atomic(p, png, len / 2, err, sizeof err) == 0, "%s", err);
+    snprintf(q, sizeof q, "%s/a.png", dir);
+    CHECK(png && pf_write_file_atomic(q, png, len, err, sizeof err) == 0, "%s", err);
+    free(png);
+    snprintf(q, sizeof q, "%s/half_out/t.png", root);
+    snprintf(cmd, sizeof cmd, "'%s' upscale '%s' '%s' -o '%s/half_out'", bin(), wd, dir, root);
+    refused("a PNG cut short, after another image", p, q, cmd);
+    snprintf(q, sizeof q, "%s/half_out/a.png", root);
+    CHECK(access(q, F_OK) == 0, "the image before the bad one was not written");
+    snprintf(cmd, sizeof cmd, "ls -A '%s/half_out' | grep -v '^a.png$'", root);
+    st = run(&out, "%s", cmd);
+    CHECK(st != 0 && !out[0], "files left in the output folder: %s", out);
+    free(out);
 }
 
 int main(int argc, char **argv) {
