@@ -5,7 +5,8 @@
         of the same files, pixel for pixel (same rounding); a work dir, a checkpoint file with
         config.yaml one folder up, a folder, a quoted glob all give them;
     (b) tiled (--tile 17 and 23, which do not divide the image; default overlap = receptive
-        radius) equals untiled within 1 grey level; --tile auto on a small image is untiled;
+        radius) equals untiled within 1 grey level; --tile auto on a small image is untiled,
+        and with little memory (PIXFLOW_MEM_AVAILABLE) picks the tile its estimate allows;
     (c) a 16-bit RGBA PNG comes back 16-bit RGBA at 2x (the IHDR bytes read here), its RGB
         within 2/255 of the 8-bit path's output for the same values (input low bytes zero), its
         alpha within 2/255 of 0.299 R + 0.587 G + 0.114 B of the 8-bit path's output of the
@@ -206,6 +207,24 @@ static void tiles(const char *wd, const char *lq, const char *od) {
     free(out);
     snprintf(b, sizeof b, "%s/big.png", t);
     CHECK(max_diff(a, b) == 0, "--tile auto on a small image differs from untiled");
+    /* with memory for a window of about 1300 pixels (its estimate per pixel from the log
+       line): tile sqrt(1300) - 2 x overlap (8) = 20 */
+    double per = 0;
+    snprintf(t, sizeof t, "%s/auto2", root);
+    st = run(&out, "'%s' upscale '%s' '%s/big.png' -o '%s/auto_probe' --tile auto", bin(), wd,
+             lq, root);
+    const char *p = strstr(out, "activations <= ");
+    if (p) per = atof(p + strlen("activations <= "));
+    free(out);
+    CHECK(per > 100, "no activation estimate in the start-up line");
+    st = run(&out, "PIXFLOW_MEM_AVAILABLE=%.0f '%s' upscale '%s' '%s/big.png' -o '%s' --tile auto",
+             2 * per * 1300, bin(), wd, lq, t);
+    CHECK(st == 0 && strstr(out, "tile 20)"), "--tile auto, little memory: status %d:\n%s", st,
+          out);
+    free(out);
+    snprintf(b, sizeof b, "%s/big.png", t);
+    int d = max_diff(a, b);
+    CHECK(d >= 0 && d <= 1, "--tile auto (tile 20): max difference %d from untiled", d);
 }
 
 /* (c): a 16-bit RGBA PNG. */
