@@ -188,11 +188,22 @@ static double activation_bytes(const pf_config *cfg) {
     return sum * sizeof(float);
 }
 
+/* The config at path, its data folders not required to exist here (a work dir's config
+   names the training data relative to where training ran; upscale needs only model:).
+   0, or -1 with err. */
+static int load_config(pf_config *cfg, const char *path, char *err, size_t errlen) {
+    size_t len = 0;
+    char *text = pf_read_file(path, &len, err, errlen);
+    int rc = text ? pf_config_parse(cfg, path, text, len, 0, err, errlen) : -1;
+    free(text);
+    return rc;
+}
+
 /* Config, weights check (against the description: names and shapes), the estimate. 0 or -1
    after printing why. */
 static int upscale_model(const up_args *a, up_job *j) {
     char err[2048] = "";
-    if (find_model(a, j, err, sizeof err) || pf_config_load(j->cfg, j->cfg_path, err, sizeof err) ||
+    if (find_model(a, j, err, sizeof err) || load_config(j->cfg, j->cfg_path, err, sizeof err) ||
         pf_ckpt_check_weights(j->cfg, j->weights, err, sizeof err)) {
         fprintf(stderr, "pixflow upscale: %s\n", err);
         return -1;

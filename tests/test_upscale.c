@@ -3,7 +3,8 @@
     (pf_ckpt_serialize).
     (a) its outputs of RGB8 PNG and JPEG inputs equal `pixflow test`'s on a SingleImageDataset
         of the same files, pixel for pixel (same rounding); a work dir, a checkpoint file with
-        config.yaml one folder up, a folder, a quoted glob all give them;
+        config.yaml one folder up, a folder, a quoted glob all give them, and so does a work
+        dir whose config names training data that is not there;
     (b) tiled (--tile 17 and 23, which do not divide the image; default overlap = receptive
         radius) equals untiled within 1 grey level; --tile auto on a small image is untiled,
         and with little memory (PIXFLOW_MEM_AVAILABLE) picks the tile its estimate allows;
@@ -481,6 +482,21 @@ int main(int argc, char **argv) {
     st = run(&out, "'%s' upscale '%s/checkpoints/iter_5.safetensors' '%s/*.png' '%s/b.jpg' -o '%s'",
              bin(), wd, lq, lq, od2);
     CHECK(st == 0, "checkpoint file + glob: status %d:\n%s", st, out);
+    free(out);
+    same_as_test(wd, od2, names, 3);
+    /* a work dir whose config names data that is not here (relative to where it trained) */
+    char rel[400], path[700], ck[700];
+    snprintf(rel, sizeof rel, "%s/wd_rel", root);
+    snprintf(path, sizeof path, "%s/checkpoints", rel);
+    CHECK(pf_mkdirs(path, err, sizeof err) == 0, "%s", err);
+    snprintf(path, sizeof path, "%s/config.yaml", rel);
+    write_cfg(path, "data/not/here", rel, 8);
+    snprintf(path, sizeof path, "%s/checkpoints/iter_5.safetensors", rel);
+    snprintf(ck, sizeof ck, "%s/checkpoints/iter_5.safetensors", wd);
+    CHECK(symlink(ck, path) == 0, "symlink %s", path);
+    snprintf(od2, sizeof od2, "%s/out_rel", root);
+    st = run(&out, "'%s' upscale '%s' '%s' -o '%s'", bin(), rel, lq, od2);
+    CHECK(st == 0, "a config naming data that is not here: status %d:\n%s", st, out);
     free(out);
     same_as_test(wd, od2, names, 3);
 
