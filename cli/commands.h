@@ -8,4 +8,5 @@ int pf_test_main(int argc, char **argv);
 int pf_monitor_main(int argc, char **argv);     /* cli/monitor.c */
 int pf_config_main(int argc, char **argv);      /* cli/config_cmd.c */
 int pf_export_main(int argc, char **argv);      /* cli/export.c */
+int pf_upscale_main(int argc, char **argv);     /* cli/upscale.c */
 #endif

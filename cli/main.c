@@ -2,6 +2,7 @@
 
       pixflow train CONFIG [--resume auto|PATH] [--loaders N]   the whole job on this host
       pixflow test CONFIG --checkpoint PATH [--video[=CODEC]]    data.test through a checkpoint
+      pixflow upscale WEIGHTS_OR_WORK_DIR INPUT... -o OUT        a network on your own images
       pixflow coordinator CONFIG [--bind EP] [--addr-file F]    the job's hub
       pixflow loader --connect EP [--join-timeout S]            decode + augment + batch
       pixflow worker --connect EP [--device cpu]                train the network
@@ -33,6 +34,8 @@ static int usage(void) {
             "                                                   (--loaders 0: loaders join by hand)\n"
             "  test CONFIG --checkpoint PATH [--workers N]      evaluate data.test\n"
             "        [--video[=CODEC]]                          (video sets: also CLIP.mkv)\n"
+            "  upscale WEIGHTS_OR_WORK_DIR INPUT... -o OUT      a network on your images\n"
+            "        [--tile N|auto] [--ensemble] [--force]     (docs/upscale.md)\n"
             "  coordinator CONFIG [--bind EP] [--addr-file F] [--workers N] [--resume R]\n"
             "  loader --connect EP [--name NAME] [--join-timeout S]\n"
             "                                                   join a job (from any host); waits\n"
@@ -74,6 +77,7 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "--version") == 0) return version();
     if (strcmp(cmd, "train") == 0) return pf_train_main(n, rest);
     if (strcmp(cmd, "test") == 0) return pf_test_main(n, rest);
+    if (strcmp(cmd, "upscale") == 0) return pf_upscale_main(n, rest);
     if (strcmp(cmd, "coordinator") == 0) return pf_coordinator_main(n, rest);
     if (strcmp(cmd, "loader") == 0) return pf_loader_main(n, rest);
     if (strcmp(cmd, "worker") == 0) return pf_worker_main(n, rest);

@@ -1,5 +1,6 @@
 /*  image — PNG in and out through libpng (see image.h and docs/images.md for the RGB8 rule),
-    and pf_image_read, which reads a PNG or a JPEG (image_jpeg.c) by the file's extension.
+    and pf_image_read, which reads a PNG or a JPEG (image_jpeg.c) by the file's extension;
+    at the end, images as stored (pf_image_full: 16 bits and alpha kept, `pixflow upscale`).
 
     Decoding uses libpng's low-level API with no libpng transforms except de-interlacing: rows
     are read as stored (packed 1/2/4-bit samples, big-endian 16-bit samples, palette indices)
@@ -97,25 +98,28 @@ static void convert_row(const uint8_t *row, int w, int color_type, int depth,
     }
 }
 
-/* The libpng part; returns 0 or -1 with d->msg set. Resources are recorded in d. */
-static int decode(png_dec *d, pf_image *out) {
+/* libpng's read state for d->buf, before the caller's setjmp (nothing here longjmps).
+   Returns 0, or -1 (out of memory) with d->msg. */
+static int start_read(png_dec *d) {
     d->png = png_create_read_struct(PNG_LIBPNG_VER_STRING, d, on_error, on_warning);
-    if (!d->png) {
-        snprintf(d->msg, sizeof d->msg, "out of memory");
-        return -1;
-    }
-    d->info = png_create_info_struct(d->png);
+    d->info = d->png ? png_create_info_struct(d->png) : NULL;
     if (!d->info) {
         snprintf(d->msg, sizeof d->msg, "out of memory");
-        return -1;
-    }
-    if (setjmp(png_jmpbuf(d->png))) {
         return -1;
     }
     png_set_read_fn(d->png, d, on_read);
     /* ignore every ancillary chunk (gamma, ICC, text...); libpng keeps IHDR/PLTE/tRNS/IDAT */
     png_set_keep_unknown_chunks(d->png, PNG_HANDLE_CHUNK_NEVER, NULL, -1);
     png_set_user_limits(d->png, 1u << 20, 1u << 20);
+    return 0;
+}
+
+/* The libpng part; returns 0 or -1 with d->msg set. Resources are recorded in d. */
+static int decode(png_dec *d, pf_image *out) {
+    if (start_read(d)) return -1;
+    if (setjmp(png_jmpbuf(d->png))) {
+        return -1;
+    }
     png_read_info(d->png, d->info);
 
     png_uint_32 w32, h32;
@@ -301,22 +305,24 @@ static void on_flush(png_structp png) {
     (void)png;
 }
 
-/* The libpng part of writing: encodes into e->buf. Returns 0 or -1 with e->msg. */
-static int encode(png_enc *e, const uint8_t *rgb, int w, int h) {
+/* libpng's write state into e->buf, before the caller's setjmp. 0, or -1 with e->msg. */
+static int start_write(png_enc *e) {
     e->png = png_create_write_struct(PNG_LIBPNG_VER_STRING, e, on_write_error, on_warning);
-    if (!e->png) {
-        snprintf(e->msg, sizeof e->msg, "out of memory");
-        return -1;
-    }
-    e->info = png_create_info_struct(e->png);
+    e->info = e->png ? png_create_info_struct(e->png) : NULL;
     if (!e->info) {
         snprintf(e->msg, sizeof e->msg, "out of memory");
         return -1;
     }
+    png_set_write_fn(e->png, e, on_write, on_flush);
+    return 0;
+}
+
+/* The libpng part of writing: encodes into e->buf. Returns 0 or -1 with e->msg. */
+static int encode(png_enc *e, const uint8_t *rgb, int w, int h) {
+    if (start_write(e)) return -1;
     if (setjmp(png_jmpbuf(e->png))) {
         return -1;
     }
-    png_set_write_fn(e->png, e, on_write, on_flush);
     png_set_IHDR(e->png, e->info, (png_uint_32)w, (png_uint_32)h, 8, PNG_COLOR_TYPE_RGB,
                  PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
     png_set_compression_level(e->png, 6);
@@ -369,4 +375,156 @@ void pf_image_free(pf_image *img) {
     free(img->data);
     img->data = NULL;
     img->w = img->h = 0;
+}
+
+/* ---- images as stored (pf_image_full) ------------------------------------------------------
+   Here libpng's own transforms do the expansions (palette, low-bit gray, tRNS, byte order),
+   since no conversion rule of ours applies: the samples stay what the file holds. */
+
+static int host_little_endian(void) {
+    const uint16_t one = 1;
+    return *(const uint8_t *)&one == 1;
+}
+
+/* The libpng part of pf_image_read_full (header_only: stop after the header, no pixels).
+   Returns 0 or -1 with d->msg; resources in d (d->rgb: the samples). */
+static int decode_full(png_dec *d, pf_image_full *out, int header_only) {
+    if (start_read(d)) return -1;
+    if (setjmp(png_jmpbuf(d->png))) {
+        return -1;
+    }
+    png_read_info(d->png, d->info);
+    png_uint_32 w32, h32;
+    int depth, color_type;
+    png_get_IHDR(d->png, d->info, &w32, &h32, &depth, &color_type, NULL, NULL, NULL);
+    if ((size_t)w32 * h32 > PF_PNG_MAX_PIXELS) {
+        png_error(d->png, "image too large");
+    }
+    if (color_type == PNG_COLOR_TYPE_PALETTE) png_set_palette_to_rgb(d->png);
+    if (color_type == PNG_COLOR_TYPE_GRAY && depth < 8) png_set_expand_gray_1_2_4_to_8(d->png);
+    if (png_get_valid(d->png, d->info, PNG_INFO_tRNS)) png_set_tRNS_to_alpha(d->png);
+    if (depth == 16 && host_little_endian()) png_set_swap(d->png);
+    png_set_interlace_handling(d->png);
+    png_read_update_info(d->png, d->info);
+    out->w = (int)w32;
+    out->h = (int)h32;
+    out->channels = png_get_channels(d->png, d->info);
+    out->depth = png_get_bit_depth(d->png, d->info);
+    out->data = NULL;
+    if (header_only) return 0;
+    size_t rowbytes = png_get_rowbytes(d->png, d->info), h = h32;
+    if (rowbytes != (size_t)w32 * out->channels * (size_t)(out->depth / 8)) {
+        png_error(d->png, "unexpected row size");
+    }
+    d->rgb = malloc(h * rowbytes);
+    d->rows = malloc(h * sizeof *d->rows);
+    if (!d->rgb || !d->rows) {
+        png_error(d->png, "out of memory");
+    }
+    for (size_t y = 0; y < h; y++) d->rows[y] = d->rgb + y * rowbytes;
+    png_read_image(d->png, d->rows);
+    png_read_end(d->png, NULL);
+    out->data = d->rgb;
+    d->rgb = NULL;
+    return 0;
+}
+
+/* pf_image_read_full and pf_image_full_info. */
+static int read_full(const char *path, pf_image_full *out, int header_only, char *err,
+                     size_t errlen) {
+    memset(out, 0, sizeof *out);
+    int format = pf_image_format_of(path);
+    if (format == PF_IMAGE_UNKNOWN) {
+        snprintf(err, errlen, "%s: not a .png, .jpg or .jpeg file", path);
+        return -1;
+    }
+    if (format == PF_IMAGE_JPEG) {     /* decoded even for the header: the check is whole */
+        pf_image rgb = { 0 };
+        if (pf_image_read(path, &rgb, err, errlen)) return -1;
+        *out = (pf_image_full){ rgb.w, rgb.h, 3, 8, rgb.data };
+        if (header_only) free(rgb.data), out->data = NULL;
+        return 0;
+    }
+    uint8_t *buf;
+    size_t len;
+    if (slurp(path, &buf, &len, err, errlen) != 0) return -1;
+    int rc = -1;
+    if (len < 8 || png_sig_cmp((png_const_bytep)buf, 0, 8) != 0) {
+        snprintf(err, errlen, "%s: not a PNG file%s", path,
+                 len < 8 ? " (shorter than the PNG signature)" : " (bad signature)");
+    } else {
+        png_dec d;
+        memset(&d, 0, sizeof d);
+        d.buf = buf;
+        d.len = len;
+        rc = decode_full(&d, out, header_only);
+        if (rc != 0)
+            snprintf(err, errlen, "%s: %s PNG (%s)", path,
+                     strstr(d.msg, "truncated") || strstr(d.msg, "Not enough image data")
+                         ? "truncated" : "corrupt", d.msg);
+        png_destroy_read_struct(d.png ? &d.png : NULL, d.info ? &d.info : NULL, NULL);
+        free(d.rows);
+        free(d.rgb);
+    }
+    free(buf);
+    if (rc != 0) memset(out, 0, sizeof *out);
+    return rc;
+}
+
+int pf_image_read_full(const char *path, pf_image_full *out, char *err, size_t errlen) {
+    return read_full(path, out, 0, err, errlen);
+}
+
+int pf_image_full_info(const char *path, pf_image_full *out, char *err, size_t errlen) {
+    return read_full(path, out, 1, err, errlen);
+}
+
+/* The libpng part of pf_image_write_png_full: encodes into e->buf. 0 or -1 with e->msg. */
+static int encode_full(png_enc *e, const pf_image_full *img) {
+    static const int types[] = { 0, PNG_COLOR_TYPE_GRAY, PNG_COLOR_TYPE_GRAY_ALPHA,
+                                 PNG_COLOR_TYPE_RGB, PNG_COLOR_TYPE_RGB_ALPHA };
+    if (start_write(e)) return -1;
+    if (setjmp(png_jmpbuf(e->png))) {
+        return -1;
+    }
+    png_set_IHDR(e->png, e->info, (png_uint_32)img->w, (png_uint_32)img->h, img->depth,
+                 types[img->channels], PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT,
+                 PNG_FILTER_TYPE_DEFAULT);
+    png_set_compression_level(e->png, 6);
+    png_write_info(e->png, e->info);
+    if (img->depth == 16 && host_little_endian()) png_set_swap(e->png);
+    size_t rowbytes = (size_t)img->w * img->channels * (size_t)(img->depth / 8);
+    for (int y = 0; y < img->h; y++) {
+        png_write_row(e->png, (png_const_bytep)img->data + (size_t)y * rowbytes);
+    }
+    png_write_end(e->png, NULL);
+    return 0;
+}
+
+int pf_image_write_png_full(const char *path, const pf_image_full *img, char *err,
+                            size_t errlen) {
+    if (img->w <= 0 || img->h <= 0 || img->w > (1 << 20) || img->h > (1 << 20) || !img->data ||
+        img->channels < 1 || img->channels > 4 || (img->depth != 8 && img->depth != 16)) {
+        snprintf(err, errlen, "%s: cannot write a %dx%d image of %d channels at %d bits", path,
+                 img->w, img->h, img->channels, img->depth);
+        return -1;
+    }
+    png_enc e;
+    memset(&e, 0, sizeof e);
+    int rc = encode_full(&e, img);
+    png_destroy_write_struct(e.png ? &e.png : NULL, e.info ? &e.info : NULL);
+    if (rc != 0) {
+        snprintf(err, errlen, "%s: cannot encode PNG: %s", path, e.msg);
+        free(e.buf);
+        return -1;
+    }
+    rc = pf_write_file_atomic(path, e.buf, e.len, err, errlen);
+    free(e.buf);
+    return rc;
+}
+
+void pf_image_full_free(pf_image_full *img) {
+    if (!img) return;
+    free(img->data);
+    memset(img, 0, sizeof *img);
 }

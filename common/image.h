@@ -63,4 +63,35 @@ int pf_image_write_png(const char *path, const uint8_t *rgb, int w, int h, char 
                        size_t errlen);
 
 void pf_image_free(pf_image *img);
+
+/* ---- images as stored: channels and bit depth kept (`pixflow upscale`) ------------------
+   Not the data path's rule: a PNG keeps its 16 bits and its alpha. Reading: gray, gray +
+   alpha, RGB and RGBA stay what they are at 8 or 16 bits; palette -> RGB (RGBA when it has a
+   tRNS chunk); gray of 1/2/4 bits -> 8-bit gray (v * 255 / (2^bits - 1), as the RGB8 rule);
+   a tRNS colour key on gray or RGB -> an alpha channel (libpng's png_set_tRNS_to_alpha);
+   gamma/ICC chunks ignored. A JPEG reads as RGB8 (pf_image_read's decoder). */
+typedef struct {
+    int w, h;           /* pixels */
+    int channels;       /* 1 gray, 2 gray + alpha, 3 RGB, 4 RGBA */
+    int depth;          /* bits a sample: 8 (data is uint8_t) or 16 (uint16_t, host order) */
+    void *data;         /* w * h * channels samples, HWC, no row padding; malloc'd (NULL after
+                           pf_image_full_info); free with pf_image_full_free */
+} pf_image_full;
+
+/* Read the PNG or JPEG at `path` (by extension, pf_image_format_of) as stored. Returns 0, or
+   -1 with err = "path: what is wrong"; on failure `out` is left empty. */
+int pf_image_read_full(const char *path, pf_image_full *out, char *err, size_t errlen);
+
+/* What pf_image_read_full would give (w, h, channels, depth; data NULL) from a PNG's header,
+   without decoding its pixels (a JPEG is decoded). Returns 0, or -1 with err = "path: what is
+   wrong". */
+int pf_image_full_info(const char *path, pf_image_full *out, char *err, size_t errlen);
+
+/* Write img as a PNG of its channels (gray, gray + alpha, RGB, RGBA) and depth (8 or 16),
+   through a temporary file in the same folder renamed into place (pf_write_file_atomic).
+   Returns 0, or -1 with err naming the path (bad layout, disk full). */
+int pf_image_write_png_full(const char *path, const pf_image_full *img, char *err,
+                            size_t errlen);
+
+void pf_image_full_free(pf_image_full *img);
 #endif

@@ -7,7 +7,7 @@
 
 static int clampi(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : v; }
 
-void pf_bicubic_upsample_image(float *dst, const uint8_t *img, int n, int h, int w, int s,
+void pf_bicubic_upsample_image(float *dst, pf_lq img, int n, int h, int w, int s,
                                int b) {
     int oh_n = h * s, ow_n = w * s;
     float scale = 1.0f / (float)s;
@@ -26,11 +26,11 @@ void pf_bicubic_upsample_image(float *dst, const uint8_t *img, int n, int h, int
                     float acc = 0.0f;
                     for (int ky = 0; ky < 4; ky++) {
                         int yy = clampi(iy - 1 + ky, 0, h - 1);
-                        const uint8_t *row = img + ((size_t)in * h + yy) * w * 3;
+                        size_t row = ((size_t)in * h + yy) * w * 3;
                         float racc = 0.0f;
                         for (int kx = 0; kx < 4; kx++) {
                             int xx = clampi(ix - 1 + kx, 0, w - 1);
-                            racc += cx[kx] * ((float)row[xx * 3 + c] / 255.0f);
+                            racc += cx[kx] * pf_lq_at(img, row + (size_t)xx * 3 + c);
                         }
                         acc += cy[ky] * racc;
                     }

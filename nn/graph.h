@@ -62,6 +62,10 @@ int pf_graph_plan(const pf_gctx *x, pf_gstate **out, int n, int h, int w, int tr
    x->dnnl's stream. */
 int pf_graph_forward(const pf_gctx *x, pf_gstate *S, const uint8_t *lq, char *err,
                      size_t errlen);
+/* The same with a float input, lq as is (nominally [0, 1]; a 16-bit image's v / 65535) where
+   pf_graph_forward reads uint8 v as v / 255. */
+int pf_graph_forward_f32(const pf_gctx *x, pf_gstate *S, const float *lq, char *err,
+                         size_t errlen);
 /* Backward from pf_gstate_dout (set by the loss) into x->grads (overwritten). */
 int pf_graph_backward(const pf_gctx *x, pf_gstate *S, char *err, size_t errlen);
 void pf_gstate_free(pf_gstate **s);

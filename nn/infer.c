@@ -51,17 +51,27 @@ static int window_start(int c0, int overlap, int win, int n, int q) {
     return s / q * q;
 }
 
-/* Tiled (or, when the tile covers the image, whole) inference of one image. */
-static int infer_tiled(pf_model *m, const uint8_t *lq, int h, int w, int tile, int overlap,
-                       float *out, char *err, size_t errlen) {
-    if (tile <= 0 || (tile >= h && tile >= w)) return pf_model_infer(m, lq, h, w, out, err, errlen);
+/* One inference of lq: samples of es bytes, uint8 (es 1) or float (es 4). */
+static int infer_one(pf_model *m, const void *lq, size_t es, int h, int w, float *out,
+                     char *err, size_t errlen) {
+    return es == 1 ? pf_model_infer(m, lq, h, w, out, err, errlen)
+                   : pf_model_infer_f32(m, lq, h, w, out, err, errlen);
+}
+
+/* Tiled (or, when the tile covers the image, whole) inference of one image of es-byte
+   samples. */
+static int infer_tiled(pf_model *m, const void *lq_, size_t es, int h, int w, int tile,
+                       int overlap, float *out, char *err, size_t errlen) {
+    if (tile <= 0 || (tile >= h && tile >= w)) return infer_one(m, lq_, es, h, w, out, err, errlen);
+    const uint8_t *lq = lq_;
+    size_t px = 3 * es;     /* bytes a pixel */
     int s = pf_model_scale(m), q = pf_model_input_multiple(m);
     /* windows aligned to the input multiple see the same pixel groups as the whole image */
     tile = (tile + q - 1) / q * q;
     overlap = (overlap + q - 1) / q * q;
     int wh = tile + 2 * overlap < h ? tile + 2 * overlap : h;
     int ww = tile + 2 * overlap < w ? tile + 2 * overlap : w;
-    uint8_t *win = malloc((size_t)wh * ww * 3);
+    uint8_t *win = malloc((size_t)wh * ww * px);
     float *wout = malloc((size_t)wh * s * ww * s * 3 * sizeof *wout);
     int rc = win && wout ? 0 : -1;
     if (rc) snprintf(err, errlen, "out of memory for a %dx%d tile", ww, wh);
@@ -69,9 +79,9 @@ static int infer_tiled(pf_model *m, const uint8_t *lq, int h, int w, int tile, i
         for (int cx = 0; cx < w && !rc; cx += tile) {
             int sy = window_start(cy, overlap, wh, h, q), sx = window_start(cx, overlap, ww, w, q);
             for (int y = 0; y < wh; y++)
-                memcpy(win + (size_t)y * ww * 3, lq + ((size_t)(sy + y) * w + sx) * 3,
-                       (size_t)ww * 3);
-            if ((rc = pf_model_infer(m, win, wh, ww, wout, err, errlen)) != 0) break;
+                memcpy(win + (size_t)y * ww * px, lq + ((size_t)(sy + y) * w + sx) * px,
+                       (size_t)ww * px);
+            if ((rc = infer_one(m, win, es, wh, ww, wout, err, errlen)) != 0) break;
             int ch = (cy + tile < h ? tile : h - cy) * s, cw = (cx + tile < w ? tile : w - cx) * s;
             int oy = (cy - sy) * s, ox = (cx - sx) * s;
             for (int y = 0; y < ch; y++)
@@ -83,12 +93,14 @@ static int infer_tiled(pf_model *m, const uint8_t *lq, int h, int w, int tile, i
     return rc;
 }
 
-int pf_infer(pf_model *m, const uint8_t *lq, int h, int w, const pf_infer_opts *o, float *out,
-             char *err, size_t errlen) {
-    if (!o->ensemble) return infer_tiled(m, lq, h, w, o->tile, o->tile_overlap, out, err, errlen);
+/* pf_infer and pf_infer_f32 on es-byte samples. */
+static int infer_any(pf_model *m, const void *lq, size_t es, int h, int w,
+                     const pf_infer_opts *o, float *out, char *err, size_t errlen) {
+    if (!o->ensemble)
+        return infer_tiled(m, lq, es, h, w, o->tile, o->tile_overlap, out, err, errlen);
     int s = pf_model_scale(m);
     size_t n_out = (size_t)h * s * w * s * 3;
-    uint8_t *tlq = malloc((size_t)h * w * 3);
+    uint8_t *tlq = malloc((size_t)h * w * 3 * es);
     float *tout = malloc(n_out * sizeof *tout), *back = malloc(n_out * sizeof *back);
     int rc = tlq && tout && back ? 0 : -1;
     if (rc) snprintf(err, errlen, "out of memory for the x8 ensemble");
@@ -96,9 +108,9 @@ int pf_infer(pf_model *m, const uint8_t *lq, int h, int w, const pf_infer_opts *
     /* The four untransposed transforms first, then the four transposed: the network plan is
        rebuilt only once when the image is not square. */
     for (int t = 0; t < 8 && !rc; t++) {
-        pf_dihedral(lq, h, w, 3, t, 0, tlq);
+        pf_dihedral(lq, h, w, 3 * es, t, 0, tlq);
         int th = t & 4 ? w : h, tw = t & 4 ? h : w;
-        if ((rc = infer_tiled(m, tlq, th, tw, o->tile, o->tile_overlap, tout, err, errlen)))
+        if ((rc = infer_tiled(m, tlq, es, th, tw, o->tile, o->tile_overlap, tout, err, errlen)))
             break;
         pf_dihedral(tout, h * s, w * s, 3 * sizeof(float), t, 1, back);
         for (size_t i = 0; i < n_out; i++) out[i] += back[i];
@@ -109,4 +121,14 @@ int pf_infer(pf_model *m, const uint8_t *lq, int h, int w, const pf_infer_opts *
     free(tout);
     free(back);
     return rc;
+}
+
+int pf_infer(pf_model *m, const uint8_t *lq, int h, int w, const pf_infer_opts *o, float *out,
+             char *err, size_t errlen) {
+    return infer_any(m, lq, 1, h, w, o, out, err, errlen);
+}
+
+int pf_infer_f32(pf_model *m, const float *lq, int h, int w, const pf_infer_opts *o,
+                 float *out, char *err, size_t errlen) {
+    return infer_any(m, lq, sizeof *lq, h, w, o, out, err, errlen);
 }

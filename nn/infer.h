@@ -1,7 +1,8 @@
 /*  infer — whole-image inference the way evaluation and `pixflow test` run it: optional x8
     self-ensemble (EDSR's forward_x8, Lim et al. 2017) and optional tiling (BasicSR's
     tile_process) so an image whose activations do not fit is run piece by piece with network
-    buffers bounded by the tile, not by the image. Used by hooks/evaluate.c only.
+    buffers bounded by the tile, not by the image. Used by hooks/evaluate.c and by
+    `pixflow upscale` (cli/upscale.c, which also feeds 16-bit images as floats: pf_infer_f32).
 */
 #ifndef PF_INFER_H
 #define PF_INFER_H
@@ -48,4 +49,10 @@ void pf_dihedral(const void *src, int h, int w, size_t px, int t, int inverse, v
    transformed image is tiled). Returns 0 or -1 with err. */
 int pf_infer(pf_model *m, const uint8_t *lq, int h, int w, const pf_infer_opts *o, float *out,
              char *err, size_t errlen);
+
+/* pf_infer with a float input: lq h x w x 3 float HWC, nominally [0, 1], taken as is
+   (pf_model_infer_f32; a 16-bit image's v / 65535). Image networks only. Same tiling and
+   ensemble; same output. */
+int pf_infer_f32(pf_model *m, const float *lq, int h, int w, const pf_infer_opts *o,
+                 float *out, char *err, size_t errlen);
 #endif

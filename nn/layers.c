@@ -70,15 +70,15 @@ void pf_pixel_shuffle_backward(float *din, const float *dout, int n, int c, int 
     shuffle((float *)dout, din, n, c, h, w, r, bi, bo, 0);
 }
 
-void pf_image_to_act(float *dst, const uint8_t *img, int n, int h, int w, const float *mean,
+void pf_image_to_act(float *dst, pf_lq img, int n, int h, int w, const float *mean,
                      float range, int b) {
     memset(dst, 0, pf_blk_numel(n, 3, h, w, b) * sizeof(float));
     for (int in = 0; in < n; in++)
         for (int y = 0; y < h; y++)
             for (int x = 0; x < w; x++) {
-                const uint8_t *p = img + (((size_t)in * h + y) * w + x) * 3;
+                size_t p = (((size_t)in * h + y) * w + x) * 3;
                 for (int c = 0; c < 3; c++) {
-                    float v = (float)p[c] / 255.0f;
+                    float v = pf_lq_at(img, p + c);
                     if (mean) v = (v - mean[c]) * range;
                     dst[pf_blk_off(in, c, y, x, 3, h, w, b)] = v;
                 }

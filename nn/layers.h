@@ -29,9 +29,21 @@ void pf_pixel_shuffle_forward(float *out, const float *in, int n, int c, int h, 
 void pf_pixel_shuffle_backward(float *din, const float *dout, int n, int c, int h, int w, int r,
                                int bi, int bo);
 
-/* Image batch to activation: img is n x h x w x 3 uint8 (NHWC, RGB); dst is N x 3 x H x W in
-   block b with dst = (img / 255 - mean[c]) * range (mean NULL = 0). Padding zeroed. */
-void pf_image_to_act(float *dst, const uint8_t *img, int n, int h, int w, const float *mean,
+/* An LQ image batch as the input nodes read it: n x h x w x 3 (or n x T x h x w x 3) HWC
+   samples, either uint8 (u8, f32 NULL: sample v read as v / 255.0f) or float (f32: read as
+   is, nominally [0, 1], e.g. a 16-bit PNG's v / 65535). pf_lq_at gives sample i as a float;
+   for uint8 it is the expression the input nodes always used, so results stay bit-identical. */
+typedef struct {
+    const uint8_t *u8;
+    const float *f32;
+} pf_lq;
+static inline float pf_lq_at(pf_lq in, size_t i) {
+    return in.f32 ? in.f32[i] : (float)in.u8[i] / 255.0f;
+}
+
+/* Image batch to activation: img is n x h x w x 3 (NHWC, RGB; pf_lq_at); dst is N x 3 x H x W
+   in block b with dst = (img - mean[c]) * range (mean NULL = 0). Padding zeroed. */
+void pf_image_to_act(float *dst, pf_lq img, int n, int h, int w, const float *mean,
                      float range, int b);
 
 /* Activation (N x 3T x H x W, block b; T = `frames`, 1 for images, channel 3 t + c frame t's
@@ -42,9 +54,9 @@ void pf_act_to_image(float *out, const float *act, int n, int frames, int h, int
 
 /* Bicubic upsampling by an integer factor with torch.nn.Upsample(scale_factor=s,
    mode='bicubic', align_corners=False) semantics (Keys cubic, a = -0.75, source index
-   (dst + 0.5) / s - 0.5, taps clamped to the border). img: n x h x w x 3 uint8 NHWC, taken as
-   img / 255; dst: N x 3 x (h s) x (w s) in block b. Source: PyTorch's
+   (dst + 0.5) / s - 0.5, taps clamped to the border). img: n x h x w x 3 NHWC (pf_lq_at:
+   uint8 / 255, or float); dst: N x 3 x (h s) x (w s) in block b. Source: PyTorch's
    aten/src/ATen/native/UpSampleBicubic2d.cpp. */
-void pf_bicubic_upsample_image(float *dst, const uint8_t *img, int n, int h, int w, int s,
+void pf_bicubic_upsample_image(float *dst, pf_lq img, int n, int h, int w, int s,
                                int b);
 #endif

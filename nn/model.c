@@ -183,13 +183,13 @@ int pf_model_train_output(const pf_model *m, int n, float *out) {
     return 0;
 }
 
-int pf_model_infer(pf_model *m, const uint8_t *lq, int h, int w, float *out, char *err,
-                   size_t errlen) {
+/* pf_model_infer and pf_model_infer_f32 on an image network: lq one of u8 and f32. */
+static int infer_image(pf_model *m, const uint8_t *lq, const float *lqf, int h, int w,
+                       float *out, char *err, size_t errlen) {
     pf_plan *p = &m->infer;
     pf_conv *convs = m->infer_conv;
     int replanned = p->n != 1 || p->h != h || p->w != w;
     size_t n_params = m->net.n_params;
-    if (m->video) return pf_model_infer_clip(m, lq, 1, h, w, out, err, errlen);
     if (plan(m, &m->net, p, convs, 1, h, w, 0, err, errlen)) return -1;
     /* The weights go into the primitives' layouts only when they changed since the last
        inference (or the primitives are new): evaluating many images or tiles with one
@@ -201,7 +201,9 @@ int pf_model_infer(pf_model *m, const uint8_t *lq, int h, int w, float *out, cha
         if (m->infer_weights) memcpy(m->infer_weights, m->params, n_params * sizeof(float));
     }
     pf_gctx x = ctx(m, &m->net, convs);
-    if (pf_graph_forward(&x, p->g, lq, err, errlen)) return -1;
+    if (lqf ? pf_graph_forward_f32(&x, p->g, lqf, err, errlen)
+            : pf_graph_forward(&x, p->g, lq, err, errlen))
+        return -1;
     if (pf_dnnl_check(dnnl_stream_wait(m->dnnl.stream), "model", "dnnl_stream_wait", err,
                       errlen))
         return -1;
@@ -209,6 +211,22 @@ int pf_model_infer(pf_model *m, const uint8_t *lq, int h, int w, float *out, cha
     const float *y = pf_gstate_out(p->g, &block);
     pf_act_to_image(out, y, 1, 1, h * s, w * s, out_mean(m), m->net.range, block);
     return 0;
+}
+
+int pf_model_infer(pf_model *m, const uint8_t *lq, int h, int w, float *out, char *err,
+                   size_t errlen) {
+    if (m->video) return pf_model_infer_clip(m, lq, 1, h, w, out, err, errlen);
+    return infer_image(m, lq, NULL, h, w, out, err, errlen);
+}
+
+int pf_model_infer_f32(pf_model *m, const float *lq, int h, int w, float *out, char *err,
+                       size_t errlen) {
+    if (m->video) {
+        snprintf(err, errlen, "model: float input is for image networks (%s is a video "
+                 "network)", m->net.type);
+        return -1;
+    }
+    return infer_image(m, NULL, lq, h, w, out, err, errlen);
 }
 
 int pf_model_frames(const pf_model *m) { return m->frames; }

@@ -66,6 +66,12 @@ int pf_model_train_output(const pf_model *m, int n, float *out);
 int pf_model_infer(pf_model *m, const uint8_t *lq, int h, int w, float *out, char *err,
                    size_t errlen);
 
+/* The same with a float input: lq h x w x 3 float HWC taken as is, nominally [0, 1] (a 16-bit
+   image's v / 65535), where pf_model_infer reads uint8 v as v / 255. Image networks only (a
+   video network: -1 with err). For uint8 values v / 255.0f it gives pf_model_infer's bits. */
+int pf_model_infer_f32(pf_model *m, const float *lq, int h, int w, float *out, char *err,
+                       size_t errlen);
+
 /* Frames one network input holds: 1 for the image networks; for a video network (BasicVSR)
    the training clip length, data.train.num_frame (15 without a data.train). Training steps
    and pf_model_train_output then take and give n x frames x H x W x 3 (frame-major per

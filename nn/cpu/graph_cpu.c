@@ -227,7 +227,7 @@ static int conv_forward(pf_gstate *S, pf_conv *c, const pf_gconv_io *io, const p
 
 /* Forward of one node: dispatch to its kernels (nn/cpu/ops.h and the shared layers). */
 static int forward_node(const pf_gctx *m, pf_gstate *S, pf_conv *convs, const pf_gnode *nd,
-                        const uint8_t *lq, char *err, size_t errlen) {
+                        pf_lq lq, char *err, size_t errlen) {
     const pf_net *g = m->net;
     int n = S->n, C = g->t[nd->out].c;
     pf_tstate *o = &S->ts[nd->out], *a = nd->n_in ? &S->ts[nd->in[0]] : NULL;
@@ -374,8 +374,8 @@ void pf_graph_profile_print(FILE *f) {
     }
 }
 
-int pf_graph_forward(const pf_gctx *m, pf_gstate *S, const uint8_t *lq, char *err,
-                     size_t errlen) {
+/* pf_graph_forward and pf_graph_forward_f32: every node in order, the input nodes reading lq. */
+static int forward_all(const pf_gctx *m, pf_gstate *S, pf_lq lq, char *err, size_t errlen) {
     int timed = prof_on();
     for (int k = 0; k < m->net->n_node; k++) {
         double t0 = timed ? prof_now() : 0;
@@ -384,6 +384,16 @@ int pf_graph_forward(const pf_gctx *m, pf_gstate *S, const uint8_t *lq, char *er
     }
     prof.calls[0] += timed;
     return 0;
+}
+
+int pf_graph_forward(const pf_gctx *m, pf_gstate *S, const uint8_t *lq, char *err,
+                     size_t errlen) {
+    return forward_all(m, S, (pf_lq){ .u8 = lq }, err, errlen);
+}
+
+int pf_graph_forward_f32(const pf_gctx *m, pf_gstate *S, const float *lq, char *err,
+                         size_t errlen) {
+    return forward_all(m, S, (pf_lq){ .f32 = lq }, err, errlen);
 }
 
 /* ---- backward ------------------------------------------------------------------------- */

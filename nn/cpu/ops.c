@@ -174,7 +174,7 @@ void pf_cpu_concat_part(float *big, int C, int b, size_t big_numel, float *part,
 
 /* The INPUT of T = c / 3 frames: lq N x T x h x w x 3 uint8, frame t's colour k into channel
    3 t + k of dst (block b), normalised as pf_image_to_act does. */
-static void image_frames_to_act(float *dst, const uint8_t *lq, int n, int c, int h, int w,
+static void image_frames_to_act(float *dst, pf_lq lq, int n, int c, int h, int w,
                                 const float *mean, float range, int b) {
     int frames = c / 3;
     memset(dst, 0, pf_blk_numel(n, c, h, w, b) * sizeof(float));
@@ -183,22 +183,22 @@ static void image_frames_to_act(float *dst, const uint8_t *lq, int n, int c, int
         for (int t = 0; t < frames; t++)
             for (int y = 0; y < h; y++)
                 for (int x = 0; x < w; x++) {
-                    const uint8_t *p = lq + ((((size_t)in * frames + t) * h + y) * w + x) * 3;
+                    size_t p = ((((size_t)in * frames + t) * h + y) * w + x) * 3;
                     for (int k = 0; k < 3; k++) {
-                        float v = (float)p[k] / 255.0f;
+                        float v = pf_lq_at(lq, p + k);
                         if (mean) v = (v - mean[k]) * range;
                         dst[pf_blk_off(in, 3 * t + k, y, x, c, h, w, b)] = v;
                     }
                 }
 }
 
-void pf_cpu_input_forward(float *y, const uint8_t *lq, int n, int c, int h, int w,
+void pf_cpu_input_forward(float *y, pf_lq lq, int n, int c, int h, int w,
                           const float *mean, float range, int b) {
     if (c == 3) pf_image_to_act(y, lq, n, h, w, mean, range, b);
     else image_frames_to_act(y, lq, n, c, h, w, mean, range, b);
 }
 
-void pf_cpu_bilinear_in_forward(float *y, const uint8_t *lq, int n, int H, int W, int r, int b) {
+void pf_cpu_bilinear_in_forward(float *y, pf_lq lq, int n, int H, int W, int r, int b) {
     /* ATen upsample_bilinear2d, align_corners=False, scale given: src = (dst + 0.5) / r
        - 0.5 clamped at 0; the right/bottom tap clamps to the last pixel. */
     int ih = H / r, iw = W / r;
@@ -216,7 +216,7 @@ void pf_cpu_bilinear_in_forward(float *y, const uint8_t *lq, int n, int H, int W
                 int x0 = (int)sx, x1 = x0 + (x0 < iw - 1);
                 float lx1 = sx - (float)x0, lx0 = 1.0f - lx1;
                 for (int c = 0; c < 3; c++) {
-#define PX(yy, xx) ((float)lq[(((size_t)in * ih + (yy)) * iw + (xx)) * 3 + c] / 255.0f)
+#define PX(yy, xx) pf_lq_at(lq, (((size_t)in * ih + (yy)) * iw + (xx)) * 3 + c)
                     float v = ly0 * (lx0 * PX(y0, x0) + lx1 * PX(y0, x1)) +
                               ly1 * (lx0 * PX(y1, x0) + lx1 * PX(y1, x1));
 #undef PX

@@ -22,6 +22,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "nn/layers.h" /* pf_lq */
+
 /* dst = (acc ? dst : 0) + s * src over count floats (one layout). */
 void pf_cpu_axpy(float *dst, const float *src, float s, size_t count, int acc);
 
@@ -29,15 +31,15 @@ void pf_cpu_axpy(float *dst, const float *src, float s, size_t count, int acc);
 void pf_cpu_axpy_layout(float *dst, int bd, const float *src, int bs, float s, int n, int c,
                         int h, int w, int acc);
 
-/* PF_G_INPUT: lq n x T x h x w x 3 uint8 NHWC (T = c / 3 frames; frame t's colour k into
-   channel 3 t + k) -> y, (lq / 255 - mean) * range (mean NULL: lq / 255), block b. Padding
+/* PF_G_INPUT: lq n x T x h x w x 3 NHWC (pf_lq_at: uint8 / 255 or float; T = c / 3 frames;
+   frame t's colour k into channel 3 t + k) -> y, (lq - mean) * range (mean NULL: lq), block b. Padding
    channels are written as zeros. No backward (the input needs no gradient). */
-void pf_cpu_input_forward(float *y, const uint8_t *lq, int n, int c, int h, int w,
+void pf_cpu_input_forward(float *y, pf_lq lq, int n, int c, int h, int w,
                           const float *mean, float range, int b);
 
-/* PF_G_BILINEAR_IN: lq n x (H / r) x (W / r) x 3 uint8 -> y n x 3 x H x W (block b), ATen's
-   upsample_bilinear2d (align_corners=False, scale given) of lq / 255. No backward. */
-void pf_cpu_bilinear_in_forward(float *y, const uint8_t *lq, int n, int H, int W, int r, int b);
+/* PF_G_BILINEAR_IN: lq n x (H / r) x (W / r) x 3 (pf_lq_at) -> y n x 3 x H x W (block b),
+   ATen's upsample_bilinear2d (align_corners=False, scale given) of lq. No backward. */
+void pf_cpu_bilinear_in_forward(float *y, pf_lq lq, int n, int H, int W, int r, int b);
 
 /* PF_G_PRELU (torch.nn.PReLU(C)): y = x > 0 ? x : alpha[c] x, hw pixels. */
 void pf_cpu_prelu_forward(float *y, const float *x, const float *alpha, int n, int c, size_t hw,
