@@ -557,6 +557,22 @@ static int identify(pf_video *v, const AVFrame *f, char *err, size_t errlen) {
     return idx;
 }
 
+/* The frame's YCbCr matrix and range into the converter, per frame, as FFmpeg 5.1's vf_scale
+   does with its default in_color_matrix "auto" (libavfilter/vf_scale.c, scale_frame and
+   parse_yuv_type): the matrix of the frame's colorspace tag (BT.709, FCC, BT.470BG,
+   SMPTE 170M, SMPTE 240M, BT.2020), BT.601 for an untagged frame or any other tag; the tagged
+   range (full or limited), else the pixel format's (yuvj formats full). Without this a
+   BT.709-tagged HD video would be converted with BT.601 and its colours shifted. */
+static void set_colorspace(struct SwsContext *sws, const AVFrame *f) {
+    int *inv, *tab, src_full, dst_full, bright, contrast, sat;
+    sws_getColorspaceDetails(sws, &inv, &src_full, &tab, &dst_full, &bright, &contrast, &sat);
+    int cs = f->colorspace;
+    if (cs < 1 || cs > 10 || cs == AVCOL_SPC_YCGCO) cs = AVCOL_SPC_BT470BG;
+    const int *matrix = sws_getCoefficients(cs);
+    if (f->color_range != AVCOL_RANGE_UNSPECIFIED) src_full = f->color_range == AVCOL_RANGE_JPEG;
+    sws_setColorspaceDetails(sws, matrix, src_full, matrix, dst_full, bright, contrast, sat);
+}
+
 /* Convert the decoded picture to RGB8 into *out (as `ffmpeg -pix_fmt rgb24`, video.h). */
 static int to_rgb(pf_video *v, int i, pf_image *out, char *err, size_t errlen) {
     AVFrame *f = v->frame;
@@ -596,12 +612,7 @@ static int to_rgb(pf_video *v, int i, pf_image *out, char *err, size_t errlen) {
             return fail(err, errlen, "%s: out of memory", v->path);
         }
     }
-    if (f->color_range != AVCOL_RANGE_UNSPECIFIED) {   /* as vf_scale does per frame */
-        int *inv, *tab, src_full, dst_full, bright, contrast, sat;
-        sws_getColorspaceDetails(v->sws, &inv, &src_full, &tab, &dst_full, &bright, &contrast, &sat);
-        src_full = f->color_range == AVCOL_RANGE_JPEG;
-        sws_setColorspaceDetails(v->sws, inv, src_full, tab, dst_full, bright, contrast, sat);
-    }
+    set_colorspace(v->sws, f);
     sws_scale(v->sws, (const uint8_t *const *)f->data, f->linesize, 0, h, v->rgb->data,
               v->rgb->linesize);
     size_t row = (size_t)w * 3;

@@ -29,10 +29,12 @@
     pictures from the keyframe the seek landed on, found by its file position.
 
     Colour. Pictures are converted to RGB24 with sws_scale exactly as `ffmpeg -i FILE -pix_fmt
-    rgb24` does by default in FFmpeg 5.1: SWS_BICUBIC flags, BT.601 coefficients whatever the
-    stream's colour matrix tag, YUV range taken from the frame (full range when the frame says
-    AVCOL_RANGE_JPEG or the pixel format is a yuvj* one, else limited 16..235), RGB output full
-    range 0..255. Byte-identical to the ffmpeg CLI (tests/test_video.c).
+    rgb24` does by default in FFmpeg 5.1: SWS_BICUBIC flags, the coefficients of the frame's
+    colour matrix tag (BT.709, BT.2020, SMPTE 240M, FCC, BT.601) and BT.601 for an untagged
+    frame, YUV range taken from the frame (full range when the frame says AVCOL_RANGE_JPEG or
+    the pixel format is a yuvj* one, else limited 16..235), RGB output full range 0..255.
+    Byte-identical to the ffmpeg CLI (tests/test_video.c, BT.709- and BT.2020-tagged files
+    too).
 
     Truncation. A file cut short (a copy or download that stopped) still opens: the index
     holds the packets that are there. pf_video_open then says what it can see of the cut

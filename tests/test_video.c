@@ -142,11 +142,13 @@ static uint64_t hash(const pf_image *im) {
     return pf_fnv1a64(im->data, (size_t)im->w * im->h * 3, PF_FNV_OFFSET);
 }
 
-/* Frame k of `path` from the ffmpeg CLI as RGB24 (w x h). 1 equal, 0 differs, -1 failed. */
-static int ffmpeg_equal(const char *path, int k, const pf_image *im) {
+/* Frame k of `path` from the ffmpeg CLI as RGB24 (w x h), after the filter `vf` (NULL: none)
+   ahead of the CLI's own conversion. 1 equal, 0 differs, -1 failed. */
+static int ffmpeg_equal_vf(const char *path, int k, const pf_image *im, const char *vf) {
     char cmd[2048];
-    snprintf(cmd, sizeof cmd, "ffmpeg -v error -nostdin -i '%s' -vf 'select=eq(n\\,%d)' "
-             "-frames:v 1 -pix_fmt rgb24 -f rawvideo - 2>/dev/null", path, k);
+    snprintf(cmd, sizeof cmd, "ffmpeg -v error -nostdin -i '%s' -vf 'select=eq(n\\,%d)%s%s' "
+             "-frames:v 1 -pix_fmt rgb24 -f rawvideo - 2>/dev/null", path, k, vf ? "," : "",
+             vf ? vf : "");
     FILE *p = popen(cmd, "r");
     if (!p) return -1;
     size_t n = (size_t)im->w * im->h * 3;
@@ -156,9 +158,55 @@ static int ffmpeg_equal(const char *path, int k, const pf_image *im) {
     int eq = got == n && memcmp(buf, im->data, n) == 0;
     if (got != n) fprintf(stderr, "ffmpeg CLI gave %zu bytes for %s frame %d (want %zu)\n", got, path, k, n);
     free(buf);
-    ffmpeg_frames_checked++;
-    ffmpeg_frames_equal += eq;
+    if (!vf) {   /* the counts are of the plain reference */
+        ffmpeg_frames_checked++;
+        ffmpeg_frames_equal += eq;
+    }
     return eq;
+}
+
+static int ffmpeg_equal(const char *path, int k, const pf_image *im) {
+    return ffmpeg_equal_vf(path, k, im, NULL);
+}
+
+/* Videos tagged with a colour matrix other than BT.601 (made by the ffmpeg CLI, FFV1 4:2:0 so
+   nothing is lost): frames equal the CLI's decoding, which converts with the tagged matrix,
+   and differ from a BT.601 conversion (so the tag is not ignored). */
+static void test_tagged(void) {
+    static const struct { const char *name, *matrix, *tag, *range; } cases[] = {
+        {"bt709_tv.mkv", "bt709", "bt709", "tv"},
+        {"bt709_pc.mkv", "bt709", "bt709", "pc"},
+        {"bt2020_tv.mkv", "bt2020", "bt2020nc", "tv"},
+    };
+    printf("colour-tagged videos:\n");
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        char path[512], cmd[1400], err[512];
+        snprintf(path, sizeof path, "%s/%s", tmpdir, cases[c].name);
+        snprintf(cmd, sizeof cmd, "ffmpeg -v error -nostdin -y -f lavfi -i "
+                 "testsrc=size=64x48:rate=10 -frames:v 3 -vf "
+                 "scale=out_color_matrix=%s:out_range=%s,format=yuv420p -c:v ffv1 "
+                 "-colorspace %s -color_range %s '%s'", cases[c].matrix, cases[c].range,
+                 cases[c].tag, cases[c].range, path);
+        if (system(cmd) != 0) { CHECK(0, "ffmpeg could not make %s", path); continue; }
+        pf_video *v = pf_video_open(path, err, sizeof err);
+        CHECK(v != NULL, "open %s: %s", path, err);
+        if (!v) continue;
+        pf_image im;
+        for (int k = 0; k < 3; k++) {
+            CHECK(pf_video_read(v, k, &im, err, sizeof err) == 0, "%s", err);
+            if (!im.data) continue;
+            CHECK(ffmpeg_equal(path, k, &im) == 1, "%s: frame %d differs from the ffmpeg CLI's "
+                  "(the %s matrix)", cases[c].name, k, cases[c].matrix);
+            char bt601[96];
+            snprintf(bt601, sizeof bt601, "scale=in_color_matrix=bt601:in_range=%s",
+                     cases[c].range);
+            CHECK(ffmpeg_equal_vf(path, k, &im, bt601) == 0, "%s: frame %d equals a BT.601 "
+                  "conversion: the %s tag was ignored", cases[c].name, k, cases[c].tag);
+            pf_image_free(&im);
+        }
+        printf("  %s: 3 frames equal the ffmpeg CLI's, unlike BT.601's\n", cases[c].name);
+        pf_video_destroy(&v);
+    }
 }
 
 /* Read every frame of `path` in order; hashes into *hs (malloc'd). Returns the count read. */
@@ -552,6 +600,7 @@ int main(int argc, char **argv) {
         test_synthetic("mpeg4_bframes.avi", "avi", AV_CODEC_ID_MPEG4, 10, 2, NULL);
         test_synthetic("mpeg2_bframes.mpg", "vob", AV_CODEC_ID_MPEG2VIDEO, 12, 2, NULL);
         test_errors(mkv, ffv1);
+        test_tagged();
         printf("cut to 30%% of the bytes:\n");
         test_cut("ffv1.avi", "avi", AV_CODEC_ID_FFV1, 1, 0, 30, 1);
         test_cut("ffv1_gop10.avi", "avi", AV_CODEC_ID_FFV1, 10, 0, 30, 1);
@@ -562,7 +611,8 @@ int main(int argc, char **argv) {
         char cmd[600];
         snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
         if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmpdir);
-        printf("ran: 4 synthetic videos, 4 error cases, 5 videos cut short\n");
+        printf("ran: 4 synthetic videos, 3 colour-tagged videos, 4 error cases, 5 videos "
+               "cut short\n");
     }
     if (have_ffmpeg)
         printf("ffmpeg CLI reference: %d of %d frames byte-identical\n", ffmpeg_frames_equal,
