@@ -51,21 +51,27 @@ static int window_start(int c0, int overlap, int win, int n, int q) {
     return s / q * q;
 }
 
-/* One inference of lq: samples of es bytes, uint8 (es 1) or float (es 4). */
-static int infer_one(pf_model *m, const void *lq, size_t es, int h, int w, float *out,
-                     char *err, size_t errlen) {
+/* One inference of lq on the CPU model: samples of es bytes, uint8 (es 1) or float (es 4). */
+static int run_cpu(void *m, const void *lq, size_t es, int h, int w, float *out, char *err,
+                   size_t errlen) {
     return es == 1 ? pf_model_infer(m, lq, h, w, out, err, errlen)
                    : pf_model_infer_f32(m, lq, h, w, out, err, errlen);
 }
 
+pf_infer_net pf_infer_net_cpu(pf_model *m) {
+    return (pf_infer_net){ .scale = pf_model_scale(m),
+                           .input_multiple = pf_model_input_multiple(m), .run = run_cpu,
+                           .ctx = m };
+}
+
 /* Tiled (or, when the tile covers the image, whole) inference of one image of es-byte
    samples. */
-static int infer_tiled(pf_model *m, const void *lq_, size_t es, int h, int w, int tile,
-                       int overlap, float *out, char *err, size_t errlen) {
-    if (tile <= 0 || (tile >= h && tile >= w)) return infer_one(m, lq_, es, h, w, out, err, errlen);
+static int infer_tiled(const pf_infer_net *m, const void *lq_, size_t es, int h, int w,
+                       int tile, int overlap, float *out, char *err, size_t errlen) {
+    if (tile <= 0 || (tile >= h && tile >= w)) return m->run(m->ctx, lq_, es, h, w, out, err, errlen);
     const uint8_t *lq = lq_;
     size_t px = 3 * es;     /* bytes a pixel */
-    int s = pf_model_scale(m), q = pf_model_input_multiple(m);
+    int s = m->scale, q = m->input_multiple;
     /* windows aligned to the input multiple see the same pixel groups as the whole image */
     tile = (tile + q - 1) / q * q;
     overlap = (overlap + q - 1) / q * q;
@@ -81,7 +87,7 @@ static int infer_tiled(pf_model *m, const void *lq_, size_t es, int h, int w, in
             for (int y = 0; y < wh; y++)
                 memcpy(win + (size_t)y * ww * px, lq + ((size_t)(sy + y) * w + sx) * px,
                        (size_t)ww * px);
-            if ((rc = infer_one(m, win, es, wh, ww, wout, err, errlen)) != 0) break;
+            if ((rc = m->run(m->ctx, win, es, wh, ww, wout, err, errlen)) != 0) break;
             int ch = (cy + tile < h ? tile : h - cy) * s, cw = (cx + tile < w ? tile : w - cx) * s;
             int oy = (cy - sy) * s, ox = (cx - sx) * s;
             for (int y = 0; y < ch; y++)
@@ -93,12 +99,11 @@ static int infer_tiled(pf_model *m, const void *lq_, size_t es, int h, int w, in
     return rc;
 }
 
-/* pf_infer and pf_infer_f32 on es-byte samples. */
-static int infer_any(pf_model *m, const void *lq, size_t es, int h, int w,
-                     const pf_infer_opts *o, float *out, char *err, size_t errlen) {
+int pf_infer_on(const pf_infer_net *m, const void *lq, size_t es, int h, int w,
+                const pf_infer_opts *o, float *out, char *err, size_t errlen) {
     if (!o->ensemble)
         return infer_tiled(m, lq, es, h, w, o->tile, o->tile_overlap, out, err, errlen);
-    int s = pf_model_scale(m);
+    int s = m->scale;
     size_t n_out = (size_t)h * s * w * s * 3;
     uint8_t *tlq = malloc((size_t)h * w * 3 * es);
     float *tout = malloc(n_out * sizeof *tout), *back = malloc(n_out * sizeof *back);
@@ -125,10 +130,12 @@ static int infer_any(pf_model *m, const void *lq, size_t es, int h, int w,
 
 int pf_infer(pf_model *m, const uint8_t *lq, int h, int w, const pf_infer_opts *o, float *out,
              char *err, size_t errlen) {
-    return infer_any(m, lq, 1, h, w, o, out, err, errlen);
+    pf_infer_net net = pf_infer_net_cpu(m);
+    return pf_infer_on(&net, lq, 1, h, w, o, out, err, errlen);
 }
 
 int pf_infer_f32(pf_model *m, const float *lq, int h, int w, const pf_infer_opts *o,
                  float *out, char *err, size_t errlen) {
-    return infer_any(m, lq, sizeof *lq, h, w, o, out, err, errlen);
+    pf_infer_net net = pf_infer_net_cpu(m);
+    return pf_infer_on(&net, lq, sizeof *lq, h, w, o, out, err, errlen);
 }

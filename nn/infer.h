@@ -55,4 +55,23 @@ int pf_infer(pf_model *m, const uint8_t *lq, int h, int w, const pf_infer_opts *
    ensemble; same output. */
 int pf_infer_f32(pf_model *m, const float *lq, int h, int w, const pf_infer_opts *o,
                  float *out, char *err, size_t errlen);
+
+/* An image network to infer with, whatever executes it: the CPU model (pf_infer_net_cpu) or
+   a GPU (worker/device.h, pf_gpu_infer_net). `run` is one inference of an h x w image of
+   es-byte samples (es 1: uint8 HWC; es 4: float HWC, nominally [0, 1]) into out,
+   (h * scale) x (w * scale) x 3 float HWC, not clamped; 0 or -1 with err. h and w are
+   multiples of input_multiple (pf_model_input_multiple). */
+typedef struct {
+    int scale, input_multiple;
+    int (*run)(void *ctx, const void *lq, size_t es, int h, int w, float *out, char *err,
+               size_t errlen);
+    void *ctx;
+} pf_infer_net;
+
+/* The CPU model m as a pf_infer_net (uint8: pf_model_infer; float: pf_model_infer_f32). */
+pf_infer_net pf_infer_net_cpu(pf_model *m);
+
+/* pf_infer / pf_infer_f32 on any pf_infer_net: the same tiling, ensemble and output. */
+int pf_infer_on(const pf_infer_net *net, const void *lq, size_t es, int h, int w,
+                const pf_infer_opts *o, float *out, char *err, size_t errlen);
 #endif

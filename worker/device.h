@@ -15,6 +15,7 @@
 
 #include "common/config.h"
 #include "nn/collective.h"
+#include "nn/infer.h"
 #include "nn/optim.h"
 
 typedef struct pf_gpu pf_gpu;
@@ -49,6 +50,14 @@ void pf_gpu_destroy(pf_gpu **g);
 int pf_gpu_upload(pf_gpu *g, const float *params, const pf_optim *optim, char *err,
                   size_t errlen);
 int pf_gpu_download(pf_gpu *g, float *params, pf_optim *optim, char *err, size_t errlen);
+
+/* Inference on the GPU (`pixflow upscale --device cuda:N`): pf_gpu_set_params uploads the
+   flat parameters (the CPU model's layout; no optimiser), then pf_gpu_infer_net is g as a
+   pf_infer_net (nn/infer.h) for pf_infer_on's tiling and ensemble: uint8 images through
+   pf_cuda_model_infer; float (16-bit) input is refused with a message (CPU only for now).
+   input_multiple: pf_model_input_multiple of the same config. Return 0 or -1 with err. */
+int pf_gpu_set_params(pf_gpu *g, const float *params, char *err, size_t errlen);
+pf_infer_net pf_gpu_infer_net(pf_gpu *g, int input_multiple);
 
 /* Data parallel: join the NCCL group (id through the key/value store), then take rank 0's
    parameters and optimiser state. Return 0 or -1 with err. */

@@ -107,6 +107,26 @@ int pf_gpu_download(pf_gpu *g, float *params, pf_optim *optim, char *err, size_t
     return pf_cuda_optim_download(&g->optim, optim, err, errlen);
 }
 
+int pf_gpu_set_params(pf_gpu *g, const float *params, char *err, size_t errlen) {
+    return pf_cuda_model_set_params(g->model, params, err, errlen);
+}
+
+static int gpu_run(void *ctx, const void *lq, size_t es, int h, int w, float *out, char *err,
+                   size_t errlen) {
+    pf_gpu *g = ctx;
+    if (es != 1) {
+        snprintf(err, errlen, "cuda:%d: float input (a 16-bit image) runs on the CPU only for "
+                 "now (--device cpu)", g->device);
+        return -1;
+    }
+    return pf_cuda_model_infer(g->model, lq, h, w, out, err, errlen);
+}
+
+pf_infer_net pf_gpu_infer_net(pf_gpu *g, int input_multiple) {
+    return (pf_infer_net){ .scale = pf_cuda_model_scale(g->model),
+                           .input_multiple = input_multiple, .run = gpu_run, .ctx = g };
+}
+
 int pf_gpu_join_group(pf_gpu *g, int rank, int world, pf_kv_set_fn set, pf_kv_get_fn get,
                       void *kv_ctx, double timeout_s, char *err, size_t errlen) {
     g->group = pf_nccl_new(rank, world, g->device, "nccl", set, get, kv_ctx, timeout_s, err,

@@ -51,6 +51,17 @@ int pf_gpu_download(pf_gpu *g, float *params, pf_optim *optim, char *err, size_t
     return -1;
 }
 
+int pf_gpu_set_params(pf_gpu *g, const float *params, char *err, size_t errlen) {
+    (void)g, (void)params;
+    snprintf(err, errlen, "%s", no_cuda);
+    return -1;
+}
+
+pf_infer_net pf_gpu_infer_net(pf_gpu *g, int input_multiple) {
+    (void)g, (void)input_multiple;
+    return (pf_infer_net){ 0 };
+}
+
 int pf_gpu_join_group(pf_gpu *g, int rank, int world, pf_kv_set_fn set, pf_kv_get_fn get,
                       void *kv_ctx, double timeout_s, char *err, size_t errlen) {
     (void)g, (void)rank, (void)world, (void)set, (void)get, (void)kv_ctx, (void)timeout_s;

@@ -16,6 +16,7 @@
 #include <string.h>
 #include "nn/cuda/model_cuda.h"
 #include "nn/cuda/optim_cuda.h"
+#include "nn/infer.h"
 #include "nn/model.h"
 #include "tests/cuda_host/net_cases.h"
 #include "tests/pf_test.h"
@@ -255,6 +256,55 @@ done:
     pf_model_destroy(&cpu);
 }
 
+/* The CUDA model as a pf_infer_net (what worker/device_cuda.c's pf_gpu_infer_net makes for
+   `pixflow upscale --device cuda:N`; that file needs NCCL, so the test has its own). */
+static int run_dev(void *m, const void *lq, size_t es, int h, int w, float *out, char *err,
+                   size_t errlen) {
+    if (es != 1) return snprintf(err, errlen, "float input"), -1;
+    return pf_cuda_model_infer(m, lq, h, w, out, err, errlen);
+}
+
+/* pf_infer_on's tiling and x8 ensemble over the CUDA model (windows of several shapes, the
+   plan rebuilt between them) against pf_infer on the CPU model with the same weights. */
+static void check_tiled(const char *type, int scale, int h, int w, int tile, int overlap) {
+    pf_config c;
+    pf_config_defaults(&c);
+    snprintf(c.model_type, sizeof c.model_type, "%s", type);
+    c.scale = scale, c.n_feats = 8, c.n_blocks = 1, c.num_grow_ch = 4;
+    char err[512] = "";
+    pf_model *cpu = pf_model_new(&c, err, sizeof err);
+    pf_cuda_model *dev = cpu ? pf_cuda_model_new(&c, 0, 0, err, sizeof err) : NULL;
+    CHECK(cpu && dev, "%s tiled: %s", type, err);
+    if (!cpu || !dev) {
+        pf_model_destroy(&cpu);
+        return;
+    }
+    pf_model_init(cpu, 11);
+    size_t n_out = (size_t)h * scale * w * scale * 3;
+    uint8_t *in = malloc((size_t)h * w * 3);
+    float *out_cpu = malloc(n_out * sizeof(float)), *out_dev = malloc(n_out * sizeof(float));
+    if (!in || !out_cpu || !out_dev) exit(2);
+    random_u8(in, (size_t)h * w * 3);
+    pf_infer_opts o = { .ensemble = 1, .tile = tile, .tile_overlap = overlap };
+    pf_infer_net net = { .scale = pf_cuda_model_scale(dev),
+                         .input_multiple = pf_model_input_multiple(cpu), .run = run_dev,
+                         .ctx = dev };
+    int rc = pf_cuda_model_set_params(dev, pf_model_params(cpu), err, sizeof err) ||
+             pf_infer(cpu, in, h, w, &o, out_cpu, err, sizeof err) ||
+             pf_infer_on(&net, in, 1, h, w, &o, out_dev, err, sizeof err);
+    CHECK(rc == 0, "%s tiled: %s", type, err);
+    double e = rc ? NAN : max_rel_err(out_dev, out_cpu, n_out);
+    CHECK(e <= TOL, "%s x%d %dx%d tile %d overlap %d, x8 ensemble: max rel err %.3g", type,
+          scale, h, w, tile, overlap, e);
+    printf("%s x%d %dx%d tile %d overlap %d x8 ensemble on the CUDA model: max rel err %.3g\n",
+           type, scale, h, w, tile, overlap, e);
+    free(in);
+    free(out_cpu);
+    free(out_dev);
+    pf_cuda_model_destroy(&dev);
+    pf_model_destroy(&cpu);
+}
+
 int main(void) {
     check("EDSR", 2, 12, 12, (const int[4]){16, 2, 10, 0}, "L1Loss");
     check("EDSR", 3, 17, 13, (const int[4]){16, 2, 5, 0}, "MSELoss");
@@ -267,6 +317,9 @@ int main(void) {
        64 x 64 (20 x 24), warps with zeros and border padding, every video op */
     check("BasicVSR", 4, 12, 12, (const int[4]){8, 1, 3, 0}, "CharbonnierLoss");
     check("BasicVSR", 4, 20, 24, (const int[4]){12, 2, 2, 0}, "L1Loss");
+    /* after the cases above: they draw their data from the same random sequence */
+    check_tiled("EDSR", 2, 18, 14, 7, 6);
+    check_tiled("RRDBNet", 2, 18, 14, 5, 4);   /* tiles aligned to the input multiple 2 */
 
     /* refusals, named */
     pf_config c;
