@@ -437,14 +437,17 @@ static int write_result(const char *path, const pf_image_full *img, char *err, s
     return rc;
 }
 
-/* Progress on stderr: a bar redrawn in place on a terminal, else one line per image. */
+/* Progress on stderr: a bar redrawn in place on a terminal, else one line per input (inputs
+   done per second: "img/s" after an image, "files/s" after a video, whose own line has its
+   frames/s). */
 static void progress(int i, int n, const up_input *in, double t0, const char *note) {
     double dt = pf_now() - t0, rate = dt > 0 ? (i + 1) / dt : 0;
     int eta = rate > 0 ? (int)((n - i - 1) / rate + 0.5) : 0;
     const char *base = strrchr(in->path, '/');
     int tty = isatty(2);
-    fprintf(stderr, "%s[%d/%d] %s %.2f img/s ETA %d:%02d%s%s", tty ? "\r\033[K" : "", i + 1, n,
-            base ? base + 1 : in->path, rate, eta / 60, eta % 60, note,
+    fprintf(stderr, "%s[%d/%d] %s %.2f %s ETA %d:%02d%s%s", tty ? "\r\033[K" : "", i + 1, n,
+            base ? base + 1 : in->path, rate, in->kind == INPUT_VIDEO ? "files/s" : "img/s",
+            eta / 60, eta % 60, note,
             tty && i + 1 < n ? "" : "\n");
 }
 
@@ -500,7 +503,7 @@ static void on_sigint(int sig) {
     interrupted = 1;
 }
 
-/* The model, then every input in order; SIGINT stops it between frames and images. 0 or -1
+/* The model, then every input in order (interrupted: stop between frames and images). 0 or -1
    after printing why. */
 static int upscale_run(const up_args *a, up_job *j) {
     char err[2048] = "";
@@ -510,9 +513,6 @@ static int upscale_run(const up_args *a, up_job *j) {
         fprintf(stderr, "pixflow upscale: %s\n", err);
         return -1;
     }
-    struct sigaction sa = { .sa_handler = on_sigint, .sa_flags = SA_RESETHAND }, old;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, &old);
     int radius = pf_infer_receptive_radius(j->cfg);
     int overlap = a->overlap >= 0 ? a->overlap
                 : radius == PF_INFER_GLOBAL ? 0 : radius < MAX_OVERLAP ? radius : MAX_OVERLAP;
@@ -543,7 +543,6 @@ static int upscale_run(const up_args *a, up_job *j) {
     if (rc) fprintf(stderr, "%spixflow upscale: %s\n", isatty(2) ? "\n" : "", err);
     else fprintf(stderr, "pixflow upscale: %d output%s in %s (%.2f s)\n", j->n_in,
                  j->n_in > 1 ? "s" : "", a->out_dir, pf_now() - t0);
-    sigaction(SIGINT, &old, NULL);
     return rc;
 }
 
@@ -553,6 +552,11 @@ int pf_upscale_main(int argc, char **argv) {
     up_job j = { .cfg = &cfg };
     int status = upscale_parse(argc, argv, &a);
     av_log_set_level(AV_LOG_WARNING);   /* not libx264's info lines */
+    /* SIGINT sets `interrupted` from here on, so that the check of a video's output (which
+       writes and removes a temporary file) and the run end cleanly; a second one kills */
+    struct sigaction sa = { .sa_handler = on_sigint, .sa_flags = SA_RESETHAND }, old;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old);
     if (status == 0)
         status = upscale_model(&a, &j) || upscale_inputs(&a, &j) || upscale_outputs(&a, &j) ||
                  upscale_run(&a, &j) ? 1 : 0;
@@ -560,5 +564,6 @@ int pf_upscale_main(int argc, char **argv) {
     free(j.in);
     free(a.inputs);
     pf_model_destroy(&j.m);
+    sigaction(SIGINT, &old, NULL);
     return status && interrupted ? 130 : status;
 }
