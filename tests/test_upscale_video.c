@@ -12,7 +12,8 @@
         the PNG path no more than 0.5 dB below that of the ffmpeg CLI's own libx264 crf 12
         yuv420p encoding of the PNG path's frames (the encoder's loss: about 21 dB here, not
         30, because a pixel shuffle with random weights draws a 2x2 colour pattern that 4:2:0
-        chroma averages away);
+        chroma averages away); a folder holding a.mkv and a PNG gives both, the video's
+        frames those of a.mkv given alone;
     (b) the BasicVSR on a 6-frame FFV1 clip, eval_cfg windows of 4 frames sharing 2: the
         output's frames equal, bit for bit, `pixflow test`'s output frames of the same clip as
         a folder of PNG frames (VideoRecurrentTestDataset, lq_folder, evaluation's windows);
@@ -207,6 +208,22 @@ static void image_network(int x264) {
     }
     check_output(a, "a.mkv", "flac", 0);
     check_output(b, "b.mkv", "aac", x264);
+    /* a folder: its video files by extension beside its images */
+    char mix[400], mo[400], p[500], q[500];
+    snprintf(mix, sizeof mix, "%s/mix", root);
+    snprintf(mo, sizeof mo, "%s/mix_out", root);
+    CHECK(sh("mkdir -p '%s' && cp '%s' '%s/'", mix, a, mix) == 0 &&
+          sh("cp '%s/frames_a.mkv/0001.png' '%s/f.png'%s", root, mix, "") == 0, "making %s", mix);
+    st = pf_test_run(root, &o, "'%s' upscale '%s' '%s' -o '%s' --codec ffv1", pf_test_bin(), wd,
+                     mix, mo);
+    CHECK(st == 0 && strstr(o, "[2/2]"), "a folder with a video and an image: status %d:\n%s",
+          st, o);
+    free(o);
+    snprintf(p, sizeof p, "%s/a.mkv", mo);
+    snprintf(q, sizeof q, "%s/out/a.mkv", root);
+    CHECK(compare(p, q, 96 * 64 * 3) == 0, "%s differs from %s", p, q);
+    snprintf(p, sizeof p, "%s/f.png", mo);
+    CHECK(access(p, F_OK) == 0, "%s: not written", p);
 }
 
 /* (b) */
