@@ -1,5 +1,5 @@
 /*  upscale — `pixflow upscale WEIGHTS_OR_WORK_DIR INPUT... -o OUT`: a trained network on
-    someone's own images (docs/upscale.md).
+    someone's own images and videos (docs/upscale.md).
 
     WEIGHTS_OR_WORK_DIR is resolved by cli/model_source.h: a work dir (its config.yaml and
     checkpoints/latest, else the highest checkpoints/iter_N.safetensors) or a .safetensors file
@@ -55,7 +55,7 @@ enum { INPUT_IMAGE, INPUT_VIDEO };
 #define MAX_OVERLAP 64          /* default --tile-overlap: the receptive radius, at most this */
 #define MEM_FRACTION 0.5        /* --tile auto: share of MemAvailable the activations may use */
 
-static volatile sig_atomic_t interrupted;   /* SIGINT during upscale_run */
+static volatile sig_atomic_t interrupted;   /* SIGINT since pf_upscale_main began */
 
 typedef struct {
     char *path;                 /* malloc'd */
@@ -142,6 +142,13 @@ static int upscale_parse(int argc, char **argv, up_args *a) {
         } else if (!strcmp(o, "--video-ext") && v) {
             a->video_ext = argv[++i];
             a->video_ext += a->video_ext[0] == '.';
+            size_t n = strlen(a->video_ext);
+            if (!n || n > 8 || strspn(a->video_ext, "abcdefghijklmnopqrstuvwxyz"
+                                      "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789") != n) {
+                fprintf(stderr, "%s: --video-ext %s: expected a file extension (mkv, mp4, ...)\n",
+                        cmd, argv[i]);
+                return 2;
+            }
         } else if (!strcmp(o, "--codec") && v) {
             a->vo.codec = argv[++i];
         } else if (!strcmp(o, "--crf") && v) {
