@@ -61,6 +61,9 @@ typedef struct {
     char *path;                 /* malloc'd */
     int kind;                   /* INPUT_IMAGE or INPUT_VIDEO */
     int w, h, frames;           /* a video's frame size and count (pf_upscale_video_probe) */
+    const char *codec;          /* a video's encoder: --codec, or "ffv1" for an odd output
+                                   size without --codec and --crf (libx264's 4:2:0 needs
+                                   even sizes); NULL: the library's default */
     char out[PF_PATH_MAX + 300];    /* OUT/<stem>.<ext> */
 } up_input;
 
@@ -329,8 +332,11 @@ static int input_kind(const up_args *a, const up_job *j, up_input *in, char *ext
         snprintf(err, errlen, "%s: %s", in->path, why);
         return -1;
     }
+    int s = pf_model_scale(j->m);
+    in->codec = a->vo.codec;
+    if (!a->vo.codec && a->vo.crf < 0 && ((in->w * s) | (in->h * s)) & 1) in->codec = "ffv1";
     if (a->video_ext) snprintf(ext, len, "%s", a->video_ext);
-    else pf_upscale_video_ext(in->path, a->vo.codec, ext, len);
+    else pf_upscale_video_ext(in->path, in->codec, ext, len);
     return 0;
 }
 
@@ -391,13 +397,16 @@ static int upscale_outputs(const up_args *a, const up_job *j) {
             return -1;
         }
     int s = pf_model_scale(j->m);
-    for (int i = 0; i < j->n_in; i++)
+    for (int i = 0; i < j->n_in; i++) {
+        pf_video_out_opts o = a->vo;
+        o.codec = j->in[i].codec;
         if (j->in[i].kind == INPUT_VIDEO &&
             pf_upscale_video_check(j->in[i].path, j->in[i].out, j->in[i].w * s,
-                                   j->in[i].h * s, &a->vo, err, sizeof err)) {
+                                   j->in[i].h * s, &o, err, sizeof err)) {
             fprintf(stderr, "pixflow upscale: %s (from %s)\n", err, j->in[i].path);
             return -1;
         }
+    }
     return 0;
 }
 
@@ -482,9 +491,15 @@ static int upscale_video_one(const up_job *j, pf_upscaler *u, const up_args *a,
     int video = pf_model_is_video(u->m);
     u->opts.tile = video ? 0 : a->tile >= 0 ? a->tile
                  : auto_tile(j, in->h, in->w, u->opts.tile_overlap);
+    pf_video_out_opts o = a->vo;
+    o.codec = in->codec;
+    if (in->codec && !a->vo.codec)
+        fprintf(stderr, "%s: encoder ffv1: its %dx%d frames are odd-sized, which libx264's "
+                "4:2:0 does not take\n", in->out, in->w * pf_model_scale(u->m),
+                in->h * pf_model_scale(u->m));
     double t0 = pf_now();
     int rc = pf_upscale_video(u, j->cfg->clip_window, j->cfg->clip_overlap, in->path, in->out,
-                              &a->vo, &interrupted, err, errlen);
+                              &o, &interrupted, err, errlen);
     double dt = pf_now() - t0;
     if (video)
         snprintf(note, notelen, " (%dx%d, %d frames, %.2f frames/s, windows of %d sharing %d)",

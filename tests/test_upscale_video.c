@@ -13,7 +13,8 @@
         yuv420p encoding of the PNG path's frames (the encoder's loss: about 21 dB here, not
         30, because a pixel shuffle with random weights draws a 2x2 colour pattern that 4:2:0
         chroma averages away); a folder holding a.mkv and a PNG gives both, the video's
-        frames those of a.mkv given alone;
+        frames those of a.mkv given alone; an EDSR x3 on a 25x17 clip without --codec writes
+        FFV1 (75x51 is odd for libx264's 4:2:0), with a line saying so;
     (b) the BasicVSR on a 6-frame FFV1 clip, eval_cfg windows of 4 frames sharing 2: the
         output's frames equal, bit for bit, `pixflow test`'s output frames of the same clip as
         a folder of PNG frames (VideoRecurrentTestDataset, lq_folder, evaluation's windows);
@@ -226,6 +227,26 @@ static void image_network(int x264) {
     CHECK(access(p, F_OK) == 0, "%s: not written", p);
 }
 
+/* (a) an odd output size (x3 of 25x17) without --codec: FFV1, not libx264's 4:2:0. */
+static void odd_size(void) {
+    char wd[400], src[400], out[400], data[600], v[64], w[64], *o;
+    snprintf(wd, sizeof wd, "%s/wd_x3", root);
+    snprintf(src, sizeof src, "%s/odd.mkv", root);
+    snprintf(out, sizeof out, "%s/odd_out/odd.mkv", root);
+    snprintf(data, sizeof data, "data:\n  test: {type: SingleImageDataset, lq_folder: %s}\n",
+             root);
+    work_dir(wd, "{type: EDSR, scale: 3, n_feats: 8, n_blocks: 1}", data);
+    CHECK(sh("ffmpeg -v error -nostdin -y -f lavfi -i testsrc=size=25x17:rate=25 -frames:v 3 "
+             "-c:v ffv1 '%s'%s%s", src, "", "") == 0, "making %s", src);
+    int st = pf_test_run(root, &o, "'%s' upscale '%s' '%s' -o '%s/odd_out'", pf_test_bin(), wd,
+                         src, root);
+    CHECK(st == 0 && strstr(o, "odd-sized"), "odd size: status %d:\n%s", st, o);
+    free(o);
+    probe(out, "v:0", "codec_name", v, sizeof v);
+    probe(out, "v:0", "nb_read_frames", w, sizeof w);
+    CHECK(!strcmp(v, "ffv1") && !strcmp(w, "3"), "%s: %s, %s frames (want ffv1, 3)", out, v, w);
+}
+
 /* (b) */
 static void video_network(void) {
     char wd[400], lq[400], gt[400], clip[400], data[1200], *o;
@@ -398,6 +419,7 @@ int main(void) {
     int x264 = system("ffmpeg -hide_banner -encoders 2>/dev/null | grep -q libx264") == 0;
     if (!x264) printf("this FFmpeg has no libx264: the default encoder case is skipped\n");
     image_network(x264);
+    odd_size();
     video_network();
     bad_input();
     char cmd[400];
