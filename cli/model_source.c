@@ -85,7 +85,9 @@ pf_model *pf_model_source_load(const char *src, const char *config_opt, pf_confi
     char *text = pf_read_file(cfg_path, &len, err, errlen);
     int rc = text ? pf_config_parse(cfg, cfg_path, text, len, 0, err, errlen) : -1;
     free(text);
-    if (rc) return NULL;
+    /* the description against the file first: a file of another network is named with the
+       tensors that do not fit (pf_model_load_weights' message does not name the file) */
+    if (rc || pf_ckpt_check_weights(cfg, weights, err, errlen)) return NULL;
     pf_model *m = pf_model_new(cfg, err, errlen);
     if (m && pf_ckpt_load_eval_weights(m, weights, &e, err, errlen)) pf_model_destroy(&m);
     if (ema) *ema = e;

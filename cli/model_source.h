@@ -23,6 +23,7 @@ int pf_model_source_resolve(const char *src, const char *config_opt, char *cfg_p
                             size_t errlen);
 
 /* pf_model_source_resolve, then load the config into *cfg (its data folders need not exist),
+   check the weights file against its network (pf_ckpt_check_weights: names and shapes),
    build the model and load the weights (pf_ckpt_load_eval_weights: params_ema.* preferred;
    *ema says which, may be NULL).
    Returns the model (pf_model_destroy), or NULL with err naming the file. */

@@ -1,29 +1,36 @@
 /*  upscale — `pixflow upscale WEIGHTS_OR_WORK_DIR INPUT... -o OUT`: a trained network on
-    someone's own images (docs/upscale.md).
+    someone's own images and videos (docs/upscale.md).
 
-    WEIGHTS_OR_WORK_DIR is a work dir (its config.yaml and the highest checkpoints/iter_N
-    .safetensors) or a .safetensors file (its network from --config, else from config.yaml in
-    the folder above the file's, as a work dir's checkpoints/ has it). The EMA weights
-    (params_ema.*) are used when the file has them, as `pixflow test` does.
-    INPUTs are files, folders (their .png/.jpg/.jpeg files, sorted by name) and globs (the
+    WEIGHTS_OR_WORK_DIR is resolved by cli/model_source.h: a work dir (its config.yaml and
+    checkpoints/latest, else the highest checkpoints/iter_N.safetensors) or a .safetensors file
+    (its network from --config, else from config.yaml beside a work dir's checkpoints/). The
+    EMA weights (params_ema.*) are used when the file has them, as `pixflow test` does.
+    INPUTs are files, folders (their images and video files, sorted by name) and globs (the
     shell's, or quoted ones expanded here by glob(3)). Each input is dispatched by its kind:
-    an image goes through cli/upscale_image.c (16 bits and alpha kept); a video file is
-    recognised by its extension and refused for now (its place is upscale_video below), as
-    is a video network (BasicVSR) on images.
-    Every output is OUT/<stem>.png (or .jpg with --ext jpg; an image with alpha or 16 bits
-    stays PNG), written to a temporary name in OUT and renamed (pf_write_file_atomic). Before
-    any inference: the weights are checked against the network, every input's header is read,
-    OUT is created and probed for writing, and an existing output is an error without --force.
+    a .png/.jpg/.jpeg file is an image and goes through cli/upscale_image.c (16 bits and alpha
+    kept); any other file FFmpeg reads as a video goes through cli/upscale_video.c (image
+    networks frame by frame, video networks in clip windows). A video network (BasicVSR) is
+    refused on images.
+    An image's output is OUT/<stem>.png (or .jpg with --ext jpg; an image with alpha or 16 bits
+    stays PNG), written to a temporary name in OUT and renamed (pf_write_file_atomic); a
+    video's is OUT/<stem>.<--video-ext, else pf_upscale_video_ext's choice>, written as
+    <stem>.part.<ext> and renamed. Before any inference: the weights are checked against the
+    network, every image's header is read and every video probed (and its output opened and
+    closed once: encoder, options, container), OUT is created and probed for writing, and an
+    existing output is an error without --force. Ctrl-C (SIGINT) stops the run between frames
+    and images: a video's temporary file is removed, nothing is left under its final name.
 
     pf_upscale_main is upscale_parse, upscale_model, upscale_inputs, upscale_outputs, then
-    upscale_run (one image at a time, progress on stderr).
+    upscale_run (one input at a time, progress on stderr).
 */
 #include "cli/commands.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <glob.h>
+#include <libavutil/log.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +38,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cli/model_source.h"
 #include "cli/upscale.h"
 #include "common/config.h"
 #include "common/file_list.h"
@@ -47,9 +55,15 @@ enum { INPUT_IMAGE, INPUT_VIDEO };
 #define MAX_OVERLAP 64          /* default --tile-overlap: the receptive radius, at most this */
 #define MEM_FRACTION 0.5        /* --tile auto: share of MemAvailable the activations may use */
 
+static volatile sig_atomic_t interrupted;   /* SIGINT since pf_upscale_main began */
+
 typedef struct {
     char *path;                 /* malloc'd */
     int kind;                   /* INPUT_IMAGE or INPUT_VIDEO */
+    int w, h, frames;           /* a video's frame size and count (pf_upscale_video_probe) */
+    const char *codec;          /* a video's encoder: --codec, or "ffv1" for an odd output
+                                   size without --codec and --crf (libx264's 4:2:0 needs
+                                   even sizes); NULL: the library's default */
     char out[PF_PATH_MAX + 300];    /* OUT/<stem>.<ext> */
 } up_input;
 
@@ -58,6 +72,8 @@ typedef struct {
     const char *cfg_path;       /* --config */
     const char *out_dir;        /* -o */
     const char *ext;            /* --ext: "png" (default) or "jpg" */
+    const char *video_ext;      /* --video-ext; NULL: pf_upscale_video_ext's choice */
+    pf_video_out_opts vo;       /* --codec, --crf, --quality, --bitrate */
     int tile;                   /* --tile N; -1 auto; 0 whole image */
     int overlap;                /* --tile-overlap; -1: the default */
     int ensemble, force;
@@ -67,6 +83,8 @@ typedef struct {
 
 typedef struct {
     pf_config *cfg;
+    pf_model *m;                /* with its evaluation weights (pf_model_source_load) */
+    int ema;                    /* the weights are params_ema.* */
     char cfg_path[PF_PATH_MAX + 64], weights[PF_PATH_MAX + 64];
     up_input *in;
     int n_in;
@@ -76,13 +94,30 @@ typedef struct {
 static int usage(void) {
     fprintf(stderr, "usage: pixflow upscale WEIGHTS_OR_WORK_DIR INPUT... -o OUT [--config CONFIG]\n"
             "       [--tile N|auto] [--tile-overlap N] [--ensemble] [--threads N]\n"
-            "       [--ext png|jpg] [--force] [--device cpu]\n");
+            "       [--ext png|jpg] [--force] [--device cpu]\n"
+            "       [--video-ext EXT] [--codec NAME] [--crf N] [--quality N] [--bitrate R]\n");
     return 2;
+}
+
+/* --bitrate R: bits/s, with an optional k or M suffix ("2M", "800k"). 0, or -1 after printing
+   why. */
+static int parse_bitrate(const char *v, long long *out) {
+    char *end = NULL;
+    double r = strtod(v, &end);
+    if (end && (*end == 'k' || *end == 'K')) r *= 1e3, end++;
+    else if (end && *end == 'M') r *= 1e6, end++;
+    if (!end || end == v || *end || !(r >= 1000 && r <= 1e10)) {
+        fprintf(stderr, "pixflow upscale: --bitrate %s: expected bits/s from 1000 to 1e10, "
+                "optionally with k or M (\"2M\")\n", v);
+        return -1;
+    }
+    *out = (long long)r;
+    return 0;
 }
 
 /* Read argv into *a. Returns 0, or 2 after printing why. */
 static int upscale_parse(int argc, char **argv, up_args *a) {
-    *a = (up_args){ .ext = "png", .overlap = -1 };
+    *a = (up_args){ .ext = "png", .overlap = -1, .vo = pf_video_out_opts_default() };
     a->inputs = calloc((size_t)argc + 1, sizeof *a->inputs);
     if (!a->inputs) return 2;
     const char *cmd = "pixflow upscale";
@@ -107,6 +142,24 @@ static int upscale_parse(int argc, char **argv, up_args *a) {
                 fprintf(stderr, "%s: --ext %s: expected png or jpg\n", cmd, a->ext);
                 return 2;
             }
+        } else if (!strcmp(o, "--video-ext") && v) {
+            a->video_ext = argv[++i];
+            a->video_ext += a->video_ext[0] == '.';
+            size_t n = strlen(a->video_ext);
+            if (!n || n > 8 || strspn(a->video_ext, "abcdefghijklmnopqrstuvwxyz"
+                                      "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789") != n) {
+                fprintf(stderr, "%s: --video-ext %s: expected a file extension (mkv, mp4, ...)\n",
+                        cmd, argv[i]);
+                return 2;
+            }
+        } else if (!strcmp(o, "--codec") && v) {
+            a->vo.codec = argv[++i];
+        } else if (!strcmp(o, "--crf") && v) {
+            if (pf_arg_int(cmd, o, argv[++i], 0, 63, &a->vo.crf)) return 2;
+        } else if (!strcmp(o, "--quality") && v) {
+            if (pf_arg_int(cmd, o, argv[++i], 1, 255, &a->vo.quality)) return 2;
+        } else if (!strcmp(o, "--bitrate") && v) {
+            if (parse_bitrate(argv[++i], &a->vo.bit_rate)) return 2;
         } else if (!strcmp(o, "--device") && v) {
             if (strcmp(argv[++i], "cpu") != 0) {
                 fprintf(stderr, "%s: --device %s: not yet: upscale runs on the CPU (the CUDA "
@@ -120,56 +173,6 @@ static int upscale_parse(int argc, char **argv, up_args *a) {
         else a->inputs[a->n_inputs++] = argv[i];
     }
     if (!a->model || !a->n_inputs || !a->out_dir) return usage();
-    return 0;
-}
-
-/* The highest N of dir/iter_N.safetensors into out. Returns 0, or -1 with err. */
-static int latest_checkpoint(const char *dir, char *out, size_t len, char *err, size_t errlen) {
-    DIR *d = opendir(dir);
-    if (!d) {
-        snprintf(err, errlen, "%s: %s (a work dir holds config.yaml and checkpoints/)", dir,
-                 strerror(errno));
-        return -1;
-    }
-    long best = -1;
-    for (struct dirent *e; (e = readdir(d));) {
-        long n;
-        int end = 0;
-        if (sscanf(e->d_name, "iter_%ld.safetensors%n", &n, &end) == 1 && end > 0 &&
-            !e->d_name[end] && n > best)
-            best = n;
-    }
-    closedir(d);
-    if (best < 0) {
-        snprintf(err, errlen, "%s: no iter_N.safetensors checkpoint", dir);
-        return -1;
-    }
-    snprintf(out, len, "%s/iter_%ld.safetensors", dir, best);
-    return 0;
-}
-
-/* WEIGHTS_OR_WORK_DIR (and --config) -> j->cfg_path and j->weights. 0, or -1 with err. */
-static int find_model(const up_args *a, up_job *j, char *err, size_t errlen) {
-    if (pf_is_dir(a->model)) {
-        char ck[PF_PATH_MAX + 32];
-        snprintf(ck, sizeof ck, "%s/checkpoints", a->model);
-        if (latest_checkpoint(ck, j->weights, sizeof j->weights, err, errlen)) return -1;
-        snprintf(j->cfg_path, sizeof j->cfg_path, "%s/config.yaml", a->model);
-    } else if (pf_is_file(a->model)) {
-        snprintf(j->weights, sizeof j->weights, "%s", a->model);
-        const char *slash = strrchr(a->model, '/');
-        snprintf(j->cfg_path, sizeof j->cfg_path, "%.*s../config.yaml",
-                 slash ? (int)(slash - a->model + 1) : 0, a->model);
-    } else {
-        snprintf(err, errlen, "%s: no such file or work dir", a->model);
-        return -1;
-    }
-    if (a->cfg_path) snprintf(j->cfg_path, sizeof j->cfg_path, "%s", a->cfg_path);
-    if (!pf_is_file(j->cfg_path)) {
-        snprintf(err, errlen, "%s: which network? no config: looked for %s (give --config "
-                 "CONFIG)", j->weights, j->cfg_path);
-        return -1;
-    }
     return 0;
 }
 
@@ -188,23 +191,14 @@ static double activation_bytes(const pf_config *cfg) {
     return sum * sizeof(float);
 }
 
-/* The config at path, its data folders not required to exist here (a work dir's config
-   names the training data relative to where training ran; upscale needs only model:).
-   0, or -1 with err. */
-static int load_config(pf_config *cfg, const char *path, char *err, size_t errlen) {
-    size_t len = 0;
-    char *text = pf_read_file(path, &len, err, errlen);
-    int rc = text ? pf_config_parse(cfg, path, text, len, 0, err, errlen) : -1;
-    free(text);
-    return rc;
-}
-
-/* Config, weights check (against the description: names and shapes), the estimate. 0 or -1
-   after printing why. */
+/* The model (cli/model_source.h: config, weights checked against the network, loaded) and the
+   --tile auto estimate. 0 or -1 after printing why. */
 static int upscale_model(const up_args *a, up_job *j) {
     char err[2048] = "";
-    if (find_model(a, j, err, sizeof err) || load_config(j->cfg, j->cfg_path, err, sizeof err) ||
-        pf_ckpt_check_weights(j->cfg, j->weights, err, sizeof err)) {
+    if (pf_model_source_resolve(a->model, a->cfg_path, j->cfg_path, sizeof j->cfg_path,
+                                j->weights, sizeof j->weights, err, sizeof err) == 0)
+        j->m = pf_model_source_load(a->model, a->cfg_path, j->cfg, &j->ema, err, sizeof err);
+    if (!j->m) {
         fprintf(stderr, "pixflow upscale: %s\n", err);
         return -1;
     }
@@ -215,7 +209,8 @@ static int upscale_model(const up_args *a, up_job *j) {
 /* The kind of a file by its extension: an image, a video, or -1 (neither). */
 static int kind_of(const char *path) {
     static const char *const video[] = { "mp4", "mkv", "avi", "mov", "webm", "mpg", "mpeg",
-                                         "m4v", "ts", "flv", "wmv", "y4m", "ogv", NULL };
+                                         "m4v", "ts", "mts", "m2ts", "flv", "wmv", "y4m",
+                                         "ogv", "3gp", "nut", "vob", NULL };
     if (pf_image_format_of(path) != PF_IMAGE_UNKNOWN) return INPUT_IMAGE;
     const char *dot = strrchr(path, '.');
     for (int i = 0; dot && !strchr(dot, '/') && video[i]; i++)
@@ -223,13 +218,12 @@ static int kind_of(const char *path) {
     return -1;
 }
 
-/* Append one input file. 0, or -1 with err. */
+/* Append one input file: an image by its extension, any other file a video (probed by
+   upscale_inputs). 0, or -1 with err. */
 static int add_file(up_job *j, const char *path, char *err, size_t errlen) {
-    int kind = kind_of(path);
-    if (kind < 0) {
-        snprintf(err, errlen, "%s: not an image (.png, .jpg, .jpeg) or a video", path);
-        return -1;
-    }
+    (void)err;
+    (void)errlen;
+    int kind = kind_of(path) == INPUT_IMAGE ? INPUT_IMAGE : INPUT_VIDEO;
     up_input *in = &j->in[j->n_in];
     in->path = strdup(path);
     in->kind = kind;
@@ -247,7 +241,7 @@ static int add_folder(up_job *j, const char *dir, int *cap, char *err, size_t er
     }
     pf_name_list names = { 0 };
     for (struct dirent *e; (e = readdir(d));)
-        if (e->d_name[0] != '.' && pf_image_format_of(e->d_name) != PF_IMAGE_UNKNOWN)
+        if (e->d_name[0] != '.' && kind_of(e->d_name) >= 0)
             pf_names_add(&names, e->d_name);
     closedir(d);
     pf_names_sort(&names);
@@ -264,7 +258,8 @@ static int add_folder(up_job *j, const char *dir, int *cap, char *err, size_t er
         if (pf_is_file(path)) rc = add_file(j, path, err, errlen);
     }
     if (rc == 0 && names.n == 0) {
-        snprintf(err, errlen, "%s: no .png, .jpg or .jpeg file in it", dir);
+        snprintf(err, errlen, "%s: no image (.png, .jpg, .jpeg) or video file (.mp4, .mkv, "
+                 "...; docs/upscale.md) in it", dir);
         rc = -1;
     }
     pf_names_free(&names);
@@ -299,8 +294,54 @@ static int add_input(up_job *j, const char *arg, int *cap, char *err, size_t err
     return rc;
 }
 
-/* Every input, each image's header read (so a file that is not an image is found before any
-   work) and its output name. 0 or -1 after printing why. */
+/* The first bytes of a file are a PNG's or a JPEG's signature. */
+static int image_bytes(const char *path) {
+    unsigned char b[8] = { 0 };
+    FILE *f = fopen(path, "rb");
+    size_t n = f ? fread(b, 1, sizeof b, f) : 0;
+    if (f) fclose(f);
+    return (n >= 8 && !memcmp(b, "\x89PNG\r\n\x1a\n", 8)) ||
+           (n >= 3 && b[0] == 0xFF && b[1] == 0xD8 && b[2] == 0xFF);
+}
+
+/* An image's header read (its output extension: png, or --ext for 8-bit without alpha), or
+   a video probed by FFmpeg (its container: --video-ext, else pf_upscale_video_ext). An image
+   for a video network, or an image's bytes under another extension, is refused. 0, or -1
+   with err naming the file. */
+static int input_kind(const up_args *a, const up_job *j, up_input *in, char *ext, size_t len,
+                      char *err, size_t errlen) {
+    if (in->kind == INPUT_IMAGE) {
+        pf_image_full info = { 0 };
+        if (pf_model_is_video(j->m)) {
+            snprintf(err, errlen, "%s: %s is a video network (%s): it takes video files, not "
+                     "images (make a video of a folder of frames: ffmpeg -i %%08d.png -c:v ffv1 "
+                     "clip.mkv)", in->path, j->cfg->model_type, j->cfg_path);
+            return -1;
+        }
+        if (pf_image_full_info(in->path, &info, err, errlen)) return -1;
+        snprintf(ext, len, "%s", info.depth == 16 || info.channels % 2 == 0 ? "png" : a->ext);
+        return 0;
+    }
+    if (image_bytes(in->path)) {
+        snprintf(err, errlen, "%s: a PNG or JPEG image by its bytes: name it .png or .jpg "
+                 "(images are told by their extension)", in->path);
+        return -1;
+    }
+    char why[1536];
+    if (pf_upscale_video_probe(in->path, &in->w, &in->h, &in->frames, why, sizeof why)) {
+        snprintf(err, errlen, "%s: %s", in->path, why);
+        return -1;
+    }
+    int s = pf_model_scale(j->m);
+    in->codec = a->vo.codec;
+    if (!a->vo.codec && a->vo.crf < 0 && ((in->w * s) | (in->h * s)) & 1) in->codec = "ffv1";
+    if (a->video_ext) snprintf(ext, len, "%s", a->video_ext);
+    else pf_upscale_video_ext(in->path, in->codec, ext, len);
+    return 0;
+}
+
+/* Every input, each image's header read and each video probed (so a file that is neither is
+   found before any work) and its output name. 0 or -1 after printing why. */
 static int upscale_inputs(const up_args *a, up_job *j) {
     char err[2048] = "";
     int cap = a->n_inputs + 16;
@@ -312,22 +353,16 @@ static int upscale_inputs(const up_args *a, up_job *j) {
         }
     for (int i = 0; j->in && i < j->n_in; i++) {
         up_input *in = &j->in[i];
-        pf_image_full info = { 0 };
-        if (in->kind == INPUT_VIDEO) {      /* upscale_video's place, when it comes */
-            fprintf(stderr, "pixflow upscale: %s: video input is not supported yet (images: "
-                    ".png, .jpg, .jpeg)\n", in->path);
-            return -1;
-        }
-        if (pf_image_full_info(in->path, &info, err, sizeof err)) {
+        char ext[32];
+        if (input_kind(a, j, in, ext, sizeof ext, err, sizeof err)) {
             fprintf(stderr, "pixflow upscale: %s\n", err);
             return -1;
         }
         const char *base = strrchr(in->path, '/');
         base = base ? base + 1 : in->path;
-        int keep_png = info.depth == 16 || info.channels % 2 == 0;
         snprintf(in->out, sizeof in->out, "%s/%.*s.%s", a->out_dir,
                  (int)(strrchr(base, '.') ? strrchr(base, '.') - base : (long)strlen(base)),
-                 base, keep_png ? "png" : a->ext);
+                 base, ext);
         for (int k = 0; k < i; k++)
             if (!strcmp(j->in[k].out, in->out)) {
                 fprintf(stderr, "pixflow upscale: %s and %s would both be written to %s\n",
@@ -361,6 +396,17 @@ static int upscale_outputs(const up_args *a, const up_job *j) {
                     j->in[i].out, j->in[i].path);
             return -1;
         }
+    int s = pf_model_scale(j->m);
+    for (int i = 0; i < j->n_in; i++) {
+        pf_video_out_opts o = a->vo;
+        o.codec = j->in[i].codec;
+        if (j->in[i].kind == INPUT_VIDEO &&
+            pf_upscale_video_check(j->in[i].path, j->in[i].out, j->in[i].w * s,
+                                   j->in[i].h * s, &o, err, sizeof err)) {
+            fprintf(stderr, "pixflow upscale: %s (from %s)\n", err, j->in[i].path);
+            return -1;
+        }
+    }
     return 0;
 }
 
@@ -407,14 +453,17 @@ static int write_result(const char *path, const pf_image_full *img, char *err, s
     return rc;
 }
 
-/* Progress on stderr: a bar redrawn in place on a terminal, else one line per image. */
+/* Progress on stderr: a bar redrawn in place on a terminal, else one line per input (inputs
+   done per second: "img/s" after an image, "files/s" after a video, whose own line has its
+   frames/s). */
 static void progress(int i, int n, const up_input *in, double t0, const char *note) {
     double dt = pf_now() - t0, rate = dt > 0 ? (i + 1) / dt : 0;
     int eta = rate > 0 ? (int)((n - i - 1) / rate + 0.5) : 0;
     const char *base = strrchr(in->path, '/');
     int tty = isatty(2);
-    fprintf(stderr, "%s[%d/%d] %s %.2f img/s ETA %d:%02d%s%s", tty ? "\r\033[K" : "", i + 1, n,
-            base ? base + 1 : in->path, rate, eta / 60, eta % 60, note,
+    fprintf(stderr, "%s[%d/%d] %s %.2f %s ETA %d:%02d%s%s", tty ? "\r\033[K" : "", i + 1, n,
+            base ? base + 1 : in->path, rate, in->kind == INPUT_VIDEO ? "files/s" : "img/s",
+            eta / 60, eta % 60, note,
             tty && i + 1 < n ? "" : "\n");
 }
 
@@ -434,18 +483,56 @@ static int upscale_one(const up_job *j, pf_upscaler *u, const up_args *a, const 
     return rc;
 }
 
-/* The model, then every input in order. 0 or -1 after printing why. */
+/* One video file: upscaled frame by frame (image network; --tile auto from the frame size)
+   or in clip windows (video network), encoded, renamed. 0, or -1 with err. */
+static int upscale_video_one(const up_job *j, pf_upscaler *u, const up_args *a,
+                             const up_input *in, char *note, size_t notelen, char *err,
+                             size_t errlen) {
+    int video = pf_model_is_video(u->m);
+    u->opts.tile = video ? 0 : a->tile >= 0 ? a->tile
+                 : auto_tile(j, in->h, in->w, u->opts.tile_overlap);
+    pf_video_out_opts o = a->vo;
+    o.codec = in->codec;
+    if (in->codec && !a->vo.codec)
+        fprintf(stderr, "%s: encoder ffv1: its %dx%d frames are odd-sized, which libx264's "
+                "4:2:0 does not take\n", in->out, in->w * pf_model_scale(u->m),
+                in->h * pf_model_scale(u->m));
+    double t0 = pf_now();
+    int rc = pf_upscale_video(u, j->cfg->clip_window, j->cfg->clip_overlap, in->path, in->out,
+                              &o, &interrupted, err, errlen);
+    double dt = pf_now() - t0;
+    if (video)
+        snprintf(note, notelen, " (%dx%d, %d frames, %.2f frames/s, windows of %d sharing %d)",
+                 in->w, in->h, in->frames, dt > 0 ? in->frames / dt : 0, j->cfg->clip_window,
+                 j->cfg->clip_overlap);
+    else
+        snprintf(note, notelen, " (%dx%d, %d frames, %.2f frames/s, tile %d)", in->w, in->h,
+                 in->frames, dt > 0 ? in->frames / dt : 0, u->opts.tile);
+    return rc;
+}
+
+/* A video network takes neither tiles nor the ensemble (as evaluation). 0, or -1 with err. */
+static int video_net_opts(const up_args *a, const up_job *j, char *err, size_t errlen) {
+    if (!pf_model_is_video(j->m) || (a->tile <= 0 && !a->ensemble)) return 0;
+    snprintf(err, errlen, "%s is a video network (%s): --tile N and --ensemble do not apply to "
+             "it (it runs whole frames, windows of eval_cfg.clip_window frames)",
+             j->cfg->model_type, j->cfg_path);
+    return -1;
+}
+
+static void on_sigint(int sig) {
+    (void)sig;
+    interrupted = 1;
+}
+
+/* The model, then every input in order (interrupted: stop between frames and images). 0 or -1
+   after printing why. */
 static int upscale_run(const up_args *a, up_job *j) {
     char err[2048] = "";
-    pf_model *m = pf_model_new(j->cfg, err, sizeof err);
-    int ema = 0;
-    if (m && pf_model_is_video(m))
-        snprintf(err, sizeof err, "%s: %s is a video network: it runs on videos, which "
-                 "pixflow upscale does not take yet, not on images", j->cfg_path,
-                 j->cfg->model_type);
-    if (!m || err[0] || pf_ckpt_load_eval_weights(m, j->weights, &ema, err, sizeof err)) {
+    pf_model *m = j->m;
+    int ema = j->ema;
+    if (video_net_opts(a, j, err, sizeof err)) {
         fprintf(stderr, "pixflow upscale: %s\n", err);
-        pf_model_destroy(&m);
         return -1;
     }
     int radius = pf_infer_receptive_radius(j->cfg);
@@ -465,15 +552,19 @@ static int upscale_run(const up_args *a, up_job *j) {
     for (int i = 0; rc == 0 && i < j->n_in; i++) {
         const up_input *in = &j->in[i];
         char note[128] = "";
-        /* the per-input dispatch: images here; videos (refused by upscale_inputs for now)
-           will go to their own function */
-        rc = upscale_one(j, &u, a, in, note, sizeof note, err, sizeof err);
+        if (interrupted) {
+            snprintf(err, sizeof err, "interrupted before %s", in->path);
+            rc = -1;
+        } else if (in->kind == INPUT_VIDEO) {
+            rc = upscale_video_one(j, &u, a, in, note, sizeof note, err, sizeof err);
+        } else {
+            rc = upscale_one(j, &u, a, in, note, sizeof note, err, sizeof err);
+        }
         if (rc == 0) progress(i, j->n_in, in, t0, note);
     }
     if (rc) fprintf(stderr, "%spixflow upscale: %s\n", isatty(2) ? "\n" : "", err);
     else fprintf(stderr, "pixflow upscale: %d output%s in %s (%.2f s)\n", j->n_in,
                  j->n_in > 1 ? "s" : "", a->out_dir, pf_now() - t0);
-    pf_model_destroy(&m);
     return rc;
 }
 
@@ -482,11 +573,19 @@ int pf_upscale_main(int argc, char **argv) {
     static pf_config cfg;
     up_job j = { .cfg = &cfg };
     int status = upscale_parse(argc, argv, &a);
+    av_log_set_level(AV_LOG_WARNING);   /* not libx264's info lines */
+    /* SIGINT sets `interrupted` from here on, so that the check of a video's output (which
+       writes and removes a temporary file) and the run end cleanly; a second one kills */
+    struct sigaction sa = { .sa_handler = on_sigint, .sa_flags = SA_RESETHAND }, old;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old);
     if (status == 0)
         status = upscale_model(&a, &j) || upscale_inputs(&a, &j) || upscale_outputs(&a, &j) ||
                  upscale_run(&a, &j) ? 1 : 0;
     for (int i = 0; i < j.n_in; i++) free(j.in[i].path);
     free(j.in);
     free(a.inputs);
-    return status;
+    pf_model_destroy(&j.m);
+    sigaction(SIGINT, &old, NULL);
+    return status && interrupted ? 130 : status;
 }

@@ -14,7 +14,8 @@
         alpha plane as a gray RGB image (Real-ESRGAN's alpha rule, computed here); the same
         plane as an 8-bit gray PNG comes back gray, within 1 of that weighted sum;
     (d) bad input: a text file named x.png, weights of another network, an output folder that
-        cannot be made, an existing output without --force, a video file, a checkpoint with no
+        cannot be made, an existing output without --force, an empty file named clip.mp4 (not
+        a video FFmpeg reads), a checkpoint with no
         config beside it: exit status non-zero, the message names the file, nothing written
         under the final name (the existing output untouched); --force then overwrites; a PNG
         whose header reads but whose pixels are cut short, after a good image: the good one
@@ -40,26 +41,9 @@
 #include "nn/checkpoint.h"
 #include "nn/model.h"
 #include "pf_test.h"
+#include "pf_test_upscale.h"
 
 static char root[256];
-
-/* Run a shell command line (output into root/out.txt, returned malloc'd); its exit status. */
-static int run(char **out, const char *fmt, ...) {
-    char cmd[4096], path[400];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd - 600, fmt, ap);
-    va_end(ap);
-    snprintf(path, sizeof path, "%s/out.txt", root);
-    snprintf(cmd + strlen(cmd), 600, " > '%s' 2>&1", path);
-    int st = system(cmd);
-    char err[256];
-    *out = pf_read_file(path, NULL, err, sizeof err);
-    if (!*out) *out = strdup("");
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-static const char *bin(void) { return getenv("PF_BIN") ? getenv("PF_BIN") : "./pixflow"; }
 
 /* A smooth-ish test picture (so the network's output is not saturated). */
 static void picture(uint8_t *px, int w, int h, int ch, int seed) {
@@ -117,29 +101,16 @@ static void write_cfg(const char *path, const char *lq, const char *wd, int n_fe
     fclose(f);
 }
 
-/* The seeded initial weights of cfg_path's network into path. */
+/* The seeded initial weights of cfg_path's network into path: on the pictures here the
+   output spans about 84..137 grey, following the input. */
 static void write_weights(const char *cfg_path, const char *path) {
-    static pf_config cfg;
-    char err[1024];
-    CHECK(pf_config_load(&cfg, cfg_path, err, sizeof err) == 0, "%s", err);
-    pf_model *m = pf_model_new(&cfg, err, sizeof err);
-    /* PyTorch's default initialisation, seeded (pf_model_new's parameters are zeros, which
-       would give the constant rgb_mean whatever the input): on the pictures here the
-       output spans about 84..137 grey, following the input. */
-    if (m) pf_model_init(m, 7);
-    void *buf = NULL;
-    size_t len = 0;
-    CHECK(m && pf_ckpt_serialize(&cfg, m, NULL, 5, 0, 0.0, &buf, &len, NULL, NULL, err,
-                                  sizeof err) == 0, "%s", err);
-    CHECK(buf && pf_write_file_atomic(path, buf, len, err, sizeof err) == 0, "%s", err);
-    free(buf);
-    pf_model_destroy(&m);
+    pf_test_seeded_weights(cfg_path, path, 7);
 }
 
 /* `pixflow test CFG --checkpoint CK` (outputs in work_dir/test/<CK's stem>/). */
 static void pixflow_test(const char *cfg, const char *ck) {
     char *out;
-    int st = run(&out, "'%s' test '%s' --checkpoint '%s'", bin(), cfg, ck);
+    int st = pf_test_run(root, &out, "'%s' test '%s' --checkpoint '%s'", pf_test_bin(), cfg, ck);
     CHECK(st == 0, "pixflow test %s: status %d:\n%s", ck, st, out);
     free(out);
 }
@@ -180,7 +151,7 @@ static int demo_photos(void) {
     snprintf(wd, sizeof wd, "%s/wd", root);
     snprintf(od, sizeof od, "%s/out", root);
     make_work_dir(wd, val);
-    int st = run(&out, "'%s' upscale '%s' '%s' -o '%s'", bin(), wd, val, od);
+    int st = pf_test_run(root, &out, "'%s' upscale '%s' '%s' -o '%s'", pf_test_bin(), wd, val, od);
     CHECK(st == 0, "upscale: status %d:\n%s", st, out);
     free(out);
     const char *names[] = { "astronaut", "chelsea", "coffee", "motorcycle_left" };
@@ -193,7 +164,7 @@ static void tiles(const char *wd, const char *lq, const char *od) {
     char *out, t[400], a[700], b[700];
     for (int tile = 17; tile <= 23; tile += 6) {
         snprintf(t, sizeof t, "%s/tile%d", root, tile);
-        int st = run(&out, "'%s' upscale '%s' '%s/big.png' -o '%s' --tile %d", bin(), wd, lq, t,
+        int st = pf_test_run(root, &out, "'%s' upscale '%s' '%s/big.png' -o '%s' --tile %d", pf_test_bin(), wd, lq, t,
                      tile);
         CHECK(st == 0, "--tile %d: status %d:\n%s", tile, st, out);
         free(out);
@@ -203,7 +174,7 @@ static void tiles(const char *wd, const char *lq, const char *od) {
         CHECK(d >= 0 && d <= 1, "--tile %d: max difference %d from untiled (want <= 1)", tile, d);
     }
     snprintf(t, sizeof t, "%s/auto", root);
-    int st = run(&out, "'%s' upscale '%s' '%s/big.png' -o '%s' --tile auto", bin(), wd, lq, t);
+    int st = pf_test_run(root, &out, "'%s' upscale '%s' '%s/big.png' -o '%s' --tile auto", pf_test_bin(), wd, lq, t);
     CHECK(st == 0 && strstr(out, "tile 0)"), "--tile auto: status %d:\n%s", st, out);
     free(out);
     snprintf(b, sizeof b, "%s/big.png", t);
@@ -212,14 +183,14 @@ static void tiles(const char *wd, const char *lq, const char *od) {
        line): tile sqrt(1300) - 2 x overlap (8) = 20 */
     double per = 0;
     snprintf(t, sizeof t, "%s/auto2", root);
-    st = run(&out, "'%s' upscale '%s' '%s/big.png' -o '%s/auto_probe' --tile auto", bin(), wd,
+    st = pf_test_run(root, &out, "'%s' upscale '%s' '%s/big.png' -o '%s/auto_probe' --tile auto", pf_test_bin(), wd,
              lq, root);
     const char *p = strstr(out, "activations <= ");
     if (p) per = atof(p + strlen("activations <= "));
     free(out);
     CHECK(per > 100, "no activation estimate in the start-up line");
-    st = run(&out, "PIXFLOW_MEM_AVAILABLE=%.0f '%s' upscale '%s' '%s/big.png' -o '%s' --tile auto",
-             2 * per * 1300, bin(), wd, lq, t);
+    st = pf_test_run(root, &out, "PIXFLOW_MEM_AVAILABLE=%.0f '%s' upscale '%s' '%s/big.png' -o '%s' --tile auto",
+             2 * per * 1300, pf_test_bin(), wd, lq, t);
     CHECK(st == 0 && strstr(out, "tile 20)"), "--tile auto, little memory: status %d:\n%s", st,
           out);
     free(out);
@@ -257,7 +228,7 @@ static void deep_alpha(const char *wd) {
     snprintf(path, sizeof path, "%s/g8.png", dir);
     CHECK(pf_image_write_png_full(path, &g8, err, sizeof err) == 0, "%s", err);
     free(gray);
-    int st = run(&out, "'%s' upscale '%s' '%s' -o '%s'", bin(), wd, dir, od);
+    int st = pf_test_run(root, &out, "'%s' upscale '%s' '%s' -o '%s'", pf_test_bin(), wd, dir, od);
     CHECK(st == 0, "16-bit RGBA: status %d:\n%s", st, out);
     free(out);
     /* the IHDR of the output, byte by byte: width, height, bit depth 16, colour type 6 */
@@ -361,7 +332,7 @@ static void ema(const char *wd, const char *lq, const char *od) {
     snprintf(ema_ck, sizeof ema_ck, "%s/withema.safetensors", root);
     add_ema(ck, ema_ck);
     pixflow_test(cfg, ema_ck);
-    int st = run(&out, "'%s' upscale '%s' '%s/a.png' -o '%s' --config '%s'", bin(), ema_ck, lq, eo, cfg);
+    int st = pf_test_run(root, &out, "'%s' upscale '%s' '%s/a.png' -o '%s' --config '%s'", pf_test_bin(), ema_ck, lq, eo, cfg);
     CHECK(st == 0 && strstr(out, "EMA weights"), "upscale with EMA: status %d:\n%s", st, out);
     free(out);
     snprintf(a, sizeof a, "%s/test/withema/a.png", wd);
@@ -374,7 +345,7 @@ static void ema(const char *wd, const char *lq, const char *od) {
 /* (d): one failing command: non-zero, `name` in its message, `absent` not created. */
 static void refused(const char *what, const char *name, const char *absent, const char *cmd) {
     char *out;
-    int st = run(&out, "%s", cmd);
+    int st = pf_test_run(root, &out, "%s", cmd);
     CHECK(st != 0 && st != -1, "%s: status %d:\n%s", what, st, out);
     CHECK(strstr(out, name) != NULL, "%s: the message does not name %s:\n%s", what, name, out);
     CHECK(!absent || access(absent, F_OK) != 0, "%s: %s was written", what, absent);
@@ -388,7 +359,7 @@ static void bad_input(const char *wd, const char *lq, const char *od) {
     fputs("this is not a picture\n", f);
     fclose(f);
     snprintf(q, sizeof q, "%s/bad1/x.png", root);
-    snprintf(cmd, sizeof cmd, "'%s' upscale '%s' '%s' -o '%s/bad1'", bin(), wd, p, root);
+    snprintf(cmd, sizeof cmd, "'%s' upscale '%s' '%s' -o '%s/bad1'", pf_test_bin(), wd, p, root);
     refused("a text file named x.png", p, q, cmd);
 
     char other_cfg[600], other[600];          /* another network's weights (n_feats 16) */
@@ -398,16 +369,16 @@ static void bad_input(const char *wd, const char *lq, const char *od) {
     write_weights(other_cfg, other);
     snprintf(q, sizeof q, "%s/bad2/a.png", root);
     snprintf(cmd, sizeof cmd, "'%s' upscale '%s' '%s/a.png' -o '%s/bad2' --config '%s/config.yaml'",
-             bin(), other, lq, root, wd);
+             pf_test_bin(), other, lq, root, wd);
     refused("weights of another network", other, q, cmd);
 
-    snprintf(cmd, sizeof cmd, "'%s' upscale '%s' '%s/a.png' -o '%s/sub'", bin(), wd, lq, p);
+    snprintf(cmd, sizeof cmd, "'%s' upscale '%s' '%s/a.png' -o '%s/sub'", pf_test_bin(), wd, lq, p);
     refused("an output folder under a file", p, NULL, cmd);
 
     snprintf(q, sizeof q, "%s/a.png", od);
     size_t before_len = 0, after_len = 0;
     char *before = pf_read_file(q, &before_len, err, sizeof err);
-    snprintf(cmd, sizeof cmd, "'%s' upscale '%s' '%s' -o '%s'", bin(), wd, lq, od);
+    snprintf(cmd, sizeof cmd, "'%s' upscale '%s' '%s' -o '%s'", pf_test_bin(), wd, lq, od);
     refused("an existing output without --force", q, NULL, cmd);
     char *after = pf_read_file(q, &after_len, err, sizeof err);
     CHECK(before && after && before_len == after_len && !memcmp(before, after, before_len),
@@ -415,17 +386,17 @@ static void bad_input(const char *wd, const char *lq, const char *od) {
     free(before);
     free(after);
     char *out;
-    int st = run(&out, "%s --force", cmd);
+    int st = pf_test_run(root, &out, "%s --force", cmd);
     CHECK(st == 0, "--force: status %d:\n%s", st, out);
     free(out);
 
     snprintf(p, sizeof p, "%s/clip.mp4", root);
     f = fopen(p, "w");
     fclose(f);
-    snprintf(cmd, sizeof cmd, "'%s' upscale '%s' '%s' -o '%s/bad3'", bin(), wd, p, root);
-    refused("a video file", p, NULL, cmd);
+    snprintf(cmd, sizeof cmd, "'%s' upscale '%s' '%s' -o '%s/bad3'", pf_test_bin(), wd, p, root);
+    refused("an empty file named clip.mp4", p, NULL, cmd);
 
-    snprintf(cmd, sizeof cmd, "'%s' upscale '%s' '%s/a.png' -o '%s/bad4'", bin(), other, lq, root);
+    snprintf(cmd, sizeof cmd, "'%s' upscale '%s' '%s/a.png' -o '%s/bad4'", pf_test_bin(), other, lq, root);
     refused("a checkpoint with no config beside it", "config.yaml", NULL, cmd);
 
     /* mid-way: t.png's header reads but its pixels are cut off; a.png before it is done */
@@ -441,12 +412,12 @@ static void bad_input(const char *wd, const char *lq, const char *od) {
     CHECK(png && pf_write_file_atomic(q, png, len, err, sizeof err) == 0, "%s", err);
     free(png);
     snprintf(q, sizeof q, "%s/half_out/t.png", root);
-    snprintf(cmd, sizeof cmd, "'%s' upscale '%s' '%s' -o '%s/half_out'", bin(), wd, dir, root);
+    snprintf(cmd, sizeof cmd, "'%s' upscale '%s' '%s' -o '%s/half_out'", pf_test_bin(), wd, dir, root);
     refused("a PNG cut short, after another image", p, q, cmd);
     snprintf(q, sizeof q, "%s/half_out/a.png", root);
     CHECK(access(q, F_OK) == 0, "the image before the bad one was not written");
     snprintf(cmd, sizeof cmd, "ls -A '%s/half_out' | grep -v '^a.png$'", root);
-    st = run(&out, "%s", cmd);
+    st = pf_test_run(root, &out, "%s", cmd);
     CHECK(st != 0 && !out[0], "files left in the output folder: %s", out);
     free(out);
 }
@@ -473,14 +444,14 @@ int main(int argc, char **argv) {
     const char *names[] = { "a", "b", "big" };
 
     /* (a) a work dir and a folder; a checkpoint file (config one folder up) and a quoted glob */
-    int st = run(&out, "'%s' upscale '%s' '%s' -o '%s'", bin(), wd, lq, od);
+    int st = pf_test_run(root, &out, "'%s' upscale '%s' '%s' -o '%s'", pf_test_bin(), wd, lq, od);
     CHECK(st == 0 && strstr(out, "[3/3]"), "upscale: status %d:\n%s", st, out);
     free(out);
     same_as_test(wd, od, names, 3);
     char od2[400];
     snprintf(od2, sizeof od2, "%s/out_glob", root);
-    st = run(&out, "'%s' upscale '%s/checkpoints/iter_5.safetensors' '%s/*.png' '%s/b.jpg' -o '%s'",
-             bin(), wd, lq, lq, od2);
+    st = pf_test_run(root, &out, "'%s' upscale '%s/checkpoints/iter_5.safetensors' '%s/*.png' '%s/b.jpg' -o '%s'",
+             pf_test_bin(), wd, lq, lq, od2);
     CHECK(st == 0, "checkpoint file + glob: status %d:\n%s", st, out);
     free(out);
     same_as_test(wd, od2, names, 3);
@@ -495,7 +466,7 @@ int main(int argc, char **argv) {
     snprintf(ck, sizeof ck, "%s/checkpoints/iter_5.safetensors", wd);
     CHECK(symlink(ck, path) == 0, "symlink %s", path);
     snprintf(od2, sizeof od2, "%s/out_rel", root);
-    st = run(&out, "'%s' upscale '%s' '%s' -o '%s'", bin(), rel, lq, od2);
+    st = pf_test_run(root, &out, "'%s' upscale '%s' '%s' -o '%s'", pf_test_bin(), rel, lq, od2);
     CHECK(st == 0, "a config naming data that is not here: status %d:\n%s", st, out);
     free(out);
     same_as_test(wd, od2, names, 3);
