@@ -50,6 +50,7 @@
 #include "nn/infer.h"
 #include "nn/model.h"
 #include "nn/net.h"
+#include "worker/device.h"
 
 enum { INPUT_IMAGE, INPUT_VIDEO };
 #define MAX_OVERLAP 64          /* default --tile-overlap: the receptive radius, at most this */
@@ -77,6 +78,7 @@ typedef struct {
     int tile;                   /* --tile N; -1 auto; 0 whole image */
     int overlap;                /* --tile-overlap; -1: the default */
     int ensemble, force;
+    int device;                 /* --device cuda:N: N; -1 the CPU */
     char **inputs;              /* the INPUT arguments */
     int n_inputs;
 } up_args;
@@ -89,12 +91,14 @@ typedef struct {
     up_input *in;
     int n_in;
     double bytes_per_px;        /* --tile auto's activation estimate, bytes per LQ pixel */
+    pf_gpu *gpu;                /* --device cuda:N: the network on that GPU, else NULL */
+    pf_infer_net gpu_net;       /* its pf_infer_net */
 } up_job;
 
 static int usage(void) {
     fprintf(stderr, "usage: pixflow upscale WEIGHTS_OR_WORK_DIR INPUT... -o OUT [--config CONFIG]\n"
             "       [--tile N|auto] [--tile-overlap N] [--ensemble] [--threads N]\n"
-            "       [--ext png|jpg] [--force] [--device cpu]\n"
+            "       [--ext png|jpg] [--force] [--device cpu|cuda:N]\n"
             "       [--video-ext EXT] [--codec NAME] [--crf N] [--quality N] [--bitrate R]\n");
     return 2;
 }
@@ -117,7 +121,8 @@ static int parse_bitrate(const char *v, long long *out) {
 
 /* Read argv into *a. Returns 0, or 2 after printing why. */
 static int upscale_parse(int argc, char **argv, up_args *a) {
-    *a = (up_args){ .ext = "png", .overlap = -1, .vo = pf_video_out_opts_default() };
+    *a = (up_args){ .ext = "png", .overlap = -1, .device = -1,
+                    .vo = pf_video_out_opts_default() };
     a->inputs = calloc((size_t)argc + 1, sizeof *a->inputs);
     if (!a->inputs) return 2;
     const char *cmd = "pixflow upscale";
@@ -161,9 +166,13 @@ static int upscale_parse(int argc, char **argv, up_args *a) {
         } else if (!strcmp(o, "--bitrate") && v) {
             if (parse_bitrate(argv[++i], &a->vo.bit_rate)) return 2;
         } else if (!strcmp(o, "--device") && v) {
-            if (strcmp(argv[++i], "cpu") != 0) {
-                fprintf(stderr, "%s: --device %s: not yet: upscale runs on the CPU (the CUDA "
-                        "executor serves training workers only)\n", cmd, argv[i]);
+            char *end = NULL;
+            const char *d = argv[++i];
+            if (!strcmp(d, "cpu")) a->device = -1;
+            else if (!strncmp(d, "cuda:", 5) && (a->device = (int)strtol(d + 5, &end, 10)) >= 0 &&
+                     end != d + 5 && !*end) {
+            } else {
+                fprintf(stderr, "%s: --device %s: expected cpu or cuda:N\n", cmd, d);
                 return 2;
             }
         } else if (o[0] == '-' && o[1]) {
@@ -191,8 +200,25 @@ static double activation_bytes(const pf_config *cfg) {
     return sum * sizeof(float);
 }
 
-/* The model (cli/model_source.h: config, weights checked against the network, loaded) and the
-   --tile auto estimate. 0 or -1 after printing why. */
+/* --device cuda:N: the network on GPU N with the CPU model's weights (worker/device.h), run
+   through pf_infer_on like the CPU model. Image networks only. 0 or -1 after printing why. */
+static int upscale_gpu(int device, up_job *j) {
+    char err[1024] = "";
+    if (pf_model_is_video(j->m))
+        snprintf(err, sizeof err, "--device cuda:%d: %s runs on the CPU only for now", device,
+                 j->cfg->model_type);
+    else if ((j->gpu = pf_gpu_new(j->cfg, device, err, sizeof err)) &&
+             pf_gpu_set_params(j->gpu, pf_model_params(j->m), err, sizeof err) == 0)
+        j->gpu_net = pf_gpu_infer_net(j->gpu, pf_model_input_multiple(j->m));
+    else
+        pf_gpu_destroy(&j->gpu);
+    if (j->gpu) return 0;
+    fprintf(stderr, "pixflow upscale: cuda:%d: %s\n", device, err);
+    return -1;
+}
+
+/* The model (cli/model_source.h: config, weights checked against the network, loaded), the
+   --tile auto estimate and, with --device cuda:N, the GPU. 0 or -1 after printing why. */
 static int upscale_model(const up_args *a, up_job *j) {
     char err[2048] = "";
     if (pf_model_source_resolve(a->model, a->cfg_path, j->cfg_path, sizeof j->cfg_path,
@@ -203,7 +229,7 @@ static int upscale_model(const up_args *a, up_job *j) {
         return -1;
     }
     j->bytes_per_px = activation_bytes(j->cfg);
-    return 0;
+    return a->device >= 0 ? upscale_gpu(a->device, j) : 0;
 }
 
 /* The kind of a file by its extension: an image, a video, or -1 (neither). */
@@ -539,7 +565,8 @@ static int upscale_run(const up_args *a, up_job *j) {
     int overlap = a->overlap >= 0 ? a->overlap
                 : radius == PF_INFER_GLOBAL ? 0 : radius < MAX_OVERLAP ? radius : MAX_OVERLAP;
     int q = pf_model_input_multiple(m), mult = j->cfg->pad_multiple > 0 ? j->cfg->pad_multiple : 1;
-    pf_upscaler u = { m, { a->ensemble, 0, overlap }, mult % q ? mult * q : mult };
+    pf_upscaler u = { m, { a->ensemble, 0, overlap }, mult % q ? mult * q : mult,
+                      j->gpu ? &j->gpu_net : NULL };
     char tile[32];
     snprintf(tile, sizeof tile, a->tile < 0 ? "auto" : a->tile ? "%d" : "off", a->tile);
     fprintf(stderr, "pixflow upscale: %s (%s%s), x%d, %d input%s, tile %s, overlap %d "
@@ -585,6 +612,7 @@ int pf_upscale_main(int argc, char **argv) {
     for (int i = 0; i < j.n_in; i++) free(j.in[i].path);
     free(j.in);
     free(a.inputs);
+    pf_gpu_destroy(&j.gpu);
     pf_model_destroy(&j.m);
     sigaction(SIGINT, &old, NULL);
     return status && interrupted ? 130 : status;

@@ -32,6 +32,8 @@ typedef struct {
     pf_model *m;                /* an image network with its weights loaded */
     pf_infer_opts opts;         /* ensemble, tile (0: whole image), tile_overlap, LQ pixels */
     int mult;                   /* pad the LQ to a multiple of this (>= 1) */
+    const pf_infer_net *net;    /* what runs it (--device cuda:N: worker/device.h's
+                                   pf_gpu_infer_net); NULL: the CPU model m */
 } pf_upscaler;
 
 /* Upscale `in` (w x h, 1..4 channels, 8 or 16 bits) into *out: (w * scale) x (h * scale), the

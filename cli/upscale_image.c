@@ -41,9 +41,9 @@ static int run_plane(const pf_upscaler *u, const void *lq, size_t es, int h, int
         memcpy(dst, src, (size_t)w * px);
         for (int x = w; x < pw; x++) memcpy(dst + (size_t)x * px, src + (size_t)(w - 1) * px, px);
     }
+    pf_infer_net cpu = pf_infer_net_cpu(u->m);
     if (rc == 0)
-        rc = es == 1 ? pf_infer(u->m, pad, ph, pw, &u->opts, full, err, errlen)
-                     : pf_infer_f32(u->m, (const float *)pad, ph, pw, &u->opts, full, err, errlen);
+        rc = pf_infer_on(u->net ? u->net : &cpu, pad, es, ph, pw, &u->opts, full, err, errlen);
     for (int y = 0; rc == 0 && y < h * s; y++)
         memcpy(*out + (size_t)y * w * s * 3, full + (size_t)y * pw * s * 3,
                (size_t)w * s * 3 * sizeof *full);

@@ -399,6 +399,16 @@ static void bad_input(const char *wd, const char *lq, const char *od) {
     snprintf(cmd, sizeof cmd, "'%s' upscale '%s' '%s/a.png' -o '%s/bad4'", pf_test_bin(), other, lq, root);
     refused("a checkpoint with no config beside it", "config.yaml", NULL, cmd);
 
+    /* --device cuda:0 with no GPU visible (CUDA_VISIBLE_DEVICES empty, on any machine): the
+       CUDA backend's error, or without one "no CUDA backend", named by the device */
+    snprintf(q, sizeof q, "%s/bad5/a.png", root);
+    snprintf(cmd, sizeof cmd, "CUDA_VISIBLE_DEVICES= '%s' upscale '%s' '%s/a.png' -o '%s/bad5' "
+             "--device cuda:0", pf_test_bin(), wd, lq, root);
+    refused("--device cuda:0 without a visible GPU", "cuda:0", q, cmd);
+    snprintf(cmd, sizeof cmd, "'%s' upscale '%s' '%s/a.png' -o '%s/bad6' --device gpu",
+             pf_test_bin(), wd, lq, root);
+    refused("--device gpu", "expected cpu or cuda:N", NULL, cmd);
+
     /* mid-way: t.png's header reads but its pixels are cut off; a.png before it is done */
     char dir[400], src[700];
     snprintf(dir, sizeof dir, "%s/half", root);
