@@ -62,7 +62,11 @@ int pf_export_main(int argc, char **argv) {
                 return 2;
         }
         else if (argv[i][0] != '-' && !src) src = argv[i];
-        else return usage();
+        else {
+            fprintf(stderr, "pixflow export: %s: %s\n", argv[i],
+                    argv[i][0] == '-' ? "unknown option or missing value" : "one model only");
+            return usage();
+        }
     }
     if (!out || !src) return usage();
     if (!force && access(out, F_OK) == 0) {
@@ -76,6 +80,9 @@ int pf_export_main(int argc, char **argv) {
     pf_model *m = pf_model_source_load(src, config, &cfg, &ema, err, sizeof err);
     void *buf = NULL;
     size_t len = 0;
+    if (m && frames && !pf_model_is_video(m))
+        fprintf(stderr, "pixflow export: warning: --num-frame %d ignored: %s is an image "
+                "network\n", frames, cfg.model_type);
     int rc = !m || encode(m, &cfg, frames, &buf, &len, err, sizeof err) ||
              pf_write_file_atomic(out, buf, len, err, sizeof err);
     if (rc) fprintf(stderr, "pixflow: export: %s\n", err);

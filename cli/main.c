@@ -2,7 +2,7 @@
 
       pixflow train CONFIG [--resume auto|PATH] [--loaders N]   the whole job on this host
       pixflow test CONFIG --checkpoint PATH [--video[=CODEC]]    data.test through a checkpoint
-      pixflow upscale WEIGHTS_OR_WORK_DIR INPUT... -o OUT        a network on your own images
+      pixflow upscale WEIGHTS_OR_WORK_DIR INPUT... -o OUT        a network on your images, videos
       pixflow coordinator CONFIG [--bind EP] [--addr-file F]    the job's hub
       pixflow loader --connect EP [--join-timeout S]            decode + augment + batch
       pixflow worker --connect EP [--device cpu]                train the network
@@ -34,7 +34,7 @@ static int usage(void) {
             "                                                   (--loaders 0: loaders join by hand)\n"
             "  test CONFIG --checkpoint PATH [--workers N]      evaluate data.test\n"
             "        [--video[=CODEC]]                          (video sets: also CLIP.mkv)\n"
-            "  upscale WEIGHTS_OR_WORK_DIR INPUT... -o OUT      a network on your images\n"
+            "  upscale WEIGHTS_OR_WORK_DIR INPUT... -o OUT      a network on your images and videos\n"
             "        [--tile N|auto] [--ensemble] [--force]     (docs/upscale.md)\n"
             "  coordinator CONFIG [--bind EP] [--addr-file F] [--workers N] [--resume R]\n"
             "  loader --connect EP [--name NAME] [--join-timeout S]\n"

@@ -95,12 +95,20 @@ typedef struct {
     pf_infer_net gpu_net;       /* its pf_infer_net */
 } up_job;
 
-static int usage(void) {
-    fprintf(stderr, "usage: pixflow upscale WEIGHTS_OR_WORK_DIR INPUT... -o OUT [--config CONFIG]\n"
+/* The usage text on `f`; returns 2 (a usage error's status). */
+static int usage_to(FILE *f) {
+    fprintf(f, "usage: pixflow upscale WEIGHTS_OR_WORK_DIR INPUT... -o OUT [--config CONFIG]\n"
             "       [--tile N|auto] [--tile-overlap N] [--ensemble] [--threads N]\n"
             "       [--ext png|jpg] [--force] [--device cpu|cuda:N]\n"
-            "       [--video-ext EXT] [--codec NAME] [--crf N] [--quality N] [--bitrate R]\n");
+            "       [--video-ext EXT] [--codec NAME] [--crf N] [--quality N] [--bitrate R]\n"
+            "       [--drop-unsupported-streams]\n"
+            "INPUT: images (PNG, JPEG), videos (any file FFmpeg reads), folders of them, globs.\n"
+            "Details: docs/upscale.md\n");
     return 2;
+}
+
+static int usage(void) {
+    return usage_to(stderr);
 }
 
 /* --bitrate R: bits/s, with an optional k or M suffix ("2M", "800k"). 0, or -1 after printing
@@ -119,7 +127,8 @@ static int parse_bitrate(const char *v, long long *out) {
     return 0;
 }
 
-/* Read argv into *a. Returns 0, or 2 after printing why. */
+/* Read argv into *a. Returns 0, -1 after printing the usage for --help, or 2 after printing
+   why. */
 static int upscale_parse(int argc, char **argv, up_args *a) {
     *a = (up_args){ .ext = "png", .overlap = -1, .device = -1,
                     .vo = pf_video_out_opts_default() };
@@ -128,7 +137,9 @@ static int upscale_parse(int argc, char **argv, up_args *a) {
     const char *cmd = "pixflow upscale";
     for (int i = 0; i < argc; i++) {
         const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(o, "-h") || !strcmp(o, "--help")) return usage_to(stdout), -1;
         if (!strcmp(o, "-o") && v) a->out_dir = argv[++i];
+        else if (!strcmp(o, "--drop-unsupported-streams")) a->vo.drop_unsupported = 1;
         else if (!strcmp(o, "--config") && v) a->cfg_path = argv[++i];
         else if (!strcmp(o, "--ensemble")) a->ensemble = 1;
         else if (!strcmp(o, "--force")) a->force = 1;
@@ -615,5 +626,5 @@ int pf_upscale_main(int argc, char **argv) {
     pf_gpu_destroy(&j.gpu);
     pf_model_destroy(&j.m);
     sigaction(SIGINT, &old, NULL);
-    return status && interrupted ? 130 : status;
+    return status < 0 ? 0 : status && interrupted ? 130 : status;
 }

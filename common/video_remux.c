@@ -101,7 +101,8 @@ static int add_copies(pf_video_out *vo, int video_index, int drop_unsupported, c
                      vo->fmt->oformat->name, i, tname, cname);
             if (!drop_unsupported) {
                 size_t n = strlen(what);
-                snprintf(what + n, sizeof what - n, "; use .mkv, or drop it");
+                snprintf(what + n, sizeof what - n, "; choose a container that holds it, or "
+                         "drop it (drop_unsupported: pixflow upscale --drop-unsupported-streams)");
                 return fail(vo, what, 0, err, errlen);
             }
             if (!vo->quiet) fprintf(stderr, "%s: warning: %s: dropped\n", vo->path, what);
@@ -162,6 +163,9 @@ static int open_encoder(pf_video_out *vo, const pf_video_out_opts *o, AVRational
     if (o->crf >= 0 && !x26x)
         return fail(vo, "crf applies to libx264 and libx265 only (use quality or bit_rate)", 0,
                     err, errlen);
+    if (o->quality >= 1 && x26x)
+        return fail(vo, "quality (a fixed quantiser, ffmpeg's -q:v) does not apply to libx264 "
+                    "and libx265: use crf or bit_rate", 0, err, errlen);
     if (avformat_query_codec(vo->fmt->oformat, c->id, FF_COMPLIANCE_NORMAL) != 1) {
         char what[200];
         snprintf(what, sizeof what, "the %s container does not take %s", vo->fmt->oformat->name,

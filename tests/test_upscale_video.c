@@ -20,8 +20,10 @@
         a folder of PNG frames (VideoRecurrentTestDataset, lq_folder, evaluation's windows);
         a PNG given to the video network is refused, naming it;
     (c) bad input, each with a non-zero exit, a message naming the file, nothing under the
-        final name and no .part file: garbage bytes named x.mp4; --crf with ffv1 (before any
-        inference); an existing output without --force (left as it was; --force replaces it);
+        final name and no .part file: garbage bytes named x.mp4; --crf with ffv1 and --quality
+        with libx264 (before any inference); an .mp4's mov_text subtitles into the .mkv of
+        --codec ffv1 (the message names --drop-unsupported-streams, which then writes it with
+        the audio and without the subtitles); an existing output without --force (left as it was; --force replaces it);
         SIGINT during a long clip (exit 130; skipped with a note if the run ends before the
         signal lands); a full disk (a 64 KiB tmpfs as OUT; root only, else skipped with the
         reason).
@@ -135,9 +137,12 @@ static void check_output(const char *src, const char *name, const char *acodec, 
     snprintf(png, sizeof png, "%s/png_%s", root, name);
     probe(out, "a:0", "codec_name", v, sizeof v);
     CHECK(!strcmp(v, acodec), "%s: audio codec '%s' (want %s)", out, v, acodec);
-    probe(src, "a:0", "sample_rate,nb_read_packets", v, sizeof v);
-    probe(out, "a:0", "sample_rate,nb_read_packets", w, sizeof w);
-    CHECK(v[0] && !strcmp(v, w), "%s: audio sample rate / packets '%s' (source '%s')", out, w, v);
+    probe(src, "a:0", "sample_rate", v, sizeof v);
+    probe(out, "a:0", "sample_rate", w, sizeof w);
+    CHECK(v[0] && !strcmp(v, w), "%s: audio sample rate '%s' (source '%s')", out, w, v);
+    probe(src, "a:0", "nb_read_packets", v, sizeof v);   /* one entry a call: first_line */
+    probe(out, "a:0", "nb_read_packets", w, sizeof w);
+    CHECK(atoi(v) > 0 && !strcmp(v, w), "%s: %s audio packets (source %s)", out, w, v);
     probe(src, "v:0", "nb_read_frames", v, sizeof v);
     probe(out, "v:0", "nb_read_frames", w, sizeof w);
     CHECK(atoi(v) >= 23 && !strcmp(v, w), "%s: %s frames (source %s)", out, w, v);
@@ -369,7 +374,7 @@ static void full_disk(const char *wd, const char *src) {
 }
 
 /* (c) */
-static void bad_input(void) {
+static void bad_input(int x264) {
     char wd[400], p[400], final[500], cmd[1500], err[256];
     snprintf(wd, sizeof wd, "%s/wd", root);
     snprintf(p, sizeof p, "%s/x.mp4", root);
@@ -384,6 +389,9 @@ static void bad_input(void) {
     snprintf(cmd, sizeof cmd, "'%s' upscale '%s' '%s' -o '%s/bad' --codec ffv1 --crf 10",
              pf_test_bin(), wd, p, root);
     refused("--crf with ffv1", "crf", final, 0, cmd);
+    snprintf(cmd, sizeof cmd, "'%s' upscale '%s' '%s' -o '%s/bad' --codec libx264 --quality 5",
+             pf_test_bin(), wd, p, root);
+    if (x264) refused("--quality with libx264", "quality", final, 0, cmd);
     /* an existing output: refused and untouched; --force replaces it */
     snprintf(final, sizeof final, "%s/out/a.mkv", root);
     size_t n0 = 0, n1 = 0;
@@ -407,6 +415,32 @@ static void bad_input(void) {
     full_disk(wd, p);
 }
 
+/* (d) an .mp4's mov_text subtitles: the .mkv that --codec ffv1 falls back to cannot hold
+   them, an error naming the way out; --drop-unsupported-streams leaves them out, audio kept. */
+static void unsupported_stream(void) {
+    char wd[400], srt[400], sub[400], subout[500], final[500], cmd[1500];
+    snprintf(wd, sizeof wd, "%s/wd", root);
+    snprintf(srt, sizeof srt, "%s/subs.srt", root);
+    FILE *f = fopen(srt, "w");
+    if (f) fputs("1\n00:00:00,000 --> 00:00:00,500\nhello\n\n", f), fclose(f);
+    snprintf(sub, sizeof sub, "%s/sub.mp4", root);
+    CHECK(sh("ffmpeg -v error -nostdin -y -f lavfi -i testsrc=size=48x32:rate=10 -f lavfi -i "
+             "sine=sample_rate=44100 -i '%s' -t 1 -map 0 -map 1 -map 2 -c:v mpeg4 -c:a aac "
+             "-c:s mov_text '%s'%s", srt, sub, "") == 0, "making %s", sub);
+    snprintf(final, sizeof final, "%s/subout/sub.mkv", root);
+    snprintf(cmd, sizeof cmd, "'%s' upscale '%s' '%s' -o '%s/subout' --codec ffv1",
+             pf_test_bin(), wd, sub, root);
+    refused("mov_text into .mkv", "--drop-unsupported-streams", final, 0, cmd);
+    char *o;
+    int st = pf_test_run(root, &o, "%s --drop-unsupported-streams", cmd);
+    CHECK(st == 0 && strstr(o, "dropped"), "--drop-unsupported-streams: status %d:\n%s", st, o);
+    free(o);
+    probe(final, "s", "codec_name", subout, sizeof subout);
+    CHECK(subout[0] == '\0', "%s: a subtitle stream '%s' was kept", final, subout);
+    probe(final, "a:0", "codec_name", subout, sizeof subout);
+    CHECK(!strcmp(subout, "aac"), "%s: audio '%s' (want aac)", final, subout);
+}
+
 int main(void) {
     if (system("ffmpeg -version > /dev/null 2>&1 && ffprobe -version > /dev/null 2>&1") != 0) {
         printf("test_upscale_video: the ffmpeg and ffprobe CLI are needed (scripts/setup.sh "
@@ -421,7 +455,8 @@ int main(void) {
     image_network(x264);
     odd_size();
     video_network();
-    bad_input();
+    bad_input(x264);
+    unsupported_stream();
     char cmd[400];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
     if (!getenv("PF_TEST_KEEP") && system(cmd) != 0) fprintf(stderr, "could not remove %s\n", root);
