@@ -15,7 +15,8 @@
         refused, and one asymmetric kernel against a naive loop (correlation, reflect).
     With `torch` (ctest test_blur_kernel.torch; 77 without /usr/bin/python3 with numpy, scipy
     and torch): 200 seeded draws over every kind and sinc (kernel_list of the six at 1/6 each,
-    sinc_prob 0.2, stages 1 and 2, blur_kernel_size 3, 5, 13, 21, 31, and final sincs), each
+    sinc_prob 0.2, stages 1 and 2, blur_kernel_size 3, 5, 13, 21, 31, and final sincs at
+    final_sinc_prob 0.5, so pulses too), each
     written as its params line, its kernel and a filtered random image (uint8 or float), plus
     a random asymmetric kernel (whose filtering shows a flipped correlation);
     tests/reference/blur_kernel_ref.py rebuilds every kernel from the
@@ -264,14 +265,14 @@ static int write_file(const char *dir, const char *name, const void *p, size_t n
 static void sample_draw(int i, pf_blur_params *p, int *stage, int *pad_to) {
     static const int sizes[5] = { 21, 31, 13, 3, 5 };
     pf_blur_opts o;
-    *stage = i % 10 == 9 ? 3 : 1 + (i / 5) % 2;
+    *stage = i % 8 == 7 ? 3 : 1 + (i / 5) % 2;
     pf_blur_opts_default(&o, *stage == 2 ? 2 : 1);
     for (int f = 0; f < 6; f++) o.kernel_prob[f] = 1.0 / 6;
     o.sinc_prob = 0.2;
     o.blur_kernel_size = sizes[i % 5];
     pf_rng r = pf_blur_rng(pf_mix64(2026 + (uint64_t)i), *stage);
     if (*stage == 3)
-        pf_blur_draw_final_sinc(0.8, o.blur_kernel_size, &r, p);
+        pf_blur_draw_final_sinc(0.5, o.blur_kernel_size, &r, p); /* pulses too */
     else
         pf_blur_draw(&o, &r, p);
     *pad_to = o.blur_kernel_size; /* BasicSR pads to the largest size */

@@ -18,7 +18,7 @@ The folder holds params.txt, one line per sample:
 inI.bin (H x W x C uint8 or float32, HWC) and outI.f32 (the C filter's output, float32 HWC).
 Checks: max |C kernel - numpy kernel| <= 1e-6, max |C output - torch output| <= 1e-3 (the
 uint8 inputs on the 0..255 scale, the float ones in [0, 1)), and that every kind, sinc and
-pulse occur. Exit status 1 on any failure.
+pulse occur at least 5 times each. Exit status 1 on any failure.
 Run: /usr/bin/python3 tests/reference/blur_kernel_ref.py DIR
 """
 import collections
@@ -33,6 +33,7 @@ from scipy import special
 
 KERNEL_TOL = 1e-6
 FILTER_TOL = 1e-3
+MIN_PER_KIND = 5
 GAUSSIAN_LIKE = ("iso", "aniso", "generalized_iso", "generalized_aniso", "plateau_iso",
                  "plateau_aniso")
 
@@ -133,10 +134,10 @@ def main():
             failed += 1
             print("blur_kernel_ref: sample %d (%s k=%s): %s" %
                   (rec["index"], rec["family"], rec["kernel_size"], e))
-    missing = set(GAUSSIAN_LIKE + ("sinc", "pulse")) - set(seen)
-    if missing:
+    few = [k for k in GAUSSIAN_LIKE + ("sinc", "pulse") if seen[k] < MIN_PER_KIND]
+    if few:
         failed += 1
-        print("blur_kernel_ref: no sample of %s" % ", ".join(sorted(missing)))
+        print("blur_kernel_ref: fewer than %d samples of %s" % (MIN_PER_KIND, ", ".join(few)))
     print("blur_kernel_ref: %d samples (%s), %d failures; kernels differ by at most %.3g "
           "(tolerance %g), filtered images from torch's by %.3g (tolerance %g)" %
           (len(recs), ", ".join("%s %d" % kv for kv in sorted(seen.items())), failed, kmax,
