@@ -21,7 +21,11 @@
         whose header reads but whose pixels are cut short, after a good image: the good one
         written, nothing else in the output folder (no temporary file left either);
     (e) a checkpoint with params_ema.* (0.9 x the weights, written here): upscale uses them and
-        equals `pixflow test` on that checkpoint, and differs from the plain weights' output.
+        equals `pixflow test` on that checkpoint, and differs from the plain weights' output;
+    (f) --ensemble equals `pixflow test` with eval_cfg.ensemble (x8 self-ensemble) pixel for
+        pixel, and differs from the plain output;
+    (d') --device cuda:0 with CUDA_VISIBLE_DEVICES empty fails naming cuda:0, nothing written;
+        --device gpu is a usage error.
     `test_upscale demo_photos`: (a) on data/demo/val (scripts/fetch-demo-data.sh); 77 when the
     photos are not there. */
 #include <stdarg.h>
@@ -342,6 +346,37 @@ static void ema(const char *wd, const char *lq, const char *od) {
     CHECK(max_diff(b, c) > 0, "EMA: %s equals the plain weights' output %s", b, c);
 }
 
+/* (f): --ensemble equals `pixflow test` with eval_cfg.ensemble (the x8 self-ensemble), and
+   differs from the plain output. */
+static void ensemble(const char *wd, const char *lq, const char *od) {
+    char we[400], path[600], ck[600], src[600], oe[400], err[512], *out;
+    snprintf(we, sizeof we, "%s/wd_ens", root);
+    snprintf(path, sizeof path, "%s/checkpoints", we);
+    CHECK(pf_mkdirs(path, err, sizeof err) == 0, "%s", err);
+    snprintf(path, sizeof path, "%s/config.yaml", we);
+    write_cfg(path, lq, we, 8);
+    FILE *f = fopen(path, "a");
+    if (f) fputs("eval_cfg: {ensemble: true}\n", f), fclose(f);
+    snprintf(src, sizeof src, "%s/checkpoints/iter_5.safetensors", wd);
+    snprintf(ck, sizeof ck, "%s/checkpoints/iter_5.safetensors", we);
+    size_t n = 0;
+    char *bytes = pf_read_file(src, &n, err, sizeof err);
+    CHECK(bytes && pf_write_file_atomic(ck, bytes, n, err, sizeof err) == 0, "%s", err);
+    free(bytes);
+    pixflow_test(path, ck);
+    snprintf(oe, sizeof oe, "%s/out_ens", root);
+    int st = pf_test_run(root, &out, "'%s' upscale '%s' '%s' -o '%s' --ensemble", pf_test_bin(),
+                         we, lq, oe);
+    CHECK(st == 0 && strstr(out, "x8 ensemble"), "--ensemble: status %d:\n%s", st, out);
+    free(out);
+    const char *names[] = { "a", "b", "big" };
+    same_as_test(we, oe, names, 3);
+    char a[700], b[700];
+    snprintf(a, sizeof a, "%s/a.png", oe);
+    snprintf(b, sizeof b, "%s/a.png", od);
+    CHECK(max_diff(a, b) > 0, "--ensemble: %s equals the plain output %s", a, b);
+}
+
 /* (d): one failing command: non-zero, `name` in its message, `absent` not created. */
 static void refused(const char *what, const char *name, const char *absent, const char *cmd) {
     char *out;
@@ -483,6 +518,7 @@ int main(int argc, char **argv) {
 
     tiles(wd, lq, od);
     ema(wd, lq, od);
+    ensemble(wd, lq, od);
     deep_alpha(wd);
     bad_input(wd, lq, od);
 
