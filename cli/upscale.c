@@ -585,6 +585,12 @@ static int upscale_run(const up_args *a, up_job *j) {
             j->cfg->model_type, ema ? ", EMA weights" : "", pf_model_scale(m), j->n_in,
             j->n_in > 1 ? "s" : "", tile, overlap, radius, a->ensemble ? ", x8 ensemble" : "",
             j->bytes_per_px);
+    if (a->tile != 0 && radius == PF_INFER_GLOBAL)
+        fprintf(stderr, "pixflow upscale: warning: %s pools over the whole image: tiled outputs "
+                "differ from untiled ones\n", j->cfg->model_type);
+    else if (a->tile != 0 && overlap < radius)
+        fprintf(stderr, "pixflow upscale: warning: --tile-overlap %d is below the receptive "
+                "radius %d: seams possible where tiles meet\n", overlap, radius);
     int rc = 0;
     double t0 = pf_now();
     for (int i = 0; rc == 0 && i < j->n_in; i++) {

@@ -8,6 +8,7 @@
     (b) tiled (--tile 17 and 23, which do not divide the image; default overlap = receptive
         radius) equals untiled within 1 grey level; --tile auto on a small image is untiled,
         and with little memory (PIXFLOW_MEM_AVAILABLE) picks the tile its estimate allows;
+        --tile-overlap 0 warns (below the receptive radius) and shows seams (> 1 grey level);
     (c) a 16-bit RGBA PNG comes back 16-bit RGBA at 2x (the IHDR bytes read here), its RGB
         within 2/255 of the 8-bit path's output for the same values (input low bytes zero), its
         alpha within 2/255 of 0.299 R + 0.587 G + 0.114 B of the 8-bit path's output of the
@@ -201,6 +202,15 @@ static void tiles(const char *wd, const char *lq, const char *od) {
     snprintf(b, sizeof b, "%s/big.png", t);
     int d = max_diff(a, b);
     CHECK(d >= 0 && d <= 1, "--tile auto (tile 20): max difference %d from untiled", d);
+    /* an overlap below the receptive radius (8 here): a warning, and indeed seams */
+    snprintf(t, sizeof t, "%s/tile_overlap0", root);
+    st = pf_test_run(root, &out, "'%s' upscale '%s' '%s/big.png' -o '%s' --tile 17 "
+                     "--tile-overlap 0", pf_test_bin(), wd, lq, t);
+    CHECK(st == 0 && strstr(out, "below the receptive radius"), "--tile-overlap 0: status %d, "
+          "no warning:\n%s", st, out);
+    free(out);
+    snprintf(b, sizeof b, "%s/big.png", t);
+    CHECK(max_diff(a, b) > 1, "--tile-overlap 0: no seam, so the tiling test above cannot fail");
 }
 
 /* (c): a 16-bit RGBA PNG. */
