@@ -16,19 +16,38 @@
     checkpoints/iter_1.safetensors, latest) holding those networks and weights, for `pixflow
     export` to export again; and checks
     that an op without a mapping is refused by name. Exit 0, or 1 with what failed.
-    Without DIR (its own ctest entry) it writes under ./onnx_export_out. */
+    Without DIR (its own ctest entry) it writes under ./onnx_export_out.
+
+    Two more modes serve ctest onnx.upscale (tests/onnx_export.sh upscale): onnxruntime on the
+    exported model against `pixflow upscale` on real images:
+      fixtures DIR    DIR/work_upscale, a work dir of EDSR x2 (16 features, 2 blocks) with
+                      the random weights above, and DIR/images/{small,large}.png (37 x 29,
+                      52 x 44 generated pictures): the model and images when the demo's are
+                      not there
+      upscale DIR MODEL UPSCALED IMG...   MODEL (a work dir, as `pixflow upscale` takes it)
+                      on each IMG k through pf_infer, whole image, as upscale runs it:
+                      DIR/upscale.in{k}.f32 and .out{k}.f32 (1 x 3 x H x W NCHW, the float
+                      output, not rounded), DIR/upscale.png{k}.u8 (`pixflow upscale`'s
+                      UPSCALED/<stem>.png as H x W x 3 bytes, for onnx_runtime.js to compare
+                      onnxruntime's rounded output with) and cases.txt; checks that those
+                      floats rounded (pf_to_u8) are that PNG byte for byte (so the floats are
+                      upscale's) and that the image is not flat (at least 32 grey levels). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/model_source.h"
 #include "common/config.h"
+#include "common/image.h"
+#include "common/metrics.h"
 #include "common/networks.h"
 #include "common/rng.h"
 #include "common/safetensors.h"
 #include "common/util.h"
 #include "nn/checkpoint.h"
+#include "nn/infer.h"
 #include "nn/model.h"
 #include "nn/net.h"
 #include "nn/onnx_export.h"
@@ -197,7 +216,125 @@ static void unmapped_refused(void) {
     pf_net_free(&g);
 }
 
+/* ---- onnx.upscale's modes ------------------------------------------------------------- */
+
+/* A smooth-ish picture with some texture (the network's output is neither flat nor clipped). */
+static void write_picture(const char *dir, const char *name, int w, int h, int seed) {
+    uint8_t *px = malloc((size_t)w * h * 3);
+    for (int y = 0; y < h; y++)
+        for (int x = 0; x < w; x++)
+            for (int c = 0; c < 3; c++)
+                px[((size_t)y * w + x) * 3 + c] =
+                    (uint8_t)(128 + 90 * ((x * (c + 2) + y * (3 - c) + seed * 7) % 23) / 23 -
+                              45 + (x * y + seed) % 5);
+    char path[2048], err[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    CHECK(pf_image_write_png(path, px, w, h, err, sizeof err) == 0, "%s", err);
+    free(px);
+}
+
+static int fixtures(const char *dir) {
+    static pf_config c;
+    char err[1024], path[2048];
+    small_config(&c, "EDSR", 2);
+    c.n_feats = 16;
+    pf_model *m = pf_model_new(&c, err, sizeof err);
+    CHECK(m != NULL, "EDSR x2: %s", err);
+    if (!m) return pf_test_end("test_onnx_export fixtures");
+    random_weights(m);
+    work_dir(&c, m, dir, "upscale");
+    pf_model_destroy(&m);
+    snprintf(path, sizeof path, "%s/images", dir);
+    CHECK(pf_mkdirs(path, err, sizeof err) == 0, "%s", err);
+    write_picture(path, "small.png", 37, 29, 1);
+    write_picture(path, "large.png", 52, 44, 2);
+    return pf_test_end("test_onnx_export fixtures");
+}
+
+/* Image k (lq, h x w) through m as `pixflow upscale` runs it; its files in dir. */
+static void upscale_one(pf_model *m, const char *dir, const char *upscaled, const char *img,
+                        int k, const pf_image *lq, FILE *cases) {
+    int s = pf_model_scale(m), h = lq->h, w = lq->w, H = h * s, W = w * s;
+    size_t hw = (size_t)h * w, HW = (size_t)H * W;
+    float *out = malloc(HW * 3 * sizeof *out), *in = malloc(hw * 3 * sizeof *in);
+    float *nchw = malloc(HW * 3 * sizeof *nchw);
+    uint8_t *u8 = malloc(HW * 3);
+    char err[1024], path[2048], ext[32];
+    pf_infer_opts whole = { 0 };
+    int rc = pf_infer(m, lq->data, h, w, &whole, out, err, sizeof err);
+    CHECK(rc == 0, "%s: %s", img, err);
+    if (rc) goto done;
+    for (size_t i = 0; i < hw; i++)
+        for (int c = 0; c < 3; c++) in[c * hw + i] = (float)lq->data[i * 3 + c] / 255.0f;
+    for (size_t i = 0; i < HW; i++)
+        for (int c = 0; c < 3; c++) nchw[c * HW + i] = out[i * 3 + c];
+    pf_to_u8(out, u8, HW * 3);
+    /* `pixflow upscale`'s PNG of this image: OUT/<stem>.png */
+    const char *base = strrchr(img, '/') ? strrchr(img, '/') + 1 : img;
+    const char *dot = strrchr(base, '.');
+    snprintf(path, sizeof path, "%s/%.*s.png", upscaled, (int)(dot ? dot - base : (long)strlen(base)),
+             base);
+    pf_image up = { 0 };
+    rc = pf_image_read_png(path, &up, err, sizeof err);
+    CHECK(rc == 0, "pixflow upscale's output: %s", err);
+    if (rc) goto done;
+    CHECK(up.w == W && up.h == H, "%s: %d x %d, want %d x %d", path, up.w, up.h, W, H);
+    size_t differ = 0;
+    int seen[256] = { 0 }, levels = 0;
+    for (size_t i = 0; up.w == W && up.h == H && i < HW * 3; i++) {
+        differ += up.data[i] != u8[i];
+        levels += !seen[u8[i]]++;
+    }
+    CHECK(differ == 0, "%s: %zu of %zu bytes differ from pf_infer's output rounded", path, differ,
+          HW * 3);
+    CHECK(levels >= 32, "%s: only %d grey levels (a flat output proves little)", path, levels);
+    snprintf(ext, sizeof ext, ".in%d.f32", k);
+    write_file(dir, "upscale", ext, in, hw * 3 * sizeof *in);
+    snprintf(ext, sizeof ext, ".out%d.f32", k);
+    write_file(dir, "upscale", ext, nchw, HW * 3 * sizeof *nchw);
+    snprintf(ext, sizeof ext, ".png%d.u8", k);
+    write_file(dir, "upscale", ext, up.data, HW * 3);
+    fprintf(cases, "upscale %d 1 %d %d %d 0\n", k, h, w, s);
+    printf("%s: %d x %d -> %d x %d, %d grey levels, pf_infer rounded %s upscale's PNG\n", img,
+           w, h, W, H, levels, differ ? "!=" : "=");
+    pf_image_free(&up);
+done:
+    free(out);
+    free(in);
+    free(nchw);
+    free(u8);
+}
+
+static int upscale_side(const char *dir, const char *model, const char *upscaled, int n,
+                        char **imgs) {
+    static pf_config cfg;
+    char err[1024], path[2048];
+    pf_model *m = pf_model_source_load(model, NULL, &cfg, NULL, err, sizeof err);
+    CHECK(m != NULL, "%s", err);
+    snprintf(path, sizeof path, "%s/cases.txt", dir);
+    FILE *cases = m ? fopen(path, "w") : NULL;
+    CHECK(!m || cases, "%s: cannot write", path);
+    for (int k = 0; cases && k < n; k++) {
+        pf_image lq = { 0 };
+        int rc = pf_image_read(imgs[k], &lq, err, sizeof err);
+        CHECK(rc == 0, "%s", err);
+        int q = pf_model_input_multiple(m);
+        CHECK(rc || (lq.h % q == 0 && lq.w % q == 0),
+              "%s: %d x %d, not a multiple of the network's %d (upscale pads those; this "
+              "comparison does not)", imgs[k], lq.w, lq.h, q);
+        if (!rc && lq.h % q == 0 && lq.w % q == 0)
+            upscale_one(m, dir, upscaled, imgs[k], k, &lq, cases);
+        pf_image_free(&lq);
+    }
+    if (cases) fclose(cases);
+    pf_model_destroy(&m);
+    return pf_test_end("test_onnx_export upscale");
+}
+
 int main(int argc, char **argv) {
+    if (argc == 3 && !strcmp(argv[1], "fixtures")) return fixtures(argv[2]);
+    if (argc >= 6 && !strcmp(argv[1], "upscale"))
+        return upscale_side(argv[2], argv[3], argv[4], argc - 5, argv + 5);
     /* alone (its plain ctest entry): the exports and the refusal, files under the cwd */
     const char *dir = argc > 1 ? argv[1] : "onnx_export_out";
     char path[2048], err[512];
