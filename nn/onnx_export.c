@@ -394,6 +394,14 @@ static void warp(ox *x, const pf_gnode *nd, const char *a, const char *flow, con
     attr_i(x, n, "align_corners", 1);
 }
 
+/* op ("AveragePool", "MaxPool") over 2 x 2 windows, stride 2, no padding: a -> out. */
+static void pool2(ox *x, const char *op, const char *a, const char *out) {
+    static const int64_t two[2] = { 2, 2 };
+    Onnx__NodeProto *n = node(x, op, &a, 1, out);
+    attr_ints(x, n, "kernel_shape", two, 2);
+    attr_ints(x, n, "strides", two, 2);
+}
+
 /* The video ops; 1 when nd is not one of them. */
 static int emit_video(ox *x, const pf_gnode *nd, const char *a, const char *b, const char *out) {
     const pf_net *g = x->g;
@@ -405,13 +413,7 @@ static int emit_video(ox *x, const pf_gnode *nd, const char *a, const char *b, c
               per_channel(x, nd->mul, C), out);
         return 0;
     case PF_G_RESIZE: video_resize(x, nd, a, out); return 0;
-    case PF_G_AVGPOOL2: {
-        static const int64_t two[2] = { 2, 2 };
-        Onnx__NodeProto *n = node(x, "AveragePool", &a, 1, out);
-        attr_ints(x, n, "kernel_shape", two, 2);
-        attr_ints(x, n, "strides", two, 2);
-        return 0;
-    }
+    case PF_G_AVGPOOL2: pool2(x, "AveragePool", a, out); return 0;
     case PF_G_WARP: warp(x, nd, a, b, out); return 0;
     case PF_G_ZERO: {
         const int64_t c[1] = { C }, d1[1] = { 1 };
@@ -537,6 +539,7 @@ static int emit(ox *x, int k, char *err, size_t errlen) {
         attr_s(x, n, "mode", "CRD");
         return 0;
     case PF_G_UNSHUFFLE: unshuffle(x, nd, out); return 0;
+    case PF_G_MAXPOOL2: pool2(x, "MaxPool", a, out); return 0;
     default: return emit_video(x, nd, a, b, out) ? unsupported(g, k, err, errlen) : 0;
     }
 }

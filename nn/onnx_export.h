@@ -44,11 +44,13 @@
                           (sizes from Shape: rounded to a multiple of 32, times mul / div),
                           then Mul per channel, or a flow's x by W_out / W_in, y by H_out / H_in
       avgpool2            AveragePool(2 x 2, stride 2)
+      maxpool2            MaxPool(2 x 2, stride 2) (a window with a NaN: NaN here and in
+                          PyTorch; onnxruntime's CPU MaxPool keeps it only as the window's last
+                          element, docs/export.md)
       warp                GridSample(bilinear, zeros / border, align_corners 1) at
                           (index + flow) * 2 / max(size - 1, 1) - 1 (BasicSR's flow_warp)
       zero                ConstantOfShape
-    maxpool2 (no network of the zoo uses it) has no mapping: a description holding it, or any
-    op without a case, is refused with the op and the network named.
+    An op without a case (a new one) is refused with the op and the network named.
 */
 #ifndef PF_ONNX_EXPORT_H
 #define PF_ONNX_EXPORT_H
@@ -61,7 +63,7 @@
 
 /* Encode net with params (net->n_params floats in net's order) as an ONNX ModelProto into a
    malloc'd buffer *buf of *len bytes (the caller frees it). Returns 0, or -1 with err: an op
-   without a mapping ("NAME: op 'maxpool2' (node 12) has no ONNX mapping ..."), out of
+   without a mapping ("NAME: op 'OP' (node 12) has no ONNX mapping ..."), out of
    memory. */
 int pf_onnx_export(const pf_net *net, const float *params, void **buf, size_t *len, char *err,
                    size_t errlen);

@@ -13,6 +13,14 @@
 #            WebAssembly build, from scripts/fetch-onnxruntime.sh's cache; PF_ORT_MODULE
 #            overrides) on two inputs per model equals PixFlow's float inference within 1e-4.
 #            77 without node or the package.
+#   upscale: onnxruntime against `pixflow upscale` on real images: the demo's work dir
+#            ($PF_DEMO_WORK_DIR, default work_dirs/demo; else test_onnx_export's fixture, an
+#            EDSR x2 with random weights) exported by `pixflow export --onnx`, and two images of
+#            different sizes (data/demo/val's chelsea.png 451 x 300 and coffee.png 600 x 400;
+#            else two generated ones). `pixflow upscale` writes its PNGs; test_onnx_export
+#            upscale runs pf_infer as upscale does (its rounded floats must be those PNGs' bytes)
+#            and onnx_runtime.js checks onnxruntime's output against those floats (1e-4) and,
+#            rounded, against the PNGs (1 grey level). 77 as runtime.
 set -u
 mode=$1 gen=$2
 src=${PF_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
@@ -21,7 +29,7 @@ case "$mode" in
 checker)
     /usr/bin/python3 -c "import onnx" 2> /dev/null ||
         { echo "SKIP: /usr/bin/python3 has no onnx module (python3-onnx; scripts/setup.sh --test-deps)"; exit 77; } ;;
-runtime)
+runtime|upscale)
     command -v node > /dev/null || { echo "SKIP: node not found (nodejs; scripts/setup.sh --test-deps)"; exit 77; }
     cache=${PF_ORT_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/pixflow/onnxruntime}/node_modules
     ort=${PF_ORT_MODULE:-}
@@ -29,12 +37,28 @@ runtime)
         [ -z "$ort" ] && timeout 60 node -e "require('$cache/$pkg')" > /dev/null 2>&1 && ort=$cache/$pkg
     done
     [ -n "$ort" ] || { echo "SKIP: onnxruntime for Node not in $cache (scripts/fetch-onnxruntime.sh)"; exit 77; } ;;
-*) echo "usage: onnx_export.sh checker|runtime TEST_ONNX_EXPORT" >&2; exit 2 ;;
+*) echo "usage: onnx_export.sh checker|runtime|upscale TEST_ONNX_EXPORT" >&2; exit 2 ;;
 esac
 root=$(mktemp -d "${TMPDIR:-/tmp}/pf-onnx.XXXXXX")
 fails=0
 fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
 trap 'if [ "$fails" = 0 ]; then rm -rf "$root"; else echo "kept $root for a look" >&2; fi' EXIT
+if [ "$mode" = upscale ]; then
+    timeout 120 "$gen" fixtures "$root" > /dev/null || fail "test_onnx_export fixtures"
+    model=${PF_DEMO_WORK_DIR:-$src/work_dirs/demo}
+    [ -f "$model/config.yaml" ] || model=$root/work_upscale
+    val=$src/data/demo/val
+    imgs=("$val/chelsea.png" "$val/coffee.png")
+    [ -f "${imgs[0]}" ] && [ -f "${imgs[1]}" ] || imgs=("$root/images/small.png" "$root/images/large.png")
+    echo "onnx.upscale: model $model, images ${imgs[*]}"
+    timeout 300 "$bin" export --onnx "$root/upscale.onnx" "$model" || fail "pixflow export --onnx $model"
+    timeout 600 "$bin" upscale "$model" "${imgs[@]}" -o "$root/upscaled" || fail "pixflow upscale"
+    timeout 600 "$gen" upscale "$root" "$model" "$root/upscaled" "${imgs[@]}" ||
+        fail "test_onnx_export upscale (pf_infer against pixflow upscale's PNGs)"
+    [ "$fails" = 0 ] && { timeout 600 node "$src/tests/onnx_runtime.js" "$root" "$ort" ||
+        fail "onnxruntime against pixflow upscale"; }
+    exit $((fails > 0))
+fi
 timeout 600 "$gen" "$root" || fail "test_onnx_export"
 if [ "$mode" = runtime ]; then
     timeout 600 node "$src/tests/onnx_runtime.js" "$root" "$ort" || fail "onnxruntime against PixFlow"

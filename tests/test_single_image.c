@@ -2,7 +2,11 @@
     scale x its size, computes no metrics and says so, writes no results.tsv; the SR images
     are byte-identical to those of a PairedImageDataset test run with the same LQ files and
     checkpoint (so the LQ was read and run through the network the same way), with one worker
-    and with two. The checkpoint is the model's seeded initialisation, written here. */
+    and with two. The checkpoint is the model's seeded initialisation (pf_model_init, seed 3:
+    non-zero weights and biases; pf_model_new alone leaves them zero, and EDSR then outputs
+    its rgb_mean everywhere, a flat image any two runs agree on), written here. So that the
+    comparisons can fail: every SR image must hold at least 32 distinct byte values, and the
+    same run on a checkpoint of other weights (seed 4) must give other bytes. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,6 +70,30 @@ static int same_file(const char *a, const char *b) {
     return same;
 }
 
+/* Write cfg_path's model with pf_model_init(seed) weights as the checkpoint ck. */
+static void write_checkpoint(const char *cfg_path, uint64_t seed, const char *ck) {
+    static pf_config cfg;
+    char err[1024];
+    CHECK(pf_config_load(&cfg, cfg_path, err, sizeof err) == 0, "%s", err);
+    pf_model *m = pf_model_new(&cfg, err, sizeof err);
+    CHECK(m != NULL, "%s", err);
+    if (m) pf_model_init(m, seed);
+    void *wbuf = NULL;
+    size_t wlen = 0;
+    CHECK(m && pf_ckpt_serialize(&cfg, m, NULL, 0, 0, 0.0, &wbuf, &wlen, NULL, NULL, err,
+                                  sizeof err) == 0, "%s", err);
+    CHECK(wbuf && pf_write_file_atomic(ck, wbuf, wlen, err, sizeof err) == 0, "%s", err);
+    free(wbuf);
+    pf_model_destroy(&m);
+}
+
+/* How many distinct byte values an image holds (3 for a flat RGB image). */
+static int distinct_values(const pf_image *img) {
+    int seen[256] = { 0 }, n = 0;
+    for (size_t i = 0; i < (size_t)img->w * img->h * 3; i++) n += !seen[img->data[i]]++;
+    return n;
+}
+
 int main(void) {
     snprintf(root, sizeof root, "/tmp/pf_test_single_%d", (int)getpid());
     char lq[300], gt[300], wd1[300], wd2[300], wd3[300], c1[300], c2[300], c3[300], ck[300],
@@ -91,19 +119,12 @@ int main(void) {
              gt, lq);
     write_cfg(c2, block, wd2);
 
-    /* the checkpoint: the seeded initial weights */
-    static pf_config cfg;
-    CHECK(pf_config_load(&cfg, c1, err, sizeof err) == 0, "%s", err);
-    pf_model *m = pf_model_new(&cfg, err, sizeof err);
-    CHECK(m != NULL, "%s", err);
-    void *wbuf = NULL;
-    size_t wlen = 0;
-    CHECK(m && pf_ckpt_serialize(&cfg, m, NULL, 0, 0, 0.0, &wbuf, &wlen, NULL, NULL, err,
-                                  sizeof err) == 0, "%s", err);
+    /* the checkpoints: the seeded initial weights (seed 3), and other ones (seed 4) */
     snprintf(ck, sizeof ck, "%s/init.safetensors", root);
-    CHECK(wbuf && pf_write_file_atomic(ck, wbuf, wlen, err, sizeof err) == 0, "%s", err);
-    free(wbuf);
-    pf_model_destroy(&m);
+    write_checkpoint(c1, 3, ck);
+    char ck_other[300];
+    snprintf(ck_other, sizeof ck_other, "%s/other.safetensors", root);
+    write_checkpoint(c1, 4, ck_other);
 
     char *out;
     int st = run_test(c1, ck, 1, &out);
@@ -119,21 +140,29 @@ int main(void) {
     CHECK(st == 0 && strstr(out, "no metrics") && strstr(out, "2 workers"),
           "single, 2 workers: status %d:\n%s", st, out);
     free(out);
+    st = run_test(c1, ck_other, 1, &out);       /* into wd1/test/other/ */
+    CHECK(st == 0, "single, other weights: status %d:\n%s", st, out);
+    free(out);
 
     const char *names[] = { "a", "b" };
     int sizes[][2] = { { 40, 28 }, { 26, 34 } };
     for (int i = 0; i < 2; i++) {
-        char s1[600], s2[600], s3[600];
+        char s1[600], s2[600], s3[600], s4[600];
         snprintf(s1, sizeof s1, "%s/test/init/%s.png", wd1, names[i]);
         snprintf(s2, sizeof s2, "%s/test/init/%s.png", wd2, names[i]);
         snprintf(s3, sizeof s3, "%s/test/init/%s.png", wd3, names[i]);
-        pf_image img;
+        snprintf(s4, sizeof s4, "%s/test/other/%s.png", wd1, names[i]);
+        pf_image img = { 0 };
         CHECK(pf_image_read(s1, &img, err, sizeof err) == 0, "%s", err);
         CHECK(img.w == sizes[i][0] && img.h == sizes[i][1], "%s: %dx%d, expected %dx%d", s1,
               img.w, img.h, sizes[i][0], sizes[i][1]);
+        int levels = img.data ? distinct_values(&img) : 0;
+        CHECK(levels >= 32, "%s: %d distinct values (a flat image proves nothing)", s1, levels);
         pf_image_free(&img);
         CHECK(same_file(s1, s2), "%s differs from the paired run's %s", s1, s2);
         CHECK(same_file(s1, s3), "%s differs from the 2-worker run's %s", s1, s3);
+        CHECK(access(s4, F_OK) == 0 && !same_file(s1, s4),
+              "%s: the run with other weights gave the same bytes (or none: %s)", s1, s4);
     }
     char tsv[600];
     snprintf(tsv, sizeof tsv, "%s/test/init/results.tsv", wd1);
