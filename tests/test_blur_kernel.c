@@ -34,8 +34,8 @@
 #include "common/blur_kernel.h"
 #include "common/rng.h"
 #include "tests/pf_test.h"
+#include "tests/pf_test_ref.h"
 
-#define PY "/usr/bin/python3"
 #define N_SAMPLES 200
 
 static void expect_error(const pf_blur_opts *o, const char *sfx, const char *want) {
@@ -251,16 +251,6 @@ static void test_filter(void) {
     CHECK(worst < 1e-6, "a constant image stays constant: max diff %g", worst);
 }
 
-static int write_file(const char *dir, const char *name, const void *p, size_t n) {
-    char path[1024];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "wb");
-    int ok = f && fwrite(p, 1, n, f) == n;
-    if (f && fclose(f) != 0) ok = 0;
-    CHECK(ok, "could not write %s", path);
-    return ok ? 0 : -1;
-}
-
 /* Sample i: its options, stage and the kernel's size after padding. */
 static void sample_draw(int i, pf_blur_params *p, int *stage, int *pad_to) {
     static const int sizes[5] = { 21, 31, 13, 3, 5 };
@@ -303,11 +293,12 @@ static void write_sample(const char *dir, FILE *list, int i) {
     fprintf(list, "%d stage=%d pad_to=%d h=%d w=%d c=%d input=%s %s\n", i, stage, n, h, w, c,
             u8 ? "u8" : "f32", line);
     snprintf(name, sizeof name, "k%03d.f32", i);
-    write_file(dir, name, k, sizeof *k * (size_t)n * n);
+    pf_ref_write_file(dir, name, k, sizeof *k * (size_t)n * n);
     snprintf(name, sizeof name, "in%03d.bin", i);
-    write_file(dir, name, u8 ? (void *)in8 : (void *)inf, u8 ? count : sizeof *inf * count);
+    pf_ref_write_file(dir, name, u8 ? (void *)in8 : (void *)inf,
+                      u8 ? count : sizeof *inf * count);
     snprintf(name, sizeof name, "out%03d.f32", i);
-    write_file(dir, name, out, sizeof *out * count);
+    pf_ref_write_file(dir, name, out, sizeof *out * count);
     free(in8);
     free(inf);
     free(out);
@@ -326,42 +317,22 @@ static void write_asymmetric(const char *dir, FILE *list, int i) {
     fprintf(list, "%d stage=0 pad_to=%d h=%d w=%d c=%d input=u8 family=asymmetric "
             "kernel_size=%d\n", i, KS, H, W, C, KS);
     snprintf(name, sizeof name, "k%03d.f32", i);
-    write_file(dir, name, k, sizeof k);
+    pf_ref_write_file(dir, name, k, sizeof k);
     snprintf(name, sizeof name, "in%03d.bin", i);
-    write_file(dir, name, img, sizeof img);
+    pf_ref_write_file(dir, name, img, sizeof img);
     snprintf(name, sizeof name, "out%03d.f32", i);
-    write_file(dir, name, out, sizeof out);
+    pf_ref_write_file(dir, name, out, sizeof out);
 }
 
 static int with_torch(void) {
-    if (access(PY, X_OK) != 0 ||
-        system(PY " -c 'import numpy, scipy.special, torch' 2>/dev/null") != 0) {
-        printf("test_blur_kernel torch: SKIPPED: no %s with numpy, scipy and torch "
-               "(scripts/setup.sh --ref-deps)\n", PY);
-        return 77;
-    }
-    char dir[] = "/tmp/pf_blur_kernel.XXXXXX", path[1100];
-    if (!mkdtemp(dir)) {
-        perror("mkdtemp");
-        return 1;
-    }
-    snprintf(path, sizeof path, "%s/params.txt", dir);
-    FILE *list = fopen(path, "w");
-    CHECK(list != NULL, "could not write %s", path);
+    if (!pf_ref_have("test_blur_kernel torch", "numpy, scipy.special, torch")) return 77;
+    char dir[] = "/tmp/pf_blur_kernel.XXXXXX";
+    FILE *list = pf_ref_open_cases(dir);
     if (!list) return pf_test_end("test_blur_kernel torch");
     for (int i = 0; i < N_SAMPLES; i++) write_sample(dir, list, i);
     write_asymmetric(dir, list, N_SAMPLES);
     fclose(list);
-    const char *src = getenv("PF_SOURCE_DIR");
-    char cmd[2048];
-    snprintf(cmd, sizeof cmd, PY " %s/tests/reference/blur_kernel_ref.py %s",
-             src ? src : ".", dir);
-    fflush(stdout);
-    int st = system(cmd);
-    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s: exit status %d", cmd,
-          WIFEXITED(st) ? WEXITSTATUS(st) : -1);
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+    pf_ref_run("blur_kernel_ref.py", dir);
     return pf_test_end("test_blur_kernel torch");
 }
 

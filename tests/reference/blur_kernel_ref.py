@@ -31,20 +31,13 @@ import torch
 import torch.nn.functional as F
 from scipy import special
 
+from params_line import parse
+
 KERNEL_TOL = 1e-6
 FILTER_TOL = 1e-3
 MIN_PER_KIND = 5
 GAUSSIAN_LIKE = ("iso", "aniso", "generalized_iso", "generalized_aniso", "plateau_iso",
                  "plateau_aniso")
-
-
-def parse(line):
-    words = line.split()
-    rec = {"index": int(words[0])}
-    for w in words[1:]:
-        key, value = w.split("=", 1)
-        rec[key] = value
-    return rec
 
 
 def grid(k):
