@@ -2,8 +2,12 @@
 
     Resize: each axis becomes a table of taps (per output index: up to T source indices and
     weights); rows are resampled first into a temporary h x out_w image, then columns.
+    USM: the 51-tap Gaussian along rows into a double image, then along columns; run once on
+    the image and once on the threshold mask.
 */
 #include "common/realesrgan_ops.h"
+
+#include "common/image.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -371,4 +375,176 @@ int pf_noise_add(float *img, int h, int w, const pf_noise_params *p, pf_rng *r, 
     free(noise);
     free(gray);
     return 0;
+}
+
+/* ---- USM ---- */
+
+void pf_usm_kernel(double *k) {
+    const int n = PF_USM_KSIZE;
+    double sigma = 0.3 * ((n - 1) * 0.5 - 1) + 0.8, sum = 0; /* OpenCV's rule for sigma 0 */
+    for (int i = 0; i < n; i++) {
+        double x = i - (n - 1) * 0.5;
+        k[i] = exp(-x * x / (2 * sigma * sigma));
+        sum += k[i];
+    }
+    for (int i = 0; i < n; i++) k[i] /= sum;
+}
+
+/* BORDER_REFLECT_101 (gfedcb|abcdefgh|gfedcba), repeated for any i. */
+static int reflect101(int i, int n) {
+    if (n == 1) return 0;
+    int period = 2 * (n - 1);
+    i %= period;
+    if (i < 0) i += period;
+    return i < n ? i : period - i;
+}
+
+/* dst = src (h x w x c) filtered with the separable kernel k; tmp holds h * w * c doubles. */
+static void gauss_blur(const float *src, int h, int w, int c, const double *k, double *tmp,
+                       float *dst) {
+    const int r = PF_USM_KSIZE / 2;
+    for (int y = 0; y < h; y++)
+        for (int x = 0; x < w; x++)
+            for (int ch = 0; ch < c; ch++) {
+                double s = 0;
+                for (int j = -r; j <= r; j++)
+                    s += k[j + r] * src[((size_t)y * w + reflect101(x + j, w)) * c + ch];
+                tmp[((size_t)y * w + x) * c + ch] = s;
+            }
+    for (int y = 0; y < h; y++)
+        for (int x = 0; x < w; x++)
+            for (int ch = 0; ch < c; ch++) {
+                double s = 0;
+                for (int j = -r; j <= r; j++)
+                    s += k[j + r] * tmp[((size_t)reflect101(y + j, h) * w + x) * c + ch];
+                dst[((size_t)y * w + x) * c + ch] = (float)s;
+            }
+}
+
+static int usm_size_bad(int h, int w, int c, char *err, size_t errlen) {
+    if (h >= 1 && w >= 1 && c >= 1 && c <= 4) return 0;
+    snprintf(err, errlen, "usm: bad size %dx%dx%d", h, w, c);
+    return 1;
+}
+
+int pf_usm_sharp_f32(const float *src, int h, int w, int c, float *dst, char *err,
+                     size_t errlen) {
+    if (usm_size_bad(h, w, c, err, errlen)) return -1;
+    size_t n = (size_t)h * w * c;
+    double k[PF_USM_KSIZE], *tmp = malloc(n * sizeof *tmp);
+    float *blur = malloc(n * sizeof *blur), *mask = malloc(n * sizeof *mask);
+    if (!tmp || !blur || !mask) {
+        free(tmp);
+        free(blur);
+        free(mask);
+        snprintf(err, errlen, "usm: out of memory for %dx%dx%d", h, w, c);
+        return -1;
+    }
+    pf_usm_kernel(k);
+    gauss_blur(src, h, w, c, k, tmp, blur);
+    for (size_t i = 0; i < n; i++) {
+        blur[i] = src[i] - blur[i]; /* the residual */
+        mask[i] = fabsf(blur[i]) * 255.0f > (float)PF_USM_THRESHOLD ? 1.0f : 0.0f;
+    }
+    gauss_blur(mask, h, w, c, k, tmp, mask); /* mask is read into tmp before it is written */
+    for (size_t i = 0; i < n; i++) {
+        float sharp = src[i] + (float)PF_USM_WEIGHT * blur[i];
+        sharp = sharp < 0 ? 0 : sharp > 1 ? 1 : sharp;
+        dst[i] = mask[i] * sharp + (1 - mask[i]) * src[i];
+    }
+    free(tmp);
+    free(blur);
+    free(mask);
+    return 0;
+}
+
+int pf_usm_sharp_u8(const uint8_t *src, int h, int w, int c, uint8_t *dst, char *err,
+                    size_t errlen) {
+    if (usm_size_bad(h, w, c, err, errlen)) return -1;
+    size_t n = (size_t)h * w * c;
+    float *f = malloc(n * 2 * sizeof *f);
+    if (!f) {
+        snprintf(err, errlen, "usm: out of memory for %dx%dx%d", h, w, c);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) f[i] = src[i] / 255.0f;
+    int rc = pf_usm_sharp_f32(f, h, w, c, f + n, err, errlen);
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        float v = f[n + i] * 255.0f + 0.5f;
+        dst[i] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
+    }
+    free(f);
+    return rc;
+}
+
+/* ---- JPEG ---- */
+
+void pf_jpeg_opts_default(pf_jpeg_opts *o, int stage) {
+    (void)stage; /* both stages: [30, 95] */
+    o->jpeg_range[0] = 30;
+    o->jpeg_range[1] = 95;
+}
+
+int pf_jpeg_opts_check(const pf_jpeg_opts *o, const char *suffix, char *err, size_t errlen) {
+    const char *s = suffix ? suffix : "";
+    const double *v = o->jpeg_range;
+    if (check_range(v, -INFINITY, "jpeg_range", s, err, errlen) != 0) return -1;
+    if (v[0] < 1 || v[1] > 100) {
+        snprintf(err, errlen, "jpeg_range%s: [%g, %g] is not within 1..100", s, v[0], v[1]);
+        return -1;
+    }
+    if (v[0] != floor(v[0]) || v[1] != floor(v[1])) {
+        snprintf(err, errlen, "jpeg_range%s: [%g, %g] must be whole qualities", s, v[0], v[1]);
+        return -1;
+    }
+    return 0;
+}
+
+pf_rng pf_jpeg_rng(uint64_t sample_key, int stage) {
+    return pf_rng_make(sample_key ^ 0x6a70656764726177ULL, (uint64_t)stage, 0); /* "jpegdraw" */
+}
+
+void pf_jpeg_draw(const pf_jpeg_opts *o, pf_rng *r, pf_jpeg_params *p) {
+    int lo = (int)o->jpeg_range[0], hi = (int)o->jpeg_range[1];
+    p->quality = lo + (int)pf_rng_below(r, (uint32_t)(hi - lo + 1));
+}
+
+int pf_jpeg_params_format(const pf_jpeg_params *p, char *buf, size_t len) {
+    return snprintf(buf, len, "jpeg quality=%d", p->quality);
+}
+
+int pf_jpeg_apply(float *img, int h, int w, int quality, uint8_t **jpeg, size_t *jpeg_len,
+                  char *err, size_t errlen) {
+    if (jpeg) *jpeg = NULL;
+    if (h < 1 || w < 1 || quality < 1 || quality > 100) {
+        snprintf(err, errlen, "jpeg: bad size %dx%d or quality %d (1..100)", h, w, quality);
+        return -1;
+    }
+    size_t n = (size_t)h * w * 3, len = 0;
+    uint8_t *u8 = malloc(n), *buf = NULL;
+    if (!u8) {
+        snprintf(err, errlen, "jpeg: out of memory for %dx%d", h, w);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        float v = img[i] < 0 ? 0 : img[i] > 1 ? 1 : img[i];
+        u8[i] = (uint8_t)(v * 255.0f + 0.5f);
+    }
+    pf_image dec = { 0 };
+    int rc = pf_image_encode_jpeg(u8, w, h, quality, &buf, &len, err, errlen);
+    free(u8);
+    if (rc == 0) rc = pf_image_decode_jpeg(buf, len, "jpeg stage", &dec, err, errlen);
+    if (rc == 0 && (dec.w != w || dec.h != h)) {
+        snprintf(err, errlen, "jpeg: decoded %dx%d, not %dx%d", dec.w, dec.h, w, h);
+        rc = -1;
+    }
+    for (size_t i = 0; rc == 0 && i < n; i++) img[i] = dec.data[i] / 255.0f;
+    pf_image_free(&dec);
+    if (rc == 0 && jpeg) {
+        *jpeg = buf;
+        *jpeg_len = len;
+    } else {
+        free(buf);
+    }
+    return rc;
 }

@@ -1,7 +1,8 @@
 /*  realesrgan_ops — Real-ESRGAN's random resize and its Gaussian / Poisson noise: the drawn
     parameters, the resize of a float image as PyTorch's F.interpolate and the noise itself
-    (issue 40, the resize and noise steps of the second-order degradation; not yet wired into
-    the data path or the config).
+    (issue 40, the resize and noise steps of the second-order degradation); the unsharp-masked
+    GT (USM) and the JPEG stage through libjpeg-turbo with its drawn quality. Not yet wired
+    into the data path or the config.
 
     Sources: Wang et al., "Real-ESRGAN", ICCVW 2021, section 3.1 ("Resize", "Noise"), and
     BasicSR (github.com/XPixelGroup/BasicSR) basicsr/models/realesrgan_model.py feed_data (the
@@ -138,4 +139,67 @@ double pf_noise_poisson_vals(const float *v, size_t n);
    Returns 0, or -1 with err (sizes below 1, out of memory). */
 int pf_noise_add(float *img, int h, int w, const pf_noise_params *p, pf_rng *r, float *draws,
                  char *err, size_t errlen);
+/* ---- USM sharpening of the GT ---- */
+
+/* BasicSR's usm_sharp / USMSharp defaults: kernel size 51 (radius 50 made odd), sigma from
+   OpenCV's rule for sigma 0, weight 0.5, threshold 10 (on the 0..255 scale). */
+#define PF_USM_KSIZE 51
+#define PF_USM_WEIGHT 0.5
+#define PF_USM_THRESHOLD 10.0
+
+/* The 1-D Gaussian of cv2.getGaussianKernel(PF_USM_KSIZE, 0) into k[PF_USM_KSIZE]: sigma =
+   0.3 * ((51 - 1) * 0.5 - 1) + 0.8 = 8, k[i] = exp(-(i - 25)^2 / (2 sigma^2)) normalised to
+   sum 1 (double). The 2-D kernel is its outer product (BasicSR: np.dot(k, k.T)). */
+void pf_usm_kernel(double *k);
+
+/* Unsharp-mask the h x w x c float image src (HWC, 0..1, c 1..4) into dst (may not overlap),
+   as BasicSR's usm_sharp:
+     blur     = src filtered with the 51 x 51 Gaussian, border BORDER_REFLECT_101 (cv2's
+                default; torch's 'reflect' pad), repeated for images below 26 pixels;
+     residual = src - blur;  mask = |residual| * 255 > 10 (1 or 0);
+     soft     = mask filtered with the same Gaussian;
+     sharp    = clip(src + 0.5 * residual, 0, 1);
+     dst      = soft * sharp + (1 - soft) * src.
+   Separable (rows then columns, double sums). dst is not rounded (BasicSR keeps its gt_usm
+   float). Returns 0, or -1 with err (sizes below 1, c not 1..4, out of memory). */
+int pf_usm_sharp_f32(const float *src, int h, int w, int c, float *dst, char *err,
+                     size_t errlen);
+/* The same on uint8 (v / 255 in, out rounded to nearest and clamped to 0..255, as writing
+   BasicSR's float result to an 8-bit image). src and dst may be the same buffer. */
+int pf_usm_sharp_u8(const uint8_t *src, int h, int w, int c, uint8_t *dst, char *err,
+                    size_t errlen);
+
+/* ---- JPEG ---- */
+
+/* One stage's JPEG option: jpeg_range (stage 1), jpeg_range2 (stage 2 and the final JPEG). */
+typedef struct {
+    double jpeg_range[2];   /* whole qualities [lo, hi], 1 <= lo <= hi <= 100 */
+} pf_jpeg_opts;
+
+/* train_realesrnet_x4plus.yml: jpeg_range [30, 95], jpeg_range2 [30, 95]. */
+void pf_jpeg_opts_default(pf_jpeg_opts *o, int stage);
+/* 0, or -1 with a message naming the key ("jpeg_range2: [0, 95] is not within 1..100"). */
+int pf_jpeg_opts_check(const pf_jpeg_opts *o, const char *suffix, char *err, size_t errlen);
+
+typedef struct {
+    int quality;        /* 1..100 */
+} pf_jpeg_params;
+
+/* The stream of a JPEG draw (stage 1, 2, or 3 for the final JPEG), keyed like pf_blur_rng. */
+pf_rng pf_jpeg_rng(uint64_t sample_key, int stage);
+/* The quality uniform over the whole numbers lo..hi (BasicSR draws a float for DiffJPEG;
+   libjpeg takes an integer quality). */
+void pf_jpeg_draw(const pf_jpeg_opts *o, pf_rng *r, pf_jpeg_params *p);
+/* "jpeg quality=57". Returns snprintf's value. */
+int pf_jpeg_params_format(const pf_jpeg_params *p, char *buf, size_t len);
+
+/* Real JPEG of the h x w x 3 RGB float image img (0..1) in place: each value clamped to
+   [0, 1] (BasicSR clamps before its JPEG), rounded to uint8 as (uint8)(v * 255f + 0.5f) in
+   float, encoded with pf_image_encode_jpeg at quality (libjpeg defaults, 4:2:0: the bytes of
+   PIL's Image.save(quality=q)), decoded with pf_image_decode_jpeg, and img = byte / 255f.
+   When jpeg is not NULL it receives the encoded bytes (malloc'd, the caller frees) and
+   *jpeg_len their count. Returns 0, or -1 with err (sizes below 1, quality outside 1..100,
+   out of memory, a libjpeg error). */
+int pf_jpeg_apply(float *img, int h, int w, int quality, uint8_t **jpeg, size_t *jpeg_len,
+                  char *err, size_t errlen);
 #endif
