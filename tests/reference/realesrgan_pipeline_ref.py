@@ -1,16 +1,17 @@
 """realesrgan_pipeline_ref — rebuilds the LQ of each sample test_realesrgan_pipeline wrote
 from its printed parameters, as BasicSR's feed_data chains the steps (not BasicSR's code):
 blur (blur_kernel_ref's kernels, torch's reflect-padded conv2d), F.interpolate, the noise
-formulas given the C side's raw draws and noise input (realesrgan_ops_ref), JPEG through PIL at the same
-quality (4:2:0, libjpeg), the final stage in the recorded order, then
-clamp(round(x * 255), 0, 255). Checks each JPEG step's 8-bit input within 1 grey level of
-the C side's (then encodes the C side's: PIL's libjpeg is the same encoder), every LQ within
-1 grey level (and at most OFF_MAX of all those 8-bit values off at all: truncating instead
-of rounding would be off by 1 everywhere) and the LQs that are a JPEG's output
-(final=sinc_first) byte for byte, and that
-both final orders, both second-order and second-blur choices, a final sinc or none and
-every blur family were seen. Usage: realesrgan_pipeline_ref.py FOLDER (params.txt, gtNNN.u8, lqNNN.u8,
-noiseS_NNN.f32, jpegS_NNN.u8)."""
+formulas given the C side's raw draws and noise input (realesrgan_ops_ref), JPEG through PIL
+at the same quality (4:2:0, libjpeg), the final stage in the recorded order, then
+clamp(round(x * 255), 0, 255).
+Checks: each JPEG step's 8-bit input within 1 grey level of the C side's (the C side's is
+then encoded: PIL's libjpeg is the same encoder); every LQ within 1 grey level, and at most
+OFF_MAX of all those 8-bit values off at all (truncating instead of rounding would be off by
+1 everywhere); the LQs that are a JPEG's output (final=sinc_first) byte for byte; both final
+orders, both second-order and second-blur choices, a final sinc or none and every blur
+family seen.
+Usage: realesrgan_pipeline_ref.py FOLDER (params.txt, gtNNN.u8, lqNNN.u8, noiseS_NNN.f32,
+noiseinS_NNN.f32, jpegS_NNN.u8)."""
 
 import collections
 import io
