@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/image.h"
 
 void pf_realesrgan_opts_default(pf_realesrgan_opts *o) {
     memset(o, 0, sizeof *o);
@@ -16,8 +15,7 @@ void pf_realesrgan_opts_default(pf_realesrgan_opts *o) {
         pf_blur_opts_default(&o->blur[s], s + 1);
         pf_resize_opts_default(&o->resize[s], s + 1);
         pf_noise_opts_default(&o->noise[s], s + 1);
-        o->jpeg_range[s][0] = 30;
-        o->jpeg_range[s][1] = 95;
+        pf_jpeg_opts_default(&o->jpeg[s], s + 1);
     }
     o->second_order_prob = 1;
     o->second_blur_prob = 0.8;
@@ -73,14 +71,9 @@ int pf_realesrgan_opts_check(const pf_realesrgan_opts *o, int gt_h, int gt_w, ch
     for (int s = 0; s < 2; s++) {
         if (pf_blur_opts_check(&o->blur[s], sfx[s], err, errlen) ||
             pf_resize_opts_check(&o->resize[s], sfx[s], err, errlen) ||
-            pf_noise_opts_check(&o->noise[s], sfx[s], err, errlen))
+            pf_noise_opts_check(&o->noise[s], sfx[s], err, errlen) ||
+            pf_jpeg_opts_check(&o->jpeg[s], sfx[s], err, errlen))
             return -1;
-        const int *q = o->jpeg_range[s];
-        if (!(q[0] >= 1 && q[0] <= q[1] && q[1] <= 100)) {
-            snprintf(err, errlen, "jpeg_range%s: [%d, %d] is not a quality range "
-                     "1 <= lo <= hi <= 100", sfx[s], q[0], q[1]);
-            return -1;
-        }
     }
     if (check_prob(o->second_order_prob, "second_order_prob", err, errlen) ||
         check_prob(o->second_blur_prob, "second_blur_prob", err, errlen) ||
@@ -96,10 +89,6 @@ int pf_realesrgan_opts_check(const pf_realesrgan_opts *o, int gt_h, int gt_w, ch
 
 pf_rng pf_realesrgan_rng(uint64_t sample_key) {
     return pf_rng_make(sample_key ^ 0x7265616c65737267ULL, 0, 0); /* "realesrg" */
-}
-
-static int draw_quality(pf_rng *r, const int *range) {
-    return range[0] + (int)pf_rng_below(r, (uint32_t)(range[1] - range[0] + 1));
 }
 
 void pf_realesrgan_draw(const pf_realesrgan_opts *o, uint64_t sample_key,
@@ -124,8 +113,13 @@ void pf_realesrgan_draw(const pf_realesrgan_opts *o, uint64_t sample_key,
     p->second_order = pf_rng_uniform(&r) < o->second_order_prob;
     p->blur2_on = pf_rng_uniform(&r) < o->second_blur_prob;
     p->sinc_first = pf_rng_uniform(&r) < 0.5;
-    p->quality1 = draw_quality(&r, o->jpeg_range[0]);
-    p->quality2 = draw_quality(&r, o->jpeg_range[1]);
+    pf_jpeg_params q;
+    r = pf_jpeg_rng(sample_key, 1);
+    pf_jpeg_draw(&o->jpeg[0], &r, &q);
+    p->quality1 = q.quality;
+    r = pf_jpeg_rng(sample_key, 3);
+    pf_jpeg_draw(&o->jpeg[1], &r, &q);
+    p->quality2 = q.quality;
 }
 
 /* Append printf-style text to buf at *at (counting what did not fit, as snprintf). */
@@ -186,6 +180,9 @@ void pf_realesrgan_trace_free(pf_realesrgan_trace *t) {
         free(t->jpeg_in[s]);
         t->jpeg_in[s] = NULL;
         t->n_jpeg_in[s] = 0;
+        free(t->jpeg[s]);
+        t->jpeg[s] = NULL;
+        t->n_jpeg[s] = 0;
     }
 }
 
@@ -273,37 +270,27 @@ static uint8_t to_u8(float v) {
     return (uint8_t)(s < 0 ? 0 : s > 255 ? 255 : s);
 }
 
-/* JPEG round trip at quality q: clamp, round to 8 bits, encode, decode; the result as v/255
-   in x->img, or as bytes in out (when not NULL). keep, when not NULL, receives the 8-bit
-   input (malloc'd). */
-static int jpeg(work *x, int q, uint8_t *out, uint8_t **keep, size_t *n_keep, char *err,
-                size_t errlen) {
-    size_t n = (size_t)x->h * (size_t)x->w * 3, len = 0;
-    uint8_t *rgb = malloc(n), *buf = NULL;
-    pf_image dec = { 0 };
-    int rc = -1;
-    if (!rgb) {
+/* pf_jpeg_apply at quality q on x->img; with a trace, keep its 8-bit input (the same
+   rounding as pf_jpeg_apply's, made here only for the parity test) and its bytes in slot i. */
+static int jpeg(work *x, int q, pf_realesrgan_trace *trace, int i, char *err, size_t errlen) {
+    if (!trace) return pf_jpeg_apply(x->img, x->h, x->w, q, NULL, NULL, err, errlen);
+    size_t n = (size_t)x->h * (size_t)x->w * 3;
+    uint8_t *in = malloc(n);
+    free(trace->jpeg_in[i]);
+    free(trace->jpeg[i]);
+    trace->jpeg_in[i] = in;
+    trace->jpeg[i] = NULL;
+    trace->n_jpeg_in[i] = n;
+    if (!in) {
         snprintf(err, errlen, "realesrgan degradation: out of memory");
         return -1;
     }
-    for (size_t i = 0; i < n; i++) rgb[i] = to_u8(x->img[i]);
-    if (pf_image_encode_jpeg(rgb, x->w, x->h, q, &buf, &len, err, errlen) == 0 &&
-        pf_image_decode_jpeg(buf, len, "realesrgan jpeg", &dec, err, errlen) == 0) {
-        rc = 0;
-        if (out) memcpy(out, dec.data, n);
-        else
-            for (size_t i = 0; i < n; i++) x->img[i] = dec.data[i] / 255.0f;
+    for (size_t k = 0; k < n; k++) {
+        float v = x->img[k] < 0 ? 0 : x->img[k] > 1 ? 1 : x->img[k];
+        in[k] = (uint8_t)(v * 255.0f + 0.5f);
     }
-    pf_image_free(&dec);
-    free(buf);
-    if (keep) {
-        free(*keep);
-        *keep = rgb;
-        *n_keep = n;
-    } else {
-        free(rgb);
-    }
-    return rc;
+    return pf_jpeg_apply(x->img, x->h, x->w, q, &trace->jpeg[i], &trace->n_jpeg[i], err,
+                         errlen);
 }
 
 /* One stage: blur (bp NULL: none), resize (stage 1 by rp's factor; stage 2 to
@@ -321,17 +308,16 @@ static int stage(work *x, const pf_blur_params *bp, double lq_h, double lq_w,
     return rc ? -1 : noise(x, np, key, s, trace, err, errlen);
 }
 
-#define KEEP(t, i) ((t) ? &(t)->jpeg_in[i] : NULL), ((t) ? &(t)->n_jpeg_in[i] : NULL)
-
 static int final_stage(work *x, const pf_realesrgan_params *p, int lq_h, int lq_w, uint8_t *lq,
                        pf_realesrgan_trace *trace, char *err, size_t errlen) {
-    if (p->sinc_first)
-        return resize(x, lq_h, lq_w, 0, p->final_mode, err, errlen) ||
-               blur(x, &p->sinc, err, errlen) ||
-               jpeg(x, p->quality2, lq, KEEP(trace, 1), err, errlen) ? -1 : 0;
-    if (jpeg(x, p->quality2, NULL, KEEP(trace, 1), err, errlen) ||
-        resize(x, lq_h, lq_w, 0, p->final_mode, err, errlen) || blur(x, &p->sinc, err, errlen))
-        return -1;
+    int rc = p->sinc_first
+        ? resize(x, lq_h, lq_w, 0, p->final_mode, err, errlen) ||
+              blur(x, &p->sinc, err, errlen) || jpeg(x, p->quality2, trace, 1, err, errlen)
+        : jpeg(x, p->quality2, trace, 1, err, errlen) ||
+              resize(x, lq_h, lq_w, 0, p->final_mode, err, errlen) ||
+              blur(x, &p->sinc, err, errlen);
+    if (rc) return -1;
+    /* after a final JPEG the values are bytes / 255, which this gives back exactly */
     for (size_t i = 0; i < (size_t)lq_h * (size_t)lq_w * 3; i++) lq[i] = to_u8(x->img[i]);
     return 0;
 }
@@ -352,7 +338,7 @@ int pf_realesrgan_degrade(const pf_realesrgan_opts *o, const pf_realesrgan_param
     /* F.interpolate's size for stage 2: int(ori / scale * factor), in double. */
     double lq_h = (double)gt_h / o->scale, lq_w = (double)gt_w / o->scale;
     int rc = stage(&x, &p->blur1, 0, 0, &p->resize1, &p->noise1, p->key, 1, trace, err, errlen);
-    if (!rc) rc = jpeg(&x, p->quality1, NULL, KEEP(trace, 0), err, errlen);
+    if (!rc) rc = jpeg(&x, p->quality1, trace, 0, err, errlen);
     if (!rc && p->second_order) {
         const pf_blur_params *b2 = p->blur2_on ? &p->blur2 : NULL;
         if (b2 && check_kernel_fits(b2->kernel_size, x.h < x.w ? x.h : x.w, "blur_kernel_size2",

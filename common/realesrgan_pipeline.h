@@ -13,9 +13,9 @@
                 [JPEG, resize to h/scale x w/scale, final sinc], the JPEG at quality2
                 (jpeg_range2), the resize mode drawn among area/bilinear/bicubic; then
                 clamp(round(x * 255), 0, 255).
-    JPEG is real (libjpeg-turbo, 4:2:0; BasicSR uses DiffJPEG): its input is the image clamped
-    to 0..1 and rounded to 8 bits (round half to even, as torch.round), its output read back
-    as v / 255. Images are float HWC RGB on the 0..1 scale between stages.
+    JPEG is real (pf_jpeg_apply: libjpeg-turbo, 4:2:0; BasicSR uses DiffJPEG): its input is
+    the image clamped to 0..1 and rounded to 8 bits, its output read back as v / 255.
+    Images are float HWC RGB on the 0..1 scale between stages.
 */
 #ifndef PF_REALESRGAN_PIPELINE_H
 #define PF_REALESRGAN_PIPELINE_H
@@ -30,15 +30,14 @@ typedef struct {
     pf_blur_opts blur[2];
     pf_resize_opts resize[2];
     pf_noise_opts noise[2];
-    int jpeg_range[2][2];       /* [stage][lo, hi] quality, 1 <= lo <= hi <= 100 (jpeg_range,
-                                   jpeg_range2; BasicSR [30, 95] both) */
+    pf_jpeg_opts jpeg[2];       /* jpeg_range (stage 1), jpeg_range2 (the final JPEG) */
     double second_order_prob;   /* probability of stage 2, 0..1 (default 1, as BasicSR) */
     double second_blur_prob;    /* probability of stage 2's blur, 0..1 (default 0.8) */
     double final_sinc_prob;     /* probability of a final sinc rather than none (0.8) */
     int scale;                  /* GT size / LQ size, 1..8 (4) */
 } pf_realesrgan_opts;
 
-/* train_realesrnet_x4plus.yml's values (the slices' defaults, jpeg [30, 95] both, scale 4). */
+/* train_realesrnet_x4plus.yml's values (the slices' defaults, scale 4). */
 void pf_realesrgan_opts_default(pf_realesrgan_opts *o);
 
 /* Check o for GT patches of gt_h x gt_w (0 x 0: skip the size checks): the slices' checks,
@@ -71,9 +70,9 @@ typedef struct {
     int quality2;
 } pf_realesrgan_params;
 
-/* The stream of the pipeline's own draws (second order, second blur, final order, the two
-   qualities) for a sample key; the stages use their slices' streams (pf_blur_rng stage
-   1, 2, 3 = final sinc; pf_resize_rng 1, 2, 3 = final mode; pf_noise_rng 1, 2). */
+/* The stream of the pipeline's own draws (second order, second blur, final order) for a
+   sample key; the stages use their slices' streams (pf_blur_rng stage 1, 2, 3 = final sinc;
+   pf_resize_rng 1, 2, 3 = final mode; pf_noise_rng 1, 2; pf_jpeg_rng 1, 3 = final). */
 pf_rng pf_realesrgan_rng(uint64_t sample_key);
 
 /* Draw every parameter of sample_key with checked options o. */
@@ -90,14 +89,16 @@ int pf_realesrgan_params_format(const pf_realesrgan_params *p, char *buf, size_t
 /* Optional record of the raw noise draws (for the parity test): stage s's draws, as
    pf_noise_add writes them (h * w * 3, or h * w for gray), malloc'd by the pipeline; NULL
    where that stage did not run, and the image the noise was added to (h * w * 3 floats); the
-   8-bit input of the two JPEG steps (stage 1's, the final one), at the size the image had
-   there. Free with pf_realesrgan_trace_free. */
+   8-bit input of the two JPEG steps (stage 1's, the final one; h * w * 3 bytes at the size
+   the image had there) and their encoded bytes. Free with pf_realesrgan_trace_free. */
 typedef struct {
     float *noise_draws[2];
     size_t n_noise_draws[2];
     float *noise_in[2];
     uint8_t *jpeg_in[2];
     size_t n_jpeg_in[2];        /* bytes: h * w * 3 */
+    uint8_t *jpeg[2];
+    size_t n_jpeg[2];
 } pf_realesrgan_trace;
 void pf_realesrgan_trace_free(pf_realesrgan_trace *t);
 

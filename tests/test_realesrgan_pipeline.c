@@ -11,8 +11,9 @@
         mode near their probabilities; JPEG qualities integers over the whole range.
     With `torch` (ctest test_realesrgan_pipeline.torch; 77 without /usr/bin/python3 with numpy,
     torch, scipy and PIL): 200 samples of a random 64 x 64 GT, x4, second_order_prob 0.5, their
-    parameters, GT, raw noise draws and LQ written; tests/reference/realesrgan_pipeline_ref.py
-    rebuilds each LQ from the parameters (torch, scipy's J1, PIL's JPEG) within 1 grey level.
+    parameters, GT, raw noise draws, noise and JPEG inputs, JPEG bytes and LQ written;
+    tests/reference/realesrgan_pipeline_ref.py rebuilds each LQ from the parameters (torch,
+    scipy's J1, PIL's JPEG) within 1 grey level, each JPEG byte-identical to PIL's.
 */
 #include <math.h>
 #include <stdint.h>
@@ -51,7 +52,7 @@ static void test_checks(void) {
     CHECK(pf_realesrgan_opts_check(&o, 256, 256, err, sizeof err) == 0, "defaults: %s", err);
     expect_error(&o, 64, "blur_kernel_size2: 21 is too big for the patch");
     expect_error(&o, 258, "scale: the GT patch 258 x 258 is not a multiple of 4");
-    o.jpeg_range[1][0] = 0;
+    o.jpeg[1].jpeg_range[0] = 0;
     expect_error(&o, 256, "jpeg_range2: [0, 95]");
     pf_realesrgan_opts_default(&o);
     o.second_blur_prob = 1.5;
@@ -108,8 +109,8 @@ static void test_draw_rates(void) {
     pf_realesrgan_opts o;
     pf_realesrgan_opts_default(&o);
     o.second_order_prob = 0.5;
-    o.jpeg_range[1][0] = 60;
-    o.jpeg_range[1][1] = 61;
+    o.jpeg[1].jpeg_range[0] = 60;
+    o.jpeg[1].jpeg_range[1] = 61;
     const int n = 4000;
     int second = 0, blur2 = 0, sinc_first = 0, sinc = 0, bad = 0, q30 = 0, q95 = 0, q60 = 0;
     int modes[PF_RESIZE_N_MODES] = { 0 };
@@ -152,6 +153,8 @@ static int write_sample(const char *dir, FILE *f, int i, const pf_realesrgan_par
     for (int s = 0; s < 2; s++) {
         snprintf(name, sizeof name, "jpeg%d_%03d.u8", s + 1, i);
         if (t->jpeg_in[s]) rc |= pf_ref_write_file(dir, name, t->jpeg_in[s], t->n_jpeg_in[s]);
+        snprintf(name, sizeof name, "jpeg%d_%03d.jpg", s + 1, i);
+        if (t->jpeg[s]) rc |= pf_ref_write_file(dir, name, t->jpeg[s], t->n_jpeg[s]);
         if (!t->noise_draws[s]) continue;
         snprintf(name, sizeof name, "noise%d_%03d.f32", s + 1, i);
         rc |= pf_ref_write_file(dir, name, t->noise_draws[s], t->n_noise_draws[s] * 4);

@@ -4,14 +4,14 @@ blur (blur_kernel_ref's kernels, torch's reflect-padded conv2d), F.interpolate, 
 formulas given the C side's raw draws and noise input (realesrgan_ops_ref), JPEG through PIL
 at the same quality (4:2:0, libjpeg), the final stage in the recorded order, then
 clamp(round(x * 255), 0, 255).
-Checks: each JPEG step's 8-bit input within 1 grey level of the C side's (the C side's is
-then encoded: PIL's libjpeg is the same encoder); every LQ within 1 grey level, and at most
+Checks: each JPEG step's 8-bit input within 1 grey level of the C side's, and PIL's JPEG of
+the C side's input byte-identical to the C side's file; every LQ within 1 grey level, and at most
 OFF_MAX of all those 8-bit values off at all (truncating instead of rounding would be off by
 1 everywhere); the LQs that are a JPEG's output (final=sinc_first) byte for byte; both final
 orders, both second-order and second-blur choices, a final sinc or none and every blur
 family seen.
 Usage: realesrgan_pipeline_ref.py FOLDER (params.txt, gtNNN.u8, lqNNN.u8, noiseS_NNN.f32,
-noiseinS_NNN.f32, jpegS_NNN.u8)."""
+noiseinS_NNN.f32, jpegS_NNN.u8, jpegS_NNN.jpg)."""
 
 import collections
 import io
@@ -75,14 +75,22 @@ def noise(x, rec, draws):
 
 
 def to_u8(x):
+    """The end of feed_data: clamp(round(x * 255), 0, 255), ties to even (torch.round)."""
     return np.clip(np.round(x.astype(np.float32) * np.float32(255)), 0, 255).astype(np.uint8)
 
 
-def jpeg(x, quality, c_in, stats):
+def jpeg_input(x):
+    """The JPEG step's 8 bits (realesrgan_ops.h pf_jpeg_apply): clamp to 0..1, then
+    v * 255 + 0.5 truncated, in float32."""
+    v = np.clip(x.astype(np.float32), 0, 1)
+    return np.floor(v * np.float32(255) + np.float32(0.5)).astype(np.uint8)
+
+
+def jpeg(x, quality, c_in, c_bytes, stats):
     """PIL's JPEG of x; where x's 8 bits differ from the C side's JPEG input c_in (a float
     rounding tie, at most 1 level) the C side's input is encoded, so that each JPEG step is
     checked byte for byte and stays comparable."""
-    mine = to_u8(x)
+    mine = jpeg_input(x)
     delta = np.abs(mine.astype(np.int32) - c_in.reshape(mine.shape))
     stats["jpeg_in"] = max(stats["jpeg_in"], int(delta.max()))
     stats["off"] += int(np.count_nonzero(delta))
@@ -90,6 +98,8 @@ def jpeg(x, quality, c_in, stats):
     buf = io.BytesIO()
     Image.fromarray(c_in.reshape(mine.shape)).save(buf, format="JPEG", quality=quality,
                                                    subsampling=2)
+    if buf.getvalue() != c_bytes:
+        stats["bytes"] += 1
     return np.asarray(Image.open(io.BytesIO(buf.getvalue())).convert("RGB"))
 
 
@@ -117,10 +127,14 @@ def rebuild(folder, rec, stats):
     def c_in(n):
         return np.fromfile(os.path.join(folder, "jpeg%d_%03d.u8" % (n, i)), dtype=np.uint8)
 
+    def c_bytes(n):
+        with open(os.path.join(folder, "jpeg%d_%03d.jpg" % (n, i)), "rb") as f:
+            return f.read()
+
     gt = np.fromfile(os.path.join(folder, "gt%03d.u8" % i), dtype=np.uint8)
     x = gt.reshape(GT, GT, 3).astype(np.float32) / np.float32(255)
     x = stage(folder, rec, 1, blur(x, part(rec, "b1")), i, stats)
-    x = jpeg(x, int(rec["q1"]), c_in(1), stats).astype(np.float32) / np.float32(255)
+    x = jpeg(x, int(rec["q1"]), c_in(1), c_bytes(1), stats).astype(np.float32) / np.float32(255)
     if rec["second_order"] == "1":
         if rec["blur2_on"] == "1":
             x = blur(x, part(rec, "b2"))
@@ -128,8 +142,8 @@ def rebuild(folder, rec, stats):
     lq_size, q2, sinc = (GT // SCALE, GT // SCALE), int(rec["q2"]), part(rec, "s")
     if rec["final"] == "sinc_first":
         x = blur(resize(x, size=lq_size, mode=rec["final_mode"]), sinc)
-        return jpeg(x, q2, c_in(2), stats)
-    x = jpeg(x, q2, c_in(2), stats).astype(np.float32) / np.float32(255)
+        return jpeg(x, q2, c_in(2), c_bytes(2), stats)
+    x = jpeg(x, q2, c_in(2), c_bytes(2), stats).astype(np.float32) / np.float32(255)
     return to_u8(blur(resize(x, size=lq_size, mode=rec["final_mode"]), sinc))
 
 
@@ -149,10 +163,13 @@ def main():
         for b in ("b1", "b2"):
             families[rec[b + ".family"]] += 1
         seen["sinc=" + ("none" if rec["s.family"] == "pulse" else "sinc")] += 1
-        stats = {"jpeg_in": 0, "noise_in": 0.0, "off": 0, "values": 0}
+        stats = {"jpeg_in": 0, "noise_in": 0.0, "off": 0, "values": 0, "bytes": 0}
         ref = rebuild(folder, rec, stats).astype(np.int32)
         worst_in = max(worst_in, stats["jpeg_in"])
         worst_noise_in = max(worst_noise_in, stats["noise_in"])
+        if stats["bytes"]:
+            failures += 1
+            print("sample %d: %d JPEG files differ from PIL's" % (rec["index"], stats["bytes"]))
         if not stats["noise_in"] <= NOISE_IN_TOL:
             failures += 1
             print("sample %d: a noise input differs by %g" % (rec["index"], stats["noise_in"]))
