@@ -100,6 +100,15 @@ in_namespace() {
     mnt -t tmpfs -o mode=0755,nosuid,nodev run "$r/run"
     mkdir -p "$r/run/lock" && chmod 1777 "$r/run/lock"
     cp /etc/resolv.conf "$r/etc/resolv.conf"
+    # the host's local certificate authorities (an HTTPS proxy's, say) go with its network
+    # settings: ca-certificates, installed by the set-up, adds them to the root's bundle, so
+    # npm's registry (scripts/fetch-onnxruntime.sh) is trusted as on the host
+    local cas=(/usr/local/share/ca-certificates/*.crt)
+    if [ -e "${cas[0]}" ]; then
+        mkdir -p "$r/usr/local/share/ca-certificates"
+        cp "${cas[@]}" "$r/usr/local/share/ca-certificates/"
+        say "the host's local CA certificates (${#cas[@]}) copied into the root"
+    fi
     if [ -n "$PF_FR_CACHE" ]; then
         mnt --bind "$PF_FR_CACHE" "$r/var/cache/apt/archives"
         say "apt's .deb downloads are kept in $PF_FR_CACHE ($(find "$PF_FR_CACHE" -maxdepth 1 -name '*.deb' | wc -l) there now)"

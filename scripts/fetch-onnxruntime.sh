@@ -12,6 +12,11 @@ ver=${PF_ORT_VERSION:-1.31.1}
 command -v node > /dev/null && command -v npm > /dev/null ||
     { echo "fetch-onnxruntime: node and npm are needed (apt-get install nodejs npm)" >&2; exit 1; }
 mkdir -p "$dir"
+# Node trusts its own CA list; add the system's (update-ca-certificates: with local CAs, e.g.
+# an HTTPS proxy's in /usr/local/share/ca-certificates) unless the caller chose a file
+if [ -z "${NODE_EXTRA_CA_CERTS:-}" ] && [ -s /etc/ssl/certs/ca-certificates.crt ]; then
+    export NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt
+fi
 loads() { timeout 60 node -e "require('$dir/node_modules/$1')" > /dev/null 2>&1; }
 for pkg in onnxruntime-node onnxruntime-web; do
     if ! loads "$pkg"; then
