@@ -84,6 +84,8 @@ typedef struct {
     int n_clips;
     char val_partition[PF_MAX_CLIPS][64]; /* train: clips held out (BasicSR val_partition) */
     int n_val_partition;
+    int gt_usm;                         /* RealESRGAN*Dataset: the GT patch is sharpened (USM,
+                                           BasicSR's gt_usm); its LQ is made from the GT as read */
     int skip_cut_videos;                /* not a key: 1 when data.on_bad_sample is skip (set by
                                            pf_config_parse): a video file cut short at start-up
                                            is used up to its whole frames instead of refused
