@@ -14,7 +14,14 @@
         in another instance and in a shard, other for another seed;
     (e) an evaluation image too small for the kernels (pf_realesrgan_opts_check says so at
         its size) is an error naming the file; an lq_folder is refused.
+
+    `test_realesrgan_dataset cli` (ctest test_realesrgan_dataset.cli; 77 without the pixflow
+    binary, PF_BIN) runs `pixflow data` on a config written here: --degrade's PNGs equal
+    pf_dataset_pair's LQ for the same config (and an existing file without --force is refused,
+    untouched); --explain's file and crop lines equal pf_patch_crop_draw's, for a
+    PairedImageDataset with a random JPEG step.
 */
+#include <ctype.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +29,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/config.h"
 #include "common/dataset.h"
 #include "common/image.h"
 #include "common/realesrgan_ops.h"
@@ -295,8 +303,131 @@ static void test_errors(void) {
     pf_dataset_close(&ds);
 }
 
-int main(void) {
+/* ---- pixflow data ---------------------------------------------------------------------- */
+
+static const char *pf_bin;
+
+/* Run `pixflow data CFG ARGS`, stdout into out (len bytes); the exit status. */
+static int run_data(const char *cfg, const char *args, char *out, size_t len) {
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "%s data %s %s 2>%s/stderr.txt", pf_bin, cfg, args, root);
+    FILE *p = popen(cmd, "r");
+    size_t n = p ? fread(out, 1, len - 1, p) : 0;
+    out[n] = 0;
+    int st = p ? pclose(p) : -1;
+    return st >= 0 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* The integer after "NAME=" in text, or -1. */
+static int field(const char *text, const char *name) {
+    char pat[64];
+    snprintf(pat, sizeof pat, " %s=", name);
+    const char *p = strstr(text, pat);
+    return p && isdigit((unsigned char)p[strlen(pat)]) ? atoi(p + strlen(pat)) : -1;
+}
+
+static void write_config(const char *path, const char *type, const char *extra) {
+    FILE *f = fopen(path, "w");
+    fprintf(f, "model: {type: EDSR, scale: %d, n_feats: 8, n_blocks: 1}\n"
+               "seed: 9\n"
+               "data:\n"
+               "  samples_per_gpu: 2\n"
+               "  train: {type: %s, gt_folder: %s/train, gt_patch_size: %d, repeat: 2%s}\n"
+               "  eval: {type: %s, gt_folder: %s/eval%s}\n"
+               "optimizers: {type: Adam, lr: 1.0e-3}\n"
+               "total_iters: 20\n"
+               "work_dir: %s/wd\n", SCALE, type, root, GP, extra, type, root, extra, root);
+    fclose(f);
+}
+
+/* --degrade into DIR equals pf_dataset_pair; explain's crop equals pf_patch_crop_draw. */
+static void check_cli(const char *type, const char *extra) {
+    char cfg_path[400], out[400], args[600], text[16384], err[2048] = "";
+    snprintf(cfg_path, sizeof cfg_path, "%s/%s.yaml", root, type);
+    snprintf(out, sizeof out, "%s/frozen_%s", root, type);
+    write_config(cfg_path, type, extra);
+    static pf_config cfg;
+    CHECK(pf_config_load(&cfg, cfg_path, err, sizeof err) == 0, "%s", err);
+    pf_dataset ev, tr;
+    CHECK(pf_dataset_open(&ev, &cfg.eval, "data.eval", SCALE, 0, err, sizeof err) == 0, "%s",
+          err);
+    pf_dataset_set_seed(&ev, cfg.seed);
+    snprintf(args, sizeof args, "--degrade --set eval -o %s", out);
+    CHECK(run_data(cfg_path, args, text, sizeof text) == 0, "%s: %s", type, args);
+    for (int i = 0; i < ev.n_files; i++) {
+        char path[600];
+        snprintf(path, sizeof path, "%s/%s.png", out, ev.files[i].name);
+        const pf_image *gt, *lq;
+        pf_image got = { 0 };
+        CHECK(pf_dataset_pair(&ev, i, &gt, &lq, err, sizeof err) == 0, "%s", err);
+        CHECK(pf_image_read(path, &got, err, sizeof err) == 0, "%s", err);
+        CHECK(got.data && got.w == lq->w && got.h == lq->h &&
+              memcmp(got.data, lq->data, (size_t)lq->w * lq->h * 3) == 0,
+              "%s: %s is not pf_dataset_pair's LQ", type, path);
+        pf_image_free(&got);
+    }
+    struct stat before, after;
+    char first[600];
+    snprintf(first, sizeof first, "%s/%s.png", out, ev.files[0].name);
+    stat(first, &before);
+    CHECK(run_data(cfg_path, args, text, sizeof text) == 2, "%s: an existing DIR overwritten "
+          "without --force", type);
+    stat(first, &after);
+    CHECK(before.st_mtime == after.st_mtime && before.st_ino == after.st_ino, "%s: touched", type);
+    snprintf(args, sizeof args, "--degrade --set eval -o %s --force", out);
+    CHECK(run_data(cfg_path, args, text, sizeof text) == 0, "%s: --force refused", type);
+    pf_dataset_close(&ev);
+
+    CHECK(pf_dataset_open(&tr, &cfg.train, "data.train", SCALE, GP, err, sizeof err) == 0, "%s",
+          err);
+    for (uint32_t idx = 0; idx < 6; idx += 5) {
+        snprintf(args, sizeof args, "--explain --epoch 4 --index %u", idx);
+        CHECK(run_data(cfg_path, args, text, sizeof text) == 0, "%s: %s", type, args);
+        const pf_sample_file *f = &tr.files[idx % 3];
+        pf_patch_crop c = pf_patch_crop_draw(f->lq_w, f->lq_h, LP, cfg.train.use_flip,
+                                             cfg.train.use_rot, 9, 4, idx);
+        CHECK(strstr(text, f->gt_path) != NULL, "%s: explain names no %s:\n%s", type,
+              f->gt_path, text);
+        CHECK(field(text, "lq_top") == c.top && field(text, "lq_left") == c.left &&
+              field(text, "gt_top") == c.top * SCALE && field(text, "gt_left") == c.left * SCALE &&
+              field(text, "hflip") == c.hflip && field(text, "vflip") == c.vflip &&
+              field(text, "transpose") == c.transpose,
+              "%s sample %u: crop %d,%d:\n%s", type, idx, c.top, c.left, text);
+    }
+    pf_dataset_close(&tr);
+}
+
+static int cli_main(void) {
+    pf_bin = getenv("PF_BIN");
+    if (!pf_bin || access(pf_bin, X_OK) != 0) {
+        printf("test_realesrgan_dataset cli: no pixflow binary (PF_BIN), skipped\n");
+        return 77;
+    }
+    check_cli("PairedImageDataset", ", degradation: [{type: BI}, {type: JPEG, quality: [20, 90]}]");
+    return pf_test_end("test_realesrgan_dataset cli");
+}
+
+static void make_images(void);
+
+int main(int argc, char **argv) {
     snprintf(root, sizeof root, "/tmp/pf_test_realesrgan_dataset_%d", (int)getpid());
+    make_images();
+    int rc;
+    if (argc > 1 && !strcmp(argv[1], "cli")) {
+        rc = cli_main();
+    } else {
+        test_training();
+        test_eval();
+        test_errors();
+        rc = pf_test_end("test_realesrgan_dataset");
+    }
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", root);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", root);
+    return rc;
+}
+
+static void make_images(void) {
     const char *sub[] = { "", "/train", "/eval", "/small" };
     for (int i = 0; i < 4; i++) {
         char d[300];
@@ -314,11 +445,4 @@ int main(void) {
     snprintf(d, sizeof d, "%s/small", root);
     write_image(d, "ok.png", 120, 100, 6);
     write_image(d, "tiny.png", 43, 50, 7);     /* mod-cropped to 40 x 48 */
-    test_training();
-    test_eval();
-    test_errors();
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", root);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", root);
-    return pf_test_end("test_realesrgan_dataset");
 }
