@@ -359,6 +359,38 @@ void pf_dataset_close(pf_dataset *ds) {
 
 /* ---- decoded pairs ---------------------------------------------------------------------- */
 
+/* The key of evaluation image f's random draws (DN, JPEG, Real-ESRGAN). */
+static uint64_t pair_key(const pf_dataset *ds, const pf_sample_file *f) {
+    return pf_dataset_degrade_key(ds->seed, PF_DATASET_EVAL_EPOCH, (uint64_t)f->id);
+}
+
+/* "what: why" into err, where why may be err itself. */
+static void prefix_err(char *err, size_t errlen, const char *what) {
+    char why[1024];
+    snprintf(why, sizeof why, "%s", err);
+    snprintf(err, errlen, "%s: %s", what, why);
+}
+
+/* A RealESRGANDataset's evaluation LQ, made once when its GT g is decoded and cached with
+   it: the whole GT degraded with the parameters of pf_dataset_pair_params. */
+static int realesrgan_eval_lq(const pf_dataset *ds, const pf_sample_file *f, pf_image *g,
+                              pf_image *l, char *err, size_t errlen) {
+    l->w = f->lq_w;
+    l->h = f->lq_h;
+    l->data = malloc((size_t)l->w * l->h * 3);
+    pf_realesrgan_params p;
+    pf_realesrgan_draw(&ds->resr, pair_key(ds, f), &p);
+    if (!l->data) snprintf(err, errlen, "out of memory");
+    if (!l->data || pf_realesrgan_degrade_u8(&ds->resr, &p, g->data, g->h, g->w, l->data, NULL,
+                                             err, errlen) != 0) {
+        prefix_err(err, errlen, f->gt_path);
+        pf_image_free(g);
+        pf_image_free(l);
+        return -1;
+    }
+    return 0;
+}
+
 /* Decode file f's pair (no lock held: reads only what open set). GT is mod-cropped; LQ is
    read, or made by the downscaling step. Returns 0, or -1 with err naming the file. */
 static int load_pair(const pf_dataset *ds, const pf_sample_file *f, pf_image *g, pf_image *l,
@@ -386,7 +418,8 @@ static int load_pair(const pf_dataset *ds, const pf_sample_file *f, pf_image *g,
         g->w = f->gt_w;
     }
     g->h = f->gt_h;
-    if (ds->realesrgan) return 0;   /* GT alone: the LQ is made per sample */
+    if (ds->realesrgan)   /* training: GT alone, the LQ is made per sample */
+        return ds->gt_patch > 0 ? 0 : realesrgan_eval_lq(ds, f, g, l, err, errlen);
     if (f->lq_path[0]) {
         if (pf_image_read(f->lq_path, l, err, errlen)) {
             pf_image_free(g);
@@ -446,48 +479,6 @@ void pf_dataset_cache_stats(pf_dataset *ds, pf_cache_stats *out) {
     pf_pair_cache_stats(&ds->cache, out);
 }
 
-/* ds->pair_lq sized w x h (its bytes undefined). Returns 0, or -1 with err naming f. */
-static int pair_lq_alloc(pf_dataset *ds, const pf_sample_file *f, int w, int h, char *err,
-                         size_t errlen) {
-    if (ds->pair_lq.w * ds->pair_lq.h != w * h) {
-        uint8_t *p = realloc(ds->pair_lq.data, (size_t)w * h * 3);
-        if (!p) {
-            snprintf(err, errlen, "%s: out of memory", f->gt_path);
-            return -1;
-        }
-        ds->pair_lq.data = p;
-    }
-    ds->pair_lq.w = w;
-    ds->pair_lq.h = h;
-    return 0;
-}
-
-/* The key of evaluation image f's random draws (DN, JPEG, Real-ESRGAN). */
-static uint64_t pair_key(const pf_dataset *ds, const pf_sample_file *f) {
-    return pf_dataset_degrade_key(ds->seed, PF_DATASET_EVAL_EPOCH, (uint64_t)f->id);
-}
-
-/* "what: why" into err, where why may be err itself. */
-static void prefix_err(char *err, size_t errlen, const char *what) {
-    char why[1024];
-    snprintf(why, sizeof why, "%s", err);
-    snprintf(err, errlen, "%s: %s", what, why);
-}
-
-/* A RealESRGANDataset's evaluation LQ: the whole GT e->gt degraded into ds->pair_lq. */
-static int realesrgan_pair(pf_dataset *ds, const pf_sample_file *f, const pf_image *g,
-                           char *err, size_t errlen) {
-    if (pair_lq_alloc(ds, f, g->w / ds->scale, g->h / ds->scale, err, errlen) != 0) return -1;
-    pf_realesrgan_params p;
-    pf_realesrgan_draw(&ds->resr, pair_key(ds, f), &p);
-    if (pf_realesrgan_degrade_u8(&ds->resr, &p, g->data, g->h, g->w, ds->pair_lq.data, NULL,
-                                 err, errlen) != 0) {
-        prefix_err(err, errlen, f->gt_path);
-        return -1;
-    }
-    return 0;
-}
-
 int pf_dataset_pair(pf_dataset *ds, int file, const pf_image **gt, const pf_image **lq,
                     char *err, size_t errlen) {
     if (file < 0 || file >= ds->n_files) {
@@ -504,15 +495,20 @@ int pf_dataset_pair(pf_dataset *ds, int file, const pf_image **gt, const pf_imag
     pf_sample_file *f = &ds->files[file];
     const pf_cache_entry *e = &ds->cache.entries[file];
     *gt = &e->gt;
-    *lq = &e->lq;
-    if (ds->realesrgan) {
-        if (realesrgan_pair(ds, f, &e->gt, err, errlen) != 0) return -1;
-        *lq = &ds->pair_lq;
-        return 0;
-    }
+    *lq = &e->lq;   /* a RealESRGANDataset's: degraded when decoded (load_pair) */
     if (!ds->random_steps) return 0;
-    if (pair_lq_alloc(ds, f, e->lq.w, e->lq.h, err, errlen) != 0) return -1;
-    memcpy(ds->pair_lq.data, e->lq.data, (size_t)e->lq.w * e->lq.h * 3);
+    size_t n = (size_t)e->lq.w * e->lq.h * 3;
+    if (ds->pair_lq.w * ds->pair_lq.h != e->lq.w * e->lq.h) {
+        uint8_t *p = realloc(ds->pair_lq.data, n);
+        if (!p) {
+            snprintf(err, errlen, "%s: out of memory", f->gt_path);
+            return -1;
+        }
+        ds->pair_lq.data = p;
+    }
+    ds->pair_lq.w = e->lq.w;
+    ds->pair_lq.h = e->lq.h;
+    memcpy(ds->pair_lq.data, e->lq.data, n);
     if (pf_degrade_random(ds->cfg.degradation, ds->cfg.n_degradations, pair_key(ds, f),
                           ds->pair_lq.data, e->lq.w, e->lq.h, err, errlen) != 0)
         return -1;

@@ -28,13 +28,13 @@
     lq_folder (gt_folder, meta_info_file, repeat, use_flip, use_rot, gt_patch_size), its LQ made
     by Real-ESRGAN's second-order degradation (common/realesrgan_pipeline.h) with the options
     of the block (common/realesrgan_cfg.h, read once at open). The cache holds the mod-cropped
-    GT alone. A training sample is the GT patch a BI set crops for the same (seed, epoch,
+    GT alone for training, the GT and its degraded LQ for evaluation. A training sample is the GT patch a BI set crops for the same (seed, epoch,
     index) (pf_patch_crop_draw), its LQ pf_realesrgan_degrade_u8 of that patch as read with
     the parameters pf_realesrgan_draw gives for pf_dataset_degrade_key(seed, epoch, index);
     with gt_usm the GT written out is then pf_usm_sharp_u8 of the patch (BasicSR too sharpens
     the target and degrades the unsharpened GT). Evaluation and test degrade the whole
-    mod-cropped GT once, keyed by (the set's seed, PF_DATASET_EVAL_EPOCH, the image's id), and
-    compare with the GT as read (no USM). Unlike BasicSR, which degrades a 400 x 400 crop of
+    mod-cropped GT once, when it is decoded into the cache, keyed by (the set's seed,
+    PF_DATASET_EVAL_EPOCH, the image's id), and compare with the GT as read (no USM). Unlike BasicSR, which degrades a 400 x 400 crop of
     the flipped GT and then crops 256 from GT and LQ, PixFlow degrades the GT patch itself:
     the kernels' reflect padding sees the patch's border, and the work is that of the patch
     only (BasicSR's 400 crop costs 2.4x the pixels).
@@ -126,7 +126,8 @@ void pf_dataset_set_seed(pf_dataset *ds, uint64_t seed);
    NULL for SingleImageDataset) and LQ with the random steps applied, drawn from (seed set by
    pf_dataset_set_seed, files[file].id); a RealESRGANDataset's LQ (gt_w/scale x gt_h/scale)
    is the pipeline's output for the whole mod-cropped GT with the parameters of
-   pf_dataset_pair_params (made at each call: seconds for a 2K image). The pointers stay valid until the next
+   pf_dataset_pair_params, made when the GT is decoded and cached with it (so the seed must
+   be set before the first call). The pointers stay valid until the next
    pf_dataset_pair call or pf_dataset_close (the entry stays pinned until then); one caller
    thread at a time (pf_dataset_sample may run beside it). Returns 0, or -1 with err naming the
    file (unreadable image, size changed since open, out of memory). */

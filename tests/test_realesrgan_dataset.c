@@ -259,6 +259,10 @@ static void test_eval(void) {
         CHECK(pf_dataset_pair_params(&ev, i, &p, line, sizeof line, err, sizeof err) == 0, "%s",
               err);
         CHECK(strcmp(line, want_line) == 0, "image %d: params line", i);
+        pf_cache_stats st;
+        pf_dataset_cache_stats(&ev, &st);
+        CHECK(st.misses == (uint64_t)i + 1, "image %d: %llu misses: the LQ was made again", i,
+              (unsigned long long)st.misses);
         CHECK(pf_dataset_pair(&other, i, &gt, &lq, err, sizeof err) == 0, "%s", err);
         CHECK(memcmp(lq->data, want, n) != 0, "image %d: another seed, same LQ", i);
         if (i % 2 == 1) {
