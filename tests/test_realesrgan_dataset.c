@@ -74,6 +74,7 @@ static pf_dataset_cfg cfg_for(const char *type, const char *gt, int gt_usm) {
     c.use_flip = c.use_rot = 1;
     c.repeat = 2;
     c.gt_usm = gt_usm;
+    pf_realesrgan_opts_default(&c.realesrgan);   /* what the config rows give by default */
     return c;
 }
 
