@@ -19,7 +19,9 @@
     binary, PF_BIN) runs `pixflow data` on a config written here: --degrade's PNGs equal
     pf_dataset_pair's LQ for the same config (and an existing file without --force is refused,
     untouched); --explain's file and crop lines equal pf_patch_crop_draw's, for a
-    PairedImageDataset with a random JPEG step.
+    PairedImageDataset with a random JPEG step and a RealESRGANDataset, whose explain lines
+    (a training sample's, an eval image's) are key=value words equal to the format of the
+    parameters drawn here.
 */
 #include <ctype.h>
 #include <pthread.h>
@@ -345,7 +347,34 @@ static void write_config(const char *path, const char *type, const char *extra) 
     fclose(f);
 }
 
-/* --degrade into DIR equals pf_dataset_pair; explain's crop equals pf_patch_crop_draw. */
+/* explain's "params: " line of `text` is key=value words equal to `want` (the pipeline's
+   format of the draws computed here): 1, else 0 after saying why. */
+static int params_line_ok(const char *text, const char *want) {
+    const char *p = strstr(text, "\nparams: ");
+    if (!p) return 0;
+    char line[8192];
+    snprintf(line, sizeof line, "%s", p + 9);
+    line[strcspn(line, "\n")] = 0;
+    int words = 0;
+    for (char *save, *w = strtok_r(line, " ", &save); w; w = strtok_r(NULL, " ", &save)) {
+        char *eq = strchr(w, '=');
+        if (!eq || eq == w || !eq[1]) {
+            fprintf(stderr, "params word '%s' is not key=value\n", w);
+            return 0;
+        }
+        words++;
+    }
+    snprintf(line, sizeof line, "%s", p + 9);
+    line[strcspn(line, "\n")] = 0;
+    if (words < 10 || strcmp(line, want) != 0) {
+        fprintf(stderr, "params line (%d words)\n  %s\nwanted\n  %s\n", words, line, want);
+        return 0;
+    }
+    return 1;
+}
+
+/* --degrade into DIR equals pf_dataset_pair; explain's crop equals pf_patch_crop_draw and
+   (RealESRGANDataset) its params line the pipeline's for the sample's key. */
 static void check_cli(const char *type, const char *extra) {
     char cfg_path[400], out[400], args[600], text[16384], err[2048] = "";
     snprintf(cfg_path, sizeof cfg_path, "%s/%s.yaml", root, type);
@@ -398,6 +427,18 @@ static void check_cli(const char *type, const char *extra) {
               field(text, "hflip") == c.hflip && field(text, "vflip") == c.vflip &&
               field(text, "transpose") == c.transpose,
               "%s sample %u: crop %d,%d:\n%s", type, idx, c.top, c.left, text);
+        if (!tr.realesrgan) continue;
+        pf_realesrgan_opts o = default_opts();
+        pf_realesrgan_params p;
+        char want[8192];
+        pf_realesrgan_draw(&o, pf_dataset_degrade_key(9, 4, idx), &p);
+        pf_realesrgan_params_format(&p, want, sizeof want);
+        CHECK(params_line_ok(text, want), "sample %u: explain's params line", idx);
+        snprintf(args, sizeof args, "--explain --set eval --index %u", idx % 2);
+        CHECK(run_data(cfg_path, args, text, sizeof text) == 0, "%s: %s", type, args);
+        pf_realesrgan_draw(&o, pf_dataset_degrade_key(9, PF_DATASET_EVAL_EPOCH, idx % 2), &p);
+        pf_realesrgan_params_format(&p, want, sizeof want);
+        CHECK(params_line_ok(text, want), "eval image %u: explain's params line", idx % 2);
     }
     pf_dataset_close(&tr);
 }
@@ -409,6 +450,7 @@ static int cli_main(void) {
         return 77;
     }
     check_cli("PairedImageDataset", ", degradation: [{type: BI}, {type: JPEG, quality: [20, 90]}]");
+    check_cli("RealESRGANDataset", "");
     return pf_test_end("test_realesrgan_dataset cli");
 }
 
