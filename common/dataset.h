@@ -26,18 +26,19 @@
 
     RealESRGANDataset (issue 40): GT images only, opened as a PairedImageDataset without
     lq_folder (gt_folder, meta_info_file, repeat, use_flip, use_rot, gt_patch_size), its LQ made
-    by Real-ESRGAN's second-order degradation (common/realesrgan_pipeline.h) with the options
-    of the block (common/realesrgan_cfg.h, read once at open). The cache holds the mod-cropped
-    GT alone for training, the GT and its degraded LQ for evaluation. A training sample is the GT patch a BI set crops for the same (seed, epoch,
-    index) (pf_patch_crop_draw), its LQ pf_realesrgan_degrade_u8 of that patch as read with
-    the parameters pf_realesrgan_draw gives for pf_dataset_degrade_key(seed, epoch, index);
-    with gt_usm the GT written out is then pf_usm_sharp_u8 of the patch (BasicSR too sharpens
-    the target and degrades the unsharpened GT). Evaluation and test degrade the whole
-    mod-cropped GT once, when it is decoded into the cache, keyed by (the set's seed,
-    PF_DATASET_EVAL_EPOCH, the image's id), and compare with the GT as read (no USM). Unlike BasicSR, which degrades a 400 x 400 crop of
-    the flipped GT and then crops 256 from GT and LQ, PixFlow degrades the GT patch itself:
-    the kernels' reflect padding sees the patch's border, and the work is that of the patch
-    only (BasicSR's 400 crop costs 2.4x the pixels).
+    by Real-ESRGAN's second-order degradation (common/realesrgan_pipeline.h) with the options of
+    the block (common/realesrgan_cfg.h, read once at open). The cache holds the mod-cropped GT
+    alone for training, the GT and its degraded LQ for evaluation. A training sample is the GT
+    patch a BI set crops for the same (seed, epoch, index) (pf_patch_crop_draw), its LQ
+    pf_realesrgan_degrade_u8 of that patch as read with the parameters pf_realesrgan_draw gives
+    for pf_dataset_degrade_key(seed, epoch, index); with gt_usm the GT written out is then
+    pf_usm_sharp_u8 of the patch (BasicSR too sharpens the target and degrades the unsharpened
+    GT). Evaluation and test degrade the whole mod-cropped GT once, when it is decoded into the
+    cache, keyed by (the set's seed, PF_DATASET_EVAL_EPOCH, the image's id), and compare with
+    the GT as read (no USM). Unlike BasicSR, which degrades a 400 x 400 crop of the flipped GT
+    and then crops 256 from GT and LQ, PixFlow degrades the GT patch itself: the kernels'
+    reflect padding sees the patch's border, and the work is that of the patch only (BasicSR's
+    400 crop costs 2.4x the pixels).
 */
 #ifndef PF_DATASET_H
 #define PF_DATASET_H
@@ -75,7 +76,7 @@ typedef struct {
     int gt_patch;               /* training GT patch (0 for eval/test) */
     int random_steps;           /* the degradation has a random step (DN, JPEG) */
     int realesrgan;             /* RealESRGANDataset: LQ made by the Real-ESRGAN pipeline
-                                   from the GT (the cache holds the GT alone) */
+                                   from the GT (training: the cache holds the GT alone) */
     pf_realesrgan_opts resr;    /* its options (pf_dataset_realesrgan_opts at open) */
     uint64_t seed;              /* pf_dataset_pair's random steps (pf_dataset_set_seed) */
     pf_pair_cache cache;        /* entry i: files[i]'s decoded pair */
@@ -122,15 +123,15 @@ int pf_dataset_shard(const pf_dataset *ds, int r, int n, pf_dataset *out);
    the config's seed. Not thread-safe: call before use. */
 void pf_dataset_set_seed(pf_dataset *ds, uint64_t seed);
 
-/* Decoded pair of file `file` for evaluation and testing, whole images, RGB8: GT (gt->data
-   NULL for SingleImageDataset) and LQ with the random steps applied, drawn from (seed set by
-   pf_dataset_set_seed, files[file].id); a RealESRGANDataset's LQ (gt_w/scale x gt_h/scale)
-   is the pipeline's output for the whole mod-cropped GT with the parameters of
-   pf_dataset_pair_params, made when the GT is decoded and cached with it (so the seed must
-   be set before the first call). The pointers stay valid until the next
-   pf_dataset_pair call or pf_dataset_close (the entry stays pinned until then); one caller
-   thread at a time (pf_dataset_sample may run beside it). Returns 0, or -1 with err naming the
-   file (unreadable image, size changed since open, out of memory). */
+/* Decoded pair of file `file` for evaluation and testing, whole images, RGB8: GT (gt->data NULL
+   for SingleImageDataset) and LQ with the random steps applied, drawn from (seed set by
+   pf_dataset_set_seed, files[file].id); a RealESRGANDataset's LQ (gt_w/scale x gt_h/scale) is
+   the pipeline's output for the whole mod-cropped GT with the parameters of
+   pf_dataset_pair_params, made when the GT is decoded and cached with it (so the seed must be
+   set before the first call). The pointers stay valid until the next pf_dataset_pair call or
+   pf_dataset_close (the entry stays pinned until then); one caller thread at a time
+   (pf_dataset_sample may run beside it). Returns 0, or -1 with err naming the file (unreadable
+   image, size changed since open, out of memory). */
 int pf_dataset_pair(pf_dataset *ds, int file, const pf_image **gt, const pf_image **lq,
                     char *err, size_t errlen);
 
@@ -142,17 +143,17 @@ void pf_dataset_set_cache_limit(pf_dataset *ds, size_t bytes);
 /* A snapshot of the cache counters. Thread-safe. */
 void pf_dataset_cache_stats(pf_dataset *ds, pf_cache_stats *out);
 
-/* Training sample `index` (in [0, len)) of `epoch`. A video set: pf_video_dataset_sample
-   (frames x the sizes below, frame-major). An image set: the pair of file index % n_files, cropped
-   and augmented by pf_paired_crop_augment with the dataset's patch size and flags, into gt_out
+/* Training sample `index` (in [0, len)) of `epoch`. A video set: pf_video_dataset_sample (frames
+   x the sizes below, frame-major). An image set: the pair of file index % n_files, cropped and
+   augmented by pf_paired_crop_augment with the dataset's patch size and flags, into gt_out
    (gt_patch^2 * 3 bytes) and lq_out ((gt_patch/scale)^2 * 3), RGB8 HWC; then the random
    degradation steps on lq_out, drawn from (seed, epoch, index) in a stream of their own (the
    crop's draws are those of pf_paired_crop_augment alone). A RealESRGANDataset: the GT patch
-   cropped and flipped as a BI set's, lq_out the pipeline's output for it with the
-   parameters of pf_dataset_sample_params, then gt_out sharpened when gt_usm (see above). Safe to call from several threads
-   at once; the bytes depend only on (seed, epoch, index). Returns 0, or -1 with err naming the
-   file (unreadable, changed since open, out of memory, or a SingleImageDataset); the same call
-   fails the same way in any loader. */
+   cropped and flipped as a BI set's, lq_out the pipeline's output for it with the parameters of
+   pf_dataset_sample_params, then gt_out sharpened when gt_usm (see above). Safe to call from
+   several threads at once; the bytes depend only on (seed, epoch, index). Returns 0, or -1 with
+   err naming the file (unreadable, changed since open, out of memory, or a SingleImageDataset);
+   the same call fails the same way in any loader. */
 int pf_dataset_sample(pf_dataset *ds, uint32_t index, uint64_t seed, uint32_t epoch,
                       uint8_t *gt_out, uint8_t *lq_out, char *err, size_t errlen);
 
