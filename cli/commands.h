@@ -9,4 +9,5 @@ int pf_monitor_main(int argc, char **argv);     /* cli/monitor.c */
 int pf_config_main(int argc, char **argv);      /* cli/config_cmd.c */
 int pf_export_main(int argc, char **argv);      /* cli/export.c */
 int pf_upscale_main(int argc, char **argv);     /* cli/upscale.c */
+int pf_data_main(int argc, char **argv);        /* cli/data.c */
 #endif

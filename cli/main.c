@@ -9,6 +9,7 @@
       pixflow hook checkpoint|eval|log|visual --connect EP      subscriber services
       pixflow monitor --connect EP [--once|--json|--http H:P]  watch a job from any host
       pixflow config CONFIG [--get KEY ...]                     the resolved config / values
+      pixflow data CONFIG --explain|--degrade ...              a sample's making; a frozen LQ set
       pixflow keygen DIR [--name NAME [--allow]]                CURVE keys (security.curve)
       pixflow export --onnx OUT.onnx WEIGHTS_OR_WORK_DIR        a trained network as ONNX
 */
@@ -50,6 +51,12 @@ static int usage(void) {
             "        key folder when the job runs with security.curve: true\n"
             "  config CONFIG [--get KEY ...]                    the resolved config, or values\n"
             "                                                   of keys (for scripts)\n"
+            "  data CONFIG --explain [--set train|eval|test] [--epoch E] --index I\n"
+            "                                                   a sample's file, crop and drawn\n"
+            "                                                   degradation parameters\n"
+            "  data CONFIG --degrade --set eval|test -o DIR [--force]\n"
+            "                                                   each image's LQ as evaluation\n"
+            "                                                   makes it, as DIR/<stem>.png\n"
             "  export --onnx OUT.onnx WEIGHTS_OR_WORK_DIR [--config CONFIG] [--force]\n"
             "        [--num-frame N]                            (video networks: N frames)\n"
             "                                                   the network as ONNX (opset 17)\n"
@@ -83,6 +90,7 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "worker") == 0) return pf_worker_main(n, rest);
     if (strcmp(cmd, "monitor") == 0) return pf_monitor_main(n, rest);
     if (strcmp(cmd, "config") == 0) return pf_config_main(n, rest);
+    if (strcmp(cmd, "data") == 0) return pf_data_main(n, rest);
     if (strcmp(cmd, "keygen") == 0) return pf_keygen_main(n, rest);
     if (strcmp(cmd, "export") == 0) return pf_export_main(n, rest);
     if (strcmp(cmd, "hook") == 0 && n >= 1) {

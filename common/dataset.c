@@ -16,6 +16,7 @@
 #include "common/file_list.h"
 #include "common/image_info.h"
 #include "common/log.h"
+#include "common/realesrgan_cfg.h"
 
 /* BasicSR meta_info: the first whitespace-separated word of each non-empty line names a file
    of `folder`, in order. A missing file or another extension is an error naming the meta file
@@ -194,7 +195,28 @@ static int open_file(pf_dataset *ds, pf_sample_file *f, const char *name, const 
                  f->lq_w, f->lq_h, ds->gt_patch, lq_patch, lq_patch);
         return -1;
     }
+    char why[512];
+    if (ds->realesrgan && ds->gt_patch == 0 &&
+        pf_realesrgan_opts_check(&ds->resr, f->gt_h, f->gt_w, why, sizeof why) != 0) {
+        snprintf(err, errlen, "%s: '%s' (%dx%d, mod-cropped %dx%d) is too small for the "
+                 "Real-ESRGAN degradation: %s", key, f->gt_path, w, h, f->gt_w, f->gt_h, why);
+        return -1;
+    }
     return 0;
+}
+
+/* A RealESRGANDataset's part of open: no lq_folder, the options read once. */
+static int open_realesrgan(pf_dataset *ds, const char *key, char *err, size_t errlen) {
+    if (ds->cfg.lq_folder[0]) {
+        snprintf(err, errlen, "%s.lq_folder: a RealESRGANDataset makes its LQ from the GT "
+                 "(Real-ESRGAN's degradations), it reads no '%s'; remove lq_folder, or use a "
+                 "PairedImageDataset with it (a set frozen by `pixflow data --degrade`)", key,
+                 ds->cfg.lq_folder);
+        return -1;
+    }
+    ds->realesrgan = 1;
+    return pf_dataset_realesrgan_opts(&ds->cfg, key, ds->scale, ds->gt_patch, &ds->resr, err,
+                                      errlen);
 }
 
 /* Everything of a dataset but its file list, for open and shard. */
@@ -228,9 +250,13 @@ int pf_dataset_open(pf_dataset *ds, const pf_dataset_cfg *cfg, const char *key, 
         return 0;
     }
     ds->single = strcmp(cfg->type, "SingleImageDataset") == 0;
-    ds->random_steps = !cfg->lq_folder[0] &&
-                       pf_degrade_is_random(cfg->degradation, cfg->n_degradations);
     init_extra(ds);
+    if (strcmp(cfg->type, "RealESRGANDataset") == 0) {
+        if (open_realesrgan(ds, key, err, errlen) != 0) return -1;
+    } else {
+        ds->random_steps = !cfg->lq_folder[0] &&
+                           pf_degrade_is_random(cfg->degradation, cfg->n_degradations);
+    }
     const char *folder = ds->single ? cfg->lq_folder : cfg->gt_folder;
     const char *field = ds->single ? "lq_folder" : "gt_folder";
     pf_name_list names = { 0 };
@@ -333,6 +359,38 @@ void pf_dataset_close(pf_dataset *ds) {
 
 /* ---- decoded pairs ---------------------------------------------------------------------- */
 
+/* The key of evaluation image f's random draws (DN, JPEG, Real-ESRGAN). */
+static uint64_t pair_key(const pf_dataset *ds, const pf_sample_file *f) {
+    return pf_dataset_degrade_key(ds->seed, PF_DATASET_EVAL_EPOCH, (uint64_t)f->id);
+}
+
+/* "what: why" into err, where why may be err itself. */
+static void prefix_err(char *err, size_t errlen, const char *what) {
+    char why[1024];
+    snprintf(why, sizeof why, "%s", err);
+    snprintf(err, errlen, "%s: %s", what, why);
+}
+
+/* A RealESRGANDataset's evaluation LQ, made once when its GT g is decoded and cached with
+   it: the whole GT degraded with the parameters of pf_dataset_pair_params. */
+static int realesrgan_eval_lq(const pf_dataset *ds, const pf_sample_file *f, pf_image *g,
+                              pf_image *l, char *err, size_t errlen) {
+    l->w = f->lq_w;
+    l->h = f->lq_h;
+    l->data = malloc((size_t)l->w * l->h * 3);
+    pf_realesrgan_params p;
+    pf_realesrgan_draw(&ds->resr, pair_key(ds, f), &p);
+    if (!l->data) snprintf(err, errlen, "out of memory");
+    if (!l->data || pf_realesrgan_degrade_u8(&ds->resr, &p, g->data, g->h, g->w, l->data, NULL,
+                                             err, errlen) != 0) {
+        prefix_err(err, errlen, f->gt_path);
+        pf_image_free(g);
+        pf_image_free(l);
+        return -1;
+    }
+    return 0;
+}
+
 /* Decode file f's pair (no lock held: reads only what open set). GT is mod-cropped; LQ is
    read, or made by the downscaling step. Returns 0, or -1 with err naming the file. */
 static int load_pair(const pf_dataset *ds, const pf_sample_file *f, pf_image *g, pf_image *l,
@@ -360,6 +418,8 @@ static int load_pair(const pf_dataset *ds, const pf_sample_file *f, pf_image *g,
         g->w = f->gt_w;
     }
     g->h = f->gt_h;
+    if (ds->realesrgan)   /* training: GT alone, the LQ is made per sample */
+        return ds->gt_patch > 0 ? 0 : realesrgan_eval_lq(ds, f, g, l, err, errlen);
     if (f->lq_path[0]) {
         if (pf_image_read(f->lq_path, l, err, errlen)) {
             pf_image_free(g);
@@ -435,7 +495,7 @@ int pf_dataset_pair(pf_dataset *ds, int file, const pf_image **gt, const pf_imag
     pf_sample_file *f = &ds->files[file];
     const pf_cache_entry *e = &ds->cache.entries[file];
     *gt = &e->gt;
-    *lq = &e->lq;
+    *lq = &e->lq;   /* a RealESRGANDataset's: degraded when decoded (load_pair) */
     if (!ds->random_steps) return 0;
     size_t n = (size_t)e->lq.w * e->lq.h * 3;
     if (ds->pair_lq.w * ds->pair_lq.h != e->lq.w * e->lq.h) {
@@ -449,11 +509,35 @@ int pf_dataset_pair(pf_dataset *ds, int file, const pf_image **gt, const pf_imag
     ds->pair_lq.w = e->lq.w;
     ds->pair_lq.h = e->lq.h;
     memcpy(ds->pair_lq.data, e->lq.data, n);
-    if (pf_degrade_random(ds->cfg.degradation, ds->cfg.n_degradations,
-                          pf_dataset_degrade_key(ds->seed, PF_DATASET_EVAL_EPOCH, (uint64_t)f->id),
+    if (pf_degrade_random(ds->cfg.degradation, ds->cfg.n_degradations, pair_key(ds, f),
                           ds->pair_lq.data, e->lq.w, e->lq.h, err, errlen) != 0)
         return -1;
     *lq = &ds->pair_lq;
+    return 0;
+}
+
+/* A RealESRGANDataset's training sample from file i: the GT patch cropped as a BI set's, its
+   LQ degraded from it, then the GT sharpened when gt_usm. */
+static int realesrgan_sample(pf_dataset *ds, int i, uint32_t index, uint64_t seed,
+                             uint32_t epoch, uint8_t *gt_out, uint8_t *lq_out, char *err,
+                             size_t errlen) {
+    if (acquire(ds, i, err, errlen) != 0) return -1;
+    const pf_image *g = &ds->cache.entries[i].gt;
+    int s = ds->scale, gp = ds->gt_patch;
+    pf_patch_crop c = pf_patch_crop_draw(g->w / s, g->h / s, gp / s, ds->cfg.use_flip,
+                                         ds->cfg.use_rot, seed, epoch, index);
+    pf_copy_patch(g->data, g->w, c.top * s, c.left * s, gp, c.hflip, c.vflip, c.transpose,
+                  gt_out);
+    release(ds, i);
+    pf_realesrgan_params p;
+    pf_realesrgan_draw(&ds->resr, pf_dataset_degrade_key(seed, epoch, index), &p);
+    if (pf_realesrgan_degrade_u8(&ds->resr, &p, gt_out, gp, gp, lq_out, NULL, err, errlen) != 0 ||
+        (ds->cfg.gt_usm && pf_usm_sharp_u8(gt_out, gp, gp, 3, gt_out, err, errlen) != 0)) {
+        char what[PF_PATH_MAX + 32];
+        snprintf(what, sizeof what, "%s: sample %u", ds->files[i].gt_path, index);
+        prefix_err(err, errlen, what);
+        return -1;
+    }
     return 0;
 }
 
@@ -471,6 +555,8 @@ int pf_dataset_sample(pf_dataset *ds, uint32_t index, uint64_t seed, uint32_t ep
         return -1;
     }
     int i = (int)(index % (uint32_t)ds->n_files);
+    if (ds->realesrgan)
+        return realesrgan_sample(ds, i, index, seed, epoch, gt_out, lq_out, err, errlen);
     if (acquire(ds, i, err, errlen) != 0) return -1;
     pf_sample_file *f = &ds->files[i];
     const pf_cache_entry *e = &ds->cache.entries[i];
@@ -482,10 +568,65 @@ int pf_dataset_sample(pf_dataset *ds, uint32_t index, uint64_t seed, uint32_t ep
     if (pf_degrade_random(ds->cfg.degradation, ds->cfg.n_degradations,
                           pf_dataset_degrade_key(seed, epoch, index), lq_out, lp, lp, err,
                           errlen) != 0) {
-        char why[256];
-        snprintf(why, sizeof why, "%s", err);
-        snprintf(err, errlen, "%s: sample %u: %s", f->gt_path, index, why);
+        char what[PF_PATH_MAX + 32];
+        snprintf(what, sizeof what, "%s: sample %u", f->gt_path, index);
+        prefix_err(err, errlen, what);
         return -1;
     }
     return 0;
+}
+
+/* ---- explain ---------------------------------------------------------------------------- */
+
+/* err for a set that has no per-file crop or no Real-ESRGAN draws. */
+static int not_for(const pf_dataset *ds, const char *what, char *err, size_t errlen) {
+    snprintf(err, errlen, "%s: not for a %s", what, ds->cfg.type);
+    return -1;
+}
+
+int pf_dataset_sample_crop(const pf_dataset *ds, uint32_t index, uint64_t seed,
+                           uint32_t epoch, int *file, pf_patch_crop *crop, char *err,
+                           size_t errlen) {
+    if (ds->video || ds->single || ds->gt_patch <= 0)
+        return not_for(ds, "a training crop", err, errlen);
+    if (index >= ds->len) {
+        snprintf(err, errlen, "sample %u is out of range (the dataset has %u)", index, ds->len);
+        return -1;
+    }
+    int i = (int)(index % (uint32_t)ds->n_files);
+    const pf_sample_file *f = &ds->files[i];
+    *file = i;
+    *crop = pf_patch_crop_draw(f->lq_w, f->lq_h, ds->gt_patch / ds->scale, ds->cfg.use_flip,
+                               ds->cfg.use_rot, seed, epoch, index);
+    return 0;
+}
+
+/* *p drawn for `key`, its line into line (when not NULL). */
+static int params_of(const pf_dataset *ds, uint64_t key, pf_realesrgan_params *p, char *line,
+                     size_t len) {
+    pf_realesrgan_draw(&ds->resr, key, p);
+    if (line) pf_realesrgan_params_format(p, line, len);
+    return 0;
+}
+
+int pf_dataset_sample_params(const pf_dataset *ds, uint32_t index, uint64_t seed,
+                             uint32_t epoch, pf_realesrgan_params *p, char *line, size_t len,
+                             char *err, size_t errlen) {
+    if (!ds->realesrgan) return not_for(ds, "Real-ESRGAN parameters", err, errlen);
+    if (index >= ds->len) {
+        snprintf(err, errlen, "sample %u is out of range (the dataset has %u)", index, ds->len);
+        return -1;
+    }
+    return params_of(ds, pf_dataset_degrade_key(seed, epoch, index), p, line, len);
+}
+
+int pf_dataset_pair_params(const pf_dataset *ds, int file, pf_realesrgan_params *p, char *line,
+                           size_t len, char *err, size_t errlen) {
+    if (!ds->realesrgan) return not_for(ds, "Real-ESRGAN parameters", err, errlen);
+    if (file < 0 || file >= ds->n_files) {
+        snprintf(err, errlen, "image %d is out of range (the dataset has %d)", file,
+                 ds->n_files);
+        return -1;
+    }
+    return params_of(ds, pair_key(ds, &ds->files[file]), p, line, len);
 }

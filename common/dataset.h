@@ -1,4 +1,4 @@
-/*  dataset — PairedImageDataset and SingleImageDataset (BasicSR/MMagic).
+/*  dataset — PairedImageDataset, SingleImageDataset and RealESRGANDataset (BasicSR/MMagic).
 
     Paired: GT images (.png, .jpg, .jpeg) in gt_folder; LQ either from lq_folder (file
     filename_tmpl with "{}" replaced by the GT stem, with the GT's extension, else the first of
@@ -23,6 +23,22 @@
     with draws keyed by (the dataset's seed, the image's position in the dataset as opened).
     The crop, the flips and that key are common/patch.h's, shared with the video sets
     (common/video_dataset.h), which this file opens for the video types.
+
+    RealESRGANDataset (issue 40): GT images only, opened as a PairedImageDataset without
+    lq_folder (gt_folder, meta_info_file, repeat, use_flip, use_rot, gt_patch_size), its LQ made
+    by Real-ESRGAN's second-order degradation (common/realesrgan_pipeline.h) with the options of
+    the block (common/realesrgan_cfg.h, read once at open). The cache holds the mod-cropped GT
+    alone for training, the GT and its degraded LQ for evaluation. A training sample is the GT
+    patch a BI set crops for the same (seed, epoch, index) (pf_patch_crop_draw), its LQ
+    pf_realesrgan_degrade_u8 of that patch as read with the parameters pf_realesrgan_draw gives
+    for pf_dataset_degrade_key(seed, epoch, index); with gt_usm the GT written out is then
+    pf_usm_sharp_u8 of the patch (BasicSR too sharpens the target and degrades the unsharpened
+    GT). Evaluation and test degrade the whole mod-cropped GT once, when it is decoded into the
+    cache, keyed by (the set's seed, PF_DATASET_EVAL_EPOCH, the image's id), and compare with
+    the GT as read (no USM). Unlike BasicSR, which degrades a 400 x 400 crop of the flipped GT
+    and then crops 256 from GT and LQ, PixFlow degrades the GT patch itself: the kernels'
+    reflect padding sees the patch's border, and the work is that of the patch only (BasicSR's
+    400 crop costs 2.4x the pixels).
 */
 #ifndef PF_DATASET_H
 #define PF_DATASET_H
@@ -34,6 +50,7 @@
 #include "common/image.h"
 #include "common/pair_cache.h"
 #include "common/patch.h"     /* the crop, the flips, the degradation key */
+#include "common/realesrgan_pipeline.h"
 #include "common/video_dataset.h"
 
 typedef struct {
@@ -58,6 +75,9 @@ typedef struct {
     uint32_t len;               /* n_files * repeat */
     int gt_patch;               /* training GT patch (0 for eval/test) */
     int random_steps;           /* the degradation has a random step (DN, JPEG) */
+    int realesrgan;             /* RealESRGANDataset: LQ made by the Real-ESRGAN pipeline
+                                   from the GT (training: the cache holds the GT alone) */
+    pf_realesrgan_opts resr;    /* its options (pf_dataset_realesrgan_opts at open) */
     uint64_t seed;              /* pf_dataset_pair's random steps (pf_dataset_set_seed) */
     pf_pair_cache cache;        /* entry i: files[i]'s decoded pair */
     int pair_file;              /* entry pinned by the last pf_dataset_pair call, -1 none */
@@ -75,6 +95,9 @@ typedef struct {
 /* List and check the dataset described by cfg (`key` such as "data.train" names it in
    errors); a video set type opens a pf_video_dataset in ds->video (len: its training samples,
    or its clips for evaluation and test). gt_patch_size > 0 also checks that every LQ holds a patch of gt_patch/scale.
+   A RealESRGANDataset refuses lq_folder, reads its options once (errors prefixed by `key`)
+   and, for evaluation and test (gt_patch_size 0), refuses a GT too small for its kernels
+   (pf_realesrgan_opts_check at its mod-cropped size; the error names the file).
    Errors name the file (and for meta_info_file the meta file and line). The cache starts
    unbounded. Returns 0, or -1 with err. */
 int pf_dataset_open(pf_dataset *ds, const pf_dataset_cfg *cfg, const char *key, int scale,
@@ -100,12 +123,15 @@ int pf_dataset_shard(const pf_dataset *ds, int r, int n, pf_dataset *out);
    the config's seed. Not thread-safe: call before use. */
 void pf_dataset_set_seed(pf_dataset *ds, uint64_t seed);
 
-/* Decoded pair of file `file` for evaluation and testing, whole images, RGB8: GT (gt->data
-   NULL for SingleImageDataset) and LQ with the random steps applied, drawn from (seed set by
-   pf_dataset_set_seed, files[file].id). The pointers stay valid until the next
-   pf_dataset_pair call or pf_dataset_close (the entry stays pinned until then); one caller
-   thread at a time (pf_dataset_sample may run beside it). Returns 0, or -1 with err naming the
-   file (unreadable image, size changed since open, out of memory). */
+/* Decoded pair of file `file` for evaluation and testing, whole images, RGB8: GT (gt->data NULL
+   for SingleImageDataset) and LQ with the random steps applied, drawn from (seed set by
+   pf_dataset_set_seed, files[file].id); a RealESRGANDataset's LQ (gt_w/scale x gt_h/scale) is
+   the pipeline's output for the whole mod-cropped GT with the parameters of
+   pf_dataset_pair_params, made when the GT is decoded and cached with it (so the seed must be
+   set before the first call). The pointers stay valid until the next pf_dataset_pair call or
+   pf_dataset_close (the entry stays pinned until then); one caller thread at a time
+   (pf_dataset_sample may run beside it). Returns 0, or -1 with err naming the file (unreadable
+   image, size changed since open, out of memory). */
 int pf_dataset_pair(pf_dataset *ds, int file, const pf_image **gt, const pf_image **lq,
                     char *err, size_t errlen);
 
@@ -117,15 +143,36 @@ void pf_dataset_set_cache_limit(pf_dataset *ds, size_t bytes);
 /* A snapshot of the cache counters. Thread-safe. */
 void pf_dataset_cache_stats(pf_dataset *ds, pf_cache_stats *out);
 
-/* Training sample `index` (in [0, len)) of `epoch`. A video set: pf_video_dataset_sample
-   (frames x the sizes below, frame-major). An image set: the pair of file index % n_files, cropped
-   and augmented by pf_paired_crop_augment with the dataset's patch size and flags, into gt_out
+/* Training sample `index` (in [0, len)) of `epoch`. A video set: pf_video_dataset_sample (frames
+   x the sizes below, frame-major). An image set: the pair of file index % n_files, cropped and
+   augmented by pf_paired_crop_augment with the dataset's patch size and flags, into gt_out
    (gt_patch^2 * 3 bytes) and lq_out ((gt_patch/scale)^2 * 3), RGB8 HWC; then the random
    degradation steps on lq_out, drawn from (seed, epoch, index) in a stream of their own (the
-   crop's draws are those of pf_paired_crop_augment alone). Safe to call from several threads
-   at once; the bytes depend only on (seed, epoch, index). Returns 0, or -1 with err naming the
-   file (unreadable, changed since open, out of memory, or a SingleImageDataset); the same call
-   fails the same way in any loader. */
+   crop's draws are those of pf_paired_crop_augment alone). A RealESRGANDataset: the GT patch
+   cropped and flipped as a BI set's, lq_out the pipeline's output for it with the parameters of
+   pf_dataset_sample_params, then gt_out sharpened when gt_usm (see above). Safe to call from
+   several threads at once; the bytes depend only on (seed, epoch, index). Returns 0, or -1 with
+   err naming the file (unreadable, changed since open, out of memory, or a SingleImageDataset);
+   the same call fails the same way in any loader. */
 int pf_dataset_sample(pf_dataset *ds, uint32_t index, uint64_t seed, uint32_t epoch,
                       uint8_t *gt_out, uint8_t *lq_out, char *err, size_t errlen);
+
+/* Which file training sample `index` of `epoch` reads (*file, an index into ds->files) and
+   its crop (pf_patch_crop_draw over the file's LQ size, as pf_dataset_sample does). Image
+   sets with GT only. Returns 0, or -1 with err (out of range, a video or single set). */
+int pf_dataset_sample_crop(const pf_dataset *ds, uint32_t index, uint64_t seed,
+                           uint32_t epoch, int *file, pf_patch_crop *crop, char *err,
+                           size_t errlen);
+
+/* A RealESRGANDataset's drawn parameters (pf_realesrgan_draw), for `pixflow data --explain`
+   and to rebuild a sample: of training sample `index` of `epoch` (key
+   pf_dataset_degrade_key(seed, epoch, index)), or of evaluation image `file` (key
+   pf_dataset_degrade_key(the set's seed, PF_DATASET_EVAL_EPOCH, files[file].id)). The
+   pf_realesrgan_params_format line of *p goes to line (len bytes; cut if too small) when
+   line is not NULL. Returns 0, or -1 with err (out of range, another type of set). */
+int pf_dataset_sample_params(const pf_dataset *ds, uint32_t index, uint64_t seed,
+                             uint32_t epoch, pf_realesrgan_params *p, char *line, size_t len,
+                             char *err, size_t errlen);
+int pf_dataset_pair_params(const pf_dataset *ds, int file, pf_realesrgan_params *p, char *line,
+                           size_t len, char *err, size_t errlen);
 #endif

@@ -47,18 +47,27 @@ void pf_copy_patch(const uint8_t *src, int w, int top, int left, int p, int hfli
     }
 }
 
+pf_patch_crop pf_patch_crop_draw(int lq_w, int lq_h, int lq_patch, int use_flip, int use_rot,
+                                 uint64_t seed, uint32_t epoch, uint32_t index) {
+    pf_patch_crop c;
+    pf_rng r = pf_rng_make(seed, epoch, index);
+    c.top = (int)pf_rng_below(&r, (uint32_t)(lq_h - lq_patch + 1));
+    c.left = (int)pf_rng_below(&r, (uint32_t)(lq_w - lq_patch + 1));
+    uint64_t bits = pf_rng_u64(&r);
+    c.hflip = use_flip && (bits & 1);
+    c.vflip = use_flip && (bits & 2);
+    c.transpose = use_rot && (bits & 4);
+    return c;
+}
+
 void pf_paired_crop_augment(const pf_image *gt, const pf_image *lq, int scale, int gt_patch,
                             int use_flip, int use_rot, uint64_t seed, uint32_t epoch,
                             uint32_t index, uint8_t *gt_out, uint8_t *lq_out) {
     int lq_patch = gt_patch / scale;
-    pf_rng r = pf_rng_make(seed, epoch, index);
-    int top = (int)pf_rng_below(&r, (uint32_t)(lq->h - lq_patch + 1));
-    int left = (int)pf_rng_below(&r, (uint32_t)(lq->w - lq_patch + 1));
-    uint64_t bits = pf_rng_u64(&r);
-    int hflip = use_flip && (bits & 1);
-    int vflip = use_flip && (bits & 2);
-    int transpose = use_rot && (bits & 4);
-    pf_copy_patch(lq->data, lq->w, top, left, lq_patch, hflip, vflip, transpose, lq_out);
-    pf_copy_patch(gt->data, gt->w, top * scale, left * scale, gt_patch, hflip, vflip, transpose,
-               gt_out);
+    pf_patch_crop c = pf_patch_crop_draw(lq->w, lq->h, lq_patch, use_flip, use_rot, seed, epoch,
+                                         index);
+    pf_copy_patch(lq->data, lq->w, c.top, c.left, lq_patch, c.hflip, c.vflip, c.transpose,
+                  lq_out);
+    pf_copy_patch(gt->data, gt->w, c.top * scale, c.left * scale, gt_patch, c.hflip, c.vflip,
+                  c.transpose, gt_out);
 }

@@ -9,6 +9,19 @@
 
 #include "common/image.h"
 
+/* The crop and flips of sample `index` of `epoch`, drawn from (seed, epoch, index) alone:
+   the LQ patch's top-left (top, left) uniform over an lq_w x lq_h LQ (the GT patch starts at
+   scale times it), then one word for the flips (hflip, vflip with use_flip, transpose with
+   use_rot, each with probability 1/2). pf_paired_crop_augment uses it; so do the sets that
+   crop a GT alone (RealESRGANDataset: lq_w x lq_h = the mod-cropped GT / scale, so its crop
+   is a BI set's) and `pixflow data --explain`. lq_patch <= lq_w, lq_h. */
+typedef struct {
+    int top, left;              /* the LQ patch's top-left, in LQ pixels */
+    int hflip, vflip, transpose;/* 1: applied (in that order, as BasicSR's augment) */
+} pf_patch_crop;
+pf_patch_crop pf_patch_crop_draw(int lq_w, int lq_h, int lq_patch, int use_flip, int use_rot,
+                                 uint64_t seed, uint32_t epoch, uint32_t index);
+
 /* BasicSR's paired_random_crop + augment for sample `index` of `epoch`: an LQ patch of
    gt_patch/scale at a random position and the GT patch at scale times it, then hflip, vflip
    (each with probability 1/2 when use_flip) and transpose (1/2 when use_rot), in that order.
