@@ -23,6 +23,7 @@
 #include "common/config.h"
 #include "common/config_impl.h"
 #include "common/networks.h"
+#include "common/realesrgan_cfg.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -131,7 +132,7 @@ static int check_file(pf_cfg_ctx *c, int line, const char *key, const char *file
 
 /* ---- the walk: the key table (common/config_keys.h) applied to the tree ---------------- */
 
-#define PF_CONFIG_MAX_KEYS 256          /* rows of pf_config_keys (checked at parse) */
+#define PF_CONFIG_MAX_KEYS 512          /* rows of pf_config_keys (checked at parse) */
 
 /* Where each row's key was in the file, for the checks after the walk. */
 typedef struct {
@@ -192,6 +193,27 @@ static int get_row_float(pf_cfg_ctx *c, const pf_config_key *k, const pf_ynode *
                      k->hi >= 1e300 ? HUGE_VAL : k->hi, (k->flags & PF_KF_HI_OPEN) != 0, out);
 }
 
+static int get_row_double(pf_cfg_ctx *c, const pf_config_key *k, const pf_ynode *n,
+                          const char *kp, double *out) {
+    return pf_cfg_get_double(c, n, kp, k->lo, (k->flags & PF_KF_LO_OPEN) != 0,
+                             k->hi >= 1e300 ? HUGE_VAL : k->hi, (k->flags & PF_KF_HI_OPEN) != 0,
+                             out);
+}
+
+/* An item of a PF_K_ENUM_LIST row: the index of its value in the row's choices. */
+static int get_row_enum(pf_cfg_ctx *c, const pf_config_key *k, const pf_ynode *n,
+                        const char *kp, int *out) {
+    char store[PF_MAX_CHOICES][48], got[48];
+    const char *choices[PF_MAX_CHOICES + 1];
+    pf_cfg_split_choices(k->choices, store, choices);
+    if (pf_cfg_get_choice(c, n, kp, choices, 0, got, sizeof got))
+        return -1;
+    for (int i = 0; choices[i]; i++)
+        if (!strcmp(choices[i], got))
+            *out = i;
+    return 0;
+}
+
 /* A PF_KF_RANGE row: a number x ([x, x]) or [lo, hi] with lo <= hi, each in the row's range,
    into the field and the one after it; an int row takes whole numbers. */
 static int get_row_range(pf_cfg_ctx *c, const pf_config_key *k, const pf_ynode *v,
@@ -241,6 +263,16 @@ static int get_row_list(pf_cfg_ctx *c, const pf_config_key *k, const pf_ynode *v
                 return -1;
             continue;
         }
+        if (k->kind == PF_K_DOUBLE_LIST) {
+            if (get_row_double(c, k, items[i], ip, (double *)(base + k->offset) + i))
+                return -1;
+            continue;
+        }
+        if (k->kind == PF_K_ENUM_LIST) {
+            if (get_row_enum(c, k, items[i], ip, (int *)(base + k->offset) + i))
+                return -1;
+            continue;
+        }
         if (get_row_int(c, k, items[i], ip, &x))
             return -1;
         if (k->kind == PF_K_INT_LIST)
@@ -284,6 +316,8 @@ static int parse_leaf(pf_cfg_ctx *c, const pf_config_key *k, const pf_ynode *v, 
         if ((k->flags & PF_KF_NO_STORE) && k->def && *(float *)f != strtof(k->def, NULL))
             return pf_cfg_fail(c, node_line(v), kp, "%s", k->doc);   /* norm_type: only 2 */
         return 0;
+    case PF_K_DOUBLE:
+        return get_row_double(c, k, v, kp, (double *)f);
     case PF_K_BOOL:
         return pf_cfg_get_bool(c, v, kp, (int *)f);
     case PF_K_STR:
@@ -316,6 +350,8 @@ static int parse_leaf(pf_cfg_ctx *c, const pf_config_key *k, const pf_ynode *v, 
     case PF_K_INT_LIST:
     case PF_K_INT64_LIST:
     case PF_K_FLOAT_LIST:
+    case PF_K_DOUBLE_LIST:
+    case PF_K_ENUM_LIST:
         return get_row_list(c, k, v, kp, base);
     case PF_K_SECTION:
     case PF_K_CUSTOM:
@@ -412,6 +448,24 @@ static int walk(pf_cfg_ctx *c, pf_lines *L, const pf_section *s, const char *sec
 }
 
 /* A row's default (`def`, as YAML writes it) into `base`; the text is the table's own. */
+/* A PF_K_ENUM_LIST row's default, "[iso, aniso]": each name's index in the choices. */
+static void set_enum_list_default(const pf_config_key *k, char *base) {
+    char store[PF_MAX_CHOICES][48];
+    const char *v[PF_MAX_CHOICES + 1];
+    pf_cfg_split_choices(k->choices, store, v);
+    int n = 0;
+    for (const char *p = k->def + 1; *p && *p != ']' && n < (int)k->size; n++) {
+        size_t len = strcspn(p, ", ]");
+        for (int i = 0; v[i]; i++)
+            if (strlen(v[i]) == len && !strncmp(v[i], p, len))
+                ((int *)(base + k->offset))[n] = i;
+        p += len;
+        p += strspn(p, ", ");
+    }
+    if (k->count_offset)
+        *(int *)(base + k->count_offset) = n;
+}
+
 void pf_cfg_set_default(const pf_config_key *k, char *base) {
     const char *d = k->def;
     if (!d || (k->flags & PF_KF_NO_STORE) || k->kind == PF_K_SECTION)
@@ -431,6 +485,9 @@ void pf_cfg_set_default(const pf_config_key *k, char *base) {
         *(float *)f = strtof(d, NULL);
         if (k->flags & PF_KF_RANGE)
             ((float *)f)[1] = *(float *)f;
+        break;
+    case PF_K_DOUBLE:
+        *(double *)f = strtod(d, NULL);
         break;
     case PF_K_BOOL:
         *(int *)f = !strcmp(d, "true");
@@ -455,14 +512,20 @@ void pf_cfg_set_default(const pf_config_key *k, char *base) {
                 *(int *)f = i;
         break;
     }
+    case PF_K_ENUM_LIST:
+        set_enum_list_default(k, base);
+        break;
     case PF_K_INT_LIST:
     case PF_K_INT64_LIST:
-    case PF_K_FLOAT_LIST: {
+    case PF_K_FLOAT_LIST:
+    case PF_K_DOUBLE_LIST: {
         int n = 0;
         for (const char *p = d + 1; *p && *p != ']' && n < (int)k->size; n++) {
             char *end;
             double x = strtod(p, &end);
-            if (k->kind == PF_K_INT_LIST)
+            if (k->kind == PF_K_DOUBLE_LIST)
+                ((double *)f)[n] = x;
+            else if (k->kind == PF_K_INT_LIST)
                 ((int *)f)[n] = (int)x;
             else if (k->kind == PF_K_INT64_LIST)
                 ((int64_t *)f)[n] = (int64_t)x;
@@ -726,7 +789,8 @@ static int video_set_rules(pf_cfg_ctx *c, const pf_lines *L, const char *set, in
                            pf_dataset_cfg *d) {
     char kp[96];
     int is_train_type = !strcmp(d->type, "REDSRecurrentDataset") ||
-                        !strcmp(d->type, "Vimeo90KRecurrentDataset");
+                        !strcmp(d->type, "Vimeo90KRecurrentDataset") ||
+                        !strcmp(d->type, "RealESRGANVideoDataset");
     int type_line = (snprintf(kp, sizeof kp, "%s.type", set), line_of(L, kp));
     if (is_train_type && idx != 0)
         return pf_cfg_fail(c, type_line, kp, "%s makes training samples; %s takes "
@@ -818,6 +882,17 @@ static int dataset_rules(pf_cfg_ctx *c, const pf_lines *L, const char *set, int 
         return -1;
     if (idx == 0 && !AT("gt_patch_size"))
         return pf_cfg_fail(c, line_of(L, set), KP("gt_patch_size"), "required key is missing");
+    if (pf_dataset_is_realesrgan(d)) {
+        if (d->lq_folder[0])
+            return pf_cfg_fail(c, AT("lq_folder"), KP("lq_folder"), "not used by %s (its LQ is "
+                               "made from the GT by the Real-ESRGAN degradations); remove it",
+                               d->type);
+        if (AT("degradation"))
+            return pf_cfg_fail(c, AT("degradation"), KP("degradation"), "not used by %s: its "
+                               "degradations are the keys blur_kernel_size, ..., jpeg_range2 "
+                               "(docs/config.md)", d->type);
+        return 0;
+    }
     if (d->lq_folder[0] && AT("degradation"))
         return pf_cfg_fail(c, AT("degradation"), KP("degradation"),
                            "makes LQ from GT; it cannot be combined with lq_folder "
@@ -925,6 +1000,29 @@ static void value_defaults(const pf_lines *L, pf_config *cfg) {
     }
 }
 
+/* The Real-ESRGAN sets' degradation keys, checked together for the model's scale and (train)
+   the GT patch: the error names the key the pipeline's check names, at its line. */
+static int realesrgan_rules(pf_cfg_ctx *c, const pf_lines *L, pf_config *cfg) {
+    static const char *sets[3] = {"data.train", "data.eval", "data.test"};
+    pf_dataset_cfg *ds[3] = {&cfg->train, &cfg->eval, &cfg->test};
+    for (int i = 0; i < 3; i++) {
+        if (!ds[i]->present || !pf_dataset_is_realesrgan(ds[i]))
+            continue;
+        pf_realesrgan_opts o;
+        char err[700], kp[96];
+        ds[i]->realesrgan.scale = cfg->scale;
+        if (!pf_dataset_realesrgan_opts(ds[i], sets[i], cfg->scale,
+                                        i == 0 ? ds[i]->gt_patch_size : 0, &o, err, sizeof err))
+            continue;
+        const char *colon = strstr(err, ": ");
+        snprintf(kp, sizeof kp, "%.*s", colon ? (int)(colon - err) : 0, err);
+        int line = line_of(L, kp);
+        return pf_cfg_fail(c, line ? line : line_of(L, sets[i]), kp, "%s",
+                           colon ? colon + 2 : err);
+    }
+    return 0;
+}
+
 /* Every rule that involves more than one key, after the walk and the `when` checks. */
 static int rules(pf_cfg_ctx *c, const pf_lines *L, pf_config *cfg) {
     value_defaults(L, cfg);
@@ -985,6 +1083,8 @@ static int rules(pf_cfg_ctx *c, const pf_lines *L, pf_config *cfg) {
                            "must be a multiple of %d for %s x%d (the LQ patch is "
                            "pixel-unshuffled by 2), got %d", 2 * cfg->scale, cfg->model_type,
                            cfg->scale, cfg->train.gt_patch_size);
+    if (realesrgan_rules(c, L, cfg))
+        return -1;
     /* No checkpoint_config: one checkpoint at the end of an iteration-based run. The epoch
        runner's length in iterations is known only once the dataset is read, so there the
        interval stays 0, which means "at the end only". */
@@ -1048,7 +1148,7 @@ static int check_paths_exist(pf_cfg_ctx *c, const pf_lines *L, const pf_config *
 
 int pf_config_is_video_set(const char *type) {
     return !strcmp(type, "REDSRecurrentDataset") || !strcmp(type, "Vimeo90KRecurrentDataset") ||
-           !strcmp(type, "VideoRecurrentTestDataset");
+           !strcmp(type, "VideoRecurrentTestDataset") || !strcmp(type, "RealESRGANVideoDataset");
 }
 
 int pf_config_train_frames(const pf_config *cfg) {

@@ -62,7 +62,7 @@ char *pf_config_reference(const char *const *what, int n);
 char *pf_config_networks_reference(void);
 
 /* 1 when a data.*.type names a video dataset (REDSRecurrentDataset, Vimeo90KRecurrentDataset,
-   VideoRecurrentTestDataset: common/video_dataset.h). */
+   VideoRecurrentTestDataset, RealESRGANVideoDataset: common/video_dataset.h). */
 int pf_config_is_video_set(const char *type);
 
 /* Frames of one training sample: data.train.num_frame for a video training set, else 1.

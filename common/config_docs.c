@@ -51,6 +51,15 @@ static void put_number_type(pf_buf *b, const pf_config_key *k, int integer) {
     }
 }
 
+/* "`A` \\| `B`" from "A|B". */
+static void put_choices(pf_buf *b, const char *choices) {
+    char store[PF_MAX_CHOICES][48];
+    const char *v[PF_MAX_CHOICES + 1];
+    int n = pf_cfg_split_choices(choices, store, v);
+    for (int i = 0; i < n; i++)
+        pf_buf_put(b, "%s`%s`", i ? " \\| " : "", v[i]);
+}
+
 static void put_type(pf_buf *b, const pf_config_key *k) {
     int null = (k->flags & PF_KF_NULL) != 0;
     if (k->type_doc) {
@@ -64,7 +73,8 @@ static void put_type(pf_buf *b, const pf_config_key *k) {
     case PF_K_INT:
     case PF_K_INT64:
     case PF_K_FLOAT:
-        put_number_type(b, k, k->kind != PF_K_FLOAT);
+    case PF_K_DOUBLE:
+        put_number_type(b, k, k->kind == PF_K_INT || k->kind == PF_K_INT64);
         if (k->flags & PF_KF_RANGE)
             pf_buf_put(b, " or `[lo, hi]`");
         return;
@@ -83,24 +93,25 @@ static void put_type(pf_buf *b, const pf_config_key *k) {
         pf_buf_put(b, "%s", null ? ", or `null`" : "");
         return;
     case PF_K_CHOICE:
-    case PF_K_ENUM: {
-        char store[PF_MAX_CHOICES][48];
-        const char *v[PF_MAX_CHOICES + 1];
-        int n = pf_cfg_split_choices(k->choices, store, v);
-        for (int i = 0; i < n; i++)
-            pf_buf_put(b, "%s`%s`", i ? " \\| " : "", v[i]);
+    case PF_K_ENUM:
+        put_choices(b, k->choices);
         pf_buf_put(b, "%s%s", (k->flags & PF_KF_NOCASE) ? " (any case)" : "",
                    null ? " or `null`" : "");
         return;
-    }
+    case PF_K_ENUM_LIST:
+        pf_buf_put(b, "list of ");
+        put_choices(b, k->choices);
+        pf_buf_put(b, ", %d–%zu items", k->min_n, k->size);
+        return;
     case PF_K_INT_LIST:
     case PF_K_INT64_LIST:
     case PF_K_FLOAT_LIST:
+    case PF_K_DOUBLE_LIST:
         pf_buf_put(b, "list[");
-        put_number_type(b, k, k->kind != PF_K_FLOAT_LIST);
+        put_number_type(b, k, k->kind == PF_K_INT_LIST || k->kind == PF_K_INT64_LIST);
         if (k->flags & PF_KF_INCREASING)
             pf_buf_put(b, ", strictly increasing");
-        if (k->count_offset)
+        if (k->count_offset && k->min_n != (int)k->size)
             pf_buf_put(b, ", %d–%zu items]", k->min_n, k->size);
         else
             pf_buf_put(b, ", %zu]", k->size);

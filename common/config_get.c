@@ -123,8 +123,10 @@ int pf_cfg_get_int32(pf_cfg_ctx *c, const pf_ynode *n, const char *key, int lo, 
 
 /* A finite number (integers accepted). `lo_open` / `hi_open`: lo / hi themselves are not
    allowed. */
-int pf_cfg_get_float(pf_cfg_ctx *c, const pf_ynode *n, const char *key, double lo, int lo_open,
-                     double hi, int hi_open, float *out) {
+/* A number of node n in the range, checked on the value as stored: a float (as_float; 1e-67
+   is 0 there; beyond the float range pf_parse_double refuses it) or a double. */
+static int get_number(pf_cfg_ctx *c, const pf_ynode *n, const char *key, double lo, int lo_open,
+                      double hi, int hi_open, int as_float, double *out) {
     char g[96];
     size_t len = 0;
     const char *s = scalar(n, &len);
@@ -132,14 +134,12 @@ int pf_cfg_get_float(pf_cfg_ctx *c, const pf_ynode *n, const char *key, double l
     if (!s || !is_plain(n) || pf_parse_double(s, len, &v) != PF_NUM_OK)
         return pf_cfg_fail(c, node_line(n), key, "expected a number, got %s",
                            pf_cfg_describe(n, g, sizeof g));
-    /* the range is checked on the value as stored (a float: 1e-67 is 0 there; beyond the
-       float range pf_parse_double refuses it) */
-    float f = (float)v;
+    double f = as_float ? (double)(float)v : v;
     if (f < lo || (lo_open && f == lo) || f > hi || (hi_open && f == hi)) {
-        const char *as = (double)f != v ? " (as a 32-bit float: " : "";
+        const char *as = f != v ? " (as a 32-bit float: " : "";
         char fs[32] = "";
         if (as[0])
-            snprintf(fs, sizeof fs, "%g)", (double)f);
+            snprintf(fs, sizeof fs, "%g)", f);
         if (lo_open && lo == 0 && hi == HUGE_VAL)
             return pf_cfg_fail(c, node_line(n), key, "must be greater than 0, got %.*s%s%s",
                                (int)len, s, as, fs);
@@ -151,6 +151,20 @@ int pf_cfg_get_float(pf_cfg_ctx *c, const pf_ynode *n, const char *key, double l
     }
     *out = f;
     return 0;
+}
+
+int pf_cfg_get_float(pf_cfg_ctx *c, const pf_ynode *n, const char *key, double lo, int lo_open,
+                     double hi, int hi_open, float *out) {
+    double v = 0;
+    if (get_number(c, n, key, lo, lo_open, hi, hi_open, 1, &v))
+        return -1;
+    *out = (float)v;
+    return 0;
+}
+
+int pf_cfg_get_double(pf_cfg_ctx *c, const pf_ynode *n, const char *key, double lo, int lo_open,
+                      double hi, int hi_open, double *out) {
+    return get_number(c, n, key, lo, lo_open, hi, hi_open, 0, out);
 }
 
 int pf_cfg_get_bool(pf_cfg_ctx *c, const pf_ynode *n, const char *key, int *out) {

@@ -58,6 +58,9 @@ int pf_cfg_get_int32(pf_cfg_ctx *c, const pf_ynode *n, const char *key, int lo, 
 /* A finite number (integers accepted); `lo_open` / `hi_open`: lo / hi themselves excluded. */
 int pf_cfg_get_float(pf_cfg_ctx *c, const pf_ynode *n, const char *key, double lo,
                      int lo_open, double hi, int hi_open, float *out);
+/* The same, kept as a double (the range checked on the double). */
+int pf_cfg_get_double(pf_cfg_ctx *c, const pf_ynode *n, const char *key, double lo,
+                      int lo_open, double hi, int hi_open, double *out);
 int pf_cfg_get_bool(pf_cfg_ctx *c, const pf_ynode *n, const char *key, int *out);
 /* One line of printable UTF-8 text, at most size - 1 bytes. */
 int pf_cfg_get_str(pf_cfg_ctx *c, const pf_ynode *n, const char *key, char *out, size_t size);

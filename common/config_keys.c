@@ -28,29 +28,105 @@
 #define SHIFT PF_NET_LIST(SHIFT)        /* a mean shift */
 
 #define IMAGE_SETS "PairedImageDataset|SingleImageDataset"
-#define VIDEO_SETS "REDSRecurrentDataset|Vimeo90KRecurrentDataset|VideoRecurrentTestDataset"
-#define VIDEO_TRAIN "REDSRecurrentDataset|Vimeo90KRecurrentDataset"
+#define VIDEO_SETS "REDSRecurrentDataset|Vimeo90KRecurrentDataset|VideoRecurrentTestDataset|" \
+                   "RealESRGANVideoDataset"
+#define VIDEO_TRAIN "REDSRecurrentDataset|Vimeo90KRecurrentDataset|RealESRGANVideoDataset"
+#define REAL_SETS "RealESRGANDataset|RealESRGANVideoDataset"  /* LQ by the Real-ESRGAN pipeline */
+
+/* Real-ESRGAN's degradation keys (BasicSR's names and train_realesrnet_x4plus.yml's defaults,
+   those of pf_realesrgan_opts_default), stored as doubles in the set's pf_realesrgan_opts. */
+#define RE_ROW(S, NAME, KIND, FIELD)                                                           \
+    .path = "data." #S "." NAME, .kind = KIND, .offset = OFF(S.realesrgan.FIELD),              \
+    .when_key = "data." #S ".type", .when = REAL_SETS
+#define RE_PROB(S, NAME, FIELD, DEF, DOC)                                                      \
+    {RE_ROW(S, NAME, PF_K_DOUBLE, FIELD), .lo = 0, .hi = 1, .def = DEF, .doc = DOC}
+#define RE_PAIR(S, NAME, FIELD, FLAGS, LO, HI, DEF, DOC)                                       \
+    {RE_ROW(S, NAME, PF_K_DOUBLE_LIST, FIELD), .flags = FLAGS, .size = 2, .min_n = 2,          \
+     .lo = LO, .hi = HI, .def = DEF, .doc = DOC}
+#define RE_KINDS "iso|aniso|generalized_iso|generalized_aniso|plateau_iso|plateau_aniso"
+
+/* One stage's blur keys (I 0 or 1, SUF "" or "2", STAGE "stage 1" or "stage 2"). */
+#define RE_BLUR_KEYS(S, I, SUF, STAGE, SIGMA)                                                   \
+    {RE_ROW(S, "blur_kernel_size" SUF, PF_K_INT, blur[I].blur_kernel_size), .lo = 3, .hi = 31,  \
+     .def = "21", .doc = STAGE " blur: largest kernel in pixels, odd; sizes are drawn from the " \
+                         "odd 7..it (it alone when below 7)"},                                  \
+    {RE_ROW(S, "kernel_list" SUF, PF_K_ENUM_LIST, blur[I].kernel_list), .choices = RE_KINDS,     \
+     .size = 8, .count_offset = OFF(S.realesrgan.blur[I].n_kernels), .min_n = 1,               \
+     .def = "[iso, aniso, generalized_iso, generalized_aniso, plateau_iso, plateau_aniso]",    \
+     .doc = STAGE " blur: the kernel kinds to draw from (Real-ESRGAN paper, sec. 3.1)"},        \
+    {RE_ROW(S, "kernel_prob" SUF, PF_K_DOUBLE_LIST, blur[I].kernel_prob), .size = 8,           \
+     .count_offset = OFF(S.realesrgan.blur[I].n_kernel_prob), .min_n = 1, .lo = 0, .hi = 1,    \
+     .def = "[0.45, 0.25, 0.12, 0.03, 0.12, 0.03]",                                            \
+     .doc = STAGE " blur: probability of each kernel_list" SUF " kind; as many, summing to 1"}, \
+    RE_PAIR(S, "blur_sigma" SUF, blur[I].blur_sigma, PF_KF_LO_OPEN, 0, INF, SIGMA,              \
+            STAGE " blur: [lo, hi] of the Gaussian kinds' sigma (x and y), pixels"),            \
+    RE_PAIR(S, "betag_range" SUF, blur[I].betag_range, PF_KF_LO_OPEN, 0, INF, "[0.5, 4]",      \
+            STAGE " blur: [lo, hi] of the generalized Gaussian's shape beta, lo ≤ 1 ≤ hi"),     \
+    RE_PAIR(S, "betap_range" SUF, blur[I].betap_range, PF_KF_LO_OPEN, 0, INF, "[1, 2]",        \
+            STAGE " blur: [lo, hi] of the plateau kernel's shape beta, lo ≤ 1 ≤ hi"),           \
+    RE_PROB(S, "sinc_prob" SUF, blur[I].sinc_prob, "0.1",                                       \
+            STAGE " blur: probability of a circular sinc (ringing) kernel instead")
+
+/* One stage's resize, noise and JPEG keys. */
+#define RE_STAGE_KEYS(S, I, SUF, STAGE, RPROB, RRANGE, NRANGE, PRANGE, JPEG)                    \
+    {RE_ROW(S, "resize_prob" SUF, PF_K_DOUBLE_LIST, resize[I].resize_prob), .size = 3,         \
+     .count_offset = OFF(S.realesrgan.resize[I].n_resize_prob), .min_n = 3, .lo = 0, .hi = 1,  \
+     .def = RPROB, .doc = STAGE " resize: probabilities of up, down and keep, summing to 1"},   \
+    RE_PAIR(S, "resize_range" SUF, resize[I].resize_range, PF_KF_LO_OPEN, 0, INF, RRANGE,       \
+            STAGE " resize: factor range [lo, hi]: down in [lo, 1), up in [1, hi); "            \
+                  "lo ≤ 1 ≤ hi"),                                                               \
+    RE_PROB(S, "gaussian_noise_prob" SUF, noise[I].gaussian_noise_prob, "0.5",                  \
+            STAGE " noise: probability of Gaussian noise, else Poisson"),                       \
+    RE_PAIR(S, "noise_range" SUF, noise[I].noise_range, 0, 0, 255, NRANGE,                      \
+            STAGE " noise: [lo, hi] of the Gaussian sigma on the 0..255 scale"),                \
+    RE_PAIR(S, "poisson_scale_range" SUF, noise[I].poisson_scale_range, 0, 0, INF, PRANGE,      \
+            STAGE " noise: [lo, hi] of the Poisson noise's scale"),                             \
+    RE_PROB(S, "gray_noise_prob" SUF, noise[I].gray_noise_prob, "0.4",                          \
+            STAGE " noise: probability of gray noise (one plane for R, G and B)"),              \
+    RE_PAIR(S, "jpeg_range" SUF, jpeg[I].jpeg_range, 0, 1, 100, "[30, 95]",                     \
+            JPEG " JPEG: quality range [lo, hi], whole numbers")
+
+#define REALESRGAN_KEYS(S)                                                                      \
+    RE_BLUR_KEYS(S, 0, "", "stage 1", "[0.2, 3]"),                                              \
+    RE_BLUR_KEYS(S, 1, "2", "stage 2", "[0.2, 1.5]"),                                           \
+    RE_PROB(S, "final_sinc_prob", final_sinc_prob, "0.8",                                       \
+            "probability of the final sinc filter (with the last resize)"),                     \
+    RE_STAGE_KEYS(S, 0, "", "stage 1", "[0.2, 0.7, 0.1]", "[0.15, 1.5]", "[1, 30]",            \
+                  "[0.05, 3]", "stage 1"),                                                                 \
+    RE_PROB(S, "second_order_prob", second_order_prob, "1",                                     \
+            "probability of stage 2 (BasicSR: always)"),                                        \
+    RE_PROB(S, "second_blur_prob", second_blur_prob, "0.8",                                     \
+            "probability of stage 2's blur"),                                                   \
+    RE_STAGE_KEYS(S, 1, "2", "stage 2", "[0.3, 0.4, 0.3]", "[0.3, 1.2]", "[1, 25]",            \
+                  "[0.05, 2.5]", "final"),                                                               \
+    {.path = "data." #S ".gt_usm", .kind = PF_K_BOOL, .flags = PF_KF_TRAIN_ONLY,               \
+     .offset = OFF(S.gt_usm), .def = "true", .when_key = "data." #S ".type", .when = REAL_SETS, \
+     .doc = "train only: the GT patch is sharpened (unsharp mask, BasicSR's `gt_usm`); the "   \
+            "LQ is made from the GT as read"}
 
 /* The keys of one dataset block, for set S (train, eval, test). */
 #define DATASET_KEYS(S, DOC)                                                                   \
     {.path = "data." #S, .kind = PF_K_SECTION, .offset = OFF(S.present),                      \
      .type_doc = "dataset mapping", .def_doc = "none", .doc = DOC},                           \
     {.path = "data." #S ".type", .kind = PF_K_CHOICE, .offset = OFF(S.type), .size = SZ(S.type), \
-     .choices = IMAGE_SETS "|" VIDEO_SETS, .def = "PairedImageDataset",                        \
+     .choices = IMAGE_SETS "|RealESRGANDataset|" VIDEO_SETS, .def = "PairedImageDataset",   \
      .doc = "`SingleImageDataset`: LQ only (no GT, no metrics), `data.test` only; the video "  \
             "sets ([video.md](video.md)): `REDSRecurrentDataset`, "                            \
-            "`Vimeo90KRecurrentDataset` (training), `VideoRecurrentTestDataset` (whole clips)"}, \
+            "`Vimeo90KRecurrentDataset` (training), `VideoRecurrentTestDataset` (whole clips); " \
+            "`RealESRGANDataset` (GT images, LQ made by Real-ESRGAN's degradations below: per " \
+            "training sample, per eval image from `seed`) and `RealESRGANVideoDataset` "       \
+            "(REDSRecurrentDataset's clips, one draw per sample; training)"},                  \
     {.path = "data." #S ".gt_folder", .kind = PF_K_PATH,                                       \
      .flags = PF_KF_NONEMPTY | PF_KF_DIR | PF_KF_IF_CHANGED, .offset = OFF(S.gt_folder),       \
      .size = SZ(S.gt_folder), .def_doc = "—", .when_key = "data." #S ".type",                   \
-     .required_when = "PairedImageDataset|" VIDEO_SETS,                                        \
+     .required_when = "PairedImageDataset|RealESRGANDataset|" VIDEO_SETS,                      \
      .doc = "ground-truth images (video sets: clips, each a folder of frames or a video "     \
             "file); required by PairedImageDataset and the video sets, refused by "            \
             "SingleImageDataset"},                                                             \
     {.path = "data." #S ".lq_folder", .kind = PF_K_PATH, .flags = PF_KF_NULL | PF_KF_DIR,      \
      .offset = OFF(S.lq_folder), .size = SZ(S.lq_folder), .def = "null",                       \
      .doc = "low-quality images; `null`: made from GT by `degradation` on the fly; required "  \
-            "by SingleImageDataset"},                                                          \
+            "by SingleImageDataset, refused by the RealESRGAN sets"},                          \
     {.path = "data." #S ".filename_tmpl", .kind = PF_K_STR, .offset = OFF(S.filename_tmpl),   \
      .size = SZ(S.filename_tmpl), .def = "'{}'", .when_key = "data." #S ".type",               \
      .when = IMAGE_SETS,                                                                       \
@@ -62,14 +138,15 @@
     {.path = "data." #S ".degradation", .kind = PF_K_CUSTOM, .custom = PF_KC_DEGRADATION,      \
      .offset = OFF(S), .type_doc = "list of 1–2 steps",                         \
      .def_doc = "`[{type: BI}]` when `lq_folder` is null",                                     \
-     .doc = "how LQ is made from GT, below; an error together with `lq_folder`"},               \
+     .doc = "how LQ is made from GT, below; an error together with `lq_folder` and with the " \
+            "RealESRGAN sets (their keys below)"},                                             \
     {.path = "data." #S ".gt_patch_size", .kind = PF_K_INT, .flags = PF_KF_TRAIN_ONLY,        \
      .offset = OFF(S.gt_patch_size), .lo = 1, .hi = 1 << 16, .def_doc = "— (train)",           \
      .doc = "train only: GT crop size in pixels; a multiple of `model.scale` (RRDBNet x2: of " \
             "4, its LQ patch is pixel-unshuffled by 2)"},                                      \
     {.path = "data." #S ".use_flip", .kind = PF_K_BOOL, .flags = PF_KF_TRAIN_ONLY,            \
      .offset = OFF(S.use_flip), .def = "false", .when_key = "data." #S ".type",                \
-     .when = IMAGE_SETS,                                                                       \
+     .when = IMAGE_SETS "|RealESRGANDataset",                                                  \
      .doc = "train only: random horizontal and vertical flips"},                                \
     {.path = "data." #S ".use_rot", .kind = PF_K_BOOL, .flags = PF_KF_TRAIN_ONLY,             \
      .offset = OFF(S.use_rot), .def = "false",                                                 \
@@ -100,6 +177,7 @@
      .flags = PF_KF_TRAIN_ONLY, .offset = OFF(S), .when_key = "data." #S ".type",              \
      .when = VIDEO_TRAIN, .type_doc = "list of clip names", .def_doc = "none",                 \
      .doc = "train only: clips held out of training (BasicSR's `val_partition`, by name)"},   \
+    REALESRGAN_KEYS(S),                                                                        \
     {.path = "data." #S ".clips", .kind = PF_K_CUSTOM, .custom = PF_KC_CLIPS, .offset = OFF(S), \
      .when_key = "data." #S ".type", .when = VIDEO_SETS, .type_doc = "list of mappings, "      \
      "≤ 64", .def_doc = "`meta_info_file`'s, else every clip of `gt_folder`",                  \
@@ -665,10 +743,31 @@ static void consider(const char *name, const char *key, int allowed, const char 
         *best_d = d, *best = key;
 }
 
+/* BasicSR's Real-ESRGAN options file has the resize, noise and JPEG options (and gt_usm) at
+   its top level: a Real-ESRGAN key of the dataset block found at the top level, or under
+   model (or train), is told where PixFlow keeps it. */
+static int realesrgan_misplaced(const char *section, const char *name, char *buf, size_t size) {
+    if (strcmp(section, "") && strcmp(section, "model") && strcmp(section, "train"))
+        return 0;
+    for (int i = 0; i < pf_config_n_keys; i++) {
+        const pf_config_key *k = &pf_config_keys[i];
+        if (pf_config_key_in(k, "data.train") && k->when && !strcmp(k->when, REAL_SETS) &&
+            !strcmp(pf_config_key_name(k), name)) {
+            snprintf(buf, size, "; PixFlow keeps this Real-ESRGAN option in the dataset block "
+                     "(BasicSR: at the top level): 'data.train.%s' (type RealESRGANDataset or "
+                     "RealESRGANVideoDataset)", name);
+            return 1;
+        }
+    }
+    return 0;
+}
+
 const char *pf_config_unknown_hint(const char *section, const char *name, char *buf,
                                    size_t size) {
     buf[0] = 0;
     section = canonical_section(section);
+    if (realesrgan_misplaced(section, name, buf, size))
+        return buf;
     for (size_t i = 0; i < sizeof FOREIGN / sizeof FOREIGN[0]; i++) {
         if ((!FOREIGN[i].sec || !strcmp(FOREIGN[i].sec, section)) &&
             !strcmp(FOREIGN[i].name, name)) {

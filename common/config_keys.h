@@ -41,6 +41,11 @@ typedef enum {
     PF_K_INT_LIST,      /* int[max_n]: min_n..max_n items, each an int in [lo, hi] */
     PF_K_INT64_LIST,    /* int64_t[max_n], likewise */
     PF_K_FLOAT_LIST,    /* float[max_n], each a float in [lo, hi] */
+    PF_K_DOUBLE,        /* double in [lo, hi] (options handed to code that takes doubles:
+                           0.1 stays the double 0.1, not the float's 0.100000001) */
+    PF_K_DOUBLE_LIST,   /* double[max_n], each a double in [lo, hi] */
+    PF_K_ENUM_LIST,     /* int[max_n]: each item the index of its value in `choices` (a
+                           kernel_list of names) */
     PF_K_CUSTOM,        /* parsed and written by config.c (`custom` names which) */
 } pf_key_kind;
 

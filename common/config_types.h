@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/realesrgan_pipeline.h"
+
 #define PF_PATH_MAX 1024
 #define PF_MAX_MILESTONES 16
 #define PF_MAX_PERIODS 16
@@ -57,7 +59,9 @@ typedef struct {
 typedef struct {
     int present;                        /* 1 when the block is in the file */
     char type[32];                      /* "PairedImageDataset" | "SingleImageDataset" (LQ
-                                           only; data.test only) */
+                                           only; data.test only) | a video set |
+                                           "RealESRGANDataset" | "RealESRGANVideoDataset" (LQ
+                                           made by the Real-ESRGAN pipeline) */
     char gt_folder[PF_PATH_MAX];        /* folder of ground-truth images (required by
                                            PairedImageDataset, refused by SingleImageDataset) */
     char lq_folder[PF_PATH_MAX];        /* folder of low-quality images; "" = made from GT by
@@ -86,6 +90,10 @@ typedef struct {
     int n_val_partition;
     int gt_usm;                         /* RealESRGAN*Dataset: the GT patch is sharpened (USM,
                                            BasicSR's gt_usm); its LQ is made from the GT as read */
+    pf_realesrgan_opts realesrgan;      /* RealESRGAN*Dataset: the degradation keys
+                                           (blur_kernel_size, ..., jpeg_range2) as parsed; scale
+                                           is model.scale. Read through
+                                           pf_dataset_realesrgan_opts (common/realesrgan_cfg.h) */
     int skip_cut_videos;                /* not a key: 1 when data.on_bad_sample is skip (set by
                                            pf_config_parse): a video file cut short at start-up
                                            is used up to its whole frames instead of refused

@@ -70,6 +70,25 @@ static void put_float(pf_buf *b, float v) {
     pf_buf_put(b, "%s", t);
 }
 
+/* The shortest %g form that reads back as the same double. */
+static void put_double(pf_buf *b, double v) {
+    char t[32];
+    for (int digits = 6; digits <= 17; digits++) {
+        snprintf(t, sizeof t, "%.*g", digits, v);
+        if (strtod(t, NULL) == v)
+            break;
+    }
+    pf_buf_put(b, "%s", t);
+}
+
+/* Value i of "A|B|C" ("?" out of range). */
+static void put_choice(pf_buf *b, const char *choices, int i) {
+    char store[PF_MAX_CHOICES][48];
+    const char *v[PF_MAX_CHOICES + 1];
+    int n = pf_cfg_split_choices(choices, store, v);
+    pf_buf_put(b, "%s", i >= 0 && i < n ? v[i] : "?");
+}
+
 /* The value of leaf row `k` stored at `base`, as the resolved YAML writes it; `raw`: strings
    unquoted and null as "" (pixflow config --get). */
 /* data.*.val_partition as [a, b], data.*.clips as [{name: a, frames: [0, 0], crop: [...]}]
@@ -130,6 +149,9 @@ static void put_value(pf_buf *b, const pf_config_key *k, const char *base, int r
     case PF_K_FLOAT:
         put_float(b, *(const float *)f);
         return;
+    case PF_K_DOUBLE:
+        put_double(b, *(const double *)f);
+        return;
     case PF_K_BOOL:
         pf_buf_put(b, "%s", *(const int *)f ? "true" : "false");
         return;
@@ -145,21 +167,23 @@ static void put_value(pf_buf *b, const pf_config_key *k, const char *base, int r
         else
             put_str(b, f);
         return;
-    case PF_K_ENUM: {
-        char store[PF_MAX_CHOICES][48];
-        const char *v[PF_MAX_CHOICES + 1];
-        int n = pf_cfg_split_choices(k->choices, store, v), i = *(const int *)f;
-        pf_buf_put(b, "%s", i >= 0 && i < n ? v[i] : "?");
+    case PF_K_ENUM:
+        put_choice(b, k->choices, *(const int *)f);
         return;
-    }
     case PF_K_INT_LIST:
     case PF_K_INT64_LIST:
-    case PF_K_FLOAT_LIST: {
+    case PF_K_FLOAT_LIST:
+    case PF_K_DOUBLE_LIST:
+    case PF_K_ENUM_LIST: {
         int n = k->count_offset ? *(const int *)(base + k->count_offset) : k->min_n;
         pf_buf_put(b, "[");
         for (int i = 0; i < n; i++) {
             pf_buf_put(b, i ? ", " : "");
-            if (k->kind == PF_K_INT_LIST)
+            if (k->kind == PF_K_DOUBLE_LIST)
+                put_double(b, ((const double *)f)[i]);
+            else if (k->kind == PF_K_ENUM_LIST)
+                put_choice(b, k->choices, ((const int *)f)[i]);
+            else if (k->kind == PF_K_INT_LIST)
                 pf_buf_put(b, "%d", ((const int *)f)[i]);
             else if (k->kind == PF_K_INT64_LIST)
                 pf_buf_put(b, "%lld", (long long)((const int64_t *)f)[i]);
@@ -196,19 +220,27 @@ static int field_differs(const pf_config_key *k, const char *a, const char *b) {
     case PF_K_CHOICE:
         return strcmp(a, b) != 0;
     case PF_K_INT64:
+    case PF_K_INT64_LIST:
         n = sizeof(int64_t);
         break;
     case PF_K_FLOAT:
+    case PF_K_FLOAT_LIST:
         n = sizeof(float);
         break;
+    case PF_K_DOUBLE:
+    case PF_K_DOUBLE_LIST:
+        n = sizeof(double);
+        break;
+    default:
+        break;
+    }
+    switch (k->kind) {          /* lists: every item */
     case PF_K_INT_LIST:
-        n = k->size * sizeof(int);
-        break;
     case PF_K_INT64_LIST:
-        n = k->size * sizeof(int64_t);
-        break;
     case PF_K_FLOAT_LIST:
-        n = k->size * sizeof(float);
+    case PF_K_DOUBLE_LIST:
+    case PF_K_ENUM_LIST:
+        n *= k->size;
         break;
     case PF_K_SECTION:
         if (!k->offset)

@@ -92,8 +92,8 @@ typedef struct {
     int max_interval;
     int random_steps;           /* the degradation has a random step (DN, JPEG) */
     int realesrgan;             /* RealESRGANVideoDataset: LQ by the Real-ESRGAN pipeline */
-    pf_realesrgan_opts resr;    /* its options (common/realesrgan_cfg.h), checked for the
-                                   patch; a test may change them after open */
+    pf_realesrgan_opts resr;    /* its options (cfg.realesrgan with the model's scale,
+                                   common/realesrgan_cfg.h), checked for the patch */
     pf_clip *clips;
     int n_clips;
     uint32_t n_frames;          /* frames of all clips */

@@ -763,8 +763,8 @@ static const struct {
     {"    gt_patch_size: 96", "    gt_size: 96",
      "t.yaml:15: data.train.gt_size: unknown key; PixFlow calls this 'gt_patch_size'"},
     {"    use_flip: true", "    use_hflip: true",
-     "t.yaml:16: data.train.use_hflip: only allowed with type REDSRecurrentDataset or "
-     "Vimeo90KRecurrentDataset (data.train.type is PairedImageDataset); PixFlow calls this "
+     "t.yaml:16: data.train.use_hflip: only allowed with type REDSRecurrentDataset, "
+     "Vimeo90KRecurrentDataset or RealESRGANVideoDataset (data.train.type is PairedImageDataset); PixFlow calls this "
      "'use_flip', which flips "
      "vertically too (BasicSR's use_rot adds the vertical flip; PixFlow's use_rot is the "
      "transpose alone): BasicSR's use_hflip + use_rot is use_flip + use_rot here"},
@@ -918,7 +918,8 @@ static void test_key_table(void) {
         const pf_config_key *k = &pf_config_keys[i];
         int number = k->kind == PF_K_INT || k->kind == PF_K_INT64 || k->kind == PF_K_FLOAT ||
                      k->kind == PF_K_INT_LIST || k->kind == PF_K_INT64_LIST ||
-                     k->kind == PF_K_FLOAT_LIST;
+                     k->kind == PF_K_FLOAT_LIST || k->kind == PF_K_DOUBLE ||
+                     k->kind == PF_K_DOUBLE_LIST;
         CHECK(!number || k->lo < k->hi, "%s: range [%g, %g]", k->path, k->lo, k->hi);
         CHECK(k->kind == PF_K_SECTION || k->def || k->def_doc || (k->flags & PF_KF_REQUIRED),
               "%s: neither a default nor required", k->path);
@@ -1198,8 +1199,8 @@ static void test_video_sets(void) {
          "t.yaml:21: data.train.clips[0].name: required key is missing"},
         {"frames: [0, 120]", "frames: [0, 120, 3]", "t.yaml:21: data.train.clips[0].frames:"},
         {"    use_hflip: true", "    use_flip: true",
-         "t.yaml:17: data.train.use_flip: only allowed with type PairedImageDataset or "
-         "SingleImageDataset (data.train.type is REDSRecurrentDataset)"},
+         "t.yaml:17: data.train.use_flip: only allowed with type PairedImageDataset, "
+         "SingleImageDataset or RealESRGANDataset (data.train.type is REDSRecurrentDataset)"},
         {"    type: VideoRecurrentTestDataset", "    type: VideoRecurrentTestDataset\n"
          "    num_frame: 3", "t.yaml:26: data.eval.num_frame: only allowed in data.train"},
         {"[held, 'two words']", "[held, vtest.avi]",

@@ -96,16 +96,21 @@ static pf_dataset_cfg base_cfg(const char *type) {
     c.n_intervals = 2;
     c.repeat = 1;
     c.random_reverse = c.use_hflip = c.use_rot = 1;
+    pf_realesrgan_opts_default(&c.realesrgan);     /* the rows' defaults */
     return c;
 }
 
-static int open_set(pf_video_dataset *ds, const char *type, int gt_usm) {
+static int open_cfg(pf_video_dataset *ds, const pf_dataset_cfg *c) {
     char err[1024] = "";
+    int rc = pf_video_dataset_open(ds, c, "data.train", SCALE, P, err, sizeof err);
+    CHECK(rc == 0, "open %s: %s", c->type, err);
+    return rc;
+}
+
+static int open_set(pf_video_dataset *ds, const char *type, int gt_usm) {
     pf_dataset_cfg c = base_cfg(type);
     c.gt_usm = gt_usm;
-    int rc = pf_video_dataset_open(ds, &c, "data.train", SCALE, P, err, sizeof err);
-    CHECK(rc == 0, "open %s: %s", type, err);
-    return rc;
+    return open_cfg(ds, &c);
 }
 
 /* One sample of ds: bytes, clip, source frames. */
@@ -189,13 +194,12 @@ static void test_against_reds(void) {
 /* (c): one draw for all frames; with noise on, the frames differ by the noise only. */
 static void test_shared_params(void) {
     pf_video_dataset quiet, noisy;
-    if (open_set(&quiet, "RealESRGANVideoDataset", 0) ||
-        open_set(&noisy, "RealESRGANVideoDataset", 0))
-        return;
+    pf_dataset_cfg c = base_cfg("RealESRGANVideoDataset");
     for (int s = 0; s < 2; s++) {     /* Gaussian noise of sigma 0 in both stages */
-        quiet.resr.noise[s].gaussian_noise_prob = 1;
-        quiet.resr.noise[s].noise_range[0] = quiet.resr.noise[s].noise_range[1] = 0;
+        c.realesrgan.noise[s].gaussian_noise_prob = 1;
+        c.realesrgan.noise[s].noise_range[0] = c.realesrgan.noise[s].noise_range[1] = 0;
     }
+    if (open_cfg(&quiet, &c) || open_set(&noisy, "RealESRGANVideoDataset", 0)) return;
     static sample a, b;
     int still = 0, quiet_same = 0, noisy_differ = 0, only_noise = 0;
     char err[512] = "";
@@ -314,7 +318,7 @@ static void test_errors(void) {
     snprintf(c.degradation[0].type, sizeof c.degradation[0].type, "DN");
     expect_refused(c, P, "data.train.degradation: RealESRGANVideoDataset degrades with");
     expect_refused(base_cfg("RealESRGANVideoDataset"), 0, "is a training set");
-    expect_refused(base_cfg("RealESRGANVideoDataset"), 64, "data.train: blur_kernel_size2");
+    expect_refused(base_cfg("RealESRGANVideoDataset"), 64, "data.train.blur_kernel_size2: 21 is too big");
 }
 
 int main(void) {
