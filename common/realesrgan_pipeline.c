@@ -322,9 +322,21 @@ static int final_stage(work *x, const pf_realesrgan_params *p, int lq_h, int lq_
     return 0;
 }
 
+uint64_t pf_realesrgan_frame_key(uint64_t sample_key, int t) {
+    /* the mix pf_video_dataset_sample gives DN/JPEG steps per frame */
+    return pf_mix64(sample_key ^ (0x9e3779b97f4a7c15ULL * (uint64_t)(t + 1)));
+}
+
 int pf_realesrgan_degrade(const pf_realesrgan_opts *o, const pf_realesrgan_params *p,
                           const float *gt, int gt_h, int gt_w, uint8_t *lq,
                           pf_realesrgan_trace *trace, char *err, size_t errlen) {
+    return pf_realesrgan_degrade_frame(o, p, p->key, gt, gt_h, gt_w, lq, trace, err, errlen);
+}
+
+int pf_realesrgan_degrade_frame(const pf_realesrgan_opts *o, const pf_realesrgan_params *p,
+                                uint64_t noise_key, const float *gt, int gt_h, int gt_w,
+                                uint8_t *lq, pf_realesrgan_trace *trace, char *err,
+                                size_t errlen) {
     if (pf_realesrgan_opts_check(o, gt_h, gt_w, err, errlen)) return -1;
     work x = { 0 };
     if (ensure(&x, gt_h, gt_w, err, errlen)) {
@@ -337,15 +349,16 @@ int pf_realesrgan_degrade(const pf_realesrgan_opts *o, const pf_realesrgan_param
     x.w = gt_w;
     /* F.interpolate's size for stage 2: int(ori / scale * factor), in double. */
     double lq_h = (double)gt_h / o->scale, lq_w = (double)gt_w / o->scale;
-    int rc = stage(&x, &p->blur1, 0, 0, &p->resize1, &p->noise1, p->key, 1, trace, err, errlen);
+    int rc = stage(&x, &p->blur1, 0, 0, &p->resize1, &p->noise1, noise_key, 1, trace, err,
+                   errlen);
     if (!rc) rc = jpeg(&x, p->quality1, trace, 0, err, errlen);
     if (!rc && p->second_order) {
         const pf_blur_params *b2 = p->blur2_on ? &p->blur2 : NULL;
         if (b2 && check_kernel_fits(b2->kernel_size, x.h < x.w ? x.h : x.w, "blur_kernel_size2",
                                     "stage 1's output", err, errlen))
             rc = -1;
-        if (!rc) rc = stage(&x, b2, lq_h, lq_w, &p->resize2, &p->noise2, p->key, 2, trace, err,
-                            errlen);
+        if (!rc) rc = stage(&x, b2, lq_h, lq_w, &p->resize2, &p->noise2, noise_key, 2, trace,
+                            err, errlen);
     }
     if (!rc) rc = final_stage(&x, p, gt_h / o->scale, gt_w / o->scale, lq, trace, err, errlen);
     free(x.img);
@@ -356,6 +369,13 @@ int pf_realesrgan_degrade(const pf_realesrgan_opts *o, const pf_realesrgan_param
 int pf_realesrgan_degrade_u8(const pf_realesrgan_opts *o, const pf_realesrgan_params *p,
                              const uint8_t *gt, int gt_h, int gt_w, uint8_t *lq,
                              pf_realesrgan_trace *trace, char *err, size_t errlen) {
+    return pf_realesrgan_degrade_frame_u8(o, p, p->key, gt, gt_h, gt_w, lq, trace, err, errlen);
+}
+
+int pf_realesrgan_degrade_frame_u8(const pf_realesrgan_opts *o, const pf_realesrgan_params *p,
+                                   uint64_t noise_key, const uint8_t *gt, int gt_h, int gt_w,
+                                   uint8_t *lq, pf_realesrgan_trace *trace, char *err,
+                                   size_t errlen) {
     if (gt_h < 1 || gt_w < 1) {
         snprintf(err, errlen, "realesrgan degradation: a GT of %d x %d", gt_h, gt_w);
         return -1;
@@ -367,7 +387,7 @@ int pf_realesrgan_degrade_u8(const pf_realesrgan_opts *o, const pf_realesrgan_pa
         return -1;
     }
     for (size_t i = 0; i < n; i++) f[i] = gt[i] / 255.0f;
-    int rc = pf_realesrgan_degrade(o, p, f, gt_h, gt_w, lq, trace, err, errlen);
+    int rc = pf_realesrgan_degrade_frame(o, p, noise_key, f, gt_h, gt_w, lq, trace, err, errlen);
     free(f);
     return rc;
 }

@@ -1,7 +1,7 @@
 /*  realesrgan_pipeline — Real-ESRGAN's second-order degradation chained from its stages
     (common/blur_kernel.h, common/realesrgan_ops.h, JPEG through common/image.h): the options
     of both stages, one sample's drawn parameters, their printed form, and the LQ they make
-    (issue 40, slice 4; not yet wired into the config table, the loaders or a CLI).
+    (issue 40, slice 4; the video set's per-frame noise: pf_realesrgan_degrade_frame).
 
     Order (BasicSR basicsr/models/realesrgan_model.py feed_data, Real-ESRGAN's paper, sec. 3):
       stage 1   blur (kernel 1), random resize by a factor, noise (clamped to 0..1), JPEG at
@@ -54,7 +54,8 @@ int pf_realesrgan_opts_check(const pf_realesrgan_opts *o, int gt_h, int gt_w, ch
 /* One sample's draws: every value the LQ depends on. Stage 2's draws are made (and
    recorded) even where second_order is 0, so that each stream stays the same. */
 typedef struct {
-    uint64_t key;               /* the sample key (pf_dataset_degrade_key); keys the noise */
+    uint64_t key;               /* the sample key (pf_dataset_degrade_key); keys the noise
+                                   (a video frame's: pf_realesrgan_degrade_frame) */
     pf_blur_params blur1;
     pf_resize_params resize1;
     pf_noise_params noise1;
@@ -112,4 +113,21 @@ int pf_realesrgan_degrade(const pf_realesrgan_opts *o, const pf_realesrgan_param
 int pf_realesrgan_degrade_u8(const pf_realesrgan_opts *o, const pf_realesrgan_params *p,
                              const uint8_t *gt, int gt_h, int gt_w, uint8_t *lq,
                              pf_realesrgan_trace *trace, char *err, size_t errlen);
+
+/* Video (RealESRGANVideoDataset, as RealBasicVSR): every frame of a sample is degraded with
+   the sample's one draw p, the noise samples alone coming from another key per frame.
+   pf_realesrgan_frame_key(sample_key, t) is frame t's (t >= 0, the frame's place in the
+   sample): pf_mix64(sample_key ^ 0x9e3779b97f4a7c15 * (t + 1)). The _frame forms are
+   pf_realesrgan_degrade / _u8 with the noise streams (pf_noise_sample_rng) keyed by noise_key
+   instead of p->key; everything else p says is applied unchanged, so two frames' LQs differ
+   only by their noise. With noise_key == p->key they are pf_realesrgan_degrade's bytes. */
+uint64_t pf_realesrgan_frame_key(uint64_t sample_key, int t);
+int pf_realesrgan_degrade_frame(const pf_realesrgan_opts *o, const pf_realesrgan_params *p,
+                                uint64_t noise_key, const float *gt, int gt_h, int gt_w,
+                                uint8_t *lq, pf_realesrgan_trace *trace, char *err,
+                                size_t errlen);
+int pf_realesrgan_degrade_frame_u8(const pf_realesrgan_opts *o, const pf_realesrgan_params *p,
+                                   uint64_t noise_key, const uint8_t *gt, int gt_h, int gt_w,
+                                   uint8_t *lq, pf_realesrgan_trace *trace, char *err,
+                                   size_t errlen);
 #endif

@@ -21,6 +21,8 @@
 #include "common/image_info.h"
 #include "common/log.h"
 #include "common/patch.h"
+#include "common/realesrgan_cfg.h"
+#include "common/realesrgan_ops.h"
 #include "common/rng.h"
 #include "common/video.h"
 
@@ -32,7 +34,7 @@ struct pf_vreader {
 };
 
 int pf_is_video_dataset(const char *type) {
-    return pf_config_is_video_set(type);
+    return pf_config_is_video_set(type) || !strcmp(type, "RealESRGANVideoDataset");
 }
 
 /* A name FFmpeg's demuxers are asked to read when a folder is listed for clips. */
@@ -516,7 +518,7 @@ static int load_frame(void *ctx, int e, pf_image *g, pf_image *l, char *err, siz
         }
         rc = crop_into(&src, cl->crop_x / s, cl->crop_y / s, cl->lq_w, cl->lq_h, l);
         pf_image_free(&src);
-    } else if (!lq_per_patch(ds, cl)) {
+    } else if (!ds->realesrgan && !lq_per_patch(ds, cl)) {   /* Real-ESRGAN: GT only */
         l->w = cl->lq_w;
         l->h = cl->lq_h;
         l->data = malloc((size_t)l->w * l->h * 3);
@@ -534,6 +536,51 @@ static int load_frame(void *ctx, int e, pf_image *g, pf_image *l, char *err, siz
 
 /* ---- the dataset -------------------------------------------------------------------------- */
 
+/* RealESRGANVideoDataset's rules and options: a training set, LQ from GT by its own keys
+   (no lq_folder, no `degradation` beyond the parser's default BI), the pipeline's options
+   checked for the patch. */
+static int realesrgan_setup(pf_video_dataset *ds, char *err, size_t errlen) {
+    const pf_dataset_cfg *cfg = &ds->cfg;
+    if (!ds->realesrgan) return 0;
+    if (ds->gt_patch <= 0)
+        return fail(err, errlen, "%s.type: RealESRGANVideoDataset is a training set (data.train, "
+                    "with gt_patch_size); evaluate on clips with their LQ "
+                    "(VideoRecurrentTestDataset with lq_folder)", ds->key);
+    if (cfg->lq_folder[0])
+        return fail(err, errlen, "%s.lq_folder: RealESRGANVideoDataset makes its LQ from the GT "
+                    "frames (Real-ESRGAN's degradation); remove lq_folder '%s' or use "
+                    "REDSRecurrentDataset", ds->key, cfg->lq_folder);
+    if (cfg->n_degradations > 1 ||
+        (cfg->n_degradations == 1 && strcmp(cfg->degradation[0].type, "BI")))
+        return fail(err, errlen, "%s.degradation: RealESRGANVideoDataset degrades with "
+                    "Real-ESRGAN's keys (blur_kernel_size, kernel_list, ...; docs/config.md), "
+                    "not `degradation` steps", ds->key);
+    return pf_dataset_realesrgan_opts(cfg, ds->key, ds->scale, ds->gt_patch, &ds->resr, err,
+                                      errlen);
+}
+
+/* A RealESRGANVideoDataset sample's LQ (top of video_dataset.h): the T GT patches in gt
+   (p x p x 3 each, as sent) degraded with one draw for the sample, frame t's noise from
+   pf_realesrgan_frame_key; then the GT sharpened when gt_usm. */
+static int realesrgan_lq(pf_video_dataset *ds, uint64_t key, uint8_t *gt, uint8_t *lq,
+                         const pf_clip *cl, uint32_t index, char *err, size_t errlen) {
+    int T = ds->num_frame, p = ds->gt_patch, lp = p / ds->scale;
+    size_t gt_bytes = (size_t)p * p * 3, lq_bytes = (size_t)lp * lp * 3;
+    pf_realesrgan_params par;
+    pf_realesrgan_draw(&ds->resr, key, &par);
+    char why[512];
+    for (int t = 0; t < T; t++) {
+        uint8_t *g = gt + (size_t)t * gt_bytes;
+        if (pf_realesrgan_degrade_frame_u8(&ds->resr, &par, pf_realesrgan_frame_key(key, t), g,
+                                           p, p, lq + (size_t)t * lq_bytes, NULL, why,
+                                           sizeof why) != 0 ||
+            (ds->cfg.gt_usm && pf_usm_sharp_u8(g, p, p, 3, g, why, sizeof why) != 0))
+            return fail(err, errlen, "%s: clip '%s': sample %u frame %d: %s", ds->key, cl->name,
+                        index, t, why);
+    }
+    return 0;
+}
+
 int pf_video_dataset_open(pf_video_dataset *ds, const pf_dataset_cfg *cfg, const char *key,
                           int scale, int gt_patch_size, char *err, size_t errlen) {
     memset(ds, 0, sizeof *ds);
@@ -549,11 +596,16 @@ int pf_video_dataset_open(pf_video_dataset *ds, const pf_dataset_cfg *cfg, const
         ds->cfg.interval_list[0] = 1;
         ds->cfg.n_intervals = 1;
     }
-    ds->random_steps = !cfg->lq_folder[0] &&
+    ds->realesrgan = !strcmp(cfg->type, "RealESRGANVideoDataset");
+    ds->random_steps = !cfg->lq_folder[0] && !ds->realesrgan &&
                        pf_degrade_is_random(cfg->degradation, cfg->n_degradations);
     pthread_mutex_init(&ds->pool_lock, NULL);
     if (!pf_is_video_dataset(cfg->type)) {
         fail(err, errlen, "%s.type: %s is not a video dataset", key, cfg->type);
+        pf_video_dataset_close(ds);
+        return -1;
+    }
+    if (realesrgan_setup(ds, err, errlen)) {
         pf_video_dataset_close(ds);
         return -1;
     }
@@ -594,7 +646,8 @@ int pf_video_dataset_open(pf_video_dataset *ds, const pf_dataset_cfg *cfg, const
     for (int c = 0; c < ds->n_clips; c++) {
         const pf_clip *cl = &ds->clips[c];
         ds->all_bytes += (uint64_t)cl->n_frames * 3 *
-                         ((uint64_t)cl->gt_w * cl->gt_h + (uint64_t)cl->lq_w * cl->lq_h);
+                         ((uint64_t)cl->gt_w * cl->gt_h +
+                          (ds->realesrgan ? 0 : (uint64_t)cl->lq_w * cl->lq_h));
     }
     ds->lq_whole = 1;                   /* the cache starts unbounded */
     return 0;
@@ -666,7 +719,9 @@ int pf_video_dataset_sample(pf_video_dataset *ds, uint32_t index, uint64_t seed,
             return -1;
         }
         const pf_cache_entry *ce = &ds->cache.entries[e];
-        if (!ce->lq.data) {
+        if (ds->realesrgan) {
+            /* LQ made below from the GT patches */
+        } else if (!ce->lq.data) {
             if (!lq_patch && !(lq_patch = malloc(lq_bytes))) {
                 pf_pair_cache_release(&ds->cache, e);
                 return fail(err, errlen, "%s: out of memory", ds->key);
@@ -690,8 +745,9 @@ int pf_video_dataset_sample(pf_video_dataset *ds, uint32_t index, uint64_t seed,
         pf_pair_cache_release(&ds->cache, e);
     }
     free(lq_patch);
-    if (!ds->random_steps) return 0;
     uint64_t key = pf_dataset_degrade_key(seed, epoch, index);
+    if (ds->realesrgan) return realesrgan_lq(ds, key, gt_out, lq_out, cl, index, err, errlen);
+    if (!ds->random_steps) return 0;
     for (int t = 0; t < T; t++) {
         uint64_t kt = pf_mix64(key ^ (0x9e3779b97f4a7c15ULL * (uint64_t)(t + 1)));
         if (pf_degrade_random(cfg->degradation, cfg->n_degradations, kt,

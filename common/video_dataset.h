@@ -1,6 +1,8 @@
 /*  video_dataset — frame-sequence datasets for video super-resolution, as BasicSR defines
     them: REDSRecurrentDataset and Vimeo90KRecurrentDataset (training samples of num_frame
-    frames), VideoRecurrentTestDataset (whole clips, for evaluation and test). docs/video.md.
+    frames), VideoRecurrentTestDataset (whole clips, for evaluation and test); and
+    RealESRGANVideoDataset (training only: REDSRecurrentDataset's clips and samples, LQ made by
+    Real-ESRGAN's second-order degradation as RealBasicVSR does, below). docs/video.md.
 
     A clip is a folder of frames (its .png/.jpg/.jpeg files sorted by name: REDS's
     CLIP/00000000.png..., Vimeo-90K's SEQ/SUB/im1.png...im7.png) or a video file any FFmpeg
@@ -37,6 +39,14 @@
     flips) mixed with t. The bytes depend only on (seed, epoch, index): any loader, any
     thread, any cache state gives the same sample.
 
+    RealESRGANVideoDataset has no lq_folder and no `degradation`: its cache holds GT frames
+    only, and a sample's GT patches (drawn as above) are degraded by common/realesrgan_pipeline.h
+    with ONE draw of the parameters, pf_realesrgan_draw(resr, pf_dataset_degrade_key(seed,
+    epoch, index)), applied to every frame (RealBasicVSR's degradation of a clip); only the
+    noise samples differ per frame, frame t (its place in the output) drawing them from
+    pf_realesrgan_frame_key(key, t). With cfg->gt_usm the GT frames sent are USM-sharpened
+    (pf_usm_sharp_u8), their LQ made from the frames as read.
+
     Decoded frames (GT and LQ after crop and downscaling) are kept in a pf_pair_cache, one
     entry per frame. Video files are read through a pool of readers per clip, a read going to
     the idle reader positioned closest before the frame (so the frames of a sample decode
@@ -50,6 +60,7 @@
 
 #include "common/config.h"
 #include "common/pair_cache.h"
+#include "common/realesrgan_pipeline.h"
 
 /* 1 when cfg->type is one of the video datasets. */
 int pf_is_video_dataset(const char *type);
@@ -80,6 +91,9 @@ typedef struct {
     int num_frame;              /* frames per training sample */
     int max_interval;
     int random_steps;           /* the degradation has a random step (DN, JPEG) */
+    int realesrgan;             /* RealESRGANVideoDataset: LQ by the Real-ESRGAN pipeline */
+    pf_realesrgan_opts resr;    /* its options (cfg.realesrgan with the model's scale,
+                                   common/realesrgan_cfg.h), checked for the patch */
     pf_clip *clips;
     int n_clips;
     uint32_t n_frames;          /* frames of all clips */
@@ -116,8 +130,8 @@ int pf_video_dataset_sample(pf_video_dataset *ds, uint32_t index, uint64_t seed,
 
 /* Frame t (0 <= t < clips[c].n_frames) of clip c, whole (after the clip's crop): pinned until
    pf_video_dataset_release(ds, c, t). GT and LQ are RGB8 HWC; on a training set whose LQ is
-   made from GT (no lq_folder) and whose cache cannot hold every frame, the LQ is empty
-   (0 x 0): its samples make only their patch's.
+   made from GT (no lq_folder) and whose cache cannot hold every frame, and on a
+   RealESRGANVideoDataset, the LQ is empty (0 x 0): its samples make only their patch's.
    Thread-safe. Returns 0, or -1 with err. */
 int pf_video_dataset_frame(pf_video_dataset *ds, int c, int t, const pf_image **gt,
                            const pf_image **lq, char *err, size_t errlen);
