@@ -101,8 +101,8 @@
                   "[0.05, 2.5]", "final"),                                                               \
     {.path = "data." #S ".gt_usm", .kind = PF_K_BOOL, .flags = PF_KF_TRAIN_ONLY,               \
      .offset = OFF(S.gt_usm), .def = "true", .when_key = "data." #S ".type", .when = REAL_SETS, \
-     .doc = "train only: the GT patch is sharpened (unsharp mask, BasicSR's `gt_usm`); the "   \
-            "LQ is made from the GT as read"}
+     .doc = "train only: the GT patch is sharpened (unsharp mask, BasicSR's `gt_usm`) and "    \
+            "the LQ made from the sharpened GT, as BasicSR's RealESRNetModel"}
 
 /* The keys of one dataset block, for set S (train, eval, test). */
 #define DATASET_KEYS(S, DOC)                                                                   \

@@ -516,8 +516,9 @@ int pf_dataset_pair(pf_dataset *ds, int file, const pf_image **gt, const pf_imag
     return 0;
 }
 
-/* A RealESRGANDataset's training sample from file i: the GT patch cropped as a BI set's, its
-   LQ degraded from it, then the GT sharpened when gt_usm. */
+/* A RealESRGANDataset's training sample from file i: the GT patch cropped as a BI set's,
+   sharpened when gt_usm, and its LQ degraded from that GT (BasicSR's RealESRNetModel sharpens
+   self.gt, then degrades it; RealESRGANModel degrades gt_usm too). */
 static int realesrgan_sample(pf_dataset *ds, int i, uint32_t index, uint64_t seed,
                              uint32_t epoch, uint8_t *gt_out, uint8_t *lq_out, char *err,
                              size_t errlen) {
@@ -531,8 +532,8 @@ static int realesrgan_sample(pf_dataset *ds, int i, uint32_t index, uint64_t see
     release(ds, i);
     pf_realesrgan_params p;
     pf_realesrgan_draw(&ds->resr, pf_dataset_degrade_key(seed, epoch, index), &p);
-    if (pf_realesrgan_degrade_u8(&ds->resr, &p, gt_out, gp, gp, lq_out, NULL, err, errlen) != 0 ||
-        (ds->cfg.gt_usm && pf_usm_sharp_u8(gt_out, gp, gp, 3, gt_out, err, errlen) != 0)) {
+    if ((ds->cfg.gt_usm && pf_usm_sharp_u8(gt_out, gp, gp, 3, gt_out, err, errlen) != 0) ||
+        pf_realesrgan_degrade_u8(&ds->resr, &p, gt_out, gp, gp, lq_out, NULL, err, errlen) != 0) {
         char what[PF_PATH_MAX + 32];
         snprintf(what, sizeof what, "%s: sample %u", ds->files[i].gt_path, index);
         prefix_err(err, errlen, what);

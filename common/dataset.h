@@ -29,11 +29,10 @@
     by Real-ESRGAN's second-order degradation (common/realesrgan_pipeline.h) with the options of
     the block (common/realesrgan_cfg.h, read once at open). The cache holds the mod-cropped GT
     alone for training, the GT and its degraded LQ for evaluation. A training sample is the GT
-    patch a BI set crops for the same (seed, epoch, index) (pf_patch_crop_draw), its LQ
-    pf_realesrgan_degrade_u8 of that patch as read with the parameters pf_realesrgan_draw gives
-    for pf_dataset_degrade_key(seed, epoch, index); with gt_usm the GT written out is then
-    pf_usm_sharp_u8 of the patch (BasicSR too sharpens the target and degrades the unsharpened
-    GT). Evaluation and test degrade the whole mod-cropped GT once, when it is decoded into the
+    patch a BI set crops for the same (seed, epoch, index) (pf_patch_crop_draw), replaced by
+    pf_usm_sharp_u8 of it when gt_usm, its LQ pf_realesrgan_degrade_u8 of that GT with the
+    parameters pf_realesrgan_draw gives for pf_dataset_degrade_key(seed, epoch, index)
+    (BasicSR's RealESRNetModel sharpens self.gt, then degrades it). Evaluation and test degrade the whole mod-cropped GT once, when it is decoded into the
     cache, keyed by (the set's seed, PF_DATASET_EVAL_EPOCH, the image's id), and compare with
     the GT as read (no USM). Unlike BasicSR, which degrades a 400 x 400 crop of the flipped GT
     and then crops 256 from GT and LQ, PixFlow degrades the GT patch itself: the kernels'

@@ -561,7 +561,8 @@ static int realesrgan_setup(pf_video_dataset *ds, char *err, size_t errlen) {
 
 /* A RealESRGANVideoDataset sample's LQ (top of video_dataset.h): the T GT patches in gt
    (p x p x 3 each, as sent) degraded with one draw for the sample, frame t's noise from
-   pf_realesrgan_frame_key; then the GT sharpened when gt_usm. */
+   pf_realesrgan_frame_key; each GT frame sharpened first when gt_usm, its LQ made from the
+   sharpened frame (BasicSR's RealESRNetModel). */
 static int realesrgan_lq(pf_video_dataset *ds, uint64_t key, uint8_t *gt, uint8_t *lq,
                          const pf_clip *cl, uint32_t index, char *err, size_t errlen) {
     int T = ds->num_frame, p = ds->gt_patch, lp = p / ds->scale;
@@ -571,10 +572,10 @@ static int realesrgan_lq(pf_video_dataset *ds, uint64_t key, uint8_t *gt, uint8_
     char why[512];
     for (int t = 0; t < T; t++) {
         uint8_t *g = gt + (size_t)t * gt_bytes;
-        if (pf_realesrgan_degrade_frame_u8(&ds->resr, &par, pf_realesrgan_frame_key(key, t), g,
+        if ((ds->cfg.gt_usm && pf_usm_sharp_u8(g, p, p, 3, g, why, sizeof why) != 0) ||
+            pf_realesrgan_degrade_frame_u8(&ds->resr, &par, pf_realesrgan_frame_key(key, t), g,
                                            p, p, lq + (size_t)t * lq_bytes, NULL, why,
-                                           sizeof why) != 0 ||
-            (ds->cfg.gt_usm && pf_usm_sharp_u8(g, p, p, 3, g, why, sizeof why) != 0))
+                                           sizeof why) != 0)
             return fail(err, errlen, "%s: clip '%s': sample %u frame %d: %s", ds->key, cl->name,
                         index, t, why);
     }

@@ -44,8 +44,9 @@
     with ONE draw of the parameters, pf_realesrgan_draw(resr, pf_dataset_degrade_key(seed,
     epoch, index)), applied to every frame (RealBasicVSR's degradation of a clip); only the
     noise samples differ per frame, frame t (its place in the output) drawing them from
-    pf_realesrgan_frame_key(key, t). With cfg->gt_usm the GT frames sent are USM-sharpened
-    (pf_usm_sharp_u8), their LQ made from the frames as read.
+    pf_realesrgan_frame_key(key, t). With cfg->gt_usm the GT frames are USM-sharpened
+    (pf_usm_sharp_u8) first and their LQ made from the sharpened frames (BasicSR's
+    RealESRNetModel).
 
     Decoded frames (GT and LQ after crop and downscaling) are kept in a pf_pair_cache, one
     entry per frame. Video files are read through a pool of readers per clip, a read going to
