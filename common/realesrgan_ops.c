@@ -3,12 +3,14 @@
     Resize: each axis becomes a table of taps (per output index: up to T source indices and
     weights); rows are resampled first into a temporary h x out_w image, then columns.
     USM: the 51-tap Gaussian along rows into a double image, then along columns; run once on
-    the image and once on the threshold mask; each pass adds one tap at a time over a whole row
-    (vectorised) in the plain loop's order, so its sums are bit-identical to that loop's.
+    the image and once on the threshold mask; each pass adds the taps over a whole row
+    (common/taps.h: vectorised, four taps a pass) in the plain loop's order, so its sums are
+    bit-identical to that loop's.
 */
 #include "common/realesrgan_ops.h"
 
 #include "common/image.h"
+#include "common/taps.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -400,32 +402,10 @@ static int reflect101(int i, int n) {
     return i < n ? i : period - i;
 }
 
-/* acc[i] += k[j] * p[j][i] for j = 0..n_taps-1 in that order, i < n: four taps a pass over
-   the row, each added in turn to a value held in a register (the same operations, in the same
-   order, as one pass per tap, so the same bits, with a quarter of acc's loads and stores). */
-static void add_taps(double *acc, const double *const *p, const double *k, int n_taps,
-                     size_t n) {
-    int j = 0;
-    for (; j + 4 <= n_taps; j += 4) {
-        const double *p0 = p[j], *p1 = p[j + 1], *p2 = p[j + 2], *p3 = p[j + 3];
-        const double k0 = k[j], k1 = k[j + 1], k2 = k[j + 2], k3 = k[j + 3];
-        for (size_t i = 0; i < n; i++) {
-            double s = acc[i];
-            s += k0 * p0[i];
-            s += k1 * p1[i];
-            s += k2 * p2[i];
-            s += k3 * p3[i];
-            acc[i] = s;
-        }
-    }
-    for (; j < n_taps; j++)
-        for (size_t i = 0; i < n; i++) acc[i] += k[j] * p[j][i];
-}
-
 /* dst = src (h x w x c) filtered with the separable kernel k; tmp holds h * w * c doubles,
    line (w + 2r) * c doubles and acc w * c doubles. Each output sums its 51 taps as the plain
    double loop does (s = 0; s += k[j] * v, j = -r..r), so the result is that loop's to the
-   bit; the taps run over whole rows (add_taps) so that the compiler vectorises them: the row
+   bit; the taps run over whole rows (pf_add_taps_f64) so that they vectorise: the row
    pass over a reflect-padded double copy of the row, the column pass over tmp's rows. */
 static void gauss_blur(const float *src, int h, int w, int c, const double *k, double *tmp,
                        double *line, double *acc, float *dst) {
@@ -440,12 +420,12 @@ static void gauss_blur(const float *src, int h, int w, int c, const double *k, d
                 line[(size_t)(x + r) * c + ch] = row[(size_t)reflect101(x, w) * c + ch];
         double *t = tmp + run * y;
         for (size_t i = 0; i < run; i++) t[i] = 0;
-        add_taps(t, p, k, PF_USM_KSIZE, run);
+        pf_add_taps_f64(t, p, k, PF_USM_KSIZE, run);
     }
     for (int y = 0; y < h; y++) {
         for (int j = -r; j <= r; j++) p[j + r] = tmp + run * reflect101(y + j, h);
         for (size_t i = 0; i < run; i++) acc[i] = 0;
-        add_taps(acc, p, k, PF_USM_KSIZE, run);
+        pf_add_taps_f64(acc, p, k, PF_USM_KSIZE, run);
         float *d = dst + run * y;
         for (size_t i = 0; i < run; i++) d[i] = (float)acc[i];
     }
