@@ -302,12 +302,38 @@ static double normal(pf_rng *r, double *spare, int *has_spare) {
     return rad * cos(2 * PI * u2);
 }
 
+/* What Poisson(lam) needs that depends on lam alone, computed once per level of the image
+   (lam = q * vals takes at most 256 values): the same expressions as per draw, so the same
+   bits. */
+typedef struct {
+    double lam;
+    double p0;                  /* exp(-lam) (inversion, lam < 10) */
+    double loglam, b, a, vr;    /* PTRS's constants (lam >= 10) */
+    double log_inv_alpha;
+} poisson_consts;
+
+static void poisson_prepare(double lam, poisson_consts *c) {
+    c->lam = lam;
+    if (lam <= 0) return;
+    if (lam < 10) {
+        c->p0 = exp(-lam);
+        return;
+    }
+    double slam = sqrt(lam);
+    c->loglam = log(lam);
+    c->b = 0.931 + 2.53 * slam;
+    c->a = -0.059 + 0.02483 * c->b;
+    c->log_inv_alpha = log(1.1239 + 1.1328 / (c->b - 3.4));
+    c->vr = 0.9277 - 3.6224 / (c->b - 2);
+}
+
 /* Poisson(lam): inversion for lam < 10, else PTRS (Hörmann, "The transformed rejection
    method for generating Poisson random variables", 1993). */
-static double poisson(pf_rng *r, double lam) {
+static double poisson(pf_rng *r, const poisson_consts *c) {
+    double lam = c->lam;
     if (lam <= 0) return 0;
     if (lam < 10) {
-        double u = pf_rng_uniform(r), p = exp(-lam), cum = p;
+        double u = pf_rng_uniform(r), p = c->p0, cum = p;
         int k = 0;
         while (u > cum && k < 1000) {
             k++;
@@ -316,15 +342,14 @@ static double poisson(pf_rng *r, double lam) {
         }
         return k;
     }
-    double slam = sqrt(lam), loglam = log(lam);
-    double b = 0.931 + 2.53 * slam, a = -0.059 + 0.02483 * b;
-    double inv_alpha = 1.1239 + 1.1328 / (b - 3.4), vr = 0.9277 - 3.6224 / (b - 2);
+    double b = c->b, a = c->a;
     for (;;) {
         double u = pf_rng_uniform(r) - 0.5, v = pf_rng_uniform(r), us = 0.5 - fabs(u);
         double k = floor((2 * a / us + b) * u + lam + 0.43);
-        if (us >= 0.07 && v <= vr) return k;
+        if (us >= 0.07 && v <= c->vr) return k;
         if (k < 0 || (us < 0.013 && v > us)) continue;
-        if (log(v) + log(inv_alpha) - log(a / (us * us) + b) <= -lam + k * loglam - lgamma(k + 1))
+        if (log(v) + c->log_inv_alpha - log(a / (us * us) + b) <=
+            -lam + k * c->loglam - lgamma(k + 1))
             return k;
     }
 }
@@ -339,14 +364,19 @@ static void make_noise(const float *v, size_t n, const pf_noise_params *p, pf_rn
     double spare = 0;
     int has = 0;
     float vals = p->kind == PF_NOISE_POISSON ? (float)pf_noise_poisson_vals(v, n) : 1;
+    poisson_consts c[256];
+    unsigned char ready[256] = { 0 };
     for (size_t i = 0; i < n; i++) {
         float d;
         if (p->kind == PF_NOISE_GAUSSIAN) {
             d = (float)normal(r, &spare, &has);
             noise[i] = d * (float)p->sigma / 255.0f;
         } else {
-            float q = (float)level(v[i]) / 255.0f;
-            d = (float)poisson(r, (double)(q * vals));
+            int l = level(v[i]);
+            float q = (float)l / 255.0f;
+            if (!ready[l]) poisson_prepare((double)(q * vals), &c[l]);
+            ready[l] = 1;
+            d = (float)poisson(r, &c[l]);
             noise[i] = (d / vals - q) * (float)p->scale;
         }
         if (draws) draws[i] = d;
