@@ -3,9 +3,12 @@
     Filtering: the source is converted to float once into rows padded left and right by the
     reflected columns; rows above and below are the reflected rows' pointers. Each output row
     then accumulates, per kernel tap, one multiply-add over a contiguous run of w * c floats:
-    no index arithmetic or branch per pixel, and the run vectorises.
+    no index arithmetic or branch per pixel; the runs vectorise, four taps a pass
+    (common/taps.h: the bits of one pass per tap, AVX2 where the CPU has it).
 */
 #include "common/blur_kernel.h"
+
+#include "common/taps.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -359,18 +362,17 @@ static int filter_rows(const void *src, int is_u8, int h, int w, int c, const fl
         }
     }
     for (int y = -r; y < h + r; y++) rows[y + r] = pad + prow * reflect(y, h);
+    const float *tap[PF_BLUR_KERNEL_MAX * PF_BLUR_KERNEL_MAX];
+    float kv[PF_BLUR_KERNEL_MAX * PF_BLUR_KERNEL_MAX];
+    int n_taps = 0;
+    for (int i = 0; i <= 2 * r; i++)
+        for (int j = 0; j <= 2 * r; j++) kv[n_taps++] = k[(size_t)(i + ko) * ks + ko + j];
     for (int y = 0; y < h; y++) {
         float *out = dst + run * y;
+        for (int i = 0, t = 0; i <= 2 * r; i++)
+            for (int j = 0; j <= 2 * r; j++) tap[t++] = rows[y + i] + (size_t)j * c;
         memset(out, 0, sizeof *out * run);
-        for (int i = 0; i <= 2 * r; i++) {
-            const float *in = rows[y + i];
-            const float *kr = k + (size_t)(i + ko) * ks + ko;
-            for (int j = 0; j <= 2 * r; j++) {
-                float kv = kr[j];
-                const float *p = in + (size_t)j * c;
-                for (size_t x = 0; x < run; x++) out[x] += kv * p[x];
-            }
-        }
+        pf_add_taps_f32(out, tap, kv, n_taps, run);
     }
     free(pad);
     free((void *)rows);

@@ -3,11 +3,14 @@
     Resize: each axis becomes a table of taps (per output index: up to T source indices and
     weights); rows are resampled first into a temporary h x out_w image, then columns.
     USM: the 51-tap Gaussian along rows into a double image, then along columns; run once on
-    the image and once on the threshold mask.
+    the image and once on the threshold mask; each pass adds the taps over a whole row
+    (common/taps.h: vectorised, four taps a pass) in the plain loop's order, so its sums are
+    bit-identical to that loop's.
 */
 #include "common/realesrgan_ops.h"
 
 #include "common/image.h"
+#include "common/taps.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -299,12 +302,38 @@ static double normal(pf_rng *r, double *spare, int *has_spare) {
     return rad * cos(2 * PI * u2);
 }
 
+/* What Poisson(lam) needs that depends on lam alone, computed once per level of the image
+   (lam = q * vals takes at most 256 values): the same expressions as per draw, so the same
+   bits. */
+typedef struct {
+    double lam;
+    double p0;                  /* exp(-lam) (inversion, lam < 10) */
+    double loglam, b, a, vr;    /* PTRS's constants (lam >= 10) */
+    double log_inv_alpha;
+} poisson_consts;
+
+static void poisson_prepare(double lam, poisson_consts *c) {
+    c->lam = lam;
+    if (lam <= 0) return;
+    if (lam < 10) {
+        c->p0 = exp(-lam);
+        return;
+    }
+    double slam = sqrt(lam);
+    c->loglam = log(lam);
+    c->b = 0.931 + 2.53 * slam;
+    c->a = -0.059 + 0.02483 * c->b;
+    c->log_inv_alpha = log(1.1239 + 1.1328 / (c->b - 3.4));
+    c->vr = 0.9277 - 3.6224 / (c->b - 2);
+}
+
 /* Poisson(lam): inversion for lam < 10, else PTRS (Hörmann, "The transformed rejection
    method for generating Poisson random variables", 1993). */
-static double poisson(pf_rng *r, double lam) {
+static double poisson(pf_rng *r, const poisson_consts *c) {
+    double lam = c->lam;
     if (lam <= 0) return 0;
     if (lam < 10) {
-        double u = pf_rng_uniform(r), p = exp(-lam), cum = p;
+        double u = pf_rng_uniform(r), p = c->p0, cum = p;
         int k = 0;
         while (u > cum && k < 1000) {
             k++;
@@ -313,15 +342,14 @@ static double poisson(pf_rng *r, double lam) {
         }
         return k;
     }
-    double slam = sqrt(lam), loglam = log(lam);
-    double b = 0.931 + 2.53 * slam, a = -0.059 + 0.02483 * b;
-    double inv_alpha = 1.1239 + 1.1328 / (b - 3.4), vr = 0.9277 - 3.6224 / (b - 2);
+    double b = c->b, a = c->a;
     for (;;) {
         double u = pf_rng_uniform(r) - 0.5, v = pf_rng_uniform(r), us = 0.5 - fabs(u);
         double k = floor((2 * a / us + b) * u + lam + 0.43);
-        if (us >= 0.07 && v <= vr) return k;
+        if (us >= 0.07 && v <= c->vr) return k;
         if (k < 0 || (us < 0.013 && v > us)) continue;
-        if (log(v) + log(inv_alpha) - log(a / (us * us) + b) <= -lam + k * loglam - lgamma(k + 1))
+        if (log(v) + c->log_inv_alpha - log(a / (us * us) + b) <=
+            -lam + k * c->loglam - lgamma(k + 1))
             return k;
     }
 }
@@ -336,14 +364,19 @@ static void make_noise(const float *v, size_t n, const pf_noise_params *p, pf_rn
     double spare = 0;
     int has = 0;
     float vals = p->kind == PF_NOISE_POISSON ? (float)pf_noise_poisson_vals(v, n) : 1;
+    poisson_consts c[256];
+    unsigned char ready[256] = { 0 };
     for (size_t i = 0; i < n; i++) {
         float d;
         if (p->kind == PF_NOISE_GAUSSIAN) {
             d = (float)normal(r, &spare, &has);
             noise[i] = d * (float)p->sigma / 255.0f;
         } else {
-            float q = (float)level(v[i]) / 255.0f;
-            d = (float)poisson(r, (double)(q * vals));
+            int l = level(v[i]);
+            float q = (float)l / 255.0f;
+            if (!ready[l]) poisson_prepare((double)(q * vals), &c[l]);
+            ready[l] = 1;
+            d = (float)poisson(r, &c[l]);
             noise[i] = (d / vals - q) * (float)p->scale;
         }
         if (draws) draws[i] = d;
@@ -399,26 +432,33 @@ static int reflect101(int i, int n) {
     return i < n ? i : period - i;
 }
 
-/* dst = src (h x w x c) filtered with the separable kernel k; tmp holds h * w * c doubles. */
+/* dst = src (h x w x c) filtered with the separable kernel k; tmp holds h * w * c doubles,
+   line (w + 2r) * c doubles and acc w * c doubles. Each output sums its 51 taps as the plain
+   double loop does (s = 0; s += k[j] * v, j = -r..r), so the result is that loop's to the
+   bit; the taps run over whole rows (pf_add_taps_f64) so that they vectorise: the row
+   pass over a reflect-padded double copy of the row, the column pass over tmp's rows. */
 static void gauss_blur(const float *src, int h, int w, int c, const double *k, double *tmp,
-                       float *dst) {
+                       double *line, double *acc, float *dst) {
     const int r = PF_USM_KSIZE / 2;
-    for (int y = 0; y < h; y++)
-        for (int x = 0; x < w; x++)
-            for (int ch = 0; ch < c; ch++) {
-                double s = 0;
-                for (int j = -r; j <= r; j++)
-                    s += k[j + r] * src[((size_t)y * w + reflect101(x + j, w)) * c + ch];
-                tmp[((size_t)y * w + x) * c + ch] = s;
-            }
-    for (int y = 0; y < h; y++)
-        for (int x = 0; x < w; x++)
-            for (int ch = 0; ch < c; ch++) {
-                double s = 0;
-                for (int j = -r; j <= r; j++)
-                    s += k[j + r] * tmp[((size_t)reflect101(y + j, h) * w + x) * c + ch];
-                dst[((size_t)y * w + x) * c + ch] = (float)s;
-            }
+    const size_t run = (size_t)w * c;
+    const double *p[PF_USM_KSIZE];
+    for (int j = 0; j < PF_USM_KSIZE; j++) p[j] = line + (size_t)j * c;
+    for (int y = 0; y < h; y++) {
+        const float *row = src + run * y;
+        for (int x = -r; x < w + r; x++)
+            for (int ch = 0; ch < c; ch++)
+                line[(size_t)(x + r) * c + ch] = row[(size_t)reflect101(x, w) * c + ch];
+        double *t = tmp + run * y;
+        for (size_t i = 0; i < run; i++) t[i] = 0;
+        pf_add_taps_f64(t, p, k, PF_USM_KSIZE, run);
+    }
+    for (int y = 0; y < h; y++) {
+        for (int j = -r; j <= r; j++) p[j + r] = tmp + run * reflect101(y + j, h);
+        for (size_t i = 0; i < run; i++) acc[i] = 0;
+        pf_add_taps_f64(acc, p, k, PF_USM_KSIZE, run);
+        float *d = dst + run * y;
+        for (size_t i = 0; i < run; i++) d[i] = (float)acc[i];
+    }
 }
 
 static int usm_size_bad(int h, int w, int c, char *err, size_t errlen) {
@@ -431,30 +471,36 @@ int pf_usm_sharp_f32(const float *src, int h, int w, int c, float *dst, char *er
                      size_t errlen) {
     if (usm_size_bad(h, w, c, err, errlen)) return -1;
     size_t n = (size_t)h * w * c;
-    double k[PF_USM_KSIZE], *tmp = malloc(n * sizeof *tmp);
+    size_t run = (size_t)w * c;
+    double k[PF_USM_KSIZE], *tmp = malloc(n * sizeof *tmp), *acc = malloc(run * sizeof *acc);
     float *blur = malloc(n * sizeof *blur), *mask = malloc(n * sizeof *mask);
-    if (!tmp || !blur || !mask) {
+    double *line = malloc((size_t)(w + PF_USM_KSIZE - 1) * c * sizeof *line);
+    if (!tmp || !acc || !blur || !mask || !line) {
         free(tmp);
+        free(acc);
         free(blur);
         free(mask);
+        free(line);
         snprintf(err, errlen, "usm: out of memory for %dx%dx%d", h, w, c);
         return -1;
     }
     pf_usm_kernel(k);
-    gauss_blur(src, h, w, c, k, tmp, blur);
+    gauss_blur(src, h, w, c, k, tmp, line, acc, blur);
     for (size_t i = 0; i < n; i++) {
         blur[i] = src[i] - blur[i]; /* the residual */
         mask[i] = fabsf(blur[i]) * 255.0f > (float)PF_USM_THRESHOLD ? 1.0f : 0.0f;
     }
-    gauss_blur(mask, h, w, c, k, tmp, mask); /* mask is read into tmp before it is written */
+    gauss_blur(mask, h, w, c, k, tmp, line, acc, mask); /* read into tmp before written */
     for (size_t i = 0; i < n; i++) {
         float sharp = src[i] + (float)PF_USM_WEIGHT * blur[i];
         sharp = sharp < 0 ? 0 : sharp > 1 ? 1 : sharp;
         dst[i] = mask[i] * sharp + (1 - mask[i]) * src[i];
     }
     free(tmp);
+    free(acc);
     free(blur);
     free(mask);
+    free(line);
     return 0;
 }
 
