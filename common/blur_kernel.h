@@ -1,6 +1,6 @@
 /*  blur_kernel — Real-ESRGAN's blur kernels: their random parameters, the kernels themselves
-    and the 2-D filtering of an image with one (issue 40, the blur steps of the second-order
-    degradation; not yet wired into the data path or the config).
+    and the 2-D filtering of an image with one (the blur steps of the second-order degradation,
+    common/realesrgan_pipeline.h, which the Real-ESRGAN sets run in the loaders).
 
     Sources: Wang, Xie, Dong, Shan, "Real-ESRGAN: Training Real-World Blind Super-Resolution
     with Pure Synthetic Data", ICCVW 2021, section 3.1 ("Blur": the rotated anisotropic

@@ -1,8 +1,8 @@
 /*  realesrgan_ops — Real-ESRGAN's random resize and its Gaussian / Poisson noise: the drawn
     parameters, the resize of a float image as PyTorch's F.interpolate and the noise itself
     (issue 40, the resize and noise steps of the second-order degradation); the unsharp-masked
-    GT (USM) and the JPEG stage through libjpeg-turbo with its drawn quality. Not yet wired
-    into the data path or the config.
+    GT (USM) and the JPEG stage through libjpeg-turbo with its drawn quality. Chained by
+    common/realesrgan_pipeline.h.
 
     Sources: Wang et al., "Real-ESRGAN", ICCVW 2021, section 3.1 ("Resize", "Noise"), and
     BasicSR (github.com/XPixelGroup/BasicSR) basicsr/models/realesrgan_model.py feed_data (the

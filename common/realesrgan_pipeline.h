@@ -1,7 +1,8 @@
 /*  realesrgan_pipeline — Real-ESRGAN's second-order degradation chained from its stages
     (common/blur_kernel.h, common/realesrgan_ops.h, JPEG through common/image.h): the options
     of both stages, one sample's drawn parameters, their printed form, and the LQ they make
-    (issue 40, slice 4; the video set's per-frame noise: pf_realesrgan_degrade_frame).
+    (RealESRGANDataset and RealESRGANVideoDataset run it in the loaders, common/dataset.h and
+    common/video_dataset.h; the video set's per-frame noise: pf_realesrgan_degrade_frame).
 
     Order (BasicSR basicsr/models/realesrgan_model.py feed_data, Real-ESRGAN's paper, sec. 3):
       stage 1   blur (kernel 1), random resize by a factor, noise (clamped to 0..1), JPEG at

@@ -27,6 +27,7 @@ static const struct {
     { "MSRResNet_x4.yaml", 1517571 },
     { "RCAN_x2.yaml", 15444643 },
     { "RRDBNet_PSNR_x4.yaml", 16697987 },
+    { "RealESRNet_x4plus.yaml", 16697987 },  /* the same RRDBNet, Real-ESRGAN data */
     { "FSRCNN_x3.yaml", 24683 },
     { "ESPCN_x3.yaml", 31131 },
 };
