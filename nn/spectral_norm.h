@@ -19,8 +19,8 @@
     BasicSR's UNetDiscriminatorSN convs have none), NAME.weight_orig, NAME.weight_u,
     NAME.weight_v, and no NAME.weight; its metadata says {"spectral_norm": {"weight.version":
     1}} for the module, and torch's load_state_dict accepts the three keys without that
-    metadata (checked with torch 1.13: named_parameters bias, weight_orig; named_buffers
-    weight_u, weight_v).
+    metadata, and refuses a NAME.weight key under strict=True ("Unexpected key(s)"). Checked
+    with torch 1.13: named_parameters bias, weight_orig; named_buffers weight_u, weight_v.
 
     Forward, training (module.training in torch), one power iteration updating the state:
         v = normalize(W^T u),  u = normalize(W v),   normalize(x) = x / max(||x||_2, eps)
@@ -29,6 +29,12 @@
     Backward: torch clones u and v after the iteration, so autograd treats them as constants:
         d weight_orig = d weight / sigma - (sum(d weight * weight_orig) / sigma^2) u v^T
     Sums run in double; u, v, sigma and the weights are stored as float, as torch's are.
+
+    Every training forward iterates once: BasicSR's GAN step runs net_d (in train mode) in
+    the generator step and again on real and on fake, so u moves once per call. The backward
+    of a forward uses that forward's u, v and sigma (torch's clones): a caller that runs two
+    forwards before their backwards keeps a copy of the struct with copies of u and v for the
+    first (backward reads only weight_u, weight_v and sigma).
 
     Init: u and v drawn N(0, 1) and normalised, as torch's spectral_norm does when applied. The
     draws are PixFlow's (common/rng.h), not torch's generator: the same seed gives other
