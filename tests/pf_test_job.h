@@ -1,5 +1,5 @@
 /*  pf_test_job — helpers for tests that run `pixflow` as a user would: make small PNG data
-    sets, start `pixflow train` (or any subcommand) in the background with its output in a file,
+    sets (images, clips of frames), start `pixflow train` (or any subcommand) in the background with its output in a file,
     wait for it, and read what the job wrote: the front end's "processes:" line, log values, the
     workers' samples logs (work_dir/samples_rankN.log, one line per consumed batch:
     `iter epoch ticket idx,idx,... digest loader=ID[ skipped=idx,...]`, the digest FNV-1a of
@@ -24,6 +24,25 @@
 
 extern char **environ;
 
+/* Write w x h RGB px as the PNG `path`; exits the test when it cannot. */
+static inline void write_png_or_exit(const char *path, const uint8_t *px, int w, int h) {
+    char err[512];
+    if (pf_image_write_png(path, px, w, h, err, sizeof err) != 0) {
+        fprintf(stderr, "setup: %s\n", err);
+        exit(1);
+    }
+}
+
+/* `path` opened for writing; exits the test when it cannot. */
+static inline FILE *create_or_exit(const char *path) {
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        fprintf(stderr, "setup: cannot write %s\n", path);
+        exit(1);
+    }
+    return f;
+}
+
 /* n smooth, noisy RGB images of size x size as dir/imgNN.png. */
 static inline void make_images(const char *dir, int n, int size, uint64_t seed) {
     pf_mkdirs(dir, NULL, 0);
@@ -38,12 +57,33 @@ static inline void make_images(const char *dir, int n, int size, uint64_t seed) 
                                20 * (pf_rng_uniform(&r) - 0.5);
                     px[((size_t)y * size + x) * 3 + c] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
                 }
-        char path[512], err[512];
+        char path[512];
         snprintf(path, sizeof path, "%s/img%02d.png", dir, k);
-        if (pf_image_write_png(path, px, size, size, err, sizeof err) != 0) {
-            fprintf(stderr, "setup: %s\n", err);
-            exit(1);
-        }
+        write_png_or_exit(path, px, size, size);
+    }
+    free(px);
+}
+
+/* `frames` frames of a textured scene moving right and down by (dx, dy) pixels a frame,
+   w x h, as dir/%08d.png (REDS's names); `clip` varies the texture and the noise. */
+static inline void make_clip(const char *dir, int clip, int dx, int dy, int w, int h,
+                             int frames) {
+    pf_mkdirs(dir, NULL, 0);
+    uint8_t *px = malloc((size_t)w * h * 3);
+    for (int f = 0; f < frames; f++) {
+        pf_rng r = pf_rng_make(77, (uint64_t)clip, (uint64_t)f);
+        for (int y = 0; y < h; y++)
+            for (int x = 0; x < w; x++)
+                for (int c = 0; c < 3; c++) {
+                    double u = x - dx * f, v = y - dy * f;
+                    double val = 128 + 80 * sin(0.21 * u * (c + 1) + 0.13 * v + clip) +
+                                 30 * cos(0.07 * u * v / 8.0) + 10 * (pf_rng_uniform(&r) - 0.5);
+                    px[((size_t)y * w + x) * 3 + c] =
+                        (uint8_t)(val < 0 ? 0 : val > 255 ? 255 : val);
+                }
+        char path[600];
+        snprintf(path, sizeof path, "%s/%08d.png", dir, f);
+        write_png_or_exit(path, px, w, h);
     }
     free(px);
 }
@@ -273,11 +313,7 @@ static inline int wait_lines(const char *work_dir, int n, double timeout_s) {
 static inline void write_tiny_config_every(const char *path, const char *train_dir,
                                            const char *work_dir, int repeat, int total_iters,
                                            int ckpt_every) {
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        fprintf(stderr, "setup: cannot write %s\n", path);
-        exit(1);
-    }
+    FILE *f = create_or_exit(path);
     fprintf(f,
             "model: {type: EDSR, scale: 2, n_feats: 8, n_blocks: 1, loss: {type: L1Loss}}\n"
             "data:\n"

@@ -21,8 +21,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common/image.h"
-#include "common/rng.h"
 #include "common/util.h"
 #include "pf_test.h"
 #include "pf_test_job.h"
@@ -34,33 +32,6 @@
 #define ITERS_PER_EPOCH (CLIPS * FRAMES / BATCH)
 
 static char root[256], bin[1024];
-
-/* FRAMES frames of a scene moving right and down by (dx, dy) pixels a frame, 48 x 40, as
-   dir/%08d.png (REDS's names). */
-static void make_clip(const char *dir, int clip, int dx, int dy) {
-    const int w = 48, h = 40;
-    pf_mkdirs(dir, NULL, 0);
-    uint8_t *px = malloc((size_t)w * h * 3);
-    for (int f = 0; f < FRAMES; f++) {
-        pf_rng r = pf_rng_make(77, (uint64_t)clip, (uint64_t)f);
-        for (int y = 0; y < h; y++)
-            for (int x = 0; x < w; x++)
-                for (int c = 0; c < 3; c++) {
-                    double u = x - dx * f, v = y - dy * f;
-                    double val = 128 + 80 * sin(0.21 * u * (c + 1) + 0.13 * v + clip) +
-                                 30 * cos(0.07 * u * v / 8.0) + 10 * (pf_rng_uniform(&r) - 0.5);
-                    px[((size_t)y * w + x) * 3 + c] =
-                        (uint8_t)(val < 0 ? 0 : val > 255 ? 255 : val);
-                }
-        char path[600], err[512];
-        snprintf(path, sizeof path, "%s/%08d.png", dir, f);
-        if (pf_image_write_png(path, px, w, h, err, sizeof err) != 0) {
-            fprintf(stderr, "setup: %s\n", err);
-            exit(1);
-        }
-    }
-    free(px);
-}
 
 static void write_config(const char *path, const char *work_dir) {
     FILE *f = fopen(path, "w");
@@ -108,10 +79,10 @@ int main(void) {
     char dir[600], cfg[600], wd[4][600], cmd[2048];
     for (int c = 0; c < 3; c++) {
         snprintf(dir, sizeof dir, "%s/clips/%03d", root, c);
-        make_clip(dir, c, 1 + c, c % 2);
+        make_clip(dir, c, 1 + c, c % 2, 48, 40, FRAMES);
     }
     snprintf(dir, sizeof dir, "%s/frames_moving", root);
-    make_clip(dir, 3, 2, 1);
+    make_clip(dir, 3, 2, 1, 48, 40, FRAMES);
     snprintf(cmd, sizeof cmd, "ffmpeg -loglevel error -y -i '%s/%%08d.png' -c:v ffv1 "
              "-pix_fmt bgr0 -g 4 '%s/clips/moving.mkv'", dir, root);
     int made = system(cmd);
