@@ -24,6 +24,7 @@
 #include "common/config.h"
 #include "common/dataset.h"
 #include "common/number.h"
+#include "common/realesrgan_cfg.h"
 #include "common/util.h"
 
 #define CMD "pixflow data"
@@ -113,7 +114,7 @@ static int open_set(const pf_config *cfg, const char *set, pf_dataset *ds, char 
         fprintf(stderr, CMD ": %s\n", err);
         return 2;
     }
-    pf_dataset_set_seed(ds, cfg->seed);
+    pf_dataset_set_seed(ds, pf_dataset_eval_seed(d, cfg->seed));
     return 0;
 }
 

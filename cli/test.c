@@ -37,6 +37,7 @@
 #include "common/dataset.h"
 #include "common/log.h"
 #include "common/number.h"
+#include "common/realesrgan_cfg.h"
 #include "common/util.h"
 #include "common/video.h"
 #include "common/video_write.h"
@@ -252,7 +253,7 @@ static int test_prepare(test_args *a, test_job *j) {
         fprintf(stderr, "pixflow: %s\n", err);
         return 2;
     }
-    pf_dataset_set_seed(&j->ds, cfg->seed);     /* DN noise / JPEG quality per image */
+    pf_dataset_set_seed(&j->ds, pf_dataset_eval_seed(&cfg->test, cfg->seed));
     if (a->shard < 0) pf_dataset_log_gt_crops(&j->ds, "data.test");   /* not again in each worker */
     if (a->video && !j->ds.video) {
         fprintf(stderr, "pixflow: --video: data.test (%s) is not a video set\n", cfg->test.type);

@@ -891,6 +891,10 @@ static int dataset_rules(pf_cfg_ctx *c, const pf_lines *L, const char *set, int 
             return pf_cfg_fail(c, AT("degradation"), KP("degradation"), "not used by %s: its "
                                "degradations are the keys blur_kernel_size, ..., jpeg_range2 "
                                "(docs/config.md)", d->type);
+        if (idx == 0 && AT("degrade_seed"))
+            return pf_cfg_fail(c, AT("degrade_seed"), KP("degrade_seed"), "eval and test only: "
+                               "training samples are degraded from `seed`, the epoch and the "
+                               "sample index");
         return 0;
     }
     if (d->lq_folder[0] && AT("degradation"))

@@ -90,7 +90,8 @@
     RE_BLUR_KEYS(S, 0, "", "stage 1", "[0.2, 3]"),                                              \
     RE_BLUR_KEYS(S, 1, "2", "stage 2", "[0.2, 1.5]"),                                           \
     RE_PROB(S, "final_sinc_prob", final_sinc_prob, "0.8",                                       \
-            "probability of the final sinc filter (with the last resize)"),                     \
+            "probability of the final sinc filter (with the last resize); its size is drawn " \
+            "from the odd 7..`blur_kernel_size` (stage 1's)"),                                 \
     RE_STAGE_KEYS(S, 0, "", "stage 1", "[0.2, 0.7, 0.1]", "[0.15, 1.5]", "[1, 30]",            \
                   "[0.05, 3]", "stage 1"),                                                                 \
     RE_PROB(S, "second_order_prob", second_order_prob, "1",                                     \
@@ -99,6 +100,12 @@
             "probability of stage 2's blur"),                                                   \
     RE_STAGE_KEYS(S, 1, "2", "stage 2", "[0.3, 0.4, 0.3]", "[0.3, 1.2]", "[1, 25]",            \
                   "[0.05, 2.5]", "final"),                                                               \
+    {.path = "data." #S ".degrade_seed", .kind = PF_K_INT64, .flags = PF_KF_IF_CHANGED,        \
+     .offset = OFF(S.degrade_seed), .lo = 0, .hi = (double)INT64_MAX, .def = "0", .when_key = "data." #S ".type",             \
+     .when = "RealESRGANDataset",                                                              \
+     .doc = "eval and test only: each image is degraded from this seed and its place in the "  \
+            "set, not from the job's `seed`, so runs with any `seed` are scored on the same "   \
+            "degraded images (`pixflow data --degrade` writes them)"},                          \
     {.path = "data." #S ".gt_usm", .kind = PF_K_BOOL, .flags = PF_KF_TRAIN_ONLY,               \
      .offset = OFF(S.gt_usm), .def = "true", .when_key = "data." #S ".type", .when = REAL_SETS, \
      .doc = "train only: the GT patch is sharpened (unsharp mask, BasicSR's `gt_usm`) and "    \
@@ -114,7 +121,8 @@
             "sets ([video.md](video.md)): `REDSRecurrentDataset`, "                            \
             "`Vimeo90KRecurrentDataset` (training), `VideoRecurrentTestDataset` (whole clips); " \
             "`RealESRGANDataset` (GT images, LQ made by Real-ESRGAN's degradations below: per " \
-            "training sample, per eval image from `seed`) and `RealESRGANVideoDataset` "       \
+            "training sample, per eval image from `degrade_seed`) and "                       \
+            "`RealESRGANVideoDataset` "                                                        \
             "(REDSRecurrentDataset's clips, one draw per sample; training)"},                  \
     {.path = "data." #S ".gt_folder", .kind = PF_K_PATH,                                       \
      .flags = PF_KF_NONEMPTY | PF_KF_DIR | PF_KF_IF_CHANGED, .offset = OFF(S.gt_folder),       \

@@ -88,6 +88,8 @@ typedef struct {
     int n_clips;
     char val_partition[PF_MAX_CLIPS][64]; /* train: clips held out (BasicSR val_partition) */
     int n_val_partition;
+    int64_t degrade_seed;               /* RealESRGANDataset eval / test: the seed of each
+                                           image's degradation (0), not the job's `seed` */
     int gt_usm;                         /* RealESRGAN*Dataset: the GT patch is sharpened (USM,
                                            BasicSR's gt_usm); its LQ is made from the GT as read */
     pf_realesrgan_opts realesrgan;      /* RealESRGAN*Dataset: the degradation keys

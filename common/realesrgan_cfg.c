@@ -13,6 +13,10 @@ int pf_dataset_is_realesrgan(const pf_dataset_cfg *d) {
            strcmp(d->type, "RealESRGANVideoDataset") == 0;
 }
 
+uint64_t pf_dataset_eval_seed(const pf_dataset_cfg *d, uint64_t job_seed) {
+    return strcmp(d->type, "RealESRGANDataset") == 0 ? (uint64_t)d->degrade_seed : job_seed;
+}
+
 int pf_dataset_realesrgan_opts(const pf_dataset_cfg *d, const char *key, int scale,
                                int gt_patch, pf_realesrgan_opts *o, char *err, size_t errlen) {
     *o = d->realesrgan;

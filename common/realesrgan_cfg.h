@@ -17,6 +17,11 @@
 /* 1 when d->type is RealESRGANDataset or RealESRGANVideoDataset. */
 int pf_dataset_is_realesrgan(const pf_dataset_cfg *d);
 
+/* The seed the evaluation images of block d are degraded from (pf_dataset_set_seed): its
+   degrade_seed for a RealESRGANDataset (fixed, so runs with other job seeds are scored on the
+   same images), else the job's seed (DN noise and JPEG quality per image, as before). */
+uint64_t pf_dataset_eval_seed(const pf_dataset_cfg *d, uint64_t job_seed);
+
 /* The pipeline options of dataset block d for model scale `scale` (d's rows, BasicSR's
    defaults for the keys it leaves out), checked with pf_realesrgan_opts_check for GT patches
    of gt_patch x gt_patch (0: no size check). `key` ("data.train") prefixes errors. Returns 0,

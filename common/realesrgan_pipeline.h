@@ -46,9 +46,9 @@ void pf_realesrgan_opts_default(pf_realesrgan_opts *o);
    scale, each kernel smaller than twice the image it filters (reflect padding: blur 1 on the
    GT, blur 2 on stage 1's smallest resize, the final sinc on the LQ size) and stage 2's
    smallest resize at least 1 pixel. 0, or -1 with a message naming the key and value
-   ("blur_kernel_size2: 21 is too big for the patch: stage 1 may shrink 64 x 64 to 9 x 9,
-   which a kernel of 21 cannot filter (reflect padding needs 11); use 17 or less or raise
-   resize_range's 0.15"). */
+   ("blur_kernel_size2: 21 is too big for the patch: stage 1's smallest resize (resize_range)
+   is 9 pixels on a side, which a kernel of 21 cannot filter (reflect padding needs 11); use
+   17 or less", for the defaults and a 64 x 64 patch). */
 int pf_realesrgan_opts_check(const pf_realesrgan_opts *o, int gt_h, int gt_w, char *err,
                              size_t errlen);
 

@@ -35,6 +35,7 @@
 #include "common/imresize.h"
 #include "common/log.h"
 #include "common/metrics.h"
+#include "common/realesrgan_cfg.h"
 #include "common/util.h"
 #include "hooks/evaluate.h"
 #include "hooks/hook.h"
@@ -95,7 +96,7 @@ static int eval_start(pf_hook *h, char *err, size_t errlen) {
     }
     if (pf_dataset_open(&s->all, &cfg->eval, "data.eval", cfg->scale, 0, err, errlen) != 0)
         return -1;
-    pf_dataset_set_seed(&s->all, cfg->seed);    /* DN noise / JPEG quality per image */
+    pf_dataset_set_seed(&s->all, pf_dataset_eval_seed(&cfg->eval, cfg->seed));
     if (pf_dataset_shard(&s->all, h->instance, h->instances, &s->ds) != 0) {
         snprintf(err, errlen, "out of memory");
         return -1;

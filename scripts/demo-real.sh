@@ -2,7 +2,7 @@
 # demo-real.sh — real-world SR on a fresh Debian 12 machine, in one command:
 #   1. set-up and demo photos as scripts/demo.sh (setup.sh, fetch-demo-data.sh),
 #   2. train MSRResNet x2 on LQ made in the loaders by Real-ESRGAN's second-order degradation
-#      (configs/demo_real.yaml, about 10 minutes on 2 cores),
+#      (configs/demo_real.yaml, 4 to 8 minutes on 2 cores),
 #   3. freeze the degraded validation set (pixflow data --degrade: the LQ that evaluation used),
 #   4. test the model on it (PSNR-Y/SSIM-Y of the network and of bicubic upscaling), and the
 #      image demo's bicubic-trained EDSR x2 (work_dirs/demo; trained first if it is not there)

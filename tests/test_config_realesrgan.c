@@ -216,10 +216,14 @@ static void test_full_block_and_round_trip(void) {
 /* RealESRGANDataset as the eval set: degradation keys allowed, gt_usm (train only) not. */
 static void test_eval_set(void) {
     const char *eval = "  eval:\n    type: RealESRGANDataset\n    gt_folder: e\n"
-                       "    jpeg_range2: [50, 60]\n";
+                       "    jpeg_range2: [50, 60]\n    degrade_seed: 7\n";
     char *t = config_with("", eval), err[700] = "";
     pf_config c;
     CHECK(parse(&c, t, err, sizeof err) == 0, "eval set parses: %s", err);
+    pf_dataset_cfg paired = {.type = "PairedImageDataset", .degrade_seed = 7};
+    CHECK(c.eval.degrade_seed == 7 && pf_dataset_eval_seed(&c.eval, 11) == 7 &&
+              pf_dataset_eval_seed(&paired, 11) == 11, "degrade_seed: %lld",
+          (long long)c.eval.degrade_seed);
     pf_realesrgan_opts o;
     CHECK(pf_dataset_realesrgan_opts(&c.eval, "data.eval", 4, 0, &o, err, sizeof err) == 0 &&
               o.jpeg[1].jpeg_range[0] == 50 && o.jpeg[1].jpeg_range[1] == 60,
@@ -230,6 +234,11 @@ static void test_eval_set(void) {
     t = config_with("", usm);
     CHECK(parse(&c, t, err, sizeof err) == -1 && strstr(err, "data.eval.gt_usm"),
           "gt_usm in eval: %s", err);
+    free(t);
+    t = config_with("    degrade_seed: 1\n", "");
+    CHECK(parse(&c, t, err, sizeof err) == -1 && strstr(err, "data.train.degrade_seed: eval and "
+                                                           "test only"),
+          "degrade_seed in train: %s", err);
     free(t);
     const char *video = "  eval:\n    type: RealESRGANVideoDataset\n    gt_folder: e\n";
     t = config_with("", video);
