@@ -269,8 +269,9 @@ static int explain(const pf_config *cfg, const data_args *a, pf_dataset *ds, con
     else
         printf("crop: none (the whole image)\n");
     if (ds->realesrgan && train)
-        printf("gt_usm: %d (the GT patch is sharpened before it is degraded when 1)\n",
-               ds->cfg.gt_usm);
+        printf("gt_usm: %d (%s)\n", ds->cfg.gt_usm,
+               ds->cfg.gt_usm ? "the GT patch is USM-sharpened, then degraded"
+                              : "the GT patch is degraded as read");
     else if (ds->realesrgan)
         printf("gt_usm: 0 (evaluation degrades and compares with the GT as read)\n");
     if (ds->realesrgan)

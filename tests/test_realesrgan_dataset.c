@@ -443,6 +443,9 @@ static void check_cli(const char *type, const char *extra) {
         pf_realesrgan_draw(&o, pf_dataset_degrade_key(9, 4, idx), &p);
         pf_realesrgan_params_format(&p, want, sizeof want);
         CHECK(params_line_ok(text, want), "sample %u: explain's params line", idx);
+        char usm[32];
+        snprintf(usm, sizeof usm, "\ngt_usm: %d (", cfg.train.gt_usm);
+        CHECK(strstr(text, usm) != NULL, "sample %u: no '%s' line:\n%s", idx, usm + 1, text);
         snprintf(args, sizeof args, "--explain --set eval --index %u", idx % 2);
         CHECK(run_data(cfg_path, args, text, sizeof text) == 0, "%s: %s", type, args);
         pf_realesrgan_draw(&o, pf_dataset_degrade_key(9, PF_DATASET_EVAL_EPOCH, idx % 2), &p);
@@ -577,6 +580,9 @@ static void check_cli_video(void) {
         pf_realesrgan_draw(&o, key, &p);
         pf_realesrgan_params_format(&p, want, sizeof want);
         CHECK(params_line_ok(text, want), "video sample %u: explain's params line", idx);
+        char usm[32];
+        snprintf(usm, sizeof usm, "\ngt_usm: %d\n", cfg.train.gt_usm);
+        CHECK(strstr(text, usm) != NULL, "video sample %u: no '%s' line", idx, usm + 1);
         for (int t = 0; t < 3; t++) {
             char line[200];
             snprintf(line, sizeof line, "frame %d: source frame %d noise key 0x%016llx\n", t,
