@@ -4,16 +4,22 @@
       pixflow data CONFIG --explain [--set train|eval|test] [--epoch E] --index I
           training sample I of epoch E (default 0; epochs count from 0, as the sampler's), or
           evaluation / test image I (its position in the set as opened): the file, the crop
-          (LQ and GT top-left, flips) and, for a RealESRGANDataset, the line of its drawn
-          parameters (pf_realesrgan_params_format: all its LQ depends on), to reproduce it.
+          (LQ and GT top-left, flips) and, for a RealESRGANDataset, gt_usm and the line of its
+          drawn parameters (pf_realesrgan_params_format: all its LQ depends on), to reproduce
+          it. A training sample is decoded too, so a corrupt image is an error naming it (1).
+          A RealESRGANVideoDataset training sample: the clip, its source frames, the crop and
+          flips, gt_usm, the params line of the sample's one draw and each frame's noise key
+          (pf_realesrgan_frame_key); other video sets are refused.
       pixflow data CONFIG --degrade --set eval|test -o DIR [--force]
           each image's LQ, exactly as pf_dataset_pair gives it to the eval hook and `pixflow
           test` (the config's seed), written to DIR/<GT stem>.png (temporary file renamed):
           an evaluation set degraded once, to keep, share, or use as a PairedImageDataset with
           lq_folder DIR. An existing DIR/<stem>.png is an error unless --force, checked for
-          every image before any is written.
+          every image before any is written. Image sets only.
+      pixflow data --help | -h: the usage on stdout, exit 0.
 
-    Exit status: 0, 2 for a usage or config error, 1 when a file cannot be read or written.
+    Exit status: 0, 2 for a usage or config error (an option that does not apply to the mode
+    or given twice included), 1 when a file cannot be read or written.
 */
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,8 +32,10 @@
 #include "common/number.h"
 #include "common/realesrgan_cfg.h"
 #include "common/util.h"
+#include "common/video_dataset.h"
 
 #define CMD "pixflow data"
+#define PF_MAX_FRAMES 256     /* --explain of a video sample shows at most this many frames */
 
 typedef struct {
     const char *config;
@@ -37,23 +45,55 @@ typedef struct {
     const char *out;            /* --degrade's -o */
 } data_args;
 
-static int usage(void) {
-    fprintf(stderr,
+static void usage_to(FILE *f) {
+    fprintf(f,
             "usage: pixflow data CONFIG --explain [--set train|eval|test] [--epoch E] --index I\n"
             "         training sample I of epoch E (0), or eval/test image I: its file, crop and\n"
-            "         (RealESRGANDataset) the drawn degradation parameters, one line\n"
+            "         (RealESRGANDataset) gt_usm and the drawn degradation parameters, one line;\n"
+            "         a RealESRGANVideoDataset train set: the clip, frames, crop, parameters and\n"
+            "         each frame's noise key\n"
             "       pixflow data CONFIG --degrade --set eval|test -o DIR [--force]\n"
             "         each image's LQ as evaluation makes it (the config's seed), written to\n"
             "         DIR/<stem>.png: a degraded set to use with PairedImageDataset + lq_folder\n");
+}
+
+static int usage(void) {
+    usage_to(stderr);
     return 2;
 }
 
-/* argv into *a; 0, or 2 after printing why. */
+/* An option given twice: 2 after printing which. */
+static int once(const char *o, int *seen) {
+    if (!*seen) return *seen = 1, 0;
+    fprintf(stderr, CMD ": %s given twice\n", o);
+    return 2;
+}
+
+/* The options that do not apply to the mode: 2 after printing which, else 0. */
+static int check_applies(const data_args *a, int seen_epoch, int seen_index) {
+    static const char *writes = "--degrade writes files; --explain prints";
+    const char *bad = NULL, *why = NULL;
+    if (a->explain && a->out) bad = "-o", why = writes;
+    else if (a->explain && a->force) bad = "--force", why = writes;
+    else if (a->degrade && seen_index) bad = "--index", why = "--degrade writes every image";
+    else if (a->degrade && seen_epoch)
+        bad = "--epoch", why = "--degrade takes eval/test sets, which have no epochs";
+    else if (a->explain && seen_epoch && a->set && strcmp(a->set, "train"))
+        bad = "--epoch", why = "only training samples depend on the epoch";
+    if (!bad) return 0;
+    fprintf(stderr, CMD ": %s does not apply to --%s (%s)\n", bad,
+            a->explain ? "explain" : "degrade", why);
+    return 2;
+}
+
+/* argv into *a; 0, -1 after printing the usage for --help, or 2 after printing why. */
 static int parse_args(int argc, char **argv, data_args *a) {
     memset(a, 0, sizeof *a);
     a->index = -1;
+    int seen_set = 0, seen_epoch = 0, seen_index = 0, seen_out = 0;
     for (int i = 0; i < argc; i++) {
         const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(o, "-h") || !strcmp(o, "--help")) return usage_to(stdout), -1;
         int takes = !strcmp(o, "--set") || !strcmp(o, "--epoch") || !strcmp(o, "--index") ||
                     !strcmp(o, "-o");
         if (takes && !v) {
@@ -63,12 +103,18 @@ static int parse_args(int argc, char **argv, data_args *a) {
         if (!strcmp(o, "--explain")) a->explain = 1;
         else if (!strcmp(o, "--degrade")) a->degrade = 1;
         else if (!strcmp(o, "--force")) a->force = 1;
-        else if (!strcmp(o, "--set")) a->set = v;
-        else if (!strcmp(o, "-o")) a->out = v;
-        else if (!strcmp(o, "--epoch") && pf_arg_int(CMD, o, v, 0, 2147483647, &a->epoch)) return 2;
-        else if (!strcmp(o, "--index") && pf_arg_int(CMD, o, v, 0, 2147483647, &a->index)) return 2;
-        else if (o[0] != '-' && !a->config) a->config = o;
-        else if (!takes) {
+        else if (!strcmp(o, "--set")) {
+            if (once(o, &seen_set)) return 2;
+            a->set = v;
+        } else if (!strcmp(o, "-o")) {
+            if (once(o, &seen_out)) return 2;
+            a->out = v;
+        } else if (!strcmp(o, "--epoch")) {
+            if (once(o, &seen_epoch) || pf_arg_int(CMD, o, v, 0, 2147483647, &a->epoch)) return 2;
+        } else if (!strcmp(o, "--index")) {
+            if (once(o, &seen_index) || pf_arg_int(CMD, o, v, 0, 2147483647, &a->index)) return 2;
+        } else if (o[0] != '-' && !a->config) a->config = o;
+        else {
             fprintf(stderr, CMD ": unknown argument '%s'\n", o);
             return usage();
         }
@@ -79,6 +125,7 @@ static int parse_args(int argc, char **argv, data_args *a) {
         fprintf(stderr, CMD ": --set %s: expected train, eval or test\n", a->set);
         return 2;
     }
+    if (check_applies(a, seen_epoch, seen_index)) return 2;
     if (a->explain && a->index < 0) {
         fprintf(stderr, CMD ": --explain needs --index I\n");
         return 2;
@@ -93,8 +140,9 @@ static int parse_args(int argc, char **argv, data_args *a) {
 
 /* Open data.<set> of the config as the job would (eval/test: whole images, the config's
    seed). 0, or 2 after printing why. */
-static int open_set(const pf_config *cfg, const char *set, pf_dataset *ds, char *key,
+static int open_set(const pf_config *cfg, const data_args *a, pf_dataset *ds, char *key,
                     size_t keylen) {
+    const char *set = a->set;
     const pf_dataset_cfg *d = !strcmp(set, "train") ? &cfg->train
                               : !strcmp(set, "eval") ? &cfg->eval : &cfg->test;
     snprintf(key, keylen, "data.%s", set);
@@ -102,9 +150,12 @@ static int open_set(const pf_config *cfg, const char *set, pf_dataset *ds, char 
         fprintf(stderr, CMD ": %s has no %s\n", cfg->path, key);
         return 2;
     }
-    if (pf_config_is_video_set(d->type)) {
-        fprintf(stderr, CMD ": %s is a %s: --explain and --degrade take image sets\n", key,
-                d->type);
+    int video_explain = a->explain && !strcmp(set, "train") &&
+                        !strcmp(d->type, "RealESRGANVideoDataset");
+    if (pf_config_is_video_set(d->type) && !video_explain) {
+        fprintf(stderr, CMD ": %s is a %s: %s takes image sets%s\n", key, d->type,
+                a->explain ? "--explain" : "--degrade",
+                a->explain ? " (and a RealESRGANVideoDataset's training samples)" : " only");
         return 2;
     }
     char err[2048];
@@ -118,12 +169,70 @@ static int open_set(const pf_config *cfg, const char *set, pf_dataset *ds, char 
     return 0;
 }
 
-/* --explain: print file, crop and parameters. 0, or 2 after printing why. */
+/* Decode training sample `index` (pf_dataset_sample) so that a corrupt image is an error
+   naming it, as in the loaders. 0, or 1 after printing why. */
+static int explain_decode(pf_dataset *ds, const data_args *a, uint64_t seed, const char *key) {
+    size_t lp = (size_t)(ds->gt_patch / ds->scale), gp = (size_t)ds->gt_patch;
+    uint8_t *gt = malloc(gp * gp * 3), *lq = malloc(lp * lp * 3);
+    char err[2048] = "out of memory";
+    int rc = gt && lq ? pf_dataset_sample(ds, (uint32_t)a->index, seed, (uint32_t)a->epoch, gt,
+                                          lq, err, sizeof err) : -1;
+    free(gt);
+    free(lq);
+    if (rc == 0) return 0;
+    fprintf(stderr, CMD ": %s: %s\n", key, err);
+    return 1;
+}
+
+/* --explain of a RealESRGANVideoDataset training sample: clip, frames, crop, the sample's
+   parameters and each frame's noise key. 0, or 2 after printing why. */
+static int explain_video(const pf_config *cfg, const data_args *a, const pf_video_dataset *v,
+                         const char *key) {
+    char err[2048], line[8192];
+    int frames[PF_MAX_FRAMES];
+    pf_video_where w;
+    if (v->num_frame > PF_MAX_FRAMES) {
+        fprintf(stderr, CMD ": %s: num_frame %d: --explain shows at most %d\n", key,
+                v->num_frame, PF_MAX_FRAMES);
+        return 2;
+    }
+    if (pf_video_dataset_sample_where(v, (uint32_t)a->index, cfg->seed, (uint32_t)a->epoch, &w,
+                                      frames, err, sizeof err) != 0) {
+        fprintf(stderr, CMD ": %s\n", err);
+        return 2;
+    }
+    const pf_clip *cl = &v->clips[w.clip];
+    uint64_t k = pf_dataset_degrade_key(cfg->seed, (uint64_t)a->epoch, (uint64_t)a->index);
+    pf_realesrgan_params p;
+    pf_realesrgan_draw(&v->resr, k, &p);
+    pf_realesrgan_params_format(&p, line, sizeof line);
+    printf("%s %s: sample %d of epoch %d (seed %llu; %u samples an epoch)\n", key, v->cfg.type,
+           a->index, a->epoch, (unsigned long long)cfg->seed, v->len);
+    printf("clip: %s (%s; %dx%d, frames %d..%d used)\n", cl->name, cl->gt_path, cl->gt_w,
+           cl->gt_h, cl->first, cl->first + cl->n_frames - 1);
+    printf("frames:");
+    for (int t = 0; t < v->num_frame; t++) printf(" %d", frames[t]);
+    printf(" (interval %d%s)\n", w.interval, w.reverse ? ", reversed" : "");
+    int s = v->scale, lp = v->gt_patch / s;
+    printf("crop: lq_top=%d lq_left=%d lq_size=%d gt_top=%d gt_left=%d gt_size=%d hflip=%d "
+           "vflip=%d transpose=%d\n", w.lq_top, w.lq_left, lp, w.lq_top * s, w.lq_left * s,
+           v->gt_patch, w.hflip, w.vflip, w.transpose);
+    printf("gt_usm: %d\n", v->cfg.gt_usm);
+    printf("params: %s\n", line);
+    for (int t = 0; t < v->num_frame; t++)
+        printf("frame %d: source frame %d noise key 0x%016llx\n", t, frames[t],
+               (unsigned long long)pf_realesrgan_frame_key(k, t));
+    return 0;
+}
+
+/* --explain: print file, crop and parameters. 0, or 1 (an unreadable image) or 2 after
+   printing why. */
 static int explain(const pf_config *cfg, const data_args *a, pf_dataset *ds, const char *key) {
     char err[2048], line[8192] = "";
     int train = !strcmp(a->set, "train"), file = a->index, rc;
     pf_patch_crop c = { 0 };
     pf_realesrgan_params p;
+    if (ds->video) return explain_video(cfg, a, ds->video, key);
     if (train)
         rc = pf_dataset_sample_crop(ds, (uint32_t)a->index, cfg->seed, (uint32_t)a->epoch, &file,
                                     &c, err, sizeof err);
@@ -142,6 +251,7 @@ static int explain(const pf_config *cfg, const data_args *a, pf_dataset *ds, con
         fprintf(stderr, CMD ": %s: %s\n", key, err);
         return 2;
     }
+    if (train && (rc = explain_decode(ds, a, cfg->seed, key)) != 0) return rc;
     const pf_sample_file *f = &ds->files[file];
     if (train)
         printf("%s %s: sample %d of epoch %d (seed %llu; %u samples an epoch)\n", key,
@@ -159,6 +269,12 @@ static int explain(const pf_config *cfg, const data_args *a, pf_dataset *ds, con
                ds->gt_patch, c.hflip, c.vflip, c.transpose);
     else
         printf("crop: none (the whole image)\n");
+    if (ds->realesrgan && train)
+        printf("gt_usm: %d (%s)\n", ds->cfg.gt_usm,
+               ds->cfg.gt_usm ? "the GT patch is USM-sharpened, then degraded"
+                              : "the GT patch is degraded as read");
+    else if (ds->realesrgan)
+        printf("gt_usm: 0 (evaluation degrades and compares with the GT as read)\n");
     if (ds->realesrgan)
         printf("params: %s\n", line);
     else
@@ -233,7 +349,7 @@ static int degrade(const pf_config *cfg, const data_args *a, pf_dataset *ds, con
 int pf_data_main(int argc, char **argv) {
     data_args a;
     int rc = parse_args(argc, argv, &a);
-    if (rc != 0) return rc;
+    if (rc != 0) return rc < 0 ? 0 : rc;
     static pf_config cfg;
     char err[2048], key[32];
     if (pf_config_load(&cfg, a.config, err, sizeof err) != 0) {
@@ -241,7 +357,7 @@ int pf_data_main(int argc, char **argv) {
         return 2;
     }
     pf_dataset ds;
-    if ((rc = open_set(&cfg, a.set, &ds, key, sizeof key)) != 0) return rc;
+    if ((rc = open_set(&cfg, &a, &ds, key, sizeof key)) != 0) return rc;
     rc = a.explain ? explain(&cfg, &a, &ds, key) : degrade(&cfg, &a, &ds, key);
     pf_dataset_close(&ds);
     return rc;

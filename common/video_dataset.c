@@ -683,9 +683,9 @@ size_t pf_video_sample_lq_bytes(const pf_video_dataset *ds) {
     return (size_t)ds->num_frame * lp * lp * 3;
 }
 
-int pf_video_dataset_sample(pf_video_dataset *ds, uint32_t index, uint64_t seed, uint32_t epoch,
-                            uint8_t *gt_out, uint8_t *lq_out, int *clip, int *frames,
-                            char *err, size_t errlen) {
+int pf_video_dataset_sample_where(const pf_video_dataset *ds, uint32_t index, uint64_t seed,
+                                  uint32_t epoch, pf_video_where *w, int *frames, char *err,
+                                  size_t errlen) {
     if (ds->gt_patch <= 0)
         return fail(err, errlen, "%s: not a training set (no gt_patch_size)", ds->key);
     if (index >= ds->len)
@@ -699,14 +699,33 @@ int pf_video_dataset_sample(pf_video_dataset *ds, uint32_t index, uint64_t seed,
     pf_rng r = pf_rng_make(seed, epoch, index);
     int interval = cfg->interval_list[pf_rng_below(&r, (uint32_t)cfg->n_intervals)];
     if (f > n - T * interval) f = (int)pf_rng_below(&r, (uint32_t)(n - T * interval + 1));
-    int reverse = cfg->random_reverse && (pf_rng_u64(&r) & 1);
+    w->clip = c;
+    w->first = f;
+    w->interval = interval;
+    w->reverse = cfg->random_reverse && (pf_rng_u64(&r) & 1);
     int lp = ds->gt_patch / ds->scale;
-    int top = (int)pf_rng_below(&r, (uint32_t)(cl->lq_h - lp + 1));
-    int left = (int)pf_rng_below(&r, (uint32_t)(cl->lq_w - lp + 1));
+    w->lq_top = (int)pf_rng_below(&r, (uint32_t)(cl->lq_h - lp + 1));
+    w->lq_left = (int)pf_rng_below(&r, (uint32_t)(cl->lq_w - lp + 1));
     uint64_t bits = pf_rng_u64(&r);
-    int hflip = cfg->use_hflip && (bits & 1);
-    int vflip = cfg->use_rot && (bits & 2);
-    int transpose = cfg->use_rot && (bits & 4);
+    w->hflip = cfg->use_hflip && (bits & 1);
+    w->vflip = cfg->use_rot && (bits & 2);
+    w->transpose = cfg->use_rot && (bits & 4);
+    for (int j = 0; frames && j < T; j++)
+        frames[w->reverse ? T - 1 - j : j] = cl->first + f + j * interval;
+    return 0;
+}
+
+int pf_video_dataset_sample(pf_video_dataset *ds, uint32_t index, uint64_t seed, uint32_t epoch,
+                            uint8_t *gt_out, uint8_t *lq_out, int *clip, int *frames,
+                            char *err, size_t errlen) {
+    pf_video_where w;
+    if (pf_video_dataset_sample_where(ds, index, seed, epoch, &w, frames, err, errlen) != 0)
+        return -1;
+    const pf_dataset_cfg *cfg = &ds->cfg;
+    int c = w.clip, f = w.first, interval = w.interval, reverse = w.reverse;
+    const pf_clip *cl = &ds->clips[c];
+    int T = ds->num_frame, lp = ds->gt_patch / ds->scale, top = w.lq_top, left = w.lq_left;
+    int hflip = w.hflip, vflip = w.vflip, transpose = w.transpose;
     size_t gt_bytes = (size_t)ds->gt_patch * ds->gt_patch * 3, lq_bytes = (size_t)lp * lp * 3;
     if (clip) *clip = c;
     uint8_t *lq_patch = NULL;           /* for entries without their frame's LQ */
@@ -714,7 +733,6 @@ int pf_video_dataset_sample(pf_video_dataset *ds, uint32_t index, uint64_t seed,
        written back to front. */
     for (int j = 0; j < T; j++) {
         int t = reverse ? T - 1 - j : j, e = cl->entry0 + f + j * interval;
-        if (frames) frames[t] = cl->first + f + j * interval;
         if (pf_pair_cache_acquire(&ds->cache, e, load_frame, ds, err, errlen) != 0) {
             free(lq_patch);
             return -1;

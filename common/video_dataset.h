@@ -129,6 +129,22 @@ int pf_video_dataset_sample(pf_video_dataset *ds, uint32_t index, uint64_t seed,
                             uint8_t *gt_out, uint8_t *lq_out, int *clip, int *frames,
                             char *err, size_t errlen);
 
+/* Where training sample `index` of `epoch` reads, without decoding anything: the draws of
+   pf_video_dataset_sample (top of this file). frames (num_frame ints, or NULL) gets frames[t]
+   = the source frame index of output frame t. For `pixflow data --explain` and tests.
+   Returns 0, or -1 with err (not a training set, index out of range). */
+typedef struct {
+    int clip;                   /* index into ds->clips */
+    int first, interval;        /* the sample's frames: first + j x interval (clip-relative,
+                                   before its `first`), j in [0, num_frame) */
+    int reverse;                /* output frame t is j = num_frame - 1 - t */
+    int lq_top, lq_left;        /* LQ patch top-left (GT: scale times it), after the clip's crop */
+    int hflip, vflip, transpose;
+} pf_video_where;
+int pf_video_dataset_sample_where(const pf_video_dataset *ds, uint32_t index, uint64_t seed,
+                                  uint32_t epoch, pf_video_where *w, int *frames, char *err,
+                                  size_t errlen);
+
 /* Frame t (0 <= t < clips[c].n_frames) of clip c, whole (after the clip's crop): pinned until
    pf_video_dataset_release(ds, c, t). GT and LQ are RGB8 HWC; on a training set whose LQ is
    made from GT (no lq_folder) and whose cache cannot hold every frame, and on a

@@ -22,7 +22,11 @@
     untouched); --explain's file and crop lines equal pf_patch_crop_draw's, for a
     PairedImageDataset with a random JPEG step and a RealESRGANDataset, whose explain lines
     (a training sample's, an eval image's) are key=value words equal to the format of the
-    parameters drawn here.
+    parameters drawn here. --help exits 0; an option that does not apply to the mode or is
+    given twice exits 2 naming it; a training PNG cut in half makes --explain exit 1 naming
+    it; a RealESRGANVideoDataset sample's explain shows pf_video_dataset_sample's clip and
+    frames, the params line of pf_realesrgan_draw for pf_dataset_degrade_key(seed, epoch,
+    index) and frame t's pf_realesrgan_frame_key.
 */
 #include <ctype.h>
 #include <pthread.h>
@@ -38,6 +42,7 @@
 #include "common/realesrgan_ops.h"
 #include "common/realesrgan_pipeline.h"
 #include "common/rng.h"
+#include "common/video_dataset.h"
 #include "pf_test.h"
 
 #define SCALE 4
@@ -443,6 +448,9 @@ static void check_cli(const char *type, const char *extra) {
         pf_realesrgan_draw(&o, pf_dataset_degrade_key(9, 4, idx), &p);
         pf_realesrgan_params_format(&p, want, sizeof want);
         CHECK(params_line_ok(text, want), "sample %u: explain's params line", idx);
+        char usm[32];
+        snprintf(usm, sizeof usm, "\ngt_usm: %d (", cfg.train.gt_usm);
+        CHECK(strstr(text, usm) != NULL, "sample %u: no '%s' line:\n%s", idx, usm + 1, text);
         snprintf(args, sizeof args, "--explain --set eval --index %u", idx % 2);
         CHECK(run_data(cfg_path, args, text, sizeof text) == 0, "%s: %s", type, args);
         pf_realesrgan_draw(&o, pf_dataset_degrade_key(3, PF_DATASET_EVAL_EPOCH, idx % 2), &p);
@@ -450,6 +458,147 @@ static void check_cli(const char *type, const char *extra) {
         CHECK(params_line_ok(text, want), "eval image %u: explain's params line", idx % 2);
     }
     pf_dataset_close(&tr);
+}
+
+/* stderr of the last run_data call into buf. */
+static void last_stderr(char *buf, size_t len) {
+    char path[300];
+    snprintf(path, sizeof path, "%s/stderr.txt", root);
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(buf, 1, len - 1, f) : 0;
+    buf[n] = 0;
+    if (f) fclose(f);
+}
+
+/* --help exits 0 with the usage on stdout; each option that does not apply, or given twice,
+   exits 2 naming it. */
+static void check_cli_usage(void) {
+    char cfg_path[400], text[16384], msg[4096];
+    snprintf(cfg_path, sizeof cfg_path, "%s/RealESRGANDataset.yaml", root);
+    write_config(cfg_path, "RealESRGANDataset", "");
+    const char *helps[] = { "--help", "-h" };
+    for (int i = 0; i < 2; i++)
+        CHECK(run_data(cfg_path, helps[i], text, sizeof text) == 0 &&
+              strstr(text, "usage: pixflow data"), "%s: exit 0 and the usage:\n%s", helps[i],
+              text);
+    static const struct { const char *args, *names; } bad[] = {
+        { "--explain --set eval --epoch 1 --index 0", "--epoch" },
+        { "--explain --set test --epoch 0 --index 0", "--epoch" },
+        { "--explain --index 0 -o /tmp/x", "-o" },
+        { "--explain --index 0 --force", "--force" },
+        { "--degrade --set eval -o /tmp/x --index 0", "--index" },
+        { "--explain --set train --set eval --index 0", "--set" },
+        { "--explain --index 0 --index 1", "--index" },
+        { "--explain --index 0 --epoch 1 --epoch 2", "--epoch" },
+        { "--degrade --set eval -o /tmp/x -o /tmp/y", "-o" },
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        int rc = run_data(cfg_path, bad[i].args, text, sizeof text);
+        last_stderr(msg, sizeof msg);
+        char named[64];
+        snprintf(named, sizeof named, "%s ", bad[i].names);
+        CHECK(rc == 2 && !strncmp(msg, "pixflow data: ", 14) && strstr(msg, named),
+              "`%s`: exit %d (want 2), stderr naming %s:\n%s", bad[i].args, rc, bad[i].names,
+              msg);
+    }
+}
+
+/* A training image whose header reads but whose pixels do not (the PNG cut in half):
+   --explain exits 1 naming it. */
+static void check_cli_corrupt(void) {
+    char dir[300], path[400], cfg_path[400], text[16384], msg[4096];
+    snprintf(dir, sizeof dir, "%s/corrupt", root);
+    mkdir(dir, 0755);
+    write_image(dir, "bad.png", 300, 280, 8);
+    snprintf(path, sizeof path, "%s/bad.png", dir);
+    struct stat st;
+    CHECK(stat(path, &st) == 0 && truncate(path, st.st_size / 2) == 0, "truncate %s", path);
+    snprintf(cfg_path, sizeof cfg_path, "%s/corrupt.yaml", root);
+    FILE *f = fopen(cfg_path, "w");
+    fprintf(f, "model: {type: EDSR, scale: %d, n_feats: 8, n_blocks: 1}\n"
+               "data:\n"
+               "  train: {type: RealESRGANDataset, gt_folder: %s, gt_patch_size: %d}\n"
+               "optimizers: {type: Adam, lr: 1.0e-3}\n"
+               "total_iters: 20\n"
+               "work_dir: %s/wd\n", SCALE, dir, GP, root);
+    fclose(f);
+    int rc = run_data(cfg_path, "--explain --index 0", text, sizeof text);
+    last_stderr(msg, sizeof msg);
+    CHECK(rc == 1 && strstr(msg, path), "a corrupt %s: exit %d (want 1), stderr:\n%s", path, rc,
+          msg);
+}
+
+/* --explain of a RealESRGANVideoDataset sample: its frames are pf_video_dataset_sample's, its
+   params line the format of pf_realesrgan_draw for pf_dataset_degrade_key(seed, epoch, index)
+   under the default options, and frame t's noise key pf_realesrgan_frame_key(key, t). */
+static void check_cli_video(void) {
+    char dir[300], cfg_path[400], text[16384], err[2048] = "", want[8192];
+    static const char *clips[] = { "clipA", "clipB" };
+    for (int c = 0; c < 2; c++) {
+        snprintf(dir, sizeof dir, "%s/clips/%s", root, clips[c]);
+        char cmd[400];
+        snprintf(cmd, sizeof cmd, "mkdir -p %s", dir);
+        CHECK(system(cmd) == 0, "%s", cmd);
+        for (int k = 0; k < 6; k++) {
+            char name[32];
+            snprintf(name, sizeof name, "%08d.png", k);
+            write_image(dir, name, 260, 256, (uint64_t)(20 + c * 6 + k));
+        }
+    }
+    snprintf(cfg_path, sizeof cfg_path, "%s/video.yaml", root);
+    FILE *f = fopen(cfg_path, "w");
+    fprintf(f, "model: {type: BasicVSR, scale: %d, num_feat: 4, num_block: 1}\n"
+               "seed: 9\n"
+               "data:\n"
+               "  train: {type: RealESRGANVideoDataset, gt_folder: %s/clips, num_frame: 3,\n"
+               "          interval_list: [1, 2], random_reverse: true, use_hflip: true,\n"
+               "          use_rot: true, gt_patch_size: %d}\n"
+               "optimizers: {type: Adam, lr: 1.0e-3}\n"
+               "total_iters: 20\n"
+               "work_dir: %s/wd\n", SCALE, root, GP, root);
+    fclose(f);
+    static pf_config cfg;
+    pf_video_dataset v;
+    int ok = pf_config_load(&cfg, cfg_path, err, sizeof err) == 0 &&
+             pf_video_dataset_open(&v, &cfg.train, "data.train", SCALE, GP, err,
+                                   sizeof err) == 0;
+    CHECK(ok, "video set: %s", err);
+    if (!ok) return;
+    size_t gb = 3 * pf_video_sample_gt_bytes(&v), lb = 3 * pf_video_sample_lq_bytes(&v);
+    uint8_t *gt = malloc(gb), *lq = malloc(lb);
+    pf_realesrgan_opts o = default_opts();
+    for (uint32_t idx = 0; idx < 12; idx += 5) {
+        char args[200], fr[64] = "frames:";
+        int clip = -1, frames[3];
+        CHECK(pf_video_dataset_sample(&v, idx, 9, 2, gt, lq, &clip, frames, err,
+                                      sizeof err) == 0, "%s", err);
+        snprintf(args, sizeof args, "--explain --epoch 2 --index %u", idx);
+        CHECK(run_data(cfg_path, args, text, sizeof text) == 0, "video %s", args);
+        for (int t = 0; t < 3; t++)
+            snprintf(fr + strlen(fr), sizeof fr - strlen(fr), " %d", frames[t]);
+        char clip_line[300];
+        snprintf(clip_line, sizeof clip_line, "\nclip: %s ", v.clips[clip].name);
+        CHECK(strstr(text, clip_line) && strstr(text, fr), "video sample %u: clip %s, %s:\n%s",
+              idx, v.clips[clip].name, fr, text);
+        uint64_t key = pf_dataset_degrade_key(9, 2, idx);
+        pf_realesrgan_params p;
+        pf_realesrgan_draw(&o, key, &p);
+        pf_realesrgan_params_format(&p, want, sizeof want);
+        CHECK(params_line_ok(text, want), "video sample %u: explain's params line", idx);
+        char usm[32];
+        snprintf(usm, sizeof usm, "\ngt_usm: %d\n", cfg.train.gt_usm);
+        CHECK(strstr(text, usm) != NULL, "video sample %u: no '%s' line", idx, usm + 1);
+        for (int t = 0; t < 3; t++) {
+            char line[200];
+            snprintf(line, sizeof line, "frame %d: source frame %d noise key 0x%016llx\n", t,
+                     frames[t], (unsigned long long)pf_realesrgan_frame_key(key, t));
+            CHECK(strstr(text, line) != NULL, "video sample %u: no '%s' in\n%s", idx, line,
+                  text);
+        }
+    }
+    free(gt);
+    free(lq);
+    pf_video_dataset_close(&v);
 }
 
 static int cli_main(void) {
@@ -460,6 +609,9 @@ static int cli_main(void) {
     }
     check_cli("PairedImageDataset", ", degradation: [{type: BI}, {type: JPEG, quality: [20, 90]}]");
     check_cli("RealESRGANDataset", "");
+    check_cli_usage();
+    check_cli_corrupt();
+    check_cli_video();
     return pf_test_end("test_realesrgan_dataset cli");
 }
 

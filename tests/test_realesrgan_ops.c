@@ -6,6 +6,9 @@
         naming the key (with the "2" suffix for the second stage);
       - draws: a pure function of (key, stage); 6000 draws keep their ranges and the mix of
         up / down / keep, the three modes, Gaussian / Poisson and gray near their probabilities;
+        20000 seeded draws per stage (numbers printed) hold those shares within 6 standard
+        deviations, and the up and down factors, sigma and the Poisson scale reach within 1%
+        of both ends of their ranges;
       - resize: factor 1 bilinear and bicubic give the input back, a constant image stays
         constant in every mode, area by 1/2 is the 2x2 mean;
       - noise statistics over a 256 x 256 image: Gaussian draws of mean 0 and standard deviation
@@ -29,6 +32,7 @@
 #include "common/realesrgan_ops.h"
 #include "common/rng.h"
 #include "tests/pf_test.h"
+#include "tests/pf_test_draws.h"
 #include "tests/pf_test_ref.h"
 
 #define N_NOISE 60
@@ -136,6 +140,48 @@ static void test_draws(void) {
     a.mode = PF_RESIZE_BICUBIC;
     pf_resize_params_format(&a, line, sizeof line);
     CHECK(!strcmp(line, "resize=down scale=0.5 mode=bicubic"), "format: %s", line);
+}
+
+/* Distributions over 20000 seeded draws per stage (deterministic), printed: the up / down /
+   keep and mode shares, the factor reaching near both ends of [1, hi) up and [lo, 1) down;
+   the Gaussian and gray shares, sigma and the Poisson scale near both ends of their ranges. */
+static void test_draw_distributions(void) {
+    enum { N = 20000 };
+    for (int stage = 1; stage <= 2; stage++) {
+        pf_resize_opts ro;
+        pf_noise_opts no;
+        pf_resize_opts_default(&ro, stage);
+        pf_noise_opts_default(&no, stage);
+        int dir[3] = { 0 }, mode[3] = { 0 }, gauss = 0, gray = 0;
+        pf_span up = { 0 }, down = { 0 }, sigma = { 0 }, scale = { 0 };
+        printf("stage %d draws (%d):\n", stage, N);
+        for (int i = 0; i < N; i++) {
+            uint64_t key = pf_mix64(0xd157000u + (uint64_t)i);
+            pf_resize_params a;
+            pf_rng r = pf_resize_rng(key, stage);
+            pf_resize_draw(&ro, &r, &a);
+            dir[a.dir]++;
+            mode[a.mode]++;
+            if (a.dir != PF_RESIZE_KEEP) pf_span_add(a.dir == PF_RESIZE_UP ? &up : &down, a.scale);
+            pf_noise_params np;
+            r = pf_noise_rng(key, stage);
+            pf_noise_draw(&no, &r, &np);
+            gauss += np.kind == PF_NOISE_GAUSSIAN;
+            gray += np.gray;
+            if (np.kind == PF_NOISE_GAUSSIAN) pf_span_add(&sigma, np.sigma);
+            else pf_span_add(&scale, np.scale);
+        }
+        static const char *dirs[3] = { "resize up", "resize down", "resize keep" };
+        for (int d = 0; d < 3; d++) pf_check_share(dirs[d], dir[d], N, ro.resize_prob[d]);
+        for (int m = 0; m < 3; m++) pf_check_share(pf_resize_mode_name(m), mode[m], N, 1 / 3.0);
+        pf_check_span("up factor", &up, 1, ro.resize_range[1]);
+        pf_check_span("down factor", &down, ro.resize_range[0], 1);
+        pf_check_share("gaussian", gauss, N, no.gaussian_noise_prob);
+        pf_check_share("gray", gray, N, no.gray_noise_prob);
+        pf_check_span("gaussian sigma", &sigma, no.noise_range[0], no.noise_range[1]);
+        pf_check_span("poisson scale", &scale, no.poisson_scale_range[0],
+                      no.poisson_scale_range[1]);
+    }
 }
 
 static void test_resize(void) {
@@ -307,6 +353,7 @@ int main(int argc, char **argv) {
     if (argc > 1 && !strcmp(argv[1], "torch")) return with_torch();
     test_opts_check();
     test_draws();
+    test_draw_distributions();
     test_resize();
     test_noise_stats();
     return pf_test_end("test_realesrgan_ops");
