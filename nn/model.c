@@ -122,7 +122,9 @@ static int set_weights(pf_model *m, const pf_net *g, pf_conv *convs, char *err,
     if (m->sub_w) pf_net_sub_weights(g, m->params, m->sub_w);
     for (int i = 0; i < g->n_convs; i++) {
         const pf_param_info *wt = &g->tensors[g->conv[i].weight];
-        const float *w = m->params + wt->offset, *b = m->params + wt[1].offset;
+        int bi = pf_net_conv_bias(g, i);    /* -1: a layer without bias */
+        const float *w = m->params + wt->offset;
+        const float *b = bi >= 0 ? m->params + g->tensors[bi].offset : NULL;
         if (i == g->sub_conv) {
             w = m->sub_w;
             b = m->sub_w + (size_t)convs[i].oc * convs[i].ic * convs[i].k * convs[i].k;

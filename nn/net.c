@@ -136,6 +136,9 @@ int pf_net_add_layer(pf_net *g, const char *name, int ic, int oc, int k, int wei
     c->ic = ic;
     c->oc = oc;
     c->k = k;
+    c->stride = 1;
+    c->pad = k / 2;
+    c->has_bias = 1;
     c->weight = weight_tensor;
     return g->n_convs++;
 }
@@ -149,6 +152,31 @@ int pf_net_add_conv(pf_net *g, const char *name, int ic, int oc, int k, pf_param
     snprintf(full, sizeof full, "%s.bias", name);
     if (w < 0 || pf_net_add_tensor(g, full, 1, bs, b_init) < 0) return -1;
     return pf_net_add_layer(g, name, ic, oc, k, w);
+}
+
+int pf_net_add_conv_strided(pf_net *g, const char *name, int ic, int oc, int k, int stride,
+                            int pad, int has_bias, pf_param_init w_init, pf_param_init b_init) {
+    if (stride < 1 || pad < 0 || pad >= k) g->oom = 1;     /* refused like a failed append */
+    if (has_bias) {
+        int i = pf_net_add_conv(g, name, ic, oc, k, w_init, b_init);
+        if (i >= 0) g->conv[i].stride = stride, g->conv[i].pad = pad;
+        return i;
+    }
+    char full[112];
+    int64_t ws[4] = { oc, ic, k, k };
+    snprintf(full, sizeof full, "%s.weight", name);
+    int w = pf_net_add_tensor(g, full, 4, ws, w_init);
+    int i = pf_net_add_layer(g, name, ic, oc, k, w);
+    if (i >= 0) {
+        g->conv[i].stride = stride;
+        g->conv[i].pad = pad;
+        g->conv[i].has_bias = 0;
+    }
+    return i;
+}
+
+int pf_net_conv_bias(const pf_net *g, int i) {
+    return g->conv[i].has_bias ? g->conv[i].weight + 1 : -1;
 }
 
 /* ---- parameters --------------------------------------------------------------------------- */
@@ -383,6 +411,17 @@ int pf_net_check_node(const pf_net *g, const pf_gnode *nd, int ah, int aw, int f
     int C = g->t[nd->out].c, ca = nd->n_in ? g->t[nd->in[0]].c : 0;
     const char *why = NULL;
     switch (nd->op) {
+    case PF_G_CONV: {
+        /* torch.nn.Conv2d's output size, which must be the tensor's planned H / stride */
+        const pf_nconv *c = &g->conv[nd->conv];
+        int s = c->stride;
+        int ch = (ah + 2 * c->pad - c->k) / s + 1, cw = (aw + 2 * c->pad - c->k) / s + 1;
+        if (ah % s || aw % s) why = "input not a multiple of its stride";
+        else if (ch != oh || cw != ow || oh * s != ah || ow * s != aw)
+            why = "output not floor((H + 2 pad - k) / stride) + 1 = H / stride";
+        else if (nd->n_in > 1 && (fh != oh || fw != ow)) why = "residual of another size";
+        break;
+    }
     case PF_G_SLICE:
         if (nd->c0 < 0 || nd->c0 + C > ca) why = "channels outside its input";
         else if (ah != oh || aw != ow) why = "output of another size";

@@ -14,7 +14,10 @@
 
     Parameters: one flat float buffer in the order of the tensor table, with the reference
     implementations' state_dict names (docs/models.md). A convolution layer is two tensors,
-    `name.weight` (OIHW, oc x ic x k x k) then `name.bias` (oc), stride 1, zero padding k / 2.
+    `name.weight` (OIHW, oc x ic x k x k) then `name.bias` (oc), stride 1, zero padding k / 2
+    by default; a strided layer (pf_net_add_conv_strided: torch.nn.Conv2d(ic, oc, k, stride,
+    pad, bias=...), the GAN discriminators' downsampling) may have other padding and no bias
+    (then `name.weight` alone: the reference's state_dict has no `name.bias`).
     FSRCNN's ConvTranspose2d is stored as the reference stores it ((d, 3, 9, 9) + (3)) and run
     as a stride-1 layer on re-indexed weights (pf_net_sub_weights).
 */
@@ -76,8 +79,8 @@ typedef struct {
     int in[PF_G_MAX_IN], n_in;  /* input tensor ids */
     int out;                    /* output tensor id */
     int conv;                   /* CONV: layer index in net->conv */
-    int param;                  /* CONV: tensor index of its weight (bias: param + 1); PRELU:
-                                   of its weight */
+    int param;                  /* CONV: tensor index of its weight (bias: param + 1 when the
+                                   layer has_bias); PRELU: of its weight */
     float scale;                /* ADD, MUL_CH, CONV with residual */
     int r;                      /* SHUFFLE, UNSHUFFLE, NEAREST, BILINEAR_IN, BICUBIC_IN
                                    factor */
@@ -89,13 +92,21 @@ typedef struct {
     float mul[PF_G_MAX_CH];     /* AFFINE, RESIZE with use_mul 1: factor per channel (1) */
 } pf_gnode;
 
-/* A convolution layer: ic -> oc channels, k x k, stride 1, padding k / 2, with its bias. */
+/* A convolution layer: ic -> oc channels, k x k, stride `stride`, zero padding `pad` on each
+   side, with its bias when has_bias (the defaults, pf_net_add_conv / pf_net_add_layer: stride
+   1, padding k / 2, bias). Output size (torch.nn.Conv2d's): H_out = floor((H + 2 pad - k) /
+   stride) + 1 (likewise W), which the description requires to be exactly H / stride with H a
+   multiple of stride (pf_net_check_node): the output tensor's div is its input's times
+   stride. k 3 pad 1 and k 4 pad 1 at stride 2 give H / 2 for every even H. */
 typedef struct {
     char name[96];              /* state_dict prefix, e.g. "body.0.conv1" */
     int ic, oc, k;
+    int stride;                 /* 1 (default) or more: output H / stride */
+    int pad;                    /* zero padding on each side (default k / 2) */
+    int has_bias;               /* 1 (default): tensor weight + 1 is its bias; 0: no bias */
     int act;                    /* 1: ReLU (alpha 0) or LeakyReLU(alpha) on its output */
     float alpha;
-    int weight;                 /* tensor index of its weight (bias: weight + 1) */
+    int weight;                 /* tensor index of its weight (bias: weight + 1 when has_bias) */
 } pf_nconv;
 
 /* A buffer: a constant tensor of the reference's state_dict that is not a parameter (PyTorch's
@@ -175,10 +186,18 @@ int pf_net_node(pf_net *net, pf_gop op, const int *in, int n_in, int out_c, int 
 /* A layer with its own tensors name.weight (OIHW) and name.bias, appended to the table. */
 int pf_net_add_conv(pf_net *net, const char *name, int ic, int oc, int k, pf_param_init w_init,
                     pf_param_init b_init);
+/* A layer with its own tensors name.weight (OIHW) and, when has_bias, name.bias (b_init is
+   then unused without one): torch.nn.Conv2d(ic, oc, k, stride, pad, bias=has_bias). stride >=
+   1, 0 <= pad < k; the caller makes the output tensor stride times smaller (div * stride). */
+int pf_net_add_conv_strided(pf_net *net, const char *name, int ic, int oc, int k, int stride,
+                            int pad, int has_bias, pf_param_init w_init, pf_param_init b_init);
+/* Conv layer i's bias tensor index, or -1 when it has none. */
+int pf_net_conv_bias(const pf_net *net, int i);
 /* A layer whose weights are not its own tensors: weight_tensor (its bias weight_tensor + 1).
    FSRCNN's sub-pixel conv; and shared weights: a recurrent network applies one layer's
    tensors at several places, each place a layer of its own (its own primitives and shape)
-   naming the same weight_tensor. Backward adds up their weight gradients. */
+   naming the same weight_tensor. Backward adds up their weight gradients. Stride 1, padding
+   k / 2, bias weight_tensor + 1 (pf_nconv's fields, for the caller to change). */
 int pf_net_add_layer(pf_net *net, const char *name, int ic, int oc, int k, int weight_tensor);
 /* Tensor t gets round (pf_gtensor.round); returns t (-1 stays -1). */
 int pf_net_round(pf_net *net, int t, int round);
@@ -258,7 +277,9 @@ int pf_net_assign_grad_slots(const pf_net *net, const size_t *numel, const int *
 
 const char *pf_net_op_name(pf_gop op);
 
-/* What a node needs of its tensors' planned sizes (the video nodes: a slice inside its input,
+/* What a node needs of its tensors' planned sizes (a convolution: output floor((H + 2 pad -
+   k) / stride) + 1 = H / stride, H a multiple of its stride, a residual of the output's size;
+   the video nodes: a slice inside its input,
    an affine's or resize's constants for its channel count, pooling (average or max) to half
    the size, a warp's
    image, 2-channel flow and output of one size and a known padding): ah x aw its first input,

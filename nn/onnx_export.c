@@ -229,21 +229,23 @@ static Onnx__NodeProto *conv_node(ox *x, const pf_gnode *nd, const char *op_type
                                   int pad, int stride, const char *out) {
     const pf_nconv *c = &x->g->conv[nd->conv];
     const int64_t ks[2] = { k, k }, pads[4] = { pad, pad, pad, pad }, st[2] = { stride, stride };
-    const char *ins[3] = { x->tname[nd->in[0]], pname(x, c->weight), pname(x, c->weight + 1) };
-    Onnx__NodeProto *n = node(x, op_type, ins, 3, out);
+    const char *ins[3] = { x->tname[nd->in[0]], pname(x, c->weight),
+                           c->has_bias ? pname(x, c->weight + 1) : NULL };
+    Onnx__NodeProto *n = node(x, op_type, ins, c->has_bias ? 3 : 2, out);   /* B optional */
     attr_ints(x, n, "kernel_shape", ks, 2);
     attr_ints(x, n, "pads", pads, 4);
     attr_ints(x, n, "strides", st, 2);
     return n;
 }
 
-/* The convolution (stride 1, padding k / 2), then its activation or residual, into out. */
+/* The convolution (its stride and padding, its bias when it has one), then its activation or
+   residual, into out. */
 static void conv(ox *x, const pf_gnode *nd, const char *out) {
     const pf_nconv *c = &x->g->conv[nd->conv];
     const int64_t ones[2] = { 1, 1 };
     int res = nd->n_in > 1;
     const char *y = c->act || res ? fresh(x, "conv") : out;
-    Onnx__NodeProto *n = conv_node(x, nd, "Conv", c->k, c->k / 2, 1, y);
+    Onnx__NodeProto *n = conv_node(x, nd, "Conv", c->k, c->pad, c->stride, y);
     attr_ints(x, n, "dilations", ones, 2);
     attr_i(x, n, "group", 1);
     if (c->act) {

@@ -17,7 +17,8 @@
 
     Op mapping, one description op to ONNX (PyTorch's semantics, which the executors follow):
       input (mean shift)  Sub rgb_mean, Mul img_range; the output Div img_range, Add rgb_mean
-      conv                Conv (k x k, pads k / 2, stride 1) [+ Relu / LeakyRelu(alpha)];
+      conv                Conv (k x k, the layer's pads and stride: k / 2 and 1 by default; no B
+                          input without a bias) [+ Relu / LeakyRelu(alpha)];
                           residual: Add(in1, Mul(conv, scale))
       FSRCNN's last_part  ConvTranspose(stride scale, pads 4, output_padding scale - 1) on the
                           stored (d, 3, 9, 9) weight (the description runs it as a sub-pixel

@@ -50,9 +50,9 @@ static inline int pf_ref_write_file(const char *dir, const char *name, const voi
     return ok ? 0 : -1;
 }
 
-/* Run PF_REF_PY $PF_SOURCE_DIR/tests/reference/<script> dir (the source dir "." when unset),
-   check that it exits 0, then remove dir. */
-static inline void pf_ref_run(const char *script, const char *dir) {
+/* Run PF_REF_PY $PF_SOURCE_DIR/tests/reference/<script> dir (the source dir "." when unset)
+   and check that it exits 0; dir stays (the caller reads what the script wrote there). */
+static inline void pf_ref_exec(const char *script, const char *dir) {
     const char *src = getenv("PF_SOURCE_DIR");
     char cmd[2048];
     snprintf(cmd, sizeof cmd, PF_REF_PY " %s/tests/reference/%s %s", src ? src : ".", script,
@@ -61,7 +61,18 @@ static inline void pf_ref_run(const char *script, const char *dir) {
     int st = system(cmd);
     CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s: exit status %d", cmd,
           WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+}
+
+/* rm -rf dir (a case folder), saying so when it fails. */
+static inline void pf_ref_remove(const char *dir) {
+    char cmd[1100];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+}
+
+/* pf_ref_exec, then remove dir. */
+static inline void pf_ref_run(const char *script, const char *dir) {
+    pf_ref_exec(script, dir);
+    pf_ref_remove(dir);
 }
 #endif

@@ -18,7 +18,14 @@
       convolutions can give them; two backward passes give the same gradients bit for bit;
     - max pooling through the executor by finite differences ("maxpool"), and its kernels
       against a naive loop on inputs full of ties and a NaN (the gradient to the first maximum
-      in row-major order, as PyTorch). */
+      in row-major order, as PyTorch);
+    - strided convolutions (pf_net_add_conv_strided: k 3 and k 4, stride 2, padding 1, with and
+      without bias, as BasicSR's discriminators) between stride-1 ones ("strided"): every
+      weight and bias gradient by finite differences in every layout (a strided layer's input
+      gradient through the weights of the layer before it), a description whose output tensor
+      does not match the stride refused; with `torch` (ctest test_graph_video.torch, 77
+      without /usr/bin/python3 and torch) output and every gradient against
+      torch.nn.functional.conv2d (tests/reference/conv_stride_ref.py) in every layout. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -32,6 +39,7 @@
 #include "nn/net.h"
 #include "nn/video_layers.h"
 #include "tests/pf_test.h"
+#include "tests/pf_test_ref.h"
 
 enum { N = 2, T = 2, H = 6, W = 7 };
 
@@ -58,6 +66,26 @@ static int conv(pf_net *g, int x, const char *name, int oc, float act, int share
     nd->conv = ci;
     nd->param = g->conv[ci].weight;
     pf_net_round(g, out, t.round);
+    return out;
+}
+
+/* A k x k, stride-2, padding-1 convolution node on x (oc channels, bias or none, LeakyReLU
+   slope act >= 0 or none with act < 0): output half of x's size. */
+static int strided(pf_net *g, int x, const char *name, int oc, int k, int bias, float act) {
+    if (x < 0) return -1;
+    pf_gtensor t = g->t[x];
+    double fan = (double)t.c * k * k;
+    pf_param_init ui = { PF_INIT_UNIFORM, fan, 1.0 };
+    int ci = pf_net_add_conv_strided(g, name, t.c, oc, k, 2, 1, bias, ui, ui);
+    if (ci < 0) return -1;
+    if (act >= 0) {
+        g->conv[ci].act = 1;
+        g->conv[ci].alpha = act;
+    }
+    int out = pf_net_node(g, PF_G_CONV, &x, 1, oc, t.mul, t.div * 2, 0);
+    if (out < 0) return -1;
+    g->node[g->n_node - 1].conv = ci;
+    g->node[g->n_node - 1].param = g->conv[ci].weight;
     return out;
 }
 
@@ -186,6 +214,22 @@ static void build_maxpool(pf_net *g) {
     g->output = conv(g, p, "last", 3, -1, -1);
 }
 
+/* tests/reference/conv_stride_ref.py's network (see there): four stride-2 layers (k 3 with
+   bias, k 4 without and LeakyReLU, k 3 without, k 4 with) between stride-1 `head` and `tail`;
+   LQ a multiple of 16. */
+static void build_strided(pf_net *g) {
+    pf_net_init(g);
+    snprintf(g->type, sizeof g->type, "strided");
+    int x = pf_net_node(g, PF_G_INPUT, NULL, 0, 3, 1, 1, 0);
+    g->input = x;
+    int y = conv(g, x, "head", 6, 0.2f, -1);
+    y = strided(g, y, "down3b", 8, 3, 1, -1);
+    y = strided(g, y, "down4", 8, 4, 0, 0.2f);
+    y = strided(g, y, "down3", 8, 3, 0, -1);
+    y = strided(g, y, "down4b", 8, 4, 1, -1);
+    g->output = conv(g, y, "tail", 3, -1, -1);
+}
+
 /* ---- running -------------------------------------------------------------------------- */
 
 typedef struct {
@@ -247,8 +291,10 @@ static int run_forward(run_t *r, const uint8_t *lq, float *out) {
     const pf_net *g = r->g;
     for (int i = 0; i < g->n_convs; i++) {
         const pf_param_info *wt = &g->tensors[g->conv[i].weight];
+        int bi = pf_net_conv_bias(g, i);
         if (pf_conv_set_weights(&r->convs[i], r->params + wt->offset,
-                                r->params + wt[1].offset, err, sizeof err)) {
+                                bi >= 0 ? r->params + g->tensors[bi].offset : NULL, err,
+                                sizeof err)) {
             CHECK(0, "%s: %s", g->type, err);
             return -1;
         }
@@ -402,54 +448,57 @@ static double rel_err(const float *got, const float *want, size_t n) {
     return worst / scale;
 }
 
-/* The mini network against PyTorch: output and every weight's gradient. */
-static void check_parity(pf_safetensors *ref, pf_layout layout) {
+/* A network (built by build, LQ n x h x w x (3 frames)) against PyTorch's numbers in ref:
+   output and every weight's gradient. */
+static void check_parity(pf_safetensors *ref, void (*build)(pf_net *), pf_layout layout,
+                         int frames, int n, int h, int w) {
     pf_net g;
-    build_mini(&g);
+    build(&g);
     run_t r;
     int ndim;
     int64_t shape[8];
-    if (run_open(&r, &g, layout, N, H, W) == 0) {
+    uint8_t *lq = malloc((size_t)n * frames * h * w * 3);
+    if (lq && run_open(&r, &g, layout, n, h, w) == 0) {
         const float *lqf = pf_safetensors_get(ref, "lq", &ndim, shape);
         const float *gout = pf_safetensors_get(ref, "gout", &ndim, shape);
         const float *want = pf_safetensors_get(ref, "out", &ndim, shape);
-        CHECK(lqf && gout && want, "graph_video.safetensors: lq, gout or out missing");
+        CHECK(lqf && gout && want, "%s: lq, gout or out missing", pf_safetensors_name(ref));
         if (!lqf || !gout || !want) goto done;
         CHECK((size_t)(shape[0] * shape[1] * shape[2] * shape[3]) == r.out_numel,
               "reference output of another shape");
-        uint8_t lq[N * T * H * W * 3];
-        for (int i = 0; i < N * T * H * W * 3; i++) lq[i] = (uint8_t)lqf[i];
+        for (int i = 0; i < n * frames * h * w * 3; i++) lq[i] = (uint8_t)lqf[i];
         for (int t = 0; t < g.n_tensors; t++) {
             const pf_param_info *ti = &g.tensors[t];
             const float *p = pf_safetensors_get(ref, ti->name, &ndim, shape);
-            CHECK(p != NULL, "graph_video.safetensors: no %s", ti->name);
+            CHECK(p != NULL, "%s: no %s", pf_safetensors_name(ref), ti->name);
             if (!p) goto done;
             memcpy(r.params + ti->offset, p, ti->numel * sizeof(float));
         }
         float *out = malloc(r.out_numel * sizeof(float));
         if (run_backward(&r, lq, gout, out) == 0) {
             double e_out = rel_err(out, want, r.out_numel), e_grad = 0;
-            CHECK(e_out < 1e-5, "mini (%s): output %.3g from PyTorch's (relative to its max)",
-                  layout_name(layout), e_out);
+            CHECK(e_out < 1e-5, "%s (%s): output %.3g from PyTorch's (relative to its max)",
+                  g.type, layout_name(layout), e_out);
             for (int t = 0; t < g.n_tensors; t++) {
                 const pf_param_info *ti = &g.tensors[t];
                 char name[128];
                 snprintf(name, sizeof name, "grad.%s", ti->name);
                 const float *gw = pf_safetensors_get(ref, name, &ndim, shape);
-                CHECK(gw != NULL, "graph_video.safetensors: no %s", name);
+                CHECK(gw != NULL, "%s: no %s", pf_safetensors_name(ref), name);
                 if (!gw) continue;
                 double e = rel_err(r.grads + ti->offset, gw, ti->numel);
-                CHECK(e < 1e-4, "mini (%s): d %s %.3g from PyTorch's", layout_name(layout),
-                      ti->name, e);
+                CHECK(e < 1e-4, "%s (%s): d %s %.3g from PyTorch's", g.type,
+                      layout_name(layout), ti->name, e);
                 e_grad = fmax(e_grad, e);
             }
-            printf("mini (%s): PyTorch parity, output max error %.2g, gradients %.2g (relative "
-                   "to each tensor's max)\n", layout_name(layout), e_out, e_grad);
+            printf("%s (%s): PyTorch parity, output max error %.2g, gradients %.2g (relative "
+                   "to each tensor's max)\n", g.type, layout_name(layout), e_out, e_grad);
         }
         free(out);
     }
 done:
-    run_close(&r);
+    if (lq) run_close(&r);
+    free(lq);
     pf_net_free(&g);
 }
 
@@ -534,22 +583,62 @@ static void check_errors(void) {
         pf_dnnl_free(&d);
     }
     pf_net_free(&g);
+    /* a stride-2 layer whose output tensor was not made smaller: refused by pf_net_check (what
+       both executors plan with) */
+    build_strided(&g);
+    g.t[g.node[2].out].div = 1;
+    int hw[64];     /* 2 per tensor: 7 here */
+    int rc = g.n_t <= 32 ? pf_net_check(&g, 16, 16, hw, err, sizeof err) : 0;
+    CHECK(rc == -1 && strstr(err, "conv") && strstr(err, "stride"),
+          "a stride-2 conv with an output of its input's size: rc %d, '%s'", rc, err);
+    pf_net_free(&g);
 }
 
-int main(void) {
+/* The strided network against torch.nn.functional.conv2d (tests/reference/conv_stride_ref.py)
+   in every layout. */
+static int with_torch(const pf_layout *layouts, size_t n_layouts) {
+    if (!pf_ref_have("test_graph_video torch", "numpy, torch")) return 77;
+    char dir[] = "/tmp/pf_conv_stride.XXXXXX", path[1100], err[512];
+    if (!mkdtemp(dir)) {
+        CHECK(0, "mkdtemp %s failed", dir);
+        return pf_test_end("test_graph_video torch");
+    }
+    pf_ref_exec("conv_stride_ref.py", dir);
+    snprintf(path, sizeof path, "%s/strided.safetensors", dir);
+    pf_safetensors *ref = NULL;
+    CHECK(pf_safetensors_load(path, &ref, err, sizeof err) == 0, "%s", err);
+    if (ref) {
+        pf_net g;
+        build_strided(&g);
+        const char *np = pf_safetensors_meta(ref, "n_params");
+        CHECK(np && atoi(np) == g.n_tensors, "strided: %d parameter tensors, torch's %s",
+              g.n_tensors, np ? np : "?");
+        pf_net_free(&g);
+        for (size_t i = 0; i < n_layouts; i++)
+            check_parity(ref, build_strided, layouts[i], 1, 2, 16, 32);
+    }
+    pf_safetensors_free(&ref);
+    pf_ref_remove(dir);
+    return pf_test_end("test_graph_video torch");
+}
+
+int main(int argc, char **argv) {
     char path[512], err[512];
+    static const pf_layout layouts[] = { PF_LAYOUT_ANY, PF_LAYOUT_NCHW, PF_LAYOUT_NCHW8C,
+                                         PF_LAYOUT_NCHW16C, PF_LAYOUT_NHWC };
+    if (argc > 1 && !strcmp(argv[1], "torch"))
+        return with_torch(layouts, sizeof layouts / sizeof *layouts);
     snprintf(path, sizeof path, "%s/graph_video.safetensors", pf_test_data());
     pf_safetensors *ref = NULL;
     CHECK(pf_safetensors_load(path, &ref, err, sizeof err) == 0, "%s", err);
-    static const pf_layout layouts[] = { PF_LAYOUT_ANY, PF_LAYOUT_NCHW, PF_LAYOUT_NCHW8C,
-                                         PF_LAYOUT_NCHW16C, PF_LAYOUT_NHWC };
     for (size_t i = 0; i < sizeof layouts / sizeof *layouts; i++) {
-        if (ref) check_parity(ref, layouts[i]);
+        if (ref) check_parity(ref, build_mini, layouts[i], T, N, H, W);
         check_fd("mini", build_mini, layouts[i], T, N, H, W);
         check_fd("warp zeros", build_warp_zeros, layouts[i], 1, N, 5, 6);
         check_fd("warp border", build_warp_border, layouts[i], 1, N, 5, 6);
         check_fd("pool", build_pool, layouts[i], 1, N, 6, 8);
         check_fd("maxpool", build_maxpool, layouts[i], 1, N, 6, 8);
+        check_fd("strided", build_strided, layouts[i], 1, N, 16, 32);
     }
     check_maxpool_kernels();
     check_errors();

@@ -16,7 +16,8 @@
     checkpoints/iter_1.safetensors, latest) holding those networks and weights, for `pixflow
     export` to export again; the same files for two graphs built here around 2 x 2 max pooling
     (no network of the zoo pools), run by the CPU executor (nn/graph.h): Pooled and PoolOnly
-    (build_pooled; scale 1); and checks that an op without a mapping is refused by name. Exit 0, or 1 with what failed.
+    (build_pooled; scale 1), and for one around stride-2 convolutions with and without bias
+    (Strided, build_strided; scale 1); and checks that an op without a mapping is refused by name. Exit 0, or 1 with what failed.
     Without DIR (its own ctest entry) it writes under ./onnx_export_out.
 
     Two more modes serve ctest onnx.upscale (tests/onnx_export.sh upscale): onnxruntime on the
@@ -237,6 +238,30 @@ static void build_pooled(pf_net *g, int convs) {
     if (g->output >= 0) g->node[g->n_node - 1].r = 2;
 }
 
+/* "Strided": conv 3 -> 8 (LeakyReLU) -> k 4 stride 2 padding 1 without bias 8 -> 8 -> k 3
+   stride 2 padding 1 with bias 8 -> 8 -> conv 8 -> 48 -> PixelShuffle(4), the LQ size again
+   (scale 1; LQ a multiple of 4): the discriminators' downsampling convolutions as ONNX Conv
+   strides, pads and a Conv without its B input. */
+static void build_strided(pf_net *g) {
+    pf_net_init(g);
+    g->scale = 1;
+    snprintf(g->type, sizeof g->type, "Strided");
+    int x = graph_conv(g, g->input = pf_net_node(g, PF_G_INPUT, NULL, 0, 3, 1, 1, 0),
+                       "conv_first", 8, 1);
+    for (int k = 4, div = 2; x >= 0 && k >= 3; k--, div *= 2) {
+        pf_param_init ui = { PF_INIT_UNIFORM, 8.0 * k * k, 1.0 };
+        int ci = pf_net_add_conv_strided(g, k == 4 ? "down4" : "down3b", 8, 8, k, 2, 1, k == 3,
+                                         ui, ui);
+        x = ci < 0 ? -1 : pf_net_node(g, PF_G_CONV, &x, 1, 8, 1, div, 0);
+        if (x < 0) break;
+        g->node[g->n_node - 1].conv = ci;
+        g->node[g->n_node - 1].param = g->conv[ci].weight;
+    }
+    x = graph_conv(g, x, "conv_up", 48, 0);
+    g->output = x < 0 ? -1 : pf_net_node(g, PF_G_SHUFFLE, &x, 1, 3, 1, 1, 0);
+    if (g->output >= 0) g->node[g->n_node - 1].r = 4;
+}
+
 /* PixFlow's CPU executor (nn/graph.h) on g with params: lq n x h x w x 3 uint8 -> out
    n x 3 x h x w floats (NCHW). 0, or -1 after a failed check. */
 static int run_graph(const pf_net *g, const float *params, const uint8_t *lq, int n, int h,
@@ -254,8 +279,9 @@ static int run_graph(const pf_net *g, const float *params, const uint8_t *lq, in
     int rc = pf_graph_plan(&x, &S, n, h, w, 0, err, sizeof err);
     for (int i = 0; rc == 0 && i < g->n_convs; i++) {
         const pf_param_info *wt = &g->tensors[g->conv[i].weight];
-        rc = pf_conv_set_weights(&convs[i], params + wt->offset, params + wt[1].offset, err,
-                                 sizeof err);
+        int bi = pf_net_conv_bias(g, i);
+        rc = pf_conv_set_weights(&convs[i], params + wt->offset,
+                                 bi >= 0 ? params + g->tensors[bi].offset : NULL, err, sizeof err);
     }
     if (rc == 0) rc = pf_graph_forward(&x, S, lq, err, sizeof err);
     if (rc == 0) dnnl_stream_wait(dnnl.stream);
@@ -274,12 +300,14 @@ static int run_graph(const pf_net *g, const float *params, const uint8_t *lq, in
     return rc ? -1 : 0;
 }
 
-/* Both pooling graphs exported, with their two inputs (the cases' sizes, rounded up to even)
-   and PixFlow's outputs for onnx_runtime.js, as one_case writes a network's. */
+/* Both pooling graphs and the strided one exported, with their two inputs (the cases' sizes,
+   rounded up to the graph's input multiple) and PixFlow's outputs for onnx_runtime.js, as
+   one_case writes a network's. */
 static void pooled_cases(const char *dir, FILE *cases) {
-    for (int convs = 0; convs < 2; convs++) {
+    for (int convs = 0; convs < 3; convs++) {
         pf_net g;
-        build_pooled(&g, convs);
+        if (convs < 2) build_pooled(&g, convs);
+        else build_strided(&g);
         CHECK(!g.oom && g.output >= 0, "%s: building", g.type);
         float *params = calloc(g.n_params + 1, sizeof *params);
         pf_net_init_params(&g, params, 39);
@@ -292,7 +320,10 @@ static void pooled_cases(const char *dir, FILE *cases) {
         write_names(dir, g.type, &g);
         free(buf);
         for (int k = 0; rc == 0 && k < 2; k++) {
-            int n = k ? 2 : 1, h = k ? 24 : 14, w = k ? 20 : 18;
+            int n = k ? 2 : 1, q = pf_net_input_multiple(&g);
+            int h = (k ? 24 : 14) + q - 1, w = (k ? 20 : 18) + q - 1;
+            h -= h % q;
+            w -= w % q;
             size_t px = (size_t)n * h * w * 3;
             uint8_t *lq = malloc(px);
             float *in = malloc(px * sizeof *in), *out = malloc(px * sizeof *out);

@@ -15,6 +15,15 @@ void pf_conv_init(pf_conv *c, const char *name, int ic, int oc, int k, int relu)
     c->oc = oc;
     c->k = k;
     c->relu = relu;
+    c->stride = 1;
+    c->pad = k / 2;
+    c->bias = 1;
+}
+
+void pf_conv_set_geometry(pf_conv *c, int stride, int pad, int has_bias) {
+    c->stride = stride;
+    c->pad = pad;
+    c->bias = has_bias;
 }
 
 void pf_conv_set_lrelu(pf_conv *c, float alpha) {
@@ -61,7 +70,7 @@ void pf_conv_free(pf_conv *c) {
     destroy_mem(&c->m_dw_user);
     destroy_mem(&c->m_dbias);
     c->w_for_bwdd = NULL;
-    c->n = c->h = c->w = 0;
+    c->n = c->h = c->w = c->oh = c->ow = 0;
 }
 
 /* Forward primitive descriptor with algorithm c->algo for the given activation blocks
@@ -75,18 +84,19 @@ static int make_fwd_pd(pf_conv *c, int src_block, int dst_block, int fuse_add, c
     dnnl_primitive_attr_t attr = NULL;
     dnnl_post_ops_t po = NULL;
     dnnl_dims_t wdims = { c->oc, c->ic, c->k, c->k }, bdims = { c->oc };
-    dnnl_dims_t strides = { 1, 1 }, pad = { c->k / 2, c->k / 2 };
+    dnnl_dims_t strides = { c->stride, c->stride }, pad = { c->pad, c->pad };
     int wino = c->algo == dnnl_convolution_winograd;
     int rc = -1;
     if (pf_dnnl_act_md(&src, c->n, c->ic, c->h, c->w, src_block, err, errlen)) return -1;
-    if (pf_dnnl_act_md(&dst, c->n, c->oc, c->h, c->w, dst_block, err, errlen)) return -1;
+    if (pf_dnnl_act_md(&dst, c->n, c->oc, c->oh, c->ow, dst_block, err, errlen)) return -1;
     CK(dnnl_memory_desc_init_by_tag(&wei, 4, wdims, dnnl_f32, dnnl_format_tag_any),
        "weights memory_desc");
     CK(dnnl_memory_desc_init_by_tag(&bias, 1, bdims, dnnl_f32, dnnl_a), "bias memory_desc");
     CK(dnnl_convolution_forward_desc_init(&cd,
                                           c->training || wino ? dnnl_forward_training
                                                               : dnnl_forward_inference,
-                                          c->algo, &src, &wei, &bias, &dst, strides, pad, pad),
+                                          c->algo, &src, &wei, c->bias ? &bias : NULL, &dst,
+                                          strides, pad, pad),
        "dnnl_convolution_forward_desc_init");
     CK(dnnl_primitive_attr_create(&attr), "dnnl_primitive_attr_create");
     if ((c->relu && !c->act_apart) || fuse_add) {
@@ -150,7 +160,7 @@ fail:
    2.9 ms Winograd, while 64 -> 64 took 8.6 against 4.7 ms (forward, backward-data and
    backward-weights; 32 x 32) and 64 -> 256 at 64 x 64 348 against 180 ms. */
 static int want_winograd(const pf_conv *c) {
-    if (c->k != 3) return 0;
+    if (c->k != 3 || c->stride != 1) return 0;
     switch (c->ctx->conv_algo) {
     case PF_CONV_DIRECT: return 0;
     case PF_CONV_WINOGRAD: return 1;
@@ -190,8 +200,8 @@ static int setup_forward(pf_conv *c, int src_block, int dst_block, char *err, si
     }
     c->src_block = pf_dnnl_block_of(q_md(c->fwd_pd, dnnl_query_src_md), c->n, c->ic, c->h, c->w,
                                     src_block);
-    c->dst_block = pf_dnnl_block_of(q_md(c->fwd_pd, dnnl_query_dst_md), c->n, c->oc, c->h, c->w,
-                                    dst_block);
+    c->dst_block = pf_dnnl_block_of(q_md(c->fwd_pd, dnnl_query_dst_md), c->n, c->oc, c->oh,
+                                    c->ow, dst_block);
     if (!c->src_block || !c->dst_block) {
         if (wino) return -1;
         c->src_block = c->src_block ? c->src_block : 1;
@@ -208,7 +218,7 @@ static int make_bwdd_pd(pf_conv *c, char *err, size_t errlen) {
     const dnnl_memory_desc_t *dst_md = q_md(c->fwd_pd, dnnl_query_dst_md);
     const dnnl_memory_desc_t *wfwd_md = q_md(c->fwd_pd, dnnl_query_weights_md);
     dnnl_dims_t wdims = { c->oc, c->ic, c->k, c->k };
-    dnnl_dims_t strides = { 1, 1 }, pad = { c->k / 2, c->k / 2 };
+    dnnl_dims_t strides = { c->stride, c->stride }, pad = { c->pad, c->pad };
     dnnl_convolution_desc_t cd;
     dnnl_memory_desc_t wany;
     CK(dnnl_memory_desc_init_by_tag(&wany, 4, wdims, dnnl_f32, dnnl_format_tag_any),
@@ -240,7 +250,7 @@ fail:
 
 static int make_bwdw_pd(pf_conv *c, char *err, size_t errlen) {
     dnnl_dims_t wdims = { c->oc, c->ic, c->k, c->k }, bdims = { c->oc };
-    dnnl_dims_t strides = { 1, 1 }, pad = { c->k / 2, c->k / 2 };
+    dnnl_dims_t strides = { c->stride, c->stride }, pad = { c->pad, c->pad };
     dnnl_convolution_desc_t cd;
     dnnl_memory_desc_t wany, bias_md;
     CK(dnnl_memory_desc_init_by_tag(&wany, 4, wdims, dnnl_f32, dnnl_format_tag_any),
@@ -248,7 +258,8 @@ static int make_bwdw_pd(pf_conv *c, char *err, size_t errlen) {
     CK(dnnl_memory_desc_init_by_tag(&bias_md, 1, bdims, dnnl_f32, dnnl_a), "bias memory_desc");
     CK(dnnl_convolution_backward_weights_desc_init(&cd, c->algo,
                                                    q_md(c->fwd_pd, dnnl_query_src_md), &wany,
-                                                   &bias_md, q_md(c->fwd_pd, dnnl_query_dst_md),
+                                                   c->bias ? &bias_md : NULL,
+                                                   q_md(c->fwd_pd, dnnl_query_dst_md),
                                                    strides, pad, pad),
        "dnnl_convolution_backward_weights_desc_init");
     CK(dnnl_primitive_desc_create(&c->bwdw_pd, &cd, NULL, c->ctx->engine, c->fwd_pd),
@@ -348,6 +359,8 @@ static int choose(pf_conv *c, pf_dnnl *ctx, int n, int h, int w, int src_block, 
         c->n = n;
         c->h = h;
         c->w = w;
+        c->oh = (h + 2 * c->pad - c->k) / c->stride + 1;
+        c->ow = (w + 2 * c->pad - c->k) / c->stride + 1;
         c->training = training;
         c->need_bwd_data = training && need_bwd_data;
         c->algo = wino ? dnnl_convolution_winograd : dnnl_convolution_direct;
@@ -400,6 +413,7 @@ int pf_conv_probe(const pf_conv *c, pf_dnnl *ctx, int n, int h, int w, int src_b
     pf_conv p;
     char err[256];
     pf_conv_init(&p, c->name, c->ic, c->oc, c->k, c->relu);
+    pf_conv_set_geometry(&p, c->stride, c->pad, c->bias);
     p.alpha = c->alpha;
     p.add = c->add;
     p.add_scale = c->add_scale;
@@ -438,7 +452,7 @@ int pf_conv_set_weights(pf_conv *c, const float *w_oihw, const float *bias, char
         return -1;
     }
     if (set_handle(c, c->m_w_user, w_oihw, err, errlen)) return -1;
-    if (set_handle(c, c->m_bias, bias, err, errlen)) return -1;
+    if (c->bias && set_handle(c, c->m_bias, bias, err, errlen)) return -1;
     if (c->w_to_fwd && reorder(c, c->w_to_fwd, c->m_w_user, c->m_w_fwd, err, errlen)) return -1;
     if (c->w_to_bwdd && reorder(c, c->w_to_bwdd, c->m_w_user, c->m_w_bwdd, err, errlen))
         return -1;
@@ -448,18 +462,18 @@ int pf_conv_set_weights(pf_conv *c, const float *w_oihw, const float *bias, char
 int pf_conv_forward(pf_conv *c, const float *src, float *dst, char *err, size_t errlen) {
     if (set_handle(c, c->m_src, src, err, errlen) || set_handle(c, c->m_dst, dst, err, errlen))
         return -1;
-    dnnl_exec_arg_t a[4] = {
+    dnnl_exec_arg_t a[4] = {    /* the bias last: left out without one */
         { DNNL_ARG_SRC, c->m_src },
         { DNNL_ARG_WEIGHTS, c->w_to_fwd ? c->m_w_fwd : c->m_w_user },
-        { DNNL_ARG_BIAS, c->m_bias },
         { DNNL_ARG_DST, c->m_dst },
+        { DNNL_ARG_BIAS, c->m_bias },
     };
-    if (run(c, c->fwd, 4, a, "convolution forward", err, errlen)) return -1;
+    if (run(c, c->fwd, 3 + !!c->bias, a, "convolution forward", err, errlen)) return -1;
     if (c->act_apart) {
         /* the activation the primitive could not fuse: y = y > 0 ? y : alpha * y, selected
            on the bits with integer masks (as nn/cpu/ops.c's pf_cpu_act_mask_backward), which GCC vectorises;
            a float compare and select stays a scalar branch */
-        size_t n = pf_blk_numel(c->n, c->oc, c->h, c->w, c->dst_block);
+        size_t n = pf_blk_numel(c->n, c->oc, c->oh, c->ow, c->dst_block);
         float al = c->alpha;
 #pragma omp parallel for schedule(static)
         for (size_t i = 0; i < n; i++) {
@@ -483,7 +497,7 @@ int pf_conv_forward_residual(pf_conv *c, const float *src, const float *identity
     }
     if (!c->add_fused) {
         if (pf_conv_forward(c, src, dst, err, errlen)) return -1;
-        size_t n = pf_blk_numel(c->n, c->oc, c->h, c->w, c->dst_block);
+        size_t n = pf_blk_numel(c->n, c->oc, c->oh, c->ow, c->dst_block);
         float sc = c->add_scale;
         if (sc == 1.0f) {
 #pragma omp parallel for schedule(static)
@@ -498,14 +512,14 @@ int pf_conv_forward_residual(pf_conv *c, const float *src, const float *identity
         set_handle(c, c->m_identity, identity, err, errlen))
         return -1;
     int binary_idx = c->add_scale != 1.0f ? 1 : 0; /* position of the add in the chain */
-    dnnl_exec_arg_t a[5] = {
+    dnnl_exec_arg_t a[5] = {    /* the bias last: left out without one */
         { DNNL_ARG_SRC, c->m_src },
         { DNNL_ARG_WEIGHTS, c->w_to_fwd ? c->m_w_fwd : c->m_w_user },
-        { DNNL_ARG_BIAS, c->m_bias },
         { DNNL_ARG_DST, c->m_dst },
         { DNNL_ARG_ATTR_MULTIPLE_POST_OP(binary_idx) | DNNL_ARG_SRC_1, c->m_identity },
+        { DNNL_ARG_BIAS, c->m_bias },
     };
-    return run(c, c->fwd, 5, a, "convolution forward (residual)", err, errlen);
+    return run(c, c->fwd, 4 + !!c->bias, a, "convolution forward (residual)", err, errlen);
 }
 
 int pf_conv_backward_data(pf_conv *c, const float *diff_dst, float *diff_src, char *err,
@@ -536,15 +550,15 @@ int pf_conv_backward_weights(pf_conv *c, const float *src, const float *diff_dst
     if (set_handle(c, c->m_src, src, err, errlen) ||
         set_handle(c, c->m_dst, diff_dst, err, errlen) ||
         set_handle(c, c->m_dw_user, dw, err, errlen) ||
-        set_handle(c, c->m_dbias, db, err, errlen))
+        (c->bias && set_handle(c, c->m_dbias, db, err, errlen)))
         return -1;
-    dnnl_exec_arg_t a[4] = {
+    dnnl_exec_arg_t a[4] = {    /* the bias last: left out without one */
         { DNNL_ARG_SRC, c->m_src },
         { DNNL_ARG_DIFF_DST, c->m_dst },
         { DNNL_ARG_DIFF_WEIGHTS, c->dw_to_user ? c->m_dw : c->m_dw_user },
         { DNNL_ARG_DIFF_BIAS, c->m_dbias },
     };
-    if (run(c, c->bwdw, 4, a, "convolution backward-weights", err, errlen)) return -1;
+    if (run(c, c->bwdw, 3 + !!c->bias, a, "convolution backward-weights", err, errlen)) return -1;
     if (c->dw_to_user && reorder(c, c->dw_to_user, c->m_dw, c->m_dw_user, err, errlen))
         return -1;
     return 0;

@@ -1,5 +1,7 @@
-/*  conv_dnnl — a 2-D convolution layer (stride 1, zero padding k/2 on each side, with bias, as
-    torch.nn.Conv2d(ic, oc, k, padding=k // 2)) on oneDNN 2.6: forward (optionally with a fused
+/*  conv_dnnl — a 2-D convolution layer (by default stride 1, zero padding k/2 on each side,
+    with bias, as torch.nn.Conv2d(ic, oc, k, padding=k // 2); pf_conv_set_geometry for another
+    stride, padding or no bias, as torch.nn.Conv2d(ic, oc, k, stride, pad, bias=False)) on
+    oneDNN 2.6, which takes strides and paddings natively: forward (optionally with a fused
     ReLU), backward-data, backward-weights + bias.
 
     Primitives are built for one shape (N, H, W) by pf_conv_setup and reused until the shape
@@ -29,7 +31,9 @@
 typedef struct {
     /* what the layer is */
     char name[96];              /* for messages, e.g. "body.0.conv1" */
-    int ic, oc, k;              /* channels in / out, square kernel size (odd) */
+    int ic, oc, k;              /* channels in / out, square kernel size (odd at stride 1) */
+    int stride, pad;            /* stride and zero padding on each side (1, k / 2) */
+    int bias;                   /* 1: with a bias (default); 0: none, no bias gradient */
     int relu;                   /* forward applies ReLU (LeakyReLU when alpha != 0) after the
                                    bias */
     float alpha;                /* negative slope of that ReLU (0: plain ReLU) */
@@ -39,7 +43,8 @@ typedef struct {
     int act_apart;              /* the (Leaky)ReLU runs in C after the primitive (a Winograd
                                    kernel without that post-op), else as its post-op */
     /* what the primitives are built for */
-    int n, h, w;                /* 0 when not built */
+    int n, h, w;                /* input size; 0 when not built */
+    int oh, ow;                 /* output size: (h + 2 pad - k) / stride + 1 (likewise w) */
     int training;               /* forward_training with backward primitives */
     int need_bwd_data;          /* backward-data primitive built */
     int src_block, dst_block;   /* activation layouts in use (1, 8, 16 or the channel count:
@@ -62,6 +67,12 @@ typedef struct {
 
 /* Describe the layer; builds nothing. */
 void pf_conv_init(pf_conv *c, const char *name, int ic, int oc, int k, int relu);
+
+/* Stride (>= 1), zero padding on each side (0 <= pad < k) and whether the layer has a bias
+   (torch.nn.Conv2d's stride, padding, bias); call before pf_conv_setup. The output is
+   floor((H + 2 pad - k) / stride) + 1 high (likewise wide). A strided layer never runs
+   Winograd (oneDNN's F(4x4, 3x3) kernels are stride 1 only). */
+void pf_conv_set_geometry(pf_conv *c, int stride, int pad, int has_bias);
 
 /* Make the fused activation a LeakyReLU with negative slope alpha > 0. Its backward (the
    caller's job) masks the gradient with the output: d *= y > 0 ? 1 : alpha. */
@@ -99,11 +110,12 @@ int pf_conv_probe(const pf_conv *c, pf_dnnl *ctx, int n, int h, int w, int src_b
                   int dst_block, int training, int need_bwd_data, int *src_out, int *dst_out);
 
 /* Reorder OIHW weights (oc x ic x k x k) and bias (oc) into the primitives' layouts. The bias
-   pointer is kept and must stay valid until the next call. */
+   pointer is kept and must stay valid until the next call; it is ignored (may be NULL) for a
+   layer without a bias. */
 int pf_conv_set_weights(pf_conv *c, const float *w_oihw, const float *bias, char *err,
                         size_t errlen);
 
-/* dst (N x oc x H x W, dst_block) = conv(src (N x ic x H x W, src_block)) [+ ReLU]. */
+/* dst (N x oc x oh x ow, dst_block) = conv(src (N x ic x H x W, src_block)) [+ ReLU]. */
 int pf_conv_forward(pf_conv *c, const float *src, float *dst, char *err, size_t errlen);
 
 /* Forward of a layer made residual by pf_conv_set_residual: dst = identity + scale * conv(src).
@@ -116,7 +128,8 @@ int pf_conv_forward_residual(pf_conv *c, const float *src, const float *identity
 int pf_conv_backward_data(pf_conv *c, const float *diff_dst, float *diff_src, char *err,
                           size_t errlen);
 
-/* Weight gradient (written as OIHW into dw) and bias gradient (into db), overwriting. */
+/* Weight gradient (written as OIHW into dw) and bias gradient (into db; ignored, may be NULL,
+   without a bias), overwriting. */
 int pf_conv_backward_weights(pf_conv *c, const float *src, const float *diff_dst, float *dw,
                              float *db, char *err, size_t errlen);
 

@@ -128,6 +128,7 @@ static int plan_buffers(const pf_gctx *m, pf_gstate *S, int training) {
 void pf_graph_conv_init(const pf_net *net, int i, pf_conv *c) {
     const pf_nconv *d = &net->conv[i];
     pf_conv_init(c, d->name, d->ic, d->oc, d->k, d->act);
+    pf_conv_set_geometry(c, d->stride, d->pad, d->has_bias);
     if (d->act && d->alpha != 0.0f) pf_conv_set_lrelu(c, d->alpha);
     for (int k = 0; k < net->n_node; k++)
         if (net->node[k].op == PF_G_CONV && net->node[k].conv == i && net->node[k].n_in > 1)
@@ -177,7 +178,8 @@ int pf_graph_plan(const pf_gctx *m, pf_gstate **out_state, int n, int h, int w, 
                          g->type);
                 goto fail;
             }
-            size_t wn = g->tensors[nd->param].numel + g->tensors[nd->param + 1].numel;
+            int bi = pf_net_conv_bias(g, nd->conv);
+            size_t wn = g->tensors[nd->param].numel + (bi >= 0 ? g->tensors[bi].numel : 0);
             if (wn > wmax) wmax = wn;
         }
         if (wmax && !(S->wtmp = malloc(wmax * sizeof(float)))) {
@@ -501,8 +503,9 @@ static int conv_backward(const pf_gctx *m, pf_gstate *S, pf_conv *c, const pf_gn
             dd = t0;
         }
     }
-    const pf_param_info *wt = &g->tensors[nd->param], *bt = &g->tensors[nd->param + 1];
-    float *gw = m->grads + wt->offset, *gb = m->grads + bt->offset;
+    int bi = pf_net_conv_bias(g, nd->conv);     /* -1: no bias, gb unused */
+    const pf_param_info *wt = &g->tensors[nd->param], *bt = bi >= 0 ? &g->tensors[bi] : NULL;
+    float *gw = m->grads + wt->offset, *gb = bt ? m->grads + bt->offset : NULL;
     if (nd->conv == g->sub_conv) {  /* FSRCNN: gradients of the sub-pixel form first */
         gw = m->sub_dw;
         gb = m->sub_dw + (size_t)c->oc * c->ic * c->k * c->k;
@@ -523,7 +526,7 @@ static int conv_backward(const pf_gctx *m, pf_gstate *S, pf_conv *c, const pf_gn
     if (nd->conv == g->sub_conv) pf_net_sub_grads(g, m->sub_dw, m->grads);
     if (add_w) {
         pf_cpu_axpy(m->grads + wt->offset, S->wtmp, 1.0f, wt->numel, 1);
-        pf_cpu_axpy(m->grads + bt->offset, S->wtmp + wt->numel, 1.0f, bt->numel, 1);
+        if (bt) pf_cpu_axpy(m->grads + bt->offset, S->wtmp + wt->numel, 1.0f, bt->numel, 1);
     }
     if ((dx = grad_for(S, a, &acc))) {
         float *t1;

@@ -91,6 +91,11 @@ static int layout_conv(const pf_gctx *m, pf_gstate *S, pf_conv *convs, int k, in
     int rs = S->run[2 * k], rd = nd->n_in > 1 ? 0 : S->run[2 * k + 1];
     TRY(pf_conv_setup(c, m->dnnl, S->n, a->h, a->w, rs ? rs : src, rd ? rd : dst, training,
                       a->need_grad, err, errlen));
+    if (c->oh != o->h || c->ow != o->w) {   /* pf_net_check_node holds this for every conv */
+        snprintf(err, errlen, "%s: output %d x %d, planned %d x %d", c->name, c->oh, c->ow, o->h,
+                 o->w);
+        return -1;
+    }
     if (rs) {
         if (!a->block) a->block = src > 0 ? src : 1;
     } else {
@@ -247,7 +252,8 @@ static void conv_kinds(const pf_gctx *m, const pf_gstate *S, const pf_conv *conv
         for (int j = 0; in_of && j < i; j++) {
             const pf_conv *b = &convs[j];
             const pf_tstate *tb = &S->ts[in_of[j]];
-            if (a->ic == b->ic && a->oc == b->oc && a->k == b->k && a->relu == b->relu &&
+            if (a->ic == b->ic && a->oc == b->oc && a->k == b->k && a->stride == b->stride &&
+                a->pad == b->pad && a->bias == b->bias && a->relu == b->relu &&
                 a->alpha == b->alpha && a->add == b->add && a->add_scale == b->add_scale &&
                 ta->h == tb->h && ta->w == tb->w && ta->need_grad == tb->need_grad) {
                 pc->kind[i] = pc->kind[j];

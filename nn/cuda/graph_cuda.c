@@ -136,6 +136,16 @@ pf_cugraph *pf_cugraph_new(const pf_config *cfg, char *err, size_t errlen) {
     }
     for (int i = 0; i < m->n_convs; i++) {
         const pf_nconv *c = &m->conv[i];
+        /* pf_cuconv is stride 1, padding k / 2, with bias: a strided or bias-free layer (the
+           GAN discriminators') runs on the CPU executor only until this path takes them and
+           a check covers them (the kernel emulation does not run cuDNN: docs/cuda.md) */
+        if (c->stride != 1 || c->pad != c->k / 2 || !c->has_bias) {
+            snprintf(err, errlen,
+                     "%s: %s: stride %d, padding %d%s: the CUDA executor runs only stride-1, "
+                     "padding k / 2 convolutions with bias (use the CPU)",
+                     m->type, c->name, c->stride, c->pad, c->has_bias ? "" : ", no bias");
+            goto fail;
+        }
         pf_cuconv_init(&g->train_conv[i], c->name, c->ic, c->oc, c->k);
         pf_cuconv_init(&g->infer_conv[i], c->name, c->ic, c->oc, c->k);
     }
