@@ -10,6 +10,7 @@ and changes only what decides how long a run takes and where it reads and writes
   1 loader (one batch order), batch 2, prefetch 2, work_dir WORK_DIR;
   image sets: data.train/eval/test read IMAGES/train and IMAGES/val (bench/smoke_data.py's
   256 x 240 and 96 x 80 PNGs), GT patch 16 LQ pixels (16 * scale);
+  RealESRGANDataset: a PairedImageDataset (bicubic LQ) with the same flips and repeat;
   video sets: data/demo_video -> VIDEO, the first 12 frames of each training clip, GT patch
   64 (LQ 16), and the test clip cut to 4 frames of 128 x 64 GT.
 --shrink also caps widths at 32 features and depths at 2 blocks / groups (RCAN 10 x 20 and
@@ -65,6 +66,13 @@ def main():
                     clip["crop"] = [x, y, 128, 64]
                     clip["frames"] = [clip["frames"][0], clip["frames"][0] + 4]
         else:
+            if s.get("type") == "RealESRGANDataset":
+                # the network is what is compared: its data as a bicubic PairedImageDataset (a
+                # 16-pixel LQ patch is too small for the degradation's kernels, and builds from
+                # before issue 40 do not know the type)
+                d[part] = s = {k: v for k, v in s.items()
+                               if k in ("use_flip", "use_rot", "repeat")}
+                s["type"] = "PairedImageDataset"
             s["gt_folder"] = images + ("/train" if part == "train" else "/val")
             if part == "train":
                 s["gt_patch_size"] = 16 * scale
