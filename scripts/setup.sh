@@ -16,7 +16,8 @@
 #                                 scripts/fetch-onnxruntime.sh, over HTTPS: ca-certificates);
 #                                 scripts/test.sh passes it
 #   scripts/setup.sh --ref-deps   also install the Python reference tools' packages (REF_PKGS:
-#                                 python3-skimage, python3-torch, python3-av, python3-scipy; for
+#                                 python3-skimage, python3-torch, python3-torchvision (vgg19 of
+#                                 the GAN references), python3-av, python3-scipy; for
 #                                 tests/reference/*.py, scripts/*.py and bench/'s PyTorch
 #                                 sides; ctest entries that
 #                                 need them are skipped (77) without them)
@@ -34,7 +35,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD_PKGS="build-essential cmake pkg-config libzmq3-dev libmsgpack-dev libpng-dev libjpeg62-turbo-dev libyaml-dev libdnnl-dev ocl-icd-opencl-dev libcjson-dev libgloo-dev libprotobuf-c-dev protobuf-c-compiler libonnx-dev libczmq-dev libavformat-dev libavcodec-dev libswscale-dev libavutil-dev libmicrohttpd-dev"
 RUN_PKGS="iproute2"
 TEST_PKGS="curl python3 python3-numpy python3-pil ffmpeg slurmctld slurmd slurm-client munge openmpi-bin chromium python3-onnx nodejs ca-certificates"
-REF_PKGS="python3-skimage python3-torch python3-av python3-scipy python3-opencv"
+REF_PKGS="python3-skimage python3-torch python3-torchvision python3-av python3-scipy python3-opencv"
 
 say() { printf 'setup: %s\n' "$*"; }
 die() { printf 'setup: error: %s\n' "$*" >&2; exit 1; }
