@@ -107,6 +107,10 @@ typedef struct {
     int act;                    /* 1: ReLU (alpha 0) or LeakyReLU(alpha) on its output */
     float alpha;
     int weight;                 /* tensor index of its weight (bias: weight + 1 when has_bias) */
+    int sn;                     /* 1: spectral-normalised (torch.nn.utils.spectral_norm): the
+                                   weight tensor is `name.weight_orig`, and the executor runs
+                                   with weight_orig / sigma, which the caller writes into the
+                                   parameters it hands the executor (nn/discriminator.h) */
 } pf_nconv;
 
 /* A buffer: a constant tensor of the reference's state_dict that is not a parameter (PyTorch's
