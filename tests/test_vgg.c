@@ -12,7 +12,9 @@
         with ImageNet's constants, for every (use_input_norm, range_norm);
       - errors: an unknown name (named, with the valid ones listed), no names, a NULL name;
       - pf_vgg_load_st: a file with more tensors than the cut (deeper features, the
-        classifier) loads exactly the cut's; a missing and a mis-shaped tensor are named.
+        classifier) loads exactly the cut's; a missing and a mis-shaped tensor are named;
+        pf_ckpt_load_net (nn/checkpoint.h) takes a file of exactly the cut's tensors but
+        refuses the larger one (why pf_vgg_load exists).
     With `torch` (ctest test_vgg.torch; 77 without /usr/bin/python3 with torch and
     torchvision): tests/reference/vgg_ref.py writes torchvision's vgg19 with seeded random
     weights and five cuts (conv1_2, conv2_2, conv3_4, conv4_4, conv5_4 on 2 x 3 x 32 x 32,
@@ -26,7 +28,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/config.h"
 #include "common/safetensors.h"
+#include "nn/checkpoint.h"
 #include "nn/cpu/dnnl_ctx.h"
 #include "nn/graph.h"
 #include "nn/net.h"
@@ -263,6 +267,25 @@ static void check_load(void) {
         { "features.5.bias", extra, 1, { 128 } }, { "classifier.6.bias", other, 1, { 128 } },
     };
     float *params = calloc(g.n_params, sizeof *params);
+    static pf_config cfg;
+    pf_config_defaults(&cfg);
+    for (int n_file = 4; n_file <= 6; n_file += 2) {      /* the checkpoint loader */
+        void *buf = NULL;
+        size_t len = 0;
+        pf_safetensors *st = NULL;
+        memset(params, 0, g.n_params * sizeof *params);
+        int rc = pf_safetensors_serialize(t, n_file, NULL, 0, &buf, &len, err, sizeof err);
+        if (rc == 0) rc = pf_safetensors_parse(buf, len, "vgg.safetensors", &st, err, sizeof err);
+        if (rc == 0) rc = pf_ckpt_load_net(&g, &cfg, params, st, err, sizeof err);
+        if (n_file == 4)
+            CHECK(rc == 0 && params[g.tensors[3].offset + 5] == b2[5],
+                  "pf_ckpt_load_net, the cut's tensors only: rc %d, '%s'", rc, rc ? err : "");
+        else
+            CHECK(rc == -1 && strstr(err, "2 unexpected"),
+                  "pf_ckpt_load_net, a larger file: rc %d, '%s'", rc, err);
+        pf_safetensors_free(&st);
+        free(buf);
+    }
     for (int mode = 0; mode < 3; mode++) {
         pf_st_tensor u[6];
         memcpy(u, t, sizeof t);
