@@ -284,7 +284,7 @@ int pf_net_backward_reads_in(const pf_net *g, int k, int i) {
 
 int pf_net_backward_reads_out(const pf_net *g, int k) {
     const pf_gnode *nd = &g->node[k];
-    return nd->op == PF_G_TANH || nd->op == PF_G_SIGMOID ||
+    return nd->op == PF_G_TANH || nd->op == PF_G_SIGMOID || nd->op == PF_G_RELU ||
            (nd->op == PF_G_CONV && g->conv[nd->conv].act);
 }
 
@@ -401,7 +401,7 @@ const char *pf_net_op_name(pf_gop op) {
     static const char *names[] = {
         "input", "conv", "prelu", "tanh", "sigmoid", "add", "gap", "mul_ch", "concat",
         "shuffle", "unshuffle", "nearest", "bilinear_in", "bicubic_in", "slice", "affine",
-        "resize", "avgpool2", "warp", "zero", "maxpool2",
+        "resize", "avgpool2", "warp", "zero", "maxpool2", "relu",
     };
     return (unsigned)op < sizeof names / sizeof *names ? names[op] : "?";
 }
@@ -440,6 +440,10 @@ int pf_net_check_node(const pf_net *g, const pf_gnode *nd, int ah, int aw, int f
         if (C != ca) why = "channels changed";
         else if (ah % 2 || aw % 2 || oh * 2 != ah || ow * 2 != aw)
             why = "output not half its input";
+        break;
+    case PF_G_RELU:
+        if (C != ca || ah != oh || aw != ow) why = "output of another shape";
+        else if (!(nd->alpha >= 0.0f)) why = "negative or NaN slope";
         break;
     case PF_G_WARP:
         if (C != ca || g->t[nd->in[1]].c != 2) why = "not C channels warped by a 2-channel flow";

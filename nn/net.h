@@ -65,6 +65,11 @@ typedef enum {
     PF_G_MAXPOOL2,      /* F.max_pool2d(in0, 2, 2) (nn.MaxPool2d(2), VGG's; out: div * 2);
                            backward: each window's gradient to its first maximum in row-major
                            order (PyTorch's), a NaN counting as the maximum */
+    PF_G_RELU,          /* out = in0 > 0 ? in0 : alpha * in0: nn.ReLU (alpha 0) or
+                           nn.LeakyReLU(alpha) (alpha > 0) as a node of its own, where the
+                           value before it is read too (VGG's pre-ReLU features; a conv's fused
+                           activation overwrites it); backward from the output, as torch's
+                           threshold_backward: dx = out > 0 ? dy : alpha * dy */
 } pf_gop;
 
 typedef struct {
@@ -90,6 +95,7 @@ typedef struct {
     int pad;                    /* WARP: pf_pad_mode (PF_PAD_ZEROS, PF_PAD_BORDER) */
     float sub[PF_G_MAX_CH];     /* AFFINE: subtracted per channel (0 by default) */
     float mul[PF_G_MAX_CH];     /* AFFINE, RESIZE with use_mul 1: factor per channel (1) */
+    float alpha;                /* RELU: negative slope, >= 0 (0 by default: ReLU) */
 } pf_gnode;
 
 /* A convolution layer: ic -> oc channels, k x k, stride `stride`, zero padding `pad` on each
@@ -247,8 +253,8 @@ void pf_net_need_grad(const pf_net *net, int *need);
 void pf_net_last_use(const pf_net *net, int training, int *last);
 /* Whether node k's backward reads input i (0..n_in-1) / its output: a convolution's input
    (weights gradient) and its output when it has an activation (the mask), PReLU's input,
-   tanh's and sigmoid's outputs, both factors of the channel multiply, both inputs of a
-   warp, max pooling's input (its argmax). */
+   tanh's, sigmoid's and ReLU's outputs, both factors of the channel multiply, both inputs of
+   a warp, max pooling's input (its argmax). */
 int pf_net_backward_reads_in(const pf_net *net, int k, int i);
 int pf_net_backward_reads_out(const pf_net *net, int k);
 
@@ -285,7 +291,7 @@ const char *pf_net_op_name(pf_gop op);
    k) / stride) + 1 = H / stride, H a multiple of its stride, a residual of the output's size;
    the video nodes: a slice inside its input,
    an affine's or resize's constants for its channel count, pooling (average or max) to half
-   the size, a warp's
+   the size, a ReLU's slope >= 0 and output of its input's shape, a warp's
    image, 2-channel flow and output of one size and a known padding): ah x aw its first input,
    fh x fw its second (a warp's flow), oh x ow its output. 0, or -1 with err naming the network,
    the op and the tensor. */

@@ -542,6 +542,11 @@ static int emit(ox *x, int k, char *err, size_t errlen) {
         return 0;
     case PF_G_UNSHUFFLE: unshuffle(x, nd, out); return 0;
     case PF_G_MAXPOOL2: pool2(x, "MaxPool", a, out); return 0;
+    case PF_G_RELU: {
+        Onnx__NodeProto *r = node(x, nd->alpha == 0.0f ? "Relu" : "LeakyRelu", &a, 1, out);
+        if (nd->alpha != 0.0f) attr_f(x, r, "alpha", nd->alpha);
+        return 0;
+    }
     default: return emit_video(x, nd, a, b, out) ? unsupported(g, k, err, errlen) : 0;
     }
 }

@@ -4,6 +4,7 @@
     Uses tests/pf_test.h's CHECK. */
 #ifndef PF_TEST_REF_H
 #define PF_TEST_REF_H
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -74,5 +75,26 @@ static inline void pf_ref_remove(const char *dir) {
 static inline void pf_ref_run(const char *script, const char *dir) {
     pf_ref_exec(script, dir);
     pf_ref_remove(dir);
+}
+/* Make a case folder from the mkdtemp template dir (changed in place) and pf_ref_exec script
+   on it. 0, or -1 after a failed check (no folder). */
+static inline int pf_ref_exec_tmp(const char *script, char *dir) {
+    if (!mkdtemp(dir)) {
+        CHECK(0, "mkdtemp %s failed", dir);
+        return -1;
+    }
+    pf_ref_exec(script, dir);
+    return 0;
+}
+
+/* A comparison with a reference's numbers: max |got - want| over max |want| (1e-30 at least),
+   in double. */
+static inline double pf_ref_rel_err(const float *got, const float *want, size_t n) {
+    double worst = 0, scale = 1e-30;
+    for (size_t i = 0; i < n; i++) {
+        scale = scale > fabs(want[i]) ? scale : fabs(want[i]);
+        worst = worst > fabs((double)got[i] - want[i]) ? worst : fabs((double)got[i] - want[i]);
+    }
+    return worst / scale;
 }
 #endif

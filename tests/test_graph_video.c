@@ -19,6 +19,8 @@
     - max pooling through the executor by finite differences ("maxpool"), and its kernels
       against a naive loop on inputs full of ties and a NaN (the gradient to the first maximum
       in row-major order, as PyTorch);
+    - ReLU and LeakyReLU nodes (PF_G_RELU) through the executor by finite differences
+      ("relu"), and their kernels against the formula at the kink (x = 0) and off it;
     - strided convolutions (pf_net_add_conv_strided: k 3 and k 4, stride 2, padding 1, with and
       without bias, as BasicSR's discriminators) between stride-1 ones ("strided"): every
       weight and bias gradient by finite differences in every layout (a strided layer's input
@@ -212,6 +214,26 @@ static void build_maxpool(pf_net *g) {
     int f = conv(g, x, "wide", 20, -1, -1);
     int p = node(g, PF_G_MAXPOOL2, &f, 1, 20, f, 1, 2, &nd);
     g->output = conv(g, p, "last", 3, -1, -1);
+}
+
+/* PF_G_RELU nodes (nn.ReLU, then nn.LeakyReLU(0.2)) after convolutions without a fused
+   activation, as VGG's pre-ReLU features need them: a 20-channel map (padded blocks), ReLU,
+   conv to 8, LeakyReLU, conv to 3. */
+static int relu(pf_net *g, int x, float alpha) {
+    pf_gnode *nd;
+    int o = x < 0 ? -1 : node(g, PF_G_RELU, &x, 1, g->t[x].c, x, 1, 1, &nd);
+    if (o >= 0) nd->alpha = alpha;
+    return o;
+}
+
+static void build_relu(pf_net *g) {
+    pf_net_init(g);
+    snprintf(g->type, sizeof g->type, "relu");
+    int x = pf_net_node(g, PF_G_INPUT, NULL, 0, 3, 1, 1, 0);
+    g->input = x;
+    int f = relu(g, conv(g, x, "wide", 20, -1, -1), 0.0f);
+    int m = relu(g, conv(g, f, "mid", 8, -1, -1), 0.2f);
+    g->output = conv(g, m, "last", 3, -1, -1);
 }
 
 /* tests/reference/conv_stride_ref.py's network (see there): four stride-2 layers (k 3 with
@@ -559,6 +581,48 @@ static void check_maxpool_kernels(void) {
     }
 }
 
+/* The PF_G_RELU kernels (nn/cpu/ops.h) against the formula, in NCHW and blocks of 8 and 16
+   (20 channels: padded blocks), slopes 0 and 0.2, on small integers (many exact zeros: the
+   kink, where the gradient is alpha dy, as torch's threshold_backward), backward overwriting
+   and adding. */
+static void check_relu_kernels(void) {
+    enum { RN = 2, RC = 20, RHW = 15 };
+    static const int blocks[] = { 1, 8, 16 };
+    pf_rng rng = pf_rng_make(5, 3, 2);
+    int bad = 0;
+    for (size_t bi = 0; bi < sizeof blocks / sizeof *blocks; bi++)
+        for (int a = 0; a < 2; a++) {
+            int b = blocks[bi];
+            float al = a ? 0.2f : 0.0f;
+            size_t nx = pf_blk_numel(RN, RC, 1, RHW, b);
+            float *x = calloc(nx, sizeof *x), *y = calloc(nx, sizeof *y);
+            float *dy = calloc(nx, sizeof *dy), *dx = calloc(nx, sizeof *dx);
+            for (int n = 0; n < RN; n++)
+                for (int c = 0; c < RC; c++)
+                    for (int j = 0; j < RHW; j++) {
+                        size_t o = pf_blk_off(n, c, 0, j, RC, 1, RHW, b);
+                        x[o] = (float)pf_rng_below(&rng, 5) - 2.0f;
+                        dy[o] = (float)(1 + c + j);
+                    }
+            pf_cpu_relu_forward(y, x, al, RN, RC, RHW, b);
+            for (int acc = 0; acc <= 1; acc++) {
+                for (size_t i = 0; i < nx; i++) dx[i] = 0.5f;
+                pf_cpu_relu_backward(dx, dy, y, al, RN, RC, RHW, b, acc);
+                for (int n = 0; n < RN; n++)
+                    for (int c = 0; c < RC; c++)
+                        for (int j = 0; j < RHW; j++) {
+                            size_t o = pf_blk_off(n, c, 0, j, RC, 1, RHW, b);
+                            float v = x[o], want = v > 0 ? v : al * v;
+                            float g = v > 0 ? dy[o] : al * dy[o];
+                            bad += y[o] != want;
+                            bad += dx[o] != (acc ? 0.5f + g : g);
+                        }
+            }
+            free(x), free(y), free(dy), free(dx);
+        }
+    CHECK(bad == 0, "relu kernels: %d values differ from the formula", bad);
+}
+
 /* Plan errors name the node and the reason. */
 static void check_errors(void) {
     pf_net g;
@@ -591,6 +655,13 @@ static void check_errors(void) {
     int rc = g.n_t <= 32 ? pf_net_check(&g, 16, 16, hw, err, sizeof err) : 0;
     CHECK(rc == -1 && strstr(err, "conv") && strstr(err, "stride"),
           "a stride-2 conv with an output of its input's size: rc %d, '%s'", rc, err);
+    pf_net_free(&g);
+    /* a ReLU node with a negative slope */
+    build_relu(&g);
+    g.node[4].alpha = -0.1f;
+    rc = g.n_t <= 32 ? pf_net_check(&g, 8, 8, hw, err, sizeof err) : 0;
+    CHECK(rc == -1 && strstr(err, "relu") && strstr(err, "slope"),
+          "a ReLU node of slope -0.1: rc %d, '%s'", rc, err);
     pf_net_free(&g);
 }
 
@@ -639,8 +710,10 @@ int main(int argc, char **argv) {
         check_fd("pool", build_pool, layouts[i], 1, N, 6, 8);
         check_fd("maxpool", build_maxpool, layouts[i], 1, N, 6, 8);
         check_fd("strided", build_strided, layouts[i], 1, N, 16, 32);
+        check_fd("relu", build_relu, layouts[i], 1, N, 6, 8);
     }
     check_maxpool_kernels();
+    check_relu_kernels();
     check_errors();
     pf_safetensors_free(&ref);
     return pf_test_end("test_graph_video");

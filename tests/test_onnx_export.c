@@ -17,7 +17,8 @@
     export` to export again; the same files for two graphs built here around 2 x 2 max pooling
     (no network of the zoo pools), run by the CPU executor (nn/graph.h): Pooled and PoolOnly
     (build_pooled; scale 1), and for one around stride-2 convolutions with and without bias
-    (Strided, build_strided; scale 1); and checks that an op without a mapping is refused by name. Exit 0, or 1 with what failed.
+    (Strided, build_strided; scale 1), and for ReLU / LeakyReLU nodes between convolutions
+    (Relus, build_relus; scale 1); and checks that an op without a mapping is refused by name. Exit 0, or 1 with what failed.
     Without DIR (its own ctest entry) it writes under ./onnx_export_out.
 
     Two more modes serve ctest onnx.upscale (tests/onnx_export.sh upscale): onnxruntime on the
@@ -262,6 +263,22 @@ static void build_strided(pf_net *g) {
     if (g->output >= 0) g->node[g->n_node - 1].r = 4;
 }
 
+/* "Relus": conv 3 -> 8 -> ReLU node -> conv 8 -> 8 -> LeakyReLU(0.2) node -> conv 8 -> 3
+   (PF_G_RELU, the VGG feature extractor's activation as a node of its own; scale 1). */
+static void build_relus(pf_net *g) {
+    pf_net_init(g);
+    g->scale = 1;
+    snprintf(g->type, sizeof g->type, "Relus");
+    int x = graph_conv(g, g->input = pf_net_node(g, PF_G_INPUT, NULL, 0, 3, 1, 1, 0), "conv1",
+                       8, 0);
+    for (int k = 0; k < 2 && x >= 0; k++) {
+        x = pf_net_node(g, PF_G_RELU, &x, 1, 8, 1, 1, 0);
+        if (x >= 0) g->node[g->n_node - 1].alpha = k ? 0.2f : 0.0f;
+        x = graph_conv(g, x, k ? "conv3" : "conv2", k ? 3 : 8, 0);
+    }
+    g->output = x;
+}
+
 /* PixFlow's CPU executor (nn/graph.h) on g with params: lq n x h x w x 3 uint8 -> out
    n x 3 x h x w floats (NCHW). 0, or -1 after a failed check. */
 static int run_graph(const pf_net *g, const float *params, const uint8_t *lq, int n, int h,
@@ -300,14 +317,15 @@ static int run_graph(const pf_net *g, const float *params, const uint8_t *lq, in
     return rc ? -1 : 0;
 }
 
-/* Both pooling graphs and the strided one exported, with their two inputs (the cases' sizes,
+/* Both pooling graphs, the strided one and the ReLU nodes' exported, with their two inputs (the cases' sizes,
    rounded up to the graph's input multiple) and PixFlow's outputs for onnx_runtime.js, as
    one_case writes a network's. */
 static void pooled_cases(const char *dir, FILE *cases) {
-    for (int convs = 0; convs < 3; convs++) {
+    for (int convs = 0; convs < 4; convs++) {
         pf_net g;
         if (convs < 2) build_pooled(&g, convs);
-        else build_strided(&g);
+        else if (convs == 2) build_strided(&g);
+        else build_relus(&g);
         CHECK(!g.oom && g.output >= 0, "%s: building", g.type);
         float *params = calloc(g.n_params + 1, sizeof *params);
         pf_net_init_params(&g, params, 39);
@@ -361,7 +379,7 @@ static void unmapped_refused(void) {
     snprintf(g.type, sizeof g.type, "Future");
     g.input = pf_net_node(&g, PF_G_INPUT, NULL, 0, 3, 1, 1, 0);
     g.output = pf_net_node(&g, PF_G_TANH, &g.input, 1, 3, 1, 1, 0);
-    g.node[1].op = (pf_gop)(PF_G_MAXPOOL2 + 1);
+    g.node[1].op = (pf_gop)(PF_G_RELU + 1);
     char err[1024];
     void *buf = NULL;
     size_t len;

@@ -516,7 +516,7 @@ static float *fetch(const char *op, const char *shape, int rc, const float *d, s
 
 /* LeakyReLU (slopes 0.2 and 0), tanh, sigmoid: forward, then backward from the forward's
    (reference) output with acc = 0 and 1 (LeakyReLU's backward has no acc; it is also run in
-   place). */
+   place; the PF_G_RELU node's backward, the same with acc, after them). */
 static void check_activations(void) {
     size_t count = (size_t)2 * 5 * 37 * 41 + 3;
     char shape[64], op[64];
@@ -576,6 +576,22 @@ static void check_activations(void) {
             rc = pf_cuda_leaky_relu_backward(d_dx, d_dx, d_y, acts[a].alpha, count, 0, g_err,
                                              sizeof g_err);
             check("leaky_relu_backward in place", shape, rc, d_dx, ref, count, TOL_FP32);
+        }
+    }
+    /* the PF_G_RELU node's backward (LeakyReLU's with acc), slopes 0.2 and 0, acc 0 and 1 */
+    for (int a = 0; a < 2; a++) {
+        float alpha = a ? 0.0f : 0.2f;
+        snprintf(shape, sizeof shape, "count %zu alpha %g", count, (double)alpha);
+        pf_ref_leaky_relu_forward(y, x, alpha, count);
+        set_dev(d_y, y, count * 4);
+        for (int acc = 0; acc <= 1; acc++) {
+            set_dev(d_dx, prior, count * 4);
+            memcpy(ref, prior, count * 4);
+            pf_ref_relu_node_backward(ref, dy, y, alpha, count, acc);
+            int rc = pf_cuda_relu_node_backward(d_dx, d_dy, d_y, alpha, count, acc, 0, g_err,
+                                                sizeof g_err);
+            snprintf(op, sizeof op, "relu_node_backward acc=%d", acc);
+            check(op, shape, rc, d_dx, ref, count, TOL_FP32);
         }
     }
     free(x), free(dy), free(prior), free(ref), free(y);

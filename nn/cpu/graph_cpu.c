@@ -287,6 +287,9 @@ static int forward_node(const pf_gctx *m, pf_gstate *S, pf_conv *convs, const pf
     case PF_G_SIGMOID:
         pf_cpu_sigmoid_forward(y, a->data, n, C, hw, b);
         return 0;
+    case PF_G_RELU:
+        pf_cpu_relu_forward(y, a->data, nd->alpha, n, C, hw, b);
+        return 0;
     case PF_G_ADD:
         pf_cpu_add_forward(y, a->data, i1->data, i1->block, nd->scale, n, C, H, W, b, o->numel);
         return 0;
@@ -632,6 +635,10 @@ static int backward_node(const pf_gctx *m, pf_gstate *S, pf_conv *convs, const p
     case PF_G_SIGMOID:
         if ((dx = grad_for(S, a, &acc)))
             pf_cpu_tanh_sigmoid_backward(dx, dy, o->data, n, C, hw, b, nd->op == PF_G_TANH, acc);
+        return 0;
+    case PF_G_RELU:
+        if ((dx = grad_for(S, a, &acc)))
+            pf_cpu_relu_backward(dx, dy, o->data, nd->alpha, n, C, hw, b, acc);
         return 0;
     case PF_G_ADD:
         grad_pass(S, a, o, b, n, C, H, W);

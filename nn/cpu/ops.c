@@ -282,6 +282,21 @@ void pf_cpu_tanh_sigmoid_backward(float *dx, const float *dy, const float *y, in
     }
 }
 
+void pf_cpu_relu_forward(float *y, const float *x, float al, int n, int C, size_t hw, int b) {
+    FOR_BLOCKS(n, C, hw, b) for (size_t k = 0; k < kn; k++) {
+        float v = x[base + k];
+        y[base + k] = v > 0 ? v : al * v;
+    }
+}
+
+void pf_cpu_relu_backward(float *dx, const float *dy, const float *y, float al, int n, int C,
+                          size_t hw, int b, int acc) {
+    FOR_BLOCKS(n, C, hw, b) for (size_t k = 0; k < kn; k++) {
+        float d = y[base + k] > 0 ? dy[base + k] : al * dy[base + k];
+        dx[base + k] = acc ? dx[base + k] + d : d;
+    }
+}
+
 void pf_cpu_add_forward(float *y, const float *x, const float *z, int bz, float s, int n, int C,
                         int h, int w, int b, size_t numel) {
     if (y != x) pf_cpu_axpy(y, x, 1.0f, numel, 0);

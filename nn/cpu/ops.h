@@ -111,6 +111,13 @@ void pf_cpu_maxpool2_forward(float *y, const float *x, int n, int c, int h, int 
 void pf_cpu_maxpool2_backward(float *dx, const float *dy, const float *x, int n, int c, int h,
                               int w, int b, int bx, int acc);
 
+/* PF_G_RELU: y = x > 0 ? x : alpha x (alpha >= 0; 0: nn.ReLU, else nn.LeakyReLU(alpha)), any
+   layout (block b, real channels only). Backward from the forward's output y, as torch's
+   threshold_backward: dx = [dx +] (y > 0 ? dy : alpha dy). */
+void pf_cpu_relu_forward(float *y, const float *x, float alpha, int n, int c, size_t hw, int b);
+void pf_cpu_relu_backward(float *dx, const float *dy, const float *y, float alpha, int n, int c,
+                          size_t hw, int b, int acc);
+
 /* A convolution's fused (Leaky)ReLU backward, in place over count floats: dy *= (y > 0 ? 1 :
    alpha) with y the activation's output (alpha >= 0, so its sign is the input's). */
 void pf_cpu_act_mask_backward(float *dy, const float *y, float alpha, size_t count);

@@ -429,6 +429,9 @@ static int forward_node(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p, pf_
     case PF_G_SIGMOID:
         OP(pf_cuda_sigmoid_forward(y, a->data, o->numel, st, oe, sizeof oe));
         return 0;
+    case PF_G_RELU:
+        OP(pf_cuda_leaky_relu_forward(y, a->data, nd->alpha, o->numel, st, oe, sizeof oe));
+        return 0;
     case PF_G_ADD:
         OP(pf_cuda_add_scaled(y, a->data, p->ts[nd->in[1]].data, nd->scale, o->numel, st, oe,
                               sizeof oe));
@@ -641,12 +644,13 @@ static int backward_node(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p,
                                   o->w, acc, st, oe, sizeof oe));
         return 0;
     case PF_G_TANH:
-        if ((dx = grad_for(a, &acc)))
-            OP(pf_cuda_tanh_backward(dx, dy, y, o->numel, acc, st, oe, sizeof oe));
-        return 0;
     case PF_G_SIGMOID:
+    case PF_G_RELU:     /* backward from the output y */
         if ((dx = grad_for(a, &acc)))
-            OP(pf_cuda_sigmoid_backward(dx, dy, y, o->numel, acc, st, oe, sizeof oe));
+            OP(nd->op == PF_G_RELU ? pf_cuda_relu_node_backward(dx, dy, y, nd->alpha, o->numel,
+                                                                acc, st, oe, sizeof oe)
+               : (nd->op == PF_G_TANH ? pf_cuda_tanh_backward : pf_cuda_sigmoid_backward)(
+                     dx, dy, y, o->numel, acc, st, oe, sizeof oe));
         return 0;
     case PF_G_ADD: {
         cutensor *b = &p->ts[nd->in[1]];

@@ -524,6 +524,13 @@ int pf_cuda_leaky_relu_backward(float *dx, const float *dy, const float *y, floa
                         stream, err, errlen);
 }
 
+int pf_cuda_relu_node_backward(float *dx, const float *dy, const float *y, float alpha,
+                               size_t count, int acc, cudaStream_t stream, char *err,
+                               size_t errlen) {
+    return act_backward("pf_cuda_relu_node_backward", ACT_LEAKY, alpha, dx, dy, y, count, acc,
+                        stream, err, errlen);
+}
+
 int pf_cuda_tanh_forward(float *y, const float *x, size_t count, cudaStream_t stream, char *err,
                          size_t errlen) {
     return act_forward("pf_cuda_tanh_forward", ACT_TANH, 0.0f, y, x, count, stream, err, errlen);

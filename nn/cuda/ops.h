@@ -176,6 +176,13 @@ int pf_cuda_leaky_relu_forward(float *y, const float *x, float alpha, size_t cou
 int pf_cuda_leaky_relu_backward(float *dx, const float *dy, const float *y, float alpha,
                                 size_t count, cudaStream_t stream, char *err, size_t errlen);
 
+/* The PF_G_RELU node's backward (its forward is pf_cuda_leaky_relu_forward): the same from
+   the forward's output, dx = (acc ? dx : 0) + (y > 0 ? dy : alpha dy), alpha >= 0 (torch's
+   threshold_backward for ReLU, leaky_relu_backward for LeakyReLU). */
+int pf_cuda_relu_node_backward(float *dx, const float *dy, const float *y, float alpha,
+                               size_t count, int acc, cudaStream_t stream, char *err,
+                               size_t errlen);
+
 /* torch.nn.PReLU(C): y = x > 0 ? x : alpha[c] x; alpha: C device floats. */
 int pf_cuda_prelu_forward(float *y, const float *x, const float *alpha, int n, int c, int h,
                           int w, cudaStream_t stream, char *err, size_t errlen);

@@ -107,6 +107,12 @@ int pf_cuda_leaky_relu_backward(float *dx, const float *dy, const float *y, floa
     pf_ref_leaky_relu_backward(dx, dy, y, alpha, count);
     return 0;
 }
+int pf_cuda_relu_node_backward(float *dx, const float *dy, const float *y, float alpha,
+                               size_t count, int acc, ST) {
+    UNUSED;
+    pf_ref_relu_node_backward(dx, dy, y, alpha, count, acc);
+    return 0;
+}
 int pf_cuda_relu_forward(float *y, const float *x, size_t count, ST) {
     return pf_cuda_leaky_relu_forward(y, x, 0.0f, count, stream, err, errlen);
 }

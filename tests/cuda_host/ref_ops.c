@@ -104,6 +104,12 @@ void pf_ref_leaky_relu_backward(float *dx, const float *dy, const float *y, floa
     for (size_t i = 0; i < count; i++) dx[i] = y[i] > 0 ? dy[i] : alpha * dy[i];
 }
 
+void pf_ref_relu_node_backward(float *dx, const float *dy, const float *y, float alpha,
+                               size_t count, int acc) {
+    for (size_t i = 0; i < count; i++)
+        dx[i] = put(acc, dx[i], y[i] > 0 ? (double)dy[i] : (double)alpha * dy[i]);
+}
+
 void pf_ref_prelu_forward(float *y, const float *x, const float *alpha, int n, int c, int h,
                           int w) {
     size_t hw = (size_t)h * w;

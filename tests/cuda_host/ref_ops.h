@@ -44,6 +44,9 @@ float pf_ref_pixel_loss(pf_ref_loss type, float *grad, const float *x, const flo
 void pf_ref_leaky_relu_forward(float *y, const float *x, float alpha, size_t count);
 void pf_ref_leaky_relu_backward(float *dx, const float *dy, const float *y, float alpha,
                                 size_t count);
+/* the PF_G_RELU node's backward: dx = [dx +] (y > 0 ? dy : alpha dy) */
+void pf_ref_relu_node_backward(float *dx, const float *dy, const float *y, float alpha,
+                               size_t count, int acc);
 void pf_ref_prelu_forward(float *y, const float *x, const float *alpha, int n, int c, int h,
                           int w);
 /* dx (may be NULL) with acc; dalpha[c] = sum over x <= 0 of dy x, overwritten */
