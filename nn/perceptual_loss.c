@@ -11,17 +11,6 @@
 
 #include "common/number.h"
 
-static const char *const vgg19_names[PF_VGG19_N_LAYERS] = {
-    "conv1_1", "relu1_1", "conv1_2", "relu1_2", "pool1",
-    "conv2_1", "relu2_1", "conv2_2", "relu2_2", "pool2",
-    "conv3_1", "relu3_1", "conv3_2", "relu3_2", "conv3_3", "relu3_3", "conv3_4", "relu3_4",
-    "pool3",
-    "conv4_1", "relu4_1", "conv4_2", "relu4_2", "conv4_3", "relu4_3", "conv4_4", "relu4_4",
-    "pool4",
-    "conv5_1", "relu5_1", "conv5_2", "relu5_2", "conv5_3", "relu5_3", "conv5_4", "relu5_4",
-    "pool5",
-};
-
 static const char *const criterion_names[PF_PERCEP_N_CRITERIA] = {
     [PF_PERCEP_L1] = "l1",
     [PF_PERCEP_L2] = "l2",
@@ -35,13 +24,6 @@ static int name_index(const char *const *names, int n, const char *name) {
     return -1;
 }
 
-int pf_vgg19_layer_index(const char *name) {
-    return name_index(vgg19_names, PF_VGG19_N_LAYERS, name);
-}
-
-const char *pf_vgg19_layer_name(int i) {
-    return i >= 0 && i < PF_VGG19_N_LAYERS ? vgg19_names[i] : "?";
-}
 
 int pf_percep_criterion_parse(const char *name, pf_percep_criterion *c) {
     int i = name_index(criterion_names, PF_PERCEP_N_CRITERIA, name);
@@ -69,7 +51,7 @@ static void bad_layer(const char *key, const char *name, char *err, size_t errle
     size_t used = 0;
     for (int i = 0; i < PF_VGG19_N_LAYERS; i++)
         used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", i ? ", " : "",
-                                 vgg19_names[i]);
+                                 pf_vgg19_layer_name(i));
     snprintf(err, errlen, "%s: not a VGG19 layer name: '%s' (one of %s)", key, name, list);
 }
 

@@ -31,9 +31,11 @@
 #define PF_PERCEPTUAL_LOSS_H
 #include <stddef.h>
 
+#include "nn/vgg.h"
+
 /* The names of VGG19's layers (BasicSR's NAMES['vgg19'], torchvision vgg19 `features` in order):
    conv1_1 relu1_1 conv1_2 relu1_2 pool1 conv2_1 ... conv5_4 relu5_4 pool5. */
-#define PF_VGG19_N_LAYERS 37
+#define PF_VGG19_N_LAYERS PF_VGG19_N_NAMES  /* nn/vgg.h */
 #define PF_PERCEP_NAME_MAX 16   /* bytes of a layer name with its NUL */
 
 typedef enum { PF_PERCEP_L1, PF_PERCEP_L2, PF_PERCEP_FRO } pf_percep_criterion;
@@ -54,12 +56,6 @@ typedef struct {
     double style_weight;               /* style_weight >= 0 (default 0); 0: no style term */
     pf_percep_criterion criterion;     /* criterion (default l1) */
 } pf_perceptual_opts;
-
-/* Index of name in VGG19's layer order (0 for conv1_1 .. 36 for pool5), or -1. */
-int pf_vgg19_layer_index(const char *name);
-
-/* The name of VGG19 layer i (0..36), or "?" outside. */
-const char *pf_vgg19_layer_name(int i);
 
 /* Parse a criterion name: "l1" | "l2" | "fro". 0, or -1 when unknown (*c untouched). */
 int pf_percep_criterion_parse(const char *name, pf_percep_criterion *c);

@@ -31,7 +31,7 @@ const char *pf_vgg19_layer_name(int i) {
     return i >= 0 && i < PF_VGG19_N_NAMES ? vgg19_names[i] : NULL;
 }
 
-static int name_index(const char *name) {
+int pf_vgg19_layer_index(const char *name) {
     for (int i = 0; name && i < PF_VGG19_N_NAMES; i++)
         if (!strcmp(vgg19_names[i], name)) return i;
     return -1;
@@ -98,7 +98,7 @@ static int deepest_layer(const char *const *layer_names, int n_layers, char *err
     }
     int last = -1;
     for (int k = 0; k < n_layers; k++) {
-        int i = name_index(layer_names[k]);
+        int i = pf_vgg19_layer_index(layer_names[k]);
         if (i < 0) {
             snprintf(err, errlen, "VGG19: unknown layer '%s' (valid: ",
                      layer_names[k] ? layer_names[k] : "(null)");
@@ -141,7 +141,7 @@ int pf_net_build_vgg19_features(pf_net *g, const char *const *layer_names, int n
     }
     g->output = x;
     for (int k = 0; layer_tensor && k < n_layers; k++)
-        layer_tensor[k] = out[name_index(layer_names[k])];
+        layer_tensor[k] = out[pf_vgg19_layer_index(layer_names[k])];
     return 0;
 }
 
