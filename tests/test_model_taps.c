@@ -20,7 +20,10 @@
     EDSR (a zoo network): pf_model_train_step (L1) and the same description through
     pf_model_new_net, fed uint8 / 255 and, as dout, the L1 gradient of its output
     (pf_loss_forward_backward on plain NCHW), give the same loss and the same gradients bit
-    for bit, with and without the input gradient asked. */
+    for bit where both plans run alike, with and without the input gradient asked.
+    With `torch` (ctest test_model_taps.torch; 77 without /usr/bin/python3, numpy and torch):
+    the output, both taps, every parameter gradient and the input gradient in every layout
+    against torch.nn.functional and autograd in float64 (tests/reference/model_taps_ref.py). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -34,6 +37,7 @@
 #include "nn/model_internal.h"
 #include "nn/net.h"
 #include "tests/pf_test.h"
+#include "tests/pf_test_ref.h"
 
 enum { N = 2, H = 8, W = 12, C1 = 8 };
 static const float MEAN[3] = { 0.45f, 0.5f, 0.4f };
@@ -248,17 +252,26 @@ static int backward(pf_model *m, const seeds_t *s, float **grads, float *dx) {
     return rc;
 }
 
-static void check_layout(pf_layout layout) {
-    char err[512], label[64];
+/* The network as a model with every activation in `layout`, weights from seed 7; NULL (a
+   failed check) on an error. */
+static pf_model *taps_model(pf_layout layout) {
+    char err[512];
     pf_net g;
     int t[5];
     CHECK(build(&g, t) == 0, "build");
     pf_model *m = pf_model_new_net(&g, "auto", err, sizeof err);
     CHECK(m != NULL, "pf_model_new_net: %s", err);
     CHECK(g.n_t == 0 && g.node == NULL, "the description is taken over");
-    if (!m) return;
+    if (!m) return NULL;
     m->dnnl.force_layout = layout;
     pf_model_init(m, 7);
+    return m;
+}
+
+static void check_layout(pf_layout layout) {
+    char err[512], label[64];
+    pf_model *m = taps_model(layout);
+    if (!m) return;
     const pf_net *net = pf_model_net(m);
     pf_rng rng = pf_rng_make(5, 1, (uint64_t)layout + 2);
     float xf[NX], a[N * H * W / 16], b0[N * C1 * H * W], b1[N * C1 * H * W / 4];
@@ -418,10 +431,70 @@ static void check_desc(void) {
     pf_net_free(&g);
 }
 
-int main(void) {
-    check_desc();
+/* Write a float array as dir/name; 0 or -1. */
+static int put(const char *dir, const char *name, const float *v, size_t n) {
+    return pf_ref_write_file(dir, name, v, n * sizeof(float));
+}
+
+/* One layout's forward and backward of the full loss, into dir as LAYOUT.{out,tap0,tap1,grads,
+   dx}.f32 for the reference. */
+static void torch_case(const char *dir, pf_layout layout, const float *x, const seeds_t *s) {
+    char err[512], name[64];
+    pf_model *m = taps_model(layout);
+    if (!m) return;
+    static float out[N * H * W / 16], t0[N * C1 * H * W], t1[N * C1 * H * W / 4], dx[NX];
+    const float *dtaps[2] = { s->b0, s->b1 };
+    const char *ln = layout_name(layout);
+    if (pf_model_forward_train_f32(m, x, N, H, W, err, sizeof err) ||
+        pf_model_read(m, -1, out) || pf_model_read(m, 0, t0) || pf_model_read(m, 1, t1) ||
+        pf_model_backward_from(m, s->a, dtaps, dx, err, sizeof err)) {
+        CHECK(0, "%s: %s", ln, err);
+    } else {
+        const char *keys[] = { "out", "tap0", "tap1", "grads", "dx" };
+        const float *vals[] = { out, t0, t1, pf_model_grads(m), dx };
+        size_t sizes[] = { sizeof out / sizeof *out, sizeof t0 / sizeof *t0,
+                           sizeof t1 / sizeof *t1, pf_model_num_params(m), NX };
+        for (int k = 0; k < 5; k++) {
+            snprintf(name, sizeof name, "%s.%s.f32", ln, keys[k]);
+            put(dir, name, vals[k], sizes[k]);
+        }
+        if (layout == PF_LAYOUT_ANY) put(dir, "params.f32", pf_model_params(m),
+                                         pf_model_num_params(m));
+    }
+    pf_model_destroy(&m);
+}
+
+static int with_torch(const pf_layout *layouts, size_t n_layouts) {
+    if (!pf_ref_have("test_model_taps torch", "numpy, torch")) return 77;
+    char dir[] = "/tmp/pf_model_taps.XXXXXX";
+    FILE *f = pf_ref_open_cases(dir);
+    if (!f) return pf_test_end("test_model_taps torch");
+    fprintf(f, "%d %d %d %d %.9g %.9g %.9g %.9g\n", N, H, W, C1, MEAN[0], MEAN[1], MEAN[2],
+            RANGE);
+    for (size_t i = 0; i < n_layouts; i++) fprintf(f, "%s\n", layout_name(layouts[i]));
+    CHECK(fclose(f) == 0, "params.txt");
+    pf_rng rng = pf_rng_make(5, 9, 0);
+    static float x[NX], a[N * H * W / 16], b0[N * C1 * H * W], b1[N * C1 * H * W / 4];
+    for (int i = 0; i < NX; i++) x[i] = (float)pf_rng_uniform(&rng);
+    fill(&rng, a, sizeof a / sizeof *a);
+    fill(&rng, b0, sizeof b0 / sizeof *b0);
+    fill(&rng, b1, sizeof b1 / sizeof *b1);
+    put(dir, "x.f32", x, NX);
+    put(dir, "a.f32", a, sizeof a / sizeof *a);
+    put(dir, "b0.f32", b0, sizeof b0 / sizeof *b0);
+    put(dir, "b1.f32", b1, sizeof b1 / sizeof *b1);
+    seeds_t s = { a, b0, b1 };
+    for (size_t i = 0; i < n_layouts; i++) torch_case(dir, layouts[i], x, &s);
+    pf_ref_run("model_taps_ref.py", dir);
+    return pf_test_end("test_model_taps torch");
+}
+
+int main(int argc, char **argv) {
     static const pf_layout layouts[] = { PF_LAYOUT_ANY, PF_LAYOUT_NCHW, PF_LAYOUT_NCHW8C,
                                          PF_LAYOUT_NCHW16C, PF_LAYOUT_NHWC };
+    if (argc > 1 && !strcmp(argv[1], "torch"))
+        return with_torch(layouts, sizeof layouts / sizeof *layouts);
+    check_desc();
     for (size_t i = 0; i < sizeof layouts / sizeof *layouts; i++) check_layout(layouts[i]);
     for (size_t i = 0; i < sizeof layouts / sizeof *layouts; i++) check_edsr(layouts[i]);
     return pf_test_end("test_model_taps");
