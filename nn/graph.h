@@ -44,6 +44,8 @@ typedef struct {
     float *grads;               /* flat gradients (training; overwritten by backward) */
     float *sub_dw;              /* FSRCNN: gradients of the sub-pixel layer's weights + bias
                                    (pf_net_sub_numel floats); NULL without one */
+    int input_grad;             /* training plans: backward may be asked for d loss / d input
+                                   (pf_graph_backward_from); 0: never (no extra work or memory) */
 } pf_gctx;
 
 /* Per-shape state: layouts, buffers, gradients. */
@@ -54,7 +56,10 @@ typedef struct pf_gstate pf_gstate;
 void pf_graph_conv_init(const pf_net *net, int i, pf_conv *c);
 
 /* Plan x->net for LQ n x h x w (training: keep what backward reads, gradients). *out gets the
-   new state (NULL on error). Returns 0 or -1 with err. */
+   new state (NULL on error). A training plan with x->input_grad also plans the gradients of
+   the tensors downstream of the input (pf_net_need_input_grad) and refuses a network that
+   reads its image through a node without a gradient (bilinear / bicubic input). Returns 0 or
+   -1 with err. */
 int pf_graph_plan(const pf_gctx *x, pf_gstate **out, int n, int h, int w, int training,
                   char *err, size_t errlen);
 /* Forward of lq (n x h x w x 3 uint8 NHWC, the plan's shape; for an input of 3 T channels
@@ -68,6 +73,22 @@ int pf_graph_forward_f32(const pf_gctx *x, pf_gstate *S, const float *lq, char *
                          size_t errlen);
 /* Backward from pf_gstate_dout (set by the loss) into x->grads (overwritten). */
 int pf_graph_backward(const pf_gctx *x, pf_gstate *S, char *err, size_t errlen);
+/* Backward from gradients the caller gives in plain NCHW (N x C x H x W floats, real channels
+   only, whatever the plan's layouts; pf_graph_read's shapes): dout for the output, dtaps[k]
+   for tap k of x->net (nn/net.h pf_net_add_tap); dout NULL, dtaps NULL or an entry NULL:
+   zero, and the nodes nothing flows back through are skipped. Parameter gradients are
+   overwritten into x->grads as pf_graph_backward does. dx (NULL: not wanted): d loss / d
+   input, n x h x w x C floats NHWC (for 3 T channels n x T x h x w x 3), the input as
+   pf_graph_forward_f32 reads it, i.e. through the PF_G_INPUT node's (lq - mean) * range
+   (range only with net->use_mean, as the node applies it); needs a plan made with
+   x->input_grad, else -1 with err. Returns 0, or -1 with err. */
+int pf_graph_backward_from(const pf_gctx *x, pf_gstate *S, const float *dout,
+                           const float *const *dtaps, float *dx, char *err, size_t errlen);
+/* Tensor t (the output or a tap; -1 for others) of the last forward of plan S, N x C x H x W
+   plain NCHW floats into nchw (real channels). Its sizes: pf_gstate_shape. 0 or -1. */
+int pf_graph_read(const pf_gctx *x, const pf_gstate *S, int t, float *nchw);
+/* dims[0..3] = N, C, H, W of tensor t in plan S. */
+void pf_gstate_shape(const pf_gctx *x, const pf_gstate *S, int t, int dims[4]);
 void pf_gstate_free(pf_gstate **s);
 
 /* Profiling for benchmarks: with the environment variable PF_GRAPH_PROFILE set (read once),

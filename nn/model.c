@@ -12,6 +12,42 @@
 #include "nn/layers.h"
 #include "nn/model_internal.h"
 
+/* What pf_model_new and pf_model_new_net share once m->net is built: the flat buffers, the
+   layers, the oneDNN engine and the convolution algorithm. 0, or -1 with err. */
+static int model_setup(pf_model *m, const char *conv_algorithm, char *err, size_t errlen) {
+    const pf_net *g = &m->net;
+    m->frames = pf_net_frames(g);
+    m->params = calloc(g->n_params + 1, sizeof(float));
+    m->grads = calloc(g->n_params + 1, sizeof(float));
+    m->train_conv = calloc((size_t)g->n_convs + 1, sizeof *m->train_conv);
+    m->infer_conv = calloc((size_t)g->n_convs + 1, sizeof *m->infer_conv);
+    size_t sub = pf_net_sub_numel(g);
+    if (sub) {
+        m->sub_w = calloc(sub, sizeof(float));
+        m->sub_dw = calloc(sub, sizeof(float));
+    }
+    if (!m->params || !m->grads || !m->train_conv || !m->infer_conv ||
+        (sub && (!m->sub_w || !m->sub_dw))) {
+        snprintf(err, errlen, "model: out of memory for %zu parameters", g->n_params);
+        return -1;
+    }
+    for (int i = 0; i < g->n_convs; i++) {
+        pf_graph_conv_init(g, i, &m->train_conv[i]);
+        pf_graph_conv_init(g, i, &m->infer_conv[i]);
+    }
+    if (pf_dnnl_init(&m->dnnl, err, errlen)) return -1;
+    if (!strcmp(conv_algorithm, "direct")) {
+        m->dnnl.conv_algo = PF_CONV_DIRECT;
+    } else if (!strcmp(conv_algorithm, "winograd")) {
+        m->dnnl.conv_algo = PF_CONV_WINOGRAD;
+    } else if (conv_algorithm[0] && strcmp(conv_algorithm, "auto")) {
+        snprintf(err, errlen, "model: conv_algorithm '%s' is not auto, direct or winograd",
+                 conv_algorithm);
+        return -1;
+    }
+    return 0;
+}
+
 pf_model *pf_model_new(const pf_config *cfg, char *err, size_t errlen) {
     pf_model *m = calloc(1, sizeof *m);
     if (!m) {
@@ -32,36 +68,34 @@ pf_model *pf_model_new(const pf_config *cfg, char *err, size_t errlen) {
     m->loss.weight = cfg->loss_weight;
     m->loss.eps = cfg->charbonnier_eps;
     if (pf_net_build(&m->net, cfg, err, errlen)) goto fail;
-    const pf_net *g = &m->net;
-    m->frames = pf_net_frames(g);
-    m->params = calloc(g->n_params + 1, sizeof(float));
-    m->grads = calloc(g->n_params + 1, sizeof(float));
-    m->train_conv = calloc((size_t)g->n_convs + 1, sizeof *m->train_conv);
-    m->infer_conv = calloc((size_t)g->n_convs + 1, sizeof *m->infer_conv);
-    size_t sub = pf_net_sub_numel(g);
-    if (sub) {
-        m->sub_w = calloc(sub, sizeof(float));
-        m->sub_dw = calloc(sub, sizeof(float));
+    if (model_setup(m, cfg->conv_algorithm, err, errlen)) goto fail;
+    return m;
+fail:
+    pf_model_destroy(&m);
+    return NULL;
+}
+
+pf_model *pf_model_new_net(pf_net *net, const char *conv_algorithm, char *err, size_t errlen) {
+    pf_model *m = calloc(1, sizeof *m);
+    if (!m) {
+        snprintf(err, errlen, "model: out of memory");
+        pf_net_free(net);
+        return NULL;
     }
-    if (!m->params || !m->grads || !m->train_conv || !m->infer_conv ||
-        (sub && (!m->sub_w || !m->sub_dw))) {
-        snprintf(err, errlen, "model: out of memory for %zu parameters", g->n_params);
+    m->net = *net;              /* taken over */
+    pf_net_init(net);
+    pf_net_init(&m->clip.net);
+    m->from_net = 1;
+    snprintf(m->cfg.model_type, sizeof m->cfg.model_type, "%s", m->net.type);
+    if (m->net.oom || m->net.input < 0 || m->net.output < 0) {
+        snprintf(err, errlen, "model: %s: %s", m->net.type, m->net.oom
+                 ? "out of memory building the description" : "a description without input "
+                 "or output");
         goto fail;
     }
-    for (int i = 0; i < g->n_convs; i++) {
-        pf_graph_conv_init(g, i, &m->train_conv[i]);
-        pf_graph_conv_init(g, i, &m->infer_conv[i]);
-    }
-    if (pf_dnnl_init(&m->dnnl, err, errlen)) goto fail;
-    if (!strcmp(cfg->conv_algorithm, "direct")) {
-        m->dnnl.conv_algo = PF_CONV_DIRECT;
-    } else if (!strcmp(cfg->conv_algorithm, "winograd")) {
-        m->dnnl.conv_algo = PF_CONV_WINOGRAD;
-    } else if (cfg->conv_algorithm[0] && strcmp(cfg->conv_algorithm, "auto")) {
-        snprintf(err, errlen, "model: conv_algorithm '%s' is not auto, direct or winograd",
-                 cfg->conv_algorithm);
+    if (pf_net_check_desc(&m->net, err, errlen) ||
+        model_setup(m, conv_algorithm ? conv_algorithm : "", err, errlen))
         goto fail;
-    }
     return m;
 fail:
     pf_model_destroy(&m);
@@ -136,7 +170,7 @@ static int set_weights(pf_model *m, const pf_net *g, pf_conv *convs, char *err,
 
 static pf_gctx ctx(pf_model *m, const pf_net *net, pf_conv *convs) {
     return (pf_gctx){ .net = net, .dnnl = &m->dnnl, .convs = convs, .params = m->params,
-                      .grads = m->grads, .sub_dw = m->sub_dw };
+                      .grads = m->grads, .sub_dw = m->sub_dw, .input_grad = m->from_net };
 }
 
 static int plan(pf_model *m, const pf_net *net, pf_plan *p, pf_conv *convs, int n, int h,
@@ -161,6 +195,12 @@ static const float *out_mean(const pf_model *m) { return m->net.use_mean ? m->ne
 int pf_model_train_step(pf_model *m, const uint8_t *lq, const uint8_t *gt, int n, int lq_h,
                         int lq_w, float *loss, char *err, size_t errlen) {
     pf_plan *p = &m->train;
+    if (m->from_net) {
+        snprintf(err, errlen, "model: %s has no loss (pf_model_new_net): "
+                 "pf_model_forward_train_f32 and pf_model_backward_from", m->net.type);
+        return -1;
+    }
+    m->fwd_f32 = 0;
     pf_conv *convs = m->train_conv;
     if (plan(m, &m->net, p, convs, n, lq_h, lq_w, 1, err, errlen)) return -1;
     if (set_weights(m, &m->net, convs, err, errlen)) return -1;
@@ -178,11 +218,62 @@ int pf_model_train_step(pf_model *m, const uint8_t *lq, const uint8_t *gt, int n
 
 int pf_model_train_output(const pf_model *m, int n, float *out) {
     const pf_plan *p = &m->train;
-    if (!p->n || !p->g || n < 1 || n > p->n) return -1;
+    if (!p->n || !p->g || n < 1 || n > p->n || m->from_net) return -1;
     int block, s = m->net.scale;
     const float *y = pf_gstate_out(p->g, &block);
     pf_act_to_image(out, y, n, m->frames, p->h * s, p->w * s, out_mean(m), m->net.range, block);
     return 0;
+}
+
+int pf_model_forward_train_f32(pf_model *m, const float *x, int n, int h, int w, char *err,
+                               size_t errlen) {
+    pf_plan *p = &m->train;
+    pf_conv *convs = m->train_conv;
+    m->fwd_f32 = 0;
+    if (plan(m, &m->net, p, convs, n, h, w, 1, err, errlen)) return -1;
+    if (set_weights(m, &m->net, convs, err, errlen)) return -1;
+    pf_gctx c = ctx(m, &m->net, convs);
+    if (pf_graph_forward_f32(&c, p->g, x, err, errlen)) return -1;
+    if (pf_dnnl_check(dnnl_stream_wait(m->dnnl.stream), "model", "dnnl_stream_wait", err,
+                      errlen))
+        return -1;
+    m->fwd_f32 = 1;
+    return 0;
+}
+
+/* The tensor id of `which` (-1 output, k tap k) after a pf_model_forward_train_f32, or -1. */
+static int tensor_of(const pf_model *m, int which) {
+    if (!m->fwd_f32 || !m->train.g || which < -1 || which >= m->net.n_taps) return -1;
+    return which < 0 ? m->net.output : m->net.taps[which];
+}
+
+int pf_model_shape(const pf_model *m, int which, int dims[4]) {
+    int t = tensor_of(m, which);
+    if (t < 0) return -1;
+    pf_gctx c = ctx((pf_model *)m, &m->net, m->train_conv);
+    pf_gstate_shape(&c, m->train.g, t, dims);
+    return 0;
+}
+
+int pf_model_read(const pf_model *m, int which, float *nchw) {
+    int t = tensor_of(m, which);
+    if (t < 0) return -1;
+    pf_gctx c = ctx((pf_model *)m, &m->net, m->train_conv);
+    return pf_graph_read(&c, m->train.g, t, nchw);
+}
+
+int pf_model_backward_from(pf_model *m, const float *dout_nchw, const float *const *dtaps,
+                           float *dx_nhwc, char *err, size_t errlen) {
+    if (!m->fwd_f32 || !m->train.g) {
+        snprintf(err, errlen, "model: %s: backward without pf_model_forward_train_f32",
+                 m->net.type);
+        return -1;
+    }
+    pf_gctx c = ctx(m, &m->net, m->train_conv);
+    if (pf_graph_backward_from(&c, m->train.g, dout_nchw, dtaps, dx_nhwc, err, errlen))
+        return -1;
+    return pf_dnnl_check(dnnl_stream_wait(m->dnnl.stream), "model", "dnnl_stream_wait", err,
+                         errlen);
 }
 
 /* pf_model_infer and pf_model_infer_f32 on an image network: lq one of u8 and f32. */
@@ -190,6 +281,11 @@ static int infer_image(pf_model *m, const uint8_t *lq, const float *lqf, int h, 
                        float *out, char *err, size_t errlen) {
     pf_plan *p = &m->infer;
     pf_conv *convs = m->infer_conv;
+    if (m->net.t[m->net.output].c != 3 * m->frames) {
+        snprintf(err, errlen, "model: %s's output is not an image (%d channels)", m->net.type,
+                 m->net.t[m->net.output].c);
+        return -1;
+    }
     int replanned = p->n != 1 || p->h != h || p->w != w;
     size_t n_params = m->net.n_params;
     if (plan(m, &m->net, p, convs, 1, h, w, 0, err, errlen)) return -1;

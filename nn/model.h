@@ -25,6 +25,48 @@ typedef struct pf_model pf_model;
 pf_model *pf_model_new(const pf_config *cfg, char *err, size_t errlen);
 void pf_model_destroy(pf_model **self);
 
+/* A model of a description the caller built (nn/net.h: a discriminator, a feature extractor
+   for a perceptual loss; any output channel count, taps), taken over: *net is moved into the
+   model and left empty (pf_net_init), also on failure, when it is freed. conv_algorithm as
+   the config key (NULL or "": auto). No loss of its own and no model.type: pf_model_train_step
+   refuses it; pf_model_infer takes it when its output has 3 channels per input frame.
+   Parameters start zeroed (pf_model_init draws them by net's init). Its training plan can
+   give the gradient with respect to the input (pf_model_backward_from's dx_nhwc): for that
+   it also keeps the first convolutions' backward-data primitives; a backward without dx costs
+   what it costs a zoo model. Returns NULL with err (net refused by pf_net_check_desc, out of
+   memory, bad conv_algorithm). */
+struct pf_net;
+pf_model *pf_model_new_net(struct pf_net *net, const char *conv_algorithm, char *err,
+                           size_t errlen);
+
+/* A training forward of float input x: n x h x w x C NHWC (C the input tensor's channels; 3 T
+   channels as n x T x h x w x 3), read as pf_graph_forward_f32 reads it (as is, nominally
+   [0, 1]; the PF_G_INPUT node then applies the description's mean and range). Keeps the
+   output and the taps (pf_model_read) and what backward reads. Any model (a zoo model: its
+   float LQ, e.g. uint8 / 255.0f for pf_model_train_step's bits). Returns 0, or -1 with err. */
+int pf_model_forward_train_f32(pf_model *m, const float *x, int n, int h, int w, char *err,
+                               size_t errlen);
+
+/* N, C, H, W of the last pf_model_forward_train_f32's output (which -1) or tap `which`
+   (0..n_taps-1) into dims. Returns 0, or -1 when no such forward ran or which is out of
+   range. */
+int pf_model_shape(const pf_model *m, int which, int dims[4]);
+
+/* That output (which -1) or tap as N x C x H x W plain NCHW floats (real channels, whatever
+   layout the planner chose), raw activations: no mean or range applied. Returns 0, or -1 as
+   pf_model_shape. */
+int pf_model_read(const pf_model *m, int which, float *nchw);
+
+/* Backward of the last pf_model_forward_train_f32 for the scalar loss whose gradients the
+   caller gives in pf_model_shape's shapes, plain NCHW: dout_nchw for the output, dtaps[k] for
+   tap k (NULL, or a NULL entry: zero; nothing is computed for what only zeros reach).
+   Parameter gradients are overwritten into pf_model_grads (as pf_model_train_step's);
+   dx_nhwc (NULL: not wanted) gets d loss / d x in x's shape (n x h x w x C NHWC), the chain
+   rule through the input node's (x - mean) * range included (a model from pf_model_new gives
+   none: -1 with err). Returns 0, or -1 with err. */
+int pf_model_backward_from(pf_model *m, const float *dout_nchw, const float *const *dtaps,
+                           float *dx_nhwc, char *err, size_t errlen);
+
 /* PyTorch's default initialisation for nn.Conv2d (kaiming_uniform a=sqrt(5), bias
    U(-1/sqrt(fan_in), 1/sqrt(fan_in))), drawn from a counter-based RNG keyed by `seed`, so the
    same seed gives the same weights on any machine. */

@@ -41,5 +41,8 @@ struct pf_model {
     int video;                  /* a video network (BasicVSR): inputs are clips */
     int frames;                 /* frames of the training network's input (1: images) */
     pf_clip_net clip;           /* video: the network pf_model_infer_clip last ran */
+    int from_net;               /* built by pf_model_new_net: no loss; its training plan can
+                                   give the input's gradient (pf_gctx.input_grad) */
+    int fwd_f32;                /* the training plan holds a pf_model_forward_train_f32 */
 };
 #endif

@@ -260,14 +260,28 @@ void pf_net_sub_grads(const pf_net *g, const float *S, float *grads) {
 
 /* ---- derived from the node list ------------------------------------------------------------ */
 
-void pf_net_need_grad(const pf_net *g, int *need) {
+/* need[t] for every t: a node's output needs a gradient when the node has weights, reads
+   the input image (with `input`) or reads a tensor that needs one. */
+static void need_from(const pf_net *g, int input, int *need) {
     memset(need, 0, (size_t)g->n_t * sizeof *need);
     for (int k = 0; k < g->n_node; k++) {
         const pf_gnode *nd = &g->node[k];
         int o = nd->op == PF_G_CONV || nd->op == PF_G_PRELU;   /* it has weights */
+        o |= input && nd->op == PF_G_INPUT;
         for (int i = 0; i < nd->n_in; i++) o |= need[nd->in[i]];
         need[nd->out] = o;
     }
+}
+
+void pf_net_need_grad(const pf_net *g, int *need) { need_from(g, 0, need); }
+void pf_net_need_input_grad(const pf_net *g, int *need) { need_from(g, 1, need); }
+
+int pf_net_add_tap(pf_net *g, int t) {
+    if (t < 0 || t >= g->n_t || g->n_taps >= PF_NET_MAX_TAPS) return -1;
+    for (int k = 0; k < g->n_taps; k++)
+        if (g->taps[k] == t) return -1;
+    g->taps[g->n_taps] = t;
+    return g->n_taps++;
 }
 
 int pf_net_backward_reads_in(const pf_net *g, int k, int i) {
@@ -295,6 +309,7 @@ void pf_net_last_use(const pf_net *g, int training, int *last) {
         for (int i = 0; i < nd->n_in; i++) last[nd->in[i]] = k;
     }
     if (g->output >= 0) last[g->output] = g->n_node;
+    for (int k = 0; k < g->n_taps; k++) last[g->taps[k]] = g->n_node;
     for (int k = 0; training && k < g->n_node; k++) {
         const pf_gnode *nd = &g->node[k];
         for (int i = 0; i < nd->n_in; i++)

@@ -149,6 +149,10 @@ typedef struct {
     double fan_in, scale;
 } pf_param_init;
 
+/* Taps: intermediate tensors a caller reads after forward and gives a gradient before
+   backward (the pre-ReLU VGG features of a perceptual loss), beside the output. */
+#define PF_NET_MAX_TAPS 16
+
 typedef struct pf_net {
     char type[32];              /* model.type */
     int scale;
@@ -173,6 +177,9 @@ typedef struct pf_net {
     int sub_conv, sub_stride, sub_r;
     int *sub_idx;
     int oom;                    /* an append failed; the builder reports it */
+    int taps[PF_NET_MAX_TAPS];  /* tensors kept readable after forward, whose gradient the
+                                   caller may give backward (pf_net_add_tap) */
+    int n_taps;
 } pf_net;
 
 /* BasicVSR x4 (nn/zoo.c) unrolled over `frames` frames (1..64): input 3 frames channels in
@@ -211,6 +218,12 @@ int pf_net_conv_bias(const pf_net *net, int i);
 int pf_net_add_layer(pf_net *net, const char *name, int ic, int oc, int k, int weight_tensor);
 /* Tensor t gets round (pf_gtensor.round); returns t (-1 stays -1). */
 int pf_net_round(pf_net *net, int t, int round);
+/* Make tensor t tap k (k = the returned index, in call order): like the output, its buffer
+   stays readable after forward (pf_net_last_use: read at n_node) and a gradient the caller
+   gives for it joins backward (nn/graph.h pf_graph_backward_from). A tensor may be a tap once.
+   Returns k, or -1 when t is not a tensor (t -1 stays -1), is a tap already or
+   PF_NET_MAX_TAPS are taken. */
+int pf_net_add_tap(pf_net *net, int t);
 /* A parameter tensor of ndim (1..4) dims. */
 int pf_net_add_tensor(pf_net *net, const char *name, int ndim, const int64_t *shape,
                       pf_param_init init);
@@ -247,8 +260,11 @@ void pf_net_sub_grads(const pf_net *net, const float *sub_dw, float *grads);
 
 /* need[t] = 1 when a parameter lies upstream of tensor t (backward computes its gradient). */
 void pf_net_need_grad(const pf_net *net, int *need);
-/* last[t] = index of the last node reading t in the forward pass (-1: none; the output:
-   n_node, the loss or the download reads it). training = 1 extends to n_node every tensor
+/* The same when backward also computes d loss / d input: need[t] = 1 when a parameter or a
+   PF_G_INPUT node lies upstream of t. */
+void pf_net_need_input_grad(const pf_net *net, int *need);
+/* last[t] = index of the last node reading t in the forward pass (-1: none; the output and
+   the taps: n_node, the loss or the download reads them). training = 1 extends to n_node every tensor
    backward reads (pf_net_backward_reads_in / _out), so its buffer is not shared. */
 void pf_net_last_use(const pf_net *net, int training, int *last);
 /* Whether node k's backward reads input i (0..n_in-1) / its output: a convolution's input

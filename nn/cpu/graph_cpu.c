@@ -19,6 +19,7 @@ void pf_gstate_free(pf_gstate **s) {
     if (!*s) return;
     free((*s)->ts);
     free((*s)->need);
+    free((*s)->need_param);
     free((*s)->last);
     free((*s)->hint);
     free((*s)->run);
@@ -125,6 +126,24 @@ static int plan_buffers(const pf_gctx *m, pf_gstate *S, int training) {
 #undef ROUND
 }
 
+/* An input_grad plan: need (pf_net_need_input_grad) and need_param (pf_net_need_grad, already
+   in need). 0, or -1 with err. */
+static int plan_input_grad(const pf_net *g, pf_gstate *S, char *err, size_t errlen) {
+    for (int k = 0; k < g->n_node; k++)
+        if (g->node[k].op == PF_G_BILINEAR_IN || g->node[k].op == PF_G_BICUBIC_IN) {
+            snprintf(err, errlen, "%s: no input gradient through a %s node", g->type,
+                     pf_net_op_name(g->node[k].op));
+            return -1;
+        }
+    if (!(S->need_param = malloc(((size_t)g->n_t + 1) * sizeof *S->need_param))) {
+        snprintf(err, errlen, "%s: out of memory", g->type);
+        return -1;
+    }
+    memcpy(S->need_param, S->need, (size_t)g->n_t * sizeof *S->need);
+    pf_net_need_input_grad(g, S->need);
+    return 0;
+}
+
 void pf_graph_conv_init(const pf_net *net, int i, pf_conv *c) {
     const pf_nconv *d = &net->conv[i];
     pf_conv_init(c, d->name, d->ic, d->oc, d->k, d->act);
@@ -160,6 +179,7 @@ int pf_graph_plan(const pf_gctx *m, pf_gstate **out_state, int n, int h, int w, 
     }
     pf_net_need_grad(g, S->need);
     pf_net_last_use(g, 0, S->last);
+    if (training && m->input_grad && plan_input_grad(g, S, err, errlen)) goto fail;
     if (training) {
         S->wuses = calloc((size_t)g->n_tensors + 1, sizeof *S->wuses);
         S->wset = calloc((size_t)g->n_tensors + 1, sizeof *S->wset);
@@ -206,6 +226,29 @@ float *pf_gstate_out(const pf_gstate *S, int *block) {
     return o->data;
 }
 float *pf_gstate_dout(const pf_gstate *S) { return S->ts[S->output].grad_own; }
+
+void pf_gstate_shape(const pf_gctx *m, const pf_gstate *S, int t, int dims[4]) {
+    dims[0] = S->n;
+    dims[1] = m->net->t[t].c;
+    dims[2] = S->ts[t].h;
+    dims[3] = S->ts[t].w;
+}
+
+/* Whether tensor t is the output or a tap (kept after forward). */
+static int kept(const pf_net *g, int t) {
+    int hit = t == g->output;
+    for (int k = 0; k < g->n_taps; k++) hit |= g->taps[k] == t;
+    return hit;
+}
+
+int pf_graph_read(const pf_gctx *m, const pf_gstate *S, int t, float *nchw) {
+    const pf_net *g = m->net;
+    if (t < 0 || t >= g->n_t || !kept(g, t)) return -1;
+    const pf_tstate *a = &S->ts[t];
+    pf_cpu_concat_part(a->data, g->t[t].c, a->block, a->numel, nchw, g->t[t].c, 1, 0, S->n,
+                       a->h, a->w, 0, 0);
+    return 0;
+}
 
 
 /* ---- forward -------------------------------------------------------------------------- */
@@ -587,6 +630,11 @@ static int backward_node(const pf_gctx *m, pf_gstate *S, pf_conv *convs, const p
     float *dy = o->grad, *dx, *d1, fm[PF_G_MAX_CH];
     switch (nd->op) {
     case PF_G_INPUT:
+        if (S->dx)      /* d loss / d lq, asked of pf_graph_backward_from */
+            pf_cpu_input_backward(S->dx, dy, n, C, H, W, g->use_mean ? g->range : 1.0f, b,
+                                  S->dx_set);
+        S->dx_set |= S->dx != NULL;
+        return 0;
     case PF_G_BILINEAR_IN:
     case PF_G_BICUBIC_IN:
     case PF_G_ZERO:
@@ -679,7 +727,37 @@ static int backward_node(const pf_gctx *m, pf_gstate *S, pf_conv *convs, const p
     return -1;
 }
 
-int pf_graph_backward(const pf_gctx *m, pf_gstate *S, char *err, size_t errlen) {
+/* The gradients backward starts from: the output's (out_set: in its buffer already, or,
+   with dout, from the caller's NCHW) and the taps' (dtaps, NCHW), each converted into the
+   tensor's layout in a buffer of the gradient pool (held until the tap's producer has run
+   backward). 0, or -1 out of memory (S->goom). */
+static int seed_grads(const pf_gctx *m, pf_gstate *S, int out_set, const float *dout,
+                      const float *const *dtaps) {
+    const pf_net *g = m->net;
+    pf_tstate *o = &S->ts[g->output];
+    o->grad_set = out_set;
+    if (dout && o->grad && o->padded) memset(o->grad, 0, o->numel * sizeof(float));
+    if (dout && o->grad)
+        pf_cpu_concat_part(o->grad, g->t[g->output].c, o->block, o->numel, (float *)dout,
+                           g->t[g->output].c, 1, 0, S->n, o->h, o->w, 1, 0);
+    for (int k = 0; dtaps && k < g->n_taps; k++) {
+        pf_tstate *t = &S->ts[g->taps[k]];
+        int acc = t->grad_set;
+        if (!dtaps[k] || !t->need_grad) continue;
+        if (!t->grad && gacquire(S, t)) return -1;      /* padding zeroed */
+        if (!acc && t->padded && t->grad == t->grad_own)    /* the output as a tap */
+            memset(t->grad, 0, t->numel * sizeof(float));
+        t->grad_set = 1;
+        pf_cpu_concat_part(t->grad, g->t[g->taps[k]].c, t->block, t->numel, (float *)dtaps[k],
+                           g->t[g->taps[k]].c, 1, 0, S->n, t->h, t->w, 1, acc);
+    }
+    return 0;
+}
+
+/* pf_graph_backward and pf_graph_backward_from: the output's gradient set (out_set), or
+   given (dout), the taps' (dtaps), dx (see pf_graph_backward_from). */
+static int backward_run(const pf_gctx *m, pf_gstate *S, int out_set, const float *dout,
+                        const float *const *dtaps, float *dx, char *err, size_t errlen) {
     const pf_net *g = m->net;
     pf_conv *convs = m->convs;
     memset(m->grads, 0, m->net->n_params * sizeof(float));
@@ -688,21 +766,21 @@ int pf_graph_backward(const pf_gctx *m, pf_gstate *S, char *err, size_t errlen) 
         S->ts[i].grad_set = 0;
         S->ts[i].grad = S->ts[i].grad_own;     /* NULL but for the output */
         S->ts[i].gslot = -1;
+        /* an input_grad plan computes the gradients only the input needs when dx is asked */
+        if (S->need_param) S->ts[i].need_grad = dx ? S->need[i] : S->need_param[i];
     }
     for (int k = 0; k < S->n_gslots; k++) S->grefs[k] = 0;
     S->tslot[0] = S->tslot[1] = -1;
-    S->ts[g->output].grad_set = 1;      /* the loss wrote d_out */
+    S->dx = dx;
+    S->dx_set = 0;
+    if (seed_grads(m, S, out_set, dout, dtaps)) goto oom;   /* out_set: the loss wrote d_out */
     int timed = prof_on();
     prof.calls[1] += timed;
     for (int k = g->n_node - 1; k >= 0; k--) {
         double t0 = timed ? prof_now() : 0;
         TRY(backward_node(m, S, convs, &g->node[k], err, errlen));
         if (timed) prof_add(m, &g->node[k], 1, t0);
-        if (S->goom) {
-            snprintf(err, errlen, "%s: out of memory for gradients of a %d-sample batch",
-                     m->net->type, S->n);
-            return -1;
-        }
+        if (S->goom) goto oom;
         /* the node's output gradient is consumed: its slot is free unless passed on; its
            temporaries are free */
         pf_tstate *o = &S->ts[g->node[k].out];
@@ -712,6 +790,36 @@ int pf_graph_backward(const pf_gctx *m, pf_gstate *S, char *err, size_t errlen) 
             if (S->tslot[i] >= 0) S->grefs[S->tslot[i]]--;
             S->tslot[i] = -1;
         }
+    }
+    S->dx = NULL;
+    return 0;
+oom:
+    S->dx = NULL;
+    snprintf(err, errlen, "%s: out of memory for gradients of a %d-sample batch",
+             m->net->type, S->n);
+    return -1;
+}
+
+int pf_graph_backward(const pf_gctx *m, pf_gstate *S, char *err, size_t errlen) {
+    return backward_run(m, S, 1, NULL, NULL, NULL, err, errlen);
+}
+
+int pf_graph_backward_from(const pf_gctx *m, pf_gstate *S, const float *dout,
+                           const float *const *dtaps, float *dx, char *err, size_t errlen) {
+    const pf_net *g = m->net;
+    if (!S->training) {
+        snprintf(err, errlen, "%s: backward of an inference plan", g->type);
+        return -1;
+    }
+    if (dx && !S->need_param) {
+        snprintf(err, errlen, "%s: an input gradient from a plan made without input_grad",
+                 g->type);
+        return -1;
+    }
+    TRY(backward_run(m, S, dout != NULL, dout, dtaps, dx, err, errlen));
+    if (dx && !S->dx_set) {     /* no gradient reached the input */
+        const pf_tstate *in = &S->ts[g->input];
+        memset(dx, 0, (size_t)S->n * g->t[g->input].c * in->h * in->w * sizeof(float));
     }
     return 0;
 }

@@ -40,7 +40,12 @@ struct pf_gstate {
     int n;
     int training;
     pf_tstate *ts;
-    int *need;              /* per tensor: pf_net_need_grad */
+    int *need;              /* per tensor: pf_net_need_grad (an input_grad plan:
+                               pf_net_need_input_grad) */
+    int *need_param;        /* an input_grad plan: pf_net_need_grad, the need of a backward
+                               not asked for dx (NULL: not such a plan) */
+    float *dx;              /* backward: d loss / d input, the caller's NHWC (NULL: none) */
+    int dx_set;             /* backward: dx holds a contribution */
     int *last;              /* per tensor: pf_net_last_use in forward (not extended) */
     int *run;               /* per node: 2 blocks a convolution runs on instead of its input's
                                and output's (0 = its own), from improve() */

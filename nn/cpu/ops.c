@@ -198,6 +198,22 @@ void pf_cpu_input_forward(float *y, pf_lq lq, int n, int c, int h, int w,
     else image_frames_to_act(y, lq, n, c, h, w, mean, range, b);
 }
 
+void pf_cpu_input_backward(float *dx, const float *dy, int n, int c, int h, int w, float f,
+                           int b, int acc) {
+    int frames = c / 3;
+#pragma omp parallel for collapse(2) schedule(static)
+    for (int in = 0; in < n; in++)
+        for (int t = 0; t < frames; t++)
+            for (int y = 0; y < h; y++)
+                for (int x = 0; x < w; x++) {
+                    float *p = dx + ((((size_t)in * frames + t) * h + y) * w + x) * 3;
+                    for (int k = 0; k < 3; k++) {
+                        float v = f * dy[pf_blk_off(in, 3 * t + k, y, x, c, h, w, b)];
+                        p[k] = acc ? p[k] + v : v;
+                    }
+                }
+}
+
 void pf_cpu_bilinear_in_forward(float *y, pf_lq lq, int n, int H, int W, int r, int b) {
     /* ATen upsample_bilinear2d, align_corners=False, scale given: src = (dst + 0.5) / r
        - 0.5 clamped at 0; the right/bottom tap clamps to the last pixel. */

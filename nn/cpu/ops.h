@@ -33,9 +33,14 @@ void pf_cpu_axpy_layout(float *dst, int bd, const float *src, int bs, float s, i
 
 /* PF_G_INPUT: lq n x T x h x w x 3 NHWC (pf_lq_at: uint8 / 255 or float; T = c / 3 frames;
    frame t's colour k into channel 3 t + k) -> y, (lq - mean) * range (mean NULL: lq), block b. Padding
-   channels are written as zeros. No backward (the input needs no gradient). */
+   channels are written as zeros. Its backward, pf_cpu_input_backward, only when a caller asks
+   for the input's gradient (nn/graph.h pf_graph_backward_from). */
 void pf_cpu_input_forward(float *y, pf_lq lq, int n, int c, int h, int w,
                           const float *mean, float range, int b);
+/* PF_G_INPUT's backward: dx (lq's shape and order above, float) = [dx +] f * dy (N x c x h x
+   w, block b), f = d y / d lq: the node's range where it subtracts a mean, else 1. */
+void pf_cpu_input_backward(float *dx, const float *dy, int n, int c, int h, int w, float f,
+                           int b, int acc);
 
 /* PF_G_BILINEAR_IN: lq n x (H / r) x (W / r) x 3 (pf_lq_at) -> y n x 3 x H x W (block b),
    ATen's upsample_bilinear2d (align_corners=False, scale given) of lq. No backward. */
