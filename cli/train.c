@@ -32,6 +32,7 @@
 #include <zmq.h>
 
 #include "common/checkpoint.h"
+#include "common/gan_cfg.h"
 #include "common/log.h"
 #include "common/number.h"
 #include "common/util.h"
@@ -836,6 +837,12 @@ static int train_prepare(train *t) {
     if (pf_job_prepare(&t->cfg, a->cfg_path, a->resume, a->workers, &train, &sampler, &total,
                        t->err, sizeof t->err) != 0) {
         fprintf(stderr, "pixflow: %s\n", t->err);
+        return 2;
+    }
+    if (pf_gan_check_backend(&t->cfg, a->gpus > 0, t->err, sizeof t->err) != 0) {
+        fprintf(stderr, "pixflow: %s\n", t->err);
+        pf_dataset_close(&train);
+        pf_sampler_free(&sampler);
         return 2;
     }
     const pf_config *cfg = &t->cfg;

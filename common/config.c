@@ -751,6 +751,34 @@ static int parse_metrics(pf_cfg_ctx *c, const pf_ynode *v, const char *kp, pf_co
     return 0;
 }
 
+/* gan.perceptual_opt.layer_weights: {NAME: WEIGHT, ...} in file order, each pair set with
+   pf_perceptual_opts_set (common/perceptual_opts.h: NAME a VGG19 layer, not twice, WEIGHT a
+   number >= 0), its error at the pair's line. */
+static int parse_layer_weights(pf_cfg_ctx *c, const pf_ynode *key, const pf_ynode *v,
+                               const char *kp, pf_perceptual_opts *o) {
+    pf_section s;
+    if (open_section(c, key, v, kp, &s))
+        return -1;
+    o->n_layers = 0;
+    void *it = NULL;
+    char name[64], ip[192], opt[96], num[40], why[1024];
+    const pf_ynode *k2, *v2;
+    int r;
+    while ((r = next_pair(c, &s, &it, name, sizeof name, &k2, &v2)) > 0) {
+        snprintf(ip, sizeof ip, "%s.%s", kp, name);
+        double w;
+        if (pf_cfg_get_double(c, v2, ip, 0, 0, 1e300, 0, &w))
+            return -1;
+        snprintf(opt, sizeof opt, "layer_weights.%s", name);
+        snprintf(num, sizeof num, "%.17g", w);     /* read back as the same double */
+        if (pf_perceptual_opts_set(o, opt, num, why, sizeof why)) {
+            const char *colon = strstr(why, ": ");
+            return pf_cfg_fail(c, node_line(k2), ip, "%s", colon ? colon + 2 : why);
+        }
+    }
+    return r < 0 ? -1 : 0;
+}
+
 static int parse_custom(pf_cfg_ctx *c, pf_lines *L, const pf_config_key *k, const pf_ynode *key,
                         const pf_ynode *v, const char *kp, char *base, pf_config *cfg) {
     static const char *convert[] = {"y", NULL};
@@ -766,6 +794,8 @@ static int parse_custom(pf_cfg_ctx *c, pf_lines *L, const pf_config_key *k, cons
         return parse_clips(c, L, k, v, kp, (pf_dataset_cfg *)(base + k->offset), cfg);
     case PF_KC_NAMES:
         return parse_names(c, v, kp, (pf_dataset_cfg *)(base + k->offset));
+    case PF_KC_LAYER_WEIGHTS:
+        return parse_layer_weights(c, key, v, kp, (pf_perceptual_opts *)(base + k->offset));
     case PF_KC_CONVERT_TO:
         cfg->eval_y_channel = 0;
         if (pf_cfg_is_null(v))
@@ -1027,6 +1057,44 @@ static int realesrgan_rules(pf_cfg_ctx *c, const pf_lines *L, pf_config *cfg) {
     return 0;
 }
 
+/* The gan section (issue 41): the discriminator against the GT patch, optim_d's Nesterov rule
+   (as optimizers'), the perceptual options as a whole (pf_perceptual_opts_check), and what is
+   not supported yet. */
+static int gan_rules(pf_cfg_ctx *c, const pf_lines *L, pf_config *cfg) {
+    const pf_gan_cfg *g = &cfg->gan;
+    if (!g->enabled)
+        return 0;
+    if (pf_network_find(cfg->model_type)->video)
+        return pf_cfg_fail(c, line_of(L, "gan"), "gan",
+                           "GAN training of a video network (%s) is not supported yet: the gan "
+                           "section takes an image network (issue 41)", cfg->model_type);
+    if (g->optim_d.nesterov && (g->optim_d.momentum <= 0 || g->optim_d.dampening != 0))
+        return pf_cfg_fail(c, line_of(L, "gan.optim_d.nesterov"), "gan.optim_d.nesterov",
+                           "Nesterov momentum requires a momentum > 0 and zero dampening (torch)");
+    char why[1024], kp[96];
+    if (g->has_perceptual_opt && pf_perceptual_opts_check(&g->perceptual_opt, why, sizeof why)) {
+        const char *colon = strstr(why, ": ");
+        snprintf(kp, sizeof kp, "gan.perceptual_opt.%.*s", colon ? (int)(colon - why) : 0, why);
+        const pf_config_key *k = pf_config_key_find(kp);
+        int line = k ? L->line[row_index(k)] : 0;
+        return pf_cfg_fail(c, line ? line : line_of(L, "gan.perceptual_opt"), kp, "%s",
+                           colon ? colon + 2 : why);
+    }
+    int patch = cfg->train.present ? cfg->train.gt_patch_size : 0, at = line_of(L, "gan.network_d");
+    if (line_of(L, "data.train.gt_patch_size"))
+        at = line_of(L, "data.train.gt_patch_size");
+    if (patch && !strcmp(g->network_d.type, "VGGStyleDiscriminator") &&
+        patch != g->network_d.input_size)
+        return pf_cfg_fail(c, at, "data.train.gt_patch_size", "must equal "
+                           "gan.network_d.input_size (%d): VGGStyleDiscriminator takes GT "
+                           "patches of that size, got %d", g->network_d.input_size, patch);
+    if (patch && !strcmp(g->network_d.type, "UNetDiscriminatorSN") && patch % 8)
+        return pf_cfg_fail(c, at, "data.train.gt_patch_size", "must be a multiple of 8 for "
+                           "UNetDiscriminatorSN (it halves the patch three times), got %d",
+                           patch);
+    return 0;
+}
+
 /* Every rule that involves more than one key, after the walk and the `when` checks. */
 static int rules(pf_cfg_ctx *c, const pf_lines *L, pf_config *cfg) {
     value_defaults(L, cfg);
@@ -1087,7 +1155,7 @@ static int rules(pf_cfg_ctx *c, const pf_lines *L, pf_config *cfg) {
                            "must be a multiple of %d for %s x%d (the LQ patch is "
                            "pixel-unshuffled by 2), got %d", 2 * cfg->scale, cfg->model_type,
                            cfg->scale, cfg->train.gt_patch_size);
-    if (realesrgan_rules(c, L, cfg))
+    if (realesrgan_rules(c, L, cfg) || gan_rules(c, L, cfg))
         return -1;
     /* No checkpoint_config: one checkpoint at the end of an iteration-based run. The epoch
        runner's length in iterations is known only once the dataset is read, so there the
@@ -1140,6 +1208,16 @@ static int check_paths_exist(pf_cfg_ctx *c, const pf_lines *L, const pf_config *
                                    : check_file(c, L->line[i], k->path, p))
             return -1;
     }
+    /* the VGG19 weights are never downloaded: say how to make the file */
+    const char *vgg = cfg->gan.vgg_weights;
+    struct stat st;
+    if (cfg->gan.enabled && cfg->gan.has_perceptual_opt &&
+        (stat(vgg, &st) != 0 || !S_ISREG(st.st_mode)))
+        return pf_cfg_fail(c, line_of(L, "gan.perceptual_opt.vgg_weights"),
+                           "gan.perceptual_opt.vgg_weights", "no such file '%s': convert "
+                           "torchvision's vgg19 weights (vgg19-dcbb9e9d.pth) with "
+                           "scripts/pth2safetensors.py: python3 scripts/pth2safetensors.py "
+                           "vgg19-dcbb9e9d.pth %s", vgg, vgg);
     return 0;
 }
 
@@ -1185,6 +1263,11 @@ int pf_config_check_train(const pf_config *cfg, char *err, size_t errlen) {
             size_t at = strlen(keys);
             snprintf(keys + at, sizeof keys - at, "%s%s", n++ ? ", " : "", need[i]);
         }
+    if (!n && cfg->gan.enabled) {
+        snprintf(err, errlen, "%s: gan: training step not wired yet (issue 41); the config "
+                 "loads and checks, `pixflow train` does not run it", cfg->path);
+        return -1;
+    }
     if (!n)
         return 0;
     snprintf(err, errlen, "%s: `pixflow train` needs %s, missing from the config (a config "

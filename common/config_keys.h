@@ -84,6 +84,8 @@ typedef enum {
     PF_KC_CONVERT_TO,           /* evaluation.convert_to: y / Y / null (int flag) */
     PF_KC_CLIPS,                /* data.*.clips: list of {name, frames, crop} (pf_clip_cfg) */
     PF_KC_NAMES,                /* data.*.val_partition: list of clip names */
+    PF_KC_LAYER_WEIGHTS,        /* gan.perceptual_opt.layer_weights: {VGG19 layer: weight}
+                                   (pf_perceptual_opts, common/perceptual_opts.h) */
 } pf_key_custom;
 
 typedef struct {

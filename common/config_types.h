@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/perceptual_opts.h"
 #include "common/realesrgan_pipeline.h"
 
 #define PF_PATH_MAX 1024
@@ -101,6 +102,53 @@ typedef struct {
                                            is used up to its whole frames instead of refused
                                            (common/video_dataset.h) */
 } pf_dataset_cfg;
+
+/* The `gan` section (issue 41; common/gan_cfg.h, docs/gan.md): present, the job trains the
+   generator (`model`, `optimizers`) against a discriminator, as BasicSR's RealESRGANModel or
+   ESRGANModel (basicsr/models/realesrgan_model.py, esrgan_model.py, their base
+   srgan_model.py), with BasicSR's option names and defaults. */
+typedef struct {
+    char type[24];                      /* "UNetDiscriminatorSN" | "VGGStyleDiscriminator" */
+    int num_in_ch;                      /* 3 (the executors read RGB) */
+    int num_feat;                       /* 64 */
+    int skip_connection;                /* UNetDiscriminatorSN: 1 */
+    int input_size;                     /* VGGStyleDiscriminator: 128 | 256 (128) */
+} pf_gan_netd_cfg;
+
+typedef struct {                        /* BasicSR's GANLoss (nn/gan_loss.h) */
+    char gan_type[16];                  /* vanilla | lsgan | wgan | wgan_softplus | hinge */
+    float real_label_val;               /* 1 */
+    float fake_label_val;               /* 0 */
+    float loss_weight;                  /* 1: the generator's adversarial loss only */
+} pf_gan_loss_cfg;
+
+typedef struct {                        /* optim_d: the rows and rules of `optimizers` */
+    char type[16];                      /* "Adam" | "AdamW" | "SGD" */
+    float lr;                           /* > 0, required */
+    float betas[2];                     /* Adam/AdamW: (0.9, 0.999) */
+    float eps;                          /* Adam/AdamW: 1e-8 */
+    float weight_decay;                 /* 0 (AdamW: 0.01) */
+    float momentum, dampening;          /* SGD: 0, 0 */
+    int nesterov;                       /* SGD: 0 */
+} pf_gan_optim_cfg;
+
+typedef struct {
+    int enabled;                        /* 1 when the `gan` section is in the file */
+    char model_type[24];                /* "RealESRGANModel" | "ESRGANModel" (relativistic) */
+    int net_d_iters;                    /* discriminator updates every this many iterations
+                                           (>= 1, BasicSR 1) */
+    int net_d_init_iters;               /* the first this many iterations update only the
+                                           discriminator (>= 0, BasicSR 0) */
+    int l1_gt_usm, percep_gt_usm, gan_gt_usm; /* RealESRGANModel: each loss compares with the
+                                           sharpened GT (1, 1, 0: BasicSR's defaults) */
+    pf_gan_netd_cfg network_d;
+    int has_perceptual_opt;             /* 1 when perceptual_opt is given (else no
+                                           perceptual loss) */
+    pf_perceptual_opts perceptual_opt;  /* common/perceptual_opts.h */
+    char vgg_weights[PF_PATH_MAX];      /* perceptual_opt.vgg_weights: VGG19 safetensors */
+    pf_gan_loss_cfg gan_opt;
+    pf_gan_optim_cfg optim_d;
+} pf_gan_cfg;
 
 typedef struct {
     char path[PF_PATH_MAX];             /* the YAML file this came from */
@@ -209,6 +257,9 @@ typedef struct {
     char log_level[16];                 /* "debug" | "info" | "warning" | "error" */
     char conv_algorithm[16];            /* CPU convolutions: "auto" (default) | "direct" |
                                            "winograd" (nn/cpu/conv_dnnl.h) */
+
+    /* gan (issue 41): enabled 0 without the section */
+    pf_gan_cfg gan;
 
     /* security */
     int curve;                          /* security.curve: CURVE on every link (default 0) */

@@ -121,6 +121,16 @@ static void put_clips(pf_buf *b, const pf_config_key *k, const pf_dataset_cfg *d
     pf_buf_put(b, "]");
 }
 
+/* gan.perceptual_opt.layer_weights as {conv1_2: 0.1, ...} (flow style, file order). */
+static void put_layer_weights(pf_buf *b, const pf_perceptual_opts *o) {
+    pf_buf_put(b, "{");
+    for (int i = 0; i < o->n_layers; i++) {
+        pf_buf_put(b, "%s%s: ", i ? ", " : "", o->layer_weights[i].name);
+        put_double(b, o->layer_weights[i].weight);
+    }
+    pf_buf_put(b, "}");
+}
+
 static void put_value(pf_buf *b, const pf_config_key *k, const char *base, int raw) {
     const char *f = base + k->offset;
     if (k->flags & PF_KF_NO_STORE) {
@@ -202,6 +212,8 @@ static void put_value(pf_buf *b, const pf_config_key *k, const char *base, int r
             pf_buf_put(b, "%s", cfg->eval_y_channel ? "y" : raw ? "" : "null");
         else if (k->custom == PF_KC_NAMES || k->custom == PF_KC_CLIPS)
             put_clips(b, k, (const pf_dataset_cfg *)(base + k->offset));
+        else if (k->custom == PF_KC_LAYER_WEIGHTS)
+            put_layer_weights(b, (const pf_perceptual_opts *)(base + k->offset));
         return;
     }
     case PF_K_SECTION:

@@ -8,34 +8,12 @@
 
 #include "common/safetensors.h"
 
-/* BasicSR's NAMES['vgg19']: torchvision's vgg19().features, module by module. */
-static const char *const vgg19_names[PF_VGG19_N_NAMES] = {
-    "conv1_1", "relu1_1", "conv1_2", "relu1_2", "pool1",
-    "conv2_1", "relu2_1", "conv2_2", "relu2_2", "pool2",
-    "conv3_1", "relu3_1", "conv3_2", "relu3_2", "conv3_3", "relu3_3", "conv3_4", "relu3_4",
-    "pool3",
-    "conv4_1", "relu4_1", "conv4_2", "relu4_2", "conv4_3", "relu4_3", "conv4_4", "relu4_4",
-    "pool4",
-    "conv5_1", "relu5_1", "conv5_2", "relu5_2", "conv5_3", "relu5_3", "conv5_4", "relu5_4",
-    "pool5",
-};
-
 /* Output channels of block 1..5's convolutions (torchvision's cfg 'E'). */
 static const int vgg19_width[5] = { 64, 128, 256, 512, 512 };
 
 /* BasicSR's ImageNet statistics for images in [0, 1]. */
 static const float imagenet_mean[3] = { 0.485f, 0.456f, 0.406f };
 static const float imagenet_std[3] = { 0.229f, 0.224f, 0.225f };
-
-const char *pf_vgg19_layer_name(int i) {
-    return i >= 0 && i < PF_VGG19_N_NAMES ? vgg19_names[i] : NULL;
-}
-
-int pf_vgg19_layer_index(const char *name) {
-    for (int i = 0; name && i < PF_VGG19_N_NAMES; i++)
-        if (!strcmp(vgg19_names[i], name)) return i;
-    return -1;
-}
 
 /* Append s to buf (len bytes, NUL-terminated), truncating. */
 static void cat(char *buf, size_t len, const char *s) {
@@ -68,7 +46,7 @@ static int affine3(pf_net *g, int x, const float sub[3], const float mul[3]) {
 /* Module i of features on x (c channels, LQ / div): a conv's layer "features.i" (c -> width
    of the block), a ReLU, or a 2 x 2 max pooling. *c and *div follow the output. */
 static int vgg_module(pf_net *g, int i, int x, int *c, int *div) {
-    const char *name = vgg19_names[i];
+    const char *name = pf_vgg19_layer_name(i);
     if (!strncmp(name, "pool", 4)) {
         *div *= 2;
         return pf_net_node(g, PF_G_MAXPOOL2, &x, 1, *c, 1, *div, 0);
@@ -104,7 +82,7 @@ static int deepest_layer(const char *const *layer_names, int n_layers, char *err
                      layer_names[k] ? layer_names[k] : "(null)");
             for (int j = 0; j < PF_VGG19_N_NAMES; j++) {
                 if (j) cat(err, errlen, ", ");
-                cat(err, errlen, vgg19_names[j]);
+                cat(err, errlen, pf_vgg19_layer_name(j));
             }
             cat(err, errlen, ")");
             return -1;

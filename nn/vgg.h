@@ -35,14 +35,13 @@
 #define PF_NN_VGG_H
 #include <stddef.h>
 
+#include "common/perceptual_opts.h"
 #include "nn/net.h"
 
-#define PF_VGG19_N_NAMES 37
+#define PF_VGG19_N_NAMES PF_VGG19_N_LAYERS
 
-/* BasicSR's NAMES['vgg19'][i] (i in 0..PF_VGG19_N_NAMES-1), else NULL. */
-const char *pf_vgg19_layer_name(int i);
-/* Index of name in that order (0 for conv1_1 .. 36 for pool5), or -1 (NULL or unknown). */
-int pf_vgg19_layer_index(const char *name);
+/* pf_vgg19_layer_name, pf_vgg19_layer_index: common/perceptual_opts.h (the names are the
+   perceptual loss's options too). */
 
 /* Describe VGGFeatureExtractor(layer_names, 'vgg19', use_input_norm, range_norm) in net (type
    "VGG19", scale 1): the layers up to the deepest of layer_names[0..n_layers) (names in any

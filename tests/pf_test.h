@@ -9,6 +9,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static int pf_test_pass_, pf_test_fail_;
 
@@ -23,6 +24,18 @@ static int pf_test_pass_, pf_test_fail_;
 static inline const char *pf_test_data(void) {
     const char *d = getenv("PF_TEST_DATA");
     return d ? d : "tests/data";
+}
+
+/* 1-based line of the first `marker` in `text` (0: none): where a config test expects its
+   error. */
+static inline int pf_test_line_of(const char *text, const char *marker) {
+    const char *at = strstr(text, marker);
+    if (!at)
+        return 0;
+    int line = 1;
+    for (const char *p = text; p < at; p++)
+        line += *p == '\n';
+    return line;
 }
 
 static inline int pf_test_end(const char *name) {

@@ -27,17 +27,6 @@ static char *config_with(const char *block, const char *extra) {
     return t;
 }
 
-/* 1-based line of the first `marker` in `text` (0: none). */
-static int line_of(const char *text, const char *marker) {
-    const char *at = strstr(text, marker);
-    if (!at)
-        return 0;
-    int line = 1;
-    for (const char *p = text; p < at; p++)
-        line += *p == '\n';
-    return line;
-}
-
 /* The first field where a and b differ, or NULL (each member compared, not the padding). */
 static const char *opts_diff(const pf_realesrgan_opts *a, const pf_realesrgan_opts *b) {
     for (int s = 0; s < 2; s++) {
@@ -278,7 +267,7 @@ static void test_errors(void) {
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char *t = config_with(cases[i].block, ""), err[700] = "", want[300];
         pf_config c;
-        snprintf(want, sizeof want, "t.yaml:%d: %s", line_of(t, cases[i].marker), cases[i].want);
+        snprintf(want, sizeof want, "t.yaml:%d: %s", pf_test_line_of(t, cases[i].marker), cases[i].want);
         int rc = parse(&c, t, err, sizeof err);
         CHECK(rc == -1 && !strncmp(err, want, strlen(want)), "case %zu:\n got  '%s'\n want '%s...'",
               i, err, want);
