@@ -982,10 +982,15 @@ static int zc_wait(int want) {
     return atomic_load(&zc_calls);
 }
 
-static void zc_roundtrip(void *tx, void *rx, uint32_t n, const char *what) {
-    static unsigned char gt[4 * 8 * 8 * 3], lq[4 * 4 * 4 * 3];
-    for (size_t i = 0; i < sizeof gt; i++)
+/* A batch of n samples (with its gt_plain frame when gt_plain) sent by pf_send_zc: the parts
+   received are the header and frames sent, pf_batch_check_frames accepts them, and free_fn
+   runs once per frame. */
+static void zc_roundtrip(void *tx, void *rx, uint32_t n, int gt_plain, const char *what) {
+    static unsigned char gt[4 * 8 * 8 * 3], lq[4 * 4 * 4 * 3], plain[4 * 8 * 8 * 3];
+    for (size_t i = 0; i < sizeof gt; i++) {
         gt[i] = (unsigned char)(i * 5 + n);
+        plain[i] = (unsigned char)(i * 7 + n);
+    }
     for (size_t i = 0; i < sizeof lq; i++)
         lq[i] = (unsigned char)(i * 11 + n);
     pf_msg m, d;
@@ -994,34 +999,45 @@ static void zc_roundtrip(void *tx, void *rx, uint32_t n, const char *what) {
     memset(m.u.batch.indices + n, 0, sizeof m.u.batch.indices - n * sizeof m.u.batch.indices[0]);
     m.u.batch.gt_h = m.u.batch.gt_w = 8;
     m.u.batch.lq_h = m.u.batch.lq_w = 4;
+    m.u.batch.gt_plain = (uint32_t)gt_plain;
     size_t gsz = n * 8 * 8 * 3, lsz = n * 4 * 4 * 3;
-    pf_frame frames[2] = {{gt, gsz}, {lq, lsz}};
+    pf_frame frames[3] = {{gt, gsz}, {lq, lsz}, {plain, gsz}};
+    int nf = gt_plain ? 3 : 2;
     atomic_store(&zc_calls, 0);
-    CHECK(pf_send_zc(tx, NULL, &m, frames, 2, zc_free, &zc_calls) == 0, "%s: send: %s", what,
+    CHECK(pf_send_zc(tx, NULL, &m, frames, nf, zc_free, &zc_calls) == 0, "%s: send: %s", what,
           zmq_strerror(errno));
     pf_parts p;
     char err[256];
-    CHECK(pf_parts_recv(rx, 0, &p, err, sizeof err) == 0 && p.n == 3, "%s: 3 parts", what);
+    CHECK(pf_parts_recv(rx, 0, &p, err, sizeof err) == 0 && p.n == nf + 1, "%s: %d parts", what,
+          nf + 1);
     CHECK(pf_msg_decode(pf_parts_data(&p, 0), pf_parts_size(&p, 0), PF_MSG_BATCH, &d, err,
                         sizeof err) == 0 && same(&m, &d),
           "%s: header: %s", what, err);
+    size_t sizes[PF_MAX_FRAMES];
+    for (int i = 0; i < p.n; i++) sizes[i] = pf_parts_size(&p, i);
+    CHECK(pf_batch_check_frames(&d.u.batch, 1, p.n, sizes, err, sizeof err) == 0, "%s: %s",
+          what, err);
     CHECK(pf_parts_size(&p, 1) == gsz && (!gsz || !memcmp(pf_parts_data(&p, 1), gt, gsz)),
           "%s: gt frame", what);
     CHECK(pf_parts_size(&p, 2) == lsz && (!lsz || !memcmp(pf_parts_data(&p, 2), lq, lsz)),
           "%s: lq frame", what);
+    CHECK(!gt_plain || (pf_parts_size(&p, 3) == gsz &&
+                        (!gsz || !memcmp(pf_parts_data(&p, 3), plain, gsz))),
+          "%s: gt_plain frame", what);
     pf_parts_close(&p);
-    CHECK(zc_wait(2) == 2, "%s: free_fn called %d times, expected 2", what,
-          atomic_load(&zc_calls));
+    CHECK(zc_wait(nf) == nf, "%s: free_fn called %d times, expected %d", what,
+          atomic_load(&zc_calls), nf);
     usleep(20000);
-    CHECK(atomic_load(&zc_calls) == 2, "%s: free_fn called again", what);
+    CHECK(atomic_load(&zc_calls) == nf, "%s: free_fn called again", what);
 }
 
 static void test_zero_copy(void *ctx) {
     void *a = zmq_socket(ctx, ZMQ_PAIR), *b = zmq_socket(ctx, ZMQ_PAIR);
     CHECK(zmq_bind(a, "inproc://pf-test-zc") == 0, "bind");
     CHECK(zmq_connect(b, "inproc://pf-test-zc") == 0, "connect");
-    zc_roundtrip(a, b, 4, "inproc batch");
-    zc_roundtrip(a, b, 0, "inproc batch with empty frames");
+    zc_roundtrip(a, b, 4, 0, "inproc batch");
+    zc_roundtrip(a, b, 4, 1, "inproc batch with gt_plain");
+    zc_roundtrip(a, b, 0, 0, "inproc batch with empty frames");
     /* tcp: ZeroMQ's I/O thread writes the frames out, then frees them */
     void *push = zmq_socket(ctx, ZMQ_PUSH), *pull = zmq_socket(ctx, ZMQ_PULL);
     int linger = 0;
@@ -1031,7 +1047,8 @@ static void test_zero_copy(void *ctx) {
     CHECK(zmq_bind(pull, "tcp://127.0.0.1:*") == 0, "bind tcp");
     zmq_getsockopt(pull, ZMQ_LAST_ENDPOINT, ep, &eplen);
     CHECK(zmq_connect(push, ep) == 0, "connect tcp");
-    zc_roundtrip(push, pull, 3, "tcp batch");
+    zc_roundtrip(push, pull, 3, 0, "tcp batch");
+    zc_roundtrip(push, pull, 3, 1, "tcp batch with gt_plain");
 
     pf_msg m;
     fill(&m, PF_MSG_HEARTBEAT);
