@@ -97,6 +97,11 @@ typedef struct {
                                            (blur_kernel_size, ..., jpeg_range2) as parsed; scale
                                            is model.scale. Read through
                                            pf_dataset_realesrgan_opts (common/realesrgan_cfg.h) */
+    int gt_plain;                       /* not a key: with gt_usm, each training sample also
+                                           carries its GT patch unsharpened (the batch's
+                                           gt_plain frame; BasicSR RealESRGANModel's `gt` beside
+                                           `gt_usm`). Set after parsing for the GAN step of issue
+                                           41 (and by tests); 0 = batches as without it */
     int skip_cut_videos;                /* not a key: 1 when data.on_bad_sample is skip (set by
                                            pf_config_parse): a video file cut short at start-up
                                            is used up to its whole frames instead of refused

@@ -520,8 +520,8 @@ int pf_dataset_pair(pf_dataset *ds, int file, const pf_image **gt, const pf_imag
    sharpened when gt_usm, and its LQ degraded from that GT (BasicSR's RealESRNetModel sharpens
    self.gt, then degrades it; RealESRGANModel degrades gt_usm too). */
 static int realesrgan_sample(pf_dataset *ds, int i, uint32_t index, uint64_t seed,
-                             uint32_t epoch, uint8_t *gt_out, uint8_t *lq_out, char *err,
-                             size_t errlen) {
+                             uint32_t epoch, uint8_t *gt_out, uint8_t *lq_out,
+                             uint8_t *gt_plain_out, char *err, size_t errlen) {
     if (acquire(ds, i, err, errlen) != 0) return -1;
     const pf_image *g = &ds->cache.entries[i].gt;
     int s = ds->scale, gp = ds->gt_patch;
@@ -530,6 +530,7 @@ static int realesrgan_sample(pf_dataset *ds, int i, uint32_t index, uint64_t see
     pf_copy_patch(g->data, g->w, c.top * s, c.left * s, gp, c.hflip, c.vflip, c.transpose,
                   gt_out);
     release(ds, i);
+    if (gt_plain_out) memcpy(gt_plain_out, gt_out, (size_t)gp * gp * 3);   /* before USM */
     pf_realesrgan_params p;
     pf_realesrgan_draw(&ds->resr, pf_dataset_degrade_key(seed, epoch, index), &p);
     if ((ds->cfg.gt_usm && pf_usm_sharp_u8(gt_out, gp, gp, 3, gt_out, err, errlen) != 0) ||
@@ -544,26 +545,36 @@ static int realesrgan_sample(pf_dataset *ds, int i, uint32_t index, uint64_t see
 
 int pf_dataset_sample(pf_dataset *ds, uint32_t index, uint64_t seed, uint32_t epoch,
                       uint8_t *gt_out, uint8_t *lq_out, char *err, size_t errlen) {
+    return pf_dataset_sample_gt_plain(ds, index, seed, epoch, gt_out, lq_out, NULL, err,
+                                      errlen);
+}
+
+int pf_dataset_sample_gt_plain(pf_dataset *ds, uint32_t index, uint64_t seed, uint32_t epoch,
+                               uint8_t *gt_out, uint8_t *lq_out, uint8_t *gt_plain_out,
+                               char *err, size_t errlen) {
     if (index >= ds->len) {
         snprintf(err, errlen, "sample %u is out of range (the dataset has %u)", index, ds->len);
         return -1;
     }
     if (ds->video)
-        return pf_video_dataset_sample(ds->video, index, seed, epoch, gt_out, lq_out, NULL,
-                                       NULL, err, errlen);
+        return pf_video_dataset_sample_gt_plain(ds->video, index, seed, epoch, gt_out, lq_out,
+                                                gt_plain_out, NULL, NULL, err, errlen);
     if (ds->single) {
         snprintf(err, errlen, "a SingleImageDataset has no training samples (no GT)");
         return -1;
     }
     int i = (int)(index % (uint32_t)ds->n_files);
     if (ds->realesrgan)
-        return realesrgan_sample(ds, i, index, seed, epoch, gt_out, lq_out, err, errlen);
+        return realesrgan_sample(ds, i, index, seed, epoch, gt_out, lq_out, gt_plain_out, err,
+                                 errlen);
     if (acquire(ds, i, err, errlen) != 0) return -1;
     pf_sample_file *f = &ds->files[i];
     const pf_cache_entry *e = &ds->cache.entries[i];
     pf_paired_crop_augment(&e->gt, &e->lq, ds->scale, ds->gt_patch, ds->cfg.use_flip,
                            ds->cfg.use_rot, seed, epoch, index, gt_out, lq_out);
     release(ds, i);
+    if (gt_plain_out)   /* no USM here: the plain GT is the GT */
+        memcpy(gt_plain_out, gt_out, (size_t)ds->gt_patch * ds->gt_patch * 3);
     if (!ds->random_steps) return 0;
     int lp = ds->gt_patch / ds->scale;
     if (pf_degrade_random(ds->cfg.degradation, ds->cfg.n_degradations,

@@ -156,6 +156,15 @@ void pf_dataset_cache_stats(pf_dataset *ds, pf_cache_stats *out);
 int pf_dataset_sample(pf_dataset *ds, uint32_t index, uint64_t seed, uint32_t epoch,
                       uint8_t *gt_out, uint8_t *lq_out, char *err, size_t errlen);
 
+/* pf_dataset_sample, and gt_plain_out (NULL: none; else as many bytes as gt_out) gets the
+   sample's GT patch before any USM: with gt_usm, the patch gt_out would hold with gt_usm off
+   (same crop and flips, same bytes; BasicSR RealESRGANModel's `gt` beside `gt_usm`), without
+   it a copy of gt_out. A video set: each of the frames likewise. gt_out and lq_out are those
+   of pf_dataset_sample, whatever gt_plain_out is. Same errors. */
+int pf_dataset_sample_gt_plain(pf_dataset *ds, uint32_t index, uint64_t seed, uint32_t epoch,
+                               uint8_t *gt_out, uint8_t *lq_out, uint8_t *gt_plain_out,
+                               char *err, size_t errlen);
+
 /* Which file training sample `index` of `epoch` reads (*file, an index into ds->files) and
    its crop (pf_patch_crop_draw over the file's LQ size, as pf_dataset_sample does). Image
    sets with GT only. Returns 0, or -1 with err (out of range, a video or single set). */

@@ -564,7 +564,8 @@ static int realesrgan_setup(pf_video_dataset *ds, char *err, size_t errlen) {
    pf_realesrgan_frame_key; each GT frame sharpened first when gt_usm, its LQ made from the
    sharpened frame (BasicSR's RealESRNetModel). */
 static int realesrgan_lq(pf_video_dataset *ds, uint64_t key, uint8_t *gt, uint8_t *lq,
-                         const pf_clip *cl, uint32_t index, char *err, size_t errlen) {
+                         uint8_t *gt_plain, const pf_clip *cl, uint32_t index, char *err,
+                         size_t errlen) {
     int T = ds->num_frame, p = ds->gt_patch, lp = p / ds->scale;
     size_t gt_bytes = (size_t)p * p * 3, lq_bytes = (size_t)lp * lp * 3;
     pf_realesrgan_params par;
@@ -572,6 +573,7 @@ static int realesrgan_lq(pf_video_dataset *ds, uint64_t key, uint8_t *gt, uint8_
     char why[512];
     for (int t = 0; t < T; t++) {
         uint8_t *g = gt + (size_t)t * gt_bytes;
+        if (gt_plain) memcpy(gt_plain + (size_t)t * gt_bytes, g, gt_bytes);   /* before USM */
         if ((ds->cfg.gt_usm && pf_usm_sharp_u8(g, p, p, 3, g, why, sizeof why) != 0) ||
             pf_realesrgan_degrade_frame_u8(&ds->resr, &par, pf_realesrgan_frame_key(key, t), g,
                                            p, p, lq + (size_t)t * lq_bytes, NULL, why,
@@ -718,6 +720,14 @@ int pf_video_dataset_sample_where(const pf_video_dataset *ds, uint32_t index, ui
 int pf_video_dataset_sample(pf_video_dataset *ds, uint32_t index, uint64_t seed, uint32_t epoch,
                             uint8_t *gt_out, uint8_t *lq_out, int *clip, int *frames,
                             char *err, size_t errlen) {
+    return pf_video_dataset_sample_gt_plain(ds, index, seed, epoch, gt_out, lq_out, NULL, clip,
+                                            frames, err, errlen);
+}
+
+int pf_video_dataset_sample_gt_plain(pf_video_dataset *ds, uint32_t index, uint64_t seed,
+                                     uint32_t epoch, uint8_t *gt_out, uint8_t *lq_out,
+                                     uint8_t *gt_plain_out, int *clip, int *frames, char *err,
+                                     size_t errlen) {
     pf_video_where w;
     if (pf_video_dataset_sample_where(ds, index, seed, epoch, &w, frames, err, errlen) != 0)
         return -1;
@@ -765,7 +775,9 @@ int pf_video_dataset_sample(pf_video_dataset *ds, uint32_t index, uint64_t seed,
     }
     free(lq_patch);
     uint64_t key = pf_dataset_degrade_key(seed, epoch, index);
-    if (ds->realesrgan) return realesrgan_lq(ds, key, gt_out, lq_out, cl, index, err, errlen);
+    if (ds->realesrgan)
+        return realesrgan_lq(ds, key, gt_out, lq_out, gt_plain_out, cl, index, err, errlen);
+    if (gt_plain_out) memcpy(gt_plain_out, gt_out, (size_t)T * gt_bytes);   /* no USM */
     if (!ds->random_steps) return 0;
     for (int t = 0; t < T; t++) {
         uint64_t kt = pf_mix64(key ^ (0x9e3779b97f4a7c15ULL * (uint64_t)(t + 1)));

@@ -129,6 +129,14 @@ int pf_video_dataset_sample(pf_video_dataset *ds, uint32_t index, uint64_t seed,
                             uint8_t *gt_out, uint8_t *lq_out, int *clip, int *frames,
                             char *err, size_t errlen);
 
+/* pf_video_dataset_sample, and gt_plain_out (NULL: none; else num_frame x gt_patch^2 x 3
+   bytes, as gt_out) gets each GT frame before USM: with gt_usm the frames gt_out would hold
+   with gt_usm off, without it a copy of gt_out (pf_dataset_sample_gt_plain). */
+int pf_video_dataset_sample_gt_plain(pf_video_dataset *ds, uint32_t index, uint64_t seed,
+                                     uint32_t epoch, uint8_t *gt_out, uint8_t *lq_out,
+                                     uint8_t *gt_plain_out, int *clip, int *frames, char *err,
+                                     size_t errlen);
+
 /* Where training sample `index` of `epoch` reads, without decoding anything: the draws of
    pf_video_dataset_sample (top of this file). frames (num_frame ints, or NULL) gets frames[t]
    = the source frame index of output frame t. For `pixflow data --explain` and tests.

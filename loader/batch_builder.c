@@ -33,7 +33,7 @@ struct pf_batch_builder {
     uint64_t seed;
     uint32_t epoch, n;
     const uint32_t *indices;
-    uint8_t *gt, *lq;
+    uint8_t *gt, *lq, *gt_plain;    /* gt_plain: NULL when the batch has no such frame */
     atomic_uint next;               /* next sample slot to take */
     atomic_int failures;
     char (*errors)[ERR_LEN];        /* per slot: "" or why it failed */
@@ -45,8 +45,10 @@ static void work(pf_batch_builder *b) {
         uint32_t i = atomic_fetch_add(&b->next, 1);
         if (i >= b->n) return;
         b->errors[i][0] = '\0';
-        if (pf_dataset_sample(b->ds, b->indices[i], b->seed, b->epoch, b->gt + i * b->gt_size,
-                              b->lq + i * b->lq_size, b->errors[i], ERR_LEN) != 0) {
+        uint8_t *plain = b->gt_plain ? b->gt_plain + i * b->gt_size : NULL;
+        if (pf_dataset_sample_gt_plain(b->ds, b->indices[i], b->seed, b->epoch,
+                                       b->gt + i * b->gt_size, b->lq + i * b->lq_size, plain,
+                                       b->errors[i], ERR_LEN) != 0) {
             if (!b->errors[i][0]) snprintf(b->errors[i], ERR_LEN, "sample %u failed",
                                            b->indices[i]);
             atomic_fetch_add(&b->failures, 1);
@@ -126,7 +128,8 @@ void pf_batch_builder_destroy(pf_batch_builder **bp) {
 }
 
 int pf_batch_builder_fill(pf_batch_builder *b, uint64_t seed, uint32_t epoch,
-                          const uint32_t *indices, uint32_t n, uint8_t *gt, uint8_t *lq) {
+                          const uint32_t *indices, uint32_t n, uint8_t *gt, uint8_t *lq,
+                          uint8_t *gt_plain) {
     if (n > PF_MAX_BATCH) n = PF_MAX_BATCH;
     b->seed = seed;
     b->epoch = epoch;
@@ -134,6 +137,7 @@ int pf_batch_builder_fill(pf_batch_builder *b, uint64_t seed, uint32_t epoch,
     b->n = n;
     b->gt = gt;
     b->lq = lq;
+    b->gt_plain = gt_plain;
     atomic_store(&b->next, 0);
     atomic_store(&b->failures, 0);
     /* Wake helpers only when there is more than one sample to share. */

@@ -25,10 +25,13 @@ void pf_batch_builder_destroy(pf_batch_builder **b);
 /* Sample indices[i] of `epoch` into gt + i * gt_size and lq + i * lq_size for i in [0, n),
    n <= PF_MAX_BATCH; gt_size = frames x gt_patch^2 x 3 and lq_size = frames x
    (gt_patch/scale)^2 x 3 bytes (frames: ds->frames, 1 for images;
-   pf_batch_builder_sample_sizes). Returns how many samples failed; the slots of those hold
-   no sample, and pf_batch_builder_error(b, i) says why (it names the file). */
+   pf_batch_builder_sample_sizes); when gt_plain is not NULL, the sample's unsharpened GT into
+   gt_plain + i * gt_size (pf_dataset_sample_gt_plain). Returns how many samples failed; the
+   slots of those hold no sample, and pf_batch_builder_error(b, i) says why (it names the
+   file). */
 int pf_batch_builder_fill(pf_batch_builder *b, uint64_t seed, uint32_t epoch,
-                          const uint32_t *indices, uint32_t n, uint8_t *gt, uint8_t *lq);
+                          const uint32_t *indices, uint32_t n, uint8_t *gt, uint8_t *lq,
+                          uint8_t *gt_plain);
 
 /* After pf_batch_builder_fill: NULL when sample slot i is there, else the error. */
 const char *pf_batch_builder_error(const pf_batch_builder *b, uint32_t i);

@@ -18,10 +18,11 @@ struct pf_batch_pool {
     pf_batch_buf *free_list;        /* under lock */
 };
 
-pf_batch_pool *pf_batch_pool_new(int count, size_t gt_bytes, size_t lq_bytes) {
+pf_batch_pool *pf_batch_pool_new(int count, size_t gt_bytes, size_t lq_bytes,
+                                 size_t gt_plain_bytes) {
     if (count < 1) return NULL;
     pf_batch_pool *p = calloc(1, sizeof *p);
-    size_t each = gt_bytes + lq_bytes;
+    size_t each = gt_bytes + lq_bytes + gt_plain_bytes;
     if (!p) return NULL;
     p->bufs = calloc((size_t)count, sizeof *p->bufs);
     p->pixels = malloc(each ? each * (size_t)count : 1);
@@ -42,6 +43,7 @@ pf_batch_pool *pf_batch_pool_new(int count, size_t gt_bytes, size_t lq_bytes) {
         pf_batch_buf *b = &p->bufs[i];
         b->gt = p->pixels + (size_t)i * each;
         b->lq = b->gt + gt_bytes;
+        b->gt_plain = gt_plain_bytes ? b->lq + lq_bytes : NULL;
         b->pool = p;
         atomic_init(&b->frames_out, 0);
         b->next_free = p->free_list;

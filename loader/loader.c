@@ -5,7 +5,8 @@
     they come: each ticket's samples are decoded and augmented by pf_dataset_sample (crop and
     flips drawn from (seed, epoch, sample index); decoded images cached up to data.cache_mb),
     split over data.loader_threads threads that write straight into a batch buffer, and the
-    buffer's GT and LQ frames go to the worker the ticket names without a copy (the buffer
+    buffer's GT and LQ frames (and, with data.train.gt_plain, the unsharpened GT's: a third
+    frame) go to the worker the ticket names without a copy (the buffer
     returns to its pool when ZeroMQ has written them). It keeps no state that matters: if it
     dies, the coordinator gives its tickets to another loader and the batches come out
     bit-identical.
@@ -67,6 +68,7 @@ typedef struct {
     pf_batch_builder *builder;
     pf_batch_pool *pool;
     size_t gt_size, lq_size;        /* bytes of one sample's GT and LQ */
+    int gt_plain;                   /* data.train.gt_plain: batches carry the gt_plain frame */
     worker_link links[MAX_WORKERS];
     int n_links;
     pf_msg_ticket *queue;           /* ring of MAX_QUEUE tickets received, not yet served */
@@ -205,7 +207,7 @@ static int serve_ticket(loader *l, const pf_msg_ticket *t, pf_batch_buf *buf, ch
                         size_t errlen) {
     const pf_config *cfg = &l->client.cfg;
     int failed = pf_batch_builder_fill(l->builder, cfg->seed, t->epoch, t->indices, t->n,
-                                       buf->gt, buf->lq);
+                                       buf->gt, buf->lq, buf->gt_plain);
     pf_msg_batch *b = &l->batch_msg->u.batch;
     memset(b, 0, sizeof *b);
     b->ticket_id = t->ticket_id;
@@ -215,6 +217,7 @@ static int serve_ticket(loader *l, const pf_msg_ticket *t, pf_batch_buf *buf, ch
     b->gt_h = b->gt_w = (uint32_t)cfg->train.gt_patch_size;
     b->lq_h = b->lq_w = (uint32_t)(cfg->train.gt_patch_size / cfg->scale);
     b->loader_id = l->client.peer_id;
+    b->gt_plain = (uint32_t)l->gt_plain;
     for (uint32_t i = 0; i < t->n; i++) {
         const char *why = failed ? pf_batch_builder_error(l->builder, i) : NULL;
         if (why && !cfg->skip_bad_samples) {
@@ -233,15 +236,21 @@ static int serve_ticket(loader *l, const pf_msg_ticket *t, pf_batch_buf *buf, ch
         if (b->n != i) {
             memmove(buf->gt + b->n * l->gt_size, buf->gt + i * l->gt_size, l->gt_size);
             memmove(buf->lq + b->n * l->lq_size, buf->lq + i * l->lq_size, l->lq_size);
+            if (buf->gt_plain)
+                memmove(buf->gt_plain + b->n * l->gt_size, buf->gt_plain + i * l->gt_size,
+                        l->gt_size);
         }
         b->indices[b->n++] = t->indices[i];
     }
-    pf_frame frames[2] = { { buf->gt, b->n * l->gt_size }, { buf->lq, b->n * l->lq_size } };
+    pf_frame frames[3] = { { buf->gt, b->n * l->gt_size }, { buf->lq, b->n * l->lq_size },
+                           { buf->gt_plain, b->n * l->gt_size } };
+    int n_frames = l->gt_plain ? 3 : 2;
     void *push = link_for(l, t->endpoint);
     int rc = -1;
     if (push) {
-        pf_batch_pool_hand_over(buf, 2);
-        rc = pf_send_zc(push, NULL, l->batch_msg, frames, 2, pf_batch_pool_frame_done, buf);
+        pf_batch_pool_hand_over(buf, n_frames);
+        rc = pf_send_zc(push, NULL, l->batch_msg, frames, n_frames, pf_batch_pool_frame_done,
+                        buf);
     } else {
         pf_batch_pool_put(buf);
     }
@@ -255,7 +264,7 @@ static int serve_ticket(loader *l, const pf_msg_ticket *t, pf_batch_buf *buf, ch
     l->batches++;
     l->patches += b->n;
     l->iv.patches += b->n;
-    l->iv.bytes += frames[0].size + frames[1].size;
+    l->iv.bytes += frames[0].size + frames[1].size + (l->gt_plain ? frames[2].size : 0);
     return 0;
 }
 
@@ -442,7 +451,9 @@ static int loader_open(loader *l, char *err, size_t errlen) {
     l->builder = pf_batch_builder_new(&l->ds, cfg->loader_threads, err, errlen);
     if (l->builder) pf_batch_builder_sample_sizes(l->builder, &l->gt_size, &l->lq_size);
     size_t n = (size_t)cfg->samples_per_gpu;
-    l->pool = l->builder ? pf_batch_pool_new(LOADER_BUFFERS, n * l->gt_size, n * l->lq_size)
+    l->gt_plain = cfg->train.gt_plain != 0;
+    l->pool = l->builder ? pf_batch_pool_new(LOADER_BUFFERS, n * l->gt_size, n * l->lq_size,
+                                             l->gt_plain ? n * l->gt_size : 0)
                          : NULL;
     l->queue = calloc(MAX_QUEUE, sizeof *l->queue);
     l->batch_msg = calloc(1, sizeof *l->batch_msg);

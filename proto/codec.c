@@ -56,7 +56,10 @@ typedef struct {
                                            max items / bytes */
     size_t count_off;                   /* K_U32_ARR / K_U32_LIST / K_TEXT: offset of the
                                            uint32_t count */
-    int required;                       /* 1 = a header without it is rejected */
+    int required;                       /* 1 = a header without it is rejected; 0 optional;
+                                           OMIT_ZERO: optional, and the encoder leaves it out
+                                           when 0 (K_U32 only: a field added later whose
+                                           absence keeps the other messages byte-identical) */
     int64_t lo;                         /* integer kinds: smallest accepted value */
     uint64_t hi;                        /* integer kinds: largest accepted value (0 = type max) */
     const char *const *choices;         /* K_STR: accepted values, NULL-terminated, or NULL */
@@ -75,6 +78,7 @@ typedef struct {
 #define F64(T, f, req) {#f, K_F64, offsetof(T, f), MEMBER_SIZE(T, f), 0, req, 0, 0, NULL}
 #define STR(T, f, req) {#f, K_STR, offsetof(T, f), MEMBER_SIZE(T, f), 0, req, 0, 0, NULL}
 #define NELEM(a) ((int)(sizeof(a) / sizeof((a)[0])))
+#define OMIT_ZERO 2
 
 static const pf_field HELLO[] = {
     RANGE(pf_msg_hello, role, K_I32, 1, PF_ROLE_NONE + 1, PF_ROLE_COUNT - 1),
@@ -131,6 +135,7 @@ static const pf_field BATCH[] = {
     INT(pf_msg_batch, loader_id, K_U32, 1),
     {"skipped", K_U32_LIST, offsetof(pf_msg_batch, skipped), PF_MAX_BATCH,
      offsetof(pf_msg_batch, n_skipped), 0, 0, 0, NULL},
+    RANGE(pf_msg_batch, gt_plain, K_U32, OMIT_ZERO, 0, 1),
 };
 static const pf_field ACK[] = {
     INT(pf_msg_ack, ticket_id, K_U64, 1),
@@ -352,6 +357,11 @@ static int pack_str(msgpack_packer *pk, const char *s, size_t len) {
     return msgpack_pack_str(pk, len) || msgpack_pack_str_body(pk, s, len);
 }
 
+/* 1 when the encoder leaves field f of the struct at base out (OMIT_ZERO and 0). */
+static int omitted(const pf_field *f, const char *base) {
+    return f->required == OMIT_ZERO && *(const uint32_t *)(base + f->off) == 0;
+}
+
 int pf_msg_encode(const pf_msg *m, void **out, size_t *outlen) {
     *out = NULL;
     *outlen = 0;
@@ -407,16 +417,21 @@ int pf_msg_encode(const pf_msg *m, void **out, size_t *outlen) {
     if (cross_field_error(m, why, sizeof why))
         return -1;
 
+    int written = 0;
+    for (int i = 0; i < sc->nfields; i++)
+        written += !omitted(&sc->fields[i], base);
     msgpack_sbuffer sb;
     msgpack_packer pk;
     msgpack_sbuffer_init(&sb);
     msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-    int e = msgpack_pack_map(&pk, (size_t)sc->nfields + 2);
+    int e = msgpack_pack_map(&pk, (size_t)written + 2);
     e = e || pack_str(&pk, "type", 4) || pack_str(&pk, sc->name, strlen(sc->name));
     e = e || pack_str(&pk, "v", 1) || msgpack_pack_int64(&pk, PF_PROTO_VERSION);
     for (int i = 0; i < sc->nfields && !e; i++) {
         const pf_field *f = &sc->fields[i];
         const char *p = base + f->off;
+        if (omitted(f, base))
+            continue;
         e = pack_str(&pk, f->name, strlen(f->name));
         if (e)
             break;
@@ -773,7 +788,7 @@ static int decode_map(pf_dctx *c, const msgpack_object *root, int expect, pf_msg
     if (!have_v)
         return reject(c, "missing key 'v' (schema version)");
     for (int j = 0; j < sc->nfields; j++)
-        if (sc->fields[j].required && !(seen & (1ull << j)))
+        if (sc->fields[j].required == 1 && !(seen & (1ull << j)))
             return reject(c, "missing required field '%s'", sc->fields[j].name);
 
     /* Arrays come with their count: they must agree. */

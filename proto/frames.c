@@ -176,3 +176,31 @@ size_t pf_parts_size(const pf_parts *p, int i) {
         return 0;
     return zmq_msg_size(p->part[i]);
 }
+
+/* One bulk frame of a batch against the size its header gives. */
+static int batch_frame_ok(const char *name, size_t got, const pf_msg_batch *b,
+                          uint32_t frames_per_sample, uint32_t h, uint32_t w, char *err,
+                          size_t errlen) {
+    size_t want = (size_t)b->n * frames_per_sample * h * w * 3;
+    if (got == want) return 0;
+    snprintf(err, errlen, "batch: %s frame is %zu bytes, expected %zu (n %u x %u frames x %u x "
+             "%u x 3)", name, got, want, b->n, frames_per_sample, h, w);
+    return -1;
+}
+
+int pf_batch_check_frames(const pf_msg_batch *b, uint32_t frames_per_sample, int n_parts,
+                          const size_t *sizes, char *err, size_t errlen) {
+    int want = b->gt_plain ? 4 : 3;
+    if (n_parts != want) {
+        snprintf(err, errlen, "batch: %d parts, expected %d (header, gt, lq%s)", n_parts, want,
+                 b->gt_plain ? ", gt_plain" : "");
+        return -1;
+    }
+    if (batch_frame_ok("gt", sizes[1], b, frames_per_sample, b->gt_h, b->gt_w, err, errlen) ||
+        batch_frame_ok("lq", sizes[2], b, frames_per_sample, b->lq_h, b->lq_w, err, errlen))
+        return -1;
+    if (b->gt_plain && batch_frame_ok("gt_plain", sizes[3], b, frames_per_sample, b->gt_h,
+                                      b->gt_w, err, errlen))
+        return -1;
+    return 0;
+}

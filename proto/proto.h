@@ -43,7 +43,7 @@ typedef enum {
     PF_MSG_HEARTBEAT,   /* both ways on ctrl */
     PF_MSG_CREDIT,      /* worker -> coordinator: n more prefetch slots are free */
     PF_MSG_TICKET,      /* coordinator -> loader: build this batch, send it to that worker */
-    PF_MSG_BATCH,       /* loader -> worker (data): header + frames gt, lq (uint8 NHWC) */
+    PF_MSG_BATCH,       /* loader -> worker (data): header + frames gt, lq [gt_plain] (NHWC) */
     PF_MSG_ACK,         /* worker -> coordinator: ticket consumed */
     PF_MSG_EVENT,       /* any publisher -> events (PUB/SUB) */
     PF_MSG_CKPT_SAVE,   /* worker rank 0 -> checkpoint hook: frames weights, optim */
@@ -130,7 +130,19 @@ typedef struct {
                                            (unreadable file); n + n_skipped = the ticket's n */
     uint32_t n_skipped;                 /* items in skipped (not a wire field: the array's
                                            length) */
+    uint32_t gt_plain;                  /* 1: a third bulk frame follows, the GT unsharpened
+                                           (data.train.gt_plain; as gt, n*gt_h*gt_w*3 bytes
+                                           a frame); 0: not on the wire (absent), two frames */
 } pf_msg_batch;
+
+/* The bulk frames of a batch message (parts[0] being the header), against the header b:
+   part 1 gt, part 2 lq and, when b->gt_plain, part 3 gt_plain, each of b->n x
+   `frames_per_sample` (a video set's num_frame, else 1) x h x w x 3 bytes (gt_plain as gt).
+   n_parts counts the header; sizes[i] is part i's size. Returns 0, or -1 with err saying which
+   frame is wrong and what was expected ("batch: gt_plain frame is 1000 bytes, expected 27648
+   (n 1 x 1 frames x 96 x 96 x 3)"). */
+int pf_batch_check_frames(const pf_msg_batch *b, uint32_t frames_per_sample, int n_parts,
+                          const size_t *sizes, char *err, size_t errlen);
 
 typedef struct {
     uint64_t ticket_id;

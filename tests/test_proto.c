@@ -86,6 +86,7 @@ static void fill(pf_msg *m, int type) {
         m->u.batch.n_skipped = 2;
         m->u.batch.skipped[0] = 3000000000u;
         m->u.batch.skipped[1] = 17;
+        m->u.batch.gt_plain = 1;        /* the optional third frame, so every rule covers it */
         break;
     case PF_MSG_ACK:
         m->u.ack.ticket_id = UINT64_MAX;
@@ -359,10 +360,10 @@ static int keys_of(const void *buf, size_t len, key_info *out, int max) {
 }
 
 /* proto.h: an event needs kind, source and seq; its other fields depend on the kind. A batch
-   without `skipped` skipped nothing. */
+   without `skipped` skipped nothing; one without `gt_plain` has no third frame. */
 static int optional_field(int type, const char *key) {
     if (type == PF_MSG_BATCH)
-        return !strcmp(key, "skipped");
+        return !strcmp(key, "skipped") || !strcmp(key, "gt_plain");
     return type == PF_MSG_EVENT && strcmp(key, "kind") && strcmp(key, "source") &&
            strcmp(key, "seq") && strcmp(key, "type") && strcmp(key, "v");
 }
@@ -981,10 +982,15 @@ static int zc_wait(int want) {
     return atomic_load(&zc_calls);
 }
 
-static void zc_roundtrip(void *tx, void *rx, uint32_t n, const char *what) {
-    static unsigned char gt[4 * 8 * 8 * 3], lq[4 * 4 * 4 * 3];
-    for (size_t i = 0; i < sizeof gt; i++)
+/* A batch of n samples (with its gt_plain frame when gt_plain) sent by pf_send_zc: the parts
+   received are the header and frames sent, pf_batch_check_frames accepts them, and free_fn
+   runs once per frame. */
+static void zc_roundtrip(void *tx, void *rx, uint32_t n, int gt_plain, const char *what) {
+    static unsigned char gt[4 * 8 * 8 * 3], lq[4 * 4 * 4 * 3], plain[4 * 8 * 8 * 3];
+    for (size_t i = 0; i < sizeof gt; i++) {
         gt[i] = (unsigned char)(i * 5 + n);
+        plain[i] = (unsigned char)(i * 7 + n);
+    }
     for (size_t i = 0; i < sizeof lq; i++)
         lq[i] = (unsigned char)(i * 11 + n);
     pf_msg m, d;
@@ -993,34 +999,45 @@ static void zc_roundtrip(void *tx, void *rx, uint32_t n, const char *what) {
     memset(m.u.batch.indices + n, 0, sizeof m.u.batch.indices - n * sizeof m.u.batch.indices[0]);
     m.u.batch.gt_h = m.u.batch.gt_w = 8;
     m.u.batch.lq_h = m.u.batch.lq_w = 4;
+    m.u.batch.gt_plain = (uint32_t)gt_plain;
     size_t gsz = n * 8 * 8 * 3, lsz = n * 4 * 4 * 3;
-    pf_frame frames[2] = {{gt, gsz}, {lq, lsz}};
+    pf_frame frames[3] = {{gt, gsz}, {lq, lsz}, {plain, gsz}};
+    int nf = gt_plain ? 3 : 2;
     atomic_store(&zc_calls, 0);
-    CHECK(pf_send_zc(tx, NULL, &m, frames, 2, zc_free, &zc_calls) == 0, "%s: send: %s", what,
+    CHECK(pf_send_zc(tx, NULL, &m, frames, nf, zc_free, &zc_calls) == 0, "%s: send: %s", what,
           zmq_strerror(errno));
     pf_parts p;
     char err[256];
-    CHECK(pf_parts_recv(rx, 0, &p, err, sizeof err) == 0 && p.n == 3, "%s: 3 parts", what);
+    CHECK(pf_parts_recv(rx, 0, &p, err, sizeof err) == 0 && p.n == nf + 1, "%s: %d parts", what,
+          nf + 1);
     CHECK(pf_msg_decode(pf_parts_data(&p, 0), pf_parts_size(&p, 0), PF_MSG_BATCH, &d, err,
                         sizeof err) == 0 && same(&m, &d),
           "%s: header: %s", what, err);
+    size_t sizes[PF_MAX_FRAMES];
+    for (int i = 0; i < p.n; i++) sizes[i] = pf_parts_size(&p, i);
+    CHECK(pf_batch_check_frames(&d.u.batch, 1, p.n, sizes, err, sizeof err) == 0, "%s: %s",
+          what, err);
     CHECK(pf_parts_size(&p, 1) == gsz && (!gsz || !memcmp(pf_parts_data(&p, 1), gt, gsz)),
           "%s: gt frame", what);
     CHECK(pf_parts_size(&p, 2) == lsz && (!lsz || !memcmp(pf_parts_data(&p, 2), lq, lsz)),
           "%s: lq frame", what);
+    CHECK(!gt_plain || (pf_parts_size(&p, 3) == gsz &&
+                        (!gsz || !memcmp(pf_parts_data(&p, 3), plain, gsz))),
+          "%s: gt_plain frame", what);
     pf_parts_close(&p);
-    CHECK(zc_wait(2) == 2, "%s: free_fn called %d times, expected 2", what,
-          atomic_load(&zc_calls));
+    CHECK(zc_wait(nf) == nf, "%s: free_fn called %d times, expected %d", what,
+          atomic_load(&zc_calls), nf);
     usleep(20000);
-    CHECK(atomic_load(&zc_calls) == 2, "%s: free_fn called again", what);
+    CHECK(atomic_load(&zc_calls) == nf, "%s: free_fn called again", what);
 }
 
 static void test_zero_copy(void *ctx) {
     void *a = zmq_socket(ctx, ZMQ_PAIR), *b = zmq_socket(ctx, ZMQ_PAIR);
     CHECK(zmq_bind(a, "inproc://pf-test-zc") == 0, "bind");
     CHECK(zmq_connect(b, "inproc://pf-test-zc") == 0, "connect");
-    zc_roundtrip(a, b, 4, "inproc batch");
-    zc_roundtrip(a, b, 0, "inproc batch with empty frames");
+    zc_roundtrip(a, b, 4, 0, "inproc batch");
+    zc_roundtrip(a, b, 4, 1, "inproc batch with gt_plain");
+    zc_roundtrip(a, b, 0, 0, "inproc batch with empty frames");
     /* tcp: ZeroMQ's I/O thread writes the frames out, then frees them */
     void *push = zmq_socket(ctx, ZMQ_PUSH), *pull = zmq_socket(ctx, ZMQ_PULL);
     int linger = 0;
@@ -1030,7 +1047,8 @@ static void test_zero_copy(void *ctx) {
     CHECK(zmq_bind(pull, "tcp://127.0.0.1:*") == 0, "bind tcp");
     zmq_getsockopt(pull, ZMQ_LAST_ENDPOINT, ep, &eplen);
     CHECK(zmq_connect(push, ep) == 0, "connect tcp");
-    zc_roundtrip(push, pull, 3, "tcp batch");
+    zc_roundtrip(push, pull, 3, 0, "tcp batch");
+    zc_roundtrip(push, pull, 3, 1, "tcp batch with gt_plain");
 
     pf_msg m;
     fill(&m, PF_MSG_HEARTBEAT);
@@ -1099,9 +1117,81 @@ static void test_router_dealer(void *ctx) {
     zmq_close(dealer);
 }
 
+/* batch.gt_plain (data.train.gt_plain, issue 41): absent from the header when 0, so batches of
+   jobs without it are the bytes they were before the field; 1 round-trips; anything else is
+   refused on both ends. pf_batch_check_frames: the frame sizes against the header, each
+   wrong frame named. */
+static void test_batch_gt_plain(void) {
+    pf_msg m, d;
+    void *buf = NULL, *buf1 = NULL;
+    size_t len = 0, len1 = 0;
+    char err[256];
+    fill(&m, PF_MSG_BATCH);
+    m.u.batch.gt_plain = 0;
+    CHECK(pf_msg_encode(&m, &buf, &len) == 0, "encode a batch without gt_plain");
+    key_info keys[32];
+    int nk = keys_of(buf, len, keys, 32), has = 0;
+    for (int k = 0; k < nk; k++) has |= !strcmp(keys[k].key, "gt_plain");
+    /* type, v and the 12 fields a batch had before gt_plain */
+    CHECK(!has && nk == 14, "gt_plain 0 is not on the wire (%d keys)", nk);
+    CHECK(pf_msg_decode(buf, len, PF_MSG_BATCH, &d, err, sizeof err) == 0 &&
+              d.u.batch.gt_plain == 0 && same(&m, &d), "batch without gt_plain: %s", err);
+    m.u.batch.gt_plain = 1;
+    CHECK(pf_msg_encode(&m, &buf1, &len1) == 0, "encode a batch with gt_plain");
+    /* the same map plus one key: fixstr "gt_plain" (9 bytes) and positive fixint 1 */
+    CHECK(len1 == len + 10, "gt_plain adds its key and value only (%zu -> %zu bytes)", len,
+          len1);
+    CHECK(pf_msg_decode(buf1, len1, PF_MSG_BATCH, &d, err, sizeof err) == 0 &&
+              d.u.batch.gt_plain == 1 && same(&m, &d), "batch with gt_plain: %s", err);
+    msgpack_sbuffer sb = repack(buf1, len1, MUT_REPLACE, "gt_plain", V_INT);   /* 5 */
+    expect_reject(sb.data, sb.size, 0, "gt_plain", "gt_plain 5");
+    msgpack_sbuffer_destroy(&sb);
+    sb = repack(buf, len, MUT_ADD, "gt_plain", V_NEG);
+    expect_reject(sb.data, sb.size, 0, "gt_plain", "gt_plain -1");
+    msgpack_sbuffer_destroy(&sb);
+    m.u.batch.gt_plain = 2;
+    void *bad = NULL;
+    CHECK(pf_msg_encode(&m, &bad, &len1) == -1 && !bad, "encode refuses gt_plain 2");
+    free(buf);
+    free(buf1);
+
+    /* frames: n 8 x 2 frames a sample (a video set), GT 96, LQ 48 */
+    fill(&m, PF_MSG_BATCH);
+    const pf_msg_batch *b = &m.u.batch;
+    size_t gt = 8 * 2 * 96 * 96 * 3, lq = 8 * 2 * 48 * 48 * 3;
+    size_t sizes[4] = {100, gt, lq, gt};
+    CHECK(pf_batch_check_frames(b, 2, 4, sizes, err, sizeof err) == 0, "frames: %s", err);
+    sizes[3] = gt - 3;
+    CHECK(pf_batch_check_frames(b, 2, 4, sizes, err, sizeof err) == -1 &&
+              strstr(err, "gt_plain frame is 442365 bytes, expected 442368 (n 8 x 2 frames x "
+                     "96 x 96 x 3)"), "short gt_plain frame: %s", err);
+    sizes[3] = lq;
+    CHECK(pf_batch_check_frames(b, 2, 4, sizes, err, sizeof err) == -1 &&
+              strstr(err, "gt_plain frame is 110592 bytes"), "gt_plain frame of LQ size: %s",
+          err);
+    CHECK(pf_batch_check_frames(b, 2, 3, sizes, err, sizeof err) == -1 &&
+              strstr(err, "3 parts, expected 4 (header, gt, lq, gt_plain)"),
+          "gt_plain frame missing: %s", err);
+    m.u.batch.gt_plain = 0;
+    sizes[3] = gt;
+    CHECK(pf_batch_check_frames(b, 2, 3, sizes, err, sizeof err) == 0, "two frames: %s", err);
+    CHECK(pf_batch_check_frames(b, 2, 4, sizes, err, sizeof err) == -1 &&
+              strstr(err, "4 parts, expected 3"), "a gt_plain frame the header does not name: %s",
+          err);
+    sizes[1] = lq;
+    CHECK(pf_batch_check_frames(b, 2, 3, sizes, err, sizeof err) == -1 &&
+              strstr(err, "gt frame is"), "wrong gt frame: %s", err);
+    sizes[1] = gt;
+    sizes[2] = gt;
+    CHECK(pf_batch_check_frames(b, 1, 3, sizes, err, sizeof err) == -1 &&
+              strstr(err, "gt frame is 442368 bytes, expected 221184"),
+          "frames per sample counted: %s", err);
+}
+
 int main(void) {
     test_names();
     test_round_trip();
+    test_batch_gt_plain();
     test_encoder_bounds();
     test_hostile_per_type();
     test_field_rules();

@@ -14,7 +14,12 @@
         its LQ degraded with the key (seed, PF_DATASET_EVAL_EPOCH, id), the same on every call,
         in another instance and in a shard, other for another seed;
     (e) an evaluation image too small for the kernels (pf_realesrgan_opts_check says so at
-        its size) is an error naming the file; an lq_folder is refused.
+        its size) is an error naming the file; an lq_folder is refused;
+    (f) gt_plain (issue 41: RealESRGANModel's `gt` beside `gt_usm`): with gt_usm, a sample's
+        gt_plain is the GT patch the same set without gt_usm gives for (seed, epoch, index),
+        and its GT and LQ are those of the sample without gt_plain; without gt_usm gt_plain is
+        its GT; the loader's batch builder (2 threads, data.train.gt_plain set on the
+        config) writes the same bytes into its third frame.
 
     `test_realesrgan_dataset cli` (ctest test_realesrgan_dataset.cli; 77 without the pixflow
     binary, PF_BIN) runs `pixflow data` on a config written here: --degrade's PNGs equal
@@ -38,6 +43,7 @@
 
 #include "common/config.h"
 #include "common/dataset.h"
+#include "loader/batch_builder.h"
 #include "common/image.h"
 #include "common/realesrgan_ops.h"
 #include "common/realesrgan_pipeline.h"
@@ -176,6 +182,45 @@ static void check_against_parts(pf_dataset *real, pf_dataset *usm, const samples
     pf_dataset_close(&bi);
 }
 
+/* (f): rs / us are the samples without / with gt_usm, made by pf_dataset_sample. */
+static void check_gt_plain(pf_dataset *real, pf_dataset *usm, const samples *rs,
+                           const samples *us) {
+    char err[1024] = "";
+    static uint8_t g[GP * GP * 3], l[LP * LP * 3], plain[GP * GP * 3];
+    for (uint32_t i = 0; i < N_IDX; i++) {
+        CHECK(pf_dataset_sample_gt_plain(usm, i, SEED, EPOCH, g, l, plain, err,
+                                         sizeof err) == 0, "%s", err);
+        CHECK(memcmp(plain, rs->gt[i], sizeof plain) == 0, "sample %u: gt_plain is not the "
+              "GT the set gives without gt_usm", i);
+        CHECK(memcmp(g, us->gt[i], sizeof g) == 0 && memcmp(l, us->lq[i], sizeof l) == 0,
+              "sample %u: gt_plain changed the sample's GT or LQ", i);
+        CHECK(pf_dataset_sample_gt_plain(real, i, SEED, EPOCH, g, l, plain, err,
+                                         sizeof err) == 0, "%s", err);
+        CHECK(memcmp(plain, rs->gt[i], sizeof plain) == 0 && memcmp(g, rs->gt[i], sizeof g) == 0
+              && memcmp(l, rs->lq[i], sizeof l) == 0, "sample %u: without gt_usm gt_plain is "
+              "not the GT, or the sample changed", i);
+    }
+    /* the loader's path: batch_builder with the flag on the config, as loader.c reads it */
+    usm->cfg.gt_plain = 1;
+    pf_batch_builder *b = pf_batch_builder_new(usm, 2, err, sizeof err);
+    CHECK(b != NULL, "%s", err);
+    if (!b) return;
+    size_t gs, ls;
+    pf_batch_builder_sample_sizes(b, &gs, &ls);
+    CHECK(gs == sizeof us->gt[0] && ls == sizeof us->lq[0], "sample sizes %zu %zu", gs, ls);
+    static samples bg, bp;     /* batch GT and LQ; gt_plain in bp.gt */
+    uint32_t idx[N_IDX];
+    for (uint32_t i = 0; i < N_IDX; i++) idx[i] = N_IDX - 1 - i;   /* another order */
+    CHECK(pf_batch_builder_fill(b, SEED, EPOCH, idx, N_IDX, bg.gt[0], bg.lq[0],
+                                usm->cfg.gt_plain ? bp.gt[0] : NULL) == 0, "batch failed");
+    for (uint32_t i = 0; i < N_IDX; i++)
+        CHECK(!memcmp(bg.gt[i], us->gt[idx[i]], gs) && !memcmp(bg.lq[i], us->lq[idx[i]], ls) &&
+                  !memcmp(bp.gt[i], rs->gt[idx[i]], gs), "batch slot %u (sample %u): GT, LQ or "
+              "gt_plain is not the sample's", i, idx[i]);
+    pf_batch_builder_destroy(&b);
+    usm->cfg.gt_plain = 0;
+}
+
 static void test_training(void) {
     char train[300], err[1024] = "";
     snprintf(train, sizeof train, "%s/train", root);
@@ -193,6 +238,7 @@ static void test_training(void) {
     CHECK(st.bytes == (size_t)(300 * 280 + 256 * 260 + 400 * 300) * 3, "the cache holds the "
           "mod-cropped GTs alone: %zu bytes", st.bytes);
     check_against_parts(&real, &usm, &rs, &us);
+    check_gt_plain(&real, &usm, &rs, &us);
 
     /* (c) another instance, no cache; two threads at once */
     CHECK(pf_dataset_open(&cold, &rc, "data.train", SCALE, GP, err, sizeof err) == 0, "%s", err);

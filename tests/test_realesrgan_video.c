@@ -18,7 +18,10 @@
           only by the noise: stage 1's noise input (after blur and resize) is the same image
           for every frame while the noise draws differ;
       (d) a second instance with a cache of 0 bytes, sampling from 2 threads in another order,
-          gives the same bytes.
+          gives the same bytes;
+      (e) gt_plain (issue 41): with gt_usm, pf_video_dataset_sample_gt_plain's T plain frames
+          are the GT frames of the same set without gt_usm, and its GT and LQ frames those of
+          pf_video_dataset_sample; without gt_usm the plain frames are the GT frames.
     Errors: lq_folder, a `degradation` step, an evaluation set, a patch the pipeline cannot
     take, each refused naming the key.
 */
@@ -162,8 +165,9 @@ static void test_against_reds(void) {
     char err[512] = "";
     CHECK(pf_dataset_realesrgan_opts(&resr.cfg, "data.train", SCALE, P, &o, err,
                                      sizeof err) == 0, "%s", err);
-    static sample a, b, u;
-    int gt_same = 0, lq_same = 0, usm_ok = 0, usm_differs = 0, n = 0;
+    static sample a, b, u, v;
+    static uint8_t plain[T * GT_BYTES];
+    int gt_same = 0, lq_same = 0, usm_ok = 0, usm_differs = 0, plain_ok = 0, n = 0;
     for (uint32_t epoch = 0; epoch < 2; epoch++)
         for (uint32_t i = 0; i < resr.len; i++, n++) {
             if (take(&reds, i, epoch, &a) || take(&resr, i, epoch, &b) || take(&usm, i, epoch, &u))
@@ -182,13 +186,26 @@ static void test_against_reds(void) {
             ok &= lq_matches(&o, i, epoch, sharp, u.lq);
             usm_ok += ok;
             usm_differs += memcmp(u.gt, a.gt, sizeof a.gt) != 0;
+            /* (e) */
+            ok = pf_video_dataset_sample_gt_plain(&usm, i, SEED, epoch, v.gt, v.lq, plain,
+                                                  &v.clip, v.frames, err, sizeof err) == 0;
+            ok &= !memcmp(plain, b.gt, sizeof plain) && !memcmp(v.gt, u.gt, sizeof v.gt) &&
+                  !memcmp(v.lq, u.lq, sizeof v.lq) && v.clip == u.clip &&
+                  !memcmp(v.frames, u.frames, sizeof v.frames);
+            ok &= pf_video_dataset_sample_gt_plain(&resr, i, SEED, epoch, v.gt, v.lq, plain,
+                                                   NULL, NULL, err, sizeof err) == 0;
+            ok &= !memcmp(plain, b.gt, sizeof plain) && !memcmp(v.gt, b.gt, sizeof v.gt) &&
+                  !memcmp(v.lq, b.lq, sizeof v.lq);
+            plain_ok += ok;
         }
     CHECK(gt_same == n, "(a) %d of %d samples: GT frames as REDSRecurrentDataset's", gt_same, n);
     CHECK(lq_same == n, "(b) %d of %d samples: LQ = the pipeline on each GT frame", lq_same, n);
     CHECK(usm_ok == n && usm_differs == n, "gt_usm: %d of %d as expected, %d sharpened", usm_ok,
           n, usm_differs);
+    CHECK(plain_ok == n, "(e) %d of %d samples: gt_plain frames the GT without gt_usm, the "
+          "sample unchanged (%s)", plain_ok, n, err);
     printf("(a, b) %d samples: GT frames as REDSRecurrentDataset's, LQ frames the pipeline's; "
-           "gt_usm's LQ from the sharpened GT\n", n);
+           "gt_usm's LQ from the sharpened GT; (e) gt_plain the GT without gt_usm\n", n);
     pf_video_dataset_close(&reds);
     pf_video_dataset_close(&resr);
     pf_video_dataset_close(&usm);

@@ -51,7 +51,7 @@
 
 typedef struct {
     int used;
-    pf_parts parts;             /* header + gt + lq frames, owned */
+    pf_parts parts;             /* header + gt + lq (+ gt_plain) frames, owned */
     pf_msg_batch hdr;
 } slot;
 
@@ -171,7 +171,9 @@ static int sync_step(worker *w, int has_samples, float *loss, char *err, size_t 
     return ranks;
 }
 
-/* One iteration's training step on batch b (gt, lq: its frames): forward, backward, gradients
+/* One iteration's training step on batch b (gt, lq: its frames; gt_plain: its unsharpened GT
+   frame, NULL when the batch has none — data.train.gt_plain, for the GAN step of issue 41;
+   unused by the one-network step): forward, backward, gradients
    averaged over the group, clipped (optimizer_config.grad_clip), the optimiser step and the
    EMA (nn/optim; on a GPU the same, nn/cuda/optim_cuda). A batch whose every sample was skipped
    (data.on_bad_sample: skip) takes no step on its own; in a CPU group the rank contributes
@@ -179,7 +181,9 @@ static int sync_step(worker *w, int has_samples, float *loss, char *err, size_t 
    iteration counts, so the learning rate, the sampler and a resume stay functions of the
    iteration. Returns 0 or -1 with err. */
 static int train_step(worker *w, const pf_msg_batch *b, const uint8_t *gt, const uint8_t *lq,
-                      double lr, float *loss, char *err, size_t errlen) {
+                      const uint8_t *gt_plain, double lr, float *loss, char *err,
+                      size_t errlen) {
+    (void)gt_plain;
     *loss = 0;
     if (w->gpu) {
         if (b->n == 0 && w->grouped) {
@@ -361,6 +365,14 @@ static void take_ctrl(worker *w) {
     }
 }
 
+/* pf_batch_check_frames on the received parts. */
+static int batch_frames_check(const pf_msg_batch *b, const pf_parts *p, size_t frames,
+                              char *err, size_t errlen) {
+    size_t sizes[PF_MAX_FRAMES];
+    for (int i = 0; i < p->n; i++) sizes[i] = pf_parts_size(p, i);
+    return pf_batch_check_frames(b, (uint32_t)frames, p->n, sizes, err, errlen);
+}
+
 /* Take one message from the data socket into its slot, or drop it. Returns 1 when there was
    one (kept or dropped), 0 when none was waiting. */
 static int receive_batch(worker *w, int64_t next_iter) {
@@ -371,7 +383,7 @@ static int receive_batch(worker *w, int64_t next_iter) {
     const pf_config *cfg = w->cfg;
     const char *why = NULL;
     if (!m) why = "out of memory";
-    else if (p.n != 3) why = "expected 3 frames (header, gt, lq)";
+    else if (p.n != 3 && p.n != 4) why = "expected 3 or 4 frames (header, gt, lq, gt_plain)";
     else if (pf_msg_decode(pf_parts_data(&p, 0), pf_parts_size(&p, 0), PF_MSG_BATCH, m, err,
                            sizeof err) != 0) why = err;
     if (!why) {
@@ -385,9 +397,11 @@ static int receive_batch(worker *w, int64_t next_iter) {
             why = "samples skipped but data.on_bad_sample is fail";
         else if (b->gt_h != gp || b->gt_w != gp || b->lq_h != lp || b->lq_w != lp)
             why = "wrong patch size";
-        else if (pf_parts_size(&p, 1) != b->n * frames * gp * gp * 3 ||
-                 pf_parts_size(&p, 2) != b->n * frames * lp * lp * 3)
-            why = "frame sizes do not match the header";
+        else if (!b->gt_plain != !cfg->train.gt_plain)
+            why = b->gt_plain ? "a gt_plain frame this job does not use"
+                              : "no gt_plain frame (data.train.gt_plain is on)";
+        else if (batch_frames_check(b, &p, frames, err, sizeof err) != 0)
+            why = err;
         else if (b->ticket_id != (uint64_t)b->iter * w->world + (uint64_t)w->rank)
             why = "ticket id does not match iteration and rank";
         else if (b->iter < next_iter) why = "duplicate (already consumed)";
@@ -554,6 +568,8 @@ static void consume_batch(worker *w, slot *s) {
     const uint8_t *gt = pf_parts_data(&s->parts, 1), *lq = pf_parts_data(&s->parts, 2);
     uint64_t digest = pf_fnv1a64(gt, pf_parts_size(&s->parts, 1), PF_FNV_OFFSET);
     digest = pf_fnv1a64(lq, pf_parts_size(&s->parts, 2), digest);
+    if (b->gt_plain)   /* data.train.gt_plain: the unsharpened GT too */
+        digest = pf_fnv1a64(pf_parts_data(&s->parts, 3), pf_parts_size(&s->parts, 3), digest);
     fprintf(w->samples_log, "%" PRId64 " %u %" PRIu64 " ", b->iter, b->epoch, b->ticket_id);
     for (uint32_t i = 0; i < b->n; i++)
         fprintf(w->samples_log, "%s%u", i ? "," : "", b->indices[i]);
@@ -671,11 +687,12 @@ static int on_step(pf_reactor *r, void *arg) {
                         .count = b->n_skipped, .data_time = data_time };
     snprintf(ev.kind, sizeof ev.kind, "train");
     const uint8_t *gt = pf_parts_data(&s->parts, 1), *lq = pf_parts_data(&s->parts, 2);
+    const uint8_t *gt_plain = b->gt_plain ? pf_parts_data(&s->parts, 3) : NULL;
     float loss = 0;
     w->epoch = b->epoch;
     w->lr = pf_lr_at(w->cfg, w->it);
     w->skipped += b->n_skipped;
-    if (train_step(w, b, gt, lq, w->lr, &loss, wl->err, wl->errlen) != 0) return -1;
+    if (train_step(w, b, gt, lq, gt_plain, w->lr, &loss, wl->err, wl->errlen) != 0) return -1;
     publish_visual(w, b, gt, lq, w->it + 1);
     consume_batch(w, s);
     w->it++;
