@@ -24,9 +24,9 @@ static const char *const criterion_names[PF_PERCEP_N_CRITERIA] = {
     [PF_PERCEP_FRO] = "fro",
 };
 
-/* Index of name in names[0..n), or -1. */
+/* Index of name in names[0..n), or -1 (also for NULL). */
 static int name_index(const char *const *names, int n, const char *name) {
-    for (int i = 0; i < n; i++)
+    for (int i = 0; name && i < n; i++)
         if (!strcmp(name, names[i])) return i;
     return -1;
 }

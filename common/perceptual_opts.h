@@ -33,7 +33,8 @@ typedef struct {
     pf_percep_criterion criterion;     /* criterion (default l1) */
 } pf_perceptual_opts;
 
-/* Index of name in VGG19's layer order (0 for conv1_1 .. 36 for pool5), or -1. */
+/* Index of name in VGG19's layer order (0 for conv1_1 .. 36 for pool5), or -1 (unknown or
+   NULL). */
 int pf_vgg19_layer_index(const char *name);
 
 /* The name of VGG19 layer i (0..36), or NULL outside. */

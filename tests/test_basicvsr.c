@@ -25,27 +25,11 @@
 #include "nn/model_internal.h"
 #include "nn/net.h"
 #include "tests/pf_test.h"
+#include "tests/pf_test_hash.h"
 
 enum { N = 1, T = 3, H = 64, W = 64, FEAT = 8, BLOCKS = 1 };
 
 /* ---- the counter hash of basicvsr_ref.py ------------------------------------------------ */
-
-static uint64_t fnv1a64(const char *s) {
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
-    return h;
-}
-
-static uint64_t mix(uint64_t x) {
-    x += 0x9e3779b97f4a7c15ull;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-}
-
-static double hash_unit(uint64_t base, uint64_t j) {
-    return (double)(mix(base ^ j) >> 40) / (double)(1 << 24);
-}
 
 /* The weights: element j of tensor NAME (2 u - 1) * bound (see basicvsr_ref.py). */
 static void fill_params(const pf_net *g, float *params) {
@@ -57,9 +41,9 @@ static void fill_params(const pf_net *g, float *params) {
         if (!strncmp(t->name, "spynet.", 7) && len > 19 &&
             !strcmp(t->name + len - 19, "basic_module.8.bias"))
             bound = 0.2;
-        uint64_t base = fnv1a64(t->name);
+        uint64_t base = pf_hash_name(t->name);
         for (size_t j = 0; j < t->numel; j++)
-            params[t->offset + j] = (float)((2 * hash_unit(base, j) - 1) * bound);
+            params[t->offset + j] = (float)((2 * pf_hash_unit(base, j) - 1) * bound);
     }
 }
 
@@ -142,9 +126,9 @@ static void check_layout(const pf_net *g, pf_safetensors *ref, pf_layout layout,
         }
         double maxabs = 0;
         for (size_t i = 0; i < numel; i++) maxabs = fmax(maxabs, fabs(out[i]));
-        uint64_t base = fnv1a64("out");
+        uint64_t base = pf_hash_name("out");
         for (int k = 0; ok && k < 4096; k++)
-            worst_out = fmax(worst_out, rel(out[mix(base ^ (uint64_t)k) % numel], smp[k], maxabs));
+            worst_out = fmax(worst_out, rel(out[pf_hash_mix(base ^ (uint64_t)k) % numel], smp[k], maxabs));
         CHECK(worst_out < 1e-4, "output (%s): %.3g from PyTorch's", layout_name(layout),
               worst_out);
         CHECK(rel(loss, rl[0], rl[0]) < 1e-5, "loss %.8f, PyTorch %.8f", loss, rl[0]);
@@ -167,9 +151,9 @@ static void check_layout(const pf_net *g, pf_safetensors *ref, pf_layout layout,
         }
         double norm = sqrt(n2), e = fmax(rel(norm, r[1], r[1]), rel(s, r[0], r[1] * 10));
         snprintf(name, sizeof name, "idx.%s", t->name);
-        uint64_t base = fnv1a64(name);
+        uint64_t base = pf_hash_name(name);
         for (int k = 0; k < 64; k++)
-            e = fmax(e, rel(gr[mix(base ^ (uint64_t)k) % t->numel], r[2 + k], r[1]));
+            e = fmax(e, rel(gr[pf_hash_mix(base ^ (uint64_t)k) % t->numel], r[2 + k], r[1]));
         snprintf(name, sizeof name, "e32.%s", t->name);
         const float *e32 = pf_safetensors_get(ref, name, &ndim, shape);
         double tol = fmax(1e-4, 16 * (e32 ? e32[0] : 0));
@@ -349,10 +333,10 @@ int main(void) {
            "tensors, %zu parameters\n", FEAT, BLOCKS, T, g.n_node, g.n_convs, g.n_tensors / 2,
            g.n_params);
     uint8_t *lq = malloc((size_t)N * T * H * W * 3), *gt = malloc((size_t)N * T * 16 * H * W * 3);
-    uint64_t bl = fnv1a64("lq"), bg = fnv1a64("gt");
-    for (size_t i = 0; i < (size_t)N * T * H * W * 3; i++) lq[i] = (uint8_t)floor(hash_unit(bl, i) * 256);
+    uint64_t bl = pf_hash_name("lq"), bg = pf_hash_name("gt");
+    for (size_t i = 0; i < (size_t)N * T * H * W * 3; i++) lq[i] = (uint8_t)floor(pf_hash_unit(bl, i) * 256);
     for (size_t i = 0; i < (size_t)N * T * 16 * H * W * 3; i++)
-        gt[i] = (uint8_t)floor(hash_unit(bg, i) * 256);
+        gt[i] = (uint8_t)floor(pf_hash_unit(bg, i) * 256);
     static const pf_layout layouts[] = { PF_LAYOUT_ANY, PF_LAYOUT_NCHW, PF_LAYOUT_NCHW8C,
                                          PF_LAYOUT_NCHW16C, PF_LAYOUT_NHWC };
     for (size_t l = 0; l < sizeof layouts / sizeof layouts[0]; l++)

@@ -1,0 +1,102 @@
+/*  gan — the GAN training step of BasicSR's RealESRGANModel (basicsr/models/realesrgan_model.py,
+    optimize_parameters; Wang, Xie, Dong, Shan, "Real-ESRGAN: Training Real-World Blind
+    Super-Resolution with Pure Synthetic Data", ICCVW 2021) on the CPU executor: a generator
+    net_g (a zoo model, nn/model.h), the discriminator net_d (UNetDiscriminatorSN,
+    nn/discriminator.h, spectral-normalised) and the VGG19 features of the perceptual loss
+    (nn/vgg.h), with the losses of nn/loss.h (pixel), nn/perceptual_loss.h and nn/gan_loss.h.
+
+    One iteration `iter` (1-based, BasicSR's current_iter), lq n x h x w x 3 uint8, gt and
+    gt_usm n x sh x sw x 3 uint8 (s = scale; gt_usm the USM-sharpened gt the loader sends with
+    gt_usm, the same as gt without it); images are value / 255:
+
+      out = net_g(lq)                                   (always: the discriminator's fake input)
+      generator step, when iter % net_d_iters == 0 and iter > net_d_init_iters (net_d frozen,
+      but in training mode: its spectral norm iterates once, as torch's):
+        l_g_pix    = pixel_opt(out, l1_gt)              l1_gt     = gt_usm if l1_gt_usm    else gt
+        l_g_percep, l_g_style = perceptual_opt(out, percep_gt)
+                                                        percep_gt = gt_usm if percep_gt_usm else gt
+        l_g_gan    = gan_opt(net_d(out), real, generator)   (times gan_opt's loss_weight)
+        gradients of l_g_pix + l_g_percep + l_g_style + l_g_gan into net_g's gradient buffer
+      discriminator step (always):           gan_gt = gt_usm if gan_gt_usm else gt
+        l_d_real = gan_opt(net_d(gan_gt), real, disc)      out_d_real = mean(net_d(gan_gt))
+        l_d_fake = gan_opt(net_d(out), fake, disc)          out_d_fake = mean(net_d(out))
+        each forward iterates the spectral norm once and its backward uses that forward's u, v
+        and sigma; gradients (of weight_orig, not the normalised weight) summed into net_d's
+
+    pf_gan_compute computes both networks' gradients and leaves the parameters alone: the
+    caller averages them over the data-parallel group and steps both optimisers (optim_g only
+    when the generator step ran) and the EMA of net_g. That order is BasicSR's: net_d's
+    gradients are taken with the weights before optimizer_g.step(), which does not touch net_d,
+    and on out = net_g(lq) from before that step (BasicSR's output.detach()).
+
+    Not yet: ESRGANModel (relativistic; pf_gan_new refuses it), VGGStyleDiscriminator, the CUDA
+    executor.
+*/
+#ifndef PF_GAN_H
+#define PF_GAN_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include "nn/gan_loss.h"
+#include "nn/loss.h"
+#include "nn/perceptual_loss.h"
+
+struct pf_model;
+
+typedef enum { PF_GAN_MODEL_REALESRGAN, PF_GAN_MODEL_ESRGAN } pf_gan_model_type;
+
+typedef struct {
+    pf_gan_model_type model_type;   /* model_type: RealESRGANModel (ESRGANModel: not yet) */
+    int net_d_iters;                /* >= 1 (BasicSR default 1) */
+    int net_d_init_iters;           /* >= 0 (default 0) */
+    int l1_gt_usm, percep_gt_usm, gan_gt_usm;   /* BasicSR defaults 1, 1, 0 */
+    int use_pixel;                  /* pixel_opt present (model.loss) */
+    pf_loss pixel;
+    int use_percep;                 /* perceptual_opt present */
+    pf_perceptual_opts percep;
+    const char *vgg_weights;        /* the VGG19 safetensors file (torchvision's names); NULL:
+                                       the VGG keeps its init (tests fill its parameters) */
+    pf_gan_loss gan;                /* gan_opt */
+    int d_num_in_ch, d_num_feat;    /* network_d: UNetDiscriminatorSN(num_in_ch 3, num_feat, */
+    int d_skip_connection;          /*            skip_connection) */
+    const char *conv_algorithm;     /* NULL or "": auto (docs/config.md) */
+} pf_gan_opts;
+
+/* One iteration's logged values (BasicSR's loss_dict names); NAN where a term was not
+   computed (no generator step, no such loss). */
+typedef struct {
+    int g_step;                     /* 1: the generator step ran (net_g's gradients are set) */
+    double l_g_pix, l_g_percep, l_g_style, l_g_gan;
+    double l_d_real, l_d_fake, out_d_real, out_d_fake;
+} pf_gan_losses;
+
+typedef struct pf_gan pf_gan;
+
+/* The step around net_g (borrowed: it must outlive the result), with net_d and the VGG built
+   from o (net_d's parameters and u / v drawn from `seed`: pf_net_init_params and
+   pf_disc_sn_init; the VGG's loaded from o->vgg_weights). Returns NULL with err: an option
+   out of range, ESRGANModel, a video net_g, the VGG file (its loader's message), out of
+   memory. */
+pf_gan *pf_gan_new(const pf_gan_opts *o, struct pf_model *net_g, uint64_t seed, char *err,
+                   size_t errlen);
+void pf_gan_free(pf_gan **self);
+
+/* net_d's trained parameters (weight_orig for its spectral-normalised convs; the parameter
+   table of pf_gan_d_net, BasicSR's names), their gradients of the last pf_gan_compute, and
+   the spectral norm's u / v state (pf_disc_sn_numel floats, nn/discriminator.h's layout). */
+size_t pf_gan_d_num_params(const pf_gan *s);
+float *pf_gan_d_params(pf_gan *s);
+float *pf_gan_d_grads(pf_gan *s);
+size_t pf_gan_d_sn_numel(const pf_gan *s);
+float *pf_gan_d_sn_state(pf_gan *s);
+const struct pf_net *pf_gan_d_net(const pf_gan *s);
+/* The VGG model (its parameters: pf_model_params), NULL without perceptual_opt. */
+struct pf_model *pf_gan_vgg(pf_gan *s);
+
+/* The iteration above for BasicSR's current_iter `iter` (>= 1). gt_usm NULL: gt. Fills
+   net_g's gradient buffer (pf_model_grads; zeros when the generator step does not run),
+   pf_gan_d_grads and *L. Returns 0, or -1 with err. */
+int pf_gan_compute(pf_gan *s, int64_t iter, const uint8_t *lq, const uint8_t *gt,
+                   const uint8_t *gt_usm, int n, int lq_h, int lq_w, pf_gan_losses *L,
+                   char *err, size_t errlen);
+#endif

@@ -1,0 +1,264 @@
+/*  test_gan_step — nn/gan.h, Real-ESRGAN's training step (BasicSR's RealESRGANModel), against
+    PyTorch 1.13 (tests/reference/gan_step_ref.py -> tests/data/gan_step.safetensors, float64;
+    torchvision's vgg19 features and torch.nn.utils.spectral_norm are the references):
+    net_g MSRResNet x2 (num_feat 8, num_block 2), net_d UNetDiscriminatorSN (num_feat 8, skip
+    connections), VGG19 features to conv5_4 with Real-ESRGAN's layer weights, L1 pixel loss,
+    vanilla GAN loss weight 0.1, Adam (1e-4, betas 0.9 / 0.99) on both networks and EMA 0.999
+    of net_g, batch 2, LQ 16 x 16. Weights, u / v vectors and images come from the counter
+    hash both sides compute (tests/pf_test_hash.h).
+
+    Two full iterations (generator step, discriminator step, both optimisers, EMA), and after
+    each: every logged term (l_g_pix, l_g_percep, l_g_gan, l_d_real, l_d_fake, out_d_real,
+    out_d_fake) within 1e-5 relative of PyTorch float64; every gradient of both networks
+    (summary: sum, L2 norm, 64 sampled elements, relative to the norm) within 1e-4 (or 8
+    times PyTorch float32's own error where that is larger: none in the committed draw);
+    every spectral-norm u within 1e-6. After both: the EMA weights, net_g's and net_d's
+    weights likewise. The images are the reference's draw (metadata data_suffix) in which
+    PyTorch's float32 run stays within 5e-5 of float64: in the first draws a ReLU input or an
+    L1 difference sat within float32 rounding of its kink and moved whole gradient tensors
+    by up to 3e-3 (gan_step_ref.py). Measured: every gradient within 7.4e-6, u within 6e-8.
+*/
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/config.h"
+#include "common/safetensors.h"
+#include "nn/discriminator.h"
+#include "nn/gan.h"
+#include "nn/model.h"
+#include "nn/net.h"
+#include "nn/optim.h"
+#include "tests/pf_test.h"
+#include "tests/pf_test_hash.h"
+
+enum { N = 2, LQ = 16, SCALE = 2, GT = LQ * SCALE, ITERS = 2 };
+
+static const char *const LAYERS[] = { "conv1_2", "conv2_2", "conv3_4", "conv4_4", "conv5_4" };
+static const double LAYER_W[] = { 0.1, 0.1, 1.0, 1.0, 1.0 };
+
+/* Tensor i of a parameter table from the hash stream PREFIX + name (gan_step_ref.fill). */
+static void fill_table(const pf_param_info *t, int n_tensors, float *params, const char *prefix,
+                       int vgg) {
+    for (int i = 0; i < n_tensors; i++) {
+        const pf_param_info *w = t[i].ndim == 4 ? &t[i] : &t[i - 1];   /* a bias: its weight */
+        double fan = (double)(w->shape[1] * w->shape[2] * w->shape[3]);
+        double bound = vgg ? (t[i].ndim == 4 ? sqrt(6.0 / fan) : 0.1) : 1.0 / sqrt(fan);
+        char key[160];
+        snprintf(key, sizeof key, "%s%s", prefix, t[i].name);
+        uint64_t base = pf_hash_name(key);
+        for (size_t j = 0; j < t[i].numel; j++)
+            params[t[i].offset + j] = (float)((2 * pf_hash_unit(base, j) - 1) * bound);
+    }
+}
+
+/* u / v of every spectral-normalised conv: normalize(2 u - 1) of "d.NAME.weight_u|v". */
+static void fill_sn(const pf_net *d, float *state) {
+    for (int j = 0; j < pf_disc_sn_count(d); j++) {
+        size_t off[2];
+        int ci = pf_disc_sn_at(d, j, &off[0], &off[1]);
+        const pf_nconv *c = &d->conv[ci];
+        size_t len[2] = { (size_t)c->oc, (size_t)c->ic * c->k * c->k };
+        for (int uv = 0; uv < 2; uv++) {
+            char key[160];
+            snprintf(key, sizeof key, "d.%s.weight_%c", c->name, uv ? 'v' : 'u');
+            uint64_t base = pf_hash_name(key);
+            double n2 = 0;
+            float *x = state + off[uv];
+            double tmp[4096];
+            for (size_t i = 0; i < len[uv]; i++) {
+                tmp[i] = 2 * pf_hash_unit(base, i) - 1;
+                n2 += tmp[i] * tmp[i];
+            }
+            for (size_t i = 0; i < len[uv]; i++) x[i] = (float)(tmp[i] / sqrt(n2));
+        }
+    }
+}
+
+/* Image NAME + the reference's draw suffix (gan_step_ref.py: redrawn until no kink sits within
+   float32 rounding of its switch point). */
+static void image(const pf_safetensors *ref, const char *name, int h, uint8_t *out) {
+    const char *suffix = pf_safetensors_meta(ref, "data_suffix");
+    char key[64];
+    snprintf(key, sizeof key, "%s%s", name, suffix ? suffix : "");
+    uint64_t base = pf_hash_name(key);
+    for (size_t i = 0; i < (size_t)N * h * h * 3; i++)
+        out[i] = (uint8_t)floor(pf_hash_unit(base, i) * 256);
+}
+
+static pf_model *generator(void) {
+    const char *text = "model:\n  type: MSRResNet\n  scale: 2\n  n_feats: 8\n  n_blocks: 2\n"
+                       "  loss: {type: L1Loss}\ndata:\n  train: {gt_folder: a, gt_patch_size: 32}\n"
+                       "optimizers: {type: Adam, lr: 1.0e-4}\ntotal_iters: 10\nwork_dir: w\n";
+    static pf_config cfg;
+    char err[512];
+    CHECK(pf_config_parse(&cfg, "gan_step.yaml", text, strlen(text), 0, err, sizeof err) == 0,
+          "config: %s", err);
+    pf_model *g = pf_model_new(&cfg, err, sizeof err);
+    CHECK(g != NULL, "MSRResNet: %s", err);
+    return g;
+}
+
+static pf_gan_opts options(void) {
+    pf_gan_opts o = { .model_type = PF_GAN_MODEL_REALESRGAN, .net_d_iters = 1,
+                      .net_d_init_iters = 0, .l1_gt_usm = 1, .percep_gt_usm = 1,
+                      .gan_gt_usm = 0, .use_pixel = 1, .use_percep = 1, .d_num_in_ch = 3,
+                      .d_num_feat = 8, .d_skip_connection = 1 };
+    o.pixel = (pf_loss){ .type = PF_LOSS_L1, .weight = 1.0f, .eps = 1e-12f };
+    pf_perceptual_opts_default(&o.percep);
+    for (int k = 0; k < 5; k++) {
+        snprintf(o.percep.layer_weights[k].name, sizeof o.percep.layer_weights[k].name, "%s",
+                 LAYERS[k]);
+        o.percep.layer_weights[k].weight = LAYER_W[k];
+    }
+    o.percep.n_layers = 5;
+    /* Direct convolution: Winograd's rounding (oneDNN's F(4x4, 3x3), AVX-512) is about 1e-6
+       of a layer's largest value, enough to take a ReLU input of VGG19's conv3_x across 0 in
+       this draw, and that moves net_g's gradients by up to 5e-3 (measured: the same noise on
+       conv3_x's outputs in PyTorch float64 moves them as far). The kinks, not the step, are
+       what differs; test_layouts holds Winograd to its tolerance. */
+    o.conv_algorithm = "direct";
+    pf_gan_loss_default(&o.gan, PF_GAN_VANILLA);
+    o.gan.loss_weight = 0.1f;
+    return o;
+}
+
+static const float *ref_get(const pf_safetensors *ref, const char *key) {
+    int ndim;
+    int64_t shape[8];
+    const float *r = pf_safetensors_get(ref, key, &ndim, shape);
+    CHECK(r != NULL, "gan_step.safetensors: no %s", key);
+    return r;
+}
+
+static double worst_tight, worst_loose;
+
+/* A summarised tensor against "KEY" with the tolerance max(1e-4, 8 e32). */
+static void check_summary(const pf_safetensors *ref, const char *key, const char *name,
+                          const float *x, size_t n) {
+    const float *r = ref_get(ref, key);
+    char k32[200];
+    snprintf(k32, sizeof k32, "e32.%s", key);
+    const float *e32 = ref_get(ref, k32);
+    if (!r || !e32) return;
+    double e = pf_hash_summary_error(x, n, name, r), tol = fmax(1e-4, 8 * e32[0]);
+    CHECK(e < tol, "%s: %.3g from PyTorch float64 (its float32: %.3g)", key, e, e32[0]);
+    if (e32[0] * 8 <= 1e-4) worst_tight = fmax(worst_tight, e);
+    else worst_loose = fmax(worst_loose, e / tol);
+}
+
+static void check_losses(const pf_safetensors *ref, int it, const pf_gan_losses *L) {
+    const char *names[] = { "l_g_pix", "l_g_percep", "l_g_gan", "l_d_real", "l_d_fake",
+                            "out_d_real", "out_d_fake" };
+    double got[] = { L->l_g_pix, L->l_g_percep, L->l_g_gan, L->l_d_real, L->l_d_fake,
+                     L->out_d_real, L->out_d_fake };
+    CHECK(L->g_step == 1, "it%d: the generator step ran", it);
+    CHECK(isnan(L->l_g_style), "it%d: no style term (style_weight 0)", it);
+    for (int i = 0; i < 7; i++) {
+        char key[64];
+        snprintf(key, sizeof key, "it%d.%s", it, names[i]);
+        const float *r = ref_get(ref, key);
+        if (!r) continue;
+        double e = fabs(got[i] - r[0]) / fmax(fabs(r[0]), 1e-12);
+        CHECK(e < 1e-5, "%s: %.9g, PyTorch %.9g (%.2g relative)", key, got[i], r[0], e);
+    }
+    printf("it%d: l_g_pix %.6f l_g_percep %.6f l_g_gan %.6f l_d_real %.6f l_d_fake %.6f "
+           "out_d_real %.5f out_d_fake %.5f\n", it, L->l_g_pix, L->l_g_percep, L->l_g_gan,
+           L->l_d_real, L->l_d_fake, L->out_d_real, L->out_d_fake);
+}
+
+static void check_grads(const pf_safetensors *ref, int it, pf_model *g, pf_gan *s) {
+    char key[200];
+    const float *gg = pf_model_grads(g), *gd = pf_gan_d_grads(s);
+    for (int i = 0; i < pf_model_num_tensors(g); i++) {
+        const pf_param_info *t = pf_model_tensor_info(g, i);
+        snprintf(key, sizeof key, "it%d.gg.%s", it, t->name);
+        check_summary(ref, key, t->name, gg + t->offset, t->numel);
+    }
+    const pf_net *d = pf_gan_d_net(s);
+    for (int i = 0; i < d->n_tensors; i++) {
+        const pf_param_info *t = &d->tensors[i];
+        snprintf(key, sizeof key, "it%d.gd.%s", it, t->name);
+        check_summary(ref, key, t->name, gd + t->offset, t->numel);
+    }
+    double worst_u = 0;
+    for (int j = 0; j < pf_disc_sn_count(d); j++) {
+        size_t uo, vo;
+        const pf_nconv *c = &d->conv[pf_disc_sn_at(d, j, &uo, &vo)];
+        snprintf(key, sizeof key, "it%d.u.%s.weight_u", it, c->name);
+        const float *r = ref_get(ref, key);
+        for (int i = 0; r && i < c->oc; i++)
+            worst_u = fmax(worst_u, fabs(pf_gan_d_sn_state(s)[uo + (size_t)i] - r[i]));
+    }
+    CHECK(worst_u < 1e-6, "it%d: spectral-norm u %.3g from PyTorch's", it, worst_u);
+    printf("it%d: spectral-norm u within %.2g of PyTorch float64\n", it, worst_u);
+}
+
+static void check_weights(const pf_safetensors *ref, pf_model *g, const pf_optim *og,
+                          pf_gan *s) {
+    char key[200];
+    for (int i = 0; i < pf_model_num_tensors(g); i++) {
+        const pf_param_info *t = pf_model_tensor_info(g, i);
+        snprintf(key, sizeof key, "ema.%s", t->name);
+        check_summary(ref, key, t->name, og->ema + t->offset, t->numel);
+        snprintf(key, sizeof key, "g.%s", t->name);
+        check_summary(ref, key, t->name, pf_model_params(g) + t->offset, t->numel);
+    }
+    const pf_net *d = pf_gan_d_net(s);
+    for (int i = 0; i < d->n_tensors; i++) {
+        snprintf(key, sizeof key, "d.%s", d->tensors[i].name);
+        check_summary(ref, key, d->tensors[i].name,
+                      pf_gan_d_params(s) + d->tensors[i].offset, d->tensors[i].numel);
+    }
+}
+
+int main(void) {
+    char path[1024], err[1024];
+    const char *src = getenv("PF_SOURCE_DIR");
+    snprintf(path, sizeof path, "%s/tests/data/gan_step.safetensors", src ? src : ".");
+    pf_safetensors *ref = NULL;
+    CHECK(pf_safetensors_load(path, &ref, err, sizeof err) == 0, "%s: %s", path, err);
+    pf_model *g = ref ? generator() : NULL;
+    pf_gan_opts o = options();
+    pf_gan *s = g ? pf_gan_new(&o, g, 0, err, sizeof err) : NULL;
+    CHECK(!g || s != NULL, "pf_gan_new: %s", err);
+    if (!s) return pf_test_end("test_gan_step");
+    fill_table(pf_model_net(g)->tensors, pf_model_net(g)->n_tensors, pf_model_params(g), "g.", 0);
+    const pf_net *d = pf_gan_d_net(s);
+    fill_table(d->tensors, d->n_tensors, pf_gan_d_params(s), "d.", 0);
+    fill_sn(d, pf_gan_d_sn_state(s));
+    const pf_net *v = pf_model_net(pf_gan_vgg(s));
+    fill_table(v->tensors, v->n_tensors, pf_model_params(pf_gan_vgg(s)), "vgg.", 1);
+    pf_optim og, od;
+    pf_optim_settings adam = { .kind = PF_OPTIM_ADAM, .beta1 = 0.9f, .beta2 = 0.99f,
+                               .eps = 1e-8f };
+    CHECK(pf_optim_init(&og, pf_model_num_params(g), &adam) == 0 &&
+          pf_optim_init(&od, pf_gan_d_num_params(s), &adam) == 0 &&
+          pf_optim_ema_init(&og, 0.999f, pf_model_params(g)) == 0, "optimisers");
+    static uint8_t lq[N * LQ * LQ * 3], gt[N * GT * GT * 3], usm[N * GT * GT * 3];
+    image(ref, "gan.lq", LQ, lq);
+    image(ref, "gan.gt", GT, gt);
+    image(ref, "gan.gt_usm", GT, usm);
+    for (int it = 1; it <= ITERS; it++) {
+        pf_gan_losses L;
+        int rc = pf_gan_compute(s, it, lq, gt, usm, N, LQ, LQ, &L, err, sizeof err);
+        CHECK(rc == 0, "iteration %d: %s", it, err);
+        if (rc) break;
+        check_losses(ref, it, &L);
+        check_grads(ref, it, g, s);
+        pf_optim_step(&og, pf_model_params(g), pf_model_grads(g), 1e-4f);
+        pf_optim_step(&od, pf_gan_d_params(s), pf_gan_d_grads(s), 1e-4f);
+    }
+    check_weights(ref, g, &og, s);
+    printf("gradients and weights: within %.2g where PyTorch float32 is within 1.25e-5 of "
+           "float64; elsewhere at most %.2f of the bound 8 x its error\n", worst_tight,
+           worst_loose);
+    pf_optim_free(&og);
+    pf_optim_free(&od);
+    pf_gan_free(&s);
+    pf_model_destroy(&g);
+    pf_safetensors_free(&ref);
+    return pf_test_end("test_gan_step");
+}
