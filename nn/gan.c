@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/safetensors.h"
 #include "nn/discriminator.h"
 #include "nn/model.h"
 #include "nn/net.h"
@@ -153,6 +154,110 @@ float *pf_gan_d_sn_state(pf_gan *s) { return s->sn_state; }
 const pf_net *pf_gan_d_net(const pf_gan *s) { return pf_model_net(s->d); }
 pf_model *pf_gan_vgg(pf_gan *s) { return s->vgg; }
 
+/* Entry k of net_d's state_dict (k from 0; n_tensors + 2 n_sn entries): its name into name,
+   its data and shape into *t. Returns 0, or -1 past the end. */
+static int d_entry(const pf_gan *s, int k, char *name, size_t len, pf_st_tensor *t,
+                   float *const *data) {
+    const pf_net *d = pf_model_net(s->d);
+    for (int i = 0; i < d->n_tensors; i++) {
+        const pf_param_info *p = &d->tensors[i];
+        if (k-- == 0) {
+            snprintf(name, len, "%s", p->name);
+            *t = (pf_st_tensor){ .name = name, .data = data[0] + p->offset, .ndim = p->ndim };
+            memcpy(t->shape, p->shape, sizeof t->shape);
+            return 0;
+        }
+        for (int j = 0; j < s->n_sn; j++) {
+            size_t off[2];
+            const pf_nconv *c = &d->conv[pf_disc_sn_at(d, j, &off[0], &off[1])];
+            if (c->weight != i) continue;
+            for (int uv = 0; uv < 2; uv++)
+                if (k-- == 0) {
+                    snprintf(name, len, "%s.weight_%c", c->name, uv ? 'v' : 'u');
+                    *t = (pf_st_tensor){ .name = name, .data = data[1] + off[uv], .ndim = 1 };
+                    t->shape[0] = uv ? (int64_t)c->ic * c->k * c->k : c->oc;
+                    return 0;
+                }
+        }
+    }
+    return -1;
+}
+
+int pf_gan_d_serialize(const pf_gan *s, void **buf, size_t *len, char *err, size_t errlen) {
+    const pf_net *d = pf_model_net(s->d);
+    int n = d->n_tensors + 2 * s->n_sn;
+    pf_st_tensor *t = calloc((size_t)n, sizeof *t);
+    char (*names)[112] = calloc((size_t)n, sizeof *names);
+    if (!t || !names) {
+        free(t);
+        free(names);
+        snprintf(err, errlen, "gan: out of memory serialising net_d");
+        return -1;
+    }
+    float *const data[2] = { s->d_params, s->sn_state };
+    for (int k = 0; k < n; k++) d_entry(s, k, names[k], sizeof names[k], &t[k], data);
+    char feat[16], skip[4];
+    snprintf(feat, sizeof feat, "%d", s->o.d_num_feat);
+    snprintf(skip, sizeof skip, "%d", s->o.d_skip_connection ? 1 : 0);
+    const char *meta[] = { "format", "pixflow-1", "network_d", "UNetDiscriminatorSN",
+                           "num_feat", feat, "skip_connection", skip };
+    int rc = pf_safetensors_serialize(t, n, meta, 4, buf, len, err, errlen);
+    free(t);
+    free(names);
+    return rc;
+}
+
+int pf_gan_d_load(pf_gan *s, const pf_safetensors *st, char *err, size_t errlen) {
+    const pf_net *d = pf_model_net(s->d);
+    int n = d->n_tensors + 2 * s->n_sn;
+    const char *file = pf_safetensors_name(st);
+    float *p = malloc((s->d_n + s->sn_n + 1) * sizeof(float));
+    if (!p) {
+        snprintf(err, errlen, "gan: out of memory loading net_d");
+        return -1;
+    }
+    float *const data[2] = { p, p + s->d_n };
+    for (int k = 0; k < n; k++) {
+        char name[112];
+        pf_st_tensor t;
+        d_entry(s, k, name, sizeof name, &t, data);
+        int ndim;
+        int64_t shape[4];
+        const float *v = pf_safetensors_get(st, name, &ndim, shape);
+        size_t numel = 1;
+        for (int a = 0; a < t.ndim; a++) numel *= (size_t)t.shape[a];
+        if (!v || ndim != t.ndim || memcmp(shape, t.shape, sizeof(int64_t) * (size_t)ndim)) {
+            snprintf(err, errlen, "%s: net_d (UNetDiscriminatorSN, num_feat %d): %s %s", file,
+                     s->o.d_num_feat, name, v ? "has another shape" : "is missing");
+            free(p);
+            return -1;
+        }
+        memcpy((float *)t.data, v, numel * sizeof(float));
+    }
+    for (int i = 0; i < pf_safetensors_count(st); i++) {
+        const char *fname;
+        int ndim, known = 0;
+        int64_t shape[4];
+        pf_safetensors_at(st, i, &fname, &ndim, shape);
+        for (int k = 0; k < n && !known; k++) {
+            char name[112];
+            pf_st_tensor t;
+            d_entry(s, k, name, sizeof name, &t, data);
+            known = !strcmp(name, fname);
+        }
+        if (!known) {
+            snprintf(err, errlen, "%s: net_d (UNetDiscriminatorSN, num_feat %d): unexpected "
+                     "tensor %s", file, s->o.d_num_feat, fname);
+            free(p);
+            return -1;
+        }
+    }
+    memcpy(s->d_params, p, s->d_n * sizeof(float));
+    memcpy(s->sn_state, p + s->d_n, s->sn_n * sizeof(float));
+    free(p);
+    return 0;
+}
+
 static float *alloc_f(size_t n, int *fail) {
     float *p = calloc(n ? n : 1, sizeof(float));
     if (!p) *fail = 1;
@@ -215,15 +320,21 @@ static void add_image_grad(const pf_gan *s, const float *dx, float *d_raw) {
         }
 }
 
-/* net_d on x (n x H x W x 3) in training mode (one power iteration) into s->pred. */
-static int d_forward(pf_gan *s, const float *x, char *err, size_t errlen) {
+int pf_gan_d_forward(pf_gan *s, const float *x, int n, int h, int w, float *out, char *err,
+                     size_t errlen) {
+    err[0] = 0;
     pf_disc_sn_forward(pf_model_net(s->d), s->sn, s->d_params, 1, pf_model_params(s->d));
-    if (pf_model_forward_train_f32(s->d, x, s->n, s->H, s->W, err, errlen) ||
-        pf_model_read(s->d, -1, s->pred)) {
+    if (pf_model_forward_train_f32(s->d, x, n, h, w, err, errlen) ||
+        pf_model_read(s->d, -1, out)) {
         if (!err[0]) snprintf(err, errlen, "gan: net_d forward failed");
         return -1;
     }
     return 0;
+}
+
+/* net_d on x (n x H x W x 3) in training mode (one power iteration) into s->pred. */
+static int d_forward(pf_gan *s, const float *x, char *err, size_t errlen) {
+    return pf_gan_d_forward(s, x, s->n, s->H, s->W, s->pred, err, errlen);
 }
 
 static double mean_of(const float *p, size_t n) {

@@ -90,6 +90,28 @@ float *pf_gan_d_grads(pf_gan *s);
 size_t pf_gan_d_sn_numel(const pf_gan *s);
 float *pf_gan_d_sn_state(pf_gan *s);
 const struct pf_net *pf_gan_d_net(const pf_gan *s);
+/* net_d's state_dict as a safetensors file image (malloc'd *buf, *len bytes): torch's names
+   and order, BasicSR's UNetDiscriminatorSN's: conv0.weight, conv0.bias, then per
+   spectral-normalised conv NAME.weight_orig, NAME.weight_u, NAME.weight_v, ..., conv9.weight,
+   conv9.bias (what `torch.save(net_d.state_dict())` holds, so load_state_dict(strict=True)
+   takes it after scripts/pth2safetensors.py's conversion the other way); metadata format
+   "pixflow-1", network_d "UNetDiscriminatorSN", num_feat, skip_connection. Returns 0, or -1
+   with err. */
+int pf_gan_d_serialize(const pf_gan *s, void **buf, size_t *len, char *err, size_t errlen);
+
+struct pf_safetensors;
+/* Load net_d's parameters and u / v from a state_dict file (the layout above, any tensor
+   order), strictly: every tensor present with its shape and nothing else. On a mismatch err
+   names the file and the first missing, mis-shaped or unexpected tensor, and net_d is left as
+   it was. Returns 0 or -1. */
+int pf_gan_d_load(pf_gan *s, const struct pf_safetensors *st, char *err, size_t errlen);
+
+/* One training-mode forward of net_d (its spectral norm iterates u once, as every net_d call
+   of the step does) on x (n x h x w x 3 NHWC, images in [0, 1], h and w multiples of 8) into
+   out (n x 1 x h x w). Returns 0, or -1 with err. */
+int pf_gan_d_forward(pf_gan *s, const float *x, int n, int h, int w, float *out, char *err,
+                     size_t errlen);
+
 /* The VGG model (its parameters: pf_model_params), NULL without perceptual_opt. */
 struct pf_model *pf_gan_vgg(pf_gan *s);
 

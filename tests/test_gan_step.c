@@ -33,6 +33,7 @@
 #include "nn/optim.h"
 #include "tests/pf_test.h"
 #include "tests/pf_test_hash.h"
+#include "tests/pf_test_ref.h"
 
 enum { N = 2, LQ = 16, SCALE = 2, GT = LQ * SCALE, ITERS = 2 };
 
@@ -214,7 +215,103 @@ static void check_weights(const pf_safetensors *ref, pf_model *g, const pf_optim
     }
 }
 
-int main(void) {
+/* net_d's state_dict: pf_gan_d_serialize, parsed, pf_gan_d_load into a second step (another
+   seed) bit for bit; refused by a step whose net_d has another num_feat, naming a tensor. */
+static pf_gan *check_state_dict(pf_gan *s, pf_model *g, void **file, size_t *len) {
+    char err[1024];
+    pf_gan_opts o = options();
+    pf_gan *s2 = pf_gan_new(&o, g, 7, err, sizeof err);
+    pf_safetensors *st = NULL;
+    int ok = s2 && pf_gan_d_serialize(s, file, len, err, sizeof err) == 0 &&
+             pf_safetensors_parse(*file, *len, "net_d.safetensors", &st, err, sizeof err) == 0;
+    CHECK(ok, "net_d state_dict: %s", err);
+    if (!ok) return s2;
+    CHECK(pf_gan_d_load(s2, st, err, sizeof err) == 0, "pf_gan_d_load: %s", err);
+    CHECK(!memcmp(pf_gan_d_params(s2), pf_gan_d_params(s), pf_gan_d_num_params(s) * 4) &&
+          !memcmp(pf_gan_d_sn_state(s2), pf_gan_d_sn_state(s), pf_gan_d_sn_numel(s) * 4),
+          "net_d's weights and u / v back bit for bit");
+    o.d_num_feat = 16;
+    pf_gan *s16 = pf_gan_new(&o, g, 0, err, sizeof err);
+    CHECK(s16 && pf_gan_d_load(s16, st, err, sizeof err) == -1 &&
+          strstr(err, "net_d.safetensors") && strstr(err, "conv0.weight has another shape"),
+          "num_feat 16 refuses the num_feat 8 file: %s", err);
+    pf_gan_free(&s16);
+    pf_safetensors_free(&st);
+    return s2;
+}
+
+/* torch: PixFlow's net_d file loads with load_state_dict(strict=True) in torch's key order
+   (tests/reference/gan_d_roundtrip.py); torch's state_dict after one training forward loads
+   back strictly, and equals PixFlow's after the same forward: weights bit for bit, u / v
+   within 1e-6, the outputs within 1e-5. */
+static void check_torch(pf_gan *s, pf_model *g, const void *file, size_t len,
+                        const pf_safetensors *ref) {
+    char dir[] = "/tmp/pf_gan_d_XXXXXX", path[1100], err[1024];
+    if (!mkdtemp(dir)) {
+        CHECK(0, "mkdtemp");
+        return;
+    }
+    static uint8_t x8[N * GT * GT * 3];
+    static float x[N * GT * GT * 3], xc[N * GT * GT * 3], out[N * GT * GT], tout[N * GT * GT];
+    image(ref, "gan.gt", GT, x8);
+    for (int i = 0; i < N; i++)
+        for (int p = 0; p < GT * GT; p++)
+            for (int c = 0; c < 3; c++) {
+                x[(i * GT * GT + p) * 3 + c] = x8[(i * GT * GT + p) * 3 + c] / 255.0f;
+                xc[(i * 3 + c) * GT * GT + p] = x8[(i * GT * GT + p) * 3 + c] / 255.0f;
+            }
+    pf_ref_write_file(dir, "net_d.safetensors", file, len);
+    pf_ref_write_file(dir, "x.f32", xc, sizeof xc);
+    pf_ref_exec("gan_d_roundtrip.py", dir);
+    CHECK(pf_gan_d_forward(s, x, N, GT, GT, out, err, sizeof err) == 0, "forward: %s", err);
+    snprintf(path, sizeof path, "%s/out.f32", dir);
+    FILE *f = fopen(path, "rb");
+    CHECK(f && fread(tout, sizeof tout, 1, f) == 1, "read %s", path);
+    if (f) fclose(f);
+    double e = pf_ref_rel_err(out, tout, N * GT * GT);
+    CHECK(e < 1e-5, "net_d's output %.3g from torch's", e);
+    snprintf(path, sizeof path, "%s/torch_d.safetensors", dir);
+    pf_safetensors *st = NULL;
+    pf_gan_opts o = options();
+    pf_gan *s2 = pf_gan_new(&o, g, 0, err, sizeof err);
+    CHECK(pf_safetensors_load(path, &st, err, sizeof err) == 0, "%s", err);
+    CHECK(st && s2 && pf_gan_d_load(s2, st, err, sizeof err) == 0,
+          "torch's state_dict loads strictly: %s", err);
+    pf_gan_free(&s2);
+    if (st) {
+        const pf_net *d = pf_gan_d_net(s);
+        double worst = 0;
+        int same = 1;
+        for (int i = 0; i < d->n_tensors; i++) {
+            const float *t = pf_safetensors_get(st, d->tensors[i].name, NULL, NULL);
+            same &= t && !memcmp(t, pf_gan_d_params(s) + d->tensors[i].offset,
+                                 d->tensors[i].numel * 4);
+        }
+        for (int j = 0; j < pf_disc_sn_count(d); j++) {
+            size_t off[2];
+            const pf_nconv *c = &d->conv[pf_disc_sn_at(d, j, &off[0], &off[1])];
+            size_t l[2] = { (size_t)c->oc, (size_t)c->ic * c->k * c->k };
+            for (int uv = 0; uv < 2; uv++) {
+                char name[128];
+                snprintf(name, sizeof name, "%s.weight_%c", c->name, uv ? 'v' : 'u');
+                const float *t = pf_safetensors_get(st, name, NULL, NULL);
+                CHECK(t != NULL, "torch_d.safetensors: %s", name);
+                for (size_t k = 0; t && k < l[uv]; k++)
+                    worst = fmax(worst, fabs(t[k] - pf_gan_d_sn_state(s)[off[uv] + k]));
+            }
+        }
+        CHECK(same, "torch's weights = PixFlow's bit for bit");
+        CHECK(worst < 1e-6, "u / v after one forward: %.3g from torch's", worst);
+        printf("net_d state_dict: torch loads PixFlow's strictly; after one training forward "
+               "output within %.2g, u / v within %.2g of torch's\n", e, worst);
+    }
+    pf_safetensors_free(&st);
+    pf_ref_remove(dir);
+}
+
+int main(int argc, char **argv) {
+    int torch = argc > 1 && !strcmp(argv[1], "torch");
+    if (torch && !pf_ref_have("test_gan_step torch", "numpy, torch, torchvision")) return 77;
     char path[1024], err[1024];
     const char *src = getenv("PF_SOURCE_DIR");
     snprintf(path, sizeof path, "%s/tests/data/gan_step.safetensors", src ? src : ".");
@@ -252,6 +349,12 @@ int main(void) {
         pf_optim_step(&od, pf_gan_d_params(s), pf_gan_d_grads(s), 1e-4f);
     }
     check_weights(ref, g, &og, s);
+    void *file = NULL;
+    size_t len = 0;
+    pf_gan *s2 = check_state_dict(s, g, &file, &len);
+    if (torch && file) check_torch(s, g, file, len, ref);
+    free(file);
+    pf_gan_free(&s2);
     printf("gradients and weights: within %.2g where PyTorch float32 is within 1.25e-5 of "
            "float64; elsewhere at most %.2f of the bound 8 x its error\n", worst_tight,
            worst_loose);
