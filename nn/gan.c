@@ -118,9 +118,9 @@ static int build_vgg(pf_gan *s, char *err, size_t errlen) {
 
 pf_gan *pf_gan_new(const pf_gan_opts *o, pf_model *net_g, uint64_t seed, char *err,
                    size_t errlen) {
-    if (o->model_type != PF_GAN_MODEL_REALESRGAN) {
-        snprintf(err, errlen, "gan: model_type ESRGANModel is not supported yet "
-                 "(RealESRGANModel is)");
+    if (o->model_type != PF_GAN_MODEL_REALESRGAN && o->model_type != PF_GAN_MODEL_ESRGAN) {
+        snprintf(err, errlen, "gan: model_type %d is neither RealESRGANModel nor ESRGANModel",
+                 (int)o->model_type);
         return NULL;
     }
     if (o->net_d_iters < 1 || o->net_d_init_iters < 0) {
@@ -382,6 +382,54 @@ static int perceptual(pf_gan *s, const float *t, pf_gan_losses *L, char *err, si
                                   errlen);
 }
 
+/* ESRGANModel's relativistic average GAN terms (Wang et al., "ESRGAN: Enhanced
+   Super-Resolution Generative Adversarial Networks", ECCVW 2018, section 3.2, after
+   Jolicoeur-Martineau, "The relativistic discriminator", 2018; BasicSR's esrgan_model.py): GAN(x - c) of net_d's np outputs `pred` shifted by the constant c, for
+   (real, is_disc), times `scale`: the loss is returned, its gradient with respect to pred
+   (c held constant) written to d (np floats); scratch holds np floats. */
+static double rel_loss(const pf_gan *s, const float *pred, double c, size_t np, int real,
+                       int is_disc, double scale, float *scratch, float *d) {
+    for (size_t i = 0; i < np; i++) scratch[i] = (float)((double)pred[i] - c);
+    double l = pf_gan_loss_forward_backward(&s->o.gan, scratch, np, real, is_disc, d);
+    for (size_t i = 0; i < np; i++) d[i] = (float)(scale * d[i]);
+    return l * scale;
+}
+
+/* ESRGANModel's generator term, after the pixel and perceptual ones (s->d_raw holds their
+   gradient): real_d_pred = net_d(gt).detach(), then fake_g_pred = net_d(out) (two spectral-
+   norm iterations, in this order),
+     l_g_gan = (GAN(real_d_pred - mean(fake_g_pred), fake) + GAN(fake_g_pred - mean(real_d_pred),
+               real)) / 2                     (generator GANs: each times gan_opt's loss_weight)
+   d l_g_gan / d fake_g_pred_j = (g_fake_j - sum_i g_real_i / np) / 2, g_* the two GANs'
+   gradients with respect to their inputs: the first term reaches fake_g_pred through its mean.
+   Its gradient goes through net_d into net_g's buffer with the others'. */
+static int esrgan_g_gan(pf_gan *s, pf_gan_losses *L, char *err, size_t errlen) {
+    size_t np = (size_t)s->n * s->H * s->W;
+    float *real = malloc(3 * np * sizeof(float));
+    if (!real) {
+        snprintf(err, errlen, "gan: out of memory for ESRGANModel's generator step");
+        return -1;
+    }
+    float *scratch = real + np, *dreal = real + 2 * np;
+    int rc = -1;
+    if (d_forward(s, s->gt_f, err, errlen)) goto out;
+    memcpy(real, s->pred, np * sizeof(float));
+    if (d_forward(s, s->y, err, errlen)) goto out;
+    double l_real = rel_loss(s, real, mean_of(s->pred, np), np, 0, 0, 0.5, scratch, dreal);
+    double l_fake = rel_loss(s, s->pred, mean_of(real, np), np, 1, 0, 0.5, scratch, s->dpred);
+    double through_mean = 0;
+    for (size_t i = 0; i < np; i++) through_mean += dreal[i];
+    through_mean /= (double)np;
+    for (size_t i = 0; i < np; i++) s->dpred[i] = (float)((double)s->dpred[i] - through_mean);
+    L->l_g_gan = l_real + l_fake;
+    if (pf_model_backward_from(s->d, s->dpred, NULL, s->dx, err, errlen)) goto out;
+    add_image_grad(s, s->dx, s->d_raw);
+    rc = pf_model_backward_from(s->g, s->d_raw, NULL, NULL, err, errlen);
+out:
+    free(real);
+    return rc;
+}
+
 /* The generator step: gradients of its losses into net_g's buffer (s->y, s->y_raw set). */
 static int g_step(pf_gan *s, const uint8_t *gt, const uint8_t *gt_usm, pf_gan_losses *L,
                   char *err, size_t errlen) {
@@ -397,6 +445,7 @@ static int g_step(pf_gan *s, const uint8_t *gt, const uint8_t *gt_usm, pf_gan_lo
         if (perceptual(s, s->o.percep_gt_usm ? s->usm_f : s->gt_f, L, err, errlen)) return -1;
         add_image_grad(s, s->dx, s->d_raw);
     }
+    if (s->o.model_type == PF_GAN_MODEL_ESRGAN) return esrgan_g_gan(s, L, err, errlen);
     if (d_forward(s, s->y, err, errlen)) return -1;
     size_t np = img / 3;
     L->l_g_gan = pf_gan_loss_forward_backward(&s->o.gan, s->pred, np, 1, 0, s->dpred);
@@ -423,12 +472,55 @@ static int d_pass(pf_gan *s, const float *x, int real, int accumulate, double *l
     return 0;
 }
 
+/* One relativistic discriminator pass (ESRGANModel): net_d on x, its loss
+   GAN(net_d(x) - c, real, disc) * 0.5 into *loss (c constant: a detached mean), the mean raw
+   output into *mean_out, the weight_orig gradients into d_grads (accumulate: added). */
+static int d_rel_pass(pf_gan *s, const float *x, double c, int real, int accumulate,
+                      float *scratch, double *loss, double *mean_out, char *err,
+                      size_t errlen) {
+    if (d_forward(s, x, err, errlen)) return -1;
+    size_t np = (size_t)s->n * s->H * s->W;
+    *loss = rel_loss(s, s->pred, c, np, real, 1, 0.5, scratch, s->dpred);
+    *mean_out = mean_of(s->pred, np);
+    if (pf_model_backward_from(s->d, s->dpred, NULL, NULL, err, errlen)) return -1;
+    float *gr = pf_model_grads(s->d);
+    pf_disc_sn_backward(pf_model_net(s->d), s->sn, s->d_params, gr);
+    for (size_t i = 0; i < s->d_n; i++) s->d_grads[i] = (accumulate ? s->d_grads[i] : 0) + gr[i];
+    return 0;
+}
+
+/* ESRGANModel's discriminator step, BasicSR's three net_d calls in its order (each iterates
+   the spectral norm once):
+     fake_d_pred = net_d(out).detach()                       (only its mean is used)
+     real_d_pred = net_d(gt);   l_d_real = GAN(real_d_pred - mean(fake_d_pred), real) * 0.5
+     fake_d_pred = net_d(out);  l_d_fake = GAN(fake_d_pred - mean(real_d_pred), fake) * 0.5
+   with the means detached; out_d_real / out_d_fake = mean(real_d_pred) / mean(fake_d_pred),
+   the last two calls'. */
+static int esrgan_d_step(pf_gan *s, pf_gan_losses *L, char *err, size_t errlen) {
+    size_t np = (size_t)s->n * s->H * s->W;
+    float *scratch = malloc(np * sizeof(float));
+    if (!scratch) {
+        snprintf(err, errlen, "gan: out of memory for ESRGANModel's discriminator step");
+        return -1;
+    }
+    int rc = d_forward(s, s->y, err, errlen);
+    double first_fake = rc ? 0 : mean_of(s->pred, np);
+    if (!rc)
+        rc = d_rel_pass(s, s->gt_f, first_fake, 1, 0, scratch, &L->l_d_real, &L->out_d_real,
+                        err, errlen);
+    if (!rc)
+        rc = d_rel_pass(s, s->y, L->out_d_real, 0, 1, scratch, &L->l_d_fake, &L->out_d_fake,
+                        err, errlen);
+    free(scratch);
+    return rc;
+}
+
 int pf_gan_compute(pf_gan *s, int64_t iter, const uint8_t *lq, const uint8_t *gt,
                    const uint8_t *gt_usm, int n, int lq_h, int lq_w, pf_gan_losses *L,
                    char *err, size_t errlen) {
     err[0] = 0;
     *L = (pf_gan_losses){ 0, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN };
-    if (!gt_usm) gt_usm = gt;
+    if (!gt_usm || s->o.model_type == PF_GAN_MODEL_ESRGAN) gt_usm = gt;   /* ESRGANModel: gt */
     if (shape(s, n, lq_h, lq_w, err, errlen)) return -1;
     size_t img = (size_t)n * s->H * s->W * 3;
     to_float(lq, (size_t)n * lq_h * lq_w * 3, s->lq_f);
@@ -446,6 +538,7 @@ int pf_gan_compute(pf_gan *s, int64_t iter, const uint8_t *lq, const uint8_t *gt
     } else {
         memset(pf_model_grads(s->g), 0, pf_model_num_params(s->g) * sizeof(float));
     }
+    if (s->o.model_type == PF_GAN_MODEL_ESRGAN) return esrgan_d_step(s, L, err, errlen);
     if (d_pass(s, s->o.gan_gt_usm ? s->usm_f : s->gt_f, 1, 0, &L->l_d_real, &L->out_d_real,
                err, errlen) ||
         d_pass(s, s->y, 0, 1, &L->l_d_fake, &L->out_d_fake, err, errlen))

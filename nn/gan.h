@@ -29,8 +29,25 @@
     gradients are taken with the weights before optimizer_g.step(), which does not touch net_d,
     and on out = net_g(lq) from before that step (BasicSR's output.detach()).
 
-    Not yet: ESRGANModel (relativistic; pf_gan_new refuses it), VGGStyleDiscriminator, the CUDA
-    executor.
+    ESRGANModel (model_type PF_GAN_MODEL_ESRGAN; BasicSR's esrgan_model.py, the relativistic
+    average GAN of Wang et al., "ESRGAN: Enhanced Super-Resolution Generative Adversarial
+    Networks", ECCVW 2018) differs in three places: every loss compares with the plain gt
+    (gt_usm and the *_gt_usm options are ignored); the generator's adversarial term is
+        real_d_pred = net_d(gt).detach(); fake_g_pred = net_d(out)      (in this order)
+        l_g_gan = (gan_opt(real_d_pred - mean(fake_g_pred), fake, generator)
+                   + gan_opt(fake_g_pred - mean(real_d_pred), real, generator)) / 2
+      (its gradient reaches out through fake_g_pred and through mean(fake_g_pred));
+    and the discriminator step makes three net_d calls, each iterating the spectral norm once:
+        fake_d_pred = net_d(out).detach()               (only its mean is used)
+        real_d_pred = net_d(gt)       l_d_real = gan_opt(real_d_pred - mean(fake_d_pred), real,
+                                                         disc) * 0.5
+        fake_d_pred = net_d(out)      l_d_fake = gan_opt(fake_d_pred - mean(real_d_pred), fake,
+                                                         disc) * 0.5
+      the means detached; out_d_real / out_d_fake the plain means of the last two calls.
+    BasicSR trains ESRGAN with VGGStyleDiscriminator; here net_d is UNetDiscriminatorSN (the
+    step does not depend on the discriminator's architecture).
+
+    Not yet: VGGStyleDiscriminator, the CUDA executor.
 */
 #ifndef PF_GAN_H
 #define PF_GAN_H
@@ -46,10 +63,11 @@ struct pf_model;
 typedef enum { PF_GAN_MODEL_REALESRGAN, PF_GAN_MODEL_ESRGAN } pf_gan_model_type;
 
 typedef struct {
-    pf_gan_model_type model_type;   /* model_type: RealESRGANModel (ESRGANModel: not yet) */
+    pf_gan_model_type model_type;   /* model_type: RealESRGANModel or ESRGANModel */
     int net_d_iters;                /* >= 1 (BasicSR default 1) */
     int net_d_init_iters;           /* >= 0 (default 0) */
-    int l1_gt_usm, percep_gt_usm, gan_gt_usm;   /* BasicSR defaults 1, 1, 0 */
+    int l1_gt_usm, percep_gt_usm, gan_gt_usm;   /* BasicSR defaults 1, 1, 0; ESRGANModel:
+                                                   ignored (plain gt) */
     int use_pixel;                  /* pixel_opt present (model.loss) */
     pf_loss pixel;
     int use_percep;                 /* perceptual_opt present */
@@ -75,7 +93,7 @@ typedef struct pf_gan pf_gan;
 /* The step around net_g (borrowed: it must outlive the result), with net_d and the VGG built
    from o (net_d's parameters and u / v drawn from `seed`: pf_net_init_params and
    pf_disc_sn_init; the VGG's loaded from o->vgg_weights). Returns NULL with err: an option
-   out of range, ESRGANModel, a video net_g, the VGG file (its loader's message), out of
+   out of range (model_type included), a video net_g, the VGG file (its loader's message), out of
    memory. */
 pf_gan *pf_gan_new(const pf_gan_opts *o, struct pf_model *net_g, uint64_t seed, char *err,
                    size_t errlen);
@@ -115,9 +133,9 @@ int pf_gan_d_forward(pf_gan *s, const float *x, int n, int h, int w, float *out,
 /* The VGG model (its parameters: pf_model_params), NULL without perceptual_opt. */
 struct pf_model *pf_gan_vgg(pf_gan *s);
 
-/* The iteration above for BasicSR's current_iter `iter` (>= 1). gt_usm NULL: gt. Fills
-   net_g's gradient buffer (pf_model_grads; zeros when the generator step does not run),
-   pf_gan_d_grads and *L. Returns 0, or -1 with err. */
+/* The iteration above for BasicSR's current_iter `iter` (>= 1). gt_usm NULL: gt (ESRGANModel:
+   unused). Fills net_g's gradient buffer (pf_model_grads; zeros when the generator step does
+   not run), pf_gan_d_grads and *L. Returns 0, or -1 with err. */
 int pf_gan_compute(pf_gan *s, int64_t iter, const uint8_t *lq, const uint8_t *gt,
                    const uint8_t *gt_usm, int n, int lq_h, int lq_w, pf_gan_losses *L,
                    char *err, size_t errlen);
