@@ -90,7 +90,9 @@ float *pf_gan_d_grads(pf_gan *s);
 size_t pf_gan_d_sn_numel(const pf_gan *s);
 float *pf_gan_d_sn_state(pf_gan *s);
 const struct pf_net *pf_gan_d_net(const pf_gan *s);
-/* The VGG model (its parameters: pf_model_params), NULL without perceptual_opt. */
+/* The VGG model (its parameters: pf_model_params), NULL without perceptual_opt. The step
+   takes its input gradient alone (pf_model_backward_input): its pf_model_grads is never
+   written. */
 struct pf_model *pf_gan_vgg(pf_gan *s);
 
 /* The iteration above for BasicSR's current_iter `iter` (>= 1). gt_usm NULL: gt. Fills
