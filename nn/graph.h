@@ -41,7 +41,8 @@ typedef struct {
     pf_conv *convs;             /* net->n_convs layers (pf_graph_conv_init), this plan's kind
                                    of primitives (training or inference) */
     const float *params;        /* flat parameters, net->n_params */
-    float *grads;               /* flat gradients (training; overwritten by backward) */
+    float *grads;               /* flat gradients (training; overwritten by backward, not
+                                   written by pf_graph_backward_input) */
     float *sub_dw;              /* FSRCNN: gradients of the sub-pixel layer's weights + bias
                                    (pf_net_sub_numel floats); NULL without one */
     int input_grad;             /* training plans: backward may be asked for d loss / d input

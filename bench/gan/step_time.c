@@ -12,10 +12,11 @@
       data    batch 4, GT patch 128 x 128 (LQ 32 x 32), random uint8, gt_usm = gt
     net_d_iters 1, net_d_init_iters 0: every iteration runs both steps. conv_algorithm auto.
 
-    Prints each timed step, then "pf_gan_compute: median M s, min m s over N steps (W warm-up,
-    T threads)" and the last step's logged terms and a hash of both networks' gradient buffers
+    Prints each timed step (wall clock, and the process's CPU time: on a machine shared with
+    other work the wall clock measures the neighbours too), then "pf_gan_compute: median M s,
+    min m s over N steps (W warm-up, T threads); CPU median ..., min ..." and the last step's logged terms and a hash of both networks' gradient buffers
     (FNV-1a 64 of the float bytes), so that two builds can be compared for the same result as
-    well as for time (bench/gan/README.md).
+    well as for time (bench/gan/README.md, with the last before / after numbers).
 
     usage: bench_gan_step [--steps N (5)] [--warmup W (1)] [--threads T (OMP_NUM_THREADS)]
                           [--smoke]
@@ -26,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/config.h"
 #include "common/rng.h"
@@ -42,6 +44,13 @@ static const char *const PERCEP[][2] = {
     { "style_weight", "0" },            { "range_norm", "false" },
     { "criterion", "l1" },
 };
+
+/* This process's CPU time (every thread, user + system), seconds. */
+static double cpu_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
 
 static int cmp(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -96,7 +105,7 @@ static int run(pf_gan *s, pf_model *g, int n, int gp, int warmup, int steps) {
     int lp = gp / 4;
     size_t nlq = (size_t)n * lp * lp * 3, ngt = (size_t)n * gp * gp * 3;
     uint8_t *lq = malloc(nlq), *gt = malloc(ngt);
-    double *t = calloc((size_t)steps + 1, sizeof(double));
+    double *t = calloc(2 * (size_t)steps + 1, sizeof(double)), *c = t + steps;
     char err[512];
     if (!lq || !gt || !t) {
         fprintf(stderr, "bench_gan_step: out of memory\n");
@@ -111,20 +120,23 @@ static int run(pf_gan *s, pf_model *g, int n, int gp, int warmup, int steps) {
     pf_gan_losses L;
     int rc = 0;
     for (int i = 0; !rc && i < warmup + steps; i++) {
-        double t0 = pf_now();
+        double t0 = pf_now(), c0 = cpu_now();
         rc = pf_gan_compute(s, i + 1, lq, gt, NULL, n, lp, lp, &L, err, sizeof err);
-        double dt = pf_now() - t0;
+        double dt = pf_now() - t0, dc = cpu_now() - c0;
         if (rc) fprintf(stderr, "bench_gan_step: %s\n", err);
         if (!rc && i >= warmup) {
             t[i - warmup] = dt;
-            printf("step %d: %.3f s\n", i - warmup, dt);
+            c[i - warmup] = dc;
+            printf("step %d: %.3f s, CPU %.3f s\n", i - warmup, dt, dc);
         }
     }
     if (!rc) {
         qsort(t, (size_t)steps, sizeof *t, cmp);
+        qsort(c, (size_t)steps, sizeof *c, cmp);
         printf("pf_gan_compute: median %.3f s, min %.3f s over %d steps (%d warm-up, %s "
-               "threads)\n", t[steps / 2], t[0], steps, warmup,
-               getenv("OMP_NUM_THREADS") ? getenv("OMP_NUM_THREADS") : "all");
+               "threads); CPU median %.3f s, min %.3f s\n", t[steps / 2], t[0], steps, warmup,
+               getenv("OMP_NUM_THREADS") ? getenv("OMP_NUM_THREADS") : "all", c[steps / 2],
+               c[0]);
         printf("last: l_g_pix %.9g l_g_percep %.9g l_g_gan %.9g l_d_real %.9g l_d_fake %.9g "
                "out_d_real %.9g out_d_fake %.9g\n", L.l_g_pix, L.l_g_percep, L.l_g_gan,
                L.l_d_real, L.l_d_fake, L.out_d_real, L.out_d_fake);
