@@ -378,8 +378,9 @@ static int perceptual(pf_gan *s, const float *t, pf_gan_losses *L, char *err, si
     }
     L->l_g_percep = percep;
     L->l_g_style = style;
-    return pf_model_backward_from(s->vgg, NULL, (const float *const *)s->dfx, s->dx, err,
-                                  errlen);
+    /* the VGG is frozen: its input gradient alone, no parameter gradients */
+    return pf_model_backward_input(s->vgg, NULL, (const float *const *)s->dfx, s->dx, err,
+                                   errlen);
 }
 
 /* ESRGANModel's relativistic average GAN terms (Wang et al., "ESRGAN: Enhanced
@@ -422,7 +423,7 @@ static int esrgan_g_gan(pf_gan *s, pf_gan_losses *L, char *err, size_t errlen) {
     through_mean /= (double)np;
     for (size_t i = 0; i < np; i++) s->dpred[i] = (float)((double)s->dpred[i] - through_mean);
     L->l_g_gan = l_real + l_fake;
-    if (pf_model_backward_from(s->d, s->dpred, NULL, s->dx, err, errlen)) goto out;
+    if (pf_model_backward_input(s->d, s->dpred, NULL, s->dx, err, errlen)) goto out;
     add_image_grad(s, s->dx, s->d_raw);
     rc = pf_model_backward_from(s->g, s->d_raw, NULL, NULL, err, errlen);
 out:
@@ -449,7 +450,9 @@ static int g_step(pf_gan *s, const uint8_t *gt, const uint8_t *gt_usm, pf_gan_lo
     if (d_forward(s, s->y, err, errlen)) return -1;
     size_t np = img / 3;
     L->l_g_gan = pf_gan_loss_forward_backward(&s->o.gan, s->pred, np, 1, 0, s->dpred);
-    if (pf_model_backward_from(s->d, s->dpred, NULL, s->dx, err, errlen)) return -1;
+    /* net_d is frozen here (BasicSR sets requires_grad False): its input gradient alone; its
+       parameter gradients are the discriminator step's (d_pass overwrites them first) */
+    if (pf_model_backward_input(s->d, s->dpred, NULL, s->dx, err, errlen)) return -1;
     add_image_grad(s, s->dx, s->d_raw);
     return pf_model_backward_from(s->g, s->d_raw, NULL, NULL, err, errlen);
 }

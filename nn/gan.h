@@ -130,7 +130,9 @@ int pf_gan_d_load(pf_gan *s, const struct pf_safetensors *st, char *err, size_t 
 int pf_gan_d_forward(pf_gan *s, const float *x, int n, int h, int w, float *out, char *err,
                      size_t errlen);
 
-/* The VGG model (its parameters: pf_model_params), NULL without perceptual_opt. */
+/* The VGG model (its parameters: pf_model_params), NULL without perceptual_opt. The step
+   takes its input gradient alone (pf_model_backward_input): its pf_model_grads is never
+   written. */
 struct pf_model *pf_gan_vgg(pf_gan *s);
 
 /* The iteration above for BasicSR's current_iter `iter` (>= 1). gt_usm NULL: gt (ESRGANModel:

@@ -41,7 +41,8 @@ typedef struct {
     pf_conv *convs;             /* net->n_convs layers (pf_graph_conv_init), this plan's kind
                                    of primitives (training or inference) */
     const float *params;        /* flat parameters, net->n_params */
-    float *grads;               /* flat gradients (training; overwritten by backward) */
+    float *grads;               /* flat gradients (training; overwritten by backward, not
+                                   written by pf_graph_backward_input) */
     float *sub_dw;              /* FSRCNN: gradients of the sub-pixel layer's weights + bias
                                    (pf_net_sub_numel floats); NULL without one */
     int input_grad;             /* training plans: backward may be asked for d loss / d input
@@ -84,6 +85,15 @@ int pf_graph_backward(const pf_gctx *x, pf_gstate *S, char *err, size_t errlen);
    x->input_grad, else -1 with err. Returns 0, or -1 with err. */
 int pf_graph_backward_from(const pf_gctx *x, pf_gstate *S, const float *dout,
                            const float *const *dtaps, float *dx, char *err, size_t errlen);
+/* The same for d loss / d input alone, for a network whose parameters the step does not
+   train here (a frozen feature extractor, a discriminator in the generator's step): dx must
+   be given (NULL: -1 with err) and the plan made with x->input_grad. No parameter gradient is
+   computed (no convolution's backward-weights nor bias sums, no PReLU's d alpha) and x->grads
+   (and x->sub_dw) are not written: they keep what they held. Only the tensors downstream of
+   the input get gradients (pf_net_need_input_only). dx is bit-identical to
+   pf_graph_backward_from's for the same forward and seeds. Returns 0, or -1 with err. */
+int pf_graph_backward_input(const pf_gctx *x, pf_gstate *S, const float *dout,
+                            const float *const *dtaps, float *dx, char *err, size_t errlen);
 /* Tensor t (the output or a tap; -1 for others) of the last forward of plan S, N x C x H x W
    plain NCHW floats into nchw (real channels). Its sizes: pf_gstate_shape. 0 or -1. */
 int pf_graph_read(const pf_gctx *x, const pf_gstate *S, int t, float *nchw);

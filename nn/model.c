@@ -262,18 +262,32 @@ int pf_model_read(const pf_model *m, int which, float *nchw) {
     return pf_graph_read(&c, m->train.g, t, nchw);
 }
 
-int pf_model_backward_from(pf_model *m, const float *dout_nchw, const float *const *dtaps,
-                           float *dx_nhwc, char *err, size_t errlen) {
+/* pf_model_backward_from (params 1) and pf_model_backward_input (params 0). */
+static int backward_given(pf_model *m, const float *dout_nchw, const float *const *dtaps,
+                          float *dx_nhwc, int params, char *err, size_t errlen) {
     if (!m->fwd_f32 || !m->train.g) {
         snprintf(err, errlen, "model: %s: backward without pf_model_forward_train_f32",
                  m->net.type);
         return -1;
     }
     pf_gctx c = ctx(m, &m->net, m->train_conv);
-    if (pf_graph_backward_from(&c, m->train.g, dout_nchw, dtaps, dx_nhwc, err, errlen))
-        return -1;
+    int rc = params ? pf_graph_backward_from(&c, m->train.g, dout_nchw, dtaps, dx_nhwc, err,
+                                             errlen)
+                    : pf_graph_backward_input(&c, m->train.g, dout_nchw, dtaps, dx_nhwc, err,
+                                              errlen);
+    if (rc) return -1;
     return pf_dnnl_check(dnnl_stream_wait(m->dnnl.stream), "model", "dnnl_stream_wait", err,
                          errlen);
+}
+
+int pf_model_backward_from(pf_model *m, const float *dout_nchw, const float *const *dtaps,
+                           float *dx_nhwc, char *err, size_t errlen) {
+    return backward_given(m, dout_nchw, dtaps, dx_nhwc, 1, err, errlen);
+}
+
+int pf_model_backward_input(pf_model *m, const float *dout_nchw, const float *const *dtaps,
+                            float *dx_nhwc, char *err, size_t errlen) {
+    return backward_given(m, dout_nchw, dtaps, dx_nhwc, 0, err, errlen);
 }
 
 /* pf_model_infer and pf_model_infer_f32 on an image network: lq one of u8 and f32. */

@@ -67,6 +67,16 @@ int pf_model_read(const pf_model *m, int which, float *nchw);
 int pf_model_backward_from(pf_model *m, const float *dout_nchw, const float *const *dtaps,
                            float *dx_nhwc, char *err, size_t errlen);
 
+/* pf_model_backward_from for d loss / d x alone: a network the caller does not train at this
+   step (the VGG features of a perceptual loss; the discriminator in a GAN's generator step),
+   so nothing is spent on parameter gradients (every convolution's backward-weights and bias
+   sums, PReLU's d alpha: about a third of VGG19's backward). dx_nhwc is required (NULL: -1
+   with err) and bit-identical to pf_model_backward_from's for the same forward and seeds;
+   pf_model_grads is not written (it keeps what it held). A model from pf_model_new_net only
+   (pf_model_new: -1 with err). Returns 0, or -1 with err. */
+int pf_model_backward_input(pf_model *m, const float *dout_nchw, const float *const *dtaps,
+                            float *dx_nhwc, char *err, size_t errlen);
+
 /* PyTorch's default initialisation for nn.Conv2d (kaiming_uniform a=sqrt(5), bias
    U(-1/sqrt(fan_in), 1/sqrt(fan_in))), drawn from a counter-based RNG keyed by `seed`, so the
    same seed gives the same weights on any machine. */

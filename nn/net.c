@@ -260,21 +260,22 @@ void pf_net_sub_grads(const pf_net *g, const float *S, float *grads) {
 
 /* ---- derived from the node list ------------------------------------------------------------ */
 
-/* need[t] for every t: a node's output needs a gradient when the node has weights, reads
-   the input image (with `input`) or reads a tensor that needs one. */
-static void need_from(const pf_net *g, int input, int *need) {
+/* need[t] for every t: a node's output needs a gradient when the node has weights (with
+   `weights`), reads the input image (with `input`) or reads a tensor that needs one. */
+static void need_from(const pf_net *g, int weights, int input, int *need) {
     memset(need, 0, (size_t)g->n_t * sizeof *need);
     for (int k = 0; k < g->n_node; k++) {
         const pf_gnode *nd = &g->node[k];
-        int o = nd->op == PF_G_CONV || nd->op == PF_G_PRELU;   /* it has weights */
+        int o = weights && (nd->op == PF_G_CONV || nd->op == PF_G_PRELU);
         o |= input && nd->op == PF_G_INPUT;
         for (int i = 0; i < nd->n_in; i++) o |= need[nd->in[i]];
         need[nd->out] = o;
     }
 }
 
-void pf_net_need_grad(const pf_net *g, int *need) { need_from(g, 0, need); }
-void pf_net_need_input_grad(const pf_net *g, int *need) { need_from(g, 1, need); }
+void pf_net_need_grad(const pf_net *g, int *need) { need_from(g, 1, 0, need); }
+void pf_net_need_input_grad(const pf_net *g, int *need) { need_from(g, 1, 1, need); }
+void pf_net_need_input_only(const pf_net *g, int *need) { need_from(g, 0, 1, need); }
 
 int pf_net_add_tap(pf_net *g, int t) {
     if (t < 0 || t >= g->n_t || g->n_taps >= PF_NET_MAX_TAPS) return -1;

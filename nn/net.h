@@ -263,6 +263,9 @@ void pf_net_need_grad(const pf_net *net, int *need);
 /* The same when backward also computes d loss / d input: need[t] = 1 when a parameter or a
    PF_G_INPUT node lies upstream of t. */
 void pf_net_need_input_grad(const pf_net *net, int *need);
+/* When backward computes d loss / d input alone (no parameter gradients, nn/graph.h
+   pf_graph_backward_input): need[t] = 1 when a PF_G_INPUT node lies upstream of t. */
+void pf_net_need_input_only(const pf_net *net, int *need);
 /* last[t] = index of the last node reading t in the forward pass (-1: none; the output and
    the taps: n_node, the loss or the download reads them). training = 1 extends to n_node every tensor
    backward reads (pf_net_backward_reads_in / _out), so its buffer is not shared. */

@@ -15,12 +15,19 @@
       and for no seed at all (every gradient zero, dx too);
     - without dx, parameter gradients bit-identical to those with dx; a second backward
       bit-identical to the first;
+    - the input gradient alone (pf_model_backward_input): dx bit-identical to
+      pf_model_backward_from's, for the full loss and for tap 1 alone, and the gradient
+      buffer, filled with NaN before, untouched (no parameter gradient written); refused
+      without dx and by a zoo model's plan;
     all with oneDNN's layout choice and every activation forced to NCHW, nChw8c, nChw16c and
     NHWC (model_internal.h: the model's pf_dnnl.force_layout).
     EDSR (a zoo network): pf_model_train_step (L1) and the same description through
     pf_model_new_net, fed uint8 / 255 and, as dout, the L1 gradient of its output
     (pf_loss_forward_backward on plain NCHW), give the same loss and the same gradients bit
     for bit where both plans run alike, with and without the input gradient asked.
+    The input gradient alone through zoo descriptions (pf_model_new_net): EDSR (residual
+    scaling), FSRCNN (PReLU, whose d alpha is skipped, and the sub-pixel layer) and RCAN
+    (channel attention): the same two checks against pf_model_backward_from, every layout.
     With `torch` (ctest test_model_taps.torch; 77 without /usr/bin/python3, numpy and torch):
     the output, both taps, every parameter gradient and the input gradient in every layout
     against torch.nn.functional and autograd in float64 (tests/reference/model_taps_ref.py). */
@@ -252,6 +259,26 @@ static int backward(pf_model *m, const seeds_t *s, float **grads, float *dx) {
     return rc;
 }
 
+/* pf_model_backward_input for seeds s against want_dx (pf_model_backward_from's dx for the
+   same seeds): dx bit-identical, the gradient buffer (NaN first) untouched. */
+static void check_input_only(pf_model *m, const float *dout, const float *const *dtaps,
+                             const float *want_dx, size_t nx, const char *label) {
+    char err[512];
+    size_t np = pf_model_num_params(m), kept = 0;
+    float *dx = malloc(nx * sizeof(float)), *gr = pf_model_grads(m);
+    for (size_t j = 0; j < np; j++) gr[j] = NAN;
+    int rc = pf_model_backward_input(m, dout, dtaps, dx, err, sizeof err);
+    CHECK(rc == 0, "%s: input-only backward: %s", label, err);
+    for (size_t j = 0; j < np; j++) kept += isnan(gr[j]);
+    CHECK(rc || !memcmp(dx, want_dx, nx * sizeof(float)),
+          "%s: the input gradient alone differs from pf_model_backward_from's", label);
+    CHECK(kept == np, "%s: the input-only backward wrote %zu parameter gradients", label,
+          np - kept);
+    CHECK(pf_model_backward_input(m, dout, dtaps, NULL, err, sizeof err) == -1,
+          "%s: an input-only backward without dx is refused", label);
+    free(dx);
+}
+
 /* The network as a model with every activation in `layout`, weights from seed 7; NULL (a
    failed check) on an error. */
 static pf_model *taps_model(pf_layout layout) {
@@ -309,9 +336,12 @@ static void check_layout(pf_layout layout) {
         if (!backward(m, &all, &g2, NULL))
             CHECK(!memcmp(g1, g2, pf_model_num_params(m) * sizeof(float)),
                   "%s: parameter gradients differ without dx", label);
+        const float *dtaps[2] = { b0, b1 }, *dtap1[2] = { NULL, b1 };
+        check_input_only(m, a, dtaps, dx, NX, label);
         if (!backward(m, &one, &g3, dx)) {
             snprintf(label, sizeof label, "tap 1 alone (%s)", layout_name(layout));
             check_fd(label, net, pf_model_params(m), g3, x, dx, &one);
+            check_input_only(m, NULL, dtap1, dx, NX, label);
             const pf_param_info *lw = &net->tensors[3];
             size_t zeros = 0, n_last = lw->numel + net->tensors[4].numel;
             for (size_t j = 0; j < n_last; j++) zeros += g3[lw->offset + j] == 0.0f;
@@ -404,11 +434,53 @@ static void check_edsr(pf_layout layout) {
     CHECK(pf_model_forward_train_f32(ma, lqf, n, h, w, err, sizeof err) == 0, "A: %s", err);
     CHECK(pf_model_backward_from(ma, dout, NULL, dx, err, sizeof err) == -1 &&
               strstr(err, "input_grad"), "a zoo model's plan gives no input gradient");
+    CHECK(pf_model_backward_input(ma, dout, NULL, dx, err, sizeof err) == -1 &&
+              strstr(err, "input_grad"), "nor an input gradient alone");
     printf("EDSR (%s): loss identical, %zu gradients %s through pf_model_new_net\n",
            layout_name(layout), np, same_plan ? "identical" : "within 1e-5 (another plan)");
 done:
     pf_model_destroy(&ma);
     pf_model_destroy(&mb);
+}
+
+/* ---- the input gradient alone through zoo descriptions -------------------------------- */
+
+/* `type` (small widths) through pf_model_new_net in `layout`: pf_model_backward_input against
+   pf_model_backward_from's dx for a random output gradient (check_input_only). */
+static void check_zoo_input_only(const char *type, pf_layout layout) {
+    char err[512], label[64];
+    pf_config cfg;
+    pf_config_defaults(&cfg);
+    snprintf(cfg.model_type, sizeof cfg.model_type, "%s", type);
+    snprintf(label, sizeof label, "%s input only (%s)", type, layout_name(layout));
+    cfg.scale = 2;
+    cfg.n_feats = 16;
+    cfg.n_blocks = 2;
+    cfg.res_scale = 0.5f;
+    cfg.num_group = 2;
+    cfg.squeeze_factor = 4;
+    cfg.fsrcnn_d = 8;
+    cfg.fsrcnn_s = 4;
+    cfg.fsrcnn_m = 1;
+    enum { n = 2, h = 8, w = 8, s = 2, nx = n * h * w * 3, ny = n * 3 * h * s * w * s };
+    static float x[nx], dout[ny], dx[nx];
+    pf_net net;
+    CHECK(pf_net_build(&net, &cfg, err, sizeof err) == 0, "%s: %s", label, err);
+    pf_model *m = pf_model_new_net(&net, cfg.conv_algorithm, err, sizeof err);
+    CHECK(m != NULL, "%s: %s", label, err);
+    if (!m) return;
+    m->dnnl.force_layout = layout;
+    pf_model_init(m, 4);
+    pf_rng rng = pf_rng_make(8, 1, (uint64_t)layout);
+    for (int i = 0; i < nx; i++) x[i] = (float)pf_rng_uniform(&rng);
+    fill(&rng, dout, ny);
+    if (pf_model_forward_train_f32(m, x, n, h, w, err, sizeof err) ||
+        pf_model_backward_from(m, dout, NULL, dx, err, sizeof err))
+        CHECK(0, "%s: %s", label, err);
+    else
+        check_input_only(m, dout, NULL, dx, nx, label);
+    printf("%s: checked against pf_model_backward_from\n", label);
+    pf_model_destroy(&m);
 }
 
 /* The description's rules for taps: kept to the end of forward (pf_net_last_use, in
@@ -497,5 +569,9 @@ int main(int argc, char **argv) {
     check_desc();
     for (size_t i = 0; i < sizeof layouts / sizeof *layouts; i++) check_layout(layouts[i]);
     for (size_t i = 0; i < sizeof layouts / sizeof *layouts; i++) check_edsr(layouts[i]);
+    static const char *const zoo[] = { "EDSR", "FSRCNN", "RCAN" };
+    for (size_t z = 0; z < sizeof zoo / sizeof *zoo; z++)
+        for (size_t i = 0; i < sizeof layouts / sizeof *layouts; i++)
+            check_zoo_input_only(zoo[z], layouts[i]);
     return pf_test_end("test_model_taps");
 }

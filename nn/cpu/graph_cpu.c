@@ -20,6 +20,7 @@ void pf_gstate_free(pf_gstate **s) {
     free((*s)->ts);
     free((*s)->need);
     free((*s)->need_param);
+    free((*s)->need_input);
     free((*s)->last);
     free((*s)->hint);
     free((*s)->run);
@@ -126,8 +127,8 @@ static int plan_buffers(const pf_gctx *m, pf_gstate *S, int training) {
 #undef ROUND
 }
 
-/* An input_grad plan: need (pf_net_need_input_grad) and need_param (pf_net_need_grad, already
-   in need). 0, or -1 with err. */
+/* An input_grad plan: need (pf_net_need_input_grad), need_param (pf_net_need_grad, already
+   in need) and need_input (pf_net_need_input_only). 0, or -1 with err. */
 static int plan_input_grad(const pf_net *g, pf_gstate *S, char *err, size_t errlen) {
     for (int k = 0; k < g->n_node; k++)
         if (g->node[k].op == PF_G_BILINEAR_IN || g->node[k].op == PF_G_BICUBIC_IN) {
@@ -135,12 +136,15 @@ static int plan_input_grad(const pf_net *g, pf_gstate *S, char *err, size_t errl
                      pf_net_op_name(g->node[k].op));
             return -1;
         }
-    if (!(S->need_param = malloc(((size_t)g->n_t + 1) * sizeof *S->need_param))) {
+    S->need_param = malloc(((size_t)g->n_t + 1) * sizeof *S->need_param);
+    S->need_input = malloc(((size_t)g->n_t + 1) * sizeof *S->need_input);
+    if (!S->need_param || !S->need_input) {
         snprintf(err, errlen, "%s: out of memory", g->type);
         return -1;
     }
     memcpy(S->need_param, S->need, (size_t)g->n_t * sizeof *S->need);
     pf_net_need_input_grad(g, S->need);
+    pf_net_need_input_only(g, S->need_input);
     return 0;
 }
 
@@ -528,9 +532,39 @@ static void grad_pass(pf_gstate *S, pf_tstate *t, const pf_tstate *o, int b, int
     if (dx) pf_cpu_axpy_layout(dx, t->block, o->grad, b, 1.0f, n, c, h, w, acc);
 }
 
+/* Backward-weights of convolution node nd into the flat gradients from dd (its output's
+   gradient in the layout it ran on): FSRCNN's sub-pixel layer through its own form, a weight
+   another layer has written this step already (shared weights) through wtmp, then added. */
+static int conv_weight_grads(const pf_gctx *m, pf_gstate *S, pf_conv *c, const pf_gnode *nd,
+                             const float *dd, char *err, size_t errlen) {
+    const pf_net *g = m->net;
+    int bi = pf_net_conv_bias(g, nd->conv);     /* -1: no bias, gb unused */
+    const pf_param_info *wt = &g->tensors[nd->param], *bt = bi >= 0 ? &g->tensors[bi] : NULL;
+    float *gw = m->grads + wt->offset, *gb = bt ? m->grads + bt->offset : NULL;
+    if (nd->conv == g->sub_conv) {  /* FSRCNN: gradients of the sub-pixel form first */
+        gw = m->sub_dw;
+        gb = m->sub_dw + (size_t)c->oc * c->ic * c->k * c->k;
+    }
+    int add_w = S->wuses[nd->param] > 1 && S->wset[nd->param];
+    if (add_w) {
+        gw = S->wtmp;
+        gb = S->wtmp + wt->numel;
+    }
+    S->wset[nd->param] = 1;
+    const pf_gconv_io *io = &S->io[nd - g->node];
+    TRY(pf_conv_backward_weights(c, io->rs ? io->xin : S->ts[nd->in[0]].data, dd, gw, gb, err,
+                                 errlen));
+    if (nd->conv == g->sub_conv) pf_net_sub_grads(g, m->sub_dw, m->grads);
+    if (add_w) {
+        pf_cpu_axpy(m->grads + wt->offset, S->wtmp, 1.0f, wt->numel, 1);
+        if (bt) pf_cpu_axpy(m->grads + bt->offset, S->wtmp + wt->numel, 1.0f, bt->numel, 1);
+    }
+    return 0;
+}
+
 /* A convolution node's backward: the fused activation's mask, the residual's identity,
-   backward-weights into the flat gradients (FSRCNN's sub-pixel layer, shared weights) and
-   backward-data, each side converted where the convolution runs on other layouts. */
+   backward-weights (conv_weight_grads; not with S->no_param_grads) and backward-data, each
+   side converted where the convolution runs on other layouts. */
 static int conv_backward(const pf_gctx *m, pf_gstate *S, pf_conv *c, const pf_gnode *nd,
                          char *err, size_t errlen) {
     const pf_net *g = m->net;
@@ -549,31 +583,12 @@ static int conv_backward(const pf_gctx *m, pf_gstate *S, pf_conv *c, const pf_gn
             dd = t0;
         }
     }
-    int bi = pf_net_conv_bias(g, nd->conv);     /* -1: no bias, gb unused */
-    const pf_param_info *wt = &g->tensors[nd->param], *bt = bi >= 0 ? &g->tensors[bi] : NULL;
-    float *gw = m->grads + wt->offset, *gb = bt ? m->grads + bt->offset : NULL;
-    if (nd->conv == g->sub_conv) {  /* FSRCNN: gradients of the sub-pixel form first */
-        gw = m->sub_dw;
-        gb = m->sub_dw + (size_t)c->oc * c->ic * c->k * c->k;
-    }
-    /* a weight another layer has written this step already: into wtmp, then added */
-    int add_w = S->wuses[nd->param] > 1 && S->wset[nd->param];
-    if (add_w) {
-        gw = S->wtmp;
-        gb = S->wtmp + wt->numel;
-    }
-    S->wset[nd->param] = 1;
     pf_gconv_io *io = &S->io[nd - g->node];
     if (io->rd) {   /* the gradient in the layout the convolution ran on */
         TRY(pf_reorder_run(&io->dy_to_rd, dd, io->yrd, err, errlen));
         dd = io->yrd;
     }
-    TRY(pf_conv_backward_weights(c, io->rs ? io->xin : a->data, dd, gw, gb, err, errlen));
-    if (nd->conv == g->sub_conv) pf_net_sub_grads(g, m->sub_dw, m->grads);
-    if (add_w) {
-        pf_cpu_axpy(m->grads + wt->offset, S->wtmp, 1.0f, wt->numel, 1);
-        if (bt) pf_cpu_axpy(m->grads + bt->offset, S->wtmp + wt->numel, 1.0f, bt->numel, 1);
-    }
+    if (!S->no_param_grads) TRY(conv_weight_grads(m, S, c, nd, dd, err, errlen));
     if ((dx = grad_for(S, a, &acc))) {
         float *t1;
         if (io->rs) {
@@ -673,8 +688,10 @@ static int backward_node(const pf_gctx *m, pf_gstate *S, pf_conv *convs, const p
         return conv_backward(m, S, &convs[nd->conv], nd, err, errlen);
     case PF_G_PRELU:
         dx = grad_for(S, a, &acc);
-        if (pf_cpu_prelu_backward(dx, m->grads + g->tensors[nd->param].offset, dy, a->data,
-                                  m->params + g->tensors[nd->param].offset, n, C, hw, b, acc)) {
+        d1 = S->no_param_grads ? NULL : m->grads + g->tensors[nd->param].offset;
+        if ((dx || d1) &&
+            pf_cpu_prelu_backward(dx, d1, dy, a->data, m->params + g->tensors[nd->param].offset,
+                                  n, C, hw, b, acc)) {
             snprintf(err, errlen, "%s: out of memory", g->type);
             return -1;
         }
@@ -754,20 +771,25 @@ static int seed_grads(const pf_gctx *m, pf_gstate *S, int out_set, const float *
     return 0;
 }
 
-/* pf_graph_backward and pf_graph_backward_from: the output's gradient set (out_set), or
-   given (dout), the taps' (dtaps), dx (see pf_graph_backward_from). */
+/* pf_graph_backward, pf_graph_backward_from and pf_graph_backward_input: the output's
+   gradient set (out_set), or given (dout), the taps' (dtaps), dx (see
+   pf_graph_backward_from), the parameter gradients (params; 0: x->grads not written). */
 static int backward_run(const pf_gctx *m, pf_gstate *S, int out_set, const float *dout,
-                        const float *const *dtaps, float *dx, char *err, size_t errlen) {
+                        const float *const *dtaps, float *dx, int params, char *err,
+                        size_t errlen) {
     const pf_net *g = m->net;
     pf_conv *convs = m->convs;
-    memset(m->grads, 0, m->net->n_params * sizeof(float));
+    if (params) memset(m->grads, 0, m->net->n_params * sizeof(float));
+    S->no_param_grads = !params;
     memset(S->wset, 0, (size_t)g->n_tensors * sizeof *S->wset);
     for (int i = 0; i < g->n_t; i++) {
         S->ts[i].grad_set = 0;
         S->ts[i].grad = S->ts[i].grad_own;     /* NULL but for the output */
         S->ts[i].gslot = -1;
         /* an input_grad plan computes the gradients only the input needs when dx is asked */
-        if (S->need_param) S->ts[i].need_grad = dx ? S->need[i] : S->need_param[i];
+        if (S->need_param)
+            S->ts[i].need_grad = !dx ? S->need_param[i] : params ? S->need[i]
+                                                                  : S->need_input[i];
     }
     for (int k = 0; k < S->n_gslots; k++) S->grefs[k] = 0;
     S->tslot[0] = S->tslot[1] = -1;
@@ -792,20 +814,24 @@ static int backward_run(const pf_gctx *m, pf_gstate *S, int out_set, const float
         }
     }
     S->dx = NULL;
+    S->no_param_grads = 0;
     return 0;
 oom:
     S->dx = NULL;
+    S->no_param_grads = 0;
     snprintf(err, errlen, "%s: out of memory for gradients of a %d-sample batch",
              m->net->type, S->n);
     return -1;
 }
 
 int pf_graph_backward(const pf_gctx *m, pf_gstate *S, char *err, size_t errlen) {
-    return backward_run(m, S, 1, NULL, NULL, NULL, err, errlen);
+    return backward_run(m, S, 1, NULL, NULL, NULL, 1, err, errlen);
 }
 
-int pf_graph_backward_from(const pf_gctx *m, pf_gstate *S, const float *dout,
-                           const float *const *dtaps, float *dx, char *err, size_t errlen) {
+/* pf_graph_backward_from (params 1) and pf_graph_backward_input (params 0). */
+static int backward_given(const pf_gctx *m, pf_gstate *S, const float *dout,
+                          const float *const *dtaps, float *dx, int params, char *err,
+                          size_t errlen) {
     const pf_net *g = m->net;
     if (!S->training) {
         snprintf(err, errlen, "%s: backward of an inference plan", g->type);
@@ -816,12 +842,26 @@ int pf_graph_backward_from(const pf_gctx *m, pf_gstate *S, const float *dout,
                  g->type);
         return -1;
     }
-    TRY(backward_run(m, S, dout != NULL, dout, dtaps, dx, err, errlen));
+    TRY(backward_run(m, S, dout != NULL, dout, dtaps, dx, params, err, errlen));
     if (dx && !S->dx_set) {     /* no gradient reached the input */
         const pf_tstate *in = &S->ts[g->input];
         memset(dx, 0, (size_t)S->n * g->t[g->input].c * in->h * in->w * sizeof(float));
     }
     return 0;
+}
+
+int pf_graph_backward_from(const pf_gctx *m, pf_gstate *S, const float *dout,
+                           const float *const *dtaps, float *dx, char *err, size_t errlen) {
+    return backward_given(m, S, dout, dtaps, dx, 1, err, errlen);
+}
+
+int pf_graph_backward_input(const pf_gctx *m, pf_gstate *S, const float *dout,
+                            const float *const *dtaps, float *dx, char *err, size_t errlen) {
+    if (!dx) {
+        snprintf(err, errlen, "%s: an input-only backward without dx", m->net->type);
+        return -1;
+    }
+    return backward_given(m, S, dout, dtaps, dx, 0, err, errlen);
 }
 
 int pf_graph_conversions(const pf_net *net, const pf_gstate *S, pf_gconversion *out, int max) {

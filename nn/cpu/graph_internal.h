@@ -44,6 +44,9 @@ struct pf_gstate {
                                pf_net_need_input_grad) */
     int *need_param;        /* an input_grad plan: pf_net_need_grad, the need of a backward
                                not asked for dx (NULL: not such a plan) */
+    int *need_input;        /* an input_grad plan: pf_net_need_input_only, the need of a
+                               backward asked for dx alone (pf_graph_backward_input) */
+    int no_param_grads;     /* backward: parameter gradients not wanted (x->grads not written) */
     float *dx;              /* backward: d loss / d input, the caller's NHWC (NULL: none) */
     int dx_set;             /* backward: dx holds a contribution */
     int *last;              /* per tensor: pf_net_last_use in forward (not extended) */

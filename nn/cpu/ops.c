@@ -255,23 +255,23 @@ int pf_cpu_prelu_backward(float *dx, float *dal, const float *dy, const float *x
     int cb = (C + b - 1) / b;
     /* d alpha[c] = sum over x <= 0 of dy * x: per (sample, block) partial sums first,
        added in a fixed order, so the result does not depend on the thread count */
-    double *part = calloc((size_t)n * cb * b, sizeof *part);
-    if (!part) return -1;
+    double *part = dal ? calloc((size_t)n * cb * b, sizeof *part) : NULL;
+    if (dal && !part) return -1;
 #pragma omp parallel for collapse(2) schedule(static)
     for (int in = 0; in < n; in++)
         for (int ib = 0; ib < cb; ib++) {
             size_t base = ((size_t)in * cb + ib) * hw * b;
             int c0 = ib * b, kn = C - c0 < b ? C - c0 : b;
-            double *pp = part + ((size_t)in * cb + ib) * b;
+            double *pp = part ? part + ((size_t)in * cb + ib) * b : NULL;
             for (size_t px = 0; px < hw; px++, base += b)
                 for (int k = 0; k < kn; k++) {
                     float v = x[base + k], d = dy[base + k];
                     float g1 = v > 0 ? d : al[c0 + k] * d;
-                    if (!(v > 0)) pp[k] += (double)d * v;
+                    if (pp && !(v > 0)) pp[k] += (double)d * v;
                     if (dx) dx[base + k] = acc ? dx[base + k] + g1 : g1;
                 }
         }
-    for (int c = 0; c < C; c++) {
+    for (int c = 0; dal && c < C; c++) {
         double s = 0;
         for (int in = 0; in < n; in++) s += part[((size_t)in * cb + c / b) * b + c % b];
         dal[c] = (float)s;

@@ -49,8 +49,9 @@ void pf_cpu_bilinear_in_forward(float *y, pf_lq lq, int n, int H, int W, int r, 
 /* PF_G_PRELU (torch.nn.PReLU(C)): y = x > 0 ? x : alpha[c] x, hw pixels. */
 void pf_cpu_prelu_forward(float *y, const float *x, const float *alpha, int n, int c, size_t hw,
                           int b);
-/* Its backward: dx (NULL: none wanted) = [dx +] (x > 0 ? dy : alpha[c] dy), dalpha[c] = sum
-   over x <= 0 of dy x (overwritten). 0, or -1 out of memory (the partial sums). */
+/* Its backward: dx (NULL: none wanted) = [dx +] (x > 0 ? dy : alpha[c] dy), dalpha[c] (NULL:
+   none wanted) = sum over x <= 0 of dy x (overwritten). 0, or -1 out of memory (the partial
+   sums). */
 int pf_cpu_prelu_backward(float *dx, float *dalpha, const float *dy, const float *x,
                           const float *alpha, int n, int c, size_t hw, int b, int acc);
 
