@@ -1,13 +1,21 @@
 /*  reactor — see reactor.h.
 
-    Every registration is a small struct of ours that zloop gets as its handler argument; the
-    trampolines (on_zloop_reader, on_zloop_timer, on_zloop_task) call the role's handler, then
-    look at the signal count. Timers are zloop one-shots re-armed after each run (no
-    catch-up). A task is a zloop poller on an eventfd that holds 1 while the task is ready:
-    zloop calls pollers in registration order once per round, so the readers registered before
-    it are served between two steps of the task. Readers
-    ended inside a loop round stay allocated until the reactor goes: zloop may still hold a
-    copy of their poll item for the rest of that round.
+    Every registration is a small struct of ours; the trampolines (on_zloop_reader,
+    on_zloop_timer, on_zloop_task) call the role's handler, then look at the signal count.
+    Readers and tasks are zloop's handler argument themselves. Timers are zloop one-shots
+    re-armed after each run (no catch-up), whose argument is the reactor, never the pf_timer:
+    the trampoline looks the timer up by zloop's id. zloop (czmq 4.2.1) runs every timer due
+    in a round before it drops those that zloop_timer_end ended meanwhile, so a one-shot
+    cancelled or moved by a handler earlier in the same round still fires; its id is then no
+    pf_timer's and the firing is ignored. (With the pf_timer as the argument, a timer
+    cancelled and freed in that round was called from freed memory: on an early SIGTERM the
+    coordinator's tick ended the job, cancelling the liveness timer due in the same round, the
+    new closing timer's zloop record took the freed block, and on_zloop_timer called itself
+    until the stack overflowed.) A task is a zloop poller on an eventfd that holds 1 while the
+    task is ready: zloop calls pollers in registration order once per round, so the readers
+    registered before it are served between two steps of the task. Readers ended inside a loop
+    round stay allocated until the reactor goes: zloop may still hold a copy of their poll item
+    for the rest of that round.
 */
 #include "runtime/reactor.h"
 
@@ -153,14 +161,23 @@ static int on_zloop_timer(zloop_t *loop, int zid, void *arg);
 static int timer_arm(pf_timer *t, size_t ms) {
     /* At least 1 ms: zloop would run a 0 ms one-shot armed inside a timer handler in the
        same round, before any reader (measured: 1000 such re-arms ran back to back). */
-    int zid = zloop_timer(t->r->loop, ms ? ms : 1, 1, on_zloop_timer, t);
+    int zid = zloop_timer(t->r->loop, ms ? ms : 1, 1, on_zloop_timer, t->r);
     t->zid = zid > 0 ? zid : 0;
     return zid > 0 ? 0 : -1;
 }
 
+/* The timer whose pending one-shot is zloop's `zid`, or NULL: that one-shot was ended
+   (cancel, restart) and the timer may be gone. zloop's ids only grow, so none is reused. */
+static pf_timer *timer_of(pf_reactor *r, int zid) {
+    for (pf_timer *t = r->timers; t; t = t->next)
+        if (t->zid == zid) return t;
+    return NULL;
+}
+
 static int on_zloop_timer(zloop_t *loop, int zid, void *arg) {
-    pf_timer *t = arg;
-    pf_reactor *r = t->r;
+    pf_reactor *r = arg;
+    pf_timer *t = timer_of(r, zid);
+    if (!t) return 0;   /* ended earlier in this round: nothing of ours runs */
     t->zid = 0;     /* zloop deletes its one-shot after this returns */
     t->running = 1;
     int rc = t->fn(r, t->arg);

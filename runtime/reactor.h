@@ -2,7 +2,7 @@
     czmq's zloop, one pf_reactor_run; tasks for work done in steps. State changes live in
     the handlers.
 
-    Three things PixFlow's roles need that bare zloop (czmq 4.2.1) does differently, each
+    Four things PixFlow's roles need that bare zloop (czmq 4.2.1) does differently, each
     measured against the Debian library (the commit that added this file says how):
     - A signal that arrives while zloop waits in zmq_poll makes zmq_poll fail with EINTR, and
       zloop_start then returns 0 — even with zloop_set_nonstop. pf_reactor_run resumes the
@@ -18,6 +18,9 @@
     - A signal delivered while a handler runs (not in zmq_poll) interrupts nothing: every
       handler's return is followed by a look at pf_signal_count, so the role hears of it as
       soon as the handler returns.
+    - zloop_timer_end inside a loop round does not stop a timer already due in that round:
+      zloop still runs it. A timer cancelled (pf_reactor_cancel) or moved (pf_reactor_restart)
+      by a handler does not run afterwards in that round, whatever the order they were due in.
     Timers have zloop's 1 ms resolution; readers are called once per loop round while their
     socket is readable (a handler may take one message or all of them).
 */

@@ -1,5 +1,5 @@
 /*  test_reactor — runtime/reactor.c: readers, tasks served between reads, timers without catch-up, cancel and restart from
-    handlers, and signals: one that comes while the loop waits, and one that comes while a
+    handlers (a timer's own, and others due in the same round), and signals: one that comes while the loop waits, and one that comes while a
     handler runs, both reach the role's signal handler and the loop goes on, and one caught
     before the loop started is reported when it starts; the role's own
     signal handlers stay installed. Times are checked against the monotonic clock with
@@ -18,8 +18,8 @@
 typedef struct {
     int reads, fires, signals, blocked;
     double first_fire, second_fire, signal_at, tick_after_signal;
-    pf_timer *self_cancel, *deadline;
-    int self_cancel_runs, deadline_runs;
+    pf_timer *self_cancel, *deadline, *victim;
+    int self_cancel_runs, deadline_runs, victim_runs;
     double deadline_at;
     void *sock;
 } probe;
@@ -71,6 +71,22 @@ static int deadline(pf_reactor *r, void *arg) {
 static int push_deadline(pf_reactor *r, void *arg) {
     probe *p = arg;
     pf_reactor_restart(r, p->deadline, 0.3);
+    return 0;
+}
+
+static int victim(pf_reactor *r, void *arg) {
+    probe *p = arg;
+    p->victim_runs++;
+    return 0;
+}
+
+/* What the coordinator's tick did on an early SIGTERM (end_job): cancel another timer, move
+   one, start a new one. */
+static int cancel_move_new(pf_reactor *r, void *arg) {
+    probe *p = arg;
+    pf_reactor_cancel(r, &p->victim);
+    pf_reactor_restart(r, p->deadline, 0.2);
+    pf_reactor_after(r, 0.4, stop, p);
     return 0;
 }
 
@@ -139,6 +155,29 @@ static void test_cancel_restart(void) {
     CHECK(p.deadline_at >= 0.38 && p.deadline_at < 0.6, "restarted deadline ran at %.3f s",
           p.deadline_at);
     pf_reactor_cancel(r, &p.deadline);   /* a one-shot that has run can still be cancelled */
+    pf_reactor_destroy(&r);
+}
+
+/* Timers due in the same loop round: zloop runs every one due before it drops those cancelled
+   meanwhile, so the first one's handler cancels the second (which must not run, nor be touched
+   once freed: before the fix its memory went to the new timer's zloop record and
+   on_zloop_timer called itself until the stack overflowed) and moves the third (which must
+   run at its new time only). All three are 1 ms timers and the loop starts 20 ms later, so
+   all are due in its first round however slow the machine. */
+static void test_same_round(void) {
+    probe p = { 0 };
+    pf_reactor *r = pf_reactor_new();
+    pf_reactor_after(r, 0.001, cancel_move_new, &p);
+    p.victim = pf_reactor_after(r, 0.001, victim, &p);
+    p.deadline = pf_reactor_after(r, 0.001, deadline, &p);
+    usleep(20000);
+    t0 = pf_now();
+    CHECK(pf_reactor_run(r) == 0, "run");
+    CHECK(p.victim_runs == 0, "a timer cancelled by an earlier one of its round ran %d times",
+          p.victim_runs);
+    CHECK(p.deadline_runs == 1 && p.deadline_at >= 0.19,
+          "a timer moved by an earlier one of its round ran %d times, at %.3f s",
+          p.deadline_runs, p.deadline_at);
     pf_reactor_destroy(&r);
 }
 
@@ -235,6 +274,7 @@ int main(void) {
     test_task();
     test_no_catch_up();
     test_cancel_restart();
+    test_same_round();
     test_signals();
     return pf_test_end("test_reactor");
 }
