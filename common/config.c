@@ -1092,6 +1092,12 @@ static int gan_rules(pf_cfg_ctx *c, const pf_lines *L, pf_config *cfg) {
         return pf_cfg_fail(c, at, "data.train.gt_patch_size", "must be a multiple of 8 for "
                            "UNetDiscriminatorSN (it halves the patch three times), got %d",
                            patch);
+    /* RealESRGANModel compares with the plain GT and the sharpened one (its gt and gt_usm),
+       ESRGANModel with the plain one: with data.train.gt_usm the loaders send both (set here,
+       where every role, loaders included, resolves its config). Not a key: the resolved YAML
+       and the hash stay. */
+    if (cfg->train.present && pf_dataset_is_realesrgan(&cfg->train) && cfg->train.gt_usm)
+        cfg->train.gt_plain = 1;
     return 0;
 }
 
@@ -1263,11 +1269,6 @@ int pf_config_check_train(const pf_config *cfg, char *err, size_t errlen) {
             size_t at = strlen(keys);
             snprintf(keys + at, sizeof keys - at, "%s%s", n++ ? ", " : "", need[i]);
         }
-    if (!n && cfg->gan.enabled) {
-        snprintf(err, errlen, "%s: gan: training step not wired yet (issue 41); the config "
-                 "loads and checks, `pixflow train` does not run it", cfg->path);
-        return -1;
-    }
     if (!n)
         return 0;
     snprintf(err, errlen, "%s: `pixflow train` needs %s, missing from the config (a config "

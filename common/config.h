@@ -36,8 +36,8 @@ int pf_config_parse(pf_config *cfg, const char *path, const char *text, size_t l
    leave out (rows flagged PF_KF_TO_TRAIN, one of total_iters / total_epochs, data.train);
    `pixflow test` needs only model, data.test and work_dir, as BasicSR's test options. Returns
    0, or -1 with err = "PATH: `pixflow train` needs KEYS, missing from the config (...)"
-   naming every missing key; or, for a config with a `gan` section, "PATH: gan: training step
-   not wired yet (issue 41) ..." (until the GAN step is part of the training loop). */
+   naming every missing key. A config with a `gan` section trains like any other (the worker
+   runs the GAN step, worker/gan_state.h). */
 int pf_config_check_train(const pf_config *cfg, char *err, size_t errlen);
 
 /* Read the file at `path` and parse it (pf_config_parse with check_paths = 1). */

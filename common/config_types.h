@@ -100,8 +100,9 @@ typedef struct {
     int gt_plain;                       /* not a key: with gt_usm, each training sample also
                                            carries its GT patch unsharpened (the batch's
                                            gt_plain frame; BasicSR RealESRGANModel's `gt` beside
-                                           `gt_usm`). Set after parsing for the GAN step of issue
-                                           41 (and by tests); 0 = batches as without it */
+                                           `gt_usm`). Set by the parse for a GAN job on a
+                                           RealESRGANDataset with gt_usm (issue 41; and by
+                                           tests); 0 = batches as without it */
     int skip_cut_videos;                /* not a key: 1 when data.on_bad_sample is skip (set by
                                            pf_config_parse): a video file cut short at start-up
                                            is used up to its whole frames instead of refused

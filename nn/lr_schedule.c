@@ -3,8 +3,7 @@
 #include <math.h>
 #include <string.h>
 
-static double regular_lr(const pf_config *cfg, int64_t iter) {
-    double base = cfg->learning_rate;
+static double regular_lr(const pf_config *cfg, double base, int64_t iter) {
     if (!strcmp(cfg->lr_policy, "Step")) {
         /* MMCV StepLrUpdaterHook: exponent = number of milestones <= iter */
         int e = 0;
@@ -32,7 +31,11 @@ static double regular_lr(const pf_config *cfg, int64_t iter) {
 }
 
 double pf_lr_at(const pf_config *cfg, int64_t iter) {
-    double lr = regular_lr(cfg, iter);
+    return pf_lr_at_base(cfg, cfg->learning_rate, iter);
+}
+
+double pf_lr_at_base(const pf_config *cfg, double base, int64_t iter) {
+    double lr = regular_lr(cfg, base, iter);
     if (!strcmp(cfg->lr_warmup, "linear") && iter < cfg->lr_warmup_iters) {
         double k = (1.0 - (double)iter / (double)cfg->lr_warmup_iters) *
                    (1.0 - (double)cfg->lr_warmup_ratio);

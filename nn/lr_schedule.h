@@ -20,4 +20,8 @@
 
 /* Learning rate for (0-based) iteration `iter`. */
 double pf_lr_at(const pf_config *cfg, int64_t iter);
+/* The same schedule (lr_config) from another base rate: a second optimiser's own lr (a GAN
+   job's gan.optim_d.lr; BasicSR builds one scheduler per optimiser from the same options, so
+   min_lr stays absolute). pf_lr_at(cfg, it) is pf_lr_at_base(cfg, cfg->learning_rate, it). */
+double pf_lr_at_base(const pf_config *cfg, double base, int64_t iter);
 #endif

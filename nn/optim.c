@@ -127,11 +127,20 @@ void pf_optim_step(pf_optim *o, float *params, const float *grads, float lr) {
         else
             adam_range(o, g->offset, g->numel, params, grads, glr, gwd, write, step);
     }
+    pf_optim_ema_update(o, params);
+}
+
+void pf_optim_ema_update(pf_optim *o, const float *params) {
     if (!o->ema) return;
+    pf_optim_group whole = { 0, o->n, 1.0f, 1.0f, 0 };
+    const pf_optim_group *gs = o->n_groups ? o->groups : &whole;
+    int ng = o->n_groups ? o->n_groups : 1;
     /* BasicSR model_ema: ema.mul_(decay).add_(p, alpha=1 - decay). */
     float d = o->ema_decay, a = (float)(1.0 - (double)o->ema_decay);
     for (int k = 0; k < ng; k++) {
-        if (gs[k].lr_mult == 0.0f || o->step <= gs[k].start) continue;
+        /* a frozen range, or one not yet in the optimisation (start > 0: o->step is at
+           least 1 here after pf_optim_step's increment, and may be 0 in the EMA alone) */
+        if (gs[k].lr_mult == 0.0f || (gs[k].start > 0 && o->step <= gs[k].start)) continue;
         float *e = o->ema + gs[k].offset;
         const float *p = params + gs[k].offset;
         for (size_t i = 0; i < gs[k].numel; i++) e[i] = e[i] * d + a * p[i];

@@ -60,6 +60,10 @@ int pf_optim_ema_init(pf_optim *o, float decay, const float *params);
    ema = decay * ema + (1 - decay) * p, skipped for groups with lr_mult 0 so that a frozen
    tensor's EMA stays bit-identical to it (decay * p + (1 - decay) * p may round off p). */
 void pf_optim_step(pf_optim *o, float *params, const float *grads, float lr);
+/* The EMA update of pf_optim_step alone (nothing when the EMA is off), at the optimiser's
+   current step: BasicSR's RealESRGANModel runs model_ema every iteration, also those whose
+   generator step is skipped (net_d_iters, net_d_init_iters), and then params did not move. */
+void pf_optim_ema_update(pf_optim *o, const float *params);
 void pf_optim_free(pf_optim *o);
 /* "Adam" / "AdamW" / "SGD", the config and checkpoint name of a kind. */
 const char *pf_optim_kind_name(pf_optim_kind k);

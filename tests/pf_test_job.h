@@ -19,6 +19,7 @@
 
 #include "common/image.h"
 #include "common/rng.h"
+#include "common/safetensors.h"
 #include "common/util.h"
 #include "pf_test.h"
 
@@ -422,6 +423,47 @@ static inline void pf_test_job_begin(const char *tag, char *bin, size_t binlen, 
     snprintf(bin, binlen, "%s", b ? b : "build/pixflow");
     snprintf(root, rootlen, "/tmp/pf_%s_%d", tag, (int)getpid());
     pf_mkdirs(root, NULL, 0);
+}
+
+/* How far checkpoint file pa is from pb: over every tensor of pb (found in pa by name; one
+   missing fails a CHECK and gives INFINITY), the largest |a - b| relative to the largest |b|
+   of the same tensor (relative 1), or absolute (0). *n_ema (may be NULL) gets how many
+   params_ema.* tensors pb holds. INFINITY, after a failed CHECK, when a file cannot be read. */
+static inline double ckpt_distance(const char *pa, const char *pb, int relative, int *n_ema) {
+    char err[512];
+    pf_safetensors *a = NULL, *b = NULL;
+    if (n_ema) *n_ema = 0;
+    if (pf_safetensors_load(pa, &a, err, sizeof err) != 0 ||
+        pf_safetensors_load(pb, &b, err, sizeof err) != 0) {
+        CHECK(0, "%s", err);
+        pf_safetensors_free(&a);
+        return INFINITY;
+    }
+    double worst = 0;
+    for (int i = 0; i < pf_safetensors_count(b); i++) {
+        const char *name;
+        int nd, nd2;
+        int64_t shape[4], shape2[4];
+        const float *vb = pf_safetensors_at(b, i, &name, &nd, shape);
+        const float *va = pf_safetensors_get(a, name, &nd2, shape2);
+        if (n_ema) *n_ema += strncmp(name, "params_ema.", 11) == 0;
+        size_t n = 1;
+        for (int k = 0; k < nd; k++) n *= (size_t)shape[k];
+        if (!va) {
+            CHECK(0, "%s missing in %s", name, pa);
+            worst = INFINITY;
+            continue;
+        }
+        double diff = 0, scale = 1e-12;
+        for (size_t k = 0; k < n; k++) {
+            diff = fmax(diff, fabs((double)va[k] - vb[k]));
+            scale = fmax(scale, fabs((double)vb[k]));
+        }
+        worst = fmax(worst, relative ? diff / scale : diff);
+    }
+    pf_safetensors_free(&a);
+    pf_safetensors_free(&b);
+    return worst;
 }
 
 /* Remove folder `dir` and everything in it (rm -rf); says so when it cannot. */

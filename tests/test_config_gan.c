@@ -6,7 +6,7 @@
     file, the line and the key: unknown model_type / network_d.type / gan_type / criterion /
     layer name, input_size, the GT patch against the discriminator, the VGG19 weights file
     (with how to make it), *_gt_usm with ESRGANModel, a video network, optim_d's rules. Also
-    pf_config_check_train's refusal (the step is not wired yet), pf_gan_check_backend (CPU
+    pf_config_check_train taking it (the step is wired), pf_gan_check_backend (CPU
     only), and that the rows' gan_type / criterion choices are what nn/gan_loss.h and
     common/perceptual_opts.h parse, in their enum order.
 */
@@ -131,10 +131,11 @@ static void test_full_and_round_trip(void) {
             CHECK(back.hash == c.hash, "same hash after the round trip");
         }
         free(yaml);
-        /* the step is not wired: train refuses it, with one clear error */
-        CHECK(pf_config_check_train(&c, err, sizeof err) == -1 &&
-                  strstr(err, "gan: training step not wired yet (issue 41)"),
-              "check_train refuses a GAN job: %s", err);
+        /* the step is wired (worker/gan_state.h): train takes a GAN job; without gt_usm the
+           loaders send no gt_plain frame (the batch's gt is the plain GT) */
+        CHECK(pf_config_check_train(&c, err, sizeof err) == 0, "check_train takes a GAN job: %s",
+              err);
+        CHECK(c.train.gt_plain == 0, "no gt_usm: no gt_plain frame");
     }
     free(t);
 }

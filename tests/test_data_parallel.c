@@ -65,40 +65,10 @@ static int train(const char *tag, int spg, int seed, const char *workers, const 
 
 /* Largest |a - b| over all tensors relative to the largest |b| of the same tensor. */
 static double weight_distance(const char *tag_a, const char *tag_b) {
-    char pa[600], pb[600], err[512];
+    char pa[600], pb[600];
     snprintf(pa, sizeof pa, "%s/%s/checkpoints/iter_%d.safetensors", root, tag_a, ITERS);
     snprintf(pb, sizeof pb, "%s/%s/checkpoints/iter_%d.safetensors", root, tag_b, ITERS);
-    pf_safetensors *a = NULL, *b = NULL;
-    if (pf_safetensors_load(pa, &a, err, sizeof err) != 0 ||
-        pf_safetensors_load(pb, &b, err, sizeof err) != 0) {
-        CHECK(0, "%s", err);
-        pf_safetensors_free(&a);
-        return INFINITY;
-    }
-    double worst = 0;
-    for (int i = 0; i < pf_safetensors_count(b); i++) {
-        const char *name;
-        int nd, nd2;
-        int64_t shape[4], shape2[4];
-        const float *vb = pf_safetensors_at(b, i, &name, &nd, shape);
-        const float *va = pf_safetensors_get(a, name, &nd2, shape2);
-        size_t n = 1;
-        for (int k = 0; k < nd; k++) n *= (size_t)shape[k];
-        if (!va) {
-            CHECK(0, "%s missing in %s", name, pa);
-            worst = INFINITY;
-            continue;
-        }
-        double diff = 0, scale = 1e-12;
-        for (size_t k = 0; k < n; k++) {
-            diff = fmax(diff, fabs((double)va[k] - vb[k]));
-            scale = fmax(scale, fabs((double)vb[k]));
-        }
-        worst = fmax(worst, diff / scale);
-    }
-    pf_safetensors_free(&a);
-    pf_safetensors_free(&b);
-    return worst;
+    return ckpt_distance(pa, pb, 1, NULL);
 }
 
 /* Per iteration, the sorted sample ids of every rank's batch together. */

@@ -182,6 +182,13 @@ static void test_lr(void) {
     CHECK_NEAR(pf_lr_at(&c, 10), 5.05e-5, 1e-10);
     CHECK_NEAR(pf_lr_at(&c, 20), 2.575e-5, 1e-10);
     CHECK_NEAR(pf_lr_at(&c, 30), 1e-6, 1e-10);
+    /* the same schedule from another base (a GAN job's optim_d.lr, 2e-4), min_lr absolute:
+       iter 5: 1e-6 + 0.5 * (2e-4 - 1e-6) = 1.005e-4; iter 20: 1e-6 + 0.25 * 1.99e-4 =
+       5.075e-5; past the end: 1e-6 */
+    CHECK_NEAR(pf_lr_at_base(&c, 2e-4, 5), 1.005e-4, 1e-10);
+    CHECK_NEAR(pf_lr_at_base(&c, 2e-4, 20), 5.075e-5, 1e-10);
+    CHECK_NEAR(pf_lr_at_base(&c, 2e-4, 30), 1e-6, 1e-10);
+    CHECK(pf_lr_at_base(&c, c.learning_rate, 17) == pf_lr_at(&c, 17), "pf_lr_at's base");
 
     /* linear warmup, 10 iters, ratio 0.1, over Fixed 1e-4:
        iter 0: k = 0.9 -> 1e-5; iter 5: k = 0.5 * 0.9 = 0.45 -> 5.5e-5; iter 10: 1e-4 */
@@ -192,6 +199,7 @@ static void test_lr(void) {
     CHECK_NEAR(pf_lr_at(&c, 0), 1e-5, 1e-10);
     CHECK_NEAR(pf_lr_at(&c, 5), 5.5e-5, 1e-10);
     CHECK_NEAR(pf_lr_at(&c, 10), 1e-4, 1e-10);
+    CHECK_NEAR(pf_lr_at_base(&c, 3e-4, 5), 1.65e-4, 1e-10);   /* 3e-4 * (1 - 0.45) */
 }
 
 int main(void) {

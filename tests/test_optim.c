@@ -424,7 +424,28 @@ static void test_optim_new(void) {
 }
 
 
+/* pf_optim_ema_update: BasicSR's model_ema alone (a GAN iteration without a generator step):
+   ema = 0.75 ema + 0.25 p with the parameters and the step count left as they are; nothing
+   without an EMA. */
+static void test_ema_update(void) {
+    pf_optim o;
+    pf_optim_settings s = { .kind = PF_OPTIM_ADAM, .beta1 = 0.9f, .beta2 = 0.99f, .eps = 1e-8f };
+    float p[3] = { 1.0f, -2.0f, 0.5f }, p0[3] = { 0.0f, 2.0f, 4.0f };
+    CHECK(pf_optim_init(&o, 3, &s) == 0 && pf_optim_ema_init(&o, 0.75f, p0) == 0, "init");
+    pf_optim_ema_update(&o, p);
+    const float want[3] = { 0.25f, 1.0f, 3.125f };
+    for (int i = 0; i < 3; i++)
+        CHECK(o.ema[i] == want[i], "ema[%d] = %g, want %g", i, o.ema[i], want[i]);
+    CHECK(o.step == 0 && p[1] == -2.0f, "the step and the parameters stay");
+    pf_optim_free(&o);
+    CHECK(pf_optim_init(&o, 3, &s) == 0, "init");
+    pf_optim_ema_update(&o, p);   /* no EMA: nothing */
+    CHECK(o.ema == NULL, "no EMA made");
+    pf_optim_free(&o);
+}
+
 int main(void) {
+    test_ema_update();
     test_checkpoint("{type: Adam, lr: 1.0e-3}", "", 2);
     test_checkpoint("{type: AdamW, lr: 1.0e-3}", "ema_decay: 0.9\n", 2);
     test_checkpoint("{type: SGD, lr: 0.1, momentum: 0.9}", "ema_decay: 0.999\n", 1);

@@ -23,6 +23,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,12 +31,14 @@
 #include <zmq.h>
 
 #include "common/checkpoint.h"
+#include "common/gan_cfg.h"
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/number.h"
 #include "common/util.h"
 #include "nn/checkpoint.h"
 #include "nn/collective.h"
+#include "nn/gan.h"
 #include "nn/lr_schedule.h"
 #include "nn/model.h"
 #include "nn/optim.h"
@@ -44,6 +47,7 @@
 #include "runtime/reactor.h"
 #include "proto/security.h"
 #include "worker/device.h"
+#include "worker/gan_state.h"
 #include "worker/train_state.h"
 
 #define CKPT_ACK_TIMEOUT_S 120.0
@@ -71,6 +75,9 @@ typedef struct {
     pf_net gpu_net;             /* on a GPU: the description alone (no CPU model) */
     float *gpu_params;          /* and its host parameter buffer */
     pf_optim optim;
+    pf_gan *gan;                /* a GAN job (cfg->gan.enabled): net_d, the VGG and the step
+                                   around model (CPU only); NULL otherwise */
+    pf_optim optim_d;           /* and net_d's optimiser (gan.optim_d) */
     slot *slots;                /* prefetch slots, a batch for iteration it sits in it % n */
     int n_slots;
     FILE *samples_log;
@@ -147,33 +154,129 @@ static int stop_now(const worker *w) {
     return w->grouped ? w->stop_agreed : w->stop_requested;
 }
 
+#define GAN_TERMS 8         /* the logged terms of a GAN step (pf_gan_losses' doubles) */
+
 /* Data parallel: average the gradients over the ranks that had samples (so the learning rate
-   means the same for any world size), average the loss for the log, and vote on stopping.
-   `has_samples` is 0 for a rank whose batch lost every sample (data.on_bad_sample: skip): it
-   contributes zero gradients. Returns how many ranks had samples (0: nobody steps), or -1 with
-   err. */
-static int sync_step(worker *w, int has_samples, float *loss, char *err, size_t errlen) {
+   means the same for any world size), average the loss (and a GAN job's n_terms logged terms)
+   for the log, and vote on stopping. A GAN job's net_d gradients are averaged the same way
+   (one more all-reduce). `has_samples` is 0 for a rank whose batch lost every sample
+   (data.on_bad_sample: skip): it contributes zero gradients. Returns how many ranks had
+   samples (0: nobody steps), or -1 with err. */
+static int sync_step(worker *w, int has_samples, float *loss, float *terms, int n_terms,
+                     char *err, size_t errlen) {
     if (!w->coll) return has_samples;
     float *g = pf_model_grads(w->model);
     size_t n = pf_model_num_params(w->model);
+    float *gd = w->gan ? pf_gan_d_grads(w->gan) : NULL;
+    size_t nd = w->gan ? pf_gan_d_num_params(w->gan) : 0;
     if (!has_samples) {
         memset(g, 0, n * sizeof *g);
+        if (gd) memset(gd, 0, nd * sizeof *gd);
         *loss = 0;
+        for (int i = 0; i < n_terms; i++) terms[i] = 0;
     }
-    if (pf_collective_allreduce_sum(w->coll, g, n, err, errlen) != 0) return -1;
-    float vote[3] = { *loss, w->stop_requested ? 1.0f : 0.0f, has_samples ? 1.0f : 0.0f };
-    if (pf_collective_allreduce_sum(w->coll, vote, 3, err, errlen) != 0) return -1;
+    if (pf_collective_allreduce_sum(w->coll, g, n, err, errlen) != 0 ||
+        (gd && pf_collective_allreduce_sum(w->coll, gd, nd, err, errlen) != 0))
+        return -1;
+    float vote[3 + GAN_TERMS] = { *loss, w->stop_requested ? 1.0f : 0.0f,
+                                  has_samples ? 1.0f : 0.0f };
+    for (int i = 0; i < n_terms; i++) vote[3 + i] = terms[i];
+    if (pf_collective_allreduce_sum(w->coll, vote, 3 + (size_t)n_terms, err, errlen) != 0)
+        return -1;
     int ranks = (int)(vote[2] + 0.5f);
     float inv = ranks ? 1.0f / (float)ranks : 0.0f;
     for (size_t i = 0; i < n; i++) g[i] *= inv;
+    for (size_t i = 0; i < nd; i++) gd[i] *= inv;
     *loss = vote[0] * inv;
+    for (int i = 0; i < n_terms; i++) terms[i] = vote[3 + i] * inv;
     if (vote[1] > 0) w->stop_agreed = 1;
     return ranks;
 }
 
+/* sync_step, and when no rank had a sample the iteration counts as one without a step (said
+   in the log). Returns 1: step, 0: no step, -1 with err. */
+static int sync_or_skip(worker *w, const pf_msg_batch *b, float *loss, float *terms,
+                        int n_terms, char *err, size_t errlen) {
+    int ranks = sync_step(w, b->n > 0, loss, terms, n_terms, err, errlen);
+    if (ranks <= 0) {
+        if (ranks == 0) {
+            w->empty_steps++;
+            pf_warn("iteration %lld: no sample left in the batch (all skipped); no step taken",
+                    (long long)b->iter);
+        }
+        return ranks;
+    }
+    return 1;
+}
+
+/* MMCV OptimizerHook: clip the (averaged) gradients of the model by their global norm. A
+   range not yet in the optimisation (BasicVSR's SPyNet before fix_iter) has no gradient in
+   torch, so none in the norm either. */
+static void clip_grads(worker *w) {
+    const pf_optim *o = &w->optim;
+    for (int k = 0; w->cfg->grad_clip_max_norm > 0 && k < o->n_groups; k++)
+        if (o->step + 1 <= o->groups[k].start)
+            memset(pf_model_grads(w->model) + o->groups[k].offset, 0,
+                   o->groups[k].numel * sizeof(float));
+    if (w->cfg->grad_clip_max_norm > 0)
+        pf_clip_grad_norm(pf_model_grads(w->model), pf_model_num_params(w->model),
+                          w->cfg->grad_clip_max_norm);
+}
+
+/* A GAN job's iteration (BasicSR's RealESRGANModel or ESRGANModel optimize_parameters,
+   current_iter w->it + 1): pf_gan_compute on the batch (gt: the plain GT, gt_plain's frame
+   when the loaders send one, i.e. with data.train.gt_usm, whose sharpened GT is then the
+   batch's gt; else the batch's gt, which is plain), both networks' gradients averaged over the group, net_g's
+   clipped as today (BasicSR clips nothing by default), optim_g stepped only when the
+   generator step ran, optim_d always (its lr: lr_config from gan.optim_d.lr), and net_g's EMA
+   every iteration (BasicSR's model_ema, also when the generator step is skipped). The logged
+   loss is l_g_total = l_g_pix + l_g_percep + l_g_style + l_g_gan when the generator step ran,
+   else l_d_real + l_d_fake; the terms go to the rank's log every log_config.interval (rank
+   0). Returns 0 or -1 with err. */
+static int gan_step(worker *w, const pf_msg_batch *b, const uint8_t *gt, const uint8_t *lq,
+                    const uint8_t *gt_plain, double lr, float *loss, char *err,
+                    size_t errlen) {
+    int64_t iter = w->it + 1;
+    const pf_gan_cfg *gc = &w->cfg->gan;
+    int g_on = iter % gc->net_d_iters == 0 && iter > gc->net_d_init_iters;
+    pf_gan_losses L = { 0 };
+    if (b->n > 0 && pf_gan_compute(w->gan, iter, lq, gt_plain ? gt_plain : gt,
+                                   gt_plain ? gt : NULL, (int)b->n, (int)b->lq_h,
+                                   (int)b->lq_w, &L, err, errlen) != 0)
+        return -1;
+    double t[GAN_TERMS] = { L.l_g_pix, L.l_g_percep, L.l_g_style, L.l_g_gan,
+                            L.l_d_real, L.l_d_fake, L.out_d_real, L.out_d_fake };
+    float terms[GAN_TERMS];   /* NaN (not computed) as 0: a rank without samples adds 0 */
+    for (int i = 0; i < GAN_TERMS; i++) terms[i] = isnan(t[i]) ? 0.0f : (float)t[i];
+    *loss = g_on ? terms[0] + terms[1] + terms[2] + terms[3] : terms[4] + terms[5];
+    int go = sync_or_skip(w, b, loss, terms, GAN_TERMS, err, errlen);
+    if (go <= 0) return go;
+    float *pg = pf_model_params(w->model);
+    if (g_on) {
+        clip_grads(w);
+        pf_optim_step(&w->optim, pg, pf_model_grads(w->model), (float)lr);
+    } else {
+        pf_optim_ema_update(&w->optim, pg);
+    }
+    double lr_d = pf_lr_at_base(w->cfg, gc->optim_d.lr, w->it);
+    pf_optim_step(&w->optim_d, pf_gan_d_params(w->gan), pf_gan_d_grads(w->gan), (float)lr_d);
+    if (w->rank == 0 && w->cfg->log_interval > 0 && iter % w->cfg->log_interval == 0) {
+        if (g_on)
+            pf_info("gan: iter %lld: l_g_pix %.6g l_g_percep %.6g l_g_style %.6g l_g_gan %.6g "
+                    "l_d_real %.6g l_d_fake %.6g out_d_real %.6g out_d_fake %.6g lr_d %.6g",
+                    (long long)iter, terms[0], terms[1], terms[2], terms[3], terms[4],
+                    terms[5], terms[6], terms[7], lr_d);
+        else
+            pf_info("gan: iter %lld: l_d_real %.6g l_d_fake %.6g out_d_real %.6g out_d_fake "
+                    "%.6g lr_d %.6g (no generator step)", (long long)iter, terms[4], terms[5],
+                    terms[6], terms[7], lr_d);
+    }
+    return 0;
+}
+
 /* One iteration's training step on batch b (gt, lq: its frames; gt_plain: its unsharpened GT
-   frame, NULL when the batch has none — data.train.gt_plain, for the GAN step of issue 41;
-   unused by the one-network step): forward, backward, gradients
+   frame, NULL when the batch has none — data.train.gt_plain, for the GAN step of issue 41,
+   gan_step; unused by the one-network step): forward, backward, gradients
    averaged over the group, clipped (optimizer_config.grad_clip), the optimiser step and the
    EMA (nn/optim; on a GPU the same, nn/cuda/optim_cuda). A batch whose every sample was skipped
    (data.on_bad_sample: skip) takes no step on its own; in a CPU group the rank contributes
@@ -183,8 +286,8 @@ static int sync_step(worker *w, int has_samples, float *loss, char *err, size_t 
 static int train_step(worker *w, const pf_msg_batch *b, const uint8_t *gt, const uint8_t *lq,
                       const uint8_t *gt_plain, double lr, float *loss, char *err,
                       size_t errlen) {
-    (void)gt_plain;
     *loss = 0;
+    if (w->gan) return gan_step(w, b, gt, lq, gt_plain, lr, loss, err, errlen);
     if (w->gpu) {
         if (b->n == 0 && w->grouped) {
             snprintf(err, errlen, "iteration %lld: every sample of rank %d's batch was skipped "
@@ -207,25 +310,9 @@ static int train_step(worker *w, const pf_msg_batch *b, const uint8_t *gt, const
     if (b->n > 0 && pf_model_train_step(w->model, lq, gt, (int)b->n, (int)b->lq_h,
                                         (int)b->lq_w, loss, err, errlen) != 0)
         return -1;
-    int ranks = sync_step(w, b->n > 0, loss, err, errlen);
-    if (ranks < 0) return -1;
-    if (ranks == 0) {
-        w->empty_steps++;
-        pf_warn("iteration %lld: no sample left in the batch (all skipped); no step taken",
-                (long long)b->iter);
-        return 0;
-    }
-    /* MMCV OptimizerHook: clip the (averaged) gradients by their global norm, then step. A
-       range not yet in the optimisation (BasicVSR's SPyNet before fix_iter) has no gradient
-       in torch, so none in the norm either. */
-    const pf_optim *o = &w->optim;
-    for (int k = 0; w->cfg->grad_clip_max_norm > 0 && k < o->n_groups; k++)
-        if (o->step + 1 <= o->groups[k].start)
-            memset(pf_model_grads(w->model) + o->groups[k].offset, 0,
-                   o->groups[k].numel * sizeof(float));
-    if (w->cfg->grad_clip_max_norm > 0)
-        pf_clip_grad_norm(pf_model_grads(w->model), pf_model_num_params(w->model),
-                          w->cfg->grad_clip_max_norm);
+    int go = sync_or_skip(w, b, loss, NULL, 0, err, errlen);
+    if (go <= 0) return go;
+    clip_grads(w);   /* then the step */
     pf_optim_step(&w->optim, pf_model_params(w->model), pf_model_grads(w->model), (float)lr);
     return 0;
 }
@@ -495,6 +582,12 @@ static int64_t restore(worker *w, char *err, size_t errlen) {
     pf_config *cfg = w->cfg;
     char path[PF_PATH_MAX + 64];
     if (pf_ckpt_resolve_resume(cfg, path, sizeof path, err, errlen) != 0) return -1;
+    if (path[0] && cfg->gan.enabled) {
+        snprintf(err, errlen, "gan: cannot resume a GAN job from %s yet: its checkpoints hold "
+                 "net_g only (not net_d, optim_d nor the spectral norm's state; issue 41); "
+                 "start it fresh, or use load_from for net_g's weights", path);
+        return -1;
+    }
     if (path[0]) {
         int64_t iter = 0;
         if (pf_ckpt_check_resume(cfg, path, err, errlen) != 0 ||
@@ -762,12 +855,34 @@ static int host_state(worker *w, int gpu, char *err, size_t errlen) {
     return 0;
 }
 
+/* A GAN job (CPU): the step around the model with net_d drawn from the job's seed (the same
+   on every rank: pf_gan_new's init is a function of the seed; its digest goes to the log so
+   runs can compare), the VGG19 from gan.perceptual_opt.vgg_weights, and optim_d. Returns 0,
+   or -1 with err. */
+static int build_gan(worker *w, char *err, size_t errlen) {
+    pf_gan_opts o;
+    if (pf_state_gan_opts(w->cfg, &o, err, errlen) != 0) return -1;
+    w->gan = pf_gan_new(&o, w->model, (uint64_t)w->cfg->seed, err, errlen);
+    if (!w->gan ||
+        pf_state_optim_d_new(w->cfg, pf_gan_d_num_params(w->gan), &w->optim_d, err, errlen))
+        return -1;
+    size_t nd = pf_gan_d_num_params(w->gan);
+    uint64_t h = pf_fnv1a64(pf_gan_d_params(w->gan), nd * sizeof(float), PF_FNV_OFFSET);
+    h = pf_fnv1a64(pf_gan_d_sn_state(w->gan), pf_gan_d_sn_numel(w->gan) * sizeof(float), h);
+    pf_info("gan: %s with %s (%zu parameters, initial digest %016" PRIx64 ")%s",
+            w->cfg->gan.model_type, w->cfg->gan.network_d.type, nd, h,
+            w->cfg->train.gt_plain ? ", batches carry the plain GT beside gt_usm" : "");
+    if (w->rank == 0) pf_warn("gan: checkpoints hold net_g only (net_d is not saved yet)");
+    return 0;
+}
+
 /* After START: the Gloo group (CPU, world_size > 1), the model, its optimiser and their
    restored state (made equal over the group), and on --device cuda:N the GPU copy (NCCL
    group). Returns the first iteration to train, or -1 with err. */
 static int64_t build_model(worker_loop *wl, char *err, size_t errlen) {
     worker *w = wl->w;
     w->grouped = w->world > 1;
+    if (pf_gan_check_backend(w->cfg, wl->gpu_index >= 0, err, errlen) != 0) return -1;
     if (w->world > 1 && wl->gpu_index < 0) {
         char host[PF_MAX_ENDPOINT];
         endpoint_host(wl->data_ep, host, sizeof host);
@@ -781,7 +896,9 @@ static int64_t build_model(worker_loop *wl, char *err, size_t errlen) {
         pf_state_optim_new(w->cfg, w->net, w->params, &w->optim, err, errlen) != 0)
         return -1;
     int64_t start_iter = restore(w, err, errlen);
-    if (start_iter < 0 || sync_model_params(w, err, errlen) != 0) return -1;
+    if (start_iter < 0 || sync_model_params(w, err, errlen) != 0 ||
+        (w->cfg->gan.enabled && build_gan(w, err, errlen) != 0))
+        return -1;
     if (wl->gpu_index < 0) return start_iter;
     /* Train on the GPU: the restored state goes up once; a group agrees on rank 0's. */
     w->gpu = pf_gpu_new(w->cfg, wl->gpu_index, err, errlen);
@@ -1057,6 +1174,8 @@ static void worker_close(worker *w, int status, const char *err) {
     zmq_close(w->data);
     pf_client_close(&w->client);
     pf_zmq_ctx_term(w->zctx);
+    pf_gan_free(&w->gan);       /* before the model it borrows */
+    pf_optim_free(&w->optim_d);
     pf_model_destroy(&w->model);
     pf_net_free(&w->gpu_net);
     free(w->gpu_params);

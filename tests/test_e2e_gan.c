@@ -1,0 +1,384 @@
+/*  End-to-end GAN training (issue 41, docs/gan.md): `pixflow train` on a config with a `gan`
+    section, every role its own process, on the CPU.
+
+    Data, written by the test: 4 textured 96 x 96 PNG photos (RealESRGANDataset, GT patches of
+    80, gt_usm: the loaders send the plain GT beside the sharpened one), MSRResNet x4 with 8
+    features and 1 block, UNetDiscriminatorSN with 8 features, the perceptual loss on VGG19's
+    conv1_2 and conv2_1 with random weights the test writes under torchvision's names
+    (features.0 / 2 / 5), vanilla GAN loss, net_d_iters 2 and net_d_init_iters 1 (iterations
+    1 and 3 train net_d only), Adam for net_g with its EMA, SGD with momentum for net_d (not
+    scale-invariant, unlike Adam: gradients summed instead of averaged over the ranks would
+    show), a Step schedule applied to both optimisers, a checkpoint every iteration. 4
+    iterations.
+
+    A. 1 worker with batch 4: the job finishes; the log has every term (l_g_pix, l_g_percep,
+       l_g_gan, l_d_real, l_d_fake, out_d_real, out_d_fake) of each iteration, iteration 1
+       and 3 without a generator step; the train loss is l_g_total (or l_d_real + l_d_fake at
+       1 and 3); optim_d's lr follows lr_config from gan.optim_d.lr (halved from iteration 4,
+       MMCV's runner.iter 3, as net_g's); the warning
+       that checkpoints hold net_g only; iteration 3 leaves net_g's weights as they were and
+       moves its EMA by BasicSR's model_ema rule (ema3 = 0.9 ema2 + 0.1 p2: the EMA runs every
+       iteration).
+    B. 2 workers with batch 2 each: the same batches, the same losses and terms (to float
+       rounding: only the order of sums differs), net_d's initial weights the same on both
+       ranks and as A's (their digest in each rank's log), and net_g's weights and EMA after 4
+       iterations the same as A's (both optimisers and the all-reduce of both networks'
+       gradients).
+    C. `--resume auto` on A's work_dir is refused with a clear error (the checkpoint lacks
+       net_d).
+    E. model_type ESRGANModel (relativistic) trains too: every term logged and finite.
+    D. The discriminator's real input is the plain GT (gan_gt_usm false): at iteration 1 A's
+       l_d_real and out_d_real equal those of a job whose loaders send the plain GT alone
+       (data.train.gt_usm off), and differ from a job with gan_gt_usm true.
+*/
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/rng.h"
+#include "common/safetensors.h"
+#include "common/util.h"
+#include "pf_test.h"
+#include "pf_test_job.h"
+
+#define ITERS 4
+#define N_TERMS 8
+
+static char root[256], bin[1024];
+static const char *model_type = "RealESRGANModel";   /* gan.model_type of the next config */
+static const char *TERMS[N_TERMS] = { "l_g_pix", "l_g_percep", "l_g_gan", "l_d_real",
+                                      "l_d_fake", "out_d_real", "out_d_fake", "lr_d" };
+
+/* VGG19 features.0, 2 and 5 (conv1_1, conv1_2, conv2_1), He-scaled random weights, small
+   random biases, as a safetensors file at path. */
+static void write_vgg(const char *path) {
+    static const int conv[3][2] = { { 3, 64 }, { 64, 64 }, { 64, 128 } };
+    static const int index[3] = { 0, 2, 5 };
+    pf_st_tensor t[6];
+    char names[6][32];
+    float *data[6];
+    pf_rng r = pf_rng_make(77, 0, 0);
+    for (int k = 0; k < 3; k++) {
+        int in = conv[k][0], out = conv[k][1];
+        size_t nw = (size_t)out * in * 9;
+        data[2 * k] = malloc(nw * sizeof(float));
+        data[2 * k + 1] = malloc((size_t)out * sizeof(float));
+        float s = (float)sqrt(6.0 / (in * 9));
+        for (size_t i = 0; i < nw; i++) data[2 * k][i] = s * (float)(2 * pf_rng_uniform(&r) - 1);
+        for (int i = 0; i < out; i++) data[2 * k + 1][i] = 0.05f * (float)pf_rng_uniform(&r);
+        snprintf(names[2 * k], sizeof names[0], "features.%d.weight", index[k]);
+        snprintf(names[2 * k + 1], sizeof names[0], "features.%d.bias", index[k]);
+        t[2 * k] = (pf_st_tensor){ names[2 * k], data[2 * k], 4, { out, in, 3, 3 } };
+        t[2 * k + 1] = (pf_st_tensor){ names[2 * k + 1], data[2 * k + 1], 1, { out } };
+    }
+    void *buf = NULL;
+    size_t len = 0;
+    char err[256];
+    if (pf_safetensors_serialize(t, 6, NULL, 0, &buf, &len, err, sizeof err) != 0) {
+        fprintf(stderr, "setup: %s\n", err);
+        exit(1);
+    }
+    FILE *f = create_or_exit(path);
+    fwrite(buf, 1, len, f);
+    fclose(f);
+    free(buf);
+    for (int k = 0; k < 6; k++) free(data[k]);
+}
+
+/* The job: `batch` per worker; data.train.gt_usm `usm`; `gan_extra` more lines of the gan
+   section ("" for none). */
+static void write_config(const char *path, const char *work_dir, int batch, int usm,
+                         const char *gan_extra) {
+    FILE *f = create_or_exit(path);
+    fprintf(f,
+            "model: {type: MSRResNet, scale: 4, num_feat: 8, num_block: 1,\n"
+            "        loss: {type: L1Loss, loss_weight: 1.0}}\n"
+            "data:\n"
+            "  samples_per_gpu: %d\n"
+            "  prefetch: 2\n"
+            "  train: {type: RealESRGANDataset, gt_folder: %s/train, gt_patch_size: 80,\n"
+            "          use_flip: true, use_rot: true, repeat: 4, gt_usm: %s}\n"
+            "optimizers: {type: Adam, lr: 1.0e-3, betas: [0.9, 0.99]}\n"
+            "ema_decay: 0.9\n"
+            "lr_config: {policy: Step, step: [3], gamma: 0.5}\n"
+            "total_iters: %d\n"
+            "log_config: {interval: 1}\n"
+            "checkpoint_config: {interval: 1, max_keep_ckpts: 10}\n"
+            "work_dir: %s\n"
+            "seed: 5\n"
+            "gan:\n"
+            "  model_type: %s\n"
+            "  net_d_iters: 2\n"
+            "  net_d_init_iters: 1\n"
+            "  network_d: {type: UNetDiscriminatorSN, num_in_ch: 3, num_feat: 8,\n"
+            "              skip_connection: true}\n"
+            "  perceptual_opt:\n"
+            "    type: PerceptualLoss\n"
+            "    layer_weights: {conv1_2: 0.1, conv2_1: 1.0}\n"
+            "    vgg_type: vgg19\n"
+            "    perceptual_weight: 1.0\n"
+            "    style_weight: 0\n"
+            "    criterion: l1\n"
+            "    vgg_weights: %s/vgg19.safetensors\n"
+            "  gan_opt: {type: GANLoss, gan_type: vanilla, loss_weight: 0.1}\n"
+            "  optim_d: {type: SGD, lr: 0.02, momentum: 0.9}\n%s",
+            batch, root, usm ? "true" : "false", ITERS, work_dir,
+            model_type, root, gan_extra);
+    fclose(f);
+}
+
+/* `pixflow train` of tag's config (batch per worker, `workers`, data.train.gt_usm `usm`, more
+   gan lines `gan_extra`; resume: --resume, the config as written before); its exit status. */
+static int train_with(const char *tag, int batch, const char *workers, const char *resume,
+                      int usm, const char *gan_extra) {
+    char cfg[600], wd[600], out[600];
+    snprintf(cfg, sizeof cfg, "%s/%s.yaml", root, tag);
+    snprintf(wd, sizeof wd, "%s/%s", root, tag);
+    snprintf(out, sizeof out, "%s/%s%s.out", root, tag, resume ? "_resume" : "");
+    if (!resume) write_config(cfg, wd, batch, usm, gan_extra);
+    run r;
+    start_job(&r, bin, out, cfg, "1", resume, "--workers", workers);
+    return finish(&r, 240);
+}
+
+static int train(const char *tag, int batch, const char *workers, const char *resume) {
+    return train_with(tag, batch, workers, resume, 1, "");
+}
+
+/* rank's log of tag's run (malloc'd, "" when absent). */
+static char *rank_log(const char *tag, int rank) {
+    char path[600];
+    snprintf(path, sizeof path, "%s/%s/rank%d.log", root, tag, rank);
+    return slurp(path);
+}
+
+/* The terms of tag's iterations 1..ITERS from rank 0's "gan: iter N:" lines: t[it][k] for
+   TERMS[k], NAN when absent; g_step[it] 0 on the lines that say "no generator step". Returns
+   how many iteration lines were found. */
+static int read_terms(const char *tag, double t[ITERS + 1][N_TERMS], int g_step[ITERS + 1]) {
+    char *log = rank_log(tag, 0);
+    int found = 0;
+    for (int it = 1; it <= ITERS; it++) {
+        for (int k = 0; k < N_TERMS; k++) t[it][k] = NAN;
+        char key[64];
+        snprintf(key, sizeof key, "gan: iter %d: ", it);
+        char *p = strstr(log, key);
+        if (!p) continue;
+        found++;
+        char *eol = strchr(p, '\n');
+        if (eol) *eol = '\0';
+        g_step[it] = !strstr(p, "no generator step");
+        for (int k = 0; k < N_TERMS; k++) {
+            char name[32];
+            snprintf(name, sizeof name, " %s ", TERMS[k]);
+            char *q = strstr(p, name);
+            if (q) t[it][k] = atof(q + strlen(name));
+        }
+        if (eol) *eol = '\n';
+    }
+    free(log);
+    return found;
+}
+
+/* net_d's initial digest from rank's log of tag, or "". */
+static void d_digest(const char *tag, int rank, char out[17]) {
+    char *log = rank_log(tag, rank);
+    char *p = strstr(log, "initial digest ");
+    snprintf(out, 17, "%.16s", p ? p + strlen("initial digest ") : "");
+    free(log);
+}
+
+/* Largest |a - b| over every value of the two iter_ITERS checkpoints (net_g's params and its
+   EMA; absolute: the biases start at 0 and move by about lr per Adam step, so relative to
+   their size Adam's normalisation of near-zero gradients magnifies rounding). */
+static double weight_distance(const char *tag_a, const char *tag_b) {
+    char pa[600], pb[600];
+    snprintf(pa, sizeof pa, "%s/%s/checkpoints/iter_%d.safetensors", root, tag_a, ITERS);
+    snprintf(pb, sizeof pb, "%s/%s/checkpoints/iter_%d.safetensors", root, tag_b, ITERS);
+    int ema = 0;
+    double d = ckpt_distance(pa, pb, 0, &ema);
+    CHECK(ema > 0, "%s has no params_ema.* tensors", pb);
+    return d;
+}
+
+/* Iteration 3 (no generator step): net_g's weights stay, its EMA moves by BasicSR's rule
+   from iteration 2's checkpoint. */
+static void check_ema_step(void) {
+    char p2[600], p3[600], err[512];
+    snprintf(p2, sizeof p2, "%s/one/checkpoints/iter_2.safetensors", root);
+    snprintf(p3, sizeof p3, "%s/one/checkpoints/iter_3.safetensors", root);
+    pf_safetensors *a = NULL, *b = NULL;
+    if (pf_safetensors_load(p2, &a, err, sizeof err) != 0 ||
+        pf_safetensors_load(p3, &b, err, sizeof err) != 0) {
+        CHECK(0, "%s", err);
+        pf_safetensors_free(&a);
+        return;
+    }
+    double moved = 0, worst = 0, same = 0;
+    int n_ema = 0;
+    for (int i = 0; i < pf_safetensors_count(b); i++) {
+        const char *name;
+        int nd;
+        int64_t shape[4];
+        const float *e3 = pf_safetensors_at(b, i, &name, &nd, shape);
+        if (strncmp(name, "params_ema.", 11) != 0) continue;
+        n_ema++;
+        const float *e2 = pf_safetensors_get(a, name, &nd, shape);
+        const float *w2 = pf_safetensors_get(a, name + 11, &nd, shape);
+        const float *w3 = pf_safetensors_get(b, name + 11, &nd, shape);
+        if (!e2 || !w2 || !w3) {
+            CHECK(0, "%s or its weights missing", name);
+            continue;
+        }
+        size_t n = 1;
+        for (int k = 0; k < nd; k++) n *= (size_t)shape[k];
+        for (size_t k = 0; k < n; k++) {
+            same = fmax(same, fabs((double)w3[k] - w2[k]));
+            moved = fmax(moved, fabs((double)e3[k] - e2[k]));
+            worst = fmax(worst, fabs(e3[k] - (0.9 * e2[k] + 0.1 * w2[k])));
+        }
+    }
+    CHECK(n_ema > 0, "no params_ema.* in %s", p3);
+    CHECK(same == 0, "iteration 3 (no generator step) moved net_g by %.3g", same);
+    CHECK(moved > 1e-6 && worst < 1e-6, "iteration 3's EMA: moved %.3g, %.3g from BasicSR's "
+          "0.9 ema + 0.1 p", moved, worst);
+    pf_safetensors_free(&a);
+    pf_safetensors_free(&b);
+}
+
+/* A: the single worker's run, its log and losses. */
+static void check_one(double t[ITERS + 1][N_TERMS], const double *loss) {
+    int g[ITERS + 1] = { 0 };
+    CHECK(read_terms("one", t, g) == ITERS, "rank0.log lacks gan lines for some iterations");
+    CHECK(!g[1] && g[2] && !g[3] && g[4], "generator step at 2 and 4 only (net_d_iters 2, "
+          "net_d_init_iters 1)");
+    for (int it = 1; it <= ITERS; it++) {
+        for (int k = g[it] ? 0 : 3; k < N_TERMS; k++)
+            CHECK(isfinite(t[it][k]), "iteration %d: %s missing or not finite", it, TERMS[k]);
+        double want = g[it] ? t[it][0] + t[it][1] + t[it][2] : t[it][3] + t[it][4];
+        CHECK(fabs(loss[it] - want) <= 1e-4 * fmax(1.0, fabs(want)),
+              "iteration %d: loss %.6g is not l_g_total / l_d_real + l_d_fake (%.6g)", it,
+              loss[it], want);
+    }
+    CHECK(t[2][0] > 0 && t[2][1] > 0 && t[2][2] > 0, "l_g_pix, l_g_percep, l_g_gan > 0");
+    CHECK(t[1][7] == 0.02 && t[2][7] == 0.02 && t[3][7] == 0.02 && t[4][7] == 0.01,
+          "optim_d's lr: 0.02, 0.02, 0.02, 0.01 (Step at MMCV's 0-based iter 3), got %g %g %g "
+          "%g", t[1][7], t[2][7], t[3][7], t[4][7]);
+    char *log = rank_log("one", 0);
+    CHECK(strstr(log, "gan: checkpoints hold net_g only (net_d is not saved yet)"),
+          "no warning about net_d not being saved");
+    CHECK(strstr(log, "batches carry the plain GT beside gt_usm"),
+          "the loaders did not send the plain GT");
+    free(log);
+    check_ema_step();
+}
+
+/* C: a GAN job does not resume (its checkpoint lacks net_d). */
+static void check_resume_refused(void) {
+    int st = train("one", 4, "1", "auto");
+    CHECK(st != 0, "--resume auto of a GAN job did not fail");
+    char path[600];
+    snprintf(path, sizeof path, "%s/one_resume.out", root);
+    char *out = slurp(path), *log = rank_log("one", 0);
+    CHECK(strstr(out, "cannot resume a GAN job") || strstr(log, "cannot resume a GAN job"),
+          "the refusal does not say why:\n%s", out);
+    free(out);
+    free(log);
+}
+
+/* D: which GT the discriminator sees as real. At iteration 1 (no generator step) l_d_real
+   and out_d_real are net_d (the same init: the seed) on the real input only, and with
+   gan_gt_usm false (A's default) that is the plain GT: A, whose loaders send the sharpened GT
+   and the plain one beside it (data.train.gt_usm), must log the values of a job whose loaders
+   send the plain GT alone (gt_usm off), and a job with gan_gt_usm true other ones. So the
+   worker hands pf_gan_compute the gt_plain frame as `gt` and the batch's gt as gt_usm. */
+static void check_plain_gt(const double one[ITERS + 1][N_TERMS]) {
+    int a = train_with("plain", 4, "1", NULL, 0, "");
+    int b = train_with("usm_real", 4, "1", NULL, 1, "  gan_gt_usm: true\n");
+    CHECK(a == 0 && b == 0, "plain / usm_real runs exited with %d / %d", a, b);
+    if (a || b) return;
+    double tp[ITERS + 1][N_TERMS], tu[ITERS + 1][N_TERMS];
+    int g[ITERS + 1];
+    CHECK(read_terms("plain", tp, g) == ITERS && read_terms("usm_real", tu, g) == ITERS,
+          "plain / usm_real: gan lines missing");
+    printf("iteration 1, out_d_real: %.6g (gt_usm, gan_gt_usm false), %.6g (plain GT sent "
+           "alone), %.6g (gan_gt_usm true)\n", one[1][5], tp[1][5], tu[1][5]);
+    CHECK(one[1][3] == tp[1][3] && one[1][5] == tp[1][5],
+          "iteration 1: l_d_real / out_d_real %.6g / %.6g, not the plain GT's %.6g / %.6g",
+          one[1][3], one[1][5], tp[1][3], tp[1][5]);
+    CHECK(one[1][5] != tu[1][5], "iteration 1: out_d_real %.6g the same with gan_gt_usm true",
+          one[1][5]);
+}
+
+/* E: an ESRGANModel job (BasicSR's esrgan_model.py step) runs and logs finite terms. */
+static void check_esrgan(void) {
+    model_type = "ESRGANModel";
+    int st = train_with("esrgan", 4, "1", NULL, 1, "");
+    model_type = "RealESRGANModel";
+    CHECK(st == 0, "ESRGANModel: pixflow train exited with %d (see %s/esrgan.out)", st, root);
+    if (st) return;
+    double t[ITERS + 1][N_TERMS];
+    int g[ITERS + 1];
+    CHECK(read_terms("esrgan", t, g) == ITERS, "ESRGANModel: gan lines missing");
+    for (int it = 1; it <= ITERS; it++)
+        for (int k = g[it] ? 0 : 3; k < N_TERMS; k++)
+            CHECK(isfinite(t[it][k]), "ESRGANModel, iteration %d: %s not finite", it, TERMS[k]);
+}
+
+int main(void) {
+    pf_test_job_begin("gan", bin, sizeof bin, root, sizeof root);
+    char dir[600];
+    snprintf(dir, sizeof dir, "%s/train", root);
+    make_images(dir, 4, 96, 3);
+    snprintf(dir, sizeof dir, "%s/vgg19.safetensors", root);
+    write_vgg(dir);
+    setenv("OMP_NUM_THREADS", "1", 1);
+
+    double t1[ITERS + 1][N_TERMS], t2[ITERS + 1][N_TERMS];
+    double l1[ITERS + 1] = { 0 }, l2[ITERS + 1] = { 0 }, lr1[ITERS + 1], lr2[ITERS + 1];
+    char wd1[600], wd2[600];
+    snprintf(wd1, sizeof wd1, "%s/one", root);
+    snprintf(wd2, sizeof wd2, "%s/two", root);
+    int st1 = train("one", 4, "1", NULL);
+    CHECK(st1 == 0, "1 worker: pixflow train exited with %d (see %s/one.out)", st1, root);
+    int st2 = train("two", 2, "2", NULL);
+    CHECK(st2 == 0, "2 workers: pixflow train exited with %d (see %s/two.out)", st2, root);
+    if (st1 == 0 && st2 == 0) {
+        CHECK(train_curve(wd1, l1, lr1, ITERS) == ITERS, "1 worker: %d train events", ITERS);
+        CHECK(train_curve(wd2, l2, lr2, ITERS) == ITERS, "2 workers: %d train events", ITERS);
+        check_one(t1, l1);
+        int g[ITERS + 1];
+        CHECK(read_terms("two", t2, g) == ITERS, "2 workers: gan lines missing");
+        double worst = 0;
+        for (int it = 1; it <= ITERS; it++) {
+            worst = fmax(worst, fabs(l1[it] - l2[it]) / fmax(1e-3, fabs(l1[it])));
+            for (int k = 0; k < N_TERMS; k++)
+                if (isfinite(t1[it][k]) || isfinite(t2[it][k]))
+                    worst = fmax(worst, fabs(t1[it][k] - t2[it][k]) /
+                                            fmax(1e-3, fabs(t1[it][k])));
+        }
+        double wdist = weight_distance("two", "one");
+        printf("2 workers x 2 vs 1 worker x 4: losses and terms within %.3g (relative), net_g "
+               "and its EMA within %.3g (absolute; weights of about 0.05, Adam lr 1e-3)\n",
+               worst, wdist);
+        CHECK(worst < 1e-4, "losses differ between 1 and 2 workers: %.3g", worst);
+        CHECK(wdist < 1e-5, "net_g differs between 1 and 2 workers: %.3g", wdist);
+        char d1[17], d20[17], d21[17];
+        d_digest("one", 0, d1);
+        d_digest("two", 0, d20);
+        d_digest("two", 1, d21);
+        CHECK(d1[0] && !strcmp(d1, d20) && !strcmp(d20, d21),
+              "net_d's initial weights differ: '%s' (1 worker), '%s' and '%s' (2 ranks)", d1,
+              d20, d21);
+        char ck[700];
+        snprintf(ck, sizeof ck, "%s/checkpoints/iter_%d.safetensors", wd1, ITERS);
+        FILE *f = fopen(ck, "rb");
+        CHECK(f != NULL, "no checkpoint %s", ck);
+        if (f) fclose(f);
+        check_resume_refused();
+        check_plain_gt(t1);
+        check_esrgan();
+    }
+    return pf_test_job_end("test_e2e_gan", root);
+}
