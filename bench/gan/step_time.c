@@ -19,7 +19,7 @@
     well as for time (bench/gan/README.md, with the last before / after numbers).
 
     usage: bench_gan_step [--steps N (5)] [--warmup W (1)] [--threads T (OMP_NUM_THREADS)]
-                          [--smoke]
+                          [--net-g SCALE FEAT BLOCKS (4 64 16; the demo's: 2 32 4)] [--smoke]
       --smoke: batch 1, GT 32, net_g 8 / 2, net_d 8, one step: the same code path, seconds
                (ctest bench_smoke.gan_step).
 */
@@ -63,14 +63,15 @@ static uint64_t fnv(uint64_t h, const float *v, size_t n) {
     return h;
 }
 
-/* net_g: MSRResNet x4 of feat / blocks, BasicSR's init from seed 0. NULL with a message. */
-static pf_model *generator(int feat, int blocks) {
+/* net_g: MSRResNet x scale of feat / blocks, BasicSR's init from seed 0. NULL with a
+   message. */
+static pf_model *generator(int scale, int feat, int blocks) {
     char text[512], err[512];
     snprintf(text, sizeof text,
-             "model:\n  type: MSRResNet\n  scale: 4\n  n_feats: %d\n  n_blocks: %d\n"
+             "model:\n  type: MSRResNet\n  scale: %d\n  n_feats: %d\n  n_blocks: %d\n"
              "  loss: {type: L1Loss}\ndata:\n  train: {gt_folder: a, gt_patch_size: 128}\n"
              "optimizers: {type: Adam, lr: 1.0e-4}\ntotal_iters: 10\nwork_dir: w\n",
-             feat, blocks);
+             scale, feat, blocks);
     static pf_config cfg;
     pf_model *g = NULL;
     if (pf_config_parse(&cfg, "step_time.yaml", text, strlen(text), 0, err, sizeof err) ||
@@ -102,7 +103,7 @@ static int options(pf_gan_opts *o, int d_feat) {
 
 /* The timed loop over s: warmup + steps iterations of pf_gan_compute; 0 or -1. */
 static int run(pf_gan *s, pf_model *g, int n, int gp, int warmup, int steps) {
-    int lp = gp / 4;
+    int lp = gp / pf_model_scale(g);
     size_t nlq = (size_t)n * lp * lp * 3, ngt = (size_t)n * gp * gp * 3;
     uint8_t *lq = malloc(nlq), *gt = malloc(ngt);
     double *t = calloc(2 * (size_t)steps + 1, sizeof(double)), *c = t + steps;
@@ -151,7 +152,7 @@ static int run(pf_gan *s, pf_model *g, int n, int gp, int warmup, int steps) {
 }
 
 int main(int argc, char **argv) {
-    int steps = 5, warmup = 1, smoke = 0;
+    int steps = 5, warmup = 1, smoke = 0, scale = 4, feat = 64, blocks = 16;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--smoke")) {
             smoke = 1;
@@ -159,6 +160,10 @@ int main(int argc, char **argv) {
             steps = atoi(argv[++i]);
         } else if (i + 1 < argc && !strcmp(argv[i], "--warmup")) {
             warmup = atoi(argv[++i]);
+        } else if (i + 3 < argc && !strcmp(argv[i], "--net-g")) {
+            scale = atoi(argv[++i]);
+            feat = atoi(argv[++i]);
+            blocks = atoi(argv[++i]);
         } else if (i + 1 < argc && !strcmp(argv[i], "--threads")) {
             int th = atoi(argv[++i]);
             if (th < 1 || th > PF_MAX_THREADS) {
@@ -168,7 +173,7 @@ int main(int argc, char **argv) {
             pf_set_threads(th);
         } else {
             fprintf(stderr, "usage: bench_gan_step [--steps N] [--warmup W] [--threads T] "
-                    "[--smoke]\n");
+                    "[--net-g SCALE FEAT BLOCKS] [--smoke]\n");
             return 2;
         }
     }
@@ -181,7 +186,7 @@ int main(int argc, char **argv) {
         warmup = 0;
     }
     int n = smoke ? 1 : 4, gp = smoke ? 32 : 128;
-    pf_model *g = smoke ? generator(8, 2) : generator(64, 16);
+    pf_model *g = smoke ? generator(4, 8, 2) : generator(scale, feat, blocks);
     if (!g) return 1;
     char err[512];
     pf_gan_opts o;
