@@ -17,7 +17,7 @@
 uint64_t pf_ckpt_config_hash(const pf_config *cfg) {
     static pf_config c;
     c = *cfg;
-    c.resume_from[0] = c.load_from[0] = c.work_dir[0] = '\0';
+    c.resume_from[0] = c.load_from[0] = c.gan.load_from_d[0] = c.work_dir[0] = '\0';
     c.resume_optim = 1;
     snprintf(c.log_level, sizeof c.log_level, "info");
     char *yaml = pf_config_to_yaml(&c);
@@ -69,12 +69,22 @@ int pf_ckpt_check_resume(const pf_config *cfg, const char *path, char *err, size
     return 0;
 }
 
-void pf_ckpt_optim_path(const char *weights_path, char *out, size_t outlen) {
+/* weights_path with `kind` ("optim", "net_d") before its ".safetensors". */
+static void sibling_path(const char *weights_path, const char *kind, char *out,
+                         size_t outlen) {
     size_t n = strlen(weights_path);
     const char *ext = ".safetensors";
     size_t e = strlen(ext);
     if (n > e && strcmp(weights_path + n - e, ext) == 0)
-        snprintf(out, outlen, "%.*s.optim.safetensors", (int)(n - e), weights_path);
+        snprintf(out, outlen, "%.*s.%s.safetensors", (int)(n - e), weights_path, kind);
     else
-        snprintf(out, outlen, "%s.optim.safetensors", weights_path);
+        snprintf(out, outlen, "%s.%s.safetensors", weights_path, kind);
+}
+
+void pf_ckpt_optim_path(const char *weights_path, char *out, size_t outlen) {
+    sibling_path(weights_path, "optim", out, outlen);
+}
+
+void pf_ckpt_net_d_path(const char *weights_path, char *out, size_t outlen) {
+    sibling_path(weights_path, "net_d", out, outlen);
 }

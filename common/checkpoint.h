@@ -13,7 +13,8 @@
 
 /* Hash (FNV-1a 64 of the resolved config's YAML) of what decides the training trajectory:
    the config without the keys that only say where to start or where to write (resume_from,
-   load_from, resume_optim, work_dir, log_level). Stored as config_hash in every checkpoint. */
+   load_from, gan.load_from_d, resume_optim, work_dir, log_level). Stored as config_hash in
+   every checkpoint. */
 uint64_t pf_ckpt_config_hash(const pf_config *cfg);
 
 /* Resolve cfg->resume_from: "auto" -> work_dir/checkpoints/<name in `latest`>, or "" when no
@@ -29,4 +30,9 @@ int pf_ckpt_check_resume(const pf_config *cfg, const char *path, char *err, size
 
 /* "x/iter_100.safetensors" -> "x/iter_100.optim.safetensors". */
 void pf_ckpt_optim_path(const char *weights_path, char *out, size_t outlen);
+
+/* A GAN job's discriminator beside its weights file (issue 41, docs/gan.md):
+   "x/iter_100.safetensors" -> "x/iter_100.net_d.safetensors" (net_d's state_dict); its
+   optimiser file is pf_ckpt_optim_path of that, "x/iter_100.net_d.optim.safetensors". */
+void pf_ckpt_net_d_path(const char *weights_path, char *out, size_t outlen);
 #endif

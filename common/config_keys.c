@@ -545,6 +545,12 @@ const pf_config_key pf_config_keys[] = {
     {.path = "gan.gan_opt.loss_weight", .kind = PF_K_FLOAT, .flags = PF_KF_LO_OPEN,
      .offset = OFF(gan.gan_opt.loss_weight), .lo = 0, .hi = INF, .def = "1",
      .doc = "factor on the generator's adversarial loss (the discriminator's is not weighted)"},
+    {.path = "gan.load_from_d", .kind = PF_K_PATH, .flags = PF_KF_NULL | PF_KF_FILE,
+     .offset = OFF(gan.load_from_d), .size = SZ(gan.load_from_d), .def = "null",
+     .doc = "the discriminator's starting weights (BasicSR's `path.pretrain_network_d`): its "
+            "state_dict as safetensors (`scripts/pth2safetensors.py net_d_N.pth`), every tensor "
+            "with its shape, spectral norm's `weight_u` / `weight_v` included; `resume_from` "
+            "wins over it"},
     {.path = "gan.optim_d", .kind = PF_K_SECTION, .flags = PF_KF_REQUIRED, .def_doc = "—",
      .doc = "the discriminator's optimiser: the keys and rules of `optimizers`; `lr_config` "
             "schedules both, each from its own `lr`"},
@@ -747,6 +753,8 @@ static const struct {
     {"", "total_iter", "PixFlow calls this 'total_iters'"},
     {"", "pretrain_network_g", "PixFlow calls this 'load_from' (weights only, every "
                                        "tensor must match; training starts at iteration 0)"},
+    {"", "pretrain_network_d", "PixFlow calls this 'gan.load_from_d' (net_d's weights, every "
+                                       "tensor must match)"},
     {"", "resume_state", "PixFlow calls this 'resume_from': a checkpoint's weights "
                                  "file (checkpoints/iter_N.safetensors, its optimiser state "
                                  "beside it) or auto, not a .state file"},

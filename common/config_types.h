@@ -154,6 +154,8 @@ typedef struct {
     char vgg_weights[PF_PATH_MAX];      /* perceptual_opt.vgg_weights: VGG19 safetensors */
     pf_gan_loss_cfg gan_opt;
     pf_gan_optim_cfg optim_d;
+    char load_from_d[PF_PATH_MAX];      /* net_d's pretrained state_dict (safetensors; BasicSR's
+                                           path.pretrain_network_d), "" = none */
 } pf_gan_cfg;
 
 typedef struct {

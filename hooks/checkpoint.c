@@ -2,13 +2,16 @@
     work_dir/checkpoints/.
 
     It binds a ROUTER; rank 0 sends CKPT_SAVE with the weights and optimiser safetensors bytes
-    as frames. Both are parsed (a corrupt or truncated payload is refused, never written), then
-    written with pf_write_file_atomic (temp file, fsync, rename, fsync of the folder): optimiser
-    first, weights second, and the `latest` pointer (a one-line file naming the weights file)
-    last, so `latest` never names a file that is not complete. Only then is CKPT_ACK ok sent, and
-    a "checkpoint" event published. checkpoint_config.max_keep_ckpts older pairs are removed after
-    the new one is safe. Any failure (disk full, permissions) is answered with ok = 0 and the
-    reason, and the worker ends the job with it.
+    as frames, and for a GAN job two more: net_d's state_dict and optim_d's state
+    (iter_N.net_d.safetensors, iter_N.net_d.optim.safetensors, named after the weights file:
+    pf_ckpt_net_d_path). All are parsed (a corrupt or truncated payload is refused, never
+    written), then written with pf_write_file_atomic (temp file, fsync, rename, fsync of the
+    folder): net_d's files first, the optimiser next, weights after them, and the `latest`
+    pointer (a one-line file naming the weights file) last, so `latest` never names a
+    checkpoint with a file that is not complete. Only then is CKPT_ACK ok sent, and a
+    "checkpoint" event published. checkpoint_config.max_keep_ckpts older checkpoints (all their
+    files) are removed after the new one is safe. Any failure (disk full, permissions) is
+    answered with ok = 0 and the reason, and the worker ends the job with it.
 */
 #include <dirent.h>
 #include <errno.h>
@@ -19,6 +22,7 @@
 #include <unistd.h>
 #include <zmq.h>
 
+#include "common/checkpoint.h"
 #include "common/log.h"
 #include "common/safetensors.h"
 #include "common/util.h"
@@ -45,8 +49,9 @@ static int cmp_i64(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-/* Keep the newest `keep` checkpoints up to `current` (both files of each). Never touches
-   `current` itself or anything after it. */
+/* Keep the newest `keep` checkpoints up to `current` (every file of each: weights, optimiser,
+   a GAN job's net_d and its optimiser). Never touches `current` itself or anything after
+   it. */
 static void prune(const char *dir, int keep, int64_t current) {
     if (keep < 0) return;
     DIR *d = opendir(dir);
@@ -68,7 +73,58 @@ static void prune(const char *dir, int keep, int64_t current) {
         unlink(path);
         snprintf(path, sizeof path, "%s/iter_%" PRId64 ".optim.safetensors", dir, iters[i]);
         unlink(path);
+        snprintf(path, sizeof path, "%s/iter_%" PRId64 ".net_d.safetensors", dir, iters[i]);
+        unlink(path);
+        snprintf(path, sizeof path, "%s/iter_%" PRId64 ".net_d.optim.safetensors", dir,
+                 iters[i]);
+        unlink(path);
     }
+}
+
+/* The payload frames of c (from part 2 on): weights, optimiser, and for a GAN job net_d and
+   optim_d; their file names in checkpoints/ into names (PF_MAX_NAME + 32 each). Returns how
+   many (2 or 4). */
+static int payloads(const pf_msg_ckpt_save *c, char names[4][PF_MAX_NAME + 32],
+                    uint64_t sizes[4]) {
+    snprintf(names[0], sizeof names[0], "%s", c->weights_name);
+    snprintf(names[1], sizeof names[1], "%s", c->optim_name);
+    pf_ckpt_net_d_path(c->weights_name, names[2], sizeof names[2]);
+    pf_ckpt_optim_path(names[2], names[3], sizeof names[3]);
+    sizes[0] = c->weights_size;
+    sizes[1] = c->optim_size;
+    sizes[2] = c->net_d_size;
+    sizes[3] = c->net_d_optim_size;
+    return c->net_d_size ? 4 : 2;
+}
+
+/* Check the parts against c's header: their count and sizes, the names, and that each payload
+   parses as safetensors. Returns 0, or -1 with the reason in ack->error. */
+static int check_parts(const pf_parts *p, const pf_msg_ckpt_save *c, pf_msg_ckpt_ack *ack) {
+    char names[4][PF_MAX_NAME + 32], err[1024] = "";
+    uint64_t sizes[4];
+    int n = payloads(c, names, sizes);
+    int bad = p->n != 2 + n;
+    for (int i = 0; i < n && !bad; i++) bad = pf_parts_size(p, 2 + i) != sizes[i];
+    if (bad) {
+        snprintf(ack->error, sizeof ack->error, "frames do not match the header sizes");
+        return -1;
+    }
+    if (!valid_name(c->weights_name, ".safetensors") ||
+        !valid_name(c->optim_name, ".optim.safetensors")) {
+        snprintf(ack->error, sizeof ack->error, "bad checkpoint file names '%s', '%s'",
+                 c->weights_name, c->optim_name);
+        return -1;
+    }
+    for (int i = 0; i < n; i++) {
+        pf_safetensors *st = NULL;
+        if (pf_safetensors_parse(pf_parts_data(p, 2 + i), sizes[i], names[i], &st, err,
+                                 sizeof err) != 0) {
+            snprintf(ack->error, sizeof ack->error, "refused a corrupt checkpoint: %s", err);
+            return -1;
+        }
+        pf_safetensors_free(&st);
+    }
+    return 0;
 }
 
 /* Validate and write one checkpoint; fills ack. */
@@ -77,48 +133,33 @@ static void save(pf_hook *h, const pf_parts *p, const pf_msg_ckpt_save *c, pf_ms
     char err[1024] = "";
     ack->iter = c->iter;
     ack->ok = 0;
-    char dir[PF_PATH_MAX + 32], wpath[PF_PATH_MAX + 128], opath[PF_PATH_MAX + 128];
+    if (check_parts(p, c, ack) != 0) return;
+    char dir[PF_PATH_MAX + 32], names[4][PF_MAX_NAME + 32];
+    uint64_t sizes[4];
+    int n = payloads(c, names, sizes);
     snprintf(dir, sizeof dir, "%s/checkpoints", cfg->work_dir);
-    if (p->n != 4 || pf_parts_size(p, 2) != c->weights_size ||
-        pf_parts_size(p, 3) != c->optim_size) {
-        snprintf(ack->error, sizeof ack->error, "frames do not match the header sizes");
-        return;
-    }
-    if (!valid_name(c->weights_name, ".safetensors") ||
-        !valid_name(c->optim_name, ".optim.safetensors")) {
-        snprintf(ack->error, sizeof ack->error, "bad checkpoint file names '%s', '%s'",
-                 c->weights_name, c->optim_name);
-        return;
-    }
-    pf_safetensors *st = NULL;
-    if (pf_safetensors_parse(pf_parts_data(p, 2), c->weights_size, c->weights_name, &st, err,
-                             sizeof err) != 0 ||
-        (pf_safetensors_free(&st), pf_safetensors_parse(pf_parts_data(p, 3), c->optim_size,
-                                                         c->optim_name, &st, err,
-                                                         sizeof err)) != 0) {
-        snprintf(ack->error, sizeof ack->error, "refused a corrupt checkpoint: %s", err);
-        return;
-    }
-    pf_safetensors_free(&st);
-    snprintf(wpath, sizeof wpath, "%s/%s", dir, c->weights_name);
-    snprintf(opath, sizeof opath, "%s/%s", dir, c->optim_name);
     char latest[PF_PATH_MAX + 64];
     snprintf(latest, sizeof latest, "%s/latest", dir);
     char line[PF_MAX_NAME + 2];
     snprintf(line, sizeof line, "%s\n", c->weights_name);
-    if (pf_mkdirs(dir, err, sizeof err) != 0 ||
-        pf_write_file_atomic(opath, pf_parts_data(p, 3), c->optim_size, err, sizeof err) != 0 ||
-        pf_write_file_atomic(wpath, pf_parts_data(p, 2), c->weights_size, err,
-                             sizeof err) != 0 ||
-        pf_write_file_atomic(latest, line, strlen(line), err, sizeof err) != 0) {
+    int rc = pf_mkdirs(dir, err, sizeof err);
+    /* net_d's files (3, 2), the optimiser (1), the weights (0): `latest` names the weights
+       file, so it and everything it needs is complete before `latest` moves. */
+    for (int i = n - 1; i >= 0 && rc == 0; i--) {
+        char path[PF_PATH_MAX + 128];
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        rc = pf_write_file_atomic(path, pf_parts_data(p, 2 + i), sizes[i], err, sizeof err);
+    }
+    if (rc != 0 || pf_write_file_atomic(latest, line, strlen(line), err, sizeof err) != 0) {
         snprintf(ack->error, sizeof ack->error, "%s", err);
         pf_error("checkpoint %" PRId64 " not written: %s", c->iter, err);
         return;
     }
     prune(dir, cfg->ckpt_max_keep, c->iter);
     ack->ok = 1;
-    snprintf(ack->path, sizeof ack->path, "%s", wpath);
-    pf_info("wrote %s (%.1f MB) and its optimiser state", wpath, c->weights_size / 1e6);
+    snprintf(ack->path, sizeof ack->path, "%s/%s", dir, c->weights_name);
+    pf_info("wrote %s (%.1f MB) and its optimiser state%s", ack->path, c->weights_size / 1e6,
+            n == 4 ? ", net_d and optim_d" : "");
 }
 
 static int ckpt_ready(pf_hook *h, char *err, size_t errlen) {

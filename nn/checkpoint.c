@@ -44,11 +44,8 @@ int pf_ckpt_serialize_net(const pf_config *cfg, const pf_net *net, const float *
                           double learning_rate, void **weights, size_t *weights_len,
                           void **optim_buf, size_t *optim_len, char *err, size_t errlen) {
     int n = net->n_tensors, nb = net->n_buffers;
-    const char *suffix[3];
-    float *data[3];
-    int per = optim ? optim_state(optim, suffix, data) : 0;
     int ema = optim && optim->ema;
-    int slots = per * n > (n + nb) * (1 + ema) ? per * n : (n + nb) * (1 + ema);
+    int slots = (n + nb) * (1 + ema);
     pf_st_tensor *t = calloc((size_t)slots + 1, sizeof *t);
     char (*names)[112] = calloc((size_t)slots + 1, sizeof *names);
     if (!t || !names) {
@@ -100,21 +97,45 @@ int pf_ckpt_serialize_net(const pf_config *cfg, const pf_net *net, const float *
                                       (int)(sizeof meta / sizeof meta[0]) / 2, weights,
                                       weights_len, err, errlen);
     if (rc == 0 && optim) {
-        for (int i = 0; i < n; i++) {
-            const pf_param_info *p = &net->tensors[i];
-            for (int k = 0; k < per; k++) {
-                snprintf(names[per * i + k], sizeof names[0], "%s.%s", p->name, suffix[k]);
-                st_entry(&t[per * i + k], p, names[per * i + k], data[k]);
-            }
-        }
-        const char *ometa[] = { "format", "pixflow-1", "iter", s_iter, "adam_step", s_step,
-                                "optimizer", pf_optim_kind_name(optim->s.kind) };
-        rc = pf_safetensors_serialize(t, per * n, ometa, 4, optim_buf, optim_len, err, errlen);
+        rc = pf_ckpt_serialize_optim_net(net, optim, iter, optim_buf, optim_len, err, errlen);
         if (rc) {
             free(*weights);
             *weights = NULL;
         }
     }
+    free(t);
+    free(names);
+    return rc;
+}
+
+int pf_ckpt_serialize_optim_net(const pf_net *net, const pf_optim *optim, int64_t iter,
+                                void **optim_buf, size_t *optim_len, char *err,
+                                size_t errlen) {
+    int n = net->n_tensors;
+    const char *suffix[3];
+    float *data[3];
+    int per = optim_state(optim, suffix, data);
+    pf_st_tensor *t = calloc((size_t)(per * n) + 1, sizeof *t);
+    char (*names)[112] = calloc((size_t)(per * n) + 1, sizeof *names);
+    if (!t || !names) {
+        free(t);
+        free(names);
+        snprintf(err, errlen, "out of memory serialising a checkpoint");
+        return -1;
+    }
+    for (int i = 0; i < n; i++) {
+        const pf_param_info *p = &net->tensors[i];
+        for (int k = 0; k < per; k++) {
+            snprintf(names[per * i + k], sizeof names[0], "%s.%s", p->name, suffix[k]);
+            st_entry(&t[per * i + k], p, names[per * i + k], data[k]);
+        }
+    }
+    char s_iter[32], s_step[32];
+    snprintf(s_iter, sizeof s_iter, "%" PRId64, iter);
+    snprintf(s_step, sizeof s_step, "%" PRId64, optim->step);
+    const char *ometa[] = { "format", "pixflow-1", "iter", s_iter, "adam_step", s_step,
+                            "optimizer", pf_optim_kind_name(optim->s.kind) };
+    int rc = pf_safetensors_serialize(t, per * n, ometa, 4, optim_buf, optim_len, err, errlen);
     free(t);
     free(names);
     return rc;

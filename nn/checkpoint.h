@@ -95,6 +95,12 @@ int pf_ckpt_serialize_net(const pf_config *cfg, const pf_net *net, const float *
                           const pf_optim *optim, int64_t iter, int64_t epoch,
                           double learning_rate, void **weights, size_t *weights_len,
                           void **optim_buf, size_t *optim_len, char *err, size_t errlen);
+/* The optimiser file alone (what pf_ckpt_serialize_net writes as *optim_buf): optim's state
+   under net's parameter names, metadata iter, adam_step, optimizer. A GAN job's optim_d over
+   net_d (pf_gan_d_net) goes through it. Returns 0, or -1 with err (out of memory). */
+int pf_ckpt_serialize_optim_net(const pf_net *net, const pf_optim *optim, int64_t iter,
+                                void **optim_buf, size_t *optim_len, char *err,
+                                size_t errlen);
 int pf_ckpt_load_weights_net(const pf_net *net, const pf_config *cfg, float *params,
                              const char *path, int64_t *iter, char *err, size_t errlen);
 int pf_ckpt_load_optim_net(pf_optim *optim, const pf_net *net, const char *weights_path,

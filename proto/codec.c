@@ -58,8 +58,9 @@ typedef struct {
                                            uint32_t count */
     int required;                       /* 1 = a header without it is rejected; 0 optional;
                                            OMIT_ZERO: optional, and the encoder leaves it out
-                                           when 0 (K_U32 only: a field added later whose
-                                           absence keeps the other messages byte-identical) */
+                                           when 0 (K_U32 and K_U64 only: a field added later
+                                           whose absence keeps the other messages
+                                           byte-identical) */
     int64_t lo;                         /* integer kinds: smallest accepted value */
     uint64_t hi;                        /* integer kinds: largest accepted value (0 = type max) */
     const char *const *choices;         /* K_STR: accepted values, NULL-terminated, or NULL */
@@ -187,6 +188,8 @@ static const pf_field CKPT_SAVE[] = {
     STR(pf_msg_ckpt_save, optim_name, 1),
     INT(pf_msg_ckpt_save, weights_size, K_U64, 1),
     INT(pf_msg_ckpt_save, optim_size, K_U64, 1),
+    INT(pf_msg_ckpt_save, net_d_size, K_U64, OMIT_ZERO),
+    INT(pf_msg_ckpt_save, net_d_optim_size, K_U64, OMIT_ZERO),
 };
 static const pf_field CKPT_ACK[] = {
     RANGE(pf_msg_ckpt_ack, iter, K_I64, 1, 0, INT64_MAX),
@@ -348,6 +351,12 @@ static const char *cross_field_error(const pf_msg *m, char *buf, size_t len) {
             return buf;
         }
     }
+    if (m->type == PF_MSG_CKPT_SAVE &&
+        (m->u.ckpt_save.net_d_size == 0) != (m->u.ckpt_save.net_d_optim_size == 0)) {
+        /* net_d's state_dict and optim_d's state travel together or not at all. */
+        snprintf(buf, len, "net_d_size and net_d_optim_size: one is 0, the other not");
+        return buf;
+    }
     return NULL;
 }
 
@@ -359,7 +368,9 @@ static int pack_str(msgpack_packer *pk, const char *s, size_t len) {
 
 /* 1 when the encoder leaves field f of the struct at base out (OMIT_ZERO and 0). */
 static int omitted(const pf_field *f, const char *base) {
-    return f->required == OMIT_ZERO && *(const uint32_t *)(base + f->off) == 0;
+    if (f->required != OMIT_ZERO) return 0;
+    return f->kind == K_U64 ? *(const uint64_t *)(base + f->off) == 0
+                            : *(const uint32_t *)(base + f->off) == 0;
 }
 
 int pf_msg_encode(const pf_msg *m, void **out, size_t *outlen) {

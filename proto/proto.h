@@ -198,6 +198,10 @@ typedef struct {
     char weights_name[PF_MAX_NAME];     /* "iter_100.safetensors" */
     char optim_name[PF_MAX_NAME];       /* "iter_100.optim.safetensors" */
     uint64_t weights_size, optim_size;  /* sizes of frames 1 and 2 in bytes */
+    uint64_t net_d_size, net_d_optim_size; /* a GAN job's: sizes of frames 3 (net_d's
+                                           state_dict, iter_N.net_d.safetensors) and 4 (optim_d,
+                                           iter_N.net_d.optim.safetensors); both 0 = no such
+                                           frames (left off the wire), else both > 0 */
 } pf_msg_ckpt_save;
 
 typedef struct {

@@ -5,7 +5,8 @@
     without the section keeps gan.enabled 0 and writes no gan key, and each error names the
     file, the line and the key: unknown model_type / network_d.type / gan_type / criterion /
     layer name, input_size, the GT patch against the discriminator, the VGG19 weights file
-    (with how to make it), *_gt_usm with ESRGANModel, a video network, optim_d's rules. Also
+    (with how to make it) and gan.load_from_d's file (BasicSR's pretrain_network_d), *_gt_usm
+    with ESRGANModel, a video network, optim_d's rules. Also
     pf_config_check_train taking it (the step is wired), pf_gan_check_backend (CPU
     only), and that the rows' gan_type / criterion choices are what nn/gan_loss.h and
     common/perceptual_opts.h parse, in their enum order.
@@ -60,7 +61,8 @@ static const char *FULL =
     "  gan_opt: {type: GANLoss, gan_type: hinge, real_label_val: 0.9, fake_label_val: 0.1, "
     "loss_weight: 0.1}\n"
     "  optim_d: {type: SGD, lr: 2.0e-4, momentum: 0.5, dampening: 0, nesterov: true, "
-    "weight_decay: 0.001}\n";
+    "weight_decay: 0.001}\n"
+    "  load_from_d: net_d.safetensors\n";
 
 /* Only the keys without a default. */
 static const char *MINIMAL =
@@ -111,6 +113,8 @@ static void check_full(const pf_gan_cfg *g, const char *what) {
     CHECK(!strcmp(o->type, "SGD") && o->lr == 2.0e-4f && o->momentum == 0.5f &&
               o->dampening == 0 && o->nesterov == 1 && o->weight_decay == 0.001f,
           "%s: optim_d", what);
+    CHECK(!strcmp(g->load_from_d, "net_d.safetensors"), "%s: load_from_d %s", what,
+          g->load_from_d);
 }
 
 static void test_full_and_round_trip(void) {
@@ -160,6 +164,7 @@ static void test_defaults(void) {
     CHECK(!strcmp(o->type, "Adam") && o->lr == 1.0e-4f && o->betas[0] == 0.9f &&
               o->betas[1] == 0.999f && o->eps == 1e-8f && o->weight_decay == 0,
           "optim_d: optimizers' defaults (Adam, betas (0.9, 0.999), eps 1e-8, decay 0)");
+    CHECK(g->load_from_d[0] == '\0', "no load_from_d: net_d starts from the seed");
     char *yaml = pf_config_to_yaml(&c);
     CHECK(yaml && !strstr(yaml, "perceptual_opt"), "no perceptual_opt written");
     free(yaml);
@@ -287,6 +292,9 @@ static void test_vgg_weights_file(void) {
         free(t);
         return;
     }
+    FILE *f = fopen("net_d.safetensors", "wb");     /* gan.load_from_d: below */
+    if (f)
+        fclose(f);
     CHECK(parse(&c, t, 1, err, sizeof err) == -1, "a missing vgg_weights file is an error");
     snprintf(want, sizeof want, "t.yaml:%d: gan.perceptual_opt.vgg_weights: ",
              pf_test_line_of(t, "vgg_weights:"));
@@ -296,10 +304,17 @@ static void test_vgg_weights_file(void) {
               strstr(err, "python3 scripts/pth2safetensors.py vgg19-dcbb9e9d.pth "
                           "vgg19.safetensors"),
           "missing vgg_weights: %s", err);
-    FILE *f = fopen("vgg19.safetensors", "wb");     /* present: the config loads */
+    f = fopen("vgg19.safetensors", "wb");           /* present: the config loads */
     if (f)
         fclose(f);
     CHECK(parse(&c, t, 1, err, sizeof err) == 0, "vgg_weights present: %s", err);
+    /* gan.load_from_d (BasicSR's pretrain_network_d) must name a file too */
+    remove("net_d.safetensors");
+    CHECK(parse(&c, t, 1, err, sizeof err) == -1, "a missing load_from_d file is an error");
+    snprintf(want, sizeof want, "t.yaml:%d: gan.load_from_d: ",
+             pf_test_line_of(t, "load_from_d:"));
+    CHECK(!strncmp(err, want, strlen(want)) && strstr(err, "no such file 'net_d.safetensors'"),
+          "missing load_from_d: %s", err);
     remove("vgg19.safetensors");
     rmdir("g");
     rmdir("l");

@@ -15,22 +15,29 @@
        l_g_gan, l_d_real, l_d_fake, out_d_real, out_d_fake) of each iteration, iteration 1
        and 3 without a generator step; the train loss is l_g_total (or l_d_real + l_d_fake at
        1 and 3); optim_d's lr follows lr_config from gan.optim_d.lr (halved from iteration 4,
-       MMCV's runner.iter 3, as net_g's); the warning
-       that checkpoints hold net_g only; iteration 3 leaves net_g's weights as they were and
-       moves its EMA by BasicSR's model_ema rule (ema3 = 0.9 ema2 + 0.1 p2: the EMA runs every
-       iteration).
+       MMCV's runner.iter 3, as net_g's); each checkpoint has net_d's state_dict (weight_orig,
+       weight_u, weight_v) and optim_d's momentum under net_d's names beside net_g's files;
+       iteration 3 leaves net_g's weights as they were and moves its EMA by BasicSR's
+       model_ema rule (ema3 = 0.9 ema2 + 0.1 p2: the EMA runs every iteration).
     B. 2 workers with batch 2 each: the same batches, the same losses and terms (to float
        rounding: only the order of sums differs), net_d's initial weights the same on both
        ranks and as A's (their digest in each rank's log), and net_g's weights and EMA after 4
        iterations the same as A's (both optimisers and the all-reduce of both networks'
        gradients).
-    C. `--resume auto` on A's work_dir is refused with a clear error (the checkpoint lacks
-       net_d).
+    C. Resume is bit-identical: the same job stopped after 2 iterations (total_iters 2) and
+       resumed (`--resume auto`, total_iters 4) logs the same train losses and GAN terms, bit
+       for bit, at every iteration, and ends with the same bits in net_g, its EMA, optim_g,
+       net_d (weight_orig, u, v) and optim_d as A; net_d's state after the resume (its digest in
+       the log) is the checkpoint's. A job with gan.load_from_d (BasicSR's pretrain_network_d)
+       = that checkpoint's net_d file starts from the same net_d (same digest, unlike A's
+       fresh one); with max_keep_ckpts 1 its last checkpoint's four files are all that is
+       left. A checkpoint without its net_d file is refused with an error that names it.
     E. model_type ESRGANModel (relativistic) trains too: every term logged and finite.
     D. The discriminator's real input is the plain GT (gan_gt_usm false): at iteration 1 A's
        l_d_real and out_d_real equal those of a job whose loaders send the plain GT alone
        (data.train.gt_usm off), and differ from a job with gan_gt_usm true.
 */
+#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,9 +51,12 @@
 
 #define ITERS 4
 #define N_TERMS 8
+#define HALF 2              /* C: the iterations before the stop */
 
 static char root[256], bin[1024];
 static const char *model_type = "RealESRGANModel";   /* gan.model_type of the next config */
+static int total_iters = ITERS;                      /* total_iters of the next config */
+static int max_keep = 10;                            /* its max_keep_ckpts */
 static const char *TERMS[N_TERMS] = { "l_g_pix", "l_g_percep", "l_g_gan", "l_d_real",
                                       "l_d_fake", "out_d_real", "out_d_fake", "lr_d" };
 
@@ -104,7 +114,7 @@ static void write_config(const char *path, const char *work_dir, int batch, int 
             "lr_config: {policy: Step, step: [3], gamma: 0.5}\n"
             "total_iters: %d\n"
             "log_config: {interval: 1}\n"
-            "checkpoint_config: {interval: 1, max_keep_ckpts: 10}\n"
+            "checkpoint_config: {interval: 1, max_keep_ckpts: %d}\n"
             "work_dir: %s\n"
             "seed: 5\n"
             "gan:\n"
@@ -123,7 +133,7 @@ static void write_config(const char *path, const char *work_dir, int batch, int 
             "    vgg_weights: %s/vgg19.safetensors\n"
             "  gan_opt: {type: GANLoss, gan_type: vanilla, loss_weight: 0.1}\n"
             "  optim_d: {type: SGD, lr: 0.02, momentum: 0.9}\n%s",
-            batch, root, usm ? "true" : "false", ITERS, work_dir,
+            batch, root, usm ? "true" : "false", total_iters, max_keep, work_dir,
             model_type, root, gan_extra);
     fclose(f);
 }
@@ -181,10 +191,12 @@ static int read_terms(const char *tag, double t[ITERS + 1][N_TERMS], int g_step[
     return found;
 }
 
-/* net_d's initial digest from rank's log of tag, or "". */
+/* net_d's initial digest from rank's log of tag (the last run's, when the log holds several
+   starts), or "". */
 static void d_digest(const char *tag, int rank, char out[17]) {
-    char *log = rank_log(tag, rank);
-    char *p = strstr(log, "initial digest ");
+    char *log = rank_log(tag, rank), *p = NULL;
+    for (char *q = strstr(log, "initial digest "); q; q = strstr(q + 1, "initial digest "))
+        p = q;
     snprintf(out, 17, "%.16s", p ? p + strlen("initial digest ") : "");
     free(log);
 }
@@ -266,23 +278,144 @@ static void check_one(double t[ITERS + 1][N_TERMS], const double *loss) {
           "optim_d's lr: 0.02, 0.02, 0.02, 0.01 (Step at MMCV's 0-based iter 3), got %g %g %g "
           "%g", t[1][7], t[2][7], t[3][7], t[4][7]);
     char *log = rank_log("one", 0);
-    CHECK(strstr(log, "gan: checkpoints hold net_g only (net_d is not saved yet)"),
-          "no warning about net_d not being saved");
     CHECK(strstr(log, "batches carry the plain GT beside gt_usm"),
           "the loaders did not send the plain GT");
     free(log);
     check_ema_step();
 }
 
-/* C: a GAN job does not resume (its checkpoint lacks net_d). */
-static void check_resume_refused(void) {
-    int st = train("one", 4, "1", "auto");
-    CHECK(st != 0, "--resume auto of a GAN job did not fail");
-    char path[600];
-    snprintf(path, sizeof path, "%s/one_resume.out", root);
-    char *out = slurp(path), *log = rank_log("one", 0);
-    CHECK(strstr(out, "cannot resume a GAN job") || strstr(log, "cannot resume a GAN job"),
-          "the refusal does not say why:\n%s", out);
+/* The names in folder dir, sorted, separated by spaces (malloc'd). */
+static char *list_dir(const char *dir) {
+    struct dirent **e = NULL;
+    int n = scandir(dir, &e, NULL, alphasort);
+    char *out = calloc(1, 4096);
+    for (int i = 0; i < n; i++) {
+        if (e[i]->d_name[0] != '.' && strlen(out) + strlen(e[i]->d_name) + 2 < 4096)
+            snprintf(out + strlen(out), 4096 - strlen(out), "%s%s", out[0] ? " " : "",
+                     e[i]->d_name);
+        free(e[i]);
+    }
+    free(e);
+    return out;
+}
+
+/* 0 when checkpoint files a and b (work_dir/checkpoints/NAME of tags ta, tb) hold the same
+   tensors with the same bits (both ways: the same names too). */
+static double ckpt_file_distance(const char *ta, const char *tb, const char *name) {
+    char pa[700], pb[700];
+    snprintf(pa, sizeof pa, "%s/%s/checkpoints/%s", root, ta, name);
+    snprintf(pb, sizeof pb, "%s/%s/checkpoints/%s", root, tb, name);
+    return fmax(ckpt_distance(pa, pb, 0, NULL), ckpt_distance(pb, pa, 0, NULL));
+}
+
+/* A's checkpoint holds net_d (spectral norm state included) and optim_d by net_d's names. */
+static void check_net_d_files(void) {
+    char path[700], err[512];
+    snprintf(path, sizeof path, "%s/one/checkpoints/iter_%d.net_d.safetensors", root, ITERS);
+    pf_safetensors *d = NULL, *o = NULL;
+    int rc = pf_safetensors_load(path, &d, err, sizeof err);
+    CHECK(rc == 0, "%s", err);
+    snprintf(path, sizeof path, "%s/one/checkpoints/iter_%d.net_d.optim.safetensors", root,
+             ITERS);
+    if (rc == 0) rc = pf_safetensors_load(path, &o, err, sizeof err);
+    CHECK(rc == 0, "%s", err);
+    if (rc == 0) {
+        int nd;
+        int64_t sh[4];
+        CHECK(pf_safetensors_get(d, "conv0.weight", &nd, sh) &&
+                  pf_safetensors_get(d, "conv1.weight_orig", &nd, sh) &&
+                  pf_safetensors_get(d, "conv1.weight_u", &nd, sh) && nd == 1 && sh[0] == 16 &&
+                  pf_safetensors_get(d, "conv1.weight_v", &nd, sh) &&
+                  pf_safetensors_get(d, "conv9.bias", &nd, sh),
+              "net_d's state_dict lacks torch's names (conv0.weight, conv1.weight_orig / _u "
+              "[16] / _v, conv9.bias)");
+        CHECK(pf_safetensors_get(o, "conv1.weight_orig.momentum_buffer", &nd, sh) &&
+                  nd == 4 && sh[0] == 16 && pf_safetensors_meta(o, "optimizer") &&
+                  !strcmp(pf_safetensors_meta(o, "optimizer"), "SGD"),
+              "optim_d's file lacks SGD's momentum_buffer under net_d's names");
+    }
+    pf_safetensors_free(&d);
+    pf_safetensors_free(&o);
+}
+
+/* C: stopped after HALF iterations and resumed equals A bit for bit; gan.load_from_d; a
+   checkpoint without net_d. */
+static void check_resume(const double one[ITERS + 1][N_TERMS], const double *loss_one) {
+    char cfg[600], wd[600];
+    snprintf(cfg, sizeof cfg, "%s/half.yaml", root);
+    snprintf(wd, sizeof wd, "%s/half", root);
+    total_iters = HALF;
+    int st = train("half", 4, "1", NULL);
+    total_iters = ITERS;
+    write_config(cfg, wd, 4, 1, "");
+    int st2 = st ? -1 : train("half", 4, "1", "auto");
+    CHECK(st == 0 && st2 == 0, "stopped / resumed run exited with %d / %d (see %s/half*.out)",
+          st, st2, root);
+    if (st || st2) return;
+    double t[ITERS + 1][N_TERMS], loss[ITERS + 1] = { 0 }, lr[ITERS + 1];
+    int g[ITERS + 1], diff = 0;
+    CHECK(read_terms("half", t, g) == ITERS, "resumed run: gan lines missing");
+    CHECK(train_curve(wd, loss, lr, ITERS) == ITERS, "resumed run: %d train events", ITERS);
+    for (int it = 1; it <= ITERS; it++) {
+        diff += loss[it] != loss_one[it];
+        for (int k = 0; k < N_TERMS; k++)
+            diff += !(t[it][k] == one[it][k] || (isnan(t[it][k]) && isnan(one[it][k])));
+    }
+    CHECK(diff == 0, "%d losses / terms differ between the resumed and the uninterrupted run",
+          diff);
+    char name[4][64];
+    snprintf(name[0], sizeof name[0], "iter_%d.safetensors", ITERS);
+    snprintf(name[1], sizeof name[1], "iter_%d.optim.safetensors", ITERS);
+    snprintf(name[2], sizeof name[2], "iter_%d.net_d.safetensors", ITERS);
+    snprintf(name[3], sizeof name[3], "iter_%d.net_d.optim.safetensors", ITERS);
+    for (int k = 0; k < 4; k++) {
+        double d = ckpt_file_distance("one", "half", name[k]);
+        CHECK(d == 0, "%s differs after the resume by %.3g", name[k], d);
+    }
+    char *log = rank_log("half", 0);
+    CHECK(strstr(log, "gan: resumed net_d from ") && strstr(log, "with optim_d's state"),
+          "the resumed run does not say it restored net_d and optim_d");
+    free(log);
+
+    /* gan.load_from_d: net_d of the checkpoint at HALF, whose digest the resume logged */
+    char extra[800], resumed[17], loaded[17], fresh[17];
+    snprintf(extra, sizeof extra, "  load_from_d: %s/checkpoints/iter_%d.net_d.safetensors\n",
+             wd, HALF);
+    total_iters = 3;
+    max_keep = 1;
+    st = train_with("loadd", 4, "1", NULL, 1, extra);
+    total_iters = ITERS;
+    max_keep = 10;
+    CHECK(st == 0, "a job with gan.load_from_d exited with %d (see %s/loadd.out)", st, root);
+    /* max_keep_ckpts 1: iteration 3's four files and `latest` are left, nothing of 1 and 2 */
+    char dir[700];
+    snprintf(dir, sizeof dir, "%s/loadd/checkpoints", root);
+    char *ls = list_dir(dir);
+    CHECK(!strcmp(ls, "iter_3.net_d.optim.safetensors iter_3.net_d.safetensors "
+                      "iter_3.optim.safetensors iter_3.safetensors latest"),
+          "max_keep_ckpts 1 left: %s", ls);
+    free(ls);
+    d_digest("half", 0, resumed);
+    d_digest("loadd", 0, loaded);
+    d_digest("one", 0, fresh);
+    CHECK(resumed[0] && !strcmp(resumed, loaded) && strcmp(resumed, fresh),
+          "net_d's start: resumed %s, load_from_d %s (should be equal), fresh %s (other)",
+          resumed, loaded, fresh);
+
+    /* a GAN checkpoint without its net_d file */
+    char gone[800];
+    snprintf(gone, sizeof gone, "%s/checkpoints/iter_%d.net_d.safetensors", wd, ITERS);
+    remove(gone);
+    total_iters = ITERS + 1;
+    write_config(cfg, wd, 4, 1, "");
+    total_iters = ITERS;
+    st = train("half", 4, "1", "auto");
+    snprintf(cfg, sizeof cfg, "%s/half_resume.out", root);
+    char *out = slurp(cfg);
+    log = rank_log("half", 0);
+    CHECK(st != 0 && (strstr(out, gone) || strstr(log, gone)) &&
+              (strstr(out, "has no net_d") || strstr(log, "has no net_d")),
+          "resume without %s: exit %d, no error naming it:\n%s", gone, st, out);
     free(out);
     free(log);
 }
@@ -376,7 +509,8 @@ int main(void) {
         FILE *f = fopen(ck, "rb");
         CHECK(f != NULL, "no checkpoint %s", ck);
         if (f) fclose(f);
-        check_resume_refused();
+        check_net_d_files();
+        check_resume(t1, l1);
         check_plain_gt(t1);
         check_esrgan();
     }

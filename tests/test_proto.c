@@ -1117,6 +1117,75 @@ static void test_router_dealer(void *ctx) {
     zmq_close(dealer);
 }
 
+/* buf re-packed with one change (repack) is rejected with an error that mentions word. */
+static void expect_reject_repacked(const void *buf, size_t len, mut_mode mode, const char *key,
+                                   val_kind v, const char *word, const char *what) {
+    msgpack_sbuffer sb = repack(buf, len, mode, key, v);
+    expect_reject(sb.data, sb.size, 0, word, what);
+    msgpack_sbuffer_destroy(&sb);
+}
+
+/* A GAN job's ckpt_save (issue 41) names two more frames, net_d's state_dict and optim_d's
+   state, by their sizes; a single-network message leaves both off, and its bytes are the
+   msgpack map packed here independently, field by field, as the message was before them. */
+static void test_ckpt_save_net_d(void) {
+    pf_msg m, d;
+    void *buf = NULL, *buf1 = NULL;
+    size_t len = 0, len1 = 0;
+    char err[256];
+    fill(&m, PF_MSG_CKPT_SAVE);
+    CHECK(pf_msg_encode(&m, &buf, &len) == 0, "encode a ckpt_save without net_d");
+    msgpack_sbuffer sb;
+    msgpack_packer pk;
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    msgpack_pack_map(&pk, 8);
+    msgpack_pack_str_with_body(&pk, "type", 4);
+    msgpack_pack_str_with_body(&pk, "ckpt_save", 9);
+    msgpack_pack_str_with_body(&pk, "v", 1);
+    msgpack_pack_int64(&pk, PF_PROTO_VERSION);
+    msgpack_pack_str_with_body(&pk, "iter", 4);
+    msgpack_pack_int64(&pk, 300);
+    msgpack_pack_str_with_body(&pk, "epoch", 5);
+    msgpack_pack_int64(&pk, 1);
+    msgpack_pack_str_with_body(&pk, "weights_name", 12);
+    msgpack_pack_str_with_body(&pk, "iter_300.safetensors", 20);
+    msgpack_pack_str_with_body(&pk, "optim_name", 10);
+    msgpack_pack_str_with_body(&pk, "iter_300.optim.safetensors", 26);
+    msgpack_pack_str_with_body(&pk, "weights_size", 12);
+    msgpack_pack_uint64(&pk, 1u << 20);
+    msgpack_pack_str_with_body(&pk, "optim_size", 10);
+    msgpack_pack_uint64(&pk, 2u << 20);
+    CHECK(len == sb.size && !memcmp(buf, sb.data, len),
+          "a ckpt_save without net_d is not the single-network message byte for byte "
+          "(%zu vs %zu bytes)", len, sb.size);
+    msgpack_sbuffer_destroy(&sb);
+
+    m.u.ckpt_save.net_d_size = 5u << 20;
+    m.u.ckpt_save.net_d_optim_size = 3;
+    CHECK(pf_msg_encode(&m, &buf1, &len1) == 0, "encode a ckpt_save with net_d");
+    /* fixstr "net_d_size" (11) + uint32 (5), fixstr "net_d_optim_size" (17) + fixint (1) */
+    CHECK(len1 == len + 34, "net_d's sizes add their keys and values only (%zu -> %zu)", len,
+          len1);
+    CHECK(pf_msg_decode(buf1, len1, PF_MSG_CKPT_SAVE, &d, err, sizeof err) == 0 &&
+              d.u.ckpt_save.net_d_size == 5u << 20 && d.u.ckpt_save.net_d_optim_size == 3 &&
+              same(&m, &d), "ckpt_save with net_d: %s", err);
+    CHECK(pf_msg_decode(buf, len, PF_MSG_CKPT_SAVE, &d, err, sizeof err) == 0 &&
+              d.u.ckpt_save.net_d_size == 0 && d.u.ckpt_save.net_d_optim_size == 0,
+          "ckpt_save without net_d: %s", err);
+    expect_reject_repacked(buf1, len1, MUT_DROP, "net_d_optim_size", V_INT, "net_d_optim_size",
+                           "net_d without optim_d");
+    expect_reject_repacked(buf1, len1, MUT_REPLACE, "net_d_size", V_NEG, "net_d_size",
+                           "net_d_size -1");
+    m.u.ckpt_save.net_d_optim_size = 0;
+    void *bad = NULL;
+    size_t bad_len = 0;
+    CHECK(pf_msg_encode(&m, &bad, &bad_len) == -1 && !bad,
+          "encode refuses net_d without optim_d");
+    free(buf);
+    free(buf1);
+}
+
 /* batch.gt_plain (data.train.gt_plain, issue 41): absent from the header when 0, so batches of
    jobs without it are the bytes they were before the field; 1 round-trips; anything else is
    refused on both ends. pf_batch_check_frames: the frame sizes against the header, each
@@ -1143,12 +1212,9 @@ static void test_batch_gt_plain(void) {
           len1);
     CHECK(pf_msg_decode(buf1, len1, PF_MSG_BATCH, &d, err, sizeof err) == 0 &&
               d.u.batch.gt_plain == 1 && same(&m, &d), "batch with gt_plain: %s", err);
-    msgpack_sbuffer sb = repack(buf1, len1, MUT_REPLACE, "gt_plain", V_INT);   /* 5 */
-    expect_reject(sb.data, sb.size, 0, "gt_plain", "gt_plain 5");
-    msgpack_sbuffer_destroy(&sb);
-    sb = repack(buf, len, MUT_ADD, "gt_plain", V_NEG);
-    expect_reject(sb.data, sb.size, 0, "gt_plain", "gt_plain -1");
-    msgpack_sbuffer_destroy(&sb);
+    expect_reject_repacked(buf1, len1, MUT_REPLACE, "gt_plain", V_INT, "gt_plain",   /* 5 */
+                           "gt_plain 5");
+    expect_reject_repacked(buf, len, MUT_ADD, "gt_plain", V_NEG, "gt_plain", "gt_plain -1");
     m.u.batch.gt_plain = 2;
     void *bad = NULL;
     CHECK(pf_msg_encode(&m, &bad, &len1) == -1 && !bad, "encode refuses gt_plain 2");
@@ -1192,6 +1258,7 @@ int main(void) {
     test_names();
     test_round_trip();
     test_batch_gt_plain();
+    test_ckpt_save_net_d();
     test_encoder_bounds();
     test_hostile_per_type();
     test_field_rules();

@@ -2,7 +2,14 @@
 #include "worker/gan_state.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+
+#include "common/checkpoint.h"
+#include "common/log.h"
+#include "common/safetensors.h"
+#include "nn/checkpoint.h"
 
 int pf_state_gan_opts(const pf_config *cfg, pf_gan_opts *o, char *err, size_t errlen) {
     const pf_gan_cfg *g = &cfg->gan;
@@ -67,5 +74,65 @@ int pf_state_optim_d_new(const pf_config *cfg, size_t n, pf_optim *o, char *err,
         snprintf(err, errlen, "out of memory for the discriminator's optimiser");
         return -1;
     }
+    return 0;
+}
+
+int pf_state_gan_serialize(const pf_gan *gan, const pf_optim *optim_d, int64_t iter,
+                           void **d_buf, size_t *d_len, void **o_buf, size_t *o_len, char *err,
+                           size_t errlen) {
+    *d_buf = *o_buf = NULL;
+    if (pf_gan_d_serialize(gan, d_buf, d_len, err, errlen) != 0) return -1;
+    if (pf_ckpt_serialize_optim_net(pf_gan_d_net(gan), optim_d, iter, o_buf, o_len, err,
+                                    errlen) != 0) {
+        free(*d_buf);
+        *d_buf = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+/* net_d's parameters and u / v from the state_dict file `path` (strict). `ckpt`: the file
+   belongs to the checkpoint `ckpt` (for the message when it is missing), or NULL. */
+static int load_d(pf_gan *gan, const char *path, const char *ckpt, char *err, size_t errlen) {
+    struct stat sb;
+    if (ckpt && stat(path, &sb) != 0) {
+        snprintf(err, errlen, "gan: %s has no net_d: %s is missing (a GAN job's checkpoint "
+                 "holds net_d's state_dict and optim_d's state beside net_g's weights: "
+                 "iter_N.net_d.safetensors, iter_N.net_d.optim.safetensors)", ckpt, path);
+        return -1;
+    }
+    pf_safetensors *st = NULL;
+    if (pf_safetensors_load(path, &st, err, errlen) != 0) return -1;
+    int rc = pf_gan_d_load(gan, st, err, errlen);
+    pf_safetensors_free(&st);
+    return rc;
+}
+
+int pf_state_gan_restore(const pf_config *cfg, pf_gan *gan, pf_optim *optim_d,
+                         const char *resume_path, char *err, size_t errlen) {
+    char dpath[PF_PATH_MAX + 96];
+    if (!resume_path[0]) {
+        if (!cfg->gan.load_from_d[0]) return 0;
+        if (load_d(gan, cfg->gan.load_from_d, NULL, err, errlen) != 0) return -1;
+        pf_info("gan: net_d's weights from %s (gan.load_from_d)", cfg->gan.load_from_d);
+        return 0;
+    }
+    pf_ckpt_net_d_path(resume_path, dpath, sizeof dpath);
+    if (load_d(gan, dpath, resume_path, err, errlen) != 0) return -1;
+    if (cfg->resume_optim) {
+        char opath[PF_PATH_MAX + 128];
+        pf_ckpt_optim_path(dpath, opath, sizeof opath);
+        struct stat sb;
+        if (stat(opath, &sb) != 0) {
+            snprintf(err, errlen, "gan: %s has no optim_d state: %s is missing (or set "
+                     "resume_optim: false to resume with fresh optimisers)", resume_path,
+                     opath);
+            return -1;
+        }
+        if (pf_ckpt_load_optim_net(optim_d, pf_gan_d_net(gan), dpath, err, errlen) != 0)
+            return -1;
+    }
+    pf_info("gan: resumed net_d from %s%s", dpath,
+            cfg->resume_optim ? " with optim_d's state" : " (optim_d reset)");
     return 0;
 }

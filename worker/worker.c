@@ -2,8 +2,9 @@
 
     It binds a PULL data endpoint, joins the job (HELLO names that endpoint), waits for START,
     builds the model and its optimiser (optimizers, paramwise_cfg, ema_decay) and restores them
-    (resume_from: weights, EMA, optimiser, iteration; load_from: weights only; else init from
-    the seed), then grants `prefetch` credits and consumes batches
+    (resume_from: weights, EMA, optimiser, iteration, and a GAN job's net_d and optim_d;
+    load_from: weights only; else init from the seed), then grants `prefetch` credits and
+    consumes batches
     strictly in ticket order: batch for global iteration `it` is ticket it * W + rank. Each
     consumed batch is acknowledged and its credit returned; duplicates (a reissued ticket whose
     first loader was not dead after all) are dropped by ticket id.
@@ -78,6 +79,8 @@ typedef struct {
     pf_gan *gan;                /* a GAN job (cfg->gan.enabled): net_d, the VGG and the step
                                    around model (CPU only); NULL otherwise */
     pf_optim optim_d;           /* and net_d's optimiser (gan.optim_d) */
+    char resume_path[PF_PATH_MAX + 64]; /* the weights file restore() resumed from, "" = none:
+                                   build_gan restores net_d and optim_d from beside it */
     slot *slots;                /* prefetch slots, a batch for iteration it sits in it % n */
     int n_slots;
     FILE *samples_log;
@@ -519,13 +522,20 @@ static int batch_ready(const worker *w) {
 /* Send the state after iteration w->it to the checkpoint hook (its reply: take_ckpt_reply).
    pf_send copies the bytes, so they are freed here. Returns 0, or -1 with err. */
 static int send_checkpoint(worker *w, char *err, size_t errlen) {
-    void *wbuf = NULL, *obuf = NULL;
-    size_t wlen = 0, olen = 0;
+    void *wbuf = NULL, *obuf = NULL, *dbuf = NULL, *dobuf = NULL;
+    size_t wlen = 0, olen = 0, dlen = 0, dolen = 0;
     /* On a GPU the state lives on the device: bring it to the host buffers to serialise it. */
     if (w->gpu && pf_gpu_download(w->gpu, w->params, &w->optim, err, errlen) != 0) return -1;
     if (pf_ckpt_serialize_net(w->cfg, w->net, w->params, &w->optim, w->it, w->epoch, w->lr,
                               &wbuf, &wlen, &obuf, &olen, err, errlen) != 0)
         return -1;
+    /* A GAN job's net_d and optim_d: two more frames (gan_state.h). */
+    if (w->gan && pf_state_gan_serialize(w->gan, &w->optim_d, w->it, &dbuf, &dlen, &dobuf,
+                                         &dolen, err, errlen) != 0) {
+        free(wbuf);
+        free(obuf);
+        return -1;
+    }
     pf_msg *m = calloc(1, sizeof *m);
     int rc = -1;
     if (!m) {
@@ -540,14 +550,18 @@ static int send_checkpoint(worker *w, char *err, size_t errlen) {
                  w->it);
         c->weights_size = wlen;
         c->optim_size = olen;
-        pf_frame frames[2] = { { wbuf, wlen }, { obuf, olen } };
-        rc = pf_send(w->ckpt, NULL, m, frames, 2);
+        c->net_d_size = dlen;
+        c->net_d_optim_size = dolen;
+        pf_frame frames[4] = { { wbuf, wlen }, { obuf, olen }, { dbuf, dlen }, { dobuf, dolen } };
+        rc = pf_send(w->ckpt, NULL, m, frames, w->gan ? 4 : 2);
         if (rc != 0) snprintf(err, errlen, "cannot send checkpoint %" PRId64 " to the checkpoint "
                               "hook: %s", w->it, zmq_strerror(errno));
     }
     free(m);
     free(wbuf);
     free(obuf);
+    free(dbuf);
+    free(dobuf);
     return rc;
 }
 
@@ -582,12 +596,7 @@ static int64_t restore(worker *w, char *err, size_t errlen) {
     pf_config *cfg = w->cfg;
     char path[PF_PATH_MAX + 64];
     if (pf_ckpt_resolve_resume(cfg, path, sizeof path, err, errlen) != 0) return -1;
-    if (path[0] && cfg->gan.enabled) {
-        snprintf(err, errlen, "gan: cannot resume a GAN job from %s yet: its checkpoints hold "
-                 "net_g only (not net_d, optim_d nor the spectral norm's state; issue 41); "
-                 "start it fresh, or use load_from for net_g's weights", path);
-        return -1;
-    }
+    snprintf(w->resume_path, sizeof w->resume_path, "%s", path);   /* a GAN job's net_d */
     if (path[0]) {
         int64_t iter = 0;
         if (pf_ckpt_check_resume(cfg, path, err, errlen) != 0 ||
@@ -856,15 +865,18 @@ static int host_state(worker *w, int gpu, char *err, size_t errlen) {
 }
 
 /* A GAN job (CPU): the step around the model with net_d drawn from the job's seed (the same
-   on every rank: pf_gan_new's init is a function of the seed; its digest goes to the log so
-   runs can compare), the VGG19 from gan.perceptual_opt.vgg_weights, and optim_d. Returns 0,
+   on every rank: pf_gan_new's init is a function of the seed), then restored from the
+   checkpoint restore() resumed from, or loaded from gan.load_from_d (pf_state_gan_restore:
+   every rank reads the same file); the digest of net_d's starting state goes to the log so
+   runs can compare; the VGG19 from gan.perceptual_opt.vgg_weights, and optim_d. Returns 0,
    or -1 with err. */
 static int build_gan(worker *w, char *err, size_t errlen) {
     pf_gan_opts o;
     if (pf_state_gan_opts(w->cfg, &o, err, errlen) != 0) return -1;
     w->gan = pf_gan_new(&o, w->model, (uint64_t)w->cfg->seed, err, errlen);
     if (!w->gan ||
-        pf_state_optim_d_new(w->cfg, pf_gan_d_num_params(w->gan), &w->optim_d, err, errlen))
+        pf_state_optim_d_new(w->cfg, pf_gan_d_num_params(w->gan), &w->optim_d, err, errlen) ||
+        pf_state_gan_restore(w->cfg, w->gan, &w->optim_d, w->resume_path, err, errlen))
         return -1;
     size_t nd = pf_gan_d_num_params(w->gan);
     uint64_t h = pf_fnv1a64(pf_gan_d_params(w->gan), nd * sizeof(float), PF_FNV_OFFSET);
@@ -872,7 +884,6 @@ static int build_gan(worker *w, char *err, size_t errlen) {
     pf_info("gan: %s with %s (%zu parameters, initial digest %016" PRIx64 ")%s",
             w->cfg->gan.model_type, w->cfg->gan.network_d.type, nd, h,
             w->cfg->train.gt_plain ? ", batches carry the plain GT beside gt_usm" : "");
-    if (w->rank == 0) pf_warn("gan: checkpoints hold net_g only (net_d is not saved yet)");
     return 0;
 }
 
