@@ -11,6 +11,10 @@
       - pf_ckpt_check_weights (the front end's check) accepts it for the config's network;
       - pf_ckpt_load_weights (load_from) gives exactly the 'params' floats, name by name;
       - pf_ckpt_load_eval_weights (evaluation, `pixflow test`) gives exactly 'params_ema'.
+    And BasicSR's net_d_N.pth of a UNetDiscriminatorSN ({'params': state_dict} with the
+    spectral norm's weight_orig, weight_u, weight_v): converted, it loads strictly into the GAN
+    step's net_d (pf_gan_d_load, what gan.load_from_d does), and net_d's state_dict written
+    back (pf_gan_d_serialize) is torch's, name by name in torch's order, bit for bit.
     Without torch it exits 77 (skipped).
 */
 #include <stdio.h>
@@ -22,6 +26,7 @@
 #include "common/safetensors.h"
 #include "common/util.h"
 #include "nn/checkpoint.h"
+#include "nn/gan.h"
 #include "nn/model.h"
 #include "pf_test.h"
 
@@ -35,9 +40,11 @@ typedef struct {
     float *data;
 } reference;
 
-static int read_reference(const char *dir, const char *which, reference *r) {
+/* `which`.bin of dir, its tensors named in `names` (a names.txt file of dir). */
+static int read_reference(const char *dir, const char *names, const char *which,
+                          reference *r) {
     char path[600], line[256];
-    snprintf(path, sizeof path, "%s/names.txt", dir);
+    snprintf(path, sizeof path, "%s/%s", dir, names);
     FILE *f = fopen(path, "r");
     if (!f) return -1;
     size_t total = 0;
@@ -76,6 +83,50 @@ static void compare(const char *tag, pf_model *m, const reference *r) {
           pf_model_num_tensors(m));
 }
 
+/* BasicSR's net_d_N.pth (UNetDiscriminatorSN, num_feat 8): converted, loaded strictly into
+   the step's net_d, and written back as torch's state_dict, in its order, bit for bit. */
+static void check_net_d(const pf_config *cfg, const char *src, const char *dir) {
+    char cmd[2048], path[400], err[1024];
+    reference r = { 0 };
+    CHECK(read_reference(dir, "net_d_names.txt", "net_d", &r) == 0, "%s: net_d reference", dir);
+    snprintf(path, sizeof path, "%s/net_d.safetensors", dir);
+    snprintf(cmd, sizeof cmd, PY " %s/scripts/pth2safetensors.py %s/net_d.pth %s >/dev/null", src,
+             dir, path);
+    CHECK(system(cmd) == 0, "%s failed", cmd);
+    pf_model *g = pf_model_new(cfg, err, sizeof err);
+    pf_gan_opts o = { .model_type = PF_GAN_MODEL_REALESRGAN, .net_d_iters = 1,
+                      .gan = { .gan_type = PF_GAN_VANILLA, .real_label_val = 1,
+                               .loss_weight = 1 },
+                      .d_num_in_ch = 3, .d_num_feat = 8, .d_skip_connection = 1 };
+    pf_gan *s = g ? pf_gan_new(&o, g, 1, err, sizeof err) : NULL;
+    pf_safetensors *st = NULL, *back = NULL;
+    void *buf = NULL;
+    size_t len = 0;
+    int rc = s && r.data ? pf_safetensors_load(path, &st, err, sizeof err) : -1;
+    if (rc == 0) rc = pf_gan_d_load(s, st, err, sizeof err);
+    if (rc == 0) rc = pf_gan_d_serialize(s, &buf, &len, err, sizeof err);
+    if (rc == 0) rc = pf_safetensors_parse(buf, len, "net_d", &back, err, sizeof err);
+    CHECK(rc == 0, "BasicSR's net_d .pth, converted: %s", err);
+    int same = rc == 0 && pf_safetensors_count(back) == r.n;
+    size_t at = 0;
+    for (int i = 0; same && i < r.n; i++) {
+        const char *name;
+        int nd;
+        int64_t shape[4];
+        const float *v = pf_safetensors_at(back, i, &name, &nd, shape);
+        same = !strcmp(name, r.name[i]) && !memcmp(v, r.data + at, r.numel[i] * sizeof(float));
+        if (!same) fprintf(stderr, "net_d: tensor %d: %s, torch's %s\n", i, name, r.name[i]);
+        at += r.numel[i];
+    }
+    CHECK(same, "net_d loaded from BasicSR's .pth is not torch's state_dict (%d tensors)", r.n);
+    pf_safetensors_free(&st);
+    pf_safetensors_free(&back);
+    free(buf);
+    free(r.data);
+    pf_gan_free(&s);
+    pf_model_destroy(&g);
+}
+
 int main(void) {
     if (system(PY " -c 'import torch, numpy' 2>/dev/null") != 0) {
         printf("test_pth_convert: skipped: " PY " cannot import torch and numpy\n");
@@ -88,8 +139,10 @@ int main(void) {
     snprintf(cmd, sizeof cmd, PY " %s/tests/reference/make_pth_cases.py %s", src, dir);
     CHECK(system(cmd) == 0, "%s failed", cmd);
     reference params = { 0 }, ema = { 0 };
-    CHECK(read_reference(dir, "params", &params) == 0, "%s: params reference unreadable", dir);
-    CHECK(read_reference(dir, "params_ema", &ema) == 0, "%s: EMA reference unreadable", dir);
+    CHECK(read_reference(dir, "names.txt", "params", &params) == 0,
+          "%s: params reference unreadable", dir);
+    CHECK(read_reference(dir, "names.txt", "params_ema", &ema) == 0,
+          "%s: EMA reference unreadable", dir);
     static pf_config cfg;
     pf_config_defaults(&cfg);
     snprintf(cfg.model_type, sizeof cfg.model_type, "EDSR");
@@ -138,6 +191,7 @@ int main(void) {
     snprintf(cmd, sizeof cmd, PY " %s/scripts/pth2safetensors.py --key nothing %s/basicsr.pth "
              "%s/x.safetensors 2>/dev/null", src, dir, dir);
     CHECK(system(cmd) != 0, "--key nothing was accepted");
+    check_net_d(&cfg, src, dir);
     free(params.data);
     free(ema.data);
     int rc = pf_test_end("test_pth_convert");

@@ -10,6 +10,10 @@ its 'params' and 'params_ema' are two independent random draws (seeds 1 and 2). 
                       sd_ema, 'discriminator.<k>': ...}} plus an int64 buffer to be left out
   params.bin, params_ema.bin  the tensors as float32 little-endian, in names.txt order
   names.txt           one "NAME NUMEL" line per tensor
+  net_d.pth           BasicSR's net_d_N.pth: torch.save({'params': sd}) of UNetDiscriminatorSN
+                      (tests/reference/unet_d_ref.py's, num_feat 8, skip connections) after one
+                      training forward, so its spectral norm's weight_u / weight_v moved
+  net_d.bin, net_d_names.txt  its state_dict as above (weight_orig, weight_u, weight_v, ...)
 Usage: /usr/bin/python3 tests/reference/make_pth_cases.py OUT
 """
 import os
@@ -19,6 +23,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import unet_d_ref  # noqa: E402
 import zoo_archs  # noqa: E402
 
 
@@ -47,10 +52,18 @@ def main():
     with open(os.path.join(out, "names.txt"), "w") as f:
         for k, v in sd.items():
             f.write("%s %d\n" % (k, v.numel()))
-    for name, d in (("params", sd), ("params_ema", ema)):
+    torch.manual_seed(3)
+    net_d = unet_d_ref.UNetD(3, 8, True)
+    net_d.train()(torch.rand(1, 3, 32, 32))     # one power iteration: u, v off their init
+    sd_d = net_d.state_dict()
+    torch.save({"params": sd_d}, os.path.join(out, "net_d.pth"))
+    with open(os.path.join(out, "net_d_names.txt"), "w") as f:
+        for k, v in sd_d.items():
+            f.write("%s %d\n" % (k, v.numel()))
+    for name, d in (("params", sd), ("params_ema", ema), ("net_d", sd_d)):
         with open(os.path.join(out, name + ".bin"), "wb") as f:
             for v in d.values():
-                f.write(np.ascontiguousarray(v.numpy(), dtype="<f4").tobytes())
+                f.write(np.ascontiguousarray(v.detach().numpy(), dtype="<f4").tobytes())
 
 
 if __name__ == "__main__":
