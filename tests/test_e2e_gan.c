@@ -24,13 +24,13 @@
        ranks and as A's (their digest in each rank's log), and net_g's weights and EMA after 4
        iterations the same as A's (both optimisers and the all-reduce of both networks'
        gradients).
-    C. Resume is bit-identical: the same job stopped after 2 iterations (total_iters 2) and
-       resumed (`--resume auto`, total_iters 4) logs the same train losses and GAN terms, bit
-       for bit, at every iteration, and ends with the same bits in net_g, its EMA, optim_g,
-       net_d (weight_orig, u, v) and optim_d as A; net_d's state after the resume (its digest in
-       the log) is the checkpoint's. A job with gan.load_from_d (BasicSR's pretrain_network_d)
-       = that checkpoint's net_d file starts from the same net_d (same digest, unlike A's
-       fresh one); with max_keep_ckpts 1 its last checkpoint's four files are all that is
+    C. Resume is bit-identical: the same job interrupted by SIGINT once its first batch is
+       consumed (it stops after that step, exit 130, its last checkpoint at iteration k < 4)
+       and resumed (`--resume auto`) logs the same train losses and GAN terms, bit for bit, at
+       every iteration, and ends with the same bits in net_g, its EMA, optim_g, net_d
+       (weight_orig, u, v) and optim_d as A. A job with gan.load_from_d (BasicSR's
+       pretrain_network_d) = iter_k.net_d.safetensors starts from the net_d the resume
+       restored (the same digest in the log, unlike A's fresh one); with max_keep_ckpts 1 its last checkpoint's four files are all that is
        left. A checkpoint without its net_d file is refused with an error that names it.
     E. model_type ESRGANModel (relativistic) trains too: every term logged and finite.
     D. The discriminator's real input is the plain GT (gan_gt_usm false): at iteration 1 A's
@@ -39,6 +39,7 @@
 */
 #include <dirent.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,7 +52,6 @@
 
 #define ITERS 4
 #define N_TERMS 8
-#define HALF 2              /* C: the iterations before the stop */
 
 static char root[256], bin[1024];
 static const char *model_type = "RealESRGANModel";   /* gan.model_type of the next config */
@@ -338,28 +338,45 @@ static void check_net_d_files(void) {
     pf_safetensors_free(&o);
 }
 
-/* C: stopped after HALF iterations and resumed equals A bit for bit; gan.load_from_d; a
-   checkpoint without net_d. */
+/* The iteration of work_dir tag's checkpoints/latest (iter_K.safetensors), or -1. */
+static int latest_iter(const char *tag) {
+    char path[700];
+    snprintf(path, sizeof path, "%s/%s/checkpoints/latest", root, tag);
+    char *t = slurp(path);
+    int k = strncmp(t, "iter_", 5) ? -1 : atoi(t + 5);
+    free(t);
+    return k;
+}
+
+/* C: interrupted by SIGINT and resumed equals A bit for bit; gan.load_from_d; a checkpoint
+   without net_d. */
 static void check_resume(const double one[ITERS + 1][N_TERMS], const double *loss_one) {
     char cfg[600], wd[600];
     snprintf(cfg, sizeof cfg, "%s/half.yaml", root);
     snprintf(wd, sizeof wd, "%s/half", root);
-    total_iters = HALF;
-    int st = train("half", 4, "1", NULL);
-    total_iters = ITERS;
     write_config(cfg, wd, 4, 1, "");
-    int st2 = st ? -1 : train("half", 4, "1", "auto");
-    CHECK(st == 0 && st2 == 0, "stopped / resumed run exited with %d / %d (see %s/half*.out)",
-          st, st2, root);
-    if (st || st2) return;
+    char out_path[600];
+    snprintf(out_path, sizeof out_path, "%s/half.out", root);
+    run r;
+    start_job(&r, bin, out_path, cfg, "1", NULL, "--workers", "1");
+    CHECK(wait_lines(wd, 1, 120), "the run to interrupt consumed no batch (see %s)", out_path);
+    kill(r.pid, SIGINT);
+    int st = finish(&r, 60), k = latest_iter("half");
+    CHECK(st == 130 && k >= 1 && k < ITERS, "interrupted run: exit %d (130 expected), last "
+          "checkpoint %d (1 to %d expected; see %s)", st, k, ITERS - 1, out_path);
+    if (st != 130 || k < 1 || k >= ITERS) return;
+    int st2 = train("half", 4, "1", "auto");
+    CHECK(st2 == 0, "resumed run exited with %d (see %s/half_resume.out)", st2, root);
+    if (st2) return;
+    printf("interrupted after iteration %d, resumed to %d\n", k, ITERS);
     double t[ITERS + 1][N_TERMS], loss[ITERS + 1] = { 0 }, lr[ITERS + 1];
     int g[ITERS + 1], diff = 0;
     CHECK(read_terms("half", t, g) == ITERS, "resumed run: gan lines missing");
     CHECK(train_curve(wd, loss, lr, ITERS) == ITERS, "resumed run: %d train events", ITERS);
     for (int it = 1; it <= ITERS; it++) {
         diff += loss[it] != loss_one[it];
-        for (int k = 0; k < N_TERMS; k++)
-            diff += !(t[it][k] == one[it][k] || (isnan(t[it][k]) && isnan(one[it][k])));
+        for (int j = 0; j < N_TERMS; j++)
+            diff += !(t[it][j] == one[it][j] || (isnan(t[it][j]) && isnan(one[it][j])));
     }
     CHECK(diff == 0, "%d losses / terms differ between the resumed and the uninterrupted run",
           diff);
@@ -368,19 +385,19 @@ static void check_resume(const double one[ITERS + 1][N_TERMS], const double *los
     snprintf(name[1], sizeof name[1], "iter_%d.optim.safetensors", ITERS);
     snprintf(name[2], sizeof name[2], "iter_%d.net_d.safetensors", ITERS);
     snprintf(name[3], sizeof name[3], "iter_%d.net_d.optim.safetensors", ITERS);
-    for (int k = 0; k < 4; k++) {
-        double d = ckpt_file_distance("one", "half", name[k]);
-        CHECK(d == 0, "%s differs after the resume by %.3g", name[k], d);
+    for (int f = 0; f < 4; f++) {
+        double d = ckpt_file_distance("one", "half", name[f]);
+        CHECK(d == 0, "%s differs after the resume by %.3g", name[f], d);
     }
     char *log = rank_log("half", 0);
     CHECK(strstr(log, "gan: resumed net_d from ") && strstr(log, "with optim_d's state"),
           "the resumed run does not say it restored net_d and optim_d");
     free(log);
 
-    /* gan.load_from_d: net_d of the checkpoint at HALF, whose digest the resume logged */
+    /* gan.load_from_d: net_d of the checkpoint the resume started from (its digest logged) */
     char extra[800], resumed[17], loaded[17], fresh[17];
     snprintf(extra, sizeof extra, "  load_from_d: %s/checkpoints/iter_%d.net_d.safetensors\n",
-             wd, HALF);
+             wd, k);
     total_iters = 3;
     max_keep = 1;
     st = train_with("loadd", 4, "1", NULL, 1, extra);
