@@ -97,29 +97,28 @@ static int payloads(const pf_msg_ckpt_save *c, char names[4][PF_MAX_NAME + 32],
     return c->net_d_size ? 4 : 2;
 }
 
-/* Check the parts against c's header: their count and sizes, the names, and that each payload
-   parses as safetensors. Returns 0, or -1 with the reason in ack->error. */
-static int check_parts(const pf_parts *p, const pf_msg_ckpt_save *c, pf_msg_ckpt_ack *ack) {
+int pf_hook_ckpt_check(const pf_parts *p, const pf_msg_ckpt_save *c, char *why,
+                       size_t whylen) {
     char names[4][PF_MAX_NAME + 32], err[1024] = "";
     uint64_t sizes[4];
     int n = payloads(c, names, sizes);
     int bad = p->n != 2 + n;
     for (int i = 0; i < n && !bad; i++) bad = pf_parts_size(p, 2 + i) != sizes[i];
     if (bad) {
-        snprintf(ack->error, sizeof ack->error, "frames do not match the header sizes");
+        snprintf(why, whylen, "frames do not match the header sizes");
         return -1;
     }
     if (!valid_name(c->weights_name, ".safetensors") ||
         !valid_name(c->optim_name, ".optim.safetensors")) {
-        snprintf(ack->error, sizeof ack->error, "bad checkpoint file names '%s', '%s'",
-                 c->weights_name, c->optim_name);
+        snprintf(why, whylen, "bad checkpoint file names '%s', '%s'", c->weights_name,
+                 c->optim_name);
         return -1;
     }
     for (int i = 0; i < n; i++) {
         pf_safetensors *st = NULL;
         if (pf_safetensors_parse(pf_parts_data(p, 2 + i), sizes[i], names[i], &st, err,
                                  sizeof err) != 0) {
-            snprintf(ack->error, sizeof ack->error, "refused a corrupt checkpoint: %s", err);
+            snprintf(why, whylen, "refused a corrupt checkpoint: %s", err);
             return -1;
         }
         pf_safetensors_free(&st);
@@ -133,7 +132,7 @@ static void save(pf_hook *h, const pf_parts *p, const pf_msg_ckpt_save *c, pf_ms
     char err[1024] = "";
     ack->iter = c->iter;
     ack->ok = 0;
-    if (check_parts(p, c, ack) != 0) return;
+    if (pf_hook_ckpt_check(p, c, ack->error, sizeof ack->error) != 0) return;
     char dir[PF_PATH_MAX + 32], names[4][PF_MAX_NAME + 32];
     uint64_t sizes[4];
     int n = payloads(c, names, sizes);

@@ -73,4 +73,13 @@ int pf_hook_visual_main(int argc, char **argv);
 
 /* The --bind value given on the command line, or "tcp://127.0.0.1:*". */
 const char *pf_hook_bind_arg(void);
+/* The checkpoint hook's check of a CKPT_SAVE (hooks/checkpoint.c) before it writes anything:
+   p is the message as the ROUTER received it (identity, header, then the payload frames), c
+   its decoded header. The payloads must be 2 (weights, optimiser) or, with c->net_d_size, 4
+   (and net_d's state_dict, optim_d's state), each of its header's size and each parsed as
+   safetensors; the names iter_<digits>.safetensors and .optim.safetensors. Returns 0, or -1
+   with why ("frames do not match the header sizes", "bad checkpoint file names ...",
+   "refused a corrupt checkpoint: <file name>: <the parser's reason>"). */
+int pf_hook_ckpt_check(const pf_parts *p, const pf_msg_ckpt_save *c, char *why,
+                       size_t whylen);
 #endif
