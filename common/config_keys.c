@@ -742,7 +742,8 @@ static const struct {
     {"", "network_g", "PixFlow calls this 'model' (type, scale, num_feat or n_feats, "
                               "num_block or n_blocks, ...)"},
     {"", "path", "PixFlow has no path section: pretrain_network_g is 'load_from', "
-                         "resume_state is 'resume_from', both at the top level"},
+                         "resume_state is 'resume_from', both at the top level; "
+                         "pretrain_network_d is 'gan.load_from_d'"},
     {"", "train", "PixFlow has no train section: optim_g is 'optimizers', scheduler is "
                           "'lr_config', total_iter is 'total_iters', pixel_opt is 'model.loss', "
                           "ema_decay is 'ema_decay', all at the top level"},

@@ -228,6 +228,10 @@ static void expect_error(int patch, const char *gan, const char *from, const cha
 }
 
 static void test_errors(void) {
+    /* BasicSR's path.pretrain_network_d, written at the top level as its pretrain_network_g is */
+    expect_error(128, FULL, "  load_from_d: net_d.safetensors\n", "pretrain_network_d: n.pth\n",
+                 "pretrain_network_d:", "pretrain_network_d",
+                 "unknown key; PixFlow calls this 'gan.load_from_d' (net_d's weights");
     expect_error(128, FULL, "model_type: RealESRGANModel", "model_type: SRGANModel",
                  "model_type:", "gan.model_type", "expected one of RealESRGANModel, ESRGANModel, got 'SRGANModel'");
     expect_error(128, FULL, "type: UNetDiscriminatorSN", "type: PatchGAN", "network_d:",
