@@ -21,8 +21,8 @@
     ones' shape.
 
     Views: the default is a terminal view redrawn every --interval s (progress bar, ETA, it/s,
-    samples/s, data wait, loss and lr sparklines, loaders, workers, hooks, eval history, gaps,
-    recent messages) until the job ends or Ctrl-C; --once prints the view once after the
+    samples/s, data wait, loss and lr sparklines, a GAN job's terms l_g_pix ... out_d_fake
+    (each its latest value), loaders, workers, hooks, eval history, gaps, recent messages) until the job ends or Ctrl-C; --once prints the view once after the
     snapshot (plain text, for scripts and logs); --json prints every event, replayed ones first
     (with "replay": true), as one JSON object per line, gaps as {"kind": "gap", ...}, until the
     job ends. Exit status: 0 when the job finished or the view was printed, 1 when the
@@ -58,6 +58,7 @@
 #define MAX_ROWS 256
 #define MAX_SOURCES 512
 #define TRAIN_KEEP PF_MAX_SNAPSHOT_TRAIN
+_Static_assert(PF_CURVE_COUNT - PF_CURVE_GAN == PF_GAN_N_TERMS, "a curve per GAN term");
 #define DEFAULT_HISTORY 240
 #define CMD "pixflow monitor"   /* for messages */
 #define EVAL_KEEP 256
@@ -113,6 +114,8 @@ typedef struct {
     int n_notes;
     char last_ckpt[PF_MAX_ENDPOINT * 4];
     int64_t skipped;
+    uint32_t gan_seen;                  /* a GAN job: the terms seen (bit i: gan_last[i]) */
+    double gan_last[PF_GAN_N_TERMS];    /* each term's latest value (train events' gan[]) */
     /* sequence */
     seq_track seqs[MAX_SOURCES];
     int n_seqs;
@@ -263,6 +266,14 @@ static void apply(monitor *m, const pf_msg_event *raw, int live) {
             pf_monitor_http_point(m->http, m->run, PF_CURVE_DATA_WAIT, (double)ev->iter,
                                   ev->data_time);
         }
+        for (int i = 0; i < PF_GAN_N_TERMS; i++) {
+            if (!(ev->gan_terms >> i & 1)) continue;
+            m->gan_seen |= 1u << i;
+            m->gan_last[i] = ev->gan[i];
+            if (m->http)
+                pf_monitor_http_point(m->http, m->run, PF_CURVE_GAN + i, (double)ev->iter,
+                                      ev->gan[i]);
+        }
         if (ev->iter > m->iter) m->iter = ev->iter;
         m->epoch = ev->epoch;
     } else if (!strcmp(ev->kind, "eval")) {
@@ -382,6 +393,18 @@ static void speed(const monitor *m, double *t_iter, double *t_data) {
     }
 }
 
+/* A GAN job's terms, each its latest value: "gan      l_g_pix: 1.2345e-02, ...". */
+static void render_gan(const monitor *m, FILE *o) {
+    if (!m->gan_seen) return;
+    fprintf(o, "gan     ");
+    for (int i = 0, first = 1; i < PF_GAN_N_TERMS; i++) {
+        if (!(m->gan_seen >> i & 1)) continue;
+        fprintf(o, "%s %s: %.4e", first ? "" : ",", pf_gan_term_name(i), m->gan_last[i]);
+        first = 0;
+    }
+    fprintf(o, "\n");
+}
+
 static void render(const monitor *m, FILE *o) {
     double now = pf_now();
     const pf_msg_snapshot_end *j = &m->job;
@@ -416,6 +439,7 @@ static void render(const monitor *m, FILE *o) {
         sparkline(m, 1, SPARK_WIDTH, sp, sizeof sp, &lo, &hi);
         fprintf(o, "lr       %.3e %s [%.3g..%.3g]\n", last->lr, sp, lo, hi);
     }
+    render_gan(m, o);
     /* loaders */
     int alive = 0;
     for (int i = 0; i < m->n_loaders; i++) alive += !strcmp(m->loaders[i].state, "joined");
@@ -549,6 +573,12 @@ static char *state_json(const monitor *m) {
         cJSON_AddNumberToObject(p, "loss", last->loss);
         cJSON_AddNumberToObject(p, "learning_rate", last->lr);
     }
+    if (m->gan_seen) {
+        cJSON *g = cJSON_AddObjectToObject(p, "gan");     /* each term's latest value */
+        for (int i = 0; i < PF_GAN_N_TERMS; i++)
+            if (m->gan_seen >> i & 1)
+                cJSON_AddNumberToObject(g, pf_gan_term_name(i), m->gan_last[i]);
+    }
     cJSON_AddItemToObject(o, "loaders", rows_json(m->loaders, m->n_loaders, 1, now));
     cJSON_AddItemToObject(o, "workers", rows_json(m->workers, m->n_workers, 0, now));
     cJSON_AddItemToObject(o, "hooks", rows_json(m->hooks, m->n_hooks, 0, now));
@@ -663,6 +693,11 @@ static int event_from_line(const char *line, pf_msg_event *ev) {
     json_str(o, "name", ev->text, sizeof ev->text);             /* peer */
     json_str(o, "path", ev->path, sizeof ev->path);
     json_str(o, "checkpoint", ev->path, sizeof ev->path);       /* eval */
+    for (int i = 0; !strcmp(ev->kind, "train") && i < PF_GAN_N_TERMS; i++) {
+        if (!cJSON_GetObjectItemCaseSensitive(o, pf_gan_term_name(i))) continue;
+        ev->gan_terms |= 1u << i;                                  /* a GAN job's terms */
+        ev->gan[i] = json_num(o, pf_gan_term_name(i));
+    }
     cJSON_Delete(o);
     return 0;
 }

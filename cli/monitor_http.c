@@ -81,7 +81,9 @@ struct pf_monitor_http {
 };
 
 static const char *curve_names[PF_CURVE_COUNT] = { "loss", "lr", "it_per_s", "data_wait",
-                                                   "psnr" };
+                                                   "psnr", "l_g_pix", "l_g_percep",
+                                                   "l_g_style", "l_g_gan", "l_d_real",
+                                                   "l_d_fake", "out_d_real", "out_d_fake" };
 static char counted;            /* *con_cls of a request counted in h->clients */
 
 /* ---- writer side (the monitor's reactor thread) ------------------------------------------ */
@@ -348,7 +350,9 @@ static enum MHD_Result get_curves(pf_monitor_http *h, struct MHD_Connection *c, 
         if (!strcmp(name, curve_names[i])) which = i;
     if (which < 0)
         return http_error(c, MHD_HTTP_BAD_REQUEST,
-                     "name must be one of loss, lr, it_per_s, data_wait, psnr");
+                     "name must be one of loss, lr, it_per_s, data_wait, psnr, l_g_pix, "
+                     "l_g_percep, l_g_style, l_g_gan, l_d_real, l_d_fake, out_d_real, "
+                     "out_d_fake");
     long width = 1000;
     if (ws) {
         char *end;

@@ -27,9 +27,11 @@
 typedef struct pf_monitor_http pf_monitor_http;
 
 /* The series GET /api/curves?name= serves, by step: train loss, learning rate, it/s (1 / the
-   step's time), data wait (s per step), eval PSNR (dB). */
+   step's time), data wait (s per step), eval PSNR (dB), and a GAN job's terms (proto.h
+   pf_msg_event.gan, named by BasicSR's keys l_g_pix ... out_d_fake: PF_CURVE_GAN + i for
+   term i; a curve gets a point at the iterations whose train event carries its term). */
 typedef enum { PF_CURVE_LOSS, PF_CURVE_LR, PF_CURVE_ITS, PF_CURVE_DATA_WAIT, PF_CURVE_PSNR,
-               PF_CURVE_COUNT } pf_curve;
+               PF_CURVE_GAN, PF_CURVE_COUNT = PF_CURVE_GAN + 8 } pf_curve;
 
 #define PF_HTTP_CURVE_CAP (1 << 16)     /* points a curve holds before it is compacted */
 #define PF_HTTP_RING_DEFAULT 4096       /* events the ring holds */

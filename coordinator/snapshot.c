@@ -16,6 +16,8 @@ typedef struct {                        /* a train event, compact */
     char source[PF_MAX_NAME];
     int64_t iter, total_iters, epoch, count;
     double loss, lr, time, data_time;
+    uint32_t gan_terms;                 /* a GAN job's terms (pf_msg_event.gan_terms, gan) */
+    double gan[PF_GAN_N_TERMS];
 } train_entry;
 
 struct pf_snapshot {
@@ -75,6 +77,8 @@ void pf_snapshot_add(pf_snapshot *s, const pf_msg_event *ev) {
         t->lr = ev->lr;
         t->time = ev->time;
         t->data_time = ev->data_time;
+        t->gan_terms = ev->gan_terms;
+        memcpy(t->gan, ev->gan, sizeof t->gan);
     } else if (strcmp(ev->kind, "eval") == 0) {
         pf_msg_event *c = copy_event(ev);
         if (!c) return;
@@ -142,6 +146,8 @@ uint32_t pf_snapshot_replay(const pf_snapshot *s, uint32_t max_train,
             tmp->lr = t->lr;
             tmp->time = t->time;
             tmp->data_time = t->data_time;
+            tmp->gan_terms = t->gan_terms;
+            memcpy(tmp->gan, t->gan, sizeof tmp->gan);
             ev = tmp;
         }
         fn(ev, ctx);

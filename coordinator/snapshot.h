@@ -5,10 +5,10 @@
       - the last event of every (source, kind) pair (at most PF_SNAPSHOT_MAX_LATEST pairs; a
         pair beyond that is not kept), so every publisher's latest sequence number is in the
         replay and a monitor can tell gaps from the first live event on;
-      - the last PF_MAX_SNAPSHOT_TRAIN `train` events (iteration, loss, lr, s/iter, data time:
-        the curves);
+      - the last PF_MAX_SNAPSHOT_TRAIN `train` events (iteration, loss, lr, s/iter, data time,
+        a GAN job's terms: the curves);
       - the last PF_SNAPSHOT_MAX_EVAL `eval` events (the eval history).
-    Memory: at most about 1.5 MiB for the latest table, 0.6 MiB for the train history and
+    Memory: at most about 1.5 MiB for the latest table, 0.9 MiB for the train history and
     1.4 MiB for the eval history (events are about 5.5 KiB; train entries are kept compact).
 */
 #ifndef PF_SNAPSHOT_H

@@ -17,6 +17,8 @@ void pf_event_json_add(cJSON *o, const pf_msg_event *ev) {
         num(o, "time", ev->time);
         num(o, "data_time", ev->data_time);
         num(o, "skipped", (double)ev->count);
+        for (int i = 0; i < PF_GAN_N_TERMS; i++)       /* a GAN job's terms, those it has */
+            if (ev->gan_terms >> i & 1) num(o, pf_gan_term_name(i), ev->gan[i]);
     } else if (!strcmp(k, "eval")) {
         num(o, "iter", (double)ev->iter);
         num(o, "psnr", ev->psnr);

@@ -18,6 +18,14 @@
     worker's training samples as "visual/train", the eval hook's as "eval/<file name>", each the
     grid LQ upscaled | output | GT (hooks/visual_grid.c) PNG-encoded, step = iteration. A failed
     write there is reported once and does not stop the hook.
+
+    A GAN job (docs/gan.md): its train events carry BasicSR's logged terms (l_g_pix,
+    l_g_percep, l_g_style, l_g_gan, l_d_real, l_d_fake, out_d_real, out_d_fake, those the
+    iteration computed: proto.h pf_msg_event.gan_terms). Each is averaged over the interval's
+    events that carry it (the generator's skip the iterations without a generator step) and
+    written like BasicSR's MessageLogger: "l_g_pix: 1.2345e-02" after the loss in train.log,
+    a member of that name in metrics.jsonl, and the TensorBoard scalar losses/l_g_pix (the
+    losses) or out_d_real / out_d_fake (the discriminator's mean outputs), as BasicSR tags them.
 */
 #include <cjson/cJSON.h>
 #include <inttypes.h>
@@ -55,6 +63,8 @@ typedef struct {
     int n_bad;
     int64_t n;                  /* train events in the current interval */
     double loss, time, data_time;
+    double gan_sum[PF_GAN_N_TERMS]; /* a GAN job: each term's sum over the interval's events */
+    int64_t gan_n[PF_GAN_N_TERMS];  /* that carry it (pf_msg_event.gan_terms), and how many */
     double started;             /* pf_now() of the first train event */
     int64_t first_iter;         /* iteration of the first train event seen */
 } log_state;
@@ -119,6 +129,36 @@ static void tb_note(log_state *s, int rc) {
 /* One TensorBoard scalar. */
 static void tb_scalar(log_state *s, const char *tag, int64_t step, double value) {
     if (s->tb) tb_note(s, pf_tb_writer_scalar(s->tb, tag, step, (float)value));
+}
+
+/* A train event's GAN terms into the interval's sums. */
+static void gan_add(log_state *s, const pf_msg_event *ev) {
+    for (int i = 0; i < PF_GAN_N_TERMS; i++) {
+        if (!(ev->gan_terms >> i & 1)) continue;
+        s->gan_sum[i] += ev->gan[i];
+        s->gan_n[i]++;
+    }
+}
+
+/* The interval's GAN term means (those seen) as ", l_g_pix: 1.2345e-02, ..." into text (""
+   without any), members of o and TensorBoard scalars at iter (BasicSR's tags: losses/<key>
+   for the l_* terms, <key> for the others); the sums reset. */
+static void gan_flush(log_state *s, int64_t iter, char *text, size_t len, cJSON *o) {
+    size_t at = 0;
+    text[0] = '\0';
+    for (int i = 0; i < PF_GAN_N_TERMS; i++) {
+        if (!s->gan_n[i]) continue;
+        const char *key = pf_gan_term_name(i);
+        double mean = s->gan_sum[i] / (double)s->gan_n[i];
+        int w = snprintf(text + at, len - at, ", %s: %.4e", key, mean);
+        if (w > 0 && (size_t)w < len - at) at += (size_t)w;
+        char tag[PF_MAX_NAME];
+        snprintf(tag, sizeof tag, "%s%s", strncmp(key, "l_", 2) ? "" : "losses/", key);
+        tb_scalar(s, tag, iter, mean);
+        cJSON_AddNumberToObject(o, key, mean);
+        s->gan_sum[i] = 0;
+        s->gan_n[i] = 0;
+    }
 }
 
 /* A visual message (checked by the hook loop) as a TensorBoard image: the grid LQ upscaled |
@@ -234,6 +274,7 @@ static int log_event(pf_hook *h, const pf_msg_event *ev, char *err, size_t errle
         s->time += ev->time;
         s->data_time += ev->data_time;
         s->skipped_in_interval += ev->count;
+        gan_add(s, ev);
         if (ev->iter % cfg->log_interval != 0 && ev->iter != ev->total_iters) {
             cJSON_Delete(o);
             return 0;
@@ -243,13 +284,14 @@ static int log_event(pf_hook *h, const pf_msg_event *ev, char *err, size_t errle
         double rate = done > 0 ? (pf_now() - s->started) / (double)done : 0;
         long eta = (long)(rate * (double)(ev->total_iters > ev->iter ? ev->total_iters - ev->iter
                                                                    : 0));
-        char skipped[48] = "";
+        char skipped[48] = "", gan[PF_GAN_N_TERMS * 32];
         if (s->skipped_in_interval)
             snprintf(skipped, sizeof skipped, ", skipped: %" PRId64, s->skipped_in_interval);
+        gan_flush(s, ev->iter, gan, sizeof gan, o);
         fprintf(s->text, "%s Iter [%" PRId64 "/%" PRId64 "] epoch %" PRId64 ", lr: %.3e, "
-                "loss: %.4f, time: %.3f, data_time: %.3f%s, eta: %ld:%02ld:%02ld\n", ts,
-                ev->iter, ev->total_iters, ev->epoch, ev->lr, loss, t, dt, skipped, eta / 3600,
-                eta / 60 % 60, eta % 60);
+                "loss: %.4f%s, time: %.3f, data_time: %.3f%s, eta: %ld:%02ld:%02ld\n", ts,
+                ev->iter, ev->total_iters, ev->epoch, ev->lr, loss, gan, t, dt, skipped,
+                eta / 3600, eta / 60 % 60, eta % 60);
         fflush(s->text);
         tb_scalar(s, "train/loss", ev->iter, loss);
         tb_scalar(s, "train/lr", ev->iter, ev->lr);

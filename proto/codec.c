@@ -16,7 +16,8 @@
          to PF_PROTO_VERSION, every key known and seen once, every value of the right msgpack
          type and in range, strings and arrays within bounds, required fields present, and the
          per-type invariants (batch/ticket n == len(indices) <= PF_MAX_BATCH; batch
-         1 <= n + len(skipped) <= PF_MAX_BATCH).
+         1 <= n + len(skipped) <= PF_MAX_BATCH; event: each GAN term present exactly when
+         its bit of gan_terms is set, gan_terms in train events only).
     Every rejection increments a per-type counter (pf_proto_rejects).
 */
 #include "proto/proto.h"
@@ -58,10 +59,14 @@ typedef struct {
                                            uint32_t count */
     int required;                       /* 1 = a header without it is rejected; 0 optional;
                                            OMIT_ZERO: optional, and the encoder leaves it out
-                                           when 0 (K_U32 and K_U64 only: a field added later
-                                           whose absence keeps the other messages
-                                           byte-identical) */
-    int64_t lo;                         /* integer kinds: smallest accepted value */
+                                           when 0 (K_U32 and K_U64 only: a field added
+                                           later whose absence keeps the other messages
+                                           byte-identical);
+                                           PRESENT_BIT: on the wire exactly when bit `lo` of
+                                           the uint32_t mask at count_off is set (K_F64 only;
+                                           the decoder refuses either without the other) */
+    int64_t lo;                         /* integer kinds: smallest accepted value;
+                                           PRESENT_BIT: the field's bit in the mask */
     uint64_t hi;                        /* integer kinds: largest accepted value (0 = type max) */
     const char *const *choices;         /* K_STR: accepted values, NULL-terminated, or NULL */
 } pf_field;
@@ -80,6 +85,14 @@ typedef struct {
 #define STR(T, f, req) {#f, K_STR, offsetof(T, f), MEMBER_SIZE(T, f), 0, req, 0, 0, NULL}
 #define NELEM(a) ((int)(sizeof(a) / sizeof((a)[0])))
 #define OMIT_ZERO 2
+#define PRESENT_BIT 3
+/* The GAN term i of an event: a double of gan[], on the wire when gan_terms has bit i. */
+#define GAN_TERM(name, i) {name, K_F64, offsetof(pf_msg_event, gan) + (i) * sizeof(double), \
+                           sizeof(double), offsetof(pf_msg_event, gan_terms), PRESENT_BIT, i, 0, \
+                           NULL}
+static const char *const GAN_TERM_NAMES[PF_GAN_N_TERMS] = {
+    "l_g_pix", "l_g_percep", "l_g_style", "l_g_gan",
+    "l_d_real", "l_d_fake", "out_d_real", "out_d_fake"};
 
 static const pf_field HELLO[] = {
     RANGE(pf_msg_hello, role, K_I32, 1, PF_ROLE_NONE + 1, PF_ROLE_COUNT - 1),
@@ -180,6 +193,15 @@ static const pf_field EVENT[] = {
     STR(pf_msg_event, state, 0),
     STR(pf_msg_event, device, 0),
     RANGE(pf_msg_event, mem_bytes, K_I64, 0, 0, INT64_MAX),
+    RANGE(pf_msg_event, gan_terms, K_U32, OMIT_ZERO, 0, (1u << PF_GAN_N_TERMS) - 1),
+    GAN_TERM("l_g_pix", PF_GAN_TERM_L_G_PIX),
+    GAN_TERM("l_g_percep", PF_GAN_TERM_L_G_PERCEP),
+    GAN_TERM("l_g_style", PF_GAN_TERM_L_G_STYLE),
+    GAN_TERM("l_g_gan", PF_GAN_TERM_L_G_GAN),
+    GAN_TERM("l_d_real", PF_GAN_TERM_L_D_REAL),
+    GAN_TERM("l_d_fake", PF_GAN_TERM_L_D_FAKE),
+    GAN_TERM("out_d_real", PF_GAN_TERM_OUT_D_REAL),
+    GAN_TERM("out_d_fake", PF_GAN_TERM_OUT_D_FAKE),
 };
 static const pf_field CKPT_SAVE[] = {
     RANGE(pf_msg_ckpt_save, iter, K_I64, 1, 0, INT64_MAX),
@@ -291,6 +313,10 @@ FITS_MASK(KV_VALUE); FITS_MASK(SNAPSHOT); FITS_MASK(SNAPSHOT_END); FITS_MASK(VIS
 
 static _Atomic uint64_t rejects[PF_MSG_COUNT];
 
+const char *pf_gan_term_name(int i) {
+    return i >= 0 && i < PF_GAN_N_TERMS ? GAN_TERM_NAMES[i] : NULL;
+}
+
 const char *pf_msg_type_name(int type) {
     if (type <= PF_MSG_INVALID || type >= PF_MSG_COUNT)
         return "invalid";
@@ -342,6 +368,10 @@ static int in_bounds(const pf_field *f, int64_t sv, uint64_t uv, int negative) {
 /* Invariants across fields of one type, checked by the encoder and the decoder alike.
    Returns NULL, or what is wrong. */
 static const char *cross_field_error(const pf_msg *m, char *buf, size_t len) {
+    if (m->type == PF_MSG_EVENT && m->u.event.gan_terms && strcmp(m->u.event.kind, "train")) {
+        snprintf(buf, len, "gan_terms in a '%.64s' event (train events only)", m->u.event.kind);
+        return buf;
+    }
     if (m->type == PF_MSG_BATCH) {
         /* The ticket had 1..PF_MAX_BATCH samples: those sent plus those skipped. */
         uint64_t total = (uint64_t)m->u.batch.n + m->u.batch.n_skipped;
@@ -366,8 +396,15 @@ static int pack_str(msgpack_packer *pk, const char *s, size_t len) {
     return msgpack_pack_str(pk, len) || msgpack_pack_str_body(pk, s, len);
 }
 
-/* 1 when the encoder leaves field f of the struct at base out (OMIT_ZERO and 0). */
+/* 1 when a PRESENT_BIT field f of the struct at base has its bit set. */
+static int bit_set(const pf_field *f, const char *base) {
+    return (*(const uint32_t *)(base + f->count_off) >> f->lo) & 1;
+}
+
+/* 1 when the encoder leaves field f of the struct at base out (OMIT_ZERO and 0; PRESENT_BIT
+   and its bit clear). */
 static int omitted(const pf_field *f, const char *base) {
+    if (f->required == PRESENT_BIT) return !bit_set(f, base);
     if (f->required != OMIT_ZERO) return 0;
     return f->kind == K_U64 ? *(const uint64_t *)(base + f->off) == 0
                             : *(const uint32_t *)(base + f->off) == 0;
@@ -801,6 +838,13 @@ static int decode_map(pf_dctx *c, const msgpack_object *root, int expect, pf_msg
     for (int j = 0; j < sc->nfields; j++)
         if (sc->fields[j].required == 1 && !(seen & (1ull << j)))
             return reject(c, "missing required field '%s'", sc->fields[j].name);
+    for (int j = 0; j < sc->nfields; j++) {
+        const pf_field *f = &sc->fields[j];
+        if (f->required == PRESENT_BIT && bit_set(f, base) != !!(seen & (1ull << j)))
+            return reject(c, bit_set(f, base) ? "'%s' missing, its bit (%d) is set"
+                                              : "'%s' present without its bit (%d) set",
+                          f->name, (int)f->lo);
+    }
 
     /* Arrays come with their count: they must agree. */
     for (int j = 0; j < sc->nfields; j++) {

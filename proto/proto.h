@@ -30,6 +30,7 @@
 #define PF_MAX_FRAMES 8
 #define PF_MAX_KEY 128                  /* key/value store key */
 #define PF_MAX_KV_VALUE (64 << 10)      /* key/value store value, bytes (a frame of its own) */
+#define PF_GAN_N_TERMS 8                /* pf_msg_event.gan: the logged terms of a GAN step */
 #define PF_MAX_SNAPSHOT_TRAIN 4096      /* train events a monitor may ask to be replayed */
 #define PF_MAX_VISUAL 64                /* samples in one visual message */
 #define PF_MAX_VISUAL_FRAME (1 << 20)   /* bytes in one frame of a visual message (the events
@@ -190,7 +191,27 @@ typedef struct {
     char device[PF_MAX_NAME];           /* worker: "cpu", "cuda:0", ... */
     int64_t mem_bytes;                  /* worker: memory in use (cpu: resident set; cuda: device
                                            memory allocated), bytes */
+    uint32_t gan_terms;                 /* train, a GAN job (docs/gan.md): which terms gan[]
+                                           carries, bit i for gan[i] (PF_GAN_TERM_*); 0 for
+                                           every other event, and then neither this nor gan[]
+                                           is on the wire (the bytes of a non-GAN event are
+                                           those of before) */
+    double gan[PF_GAN_N_TERMS];         /* train: the iteration's terms, means over the worker
+                                           group as the loss, on the wire under BasicSR's
+                                           log keys (pf_gan_term_name) */
 } pf_msg_event;
+
+/* The logged terms of a GAN iteration, BasicSR's loss_dict keys (realesrgan_model.py,
+   esrgan_model.py optimize_parameters), in pf_msg_event.gan order. A term is present when
+   BasicSR would log it: the generator terms only when the generator step ran (and l_g_percep
+   / l_g_style only with their weight > 0), the discriminator ones every iteration. */
+enum {
+    PF_GAN_TERM_L_G_PIX, PF_GAN_TERM_L_G_PERCEP, PF_GAN_TERM_L_G_STYLE, PF_GAN_TERM_L_G_GAN,
+    PF_GAN_TERM_L_D_REAL, PF_GAN_TERM_L_D_FAKE, PF_GAN_TERM_OUT_D_REAL, PF_GAN_TERM_OUT_D_FAKE
+};
+
+/* "l_g_pix", ..., "out_d_fake" for i in [0, PF_GAN_N_TERMS), else NULL. */
+const char *pf_gan_term_name(int i);
 
 typedef struct {
     int64_t iter;                       /* iterations completed */

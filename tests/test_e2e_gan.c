@@ -36,6 +36,12 @@
     D. The discriminator's real input is the plain GT (gan_gt_usm false): at iteration 1 A's
        l_d_real and out_d_real equal those of a job whose loaders send the plain GT alone
        (data.train.gt_usm off), and differ from a job with gan_gt_usm true.
+    F. The terms reach the train events (proto.h gan_terms) and every consumer of A's run:
+       metrics.jsonl has each iteration's terms under BasicSR's keys, equal to rank0.log's
+       numbers (log_config.interval 1: no averaging; to the log's 6 digits), the generator's
+       only at iterations 2 and 4, l_g_style never (style_weight 0); train.log's lines say
+       "l_g_pix: %.4e" and so on; TensorBoard has losses/l_g_pix ... and out_d_real /
+       out_d_fake (BasicSR's tags) at those steps with those values.
 */
 #include <dirent.h>
 #include <math.h>
@@ -47,8 +53,10 @@
 #include "common/rng.h"
 #include "common/safetensors.h"
 #include "common/util.h"
+#include "proto/proto.h"
 #include "pf_test.h"
 #include "pf_test_job.h"
+#include "pf_test_tb.h"
 
 #define ITERS 4
 #define N_TERMS 8
@@ -284,6 +292,106 @@ static void check_one(double t[ITERS + 1][N_TERMS], const double *loss) {
     check_ema_step();
 }
 
+/* rank0.log's column (TERMS) of each event term (proto.h PF_GAN_TERM_*), -1: not logged
+   there (l_g_style, whose weight is 0 in this config: never on the wire either). */
+static const int TERM_COLUMN[PF_GAN_N_TERMS] = { 0, 1, -1, 2, 3, 4, 5, 6 };
+
+/* |a - b| within the rounding of the log's %.6g (5e-6 relative) plus float's. */
+static int close6(double a, double b) {
+    return fabs(a - b) <= 6e-6 * fmax(fabs(b), 1e-30);
+}
+
+/* F, metrics.jsonl: each train line's terms against rank0.log's t (NAN: not logged). Returns
+   the number of train lines checked. */
+static int check_metrics_terms(const char *wd, const double t[ITERS + 1][N_TERMS],
+                               const int g[ITERS + 1]) {
+    char path[700], err[256];
+    snprintf(path, sizeof path, "%s/metrics.jsonl", wd);
+    char *text = pf_read_file(path, NULL, err, sizeof err);
+    CHECK(text != NULL, "%s", err);
+    int lines = 0;
+    for (char *line = text ? strtok(text, "\n") : NULL; line; line = strtok(NULL, "\n")) {
+        cJSON *o = cJSON_Parse(line);
+        const cJSON *kind = cJSON_GetObjectItem(o, "kind");
+        if (!cJSON_IsString(kind) || strcmp(kind->valuestring, "train")) {
+            cJSON_Delete(o);
+            continue;
+        }
+        int it = (int)cJSON_GetObjectItem(o, "iter")->valuedouble;
+        lines++;
+        for (int i = 0; i < PF_GAN_N_TERMS && it >= 1 && it <= ITERS; i++) {
+            const cJSON *v = cJSON_GetObjectItem(o, pf_gan_term_name(i));
+            int col = TERM_COLUMN[i], want = col >= 0 && (i >= PF_GAN_TERM_L_D_REAL || g[it]);
+            CHECK(!v == !want, "metrics.jsonl, iteration %d: %s %s", it, pf_gan_term_name(i),
+                  v ? "present, rank0.log has none" : "missing");
+            if (v && want)
+                CHECK(cJSON_IsNumber(v) && close6(v->valuedouble, t[it][col]),
+                      "metrics.jsonl, iteration %d: %s %.9g, rank0.log %.6g", it,
+                      pf_gan_term_name(i), v->valuedouble, t[it][col]);
+        }
+        cJSON_Delete(o);
+    }
+    free(text);
+    return lines;
+}
+
+/* F, TensorBoard: the GAN scalars of wd's event file against t. */
+static void check_tb_terms(const char *wd, const double t[ITERS + 1][N_TERMS],
+                           const int g[ITERS + 1]) {
+    static tb_event ev[TB_MAX_EVENTS];
+    char path[700], err[256];
+    CHECK(tb_find(wd, path, sizeof path) == 1, "%s: one TensorBoard event file", wd);
+    int n = tb_read(path, ev, TB_MAX_EVENTS, err, sizeof err);
+    CHECK(n > 0, "%s: %s", path, err);
+    int seen[PF_GAN_N_TERMS] = { 0 };
+    for (int e = 0; e < n; e++) {
+        for (int i = 0; i < PF_GAN_N_TERMS; i++) {
+            char tag[64];
+            const char *key = pf_gan_term_name(i);
+            snprintf(tag, sizeof tag, "%s%s", strncmp(key, "l_", 2) ? "" : "losses/", key);
+            if (strcmp(ev[e].tag, tag)) continue;
+            int it = (int)ev[e].step, col = TERM_COLUMN[i];
+            CHECK(it >= 1 && it <= ITERS && col >= 0 && isfinite(t[it][col]) &&
+                      close6(ev[e].value, t[it][col]),
+                  "TensorBoard %s at step %d: %.9g, rank0.log %.6g", tag, it, ev[e].value,
+                  it >= 1 && it <= ITERS && col >= 0 ? t[it][col] : NAN);
+            seen[i]++;
+        }
+    }
+    tb_free(ev, n > 0 ? n : 0);
+    for (int i = 0; i < PF_GAN_N_TERMS; i++) {
+        int want = TERM_COLUMN[i] < 0 ? 0 : i >= PF_GAN_TERM_L_D_REAL ? ITERS : g[2] + g[4];
+        CHECK(seen[i] == want, "TensorBoard: %s at %d steps, expected %d", pf_gan_term_name(i),
+              seen[i], want);
+    }
+}
+
+/* F: A's train events carried the terms to metrics.jsonl, train.log and TensorBoard. */
+static void check_event_terms(const double t[ITERS + 1][N_TERMS]) {
+    int g[ITERS + 1] = { 0, 0, 1, 0, 1 };       /* net_d_iters 2, net_d_init_iters 1 */
+    char wd[600], path[700];
+    snprintf(wd, sizeof wd, "%s/one", root);
+    CHECK(check_metrics_terms(wd, t, g) == ITERS, "metrics.jsonl: %d train lines", ITERS);
+    snprintf(path, sizeof path, "%s/train.log", wd);
+    char *log = slurp(path), want[64];
+    /* iteration 2's line: "loss: ..., l_g_pix: 1.2345e-02, l_g_percep: ..." */
+    char *line = strstr(log, "Iter [2/");
+    char *eol = line ? strchr(line, '\n') : NULL;
+    if (eol) *eol = '\0';
+    for (int i = 0; i < PF_GAN_N_TERMS; i++) {
+        if (TERM_COLUMN[i] < 0) continue;
+        snprintf(want, sizeof want, ", %s: ", pf_gan_term_name(i));
+        char *p = line ? strstr(line, want) : NULL;
+        CHECK(p && fabs(atof(p + strlen(want)) - t[2][TERM_COLUMN[i]]) <=
+                       6e-5 * fabs(t[2][TERM_COLUMN[i]]),
+              "train.log, iteration 2: no '%s%.4e' in '%s'", want, t[2][TERM_COLUMN[i]],
+              line ? line : "(no line)");
+    }
+    CHECK(line && !strstr(line, "l_g_style"), "train.log: l_g_style logged (weight 0)");
+    free(log);
+    check_tb_terms(wd, t, g);
+}
+
 /* The names in folder dir, sorted, separated by spaces (malloc'd). */
 static char *list_dir(const char *dir) {
     struct dirent **e = NULL;
@@ -498,6 +606,7 @@ int main(void) {
         CHECK(train_curve(wd1, l1, lr1, ITERS) == ITERS, "1 worker: %d train events", ITERS);
         CHECK(train_curve(wd2, l2, lr2, ITERS) == ITERS, "2 workers: %d train events", ITERS);
         check_one(t1, l1);
+        check_event_terms(t1);
         int g[ITERS + 1];
         CHECK(read_terms("two", t2, g) == ITERS, "2 workers: gan lines missing");
         double worst = 0;

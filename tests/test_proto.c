@@ -1254,11 +1254,105 @@ static void test_batch_gt_plain(void) {
           "frames per sample counted: %s", err);
 }
 
+/* FNV-1a 64 of len bytes. */
+static uint64_t fnv1a(const void *p, size_t len) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < len; i++) h = (h ^ ((const unsigned char *)p)[i]) * 0x100000001b3ull;
+    return h;
+}
+
+/* Event gan_terms / gan[] (a GAN job's train event, docs/protocol.md): absent when 0, and then
+   the bytes are those of before the field (fill's event encoded by main at d9f2c4d, the
+   commit before gan_terms: 589 bytes, FNV-1a 64 5fd20dd8269df714); present, each term under
+   BasicSR's log key exactly when its bit is set; the decoder refuses a term without its bit,
+   a bit without its term, a mask over 8 bits, a non-float term, gan_terms outside train. */
+static void test_event_gan_terms(void) {
+    pf_msg m, d;
+    void *buf = NULL, *buf1 = NULL;
+    size_t len = 0, len1 = 0;
+    char err[256];
+    fill(&m, PF_MSG_EVENT);
+    for (int i = 0; i < PF_GAN_N_TERMS; i++) m.u.event.gan[i] = 100 + i;   /* not sent */
+    CHECK(pf_msg_encode(&m, &buf, &len) == 0, "encode an event without gan_terms");
+    CHECK(len == 589 && fnv1a(buf, len) == 0x5fd20dd8269df714ull,
+          "an event without gan_terms is not the old encoding (%zu bytes, FNV %016llx)", len,
+          (unsigned long long)fnv1a(buf, len));
+    CHECK(pf_msg_decode(buf, len, PF_MSG_EVENT, &d, err, sizeof err) == 0 &&
+              d.u.event.gan_terms == 0 && d.u.event.gan[0] == 0, "no gan terms: %s", err);
+    free(buf);
+
+    /* a generator step without the style term: every bit but l_g_style's */
+    static const char *const names[PF_GAN_N_TERMS] = {"l_g_pix", "l_g_percep", "l_g_style",
+        "l_g_gan", "l_d_real", "l_d_fake", "out_d_real", "out_d_fake"};
+    for (int i = 0; i < PF_GAN_N_TERMS; i++)
+        CHECK(!strcmp(pf_gan_term_name(i), names[i]), "term %d named %s", i, pf_gan_term_name(i));
+    CHECK(pf_gan_term_name(-1) == NULL && pf_gan_term_name(PF_GAN_N_TERMS) == NULL,
+          "term names out of range");
+    fill(&m, PF_MSG_EVENT);
+    m.u.event.gan_terms = 0xffu & ~(1u << PF_GAN_TERM_L_G_STYLE);
+    for (int i = 0; i < PF_GAN_N_TERMS; i++)
+        m.u.event.gan[i] = i == PF_GAN_TERM_L_G_STYLE ? 0 : 0.125 * (i + 1) + 1e-9;
+    CHECK(pf_msg_encode(&m, &buf, &len) == 0, "encode an event with gan_terms");
+    key_info keys[64];
+    int nk = keys_of(buf, len, keys, 64), found = 0;
+    for (int k = 0; k < nk; k++)
+        for (int i = 0; i < PF_GAN_N_TERMS; i++)
+            if (!strcmp(keys[k].key, names[i]))
+                found |= 1 << i;
+    CHECK(found == (int)m.u.event.gan_terms && nk == 2 + 37 + 1 + 7,
+          "the set terms (%#x) and gan_terms are on the wire, no other (%d keys)", found, nk);
+    CHECK(pf_msg_decode(buf, len, PF_MSG_EVENT, &d, err, sizeof err) == 0 && same(&m, &d),
+          "event with gan terms: round trip: %s", err);
+
+    static const struct {
+        mut_mode mode;
+        const char *key;
+        val_kind v;
+        const char *word, *what;
+    } bad[] = {
+        {MUT_DROP, "l_d_fake", V_NIL, "'l_d_fake' missing", "a set term missing"},
+        {MUT_ADD, "l_g_style", V_FLOAT, "'l_g_style' present without its bit",
+         "a term whose bit is clear"},
+        {MUT_REPLACE, "l_g_pix", V_STR, "l_g_pix: expected float", "a term as a string"},
+        {MUT_REPLACE, "l_g_gan", V_INT, "l_g_gan: expected float", "a term as an integer"},
+        {MUT_REPLACE, "gan_terms", V_BIGINT, "gan_terms", "gan_terms over 32 bits"},
+        {MUT_REPLACE, "gan_terms", V_NEG, "gan_terms", "gan_terms negative"},
+        {MUT_DROP, "gan_terms", V_NIL, "present without its bit", "terms without gan_terms"},
+        {MUT_DUP, "out_d_real", V_NIL, "duplicate key 'out_d_real'", "a term twice"},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        msgpack_sbuffer sb = repack(buf, len, bad[k].mode, bad[k].key, bad[k].v);
+        expect_reject(sb.data, sb.size, 0, bad[k].word, bad[k].what);
+        msgpack_sbuffer_destroy(&sb);
+    }
+    free(buf);
+
+    /* the encoder: a mask over 8 bits, or gan_terms in another kind of event */
+    m.u.event.gan_terms = 1u << PF_GAN_N_TERMS;
+    CHECK(pf_msg_encode(&m, &buf1, &len1) == -1 && !buf1, "encode refuses gan_terms 0x100");
+    m.u.event.gan_terms = 1;
+    strcpy(m.u.event.kind, "eval");
+    CHECK(pf_msg_encode(&m, &buf1, &len1) == -1 && !buf1, "encode refuses gan_terms in eval");
+    /* the decoder: the same eval event with gan_terms 5 (V_INT), l_g_pix and l_g_style added
+       by hand: the terms agree with the mask, the kind does not */
+    m.u.event.gan_terms = 0;
+    CHECK(pf_msg_encode(&m, &buf1, &len1) == 0, "encode an eval event");
+    msgpack_sbuffer sb = repack(buf1, len1, MUT_ADD, "gan_terms", V_INT);
+    msgpack_sbuffer sb2 = repack(sb.data, sb.size, MUT_ADD, "l_g_pix", V_FLOAT);
+    msgpack_sbuffer sb3 = repack(sb2.data, sb2.size, MUT_ADD, "l_g_style", V_FLOAT);
+    expect_reject(sb3.data, sb3.size, 0, "train events only", "gan_terms in an eval event");
+    msgpack_sbuffer_destroy(&sb);
+    msgpack_sbuffer_destroy(&sb2);
+    msgpack_sbuffer_destroy(&sb3);
+    free(buf1);
+}
+
 int main(void) {
     test_names();
     test_round_trip();
     test_batch_gt_plain();
     test_ckpt_save_net_d();
+    test_event_gan_terms();
     test_encoder_bounds();
     test_hostile_per_type();
     test_field_rules();

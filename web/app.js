@@ -74,10 +74,15 @@
   var COLORS = ['#2a6fdb', '#d9480f', '#2b8a3e', '#862e9c', '#e67700', '#0b7285'];
   function loadCurve(el) {
     var name = el.dataset.curve;
+    /* "a,b,...": one chart of several curves (a GAN job's terms), of this page's run */
+    var names = name.split(',');
     var width = Math.max(100, Math.floor(el.clientWidth) - 2);
-    var shown = compared();           /* [null] (this page's run) or the ticked runs */
-    return Promise.all(shown.map(function (ri) {
-      var p = { name: name, width: width };
+    var shown = names.length > 1 ? [null] : compared();   /* [null] (this page's run) or the
+                                                             ticked runs */
+    var asked = names.length > 1 ? names : shown;
+    return Promise.all(asked.map(function (a) {
+      var ri = names.length > 1 ? null : a;
+      var p = { name: names.length > 1 ? a : name, width: width };
       if (ri !== null) p.run = ri;
       return fetch(api('/api/curves', p)).then(function (r) {
         if (!r.ok) throw new Error('HTTP ' + r.status);
@@ -96,9 +101,10 @@
       }
       if (!charts[name]) {
         var opts = chartOpts(el, width);
-        if (shown.length > 1) {
-          opts.series = [{ label: 'iteration' }].concat(shown.map(function (ri, i) {
-            return { label: runName(ri), stroke: COLORS[i % COLORS.length], width: 1,
+        if (asked.length > 1) {
+          opts.series = [{ label: 'iteration' }].concat(asked.map(function (a, i) {
+            return { label: names.length > 1 ? a : runName(a),
+                     stroke: COLORS[i % COLORS.length], width: 1,
                      points: { show: sparse, size: 6 }, spanGaps: true,
                      value: function (u, v) { return tick(v); } };
           }));
@@ -112,6 +118,9 @@
       state.curves[name] = { points: ds[0].points, added: ds[0].added, held: ds[0].held,
                              width: width, drawn: charts[name].data[0].length,
                              runs: ds.map(function (d) { return d.points; }) };
+      /* a section of charts shown only with data (the GAN terms): shown once a curve has some */
+      var sec = el.closest('section[data-when-points]');
+      if (sec && ds.some(function (d) { return d.points > 0; })) sec.hidden = false;
     });
   }
   var curvesBusy = false, curvesAgain = false;

@@ -81,6 +81,9 @@ typedef struct {
     pf_optim optim_d;           /* and net_d's optimiser (gan.optim_d) */
     char resume_path[PF_PATH_MAX + 64]; /* the weights file restore() resumed from, "" = none:
                                    build_gan restores net_d and optim_d from beside it */
+    uint32_t gan_terms;         /* the last GAN step's logged terms (pf_msg_event.gan_terms:
+                                   bit i for gan_means[i]); 0 when no rank stepped */
+    double gan_means[PF_GAN_N_TERMS]; /* and their means over the group (the train event) */
     slot *slots;                /* prefetch slots, a batch for iteration it sits in it % n */
     int n_slots;
     FILE *samples_log;
@@ -158,6 +161,7 @@ static int stop_now(const worker *w) {
 }
 
 #define GAN_TERMS 8         /* the logged terms of a GAN step (pf_gan_losses' doubles) */
+_Static_assert(GAN_TERMS == PF_GAN_N_TERMS, "the train event carries gan_step's terms in order");
 
 /* Data parallel: average the gradients over the ranks that had samples (so the learning rate
    means the same for any world size), average the loss (and a GAN job's n_terms logged terms)
@@ -226,6 +230,18 @@ static void clip_grads(worker *w) {
                           w->cfg->grad_clip_max_norm);
 }
 
+/* The terms BasicSR logs (its loss_dict, proto.h's PF_GAN_TERM_*): the generator's when its
+   step ran (l_g_percep and l_g_style when their weight is > 0: PerceptualLoss returns None
+   otherwise), the discriminator's always. */
+static uint32_t gan_logged(const pf_gan_cfg *gc, int g_on) {
+    const pf_perceptual_opts *p = &gc->perceptual_opt;
+    uint32_t g = 1u << PF_GAN_TERM_L_G_PIX | 1u << PF_GAN_TERM_L_G_GAN;
+    if (gc->has_perceptual_opt && p->perceptual_weight > 0) g |= 1u << PF_GAN_TERM_L_G_PERCEP;
+    if (gc->has_perceptual_opt && p->style_weight > 0) g |= 1u << PF_GAN_TERM_L_G_STYLE;
+    return (g_on ? g : 0) | 1u << PF_GAN_TERM_L_D_REAL | 1u << PF_GAN_TERM_L_D_FAKE |
+           1u << PF_GAN_TERM_OUT_D_REAL | 1u << PF_GAN_TERM_OUT_D_FAKE;
+}
+
 /* A GAN job's iteration (BasicSR's RealESRGANModel or ESRGANModel optimize_parameters,
    current_iter w->it + 1): pf_gan_compute on the batch (gt: the plain GT, gt_plain's frame
    when the loaders send one, i.e. with data.train.gt_usm, whose sharpened GT is then the
@@ -235,7 +251,8 @@ static void clip_grads(worker *w) {
    every iteration (BasicSR's model_ema, also when the generator step is skipped). The logged
    loss is l_g_total = l_g_pix + l_g_percep + l_g_style + l_g_gan when the generator step ran,
    else l_d_real + l_d_fake; the terms go to the rank's log every log_config.interval (rank
-   0). Returns 0 or -1 with err. */
+   0) and, those BasicSR logs (gan_logged), into w->gan_terms / gan_means for the train event.
+   Returns 0 or -1 with err. */
 static int gan_step(worker *w, const pf_msg_batch *b, const uint8_t *gt, const uint8_t *lq,
                     const uint8_t *gt_plain, double lr, float *loss, char *err,
                     size_t errlen) {
@@ -252,8 +269,11 @@ static int gan_step(worker *w, const pf_msg_batch *b, const uint8_t *gt, const u
     float terms[GAN_TERMS];   /* NaN (not computed) as 0: a rank without samples adds 0 */
     for (int i = 0; i < GAN_TERMS; i++) terms[i] = isnan(t[i]) ? 0.0f : (float)t[i];
     *loss = g_on ? terms[0] + terms[1] + terms[2] + terms[3] : terms[4] + terms[5];
+    w->gan_terms = 0;
     int go = sync_or_skip(w, b, loss, terms, GAN_TERMS, err, errlen);
     if (go <= 0) return go;
+    w->gan_terms = gan_logged(gc, g_on);
+    for (int i = 0; i < GAN_TERMS; i++) w->gan_means[i] = terms[i];
     float *pg = pf_model_params(w->model);
     if (g_on) {
         clip_grads(w);
@@ -800,6 +820,10 @@ static int on_step(pf_reactor *r, void *arg) {
     w->it++;
     ev.loss = loss;
     ev.lr = w->lr;
+    if (w->gan) {
+        ev.gan_terms = w->gan_terms;
+        memcpy(ev.gan, w->gan_means, sizeof ev.gan);
+    }
     ev.time = pf_now() - t0 + data_time;
     if (w->rank == 0) pf_client_publish(&w->client, &ev);
     take_ctrl(w);
