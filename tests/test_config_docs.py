@@ -93,10 +93,15 @@ def run_config(pixflow, cfg_path, cwd):
 
 
 def make_dirs(cfg_text, cwd):
-    """Create the folders a config names (relative to cwd), so path checks pass."""
+    """Create the folders and files a config names (relative to cwd), so path checks pass."""
     for m in re.finditer(r"(?:gt|lq)_folder:\s*'?([^'\s#]+)'?", cfg_text):
         if m.group(1) != "null":
             os.makedirs(os.path.join(cwd, m.group(1)), exist_ok=True)
+    for m in re.finditer(r"(?:load_from|vgg_weights):\s*'?([^'\s#]+)'?", cfg_text):
+        if m.group(1) != "null":          # the GAN recipes' pretrained net_g and VGG19
+            f = os.path.join(cwd, m.group(1))
+            os.makedirs(os.path.dirname(f), exist_ok=True)
+            open(f, "ab").close()
 
 
 def insert_key(yaml_text, path):

@@ -4,12 +4,17 @@
     networks with the same hyper-parameters, which agree with the papers' figures (EDSR-baseline
     x2 1.37 M, EDSR x2 40.7 M, MSRResNet x4 1.52 M, RCAN x2 15.4 M, ESRGAN's RRDBNet 16.7 M).
     And every network row (common/networks.h) has a builder in nn/zoo.c: each builds its
-    description at each of its scales with the default keys. */
+    description at each of its scales with the default keys.
+    The GAN recipes (RealESRGAN_x4plus, ESRGAN_x4) also hold the values of BasicSR's option files
+    (Real-ESRGAN's options/train_realesrgan_x4plus.yml, BasicSR's
+    options/train/ESRGAN/train_ESRGAN_x4.yml), written out below, and load with their paths
+    checked (load_from, the VGG19 weights) in a folder where the test makes those files. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/config.h"
 #include "common/networks.h"
@@ -30,7 +35,110 @@ static const struct {
     { "RealESRNet_x4plus.yaml", 16697987 },  /* the same RRDBNet, Real-ESRGAN data */
     { "FSRCNN_x3.yaml", 24683 },
     { "ESPCN_x3.yaml", 31131 },
+    { "RealESRGAN_x4plus.yaml", 16697987 },  /* RealESRNet's RRDBNet, GAN fine-tune */
+    { "ESRGAN_x4.yaml", 16697987 },          /* ESRGAN's RRDBNet, GAN stage */
 };
+
+/* The GAN options both recipes share with their BasicSR file: net_d_iters 1, net_d_init_iters 0,
+   Adam 1e-4 betas (0.9, 0.99) weight_decay 0 for net_g and net_d, ema 0.999, 400k iterations,
+   MultiStepLR gamma 0.5, vanilla GANLoss with labels 1 / 0, VGG19 with ImageNet input norm, no
+   range norm, l1 criterion, perceptual 1, no style loss. */
+static void gan_common(const pf_config *c, const char *f) {
+    const pf_gan_cfg *g = &c->gan;
+    const pf_perceptual_opts *p = &g->perceptual_opt;
+    CHECK(g->enabled && g->net_d_iters == 1 && g->net_d_init_iters == 0, "%s: net_d iters", f);
+    CHECK(!strcmp(c->optim_type, "Adam") && c->learning_rate == 1e-4f && c->betas[0] == 0.9f &&
+              c->betas[1] == 0.99f && c->weight_decay == 0, "%s: optim_g", f);
+    CHECK(!strcmp(g->optim_d.type, "Adam") && g->optim_d.lr == 1e-4f &&
+              g->optim_d.betas[0] == 0.9f && g->optim_d.betas[1] == 0.99f &&
+              g->optim_d.weight_decay == 0, "%s: optim_d", f);
+    CHECK(c->ema_decay == 0.999f && c->total_iters == 400000 && !strcmp(c->lr_policy, "Step") &&
+              c->lr_gamma == 0.5f, "%s: ema, total_iter, scheduler", f);
+    CHECK(!strcmp(g->gan_opt.gan_type, "vanilla") && g->gan_opt.real_label_val == 1.0f &&
+              g->gan_opt.fake_label_val == 0.0f, "%s: gan_opt", f);
+    CHECK(g->has_perceptual_opt && !strcmp(p->vgg_type, "vgg19") && p->use_input_norm &&
+              !p->range_norm && p->criterion == PF_PERCEP_L1 && p->perceptual_weight == 1.0 &&
+              p->style_weight == 0, "%s: perceptual_opt", f);
+    CHECK(!strcmp(g->vgg_weights, "experiments/pretrained_models/vgg19.safetensors"),
+          "%s: vgg_weights %s", f, g->vgg_weights);
+    CHECK(!strcmp(c->model_type, "RRDBNet") && c->n_feats == 64 && c->n_blocks == 23 &&
+              c->num_grow_ch == 32 && c->scale == 4, "%s: network_g", f);
+}
+
+/* Each recipe's own values (its BasicSR file's). */
+static void gan_recipe_values(const pf_config *c, const char *f) {
+    const pf_gan_cfg *g = &c->gan;
+    const pf_perceptual_opts *p = &g->perceptual_opt;
+    gan_common(c, f);
+    if (!strcmp(f, "RealESRGAN_x4plus.yaml")) {
+        static const char *names[] = { "conv1_2", "conv2_2", "conv3_4", "conv4_4", "conv5_4" };
+        static const double w[] = { 0.1, 0.1, 1, 1, 1 };
+        CHECK(!strcmp(g->model_type, "RealESRGANModel") && g->l1_gt_usm && g->percep_gt_usm &&
+                  !g->gan_gt_usm, "%s: model_type, *_gt_usm", f);
+        CHECK(!strcmp(g->network_d.type, "UNetDiscriminatorSN") && g->network_d.num_feat == 64 &&
+                  g->network_d.num_in_ch == 3 && g->network_d.skip_connection, "%s: net_d", f);
+        CHECK(p->n_layers == 5, "%s: %d perceptual layers", f, p->n_layers);
+        for (int i = 0; i < 5 && i < p->n_layers; i++)
+            CHECK(!strcmp(p->layer_weights[i].name, names[i]) && p->layer_weights[i].weight == w[i],
+                  "%s: layer %d %s %g", f, i, p->layer_weights[i].name, p->layer_weights[i].weight);
+        CHECK(c->loss_weight == 1.0f && g->gan_opt.loss_weight == 0.1f, "%s: loss weights", f);
+        CHECK(c->n_lr_step == 1 && c->lr_step[0] == 400000, "%s: milestones", f);
+        CHECK(c->train.gt_patch_size == 256 && c->train.gt_usm, "%s: gt_size, gt_usm", f);
+        CHECK(!strcmp(c->load_from,
+                      "work_dirs/RealESRNet_x4plus/checkpoints/iter_1000000.safetensors"),
+              "%s: load_from %s", f, c->load_from);
+    } else {
+        static const int64_t ms[] = { 50000, 100000, 200000, 300000 };
+        CHECK(!strcmp(g->model_type, "ESRGANModel"), "%s: model_type", f);
+        CHECK(!strcmp(g->network_d.type, "VGGStyleDiscriminator") && g->network_d.num_feat == 64 &&
+                  g->network_d.input_size == 128, "%s: net_d", f);
+        CHECK(p->n_layers == 1 && !strcmp(p->layer_weights[0].name, "conv5_4") &&
+                  p->layer_weights[0].weight == 1.0, "%s: perceptual layers", f);
+        CHECK(c->loss_weight == 1e-2f && g->gan_opt.loss_weight == 5e-3f, "%s: loss weights", f);
+        CHECK(c->n_lr_step == 4, "%s: %d milestones", f, c->n_lr_step);
+        for (int i = 0; i < 4 && i < c->n_lr_step; i++)
+            CHECK(c->lr_step[i] == ms[i], "%s: milestone %d", f, i);
+        CHECK(c->train.gt_patch_size == 128, "%s: gt_size", f);
+        CHECK(!strcmp(c->load_from,
+                      "work_dirs/RRDBNet_PSNR_x4/checkpoints/iter_1000000.safetensors"),
+              "%s: load_from %s", f, c->load_from);
+    }
+}
+
+/* An empty file at rel (its folders made). */
+static int touch(const char *rel) {
+    char dir[1024], err[256];
+    snprintf(dir, sizeof dir, "%s", rel);
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        *slash = 0;
+    FILE *f = slash && pf_mkdirs(dir, err, sizeof err) ? NULL : fopen(rel, "wb");
+    return f ? fclose(f) : -1;
+}
+
+/* The recipe at `path` loads with its paths checked, relative to a fresh folder holding the
+   demo data folders and the files it names (load_from, VGG19); without the VGG19 file it is
+   refused at that key. */
+static void gan_recipe_loads(const char *path, const char *text, size_t len, const pf_config *c) {
+    char cwd[4096], dir[] = "/tmp/pf_test_zoo_gan_XXXXXX", err[2048] = "";
+    static pf_config l;
+    if (!getcwd(cwd, sizeof cwd) || !mkdtemp(dir) || chdir(dir)) {
+        CHECK(0, "cannot make %s", dir);
+        return;
+    }
+    CHECK(pf_mkdirs(c->train.gt_folder, err, sizeof err) == 0 &&
+              pf_mkdirs(c->test.gt_folder, err, sizeof err) == 0 && touch(c->load_from) == 0,
+          "%s: make the data folders and load_from: %s", path, err);
+    CHECK(pf_config_parse(&l, path, text, len, 1, err, sizeof err) == -1 &&
+              strstr(err, "gan.perceptual_opt.vgg_weights: no such file"),
+          "%s without VGG19 weights: %s", path, err);
+    CHECK(touch(c->gan.vgg_weights) == 0, "make %s", c->gan.vgg_weights);
+    CHECK(pf_config_parse(&l, path, text, len, 1, err, sizeof err) == 0, "%s: %s", path, err);
+    CHECK(chdir(cwd) == 0, "back to %s", cwd);
+    char rm[128];
+    snprintf(rm, sizeof rm, "rm -rf '%s'", dir);
+    CHECK(system(rm) == 0, "%s", rm);
+}
 
 static void every_row_builds(void) {
     static pf_config c;
@@ -61,8 +169,12 @@ int main(void) {
         if (!text) continue;
         static pf_config cfg;
         int rc = pf_config_parse(&cfg, path, text, len, 0, err, sizeof err);
-        free(text);
         CHECK(rc == 0, "%s: %s", path, err);
+        if (!rc && cfg.gan.enabled) {
+            gan_recipe_values(&cfg, cases[i].file);
+            gan_recipe_loads(path, text, len, &cfg);
+        }
+        free(text);
         if (rc) continue;
         pf_model *m = pf_model_new(&cfg, err, sizeof err);
         CHECK(m != NULL, "%s: %s", cases[i].file, err);
