@@ -149,6 +149,15 @@ pf_cugraph *pf_cugraph_new(const pf_config *cfg, char *err, size_t errlen) {
         pf_cuconv_init(&g->train_conv[i], c->name, c->ic, c->oc, c->k);
         pf_cuconv_init(&g->infer_conv[i], c->name, c->ic, c->oc, c->k);
     }
+    /* BatchNorm2d and Linear (the VGG-style discriminator's) have CPU kernels only, likewise */
+    for (int k = 0; k < m->n_node; k++) {
+        const pf_gnode *nd = &m->node[k];
+        if (nd->op != PF_G_BATCHNORM && nd->op != PF_G_LINEAR) continue;
+        snprintf(err, errlen, "%s: %s: the CUDA executor has no %s layer yet (use the CPU)",
+                 m->type, m->tensors[nd->param].name,
+                 nd->op == PF_G_BATCHNORM ? "BatchNorm2d" : "Linear");
+        goto fail;
+    }
     if (m->sub_conv >= 0 && sub_maps(g, err, errlen)) goto fail;
     return g;
 fail:
