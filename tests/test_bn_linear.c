@@ -17,6 +17,8 @@
     - an eval forward (pf_model_forward_eval_f32: the running statistics, nothing updated) of
       the batch and of one sample;
     - a size at which linear1's in_features is not C H W refused, naming the rule;
+    - BatchNorm2d alone on the input (no input gradient wanted): dweight and dbias against
+      their sums in double, and a training batch of one value per channel refused;
     all with oneDNN's layout choice and every activation forced to NCHW, nChw8c, nChw16c and
     NHWC (10 channels: padded in blocks of 8 and 16).
     With `torch` (ctest test_bn_linear.torch; 77 without /usr/bin/python3, numpy and torch): the
@@ -328,6 +330,53 @@ static void check_errors(void) {
     pf_model_destroy(&m);
 }
 
+/* BatchNorm2d straight on the input (3 channels, the output): nothing upstream needs a
+   gradient, so backward computes dweight and dbias alone, against db = sum dy and dw = sum dy
+   x^ in double; and a training batch of one value per channel (N = H = W = 1) refused. */
+static void check_bn_alone(void) {
+    char err[512] = "";
+    pf_net g;
+    pf_net_init(&g);
+    snprintf(g.type, sizeof g.type, "BNAlone");
+    g.input = pf_net_node(&g, PF_G_INPUT, NULL, 0, 3, 1, 1, 0);
+    g.output = pf_net_add_batchnorm(&g, "bn", g.input);
+    CHECK(g.output >= 0 && g.n_bn == 1 && g.n_running == 6, "build");
+    pf_model *m = pf_model_new_net(&g, "auto", err, sizeof err);
+    CHECK(m != NULL, "pf_model_new_net: %s", err);
+    if (!m) return;
+    enum { NB = 2, HB = 3, WB = 5, MB = NB * HB * WB };
+    float x[MB * 3], dy[MB * 3];
+    pf_rng rng = pf_rng_make(3, 1, 0);
+    for (int i = 0; i < MB * 3; i++) {
+        x[i] = (float)pf_rng_uniform(&rng);
+        dy[i] = (float)(2 * pf_rng_uniform(&rng) - 1);
+    }
+    pf_model_init(m, 1);
+    int rc = pf_model_forward_train_f32(m, x, NB, HB, WB, err, sizeof err) ||
+             pf_model_backward_from(m, dy, NULL, NULL, err, sizeof err);
+    CHECK(rc == 0, "BN alone: %s", err);
+    const float *gr = pf_model_grads(m);
+    for (int c = 0; c < 3 && !rc; c++) {
+        double mean = 0, var = 0, db = 0, dw = 0;
+        for (int i = 0; i < MB; i++) mean += x[i * 3 + c] / MB;
+        for (int i = 0; i < MB; i++) var += (x[i * 3 + c] - mean) * (x[i * 3 + c] - mean) / MB;
+        for (int n = 0; n < NB; n++)
+            for (int i = 0; i < HB * WB; i++) {
+                double d = dy[(n * 3 + c) * HB * WB + i];   /* dy is NCHW, x NHWC */
+                db += d;
+                dw += d * (x[(n * HB * WB + i) * 3 + c] - mean) / sqrt(var + 1e-5);
+            }
+        CHECK(fabs(gr[c] - dw) < 1e-5 * fmax(1, fabs(dw)) &&
+              fabs(gr[3 + c] - db) < 1e-5 * fmax(1, fabs(db)),
+              "BN alone, channel %d: dweight %.9g (want %.9g), dbias %.9g (want %.9g)", c,
+              gr[c], dw, gr[3 + c], db);
+    }
+    rc = pf_model_forward_train_f32(m, x, 1, 1, 1, err, sizeof err);
+    CHECK(rc == -1 && strstr(err, "bn.weight") && strstr(err, "one value per channel"),
+          "a training batch of N H W = 1: rc %d, '%s'", rc, err);
+    pf_model_destroy(&m);
+}
+
 /* ---- with torch ----------------------------------------------------------------------- */
 
 static int put(const char *dir, const char *name, const float *v, size_t n) {
@@ -390,5 +439,6 @@ int main(int argc, char **argv) {
     if (argc > 1 && !strcmp(argv[1], "torch")) return with_torch(layouts, n_layouts);
     for (size_t i = 0; i < n_layouts; i++) check_layout(layouts[i]);
     check_errors();
+    check_bn_alone();
     return pf_test_end("test_bn_linear");
 }
