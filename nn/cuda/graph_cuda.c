@@ -502,6 +502,9 @@ static int forward_node(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p, pf_
     case PF_G_ZERO:
         CUDA_TRY("zero node", cudaMemsetAsync(y, 0, o->numel * sizeof(float), st));
         return 0;
+    case PF_G_BATCHNORM:    /* CPU kernels only: pf_cugraph_new refuses them */
+    case PF_G_LINEAR:
+        break;
     }
     snprintf(err, errlen, "%s: unknown graph op %d", g->net.type, (int)nd->op);
     return -1;
@@ -747,6 +750,7 @@ static int backward_node(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p,
                                           sizeof oe));
         return 0;
     }
+    case PF_G_BATCHNORM: case PF_G_LINEAR: break;   /* CPU only: pf_cugraph_new refuses */
     }
     snprintf(err, errlen, "%s: unknown graph op %d", G->type, (int)nd->op);
     return -1;
