@@ -47,6 +47,11 @@ typedef struct {
                                    (pf_net_sub_numel floats); NULL without one */
     int input_grad;             /* training plans: backward may be asked for d loss / d input
                                    (pf_graph_backward_from); 0: never (no extra work or memory) */
+    float *running;             /* BatchNorm2d running statistics (net->n_running floats, see
+                                   PF_G_BATCHNORM): a training forward updates them, an
+                                   inference forward reads them; NULL without such a layer */
+    int64_t *tracked;           /* their num_batches_tracked (net->n_bn), + 1 a training
+                                   forward */
 } pf_gctx;
 
 /* Per-shape state: layouts, buffers, gradients. */

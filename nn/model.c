@@ -21,16 +21,20 @@ static int model_setup(pf_model *m, const char *conv_algorithm, char *err, size_
     m->grads = calloc(g->n_params + 1, sizeof(float));
     m->train_conv = calloc((size_t)g->n_convs + 1, sizeof *m->train_conv);
     m->infer_conv = calloc((size_t)g->n_convs + 1, sizeof *m->infer_conv);
+    m->running = calloc(g->n_running + 1, sizeof(float));
+    m->tracked = calloc((size_t)g->n_bn + 1, sizeof *m->tracked);
     size_t sub = pf_net_sub_numel(g);
     if (sub) {
         m->sub_w = calloc(sub, sizeof(float));
         m->sub_dw = calloc(sub, sizeof(float));
     }
-    if (!m->params || !m->grads || !m->train_conv || !m->infer_conv ||
+    if (!m->params || !m->grads || !m->train_conv || !m->infer_conv || !m->running ||
+        !m->tracked ||
         (sub && (!m->sub_w || !m->sub_dw))) {
         snprintf(err, errlen, "model: out of memory for %zu parameters", g->n_params);
         return -1;
     }
+    pf_net_bn_init(g, m->running, m->tracked);
     for (int i = 0; i < g->n_convs; i++) {
         pf_graph_conv_init(g, i, &m->train_conv[i]);
         pf_graph_conv_init(g, i, &m->infer_conv[i]);
@@ -128,6 +132,8 @@ void pf_model_destroy(pf_model **self) {
     free(m->params);
     free(m->grads);
     free(m->infer_weights);
+    free(m->running);
+    free(m->tracked);
     free(m);
     *self = NULL;
 }
@@ -170,7 +176,8 @@ static int set_weights(pf_model *m, const pf_net *g, pf_conv *convs, char *err,
 
 static pf_gctx ctx(pf_model *m, const pf_net *net, pf_conv *convs) {
     return (pf_gctx){ .net = net, .dnnl = &m->dnnl, .convs = convs, .params = m->params,
-                      .grads = m->grads, .sub_dw = m->sub_dw, .input_grad = m->from_net };
+                      .grads = m->grads, .sub_dw = m->sub_dw, .input_grad = m->from_net,
+                      .running = m->net.n_bn ? m->running : NULL, .tracked = m->tracked };
 }
 
 static int plan(pf_model *m, const pf_net *net, pf_plan *p, pf_conv *convs, int n, int h,
@@ -240,6 +247,29 @@ int pf_model_forward_train_f32(pf_model *m, const float *x, int n, int h, int w,
     m->fwd_f32 = 1;
     return 0;
 }
+
+int pf_model_forward_eval_f32(pf_model *m, const float *x, int n, int h, int w, float *out,
+                              char *err, size_t errlen) {
+    pf_plan *p = &m->infer;
+    pf_conv *convs = m->infer_conv;
+    if (m->video) {
+        snprintf(err, errlen, "model: %s: an eval forward of a video network", m->net.type);
+        return -1;
+    }
+    if (plan(m, &m->net, p, convs, n, h, w, 0, err, errlen)) return -1;
+    if (set_weights(m, &m->net, convs, err, errlen)) return -1;
+    free(m->infer_weights);     /* pf_model_infer's cache: its primitives are set again */
+    m->infer_weights = NULL;
+    pf_gctx c = ctx(m, &m->net, convs);
+    if (pf_graph_forward_f32(&c, p->g, x, err, errlen)) return -1;
+    if (pf_dnnl_check(dnnl_stream_wait(m->dnnl.stream), "model", "dnnl_stream_wait", err,
+                      errlen))
+        return -1;
+    return pf_graph_read(&c, p->g, m->net.output, out);
+}
+
+float *pf_model_running(pf_model *m) { return m->running; }
+int64_t *pf_model_tracked(pf_model *m) { return m->tracked; }
 
 /* The tensor id of `which` (-1 output, k tap k) after a pf_model_forward_train_f32, or -1. */
 static int tensor_of(const pf_model *m, int which) {

@@ -47,6 +47,20 @@ pf_model *pf_model_new_net(struct pf_net *net, const char *conv_algorithm, char 
 int pf_model_forward_train_f32(pf_model *m, const float *x, int n, int h, int w, char *err,
                                size_t errlen);
 
+/* An eval forward (torch's module.eval(): BatchNorm2d with its running statistics, nothing
+   updated) of x as pf_model_forward_train_f32 takes it, on the inference plan; out gets the
+   output N x C x H x W plain NCHW (pf_model_shape's C, H, W for this size). Image networks
+   (a video network: -1 with err). Returns 0, or -1 with err. */
+int pf_model_forward_eval_f32(pf_model *m, const float *x, int n, int h, int w, float *out,
+                              char *err, size_t errlen);
+
+/* The BatchNorm2d layers' running statistics (nn/net.h PF_G_BATCHNORM: for each layer in node
+   order, running_mean then running_var, C floats each; net->n_running floats, reset by
+   pf_net_bn_init at creation) and num_batches_tracked (one int64 a layer). The model's own,
+   updated by every training forward; the caller may write them (a checkpoint). */
+float *pf_model_running(pf_model *m);
+int64_t *pf_model_tracked(pf_model *m);
+
 /* N, C, H, W of the last pf_model_forward_train_f32's output (which -1) or tap `which`
    (0..n_taps-1) into dims. Returns 0, or -1 when no such forward ran or which is out of
    range. */

@@ -44,5 +44,7 @@ struct pf_model {
     int from_net;               /* built by pf_model_new_net: no loss; its training plan can
                                    give the input's gradient (pf_gctx.input_grad) */
     int fwd_f32;                /* the training plan holds a pf_model_forward_train_f32 */
+    float *running;             /* BatchNorm2d running statistics (net.n_running floats) */
+    int64_t *tracked;           /* their num_batches_tracked (net.n_bn) */
 };
 #endif

@@ -126,6 +126,55 @@ int pf_net_add_buffer(pf_net *g, const char *name, int ndim, const int64_t *shap
     return g->n_buffers++;
 }
 
+int pf_net_add_batchnorm(pf_net *g, const char *name, int x) {
+    if (x < 0 || g->oom) return -1;
+    pf_gtensor t = g->t[x];
+    char tn[128];
+    int64_t shape[1] = { t.c };
+    snprintf(tn, sizeof tn, "%s.weight", name);
+    int w = pf_net_add_tensor(g, tn, 1, shape, (pf_param_init){ PF_INIT_CONST, 1.0, 1.0 });
+    snprintf(tn, sizeof tn, "%s.bias", name);
+    int b = pf_net_add_tensor(g, tn, 1, shape, (pf_param_init){ PF_INIT_CONST, 1.0, 0.0 });
+    int out = w < 0 || b < 0 ? -1 : pf_net_node(g, PF_G_BATCHNORM, &x, 1, t.c, t.mul, t.div,
+                                                 t.one);
+    if (out < 0) return -1;
+    pf_gnode *nd = &g->node[g->n_node - 1];
+    nd->param = w;
+    nd->bn = g->n_bn++;
+    nd->stat = g->n_running;
+    g->n_running += 2 * (size_t)t.c;
+    pf_net_round(g, out, t.round);
+    return out;
+}
+
+int pf_net_add_linear(pf_net *g, const char *name, int x, int in_features, int out_features) {
+    if (x < 0 || g->oom || in_features < 1 || out_features < 1) return -1;
+    char tn[128];
+    int64_t ws[2] = { out_features, in_features }, bs[1] = { out_features };
+    pf_param_init ui = { PF_INIT_UNIFORM, (double)in_features, 1.0 };
+    snprintf(tn, sizeof tn, "%s.weight", name);
+    int w = pf_net_add_tensor(g, tn, 2, ws, ui);
+    snprintf(tn, sizeof tn, "%s.bias", name);
+    int b = pf_net_add_tensor(g, tn, 1, bs, ui);
+    int out = w < 0 || b < 0 ? -1 : pf_net_node(g, PF_G_LINEAR, &x, 1, out_features, 1, 1, 1);
+    if (out < 0) return -1;
+    g->node[g->n_node - 1].param = w;
+    return out;
+}
+
+void pf_net_bn_init(const pf_net *g, float *running, int64_t *tracked) {
+    for (int k = 0; k < g->n_node; k++) {
+        const pf_gnode *nd = &g->node[k];
+        if (nd->op != PF_G_BATCHNORM) continue;
+        int c = g->t[nd->out].c;
+        for (int j = 0; j < c; j++) {
+            running[nd->stat + (size_t)j] = 0.0f;
+            running[nd->stat + (size_t)c + (size_t)j] = 1.0f;
+        }
+        tracked[nd->bn] = 0;
+    }
+}
+
 int pf_net_add_layer(pf_net *g, const char *name, int ic, int oc, int k, int weight_tensor) {
     if (g->oom || weight_tensor < 0 ||
         grow(g, (void **)&g->conv, g->n_convs, &g->cap_convs, sizeof *g->conv))
@@ -290,6 +339,8 @@ int pf_net_backward_reads_in(const pf_net *g, int k, int i) {
     switch (nd->op) {
     case PF_G_CONV:
     case PF_G_PRELU:
+    case PF_G_BATCHNORM:
+    case PF_G_LINEAR:
     case PF_G_MAXPOOL2: return i == 0;
     case PF_G_MUL_CH:
     case PF_G_WARP: return i < 2;
@@ -417,7 +468,7 @@ const char *pf_net_op_name(pf_gop op) {
     static const char *names[] = {
         "input", "conv", "prelu", "tanh", "sigmoid", "add", "gap", "mul_ch", "concat",
         "shuffle", "unshuffle", "nearest", "bilinear_in", "bicubic_in", "slice", "affine",
-        "resize", "avgpool2", "warp", "zero", "maxpool2", "relu",
+        "resize", "avgpool2", "warp", "zero", "maxpool2", "relu", "batchnorm", "linear",
     };
     return (unsigned)op < sizeof names / sizeof *names ? names[op] : "?";
 }
@@ -460,6 +511,21 @@ int pf_net_check_node(const pf_net *g, const pf_gnode *nd, int ah, int aw, int f
     case PF_G_RELU:
         if (C != ca || ah != oh || aw != ow) why = "output of another shape";
         else if (!(nd->alpha >= 0.0f)) why = "negative or NaN slope";
+        break;
+    case PF_G_BATCHNORM:
+        if (C != ca || ah != oh || aw != ow) why = "output of another shape";
+        else if (nd->param < 0 || g->tensors[nd->param].numel != (size_t)C ||
+                 g->tensors[nd->param + 1].numel != (size_t)C)
+            why = "weight or bias not of its channel count";
+        break;
+    case PF_G_LINEAR:
+        /* torch's x.view(N, -1): in_features is C H W of its input at this size */
+        if (nd->param < 0 || g->tensors[nd->param].ndim != 2 ||
+            g->tensors[nd->param].shape[0] != C || g->tensors[nd->param + 1].numel != (size_t)C)
+            why = "weight not [out, in] or bias not [out]";
+        else if (g->tensors[nd->param].shape[1] != (int64_t)ca * ah * aw)
+            why = "in_features is not C x H x W of its input at this size";
+        else if (oh != 1 || ow != 1) why = "output not 1 x 1";
         break;
     case PF_G_WARP:
         if (C != ca || g->t[nd->in[1]].c != 2) why = "not C channels warped by a 2-channel flow";

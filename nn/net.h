@@ -70,6 +70,17 @@ typedef enum {
                            value before it is read too (VGG's pre-ReLU features; a conv's fused
                            activation overwrites it); backward from the output, as torch's
                            threshold_backward: dx = out > 0 ? dy : alpha * dy */
+    PF_G_BATCHNORM,     /* nn.BatchNorm2d(C) (eps 1e-5, momentum 0.1, affine): training plans
+                           normalise by the batch's per-channel mean and biased variance over
+                           N x H x W, out = (in0 - mean) / sqrt(var + eps) * weight[c] +
+                           bias[c], and update the running statistics (running = (1 - 0.1)
+                           running + 0.1 batch, the variance unbiased: var * M / (M - 1), M =
+                           N H W; num_batches_tracked + 1); inference plans use running_mean /
+                           running_var instead (torch's eval()). Parameters weight (param),
+                           bias (param + 1); running statistics at stat in pf_gctx.running */
+    PF_G_LINEAR,        /* nn.Linear(in, out) on in0 flattened as torch's x.view(N, -1) (C, H,
+                           W order): out (out x 1 x 1) = in0 . weight^T + bias, weight [out,
+                           in] (param), bias [out] (param + 1); in = C H W of in0 */
 } pf_gop;
 
 typedef struct {
@@ -96,6 +107,10 @@ typedef struct {
     float sub[PF_G_MAX_CH];     /* AFFINE: subtracted per channel (0 by default) */
     float mul[PF_G_MAX_CH];     /* AFFINE, RESIZE with use_mul 1: factor per channel (1) */
     float alpha;                /* RELU: negative slope, >= 0 (0 by default: ReLU) */
+    int bn;                     /* BATCHNORM: its index among the net's BatchNorm2d layers
+                                   (num_batches_tracked), 0..n_bn-1 */
+    size_t stat;                /* BATCHNORM: offset of its running_mean (C floats) in the
+                                   running statistics, running_var at stat + C */
 } pf_gnode;
 
 /* A convolution layer: ic -> oc channels, k x k, stride `stride`, zero padding `pad` on each
@@ -180,6 +195,9 @@ typedef struct pf_net {
     int taps[PF_NET_MAX_TAPS];  /* tensors kept readable after forward, whose gradient the
                                    caller may give backward (pf_net_add_tap) */
     int n_taps;
+    int n_bn;                   /* BatchNorm2d layers (PF_G_BATCHNORM nodes) */
+    size_t n_running;           /* floats of their running statistics: running_mean then
+                                   running_var of each, 2 C floats a layer, in node order */
 } pf_net;
 
 /* BasicVSR x4 (nn/zoo.c) unrolled over `frames` frames (1..64): input 3 frames channels in
@@ -224,6 +242,21 @@ int pf_net_round(pf_net *net, int t, int round);
    Returns k, or -1 when t is not a tensor (t -1 stays -1), is a tap already or
    PF_NET_MAX_TAPS are taken. */
 int pf_net_add_tap(pf_net *net, int t);
+/* nn.BatchNorm2d(C) on tensor x (C = x's channels; PF_G_BATCHNORM): appends the parameter
+   tensors `name`.weight (C, init 1) and `name`.bias (C, init 0), torch's defaults, and the
+   node; its running statistics (running_mean 0, running_var 1 at the start: pf_net_bn_init)
+   are the executor's state, not parameters. Returns the output tensor (x's shape), or -1. */
+int pf_net_add_batchnorm(pf_net *net, const char *name, int x);
+/* nn.Linear(in_features, out_features) on tensor x flattened (PF_G_LINEAR): `name`.weight
+   [out, in] and `name`.bias [out], both U(-1/sqrt(in), 1/sqrt(in)) (torch's default,
+   kaiming_uniform a = sqrt(5)); in_features must equal x's C H W at the planned size
+   (pf_net_check_node). Returns the output tensor (out_features x 1 x 1), or -1. */
+int pf_net_add_linear(pf_net *net, const char *name, int x, int in_features,
+                      int out_features);
+/* The running statistics' start (torch's reset_running_stats): running_mean 0, running_var 1
+   for every BatchNorm2d layer into running (net->n_running floats), num_batches_tracked 0
+   into tracked (net->n_bn). */
+void pf_net_bn_init(const pf_net *net, float *running, int64_t *tracked);
 /* A parameter tensor of ndim (1..4) dims. */
 int pf_net_add_tensor(pf_net *net, const char *name, int ndim, const int64_t *shape,
                       pf_param_init init);

@@ -44,6 +44,7 @@
 #include "nn/model_internal.h"
 #include "nn/net.h"
 #include "tests/pf_test.h"
+#include "tests/pf_test_naive.h"
 #include "tests/pf_test_ref.h"
 
 enum { N = 2, H = 8, W = 12, C1 = 8 };
@@ -86,25 +87,12 @@ static int build(pf_net *g, int t[5]) {
 
 /* ---- the naive forward, in double ----------------------------------------------------- */
 
-/* y[n][oc][ho][wo] = b[oc] + sum w[oc][ic][ky][kx] x[n][ic][ho s + ky - p][wo s + kx - p]. */
+/* pf_naive_conv2d over the N samples, then ReLU when relu. */
 static void naive_conv(double *y, const double *x, int ic, int h, int w, const double *wt,
                        const double *b, int oc, int k, int s, int p, int relu) {
-    int ho = (h + 2 * p - k) / s + 1, wo = (w + 2 * p - k) / s + 1;
-    for (int n = 0; n < N; n++)
-        for (int o = 0; o < oc; o++)
-            for (int yy = 0; yy < ho; yy++)
-                for (int xx = 0; xx < wo; xx++) {
-                    double v = b ? b[o] : 0;
-                    for (int i = 0; i < ic; i++)
-                        for (int ky = 0; ky < k; ky++)
-                            for (int kx = 0; kx < k; kx++) {
-                                int sy = yy * s + ky - p, sx = xx * s + kx - p;
-                                if (sy < 0 || sy >= h || sx < 0 || sx >= w) continue;
-                                v += wt[((o * ic + i) * k + ky) * k + kx] *
-                                     x[((n * ic + i) * h + sy) * w + sx];
-                            }
-                    y[((n * oc + o) * ho + yy) * wo + xx] = relu && v < 0 ? 0 : v;
-                }
+    pf_naive_conv2d(y, x, N, ic, h, w, wt, b, oc, k, s, p);
+    size_t count = (size_t)N * oc * ((h + 2 * p - k) / s + 1) * ((w + 2 * p - k) / s + 1);
+    for (size_t i = 0; relu && i < count; i++) y[i] = y[i] < 0 ? 0 : y[i];
 }
 
 typedef struct {

@@ -35,6 +35,9 @@ void pf_gstate_free(pf_gstate **s) {
         free(io->dxin);
     }
     free((*s)->io);
+    for (int k = 0; (*s)->lin && k < (*s)->n_io; k++) pf_linear_free(&(*s)->lin[k]);
+    free((*s)->lin);
+    free((*s)->bn_save);
     free((*s)->wuses);
     free((*s)->wset);
     free((*s)->wtmp);
@@ -148,6 +151,38 @@ static int plan_input_grad(const pf_net *g, pf_gstate *S, char *err, size_t errl
     return 0;
 }
 
+/* The state of the nodes other than convolutions that a plan holds: each linear layer's
+   primitives and buffers for this batch, the BatchNorm2d batch statistics backward reads.
+   0, or -1 with err. */
+static int plan_nodes(const pf_gctx *m, pf_gstate *S, int training, char *err, size_t errlen) {
+    const pf_net *g = m->net;
+    if (g->n_bn && !m->running) {
+        snprintf(err, errlen, "%s: BatchNorm2d layers without running statistics", g->type);
+        return -1;
+    }
+    if (training && g->n_running &&
+        !(S->bn_save = calloc(g->n_running, sizeof *S->bn_save))) {
+        snprintf(err, errlen, "%s: out of memory", g->type);
+        return -1;
+    }
+    for (int k = 0; k < g->n_node; k++) {
+        const pf_gnode *nd = &g->node[k];
+        if (nd->op != PF_G_LINEAR) continue;
+        const pf_param_info *wt = &g->tensors[nd->param];
+        char name[96];     /* its prefix, `name`.weight */
+        const char *dot = strrchr(wt->name, '.');
+        snprintf(name, sizeof name, "%.*s", dot ? (int)(dot - wt->name) : 95, wt->name);
+        if (!S->lin && !(S->lin = calloc((size_t)g->n_node, sizeof *S->lin))) {
+            snprintf(err, errlen, "%s: out of memory", g->type);
+            return -1;
+        }
+        if (pf_linear_setup(&S->lin[k], m->dnnl, name, S->n, (int)wt->shape[1],
+                            (int)wt->shape[0], training, err, errlen))
+            return -1;
+    }
+    return 0;
+}
+
 void pf_graph_conv_init(const pf_net *net, int i, pf_conv *c) {
     const pf_nconv *d = &net->conv[i];
     pf_conv_init(c, d->name, d->ic, d->oc, d->k, d->act);
@@ -212,6 +247,7 @@ int pf_graph_plan(const pf_gctx *m, pf_gstate **out_state, int n, int h, int w, 
         }
     }
     if (pf_cpu_plan_layouts(m, S, m->convs, h, w, training, err, errlen)) goto fail;
+    if (plan_nodes(m, S, training, err, errlen)) goto fail;
     if (plan_buffers(m, S, training)) {
         snprintf(err, errlen, "%s: out of memory for activations of a %d x %d x %d batch",
                  g->type, n, h, w);
@@ -272,6 +308,48 @@ static int conv_forward(pf_gstate *S, pf_conv *c, const pf_gconv_io *io, const p
     if (!io->rd) return pf_conv_forward(c, x, y, err, errlen);
     TRY(pf_conv_forward(c, x, io->yrd, err, errlen));
     return pf_reorder_run((pf_reorder *)&io->from_rd, io->yrd, y, err, errlen);
+}
+
+/* A BatchNorm2d node's forward: batch statistics (training plans, running statistics
+   updated) or the running ones (inference). */
+static int batchnorm_forward(const pf_gctx *m, pf_gstate *S, const pf_gnode *nd, char *err,
+                             size_t errlen) {
+    const pf_net *g = m->net;
+    pf_tstate *o = &S->ts[nd->out], *a = &S->ts[nd->in[0]];
+    const float *wb = m->params + g->tensors[nd->param].offset;
+    const float *bb = m->params + g->tensors[nd->param + 1].offset;
+    int C = g->t[nd->out].c;
+    size_t hw = (size_t)o->h * (size_t)o->w;
+    if (!S->training) {
+        pf_cpu_batchnorm_eval_forward(o->data, a->data, wb, bb, m->running + nd->stat, S->n, C,
+                                      hw, o->block, a->block);
+        return 0;
+    }
+    if (pf_cpu_batchnorm_train_forward(o->data, a->data, wb, bb, m->running + nd->stat,
+                                       S->bn_save + nd->stat, S->n, C, hw, o->block,
+                                       a->block)) {
+        snprintf(err, errlen, "%s: %s: a training batch of one value per channel (N H W = 1)",
+                 g->type, g->tensors[nd->param].name);
+        return -1;
+    }
+    if (m->tracked) m->tracked[nd->bn]++;
+    return 0;
+}
+
+/* A linear node's forward: its input flattened to plain N x (C H W) (torch's view), the
+   inner product, the result into the output's layout. */
+static int linear_forward(const pf_gctx *m, pf_gstate *S, const pf_gnode *nd, char *err,
+                          size_t errlen) {
+    const pf_net *g = m->net;
+    pf_linear *l = &S->lin[nd - g->node];
+    pf_tstate *o = &S->ts[nd->out], *a = &S->ts[nd->in[0]];
+    int ca = g->t[nd->in[0]].c;
+    pf_cpu_concat_part(a->data, ca, a->block, a->numel, l->x, ca, 1, 0, S->n, a->h, a->w, 0, 0);
+    TRY(pf_linear_forward(l, m->params + g->tensors[nd->param].offset,
+                          m->params + g->tensors[nd->param + 1].offset, err, errlen));
+    pf_cpu_concat_part(o->data, l->out, o->block, o->numel, l->y, l->out, 1, 0, S->n, 1, 1, 1,
+                       0);
+    return 0;
 }
 
 /* Forward of one node: dispatch to its kernels (nn/cpu/ops.h and the shared layers). */
@@ -337,6 +415,10 @@ static int forward_node(const pf_gctx *m, pf_gstate *S, pf_conv *convs, const pf
     case PF_G_RELU:
         pf_cpu_relu_forward(y, a->data, nd->alpha, n, C, hw, b);
         return 0;
+    case PF_G_BATCHNORM:
+        return batchnorm_forward(m, S, nd, err, errlen);
+    case PF_G_LINEAR:
+        return linear_forward(m, S, nd, err, errlen);
     case PF_G_ADD:
         pf_cpu_add_forward(y, a->data, i1->data, i1->block, nd->scale, n, C, H, W, b, o->numel);
         return 0;
@@ -631,6 +713,44 @@ static void shuffle_backward(pf_gstate *S, const pf_gnode *nd, pf_tstate *a, int
     if (acc) pf_cpu_axpy(dx, dst, 1.0f, a->numel, 1);
 }
 
+/* A linear node's backward: weight and bias gradients (not with S->no_param_grads) and its
+   input's, each side through the plain buffers of the layer. */
+static int linear_backward(const pf_gctx *m, pf_gstate *S, const pf_gnode *nd, char *err,
+                           size_t errlen) {
+    const pf_net *g = m->net;
+    pf_linear *l = &S->lin[nd - g->node];
+    pf_tstate *o = &S->ts[nd->out], *a = &S->ts[nd->in[0]];
+    int ca = g->t[nd->in[0]].c, acc = 0;
+    const pf_param_info *wt = &g->tensors[nd->param], *bt = &g->tensors[nd->param + 1];
+    pf_cpu_concat_part(o->grad, l->out, o->block, o->numel, l->dy, l->out, 1, 0, S->n, 1, 1, 0,
+                       0);
+    float *dx = grad_zeroed(S, a, &acc);
+    if (S->goom) return 0;      /* out of memory: reported by the caller */
+    TRY(pf_linear_backward(l, m->params + wt->offset,
+                           S->no_param_grads ? NULL : m->grads + wt->offset,
+                           S->no_param_grads ? NULL : m->grads + bt->offset, dx != NULL, err,
+                           errlen));
+    if (dx)
+        pf_cpu_concat_part(dx, ca, a->block, a->numel, l->dx, ca, 1, 0, S->n, a->h, a->w, 1,
+                           acc);
+    return 0;
+}
+
+/* A BatchNorm2d node's backward (training plans): through the batch statistics. */
+static void batchnorm_backward(const pf_gctx *m, pf_gstate *S, const pf_gnode *nd) {
+    const pf_net *g = m->net;
+    pf_tstate *o = &S->ts[nd->out], *a = &S->ts[nd->in[0]];
+    int acc = 0;
+    const pf_param_info *wt = &g->tensors[nd->param], *bt = &g->tensors[nd->param + 1];
+    float *dx = grad_for(S, a, &acc);
+    if (S->goom || (!dx && S->no_param_grads)) return;
+    pf_cpu_batchnorm_backward(dx, S->no_param_grads ? NULL : m->grads + wt->offset,
+                              S->no_param_grads ? NULL : m->grads + bt->offset, o->grad,
+                              a->data, m->params + wt->offset, S->bn_save + nd->stat, S->n,
+                              g->t[nd->out].c, (size_t)o->h * (size_t)o->w, o->block, a->block,
+                              acc);
+}
+
 /* Backward of one node (its output gradient is set): dispatch to its kernels, each input's
    gradient from grad_for (first contribution writes, the others add). */
 static int backward_node(const pf_gctx *m, pf_gstate *S, pf_conv *convs, const pf_gnode *nd,
@@ -705,6 +825,11 @@ static int backward_node(const pf_gctx *m, pf_gstate *S, pf_conv *convs, const p
         if ((dx = grad_for(S, a, &acc)))
             pf_cpu_relu_backward(dx, dy, o->data, nd->alpha, n, C, hw, b, acc);
         return 0;
+    case PF_G_BATCHNORM:
+        batchnorm_backward(m, S, nd);
+        return 0;
+    case PF_G_LINEAR:
+        return linear_backward(m, S, nd, err, errlen);
     case PF_G_ADD:
         grad_pass(S, a, o, b, n, C, H, W);
         if ((dx = grad_for(S, i1, &acc)))

@@ -6,6 +6,7 @@
 #define PF_CPU_GRAPH_INTERNAL_H
 #include <stddef.h>
 
+#include "nn/cpu/linear_dnnl.h"
 #include "nn/graph.h"
 
 #define TRY(x) do { if (x) return -1; } while (0)
@@ -77,6 +78,9 @@ struct pf_gstate {
     int *wuses;             /* per parameter tensor: convolution nodes reading it */
     int *wset;              /* per parameter tensor: its gradient was written this step */
     float *wtmp;            /* weights + bias of the largest shared layer */
+    pf_linear *lin;         /* per node: a PF_G_LINEAR node's inner product (else unused) */
+    double *bn_save;        /* training: each BatchNorm2d's batch mean and 1 / sqrt(var +
+                               eps) of the last forward, at its node's stat (2 C doubles) */
 };
 
 /* Layouts and sizes of every tensor of S (S->ts: h, w, block, numel, last_use, need_grad) for

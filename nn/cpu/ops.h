@@ -124,6 +124,27 @@ void pf_cpu_relu_forward(float *y, const float *x, float alpha, int n, int c, si
 void pf_cpu_relu_backward(float *dx, const float *dy, const float *y, float alpha, int n, int c,
                           size_t hw, int b, int acc);
 
+/* PF_G_BATCHNORM (nn/cpu/batchnorm.c: torch.nn.BatchNorm2d, formulas and source there): x
+   (block bx) -> y (block b), N x C x (hw pixels), weight and bias C floats, running (2 C:
+   running_mean, running_var) updated by the training forward with momentum PF_BN_MOMENTUM
+   and the unbiased batch variance; save (2 C doubles) gets the batch mean and 1 / sqrt(var +
+   eps) for backward. The training forward returns -1 (nothing written) when N H W < 2 (no
+   variance; torch refuses it too), else 0. The eval forward normalises with running. Backward
+   (of a training forward, from its x and save; dy block b, dx block bx): dweight, dbias (C
+   floats, overwritten; NULL: not wanted) and dx = [dx +] the gradient through the batch
+   statistics (NULL: not wanted). */
+#define PF_BN_EPS 1e-5
+#define PF_BN_MOMENTUM 0.1
+int pf_cpu_batchnorm_train_forward(float *y, const float *x, const float *weight,
+                                   const float *bias, float *running, double *save, int n,
+                                   int c, size_t hw, int b, int bx);
+void pf_cpu_batchnorm_eval_forward(float *y, const float *x, const float *weight,
+                                   const float *bias, const float *running, int n, int c,
+                                   size_t hw, int b, int bx);
+void pf_cpu_batchnorm_backward(float *dx, float *dweight, float *dbias, const float *dy,
+                               const float *x, const float *weight, const double *save, int n,
+                               int c, size_t hw, int b, int bx, int acc);
+
 /* A convolution's fused (Leaky)ReLU backward, in place over count floats: dy *= (y > 0 ? 1 :
    alpha) with y the activation's output (alpha >= 0, so its sign is the input's). */
 void pf_cpu_act_mask_backward(float *dy, const float *y, float alpha, size_t count);

@@ -149,6 +149,15 @@ pf_cugraph *pf_cugraph_new(const pf_config *cfg, char *err, size_t errlen) {
         pf_cuconv_init(&g->train_conv[i], c->name, c->ic, c->oc, c->k);
         pf_cuconv_init(&g->infer_conv[i], c->name, c->ic, c->oc, c->k);
     }
+    /* BatchNorm2d and Linear (the VGG-style discriminator's) have CPU kernels only, likewise */
+    for (int k = 0; k < m->n_node; k++) {
+        const pf_gnode *nd = &m->node[k];
+        if (nd->op != PF_G_BATCHNORM && nd->op != PF_G_LINEAR) continue;
+        snprintf(err, errlen, "%s: %s: the CUDA executor has no %s layer yet (use the CPU)",
+                 m->type, m->tensors[nd->param].name,
+                 nd->op == PF_G_BATCHNORM ? "BatchNorm2d" : "Linear");
+        goto fail;
+    }
     if (m->sub_conv >= 0 && sub_maps(g, err, errlen)) goto fail;
     return g;
 fail:
@@ -493,6 +502,9 @@ static int forward_node(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p, pf_
     case PF_G_ZERO:
         CUDA_TRY("zero node", cudaMemsetAsync(y, 0, o->numel * sizeof(float), st));
         return 0;
+    case PF_G_BATCHNORM:    /* CPU kernels only: pf_cugraph_new refuses them */
+    case PF_G_LINEAR:
+        break;
     }
     snprintf(err, errlen, "%s: unknown graph op %d", g->net.type, (int)nd->op);
     return -1;
@@ -738,6 +750,7 @@ static int backward_node(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p,
                                           sizeof oe));
         return 0;
     }
+    case PF_G_BATCHNORM: case PF_G_LINEAR: break;   /* CPU only: pf_cugraph_new refuses */
     }
     snprintf(err, errlen, "%s: unknown graph op %d", G->type, (int)nd->op);
     return -1;
