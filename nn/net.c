@@ -162,6 +162,39 @@ int pf_net_add_linear(pf_net *g, const char *name, int x, int in_features, int o
     return out;
 }
 
+int pf_net_add_dcn(pf_net *g, const char *name, int x, int offset, int mask, int ic, int oc,
+                   int k, int stride, int pad, int dilation, int groups, int deform_groups,
+                   int has_bias) {
+    if (x < 0 || offset < 0 || mask < 0 || g->oom || ic < 1 || oc < 1 || k < 1 || stride < 1 ||
+        pad < 0 || dilation < 1 || groups < 1 || deform_groups < 1)
+        return -1;
+    char tn[128];
+    int64_t ws[4] = { oc, ic / groups > 0 ? ic / groups : 1, k, k }, bs[1] = { oc };
+    snprintf(tn, sizeof tn, "%s.weight", name);
+    int w = pf_net_add_tensor(g, tn, 4, ws, (pf_param_init){ PF_INIT_UNIFORM,
+                                                             (double)ic * k * k, 1.0 });
+    snprintf(tn, sizeof tn, "%s.bias", name);
+    int b = has_bias ? pf_net_add_tensor(g, tn, 1, bs, (pf_param_init){ PF_INIT_CONST, 1.0,
+                                                                         0.0 })
+                     : 0;
+    pf_gtensor t = g->t[x];
+    int in[3] = { x, offset, mask };
+    int out = w < 0 || b < 0 ? -1 : pf_net_node(g, PF_G_DCN, in, 3, oc, t.mul, t.div * stride,
+                                                 t.one);
+    if (out < 0) return -1;
+    pf_gnode *nd = &g->node[g->n_node - 1];
+    nd->param = w;
+    nd->dcn.k = k;
+    nd->dcn.stride = stride;
+    nd->dcn.pad = pad;
+    nd->dcn.dil = dilation;
+    nd->dcn.groups = groups;
+    nd->dcn.dg = deform_groups;
+    nd->dcn.has_bias = has_bias != 0;
+    pf_net_round(g, out, t.round);
+    return out;
+}
+
 void pf_net_bn_init(const pf_net *g, float *running, int64_t *tracked) {
     for (int k = 0; k < g->n_node; k++) {
         const pf_gnode *nd = &g->node[k];
@@ -342,6 +375,7 @@ int pf_net_backward_reads_in(const pf_net *g, int k, int i) {
     case PF_G_BATCHNORM:
     case PF_G_LINEAR:
     case PF_G_MAXPOOL2: return i == 0;
+    case PF_G_DCN: return i < 3;
     case PF_G_MUL_CH:
     case PF_G_WARP: return i < 2;
     default: return 0;
@@ -468,9 +502,47 @@ const char *pf_net_op_name(pf_gop op) {
     static const char *names[] = {
         "input", "conv", "prelu", "tanh", "sigmoid", "add", "gap", "mul_ch", "concat",
         "shuffle", "unshuffle", "nearest", "bilinear_in", "bicubic_in", "slice", "affine",
-        "resize", "avgpool2", "warp", "zero", "maxpool2", "relu", "batchnorm", "linear",
+        "resize", "avgpool2", "warp", "zero", "maxpool2", "relu", "batchnorm", "linear", "dcn",
     };
     return (unsigned)op < sizeof names / sizeof *names ? names[op] : "?";
+}
+
+/* A PF_G_DCN node's rules (pf_net_check_node), its error naming the layer. */
+static int check_dcn(const pf_net *g, const pf_gnode *nd, int ah, int aw, int fh, int fw,
+                     int oh, int ow, char *err, size_t errlen) {
+    const pf_param_info *wt = &g->tensors[nd->param];
+    int C = g->t[nd->out].c, ca = g->t[nd->in[0]].c, k = nd->dcn.k, s = nd->dcn.stride;
+    int kk = k * k, G = nd->dcn.groups, dg = nd->dcn.dg;
+    const pf_gtensor *to = &g->t[nd->in[1]], *tm = &g->t[nd->in[2]];
+    int ch = (ah + 2 * nd->dcn.pad - nd->dcn.dil * (k - 1) - 1) / s + 1;
+    int cw = (aw + 2 * nd->dcn.pad - nd->dcn.dil * (k - 1) - 1) / s + 1;
+    char why[160] = "";
+    if (ca % dg)
+        snprintf(why, sizeof why, "deform_groups %d does not divide its %d input channels", dg,
+                 ca);
+    else if (ca % G || C % G)
+        snprintf(why, sizeof why, "groups %d does not divide its %d input and %d output "
+                 "channels", G, ca, C);
+    else if (wt->ndim != 4 || wt->shape[0] != C || wt->shape[1] != ca / G || wt->shape[2] != k ||
+             wt->shape[3] != k)
+        snprintf(why, sizeof why, "weight not [%d, %d, %d, %d] (input of %d channels)", C,
+                 ca / G, k, k, ca);
+    else if (ah % s || aw % s || ch != oh || cw != ow || oh * s != ah || ow * s != aw)
+        snprintf(why, sizeof why, "output not (H + 2 pad - dil (k - 1) - 1) / stride + 1 = "
+                 "H / stride");
+    else if (to->c != 2 * dg * kk || fh != oh || fw != ow)
+        snprintf(why, sizeof why, "offset of %d channels at %d x %d, not 2 x deform_groups %d "
+                 "x %d taps = %d at the output's %d x %d", to->c, fh, fw, dg, kk, 2 * dg * kk,
+                 oh, ow);
+    else if (tm->c != dg * kk || tm->mul != to->mul || tm->div != to->div ||
+             tm->one != to->one || tm->round != to->round)
+        snprintf(why, sizeof why, "mask of %d channels or another size, not deform_groups %d "
+                 "x %d taps = %d at the offset's size", tm->c, dg, kk, dg * kk);
+    if (!why[0]) return 0;
+    const char *dot = strrchr(wt->name, '.');
+    snprintf(err, errlen, "%s: deformable convolution %.*s: %s", g->type,
+             dot ? (int)(dot - wt->name) : 95, wt->name, why);
+    return -1;
 }
 
 int pf_net_check_node(const pf_net *g, const pf_gnode *nd, int ah, int aw, int fh, int fw,
@@ -518,6 +590,7 @@ int pf_net_check_node(const pf_net *g, const pf_gnode *nd, int ah, int aw, int f
                  g->tensors[nd->param + 1].numel != (size_t)C)
             why = "weight or bias not of its channel count";
         break;
+    case PF_G_DCN: return check_dcn(g, nd, ah, aw, fh, fw, oh, ow, err, errlen);
     case PF_G_LINEAR:
         /* torch's x.view(N, -1): in_features is C H W of its input at this size */
         if (nd->param < 0 || g->tensors[nd->param].ndim != 2 ||

@@ -81,6 +81,13 @@ typedef enum {
     PF_G_LINEAR,        /* nn.Linear(in, out) on in0 flattened as torch's x.view(N, -1) (C, H,
                            W order): out (out x 1 x 1) = in0 . weight^T + bias, weight [out,
                            in] (param), bias [out] (param + 1); in = C H W of in0 */
+    PF_G_DCN,           /* modulated deformable convolution (DCNv2; torchvision.ops.
+                           deform_conv2d with its mask; MMCV's ModulatedDeformConv2d): in0 x
+                           (C_in), in1 offset (2 dg k k channels: (dy, dx) per deform group
+                           and tap), in2 mask (dg k k channels, already in [0, 1]), all three at
+                           the output's size but x; weight [C_out, C_in / groups, k, k]
+                           (param), bias [C_out] (param + 1) when dcn.has_bias. Formula,
+                           boundary rule and layouts: nn/cpu/dcn.h */
 } pf_gop;
 
 typedef struct {
@@ -111,6 +118,11 @@ typedef struct {
                                    (num_batches_tracked), 0..n_bn-1 */
     size_t stat;                /* BATCHNORM: offset of its running_mean (C floats) in the
                                    running statistics, running_var at stat + C */
+    struct {
+        int k, stride, pad, dil;    /* kernel k x k, torch.nn.Conv2d's stride, padding,
+                                       dilation */
+        int groups, dg, has_bias;   /* groups, deform_groups, a bias tensor */
+    } dcn;                      /* DCN */
 } pf_gnode;
 
 /* A convolution layer: ic -> oc channels, k x k, stride `stride`, zero padding `pad` on each
@@ -253,6 +265,21 @@ int pf_net_add_batchnorm(pf_net *net, const char *name, int x);
    (pf_net_check_node). Returns the output tensor (out_features x 1 x 1), or -1. */
 int pf_net_add_linear(pf_net *net, const char *name, int x, int in_features,
                       int out_features);
+/* Modulated deformable convolution (PF_G_DCN) of x with the offsets `offset` and the mask
+   `mask` (tensors of 2 deform_groups k k and deform_groups k k channels at the output's
+   size): MMCV's / BasicSR's ModulatedDeformConv2d(ic, oc, k, stride, pad, dilation, groups,
+   deform_groups, bias) after its caller's sigmoid of the mask, i.e. torchvision.ops.
+   deform_conv2d(x, offset, weight, bias, stride, pad, dilation, mask). Parameters
+   `name`.weight [oc, ic / groups, k, k], U(-1/sqrt(ic k k), 1/sqrt(ic k k)), and, when
+   has_bias, `name`.bias [oc], 0 (MMCV's init_weights). The output (oc channels) is stride
+   times smaller than x (its div times stride). pf_net_check_node refuses, naming the layer:
+   deform_groups or groups not dividing ic, groups not dividing oc, x not of ic channels,
+   offset or mask of the wrong channel count or size, an output size other than torch's
+   (H + 2 pad - dil (k - 1) - 1) / stride + 1 = H / stride. Returns the output tensor, or -1
+   (an input -1, k, stride or dilation < 1, pad < 0, out of memory). */
+int pf_net_add_dcn(pf_net *net, const char *name, int x, int offset, int mask, int ic, int oc,
+                   int k, int stride, int pad, int dilation, int groups, int deform_groups,
+                   int has_bias);
 /* The running statistics' start (torch's reset_running_stats): running_mean 0, running_var 1
    for every BatchNorm2d layer into running (net->n_running floats), num_batches_tracked 0
    into tracked (net->n_bn). */

@@ -236,6 +236,39 @@ static void build_relu(pf_net *g) {
     g->output = conv(g, m, "last", 3, -1, -1);
 }
 
+/* A modulated deformable convolution (PF_G_DCN) fed as BasicSR's DCNv2Pack feeds it: offsets
+   and a sigmoid mask from convolutions of its input. `dcn` (stride 1, groups 2, deform_groups
+   2, bias) and `dcn_s2` (stride 2, deform_groups 2, no bias; its offset and mask from stride-2
+   convolutions); LQ a multiple of 2. Sampling is piecewise bilinear in the offsets, as the
+   warp: with deform_groups 4 at stride 2 (twice the offsets) the e = 1e-4 step moved a sample
+   across a pixel edge and dcn_s2_offset.weight's quotient came out 10 % off, the same in every
+   layout (measured: 4 % at e = 1e-3, 0.8 % at e = 3e-5, so the step, not the gradient); the
+   layer's own test (tests/test_dcn.c) checks 4 deform groups at stride 2 where
+   the sampling is smooth, and against torchvision. */
+static int dcn_block(pf_net *g, int f, const char *name, int oc, int stride, int groups, int dg,
+                     int bias) {
+    char nm[96];
+    snprintf(nm, sizeof nm, "%s_offset", name);
+    int off = stride > 1 ? strided(g, f, nm, 2 * dg * 9, 3, 1, -1)
+                         : conv(g, f, nm, 2 * dg * 9, -1, -1);
+    snprintf(nm, sizeof nm, "%s_mask", name);
+    int m = stride > 1 ? strided(g, f, nm, dg * 9, 3, 1, -1) : conv(g, f, nm, dg * 9, -1, -1);
+    m = m < 0 ? -1 : pf_net_node(g, PF_G_SIGMOID, &m, 1, dg * 9, g->t[m].mul, g->t[m].div, 0);
+    return pf_net_add_dcn(g, name, f, off, m, g->t[f].c, oc, 3, stride, 1, 1, groups, dg, bias);
+}
+
+static void build_dcn_net(pf_net *g, int stride, int groups, int dg, int bias) {
+    pf_net_init(g);
+    snprintf(g->type, sizeof g->type, "dcn");
+    int x = pf_net_node(g, PF_G_INPUT, NULL, 0, 3, 1, 1, 0);
+    g->input = x;
+    int f = conv(g, x, "feat", 8, -1, -1);
+    g->output = dcn_block(g, f, stride > 1 ? "dcn_s2" : "dcn", 4, stride, groups, dg, bias);
+}
+
+static void build_dcn(pf_net *g) { build_dcn_net(g, 1, 2, 2, 1); }
+static void build_dcn_s2(pf_net *g) { build_dcn_net(g, 2, 1, 2, 0); }
+
 /* tests/reference/conv_stride_ref.py's network (see there): four stride-2 layers (k 3 with
    bias, k 4 without and LeakyReLU, k 3 without, k 4 with) between stride-1 `head` and `tail`;
    LQ a multiple of 16. */
@@ -711,6 +744,8 @@ int main(int argc, char **argv) {
         check_fd("maxpool", build_maxpool, layouts[i], 1, N, 6, 8);
         check_fd("strided", build_strided, layouts[i], 1, N, 16, 32);
         check_fd("relu", build_relu, layouts[i], 1, N, 6, 8);
+        check_fd("dcn", build_dcn, layouts[i], 1, N, 6, 8);
+        check_fd("dcn stride 2", build_dcn_s2, layouts[i], 1, N, 6, 8);
     }
     check_maxpool_kernels();
     check_relu_kernels();

@@ -9,6 +9,7 @@
 #include "common/rng.h"
 #include "nn/cpu/conv_dnnl.h"
 #include "tests/pf_test.h"
+#include "tests/pf_test_blk.h"
 
 /* The layer's geometry: kernel, stride, zero padding on each side; output size. */
 typedef struct {
@@ -62,15 +63,6 @@ static void naive_bwd(double *dx, double *dw, double *db, const float *x, const 
                                 dw[wi] += g * x[xi];
                             }
                 }
-}
-
-static void pack(float *dst, const float *nchw, int n, int c, int h, int w, int b) {
-    memset(dst, 0, pf_blk_numel(n, c, h, w, b) * sizeof(float));
-    for (int in = 0; in < n; in++)
-        for (int ic = 0; ic < c; ic++)
-            for (int y = 0; y < h; y++)
-                for (int x = 0; x < w; x++)
-                    dst[pf_blk_off(in, ic, y, x, c, h, w, b)] = nchw[((in * c + ic) * h + y) * w + x];
 }
 
 static double unpack_err(const float *blk, const double *ref, int n, int c, int h, int w, int b) {
@@ -133,8 +125,8 @@ static void check_layer(pf_dnnl *ctx, int n, int ic, int oc, int h, int w, geom 
     float *dw = malloc(nw * 4), *db = malloc(oc * 4);
     double *yr = malloc(ny * 8), *dxr = malloc(nx * 8), *dwr = malloc(nw * 8), *dbr = malloc(oc * 8);
     for (int o = 0; o < oc; o++) db[o] = 7.0f;     /* a layer without bias leaves it */
-    pack(xb, x, n, ic, h, w, c.src_block);
-    pack(dyb, dy, n, oc, g.oh, g.ow, c.dst_block);
+    pf_test_blk_pack(xb, x, n, ic, h, w, c.src_block);
+    pf_test_blk_pack(dyb, dy, n, oc, g.oh, g.ow, c.dst_block);
     CHECK(pf_conv_set_weights(&c, wt, bias ? b : NULL, err, sizeof err) == 0, "%s: %s", name,
           err);
     CHECK(pf_conv_forward(&c, xb, yb, err, sizeof err) == 0, "%s: %s", name, err);

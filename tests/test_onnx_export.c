@@ -379,7 +379,7 @@ static void unmapped_refused(void) {
     snprintf(g.type, sizeof g.type, "Future");
     g.input = pf_net_node(&g, PF_G_INPUT, NULL, 0, 3, 1, 1, 0);
     g.output = pf_net_node(&g, PF_G_TANH, &g.input, 1, 3, 1, 1, 0);
-    g.node[1].op = (pf_gop)(PF_G_LINEAR + 1);
+    g.node[1].op = (pf_gop)(PF_G_DCN + 1);
     char err[1024];
     void *buf = NULL;
     size_t len;

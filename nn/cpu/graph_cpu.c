@@ -37,6 +37,8 @@ void pf_gstate_free(pf_gstate **s) {
     free((*s)->io);
     for (int k = 0; (*s)->lin && k < (*s)->n_io; k++) pf_linear_free(&(*s)->lin[k]);
     free((*s)->lin);
+    for (int k = 0; (*s)->dcn && k < (*s)->n_io; k++) pf_dcn_free(&(*s)->dcn[k]);
+    free((*s)->dcn);
     free((*s)->bn_save);
     free((*s)->wuses);
     free((*s)->wset);
@@ -151,6 +153,31 @@ static int plan_input_grad(const pf_net *g, pf_gstate *S, char *err, size_t errl
     return 0;
 }
 
+/* A layer's state_dict prefix from its weight tensor's name (`name`.weight), for errors. */
+static void layer_prefix(const pf_param_info *wt, char name[96]) {
+    const char *dot = strrchr(wt->name, '.');
+    snprintf(name, 96, "%.*s", dot ? (int)(dot - wt->name) : 95, wt->name);
+}
+
+/* Node k's deformable convolution layer for this plan's batch and sizes. 0, or -1 with err. */
+static int plan_dcn(const pf_gctx *m, pf_gstate *S, int k, int training, char *err,
+                    size_t errlen) {
+    const pf_net *g = m->net;
+    const pf_gnode *nd = &g->node[k];
+    const pf_tstate *a = &S->ts[nd->in[0]];
+    char name[96];
+    layer_prefix(&g->tensors[nd->param], name);
+    if (!S->dcn && !(S->dcn = calloc((size_t)g->n_node, sizeof *S->dcn))) {
+        snprintf(err, errlen, "%s: out of memory", g->type);
+        return -1;
+    }
+    pf_dcn_shape sh = { .n = S->n, .cin = g->t[nd->in[0]].c, .h = a->h, .w = a->w,
+                        .cout = g->t[nd->out].c, .k = nd->dcn.k, .stride = nd->dcn.stride,
+                        .pad = nd->dcn.pad, .dil = nd->dcn.dil, .groups = nd->dcn.groups,
+                        .dg = nd->dcn.dg };
+    return pf_dcn_setup(&S->dcn[k], m->dnnl, name, sh, training, err, errlen);
+}
+
 /* The state of the nodes other than convolutions that a plan holds: each linear layer's
    primitives and buffers for this batch, the BatchNorm2d batch statistics backward reads.
    0, or -1 with err. */
@@ -167,11 +194,11 @@ static int plan_nodes(const pf_gctx *m, pf_gstate *S, int training, char *err, s
     }
     for (int k = 0; k < g->n_node; k++) {
         const pf_gnode *nd = &g->node[k];
+        if (nd->op == PF_G_DCN && plan_dcn(m, S, k, training, err, errlen)) return -1;
         if (nd->op != PF_G_LINEAR) continue;
         const pf_param_info *wt = &g->tensors[nd->param];
-        char name[96];     /* its prefix, `name`.weight */
-        const char *dot = strrchr(wt->name, '.');
-        snprintf(name, sizeof name, "%.*s", dot ? (int)(dot - wt->name) : 95, wt->name);
+        char name[96];
+        layer_prefix(wt, name);
         if (!S->lin && !(S->lin = calloc((size_t)g->n_node, sizeof *S->lin))) {
             snprintf(err, errlen, "%s: out of memory", g->type);
             return -1;
@@ -352,6 +379,18 @@ static int linear_forward(const pf_gctx *m, pf_gstate *S, const pf_gnode *nd, ch
     return 0;
 }
 
+/* A deformable convolution node's forward (nn/cpu/dcn.h). */
+static int dcn_forward(const pf_gctx *m, pf_gstate *S, const pf_gnode *nd, char *err,
+                       size_t errlen) {
+    const pf_net *g = m->net;
+    pf_tstate *o = &S->ts[nd->out], *a = &S->ts[nd->in[0]], *f = &S->ts[nd->in[1]],
+              *k = &S->ts[nd->in[2]];
+    const float *w = m->params + g->tensors[nd->param].offset;
+    const float *b = nd->dcn.has_bias ? m->params + g->tensors[nd->param + 1].offset : NULL;
+    return pf_dcn_forward(&S->dcn[nd - g->node], w, b, a->data, a->block, f->data, f->block,
+                          k->data, k->block, o->data, o->block, err, errlen);
+}
+
 /* Forward of one node: dispatch to its kernels (nn/cpu/ops.h and the shared layers). */
 static int forward_node(const pf_gctx *m, pf_gstate *S, pf_conv *convs, const pf_gnode *nd,
                         pf_lq lq, char *err, size_t errlen) {
@@ -419,6 +458,8 @@ static int forward_node(const pf_gctx *m, pf_gstate *S, pf_conv *convs, const pf
         return batchnorm_forward(m, S, nd, err, errlen);
     case PF_G_LINEAR:
         return linear_forward(m, S, nd, err, errlen);
+    case PF_G_DCN:
+        return dcn_forward(m, S, nd, err, errlen);
     case PF_G_ADD:
         pf_cpu_add_forward(y, a->data, i1->data, i1->block, nd->scale, n, C, H, W, b, o->numel);
         return 0;
@@ -713,6 +754,27 @@ static void shuffle_backward(pf_gstate *S, const pf_gnode *nd, pf_tstate *a, int
     if (acc) pf_cpu_axpy(dx, dst, 1.0f, a->numel, 1);
 }
 
+/* A deformable convolution node's backward: weight and bias gradients (not with
+   S->no_param_grads) and those of x, offset and mask where they need one. */
+static int dcn_backward(const pf_gctx *m, pf_gstate *S, const pf_gnode *nd, char *err,
+                        size_t errlen) {
+    const pf_net *g = m->net;
+    pf_tstate *o = &S->ts[nd->out], *t[3];
+    float *d[3];
+    int acc[3] = { 0, 0, 0 };
+    for (int i = 0; i < 3; i++) {
+        t[i] = &S->ts[nd->in[i]];
+        d[i] = grad_zeroed(S, t[i], &acc[i]);
+        if (S->goom) return 0;  /* out of memory: reported by the caller */
+    }
+    const pf_param_info *wt = &g->tensors[nd->param];
+    float *dw = S->no_param_grads ? NULL : m->grads + wt->offset;
+    float *db = dw && nd->dcn.has_bias ? m->grads + g->tensors[nd->param + 1].offset : NULL;
+    return pf_dcn_backward(&S->dcn[nd - g->node], m->params + wt->offset, dw, db, o->grad,
+                           o->block, t[0]->data, t[0]->block, t[1]->data, t[1]->block,
+                           t[2]->data, t[2]->block, d[0], d[1], d[2], err, errlen);
+}
+
 /* A linear node's backward: weight and bias gradients (not with S->no_param_grads) and its
    input's, each side through the plain buffers of the layer. */
 static int linear_backward(const pf_gctx *m, pf_gstate *S, const pf_gnode *nd, char *err,
@@ -830,6 +892,8 @@ static int backward_node(const pf_gctx *m, pf_gstate *S, pf_conv *convs, const p
         return 0;
     case PF_G_LINEAR:
         return linear_backward(m, S, nd, err, errlen);
+    case PF_G_DCN:
+        return dcn_backward(m, S, nd, err, errlen);
     case PF_G_ADD:
         grad_pass(S, a, o, b, n, C, H, W);
         if ((dx = grad_for(S, i1, &acc)))

@@ -6,6 +6,7 @@
 #define PF_CPU_GRAPH_INTERNAL_H
 #include <stddef.h>
 
+#include "nn/cpu/dcn.h"
 #include "nn/cpu/linear_dnnl.h"
 #include "nn/graph.h"
 
@@ -79,6 +80,7 @@ struct pf_gstate {
     int *wset;              /* per parameter tensor: its gradient was written this step */
     float *wtmp;            /* weights + bias of the largest shared layer */
     pf_linear *lin;         /* per node: a PF_G_LINEAR node's inner product (else unused) */
+    pf_dcn *dcn;            /* per node: a PF_G_DCN node's layer (else unused) */
     double *bn_save;        /* training: each BatchNorm2d's batch mean and 1 / sqrt(var +
                                eps) of the last forward, at its node's stat (2 C doubles) */
 };

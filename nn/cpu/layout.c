@@ -28,7 +28,7 @@ static const unsigned char layout_rule[] = {
     [PF_G_MUL_CH] = L_SHARED,   [PF_G_PRELU] = L_CARRY,        [PF_G_TANH] = L_CARRY,
     [PF_G_SIGMOID] = L_CARRY,   [PF_G_GAP] = L_CARRY,          [PF_G_CONCAT] = L_CARRY,
     [PF_G_SHUFFLE] = L_CARRY,   [PF_G_NEAREST] = L_CARRY,      [PF_G_MAXPOOL2] = L_CARRY,
-    [PF_G_RELU] = L_CARRY,
+    [PF_G_RELU] = L_CARRY,      [PF_G_DCN] = L_FREE,
 };
 
 static int rule_of(pf_gop op) {
@@ -124,9 +124,9 @@ static int layout_node(const pf_gctx *m, pf_gstate *S, pf_conv *convs, int k, in
         /* the kernels of nn/video_layers.h read and write any layout, each tensor its
            own: the output follows its group's label (improve()) where there is one, else
            the input's; a warp's flow keeps its producer's (or its label, or plain) */
-        if (nd->n_in > 1) {
-            pf_tstate *f = &S->ts[nd->in[1]];
-            if (!f->block) f->block = S->hint[nd->in[1]] ? S->hint[nd->in[1]] : 1;
+        for (int i = 1; i < nd->n_in; i++) {   /* a deformable conv's offset and mask too */
+            pf_tstate *f = &S->ts[nd->in[i]];
+            if (!f->block) f->block = S->hint[nd->in[i]] ? S->hint[nd->in[i]] : 1;
         }
         if (!a->block) a->block = S->hint[nd->in[0]] ? S->hint[nd->in[0]] : 1;
         if (!o->block)

@@ -152,10 +152,11 @@ pf_cugraph *pf_cugraph_new(const pf_config *cfg, char *err, size_t errlen) {
     /* BatchNorm2d and Linear (the VGG-style discriminator's) have CPU kernels only, likewise */
     for (int k = 0; k < m->n_node; k++) {
         const pf_gnode *nd = &m->node[k];
-        if (nd->op != PF_G_BATCHNORM && nd->op != PF_G_LINEAR) continue;
+        if (nd->op != PF_G_BATCHNORM && nd->op != PF_G_LINEAR && nd->op != PF_G_DCN) continue;
         snprintf(err, errlen, "%s: %s: the CUDA executor has no %s layer yet (use the CPU)",
                  m->type, m->tensors[nd->param].name,
-                 nd->op == PF_G_BATCHNORM ? "BatchNorm2d" : "Linear");
+                 nd->op == PF_G_BATCHNORM ? "BatchNorm2d"
+                 : nd->op == PF_G_LINEAR  ? "Linear" : "modulated deformable convolution");
         goto fail;
     }
     if (m->sub_conv >= 0 && sub_maps(g, err, errlen)) goto fail;
@@ -504,6 +505,7 @@ static int forward_node(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p, pf_
         return 0;
     case PF_G_BATCHNORM:    /* CPU kernels only: pf_cugraph_new refuses them */
     case PF_G_LINEAR:
+    case PF_G_DCN:
         break;
     }
     snprintf(err, errlen, "%s: unknown graph op %d", g->net.type, (int)nd->op);
@@ -750,7 +752,7 @@ static int backward_node(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p,
                                           sizeof oe));
         return 0;
     }
-    case PF_G_BATCHNORM: case PF_G_LINEAR: break;   /* CPU only: pf_cugraph_new refuses */
+    case PF_G_BATCHNORM: case PF_G_LINEAR: case PF_G_DCN: break;   /* CPU only: refused */
     }
     snprintf(err, errlen, "%s: unknown graph op %d", G->type, (int)nd->op);
     return -1;
