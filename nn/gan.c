@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common/safetensors.h"
+#include "common/util.h"
 #include "nn/discriminator.h"
 #include "nn/model.h"
 #include "nn/net.h"
@@ -163,6 +164,14 @@ size_t pf_gan_d_sn_numel(const pf_gan *s) { return s->sn_n; }
 float *pf_gan_d_sn_state(pf_gan *s) { return s->sn_state; }
 const pf_net *pf_gan_d_net(const pf_gan *s) { return pf_model_net(s->d); }
 pf_model *pf_gan_d_model(pf_gan *s) { return s->d; }
+
+uint64_t pf_gan_d_digest(pf_gan *s) {
+    const pf_net *d = pf_model_net(s->d);
+    uint64_t h = pf_fnv1a64(s->d_params, s->d_n * sizeof(float), PF_FNV_OFFSET);
+    h = pf_fnv1a64(s->sn_state, s->sn_n * sizeof(float), h);
+    h = pf_fnv1a64(pf_model_running(s->d), d->n_running * sizeof(float), h);
+    return pf_fnv1a64(pf_model_tracked(s->d), (size_t)d->n_bn * sizeof(int64_t), h);
+}
 pf_model *pf_gan_vgg(pf_gan *s) { return s->vgg; }
 
 /* Where net_d's state_dict entries read or write: parameters (d_n floats), u / v (sn_n),

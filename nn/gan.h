@@ -124,6 +124,10 @@ size_t pf_gan_d_sn_numel(const pf_gan *s);
 float *pf_gan_d_sn_state(pf_gan *s);
 const struct pf_net *pf_gan_d_net(const pf_gan *s);
 struct pf_model *pf_gan_d_model(pf_gan *s);
+/* FNV-1a 64 (common/util.h pf_fnv1a64) of net_d's state: its parameters, u / v, then the
+   BatchNorm running statistics and num_batches_tracked (none for UNetDiscriminatorSN, whose
+   digest is that of the first two), host byte order: equal states, equal digests. */
+uint64_t pf_gan_d_digest(pf_gan *s);
 /* net_d's state_dict as a safetensors file image (malloc'd *buf, *len bytes): torch's names
    and order, BasicSR's UNetDiscriminatorSN's: conv0.weight, conv0.bias, then per
    spectral-normalised conv NAME.weight_orig, NAME.weight_u, NAME.weight_v, ..., conv9.weight,
