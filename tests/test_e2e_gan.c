@@ -595,11 +595,15 @@ static void check_esrgan(void) {
     if (st == 0) check_finite_terms("esrgan", "ESRGANModel");
 }
 
+static void check_vgg_d_job(const char *tag);
+
 /* G: ESRGANModel with VGGStyleDiscriminator (BasicSR's ESRGAN recipe; num_feat 8, input_size
    128 = gt_patch_size, photos of 136 x 136) trains: every term finite, and the last
    checkpoint's net_d file carries the BatchNorm buffers, num_batches_tracked (I64) counting
    every net_d call: 3 per iteration (the discriminator step's) and 2 more per generator step
-   (iterations 2 and 4): 16. */
+   (iterations 2 and 4): 16. The same job on 2 workers with batch 1 each (BatchNorm not
+   synchronised: each rank normalises its own image, as BasicSR under DDP) trains too, and its
+   checkpoint (rank 0's running statistics) has the same count. */
 static void check_vgg_d(void) {
     char dir[600];
     snprintf(dir, sizeof dir, "%s/train128", root);
@@ -609,13 +613,21 @@ static void check_vgg_d(void) {
     gt_patch = 128;
     train_dir = "train128";
     int st = train_with("vggd", 2, "1", NULL, 1, "");
+    int st2 = train_with("vggd2", 1, "2", NULL, 1, "");
     model_type = "RealESRGANModel";
     CHECK(st == 0, "VGGStyleDiscriminator: pixflow train exited with %d (see %s/vggd.out)", st,
           root);
-    if (st) return;
-    check_finite_terms("vggd", "VGGStyleDiscriminator");
+    CHECK(st2 == 0, "VGGStyleDiscriminator, 2 workers: pixflow train exited with %d (see "
+          "%s/vggd2.out)", st2, root);
+    if (st == 0) check_vgg_d_job("vggd");
+    if (st2 == 0) check_vgg_d_job("vggd2");
+}
+
+/* G's checks of one job, tag. */
+static void check_vgg_d_job(const char *tag) {
+    check_finite_terms(tag, tag);
     char path[700], err[512];
-    snprintf(path, sizeof path, "%s/vggd/checkpoints/iter_%d.net_d.safetensors", root, ITERS);
+    snprintf(path, sizeof path, "%s/%s/checkpoints/iter_%d.net_d.safetensors", root, tag, ITERS);
     pf_safetensors *st_d = NULL;
     CHECK(pf_safetensors_load(path, &st_d, err, sizeof err) == 0, "%s", err);
     int64_t nbt = -1;
