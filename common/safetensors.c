@@ -7,7 +7,8 @@
     reference implementation enforces: the header is a JSON object, every entry has a known
     dtype, a shape of non-negative integers and offsets with end - begin = 4 * prod(shape); the
     tensors tile the data section exactly (sorted by offset: no overlap, no hole, nothing after
-    the last one). PixFlow also rejects any dtype other than F32 and more than 4 dimensions.
+    the last one). PixFlow also rejects any dtype other than F32 and I64 (8 bytes an element,
+    little-endian) and more than 4 dimensions.
     Parsed tensors are kept in one float array (so each tensor is 4-byte aligned whatever N was),
     in data-offset order; that is the "file order" pf_safetensors_at indexes.
 */
@@ -40,6 +41,7 @@ typedef struct {
     int ndim;                    /* 0..4 */
     int64_t shape[4];            /* elements per dimension */
     uint64_t begin, end;         /* byte offsets in the data section */
+    int i64;                     /* dtype I64 (else F32) */
 } st_entry;
 
 struct pf_safetensors {
@@ -100,6 +102,12 @@ static int64_t shape_numel(const int64_t *shape, int ndim) {
 
 int pf_safetensors_serialize(const pf_st_tensor *t, int n, const char *const *meta, int n_meta,
                              void **out, size_t *outlen, char *err, size_t errlen) {
+    return pf_safetensors_serialize_i64(t, NULL, n, meta, n_meta, out, outlen, err, errlen);
+}
+
+int pf_safetensors_serialize_i64(const pf_st_tensor *t, const int64_t *const *i64, int n,
+                                 const char *const *meta, int n_meta, void **out,
+                                 size_t *outlen, char *err, size_t errlen) {
     *out = NULL;
     *outlen = 0;
     cJSON *root = cJSON_CreateObject();
@@ -135,20 +143,20 @@ int pf_safetensors_serialize(const pf_st_tensor *t, int n, const char *const *me
     for (int i = 0; i < n; i++) {
         int64_t numel = shape_numel(t[i].shape, t[i].ndim);
         if (!t[i].name[0] || strcmp(t[i].name, "__metadata__") == 0 || t[i].ndim < 0 ||
-            t[i].ndim > 4 || numel < 0 || (numel > 0 && !t[i].data)) {
+            t[i].ndim > 4 || numel < 0 || (numel > 0 && !t[i].data && !(i64 && i64[i]))) {
             snprintf(err, errlen, "safetensors: tensor '%s': invalid name, shape or data",
                      t[i].name);
             goto done;
         }
         cJSON *e = cJSON_AddObjectToObject(root, t[i].name);
-        cJSON *dtype = e ? cJSON_AddStringToObject(e, "dtype", "F32") : NULL;
+        cJSON *dtype = e ? cJSON_AddStringToObject(e, "dtype", i64 && i64[i] ? "I64" : "F32") : NULL;
         cJSON *shape = dtype ? cJSON_AddArrayToObject(e, "shape") : NULL;
         cJSON *offs = shape ? cJSON_AddArrayToObject(e, "data_offsets") : NULL;
         int ok = offs != NULL;
         for (int d = 0; ok && d < t[i].ndim; d++) {
             ok = cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)t[i].shape[d]));
         }
-        uint64_t end = offset + (uint64_t)numel * 4;
+        uint64_t end = offset + (uint64_t)numel * (i64 && i64[i] ? 8 : 4);
         ok = ok && cJSON_AddItemToArray(offs, cJSON_CreateNumber((double)offset)) &&
              cJSON_AddItemToArray(offs, cJSON_CreateNumber((double)end));
         if (!ok) {
@@ -174,7 +182,12 @@ int pf_safetensors_serialize(const pf_st_tensor *t, int n, const char *const *me
     memset(buf + 8 + hlen, ' ', padded - hlen);
     uint8_t *p = buf + 8 + padded;
     for (int i = 0; i < n; i++) {
-        size_t bytes = (size_t)shape_numel(t[i].shape, t[i].ndim) * 4;
+        size_t numel = (size_t)shape_numel(t[i].shape, t[i].ndim), bytes = numel * 4;
+        if (i64 && i64[i]) { /* little-endian bytes whatever the host */
+            for (size_t k = 0; k < numel; k++, p += 8)
+                for (int b = 0; b < 8; b++) p[b] = (uint8_t)((uint64_t)i64[i][k] >> (8 * b));
+            continue;
+        }
         if (bytes) memcpy(p, t[i].data, bytes);
         if (!host_is_little_endian()) swap32(p, bytes / 4);
         p += bytes;
@@ -247,10 +260,11 @@ static int parse_entry(const cJSON *e, const char *name, st_entry *out, char *er
                  "'data_offsets'", name);
         return -1;
     }
-    if (strcmp(dtype->valuestring, "F32") != 0) {
+    out->i64 = !strcmp(dtype->valuestring, "I64");
+    if (strcmp(dtype->valuestring, "F32") != 0 && !out->i64) {
         int known = 0;
         for (int i = 0; other_dtypes[i]; i++) known |= !strcmp(dtype->valuestring, other_dtypes[i]);
-        snprintf(err, errlen, "tensor '%s': %s dtype '%.32s' (PixFlow reads F32 only)", name,
+        snprintf(err, errlen, "tensor '%s': %s dtype '%.32s' (PixFlow reads F32 and I64 only)", name,
                  known ? "unsupported" : "unknown", dtype->valuestring);
         return -1;
     }
@@ -276,9 +290,10 @@ static int parse_entry(const cJSON *e, const char *name, st_entry *out, char *er
         return -1;
     }
     int64_t numel = shape_numel(out->shape, ndim);
-    if (numel < 0 || (uint64_t)numel * 4 != out->end - out->begin) {
-        snprintf(err, errlen, "tensor '%s': shape holds %lld bytes of F32 but data_offsets "
-                 "span %llu", name, (long long)numel * 4,
+    int size = out->i64 ? 8 : 4;
+    if (numel < 0 || (uint64_t)numel * size != out->end - out->begin) {
+        snprintf(err, errlen, "tensor '%s': shape holds %lld bytes of %s but data_offsets "
+                 "span %llu", name, (long long)numel * size, out->i64 ? "I64" : "F32",
                  (unsigned long long)(out->end - out->begin));
         return -1;
     }
@@ -543,7 +558,7 @@ static const float *entry_out(const pf_safetensors *st, const st_entry *e, const
     if (name) *name = e->name;
     if (ndim) *ndim = e->ndim;
     if (shape) memcpy(shape, e->shape, sizeof e->shape);
-    return st->data + e->begin / 4;
+    return e->i64 ? NULL : st->data + e->begin / 4;
 }
 
 const float *pf_safetensors_at(const pf_safetensors *st, int i, const char **name, int *ndim,
@@ -558,6 +573,24 @@ const float *pf_safetensors_get(const pf_safetensors *st, const char *name, int 
         if (strcmp(st->t[i].name, name) == 0) return entry_out(st, &st->t[i], NULL, ndim, shape);
     }
     return NULL;
+}
+
+int64_t pf_safetensors_get_i64(const pf_safetensors *st, const char *name, int *ndim,
+                               int64_t shape[4], int64_t *out, size_t max) {
+    for (int i = 0; st && i < st->n; i++) {
+        const st_entry *e = &st->t[i];
+        if (strcmp(e->name, name) != 0) continue;
+        if (!e->i64) return -1;
+        entry_out(st, e, NULL, ndim, shape);
+        int64_t numel = shape_numel(e->shape, e->ndim);
+        /* the data section was read as 4-byte words (swapped to host order on big-endian
+           hosts): word 0 of an element is its low half, word 1 its high one */
+        const uint32_t *w = (const uint32_t *)st->data + e->begin / 4;
+        for (int64_t k = 0; k < numel && (size_t)k < max; k++)
+            out[k] = (int64_t)((uint64_t)w[2 * k + 1] << 32 | w[2 * k]);
+        return numel;
+    }
+    return -1;
 }
 
 const char *pf_safetensors_meta(const pf_safetensors *st, const char *key) {

@@ -1,4 +1,4 @@
-/*  discriminator — UNetDiscriminatorSN as a description, and spectral normalisation over the
+/*  discriminator — UNetDiscriminatorSN and VGGStyleDiscriminator as descriptions, and spectral normalisation over the
     flat buffers (see discriminator.h). */
 #include "nn/discriminator.h"
 
@@ -55,25 +55,55 @@ static int skip_add(pf_net *g, int x, int skip, int skip_connection) {
     return pf_net_node(g, PF_G_ADD, in, 2, t.c, t.mul, t.div, 0);
 }
 
-int pf_net_build_unet_discriminator_sn(pf_net *g, int num_in_ch, int num_feat,
-                                       int skip_connection, char *err, size_t errlen) {
+/* What num_in_ch or num_feat must be when out of range, else NULL. */
+static const char *args_bad(int num_in_ch, int num_feat) {
+    return num_in_ch != 3                    ? "num_in_ch 3 (3-channel images)"
+           : num_feat < 1 || num_feat > 1024 ? "num_feat in 1..1024"
+                                             : NULL;
+}
+
+/* A discriminator's start: net initialised; with `bad` (the argument out of range) err "TYPE
+   needs BAD (num_in_ch, num_feat, ARG)" and -1; else type TYPE, scale 1, the image in [0, 1]
+   as is (no mean, range 1) and its input node, returned. */
+static int d_begin(pf_net *g, const char *type, const char *bad, int num_in_ch, int num_feat,
+                   const char *arg, int arg_value, char *err, size_t errlen) {
     pf_net_init(g);
-    const char *bad = num_in_ch != 3                      ? "num_in_ch 3 (3-channel images)"
-                      : num_feat < 1 || num_feat > 1024   ? "num_feat in 1..1024"
-                      : skip_connection != 0 && skip_connection != 1 ? "skip_connection 0 or 1"
-                                                                     : NULL;
     if (bad) {
-        snprintf(err, errlen, "UNetDiscriminatorSN needs %s (num_in_ch %d, num_feat %d, "
-                 "skip_connection %d)", bad, num_in_ch, num_feat, skip_connection);
+        snprintf(err, errlen, "%s needs %s (num_in_ch %d, num_feat %d, %s %d)", type, bad,
+                 num_in_ch, num_feat, arg, arg_value);
         return -1;
     }
-    snprintf(g->type, sizeof g->type, "UNetDiscriminatorSN");
+    snprintf(g->type, sizeof g->type, "%s", type);
     g->scale = 1;
-    g->use_mean = 0;            /* the image in [0, 1] as is */
+    g->use_mean = 0;
     g->range = 1.0f;
+    g->input = pf_net_node(g, PF_G_INPUT, NULL, 0, num_in_ch, 1, 1, 0);
+    return g->input;
+}
+
+/* A discriminator's end: 0 when it was built and passes pf_net_check_desc; else -1 with err
+   and net freed. */
+static int d_finish(pf_net *g, char *err, size_t errlen) {
+    char why[256];
+    if (g->oom || g->output < 0) {
+        snprintf(err, errlen, "%s: out of memory building the network", g->type);
+    } else if (pf_net_check_desc(g, why, sizeof why)) {
+        snprintf(err, errlen, "%s", why);
+    } else {
+        return 0;
+    }
+    pf_net_free(g);
+    return -1;
+}
+
+int pf_net_build_unet_discriminator_sn(pf_net *g, int num_in_ch, int num_feat,
+                                       int skip_connection, char *err, size_t errlen) {
+    const char *bad = args_bad(num_in_ch, num_feat);
+    if (!bad && skip_connection != 0 && skip_connection != 1) bad = "skip_connection 0 or 1";
+    int x = d_begin(g, "UNetDiscriminatorSN", bad, num_in_ch, num_feat, "skip_connection",
+                    skip_connection, err, errlen);
+    if (bad) return -1;
     const int F = num_feat;
-    int x = pf_net_node(g, PF_G_INPUT, NULL, 0, num_in_ch, 1, 1, 0);
-    g->input = x;
     int x0 = dconv(g, x, "conv0", F, 3, 1, 1, SN_NONE, 1);
     int x1 = dconv(g, x0, "conv1", 2 * F, 4, 2, 0, SN_ON, 1);
     int x2 = dconv(g, x1, "conv2", 4 * F, 4, 2, 0, SN_ON, 1);
@@ -87,16 +117,48 @@ int pf_net_build_unet_discriminator_sn(pf_net *g, int num_in_ch, int num_feat,
     int o = dconv(g, x6, "conv7", F, 3, 1, 0, SN_ON, 1);
     o = dconv(g, o, "conv8", F, 3, 1, 0, SN_ON, 1);
     g->output = dconv(g, o, "conv9", 1, 3, 1, 1, SN_NONE, 0);
-    char why[256];
-    if (g->oom || g->output < 0) {
-        snprintf(err, errlen, "UNetDiscriminatorSN: out of memory building the network");
-    } else if (pf_net_check_desc(g, why, sizeof why)) {
-        snprintf(err, errlen, "%s", why);
-    } else {
-        return 0;
+    return d_finish(g, err, errlen);
+}
+
+/* ---- VGGStyleDiscriminator --------------------------------------------------------------- */
+
+/* LeakyReLU(0.2) as a node of its own (after a BatchNorm2d). */
+static int lrelu_node(pf_net *g, int x) {
+    if (x < 0) return -1;
+    const pf_gtensor t = g->t[x];
+    int o = pf_net_node(g, PF_G_RELU, &x, 1, t.c, t.mul, t.div, t.one);
+    if (o >= 0) g->node[g->n_node - 1].alpha = LRELU_SLOPE;
+    return o;
+}
+
+/* lrelu(bn_NAME(conv_NAME(x))): conv `conv` (no bias) then BatchNorm2d `bn`. */
+static int conv_bn(pf_net *g, int x, int k, int y, int oc, int ksize, int stride) {
+    char conv[16], bn[16];
+    snprintf(conv, sizeof conv, "conv%d_%d", k, y);
+    snprintf(bn, sizeof bn, "bn%d_%d", k, y);
+    return lrelu_node(g, pf_net_add_batchnorm(g, bn, dconv(g, x, conv, oc, ksize, stride, 0,
+                                                           SN_NONE, 0)));
+}
+
+int pf_net_build_vgg_style_discriminator(pf_net *g, int num_in_ch, int num_feat,
+                                         int input_size, char *err, size_t errlen) {
+    const char *bad = args_bad(num_in_ch, num_feat);
+    if (!bad && input_size != 128 && input_size != 256) bad = "input_size 128 or 256";
+    int x = d_begin(g, "VGGStyleDiscriminator", bad, num_in_ch, num_feat, "input_size",
+                    input_size, err, errlen);
+    if (bad) return -1;
+    const int F = num_feat, levels = input_size == 256 ? 6 : 5;
+    x = dconv(g, x, "conv0_0", F, 3, 1, 1, SN_NONE, 1);
+    x = conv_bn(g, x, 0, 1, F, 4, 2);
+    for (int k = 1, c = F; k < levels; k++) {
+        int oc = k < 4 ? 2 * c : c;     /* F -> 2F -> 4F -> 8F, then 8F */
+        x = conv_bn(g, x, k, 0, oc, 3, 1);
+        x = conv_bn(g, x, k, 1, oc, 4, 2);
+        c = oc;
     }
-    pf_net_free(g);
-    return -1;
+    x = lrelu_node(g, pf_net_add_linear(g, "linear1", x, F * 8 * 4 * 4, 100));
+    g->output = pf_net_add_linear(g, "linear2", x, 100, 1);
+    return d_finish(g, err, errlen);
 }
 
 /* ---- spectral normalisation over the flat buffers ------------------------------------------ */

@@ -61,6 +61,36 @@
 int pf_net_build_unet_discriminator_sn(pf_net *net, int num_in_ch, int num_feat,
                                        int skip_connection, char *err, size_t errlen);
 
+/* VGGStyleDiscriminator(num_in_ch, num_feat, input_size) into net (type
+   "VGGStyleDiscriminator", scale 1): BasicSR's discriminator of SRGAN / ESRGAN
+   (basicsr/archs/discriminator_arch.py; Ledig et al., "Photo-Realistic Single Image
+   Super-Resolution Using a Generative Adversarial Network", CVPR 2017, figure 4, as BasicSR
+   writes it). F = num_feat, lrelu = LeakyReLU(0.2), every conv padding 1, bn = BatchNorm2d
+   (affine, eps 1e-5, momentum 0.1; nn/net.h PF_G_BATCHNORM):
+
+        lrelu(conv0_0(x))                 3x3 s1, bias            num_in_ch -> F     S
+        lrelu(bn0_1(conv0_1(.)))          4x4 s2, no bias                 F -> F     S / 2
+        lrelu(bnK_0(convK_0(.)))          3x3 s1, no bias   K = 1 2 3: C -> 2C (C = F, 2F, 4F),
+        lrelu(bnK_1(convK_1(.)))          4x4 s2, no bias                         K = 4: 8F -> 8F
+                                                                      (each K halves the size)
+        [input_size 256: conv5_0 / bn5_0 and conv5_1 / bn5_1 too, 8F -> 8F]
+        lrelu(linear1(flatten(.)))        8F * 4 * 4 -> 100     (torch's x.view(N, -1): C, H, W)
+        out = linear2(.)                  100 -> 1
+
+   Input: the image in [0, 1] (no mean shift, range 1), N x num_in_ch x S x S with S =
+   input_size exactly (BasicSR asserts it; here the linear layer's in_features check refuses
+   another size when a plan is made, naming linear1); output: raw logits N x 1 (x 1 x 1).
+   Parameters and buffers are BasicSR's names in torch's order: conv0_0.weight, conv0_0.bias,
+   conv0_1.weight, bn0_1.weight, bn0_1.bias, conv1_0.weight, bn1_0.weight, ..., linear1.weight,
+   linear1.bias, linear2.weight, linear2.bias (the flat buffer); bnX_Y.running_mean /
+   running_var / num_batches_tracked are the model's running statistics (pf_model_running,
+   pf_model_tracked), between a layer's bias and the next module's weight in a state_dict.
+   Init: torch's defaults (BasicSR applies no other to this network): convs and linears
+   U(-1/sqrt(fan_in), 1/sqrt(fan_in)), BatchNorm weight 1, bias 0. num_in_ch must be 3,
+   num_feat 1..1024, input_size 128 or 256. Returns 0, or -1 with err (net freed). */
+int pf_net_build_vgg_style_discriminator(pf_net *net, int num_in_ch, int num_feat,
+                                         int input_size, char *err, size_t errlen);
+
 /* Number of spectral-normalised convolutions in net (pf_nconv.sn), and floats of their u / v
    state (sum of O + I K K over them). */
 int pf_disc_sn_count(const pf_net *net);

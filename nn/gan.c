@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common/safetensors.h"
+#include "common/util.h"
 #include "nn/discriminator.h"
 #include "nn/model.h"
 #include "nn/net.h"
@@ -26,6 +27,7 @@ struct pf_gan {
     int n_sn;
     /* per batch shape: n images of H x W (GT size) */
     int n, H, W, lh, lw;
+    size_t np;                      /* net_d's outputs: n H W (UNet), n (VGG style) */
     float *lq_f;                    /* n x lh x lw x 3 */
     float *y_raw, *d_raw;           /* net_g's output activation (NCHW) and its gradient */
     float *y, *gt_f, *usm_f, *dx;   /* n x H x W x 3: output image, gt, gt_usm, an input grad */
@@ -64,12 +66,16 @@ void pf_gan_free(pf_gan **self) {
     *self = NULL;
 }
 
-/* net_d: UNetDiscriminatorSN with its trained parameters and u / v drawn from seed. */
+/* net_d: UNetDiscriminatorSN or VGGStyleDiscriminator, its trained parameters and u / v
+   drawn from seed (BatchNorm's running statistics: the model's, pf_net_bn_init). */
 static int build_d(pf_gan *s, uint64_t seed, char *err, size_t errlen) {
     pf_net net;
     pf_net_init(&net);
-    if (pf_net_build_unet_discriminator_sn(&net, s->o.d_num_in_ch, s->o.d_num_feat,
-                                           s->o.d_skip_connection, err, errlen))
+    if (s->o.d_type == PF_GAN_D_VGG
+            ? pf_net_build_vgg_style_discriminator(&net, s->o.d_num_in_ch, s->o.d_num_feat,
+                                                   s->o.d_input_size, err, errlen)
+            : pf_net_build_unet_discriminator_sn(&net, s->o.d_num_in_ch, s->o.d_num_feat,
+                                                 s->o.d_skip_connection, err, errlen))
         return -1;
     s->d = pf_model_new_net(&net, s->o.conv_algorithm, err, errlen);
     if (!s->d) return -1;
@@ -131,6 +137,11 @@ pf_gan *pf_gan_new(const pf_gan_opts *o, pf_model *net_g, uint64_t seed, char *e
         snprintf(err, errlen, "gan: video generators are not supported yet");
         return NULL;
     }
+    if (o->d_type != PF_GAN_D_UNET_SN && o->d_type != PF_GAN_D_VGG) {
+        snprintf(err, errlen, "gan: network_d type %d is neither UNetDiscriminatorSN nor "
+                 "VGGStyleDiscriminator", (int)o->d_type);
+        return NULL;
+    }
     if (o->use_percep && pf_perceptual_opts_check(&o->percep, err, errlen)) return NULL;
     pf_gan *s = calloc(1, sizeof *s);
     if (!s) {
@@ -152,110 +163,194 @@ float *pf_gan_d_grads(pf_gan *s) { return s->d_grads; }
 size_t pf_gan_d_sn_numel(const pf_gan *s) { return s->sn_n; }
 float *pf_gan_d_sn_state(pf_gan *s) { return s->sn_state; }
 const pf_net *pf_gan_d_net(const pf_gan *s) { return pf_model_net(s->d); }
+pf_model *pf_gan_d_model(pf_gan *s) { return s->d; }
+
+uint64_t pf_gan_d_digest(pf_gan *s) {
+    const pf_net *d = pf_model_net(s->d);
+    uint64_t h = pf_fnv1a64(s->d_params, s->d_n * sizeof(float), PF_FNV_OFFSET);
+    h = pf_fnv1a64(s->sn_state, s->sn_n * sizeof(float), h);
+    h = pf_fnv1a64(pf_model_running(s->d), d->n_running * sizeof(float), h);
+    return pf_fnv1a64(pf_model_tracked(s->d), (size_t)d->n_bn * sizeof(int64_t), h);
+}
 pf_model *pf_gan_vgg(pf_gan *s) { return s->vgg; }
 
-/* Entry k of net_d's state_dict (k from 0; n_tensors + 2 n_sn entries): its name into name,
-   its data and shape into *t. Returns 0, or -1 past the end. */
-static int d_entry(const pf_gan *s, int k, char *name, size_t len, pf_st_tensor *t,
-                   float *const *data) {
+/* Where net_d's state_dict entries read or write: parameters (d_n floats), u / v (sn_n),
+   BatchNorm running statistics (net->n_running floats) and num_batches_tracked (n_bn). */
+typedef struct {
+    float *params, *sn, *running;
+    int64_t *tracked;
+} d_store;
+
+static int d_n_entries(const pf_gan *s) {
     const pf_net *d = pf_model_net(s->d);
+    return d->n_tensors + 2 * s->n_sn + 3 * d->n_bn;
+}
+
+/* The extra entries after tensor i (k counts down; 0: this one): an SN conv's weight_u /
+   weight_v after its weight_orig, a BatchNorm2d's running_mean, running_var and
+   num_batches_tracked (I64, 0-dim) after its bias. Returns 0 when entry k was filled, 1
+   when k stays past these (decremented), as torch's state_dict orders them. */
+static int d_buffers(const pf_gan *s, int i, int *k, char *name, size_t len, pf_st_tensor *t,
+                     const int64_t **i64, const d_store *st) {
+    const pf_net *d = pf_model_net(s->d);
+    for (int j = 0; j < s->n_sn; j++) {
+        size_t off[2];
+        const pf_nconv *c = &d->conv[pf_disc_sn_at(d, j, &off[0], &off[1])];
+        if (c->weight != i) continue;
+        for (int uv = 0; uv < 2; uv++)
+            if ((*k)-- == 0) {
+                snprintf(name, len, "%s.weight_%c", c->name, uv ? 'v' : 'u');
+                *t = (pf_st_tensor){ .name = name, .data = st->sn + off[uv], .ndim = 1 };
+                t->shape[0] = uv ? (int64_t)c->ic * c->k * c->k : c->oc;
+                return 0;
+            }
+    }
+    for (int m = 0; m < d->n_node; m++) {
+        const pf_gnode *nd = &d->node[m];
+        if (nd->op != PF_G_BATCHNORM || nd->param + 1 != i) continue;
+        const char *bias = d->tensors[i].name;
+        int base = (int)(strrchr(bias, '.') - bias);
+        int64_t c = d->tensors[i].shape[0];
+        for (int b = 0; b < 3; b++)
+            if ((*k)-- == 0) {
+                static const char *const what[3] = { "running_mean", "running_var",
+                                                     "num_batches_tracked" };
+                snprintf(name, len, "%.*s.%s", base, bias, what[b]);
+                *t = (pf_st_tensor){ .name = name, .ndim = b < 2,
+                                     .data = b < 2 ? st->running + nd->stat + b * c : NULL };
+                t->shape[0] = c;
+                if (b == 2) *i64 = st->tracked + nd->bn;
+                return 0;
+            }
+    }
+    return 1;
+}
+
+/* Entry k of net_d's state_dict (k from 0; d_n_entries of them, torch's order): its name into
+   name, its data and shape into *t, *i64 its int64 data for num_batches_tracked (else NULL).
+   Returns 0, or -1 past the end. */
+static int d_entry(const pf_gan *s, int k, char *name, size_t len, pf_st_tensor *t,
+                   const int64_t **i64, const d_store *st) {
+    const pf_net *d = pf_model_net(s->d);
+    *i64 = NULL;
     for (int i = 0; i < d->n_tensors; i++) {
         const pf_param_info *p = &d->tensors[i];
         if (k-- == 0) {
             snprintf(name, len, "%s", p->name);
-            *t = (pf_st_tensor){ .name = name, .data = data[0] + p->offset, .ndim = p->ndim };
+            *t = (pf_st_tensor){ .name = name, .data = st->params + p->offset, .ndim = p->ndim };
             memcpy(t->shape, p->shape, sizeof t->shape);
             return 0;
         }
-        for (int j = 0; j < s->n_sn; j++) {
-            size_t off[2];
-            const pf_nconv *c = &d->conv[pf_disc_sn_at(d, j, &off[0], &off[1])];
-            if (c->weight != i) continue;
-            for (int uv = 0; uv < 2; uv++)
-                if (k-- == 0) {
-                    snprintf(name, len, "%s.weight_%c", c->name, uv ? 'v' : 'u');
-                    *t = (pf_st_tensor){ .name = name, .data = data[1] + off[uv], .ndim = 1 };
-                    t->shape[0] = uv ? (int64_t)c->ic * c->k * c->k : c->oc;
-                    return 0;
-                }
-        }
+        if (d_buffers(s, i, &k, name, len, t, i64, st) == 0) return 0;
     }
     return -1;
 }
 
+static d_store d_own_store(const pf_gan *s) {
+    return (d_store){ s->d_params, s->sn_state, pf_model_running(s->d),
+                      pf_model_tracked(s->d) };
+}
+
 int pf_gan_d_serialize(const pf_gan *s, void **buf, size_t *len, char *err, size_t errlen) {
     const pf_net *d = pf_model_net(s->d);
-    int n = d->n_tensors + 2 * s->n_sn;
+    int n = d_n_entries(s);
     pf_st_tensor *t = calloc((size_t)n, sizeof *t);
+    const int64_t **i64 = calloc((size_t)n, sizeof *i64);
     char (*names)[112] = calloc((size_t)n, sizeof *names);
-    if (!t || !names) {
+    if (!t || !names || !i64) {
         free(t);
+        free(i64);
         free(names);
         snprintf(err, errlen, "gan: out of memory serialising net_d");
         return -1;
     }
-    float *const data[2] = { s->d_params, s->sn_state };
-    for (int k = 0; k < n; k++) d_entry(s, k, names[k], sizeof names[k], &t[k], data);
-    char feat[16], skip[4];
+    const d_store st = d_own_store(s);
+    for (int k = 0; k < n; k++) d_entry(s, k, names[k], sizeof names[k], &t[k], &i64[k], &st);
+    char feat[16], arg[16];
+    int vgg = s->o.d_type == PF_GAN_D_VGG;
     snprintf(feat, sizeof feat, "%d", s->o.d_num_feat);
-    snprintf(skip, sizeof skip, "%d", s->o.d_skip_connection ? 1 : 0);
-    const char *meta[] = { "format", "pixflow-1", "network_d", "UNetDiscriminatorSN",
-                           "num_feat", feat, "skip_connection", skip };
-    int rc = pf_safetensors_serialize(t, n, meta, 4, buf, len, err, errlen);
+    snprintf(arg, sizeof arg, "%d", vgg ? s->o.d_input_size : s->o.d_skip_connection ? 1 : 0);
+    const char *meta[] = { "format", "pixflow-1", "network_d", d->type, "num_feat", feat,
+                           vgg ? "input_size" : "skip_connection", arg };
+    int rc = pf_safetensors_serialize_i64(t, i64, n, meta, 4, buf, len, err, errlen);
     free(t);
+    free(i64);
     free(names);
     return rc;
 }
 
-int pf_gan_d_load(pf_gan *s, const pf_safetensors *st, char *err, size_t errlen) {
+/* Entry k of the file into st's place for it (shape and dtype checked). Returns 0, or -1 with
+   err naming the file and the tensor. */
+static int d_load_entry(const pf_gan *s, const pf_safetensors *f, int k, const d_store *st,
+                        char *err, size_t errlen) {
     const pf_net *d = pf_model_net(s->d);
-    int n = d->n_tensors + 2 * s->n_sn;
-    const char *file = pf_safetensors_name(st);
-    float *p = malloc((s->d_n + s->sn_n + 1) * sizeof(float));
-    if (!p) {
-        snprintf(err, errlen, "gan: out of memory loading net_d");
+    char name[112];
+    pf_st_tensor t;
+    const int64_t *i64;
+    d_entry(s, k, name, sizeof name, &t, &i64, st);
+    int ndim;
+    int64_t shape[4];
+    size_t numel = 1;
+    for (int a = 0; a < t.ndim; a++) numel *= (size_t)t.shape[a];
+    const float *v = i64 ? NULL : pf_safetensors_get(f, name, &ndim, shape);
+    int64_t nbt = 0;
+    int found = i64 ? pf_safetensors_get_i64(f, name, &ndim, shape, &nbt, 1) >= 0 : v != NULL;
+    if (!found || ndim != t.ndim || memcmp(shape, t.shape, sizeof(int64_t) * (size_t)ndim)) {
+        int other = i64 ? pf_safetensors_get(f, name, NULL, NULL) != NULL : 0;
+        snprintf(err, errlen, "%s: net_d (%s, num_feat %d): %s %s", pf_safetensors_name(f),
+                 d->type, s->o.d_num_feat, name,
+                 other ? "is not I64 (torch's int64)" : found ? "has another shape"
+                                                             : "is missing");
         return -1;
     }
-    float *const data[2] = { p, p + s->d_n };
-    for (int k = 0; k < n; k++) {
-        char name[112];
-        pf_st_tensor t;
-        d_entry(s, k, name, sizeof name, &t, data);
-        int ndim;
-        int64_t shape[4];
-        const float *v = pf_safetensors_get(st, name, &ndim, shape);
-        size_t numel = 1;
-        for (int a = 0; a < t.ndim; a++) numel *= (size_t)t.shape[a];
-        if (!v || ndim != t.ndim || memcmp(shape, t.shape, sizeof(int64_t) * (size_t)ndim)) {
-            snprintf(err, errlen, "%s: net_d (UNetDiscriminatorSN, num_feat %d): %s %s", file,
-                     s->o.d_num_feat, name, v ? "has another shape" : "is missing");
-            free(p);
-            return -1;
-        }
+    if (i64)
+        *(int64_t *)i64 = nbt;  /* the caller's store (tmp), not const */
+    else
         memcpy((float *)t.data, v, numel * sizeof(float));
+    return 0;
+}
+
+int pf_gan_d_load(pf_gan *s, const pf_safetensors *st, char *err, size_t errlen) {
+    const pf_net *d = pf_model_net(s->d);
+    int n = d_n_entries(s);
+    const char *file = pf_safetensors_name(st);
+    size_t nf = s->d_n + s->sn_n + d->n_running;
+    float *p = malloc((nf + 1) * sizeof(float));
+    int64_t *tr = calloc((size_t)d->n_bn + 1, sizeof *tr);
+    int rc = -1;
+    if (!p || !tr) {
+        snprintf(err, errlen, "gan: out of memory loading net_d");
+        goto out;
     }
+    const d_store tmp = { p, p + s->d_n, p + s->d_n + s->sn_n, tr };
+    for (int k = 0; k < n; k++)
+        if (d_load_entry(s, st, k, &tmp, err, errlen)) goto out;
     for (int i = 0; i < pf_safetensors_count(st); i++) {
         const char *fname;
-        int ndim, known = 0;
-        int64_t shape[4];
-        pf_safetensors_at(st, i, &fname, &ndim, shape);
+        int known = 0;
+        pf_safetensors_at(st, i, &fname, NULL, NULL);
         for (int k = 0; k < n && !known; k++) {
             char name[112];
             pf_st_tensor t;
-            d_entry(s, k, name, sizeof name, &t, data);
+            const int64_t *i64;
+            d_entry(s, k, name, sizeof name, &t, &i64, &tmp);
             known = !strcmp(name, fname);
         }
         if (!known) {
-            snprintf(err, errlen, "%s: net_d (UNetDiscriminatorSN, num_feat %d): unexpected "
-                     "tensor %s", file, s->o.d_num_feat, fname);
-            free(p);
-            return -1;
+            snprintf(err, errlen, "%s: net_d (%s, num_feat %d): unexpected tensor %s", file,
+                     d->type, s->o.d_num_feat, fname);
+            goto out;
         }
     }
     memcpy(s->d_params, p, s->d_n * sizeof(float));
     memcpy(s->sn_state, p + s->d_n, s->sn_n * sizeof(float));
+    memcpy(pf_model_running(s->d), p + s->d_n + s->sn_n, d->n_running * sizeof(float));
+    memcpy(pf_model_tracked(s->d), tr, (size_t)d->n_bn * sizeof *tr);
+    rc = 0;
+out:
     free(p);
-    return 0;
+    free(tr);
+    return rc;
 }
 
 static float *alloc_f(size_t n, int *fail) {
@@ -290,6 +385,7 @@ static int shape(pf_gan *s, int n, int lh, int lw, char *err, size_t errlen) {
     s->lw = lw;
     s->H = lh * sc;
     s->W = lw * sc;
+    s->np = s->o.d_type == PF_GAN_D_VGG ? (size_t)n : (size_t)n * s->H * s->W;
     return 0;
 }
 
@@ -323,6 +419,12 @@ static void add_image_grad(const pf_gan *s, const float *dx, float *d_raw) {
 int pf_gan_d_forward(pf_gan *s, const float *x, int n, int h, int w, float *out, char *err,
                      size_t errlen) {
     err[0] = 0;
+    if (s->o.d_type == PF_GAN_D_VGG && (h != s->o.d_input_size || w != s->o.d_input_size)) {
+        snprintf(err, errlen, "gan: VGGStyleDiscriminator (input_size %d) takes %d x %d "
+                 "images, got %d x %d (gt_patch_size must equal network_d.input_size)",
+                 s->o.d_input_size, s->o.d_input_size, s->o.d_input_size, h, w);
+        return -1;
+    }
     pf_disc_sn_forward(pf_model_net(s->d), s->sn, s->d_params, 1, pf_model_params(s->d));
     if (pf_model_forward_train_f32(s->d, x, n, h, w, err, errlen) ||
         pf_model_read(s->d, -1, out)) {
@@ -405,7 +507,7 @@ static double rel_loss(const pf_gan *s, const float *pred, double c, size_t np, 
    gradients with respect to their inputs: the first term reaches fake_g_pred through its mean.
    Its gradient goes through net_d into net_g's buffer with the others'. */
 static int esrgan_g_gan(pf_gan *s, pf_gan_losses *L, char *err, size_t errlen) {
-    size_t np = (size_t)s->n * s->H * s->W;
+    size_t np = s->np;
     float *real = malloc(3 * np * sizeof(float));
     if (!real) {
         snprintf(err, errlen, "gan: out of memory for ESRGANModel's generator step");
@@ -448,7 +550,7 @@ static int g_step(pf_gan *s, const uint8_t *gt, const uint8_t *gt_usm, pf_gan_lo
     }
     if (s->o.model_type == PF_GAN_MODEL_ESRGAN) return esrgan_g_gan(s, L, err, errlen);
     if (d_forward(s, s->y, err, errlen)) return -1;
-    size_t np = img / 3;
+    size_t np = s->np;
     L->l_g_gan = pf_gan_loss_forward_backward(&s->o.gan, s->pred, np, 1, 0, s->dpred);
     /* net_d is frozen here (BasicSR sets requires_grad False): its input gradient alone; its
        parameter gradients are the discriminator step's (d_pass overwrites them first) */
@@ -462,7 +564,7 @@ static int g_step(pf_gan *s, const uint8_t *gt, const uint8_t *gt_usm, pf_gan_lo
 static int d_pass(pf_gan *s, const float *x, int real, int accumulate, double *loss,
                   double *mean_out, char *err, size_t errlen) {
     if (d_forward(s, x, err, errlen)) return -1;
-    size_t np = (size_t)s->n * s->H * s->W;
+    size_t np = s->np;
     *loss = pf_gan_loss_forward_backward(&s->o.gan, s->pred, np, real, 1, s->dpred);
     *mean_out = mean_of(s->pred, np);
     if (pf_model_backward_from(s->d, s->dpred, NULL, NULL, err, errlen)) return -1;
@@ -482,7 +584,7 @@ static int d_rel_pass(pf_gan *s, const float *x, double c, int real, int accumul
                       float *scratch, double *loss, double *mean_out, char *err,
                       size_t errlen) {
     if (d_forward(s, x, err, errlen)) return -1;
-    size_t np = (size_t)s->n * s->H * s->W;
+    size_t np = s->np;
     *loss = rel_loss(s, s->pred, c, np, real, 1, 0.5, scratch, s->dpred);
     *mean_out = mean_of(s->pred, np);
     if (pf_model_backward_from(s->d, s->dpred, NULL, NULL, err, errlen)) return -1;
@@ -500,7 +602,7 @@ static int d_rel_pass(pf_gan *s, const float *x, double c, int real, int accumul
    with the means detached; out_d_real / out_d_fake = mean(real_d_pred) / mean(fake_d_pred),
    the last two calls'. */
 static int esrgan_d_step(pf_gan *s, pf_gan_losses *L, char *err, size_t errlen) {
-    size_t np = (size_t)s->n * s->H * s->W;
+    size_t np = s->np;
     float *scratch = malloc(np * sizeof(float));
     if (!scratch) {
         snprintf(err, errlen, "gan: out of memory for ESRGANModel's discriminator step");

@@ -44,10 +44,17 @@
         fake_d_pred = net_d(out)      l_d_fake = gan_opt(fake_d_pred - mean(real_d_pred), fake,
                                                          disc) * 0.5
       the means detached; out_d_real / out_d_fake the plain means of the last two calls.
-    BasicSR trains ESRGAN with VGGStyleDiscriminator; here net_d is UNetDiscriminatorSN (the
-    step does not depend on the discriminator's architecture).
+    net_d is UNetDiscriminatorSN or VGGStyleDiscriminator (BasicSR's ESRGAN recipe); the step
+    does not depend on the architecture. VGGStyleDiscriminator's outputs are one logit per
+    image (n of them, where UNetDiscriminatorSN gives n H W), and its BatchNorm2d layers run in
+    training mode in every net_d call above (BasicSR never puts net_d in eval mode while
+    training): each call normalises by its own batch's statistics and updates the running
+    statistics (so the generator step's calls update them too, as torch's do); they are state
+    of net_d that pf_gan_d_serialize / pf_gan_d_load carry. Data parallel: like BasicSR under
+    DDP (no SyncBatchNorm), each rank normalises its own batch and keeps its own running
+    statistics; rank 0's are the ones a checkpoint holds.
 
-    Not yet: VGGStyleDiscriminator, the CUDA executor.
+    Not yet: the CUDA executor.
 */
 #ifndef PF_GAN_H
 #define PF_GAN_H
@@ -61,6 +68,9 @@
 struct pf_model;
 
 typedef enum { PF_GAN_MODEL_REALESRGAN, PF_GAN_MODEL_ESRGAN } pf_gan_model_type;
+/* network_d.type: UNetDiscriminatorSN (0, the default of a zeroed pf_gan_opts) or
+   VGGStyleDiscriminator (nn/discriminator.h). */
+typedef enum { PF_GAN_D_UNET_SN, PF_GAN_D_VGG } pf_gan_d_type;
 
 typedef struct {
     pf_gan_model_type model_type;   /* model_type: RealESRGANModel or ESRGANModel */
@@ -75,8 +85,11 @@ typedef struct {
     const char *vgg_weights;        /* the VGG19 safetensors file (torchvision's names); NULL:
                                        the VGG keeps its init (tests fill its parameters) */
     pf_gan_loss gan;                /* gan_opt */
+    pf_gan_d_type d_type;           /* network_d.type */
     int d_num_in_ch, d_num_feat;    /* network_d: UNetDiscriminatorSN(num_in_ch 3, num_feat, */
     int d_skip_connection;          /*            skip_connection) */
+    int d_input_size;               /* VGGStyleDiscriminator(num_in_ch 3, num_feat, input_size
+                                       128 or 256): GT patches must be input_size square */
     const char *conv_algorithm;     /* NULL or "": auto (docs/config.md) */
 } pf_gan_opts;
 
@@ -101,32 +114,44 @@ void pf_gan_free(pf_gan **self);
 
 /* net_d's trained parameters (weight_orig for its spectral-normalised convs; the parameter
    table of pf_gan_d_net, BasicSR's names), their gradients of the last pf_gan_compute, and
-   the spectral norm's u / v state (pf_disc_sn_numel floats, nn/discriminator.h's layout). */
+   the spectral norm's u / v state (pf_disc_sn_numel floats, nn/discriminator.h's layout;
+   none for VGGStyleDiscriminator, whose BatchNorm running statistics are pf_gan_d_model's
+   pf_model_running / pf_model_tracked). */
 size_t pf_gan_d_num_params(const pf_gan *s);
 float *pf_gan_d_params(pf_gan *s);
 float *pf_gan_d_grads(pf_gan *s);
 size_t pf_gan_d_sn_numel(const pf_gan *s);
 float *pf_gan_d_sn_state(pf_gan *s);
 const struct pf_net *pf_gan_d_net(const pf_gan *s);
+struct pf_model *pf_gan_d_model(pf_gan *s);
+/* FNV-1a 64 (common/util.h pf_fnv1a64) of net_d's state: its parameters, u / v, then the
+   BatchNorm running statistics and num_batches_tracked (none for UNetDiscriminatorSN, whose
+   digest is that of the first two), host byte order: equal states, equal digests. */
+uint64_t pf_gan_d_digest(pf_gan *s);
 /* net_d's state_dict as a safetensors file image (malloc'd *buf, *len bytes): torch's names
    and order, BasicSR's UNetDiscriminatorSN's: conv0.weight, conv0.bias, then per
    spectral-normalised conv NAME.weight_orig, NAME.weight_u, NAME.weight_v, ..., conv9.weight,
    conv9.bias (what `torch.save(net_d.state_dict())` holds, so load_state_dict(strict=True)
    takes it after scripts/pth2safetensors.py's conversion the other way); metadata format
-   "pixflow-1", network_d "UNetDiscriminatorSN", num_feat, skip_connection. Returns 0, or -1
-   with err. */
+   "pixflow-1", network_d "UNetDiscriminatorSN", num_feat, skip_connection.
+   VGGStyleDiscriminator's: its parameters in torch's order with each bnX_Y's buffers after its
+   bias: bnX_Y.running_mean, bnX_Y.running_var (F32 [C]) and bnX_Y.num_batches_tracked (I64,
+   0-dim, as torch keeps it); metadata network_d "VGGStyleDiscriminator", num_feat,
+   input_size. Returns 0, or -1 with err. */
 int pf_gan_d_serialize(const pf_gan *s, void **buf, size_t *len, char *err, size_t errlen);
 
 struct pf_safetensors;
-/* Load net_d's parameters and u / v from a state_dict file (the layout above, any tensor
+/* Load net_d's parameters, u / v and BatchNorm buffers from a state_dict file (the layout above, any tensor
    order), strictly: every tensor present with its shape and nothing else. On a mismatch err
    names the file and the first missing, mis-shaped or unexpected tensor, and net_d is left as
    it was. Returns 0 or -1. */
 int pf_gan_d_load(pf_gan *s, const struct pf_safetensors *st, char *err, size_t errlen);
 
 /* One training-mode forward of net_d (its spectral norm iterates u once, as every net_d call
-   of the step does) on x (n x h x w x 3 NHWC, images in [0, 1], h and w multiples of 8) into
-   out (n x 1 x h x w). Returns 0, or -1 with err. */
+   of the step does; BatchNorm2d in training mode, its running statistics updated) on x (n x h
+   x w x 3 NHWC, images in [0, 1]; UNetDiscriminatorSN: h and w multiples of 8, out n x 1 x h x
+   w; VGGStyleDiscriminator: h = w = input_size, else an error saying so, out n floats).
+   Returns 0, or -1 with err. */
 int pf_gan_d_forward(pf_gan *s, const float *x, int n, int h, int w, float *out, char *err,
                      size_t errlen);
 

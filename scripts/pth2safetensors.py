@@ -13,7 +13,8 @@ Where the weights are found (the first that applies; --key picks one entry by ha
             without the prefixes (other modules, e.g. the discriminator, are left out);
   else      a plain state_dict {name: tensor}.
 A 'module.' prefix (DataParallel) is dropped, as BasicSR's load_network does. Every floating
-tensor is stored as F32; other tensors (e.g. BatchNorm's num_batches_tracked) are left out and
+tensor is stored as F32; BatchNorm's int64 NAME.num_batches_tracked as I64 (a BasicSR net_d_N.pth
+of VGGStyleDiscriminator loads strictly with gan.load_from_d); other tensors are left out and
 named.
 
 Needs only torch and numpy (Debian 12 has no python3-safetensors): the format is written here
@@ -92,10 +93,10 @@ def find_weights(ck, key, path):
 
 
 def write_safetensors(path, tensors, meta):
-    """tensors: list of (name, float32 numpy array) in file order; meta: {str: str}."""
+    """tensors: list of (name, float32 or int64 numpy array) in file order; meta: {str: str}."""
     header, at = {"__metadata__": meta}, 0
     for name, a in tensors:
-        header[name] = {"dtype": "F32", "shape": list(a.shape),
+        header[name] = {"dtype": "I64" if a.dtype == np.int64 else "F32", "shape": list(a.shape),
                         "data_offsets": [at, at + a.nbytes]}
         at += a.nbytes
     hdr = json.dumps(header, separators=(",", ":")).encode()
@@ -125,6 +126,11 @@ def main():
     out, skipped = [], []
     for prefix, sd in (("", plain), (EMA_PREFIX, ema or {})):
         for k, v in sd.items():
+            if k.endswith("num_batches_tracked") and v.dtype == torch.int64:
+                arr = v.detach().contiguous().numpy()
+                # np.array keeps the 0-dim shape (ascontiguousarray would make it [1])
+                out.append((prefix + k, np.array(arr, dtype="<i8", order="C")))
+                continue
             if not v.is_floating_point():
                 skipped.append(prefix + k)
                 continue

@@ -33,6 +33,9 @@
        restored (the same digest in the log, unlike A's fresh one); with max_keep_ckpts 1 its last checkpoint's four files are all that is
        left. A checkpoint without its net_d file is refused with an error that names it.
     E. model_type ESRGANModel (relativistic) trains too: every term logged and finite.
+    G. ESRGANModel with VGGStyleDiscriminator (input_size 128, GT patches 128) trains: every
+       term finite; its checkpoint's net_d file holds the BatchNorm running statistics and
+       num_batches_tracked (I64) = the number of net_d calls.
     D. The discriminator's real input is the plain GT (gan_gt_usm false): at iteration 1 A's
        l_d_real and out_d_real equal those of a job whose loaders send the plain GT alone
        (data.train.gt_usm off), and differ from a job with gan_gt_usm true.
@@ -65,6 +68,10 @@ static char root[256], bin[1024];
 static const char *model_type = "RealESRGANModel";   /* gan.model_type of the next config */
 static int total_iters = ITERS;                      /* total_iters of the next config */
 static int max_keep = 10;                            /* its max_keep_ckpts */
+static const char *network_d = "{type: UNetDiscriminatorSN, num_in_ch: 3, num_feat: 8,\n"
+                               "              skip_connection: true}";   /* its network_d */
+static int gt_patch = 80;                            /* its gt_patch_size */
+static const char *train_dir = "train";              /* its gt_folder under root */
 static const char *TERMS[N_TERMS] = { "l_g_pix", "l_g_percep", "l_g_gan", "l_d_real",
                                       "l_d_fake", "out_d_real", "out_d_fake", "lr_d" };
 
@@ -115,7 +122,7 @@ static void write_config(const char *path, const char *work_dir, int batch, int 
             "data:\n"
             "  samples_per_gpu: %d\n"
             "  prefetch: 2\n"
-            "  train: {type: RealESRGANDataset, gt_folder: %s/train, gt_patch_size: 80,\n"
+            "  train: {type: RealESRGANDataset, gt_folder: %s/%s, gt_patch_size: %d,\n"
             "          use_flip: true, use_rot: true, repeat: 4, gt_usm: %s}\n"
             "optimizers: {type: Adam, lr: 1.0e-3, betas: [0.9, 0.99]}\n"
             "ema_decay: 0.9\n"
@@ -129,8 +136,7 @@ static void write_config(const char *path, const char *work_dir, int batch, int 
             "  model_type: %s\n"
             "  net_d_iters: 2\n"
             "  net_d_init_iters: 1\n"
-            "  network_d: {type: UNetDiscriminatorSN, num_in_ch: 3, num_feat: 8,\n"
-            "              skip_connection: true}\n"
+            "  network_d: %s\n"
             "  perceptual_opt:\n"
             "    type: PerceptualLoss\n"
             "    layer_weights: {conv1_2: 0.1, conv2_1: 1.0}\n"
@@ -141,8 +147,8 @@ static void write_config(const char *path, const char *work_dir, int batch, int 
             "    vgg_weights: %s/vgg19.safetensors\n"
             "  gan_opt: {type: GANLoss, gan_type: vanilla, loss_weight: 0.1}\n"
             "  optim_d: {type: SGD, lr: 0.02, momentum: 0.9}\n%s",
-            batch, root, usm ? "true" : "false", total_iters, max_keep, work_dir,
-            model_type, root, gan_extra);
+            batch, root, train_dir, gt_patch, usm ? "true" : "false", total_iters, max_keep,
+            work_dir, model_type, network_d, root, gan_extra);
     fclose(f);
 }
 
@@ -569,19 +575,69 @@ static void check_plain_gt(const double one[ITERS + 1][N_TERMS]) {
           one[1][5]);
 }
 
+/* tag's job (`what` in messages) logged every term of each iteration, finite (the generator's
+   where its step ran). */
+static void check_finite_terms(const char *tag, const char *what) {
+    double t[ITERS + 1][N_TERMS];
+    int g[ITERS + 1];
+    CHECK(read_terms(tag, t, g) == ITERS, "%s: gan lines missing", what);
+    for (int it = 1; it <= ITERS; it++)
+        for (int k = g[it] ? 0 : 3; k < N_TERMS; k++)
+            CHECK(isfinite(t[it][k]), "%s, iteration %d: %s not finite", what, it, TERMS[k]);
+}
+
 /* E: an ESRGANModel job (BasicSR's esrgan_model.py step) runs and logs finite terms. */
 static void check_esrgan(void) {
     model_type = "ESRGANModel";
     int st = train_with("esrgan", 4, "1", NULL, 1, "");
     model_type = "RealESRGANModel";
     CHECK(st == 0, "ESRGANModel: pixflow train exited with %d (see %s/esrgan.out)", st, root);
-    if (st) return;
-    double t[ITERS + 1][N_TERMS];
-    int g[ITERS + 1];
-    CHECK(read_terms("esrgan", t, g) == ITERS, "ESRGANModel: gan lines missing");
-    for (int it = 1; it <= ITERS; it++)
-        for (int k = g[it] ? 0 : 3; k < N_TERMS; k++)
-            CHECK(isfinite(t[it][k]), "ESRGANModel, iteration %d: %s not finite", it, TERMS[k]);
+    if (st == 0) check_finite_terms("esrgan", "ESRGANModel");
+}
+
+static void check_vgg_d_job(const char *tag);
+
+/* G: ESRGANModel with VGGStyleDiscriminator (BasicSR's ESRGAN recipe; num_feat 8, input_size
+   128 = gt_patch_size, photos of 136 x 136) trains: every term finite, and the last
+   checkpoint's net_d file carries the BatchNorm buffers, num_batches_tracked (I64) counting
+   every net_d call: 3 per iteration (the discriminator step's) and 2 more per generator step
+   (iterations 2 and 4): 16. The same job on 2 workers with batch 1 each (BatchNorm not
+   synchronised: each rank normalises its own image, as BasicSR under DDP) trains too, and its
+   checkpoint (rank 0's running statistics) has the same count. */
+static void check_vgg_d(void) {
+    char dir[600];
+    snprintf(dir, sizeof dir, "%s/train128", root);
+    make_images(dir, 4, 136, 5);
+    model_type = "ESRGANModel";
+    network_d = "{type: VGGStyleDiscriminator, num_in_ch: 3, num_feat: 8, input_size: 128}";
+    gt_patch = 128;
+    train_dir = "train128";
+    int st = train_with("vggd", 2, "1", NULL, 1, "");
+    int st2 = train_with("vggd2", 1, "2", NULL, 1, "");
+    model_type = "RealESRGANModel";
+    CHECK(st == 0, "VGGStyleDiscriminator: pixflow train exited with %d (see %s/vggd.out)", st,
+          root);
+    CHECK(st2 == 0, "VGGStyleDiscriminator, 2 workers: pixflow train exited with %d (see "
+          "%s/vggd2.out)", st2, root);
+    if (st == 0) check_vgg_d_job("vggd");
+    if (st2 == 0) check_vgg_d_job("vggd2");
+}
+
+/* G's checks of one job, tag. */
+static void check_vgg_d_job(const char *tag) {
+    check_finite_terms(tag, tag);
+    char path[700], err[512];
+    snprintf(path, sizeof path, "%s/%s/checkpoints/iter_%d.net_d.safetensors", root, tag, ITERS);
+    pf_safetensors *st_d = NULL;
+    CHECK(pf_safetensors_load(path, &st_d, err, sizeof err) == 0, "%s", err);
+    int64_t nbt = -1;
+    int ndim = -1;
+    const float *rv = pf_safetensors_get(st_d, "bn4_1.running_var", NULL, NULL);
+    CHECK(pf_safetensors_get_i64(st_d, "bn0_1.num_batches_tracked", &ndim, NULL, &nbt, 1) == 1 &&
+          ndim == 0 && nbt == 16, "%s: bn0_1.num_batches_tracked %lld, want 16", path,
+          (long long)nbt);
+    CHECK(rv && rv[0] != 1.0f && isfinite(rv[0]), "%s: bn4_1.running_var updated", path);
+    pf_safetensors_free(&st_d);
 }
 
 int main(void) {
@@ -639,6 +695,7 @@ int main(void) {
         check_resume(t1, l1);
         check_plain_gt(t1);
         check_esrgan();
+        check_vgg_d();
     }
     return pf_test_job_end("test_e2e_gan", root);
 }

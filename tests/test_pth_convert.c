@@ -14,7 +14,9 @@
     And BasicSR's net_d_N.pth of a UNetDiscriminatorSN ({'params': state_dict} with the
     spectral norm's weight_orig, weight_u, weight_v): converted, it loads strictly into the GAN
     step's net_d (pf_gan_d_load, what gan.load_from_d does), and net_d's state_dict written
-    back (pf_gan_d_serialize) is torch's, name by name in torch's order, bit for bit.
+    back (pf_gan_d_serialize) is torch's, name by name in torch's order, bit for bit; the same
+    for a VGGStyleDiscriminator's, whose BatchNorm buffers the converter keeps
+    (num_batches_tracked as I64).
     Without torch it exits 77 (skipped).
 */
 #include <stdio.h>
@@ -83,21 +85,27 @@ static void compare(const char *tag, pf_model *m, const reference *r) {
           pf_model_num_tensors(m));
 }
 
-/* BasicSR's net_d_N.pth (UNetDiscriminatorSN, num_feat 8): converted, loaded strictly into
-   the step's net_d, and written back as torch's state_dict, in its order, bit for bit. */
-static void check_net_d(const pf_config *cfg, const char *src, const char *dir) {
-    char cmd[2048], path[400], err[1024];
+/* BasicSR's net_d_N.pth (which: "net_d", UNetDiscriminatorSN, or "net_d_vgg",
+   VGGStyleDiscriminator with its BatchNorm buffers; num_feat 8): converted, loaded strictly
+   into the step's net_d, and written back as torch's state_dict, in its order, bit for bit
+   (num_batches_tracked: I64 with the reference's value). */
+static void check_net_d(const pf_config *cfg, const char *src, const char *dir,
+                        const char *which) {
+    char cmd[2048], path[400], err[1024], names[128];
     reference r = { 0 };
-    CHECK(read_reference(dir, "net_d_names.txt", "net_d", &r) == 0, "%s: net_d reference", dir);
-    snprintf(path, sizeof path, "%s/net_d.safetensors", dir);
-    snprintf(cmd, sizeof cmd, PY " %s/scripts/pth2safetensors.py %s/net_d.pth %s >/dev/null", src,
-             dir, path);
+    snprintf(names, sizeof names, "%s_names.txt", which);
+    CHECK(read_reference(dir, names, which, &r) == 0, "%s: %s reference", dir, which);
+    snprintf(path, sizeof path, "%s/%s.safetensors", dir, which);
+    snprintf(cmd, sizeof cmd, PY " %s/scripts/pth2safetensors.py %s/%s.pth %s >/dev/null", src,
+             dir, which, path);
     CHECK(system(cmd) == 0, "%s failed", cmd);
     pf_model *g = pf_model_new(cfg, err, sizeof err);
+    int vgg = !strcmp(which, "net_d_vgg");
     pf_gan_opts o = { .model_type = PF_GAN_MODEL_REALESRGAN, .net_d_iters = 1,
                       .gan = { .gan_type = PF_GAN_VANILLA, .real_label_val = 1,
                                .loss_weight = 1 },
-                      .d_num_in_ch = 3, .d_num_feat = 8, .d_skip_connection = 1 };
+                      .d_num_in_ch = 3, .d_num_feat = 8, .d_skip_connection = 1,
+                      .d_type = vgg ? PF_GAN_D_VGG : PF_GAN_D_UNET_SN, .d_input_size = 128 };
     pf_gan *s = g ? pf_gan_new(&o, g, 1, err, sizeof err) : NULL;
     pf_safetensors *st = NULL, *back = NULL;
     void *buf = NULL;
@@ -114,11 +122,16 @@ static void check_net_d(const pf_config *cfg, const char *src, const char *dir) 
         int nd;
         int64_t shape[4];
         const float *v = pf_safetensors_at(back, i, &name, &nd, shape);
-        same = !strcmp(name, r.name[i]) && !memcmp(v, r.data + at, r.numel[i] * sizeof(float));
-        if (!same) fprintf(stderr, "net_d: tensor %d: %s, torch's %s\n", i, name, r.name[i]);
+        int64_t count = -1;
+        if (!v) pf_safetensors_get_i64(back, name, NULL, NULL, &count, 1);
+        same = !strcmp(name, r.name[i]) &&
+               (v ? !memcmp(v, r.data + at, r.numel[i] * sizeof(float))
+                  : (float)count == r.data[at]);
+        if (!same) fprintf(stderr, "%s: tensor %d: %s, torch's %s\n", which, i, name, r.name[i]);
         at += r.numel[i];
     }
-    CHECK(same, "net_d loaded from BasicSR's .pth is not torch's state_dict (%d tensors)", r.n);
+    CHECK(same, "%s loaded from BasicSR's .pth is not torch's state_dict (%d tensors)", which,
+          r.n);
     pf_safetensors_free(&st);
     pf_safetensors_free(&back);
     free(buf);
@@ -191,7 +204,8 @@ int main(void) {
     snprintf(cmd, sizeof cmd, PY " %s/scripts/pth2safetensors.py --key nothing %s/basicsr.pth "
              "%s/x.safetensors 2>/dev/null", src, dir, dir);
     CHECK(system(cmd) != 0, "--key nothing was accepted");
-    check_net_d(&cfg, src, dir);
+    check_net_d(&cfg, src, dir, "net_d");
+    check_net_d(&cfg, src, dir, "net_d_vgg");
     free(params.data);
     free(ema.data);
     int rc = pf_test_end("test_pth_convert");

@@ -308,10 +308,52 @@ static void test_atomic(void) {
     unlink(path);
 }
 
+/* I64 tensors (torch's int64 buffers): written little-endian beside F32 ones, read back by
+   pf_safetensors_get_i64 (values past 32 bits and negative ones), 0-dim kept; the F32
+   accessors return NULL for them (name and shape still set); an I64 header with the bytes of
+   F32 is refused naming I64. */
+static void test_i64(void) {
+    char err[512];
+    const float w[2] = { 1.5f, -2.0f };
+    const int64_t big[3] = { INT64_C(5000000000), -7, 0 }, one = 1;
+    pf_st_tensor t[3] = { { .name = "w", .data = w, .ndim = 1, .shape = { 2 } },
+                          { .name = "big", .ndim = 1, .shape = { 3 } },
+                          { .name = "bn.num_batches_tracked", .ndim = 0 } };
+    const int64_t *i64[3] = { NULL, big, &one };
+    void *buf = NULL;
+    size_t len = 0;
+    pf_safetensors *st = NULL;
+    CHECK(pf_safetensors_serialize_i64(t, i64, 3, NULL, 0, &buf, &len, err, sizeof err) == 0 &&
+          pf_safetensors_parse(buf, len, "i64", &st, err, sizeof err) == 0, "I64: %s", err);
+    CHECK(buf && memmem(buf, len, "\"dtype\":\"I64\"", 13) != NULL, "header says I64");
+    const uint8_t *b = buf;
+    CHECK(len >= 40 && b[len - 8] == 1 && b[len - 1] == 0, "the 0-dim counter, little-endian");
+    free(buf);
+    if (!st) return;
+    int64_t v[3] = { 0 }, shape[4];
+    int ndim = -1;
+    CHECK(pf_safetensors_get_i64(st, "big", &ndim, shape, v, 3) == 3 && ndim == 1 &&
+          shape[0] == 3 && v[0] == INT64_C(5000000000) && v[1] == -7 && v[2] == 0,
+          "big: %lld %lld %lld", (long long)v[0], (long long)v[1], (long long)v[2]);
+    CHECK(pf_safetensors_get_i64(st, "bn.num_batches_tracked", &ndim, NULL, v, 1) == 1 &&
+          ndim == 0 && v[0] == 1, "0-dim counter %lld (ndim %d)", (long long)v[0], ndim);
+    CHECK(pf_safetensors_get_i64(st, "w", NULL, NULL, v, 1) == -1, "F32 w is not I64");
+    CHECK(pf_safetensors_get(st, "big", NULL, NULL) == NULL, "get: NULL for I64");
+    const float *f = pf_safetensors_get(st, "w", NULL, NULL);
+    CHECK(f && f[0] == 1.5f && f[1] == -2.0f, "F32 beside I64");
+    pf_safetensors_free(&st);
+    const char bad[] = "{\"x\":{\"dtype\":\"I64\",\"shape\":[1],\"data_offsets\":[0,4]}}";
+    uint8_t file[8 + sizeof bad - 1 + 4] = { (uint8_t)(sizeof bad - 1) };
+    memcpy(file + 8, bad, sizeof bad - 1);
+    CHECK(pf_safetensors_parse(file, sizeof file, "bad", &st, err, sizeof err) == -1 &&
+          strstr(err, "I64"), "I64 with 4 bytes refused: %s", err);
+}
+
 int main(void) {
     const char *dir = pf_test_data();
     test_python_files(dir);
     test_serialize(dir);
+    test_i64();
     test_bad_files(dir);
     test_fuzz(dir);
     test_other_formats();

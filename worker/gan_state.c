@@ -20,9 +20,11 @@ int pf_state_gan_opts(const pf_config *cfg, pf_gan_opts *o, char *err, size_t er
                  "(RealESRGANModel, ESRGANModel)", cfg->path, g->model_type);
         return -1;
     }
-    if (strcmp(g->network_d.type, "UNetDiscriminatorSN") != 0) {
-        snprintf(err, errlen, "%s: gan.network_d.type %s: not supported by the training step "
-                 "yet (UNetDiscriminatorSN only, issue 41)", cfg->path, g->network_d.type);
+    int vgg = !strcmp(g->network_d.type, "VGGStyleDiscriminator");
+    if (!vgg && strcmp(g->network_d.type, "UNetDiscriminatorSN") != 0) {
+        snprintf(err, errlen, "%s: gan.network_d.type %s: not a discriminator of the training "
+                 "step (UNetDiscriminatorSN, VGGStyleDiscriminator)", cfg->path,
+                 g->network_d.type);
         return -1;
     }
     o->model_type = esrgan ? PF_GAN_MODEL_ESRGAN : PF_GAN_MODEL_REALESRGAN;
@@ -55,6 +57,8 @@ int pf_state_gan_opts(const pf_config *cfg, pf_gan_opts *o, char *err, size_t er
     o->d_num_in_ch = g->network_d.num_in_ch;
     o->d_num_feat = g->network_d.num_feat;
     o->d_skip_connection = g->network_d.skip_connection;
+    o->d_type = vgg ? PF_GAN_D_VGG : PF_GAN_D_UNET_SN;
+    o->d_input_size = g->network_d.input_size;
     o->conv_algorithm = cfg->conv_algorithm;
     return 0;
 }
@@ -91,7 +95,7 @@ int pf_state_gan_serialize(const pf_gan *gan, const pf_optim *optim_d, int64_t i
     return 0;
 }
 
-/* net_d's parameters and u / v from the state_dict file `path` (strict). `ckpt`: the file
+/* net_d's parameters, u / v and BatchNorm buffers from the state_dict file `path` (strict). `ckpt`: the file
    belongs to the checkpoint `ckpt` (for the message when it is missing), or NULL. */
 static int load_d(pf_gan *gan, const char *path, const char *ckpt, char *err, size_t errlen) {
     struct stat sb;

@@ -19,10 +19,11 @@
    net_d_iters, net_d_init_iters, l1_gt_usm, percep_gt_usm, gan_gt_usm; model.loss (type,
    loss_weight, eps) as pixel_opt (always present: model.loss has a default); perceptual_opt
    and its vgg_weights path (borrowed from cfg: cfg must outlive o); gan_opt; network_d
-   (UNetDiscriminatorSN's num_in_ch, num_feat, skip_connection); conv_algorithm. model_type
-   RealESRGANModel or ESRGANModel (relativistic, nn/gan.h). Returns 0, or -1 with err for what
-   the step cannot take: VGGStyleDiscriminator, an unknown model_type, gan_type or pixel loss
-   (the config's checks keep the unknown ones out of a parsed config). */
+   (type UNetDiscriminatorSN: num_in_ch, num_feat, skip_connection; VGGStyleDiscriminator:
+   num_in_ch, num_feat, input_size); conv_algorithm. model_type RealESRGANModel or ESRGANModel
+   (relativistic, nn/gan.h). Returns 0, or -1 with err for what the step cannot take: an
+   unknown model_type, network_d type, gan_type or pixel loss (the config's checks keep the
+   unknown ones out of a parsed config). */
 int pf_state_gan_opts(const pf_config *cfg, pf_gan_opts *o, char *err, size_t errlen);
 
 /* gan.optim_d as an optimiser over net_d's n parameters (one group, no EMA: BasicSR keeps no

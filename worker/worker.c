@@ -903,8 +903,7 @@ static int build_gan(worker *w, char *err, size_t errlen) {
         pf_state_gan_restore(w->cfg, w->gan, &w->optim_d, w->resume_path, err, errlen))
         return -1;
     size_t nd = pf_gan_d_num_params(w->gan);
-    uint64_t h = pf_fnv1a64(pf_gan_d_params(w->gan), nd * sizeof(float), PF_FNV_OFFSET);
-    h = pf_fnv1a64(pf_gan_d_sn_state(w->gan), pf_gan_d_sn_numel(w->gan) * sizeof(float), h);
+    uint64_t h = pf_gan_d_digest(w->gan);   /* the BatchNorm buffers too (VGGStyle) */
     pf_info("gan: %s with %s (%zu parameters, initial digest %016" PRIx64 ")%s",
             w->cfg->gan.model_type, w->cfg->gan.network_d.type, nd, h,
             w->cfg->train.gt_plain ? ", batches carry the plain GT beside gt_usm" : "");

@@ -51,7 +51,15 @@ l_g_gan l_d_real l_d_fake out_d_real out_d_fake; "itK.gg.NAME" / "itK.gd.NAME" t
 "itK.u.NAME" net_d's weight_u after iteration K (whole); "ema.NAME" and "g.NAME" / "d.NAME" the
 summaries of the EMA weights and of both networks' weights after iteration 2; "e32.*" how far
 PyTorch's own float32 run is from float64 by the same measure (basicvsr_ref.error).
-usage: /usr/bin/python3 tests/reference/gan_step_ref.py [--esrgan] [OUT]
+With --vgg-d (after --esrgan): net_d = VGGStyleDiscriminator(3, num_feat 8, input_size 128)
+instead, written below from BasicSR's description (basicsr/archs/discriminator_arch.py) with
+torch.nn.BatchNorm2d in training mode in every net_d call (BasicSR never calls net_d.eval()
+while training: each call normalises by its batch and updates the running statistics), LQ 64,
+GT 128; written to tests/data/gan_step_esrgan_vgg.safetensors (metadata network_d). Its convs
+and linears are hashed as above (a linear's fan_in: in_features); the BatchNorm weights and
+biases keep torch's init (1, 0). Also stored: "itK.rs.NAME" (bnX_Y.running_mean /
+running_var, whole) and "itK.nbt.NAME" (num_batches_tracked) after iteration K.
+usage: /usr/bin/python3 tests/reference/gan_step_ref.py [--esrgan [--vgg-d]] [OUT]
 """
 import math
 import os
@@ -84,12 +92,13 @@ ITERS = 2
 # within E32_MAX of float64 on every gradient of both iterations: no crossing that matters
 # under float32 rounding, so a larger error of PixFlow's is its own.
 E32_MAX = 5e-5
+VGG_DRAWS = 3
 # ESRGANModel: net_d's last bias gradient is a sum that cancels by construction,
 # 0.5 (mean sigmoid(real - mean fake) - 1 + mean sigmoid(fake - mean real)), two halves of about
 # 0.25 meeting at about 4e-7 while net_d cannot yet tell the images apart: PyTorch float32's own
 # rounding is 30% of it in every draw. The redraw rule skips it; the C test holds it to 8 times
 # PyTorch float32's error, as any tensor.
-E32_SKIP = {'ESRGANModel': ('gd.conv9.bias',)}
+E32_SKIP = {'ESRGANModel': ('gd.conv9.bias', 'gd.linear2.bias')}
 # torchvision's vgg19 features: the names BasicSR gives its layers, in order
 VGG19_NAMES = [
     'conv1_1', 'relu1_1', 'conv1_2', 'relu1_2', 'pool1',
@@ -102,6 +111,7 @@ VGG19_NAMES = [
 MARGINS = []       # while recording: (where, margin) of every kink the float64 run meets
 SUFFIX = ''        # appended to the image names (gan.lq, ...): the draw main() settled on
 MODEL = 'RealESRGANModel'   # or 'ESRGANModel' (--esrgan)
+NET_D = 'UNetDiscriminatorSN'   # or 'VGGStyleDiscriminator' (--vgg-d: LQ 64, GT 128)
 
 
 def kink(where, x):
@@ -156,6 +166,45 @@ class UNetDiscriminatorSN(nn.Module):
         return self.conv9(out)
 
 
+class VGGStyleDiscriminator(nn.Module):
+    """SRGAN / ESRGAN's VGG-style discriminator (BasicSR's names and registration order):
+    conv0_0 3x3 bias; conv0_1 4x4 s2 + bn0_1; per level K = 1..4 (5 too for input 256)
+    convK_0 3x3 + bnK_0 and convK_1 4x4 s2 + bnK_1, no biases, channels F, 2F, 4F, 8F, 8F;
+    LeakyReLU 0.2 after each; linear1 (8F * 4 * 4 -> 100), LeakyReLU, linear2 (100 -> 1)."""
+
+    def __init__(self, num_in_ch, num_feat, input_size=128):
+        super().__init__()
+        assert input_size in (128, 256)
+        self.input_size = input_size
+        self.levels = 6 if input_size == 256 else 5
+        self.conv0_0 = nn.Conv2d(num_in_ch, num_feat, 3, 1, 1, bias=True)
+        self.conv0_1 = nn.Conv2d(num_feat, num_feat, 4, 2, 1, bias=False)
+        self.bn0_1 = nn.BatchNorm2d(num_feat, affine=True)
+        c = num_feat
+        for k in range(1, self.levels):
+            oc = 2 * c if k < 4 else c
+            setattr(self, 'conv%d_0' % k, nn.Conv2d(c, oc, 3, 1, 1, bias=False))
+            setattr(self, 'bn%d_0' % k, nn.BatchNorm2d(oc, affine=True))
+            setattr(self, 'conv%d_1' % k, nn.Conv2d(oc, oc, 4, 2, 1, bias=False))
+            setattr(self, 'bn%d_1' % k, nn.BatchNorm2d(oc, affine=True))
+            c = oc
+        self.linear1 = nn.Linear(num_feat * 8 * 4 * 4, 100)
+        self.linear2 = nn.Linear(100, 1)
+
+    def forward(self, x):
+        assert x.size(2) == self.input_size and x.size(3) == self.input_size
+        feat = lrelu(self.conv0_0(x))
+        feat = lrelu(self.bn0_1(self.conv0_1(feat)))
+        for k in range(1, self.levels):
+            for y in range(2):
+                conv, bn = getattr(self, 'conv%d_%d' % (k, y)), getattr(self, 'bn%d_%d' % (k, y))
+                feat = lrelu(bn(conv(feat)))
+        # BasicSR's view(N, -1); reshape because the images here are channels-last views
+        # (image() permutes), which the convs propagate: the same C, H, W order of values
+        feat = lrelu(self.linear1(feat.reshape(feat.size(0), -1)))
+        return self.linear2(feat)
+
+
 class VGGFeatures(nn.Module):
     """torchvision's vgg19 features cut after the deepest requested layer; returns
     {name: pre-activation feature} (BasicSR's VGGFeatureExtractor, use_input_norm,
@@ -194,7 +243,7 @@ def fill(module, prefix, vgg=False):
     sd = module.state_dict()
     with torch.no_grad():
         for name, t in sd.items():
-            if name in ('mean', 'std'):
+            if name in ('mean', 'std') or name.startswith('bn'):
                 continue
             u = br.hash_units(prefix + name, t.numel())
             v = 2 * u - 1
@@ -203,7 +252,7 @@ def fill(module, prefix, vgg=False):
             else:
                 base = name.rsplit('.', 1)[0]
                 w = sd.get(base + '.weight', sd.get(base + '.weight_orig'))
-                fan = w.shape[1] * w.shape[2] * w.shape[3]
+                fan = int(np.prod(w.shape[1:]))
                 if vgg:
                     bound = 0.1 if name.endswith('.bias') else math.sqrt(6.0 / fan)
                 else:
@@ -272,7 +321,8 @@ def run(dtype):
     """Two iterations in dtype: {key: tensor} of everything the module docstring lists."""
     torch.manual_seed(0)
     net_g = zoo_archs.build('MSRResNet', SCALE, n_feats=FEAT_G, n_blocks=BLOCKS_G)
-    net_d = UNetDiscriminatorSN(3, FEAT_D, True)
+    net_d = VGGStyleDiscriminator(3, FEAT_D, GT) if NET_D == 'VGGStyleDiscriminator' else \
+        UNetDiscriminatorSN(3, FEAT_D, True)
     vgg = VGGFeatures(LAYER_WEIGHTS)
     fill(net_g, 'g.')
     fill(net_d, 'd.')
@@ -319,6 +369,10 @@ def run(dtype):
         for name, b in net_d.named_buffers():
             if name.endswith('weight_u'):
                 res[k + 'u.' + name] = b.detach().clone()
+            if name.endswith('running_mean') or name.endswith('running_var'):
+                res[k + 'rs.' + name] = b.detach().clone()
+            if name.endswith('num_batches_tracked'):
+                res[k + 'nbt.' + name] = b.detach().double()
         with torch.no_grad():
             for name, v in net_g.state_dict().items():
                 ema[name].mul_(EMA).add_(v, alpha=1 - EMA)
@@ -333,13 +387,20 @@ def run(dtype):
 
 def main():
     torch.set_num_threads(2)
-    global SUFFIX, MODEL
+    global SUFFIX, MODEL, NET_D, LQ, GT
     args = sys.argv[1:]
     if args[:1] == ['--esrgan']:
         MODEL, args = 'ESRGANModel', args[1:]
     default = 'gan_step_esrgan.safetensors' if MODEL == 'ESRGANModel' else 'gan_step.safetensors'
+    if args[:1] == ['--vgg-d']:
+        NET_D, LQ, args = 'VGGStyleDiscriminator', 64, args[1:]
+        GT = LQ * SCALE
+        default = 'gan_step_esrgan_vgg.safetensors'
     out = args[0] if args else os.path.join(ROOT, 'tests', 'data', default)
-    for draw in range(40):
+    # VGGStyleDiscriminator's case takes about a minute a draw here (GT 128): at most
+    # VGG_DRAWS draws, the best kept (the C test holds each tensor to max(1e-4, 8 e32) anyway)
+    best = None
+    for draw in range(VGG_DRAWS if NET_D == 'VGGStyleDiscriminator' else 40):
         SUFFIX = '' if draw == 0 else '#%d' % draw
         MARGINS.clear()
         r64 = run(torch.float64)
@@ -351,15 +412,18 @@ def main():
                   k.split('.', 1)[1] not in E32_SKIP.get(MODEL, ()))
         print('draw %d: closest kink %.2g (%s); PyTorch float32 gradients within %.2g of '
               'float64' % (draw, margin, where, e32))
+        if best is None or e32 < best[0]:
+            best = (e32, SUFFIX, r64, r32, margin)
         if e32 < E32_MAX:
             break
+    _, SUFFIX, r64, r32, margin = best
     tensors, e32_max = [], 0.0
     for key, v in r64.items():
         v32 = r32[key]
         if v.dim() == 0:
             tensors.append((key, v.detach().double().view(1)))
             e = abs(v32.item() - v.item()) / max(abs(v.item()), 1e-30)
-        elif '.u.' in key:
+        elif '.u.' in key or '.rs.' in key:
             tensors.append((key, v.detach().double()))
             e = (v32.double() - v.double()).abs().max().item()
         else:
@@ -374,6 +438,8 @@ def main():
             'closest_kink': '%.3g' % margin}
     if MODEL == 'ESRGANModel':
         meta['model_type'] = MODEL
+    if NET_D != 'UNetDiscriminatorSN':
+        meta['network_d'] = NET_D
     st_io.write(out, tensors, meta)
     print('wrote %s: it1 l_g_pix %.6f l_g_percep %.6f l_g_gan %.6f l_d_real %.6f l_d_fake %.6f; '
           'PyTorch float32 within %.2g of float64' %

@@ -14,6 +14,10 @@ its 'params' and 'params_ema' are two independent random draws (seeds 1 and 2). 
                       (tests/reference/unet_d_ref.py's, num_feat 8, skip connections) after one
                       training forward, so its spectral norm's weight_u / weight_v moved
   net_d.bin, net_d_names.txt  its state_dict as above (weight_orig, weight_u, weight_v, ...)
+  net_d_vgg.pth, net_d_vgg.bin, net_d_vgg_names.txt  the same for VGGStyleDiscriminator
+                      (tests/reference/gan_step_ref.py's, num_feat 8, input_size 128) after one
+                      training forward on a batch of 2: running statistics moved,
+                      num_batches_tracked (int64) 1, stored in the .bin as a float
 Usage: /usr/bin/python3 tests/reference/make_pth_cases.py OUT
 """
 import os
@@ -60,7 +64,15 @@ def main():
     with open(os.path.join(out, "net_d_names.txt"), "w") as f:
         for k, v in sd_d.items():
             f.write("%s %d\n" % (k, v.numel()))
-    for name, d in (("params", sd), ("params_ema", ema), ("net_d", sd_d)):
+    import gan_step_ref  # noqa: E402 (torchvision: only here)
+    net_v = gan_step_ref.VGGStyleDiscriminator(3, 8, 128)
+    net_v.train()(torch.rand(2, 3, 128, 128))   # running statistics off their init
+    sd_v = net_v.state_dict()
+    torch.save({"params": sd_v}, os.path.join(out, "net_d_vgg.pth"))
+    with open(os.path.join(out, "net_d_vgg_names.txt"), "w") as f:
+        for k, v in sd_v.items():
+            f.write("%s %d\n" % (k, v.numel()))
+    for name, d in (("params", sd), ("params_ema", ema), ("net_d", sd_d), ("net_d_vgg", sd_v)):
         with open(os.path.join(out, name + ".bin"), "wb") as f:
             for v in d.values():
                 f.write(np.ascontiguousarray(v.detach().numpy(), dtype="<f4").tobytes())

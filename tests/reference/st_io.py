@@ -1,4 +1,5 @@
-"""st_io — read and write safetensors files of float32 tensors without the safetensors package
+"""st_io — read and write safetensors files of float32 tensors (and int64 ones: I64, torch's
+BatchNorm2d num_batches_tracked) without the safetensors package
 (not installed for torch 1.13 here), from the format description (huggingface/safetensors):
 u64 little-endian header length N, N bytes of JSON {name: {dtype, shape, data_offsets},
 "__metadata__": {str: str}} padded with spaces (here to a multiple of 8), then the
@@ -8,17 +9,18 @@ import struct
 
 import numpy as np
 
-DTYPES = {"F32": "<f4", "F64": "<f8", "F16": "<f2"}
+DTYPES = {"F32": "<f4", "F64": "<f8", "F16": "<f2", "I64": "<i8"}
 
 
 def write(path, tensors, meta):
     """tensors: iterable of (name, array-like: numpy array or torch tensor) in file order;
-    meta: {str: str}. Everything is stored as F32."""
+    meta: {str: str}. Integer tensors are stored as I64, everything else as F32."""
     header, blobs, at = {"__metadata__": meta}, [], 0
     for name, t in tensors:
         arr = t.detach().cpu().numpy() if hasattr(t, "detach") else np.asarray(t)
-        b = np.ascontiguousarray(arr, dtype="<f4").tobytes()
-        header[name] = {"dtype": "F32", "shape": list(arr.shape),
+        i64 = np.issubdtype(arr.dtype, np.integer)
+        b = np.ascontiguousarray(arr, dtype="<i8" if i64 else "<f4").tobytes()
+        header[name] = {"dtype": "I64" if i64 else "F32", "shape": list(arr.shape),
                         "data_offsets": [at, at + len(b)]}
         blobs.append(b)
         at += len(b)
@@ -45,8 +47,9 @@ def read_raw(path):
 
 
 def read(path):
-    """({name: float32 numpy array} in data order, metadata dict)."""
+    """({name: float32 numpy array; int64 for I64} in data order, metadata dict)."""
     raw, meta = read_raw(path)
-    tensors = {name: np.frombuffer(b, dtype=DTYPES[dtype]).reshape(shape).astype(np.float32)
+    tensors = {name: np.frombuffer(b, dtype=DTYPES[dtype]).reshape(shape).astype(
+                   np.int64 if dtype == "I64" else np.float32)
                for name, (dtype, shape, b) in raw.items()}
     return tensors, meta
