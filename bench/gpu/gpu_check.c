@@ -23,7 +23,10 @@
     by nn/cuda/graph_cuda.c) and BasicVSR (3 and 2 frames, SGD with SPyNet joining late); the
     video ops (bilinear resize, 2 x 2 pooling, flow warp: forward and backward; affine,
     the pooling's backward and 2 x 2 max pooling against ref_ops.c) against nn/video_layers.c, the CPU counterpart that tests/test_video_layers checks against
-    PyTorch, with the warp's fixed-point image gradient run twice for identical bits; then times the training steps of bench/train_step's shapes
+    PyTorch, with the warp's fixed-point image gradient run twice for identical bits; the
+    modulated deformable convolution (nn/cuda/dcn_cuda.h with cuBLAS) against the CPU
+    executor's layer (nn/cpu/dcn.h; its kernels and the layer against ref_ops.c are in the ops
+    section, which the nvcc-only build runs too); then times the training steps of bench/train_step's shapes
     (`# timing` lines).
 
     The same file is built against the host emulation of the kernels (tests/cuda_emu,
@@ -964,7 +967,8 @@ static void check_dcn(const dcn_case *c) {
     ref_dcn_gemm(c, &r, col, wt, bias, dy, out, dw, db, dcol);
     float *d_x = upload(x, nx * 4), *d_off = upload(off, noff * 4), *d_m = upload(mask, nmask * 4);
     float *d_col = dev_alloc(ncol * 4), *d_dcol = dev_alloc(ncol * 4), *d_w = upload(wt, nw * 4);
-    float *d_b = upload(bias, c->cout * 4), *d_dy = upload(dy, nout * 4), *d_out = dev_alloc(nout * 4);
+    float *d_b = upload(bias, c->cout * 4), *d_dy = upload(dy, nout * 4);
+    float *d_out = dev_alloc(nout * 4);
     float *d_dw = dev_alloc(nw * 4), *d_db = dev_alloc(c->cout * 4), *d_dx = dev_alloc(nx * 4);
     float *d_doff = dev_alloc(noff * 4), *d_dm = dev_alloc(nmask * 4);
     void *scratch = dev_alloc(pf_cuda_dcn_scratch_bytes(s));
@@ -1654,7 +1658,8 @@ static void check_dcn_cpu(const dcn_case *c) {
     pf_dnnl_free(&dnnl);
 }
 
-/* The device optimiser and the video ops, the DCN layer against the CPU's (they need the CMake build's CPU backend). */
+/* The device optimiser, the DCN layer against the CPU's and the video ops (they need the CMake
+   build's CPU backend). */
 static void check_model_ops(void) {
     check_optimisers();
     static const dcn_case dcn_cases[] = {

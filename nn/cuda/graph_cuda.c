@@ -122,6 +122,8 @@ static int sub_maps(pf_cugraph *g, char *err, size_t errlen) {
     return 0;
 }
 
+static pf_cugraph *setup(pf_cugraph *g, char *err, size_t errlen);
+
 pf_cugraph *pf_cugraph_new(const pf_config *cfg, char *err, size_t errlen) {
     pf_cugraph *g = calloc(1, sizeof *g);
     if (!g) {
@@ -133,6 +135,25 @@ pf_cugraph *pf_cugraph_new(const pf_config *cfg, char *err, size_t errlen) {
         free(g);
         return NULL;
     }
+    return setup(g, err, errlen);
+}
+
+pf_cugraph *pf_cugraph_new_net(const pf_config *cfg, pf_net *net, char *err, size_t errlen) {
+    pf_cugraph *g = calloc(1, sizeof *g);
+    if (!g) {
+        snprintf(err, errlen, "cuda model: out of memory");
+        pf_net_free(net);
+        return NULL;
+    }
+    g->cfg = *cfg;
+    g->net = *net;
+    pf_net_init(net);   /* moved: the caller's is empty (pf_net_free of it is harmless) */
+    return setup(g, err, errlen);
+}
+
+/* The layers of g->net (described): convolutions, FSRCNN's maps, the cuBLAS handle; g, or
+   NULL with err (g freed). */
+static pf_cugraph *setup(pf_cugraph *g, char *err, size_t errlen) {
     const pf_net *m = &g->net;
     g->train_conv = calloc((size_t)m->n_convs + 1, sizeof *g->train_conv);
     g->infer_conv = calloc((size_t)m->n_convs + 1, sizeof *g->infer_conv);

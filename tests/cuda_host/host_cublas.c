@@ -34,7 +34,8 @@ cublasStatus_t cublasSetMathMode(cublasHandle_t handle, cublasMath_t mode) {
 }
 
 const char *cublasGetStatusString(cublasStatus_t status) {
-    return status == CUBLAS_STATUS_SUCCESS ? "CUBLAS_STATUS_SUCCESS" : "cuBLAS error (host stand-in)";
+    return status == CUBLAS_STATUS_SUCCESS ? "CUBLAS_STATUS_SUCCESS"
+                                           : "cuBLAS error (host stand-in)";
 }
 
 /* op(M)[i][j] of a column-major matrix with leading dimension ld. */
@@ -61,7 +62,8 @@ cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t handle, cublasOperation_
         for (int j = 0; j < n; j++)
             for (int i = 0; i < m; i++) {
                 double s = 0;
-                for (int l = 0; l < k; l++) s += at(a, lda, transa, i, l) * at(bb, ldb, transb, l, j);
+                for (int l = 0; l < k; l++)
+                    s += at(a, lda, transa, i, l) * at(bb, ldb, transb, l, j);
                 float *o = &c[(size_t)j * ldc + i];
                 *o = (float)(*alpha * s + (*beta != 0.0f ? (double)*beta * *o : 0.0));
             }
