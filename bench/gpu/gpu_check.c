@@ -23,7 +23,10 @@
     by nn/cuda/graph_cuda.c) and BasicVSR (3 and 2 frames, SGD with SPyNet joining late); the
     video ops (bilinear resize, 2 x 2 pooling, flow warp: forward and backward; affine,
     the pooling's backward and 2 x 2 max pooling against ref_ops.c) against nn/video_layers.c, the CPU counterpart that tests/test_video_layers checks against
-    PyTorch, with the warp's fixed-point image gradient run twice for identical bits; then times the training steps of bench/train_step's shapes
+    PyTorch, with the warp's fixed-point image gradient run twice for identical bits; the
+    modulated deformable convolution (nn/cuda/dcn_cuda.h with cuBLAS) against the CPU
+    executor's layer (nn/cpu/dcn.h; its kernels and the layer against ref_ops.c are in the ops
+    section, which the nvcc-only build runs too); then times the training steps of bench/train_step's shapes
     (`# timing` lines).
 
     The same file is built against the host emulation of the kernels (tests/cuda_emu,
@@ -38,6 +41,7 @@
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
 #include "nn/cuda/conv_cudnn.h"
+#include "nn/cuda/dcn_cuda.h"
 #include "nn/cuda/ops.h"
 #include "nn/optim.h"
 #include "tests/cuda_host/ref_ops.h"
@@ -45,6 +49,7 @@
 #include <time.h>
 #include "nn/cuda/model_cuda.h"
 #include "nn/cuda/optim_cuda.h"
+#include "nn/cpu/dcn.h"
 #include "nn/model.h"
 #include "nn/video_layers.h"
 #include "tests/cuda_host/net_cases.h"
@@ -871,6 +876,170 @@ static void check_graph_op_args(void) {
     report("graph ops bad args / no-ops", shape, wrong ? INFINITY : 0.0, 0.0);
 }
 
+/* ---- modulated deformable convolution (nn/cuda/dcn_cuda.h, ops.h pf_cuda_dcn_*) ---------- */
+
+/* Offsets that reach every case of the sampling: integers (taps exactly on pixels, on the -1
+   row / column whose value is 0 and slope is not, and on H / W), fractions, and far outside
+   the image; masks a fifth exactly 0. */
+static void fill_dcn_inputs(float *off, size_t noff, float *mask, size_t nmask, int h) {
+    for (size_t i = 0; i < noff; i++) {
+        int kind = (int)(next_u64() % 6);
+        off[i] = kind < 2 ? (float)((int)(next_u64() % 7) - 3)
+                 : kind < 4 ? uniform(-2.0f, 2.0f)
+                 : kind == 4 ? uniform(-1.0f, 1.0f) + (next_u64() & 1 ? h + 3 : -h - 3)
+                             : uniform(-0.5f, 0.5f);
+    }
+    for (size_t i = 0; i < nmask; i++) mask[i] = next_u64() % 5 ? uniform(0.0f, 1.0f) : 0.0f;
+}
+
+typedef struct {
+    int n, cin, h, w, cout, k, stride, pad, dil, groups, dg;
+} dcn_case;
+
+/* out = weight x columns + bias, and its backward products, in double (the contraction the
+   layer hands to cuBLAS), on ref_ops.c's columns. */
+static void ref_dcn_gemm(const dcn_case *c, const pf_ref_dcn *r, const float *col,
+                         const float *wt, const float *bias, const float *dy, float *out,
+                         float *dw, float *db, float *dcol) {
+    int kk = c->k * c->k, M = c->cout / c->groups, K = c->cin / c->groups * kk;
+    size_t P = (size_t)r->ho * r->wo, NP = (size_t)c->n * P;
+    for (int g = 0; g < c->groups; g++)
+        for (int m = 0; m < M; m++) {
+            int o = g * M + m;
+            double sb = 0;
+            for (int kx = 0; kx < K; kx++) {
+                double sw = 0;
+                for (size_t j = 0; j < NP; j++)
+                    sw += (double)dy[((j / P) * c->cout + o) * P + j % P] *
+                          col[((size_t)g * K + kx) * NP + j];
+                dw[(size_t)o * K + kx] = (float)sw;
+            }
+            for (size_t j = 0; j < NP; j++) {
+                double so = bias[o];
+                for (int kx = 0; kx < K; kx++)
+                    so += (double)wt[(size_t)o * K + kx] * col[((size_t)g * K + kx) * NP + j];
+                out[((j / P) * c->cout + o) * P + j % P] = (float)so;
+                sb += dy[((j / P) * c->cout + o) * P + j % P];
+            }
+            db[o] = (float)sb;
+        }
+    for (int g = 0; g < c->groups; g++)
+        for (int kx = 0; kx < K; kx++)
+            for (size_t j = 0; j < NP; j++) {
+                double sc = 0;
+                for (int m = 0; m < M; m++)
+                    sc += (double)wt[(size_t)(g * M + m) * K + kx] *
+                          dy[((j / P) * c->cout + g * M + m) * P + j % P];
+                dcol[((size_t)g * K + kx) * NP + j] = (float)sc;
+            }
+}
+
+/* The sampling kernels against ref_ops.c (forward; backward to x, offset, mask with acc 0 and
+   1; x's fixed-point gradient twice for the same bits), then the layer with cuBLAS against
+   the double contraction of the reference columns. */
+static void check_dcn(const dcn_case *c) {
+    pf_cudcn l;
+    if (pf_cudcn_init(&l, "dcn", c->n, c->cin, c->h, c->w, c->cout, c->k, c->stride, c->pad,
+                      c->dil, c->groups, c->dg, g_err, sizeof g_err)) {
+        report_error("dcn init", "", g_err);
+        return;
+    }
+    const pf_cuda_dcn_shape *s = &l.s;
+    pf_ref_dcn r = { s->n, s->cin, s->h, s->w, s->k, s->stride, s->pad, s->dil, s->dg, s->ho,
+                     s->wo };
+    int kk = c->k * c->k;
+    size_t P = (size_t)s->ho * s->wo, nx = (size_t)c->n * c->cin * c->h * c->w;
+    size_t nmask = (size_t)c->n * c->dg * kk * P, noff = 2 * nmask, ncol = pf_cudcn_col_floats(&l);
+    size_t nout = (size_t)c->n * c->cout * P, nw = (size_t)c->cout * (c->cin / c->groups) * kk;
+    char shape[96];
+    snprintf(shape, sizeof shape, "%dx%dx%dx%d->%d s%d d%d g%d dg%d", c->n, c->cin, c->h, c->w,
+             c->cout, c->stride, c->dil, c->groups, c->dg);
+    float *x = host_alloc(nx * 4), *off = host_alloc(noff * 4), *mask = host_alloc(nmask * 4);
+    float *col = host_alloc(ncol * 4), *dcol = host_alloc(ncol * 4), *wt = host_alloc(nw * 4);
+    float *bias = host_alloc(c->cout * 4), *dy = host_alloc(nout * 4), *out = host_alloc(nout * 4);
+    float *dw = host_alloc(nw * 4), *db = host_alloc(c->cout * 4), *rx = host_alloc(nx * 4);
+    float *roff = host_alloc(noff * 4), *rmask = host_alloc(nmask * 4);
+    float *px = host_alloc(nx * 4), *poff = host_alloc(noff * 4), *pmask = host_alloc(nmask * 4);
+    fill(x, nx, -1, 1), fill(wt, nw, -0.5f, 0.5f), fill(bias, c->cout, -1, 1);
+    fill(dy, nout, -1, 1), fill(px, nx, -1, 1), fill(poff, noff, -1, 1), fill(pmask, nmask, -1, 1);
+    fill_dcn_inputs(off, noff, mask, nmask, c->h);
+    pf_ref_dcn_columns(&r, col, x, off, mask);
+    ref_dcn_gemm(c, &r, col, wt, bias, dy, out, dw, db, dcol);
+    float *d_x = upload(x, nx * 4), *d_off = upload(off, noff * 4), *d_m = upload(mask, nmask * 4);
+    float *d_col = dev_alloc(ncol * 4), *d_dcol = dev_alloc(ncol * 4), *d_w = upload(wt, nw * 4);
+    float *d_b = upload(bias, c->cout * 4), *d_dy = upload(dy, nout * 4);
+    float *d_out = dev_alloc(nout * 4);
+    float *d_dw = dev_alloc(nw * 4), *d_db = dev_alloc(c->cout * 4), *d_dx = dev_alloc(nx * 4);
+    float *d_doff = dev_alloc(noff * 4), *d_dm = dev_alloc(nmask * 4);
+    void *scratch = dev_alloc(pf_cuda_dcn_scratch_bytes(s));
+    check("dcn columns", shape, pf_cuda_dcn_columns(d_col, d_x, d_off, d_m, s, 0, g_err,
+                                                     sizeof g_err), d_col, col, ncol, TOL_FP32);
+    float *first = NULL;
+    for (int acc = 0; acc < 2; acc++) {
+        memcpy(rx, px, nx * 4), memcpy(roff, poff, noff * 4), memcpy(rmask, pmask, nmask * 4);
+        pf_ref_dcn_columns_backward(&r, rx, roff, rmask, dcol, x, off, mask, acc);
+        set_dev(d_dx, px, nx * 4), set_dev(d_doff, poff, noff * 4), set_dev(d_dm, pmask, nmask * 4);
+        set_dev(d_dcol, dcol, ncol * 4);
+        int rc = pf_cuda_dcn_columns_backward(d_dx, d_doff, d_dm, d_dcol, d_x, d_off, d_m, s, acc,
+                                              acc, acc, scratch, 0, g_err, sizeof g_err);
+        char op[64];
+        snprintf(op, sizeof op, "dcn backward dx acc=%d", acc);
+        check(op, shape, rc, d_dx, rx, nx, TOL_FP32);
+        snprintf(op, sizeof op, "dcn backward doffset acc=%d", acc);
+        check(op, shape, rc, d_doff, roff, noff, TOL_FP32);
+        snprintf(op, sizeof op, "dcn backward dmask acc=%d", acc);
+        check(op, shape, rc, d_dm, rmask, nmask, TOL_FP32);
+        if (!acc) first = fetch("dcn backward dx (repeat)", shape, rc, d_dx, nx);
+    }
+    if (first) {
+        set_dev(d_dcol, dcol, ncol * 4);
+        int rc = pf_cuda_dcn_columns_backward(d_dx, NULL, NULL, d_dcol, d_x, d_off, d_m, s, 0, 0,
+                                              0, scratch, 0, g_err, sizeof g_err);
+        check_repeat("dcn backward dx same bits", shape, rc, d_dx, first, nx);
+        free(first);
+    }
+    /* the layer: cuBLAS's contraction; weight and bias gradients are added to (zeroed here) */
+    cublasHandle_t blas = NULL;
+    if (cublasCreate(&blas) != CUBLAS_STATUS_SUCCESS) {
+        report_error("dcn layer", shape, "cublasCreate failed");
+    } else {
+        check("dcn layer forward", shape,
+              pf_cudcn_forward(&l, blas, 0, d_w, d_b, d_x, d_off, d_m, d_out, d_col, g_err,
+                               sizeof g_err), d_out, out, nout, TOL_FP32);
+        memcpy(rx, px, nx * 4), memcpy(roff, poff, noff * 4), memcpy(rmask, pmask, nmask * 4);
+        pf_ref_dcn_columns_backward(&r, rx, roff, rmask, dcol, x, off, mask, 1);
+        cudaMemset(d_dw, 0, nw * 4), cudaMemset(d_db, 0, c->cout * 4);
+        set_dev(d_dx, px, nx * 4), set_dev(d_doff, poff, noff * 4), set_dev(d_dm, pmask, nmask * 4);
+        int rc = pf_cudcn_backward(&l, blas, 0, d_w, d_dw, d_db, d_dy, d_x, d_off, d_m, d_dx,
+                                   d_doff, d_dm, 1, 1, 1, d_col, d_dcol, scratch, g_err,
+                                   sizeof g_err);
+        check("dcn layer dweight", shape, rc, d_dw, dw, nw, TOL_FP32);
+        check("dcn layer dbias", shape, rc, d_db, db, c->cout, TOL_FP32);
+        check("dcn layer dx", shape, rc, d_dx, rx, nx, TOL_FP32);
+        check("dcn layer doffset", shape, rc, d_doff, roff, noff, TOL_FP32);
+        check("dcn layer dmask", shape, rc, d_dm, rmask, nmask, TOL_FP32);
+        cublasDestroy(blas);
+    }
+    float *hf[] = { x, off, mask, col, dcol, wt, bias, dy, out, dw, db, rx, roff, rmask, px,
+                    poff, pmask };
+    for (size_t i = 0; i < sizeof hf / sizeof *hf; i++) free(hf[i]);
+    float *df[] = { d_x, d_off, d_m, d_col, d_dcol, d_w, d_b, d_dy, d_out, d_dw, d_db, d_dx,
+                    d_doff, d_dm };
+    for (size_t i = 0; i < sizeof df / sizeof *df; i++) cudaFree(df[i]);
+    cudaFree(scratch);
+}
+
+/* deform_groups 1 / 2 / 4, groups 1 / 2, stride 1 / 2, dilation 1 / 2, batch 1 / 2 */
+static void check_dcns(void) {
+    static const dcn_case cases[] = {
+        {2, 4, 7, 9, 6, 3, 1, 1, 1, 1, 1},
+        {1, 8, 9, 8, 4, 3, 2, 1, 1, 2, 2},
+        {2, 8, 6, 7, 8, 3, 1, 2, 2, 1, 4},
+        {1, 4, 8, 8, 4, 3, 2, 1, 1, 1, 4},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) check_dcn(&cases[i]);
+}
+
 static void check_graph_ops(void) {
     check_activations();
     check_prelu(2, 5, 7, 9);
@@ -888,6 +1057,7 @@ static void check_graph_ops(void) {
     check_gather_sum(517, 1);
     check_gather_sum(517, 4);
     check_graph_op_args();
+    check_dcns();
 }
 
 /* ---- networks on the GPU (nn/cuda/model_cuda) vs the CPU model (nn/model) ------------------ */
@@ -1427,9 +1597,78 @@ static void check_video_ops(int n, int c, int h, int w) {
     cudaFree(d_x), cudaFree(d_dy), cudaFree(d_y), cudaFree(d_f), cudaFree(d_df);
 }
 
-/* The device optimiser and the video ops (they need the CMake build's CPU backend). */
+/* The CUDA DCN layer (sampling kernels + cuBLAS) against the CPU executor's layer
+   (nn/cpu/dcn.h, which tests/test_dcn.torch checks against torchvision): output and every
+   gradient, on fill_dcn_inputs' offsets and masks. */
+static void check_dcn_cpu(const dcn_case *c) {
+    char err[512], shape[96];
+    snprintf(shape, sizeof shape, "%dx%dx%dx%d->%d s%d d%d g%d dg%d", c->n, c->cin, c->h, c->w,
+             c->cout, c->stride, c->dil, c->groups, c->dg);
+    pf_dnnl dnnl;
+    pf_dcn cpu;
+    pf_cudcn l;
+    pf_dcn_shape cs = { c->n, c->cin, c->h, c->w, c->cout, c->k, c->stride, c->pad, c->dil,
+                        c->groups, c->dg, 0, 0 };
+    if (pf_dnnl_init(&dnnl, err, sizeof err) ||
+        pf_dcn_setup(&cpu, &dnnl, "dcn", cs, 1, err, sizeof err) ||
+        pf_cudcn_init(&l, "dcn", c->n, c->cin, c->h, c->w, c->cout, c->k, c->stride, c->pad,
+                      c->dil, c->groups, c->dg, err, sizeof err)) {
+        report_error("dcn vs cpu", shape, err);
+        return;
+    }
+    int kk = c->k * c->k;
+    size_t P = (size_t)l.s.ho * l.s.wo, nx = (size_t)c->n * c->cin * c->h * c->w;
+    size_t nm = (size_t)c->n * c->dg * kk * P, nout = (size_t)c->n * c->cout * P;
+    size_t nw = (size_t)c->cout * (c->cin / c->groups) * kk, nb = (size_t)c->cout;
+    float *h[12], *d[12];       /* x off mask w b dy | out dw db dx doff dmask */
+    size_t szs[12] = { nx, 2 * nm, nm, nw, nb, nout, nout, nw, nb, nx, 2 * nm, nm };
+    for (int i = 0; i < 12; i++) h[i] = host_alloc(szs[i] * 4);
+    fill(h[0], nx, -1, 1), fill(h[3], nw, -0.5f, 0.5f), fill(h[4], nb, -1, 1);
+    fill(h[5], nout, -1, 1);
+    fill_dcn_inputs(h[1], 2 * nm, h[2], nm, c->h);
+    for (int i = 0; i < 12; i++) d[i] = i < 6 ? upload(h[i], szs[i] * 4) : dev_alloc(szs[i] * 4);
+    void *scratch = dev_alloc(pf_cuda_dcn_scratch_bytes(&l.s));
+    float *col = dev_alloc(pf_cudcn_col_floats(&l) * 4);
+    float *dcol = dev_alloc(pf_cudcn_col_floats(&l) * 4);
+    cublasHandle_t blas = NULL;
+    int rc_cpu = pf_dcn_forward(&cpu, h[3], h[4], h[0], 1, h[1], 1, h[2], 1, h[6], 1, err,
+                                sizeof err) ||
+                 pf_dcn_backward(&cpu, h[3], h[7], h[8], h[5], 1, h[0], 1, h[1], 1, h[2], 1,
+                                 h[9], h[10], h[11], err, sizeof err);
+    if (rc_cpu || cublasCreate(&blas) != CUBLAS_STATUS_SUCCESS) {
+        report_error("dcn vs cpu", shape, rc_cpu ? err : "cublasCreate failed");
+    } else {
+        cudaMemset(d[7], 0, nw * 4), cudaMemset(d[8], 0, nb * 4);
+        int rc = pf_cudcn_forward(&l, blas, 0, d[3], d[4], d[0], d[1], d[2], d[6], col, g_err,
+                                  sizeof g_err) ||
+                 pf_cudcn_backward(&l, blas, 0, d[3], d[7], d[8], d[5], d[0], d[1], d[2], d[9],
+                                   d[10], d[11], 0, 0, 0, col, dcol, scratch, g_err,
+                                   sizeof g_err);
+        static const char *what[6] = { "out", "dweight", "dbias", "dx", "doffset", "dmask" };
+        for (int i = 6; i < 12; i++) {
+            char op[64];
+            snprintf(op, sizeof op, "dcn vs cpu %s", what[i - 6]);
+            check(op, shape, rc, d[i], h[i], szs[i], TOL_FP32);
+        }
+        cublasDestroy(blas);
+    }
+    for (int i = 0; i < 12; i++) free(h[i]), cudaFree(d[i]);
+    cudaFree(scratch), cudaFree(col), cudaFree(dcol);
+    pf_dcn_free(&cpu);
+    pf_dnnl_free(&dnnl);
+}
+
+/* The device optimiser, the DCN layer against the CPU's and the video ops (they need the CMake
+   build's CPU backend). */
 static void check_model_ops(void) {
     check_optimisers();
+    static const dcn_case dcn_cases[] = {
+        {2, 8, 7, 9, 6, 3, 1, 1, 1, 2, 2},
+        {1, 8, 9, 8, 4, 3, 2, 1, 1, 1, 4},
+        {2, 4, 6, 7, 4, 3, 1, 2, 2, 1, 1},
+    };
+    for (size_t i = 0; i < sizeof dcn_cases / sizeof *dcn_cases; i++)
+        check_dcn_cpu(&dcn_cases[i]);
     check_video_ops(2, 5, 13, 17);
     check_video_ops(2, 2, 37, 41);      /* a flow's 2 channels: the resize factors */
     check_video_ops(1, 16, 64, 64);     /* BasicVSR's feature warp at LQ 64 */

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "nn/cuda/dcn_cuda.h"
 #include "nn/cuda/ops.h"
 #include "nn/net.h"
 
@@ -49,6 +50,10 @@ typedef struct {
     float *scratch[2];      /* backward temporaries: a residual conv's scaled gradient, a
                             pixel (un)shuffle's gradient before it is added (NULL: none) */
     void *warp_scratch;     /* a flow warp's fixed-point image gradient (NULL: none) */
+    pf_cudcn *dcn;          /* per node: the DCN layers' shapes (host; others unused) */
+    float *dcn_col, *dcn_dcol;  /* the largest DCN layer's columns and (training) their
+                                   gradient, shared by every DCN layer (dcn_cuda.h) */
+    void *dcn_scratch;      /* training: a DCN input gradient's fixed-point sums */
     void **allocs;          /* every cudaMalloc of this plan */
     int n_allocs, max_allocs;
     size_t bytes;           /* device bytes of this plan's allocations */
@@ -64,6 +69,7 @@ struct pf_cugraph {
     float *sub_w, *sub_dw;
     int *idx_fwd, *idx_gw, *idx_gb;
     size_t n_sub_w;
+    cublasHandle_t blas;    /* the DCN layers' GEMMs (NULL: the network has none) */
     cuplan train, infer;
 };
 
@@ -116,6 +122,8 @@ static int sub_maps(pf_cugraph *g, char *err, size_t errlen) {
     return 0;
 }
 
+static pf_cugraph *setup(pf_cugraph *g, char *err, size_t errlen);
+
 pf_cugraph *pf_cugraph_new(const pf_config *cfg, char *err, size_t errlen) {
     pf_cugraph *g = calloc(1, sizeof *g);
     if (!g) {
@@ -127,6 +135,25 @@ pf_cugraph *pf_cugraph_new(const pf_config *cfg, char *err, size_t errlen) {
         free(g);
         return NULL;
     }
+    return setup(g, err, errlen);
+}
+
+pf_cugraph *pf_cugraph_new_net(const pf_config *cfg, pf_net *net, char *err, size_t errlen) {
+    pf_cugraph *g = calloc(1, sizeof *g);
+    if (!g) {
+        snprintf(err, errlen, "cuda model: out of memory");
+        pf_net_free(net);
+        return NULL;
+    }
+    g->cfg = *cfg;
+    g->net = *net;
+    pf_net_init(net);   /* moved: the caller's is empty (pf_net_free of it is harmless) */
+    return setup(g, err, errlen);
+}
+
+/* The layers of g->net (described): convolutions, FSRCNN's maps, the cuBLAS handle; g, or
+   NULL with err (g freed). */
+static pf_cugraph *setup(pf_cugraph *g, char *err, size_t errlen) {
     const pf_net *m = &g->net;
     g->train_conv = calloc((size_t)m->n_convs + 1, sizeof *g->train_conv);
     g->infer_conv = calloc((size_t)m->n_convs + 1, sizeof *g->infer_conv);
@@ -152,11 +179,19 @@ pf_cugraph *pf_cugraph_new(const pf_config *cfg, char *err, size_t errlen) {
     /* BatchNorm2d and Linear (the VGG-style discriminator's) have CPU kernels only, likewise */
     for (int k = 0; k < m->n_node; k++) {
         const pf_gnode *nd = &m->node[k];
-        if (nd->op != PF_G_BATCHNORM && nd->op != PF_G_LINEAR && nd->op != PF_G_DCN) continue;
+        if (nd->op == PF_G_DCN && !g->blas) {   /* FP32 GEMMs (no TF32): dcn_cuda.h */
+            cublasStatus_t bs = cublasCreate(&g->blas);
+            if (bs == CUBLAS_STATUS_SUCCESS) bs = cublasSetMathMode(g->blas, CUBLAS_DEFAULT_MATH);
+            if (bs != CUBLAS_STATUS_SUCCESS) {
+                snprintf(err, errlen, "%s: %s: cuBLAS handle: %s", m->type,
+                         m->tensors[nd->param].name, cublasGetStatusString(bs));
+                goto fail;
+            }
+        }
+        if (nd->op != PF_G_BATCHNORM && nd->op != PF_G_LINEAR) continue;
         snprintf(err, errlen, "%s: %s: the CUDA executor has no %s layer yet (use the CPU)",
                  m->type, m->tensors[nd->param].name,
-                 nd->op == PF_G_BATCHNORM ? "BatchNorm2d"
-                 : nd->op == PF_G_LINEAR  ? "Linear" : "modulated deformable convolution");
+                 nd->op == PF_G_BATCHNORM ? "BatchNorm2d" : "Linear");
         goto fail;
     }
     if (m->sub_conv >= 0 && sub_maps(g, err, errlen)) goto fail;
@@ -170,6 +205,7 @@ static void plan_free(cuplan *p) {
     for (int i = 0; i < p->n_allocs; i++) cudaFree(p->allocs[i]);
     free(p->allocs);
     free(p->ts);
+    free(p->dcn);
     memset(p, 0, sizeof *p);
 }
 
@@ -189,6 +225,7 @@ void pf_cugraph_destroy(pf_cugraph **self) {
     cudaFree(g->idx_fwd);
     cudaFree(g->idx_gw);
     cudaFree(g->idx_gb);
+    if (g->blas) cublasDestroy(g->blas);
     pf_net_free(&g->net);
     free(g);
     *self = NULL;
@@ -264,6 +301,40 @@ static int plan_sizes(const pf_net *G, cuplan *p, size_t *numel, const int *need
     return 0;
 }
 
+/* The DCN layers' shapes for batch n (p->dcn, per node) and their shared buffers: the largest
+   layer's columns, in training their gradient and the fixed-point scratch of an input
+   gradient. 0, or -1 with err (the caller frees the plan). */
+static int dcn_plan(const pf_net *G, cuplan *p, const int *need, int n, int training,
+                    char *err, size_t errlen) {
+    size_t col = 0, scratch = 0;
+    for (int k = 0; k < G->n_node; k++) {
+        const pf_gnode *nd = &G->node[k];
+        if (nd->op != PF_G_DCN) continue;
+        if (!p->dcn && !(p->dcn = calloc((size_t)G->n_node, sizeof *p->dcn))) {
+            snprintf(err, errlen, "%s: out of host memory", G->type);
+            return -1;
+        }
+        const cutensor *a = &p->ts[nd->in[0]];
+        pf_cudcn *l = &p->dcn[k];
+        if (pf_cudcn_init(l, G->tensors[nd->param].name, n, G->t[nd->in[0]].c, a->h, a->w,
+                          G->t[nd->out].c, nd->dcn.k, nd->dcn.stride, nd->dcn.pad, nd->dcn.dil,
+                          nd->dcn.groups, nd->dcn.dg, err, errlen))
+            return -1;
+        if (pf_cudcn_col_floats(l) > col) col = pf_cudcn_col_floats(l);
+        if (need[nd->in[0]] && pf_cuda_dcn_scratch_bytes(&l->s) > scratch)
+            scratch = pf_cuda_dcn_scratch_bytes(&l->s);
+    }
+    if (!p->dcn) return 0;
+    if (!(p->dcn_col = plan_alloc(p, col * sizeof(float))) ||
+        (training && !(p->dcn_dcol = plan_alloc(p, col * sizeof(float)))) ||
+        (training && scratch && !(p->dcn_scratch = plan_alloc(p, scratch)))) {
+        snprintf(err, errlen, "%s: out of device memory for the deformable convolutions' "
+                 "columns (%zu floats)", G->type, col);
+        return -1;
+    }
+    return 0;
+}
+
 static int plan_build(pf_cugraph *g, cuplan *p, pf_cuconv *convs, pf_cudnn *ctx, int n, int h,
                       int w, int training, char *err, size_t errlen) {
     const pf_net *G = &g->net;
@@ -274,7 +345,7 @@ static int plan_build(pf_cugraph *g, cuplan *p, pf_cuconv *convs, pf_cudnn *ctx,
     }
     if (p->n == n && p->h == h && p->w == w) return 0;
     plan_free(p);
-    p->max_allocs = 2 * G->n_t + 8;
+    p->max_allocs = 2 * G->n_t + 11;
     p->ts = calloc((size_t)G->n_t, sizeof *p->ts);
     p->allocs = calloc((size_t)p->max_allocs, sizeof *p->allocs);
     size_t *numel = calloc((size_t)G->n_t + 1, sizeof *numel), *size = NULL;
@@ -289,7 +360,9 @@ static int plan_build(pf_cugraph *g, cuplan *p, pf_cuconv *convs, pf_cudnn *ctx,
     }
     pf_net_need_grad(G, need);
     pf_net_last_use(G, training, last);
-    if (plan_sizes(G, p, numel, need, n, h, w, err, errlen)) goto fail;
+    if (plan_sizes(G, p, numel, need, n, h, w, err, errlen) ||
+        dcn_plan(G, p, need, n, training, err, errlen))
+        goto fail;
     size_t scratch[2] = { 0, 0 }, warp_bytes = 0;
     for (int k = 0; k < G->n_node; k++) {
         const pf_gnode *nd = &G->node[k];
@@ -503,9 +576,15 @@ static int forward_node(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p, pf_
     case PF_G_ZERO:
         CUDA_TRY("zero node", cudaMemsetAsync(y, 0, o->numel * sizeof(float), st));
         return 0;
+    case PF_G_DCN: {
+        const pf_param_info *wt = &G->tensors[nd->param];
+        return pf_cudcn_forward(&p->dcn[nd - G->node], g->blas, st, env->params + wt->offset,
+                                nd->dcn.has_bias ? env->params + wt[1].offset : NULL, a->data,
+                                p->ts[nd->in[1]].data, p->ts[nd->in[2]].data, y, p->dcn_col,
+                                err, errlen);
+    }
     case PF_G_BATCHNORM:    /* CPU kernels only: pf_cugraph_new refuses them */
     case PF_G_LINEAR:
-    case PF_G_DCN:
         break;
     }
     snprintf(err, errlen, "%s: unknown graph op %d", g->net.type, (int)nd->op);
@@ -634,6 +713,27 @@ static int shuffle_backward(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p,
     return 0;
 }
 
+/* A deformable convolution's backward: weight and bias gradients added (zeroed before
+   backward), those of x, offset and mask where they need one. */
+static int dcn_backward(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p,
+                        const pf_gnode *nd, char *err, size_t errlen) {
+    const pf_net *G = &g->net;
+    cutensor *t[3];
+    float *d[3];
+    int acc[3] = { 0, 0, 0 };
+    for (int i = 0; i < 3; i++) {
+        t[i] = &p->ts[nd->in[i]];
+        d[i] = grad_for(t[i], &acc[i]);
+    }
+    const pf_param_info *wt = &G->tensors[nd->param];
+    return pf_cudcn_backward(&p->dcn[nd - G->node], g->blas, env->stream,
+                             env->params + wt->offset, env->grads + wt->offset,
+                             nd->dcn.has_bias ? env->grads + wt[1].offset : NULL,
+                             p->ts[nd->out].grad, t[0]->data, t[1]->data, t[2]->data, d[0],
+                             d[1], d[2], acc[0], acc[1], acc[2], p->dcn_col, p->dcn_dcol,
+                             p->dcn_scratch, err, errlen);
+}
+
 static int backward_node(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p,
                          pf_cuconv *convs, const pf_gnode *nd, char *err, size_t errlen) {
     const pf_net *G = &g->net, *m = G;
@@ -648,6 +748,7 @@ static int backward_node(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p,
     case PF_G_INPUT:
     case PF_G_BILINEAR_IN:
     case PF_G_BICUBIC_IN:
+    case PF_G_ZERO:
         return 0;
     case PF_G_CONV:
         return conv_backward(g, env, p, convs, nd, err, errlen);
@@ -710,8 +811,6 @@ static int backward_node(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p,
             OP(pf_cuda_nearest_backward(dx, dy, n, C, a->h, a->w, nd->r, acc, st, oe,
                                         sizeof oe));
         return 0;
-    case PF_G_ZERO:
-        return 0;
     case PF_G_SLICE:
         if (!(dx = grad_for(a, &acc))) return 0;
         if (!acc)   /* the channels outside the slice get no gradient from here */
@@ -752,7 +851,8 @@ static int backward_node(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p,
                                           sizeof oe));
         return 0;
     }
-    case PF_G_BATCHNORM: case PF_G_LINEAR: case PF_G_DCN: break;   /* CPU only: refused */
+    case PF_G_DCN: return dcn_backward(g, env, p, nd, err, errlen);
+    case PF_G_BATCHNORM: case PF_G_LINEAR: break;   /* CPU only: refused */
     }
     snprintf(err, errlen, "%s: unknown graph op %d", G->type, (int)nd->op);
     return -1;

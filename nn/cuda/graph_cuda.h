@@ -50,6 +50,13 @@ typedef struct {
    memory. */
 pf_cugraph *pf_cugraph_new(const pf_config *cfg, char *err, size_t errlen);
 
+/* The same for a description the caller built (nn/net.h; a network not in the zoo, as the
+   tests build one): *net is taken over (moved, left empty as pf_net_init leaves it; freed on
+   failure too); cfg gives the loss keys only. */
+struct pf_net;
+pf_cugraph *pf_cugraph_new_net(const pf_config *cfg, struct pf_net *net, char *err,
+                               size_t errlen);
+
 /* Frees the plans' device buffers (call with the model's device current) and the
    description; nulls *self. */
 void pf_cugraph_destroy(pf_cugraph **self);

@@ -1434,3 +1434,233 @@ int pf_cuda_flow_warp_backward(float *dx, float *dflow, const float *dy, const f
               (size_t)h * w, acc_x, count);
     return check_launch("k_warp_fixed_to_float", err, errlen);
 }
+
+/* ---- modulated deformable convolution: the sampling and its adjoint ---- */
+
+/* Tap t's sample position for output pixel (oy, ox) of sample n, deform group d, and its mask
+   (nn/cpu/dcn.c position). */
+__device__ void dcn_position(const pf_cuda_dcn_shape s, const float *off, const float *mask,
+                             int n, int d, int t, int oy, int ox, float *py, float *px,
+                             float *m) {
+    int kk = s.k * s.k, i = t / s.k, j = t % s.k;
+    size_t P = (size_t)s.ho * s.wo, p = (size_t)oy * s.wo + ox, ch = (size_t)d * kk + t;
+    float dy = off[((size_t)n * 2 * s.dg * kk + 2 * ch) * P + p];
+    float dx = off[((size_t)n * 2 * s.dg * kk + 2 * ch + 1) * P + p];
+    *py = (float)(oy * s.stride - s.pad + i * s.dil) + dy;
+    *px = (float)(ox * s.stride - s.pad + j * s.dil) + dx;
+    *m = mask[((size_t)n * s.dg * kk + ch) * P + p];
+}
+
+/* The four neighbours of (py, px) in the cell of floor(py), floor(px) with their bilinear
+   weights (0 outside the image) and the fractional parts; 0 when py < -1, py >= H, px < -1
+   or px >= W (nn/cpu/dcn.c corners: at -1 exactly the value is 0, the slope is not). */
+__device__ int dcn_corners(float py, float px, int H, int W, int cy[4], int cx[4], float wt[4],
+                           float *ly, float *lx) {
+    if (py < -1.0f || py >= (float)H || px < -1.0f || px >= (float)W) return 0;
+    int y0 = (int)floorf(py), x0 = (int)floorf(px);
+    *ly = __fsub_rn(py, (float)y0);
+    *lx = __fsub_rn(px, (float)x0);
+    float hy = __fsub_rn(1.0f, *ly), hx = __fsub_rn(1.0f, *lx);
+    float w[4] = { __fmul_rn(hy, hx), __fmul_rn(hy, *lx), __fmul_rn(*ly, hx),
+                   __fmul_rn(*ly, *lx) };
+    for (int q = 0; q < 4; q++) {
+        cy[q] = y0 + (q >> 1);
+        cx[q] = x0 + (q & 1);
+        wt[q] = cy[q] >= 0 && cy[q] < H && cx[q] >= 0 && cx[q] < W ? w[q] : 0.0f;
+    }
+    return 1;
+}
+
+/* One thread per column element (row c kk + t, column (n H_out + oy) W_out + ox). */
+__global__ void k_dcn_columns(float *col, const float *x, const float *off, const float *mask,
+                              pf_cuda_dcn_shape s, size_t count) {
+    int kk = s.k * s.k, cpd = s.cin / s.dg;
+    size_t P = (size_t)s.ho * s.wo, NP = (size_t)s.n * P;
+    GRID_STRIDE(i, count) {
+        int r = (int)(i / NP), c = r / kk, t = r % kk;
+        size_t j = i % NP, p = j % P;
+        int n = (int)(j / P), oy = (int)(p / s.wo), ox = (int)(p % s.wo);
+        float py, px, m, ly, lx, wt[4], v = 0.0f;
+        int cy[4], cx[4];
+        dcn_position(s, off, mask, n, c / cpd, t, oy, ox, &py, &px, &m);
+        const float *xc = x + ((size_t)n * s.cin + c) * s.h * s.w;
+        if (dcn_corners(py, px, s.h, s.w, cy, cx, wt, &ly, &lx))
+            for (int q = 0; q < 4; q++)
+                if (wt[q] != 0.0f)
+                    v = __fadd_rn(v, __fmul_rn(wt[q], xc[(size_t)cy[q] * s.w + cx[q]]));
+        col[i] = __fmul_rn(m, v);
+    }
+}
+
+static int dcn_shape_bad(const pf_cuda_dcn_shape *s) {
+    return !s || s->n < 0 || s->cin < 0 || s->h < 1 || s->w < 1 || s->k < 1 || s->stride < 1 ||
+           s->pad < 0 || s->dil < 1 || s->dg < 1 || s->cin % s->dg || s->ho < 0 || s->wo < 0;
+}
+
+int pf_cuda_dcn_columns(float *col, const float *x, const float *off, const float *mask,
+                        const pf_cuda_dcn_shape *s, cudaStream_t stream, char *err,
+                        size_t errlen) {
+    const char *fn = "pf_cuda_dcn_columns";
+    if (dcn_shape_bad(s)) return bad_arg(fn, "bad shape", err, errlen);
+    size_t count = (size_t)s->cin * s->k * s->k * s->n * s->ho * s->wo;
+    if (!count) return 0;
+    if (!col || !x || !off || !mask) return null_tensor(fn, err, errlen);
+    pf_cuda_dcn_shape sh = *s;    /* a value for the launch */
+    PF_LAUNCH(k_dcn_columns, grid_for(count), THREADS, 0, stream, col, x, off, mask, sh, count);
+    return check_launch("k_dcn_columns", err, errlen);
+}
+
+size_t pf_cuda_dcn_scratch_bytes(const pf_cuda_dcn_shape *s) {
+    return pf_cuda_flow_warp_scratch_bytes((size_t)s->n * s->cin * s->h * s->w);
+}
+
+/* One thread per (n, deform group, tap, output pixel): doff and dmask by a gather over the
+   group's channels in double (nn/cpu/dcn.c columns_doff, get_coordinate_weight's slopes). */
+__global__ void k_dcn_doff(float *doff, float *dmask, const float *dcol, const float *x,
+                           const float *off, const float *mask, pf_cuda_dcn_shape s,
+                           int acc_off, int acc_mask, size_t count) {
+    int kk = s.k * s.k, cpd = s.cin / s.dg;
+    size_t P = (size_t)s.ho * s.wo, NP = (size_t)s.n * P;
+    GRID_STRIDE(i, count) {
+        size_t p = i % P, ndt = i / P;
+        int t = (int)(ndt % kk), d = (int)(ndt / kk % s.dg), n = (int)(ndt / kk / s.dg);
+        int oy = (int)(p / s.wo), ox = (int)(p % s.wo);
+        float py, px, m, ly, lx, wt[4];
+        int cy[4], cx[4];
+        dcn_position(s, off, mask, n, d, t, oy, ox, &py, &px, &m);
+        int ok = dcn_corners(py, px, s.h, s.w, cy, cx, wt, &ly, &lx);
+        double sy = 0, sx = 0, sm = 0;
+        for (int c = d * cpd; ok && c < (d + 1) * cpd; c++) {
+            const float *xc = x + ((size_t)n * s.cin + c) * s.h * s.w;
+            float g = dcol[((size_t)c * kk + t) * NP + (size_t)n * P + p], v[4], val = 0.0f;
+            for (int q = 0; q < 4; q++) {
+                int in = cy[q] >= 0 && cy[q] < s.h && cx[q] >= 0 && cx[q] < s.w;
+                v[q] = in ? xc[(size_t)cy[q] * s.w + cx[q]] : 0.0f;
+                val = __fadd_rn(val, __fmul_rn(wt[q], v[q]));
+            }
+            float gy = __fadd_rn(__fmul_rn(lx, __fsub_rn(v[3], v[1])),
+                                 __fmul_rn(__fsub_rn(1.0f, lx), __fsub_rn(v[2], v[0])));
+            float gx = __fadd_rn(__fmul_rn(ly, __fsub_rn(v[3], v[2])),
+                                 __fmul_rn(__fsub_rn(1.0f, ly), __fsub_rn(v[1], v[0])));
+            sm += (double)g * val;
+            sy += (double)g * gy;
+            sx += (double)g * gx;
+        }
+        size_t ch = (size_t)d * kk + t;
+        if (dmask) {
+            float *dm = &dmask[((size_t)n * s.dg * kk + ch) * P + p];
+            *dm = acc_mask ? __fadd_rn(*dm, (float)sm) : (float)sm;
+        }
+        if (doff) {
+            float *d0 = &doff[((size_t)n * 2 * s.dg * kk + 2 * ch) * P + p], *d1 = d0 + P;
+            float v0 = (float)(sy * m), v1 = (float)(sx * m);
+            *d0 = acc_off ? __fadd_rn(*d0, v0) : v0;
+            *d1 = acc_off ? __fadd_rn(*d1, v1) : v1;
+        }
+    }
+}
+
+/* dcol *= the mask of its (deform group, tap, sample, pixel): the gradient that reaches x. */
+__global__ void k_dcn_mask_cols(float *dcol, const float *mask, pf_cuda_dcn_shape s,
+                                size_t count) {
+    int kk = s.k * s.k, cpd = s.cin / s.dg;
+    size_t P = (size_t)s.ho * s.wo, NP = (size_t)s.n * P;
+    GRID_STRIDE(i, count) {
+        int r = (int)(i / NP), c = r / kk, t = r % kk;
+        size_t j = i % NP, ch = (size_t)(c / cpd) * kk + t;
+        dcol[i] = __fmul_rn(dcol[i], mask[((j / P) * s.dg * kk + ch) * P + j % P]);
+    }
+}
+
+/* One thread per column element: its masked gradient scattered into the fixed-point sums of
+   its four neighbours (scale: warp_fixed_scale over k k H_out W_out contributions). */
+__global__ void k_dcn_dx_scatter(unsigned long long *sums, const unsigned *bits,
+                                 const float *gcol, const float *off, const float *mask,
+                                 pf_cuda_dcn_shape s, size_t count) {
+    int kk = s.k * s.k, cpd = s.cin / s.dg;
+    size_t P = (size_t)s.ho * s.wo, NP = (size_t)s.n * P;
+    double scale = warp_fixed_scale(*bits, (size_t)kk * P);
+    GRID_STRIDE(i, count) {
+        float gm = gcol[i], py, px, m, ly, lx, wt[4];
+        int r = (int)(i / NP), c = r / kk, t = r % kk, cy[4], cx[4];
+        size_t j = i % NP, p = j % P;
+        int n = (int)(j / P);
+        if (gm == 0.0f || scale == 0.0) continue;
+        dcn_position(s, off, mask, n, c / cpd, t, (int)(p / s.wo), (int)(p % s.wo), &py, &px,
+                     &m);
+        if (!dcn_corners(py, px, s.h, s.w, cy, cx, wt, &ly, &lx)) continue;
+        size_t plane = ((size_t)n * s.cin + c) * s.h * s.w;
+        for (int q = 0; q < 4; q++)
+            if (wt[q] != 0.0f)
+                atomicAdd(&sums[plane + (size_t)cy[q] * s.w + cx[q]],
+                          (unsigned long long)__double2ll_rn((double)wt[q] * (double)gm * scale));
+    }
+}
+
+int pf_cuda_dcn_columns_backward(float *dx, float *doff, float *dmask, float *dcol,
+                                 const float *x, const float *off, const float *mask,
+                                 const pf_cuda_dcn_shape *s, int acc_x, int acc_off,
+                                 int acc_mask, void *scratch, cudaStream_t stream, char *err,
+                                 size_t errlen) {
+    const char *fn = "pf_cuda_dcn_columns_backward";
+    if (dcn_shape_bad(s)) return bad_arg(fn, "bad shape", err, errlen);
+    int kk = s->k * s->k;
+    size_t P = (size_t)s->ho * s->wo, count = (size_t)s->cin * kk * s->n * P;
+    size_t nxs = (size_t)s->n * s->cin * s->h * s->w, ndt = (size_t)s->n * s->dg * kk * P;
+    if (!ndt || (!dx && !doff && !dmask)) return 0;
+    if (!dcol || !x || !off || !mask) return null_tensor(fn, err, errlen);
+    if (dx && !scratch) return bad_arg(fn, "no scratch for dx", err, errlen);
+    pf_cuda_dcn_shape sh = *s;    /* a value for the launches */
+    if (doff || dmask) {
+        PF_LAUNCH(k_dcn_doff, grid_for(ndt), THREADS, 0, stream, doff, dmask, dcol, x, off, mask,
+                  sh, acc_off, acc_mask, ndt);
+        if (check_launch("k_dcn_doff", err, errlen)) return -1;
+    }
+    if (!dx || !nxs) return 0;
+    unsigned *bits = (unsigned *)scratch;
+    unsigned long long *sums = (unsigned long long *)((char *)scratch + WARP_HEADER);
+    cudaError_t e = cudaMemsetAsync(scratch, 0, pf_cuda_dcn_scratch_bytes(s), stream);
+    if (e != cudaSuccess) {
+        snprintf(err, errlen, "%s: cudaMemsetAsync: %s", fn, cudaGetErrorString(e));
+        return -1;
+    }
+    if (count) {
+        PF_LAUNCH(k_dcn_mask_cols, grid_for(count), THREADS, 0, stream, dcol, mask, sh, count);
+        if (check_launch("k_dcn_mask_cols", err, errlen)) return -1;
+        PF_LAUNCH(k_absmax_bits, grid_for(count), THREADS, 0, stream, bits, dcol, count);
+        if (check_launch("k_absmax_bits (dcn)", err, errlen)) return -1;
+        PF_LAUNCH(k_dcn_dx_scatter, grid_for(count), THREADS, 0, stream, sums, bits, dcol, off,
+                  mask, sh, count);
+        if (check_launch("k_dcn_dx_scatter", err, errlen)) return -1;
+    }
+    PF_LAUNCH(k_warp_fixed_to_float, grid_for(nxs), THREADS, 0, stream, dx, sums, bits,
+              (size_t)kk * P, acc_x, nxs);
+    return check_launch("k_warp_fixed_to_float (dcn)", err, errlen);
+}
+
+/* y += bias[c] over N x C x H x W. */
+__global__ void k_bias_add(float *y, const float *bias, int c, size_t hw, size_t count) {
+    GRID_STRIDE(i, count) y[i] = __fadd_rn(y[i], bias[(i / hw) % c]);
+}
+
+int pf_cuda_bias_add(float *y, const float *bias, int n, int c, int h, int w,
+                     cudaStream_t stream, char *err, size_t errlen) {
+    const char *fn = "pf_cuda_bias_add";
+    if (negative(n, c, h, w)) return bad_arg(fn, "negative dimension", err, errlen);
+    size_t hw = (size_t)h * w, count = (size_t)n * c * hw;
+    if (!count) return 0;
+    if (!y || !bias) return null_tensor(fn, err, errlen);
+    PF_LAUNCH(k_bias_add, grid_for(count), THREADS, 0, stream, y, bias, c, hw, count);
+    return check_launch("k_bias_add", err, errlen);
+}
+
+int pf_cuda_bias_backward(float *dbias, const float *dy, int n, int c, int h, int w, int acc,
+                          cudaStream_t stream, char *err, size_t errlen) {
+    const char *fn = "pf_cuda_bias_backward";
+    if (negative(n, c, h, w)) return bad_arg(fn, "negative dimension", err, errlen);
+    if (!c) return 0;
+    if (!dbias || !dy) return null_tensor(fn, err, errlen);
+    PF_LAUNCH(k_plane_sum, blocks_for((size_t)c), THREADS, 0, stream, dbias, dy, NULL, (size_t)c,
+              (size_t)c, n, (size_t)h * w, RED_SUM, 1.0, 1.0f, acc);
+    return check_launch("k_plane_sum (bias)", err, errlen);
+}

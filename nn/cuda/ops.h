@@ -331,6 +331,53 @@ int pf_cuda_flow_warp_backward(float *dx, float *dflow, const float *dy, const f
                                int acc_x, int acc_f, void *scratch, cudaStream_t stream,
                                char *err, size_t errlen);
 
+/* ---- modulated deformable convolution (PF_G_DCN; nn/cpu/dcn.h defines the formula, the
+   boundary rule and the column layout; nn/cuda/dcn_cuda.h runs the layer: these sampling
+   kernels plus cuBLAS for the contraction) ------------------------------------------------ */
+
+/* One layer's shape: x N x C_in x H x W, offset N x 2 dg k k x H_out x W_out ((dy, dx) per
+   deform group and tap), mask N x dg k k x H_out x W_out, all plain NCHW; dg divides C_in. */
+typedef struct {
+    int n, cin, h, w;           /* input */
+    int k, stride, pad, dil;    /* kernel k x k, >= 1, >= 0, >= 1 */
+    int dg;                     /* deform_groups */
+    int ho, wo;                 /* output size (torch.nn.Conv2d's rule) */
+} pf_cuda_dcn_shape;
+
+/* The columns: col[(c k k + t) N H_out W_out + (n H_out + oy) W_out + ox] = mask * X_c(py, px)
+   (torchvision's bilinear sample, 0 from py <= -1 / py >= H on, likewise x), C_in k k rows of
+   N H_out W_out floats, overwritten. */
+int pf_cuda_dcn_columns(float *col, const float *x, const float *off, const float *mask,
+                        const pf_cuda_dcn_shape *s, cudaStream_t stream, char *err,
+                        size_t errlen);
+
+/* Bytes of device scratch pf_cuda_dcn_columns_backward needs for dx of shape s. */
+size_t pf_cuda_dcn_scratch_bytes(const pf_cuda_dcn_shape *s);
+
+/* The sampling's adjoint from the columns' gradient dcol (layout as above; it is multiplied by
+   the mask in place, so it is garbage afterwards): doff and dmask (NULL: not wanted) =
+   (acc ? them : 0) + their gradients, one thread per (n, deform group, tap, output pixel), the
+   sum over the group's channels in double in channel order (a gather: deterministic); dx (NULL:
+   not wanted) = (acc_x ? dx : 0) + the scatter of dcol * mask by the bilinear weights, as
+   pf_cuda_flow_warp_backward's: 64-bit fixed-point integer atomics with one power-of-two scale
+   per call (from max |dcol * mask| and the k k H_out W_out contributions an element can get),
+   exact and so order-independent; NaN in dx for a non-finite dcol * mask. The offsets'
+   derivative is torchvision's get_coordinate_weight (the cell's slope at py = -1 exactly).
+   scratch: pf_cuda_dcn_scratch_bytes(s) device bytes (dx only). */
+int pf_cuda_dcn_columns_backward(float *dx, float *doff, float *dmask, float *dcol,
+                                 const float *x, const float *off, const float *mask,
+                                 const pf_cuda_dcn_shape *s, int acc_x, int acc_off,
+                                 int acc_mask, void *scratch, cudaStream_t stream, char *err,
+                                 size_t errlen);
+
+/* A per-channel bias on N x C x H x W: y[n][c][.][.] += bias[c] (forward), and its gradient
+   dbias[c] = (acc ? dbias : 0) + sum over n, h, w of dy (k_plane_sum's fixed-order tree in
+   double: deterministic). */
+int pf_cuda_bias_add(float *y, const float *bias, int n, int c, int h, int w,
+                     cudaStream_t stream, char *err, size_t errlen);
+int pf_cuda_bias_backward(float *dbias, const float *dy, int n, int c, int h, int w, int acc,
+                          cudaStream_t stream, char *err, size_t errlen);
+
 #ifdef __cplusplus
 }
 #endif

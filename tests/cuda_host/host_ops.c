@@ -332,3 +332,47 @@ int pf_cuda_flow_warp_backward(float *dx, float *dflow, const float *dy, const f
     pf_flow_warp_backward(dx, dflow, dy, x, flow, n, c, h, w, (pf_pad_mode)pad, 1, 1, 1);
     return 0;
 }
+
+/* ---- modulated deformable convolution's sampling: ref_ops.c's naive loops ---- */
+static pf_ref_dcn ref_dcn(const pf_cuda_dcn_shape *s) {
+    pf_ref_dcn r = { s->n, s->cin, s->h, s->w, s->k, s->stride, s->pad, s->dil, s->dg, s->ho,
+                     s->wo };
+    return r;
+}
+int pf_cuda_dcn_columns(float *col, const float *x, const float *off, const float *mask,
+                        const pf_cuda_dcn_shape *s, ST) {
+    UNUSED;
+    pf_ref_dcn r = ref_dcn(s);
+    pf_ref_dcn_columns(&r, col, x, off, mask);
+    return 0;
+}
+size_t pf_cuda_dcn_scratch_bytes(const pf_cuda_dcn_shape *s) {
+    return (size_t)s->n * s->cin * s->h * s->w * sizeof(double) + 16;
+}
+int pf_cuda_dcn_columns_backward(float *dx, float *doff, float *dmask, float *dcol,
+                                 const float *x, const float *off, const float *mask,
+                                 const pf_cuda_dcn_shape *s, int acc_x, int acc_off,
+                                 int acc_mask, void *scratch, ST) {
+    UNUSED;
+    if (dx && !scratch) {
+        snprintf(err, errlen, "pf_cuda_dcn_columns_backward: no scratch for dx");
+        return -1;
+    }
+    pf_ref_dcn r = ref_dcn(s);
+    /* one acc flag per call of the reference */
+    pf_ref_dcn_columns_backward(&r, dx, NULL, NULL, dcol, x, off, mask, acc_x);
+    pf_ref_dcn_columns_backward(&r, NULL, doff, NULL, dcol, x, off, mask, acc_off);
+    pf_ref_dcn_columns_backward(&r, NULL, NULL, dmask, dcol, x, off, mask, acc_mask);
+    return 0;
+}
+int pf_cuda_bias_add(float *y, const float *bias, int n, int c, int h, int w, ST) {
+    UNUSED;
+    pf_ref_bias_add(y, bias, n, c, h, w);
+    return 0;
+}
+int pf_cuda_bias_backward(float *dbias, const float *dy, int n, int c, int h, int w, int acc,
+                          ST) {
+    UNUSED;
+    pf_ref_bias_backward(dbias, dy, n, c, h, w, acc);
+    return 0;
+}

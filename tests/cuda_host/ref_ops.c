@@ -422,3 +422,147 @@ void pf_ref_conv_backward_bias(const pf_ref_conv *s, const float *dy, float *db,
 }
 #undef XI
 #undef WI
+
+/* ---- modulated deformable convolution's sampling (nn/cpu/dcn.h's contract) ---- */
+
+/* Pixel (y, x) of plane xc, 0 outside. */
+static double dcn_pix(const float *xc, int h, int w, int y, int x) {
+    return y >= 0 && y < h && x >= 0 && x < w ? xc[(size_t)y * w + x] : 0.0;
+}
+
+/* The sample of plane xc at (py, px) and its slopes (torchvision's bilinear_interpolate and
+   get_coordinate_weight): all 0 outside [-1, H) x [-1, W); at -1 the value is 0 but the
+   slope is the cell's. */
+static double dcn_sample(const float *xc, int h, int w, double py, double px, double *gy,
+                         double *gx) {
+    *gy = *gx = 0.0;
+    if (py < -1 || py >= h || px < -1 || px >= w) return 0.0;
+    int y0 = (int)floor(py), x0 = (int)floor(px);
+    double ly = py - y0, lx = px - x0;
+    double a = dcn_pix(xc, h, w, y0, x0), b = dcn_pix(xc, h, w, y0, x0 + 1);
+    double c = dcn_pix(xc, h, w, y0 + 1, x0), d = dcn_pix(xc, h, w, y0 + 1, x0 + 1);
+    *gy = lx * (d - b) + (1 - lx) * (c - a);
+    *gx = ly * (d - c) + (1 - ly) * (b - a);
+    return (1 - ly) * (1 - lx) * a + (1 - ly) * lx * b + ly * (1 - lx) * c + ly * lx * d;
+}
+
+/* One sample (n, c, t, oy, ox): where it reads and writes, and its position. */
+typedef struct {
+    size_t col, plane, off_y, off_x, m;     /* indices into col, x (plane), offset, mask */
+    double py, px;
+} dcn_at;
+
+static dcn_at dcn_index(const pf_ref_dcn *s, const float *off, int n, int c, int t, int oy,
+                        int ox) {
+    int kk = s->k * s->k, d = c / (s->cin / s->dg);
+    size_t P = (size_t)s->ho * s->wo, p = (size_t)oy * s->wo + ox;
+    dcn_at a;
+    a.col = ((size_t)c * kk + t) * s->n * P + (size_t)n * P + p;
+    a.plane = ((size_t)n * s->cin + c) * s->h * s->w;
+    a.off_y = ((size_t)n * 2 * s->dg * kk + 2 * ((size_t)d * kk + t)) * P + p;
+    a.off_x = a.off_y + P;
+    a.m = ((size_t)n * s->dg * kk + (size_t)d * kk + t) * P + p;
+    a.py = (double)(oy * s->stride - s->pad + (t / s->k) * s->dil) + off[a.off_y];
+    a.px = (double)(ox * s->stride - s->pad + (t % s->k) * s->dil) + off[a.off_x];
+    return a;
+}
+
+/* Calls f(a, ctx) for every (n, c, t, oy, ox) in that order. */
+static void dcn_walk(const pf_ref_dcn *s, const float *off, void (*f)(const dcn_at *, void *),
+                     void *ctx) {
+    for (int n = 0; n < s->n; n++)
+        for (int c = 0; c < s->cin; c++)
+            for (int t = 0; t < s->k * s->k; t++)
+                for (int oy = 0; oy < s->ho; oy++)
+                    for (int ox = 0; ox < s->wo; ox++) {
+                        dcn_at a = dcn_index(s, off, n, c, t, oy, ox);
+                        f(&a, ctx);
+                    }
+}
+
+typedef struct {
+    const pf_ref_dcn *s;
+    float *col;
+    const float *dcol, *x, *mask;
+    double *gx, *go, *gm;   /* backward: the sums of x's, the offsets' and the mask's */
+} dcn_walker;
+
+static void dcn_column(const dcn_at *a, void *ctx) {
+    dcn_walker *w = ctx;
+    double gy, gx;
+    w->col[a->col] = (float)(w->mask[a->m] * dcn_sample(w->x + a->plane, w->s->h, w->s->w, a->py,
+                                                        a->px, &gy, &gx));
+}
+
+void pf_ref_dcn_columns(const pf_ref_dcn *s, float *col, const float *x, const float *off,
+                        const float *mask) {
+    dcn_walker w = { .s = s, .col = col, .x = x, .mask = mask };
+    dcn_walk(s, off, dcn_column, &w);
+}
+
+/* x's gradient: each sample's four neighbours get dcol mask times their bilinear weight. */
+static void dcn_scatter(double *dx, const pf_ref_dcn *s, const dcn_at *a, double g) {
+    if (a->py <= -1 || a->py >= s->h || a->px <= -1 || a->px >= s->w) return;
+    int y0 = (int)floor(a->py), x0 = (int)floor(a->px);
+    double ly = a->py - y0, lx = a->px - x0;
+    double wt[4] = { (1 - ly) * (1 - lx), (1 - ly) * lx, ly * (1 - lx), ly * lx };
+    for (int q = 0; q < 4; q++) {
+        int y = y0 + (q >> 1), x = x0 + (q & 1);
+        if (y >= 0 && y < s->h && x >= 0 && x < s->w)
+            dx[a->plane + (size_t)y * s->w + x] += g * wt[q];
+    }
+}
+
+static float dcn_put(int acc, float old, double v) { return (float)(acc ? old + v : v); }
+
+/* One sample's share of the backward: x by the scatter, the mask by the sample, the offsets
+   by its slopes; o indexes the mask (n dg kk + d kk + t) P + p. */
+static void dcn_adjoint(const dcn_at *a, void *ctx) {
+    dcn_walker *w = ctx;
+    double g = w->dcol[a->col], m = w->mask[a->m], sy, sx;
+    double v = dcn_sample(w->x + a->plane, w->s->h, w->s->w, a->py, a->px, &sy, &sx);
+    w->gm[a->m] += g * v;
+    w->go[2 * a->m] += g * m * sy;
+    w->go[2 * a->m + 1] += g * m * sx;
+    dcn_scatter(w->gx, w->s, a, g * m);
+}
+
+void pf_ref_dcn_columns_backward(const pf_ref_dcn *s, float *dx, float *doff, float *dmask,
+                                 const float *dcol, const float *x, const float *off,
+                                 const float *mask, int acc) {
+    int kk = s->k * s->k;
+    size_t nx = (size_t)s->n * s->cin * s->h * s->w, P = (size_t)s->ho * s->wo;
+    size_t nm = (size_t)s->n * s->dg * kk * P;
+    double *gx_ = calloc(nx + 1, sizeof *gx_), *go = calloc(2 * nm + 1, sizeof *go);
+    double *gm = calloc(nm + 1, sizeof *gm);
+    dcn_walker w = { .s = s, .dcol = dcol, .x = x, .mask = mask, .gx = gx_, .go = go, .gm = gm };
+    dcn_walk(s, off, dcn_adjoint, &w);
+    for (size_t i = 0; dx && i < nx; i++) dx[i] = dcn_put(acc, dx[i], gx_[i]);
+    for (size_t i = 0; i < nm; i++) {   /* o = (n dg kk + ch) P + p; offset 2 ch, 2 ch + 1 */
+        size_t p = i % P, nch = i / P, n = nch / ((size_t)s->dg * kk), ch = nch % (s->dg * kk);
+        size_t oy_ = (n * 2 * s->dg * kk + 2 * ch) * P + p;
+        if (dmask) dmask[i] = dcn_put(acc, dmask[i], gm[i]);
+        if (doff) {
+            doff[oy_] = dcn_put(acc, doff[oy_], go[2 * i]);
+            doff[oy_ + P] = dcn_put(acc, doff[oy_ + P], go[2 * i + 1]);
+        }
+    }
+    free(gx_);
+    free(go);
+    free(gm);
+}
+
+void pf_ref_bias_add(float *y, const float *bias, int n, int c, int h, int w) {
+    size_t hw = (size_t)h * w;
+    for (size_t i = 0; i < (size_t)n * c * hw; i++) y[i] += bias[(i / hw) % (size_t)c];
+}
+
+void pf_ref_bias_backward(float *dbias, const float *dy, int n, int c, int h, int w, int acc) {
+    size_t hw = (size_t)h * w;
+    for (int o = 0; o < c; o++) {
+        double sum = 0;
+        for (int b = 0; b < n; b++)
+            for (size_t j = 0; j < hw; j++) sum += dy[((size_t)b * c + o) * hw + j];
+        dbias[o] = dcn_put(acc, dbias[o], sum);
+    }
+}

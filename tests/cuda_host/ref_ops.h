@@ -105,4 +105,19 @@ void pf_ref_conv_backward_data(const pf_ref_conv *s, const float *wt, const floa
 void pf_ref_conv_backward_filter(const pf_ref_conv *s, const float *x, const float *dy,
                                  float *dw, int acc);
 void pf_ref_conv_backward_bias(const pf_ref_conv *s, const float *dy, float *db, int acc);
+/* Modulated deformable convolution's sampling (ops.h pf_cuda_dcn_*; formula and boundary rule
+   nn/cpu/dcn.h), the fields of pf_cuda_dcn_shape: the columns (C_in k k rows of N H_out W_out),
+   and their adjoint to x, offset and mask (NULL: not wanted; overwritten, or added when acc),
+   in double from dcol as given (not modified here). */
+typedef struct {
+    int n, cin, h, w, k, stride, pad, dil, dg, ho, wo;
+} pf_ref_dcn;
+void pf_ref_dcn_columns(const pf_ref_dcn *s, float *col, const float *x, const float *off,
+                        const float *mask);
+void pf_ref_dcn_columns_backward(const pf_ref_dcn *s, float *dx, float *doff, float *dmask,
+                                 const float *dcol, const float *x, const float *off,
+                                 const float *mask, int acc);
+/* y += bias[c]; dbias[c] [+]= the sum of dy over n, h, w */
+void pf_ref_bias_add(float *y, const float *bias, int n, int c, int h, int w);
+void pf_ref_bias_backward(float *dbias, const float *dy, int n, int c, int h, int w, int acc);
 #endif
