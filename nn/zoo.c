@@ -452,11 +452,10 @@ int pf_net_build(pf_net *g, const pf_config *c, char *err, size_t errlen) {
                  c->model_type, c->scale, list);
         return -1;
     }
-    if (!strcmp(c->model_type, "BasicVSR"))
+    if (net->video)
         /* unrolled over a training sample's frames (1 without a video training set: the
            clips of inference get networks of their own, pf_model_infer_clip) */
-        return pf_net_build_basicvsr(g, c->n_feats, c->n_blocks, pf_config_train_frames(c), err,
-                                     errlen);
+        return pf_net_build_video(g, c, pf_config_train_frames(c), err, errlen);
     int which = -1;
     for (size_t i = 0; i < sizeof builders / sizeof builders[0]; i++)
         if (!strcmp(c->model_type, builders[i].type)) which = (int)i;
@@ -1063,4 +1062,22 @@ int pf_net_build_basicvsrpp(pf_net *g, int mid_channels, int num_blocks,
         return -1;
     }
     return 0;
+}
+
+int pf_net_build_video(pf_net *g, const pf_config *c, int frames, char *err, size_t errlen) {
+    if (!strcmp(c->model_type, "BasicVSR"))
+        return pf_net_build_basicvsr(g, c->n_feats, c->n_blocks, frames, err, errlen);
+    if (!strcmp(c->model_type, "BasicVSRPlusPlus")) {
+        if (!c->is_low_res_input) {
+            pf_net_init(g);
+            snprintf(err, errlen, "model: BasicVSRPlusPlus: is_low_res_input false (the "
+                     "same-size variant) is not supported yet; use true (x4)");
+            return -1;
+        }
+        return pf_net_build_basicvsrpp(g, c->n_feats, c->n_blocks, c->max_residue_magnitude,
+                                       frames, err, errlen);
+    }
+    pf_net_init(g);
+    snprintf(err, errlen, "model: %s is not a video network", c->model_type);
+    return -1;
 }

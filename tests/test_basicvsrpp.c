@@ -6,7 +6,9 @@
     its init, so the offsets' residues reach several pixels and the deformable taps leave the
     image).
     Always: the parameter table (names in BasicSR's state_dict order, counts, the shared
-    layers), the builder's refusals, and d loss / d parameter of the Charbonnier loss against
+    layers), the builder's refusals, the network built from a config (model.type
+    BasicVSRPlusPlus through pf_model: the same table and loss, clip inference, the config's
+    refusals), and d loss / d parameter of the Charbonnier loss against
     central differences of that loss for a sample of elements (the deformable alignment's
     weight, bias and conv_offset layers of every branch, the backbone, reconstruction, the
     upsampler, SPyNet's last layer), in oneDNN's layouts and NCHW.
@@ -22,6 +24,8 @@
 #include <string.h>
 
 #include "nn/graph.h"
+#include "nn/model.h"
+#include "nn/model_internal.h"
 #include "nn/net.h"
 #include "tests/pf_test.h"
 #include "tests/pf_test_hash.h"
@@ -243,6 +247,70 @@ out:
     free(grads);
 }
 
+/* ---- the config: model.type BasicVSRPlusPlus ---------------------------------------------- */
+
+static void small_cfg(pf_config *cfg) {
+    pf_config_defaults(cfg);
+    snprintf(cfg->model_type, sizeof cfg->model_type, "BasicVSRPlusPlus");
+    cfg->scale = 4;
+    cfg->n_feats = MID;
+    cfg->n_blocks = BLOCKS;
+    cfg->max_residue_magnitude = MAG;
+    snprintf(cfg->loss_type, sizeof cfg->loss_type, "CharbonnierLoss");
+    cfg->charbonnier_eps = 1e-12f;
+    cfg->train.present = 1;
+    snprintf(cfg->train.type, sizeof cfg->train.type, "REDSRecurrentDataset");
+    cfg->train.num_frame = T;
+}
+
+/* The network from a config through pf_model (the worker's and the eval hook's path): the
+   same parameter table as pf_net_build_basicvsrpp's, its training step's loss that of the
+   description run here (want_loss), pf_model_infer_clip's output the training output; and
+   the config's refusals (n_feats not a multiple of 8, is_low_res_input false). */
+static void check_model(const pf_net *g, const uint8_t *lq, const uint8_t *gt, double want_loss) {
+    static pf_config cfg;
+    small_cfg(&cfg);
+    char err[1024];
+    pf_model *m = pf_model_new(&cfg, err, sizeof err);
+    CHECK(m != NULL, "pf_model_new: %s", err);
+    if (!m) return;
+    const pf_net *mg = &((struct pf_model *)m)->net;
+    int same = mg->n_tensors == g->n_tensors && mg->n_params == g->n_params;
+    for (int i = 0; same && i < g->n_tensors; i++)
+        same = !strcmp(mg->tensors[i].name, g->tensors[i].name);
+    CHECK(same && pf_model_is_video(m) && pf_model_frames(m) == T && pf_model_scale(m) == 4,
+          "model.type BasicVSRPlusPlus: the description's table, %d frames x4", T);
+    fill_params(mg, pf_model_params(m));
+    float loss = 0;
+    int rc = pf_model_train_step(m, lq, gt, N, H, W, &loss, err, sizeof err);
+    CHECK(rc == 0, "pf_model_train_step: %s", err);
+    CHECK(rc || fabs(loss - want_loss) <= 1e-5 * want_loss, "model loss %.8f, description %.8f",
+          loss, want_loss);
+    size_t frame = (size_t)16 * H * W * 3;
+    float *a = malloc(T * frame * sizeof(float)), *b = malloc(T * frame * sizeof(float));
+    rc = rc ? rc : pf_model_train_output(m, N, a);
+    rc = rc ? rc : pf_model_infer_clip(m, lq, T, H, W, b, err, sizeof err);
+    double worst = 0;
+    for (size_t i = 0; !rc && i < T * frame; i++) worst = fmax(worst, fabs(a[i] - b[i]));
+    CHECK(rc == 0 && worst < 1e-5, "pf_model_infer_clip against the training output: %.3g (%s)",
+          worst, rc ? err : "");
+    printf("BasicVSR++ through pf_model: loss %.8f (description %.8f), clip inference within "
+           "%.2g of the training output\n", loss, want_loss, worst);
+    free(a);
+    free(b);
+    pf_model_destroy(&m);
+    for (int bad = 0; bad < 2; bad++) {
+        small_cfg(&cfg);
+        if (bad == 0) cfg.n_feats = 12;
+        else cfg.is_low_res_input = 0;
+        m = pf_model_new(&cfg, err, sizeof err);
+        CHECK(!m && strstr(err, "BasicVSRPlusPlus") &&
+              strstr(err, bad ? "is_low_res_input" : "multiple of 8"), "bad config %d: %s",
+              bad, m ? "accepted" : err);
+        if (m) pf_model_destroy(&m);
+    }
+}
+
 /* ---- torch: everything to basicvsrpp_ref.py ----------------------------------------------- */
 
 static void write_case(const pf_net *g, const char *dir, const float *params, const uint8_t *lq,
@@ -332,6 +400,15 @@ int main(int argc, char **argv) {
         }
     } else {
         check_table(&g);
+        float *params = calloc(g.n_params, sizeof(float));
+        fill_params(&g, params);
+        runner r;
+        double loss = 0;
+        if (runner_new(&r, &g, PF_LAYOUT_ANY, params, NULL) == 0 &&
+            run(&r, lq, gt, NULL, &loss, 0) == 0)
+            check_model(&g, lq, gt, loss);
+        runner_free(&r);
+        free(params);
         check_fd(&g, PF_LAYOUT_ANY, lq, gt);
         check_fd(&g, PF_LAYOUT_NCHW, lq, gt);
     }
