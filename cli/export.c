@@ -36,14 +36,8 @@ static int encode(pf_model *m, const pf_config *cfg, int frames, void **buf, siz
                   char *err, size_t errlen) {
     if (!pf_model_is_video(m))
         return pf_onnx_export(pf_model_net(m), pf_model_params(m), buf, len, err, errlen);
-    if (strcmp(cfg->model_type, "BasicVSR")) {
-        snprintf(err, errlen, "%s: no fixed-frame description for this video network",
-                 cfg->model_type);
-        return -1;
-    }
     pf_net clip;
-    if (pf_net_build_basicvsr(&clip, cfg->n_feats, cfg->n_blocks,
-                              frames ? frames : pf_model_frames(m), err, errlen))
+    if (pf_net_build_video(&clip, cfg, frames ? frames : pf_model_frames(m), err, errlen))
         return -1;
     int rc = pf_onnx_export(&clip, pf_model_params(m), buf, len, err, errlen);
     pf_net_free(&clip);

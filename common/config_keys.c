@@ -266,6 +266,17 @@ const pf_config_key pf_config_keys[] = {
      .doc = "SPyNet is frozen (no update, no optimiser state) for the first `fix_iter` "
             "iterations (MMagic `train_cfg.fix_iter`, BasicSR `train.fix_flow`); its learning "
             "rate after that: `optimizers.paramwise_cfg.custom_keys.spynet.lr_mult`"},
+    {.path = "model.max_residue_magnitude", .kind = PF_K_FLOAT, .offset =
+     OFF(max_residue_magnitude), .lo = 0, .hi = INF, .def = "10", .when_key = "model.type",
+     .when = "BasicVSRPlusPlus",
+     .doc = "the deformable alignment's offsets are the flow plus at most this many pixels "
+            "(max_residue_magnitude tanh of the predicted residue; BasicVSR++ Eq. 6, MMagic and "
+            "BasicSR `max_residue_magnitude`)"},
+    {.path = "model.is_low_res_input", .kind = PF_K_BOOL, .offset = OFF(is_low_res_input),
+     .def = "true", .when_key = "model.type", .when = "BasicVSRPlusPlus",
+     .doc = "the input is the LQ and the output 4x it (MMagic and BasicSR `is_low_res_input`); "
+            "false, their same-size variant (strided feature extraction, bicubic x1/4 for "
+            "SPyNet), is not supported yet"},
     {.path = "model.num_group", .kind = PF_K_INT, .offset = OFF(num_group), .lo = 1, .hi = 1024,
      .def = "10", .when_key = "model.type", .when = PF_NET_LIST(RCAN),
      .doc = "residual groups"},

@@ -173,6 +173,9 @@ typedef struct {
                                            (64 / 15 per propagation trunk) */
     char spynet_pretrained[PF_PATH_MAX];/* BasicVSR: SPyNet weights (safetensors), "" none */
     int64_t fix_iter;                   /* BasicVSR: SPyNet frozen for these iterations (0) */
+    float max_residue_magnitude;        /* BasicVSRPlusPlus: bound of the deformable offsets'
+                                           residue from the flow, in pixels (10) */
+    int is_low_res_input;               /* BasicVSRPlusPlus: 1 (x4; 0 not supported yet) */
     int num_group;                      /* RCAN residual groups (10) */
     int squeeze_factor;                 /* RCAN channel attention reduction (16) */
     int num_grow_ch;                    /* RRDBNet dense block growth channels (32) */

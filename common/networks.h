@@ -48,7 +48,12 @@
     X(RRDBNet, 1 << 2 | 1 << 4, 0, 1, 0, 0, 1, 0, 0, 0, 23, 0, 1 << 2, "",                   \
       "BasicSR `RRDBNet` (ESRGAN generator); x2 pixel-unshuffles the LQ by 2 first")          \
     X(BasicVSR, 1 << 4, 1, 1, 0, 0, 0, 0, 0, 1, 15, 31, 0, " (two pixel-shuffle x2 stages)",  \
-      "BasicSR `BasicVSR` (video: [video.md](video.md)); `n_blocks` per propagation trunk")
+      "BasicSR `BasicVSR` (video: [video.md](video.md)); `n_blocks` per propagation trunk")    \
+    X(BasicVSRPlusPlus, 1 << 4, 1, 1, 0, 0, 0, 0, 0, 1, 7, 31, 0,                             \
+      " (two pixel-shuffle x2 stages)",                                                       \
+      "BasicSR `BasicVSRPlusPlus`, MMagic `BasicVSRPlusPlusNet` (video: [video.md](video.md); " \
+      "BasicSR's parameter names); `n_feats` (MMagic `mid_channels`) a multiple of 8, "       \
+      "`n_blocks` per propagation branch")
 
 /* "|NAME" when FLAG is 1, nothing when 0: the key table's lists of types (FLAG a 0 / 1
    column of the rows). */

@@ -388,11 +388,10 @@ static int clip_net(pf_model *m, int t, char *err, size_t errlen) {
     pf_clip_net *c = &m->clip;
     if (c->t == t) return 0;
     clip_free(c);
-    if (pf_net_build_basicvsr(&c->net, m->cfg.n_feats, m->cfg.n_blocks, t, err, errlen))
-        return -1;
+    if (pf_net_build_video(&c->net, &m->cfg, t, err, errlen)) return -1;
     if (c->net.n_params != m->net.n_params) {   /* shared tensors are declared first */
-        snprintf(err, errlen, "model: BasicVSR over %d frames has %zu parameters, %zu in "
-                 "training", t, c->net.n_params, m->net.n_params);
+        snprintf(err, errlen, "model: %s over %d frames has %zu parameters, %zu in training",
+                 m->cfg.model_type, t, c->net.n_params, m->net.n_params);
         pf_net_free(&c->net);
         return -1;
     }

@@ -218,6 +218,17 @@ typedef struct pf_net {
 int pf_net_build_basicvsr(pf_net *net, int num_feat, int num_block, int frames, char *err,
                           size_t errlen);
 
+/* BasicVSR++ x4 (nn/zoo.c; is_low_res_input) unrolled over `frames` frames (1..64) with
+   mid_channels (a multiple of 8), num_blocks (0..31) per propagation branch and
+   max_residue_magnitude: input 3 frames channels in [0, 1] (lq / 255), output 3 frames
+   channels at 4x; BasicSR's parameter names (docs/models.md). Returns 0, or -1 with err. */
+int pf_net_build_basicvsrpp(pf_net *net, int mid_channels, int num_blocks,
+                            float max_residue_magnitude, int frames, char *err, size_t errlen);
+
+/* A video network of cfg (BasicVSR, BasicVSRPlusPlus: its keys) unrolled over `frames`
+   frames; 0, or -1 with err (another type, a key it does not support). */
+int pf_net_build_video(pf_net *net, const pf_config *cfg, int frames, char *err, size_t errlen);
+
 /* Describe cfg's network (model.type and its hyper-parameters, scale, rgb_mean, img_range) in
    net (nn/zoo.c, one builder per type). Returns 0, or -1 with err naming the type, key or
    value that is not supported; net is then freed. */

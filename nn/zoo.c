@@ -452,11 +452,10 @@ int pf_net_build(pf_net *g, const pf_config *c, char *err, size_t errlen) {
                  c->model_type, c->scale, list);
         return -1;
     }
-    if (!strcmp(c->model_type, "BasicVSR"))
+    if (net->video)
         /* unrolled over a training sample's frames (1 without a video training set: the
            clips of inference get networks of their own, pf_model_infer_clip) */
-        return pf_net_build_basicvsr(g, c->n_feats, c->n_blocks, pf_config_train_frames(c), err,
-                                     errlen);
+        return pf_net_build_video(g, c, pf_config_train_frames(c), err, errlen);
     int which = -1;
     for (size_t i = 0; i < sizeof builders / sizeof builders[0]; i++)
         if (!strcmp(c->model_type, builders[i].type)) which = (int)i;
@@ -761,4 +760,324 @@ int pf_net_build_basicvsr(pf_net *g, int num_feat, int num_block, int frames, ch
         return -1;
     }
     return 0;
+}
+
+/* ---- BasicVSR++ ----------------------------------------------------------------------------
+   Chan et al., "BasicVSR++: Improving Video Super-Resolution with Enhanced Propagation and
+   Alignment", CVPR 2022, as BasicSR's basicvsrpp_arch.py and MMagic's basicvsr_plusplus_net.py
+   describe it (is_low_res_input true: x4), with BasicSR's parameter names (MMagic's differ in
+   two places: its SPyNet convs are ConvModules, `...basic_module.K.conv.weight`, and its
+   upsamplers PixelShufflePacks, `upsample1.upsample_conv` for `upconv1`; docs/models.md),
+   unrolled over T frames with shared weights as BasicVSR (above), whose SPyNet it reuses.
+
+   feat_extract (conv 3 -> C + LeakyReLU(0.1) + 5 residual blocks) gives spatial[t]; flows
+   as BasicVSR: backward[i] = SPyNet(x[i], x[i+1]), forward[i] = SPyNet(x[i+1], x[i]).
+   Four propagation branches in order backward_1, forward_1, backward_2, forward_2 (backward
+   from frame T-1 down, forward from 0 up). At step s of a branch, frame i, with feat_prop the
+   previous step's feature (0 at s = 0), flow_n1 the flow to the previous frame and, from s =
+   2, feat_n2 the feature two steps back and flow_n2 = flow_n1 + flow_warp(flow to the one
+   before, flow_n1) (0 at s = 1):
+     cond = cat(warp(feat_prop, flow_n1), spatial[i], warp(feat_n2, flow_n2))
+     o = conv_offset(cat(cond, flow_n1, flow_n2))  (3x3 convs 3C+4 -> C -> C -> C -> 27 dg,
+         LeakyReLU(0.1) between; dg = deform_groups 16)
+     offset = max_residue_magnitude * tanh(o[0:18 dg]) + cat(flow_n1.flip(1) repeated 9 dg / 2
+              times, flow_n2.flip(1) likewise)   ((dy, dx) pairs, torchvision's layout)
+     feat_prop = DCN(cat(feat_prop, feat_n2), offset, sigmoid(o[18 dg:27 dg])), weights
+                 deform_align.BRANCH.weight [C, 2C, 3, 3] and .bias  (s > 0; warps: zero
+                 padding, align_corners=True)
+     feat_prop = feat_prop + backbone.BRANCH(cat(spatial[i], the earlier branches' features
+                 of frame i, feat_prop))   ((2 + b) C -> C conv + LeakyReLU + num_blocks
+                 residual blocks)
+   Output frame i: reconstruction (5C -> C conv + LeakyReLU + 5 residual blocks) of cat(spatial,
+   backward_1, forward_1, backward_2, forward_2), lrelu(PixelShuffle(2)(upconv1)) (C -> 4C),
+   lrelu(PixelShuffle(2)(upconv2)) (C -> 256), lrelu(conv_hr), conv_last, plus the bilinear x4
+   (align_corners=False) of x[i]. */
+
+enum { VPP_DG = 16 };           /* deform_groups: MMagic and BasicSR fix it at 16 */
+static const char *const VPP_BRANCH[4] = { "backward_1", "forward_1", "backward_2",
+                                           "forward_2" };
+
+typedef struct {
+    bvsr b;                     /* SPyNet's weights and buffers, the graph */
+    int C, nb;                  /* mid_channels, num_blocks */
+    float mag;                  /* max_residue_magnitude */
+    int fe_w[11];               /* feat_extract: main.0, then 5 blocks' conv1, conv2 */
+    int rec_w[11];              /* reconstruction: likewise */
+    int dcn_w[4], off_w[4][4];  /* per branch: the DCN's weight, conv_offset.{0,2,4,6} */
+    int bb_w[4][63];            /* per branch: backbone main.0, then blocks */
+    int up_w[4];                /* upconv1, upconv2, conv_hr, conv_last */
+} bvpp;
+
+/* declare() with an init of the reference's: `kind` 0 PyTorch's default, 1 BasicSR's
+   default_init_weights(0.1) of a residual block, 2 zeros (conv_offset's last layer). */
+static void declare_init(bvsr *b, const char *name, int ic, int oc, int k, int kind, int *w) {
+    declare(b, name, ic, oc, k, w);
+    if (*w < 0 || kind == 0) return;
+    double fan = (double)ic * k * k;
+    b->g->init[*w] = kind == 1 ? (pf_param_init){ PF_INIT_NORMAL, fan, 0.1 }
+                               : (pf_param_init){ PF_INIT_CONST, 1.0, 0.0 };
+    b->g->init[*w + 1] = (pf_param_init){ PF_INIT_CONST, 1.0, 0.0 };
+}
+
+/* ResidualBlocksWithInputConv / ConvResidualBlocks `name` (ic -> oc, nb blocks): w[0] main.0,
+   w[1 + 2k], w[2 + 2k] block k's conv1, conv2. */
+static void vpp_declare_blocks(bvsr *b, const char *name, int ic, int oc, int nb, int *w) {
+    char full[112];
+    snprintf(full, sizeof full, "%s.main.0", name);
+    declare_init(b, full, ic, oc, 3, 0, &w[0]);
+    for (int k = 0; k < nb; k++) {
+        snprintf(full, sizeof full, "%s.main.2.%d.conv1", name, k);
+        declare_init(b, full, oc, oc, 3, 1, &w[1 + 2 * k]);
+        snprintf(full, sizeof full, "%s.main.2.%d.conv2", name, k);
+        declare_init(b, full, oc, oc, 3, 1, &w[2 + 2 * k]);
+    }
+}
+
+/* The parameter table in state_dict order (BasicSR's module order). */
+static void vpp_declare(bvpp *p) {
+    bvsr *b = &p->b;
+    int C = p->C;
+    char name[112];
+    static const int ch[6] = { 8, 32, 64, 32, 16, 2 };
+    static const int64_t mshape[4] = { 1, 3, 1, 1 };
+    b->mean = pf_net_add_buffer(b->g, "spynet.mean", 4, mshape, SPY_MEAN);
+    b->std = pf_net_add_buffer(b->g, "spynet.std", 4, mshape, SPY_STD);
+    for (int l = 0; l < 6; l++)
+        for (int k = 0; k < 5; k++) {
+            snprintf(name, sizeof name, "spynet.basic_module.%d.basic_module.%d", l, 2 * k);
+            declare(b, name, ch[k], ch[k + 1], 7, &b->spy_w[l][k]);
+        }
+    vpp_declare_blocks(b, "feat_extract", 3, C, 5, p->fe_w);
+    for (int r = 0; r < 4; r++) {
+        /* ModulatedDeformConv2d(2C, C, 3, padding 1, deform_groups 16): its weight U(-1 /
+           sqrt(2C 9), ..), bias 0 (MMCV's init_weights), then conv_offset */
+        int64_t ws[4] = { C, 2 * C, 3, 3 }, bs[1] = { C };
+        snprintf(name, sizeof name, "deform_align.%s.weight", VPP_BRANCH[r]);
+        p->dcn_w[r] = pf_net_add_tensor(b->g, name, 4, ws,
+                                        (pf_param_init){ PF_INIT_UNIFORM, 2.0 * C * 9, 1.0 });
+        snprintf(name, sizeof name, "deform_align.%s.bias", VPP_BRANCH[r]);
+        if (pf_net_add_tensor(b->g, name, 1, bs, (pf_param_init){ PF_INIT_CONST, 1.0, 0.0 }) < 0)
+            p->dcn_w[r] = -1;
+        const int oic[4] = { 3 * C + 4, C, C, C }, ooc[4] = { C, C, C, 27 * VPP_DG };
+        for (int k = 0; k < 4; k++) {
+            snprintf(name, sizeof name, "deform_align.%s.conv_offset.%d", VPP_BRANCH[r], 2 * k);
+            declare_init(b, name, oic[k], ooc[k], 3, k == 3 ? 2 : 0, &p->off_w[r][k]);
+        }
+    }
+    for (int r = 0; r < 4; r++) {
+        snprintf(name, sizeof name, "backbone.%s", VPP_BRANCH[r]);
+        vpp_declare_blocks(b, name, (2 + r) * C, C, p->nb, p->bb_w[r]);
+    }
+    vpp_declare_blocks(b, "reconstruction", 5 * C, C, 5, p->rec_w);
+    declare(b, "upconv1", C, 4 * C, 3, &p->up_w[0]);
+    declare(b, "upconv2", C, 256, 3, &p->up_w[1]);
+    declare(b, "conv_hr", 64, 64, 3, &p->up_w[2]);
+    declare(b, "conv_last", 64, 3, 3, &p->up_w[3]);
+}
+
+/* The blocks `name` (vpp_declare_blocks' weights w) on x: conv + LeakyReLU(0.1), then nb
+   residual blocks (conv1 - ReLU - conv2 + input). */
+static int vpp_blocks(bvsr *b, const char *name, int x, int oc, int nb, int *w) {
+    char full[112];
+    snprintf(full, sizeof full, "%s.main.0", name);
+    int h = vconv(b, x, full, oc, 3, 0.1f, -1, &w[0]);
+    for (int k = 0; k < nb; k++) {
+        snprintf(full, sizeof full, "%s.main.2.%d.conv1", name, k);
+        int m = vconv(b, h, full, oc, 3, 0.0f, -1, &w[1 + 2 * k]);
+        snprintf(full, sizeof full, "%s.main.2.%d.conv2", name, k);
+        h = vconv(b, m, full, oc, 3, NO_ACT, h, &w[2 + 2 * k]);
+    }
+    return h;
+}
+
+/* Channels [c0, c0 + c) of x. */
+static int vslice(bvsr *b, int x, int c0, int c) {
+    pf_gnode *nd;
+    int o = vnode(b, PF_G_SLICE, &x, 1, c, x, 1, 1, 0, &nd);
+    if (o >= 0) nd->c0 = c0;
+    return o;
+}
+
+static int vcat(bvsr *b, const int *xs, int n) {
+    pf_gnode *nd;
+    int c = 0;
+    for (int i = 0; i < n; i++) {
+        if (xs[i] < 0) return -1;
+        c += b->g->t[xs[i]].c;
+    }
+    return vnode(b, PF_G_CONCAT, xs, n, c, xs[0], 1, 1, 0, &nd);
+}
+
+/* x repeated n times along the channels (torch's repeat(1, n, 1, 1)), n <= 8 PF_G_MAX_IN. */
+static int vrepeat(bvsr *b, int x, int n) {
+    int xs[PF_G_MAX_IN];
+    int inner = (n + PF_G_MAX_IN - 1) / PF_G_MAX_IN;
+    while (n % inner) inner++;
+    for (int i = 0; i < inner; i++) xs[i] = x;
+    int part = inner > 1 ? vcat(b, xs, inner) : x;
+    for (int i = 0; i < n / inner; i++) xs[i] = part;
+    return n / inner > 1 ? vcat(b, xs, n / inner) : part;
+}
+
+static int vzero(bvsr *b, int c, int like) {
+    pf_gnode *nd;
+    return vnode(b, PF_G_ZERO, NULL, 0, c, like, 1, 1, 0, &nd);
+}
+
+/* SecondOrderDeformableAlignment of branch r: the new feat_prop before the backbone. */
+static int vpp_align(bvpp *p, int r, int prop, int cur, int feat_n2, int flow_n1, int flow_n2,
+                     int cond_n2, int second) {
+    bvsr *b = &p->b;
+    int C = p->C;
+    char name[112];
+    pf_gnode *nd;
+    int cond[5] = { vwarp(b, prop, flow_n1, PF_PAD_ZEROS), cur, cond_n2, flow_n1, flow_n2 };
+    int o = vcat(b, cond, 5);
+    for (int k = 0; k < 4; k++) {
+        snprintf(name, sizeof name, "deform_align.%s.conv_offset.%d", VPP_BRANCH[r], 2 * k);
+        o = vconv(b, o, name, k < 3 ? C : 27 * VPP_DG, 3, k < 3 ? 0.1f : NO_ACT, -1,
+                  &p->off_w[r][k]);
+    }
+    int th = vnode(b, PF_G_TANH, (int[1]){ vslice(b, o, 0, 18 * VPP_DG) }, 1, 18 * VPP_DG, o, 1,
+                   1, 0, &nd);
+    int reps[2];
+    for (int i = 0; i < 2; i++) {
+        int f = i ? flow_n2 : flow_n1;
+        int flip[2] = { vslice(b, f, 1, 1), vslice(b, f, 0, 1) };
+        reps[i] = i && !second ? vzero(b, 9 * VPP_DG, f)     /* flow_n2 = 0 */
+                               : vrepeat(b, vcat(b, flip, 2), 9 * VPP_DG / 2);
+    }
+    int in2[2] = { vcat(b, reps, 2), th };
+    int off = vnode(b, PF_G_ADD, in2, 2, 18 * VPP_DG, th, 1, 1, 0, &nd);
+    if (off >= 0) nd->scale = p->mag;
+    int mask = vnode(b, PF_G_SIGMOID, (int[1]){ vslice(b, o, 18 * VPP_DG, 9 * VPP_DG) }, 1,
+                     9 * VPP_DG, o, 1, 1, 0, &nd);
+    int xin[2] = { prop, feat_n2 };
+    int in3[3] = { vcat(b, xin, 2), off, mask };
+    int out = vnode(b, PF_G_DCN, in3, 3, C, prop, 1, 1, 0, &nd);
+    if (out < 0) return -1;
+    nd->param = p->dcn_w[r];
+    nd->dcn.k = 3;
+    nd->dcn.stride = 1;
+    nd->dcn.pad = 1;
+    nd->dcn.dil = 1;
+    nd->dcn.groups = 1;
+    nd->dcn.dg = VPP_DG;
+    nd->dcn.has_bias = 1;
+    return out;
+}
+
+/* Branch r over T frames: feats[r][i] for every frame i, from spatial and the earlier
+   branches (feats[0..r-1]), flows fl[i] (backward branches: backward[i], frame i to i + 1;
+   forward: forward[i - 1], frame i to i - 1; -1 where none). */
+static void vpp_branch(bvpp *p, int r, int T, const int *spatial, int (*feats)[64],
+                       const int *fl) {
+    bvsr *b = &p->b;
+    int C = p->C, back = r % 2 == 0;
+    int prop = vzero(b, C, spatial[0]), zero = vzero(b, C, spatial[0]);
+    int zflow = vzero(b, 2, spatial[0]);
+    int prev1 = -1;             /* the frame of the previous step */
+    char name[112];
+    snprintf(name, sizeof name, "backbone.%s", VPP_BRANCH[r]);
+    for (int s = 0; s < T; s++) {
+        int i = back ? T - 1 - s : s;
+        if (s > 0) {
+            int f1 = fl[i], feat_n2 = zero, flow_n2 = zflow, cond_n2 = zero;
+            if (s > 1) {
+                feat_n2 = feats[r][back ? i + 2 : i - 2];
+                flow_n2 = vwarp(b, fl[prev1], f1, PF_PAD_ZEROS);
+                int add[2] = { f1, flow_n2 };
+                pf_gnode *nd;
+                flow_n2 = vnode(b, PF_G_ADD, add, 2, 2, f1, 1, 1, 0, &nd);
+                if (flow_n2 >= 0) nd->scale = 1.0f;
+                cond_n2 = vwarp(b, feat_n2, flow_n2, PF_PAD_ZEROS);
+            }
+            prop = vpp_align(p, r, prop, spatial[i], feat_n2, f1, flow_n2, cond_n2, s > 1);
+        }
+        int cat[6], n = 0;
+        cat[n++] = spatial[i];
+        for (int q = 0; q < r; q++) cat[n++] = feats[q][i];
+        cat[n++] = prop;
+        int h = vpp_blocks(b, name, vcat(b, cat, n), C, p->nb, p->bb_w[r]);
+        int add[2] = { prop, h };
+        pf_gnode *nd;
+        prop = vnode(b, PF_G_ADD, add, 2, C, prop, 1, 1, 0, &nd);
+        if (prop >= 0) nd->scale = 1.0f;
+        feats[r][i] = prop;
+        prev1 = i;
+    }
+}
+
+int pf_net_build_basicvsrpp(pf_net *g, int mid_channels, int num_blocks,
+                            float max_residue_magnitude, int frames, char *err, size_t errlen) {
+    pf_net_init(g);
+    snprintf(g->type, sizeof g->type, "BasicVSRPlusPlus");
+    if (mid_channels < 8 || mid_channels % 8 || num_blocks < 0 || num_blocks > 31 ||
+        frames < 1 || frames > 64 || !(max_residue_magnitude >= 0)) {
+        snprintf(err, errlen, "model: BasicVSRPlusPlus takes mid_channels a multiple of 8 (its "
+                 "deformable convolutions have 16 deform_groups over 2 mid_channels), 0 <= "
+                 "num_blocks <= 31, max_residue_magnitude >= 0 and 1..64 frames (got %d, %d, "
+                 "%g, %d)", mid_channels, num_blocks, (double)max_residue_magnitude, frames);
+        return -1;
+    }
+    bvpp p = { .b = { .g = g }, .C = mid_channels, .nb = num_blocks,
+               .mag = max_residue_magnitude };
+    bvsr *b = &p.b;
+    vpp_declare(&p);
+    g->scale = 4;
+    g->range = 1.0f;
+    pf_gnode *nd;
+    int T = frames, in = g->oom ? -1 : pf_net_node(g, PF_G_INPUT, NULL, 0, 3 * T, 1, 1, 0);
+    g->input = in;
+    int x[64], pyr[64][6], spatial[64], fl_b[64], fl_f[64], feats[4][64], outs[64];
+    for (int t = 0; in >= 0 && t < T; t++) {
+        x[t] = vslice(b, in, 3 * t, 3);
+        spatial[t] = vpp_blocks(b, "feat_extract", x[t], p.C, 5, p.fe_w);
+        spy_pyramid(b, x[t], pyr[t]);
+    }
+    for (int i = 0; in >= 0 && i < T - 1; i++) {
+        fl_b[i] = spynet(b, pyr[i], pyr[i + 1]);        /* backward[i]: frame i to i + 1 */
+        fl_f[i + 1] = spynet(b, pyr[i + 1], pyr[i]);    /* forward[i]: frame i + 1 to i */
+    }
+    fl_b[T - 1] = fl_f[0] = -1;
+    for (int r = 0; in >= 0 && r < 4; r++)
+        vpp_branch(&p, r, T, spatial, feats, r % 2 ? fl_f : fl_b);
+    for (int i = 0; in >= 0 && i < T; i++) {
+        int cat[5] = { spatial[i], feats[0][i], feats[1][i], feats[2][i], feats[3][i] };
+        int o = vpp_blocks(b, "reconstruction", vcat(b, cat, 5), p.C, 5, p.rec_w);
+        o = vconv(b, o, "upconv1", 4 * p.C, 3, 0.1f, -1, &p.up_w[0]);
+        o = vnode(b, PF_G_SHUFFLE, &o, 1, p.C, o, 2, 1, 0, &nd);
+        if (o >= 0) nd->r = 2;
+        o = vconv(b, o, "upconv2", 256, 3, 0.1f, -1, &p.up_w[1]);
+        o = vnode(b, PF_G_SHUFFLE, &o, 1, 64, o, 2, 1, 0, &nd);
+        if (o >= 0) nd->r = 2;
+        o = vconv(b, o, "conv_hr", 64, 3, 0.1f, -1, &p.up_w[2]);
+        outs[i] = vconv(b, o, "conv_last", 3, 3, NO_ACT, vresize(b, x[i], 4, 1, 0, 0, 0),
+                        &p.up_w[3]);
+    }
+    g->output = in < 0 ? -1 : vcat(b, outs, T);
+    if (g->oom || g->output < 0 || b->mean < 0 || b->std < 0) {
+        snprintf(err, errlen, "model: BasicVSRPlusPlus: out of memory building the network");
+        pf_net_free(g);
+        return -1;
+    }
+    return 0;
+}
+
+int pf_net_build_video(pf_net *g, const pf_config *c, int frames, char *err, size_t errlen) {
+    if (!strcmp(c->model_type, "BasicVSR"))
+        return pf_net_build_basicvsr(g, c->n_feats, c->n_blocks, frames, err, errlen);
+    if (!strcmp(c->model_type, "BasicVSRPlusPlus")) {
+        if (!c->is_low_res_input) {
+            pf_net_init(g);
+            snprintf(err, errlen, "model: BasicVSRPlusPlus: is_low_res_input false (the "
+                     "same-size variant) is not supported yet; use true (x4)");
+            return -1;
+        }
+        return pf_net_build_basicvsrpp(g, c->n_feats, c->n_blocks, c->max_residue_magnitude,
+                                       frames, err, errlen);
+    }
+    pf_net_init(g);
+    snprintf(err, errlen, "model: %s is not a video network", c->model_type);
+    return -1;
 }

@@ -7,6 +7,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
+
+#include "nn/param_info.h"
 
 /* FNV-1a 64 of a NUL-terminated string. */
 static inline uint64_t pf_hash_name(const char *s) {
@@ -47,5 +50,24 @@ static inline double pf_hash_summary_error(const float *x, size_t n, const char 
     for (int k = 0; k < 64; k++)
         e = fmax(e, fabs(x[pf_hash_mix(base ^ (uint64_t)k) % n] - ref[2 + k]) / scale);
     return e;
+}
+
+/* The video tests' weights (tests/reference/basicvsr_ref.py; test_basicvsrpp): element j of
+   tensor NAME (2 u - 1) * bound, u = hash_unit(NAME, j), bound = 1 / sqrt(fan_in) of the
+   tensor's weight (a bias follows its 4-d weight), 0.2 for the last bias of each SPyNet
+   level (`spynet.*basic_module.8.bias`), so the flows reach pixels. */
+static inline void pf_hash_fill_params(const pf_param_info *tensors, int n, float *params) {
+    for (int i = 0; i < n; i++) {
+        const pf_param_info *t = &tensors[i];
+        const pf_param_info *w = t->ndim == 4 ? t : &tensors[i - 1];   /* a bias: its weight */
+        double bound = 1.0 / sqrt((double)(w->shape[1] * w->shape[2] * w->shape[3]));
+        size_t len = strlen(t->name);
+        if (!strncmp(t->name, "spynet.", 7) && len > 19 &&
+            !strcmp(t->name + len - 19, "basic_module.8.bias"))
+            bound = 0.2;
+        uint64_t base = pf_hash_name(t->name);
+        for (size_t j = 0; j < t->numel; j++)
+            params[t->offset + j] = (float)((2 * pf_hash_unit(base, j) - 1) * bound);
+    }
 }
 #endif

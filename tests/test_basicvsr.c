@@ -31,20 +31,9 @@ enum { N = 1, T = 3, H = 64, W = 64, FEAT = 8, BLOCKS = 1 };
 
 /* ---- the counter hash of basicvsr_ref.py ------------------------------------------------ */
 
-/* The weights: element j of tensor NAME (2 u - 1) * bound (see basicvsr_ref.py). */
+/* The weights: element j of tensor NAME (2 u - 1) * bound (pf_hash_fill_params). */
 static void fill_params(const pf_net *g, float *params) {
-    for (int i = 0; i < g->n_tensors; i++) {
-        const pf_param_info *t = &g->tensors[i];
-        const pf_param_info *w = t->ndim == 4 ? t : &g->tensors[i - 1];   /* a bias: its weight */
-        double bound = 1.0 / sqrt((double)(w->shape[1] * w->shape[2] * w->shape[3]));
-        size_t len = strlen(t->name);
-        if (!strncmp(t->name, "spynet.", 7) && len > 19 &&
-            !strcmp(t->name + len - 19, "basic_module.8.bias"))
-            bound = 0.2;
-        uint64_t base = pf_hash_name(t->name);
-        for (size_t j = 0; j < t->numel; j++)
-            params[t->offset + j] = (float)((2 * pf_hash_unit(base, j) - 1) * bound);
-    }
+    pf_hash_fill_params(g->tensors, g->n_tensors, params);
 }
 
 /* ---- running ------------------------------------------------------------------------------ */

@@ -255,9 +255,15 @@ int pf_graph_plan(const pf_gctx *m, pf_gstate **out_state, int n, int h, int w, 
         }
         size_t wmax = 0;
         for (int k = 0; k < g->n_node; k++)
-            if (g->node[k].op == PF_G_CONV) S->wuses[g->node[k].param]++;
+            if (g->node[k].op == PF_G_CONV || g->node[k].op == PF_G_DCN)
+                S->wuses[g->node[k].param]++;
         for (int k = 0; k < g->n_node; k++) {
             const pf_gnode *nd = &g->node[k];
+            if (nd->op == PF_G_DCN && S->wuses[nd->param] > 1) {  /* BasicVSR++'s alignment */
+                size_t wn = g->tensors[nd->param].numel +
+                            (nd->dcn.has_bias ? g->tensors[nd->param + 1].numel : 0);
+                if (wn > wmax) wmax = wn;
+            }
             if (nd->op != PF_G_CONV || S->wuses[nd->param] < 2) continue;
             if (nd->conv == g->sub_conv) {
                 snprintf(err, errlen, "%s: the sub-pixel layer cannot share its weights",
@@ -768,11 +774,25 @@ static int dcn_backward(const pf_gctx *m, pf_gstate *S, const pf_gnode *nd, char
         if (S->goom) return 0;  /* out of memory: reported by the caller */
     }
     const pf_param_info *wt = &g->tensors[nd->param];
+    const pf_param_info *bt = nd->dcn.has_bias ? wt + 1 : NULL;
     float *dw = S->no_param_grads ? NULL : m->grads + wt->offset;
-    float *db = dw && nd->dcn.has_bias ? m->grads + g->tensors[nd->param + 1].offset : NULL;
-    return pf_dcn_backward(&S->dcn[nd - g->node], m->params + wt->offset, dw, db, o->grad,
-                           o->block, t[0]->data, t[0]->block, t[1]->data, t[1]->block,
-                           t[2]->data, t[2]->block, d[0], d[1], d[2], err, errlen);
+    float *db = dw && bt ? m->grads + bt->offset : NULL;
+    /* shared weights (one layer applied at several places, as conv_weight_grads): the first
+       backward writes them, the later ones write wtmp and add it */
+    int add_w = dw && S->wuses[nd->param] > 1 && S->wset[nd->param];
+    if (dw) S->wset[nd->param] = 1;
+    if (add_w) {
+        dw = S->wtmp;
+        db = bt ? S->wtmp + wt->numel : NULL;
+    }
+    TRY(pf_dcn_backward(&S->dcn[nd - g->node], m->params + wt->offset, dw, db, o->grad,
+                        o->block, t[0]->data, t[0]->block, t[1]->data, t[1]->block, t[2]->data,
+                        t[2]->block, d[0], d[1], d[2], err, errlen));
+    if (add_w) {
+        pf_cpu_axpy(m->grads + wt->offset, S->wtmp, 1.0f, wt->numel, 1);
+        if (bt) pf_cpu_axpy(m->grads + bt->offset, S->wtmp + wt->numel, 1.0f, bt->numel, 1);
+    }
+    return 0;
 }
 
 /* A linear node's backward: weight and bias gradients (not with S->no_param_grads) and its

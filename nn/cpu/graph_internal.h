@@ -76,7 +76,7 @@ struct pf_gstate {
     /* Shared weights (several layers naming one weight tensor, nn/net.h): backward-weights
        overwrites, so the first layer to run backward writes the flat gradient and the others
        write wtmp and add it */
-    int *wuses;             /* per parameter tensor: convolution nodes reading it */
+    int *wuses;             /* per parameter tensor: (deformable) convolution nodes reading it */
     int *wset;              /* per parameter tensor: its gradient was written this step */
     float *wtmp;            /* weights + bias of the largest shared layer */
     pf_linear *lin;         /* per node: a PF_G_LINEAR node's inner product (else unused) */
