@@ -396,14 +396,18 @@ static void check_bf16(void) {
 
 /* ---- convolution -------------------------------------------------------------------------- */
 
-typedef pf_ref_conv conv_shape;   /* n, ic, oc, h, w, k */
+typedef pf_ref_conv conv_shape;   /* n, ic, oc, h, w, k, stride, pad */
 
-/* All four directions of one shape under one context; mode names the context in the output. */
-static void check_conv(pf_cudnn *ctx, const char *mode, const conv_shape *s, double tol) {
-    char shape[96], op[64], algos[256];
-    snprintf(shape, sizeof shape, "N%d C%d->%d H%d W%d k%d", s->n, s->ic, s->oc, s->h, s->w,
-             s->k);
-    size_t nx = (size_t)s->n * s->ic * s->h * s->w, ny = (size_t)s->n * s->oc * s->h * s->w;
+/* All four directions of one shape under one context (three without a bias: has_bias 0);
+   mode names the context in the output. */
+static void check_conv(pf_cudnn *ctx, const char *mode, const conv_shape *s, int has_bias,
+                       double tol) {
+    char shape[128], op[64], algos[256];
+    int stride = s->stride > 0 ? s->stride : 1, pad = s->stride > 0 ? s->pad : s->k / 2;
+    int oh = (s->h + 2 * pad - s->k) / stride + 1, ow = (s->w + 2 * pad - s->k) / stride + 1;
+    snprintf(shape, sizeof shape, "N%d C%d->%d H%d W%d k%d s%d p%d%s", s->n, s->ic, s->oc, s->h,
+             s->w, s->k, stride, pad, has_bias ? "" : " no bias");
+    size_t nx = (size_t)s->n * s->ic * s->h * s->w, ny = (size_t)s->n * s->oc * oh * ow;
     size_t nw = (size_t)s->oc * s->ic * s->k * s->k;
     float *x = host_alloc(nx * 4), *wt = host_alloc(nw * 4), *bias = host_alloc(s->oc * 4);
     float *dy = host_alloc(ny * 4), *y = host_alloc(ny * 4), *dx = host_alloc(nx * 4);
@@ -413,7 +417,7 @@ static void check_conv(pf_cudnn *ctx, const char *mode, const conv_shape *s, dou
     fill(wt, nw, -bound, bound);
     fill(bias, s->oc, -bound, bound);
     fill(dy, ny, -1, 1);
-    pf_ref_conv_forward(s, x, wt, bias, y);
+    pf_ref_conv_forward(s, x, wt, has_bias ? bias : NULL, y);
     pf_ref_conv_backward_data(s, wt, dy, dx, 0);
     pf_ref_conv_backward_filter(s, x, dy, dw, 0);
     pf_ref_conv_backward_bias(s, dy, db, 0);
@@ -423,6 +427,7 @@ static void check_conv(pf_cudnn *ctx, const char *mode, const conv_shape *s, dou
     float *d_dw = dev_alloc(nw * 4), *d_db = dev_alloc(s->oc * 4);
     pf_cuconv c;
     pf_cuconv_init(&c, "check_conv", s->ic, s->oc, s->k);
+    pf_cuconv_set_geometry(&c, stride, pad, has_bias);
     if (pf_cuconv_setup(&c, ctx, s->n, s->h, s->w, 1, g_err, sizeof g_err)) {
         snprintf(op, sizeof op, "conv setup %s", mode);
         report_error(op, shape, g_err);
@@ -438,18 +443,22 @@ static void check_conv(pf_cudnn *ctx, const char *mode, const conv_shape *s, dou
         rc = pf_cuconv_backward_filter(&c, d_x, d_dy, d_dw, 0, g_err, sizeof g_err);
         snprintf(op, sizeof op, "conv_bwd_filter %s", mode);
         check(op, shape, rc, d_dw, dw, nw, tol);
-        rc = pf_cuconv_backward_bias(&c, d_dy, d_db, 0, g_err, sizeof g_err);
-        snprintf(op, sizeof op, "conv_bwd_bias %s", mode);
-        check(op, shape, rc, d_db, db, s->oc, tol);
+        if (has_bias) {
+            rc = pf_cuconv_backward_bias(&c, d_dy, d_db, 0, g_err, sizeof g_err);
+            snprintf(op, sizeof op, "conv_bwd_bias %s", mode);
+            check(op, shape, rc, d_db, db, s->oc, tol);
+        }
         /* accumulate = 1 adds: a second pass doubles both gradients */
         for (size_t i = 0; i < nw; i++) dw[i] *= 2.0f;
         for (int i = 0; i < s->oc; i++) db[i] *= 2.0f;
         rc = pf_cuconv_backward_filter(&c, d_x, d_dy, d_dw, 1, g_err, sizeof g_err);
         snprintf(op, sizeof op, "conv_bwd_filter+= %s", mode);
         check(op, shape, rc, d_dw, dw, nw, tol);
-        rc = pf_cuconv_backward_bias(&c, d_dy, d_db, 1, g_err, sizeof g_err);
-        snprintf(op, sizeof op, "conv_bwd_bias+= %s", mode);
-        check(op, shape, rc, d_db, db, s->oc, tol);
+        if (has_bias) {
+            rc = pf_cuconv_backward_bias(&c, d_dy, d_db, 1, g_err, sizeof g_err);
+            snprintf(op, sizeof op, "conv_bwd_bias+= %s", mode);
+            check(op, shape, rc, d_db, db, s->oc, tol);
+        }
     }
     pf_cuconv_free(&c);
     free(x), free(wt), free(bias), free(dy), free(y), free(dx), free(dw), free(db);
@@ -460,10 +469,14 @@ static void check_conv(pf_cudnn *ctx, const char *mode, const conv_shape *s, dou
 static void check_convs(void) {
     /* odd sizes on purpose; k = 9 / 1 / 5 are SRCNN's layers, 3 EDSR's */
     const conv_shape shapes[] = {
-        {2, 3, 16, 13, 17, 3}, {2, 16, 16, 24, 19, 3}, {2, 32, 32, 21, 23, 3},
-        {2, 16, 32, 21, 15, 1}, {2, 3, 32, 33, 27, 9}, {2, 32, 3, 17, 40, 5},
-        {2, 32, 12, 40, 13, 3}, /* EDSR's upsample conv: 4 * 3 outputs */
+        {2, 3, 16, 13, 17, 3, 1, 1}, {2, 16, 16, 24, 19, 3, 1, 1}, {2, 32, 32, 21, 23, 3, 1, 1},
+        {2, 16, 32, 21, 15, 1, 1, 0}, {2, 3, 32, 33, 27, 9, 1, 4}, {2, 32, 3, 17, 40, 5, 1, 2},
+        {2, 32, 12, 40, 13, 3, 1, 1}, /* EDSR's upsample conv: 4 * 3 outputs */
+        /* UNetDiscriminatorSN / VGGStyleDiscriminator: k4 s2 p1 bias-free (odd H: floor),
+           k3 s1 p1 (conv0, with bias), k3 s2 p1 */
+        {2, 16, 32, 24, 17, 4, 2, 1}, {2, 3, 16, 24, 19, 3, 1, 1}, {2, 8, 16, 21, 18, 3, 2, 1},
     };
+    const int has_bias[] = {1, 1, 1, 1, 1, 1, 1, 0, 1, 0};
     const int nshapes = (int)(sizeof shapes / sizeof *shapes);
     struct {
         const char *mode;
@@ -481,7 +494,8 @@ static void check_convs(void) {
             report_error("pf_cudnn_new", modes[m].mode, g_err);
             continue;
         }
-        for (int i = 0; i < nshapes; i++) check_conv(ctx, modes[m].mode, &shapes[i], modes[m].tol);
+        for (int i = 0; i < nshapes; i++)
+            check_conv(ctx, modes[m].mode, &shapes[i], has_bias[i], modes[m].tol);
         pf_cudnn_destroy(&ctx);
     }
 }

@@ -115,6 +115,7 @@ void pf_cuconv_init(pf_cuconv *c, const char *name, int ic, int oc, int k) {
     c->ic = ic;
     c->oc = oc;
     c->k = k;
+    pf_cuconv_set_geometry(c, 1, k / 2, 1);
 }
 
 static void destroy_descriptors(pf_cuconv *c) {
@@ -254,9 +255,15 @@ int pf_cuconv_setup(pf_cuconv *c, pf_cudnn *ctx, int n, int h, int w, int traini
     const char *who = c->name;
     if (c->n == n && c->h == h && c->w == w && c->ctx == ctx && c->training >= training)
         return 0;
-    if (n < 1 || h < 1 || w < 1 || c->ic < 1 || c->oc < 1 || c->k < 1 || c->k % 2 == 0) {
-        snprintf(err, errlen, "%s: bad shape N=%d H=%d W=%d ic=%d oc=%d k=%d (k must be odd)",
-                 c->name, n, h, w, c->ic, c->oc, c->k);
+    int pad = c->pad, stride = c->stride;
+    int oh = stride > 0 ? (h + 2 * pad - c->k) / stride + 1 : 0;
+    int ow = stride > 0 ? (w + 2 * pad - c->k) / stride + 1 : 0;
+    if (n < 1 || h < 1 || w < 1 || c->ic < 1 || c->oc < 1 || c->k < 1 || stride < 1 ||
+        pad < 0 || pad >= c->k || h + 2 * pad < c->k || w + 2 * pad < c->k) {
+        snprintf(err, errlen,
+                 "%s: bad shape N=%d H=%d W=%d ic=%d oc=%d k=%d stride=%d pad=%d (stride >= 1, "
+                 "0 <= pad < k, H + 2 pad >= k)",
+                 c->name, n, h, w, c->ic, c->oc, c->k, stride, pad);
         return -1;
     }
     destroy_descriptors(c);
@@ -264,7 +271,6 @@ int pf_cuconv_setup(pf_cuconv *c, pf_cudnn *ctx, int n, int h, int w, int traini
     c->n = n; /* for messages; reset to 0 on failure below */
     c->h = h;
     c->w = w;
-    int pad = c->k / 2;
     cudnnMathType_t base = ctx->allow_tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
 #define SETUP_TRY(call_name, expr)                                                            \
     do {                                                                                      \
@@ -284,7 +290,7 @@ int pf_cuconv_setup(pf_cuconv *c, pf_cudnn *ctx, int n, int h, int w, int traini
                                          c->ic, h, w));
     SETUP_TRY("cudnnSetTensor4dDescriptor (dst)",
               cudnnSetTensor4dDescriptor(c->dst_desc, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, n,
-                                         c->oc, h, w));
+                                         c->oc, oh, ow));
     SETUP_TRY("cudnnSetTensor4dDescriptor (bias)",
               cudnnSetTensor4dDescriptor(c->bias_desc, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1,
                                          c->oc, 1, 1));
@@ -296,7 +302,7 @@ int pf_cuconv_setup(pf_cuconv *c, pf_cudnn *ctx, int n, int h, int w, int traini
         SETUP_TRY("cudnnCreateConvolutionDescriptor", cudnnCreateConvolutionDescriptor(convs[i]));
         /* CROSS_CORRELATION: what torch's Conv2d computes (no kernel flip) */
         SETUP_TRY("cudnnSetConvolution2dDescriptor",
-                  cudnnSetConvolution2dDescriptor(*convs[i], pad, pad, 1, 1, 1, 1,
+                  cudnnSetConvolution2dDescriptor(*convs[i], pad, pad, stride, stride, 1, 1,
                                                   CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
         SETUP_TRY("cudnnSetConvolutionMathType", cudnnSetConvolutionMathType(*convs[i], base));
     }
@@ -339,7 +345,7 @@ int pf_cuconv_forward(pf_cuconv *c, const float *src, const float *w, const floa
               cudnnConvolutionForward(c->ctx->handle, &one, c->src_desc, src, c->w_desc, w,
                                       c->fwd_conv, c->fwd_algo, c->ctx->workspace, c->fwd_ws,
                                       &zero, c->dst_desc, dst));
-    if (bias)
+    if (bias && c->has_bias)
         CUDNN_TRY("cudnnAddTensor (bias)",
                   cudnnAddTensor(c->ctx->handle, &one, c->bias_desc, bias, &one, c->dst_desc,
                                  dst));
@@ -376,6 +382,10 @@ int pf_cuconv_backward_bias(pf_cuconv *c, const float *diff_dst, float *db, int 
                             char *err, size_t errlen) {
     const char *who = c->name;
     if (not_built(c, 0, "backward_bias", err, errlen)) return -1;
+    if (!c->has_bias) {
+        snprintf(err, errlen, "%s: backward_bias of a layer without a bias", c->name);
+        return -1;
+    }
     const float one = 1.0f, beta = accumulate ? 1.0f : 0.0f;
     CUDNN_TRY("cudnnConvolutionBackwardBias",
               cudnnConvolutionBackwardBias(c->ctx->handle, &one, c->dst_desc, diff_dst, &beta,

@@ -1,5 +1,6 @@
-/*  conv_cudnn — a 2-D convolution layer on cuDNN's legacy convolution API (stride 1, zero
-    padding k/2 on each side, with bias, as torch.nn.Conv2d(ic, oc, k, padding=k // 2)):
+/*  conv_cudnn — a 2-D convolution layer on cuDNN's legacy convolution API (by default stride
+    1, zero padding k/2 on each side, with bias, as torch.nn.Conv2d(ic, oc, k, padding=k // 2);
+    any stride, padding and bias through pf_cuconv_set_geometry):
     forward, backward-data, backward-filter, backward-bias. The GPU counterpart of
     nn/cpu/conv_dnnl.h.
 
@@ -55,13 +56,14 @@ int pf_cudnn_reserve(pf_cudnn *ctx, size_t bytes, char *err, size_t errlen);
 typedef struct {
     /* what the layer is */
     char name[96];                          /* for messages, e.g. "body.0.conv1" */
-    int ic, oc, k;                          /* channels in / out, square kernel size (odd) */
+    int ic, oc, k;                          /* channels in / out, square kernel size */
+    int stride, pad, has_bias;              /* 1, k / 2, 1 unless pf_cuconv_set_geometry */
     /* what it is built for */
     int n, h, w;                            /* 0 when not built */
     int training;                           /* backward algorithms chosen too */
     pf_cudnn *ctx;                          /* not owned */
     cudnnTensorDescriptor_t src_desc;       /* N x ic x H x W */
-    cudnnTensorDescriptor_t dst_desc;       /* N x oc x H x W */
+    cudnnTensorDescriptor_t dst_desc;       /* N x oc x oh x ow (H x W at stride 1, pad k/2) */
     cudnnTensorDescriptor_t bias_desc;      /* 1 x oc x 1 x 1 */
     cudnnFilterDescriptor_t w_desc;         /* oc x ic x k x k */
     cudnnConvolutionDescriptor_t fwd_conv;  /* one per direction: each has the math type */
@@ -73,8 +75,19 @@ typedef struct {
     size_t fwd_ws, bwdd_ws, bwdf_ws;        /* workspace bytes each algorithm needs */
 } pf_cuconv;
 
-/* Describe the layer; builds nothing. */
+/* Describe the layer (stride 1, zero padding k / 2, with bias; k odd); builds nothing. */
 void pf_cuconv_init(pf_cuconv *c, const char *name, int ic, int oc, int k);
+/* Stride (>= 1), zero padding on each side (0 <= pad < k, any k >= 1) and whether the layer
+   has a bias (torch.nn.Conv2d's stride, padding, bias; BasicSR's UNetDiscriminatorSN and
+   VGGStyleDiscriminator use k 4 s 2 p 1 bias=False); call before pf_cuconv_setup. The output
+   is oh = floor((H + 2 pad - k) / stride) + 1 high, likewise wide (torch's rule). Without a
+   bias, forward adds none and pf_cuconv_backward_bias must not be called. As nn/cpu's
+   pf_conv_set_geometry. Inline: tests/cuda_host's stand-in layer shares it. */
+static inline void pf_cuconv_set_geometry(pf_cuconv *c, int stride, int pad, int has_bias) {
+    c->stride = stride;
+    c->pad = pad;
+    c->has_bias = has_bias;
+}
 
 /* Build descriptors and choose algorithms for an N x ic x H x W input (keeps them when the
    shape and mode are unchanged), and grow the context's workspace. training: choose the
@@ -82,7 +95,7 @@ void pf_cuconv_init(pf_cuconv *c, const char *name, int ic, int oc, int k);
 int pf_cuconv_setup(pf_cuconv *c, pf_cudnn *ctx, int n, int h, int w, int training, char *err,
                     size_t errlen);
 
-/* dst = conv(src, w) + bias (bias NULL: none). */
+/* dst (N x oc x oh x ow) = conv(src, w) + bias (bias NULL or no has_bias: none). */
 int pf_cuconv_forward(pf_cuconv *c, const float *src, const float *w, const float *bias,
                       float *dst, char *err, size_t errlen);
 

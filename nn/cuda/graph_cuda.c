@@ -163,20 +163,13 @@ static pf_cugraph *setup(pf_cugraph *g, char *err, size_t errlen) {
     }
     for (int i = 0; i < m->n_convs; i++) {
         const pf_nconv *c = &m->conv[i];
-        /* pf_cuconv is stride 1, padding k / 2, with bias: a strided or bias-free layer (the
-           GAN discriminators') runs on the CPU executor only until this path takes them and
-           a check covers them (the kernel emulation does not run cuDNN: docs/cuda.md) */
-        if (c->stride != 1 || c->pad != c->k / 2 || !c->has_bias) {
-            snprintf(err, errlen,
-                     "%s: %s: stride %d, padding %d%s: the CUDA executor runs only stride-1, "
-                     "padding k / 2 convolutions with bias (use the CPU)",
-                     m->type, c->name, c->stride, c->pad, c->has_bias ? "" : ", no bias");
-            goto fail;
-        }
         pf_cuconv_init(&g->train_conv[i], c->name, c->ic, c->oc, c->k);
         pf_cuconv_init(&g->infer_conv[i], c->name, c->ic, c->oc, c->k);
+        /* torch.nn.Conv2d's stride, padding, bias (the GAN discriminators' k4 s2 p1, no bias) */
+        pf_cuconv_set_geometry(&g->train_conv[i], c->stride, c->pad, c->has_bias);
+        pf_cuconv_set_geometry(&g->infer_conv[i], c->stride, c->pad, c->has_bias);
     }
-    /* BatchNorm2d and Linear (the VGG-style discriminator's) have CPU kernels only, likewise */
+    /* BatchNorm2d and Linear (the VGG-style discriminator's) have CPU kernels only so far */
     for (int k = 0; k < m->n_node; k++) {
         const pf_gnode *nd = &m->node[k];
         if (nd->op == PF_G_DCN && !g->blas) {   /* FP32 GEMMs (no TF32): dcn_cuda.h */
@@ -463,6 +456,7 @@ static const float *conv_weights(pf_cugraph *g, const pf_cugraph_env *env, int i
     return env->params + g->net.tensors[g->net.conv[i].weight].offset;
 }
 static const float *conv_bias(pf_cugraph *g, const pf_cugraph_env *env, int i) {
+    if (!g->net.conv[i].has_bias) return NULL;
     if (i != g->net.sub_conv) return env->params + g->net.tensors[g->net.conv[i].weight + 1].offset;
     const pf_cuconv *c = &g->train_conv[i];
     return g->sub_w + (size_t)c->oc * c->ic * c->k * c->k;
@@ -667,8 +661,9 @@ static int conv_backward(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p, pf
     }
     int sub = nd->conv == m->sub_conv;
     float *gw = sub ? g->sub_dw : env->grads + m->tensors[nd->param].offset;
-    float *gb = sub ? g->sub_dw + (size_t)c->oc * c->ic * c->k * c->k
-                    : env->grads + m->tensors[nd->param + 1].offset;
+    float *gb = !dc->has_bias ? NULL
+                : sub     ? g->sub_dw + (size_t)c->oc * c->ic * c->k * c->k
+                          : env->grads + m->tensors[nd->param + 1].offset;
     /* shared weights (several layers naming one weight tensor): the gradients were zeroed
        before backward, so every layer adds */
     int shared = 0;
@@ -676,7 +671,7 @@ static int conv_backward(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p, pf
         shared |= G->node[j].op == PF_G_CONV && G->node[j].param == nd->param &&
                   &G->node[j] != nd;
     TRY(pf_cuconv_backward_filter(c, a->data, dd, gw, shared, err, errlen));
-    TRY(pf_cuconv_backward_bias(c, dd, gb, shared, err, errlen));
+    if (dc->has_bias) TRY(pf_cuconv_backward_bias(c, dd, gb, shared, err, errlen));
     if (sub) {      /* back to the ConvTranspose2d tensors */
         const pf_param_info *wt = &m->tensors[nd->param], *bt = wt + 1;
         int rr = m->sub_stride * m->sub_stride;

@@ -1,5 +1,5 @@
 /*  host_cudnn — stand-ins for nn/cuda/conv_cudnn.h on the host: tests/cuda_host/ref_ops.c's
-    naive convolutions in double (stride 1, zero padding k / 2, the references gpu_check compares
+    naive convolutions in double (the layer's stride and zero padding, the references gpu_check compares
     cuDNN with), independent of nn/cpu/ops.c's kernels. cuDNN is a library, not
     PixFlow's code, so both builds of tests/cuda_host use these (host_ops.c's naive kernels, or
     nn/cuda/ops.cu's real ones under tests/cuda_emu). */
@@ -31,13 +31,14 @@ void pf_cudnn_destroy(pf_cudnn **c) {
     *c = NULL;
 }
 
-/* ---- convolution: ref_ops.c's, stride 1, pad k/2 ---- */
+/* ---- convolution: ref_ops.c's, stride and padding as the layer's ---- */
 void pf_cuconv_init(pf_cuconv *c, const char *name, int ic, int oc, int k) {
     memset(c, 0, sizeof *c);
     snprintf(c->name, sizeof c->name, "%s", name);
     c->ic = ic;
     c->oc = oc;
     c->k = k;
+    pf_cuconv_set_geometry(c, 1, k / 2, 1);
 }
 int pf_cuconv_setup(pf_cuconv *c, pf_cudnn *ctx, int n, int h, int w, int training, char *err,
                     size_t errlen) {
@@ -54,14 +55,14 @@ void pf_cuconv_free(pf_cuconv *c) {
     (void)c;
 }
 static pf_ref_conv shape_of(const pf_cuconv *c) {
-    pf_ref_conv s = {c->n, c->ic, c->oc, c->h, c->w, c->k};
+    pf_ref_conv s = {c->n, c->ic, c->oc, c->h, c->w, c->k, c->stride, c->pad};
     return s;
 }
 int pf_cuconv_forward(pf_cuconv *c, const float *src, const float *wt, const float *bias,
                       float *dst, char *err, size_t errlen) {
     (void)err, (void)errlen;
     pf_ref_conv s = shape_of(c);
-    pf_ref_conv_forward(&s, src, wt, bias, dst);
+    pf_ref_conv_forward(&s, src, wt, c->has_bias ? bias : NULL, dst);
     return 0;
 }
 int pf_cuconv_backward_data(pf_cuconv *c, const float *wt, const float *dd, float *ds,
@@ -80,7 +81,10 @@ int pf_cuconv_backward_filter(pf_cuconv *c, const float *src, const float *dd, f
 }
 int pf_cuconv_backward_bias(pf_cuconv *c, const float *dd, float *db, int accumulate, char *err,
                             size_t errlen) {
-    (void)err, (void)errlen;
+    if (!c->has_bias) {
+        snprintf(err, errlen, "%s: backward_bias of a layer without a bias", c->name);
+        return -1;
+    }
     pf_ref_conv s = shape_of(c);
     pf_ref_conv_backward_bias(&s, dd, db, accumulate);
     return 0;

@@ -338,35 +338,46 @@ void pf_ref_maxpool2_backward(float *dx, const float *dy, const float *x, int n,
             }
 }
 
-/* ---- convolution: stride 1, zero padding k / 2 ---- */
+/* ---- convolution: stride `stride`, zero padding `pad` (stride 0: 1 and k / 2) ---- */
 #define XI(b, ch, C, y, x) ((((size_t)(b) * (C) + (ch)) * s->h + (y)) * s->w + (x))
+#define YI(b, ch, y, x) ((((size_t)(b) * s->oc + (ch)) * oh + (y)) * ow + (x))
 #define WI(o, i, ky, kx) ((((size_t)(o) * s->ic + (i)) * s->k + (ky)) * s->k + (kx))
+
+/* The geometry: stride, padding and output size (torch's floor rule). */
+static void conv_geometry(const pf_ref_conv *s, int *st, int *p, int *oh, int *ow) {
+    *st = s->stride > 0 ? s->stride : 1;
+    *p = s->stride > 0 ? s->pad : s->k / 2;
+    *oh = (s->h + 2 * *p - s->k) / *st + 1;
+    *ow = (s->w + 2 * *p - s->k) / *st + 1;
+}
 
 void pf_ref_conv_forward(const pf_ref_conv *s, const float *x, const float *wt,
                          const float *bias, float *y) {
-    int p = s->k / 2;
+    int st, p, oh, ow;
+    conv_geometry(s, &st, &p, &oh, &ow);
     for (int b = 0; b < s->n; b++)
         for (int o = 0; o < s->oc; o++)
-            for (int yy = 0; yy < s->h; yy++)
-                for (int xx = 0; xx < s->w; xx++) {
+            for (int yy = 0; yy < oh; yy++)
+                for (int xx = 0; xx < ow; xx++) {
                     double acc = bias ? bias[o] : 0.0;
                     for (int i = 0; i < s->ic; i++)
                         for (int ky = 0; ky < s->k; ky++) {
-                            int sy = yy + ky - p;
+                            int sy = yy * st + ky - p;
                             if (sy < 0 || sy >= s->h) continue;
                             for (int kx = 0; kx < s->k; kx++) {
-                                int sx = xx + kx - p;
+                                int sx = xx * st + kx - p;
                                 if (sx < 0 || sx >= s->w) continue;
                                 acc += (double)wt[WI(o, i, ky, kx)] * x[XI(b, i, s->ic, sy, sx)];
                             }
                         }
-                    y[XI(b, o, s->oc, yy, xx)] = (float)acc;
+                    y[YI(b, o, yy, xx)] = (float)acc;
                 }
 }
 
 void pf_ref_conv_backward_data(const pf_ref_conv *s, const float *wt, const float *dy,
                                float *dx, int acc) {
-    int p = s->k / 2;
+    int st, p, oh, ow;
+    conv_geometry(s, &st, &p, &oh, &ow);
     for (int b = 0; b < s->n; b++)
         for (int i = 0; i < s->ic; i++)
             for (int sy = 0; sy < s->h; sy++)
@@ -374,12 +385,12 @@ void pf_ref_conv_backward_data(const pf_ref_conv *s, const float *wt, const floa
                     double sum = 0.0;
                     for (int o = 0; o < s->oc; o++)
                         for (int ky = 0; ky < s->k; ky++) {
-                            int yy = sy - ky + p;
-                            if (yy < 0 || yy >= s->h) continue;
+                            int ty = sy - ky + p, yy = ty / st;   /* sy = yy st + ky - p */
+                            if (ty < 0 || ty % st || yy >= oh) continue;
                             for (int kx = 0; kx < s->k; kx++) {
-                                int xx = sx - kx + p;
-                                if (xx < 0 || xx >= s->w) continue;
-                                sum += (double)wt[WI(o, i, ky, kx)] * dy[XI(b, o, s->oc, yy, xx)];
+                                int tx = sx - kx + p, xx = tx / st;
+                                if (tx < 0 || tx % st || xx >= ow) continue;
+                                sum += (double)wt[WI(o, i, ky, kx)] * dy[YI(b, o, yy, xx)];
                             }
                         }
                     float *d = &dx[XI(b, i, s->ic, sy, sx)];
@@ -389,20 +400,21 @@ void pf_ref_conv_backward_data(const pf_ref_conv *s, const float *wt, const floa
 
 void pf_ref_conv_backward_filter(const pf_ref_conv *s, const float *x, const float *dy,
                                  float *dw, int acc) {
-    int p = s->k / 2;
+    int st, p, oh, ow;
+    conv_geometry(s, &st, &p, &oh, &ow);
     for (int o = 0; o < s->oc; o++)
         for (int i = 0; i < s->ic; i++)
             for (int ky = 0; ky < s->k; ky++)
                 for (int kx = 0; kx < s->k; kx++) {
                     double sum = 0.0;
                     for (int b = 0; b < s->n; b++)
-                        for (int yy = 0; yy < s->h; yy++) {
-                            int sy = yy + ky - p;
+                        for (int yy = 0; yy < oh; yy++) {
+                            int sy = yy * st + ky - p;
                             if (sy < 0 || sy >= s->h) continue;
-                            for (int xx = 0; xx < s->w; xx++) {
-                                int sx = xx + kx - p;
+                            for (int xx = 0; xx < ow; xx++) {
+                                int sx = xx * st + kx - p;
                                 if (sx < 0 || sx >= s->w) continue;
-                                sum += (double)dy[XI(b, o, s->oc, yy, xx)] *
+                                sum += (double)dy[YI(b, o, yy, xx)] *
                                        x[XI(b, i, s->ic, sy, sx)];
                             }
                         }
@@ -412,7 +424,9 @@ void pf_ref_conv_backward_filter(const pf_ref_conv *s, const float *x, const flo
 }
 
 void pf_ref_conv_backward_bias(const pf_ref_conv *s, const float *dy, float *db, int acc) {
-    size_t hw = (size_t)s->h * s->w;
+    int st, p, oh, ow;
+    conv_geometry(s, &st, &p, &oh, &ow);
+    size_t hw = (size_t)oh * ow;
     for (int o = 0; o < s->oc; o++) {
         double sum = 0.0;
         for (int b = 0; b < s->n; b++)
@@ -420,6 +434,7 @@ void pf_ref_conv_backward_bias(const pf_ref_conv *s, const float *dy, float *db,
         db[o] = put(acc, db[o], sum);
     }
 }
+#undef YI
 #undef XI
 #undef WI
 

@@ -93,10 +93,13 @@ void pf_ref_maxpool2_forward(float *y, const float *x, int n, int c, int h, int 
 void pf_ref_maxpool2_backward(float *dx, const float *dy, const float *x, int n, int c, int h,
                               int w, int acc);
 
-/* Convolution as nn/cuda/conv_cudnn.h's pf_cuconv: stride 1, zero padding k / 2, NCHW, weight
-   oc x ic x k x k. The backwards overwrite, or add when acc. */
+/* Convolution as nn/cuda/conv_cudnn.h's pf_cuconv: NCHW input n x ic x h x w, weight
+   oc x ic x k x k, stride `stride` and zero padding `pad` on each side, output n x oc x oh x ow
+   with oh = (h + 2 pad - k) / stride + 1 (torch.nn.Conv2d); stride 0 (an initialiser that
+   leaves both out) means stride 1, padding k / 2. The backwards overwrite, or add when acc. */
 typedef struct {
     int n, ic, oc, h, w, k;
+    int stride, pad;
 } pf_ref_conv;
 void pf_ref_conv_forward(const pf_ref_conv *s, const float *x, const float *wt,
                          const float *bias, float *y);               /* bias may be NULL */
