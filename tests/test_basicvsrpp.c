@@ -413,8 +413,9 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < (size_t)N * T * 16 * H * W * 3; i++)
         gt[i] = (uint8_t)floor(pf_hash_unit(bg, i) * 256);
     /* NHWC is left out: there this network's gradients differ from NCHW's by up to 1e-2 of
-       conv_hr's (LQ 16 x 16, 2 frames or more; not at LQ 32, not at 1 frame, not BasicVSR):
-       an open defect of the deformable convolution's NHWC path or the executor around it */
+       conv_hr's (LQ 16 x 16, 2 frames or more): float32 rounding in another summation order
+       crosses kinks (Charbonnier eps 1e-12, a LeakyReLU input of -4.7e-9); given NCHW's
+       activations NHWC's backward agrees within 1e-5 (docs/nn.md, BasicVSR++) */
     static const pf_layout layouts[] = { PF_LAYOUT_ANY, PF_LAYOUT_NCHW, PF_LAYOUT_NCHW8C,
                                          PF_LAYOUT_NCHW16C };
     if (torch) {
