@@ -71,6 +71,24 @@ static int row_has(const char *view, const char *name, const char *word) {
     return strstr(line, word) != NULL;
 }
 
+/* The largest seq of the events from `source` among the JSON lines of path so far (0: none). */
+static double max_seq_of(const char *path, const char *source) {
+    char *t = slurp(path);
+    double best = 0;
+    for (char *line = t ? strtok(t, "\n") : NULL; line; line = strtok(NULL, "\n")) {
+        cJSON *o = cJSON_Parse(line);
+        const cJSON *s = cJSON_GetObjectItem(o, "source");
+        if (cJSON_IsString(s) && !strcmp(s->valuestring, source) &&
+            !cJSON_GetObjectItem(o, "replay")) {
+            double sq = cJSON_GetNumberValue(cJSON_GetObjectItem(o, "seq"));
+            if (sq > best) best = sq;
+        }
+        cJSON_Delete(o);
+    }
+    free(t);
+    return best;
+}
+
 int main(void) {
     pf_test_job_begin("monitor", bin, sizeof bin, root, sizeof root);
     char data[300], cfg[300], wd[300], out[300];
@@ -162,10 +180,13 @@ int main(void) {
     CHECK(strstr(v, "progress [") && strstr(v, "it/s"), "B: no progress or speed:\n%s", v);
     free(v);
 
-    /* Kill loader2 once it has published a few events (a loader event every 2 s), so its
+    /* Kill loader2 once it has published a few events (a loader event every 2 s; at least 8 s
+       into the job and its seq 3 seen by the --json monitor, however slow the machine), so its
        restart below numbers from below where it got; the coordinator declares it dead after
        the 3 s heartbeat timeout. */
-    while (pf_now() - t_job < 8.0) usleep(100 * 1000);
+    while ((pf_now() - t_job < 8.0 || max_seq_of(json_out, "loader2") < 3) &&
+           pf_now() - t_job < 120.0)
+        usleep(100 * 1000);
     if (l2 > 0) kill(l2, SIGKILL);
     until = pf_now() + 20;
     int dead = 0;
