@@ -1054,6 +1054,50 @@ static void check_dcns(void) {
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) check_dcn(&cases[i]);
 }
 
+/* Spectral normalisation of a rows x cols weight (pf_cuda_sn_*): a training forward (the
+   normalised weight, u, v, sigma; its bits again from the same u), an eval forward, and the
+   backward in place (d weight_orig written over d weight), against ref_ops.c. */
+static void check_sn(int rows, int cols) {
+    size_t nw = (size_t)rows * cols;
+    char shape[64];
+    snprintf(shape, sizeof shape, "%d x %d", rows, cols);
+    float *w = host_alloc(nw * 4), *dw = host_alloc(nw * 4), *ref = host_alloc(nw * 4);
+    float *u = host_alloc(rows * 4), *v = host_alloc(cols * 4), sigma = 0;
+    fill(w, nw, -1, 1);
+    fill(dw, nw, -1, 1);
+    fill(u, rows, -1, 1);
+    fill(v, cols, -1, 1);
+    float *d_w = upload(w, nw * 4), *d_u = upload(u, rows * 4), *d_v = upload(v, cols * 4);
+    float *d_dw = upload(dw, nw * 4), *d_eff = dev_alloc(nw * 4), *d_sigma = dev_alloc(4);
+    double *d_scratch = dev_alloc(PF_CUDA_SN_SCRATCH(rows) * sizeof(double));
+    pf_ref_sn_forward(ref, u, v, &sigma, w, rows, cols, 1e-12f, 1);
+    int rc = pf_cuda_sn_forward(d_eff, d_u, d_v, d_sigma, d_w, rows, cols, 1e-12f, 1, d_scratch,
+                                0, g_err, sizeof g_err);
+    check("sn_forward weight", shape, rc, d_eff, ref, nw, TOL_FP32);
+    check("sn_forward u", shape, rc, d_u, u, rows, TOL_FP32);
+    check("sn_forward v", shape, rc, d_v, v, cols, TOL_FP32);
+    check("sn_forward sigma", shape, rc, d_sigma, &sigma, 1, TOL_FP32);
+    float *first = fetch("sn_forward deterministic", shape, rc, d_eff, nw);
+    if (first) {    /* from the same u and v: the forward's u and v as inputs again */
+        float *u0 = fetch("sn_forward deterministic", shape, rc, d_u, rows);
+        if (u0) {
+            rc = pf_cuda_sn_forward(d_eff, d_u, d_v, d_sigma, d_w, rows, cols, 1e-12f, 0,
+                                    d_scratch, 0, g_err, sizeof g_err);
+            check_repeat("sn_forward eval same bits", shape, rc, d_eff, first, nw);
+            check_repeat("sn_forward eval keeps u", shape, rc, d_u, u0, rows);
+            free(u0);
+        }
+        free(first);
+    }
+    pf_ref_sn_backward(ref, dw, w, u, v, &sigma, rows, cols);
+    rc = pf_cuda_sn_backward(d_dw, d_dw, d_w, d_u, d_v, d_sigma, rows, cols, d_scratch, 0,
+                             g_err, sizeof g_err);
+    check("sn_backward in place", shape, rc, d_dw, ref, nw, TOL_FP32);
+    free(w), free(dw), free(ref), free(u), free(v);
+    cudaFree(d_w), cudaFree(d_u), cudaFree(d_v), cudaFree(d_dw), cudaFree(d_eff);
+    cudaFree(d_sigma), cudaFree(d_scratch);
+}
+
 static void check_graph_ops(void) {
     check_activations();
     check_prelu(2, 5, 7, 9);
@@ -1072,6 +1116,8 @@ static void check_graph_ops(void) {
     check_gather_sum(517, 4);
     check_graph_op_args();
     check_dcns();
+    check_sn(16, 288);
+    check_sn(300, 37);  /* rows past THREADS */
 }
 
 /* ---- networks on the GPU (nn/cuda/model_cuda) vs the CPU model (nn/model) ------------------ */

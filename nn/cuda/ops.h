@@ -378,6 +378,33 @@ int pf_cuda_bias_add(float *y, const float *bias, int n, int c, int h, int w,
 int pf_cuda_bias_backward(float *dbias, const float *dy, int n, int c, int h, int w, int acc,
                           cudaStream_t stream, char *err, size_t errlen);
 
+/* ---- spectral normalisation of a convolution's weight (torch.nn.utils.spectral_norm, dim 0,
+   one power iteration, its eps; nn/spectral_norm.h defines the formulas, nn/cuda/sn_cuda.h
+   runs them over a discriminator's layers). W is weight_orig (OIHW) read as the row-major
+   rows x cols matrix, rows = O, cols = I K K. Every sum is in double, in a fixed order (a
+   column's products in row order; a row's in THREADS in-order strands, then block_sum's tree),
+   so the results are the same bits on every run. */
+
+/* Doubles of device scratch the two functions below need for a weight of `rows` rows. */
+#define PF_CUDA_SN_SCRATCH(rows) ((size_t)(rows) + 1)
+
+/* training != 0: one power iteration first, v = normalize(W^T u), then u = normalize(W v),
+   normalize(x) = x / max(||x||_2, eps) (u: rows floats, v: cols floats, updated in place);
+   then (both modes) *sigma = u . (W v) (one float, device) and weight = weight_orig / sigma
+   (rows x cols floats, overwritten; must not alias weight_orig). A zero weight_orig gives
+   sigma 0 and a NaN weight, as torch. scratch: PF_CUDA_SN_SCRATCH(rows) doubles. */
+int pf_cuda_sn_forward(float *weight, float *u, float *v, float *sigma,
+                       const float *weight_orig, int rows, int cols, float eps, int training,
+                       double *scratch, cudaStream_t stream, char *err, size_t errlen);
+
+/* The backward with the u, v and *sigma of the forward it follows (held constant, as torch's
+   clones are): d_weight_orig = d_weight / sigma - (sum(d_weight * weight_orig) / sigma^2)
+   u v^T, overwritten (it may be d_weight itself). scratch: PF_CUDA_SN_SCRATCH(rows)
+   doubles. */
+int pf_cuda_sn_backward(float *d_weight_orig, const float *d_weight, const float *weight_orig,
+                        const float *u, const float *v, const float *sigma, int rows, int cols,
+                        double *scratch, cudaStream_t stream, char *err, size_t errlen);
+
 #ifdef __cplusplus
 }
 #endif

@@ -376,3 +376,17 @@ int pf_cuda_bias_backward(float *dbias, const float *dy, int n, int c, int h, in
     pf_ref_bias_backward(dbias, dy, n, c, h, w, acc);
     return 0;
 }
+int pf_cuda_sn_forward(float *weight, float *u, float *v, float *sigma,
+                       const float *weight_orig, int rows, int cols, float eps, int training,
+                       double *scratch, ST) {
+    UNUSED, (void)scratch;
+    pf_ref_sn_forward(weight, u, v, sigma, weight_orig, rows, cols, eps, training);
+    return 0;
+}
+int pf_cuda_sn_backward(float *d_weight_orig, const float *d_weight, const float *weight_orig,
+                        const float *u, const float *v, const float *sigma, int rows, int cols,
+                        double *scratch, ST) {
+    UNUSED, (void)scratch;
+    pf_ref_sn_backward(d_weight_orig, d_weight, weight_orig, u, v, sigma, rows, cols);
+    return 0;
+}

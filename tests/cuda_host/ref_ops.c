@@ -581,3 +581,46 @@ void pf_ref_bias_backward(float *dbias, const float *dy, int n, int c, int h, in
         dbias[o] = dcn_put(acc, dbias[o], sum);
     }
 }
+
+/* x /= max(||x||, eps), the norm and the division in double */
+static void sn_normalize(float *x, int n, float eps) {
+    double ss = 0;
+    for (int i = 0; i < n; i++) ss += (double)x[i] * x[i];
+    double norm = sqrt(ss) > eps ? sqrt(ss) : (double)eps;
+    for (int i = 0; i < n; i++) x[i] = (float)(x[i] / norm);
+}
+
+void pf_ref_sn_forward(float *weight, float *u, float *v, float *sigma,
+                       const float *weight_orig, int rows, int cols, float eps, int training) {
+    const float *w = weight_orig;
+    if (training) {
+        for (int c = 0; c < cols; c++) {
+            double s = 0;
+            for (int r = 0; r < rows; r++) s += (double)w[(size_t)r * cols + c] * u[r];
+            v[c] = (float)s;
+        }
+        sn_normalize(v, cols, eps);
+        for (int r = 0; r < rows; r++) {
+            double s = 0;
+            for (int c = 0; c < cols; c++) s += (double)w[(size_t)r * cols + c] * v[c];
+            u[r] = (float)s;
+        }
+        sn_normalize(u, rows, eps);
+    }
+    double sg = 0;
+    for (int r = 0; r < rows; r++)
+        for (int c = 0; c < cols; c++) sg += (double)u[r] * w[(size_t)r * cols + c] * v[c];
+    *sigma = (float)sg;
+    for (size_t i = 0; i < (size_t)rows * cols; i++) weight[i] = w[i] / *sigma;
+}
+
+void pf_ref_sn_backward(float *d_weight_orig, const float *d_weight, const float *weight_orig,
+                        const float *u, const float *v, const float *sigma, int rows,
+                        int cols) {
+    size_t n = (size_t)rows * cols;
+    double dot = 0, sg = *sigma;
+    for (size_t i = 0; i < n; i++) dot += (double)d_weight[i] * weight_orig[i];
+    for (size_t i = 0; i < n; i++)
+        d_weight_orig[i] = (float)(d_weight[i] / sg - dot / (sg * sg) * u[i / (size_t)cols] *
+                                                          v[i % (size_t)cols]);
+}

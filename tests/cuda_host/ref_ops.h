@@ -123,4 +123,14 @@ void pf_ref_dcn_columns_backward(const pf_ref_dcn *s, float *dx, float *doff, fl
 /* y += bias[c]; dbias[c] [+]= the sum of dy over n, h, w */
 void pf_ref_bias_add(float *y, const float *bias, int n, int c, int h, int w);
 void pf_ref_bias_backward(float *dbias, const float *dy, int n, int c, int h, int w, int acc);
+/* Spectral normalisation (ops.h pf_cuda_sn_*; nn/spectral_norm.h): W = weight_orig as rows x
+   cols. Forward: with training, v = normalize(W^T u), u = normalize(W v) (each product stored
+   as float before its normalisation); then *sigma = u . (W v) and weight = weight_orig /
+   sigma. Backward: d_weight_orig (may be d_weight) = d_weight / sigma - (sum(d_weight *
+   weight_orig) / sigma^2) u v^T. */
+void pf_ref_sn_forward(float *weight, float *u, float *v, float *sigma,
+                       const float *weight_orig, int rows, int cols, float eps, int training);
+void pf_ref_sn_backward(float *d_weight_orig, const float *d_weight, const float *weight_orig,
+                        const float *u, const float *v, const float *sigma, int rows,
+                        int cols);
 #endif

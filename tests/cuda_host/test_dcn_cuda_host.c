@@ -22,6 +22,7 @@
 #include "nn/cuda/ops.h"
 #include "nn/graph.h"
 #include "nn/net.h"
+#include "tests/cuda_host/dev_buf.h"
 #include "tests/pf_test.h"
 
 #define TOL 1e-4 /* max |a - b| / max |b| per tensor, as the GPU check (fp32) */
@@ -115,14 +116,6 @@ static int cpu_step(int groups, int dg, int bias, const float *params, float *gr
     return rc ? -1 : 0;
 }
 
-static void *dev(const void *h, size_t bytes) {
-    void *d = NULL;
-    if (cudaMalloc(&d, bytes) != cudaSuccess) return NULL;
-    if (h) cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice);
-    else cudaMemset(d, 0xff, bytes);    /* NaN: what is not written shows */
-    return d;
-}
-
 static void check(int groups, int dg, int bias, int n, int h, int w) {
     char label[96], err[512] = "";
     snprintf(label, sizeof label, "dcn_net groups %d deform_groups %d%s N %d %dx%d", groups, dg,
@@ -149,9 +142,10 @@ static void check(int groups, int dg, int bias, int n, int h, int w) {
     pf_cugraph *cg = pf_cugraph_new_net(&cfg, &g, err, sizeof err);
     CHECK(cg != NULL, "%s: %s", label, err);
     if (!cg) goto done;
-    pf_cugraph_env env = { 0, pf_cudnn_new(0, 0, 0, 0, err, sizeof err), dev(params, np * 4),
-                           dev(NULL, np * 4), dev(NULL, 4),
-                           dev(NULL, PF_CUDA_LOSS_SCRATCH * sizeof(double)) };
+    pf_cugraph_env env = { 0, pf_cudnn_new(0, 0, 0, 0, err, sizeof err),
+                           pf_dev_buf(params, np * 4), pf_dev_buf(NULL, np * 4),
+                           pf_dev_buf(NULL, 4),
+                           pf_dev_buf(NULL, PF_CUDA_LOSS_SCRATCH * sizeof(double)) };
     int rc = pf_cugraph_train_step(cg, &env, in, n, h, w, err, sizeof err);
     CHECK(rc == 0, "%s: train step: %s", label, err);
     float loss_dev = 0;
