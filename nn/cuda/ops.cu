@@ -1666,6 +1666,10 @@ int pf_cuda_bias_backward(float *dbias, const float *dy, int n, int c, int h, in
 }
 
 /* ---- spectral normalisation (torch.nn.utils.spectral_norm; nn/spectral_norm.h) ----------- */
+/* The CPU's sums (nn/spectral_norm.c) in double, with float stores at the same points; only
+   the order of the row sums differs (strands and a tree here), so results agree with it to
+   float rounding (test_sn_cuda_host.emu measured no difference at all). nvcc may fuse a double
+   multiply-add, which moves only a double's last bit. */
 
 /* v[c] = (float) sum over r (ascending) of W[r][c] u[r] in double: one thread per column, the
    CPU's order (nn/spectral_norm.c's power_iteration), so a gather with no reduction tree. */
