@@ -7,12 +7,13 @@
     ({'meta', 'state_dict': {'generator.<name>', 'step_counter'}}), with their float64 outputs
     on a 3-frame 16 x 16 clip. For each network:
       - the converter names the set it found ("MMagic's BasicVSRPlusPlusNet (mid_channels 8,
-        num_blocks 1)") and writes BasicSR's names;
+        num_blocks 1)"), as does load_from's log line (pf_ckpt_source_names), and writes
+        BasicSR's names;
       - pf_ckpt_load_weights (load_from) takes the file for the config's network (strict:
         names and shapes) and pf_model_infer_clip's output is within 1e-5 of PyTorch's;
       - converted with --names keep, the file is refused by PixFlow's loader, naming the
-        unexpected (MMagic's) and missing (BasicSR's) names: the C loader stays strict, the
-        renaming lives in the converter alone.
+        unexpected (MMagic's) and missing (BasicSR's) names and the name set recorded: the C
+        loader stays strict, the renaming lives in the converter alone.
     And: a BasicVSR++ file with one tensor left out, or one extra, is refused by the converter
     naming that tensor; MMagic's SPyNet file alone (no mean / std), converted, loads through
     model.spynet_pretrained (pf_model_load_spynet) to the same SPyNet weights as the whole
@@ -72,10 +73,13 @@ static void check_net(const char *tag, const char *type, int blocks, const char 
     int rc = convert(tag, "", log, sizeof log);
     CHECK(rc == 0 && strstr(log, found), "%s: converter rc %d, wanted '%s' in: %s", tag, rc,
           found, log);
+    snprintf(path, sizeof path, "%s/%s.safetensors", dir, tag);
+    char names[512];
+    pf_ckpt_source_names(path, names, sizeof names);
+    CHECK(strstr(names, found) != NULL, "%s: load_from's log line says '%s'", tag, names);
     pf_model *m = pf_model_new(&cfg, err, sizeof err);
     CHECK(m != NULL, "%s: %s", tag, err);
     if (!m) return;
-    snprintf(path, sizeof path, "%s/%s.safetensors", dir, tag);
     rc = pf_ckpt_load_weights(m, path, NULL, err, sizeof err);
     CHECK(rc == 0, "%s: load_from: %s", tag, err);
     size_t n = (size_t)T * 4 * H * 4 * W * 3, len = 0;
@@ -105,7 +109,8 @@ static void check_net(const char *tag, const char *type, int blocks, const char 
     m = pf_model_new(&cfg, err, sizeof err);
     rc = m ? pf_ckpt_load_weights(m, path, NULL, err, sizeof err) : 0;
     CHECK(m && rc != 0 && strstr(err, "unexpected '") &&
-          strstr(err, "missing 'spynet.basic_module.0.basic_module.0.weight'"),
+          strstr(err, "missing 'spynet.basic_module.0.basic_module.0.weight'") &&
+          strstr(err, "its names: names kept as in the file (--names keep)"),
           "%s --names keep: PixFlow's loader: %s", tag, m && rc ? err : "accepted");
     pf_model_destroy(&m);
 }
