@@ -2,7 +2,8 @@
     device. Plain NCHW everywhere, so no layout planning; buffers by the liveness rules of
     nn/net.c (activations: pf_net_assign_slots over pf_net_last_use; gradients:
     pf_net_assign_grad_slots); each node's forward and backward is a call of nn/cuda/ops.h
-    kernels or cuDNN (nn/cuda/conv_cudnn.h). */
+    kernels, cuDNN (nn/cuda/conv_cudnn.h) or cuBLAS (the DCN and Linear layers' FP32
+    GEMMs). */
 #include "nn/cuda/graph_cuda.h"
 #include <stddef.h>
 #include <stdio.h>
@@ -54,6 +55,9 @@ typedef struct {
     float *dcn_col, *dcn_dcol;  /* the largest DCN layer's columns and (training) their
                                    gradient, shared by every DCN layer (dcn_cuda.h) */
     void *dcn_scratch;      /* training: a DCN input gradient's fixed-point sums */
+    double *bn_save;        /* training: each BatchNorm2d's batch mean and 1 / sqrt(var + eps)
+                               at its stat offset (net.n_running doubles; NULL: none) */
+    int training;           /* a training plan (BatchNorm2d: batch statistics) */
     void **allocs;          /* every cudaMalloc of this plan */
     int n_allocs, max_allocs;
     size_t bytes;           /* device bytes of this plan's allocations */
@@ -69,7 +73,8 @@ struct pf_cugraph {
     float *sub_w, *sub_dw;
     int *idx_fwd, *idx_gw, *idx_gb;
     size_t n_sub_w;
-    cublasHandle_t blas;    /* the DCN layers' GEMMs (NULL: the network has none) */
+    cublasHandle_t blas;    /* the DCN and Linear layers' GEMMs (NULL: the network has
+                               neither) */
     cuplan train, infer;
 };
 
@@ -169,10 +174,10 @@ static pf_cugraph *setup(pf_cugraph *g, char *err, size_t errlen) {
         pf_cuconv_set_geometry(&g->train_conv[i], c->stride, c->pad, c->has_bias);
         pf_cuconv_set_geometry(&g->infer_conv[i], c->stride, c->pad, c->has_bias);
     }
-    /* BatchNorm2d and Linear (the VGG-style discriminator's) have CPU kernels only so far */
     for (int k = 0; k < m->n_node; k++) {
         const pf_gnode *nd = &m->node[k];
-        if (nd->op == PF_G_DCN && !g->blas) {   /* FP32 GEMMs (no TF32): dcn_cuda.h */
+        /* FP32 GEMMs (no TF32: CUBLAS_DEFAULT_MATH): dcn_cuda.h, the Linear layers */
+        if ((nd->op == PF_G_DCN || nd->op == PF_G_LINEAR) && !g->blas) {
             cublasStatus_t bs = cublasCreate(&g->blas);
             if (bs == CUBLAS_STATUS_SUCCESS) bs = cublasSetMathMode(g->blas, CUBLAS_DEFAULT_MATH);
             if (bs != CUBLAS_STATUS_SUCCESS) {
@@ -181,11 +186,6 @@ static pf_cugraph *setup(pf_cugraph *g, char *err, size_t errlen) {
                 goto fail;
             }
         }
-        if (nd->op != PF_G_BATCHNORM && nd->op != PF_G_LINEAR) continue;
-        snprintf(err, errlen, "%s: %s: the CUDA executor has no %s layer yet (use the CPU)",
-                 m->type, m->tensors[nd->param].name,
-                 nd->op == PF_G_BATCHNORM ? "BatchNorm2d" : "Linear");
-        goto fail;
     }
     if (m->sub_conv >= 0 && sub_maps(g, err, errlen)) goto fail;
     return g;
@@ -225,6 +225,7 @@ void pf_cugraph_destroy(pf_cugraph **self) {
 }
 
 int pf_cugraph_num_tensors(const pf_cugraph *g) { return g->net.n_tensors; }
+const pf_net *pf_cugraph_net(const pf_cugraph *g) { return &g->net; }
 const pf_param_info *pf_cugraph_tensor_info(const pf_cugraph *g, int i) {
     return i >= 0 && i < g->net.n_tensors ? &g->net.tensors[i] : NULL;
 }
@@ -391,8 +392,10 @@ static int plan_build(pf_cugraph *g, cuplan *p, pf_cuconv *convs, pf_cudnn *ctx,
     } while (0)
     ALLOC(p->u8, lq + (training ? hq : 0));
     ALLOC(p->pred, hq);
+    p->training = training;
     if (training) {
         ALLOC(p->gt, hq);
+        if (G->n_running) ALLOC(p->bn_save, G->n_running);
         for (int i = 0; i < 2; i++)
             if (scratch[i]) ALLOC(p->scratch[i], scratch[i]);
         if (warp_bytes && !(p->warp_scratch = plan_alloc(p, warp_bytes))) goto oom;
@@ -460,6 +463,73 @@ static const float *conv_bias(pf_cugraph *g, const pf_cugraph_env *env, int i) {
     if (i != g->net.sub_conv) return env->params + g->net.tensors[g->net.conv[i].weight + 1].offset;
     const pf_cuconv *c = &g->train_conv[i];
     return g->sub_w + (size_t)c->oc * c->ic * c->k * c->k;
+}
+
+/* A BatchNorm2d node's forward (nn/net.h PF_G_BATCHNORM): a training plan normalises by the
+   batch's statistics (kept in bn_save for backward) and updates env->running and
+   env->tracked; an inference plan normalises by env->running. */
+static int batchnorm_forward(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p,
+                             const pf_gnode *nd, char *err, size_t errlen) {
+    const pf_net *G = &g->net;
+    char oe[512];
+    cudaStream_t st = env->stream;
+    cutensor *o = &p->ts[nd->out], *a = &p->ts[nd->in[0]];
+    const pf_param_info *wt = &G->tensors[nd->param];
+    if (!env->running) {
+        snprintf(err, errlen, "%s: %s: BatchNorm2d without running statistics (env.running)",
+                 G->type, wt->name);
+        return -1;
+    }
+    const float *wb = env->params + wt->offset, *bb = env->params + wt[1].offset;
+    int C = G->t[nd->out].c;
+    if (!p->training)
+        OP(pf_cuda_batchnorm_eval_forward(o->data, a->data, wb, bb, env->running + nd->stat,
+                                          p->n, C, o->h, o->w, PF_BN_EPS, st, oe, sizeof oe));
+    else {
+        OP(pf_cuda_batchnorm_train_forward(o->data, a->data, wb, bb, env->running + nd->stat,
+                                           p->bn_save + nd->stat, p->n, C, o->h, o->w,
+                                           PF_BN_EPS, PF_BN_MOMENTUM, st, oe, sizeof oe));
+        if (env->tracked) env->tracked[nd->bn]++;
+    }
+    return 0;
+}
+
+/* C = op(A) op(B) + (acc ? C : 0), column-major, one FP32 SGEMM on env's stream for Linear
+   layer `name` (`what` names the pass in err). 0, or -1 with err. */
+static int linear_gemm(pf_cugraph *g, const pf_cugraph_env *env, const char *name,
+                       const char *what, cublasOperation_t ta, cublasOperation_t tb, int m,
+                       int n, int k, const float *A, int lda, const float *B, int ldb, int acc,
+                       float *C, int ldc, char *err, size_t errlen) {
+    const float one = 1.0f, zero = 0.0f;
+    const char *call = "cublasSetStream";
+    cublasStatus_t bs = cublasSetStream(g->blas, env->stream);
+    if (bs == CUBLAS_STATUS_SUCCESS) {
+        call = "cublasSgemm";
+        bs = cublasSgemm(g->blas, ta, tb, m, n, k, &one, A, lda, B, ldb, acc ? &one : &zero, C,
+                         ldc);
+    }
+    if (bs == CUBLAS_STATUS_SUCCESS) return 0;
+    snprintf(err, errlen, "%s: %s: %s (%s): %s", g->net.type, name, call, what,
+             cublasGetStatusString(bs));
+    return -1;
+}
+
+/* A Linear node's forward: the input, plain NCHW, is already torch's x.view(N, -1), row-major
+   N x K (K = C H W), and weight [out, K] row-major is column-major K x out, so y^T (out x N
+   column-major, i.e. y row-major N x out) = weight . x^T is one SGEMM (OP_T, OP_N); then the
+   bias. */
+static int linear_forward(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p,
+                          const pf_gnode *nd, char *err, size_t errlen) {
+    const pf_net *G = &g->net;
+    char oe[512];
+    const pf_param_info *wt = &G->tensors[nd->param];
+    cutensor *o = &p->ts[nd->out], *a = &p->ts[nd->in[0]];
+    int out = (int)wt->shape[0], K = (int)wt->shape[1];
+    TRY(linear_gemm(g, env, wt->name, "forward", CUBLAS_OP_T, CUBLAS_OP_N, out, p->n, K,
+                    env->params + wt->offset, K, a->data, K, 0, o->data, out, err, errlen));
+    OP(pf_cuda_bias_add(o->data, env->params + wt[1].offset, p->n, out, 1, 1, env->stream, oe,
+                        sizeof oe));
+    return 0;
 }
 
 static int forward_node(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p, pf_cuconv *convs,
@@ -577,9 +647,10 @@ static int forward_node(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p, pf_
                                 p->ts[nd->in[1]].data, p->ts[nd->in[2]].data, y, p->dcn_col,
                                 err, errlen);
     }
-    case PF_G_BATCHNORM:    /* CPU kernels only: pf_cugraph_new refuses them */
+    case PF_G_BATCHNORM:
+        return batchnorm_forward(g, env, p, nd, err, errlen);
     case PF_G_LINEAR:
-        break;
+        return linear_forward(g, env, p, nd, err, errlen);
     }
     snprintf(err, errlen, "%s: unknown graph op %d", g->net.type, (int)nd->op);
     return -1;
@@ -729,6 +800,30 @@ static int dcn_backward(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p,
                              p->dcn_scratch, err, errlen);
 }
 
+/* A Linear node's backward (column-major views as in linear_forward): d weight^T (K x out) =
+   x^T . dy (OP_N, OP_T), d bias = the sum of dy over the batch, dx^T (K x N) = weight^T .
+   dy^T (OP_N, OP_N; beta 1 adds to a gradient already there). */
+static int linear_backward(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p,
+                           const pf_gnode *nd, char *err, size_t errlen) {
+    const pf_net *G = &g->net;
+    char oe[512];
+    int acc = 0;
+    const pf_param_info *wt = &G->tensors[nd->param];
+    cutensor *o = &p->ts[nd->out], *a = &p->ts[nd->in[0]];
+    int out = (int)wt->shape[0], K = (int)wt->shape[1];
+    TRY(linear_gemm(g, env, wt->name, "backward weights", CUBLAS_OP_N, CUBLAS_OP_T, K, out,
+                    p->n, a->data, K, o->grad, out, 0, env->grads + wt->offset, K, err,
+                    errlen));
+    OP(pf_cuda_bias_backward(env->grads + wt[1].offset, o->grad, p->n, out, 1, 1, 0,
+                             env->stream, oe, sizeof oe));
+    float *dx = grad_for(a, &acc);
+    if (dx)
+        TRY(linear_gemm(g, env, wt->name, "backward data", CUBLAS_OP_N, CUBLAS_OP_N, K, p->n,
+                        out, env->params + wt->offset, K, o->grad, out, acc, dx, K, err,
+                        errlen));
+    return 0;
+}
+
 static int backward_node(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p,
                          pf_cuconv *convs, const pf_gnode *nd, char *err, size_t errlen) {
     const pf_net *G = &g->net, *m = G;
@@ -847,7 +942,16 @@ static int backward_node(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p,
         return 0;
     }
     case PF_G_DCN: return dcn_backward(g, env, p, nd, err, errlen);
-    case PF_G_BATCHNORM: case PF_G_LINEAR: break;   /* CPU only: refused */
+    case PF_G_BATCHNORM: {  /* through the batch statistics; weight, bias overwritten */
+        const pf_param_info *wt = &m->tensors[nd->param];
+        dx = grad_for(a, &acc);
+        OP(pf_cuda_batchnorm_backward(dx, env->grads + wt->offset, env->grads + wt[1].offset,
+                                      dy, a->data, env->params + wt->offset,
+                                      p->bn_save + nd->stat, n, C, o->h, o->w, acc, st, oe,
+                                      sizeof oe));
+        return 0;
+    }
+    case PF_G_LINEAR: return linear_backward(g, env, p, nd, err, errlen);
     }
     snprintf(err, errlen, "%s: unknown graph op %d", G->type, (int)nd->op);
     return -1;

@@ -123,4 +123,18 @@ void pf_ref_dcn_columns_backward(const pf_ref_dcn *s, float *dx, float *doff, fl
 /* y += bias[c]; dbias[c] [+]= the sum of dy over n, h, w */
 void pf_ref_bias_add(float *y, const float *bias, int n, int c, int h, int w);
 void pf_ref_bias_backward(float *dbias, const float *dy, int n, int c, int h, int w, int acc);
+/* torch.nn.BatchNorm2d (ops.h pf_cuda_batchnorm_*) on N x C x H x W, in double, straight
+   from the definition (eps, momentum given): training forward (y; running 2 C floats updated
+   with the unbiased variance; save 2 C doubles: mean, 1 / sqrt(var + eps)), eval forward
+   from running, backward of a training forward (dx [+]=, dweight and dbias overwritten; each
+   NULL: not wanted), dx = weight inv / M (M dy - sum dy - x^ sum dy x^). The training
+   forward returns -1 when N H W < 2. */
+int pf_ref_batchnorm_train(float *y, const float *x, const float *weight, const float *bias,
+                           float *running, double *save, int n, int c, int h, int w, double eps,
+                           double momentum);
+void pf_ref_batchnorm_eval(float *y, const float *x, const float *weight, const float *bias,
+                           const float *running, int n, int c, int h, int w, double eps);
+void pf_ref_batchnorm_backward(float *dx, float *dweight, float *dbias, const float *dy,
+                               const float *x, const float *weight, const double *save, int n,
+                               int c, int h, int w, int acc);
 #endif
