@@ -26,7 +26,8 @@
     PyTorch, with the warp's fixed-point image gradient run twice for identical bits; the
     modulated deformable convolution (nn/cuda/dcn_cuda.h with cuBLAS) against the CPU
     executor's layer (nn/cpu/dcn.h; its kernels and the layer against ref_ops.c are in the ops
-    section, which the nvcc-only build runs too); then times the training steps of bench/train_step's shapes
+    section, which the nvcc-only build runs too; so are BatchNorm2d's kernels and the Linear
+    layer, nn/cuda/linear_cuda.h with cuBLAS, against ref_ops.c); then times the training steps of bench/train_step's shapes
     (`# timing` lines).
 
     The same file is built against the host emulation of the kernels (tests/cuda_emu,
@@ -42,6 +43,7 @@
 #include <cudnn.h>
 #include "nn/cuda/conv_cudnn.h"
 #include "nn/cuda/dcn_cuda.h"
+#include "nn/cuda/linear_cuda.h"
 #include "nn/cuda/ops.h"
 #include "nn/net.h" /* PF_BN_EPS, PF_BN_MOMENTUM */
 #include "nn/optim.h"
@@ -1131,6 +1133,64 @@ static void check_batchnorm(int n, int c, int h, int w) {
     cudaFree(d_save);
 }
 
+/* torch.nn.Linear (nn/cuda/linear_cuda.h, cuBLAS SGEMMs) against ref_ops.c: forward, backward
+   with acc = 0 and 1 (dweight, dbias overwritten over garbage), then dx alone with acc = 1
+   (dweight, dbias NULL: left as they were). */
+static void check_linear(int n, int in, int out) {
+    size_t nx = (size_t)n * in, ny = (size_t)n * out, nw = (size_t)out * in;
+    char shape[64], op[64];
+    snprintf(shape, sizeof shape, "N%d in%d out%d", n, in, out);
+    float *x = host_alloc(nx * 4), *wt = host_alloc(nw * 4), *bi = host_alloc(out * 4);
+    float *dy = host_alloc(ny * 4), *prior = host_alloc(nx * 4), *ref = host_alloc(nx * 4);
+    float *ref_y = host_alloc(ny * 4), *ref_dw = host_alloc(nw * 4), *ref_db = host_alloc(out * 4);
+    float *junk = host_alloc(nw * 4);
+    fill(x, nx, -1, 1);
+    fill(wt, nw, -0.5f, 0.5f);
+    fill(bi, out, -0.5f, 0.5f);
+    fill(dy, ny, -1, 1);
+    fill(prior, nx, -1, 1);
+    fill(junk, nw, 100, 200);
+    float *d_x = upload(x, nx * 4), *d_w = upload(wt, nw * 4), *d_b = upload(bi, out * 4);
+    float *d_dy = upload(dy, ny * 4), *d_y = dev_alloc(ny * 4), *d_dx = dev_alloc(nx * 4);
+    float *d_dw = dev_alloc(nw * 4), *d_db = dev_alloc(out * 4);
+    cublasHandle_t blas = NULL;
+    if (cublasCreate(&blas) != CUBLAS_STATUS_SUCCESS) {
+        report_error("linear", shape, "cublasCreate failed");
+    } else {
+        pf_ref_linear_forward(ref_y, x, wt, bi, n, in, out);
+        check("linear forward", shape,
+              pf_culinear_forward(blas, 0, "linear", n, in, out, d_w, d_b, d_x, d_y, g_err,
+                                  sizeof g_err), d_y, ref_y, ny, TOL_FP32);
+        for (int acc = 0; acc <= 1; acc++) {
+            set_dev(d_dx, prior, nx * 4);
+            set_dev(d_dw, junk, nw * 4);
+            set_dev(d_db, junk, out * 4);
+            memcpy(ref, prior, nx * 4);
+            pf_ref_linear_backward(ref, ref_dw, ref_db, dy, x, wt, n, in, out, acc);
+            int rc = pf_culinear_backward(blas, 0, "linear", n, in, out, d_w, d_x, d_dy, d_dw,
+                                          d_db, d_dx, acc, g_err, sizeof g_err);
+            snprintf(op, sizeof op, "linear backward dx acc=%d", acc);
+            check(op, shape, rc, d_dx, ref, nx, TOL_FP32);
+            snprintf(op, sizeof op, "linear backward dw acc=%d", acc);
+            check(op, shape, rc, d_dw, ref_dw, nw, TOL_FP32);
+            snprintf(op, sizeof op, "linear backward db acc=%d", acc);
+            check(op, shape, rc, d_db, ref_db, out, TOL_FP32);
+        }
+        set_dev(d_dx, prior, nx * 4);
+        float *kept = fetch("linear dw kept (NULL)", shape, 0, d_dw, nw);
+        int rc = pf_culinear_backward(blas, 0, "linear", n, in, out, d_w, d_x, d_dy, NULL, NULL,
+                                      d_dx, 1, g_err, sizeof g_err);   /* ref: acc = 1's */
+        check("linear backward dx only", shape, rc, d_dx, ref, nx, TOL_FP32);
+        if (kept) check_repeat("linear dw kept (NULL)", shape, rc, d_dw, kept, nw);
+        free(kept);
+        cublasDestroy(blas);
+    }
+    free(x), free(wt), free(bi), free(dy), free(prior), free(ref), free(ref_y), free(ref_dw);
+    free(ref_db), free(junk);
+    float *df[] = { d_x, d_w, d_b, d_dy, d_y, d_dx, d_dw, d_db };
+    for (size_t i = 0; i < sizeof df / sizeof *df; i++) cudaFree(df[i]);
+}
+
 static void check_graph_ops(void) {
     check_activations();
     check_prelu(2, 5, 7, 9);
@@ -1150,6 +1210,8 @@ static void check_graph_ops(void) {
     check_batchnorm(2, 5, 7, 9);
     check_batchnorm(3, 3, 13, 11);  /* > THREADS elements per channel */
     check_batchnorm(4, 6, 1, 1);    /* after a Linear: one pixel, M = N */
+    check_linear(3, 8 * 4 * 5, 7);
+    check_linear(2, 300, 1);        /* VGG's last layer: one logit */
     check_graph_op_args();
     check_dcns();
 }

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "nn/cuda/dcn_cuda.h"
+#include "nn/cuda/linear_cuda.h"
 #include "nn/cuda/ops.h"
 #include "nn/net.h"
 
@@ -176,7 +177,7 @@ static pf_cugraph *setup(pf_cugraph *g, char *err, size_t errlen) {
     }
     for (int k = 0; k < m->n_node; k++) {
         const pf_gnode *nd = &m->node[k];
-        /* FP32 GEMMs (no TF32: CUBLAS_DEFAULT_MATH): dcn_cuda.h, the Linear layers */
+        /* FP32 GEMMs (no TF32: CUBLAS_DEFAULT_MATH): dcn_cuda.h, linear_cuda.h */
         if ((nd->op == PF_G_DCN || nd->op == PF_G_LINEAR) && !g->blas) {
             cublasStatus_t bs = cublasCreate(&g->blas);
             if (bs == CUBLAS_STATUS_SUCCESS) bs = cublasSetMathMode(g->blas, CUBLAS_DEFAULT_MATH);
@@ -494,42 +495,14 @@ static int batchnorm_forward(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p
     return 0;
 }
 
-/* C = op(A) op(B) + (acc ? C : 0), column-major, one FP32 SGEMM on env's stream for Linear
-   layer `name` (`what` names the pass in err). 0, or -1 with err. */
-static int linear_gemm(pf_cugraph *g, const pf_cugraph_env *env, const char *name,
-                       const char *what, cublasOperation_t ta, cublasOperation_t tb, int m,
-                       int n, int k, const float *A, int lda, const float *B, int ldb, int acc,
-                       float *C, int ldc, char *err, size_t errlen) {
-    const float one = 1.0f, zero = 0.0f;
-    const char *call = "cublasSetStream";
-    cublasStatus_t bs = cublasSetStream(g->blas, env->stream);
-    if (bs == CUBLAS_STATUS_SUCCESS) {
-        call = "cublasSgemm";
-        bs = cublasSgemm(g->blas, ta, tb, m, n, k, &one, A, lda, B, ldb, acc ? &one : &zero, C,
-                         ldc);
-    }
-    if (bs == CUBLAS_STATUS_SUCCESS) return 0;
-    snprintf(err, errlen, "%s: %s: %s (%s): %s", g->net.type, name, call, what,
-             cublasGetStatusString(bs));
-    return -1;
-}
-
-/* A Linear node's forward: the input, plain NCHW, is already torch's x.view(N, -1), row-major
-   N x K (K = C H W), and weight [out, K] row-major is column-major K x out, so y^T (out x N
-   column-major, i.e. y row-major N x out) = weight . x^T is one SGEMM (OP_T, OP_N); then the
-   bias. */
+/* A Linear node's forward (nn/cuda/linear_cuda.h): the plain NCHW input is x.view(N, -1). */
 static int linear_forward(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p,
                           const pf_gnode *nd, char *err, size_t errlen) {
-    const pf_net *G = &g->net;
-    char oe[512];
-    const pf_param_info *wt = &G->tensors[nd->param];
-    cutensor *o = &p->ts[nd->out], *a = &p->ts[nd->in[0]];
-    int out = (int)wt->shape[0], K = (int)wt->shape[1];
-    TRY(linear_gemm(g, env, wt->name, "forward", CUBLAS_OP_T, CUBLAS_OP_N, out, p->n, K,
-                    env->params + wt->offset, K, a->data, K, 0, o->data, out, err, errlen));
-    OP(pf_cuda_bias_add(o->data, env->params + wt[1].offset, p->n, out, 1, 1, env->stream, oe,
-                        sizeof oe));
-    return 0;
+    const pf_param_info *wt = &g->net.tensors[nd->param];
+    return pf_culinear_forward(g->blas, env->stream, wt->name, p->n, (int)wt->shape[1],
+                               (int)wt->shape[0], env->params + wt->offset,
+                               env->params + wt[1].offset, p->ts[nd->in[0]].data,
+                               p->ts[nd->out].data, err, errlen);
 }
 
 static int forward_node(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p, pf_cuconv *convs,
@@ -800,28 +773,18 @@ static int dcn_backward(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p,
                              p->dcn_scratch, err, errlen);
 }
 
-/* A Linear node's backward (column-major views as in linear_forward): d weight^T (K x out) =
-   x^T . dy (OP_N, OP_T), d bias = the sum of dy over the batch, dx^T (K x N) = weight^T .
-   dy^T (OP_N, OP_N; beta 1 adds to a gradient already there). */
+/* A Linear node's backward: weight and bias gradients (overwritten), the input's where it
+   needs one (added to a contribution already there). */
 static int linear_backward(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p,
                            const pf_gnode *nd, char *err, size_t errlen) {
-    const pf_net *G = &g->net;
-    char oe[512];
+    const pf_param_info *wt = &g->net.tensors[nd->param];
+    cutensor *a = &p->ts[nd->in[0]];
     int acc = 0;
-    const pf_param_info *wt = &G->tensors[nd->param];
-    cutensor *o = &p->ts[nd->out], *a = &p->ts[nd->in[0]];
-    int out = (int)wt->shape[0], K = (int)wt->shape[1];
-    TRY(linear_gemm(g, env, wt->name, "backward weights", CUBLAS_OP_N, CUBLAS_OP_T, K, out,
-                    p->n, a->data, K, o->grad, out, 0, env->grads + wt->offset, K, err,
-                    errlen));
-    OP(pf_cuda_bias_backward(env->grads + wt[1].offset, o->grad, p->n, out, 1, 1, 0,
-                             env->stream, oe, sizeof oe));
     float *dx = grad_for(a, &acc);
-    if (dx)
-        TRY(linear_gemm(g, env, wt->name, "backward data", CUBLAS_OP_N, CUBLAS_OP_N, K, p->n,
-                        out, env->params + wt->offset, K, o->grad, out, acc, dx, K, err,
-                        errlen));
-    return 0;
+    return pf_culinear_backward(g->blas, env->stream, wt->name, p->n, (int)wt->shape[1],
+                                (int)wt->shape[0], env->params + wt->offset, a->data,
+                                p->ts[nd->out].grad, env->grads + wt->offset,
+                                env->grads + wt[1].offset, dx, acc, err, errlen);
 }
 
 static int backward_node(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p,

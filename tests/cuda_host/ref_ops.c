@@ -651,3 +651,40 @@ void pf_ref_batchnorm_backward(float *dx, float *dweight, float *dbias, const fl
             }
     }
 }
+
+/* ---- Linear ---- */
+
+void pf_ref_linear_forward(float *y, const float *x, const float *weight, const float *bias,
+                           int n, int in, int out) {
+    for (int b = 0; b < n; b++)
+        for (int o = 0; o < out; o++) {
+            double sum = bias[o];
+            for (int i = 0; i < in; i++)
+                sum += (double)x[(size_t)b * in + i] * weight[(size_t)o * in + i];
+            y[(size_t)b * out + o] = (float)sum;
+        }
+}
+
+void pf_ref_linear_backward(float *dx, float *dweight, float *dbias, const float *dy,
+                            const float *x, const float *weight, int n, int in, int out,
+                            int acc) {
+    for (int o = 0; o < out; o++) {
+        double sb = 0;
+        for (int b = 0; b < n; b++) sb += dy[(size_t)b * out + o];
+        dbias[o] = (float)sb;
+        for (int i = 0; i < in; i++) {
+            double sw = 0;
+            for (int b = 0; b < n; b++)
+                sw += (double)dy[(size_t)b * out + o] * x[(size_t)b * in + i];
+            dweight[(size_t)o * in + i] = (float)sw;
+        }
+    }
+    for (int b = 0; b < n; b++)
+        for (int i = 0; i < in; i++) {
+            double sx = 0;
+            for (int o = 0; o < out; o++)
+                sx += (double)dy[(size_t)b * out + o] * weight[(size_t)o * in + i];
+            size_t e = (size_t)b * in + i;
+            dx[e] = acc ? (float)(dx[e] + sx) : (float)sx;
+        }
+}

@@ -137,4 +137,12 @@ void pf_ref_batchnorm_eval(float *y, const float *x, const float *weight, const 
 void pf_ref_batchnorm_backward(float *dx, float *dweight, float *dbias, const float *dy,
                                const float *x, const float *weight, const double *save, int n,
                                int c, int h, int w, int acc);
+/* torch.nn.Linear(in, out) (nn/cuda/linear_cuda.h) on x N x in, in double: y (N x out) =
+   x weight^T + bias; backward: dweight (out x in) = dy^T x, dbias = sum of dy over N
+   (overwritten), dx (N x in) = (acc ? dx : 0) + dy weight. */
+void pf_ref_linear_forward(float *y, const float *x, const float *weight, const float *bias,
+                           int n, int in, int out);
+void pf_ref_linear_backward(float *dx, float *dweight, float *dbias, const float *dy,
+                            const float *x, const float *weight, int n, int in, int out,
+                            int acc);
 #endif
