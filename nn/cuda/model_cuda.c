@@ -32,7 +32,7 @@ struct pf_cuda_model {
     float *running;             /* device: BatchNorm2d running statistics (n_running floats;
                                    NULL without BatchNorm2d) */
     int64_t *tracked;           /* host: their num_batches_tracked (n_bn) */
-    size_t n_running;
+    size_t n_running;           /* floats of running (the description's n_running) */
 };
 
 /* ---- errors ------------------------------------------------------------------------------- */
