@@ -1701,6 +1701,53 @@ __global__ void k_sn_rows(double *out, float *outf, const float *a, const float 
     }
 }
 
+/* ---- BatchNorm2d (torch.nn.BatchNorm2d; nn/cpu/batchnorm.c the CPU counterpart) ---- */
+
+/* Element j (0 .. N hw - 1) of channel ch: sample j / hw, pixel j % hw. */
+__device__ size_t bn_at(size_t j, int ch, int c, size_t hw) {
+    return (j / hw * (size_t)c + (size_t)ch) * hw + j % hw;
+}
+
+/* One block per channel (grid-stride over channels): mean, biased variance, y, save, the
+   running statistics. Every thread reads s[0] after block_sum's closing barrier; the barrier
+   after that read keeps the next pass's writes from racing it. */
+__global__ void k_bn_train_forward(float *y, const float *x, const float *weight,
+                                   const float *bias, float *running, double *save, int c,
+                                   int n, size_t hw, double eps, double momentum) {
+    __shared__ double s[THREADS];
+    size_t len = (size_t)n * hw;
+    double M = (double)len;
+    for (int ch = blockIdx.x; ch < c; ch += gridDim.x) {
+        double sum = 0.0;
+        for (size_t j = threadIdx.x; j < len; j += THREADS) sum += x[bn_at(j, ch, c, hw)];
+        s[threadIdx.x] = sum;
+        block_sum(s);
+        double mean = s[0] / M;
+        __syncthreads();
+        double sq = 0.0;
+        for (size_t j = threadIdx.x; j < len; j += THREADS) {
+            double d = (double)x[bn_at(j, ch, c, hw)] - mean;
+            sq += d * d;
+        }
+        s[threadIdx.x] = sq;
+        block_sum(s);
+        double var = s[0] / M, inv = 1.0 / sqrt(var + eps);
+        __syncthreads();
+        double sc = (double)weight[ch] * inv, sh = (double)bias[ch] - mean * sc;
+        for (size_t j = threadIdx.x; j < len; j += THREADS) {
+            size_t e = bn_at(j, ch, c, hw);
+            y[e] = (float)((double)x[e] * sc + sh);
+        }
+        if (threadIdx.x == 0) {
+            save[ch] = mean;
+            save[c + ch] = inv;
+            running[ch] = (float)((1.0 - momentum) * running[ch] + momentum * mean);
+            running[c + ch] = (float)((1.0 - momentum) * running[c + ch] +
+                                      momentum * var * M / (M - 1.0));
+        }
+    }
+}
+
 /* One block: x /= max(||x||_2, eps) over n floats (F.normalize), the norm in double (thread t
    squares x[t], x[t + THREADS], ... in order, then block_sum's tree), each element divided in
    double and stored as float, as nn/spectral_norm.c's normalize. */
@@ -1802,4 +1849,98 @@ int pf_cuda_sn_backward(float *d_weight_orig, const float *d_weight, const float
     PF_LAUNCH(k_sn_grad, grid_for(count), THREADS, 0, stream, d_weight_orig, d_weight, u, v,
               sigma, scratch + rows, cols, count);
     return check_launch("k_sn_grad", err, errlen);
+}
+
+/* y = (x - running_mean) / sqrt(running_var + eps) weight + bias, one thread per element. */
+__global__ void k_bn_eval_forward(float *y, const float *x, const float *weight,
+                                  const float *bias, const float *running, int c, size_t hw,
+                                  double eps, size_t count) {
+    GRID_STRIDE(i, count) {
+        int ch = (int)((i / hw) % c);
+        double inv = 1.0 / sqrt((double)running[c + ch] + eps);
+        double sc = (double)weight[ch] * inv, sh = (double)bias[ch] - running[ch] * sc;
+        y[i] = (float)((double)x[i] * sc + sh);
+    }
+}
+
+/* One block per channel: db, dw (two trees), then dx from them. */
+__global__ void k_bn_backward(float *dx, float *dweight, float *dbias, const float *dy,
+                              const float *x, const float *weight, const double *save, int c,
+                              int n, size_t hw, int acc) {
+    __shared__ double s[THREADS], s2[THREADS];
+    size_t len = (size_t)n * hw;
+    double M = (double)len;
+    for (int ch = blockIdx.x; ch < c; ch += gridDim.x) {
+        double mean = save[ch], inv = save[c + ch], db = 0.0, dw = 0.0;
+        for (size_t j = threadIdx.x; j < len; j += THREADS) {
+            size_t e = bn_at(j, ch, c, hw);
+            double g = dy[e];
+            db += g;
+            dw += g * ((double)x[e] - mean) * inv;
+        }
+        s[threadIdx.x] = db;
+        s2[threadIdx.x] = dw;
+        block_sum(s);
+        block_sum(s2);
+        db = s[0];
+        dw = s2[0];
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            if (dweight) dweight[ch] = (float)dw;
+            if (dbias) dbias[ch] = (float)db;
+        }
+        if (!dx) continue;
+        double k = (double)weight[ch] * inv;
+        for (size_t j = threadIdx.x; j < len; j += THREADS) {
+            size_t e = bn_at(j, ch, c, hw);
+            double xh = ((double)x[e] - mean) * inv;
+            float v = (float)(k * ((double)dy[e] - db / M - xh * dw / M));
+            dx[e] = acc ? dx[e] + v : v;
+        }
+    }
+}
+
+int pf_cuda_batchnorm_train_forward(float *y, const float *x, const float *weight,
+                                    const float *bias, float *running, double *save, int n,
+                                    int c, int h, int w, double eps, double momentum,
+                                    cudaStream_t stream, char *err, size_t errlen) {
+    const char *fn = "pf_cuda_batchnorm_train_forward";
+    if (negative(n, c, h, w)) return bad_arg(fn, "negative dimension", err, errlen);
+    size_t hw = (size_t)h * w;
+    if (!c || !n || !hw) return 0;
+    if ((size_t)n * hw < 2)
+        return bad_arg(fn, "a training batch of one value per channel (N H W < 2)", err,
+                       errlen);
+    if (!y || !x || !weight || !bias || !running || !save) return null_tensor(fn, err, errlen);
+    PF_LAUNCH(k_bn_train_forward, blocks_for((size_t)c), THREADS, 0, stream, y, x, weight, bias,
+              running, save, c, n, hw, eps, momentum);
+    return check_launch("k_bn_train_forward", err, errlen);
+}
+
+int pf_cuda_batchnorm_eval_forward(float *y, const float *x, const float *weight,
+                                   const float *bias, const float *running, int n, int c, int h,
+                                   int w, double eps, cudaStream_t stream, char *err,
+                                   size_t errlen) {
+    const char *fn = "pf_cuda_batchnorm_eval_forward";
+    if (negative(n, c, h, w)) return bad_arg(fn, "negative dimension", err, errlen);
+    size_t hw = (size_t)h * w, count = (size_t)n * c * hw;
+    if (!count) return 0;
+    if (!y || !x || !weight || !bias || !running) return null_tensor(fn, err, errlen);
+    PF_LAUNCH(k_bn_eval_forward, grid_for(count), THREADS, 0, stream, y, x, weight, bias,
+              running, c, hw, eps, count);
+    return check_launch("k_bn_eval_forward", err, errlen);
+}
+
+int pf_cuda_batchnorm_backward(float *dx, float *dweight, float *dbias, const float *dy,
+                               const float *x, const float *weight, const double *save, int n,
+                               int c, int h, int w, int acc, cudaStream_t stream, char *err,
+                               size_t errlen) {
+    const char *fn = "pf_cuda_batchnorm_backward";
+    if (negative(n, c, h, w)) return bad_arg(fn, "negative dimension", err, errlen);
+    size_t hw = (size_t)h * w;
+    if (!c || (!dx && !dweight && !dbias)) return 0;
+    if (!dy || !x || !save || (dx && !weight)) return null_tensor(fn, err, errlen);
+    PF_LAUNCH(k_bn_backward, blocks_for((size_t)c), THREADS, 0, stream, dx, dweight, dbias, dy,
+              x, weight, save, c, n, hw, acc);
+    return check_launch("k_bn_backward", err, errlen);
 }

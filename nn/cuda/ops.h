@@ -404,6 +404,33 @@ int pf_cuda_sn_forward(float *weight, float *u, float *v, float *sigma,
 int pf_cuda_sn_backward(float *d_weight_orig, const float *d_weight, const float *weight_orig,
                         const float *u, const float *v, const float *sigma, int rows, int cols,
                         double *scratch, cudaStream_t stream, char *err, size_t errlen);
+/* torch.nn.BatchNorm2d (PF_G_BATCHNORM; nn/cpu/batchnorm.c is the CPU counterpart, formulas
+   from Ioffe and Szegedy 2015 / torch's batch_norm) on x, N x C x H x W, into y (same shape;
+   may equal x); weight, bias C floats; eps and momentum torch's (PF_BN_EPS, PF_BN_MOMENTUM).
+   Training forward: one block per channel sums its N H W values in double (fixed-order
+   per-thread strides, then block_sum's tree: deterministic), mean = sum / M and the biased
+   var = sum (x - mean)^2 / M (two passes), M = N H W; y = (x - mean) / sqrt(var + eps)
+   weight + bias; running (2 C floats: running_mean then running_var) updated as
+   (1 - momentum) running + momentum batch with the unbiased var M / (M - 1); save (2 C
+   doubles) gets mean and 1 / sqrt(var + eps) for backward. M < 2: -1 (torch: "Expected more
+   than 1 value per channel when training"), nothing launched.
+   Eval forward: y = (x - running_mean) / sqrt(running_var + eps) weight + bias.
+   Backward of a training forward (its x and save): per channel in double db = sum dy,
+   dw = sum dy x^ (x^ = (x - mean) inv); dweight, dbias (NULL: not wanted) = dw, db
+   (overwritten); dx (NULL: not wanted) = (acc ? dx : 0) + weight inv (dy - db / M - x^ dw /
+   M). */
+int pf_cuda_batchnorm_train_forward(float *y, const float *x, const float *weight,
+                                    const float *bias, float *running, double *save, int n,
+                                    int c, int h, int w, double eps, double momentum,
+                                    cudaStream_t stream, char *err, size_t errlen);
+int pf_cuda_batchnorm_eval_forward(float *y, const float *x, const float *weight,
+                                   const float *bias, const float *running, int n, int c, int h,
+                                   int w, double eps, cudaStream_t stream, char *err,
+                                   size_t errlen);
+int pf_cuda_batchnorm_backward(float *dx, float *dweight, float *dbias, const float *dy,
+                               const float *x, const float *weight, const double *save, int n,
+                               int c, int h, int w, int acc, cudaStream_t stream, char *err,
+                               size_t errlen);
 
 #ifdef __cplusplus
 }

@@ -624,3 +624,110 @@ void pf_ref_sn_backward(float *d_weight_orig, const float *d_weight, const float
         d_weight_orig[i] = (float)(d_weight[i] / sg - dot / (sg * sg) * u[i / (size_t)cols] *
                                                           v[i % (size_t)cols]);
 }
+
+/* ---- BatchNorm2d ---- */
+
+int pf_ref_batchnorm_train(float *y, const float *x, const float *weight, const float *bias,
+                           float *running, double *save, int n, int c, int h, int w, double eps,
+                           double momentum) {
+    size_t hw = (size_t)h * w, M = (size_t)n * hw;
+    if (M < 2) return -1;
+    for (int o = 0; o < c; o++) {
+        double sum = 0, sq = 0;
+        for (int b = 0; b < n; b++)
+            for (size_t j = 0; j < hw; j++) sum += x[((size_t)b * c + o) * hw + j];
+        double mean = sum / (double)M;
+        for (int b = 0; b < n; b++)
+            for (size_t j = 0; j < hw; j++) {
+                double d = x[((size_t)b * c + o) * hw + j] - mean;
+                sq += d * d;
+            }
+        double var = sq / (double)M, inv = 1.0 / sqrt(var + eps);
+        for (int b = 0; b < n; b++)
+            for (size_t j = 0; j < hw; j++) {
+                size_t e = ((size_t)b * c + o) * hw + j;
+                y[e] = (float)((x[e] - mean) * inv * weight[o] + bias[o]);
+            }
+        save[o] = mean;
+        save[c + o] = inv;
+        running[o] = (float)(running[o] + momentum * (mean - running[o]));
+        double unbiased = sq / (double)(M - 1);
+        running[c + o] = (float)(running[c + o] + momentum * (unbiased - running[c + o]));
+    }
+    return 0;
+}
+
+void pf_ref_batchnorm_eval(float *y, const float *x, const float *weight, const float *bias,
+                           const float *running, int n, int c, int h, int w, double eps) {
+    size_t hw = (size_t)h * w;
+    for (int b = 0; b < n; b++)
+        for (int o = 0; o < c; o++)
+            for (size_t j = 0; j < hw; j++) {
+                size_t e = ((size_t)b * c + o) * hw + j;
+                y[e] = (float)(((double)x[e] - running[o]) / sqrt((double)running[c + o] + eps) *
+                                   weight[o] + bias[o]);
+            }
+}
+
+void pf_ref_batchnorm_backward(float *dx, float *dweight, float *dbias, const float *dy,
+                               const float *x, const float *weight, const double *save, int n,
+                               int c, int h, int w, int acc) {
+    size_t hw = (size_t)h * w;
+    double M = (double)n * (double)hw;
+    for (int o = 0; o < c; o++) {
+        double mean = save[o], inv = save[c + o], sdy = 0, sdyx = 0;
+        for (int b = 0; b < n; b++)
+            for (size_t j = 0; j < hw; j++) {
+                size_t e = ((size_t)b * c + o) * hw + j;
+                sdy += dy[e];
+                sdyx += dy[e] * (x[e] - mean) * inv;
+            }
+        if (dweight) dweight[o] = (float)sdyx;
+        if (dbias) dbias[o] = (float)sdy;
+        if (!dx) continue;
+        for (int b = 0; b < n; b++)
+            for (size_t j = 0; j < hw; j++) {
+                size_t e = ((size_t)b * c + o) * hw + j;
+                double xh = (x[e] - mean) * inv;
+                double v = weight[o] * inv / M * (M * dy[e] - sdy - xh * sdyx);
+                dx[e] = acc ? (float)(dx[e] + v) : (float)v;
+            }
+    }
+}
+
+/* ---- Linear ---- */
+
+void pf_ref_linear_forward(float *y, const float *x, const float *weight, const float *bias,
+                           int n, int in, int out) {
+    for (int b = 0; b < n; b++)
+        for (int o = 0; o < out; o++) {
+            double sum = bias[o];
+            for (int i = 0; i < in; i++)
+                sum += (double)x[(size_t)b * in + i] * weight[(size_t)o * in + i];
+            y[(size_t)b * out + o] = (float)sum;
+        }
+}
+
+void pf_ref_linear_backward(float *dx, float *dweight, float *dbias, const float *dy,
+                            const float *x, const float *weight, int n, int in, int out,
+                            int acc) {
+    for (int o = 0; o < out; o++) {
+        double sb = 0;
+        for (int b = 0; b < n; b++) sb += dy[(size_t)b * out + o];
+        dbias[o] = (float)sb;
+        for (int i = 0; i < in; i++) {
+            double sw = 0;
+            for (int b = 0; b < n; b++)
+                sw += (double)dy[(size_t)b * out + o] * x[(size_t)b * in + i];
+            dweight[(size_t)o * in + i] = (float)sw;
+        }
+    }
+    for (int b = 0; b < n; b++)
+        for (int i = 0; i < in; i++) {
+            double sx = 0;
+            for (int o = 0; o < out; o++)
+                sx += (double)dy[(size_t)b * out + o] * weight[(size_t)o * in + i];
+            size_t e = (size_t)b * in + i;
+            dx[e] = acc ? (float)(dx[e] + sx) : (float)sx;
+        }
+}
