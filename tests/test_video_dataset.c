@@ -21,6 +21,7 @@
        missing numbered frame, frames of two sizes, LQ of the wrong size, an unknown
        val_partition clip, frames out of range, a bad crop, a corrupt video frame (FFV1 slice
        CRC) at sample time while the other samples still read.
+    6. EDVR's sliding windows: REDSDataset and VideoTestDataset (test_window_sets).
 */
 #include "common/video_dataset.h"
 
@@ -36,6 +37,7 @@
 #include "common/degrade.h"
 #include "common/image.h"
 #include "common/util.h"
+#include "loader/batch_builder.h"
 #include "pf_test.h"
 
 #define GW 96
@@ -575,7 +577,8 @@ static void test_errors(void) {
    otherwise a center whose window fits, every such center drawn; about half reversed, every
    orientation seen; sample_where's center and frames agree with the pixels; 1 GT frame of
    bytes, 5 of LQ; the same bytes from a second instance with a 0-byte cache, read backwards;
-   through pf_dataset: frames 5, gt_frames 1. Errors: num_frame even, a clip too short for
+   through pf_dataset: frames 5, gt_frames 1, and the loaders' batch builder (3 threads,
+   gt_plain on, reverse order) puts each sample's bytes in its slot. Errors: num_frame even, a clip too short for
    (num_frame - 1) x max interval + 1, each type in the other role.
    VideoTestDataset: 36 windows (3 clips x 12 frames), each read back (pf_video_window_read):
    its LQ frames by their pixels are BasicSR's reflection_circle windows (hand-written ends:
@@ -668,6 +671,23 @@ static void test_window_sets(void) {
     if (pds.video) {
         CHECK(pds.frames == T && pds.gt_frames == 1, "pf_dataset frames %d gt_frames %d",
               pds.frames, pds.gt_frames);
+        /* the loaders' path: a batch of epoch 0's samples in reverse order from 3 threads,
+           with the gt_plain frame on: every slot the sample's bytes (1 GT, 5 LQ patches) */
+        pds.cfg.gt_plain = 1;
+        pf_batch_builder *b = pf_batch_builder_new(&pds, 3, err, sizeof err);
+        CHECK(b != NULL, "%s", err);
+        size_t gs = 0, ls = 0;
+        if (b) pf_batch_builder_sample_sizes(b, &gs, &ls);
+        CHECK(gs == P * P * 3 && ls == T * p * p * 3, "builder sample sizes %zu %zu", gs, ls);
+        static uint8_t bg[NF * 3][P * P * 3], bl[NF * 3][T * p * p * 3], bp[NF * 3][P * P * 3];
+        uint32_t idx[NF * 3], nb = pds.len < NF * 3 ? pds.len : NF * 3, right = 0;
+        for (uint32_t i = 0; i < nb; i++) idx[i] = nb - 1 - i;
+        if (b && pf_batch_builder_fill(b, 5, 0, idx, nb, bg[0], bl[0], bp[0]) == 0)
+            for (uint32_t i = 0; i < nb; i++)
+                right += !memcmp(bg[i], gtb[idx[i]], gs) && !memcmp(bl[i], lqb[idx[i]], ls) &&
+                         !memcmp(bp[i], gtb[idx[i]], gs);
+        CHECK(nb == NF * 3 && right == nb, "%u of %u batch slots hold their sample", right, nb);
+        pf_batch_builder_destroy(&b);
         pf_dataset_close(&pds);
     }
     /* errors */

@@ -793,9 +793,9 @@ static int next_step(pf_reactor *r, worker_loop *wl) {
         return -1;
     }
     if (w->window_batch) {
-        snprintf(wl->err, wl->errlen, "batch: %u GT frame(s) per sample for %d LQ frames (a "
+        snprintf(wl->err, wl->errlen, "batch: one GT frame per sample for %d LQ frames (a "
                  "sliding-window set, data.train.type REDSDataset); %s outputs every frame "
-                 "(a sliding-window network such as EDVR consumes these batches)", 1u,
+                 "(a sliding-window network such as EDVR consumes these batches)",
                  pf_config_train_frames(w->cfg), w->cfg->model_type);
         return -1;
     }
