@@ -20,7 +20,9 @@
 
     Opening checks every clip up front: it exists, every frame of the used range is there with
     one size (folder headers; a video is indexed, common/video.h), LQ is exactly GT / scale,
-    the crop fits, a training clip holds num_frame x max(interval_list) frames and an LQ patch.
+    the crop fits, a training clip holds num_frame x max(interval_list) frames (REDSDataset:
+    (num_frame - 1) x max(interval_list) + 1; a VideoTestDataset clip pf_video_min_frames of
+    its padding) and an LQ patch.
     Errors name the set key, the clip and, where one is involved, the frame. A video file found
     cut short (common/video.h, "Truncation"; GT or LQ) is refused, naming the file, the frames
     its header announces, the whole frames and the bytes missing, unless cfg->skip_cut_videos
