@@ -787,6 +787,22 @@ static int linear_backward(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p,
                                 env->grads + wt[1].offset, dx, acc, err, errlen);
 }
 
+/* PF_G_BATCHNORM's backward through the batch statistics (the forward's saved mean and
+   inverse deviation); the weight's and bias's gradients overwritten. */
+static int bn_backward(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p, const pf_gnode *nd,
+                       char *err, size_t errlen) {
+    const pf_param_info *wt = &g->net.tensors[nd->param];
+    cutensor *o = &p->ts[nd->out], *a = &p->ts[nd->in[0]];
+    char oe[512];
+    int acc = 0;
+    float *dx = grad_for(a, &acc);
+    OP(pf_cuda_batchnorm_backward(dx, env->grads + wt->offset, env->grads + wt[1].offset,
+                                  o->grad, a->data, env->params + wt->offset,
+                                  p->bn_save + nd->stat, p->n, g->net.t[nd->out].c, o->h, o->w,
+                                  acc, env->stream, oe, sizeof oe));
+    return 0;
+}
+
 static int backward_node(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p,
                          pf_cuconv *convs, const pf_gnode *nd, char *err, size_t errlen) {
     const pf_net *G = &g->net, *m = G;
@@ -798,11 +814,8 @@ static int backward_node(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p,
     float *dy = o->grad, *dx;
     const float *y = o->data;
     switch (nd->op) {
-    case PF_G_INPUT:
-    case PF_G_BILINEAR_IN:
-    case PF_G_BICUBIC_IN:
-    case PF_G_ZERO:
-        return 0;
+    case PF_G_INPUT: case PF_G_BILINEAR_IN: case PF_G_BICUBIC_IN: case PF_G_ZERO:
+        return 0;   /* no gradient to pass on */
     case PF_G_CONV:
         return conv_backward(g, env, p, convs, nd, err, errlen);
     case PF_G_PRELU:
@@ -905,15 +918,7 @@ static int backward_node(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p,
         return 0;
     }
     case PF_G_DCN: return dcn_backward(g, env, p, nd, err, errlen);
-    case PF_G_BATCHNORM: {  /* through the batch statistics; weight, bias overwritten */
-        const pf_param_info *wt = &m->tensors[nd->param];
-        dx = grad_for(a, &acc);
-        OP(pf_cuda_batchnorm_backward(dx, env->grads + wt->offset, env->grads + wt[1].offset,
-                                      dy, a->data, env->params + wt->offset,
-                                      p->bn_save + nd->stat, n, C, o->h, o->w, acc, st, oe,
-                                      sizeof oe));
-        return 0;
-    }
+    case PF_G_BATCHNORM: return bn_backward(g, env, p, nd, err, errlen);
     case PF_G_LINEAR: return linear_backward(g, env, p, nd, err, errlen);
     }
     snprintf(err, errlen, "%s: unknown graph op %d", G->type, (int)nd->op);
