@@ -195,6 +195,29 @@ int pf_net_add_dcn(pf_net *g, const char *name, int x, int offset, int mask, int
     return out;
 }
 
+int pf_net_add_mul(pf_net *g, int x0, int x1, int res, float scale) {
+    if (x0 < 0 || x1 < 0) return -1;
+    int in[3] = { x0, x1, res };
+    pf_gtensor t = g->t[x0];
+    int out = pf_net_node(g, PF_G_MUL, in, res >= 0 ? 3 : 2, t.c, t.mul, t.div, t.one);
+    if (out < 0) return -1;
+    g->node[g->n_node - 1].scale = scale;
+    return pf_net_round(g, out, t.round);
+}
+
+int pf_net_add_chsum(pf_net *g, int x) {
+    if (x < 0) return -1;
+    pf_gtensor t = g->t[x];
+    return pf_net_round(g, pf_net_node(g, PF_G_CHSUM, &x, 1, 1, t.mul, t.div, t.one), t.round);
+}
+
+int pf_net_add_pool3(pf_net *g, int x, int max) {
+    if (x < 0) return -1;
+    pf_gtensor t = g->t[x];
+    return pf_net_round(g, pf_net_node(g, max ? PF_G_MAXPOOL3 : PF_G_AVGPOOL3, &x, 1, t.c,
+                                       t.mul, t.div * 2, t.one), t.round);
+}
+
 void pf_net_bn_init(const pf_net *g, float *running, int64_t *tracked) {
     for (int k = 0; k < g->n_node; k++) {
         const pf_gnode *nd = &g->node[k];
@@ -374,8 +397,10 @@ int pf_net_backward_reads_in(const pf_net *g, int k, int i) {
     case PF_G_PRELU:
     case PF_G_BATCHNORM:
     case PF_G_LINEAR:
-    case PF_G_MAXPOOL2: return i == 0;
+    case PF_G_MAXPOOL2:
+    case PF_G_MAXPOOL3: return i == 0;
     case PF_G_DCN: return i < 3;
+    case PF_G_MUL:
     case PF_G_MUL_CH:
     case PF_G_WARP: return i < 2;
     default: return 0;
@@ -503,6 +528,7 @@ const char *pf_net_op_name(pf_gop op) {
         "input", "conv", "prelu", "tanh", "sigmoid", "add", "gap", "mul_ch", "concat",
         "shuffle", "unshuffle", "nearest", "bilinear_in", "bicubic_in", "slice", "affine",
         "resize", "avgpool2", "warp", "zero", "maxpool2", "relu", "batchnorm", "linear", "dcn",
+        "mul", "chsum", "maxpool3", "avgpool3",
     };
     return (unsigned)op < sizeof names / sizeof *names ? names[op] : "?";
 }
@@ -574,8 +600,25 @@ int pf_net_check_node(const pf_net *g, const pf_gnode *nd, int ah, int aw, int f
         else if ((nd->use_mul == 1 && C > PF_G_MAX_CH) || (nd->use_mul == 2 && C != 2))
             why = "per-channel factors for another channel count";
         break;
+    case PF_G_MUL: {
+        const pf_gtensor *t1 = &g->t[nd->in[1]], *to = &g->t[nd->out];
+        const pf_gtensor *tr = nd->n_in > 2 ? &g->t[nd->in[2]] : to;
+        if (C != ca || (t1->c != C && t1->c != 1))
+            why = "factor not of its input's channel count or of 1 channel";
+        else if (ah != oh || aw != ow || fh != oh || fw != ow)
+            why = "inputs and output of different sizes";
+        else if (tr->c != C || tr->mul != to->mul || tr->div != to->div || tr->one != to->one ||
+                 tr->round != to->round)
+            why = "residual of another shape";
+        break;
+    }
+    case PF_G_CHSUM:
+        if (C != 1 || ah != oh || aw != ow) why = "output not 1 channel of its input's size";
+        break;
     case PF_G_AVGPOOL2:
     case PF_G_MAXPOOL2:
+    case PF_G_MAXPOOL3:
+    case PF_G_AVGPOOL3:
         if (C != ca) why = "channels changed";
         else if (ah % 2 || aw % 2 || oh * 2 != ah || ow * 2 != aw)
             why = "output not half its input";

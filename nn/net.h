@@ -88,6 +88,17 @@ typedef enum {
                            the output's size but x; weight [C_out, C_in / groups, k, k]
                            (param), bias [C_out] (param + 1) when dcn.has_bias. Formula,
                            boundary rule and layouts: nn/cpu/dcn.h */
+    /* EDVR's TSA fusion (BasicSR edvr_arch.py TSAFusion) */
+    PF_G_MUL,           /* out = [in2 +] scale * in0 * in1, all of one size; in1 has in0's
+                           channels or 1 channel, broadcast over in0's (aligned_feat *
+                           corr_prob) */
+    PF_G_CHSUM,         /* out (1 channel) = torch.sum(in0, 1, keepdim=True) */
+    PF_G_MAXPOOL3,      /* F.max_pool2d(in0, 3, stride=2, padding=1) (out: div * 2, even
+                           sizes); backward as PF_G_MAXPOOL2's (first maximum in row-major
+                           window order, a NaN counting as the maximum; padding never wins) */
+    PF_G_AVGPOOL3,      /* F.avg_pool2d(in0, 3, stride=2, padding=1) (count_include_pad: the
+                           sum of the window's pixels inside the image / 9; out: div * 2, even
+                           sizes) */
 } pf_gop;
 
 /* PF_G_BATCHNORM's constants, torch.nn.BatchNorm2d's defaults (both executors). */
@@ -295,6 +306,20 @@ int pf_net_add_linear(pf_net *net, const char *name, int x, int in_features,
 int pf_net_add_dcn(pf_net *net, const char *name, int x, int offset, int mask, int ic, int oc,
                    int k, int stride, int pad, int dilation, int groups, int deform_groups,
                    int has_bias);
+/* EDVR's TSA-fusion nodes (BasicSR edvr_arch.py TSAFusion), parameter-free. Each returns its
+   output tensor, or -1 (an input -1, out of memory); pf_net_check_node checks the shapes at
+   plan time, naming the op.
+   pf_net_add_mul: out = [res +] scale * x0 * x1 (PF_G_MUL): x1 of x0's size and channels or
+   of one channel (broadcast over x0's: `aligned_feat * corr_prob`), res (-1: none) of the
+   output's shape. Out: x0's channels and size.
+   pf_net_add_chsum: out (1 channel, x's size) = torch.sum(x, 1, keepdim=True) (PF_G_CHSUM).
+   pf_net_add_pool3: F.max_pool2d (max 1, PF_G_MAXPOOL3) or F.avg_pool2d (max 0,
+   PF_G_AVGPOOL3, count_include_pad: / 9) of x, kernel 3, stride 2, padding 1: out
+   floor((H - 1) / 2) + 1, which the description keeps to even H (out H / 2, its div twice
+   x's). */
+int pf_net_add_mul(pf_net *net, int x0, int x1, int res, float scale);
+int pf_net_add_chsum(pf_net *net, int x);
+int pf_net_add_pool3(pf_net *net, int x, int max);
 /* The running statistics' start (torch's reset_running_stats): running_mean 0, running_var 1
    for every BatchNorm2d layer into running (net->n_running floats), num_batches_tracked 0
    into tracked (net->n_bn). */
@@ -347,8 +372,8 @@ void pf_net_need_input_only(const pf_net *net, int *need);
 void pf_net_last_use(const pf_net *net, int training, int *last);
 /* Whether node k's backward reads input i (0..n_in-1) / its output: a convolution's input
    (weights gradient) and its output when it has an activation (the mask), PReLU's input,
-   tanh's, sigmoid's and ReLU's outputs, both factors of the channel multiply, both inputs of
-   a warp, max pooling's input (its argmax). */
+   tanh's, sigmoid's and ReLU's outputs, both factors of the channel multiply and of PF_G_MUL,
+   both inputs of a warp, max pooling's input (its argmax; 2 x 2 and 3 x 3). */
 int pf_net_backward_reads_in(const pf_net *net, int k, int i);
 int pf_net_backward_reads_out(const pf_net *net, int k);
 
@@ -384,8 +409,9 @@ const char *pf_net_op_name(pf_gop op);
 /* What a node needs of its tensors' planned sizes (a convolution: output floor((H + 2 pad -
    k) / stride) + 1 = H / stride, H a multiple of its stride, a residual of the output's size;
    the video nodes: a slice inside its input,
-   an affine's or resize's constants for its channel count, pooling (average or max) to half
-   the size, a ReLU's slope >= 0 and output of its input's shape, a warp's
+   an affine's or resize's constants for its channel count, pooling (average or max, 2 x 2
+   or 3 x 3) to half the size, a multiply's factor of its channels or one and residual of its
+   shape, a channel sum's one channel, a ReLU's slope >= 0 and output of its input's shape, a warp's
    image, 2-channel flow and output of one size and a known padding): ah x aw its first input,
    fh x fw its second (a warp's flow), oh x ow its output. 0, or -1 with err naming the network,
    the op and the tensor. */

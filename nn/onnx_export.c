@@ -404,6 +404,17 @@ static void pool2(ox *x, const char *op, const char *a, const char *out) {
     attr_ints(x, n, "strides", two, 2);
 }
 
+/* F.max_pool2d / F.avg_pool2d(x, 3, stride=2, padding=1) (PF_G_MAXPOOL3 / _AVGPOOL3): the
+   average counts the padding (count_include_pad=True, torch's default: / 9). */
+static void pool3(ox *x, const char *op, const char *a, const char *out) {
+    static const int64_t three[2] = { 3, 3 }, two[2] = { 2, 2 }, ones[4] = { 1, 1, 1, 1 };
+    Onnx__NodeProto *n = node(x, op, &a, 1, out);
+    attr_ints(x, n, "kernel_shape", three, 2);
+    attr_ints(x, n, "strides", two, 2);
+    attr_ints(x, n, "pads", ones, 4);
+    if (op[0] == 'A') attr_i(x, n, "count_include_pad", 1);
+}
+
 /* The video ops; 1 when nd is not one of them. */
 static int emit_video(ox *x, const pf_gnode *nd, const char *a, const char *b, const char *out) {
     const pf_net *g = x->g;
@@ -417,6 +428,14 @@ static int emit_video(ox *x, const pf_gnode *nd, const char *a, const char *b, c
     case PF_G_RESIZE: video_resize(x, nd, a, out); return 0;
     case PF_G_AVGPOOL2: pool2(x, "AveragePool", a, out); return 0;
     case PF_G_WARP: warp(x, nd, a, b, out); return 0;
+    case PF_G_CHSUM: {     /* torch.sum(x, 1, keepdim=True); opset 13+: axes an input */
+        static const int64_t ch[1] = { 1 };
+        const char *ins[2] = { a, i64(x, ch, 1) };
+        attr_i(x, node(x, "ReduceSum", ins, 2, out), "keepdims", 1);
+        return 0;
+    }
+    case PF_G_MAXPOOL3: pool3(x, "MaxPool", a, out); return 0;
+    case PF_G_AVGPOOL3: pool3(x, "AveragePool", a, out); return 0;
     case PF_G_ZERO: {
         const int64_t c[1] = { C }, d1[1] = { 1 };
         static const float zero = 0;
@@ -521,6 +540,7 @@ static int emit(ox *x, int k, char *err, size_t errlen) {
     case PF_G_SIGMOID: node(x, "Sigmoid", &a, 1, out); return 0;
     case PF_G_ADD: binop(x, "Add", a, times(x, b, nd->scale), out); return 0;
     case PF_G_GAP: node(x, "GlobalAveragePool", &a, 1, out); return 0;
+    case PF_G_MUL:         /* ONNX's Mul broadcasts a 1-channel factor too */
     case PF_G_MUL_CH: {
         int direct = nd->n_in < 3 && nd->scale == 1.0f;   /* the product is the output */
         const char *p = times(x, binop(x, "Mul", a, b, direct ? out : NULL), nd->scale);

@@ -18,7 +18,8 @@
     (no network of the zoo pools), run by the CPU executor (nn/graph.h): Pooled and PoolOnly
     (build_pooled; scale 1), and for one around stride-2 convolutions with and without bias
     (Strided, build_strided; scale 1), and for ReLU / LeakyReLU nodes between convolutions
-    (Relus, build_relus; scale 1); and checks that an op without a mapping is refused by name. Exit 0, or 1 with what failed.
+    (Relus, build_relus; scale 1), and for EDVR's TSA-fusion ops (Tsa, build_tsa; scale 1);
+    and checks that an op without a mapping is refused by name. Exit 0, or 1 with what failed.
     Without DIR (its own ctest entry) it writes under ./onnx_export_out.
 
     Two more modes serve ctest onnx.upscale (tests/onnx_export.sh upscale): onnxruntime on the
@@ -279,6 +280,28 @@ static void build_relus(pf_net *g) {
     g->output = x;
 }
 
+/* "Tsa": EDVR's TSA-fusion ops (nn/net.h PF_G_MUL, PF_G_CHSUM, PF_G_MAXPOOL3, PF_G_AVGPOOL3):
+   feat = conv 3 -> 8 (LeakyReLU), sigmoid(sum over channels of conv(feat) * conv(feat))
+   (1 channel) times feat, its 3 x 3 max and average pooling (stride 2, padding 1)
+   concatenated, conv 16 -> 12, y * y * 2 + y, PixelShuffle(2): the LQ size again (scale 1). */
+static void build_tsa(pf_net *g) {
+    pf_net_init(g);
+    g->scale = 1;
+    snprintf(g->type, sizeof g->type, "Tsa");
+    int f = graph_conv(g, g->input = pf_net_node(g, PF_G_INPUT, NULL, 0, 3, 1, 1, 0),
+                       "conv_first", 8, 1);
+    int c = pf_net_add_chsum(g, pf_net_add_mul(g, graph_conv(g, f, "emb", 8, 0),
+                                               graph_conv(g, f, "emb_ref", 8, 0), -1, 1.0f));
+    c = c < 0 ? -1 : pf_net_node(g, PF_G_SIGMOID, &c, 1, 1, 1, 1, 0);
+    int a = pf_net_add_mul(g, f, c, -1, 1.0f);
+    int p[2] = { pf_net_add_pool3(g, a, 1), pf_net_add_pool3(g, a, 0) };
+    int y = p[0] < 0 || p[1] < 0 ? -1 : pf_net_node(g, PF_G_CONCAT, p, 2, 16, 1, 2, 0);
+    y = graph_conv(g, y, "conv_up", 12, 0);
+    y = pf_net_add_mul(g, y, y, y, 2.0f);
+    g->output = y < 0 ? -1 : pf_net_node(g, PF_G_SHUFFLE, &y, 1, 3, 1, 1, 0);
+    if (g->output >= 0) g->node[g->n_node - 1].r = 2;
+}
+
 /* PixFlow's CPU executor (nn/graph.h) on g with params: lq n x h x w x 3 uint8 -> out
    n x 3 x h x w floats (NCHW). 0, or -1 after a failed check. */
 static int run_graph(const pf_net *g, const float *params, const uint8_t *lq, int n, int h,
@@ -317,15 +340,16 @@ static int run_graph(const pf_net *g, const float *params, const uint8_t *lq, in
     return rc ? -1 : 0;
 }
 
-/* Both pooling graphs, the strided one and the ReLU nodes' exported, with their two inputs (the cases' sizes,
+/* Both pooling graphs, the strided one, the ReLU nodes' and the TSA ops' exported, with their two inputs (the cases' sizes,
    rounded up to the graph's input multiple) and PixFlow's outputs for onnx_runtime.js, as
    one_case writes a network's. */
 static void pooled_cases(const char *dir, FILE *cases) {
-    for (int convs = 0; convs < 4; convs++) {
+    for (int convs = 0; convs < 5; convs++) {
         pf_net g;
         if (convs < 2) build_pooled(&g, convs);
         else if (convs == 2) build_strided(&g);
-        else build_relus(&g);
+        else if (convs == 3) build_relus(&g);
+        else build_tsa(&g);
         CHECK(!g.oom && g.output >= 0, "%s: building", g.type);
         float *params = calloc(g.n_params + 1, sizeof *params);
         pf_net_init_params(&g, params, 39);
@@ -372,14 +396,15 @@ static void pooled_cases(const char *dir, FILE *cases) {
 }
 
 /* An op without an ONNX mapping is refused, naming the op and the network: a description
-   node whose op is past the last one (a new op added to nn/net.h without a case). */
+   node whose op is far past the last one (a new op added to nn/net.h without a case; not
+   the last one + 1, which the next op appended to the enum becomes). */
 static void unmapped_refused(void) {
     pf_net g;
     pf_net_init(&g);
     snprintf(g.type, sizeof g.type, "Future");
     g.input = pf_net_node(&g, PF_G_INPUT, NULL, 0, 3, 1, 1, 0);
     g.output = pf_net_node(&g, PF_G_TANH, &g.input, 1, 3, 1, 1, 0);
-    g.node[1].op = (pf_gop)(PF_G_DCN + 1);
+    g.node[1].op = (pf_gop)1000;
     char err[1024];
     void *buf = NULL;
     size_t len;

@@ -397,6 +397,24 @@ static int dcn_forward(const pf_gctx *m, pf_gstate *S, const pf_gnode *nd, char 
                           k->data, k->block, o->data, o->block, err, errlen);
 }
 
+/* Forward of an EDVR TSA-fusion node (PF_G_MUL, PF_G_CHSUM, PF_G_MAXPOOL3, PF_G_AVGPOOL3;
+   nn/cpu/ops.h), each tensor in its own layout. */
+static void tsa_forward(const pf_net *g, pf_gstate *S, const pf_gnode *nd) {
+    pf_tstate *o = &S->ts[nd->out], *a = &S->ts[nd->in[0]];
+    int n = S->n, C = g->t[nd->in[0]].c;
+    if (nd->op == PF_G_MUL) {
+        const pf_tstate *f = &S->ts[nd->in[1]], *r = nd->n_in > 2 ? &S->ts[nd->in[2]] : NULL;
+        pf_cpu_mul_forward(o->data, a->data, f->data, r ? r->data : NULL, nd->scale, n, C,
+                           g->t[nd->in[1]].c, o->h, o->w, o->block, a->block, f->block,
+                           r ? r->block : 1);
+    } else if (nd->op == PF_G_CHSUM) {
+        pf_cpu_chsum_forward(o->data, a->data, n, C, o->h, o->w, o->block, a->block);
+    } else {
+        pf_cpu_pool3_forward(o->data, a->data, nd->op == PF_G_MAXPOOL3, n, C, a->h, a->w,
+                             o->block, a->block);
+    }
+}
+
 /* Forward of one node: dispatch to its kernels (nn/cpu/ops.h and the shared layers). */
 static int forward_node(const pf_gctx *m, pf_gstate *S, pf_conv *convs, const pf_gnode *nd,
                         pf_lq lq, char *err, size_t errlen) {
@@ -466,6 +484,12 @@ static int forward_node(const pf_gctx *m, pf_gstate *S, pf_conv *convs, const pf
         return linear_forward(m, S, nd, err, errlen);
     case PF_G_DCN:
         return dcn_forward(m, S, nd, err, errlen);
+    case PF_G_MUL:
+    case PF_G_CHSUM:
+    case PF_G_MAXPOOL3:
+    case PF_G_AVGPOOL3:
+        tsa_forward(g, S, nd);
+        return 0;
     case PF_G_ADD:
         pf_cpu_add_forward(y, a->data, i1->data, i1->block, nd->scale, n, C, H, W, b, o->numel);
         return 0;
@@ -833,6 +857,30 @@ static void batchnorm_backward(const pf_gctx *m, pf_gstate *S, const pf_gnode *n
                               acc);
 }
 
+/* Backward of an EDVR TSA-fusion node (tsa_forward's). PF_G_MUL's residual gets dy last:
+   passed on, its buffer may be dy's own. */
+static void tsa_backward(const pf_net *g, pf_gstate *S, const pf_gnode *nd) {
+    pf_tstate *o = &S->ts[nd->out], *a = &S->ts[nd->in[0]];
+    int n = S->n, C = g->t[nd->in[0]].c, acc = 0, acc1 = 0;
+    float *dx = grad_for(S, a, &acc);
+    if (nd->op == PF_G_MUL) {
+        pf_tstate *f = &S->ts[nd->in[1]];
+        float *d1 = grad_for(S, f, &acc1);
+        if (dx || d1)
+            pf_cpu_mul_backward(dx, d1, o->grad, a->data, f->data, nd->scale, n, C,
+                                g->t[nd->in[1]].c, o->h, o->w, o->block, a->block, f->block,
+                                acc, acc1);
+        if (nd->n_in > 2) grad_pass(S, &S->ts[nd->in[2]], o, o->block, n, C, o->h, o->w);
+    } else if (!dx) {
+        return;
+    } else if (nd->op == PF_G_CHSUM) {
+        pf_cpu_chsum_backward(dx, o->grad, n, C, o->h, o->w, o->block, a->block, acc);
+    } else {
+        pf_cpu_pool3_backward(dx, o->grad, a->data, nd->op == PF_G_MAXPOOL3, n, C, a->h, a->w,
+                              o->block, a->block, acc);
+    }
+}
+
 /* Backward of one node (its output gradient is set): dispatch to its kernels, each input's
    gradient from grad_for (first contribution writes, the others add). */
 static int backward_node(const pf_gctx *m, pf_gstate *S, pf_conv *convs, const pf_gnode *nd,
@@ -914,6 +962,12 @@ static int backward_node(const pf_gctx *m, pf_gstate *S, pf_conv *convs, const p
         return linear_backward(m, S, nd, err, errlen);
     case PF_G_DCN:
         return dcn_backward(m, S, nd, err, errlen);
+    case PF_G_MUL:
+    case PF_G_CHSUM:
+    case PF_G_MAXPOOL3:
+    case PF_G_AVGPOOL3:
+        tsa_backward(g, S, nd);
+        return 0;
     case PF_G_ADD:
         grad_pass(S, a, o, b, n, C, H, W);
         if ((dx = grad_for(S, i1, &acc)))

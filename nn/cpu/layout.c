@@ -28,7 +28,8 @@ static const unsigned char layout_rule[] = {
     [PF_G_MUL_CH] = L_SHARED,   [PF_G_PRELU] = L_CARRY,        [PF_G_TANH] = L_CARRY,
     [PF_G_SIGMOID] = L_CARRY,   [PF_G_GAP] = L_CARRY,          [PF_G_CONCAT] = L_CARRY,
     [PF_G_SHUFFLE] = L_CARRY,   [PF_G_NEAREST] = L_CARRY,      [PF_G_MAXPOOL2] = L_CARRY,
-    [PF_G_RELU] = L_CARRY,      [PF_G_DCN] = L_FREE,
+    [PF_G_RELU] = L_CARRY,      [PF_G_DCN] = L_FREE,           [PF_G_MUL] = L_FREE,
+    [PF_G_CHSUM] = L_FREE,      [PF_G_MAXPOOL3] = L_FREE,      [PF_G_AVGPOOL3] = L_FREE,
 };
 
 static int rule_of(pf_gop op) {

@@ -490,3 +490,142 @@ void pf_cpu_act_mask_backward(float *dy, const float *y, float al, size_t cnt) {
         memcpy(&dy[i], &di, sizeof di);
     }
 }
+
+/* ---- EDVR's TSA-fusion ops (ops.h) ------------------------------------------------------ */
+
+void pf_cpu_mul_forward(float *y, const float *x0, const float *x1, const float *r, float sc,
+                        int n, int C, int C1, int h, int w, int b, int b0, int b1, int br) {
+#pragma omp parallel for collapse(2) schedule(static)
+    for (int in = 0; in < n; in++)
+        for (int c = 0; c < C; c++)
+            for (int i = 0; i < h; i++)
+                for (int j = 0; j < w; j++) {
+                    float v = sc * (x0[pf_blk_off(in, c, i, j, C, h, w, b0)] *
+                                    x1[pf_blk_off(in, C1 == 1 ? 0 : c, i, j, C1, h, w, b1)]);
+                    if (r) v += r[pf_blk_off(in, c, i, j, C, h, w, br)];
+                    y[pf_blk_off(in, c, i, j, C, h, w, b)] = v;
+                }
+}
+
+void pf_cpu_mul_backward(float *dx0, float *dx1, const float *dy, const float *x0,
+                         const float *x1, float sc, int n, int C, int C1, int h, int w, int b,
+                         int b0, int b1, int acc0, int acc1) {
+    if (dx0) {
+#pragma omp parallel for collapse(2) schedule(static)
+        for (int in = 0; in < n; in++)
+            for (int c = 0; c < C; c++)
+                for (int i = 0; i < h; i++)
+                    for (int j = 0; j < w; j++) {
+                        size_t o = pf_blk_off(in, c, i, j, C, h, w, b0);
+                        float g = sc * dy[pf_blk_off(in, c, i, j, C, h, w, b)] *
+                                  x1[pf_blk_off(in, C1 == 1 ? 0 : c, i, j, C1, h, w, b1)];
+                        dx0[o] = acc0 ? dx0[o] + g : g;
+                    }
+    }
+    if (!dx1) return;
+    /* one channel: the sum over x0's channels of sc * dy * x0, in channel order */
+    int cs = C1 == 1 ? C : 1;
+#pragma omp parallel for collapse(2) schedule(static)
+    for (int in = 0; in < n; in++)
+        for (int c1 = 0; c1 < C1; c1++)
+            for (int i = 0; i < h; i++)
+                for (int j = 0; j < w; j++) {
+                    double s = 0;
+                    for (int c = c1; c < c1 + cs; c++)
+                        s += (double)dy[pf_blk_off(in, c, i, j, C, h, w, b)] *
+                             x0[pf_blk_off(in, c, i, j, C, h, w, b0)];
+                    size_t o = pf_blk_off(in, c1, i, j, C1, h, w, b1);
+                    float g = (float)(sc * s);
+                    dx1[o] = acc1 ? dx1[o] + g : g;
+                }
+}
+
+void pf_cpu_chsum_forward(float *y, const float *x, int n, int C, int h, int w, int b, int bx) {
+#pragma omp parallel for collapse(2) schedule(static)
+    for (int in = 0; in < n; in++)
+        for (int i = 0; i < h; i++)
+            for (int j = 0; j < w; j++) {
+                double s = 0;
+                for (int c = 0; c < C; c++) s += x[pf_blk_off(in, c, i, j, C, h, w, bx)];
+                y[pf_blk_off(in, 0, i, j, 1, h, w, b)] = (float)s;
+            }
+}
+
+void pf_cpu_chsum_backward(float *dx, const float *dy, int n, int C, int h, int w, int b,
+                           int bx, int acc) {
+#pragma omp parallel for collapse(2) schedule(static)
+    for (int in = 0; in < n; in++)
+        for (int c = 0; c < C; c++)
+            for (int i = 0; i < h; i++)
+                for (int j = 0; j < w; j++) {
+                    size_t o = pf_blk_off(in, c, i, j, C, h, w, bx);
+                    float g = dy[pf_blk_off(in, 0, i, j, 1, h, w, b)];
+                    dx[o] = acc ? dx[o] + g : g;
+                }
+}
+
+/* Offset in x of the maximum of the 3 x 3 window (Y, X) (rows 2 Y - 1 .. 2 Y + 1 inside x):
+   the first in row-major order, a NaN winning (`v > m || isnan(v)`, max_of_window's rule). */
+static size_t max3_of_window(const float *x, int in, int c, int Y, int X, int C, int h, int w,
+                             int bx) {
+    size_t best = (size_t)-1;
+    float m = 0.0f;
+    for (int i = 2 * Y - 1; i <= 2 * Y + 1; i++)
+        for (int j = 2 * X - 1; j <= 2 * X + 1; j++) {
+            if (i < 0 || j < 0 || i >= h || j >= w) continue;
+            size_t o = pf_blk_off(in, c, i, j, C, h, w, bx);
+            if (best == (size_t)-1 || x[o] > m || isnan(x[o])) {
+                m = x[o];
+                best = o;
+            }
+        }
+    return best;
+}
+
+void pf_cpu_pool3_forward(float *y, const float *x, int max, int n, int C, int h, int w, int b,
+                          int bx) {
+    int H = h / 2, W = w / 2;
+#pragma omp parallel for collapse(2) schedule(static)
+    for (int in = 0; in < n; in++)
+        for (int c = 0; c < C; c++)
+            for (int Y = 0; Y < H; Y++)
+                for (int X = 0; X < W; X++) {
+                    float v;
+                    if (max) {
+                        v = x[max3_of_window(x, in, c, Y, X, C, h, w, bx)];
+                    } else {
+                        double s = 0;
+                        for (int i = 2 * Y - 1; i <= 2 * Y + 1; i++)
+                            for (int j = 2 * X - 1; j <= 2 * X + 1; j++)
+                                if (i >= 0 && j >= 0 && i < h && j < w)
+                                    s += x[pf_blk_off(in, c, i, j, C, h, w, bx)];
+                        v = (float)(s / 9.0);
+                    }
+                    y[pf_blk_off(in, c, Y, X, C, H, W, b)] = v;
+                }
+}
+
+void pf_cpu_pool3_backward(float *dx, const float *dy, const float *x, int max, int n, int C,
+                           int h, int w, int b, int bx, int acc) {
+    int H = h / 2, W = w / 2;
+    /* one plane per iteration: its windows scatter in order into its own pixels */
+#pragma omp parallel for collapse(2) schedule(static)
+    for (int in = 0; in < n; in++)
+        for (int c = 0; c < C; c++) {
+            if (!acc)
+                for (int i = 0; i < h; i++)
+                    for (int j = 0; j < w; j++) dx[pf_blk_off(in, c, i, j, C, h, w, bx)] = 0.0f;
+            for (int Y = 0; Y < H; Y++)
+                for (int X = 0; X < W; X++) {
+                    float g = dy[pf_blk_off(in, c, Y, X, C, H, W, b)];
+                    if (max) {
+                        dx[max3_of_window(x, in, c, Y, X, C, h, w, bx)] += g;
+                        continue;
+                    }
+                    for (int i = 2 * Y - 1; i <= 2 * Y + 1; i++)
+                        for (int j = 2 * X - 1; j <= 2 * X + 1; j++)
+                            if (i >= 0 && j >= 0 && i < h && j < w)
+                                dx[pf_blk_off(in, c, i, j, C, h, w, bx)] += g / 9.0f;
+                }
+        }
+}

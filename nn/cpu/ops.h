@@ -144,6 +144,37 @@ void pf_cpu_batchnorm_backward(float *dx, float *dweight, float *dbias, const fl
                                const float *x, const float *weight, const double *save, int n,
                                int c, size_t hw, int b, int bx, int acc);
 
+/* EDVR's TSA-fusion ops (BasicSR edvr_arch.py TSAFusion), any layout: every tensor indexed
+   with pf_blk_off in its own block (b the output's or its gradient's, b0 / b1 / br the
+   inputs'), real channels only; the backwards overwrite, or add when acc. Planes run in
+   parallel, each in a fixed order: same bits every run.
+   PF_G_MUL: y (n x c x h x w) = [r +] sc * x0 * x1, x1 of c1 = c channels or c1 = 1
+   (broadcast over x0's channels). Backward: dx0 = [dx0 +] sc * dy * x1; dx1 = [dx1 +] sc *
+   dy * x0, summed over the c channels in order (in double) when c1 = 1; either NULL: not
+   wanted (r's gradient is dy: the executor passes it on). */
+void pf_cpu_mul_forward(float *y, const float *x0, const float *x1, const float *r, float sc,
+                        int n, int c, int c1, int h, int w, int b, int b0, int b1, int br);
+void pf_cpu_mul_backward(float *dx0, float *dx1, const float *dy, const float *x0,
+                         const float *x1, float sc, int n, int c, int c1, int h, int w, int b,
+                         int b0, int b1, int acc0, int acc1);
+/* PF_G_CHSUM: y (n x 1 x h x w, block b) = the sum of x (c channels, block bx) over its
+   channels, in channel order in double (torch.sum(x, 1, keepdim=True)). Backward: dx = [dx
+   +] dy on every channel. */
+void pf_cpu_chsum_forward(float *y, const float *x, int n, int c, int h, int w, int b, int bx);
+void pf_cpu_chsum_backward(float *dx, const float *dy, int n, int c, int h, int w, int b,
+                           int bx, int acc);
+/* PF_G_MAXPOOL3 (max 1) / PF_G_AVGPOOL3 (max 0): y (h / 2 x w / 2, block b) from x (h x w,
+   both even, block bx), window rows 2 Y - 1 .. 2 Y + 1 (likewise columns), the pixels outside
+   x skipped: F.max_pool2d(x, 3, 2, 1) (the first maximum in row-major window order, a NaN
+   counting as the maximum, as pf_cpu_maxpool2_forward) / F.avg_pool2d(x, 3, 2, 1) (the sum
+   / 9, count_include_pad). Backward: each window's dy to its argmax / dy / 9 to each of its
+   pixels, dx = [dx +] the sum over the windows (up to 4) holding a pixel, added in window
+   order; the max pooling's backward reads x. */
+void pf_cpu_pool3_forward(float *y, const float *x, int max, int n, int c, int h, int w, int b,
+                          int bx);
+void pf_cpu_pool3_backward(float *dx, const float *dy, const float *x, int max, int n, int c,
+                           int h, int w, int b, int bx, int acc);
+
 /* A convolution's fused (Leaky)ReLU backward, in place over count floats: dy *= (y > 0 ? 1 :
    alpha) with y the activation's output (alpha >= 0, so its sign is the input's). */
 void pf_cpu_act_mask_backward(float *dy, const float *y, float alpha, size_t count);
