@@ -507,6 +507,11 @@ int pf_net_assign_grad_slots(const pf_net *g, const size_t *numel, const int *ne
     for (int i = 0; i < g->n_t; i++) gslot[i] = -1;
     if (g->output >= 0 && need[g->output])
         gslot[g->output] = take_slot(size, busy, &n_slots, numel[g->output], n_fixed);
+    /* the taps' gradients are given before backward starts (like the output's), so theirs
+       live from the start too */
+    for (int k = 0; k < g->n_taps; k++)
+        if (need[g->taps[k]] && gslot[g->taps[k]] < 0)
+            gslot[g->taps[k]] = take_slot(size, busy, &n_slots, numel[g->taps[k]], n_fixed);
     for (int k = g->n_node - 1; k >= 0; k--) {
         const pf_gnode *nd = &g->node[k];
         /* a node's backward reads its output's gradient and writes its inputs': those that

@@ -395,7 +395,8 @@ int pf_net_free_after_forward(const pf_net *net, const int *slot, const int *las
 /* Gradient buffers by liveness, in backward (nodes in reverse order): the gradient of t is
    written first by the backward of its last reader that passes one back (need[t]) and read
    last by its producer's backward; gslot[t] = -1 where need[t] is 0 or no node passes t a
-   gradient. The graph output's gradient (the loss writes it) is taken first. Slots
+   gradient. The graph output's gradient (the loss writes it) is taken first, then the taps'
+   (the caller gives them before backward: they live from its start, pf_net_add_tap). Slots
    0..n_fixed-1 are the caller's buffers of fixed_size[s] floats (0: not available), e.g. dead
    activations (pf_net_free_after_forward): taken when one fits, never grown; new slots
    follow. *size_out (malloc'd) gets every slot's size. Returns the slot count (n_fixed

@@ -59,6 +59,17 @@ typedef struct {
     double *bn_save;        /* training: each BatchNorm2d's batch mean and 1 / sqrt(var + eps)
                                at its stat offset (net.n_running doubles; NULL: none) */
     int training;           /* a training plan (BatchNorm2d: batch statistics) */
+    int input_grad;         /* planned with the input's gradient (pf_cugraph_set_input_grad) */
+    int *need;              /* host, input_grad plans: per tensor pf_net_need_grad, then
+                               pf_net_need_input_grad, then pf_net_need_input_only (3 n_t) */
+    float *prelu_sink;      /* input_grad plans with PReLU: its d alpha in an input-only
+                               backward (the largest C floats; not a parameter gradient) */
+    const float *x_f32;     /* forward: the caller's float input (NULL: the uploaded uint8) */
+    int last_fwd;           /* the last training forward: 0 none, 1 uint8 (pred, gt valid),
+                               2 float */
+    float *dx;              /* backward: d loss / d input wanted there (NULL: not) */
+    int dx_set;             /* dx holds a contribution */
+    int no_param_grads;     /* backward: parameter gradients not computed (input only) */
     void **allocs;          /* every cudaMalloc of this plan */
     int n_allocs, max_allocs;
     size_t bytes;           /* device bytes of this plan's allocations */
@@ -76,6 +87,7 @@ struct pf_cugraph {
     size_t n_sub_w;
     cublasHandle_t blas;    /* the DCN and Linear layers' GEMMs (NULL: the network has
                                neither) */
+    int input_grad;         /* pf_cugraph_set_input_grad */
     cuplan train, infer;
 };
 
@@ -200,6 +212,7 @@ static void plan_free(cuplan *p) {
     free(p->allocs);
     free(p->ts);
     free(p->dcn);
+    free(p->need);
     memset(p, 0, sizeof *p);
 }
 
@@ -330,6 +343,41 @@ static int dcn_plan(const pf_net *G, cuplan *p, const int *need, int n, int trai
     return 0;
 }
 
+/* need[t] for the plan (pf_net_need_grad; an input_grad training plan: pf_net_need_input_grad,
+   the three arrays kept in p->need, and the PReLU sink). 0, or -1 with err. */
+static int plan_need(pf_cugraph *g, cuplan *p, int *need, int training, char *err,
+                     size_t errlen) {
+    const pf_net *G = &g->net;
+    size_t nt = (size_t)G->n_t, sink = 0;
+    if (!training || !g->input_grad) {
+        pf_net_need_grad(G, need);
+        return 0;
+    }
+    for (int k = 0; k < G->n_node; k++) {
+        const pf_gnode *nd = &G->node[k];
+        if (nd->op == PF_G_BILINEAR_IN || nd->op == PF_G_BICUBIC_IN) {
+            snprintf(err, errlen, "%s: no input gradient through a %s node", G->type,
+                     pf_net_op_name(nd->op));
+            return -1;
+        }
+        if (nd->op == PF_G_PRELU && (size_t)G->t[nd->out].c > sink) sink = G->t[nd->out].c;
+    }
+    if (!(p->need = malloc(3 * nt * sizeof *p->need + 1))) {
+        snprintf(err, errlen, "%s: out of host memory", G->type);
+        return -1;
+    }
+    pf_net_need_grad(G, p->need);
+    pf_net_need_input_grad(G, p->need + nt);
+    pf_net_need_input_only(G, p->need + 2 * nt);
+    memcpy(need, p->need + nt, nt * sizeof *need);
+    p->input_grad = 1;
+    if (sink && !(p->prelu_sink = plan_alloc(p, sink * sizeof(float)))) {
+        snprintf(err, errlen, "%s: out of device memory", G->type);
+        return -1;
+    }
+    return 0;
+}
+
 static int plan_build(pf_cugraph *g, cuplan *p, pf_cuconv *convs, pf_cudnn *ctx, int n, int h,
                       int w, int training, char *err, size_t errlen) {
     const pf_net *G = &g->net;
@@ -338,9 +386,10 @@ static int plan_build(pf_cugraph *g, cuplan *p, pf_cuconv *convs, pf_cudnn *ctx,
         snprintf(err, errlen, "%s: bad input shape %d x %d x %d", type, n, h, w);
         return -1;
     }
-    if (p->n == n && p->h == h && p->w == w) return 0;
+    if (p->n == n && p->h == h && p->w == w && p->input_grad == (training && g->input_grad))
+        return 0;
     plan_free(p);
-    p->max_allocs = 2 * G->n_t + 11;
+    p->max_allocs = 2 * G->n_t + 12;
     p->ts = calloc((size_t)G->n_t, sizeof *p->ts);
     p->allocs = calloc((size_t)p->max_allocs, sizeof *p->allocs);
     size_t *numel = calloc((size_t)G->n_t + 1, sizeof *numel), *size = NULL;
@@ -353,9 +402,9 @@ static int plan_build(pf_cugraph *g, cuplan *p, pf_cuconv *convs, pf_cudnn *ctx,
         snprintf(err, errlen, "%s: out of host memory", type);
         goto fail;
     }
-    pf_net_need_grad(G, need);
     pf_net_last_use(G, training, last);
-    if (plan_sizes(G, p, numel, need, n, h, w, err, errlen) ||
+    if (plan_need(g, p, need, training, err, errlen) ||
+        plan_sizes(G, p, numel, need, n, h, w, err, errlen) ||
         dcn_plan(G, p, need, n, training, err, errlen))
         goto fail;
     size_t scratch[2] = { 0, 0 }, warp_bytes = 0;
@@ -505,6 +554,25 @@ static int linear_forward(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p,
                                p->ts[nd->out].data, err, errlen);
 }
 
+/* PF_G_INPUT: the uploaded uint8 batch (v / 255), or the caller's float input (p->x_f32, NCHW)
+   as the CPU reads it: (x - mean) * range with a mean shift, else x as is. */
+static int input_forward(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p,
+                         const pf_gnode *nd, char *err, size_t errlen) {
+    const pf_net *G = &g->net;
+    char oe[512];
+    int nt = p->n * pf_net_frames(G);
+    float *y = p->ts[nd->out].data;
+    if (p->x_f32) {
+        OP(pf_cuda_mean_shift(y, p->x_f32, nt, 3, p->h, p->w, G->use_mean ? G->mean : NULL,
+                              G->use_mean ? G->range : 1.0f, env->stream, oe, sizeof oe));
+        return 0;
+    }
+    OP(pf_cuda_u8_nhwc_to_nchw(y, p->u8, nt, p->h, p->w, 3, env->stream, oe, sizeof oe));
+    OP(pf_cuda_mean_shift(y, y, nt, 3, p->h, p->w, G->use_mean ? G->mean : NULL, G->range,
+                          env->stream, oe, sizeof oe));
+    return 0;
+}
+
 static int forward_node(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p, pf_cuconv *convs,
                         const pf_gnode *nd, char *err, size_t errlen) {
     const pf_net *G = &g->net;
@@ -514,13 +582,8 @@ static int forward_node(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p, pf_
     cutensor *o = &p->ts[nd->out], *a = nd->n_in ? &p->ts[nd->in[0]] : NULL;
     float *y = o->data;
     switch (nd->op) {
-    case PF_G_INPUT: {
-        int nt = n * pf_net_frames(G);
-        OP(pf_cuda_u8_nhwc_to_nchw(y, p->u8, nt, p->h, p->w, 3, st, oe, sizeof oe));
-        OP(pf_cuda_mean_shift(y, y, nt, 3, p->h, p->w, G->use_mean ? G->mean : NULL, G->range,
-                              st, oe, sizeof oe));
-        return 0;
-    }
+    case PF_G_INPUT:
+        return input_forward(g, env, p, nd, err, errlen);
     case PF_G_BILINEAR_IN:
         OP(pf_cuda_bilinear_u8(y, p->u8, n, p->h, p->w, nd->r, st, oe, sizeof oe));
         return 0;
@@ -629,12 +692,15 @@ static int forward_node(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p, pf_
     return -1;
 }
 
-/* Upload (lq [+ gt]) and run every node; p->pred = out / range + mean. */
+/* Upload (lq [+ gt]) and run every node; p->pred = out / range + mean. host_in NULL: the
+   input is p->x_f32, and no pred. */
 static int forward(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p, pf_cuconv *convs,
                    const uint8_t *host_in, size_t in_bytes, char *err, size_t errlen) {
     const pf_net *G = &g->net;
     cudaStream_t st = env->stream;
-    CUDA_TRY("upload", cudaMemcpyAsync(p->u8, host_in, in_bytes, cudaMemcpyHostToDevice, st));
+    if (host_in)
+        CUDA_TRY("upload",
+                 cudaMemcpyAsync(p->u8, host_in, in_bytes, cudaMemcpyHostToDevice, st));
     if (G->sub_conv >= 0) {
         char oe[512];
         if (pf_cuda_gather_sum(g->sub_w, env->params, g->idx_fwd, g->n_sub_w, 1, st, oe,
@@ -645,6 +711,7 @@ static int forward(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p, pf_cucon
     }
     for (int k = 0; k < G->n_node; k++)
         TRY(forward_node(g, env, p, convs, &G->node[k], err, errlen));
+    if (!host_in) return 0;     /* a float input: no image output (any channel count) */
     const cutensor *o = &p->ts[G->output];
     char oe[512];
     if (pf_cuda_mean_unshift(p->pred, o->data, p->n * pf_net_frames(G), 3, o->h, o->w,
@@ -679,9 +746,30 @@ static int grad_add(cutensor *t, const float *src, cudaStream_t st, char *oe, si
     return -1;
 }
 
+/* Where a parameter gradient at offset off goes: env->grads, or NULL in an input-only
+   backward (not computed). */
+static float *pgrad(const pf_cugraph_env *env, const cuplan *p, size_t off) {
+    return p->no_param_grads ? NULL : env->grads + off;
+}
+
+/* PF_G_INPUT's backward, when d loss / d input is asked (p->dx, N x C x H x W as the input):
+   dx = [dx +] f dy, f = the node's range where it subtracts a mean, else 1 (as the CPU). */
+static int input_backward(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p,
+                          const pf_gnode *nd, char *err, size_t errlen) {
+    const pf_net *G = &g->net;
+    const cutensor *o = &p->ts[nd->out];
+    char oe[512];
+    float f = G->use_mean ? G->range : 1.0f;
+    if (!p->dx) return 0;
+    if (p->dx_set) OP(pf_cuda_axpy(p->dx, o->grad, f, o->numel, env->stream, oe, sizeof oe));
+    else OP(pf_cuda_scale(p->dx, o->grad, f, o->numel, env->stream, oe, sizeof oe));
+    p->dx_set = 1;
+    return 0;
+}
+
 /* A convolution node's backward: the fused activation's mask, the residual's identity,
-   backward-filter and -bias (FSRCNN's sub-pixel layer gathered back, shared weights added)
-   and backward-data. */
+   backward-filter and -bias (FSRCNN's sub-pixel layer gathered back, shared weights added;
+   not in an input-only backward) and backward-data. */
 static int conv_backward(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p, pf_cuconv *convs,
                          const pf_gnode *nd, char *err, size_t errlen) {
     const pf_net *G = &g->net, *m = G;
@@ -714,9 +802,11 @@ static int conv_backward(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p, pf
     for (int j = 0; j < G->n_node && !sub; j++)
         shared |= G->node[j].op == PF_G_CONV && G->node[j].param == nd->param &&
                   &G->node[j] != nd;
-    TRY(pf_cuconv_backward_filter(c, a->data, dd, gw, shared, err, errlen));
-    if (dc->has_bias) TRY(pf_cuconv_backward_bias(c, dd, gb, shared, err, errlen));
-    if (sub) {      /* back to the ConvTranspose2d tensors */
+    if (!p->no_param_grads)
+        TRY(pf_cuconv_backward_filter(c, a->data, dd, gw, shared, err, errlen));
+    if (dc->has_bias && !p->no_param_grads)
+        TRY(pf_cuconv_backward_bias(c, dd, gb, shared, err, errlen));
+    if (sub && !p->no_param_grads) {      /* back to the ConvTranspose2d tensors */
         const pf_param_info *wt = &m->tensors[nd->param], *bt = wt + 1;
         int rr = m->sub_stride * m->sub_stride;
         OP(pf_cuda_gather_sum(env->grads + wt->offset, g->sub_dw, g->idx_gw, wt->numel, 1,
@@ -766,8 +856,8 @@ static int dcn_backward(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p,
     }
     const pf_param_info *wt = &G->tensors[nd->param];
     return pf_cudcn_backward(&p->dcn[nd - G->node], g->blas, env->stream,
-                             env->params + wt->offset, env->grads + wt->offset,
-                             nd->dcn.has_bias ? env->grads + wt[1].offset : NULL,
+                             env->params + wt->offset, pgrad(env, p, wt->offset),
+                             nd->dcn.has_bias ? pgrad(env, p, wt[1].offset) : NULL,
                              p->ts[nd->out].grad, t[0]->data, t[1]->data, t[2]->data, d[0],
                              d[1], d[2], acc[0], acc[1], acc[2], p->dcn_col, p->dcn_dcol,
                              p->dcn_scratch, err, errlen);
@@ -783,8 +873,8 @@ static int linear_backward(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p,
     float *dx = grad_for(a, &acc);
     return pf_culinear_backward(g->blas, env->stream, wt->name, p->n, (int)wt->shape[1],
                                 (int)wt->shape[0], env->params + wt->offset, a->data,
-                                p->ts[nd->out].grad, env->grads + wt->offset,
-                                env->grads + wt[1].offset, dx, acc, err, errlen);
+                                p->ts[nd->out].grad, pgrad(env, p, wt->offset),
+                                pgrad(env, p, wt[1].offset), dx, acc, err, errlen);
 }
 
 /* PF_G_BATCHNORM's backward through the batch statistics (the forward's saved mean and
@@ -796,7 +886,8 @@ static int bn_backward(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p, cons
     char oe[512];
     int acc = 0;
     float *dx = grad_for(a, &acc);
-    OP(pf_cuda_batchnorm_backward(dx, env->grads + wt->offset, env->grads + wt[1].offset,
+    if (!dx && p->no_param_grads) return 0;
+    OP(pf_cuda_batchnorm_backward(dx, pgrad(env, p, wt->offset), pgrad(env, p, wt[1].offset),
                                   o->grad, a->data, env->params + wt->offset,
                                   p->bn_save + nd->stat, p->n, g->net.t[nd->out].c, o->h, o->w,
                                   acc, env->stream, oe, sizeof oe));
@@ -814,13 +905,15 @@ static int backward_node(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p,
     float *dy = o->grad, *dx;
     const float *y = o->data;
     switch (nd->op) {
-    case PF_G_INPUT: case PF_G_BILINEAR_IN: case PF_G_BICUBIC_IN: case PF_G_ZERO:
+    case PF_G_INPUT: return input_backward(g, env, p, nd, err, errlen);
+    case PF_G_BILINEAR_IN: case PF_G_BICUBIC_IN: case PF_G_ZERO:
         return 0;   /* no gradient to pass on */
     case PF_G_CONV:
         return conv_backward(g, env, p, convs, nd, err, errlen);
     case PF_G_PRELU:
         dx = grad_for(a, &acc);
-        OP(pf_cuda_prelu_backward(dx, env->grads + m->tensors[nd->param].offset, dy, a->data,
+        OP(pf_cuda_prelu_backward(dx, p->no_param_grads ? p->prelu_sink
+                                  : env->grads + m->tensors[nd->param].offset, dy, a->data,
                                   env->params + m->tensors[nd->param].offset, n, C, o->h,
                                   o->w, acc, st, oe, sizeof oe));
         return 0;
@@ -925,6 +1018,34 @@ static int backward_node(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p,
     return -1;
 }
 
+/* Before a backward: which tensors get a gradient (an input_grad plan: those of the
+   parameters, plus the input's when dx is asked, or the input's alone without params), no
+   gradient set yet, the parameter gradients zeroed (overwritten: a parameter no node reaches
+   keeps zero) unless input only. */
+static int backward_start(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p, int want_dx,
+                          int params, char *err, size_t errlen) {
+    const pf_net *G = &g->net;
+    size_t nt = (size_t)G->n_t;
+    const int *need = !p->need ? NULL : p->need + (!want_dx ? 0 : params ? nt : 2 * nt);
+    for (int i = 0; i < G->n_t; i++) {
+        p->ts[i].grad_set = 0;
+        if (need) p->ts[i].need_grad = need[i];
+    }
+    p->no_param_grads = !params;
+    if (params)
+        CUDA_TRY("zero gradients",
+                 cudaMemsetAsync(env->grads, 0, G->n_params * sizeof(float), env->stream));
+    return 0;
+}
+
+/* Every node's backward, in reverse, from the gradients set. */
+static int backward_all(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p, char *err,
+                        size_t errlen) {
+    for (int k = g->net.n_node - 1; k >= 0; k--)
+        TRY(backward_node(g, env, p, g->train_conv, &g->net.node[k], err, errlen));
+    return 0;
+}
+
 /* ---- entry points ------------------------------------------------------------------------- */
 
 int pf_cugraph_train_step(pf_cugraph *g, const pf_cugraph_env *env, const uint8_t *host_in,
@@ -934,7 +1055,9 @@ int pf_cugraph_train_step(pf_cugraph *g, const pf_cugraph_env *env, const uint8_
     TRY(plan_build(g, p, g->train_conv, env->cudnn, n, h, w, 1, err, errlen));
     int s = G->scale, T = pf_net_frames(G);
     size_t lq = (size_t)n * T * h * w * 3, hq = lq * (size_t)s * s;
+    p->last_fwd = 0;
     TRY(forward(g, env, p, g->train_conv, host_in, lq + hq, err, errlen));
+    p->last_fwd = 1;
 
     /* loss on the image; its gradient through out / range + mean is d image / range */
     cudaStream_t st = env->stream;
@@ -950,14 +1073,9 @@ int pf_cugraph_train_step(pf_cugraph *g, const pf_cugraph_env *env, const uint8_
         return -1;
     }
 
-    /* gradients are overwritten: a parameter no node reaches keeps zero */
-    CUDA_TRY("zero gradients",
-             cudaMemsetAsync(env->grads, 0, G->n_params * sizeof(float), st));
-    for (int i = 0; i < G->n_t; i++) p->ts[i].grad_set = 0;
+    TRY(backward_start(g, env, p, 0, 1, err, errlen));
     o->grad_set = 1;
-    for (int k = G->n_node - 1; k >= 0; k--)
-        TRY(backward_node(g, env, p, g->train_conv, &G->node[k], err, errlen));
-    return 0;
+    return backward_all(g, env, p, err, errlen);
 }
 
 int pf_cugraph_infer(pf_cugraph *g, const pf_cugraph_env *env, const uint8_t *host_in, int h,
@@ -967,5 +1085,119 @@ int pf_cugraph_infer(pf_cugraph *g, const pf_cugraph_env *env, const uint8_t *ho
     TRY(forward(g, env, p, g->infer_conv, host_in, (size_t)pf_net_frames(&g->net) * h * w * 3, err,
                 errlen));
     *pred = p->pred;
+    return 0;
+}
+
+/* ---- float input, taps, given gradients ------------------------------------------------------ */
+
+void pf_cugraph_set_input_grad(pf_cugraph *g, int on) { g->input_grad = on != 0; }
+
+int pf_cugraph_forward_train_f32(pf_cugraph *g, const pf_cugraph_env *env, const float *x,
+                                 int n, int h, int w, char *err, size_t errlen) {
+    const pf_net *G = &g->net;
+    cuplan *p = &g->train;
+    for (int k = 0; k < G->n_node; k++)
+        if (G->node[k].op == PF_G_BILINEAR_IN || G->node[k].op == PF_G_BICUBIC_IN) {
+            snprintf(err, errlen, "%s: a float input through a %s node (uint8 only)", G->type,
+                     pf_net_op_name(G->node[k].op));
+            return -1;
+        }
+    if (!x) {
+        snprintf(err, errlen, "%s: float forward without an input", G->type);
+        return -1;
+    }
+    TRY(plan_build(g, p, g->train_conv, env->cudnn, n, h, w, 1, err, errlen));
+    p->last_fwd = 0;
+    p->x_f32 = x;
+    int rc = forward(g, env, p, g->train_conv, NULL, 0, err, errlen);
+    p->x_f32 = NULL;
+    if (!rc) p->last_fwd = 2;
+    return rc;
+}
+
+/* Tensor id of the output (which -1) or tap which of the last training forward; -1: none. */
+static int tap_tensor(const pf_cugraph *g, int which) {
+    if (!g->train.last_fwd || which < -1 || which >= g->net.n_taps) return -1;
+    return which < 0 ? g->net.output : g->net.taps[which];
+}
+
+int pf_cugraph_shape(const pf_cugraph *g, int which, int dims[4]) {
+    int t = tap_tensor(g, which);
+    if (t < 0) return -1;
+    dims[0] = g->train.n;
+    dims[1] = g->net.t[t].c;
+    dims[2] = g->train.ts[t].h;
+    dims[3] = g->train.ts[t].w;
+    return 0;
+}
+
+const float *pf_cugraph_tap(const pf_cugraph *g, int which) {
+    int t = tap_tensor(g, which);
+    return t < 0 ? NULL : g->train.ts[t].data;
+}
+
+/* pf_cugraph_backward_from (params 1) and pf_cugraph_backward_input (params 0). */
+static int backward_given(pf_cugraph *g, const pf_cugraph_env *env, const float *dout,
+                          const float *const *dtaps, float *dx, int params, char *err,
+                          size_t errlen) {
+    const pf_net *G = &g->net;
+    cuplan *p = &g->train;
+    char oe[512];
+    if (!p->last_fwd) {
+        snprintf(err, errlen, "%s: backward without a training forward", G->type);
+        return -1;
+    }
+    if (dx && !p->input_grad) {
+        snprintf(err, errlen, "%s: an input gradient from a plan made without input_grad "
+                 "(pf_cugraph_set_input_grad)", G->type);
+        return -1;
+    }
+    TRY(backward_start(g, env, p, dx != NULL, params, err, errlen));
+    cutensor *o = &p->ts[G->output];
+    if (dout && grad_add(o, dout, env->stream, oe, sizeof oe)) {
+        snprintf(err, errlen, "%s output gradient: %s", G->type, oe);
+        return -1;
+    }
+    for (int k = 0; dtaps && k < G->n_taps; k++)
+        if (dtaps[k] && grad_add(&p->ts[G->taps[k]], dtaps[k], env->stream, oe, sizeof oe)) {
+            snprintf(err, errlen, "%s tap %d gradient: %s", G->type, k, oe);
+            return -1;
+        }
+    p->dx = dx;
+    p->dx_set = 0;
+    int rc = backward_all(g, env, p, err, errlen);
+    p->dx = NULL;
+    p->no_param_grads = 0;
+    if (rc || !dx || p->dx_set) return rc;
+    const cutensor *in = &p->ts[G->input];      /* no gradient reached the input */
+    CUDA_TRY("input gradient", cudaMemsetAsync(dx, 0, in->numel * sizeof(float), env->stream));
+    return 0;
+}
+
+int pf_cugraph_backward_from(pf_cugraph *g, const pf_cugraph_env *env, const float *dout,
+                             const float *const *dtaps, float *dx, char *err, size_t errlen) {
+    return backward_given(g, env, dout, dtaps, dx, 1, err, errlen);
+}
+
+int pf_cugraph_backward_input(pf_cugraph *g, const pf_cugraph_env *env, const float *dout,
+                              const float *const *dtaps, float *dx, char *err, size_t errlen) {
+    if (!dx) {
+        snprintf(err, errlen, "%s: an input-only backward without dx", g->net.type);
+        return -1;
+    }
+    return backward_given(g, env, dout, dtaps, dx, 0, err, errlen);
+}
+
+int pf_cugraph_train_output(const pf_cugraph *g, const float **pred, const float **gt,
+                            int dims[4]) {
+    const cuplan *p = &g->train;
+    if (p->last_fwd != 1) return -1;
+    const cutensor *o = &p->ts[g->net.output];
+    *pred = p->pred;
+    *gt = p->gt;
+    dims[0] = p->n * pf_net_frames(&g->net);
+    dims[1] = 3;
+    dims[2] = o->h;
+    dims[3] = o->w;
     return 0;
 }

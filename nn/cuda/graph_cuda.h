@@ -100,6 +100,67 @@ int pf_cugraph_train_step(pf_cugraph *g, const pf_cugraph_env *env, const uint8_
 int pf_cugraph_infer(pf_cugraph *g, const pf_cugraph_env *env, const uint8_t *host_in, int h,
                      int w, const float **pred, char *err, size_t errlen);
 
+/* ---- float input, taps, given gradients (a discriminator, a perceptual loss's VGG) -------
+   The CUDA counterparts of nn/graph.h's pf_graph_forward_f32, pf_graph_read,
+   pf_graph_backward_from and pf_graph_backward_input (nn/model.h's pf_model_* of the same
+   names), with the same semantics but device pointers in plain NCHW on both sides (the CPU's
+   input and dx are NHWC): x and dx are N x C x H x W floats, C the input tensor's channels (3
+   T for T frames: N x T x 3 x H x W). They work on the training plan. */
+
+/* Whether the training plans made from now on can give d loss / d input (the CPU's
+   pf_gctx.input_grad): on = 1 also plans the gradients of the tensors downstream of the input
+   (pf_net_need_input_grad), and a network reading its image through a bilinear / bicubic
+   input node is then refused at plan time. A change rebuilds the training plan at its next
+   use. */
+void pf_cugraph_set_input_grad(pf_cugraph *g, int on);
+
+/* A training forward (BatchNorm2d: batch statistics, env->running and env->tracked updated) of
+   the device input x (N x C x h x w NCHW floats, nominally [0, 1], read as is: the PF_G_INPUT
+   node then applies (x - mean) * range where the description has a mean shift), on the
+   training plan, (re)built for n x h x w. Keeps the output and the taps (pf_cugraph_tap) and
+   what backward reads; x is read by the queued work only (the caller keeps it until the
+   stream has run it). Queued on env->stream; returns 0, or -1 with err (a bilinear / bicubic
+   input node, which reads uint8 only; a shape the description refuses). */
+int pf_cugraph_forward_train_f32(pf_cugraph *g, const pf_cugraph_env *env, const float *x,
+                                 int n, int h, int w, char *err, size_t errlen);
+
+/* N, C, H, W of the last training forward's (pf_cugraph_forward_train_f32's or
+   pf_cugraph_train_step's) output (which -1) or tap `which` (0..n_taps-1, nn/net.h
+   pf_net_add_tap) into dims. 0, or -1 when no training forward ran or which is out of
+   range. */
+int pf_cugraph_shape(const pf_cugraph *g, int which, int dims[4]);
+/* That tensor on the device, N x C x H x W NCHW floats (pf_cugraph_shape), the raw activation
+   (no mean or range applied); valid until the next training forward or pf_cugraph_destroy
+   (backward does not write it). NULL as pf_cugraph_shape's -1. */
+const float *pf_cugraph_tap(const pf_cugraph *g, int which);
+
+/* Backward of the last training forward from gradients the caller gives on the device, in
+   pf_cugraph_shape's shapes: dout for the output, dtaps[k] for tap k (dout NULL, dtaps NULL or
+   an entry NULL: zero; nodes nothing flows back through are skipped). Parameter gradients are
+   overwritten into env->grads (zeroed first, as pf_cugraph_train_step's). dx (NULL: not
+   wanted): d loss / d x on the device, N x C x H x W as x, through the input node's (x - mean)
+   * range (range only with a mean shift, as the node applies it); zero where no gradient
+   reaches the input. dx needs a plan made with pf_cugraph_set_input_grad(g, 1), else -1 with
+   err. The given buffers are only read. Queued on env->stream; returns 0, or -1 with err. */
+int pf_cugraph_backward_from(pf_cugraph *g, const pf_cugraph_env *env, const float *dout,
+                             const float *const *dtaps, float *dx, char *err, size_t errlen);
+/* The same for d loss / d x alone (a frozen VGG, the discriminator in the generator's step):
+   dx must be given (NULL: -1 with err) and the plan made with input_grad. No parameter
+   gradient is computed (no backward-filter or bias sums, no Linear / BatchNorm2d / PReLU
+   parameter sums) and env->grads is not written; only the tensors downstream of the input get
+   gradients (pf_net_need_input_only). dx is bit-identical to pf_cugraph_backward_from's for
+   the same forward and seeds. Returns 0, or -1 with err. */
+int pf_cugraph_backward_input(pf_cugraph *g, const pf_cugraph_env *env, const float *dout,
+                              const float *const *dtaps, float *dx, char *err, size_t errlen);
+
+/* The last pf_cugraph_train_step's output image and target on the device (the generator's
+   output for the discriminator, as the CPU's pf_model_train_output): *pred = out / range +
+   mean and *gt = gt / 255, each N T x 3 x Hs x Ws NCHW floats (dims gets N T, 3, Hs, Ws);
+   valid until the next training forward. -1 when the last training forward was no
+   pf_cugraph_train_step (none, or a float one). */
+int pf_cugraph_train_output(const pf_cugraph *g, const float **pred, const float **gt,
+                            int dims[4]);
+
 #ifdef __cplusplus
 }
 #endif

@@ -4,6 +4,7 @@
     the host. */
 #ifndef PF_TEST_CPU_STEP_H
 #define PF_TEST_CPU_STEP_H
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <cuda_runtime_api.h>
@@ -15,6 +16,33 @@
 #include "nn/net.h"
 #include "tests/cuda_host/dev_buf.h"
 #include "tests/pf_test.h"
+
+/* Every conv layer of g (convs, planned) gets its weights and bias from params. 0, or -1
+   with err. */
+static inline int pf_test_cpu_weights(const pf_net *g, pf_conv *convs, const float *params,
+                                      char *err, size_t errlen) {
+    for (int i = 0; i < g->n_convs; i++) {
+        int bi = pf_net_conv_bias(g, i);
+        if (pf_conv_set_weights(&convs[i], params + g->tensors[g->conv[i].weight].offset,
+                                bi < 0 ? NULL : params + g->tensors[bi].offset, err, errlen))
+            return -1;
+    }
+    return 0;
+}
+
+/* max |a - b| / max |b| over count floats (a NaN in a counts as infinite; b all zero: the
+   largest |a - b| itself); *scale = max |b|. */
+static inline double pf_test_rel_diff(const float *a, const float *b, size_t count,
+                                      double *scale) {
+    double diff = 0;
+    *scale = 0;
+    for (size_t j = 0; j < count; j++) {
+        double d = fabs((double)a[j] - b[j]);
+        if (!(d <= diff)) diff = isnan(d) ? INFINITY : d;
+        *scale = fmax(*scale, fabs(b[j]));
+    }
+    return *scale > 0 ? diff / *scale : diff;
+}
 
 /* The CPU executor's run of description g (plain NCHW layouts forced) on lq (n x h x w x 3
    uint8 NHWC, 3-channel output at scale 1): training = 1, one MSE step against gt (same
@@ -37,12 +65,7 @@ static inline int pf_test_cpu_run(const pf_net *g, const float *params, float *g
     pf_gctx x = { .net = g, .dnnl = &dnnl, .convs = convs, .params = params, .grads = grads,
                   .running = running, .tracked = tracked };
     rc = rc || pf_graph_plan(&x, &S, n, h, w, training, err, sizeof err);
-    for (int i = 0; !rc && i < g->n_convs; i++) {
-        int bi = pf_net_conv_bias(g, i);
-        rc = pf_conv_set_weights(&convs[i], params + g->tensors[g->conv[i].weight].offset,
-                                 bi < 0 ? NULL : params + g->tensors[bi].offset, err,
-                                 sizeof err);
-    }
+    rc = rc || pf_test_cpu_weights(g, convs, params, err, sizeof err);
     rc = rc || pf_graph_forward(&x, S, lq, err, sizeof err);
     if (!rc) {
         int b;

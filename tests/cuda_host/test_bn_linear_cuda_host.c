@@ -87,18 +87,6 @@ static int cpu_run(const float *params, float *grads, float *running, int64_t *t
     return rc;
 }
 
-/* max |a - b| / max |b| over count floats (a NaN in a counts as infinite). */
-static double rel_diff(const float *a, const float *b, size_t count, double *scale) {
-    double diff = 0;
-    *scale = 0;
-    for (size_t j = 0; j < count; j++) {
-        double d = fabs((double)a[j] - b[j]);
-        if (!(d <= diff)) diff = isnan(d) ? INFINITY : d;
-        *scale = fmax(*scale, fabs(b[j]));
-    }
-    return *scale > 0 ? diff / *scale : diff;
-}
-
 static void check(int n, int h, int w) {
     char label[96], err[512] = "";
     snprintf(label, sizeof label, "bn_linear_net N %d %dx%d", n, h, w);
@@ -144,14 +132,16 @@ static void check(int n, int h, int w) {
               label, step + 1, loss_dev, loss_cpu);
         for (int i = 0; i < pf_cugraph_num_tensors(cg); i++) {
             const pf_param_info *t = pf_cugraph_tensor_info(cg, i);
-            double scale, r = rel_diff(dgrads + t->offset, grads + t->offset, t->numel, &scale);
+            double scale,
+                r = pf_test_rel_diff(dgrads + t->offset, grads + t->offset, t->numel, &scale);
             CHECK(scale > 0 && r <= TOL, "%s: step %d %s gradient: max diff / max %.3g of "
                   "max %.3g", label, step + 1, t->name, r, scale);
             printf("%s: step %d %-12s gradient max |cuda - cpu| / max |cpu| = %.2g\n", label,
                    step + 1, t->name, r);
         }
         for (int part = 0; part < 2; part++) {  /* running_mean, running_var */
-            double scale, r = rel_diff(drun + part * FEAT, run + part * FEAT, FEAT, &scale);
+            double scale,
+                r = pf_test_rel_diff(drun + part * FEAT, run + part * FEAT, FEAT, &scale);
             CHECK(r <= TOL, "%s: step %d running_%s max diff / max %.3g", label, step + 1,
                   part ? "var" : "mean", r);
             printf("%s: step %d running_%s max |cuda - cpu| / max |cpu| = %.2g\n", label,
@@ -175,7 +165,7 @@ static void check(int n, int h, int w) {
     }
     if (!rc) {
         cudaMemcpy(pred, d_pred, count / n * 4, cudaMemcpyDeviceToHost);
-        double scale, r = rel_diff(pred, out, count / n, &scale);
+        double scale, r = pf_test_rel_diff(pred, out, count / n, &scale);
         CHECK(r <= TOL, "%s: inference (eval): max diff / max %.3g of max %.3g", label, r,
               scale);
         CHECK(dtracked == 2, "%s: inference counted a batch", label);
