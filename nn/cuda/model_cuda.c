@@ -33,6 +33,7 @@ struct pf_cuda_model {
                                    NULL without BatchNorm2d) */
     int64_t *tracked;           /* host: their num_batches_tracked (n_bn) */
     size_t n_running;           /* floats of running (the description's n_running) */
+    int from_net;               /* pf_cuda_model_new_net: no loss, any output */
 };
 
 /* ---- errors ------------------------------------------------------------------------------- */
@@ -60,14 +61,18 @@ static int use_device(const pf_cuda_model *m, char *err, size_t errlen) {
 
 /* ---- construction ------------------------------------------------------------------------- */
 
-pf_cuda_model *pf_cuda_model_new(const pf_config *cfg, int device, int allow_tf32, char *err,
-                                 size_t errlen) {
+/* pf_cuda_model_new (net NULL: cfg's model.type) and pf_cuda_model_new_net (net taken over,
+   freed on failure too). */
+static pf_cuda_model *model_new(const pf_config *cfg, pf_net *net, int device, int allow_tf32,
+                                char *err, size_t errlen) {
     pf_cuda_model *m = calloc(1, sizeof *m);
     if (!m) {
         snprintf(err, errlen, "cuda model: out of memory");
+        if (net) pf_net_free(net);
         return NULL;
     }
     m->cfg = *cfg;
+    m->from_net = net != NULL;
     m->device = device;
     m->scale = cfg->scale;
     if (strcmp(cfg->loss_type, "L1Loss") && strcmp(cfg->loss_type, "MSELoss") &&
@@ -84,7 +89,8 @@ pf_cuda_model *pf_cuda_model_new(const pf_config *cfg, int device, int allow_tf3
         cuda_fail(who, call, e, err, errlen);
         goto fail;
     }
-    if (!(m->graph = pf_cugraph_new(cfg, err, errlen))) goto fail;
+    m->graph = net ? pf_cugraph_new_net(cfg, net, err, errlen) : pf_cugraph_new(cfg, err, errlen);
+    if (!m->graph) goto fail;
     m->n_tensors = pf_cugraph_num_tensors(m->graph);
     m->n_params = pf_cugraph_num_params(m->graph);
     if ((e = cudaStreamCreateWithFlags(&m->stream, cudaStreamNonBlocking)) != cudaSuccess) {
@@ -108,17 +114,17 @@ pf_cuda_model *pf_cuda_model_new(const pf_config *cfg, int device, int allow_tf3
         cuda_fail(who, "cudaMallocHost", e, err, errlen);
         goto fail;
     }
-    const pf_net *net = pf_cugraph_net(m->graph);
-    m->n_running = net->n_running;
-    if (net->n_bn) {    /* torch's reset_running_stats: mean 0, var 1, tracked 0 */
+    const pf_net *desc = pf_cugraph_net(m->graph);
+    m->n_running = desc->n_running;
+    if (desc->n_bn) {    /* torch's reset_running_stats: mean 0, var 1, tracked 0 */
         float *h = malloc(m->n_running * sizeof *h);
-        m->tracked = calloc((size_t)net->n_bn, sizeof *m->tracked);
+        m->tracked = calloc((size_t)desc->n_bn, sizeof *m->tracked);
         if (!h || !m->tracked) {
             free(h);
             snprintf(err, errlen, "cuda model: out of memory");
             goto fail;
         }
-        pf_net_bn_init(net, h, m->tracked);
+        pf_net_bn_init(desc, h, m->tracked);
         e = cudaMalloc((void **)&m->running, m->n_running * sizeof(float));
         if (e != cudaSuccess) m->running = NULL;
         else e = cudaMemcpy(m->running, h, m->n_running * sizeof(float), cudaMemcpyHostToDevice);
@@ -138,8 +144,23 @@ pf_cuda_model *pf_cuda_model_new(const pf_config *cfg, int device, int allow_tf3
     }
     return m;
 fail:
+    if (net) pf_net_free(net);  /* not taken over yet (harmless when it was: left empty) */
     pf_cuda_model_destroy(&m);
     return NULL;
+}
+
+pf_cuda_model *pf_cuda_model_new(const pf_config *cfg, int device, int allow_tf32, char *err,
+                                 size_t errlen) {
+    return model_new(cfg, NULL, device, allow_tf32, err, errlen);
+}
+
+pf_cuda_model *pf_cuda_model_new_net(struct pf_net *net, int device, int allow_tf32, char *err,
+                                     size_t errlen) {
+    pf_config cfg;      /* the loss keys only (unused: no training step of its own) */
+    pf_config_defaults(&cfg);
+    snprintf(cfg.loss_type, sizeof cfg.loss_type, "MSELoss");
+    cfg.scale = net->scale;
+    return model_new(&cfg, net, device, allow_tf32, err, errlen);
 }
 
 void pf_cuda_model_destroy(pf_cuda_model **self) {
@@ -242,8 +263,20 @@ static int grow_pinned(void **buf, size_t *have, size_t bytes, char *err, size_t
 
 /* ---- entry points ------------------------------------------------------------------------- */
 
+/* The executor's view of the model's buffers. */
+static pf_cugraph_env env_of(pf_cuda_model *m) {
+    return (pf_cugraph_env){ m->stream, m->cudnn, m->params, m->grads, m->loss,
+                             m->loss_scratch, m->running, m->tracked };
+}
+
 int pf_cuda_model_train_step(pf_cuda_model *m, const uint8_t *lq, const uint8_t *gt, int n,
                              int lq_h, int lq_w, float *loss, char *err, size_t errlen) {
+    if (m->from_net) {
+        snprintf(err, errlen, "cuda model: %s: a training step of a model without a loss "
+                 "(pf_cuda_model_new_net: forward_train_f32 and backward_from)",
+                 pf_cugraph_net(m->graph)->type);
+        return -1;
+    }
     TRY(use_device(m, err, errlen));
     /* the staging buffer is rewritten below: a call that failed after queueing work may
        have left an upload from it in flight */
@@ -257,8 +290,7 @@ int pf_cuda_model_train_step(pf_cuda_model *m, const uint8_t *lq, const uint8_t 
     TRY(grow_pinned((void **)&m->h_in, &m->h_in_bytes, lq_bytes + gt_bytes, err, errlen));
     memcpy(m->h_in, lq, lq_bytes);
     memcpy(m->h_in + lq_bytes, gt, gt_bytes);
-    pf_cugraph_env env = { m->stream, m->cudnn, m->params, m->grads, m->loss,
-                           m->loss_scratch, m->running, m->tracked };
+    pf_cugraph_env env = env_of(m);
     TRY(pf_cugraph_train_step(m->graph, &env, m->h_in, n, lq_h, lq_w, err, errlen));
     CUDA_TRY("train step loss", "cudaMemcpyAsync",
              cudaMemcpyAsync(m->h_loss, m->loss, sizeof(float), cudaMemcpyDeviceToHost,
@@ -279,6 +311,12 @@ int pf_cuda_model_infer(pf_cuda_model *m, const uint8_t *lq, int h, int w, float
         snprintf(err, errlen, "cuda model: bad input shape %d x %d", h, w);
         return -1;
     }
+    const pf_net *net = pf_cugraph_net(m->graph);
+    if (net->t[net->output].c != 3 * pf_cugraph_frames(m->graph)) {
+        snprintf(err, errlen, "cuda model: %s: inference of a %d-channel output (images: 3)",
+                 net->type, net->t[net->output].c);
+        return -1;
+    }
     size_t T = (size_t)pf_cugraph_frames(m->graph);
     size_t lq_bytes = T * h * w * 3;
     int H = h * m->scale, W = w * m->scale;
@@ -288,8 +326,7 @@ int pf_cuda_model_infer(pf_cuda_model *m, const uint8_t *lq, int h, int w, float
                     errlen));
     memcpy(m->h_in, lq, lq_bytes);
     const float *pred;
-    pf_cugraph_env env = { m->stream, m->cudnn, m->params, m->grads, m->loss,
-                           m->loss_scratch, m->running, m->tracked };
+    pf_cugraph_env env = env_of(m);
     TRY(pf_cugraph_infer(m->graph, &env, m->h_in, h, w, &pred, err, errlen));
     CUDA_TRY("infer download", "cudaMemcpyAsync",
              cudaMemcpyAsync(m->h_out, pred, T * hw * 3 * sizeof(float),
@@ -301,4 +338,48 @@ int pf_cuda_model_infer(pf_cuda_model *m, const uint8_t *lq, int h, int w, float
             for (size_t i = 0; i < hw; i++)
                 out_host[(t * hw + i) * 3 + ch] = m->h_out[(t * 3 + ch) * hw + i];
     return 0;
+}
+
+/* ---- float input, taps, given gradients (pf_cugraph_forward_train_f32 and the rest) -------- */
+
+void pf_cuda_model_set_input_grad(pf_cuda_model *m, int on) {
+    pf_cugraph_set_input_grad(m->graph, on);
+}
+
+int pf_cuda_model_forward_train_f32(pf_cuda_model *m, const float *x, int n, int h, int w,
+                                    char *err, size_t errlen) {
+    TRY(use_device(m, err, errlen));
+    pf_cugraph_env env = env_of(m);
+    TRY(pf_cugraph_forward_train_f32(m->graph, &env, x, n, h, w, err, errlen));
+    CUDA_TRY("forward (float input)", "cudaStreamSynchronize", cudaStreamSynchronize(m->stream));
+    return 0;
+}
+
+const float *pf_cuda_model_tap(const pf_cuda_model *m, int which, int dims[4]) {
+    if (pf_cugraph_shape(m->graph, which, dims)) return NULL;
+    return pf_cugraph_tap(m->graph, which);
+}
+
+/* A backward of the executor (fn: pf_cugraph_backward_from or _input), synchronised. */
+typedef int (*backward_fn)(pf_cugraph *, const pf_cugraph_env *, const float *,
+                           const float *const *, float *, char *, size_t);
+static int backward_sync(pf_cuda_model *m, backward_fn fn, const char *what, const float *dout,
+                         const float *const *dtaps, float *dx, char *err, size_t errlen) {
+    TRY(use_device(m, err, errlen));
+    pf_cugraph_env env = env_of(m);
+    TRY(fn(m->graph, &env, dout, dtaps, dx, err, errlen));
+    CUDA_TRY(what, "cudaStreamSynchronize", cudaStreamSynchronize(m->stream));
+    return 0;
+}
+
+int pf_cuda_model_backward_from(pf_cuda_model *m, const float *dout, const float *const *dtaps,
+                                float *dx, char *err, size_t errlen) {
+    return backward_sync(m, pf_cugraph_backward_from, "backward_from", dout, dtaps, dx, err,
+                         errlen);
+}
+
+int pf_cuda_model_backward_input(pf_cuda_model *m, const float *dout, const float *const *dtaps,
+                                 float *dx, char *err, size_t errlen) {
+    return backward_sync(m, pf_cugraph_backward_input, "backward_input", dout, dtaps, dx, err,
+                         errlen);
 }

@@ -42,6 +42,16 @@ typedef struct pf_cuda_model pf_cuda_model;
 pf_cuda_model *pf_cuda_model_new(const pf_config *cfg, int device, int allow_tf32, char *err,
                                  size_t errlen);
 
+/* A model of a description the caller built (nn/net.h: a discriminator, a perceptual loss's
+   VGG; any output channel count, taps), as pf_model_new_net: *net is taken over (left empty,
+   also on failure, when it is freed). No loss of its own: pf_cuda_model_train_step refuses
+   it, pf_cuda_model_infer takes it when its output has 3 channels per frame; it runs
+   pf_cuda_model_forward_train_f32 and the backwards below. Parameters start at zero. NULL
+   with err (a device, memory or cuDNN failure). */
+struct pf_net;
+pf_cuda_model *pf_cuda_model_new_net(struct pf_net *net, int device, int allow_tf32, char *err,
+                                     size_t errlen);
+
 /* Free everything (device buffers, cuDNN state, pinned staging); nulls *self. */
 void pf_cuda_model_destroy(pf_cuda_model **self);
 
@@ -104,6 +114,22 @@ int pf_cuda_model_infer(pf_cuda_model *m, const uint8_t *lq, int h, int w, float
 /* Device bytes of the current training (training = 1) or inference plan (activations,
    gradients, temporaries, the uploaded batch; not parameters or cuDNN's workspace). */
 size_t pf_cuda_model_plan_bytes(const pf_cuda_model *m, int training);
+
+/* Float input, taps and given gradients on device pointers (nn/model.h's
+   pf_model_forward_train_f32, pf_model_read, pf_model_backward_from / _input; semantics,
+   shapes (plain NCHW on both sides) and errors: nn/cuda/graph_cuda.h's pf_cugraph_* of the
+   same names). The calls synchronise the model's stream before returning (the caller's
+   device buffers may then be reused); set_input_grad and tap queue nothing. tap returns the
+   output (which -1) or tap `which` of the last training forward, its sizes in dims, valid
+   until the next training forward; NULL when there is none. */
+void pf_cuda_model_set_input_grad(pf_cuda_model *m, int on);
+int pf_cuda_model_forward_train_f32(pf_cuda_model *m, const float *x, int n, int h, int w,
+                                    char *err, size_t errlen);
+const float *pf_cuda_model_tap(const pf_cuda_model *m, int which, int dims[4]);
+int pf_cuda_model_backward_from(pf_cuda_model *m, const float *dout, const float *const *dtaps,
+                                float *dx, char *err, size_t errlen);
+int pf_cuda_model_backward_input(pf_cuda_model *m, const float *dout, const float *const *dtaps,
+                                 float *dx, char *err, size_t errlen);
 
 /* The optimiser is nn/cuda/optim_cuda.h, over pf_cuda_model_params_device and
    pf_cuda_model_grads_device on pf_cuda_model_stream. */

@@ -18,8 +18,12 @@
     gradient and d L / d x of pf_cugraph_backward_from, all within 1e-4 of the largest
     magnitude of the CPU's tensor; then pf_cugraph_backward_input: d L / d x bit-identical to
     backward_from's and the gradient buffer (NaN-filled before) untouched. Again with dout NULL
-    and only tap 0's gradient (the layers past it get exactly zero gradients). And the errors:
-    dx from a plan without input_grad, an input-only backward without dx.
+    and only tap 0's gradient (the layers past it get exactly zero gradients). The
+    VGGStyleDiscriminator once more through the model layer (nn/cuda/model_cuda.h:
+    pf_cuda_model_new_net, forward_train_f32, tap, backward_from / _input, get_grads /
+    get_running), its training step and 1-channel inference refused. And the errors: backward
+    before a forward, dx from a plan without input_grad, an input-only backward without dx,
+    train_output after a float forward.
 
     Built twice as the other tests of this folder: host_ops.c's naive stand-ins and the real
     kernels of nn/cuda/ops.cu under tests/cuda_emu (test_gan_taps_cuda_host.emu); cuDNN and
@@ -30,6 +34,7 @@
 #include <string.h>
 #include "nn/cpu/dnnl_ctx.h"
 #include "nn/cuda/graph_cuda.h"
+#include "nn/cuda/model_cuda.h"
 #include "nn/discriminator.h"
 #include "nn/graph.h"
 #include "nn/net.h"
@@ -280,6 +285,80 @@ static void check(net_kind kind, const char *name, int n, int h, int w) {
     pf_net_free(&g);
 }
 
+/* The same through the model layer (nn/cuda/model_cuda.h: pf_cuda_model_new_net and its
+   float-input / tap / backward calls, which synchronise): VGGStyleDiscriminator, output +
+   taps, against the CPU; its training step and (1-channel output) inference refused. */
+static void check_model(int n, int h, int w) {
+    const char *label = "model_cuda VGGStyleDiscriminator F 2";
+    char err[512] = "";
+    pf_net g;
+    if (build(NET_VGGSTYLE, &g)) return;
+    size_t np = g.n_params, nin = (size_t)n * 3 * h * w, nr = g.n_running;
+    int n_taps = g.n_taps;
+    float *params = calloc(np, sizeof *params), *x = malloc(nin * sizeof *x);
+    float *xc = malloc(nin * sizeof *xc);
+    pf_net_init_params(&g, params, 7);
+    for (size_t j = 0; j < nin; j++) x[j] = 0.5f + 0.5f * uniform();
+    transpose(xc, x, n, 3, h, w, 0);
+    seeds sd = { 0 };
+    result cpu = { 0 };
+    int rc = cpu_run(&g, params, x, n, h, w, &sd, 1, 0, &cpu);
+    pf_cuda_model *m = rc ? NULL : pf_cuda_model_new_net(&g, 0, 0, err, sizeof err);
+    CHECK(rc || m, "%s: new_net: %s", label, err);
+    float *d_x = to_dev(xc, nin), *d_dx = pf_dev_buf(NULL, nin * 4);
+    float *d_dx2 = pf_dev_buf(NULL, nin * 4), *d_seed[MAXT] = { 0 };
+    if (m) {
+        pf_cuda_model_set_input_grad(m, 1);
+        rc = pf_cuda_model_set_params(m, params, err, sizeof err) ||
+             pf_cuda_model_forward_train_f32(m, d_x, n, h, w, err, sizeof err);
+        CHECK(rc == 0, "%s: forward: %s", label, err);
+    }
+    for (int k = 0; m && !rc && k <= n_taps; k++) {
+        int dims[4];
+        const float *d = pf_cuda_model_tap(m, k - 1, dims);
+        float *hb = d ? from_dev(d, numel4(dims)) : NULL;
+        CHECK(hb && !memcmp(dims, cpu.dims[k], sizeof dims), "%s: tap %d", label, k - 1);
+        if (hb) compare(label, k ? "tap 0" : "output", hb, cpu.act[k], numel4(dims), 1);
+        free(hb);
+        d_seed[k] = to_dev(k ? sd.dtaps[k - 1] : sd.dout, numel4(cpu.dims[k]));
+    }
+    float *run = calloc(nr, sizeof *run), *grads = calloc(np, sizeof *grads);
+    const float *const *dt = (const float *const *)d_seed + 1;
+    if (m && !rc) {
+        rc = pf_cuda_model_backward_from(m, d_seed[0], dt, d_dx, err, sizeof err) ||
+             pf_cuda_model_get_grads(m, grads, err, sizeof err) ||
+             pf_cuda_model_get_running(m, run, err, sizeof err) ||
+             pf_cuda_model_backward_input(m, d_seed[0], dt, d_dx2, err, sizeof err);
+        CHECK(rc == 0, "%s: backward: %s", label, err);
+    }
+    if (m && !rc) {
+        float *dx = from_dev(d_dx, nin), *dx2 = from_dev(d_dx2, nin), *dxc = malloc(nin * 4);
+        for (int i = 0; i < pf_cuda_model_num_tensors(m); i++) {
+            const pf_param_info *t = pf_cuda_model_tensor_info(m, i);
+            char what[64];
+            snprintf(what, sizeof what, "d %s", t->name);
+            compare(label, what, grads + t->offset, cpu.grads + t->offset, t->numel, 1);
+        }
+        compare(label, "running statistics", run, cpu.running, nr, 1);
+        compare(label, "d x", dx, cpu.dx, nin, 1);
+        CHECK(!memcmp(dx, dx2, nin * 4), "%s: backward_input's dx", label);
+        uint8_t u8[2 * 128 * 128 * 3] = { 0 };
+        CHECK(pf_cuda_model_train_step(m, u8, u8, 1, 128, 128, dxc, err, sizeof err) == -1 &&
+              strstr(err, "without a loss"), "%s: train_step refused: '%s'", label, err);
+        CHECK(pf_cuda_model_infer(m, u8, 128, 128, dxc, err, sizeof err) == -1 &&
+              strstr(err, "1-channel"), "%s: infer refused: '%s'", label, err);
+        free(dx), free(dx2), free(dxc);
+    }
+    pf_cuda_model_destroy(&m);
+    cudaFree(d_x), cudaFree(d_dx), cudaFree(d_dx2);
+    for (int k = 0; k < MAXT; k++) cudaFree(d_seed[k]);
+    result_free(&cpu);
+    free(sd.dout);
+    for (int k = 0; k < PF_NET_MAX_TAPS; k++) free(sd.dtaps[k]);
+    free(params), free(x), free(xc), free(run), free(grads);
+    pf_net_free(&g);
+}
+
 /* dx from a plan without input_grad, and an input-only backward without dx, are refused. */
 static void check_errors(void) {
     pf_net g;
@@ -311,6 +390,7 @@ int main(void) {
     check(NET_VGG, "VGG19 conv1_1 relu1_2 conv2_1", 2, 8, 8);
     check(NET_UNET, "UNetDiscriminatorSN F 4", 2, 16, 16);
     check(NET_VGGSTYLE, "VGGStyleDiscriminator F 2", 2, 128, 128);
+    check_model(2, 128, 128);
     check_errors();
     return pf_test_end("test_gan_taps_cuda_host");
 }
