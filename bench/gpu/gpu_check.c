@@ -21,7 +21,9 @@
     loss, every gradient tensor, inference output, parameters after 3 Adam steps; the same for
     small versions of every other network (SRCNN, FSRCNN, ESPCN, MSRResNet, RCAN, RRDBNet, run
     by nn/cuda/graph_cuda.c) and BasicVSR (3 and 2 frames, SGD with SPyNet joining late); the
-    video ops (bilinear resize, 2 x 2 pooling, flow warp: forward and backward; affine,
+    GAN step's networks (a VGG19 cut with taps, both discriminators: float input, taps,
+    backward_from / backward_input through pf_cuda_model_new_net; `gpu_check gan` runs them
+    alone, also under the emulation); the video ops (bilinear resize, 2 x 2 pooling, flow warp: forward and backward; affine,
     the pooling's backward and 2 x 2 max pooling against ref_ops.c) against nn/video_layers.c, the CPU counterpart that tests/test_video_layers checks against
     PyTorch, with the warp's fixed-point image gradient run twice for identical bits; the
     modulated deformable convolution (nn/cuda/dcn_cuda.h with cuBLAS) against the CPU
@@ -53,7 +55,9 @@
 #include "nn/cuda/model_cuda.h"
 #include "nn/cuda/optim_cuda.h"
 #include "nn/cpu/dcn.h"
+#include "nn/discriminator.h"
 #include "nn/model.h"
+#include "nn/vgg.h"
 #include "nn/video_layers.h"
 #include "tests/cuda_host/net_cases.h"
 #endif
@@ -1876,7 +1880,130 @@ static void check_model_ops(void) {
     check_video_ops(1, 16, 64, 64);     /* BasicVSR's feature warp at LQ 64 */
 }
 
+/* The GAN step's networks (issue 41): 0 a VGG19 features cut (conv1_1, relu1_2, conv2_1, each
+   a tap), 1 UNetDiscriminatorSN (num_feat 16), 2 VGGStyleDiscriminator (num_feat 8, 128 x
+   128); the discriminators with a middle tensor as a tap. 0, or -1 (reported). */
+static int gan_net(int kind, pf_net *g) {
+    int rc;
+    if (kind == 0) {
+        const char *names[3] = {"conv1_1", "relu1_2", "conv2_1"};
+        int lt[3];
+        rc = pf_net_build_vgg19_features(g, names, 3, 1, 1, lt, g_err, sizeof g_err);
+        for (int k = 0; !rc && k < 3; k++) rc = pf_net_add_tap(g, lt[k]) == k ? 0 : -1;
+    } else {
+        rc = kind == 1 ? pf_net_build_unet_discriminator_sn(g, 3, 16, 1, g_err, sizeof g_err)
+                       : pf_net_build_vgg_style_discriminator(g, 3, 8, 128, g_err,
+                                                              sizeof g_err);
+        if (!rc) rc = pf_net_add_tap(g, g->node[g->n_node / 2].out) == 0 ? 0 : -1;
+    }
+    if (rc) report_error("gan net build", "", g_err);
+    return rc;
+}
+
+/* NCHW <-> NHWC of n x c x h x w floats (to_nhwc: NCHW src to NHWC dst, else back). */
+static void nchw_nhwc(float *dst, const float *src, int n, int c, int h, int w, int to_nhwc) {
+    size_t hw = (size_t)h * w;
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < c; k++)
+            for (size_t p = 0; p < hw; p++) {
+                size_t a = ((size_t)i * c + k) * hw + p, b = ((size_t)i * hw + p) * c + k;
+                if (to_nhwc) dst[b] = src[a];
+                else dst[a] = src[b];
+            }
+}
+
+/* A GAN network on the GPU's float input, taps and given gradients (nn/cuda/model_cuda.h
+   pf_cuda_model_new_net and its calls) against the CPU model's (pf_model_new_net, same
+   description, weights, input): the output and each tap after the training forward, the
+   running statistics, then for L = sum(a out) + sum(b_k tap_k) (random a, b) every parameter
+   gradient and d L / d x of backward_from, and backward_input's d x the same (bit-identical
+   with deterministic cuDNN algorithms; the model lets cuDNN pick others: within 1e-5). */
+static void check_gan_net(const char *label, int kind, int n, int h, int w, int tf32) {
+    pf_net gc, gg;
+    if (gan_net(kind, &gc)) return;
+    if (gan_net(kind, &gg)) {
+        pf_net_free(&gc);
+        return;
+    }
+    char shape[96], op[96];
+    snprintf(shape, sizeof shape, "%s %s N%d %dx%d", label, tf32 ? "tf32" : "fp32", n, h, w);
+    double tol = tf32 ? TOL_LOW : TOL_FP32;
+    int n_taps = gc.n_taps;
+    pf_model *cpu = pf_model_new_net(&gc, "", g_err, sizeof g_err);
+    pf_cuda_model *gpu = cpu ? pf_cuda_model_new_net(&gg, 0, tf32, g_err, sizeof g_err) : NULL;
+    if (!gpu) {
+        report_error("gan net new", shape, g_err);
+        pf_net_free(&gg);
+        pf_model_destroy(&cpu);
+        return;
+    }
+    pf_model_init(cpu, 17);
+    size_t np = pf_model_num_params(cpu), nin = (size_t)n * 3 * h * w;
+    float *x = host_alloc(nin * 4), *xc = host_alloc(nin * 4), *dx = host_alloc(nin * 4);
+    float *got = host_alloc(np * 4), *seed[PF_NET_MAX_TAPS + 1] = {0};
+    float *d_seed[PF_NET_MAX_TAPS + 1] = {0};
+    fill(x, nin, 0.0f, 1.0f);
+    nchw_nhwc(xc, x, n, 3, h, w, 0);
+    float *d_x = upload(xc, nin * 4), *d_dx = dev_alloc(nin * 4), *d_dx2 = dev_alloc(nin * 4);
+    pf_cuda_model_set_input_grad(gpu, 1);
+    int rc = pf_cuda_model_set_params(gpu, pf_model_params(cpu), g_err, sizeof g_err) ||
+             pf_model_forward_train_f32(cpu, x, n, h, w, g_err, sizeof g_err) ||
+             pf_cuda_model_forward_train_f32(gpu, d_x, n, h, w, g_err, sizeof g_err);
+    for (int k = -1; !rc && k < n_taps; k++) {
+        int dims[4];
+        const float *d = pf_cuda_model_tap(gpu, k, dims);
+        size_t count = (size_t)dims[0] * dims[1] * dims[2] * dims[3];
+        float *ref = host_alloc(count * 4);
+        pf_model_read(cpu, k, ref);
+        snprintf(op, sizeof op, k < 0 ? "gan output" : "gan tap %d", k);
+        check(op, shape, d ? 0 : -1, d, ref, count, tol);
+        seed[k + 1] = ref;
+        fill(ref, count, -1.0f, 1.0f);
+        d_seed[k + 1] = upload(ref, count * 4);
+    }
+    size_t nr = pf_cuda_model_num_running(gpu);
+    if (!rc && nr) {
+        rc = pf_cuda_model_get_running(gpu, got, g_err, sizeof g_err);
+        if (!rc) report("gan running statistics", shape,
+                        max_rel_err(got, pf_model_running(cpu), nr), tol);
+    }
+    rc = rc || pf_model_backward_from(cpu, seed[0], (const float *const *)seed + 1, dx, g_err,
+                                      sizeof g_err) ||
+         pf_cuda_model_backward_from(gpu, d_seed[0], (const float *const *)d_seed + 1, d_dx,
+                                     g_err, sizeof g_err) ||
+         pf_cuda_model_get_grads(gpu, got, g_err, sizeof g_err);
+    if (!rc) {
+        const char *worst;
+        double e = worst_tensor_err(cpu, got, pf_model_grads(cpu), &worst);
+        snprintf(op, sizeof op, "gan grads (%.14s)", worst);
+        report(op, shape, e, tol);
+        nchw_nhwc(xc, dx, n, 3, h, w, 0);
+        check("gan d x", shape, 0, d_dx, xc, nin, tol);
+        rc = pf_cuda_model_backward_input(gpu, d_seed[0], (const float *const *)d_seed + 1,
+                                          d_dx2, g_err, sizeof g_err);
+    }
+    if (!rc && !download(dx, d_dx, nin * 4) && !download(xc, d_dx2, nin * 4))
+        report("gan d x input-only ~ from", shape, max_rel_err(xc, dx, nin), 1e-5);
+    if (rc) report_error("gan net", shape, g_err);
+    for (int k = 0; k <= PF_NET_MAX_TAPS; k++) {
+        free(seed[k]);
+        cudaFree(d_seed[k]);
+    }
+    cudaFree(d_x), cudaFree(d_dx), cudaFree(d_dx2);
+    free(x), free(xc), free(dx), free(got);
+    pf_cuda_model_destroy(&gpu);
+    pf_model_destroy(&cpu);
+}
+
+static void check_gan_nets(void) {
+    check_gan_net("VGG19 conv1_1 relu1_2 conv2_1", 0, 2, 24, 20, 0);
+    check_gan_net("UNetDiscriminatorSN F16", 1, 2, 32, 24, 0);
+    check_gan_net("VGGStyleDiscriminator F8", 2, 3, 128, 128, 0);
+    check_gan_net("UNetDiscriminatorSN F16", 1, 2, 32, 24, 1);
+}
+
 static void check_networks(void) {
+    check_gan_nets();
     static const struct {
         int scale, h, w;
         float res_scale;
@@ -1962,6 +2089,9 @@ static void check_model_ops(void) {
 static void check_networks(void) {
     printf("# network: skipped (needs the CMake build: the CPU model is the reference)\n");
 }
+static void check_gan_nets(void) {
+    printf("# gan networks: skipped (needs the CMake build: the CPU model is the reference)\n");
+}
 #endif
 
 int main(int argc, char **argv) {
@@ -1969,8 +2099,9 @@ int main(int argc, char **argv) {
        and the timings (ctest gpu_check.emu: the convolutions there are naive stand-ins and the
        networks run in test_model_cuda_host.emu) */
     int ops_only = argc > 1 && !strcmp(argv[1], "ops");
-    if (argc > 1 && !ops_only) {
-        fprintf(stderr, "usage: gpu_check [ops]\n");
+    int gan_only = argc > 1 && !strcmp(argv[1], "gan");
+    if (argc > 1 && !ops_only && !gan_only) {
+        fprintf(stderr, "usage: gpu_check [ops | gan]\n");
         return 2;
     }
     int ndev = 0;
@@ -1995,6 +2126,11 @@ int main(int argc, char **argv) {
            cudnnGetVersion());
     printf("# %-26s %-36s %s\n", "op", "shape", "max_rel_err (vs max |ref|)");
 
+    if (gan_only) {     /* `gpu_check gan`: the GAN networks alone (also under the emulation) */
+        check_gan_nets();
+        printf("# %d checks, %d failed\n", g_checks, g_failures);
+        return g_failures ? 1 : 0;
+    }
     check_input_conversion();
     check_elementwise();
     check_pixel_shuffle(2, 3, 13, 17, 2);

@@ -149,7 +149,9 @@ int pf_cugraph_backward_from(pf_cugraph *g, const pf_cugraph_env *env, const flo
    gradient is computed (no backward-filter or bias sums, no Linear / BatchNorm2d / PReLU
    parameter sums) and env->grads is not written; only the tensors downstream of the input get
    gradients (pf_net_need_input_only). dx is bit-identical to pf_cugraph_backward_from's for
-   the same forward and seeds. Returns 0, or -1 with err. */
+   the same forward and seeds where the convolutions' algorithms are deterministic
+   (pf_cudnn.deterministic; cuDNN's others may round differently from call to call). Returns
+   0, or -1 with err. */
 int pf_cugraph_backward_input(pf_cugraph *g, const pf_cugraph_env *env, const float *dout,
                               const float *const *dtaps, float *dx, char *err, size_t errlen);
 
