@@ -2,8 +2,10 @@
     BatchNorm2d (PF_G_BATCHNORM) and Linear (PF_G_LINEAR) layers, against the CPU executor
     (nn/graph.h) on the same description, weights and batches: two MSE training steps on
     different batches (loss, every parameter gradient, the running statistics after each step
-    and num_batches_tracked), then inference (eval mode: BatchNorm2d from the running
-    statistics), all within 1e-4 of the largest magnitude of each tensor.
+    and num_batches_tracked, and the device prediction and target pf_cugraph_train_output
+    gives: the GAN's fake and real inputs of its discriminator), then inference (eval mode:
+    BatchNorm2d from the running statistics), all within 1e-4 of the largest magnitude of
+    each tensor (the target gt / 255 exactly).
 
     The network holds VGGStyleDiscriminator's pattern (BasicSR archs/discriminator_arch.py:
     conv k4 s2 p1 without bias, BatchNorm2d, LeakyReLU(0.2), flatten, Linear) inside an image
@@ -87,6 +89,31 @@ static int cpu_run(const float *params, float *grads, float *running, int64_t *t
     return rc;
 }
 
+/* pf_cugraph_train_output after a step: the prediction (the CPU's output out, N x 3 x h x w;
+   range 1, no mean) within TOL, the target gt / 255 (gt NHWC) exactly, the shape. */
+static void check_train_output(const pf_cugraph *cg, const float *out, const uint8_t *gt,
+                               int n, int h, int w, const char *label) {
+    const float *d_pred = NULL, *d_gt = NULL;
+    int dims[4] = { 0 };
+    size_t count = (size_t)n * 3 * h * w, hw = (size_t)h * w, exact = 0;
+    int rc = pf_cugraph_train_output(cg, &d_pred, &d_gt, dims);
+    CHECK(rc == 0 && dims[0] == n && dims[1] == 3 && dims[2] == h && dims[3] == w,
+          "%s: train_output rc %d, %d x %d x %d x %d", label, rc, dims[0], dims[1], dims[2],
+          dims[3]);
+    if (rc) return;
+    float *pred = malloc(count * sizeof *pred), *t = malloc(count * sizeof *t);
+    cudaMemcpy(pred, d_pred, count * 4, cudaMemcpyDeviceToHost);
+    cudaMemcpy(t, d_gt, count * 4, cudaMemcpyDeviceToHost);
+    double scale, r = pf_test_rel_diff(pred, out, count, &scale);
+    for (size_t i = 0; i < count; i++)     /* NCHW index i: sample, channel, pixel */
+        exact += t[i] == gt[(i / (3 * hw) * hw + i % hw) * 3 + i / hw % 3] / 255.0f;
+    CHECK(r <= TOL, "%s: train_output pred max diff / max %.3g", label, r);
+    CHECK(exact == count, "%s: train_output gt: %zu of %zu values gt / 255", label, exact,
+          count);
+    printf("%s: train_output pred max |cuda - cpu| / max |cpu| = %.2g, gt exact\n", label, r);
+    free(pred), free(t);
+}
+
 static void check(int n, int h, int w) {
     char label[96], err[512] = "";
     snprintf(label, sizeof label, "bn_linear_net N %d %dx%d", n, h, w);
@@ -153,6 +180,7 @@ static void check(int n, int h, int w) {
         CHECK(dtracked == step + 1 && tracked == step + 1, "%s: num_batches_tracked %lld "
               "(CPU %lld), want %d", label, (long long)dtracked, (long long)tracked, step + 1);
         printf("%s: step %d loss %.8g (CPU %.8g)\n", label, step + 1, loss_dev, loss_cpu);
+        check_train_output(cg, out, lq + count, n, h, w, label);
     }
     /* eval mode: inference of step 2's sample 0 with the running statistics */
     double unused;
