@@ -1,6 +1,7 @@
-/*  test_zoo_configs — every file in configs/zoo (the references' architectures and recipes)
-    parses, builds its network with the published parameter count, and infers a small image to
-    finite values. Expected counts: PyTorch's sum(p.numel()) of tests/reference/zoo_archs.py's
+/*  test_zoo_configs — every file in configs/zoo (the references' architectures and recipes), and
+    configs/demo_video_pp.yaml (the BasicVSR++ CPU demo, not run by any other test), parses,
+    builds its network with the published parameter count, and infers a small image to finite
+    values. Expected counts: PyTorch's sum(p.numel()) of tests/reference/zoo_archs.py's
     networks with the same hyper-parameters, which agree with the papers' figures (EDSR-baseline
     x2 1.37 M, EDSR x2 40.7 M, MSRResNet x4 1.52 M, RCAN x2 15.4 M, ESRGAN's RRDBNet 16.7 M;
     BasicVSR++: tests/reference/basicvsrpp_ref.py's BasicVSRPP(64, 7, 10), the paper's 7.3 M).
@@ -39,6 +40,7 @@ static const struct {
     { "RealESRGAN_x4plus.yaml", 16697987 },  /* RealESRNet's RRDBNet, GAN fine-tune */
     { "ESRGAN_x4.yaml", 16697987 },          /* ESRGAN's RRDBNet, GAN stage */
     { "BasicVSRPP_x4.yaml", 7322927 },       /* BasicVSR++ c64n7 (the paper's 7.3 M) */
+    { "../demo_video_pp.yaml", 1952255 },    /* the CPU demo's BasicVSR++ 16 / 1 */
 };
 
 /* The GAN options both recipes share with their BasicSR file: net_d_iters 1, net_d_init_iters 0,
