@@ -38,6 +38,7 @@
 #include "common/util.h"
 #include "coordinator/coordinator.h"
 #include "hooks/evaluate.h"
+#include "nn/checkpoint.h"
 #include "nn/model.h"
 #include "runtime/client.h"
 #include "runtime/reactor.h"
@@ -860,8 +861,11 @@ static int train_prepare(train *t) {
            a->workers, a->gpus > 0 ? "GPU" : "CPU", a->workers > 1 ? "s" : "", a->loaders,
            cfg->work_dir);
     if (cfg->resume_from[0]) printf("pixflow: resuming from %s\n", cfg->resume_from);
-    else if (cfg->load_from[0]) printf("pixflow: weights from %s, starting at iteration 0\n",
-                                       cfg->load_from);
+    else if (cfg->load_from[0]) {
+        char names[512];
+        pf_ckpt_source_names(cfg->load_from, names, sizeof names);
+        printf("pixflow: weights from %s%s, starting at iteration 0\n", cfg->load_from, names);
+    }
     pf_dataset_close(&train);
     pf_sampler_free(&sampler);
     /* security.curve: every process started below finds the key folder in PIXFLOW_KEYS (and

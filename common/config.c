@@ -21,7 +21,9 @@
     files share is common/config_impl.h.
 */
 #include "common/config.h"
+
 #include "common/config_impl.h"
+#include "common/frame_indices.h"
 #include "common/networks.h"
 #include "common/realesrgan_cfg.h"
 
@@ -812,6 +814,46 @@ static int parse_custom(pf_cfg_ctx *c, pf_lines *L, const pf_config_key *k, cons
 
 /* ---- rules that span keys, and per-type defaults (all of them, in one place) ---------- */
 
+/* The sliding-window sets (REDSDataset, VideoTestDataset; common/frame_indices.h): num_frame
+   odd (a center frame and as many neighbours on each side); each clip of data.*.clips whose
+   frame range is given holds a whole window: REDSDataset (num_frame - 1) x max(interval_list)
+   + 1 frames, VideoTestDataset pf_video_min_frames(num_frame, padding). Clips without a range
+   are checked when the set is opened (common/video_dataset.c). */
+static int window_set_rules(pf_cfg_ctx *c, const pf_lines *L, const char *set,
+                            const pf_dataset_cfg *d) {
+    char kp[96];
+    int train = !strcmp(d->type, "REDSDataset");
+    if (!train && strcmp(d->type, "VideoTestDataset"))
+        return 0;
+    snprintf(kp, sizeof kp, "%s.num_frame", set);
+    if (d->num_frame % 2 == 0)
+        return pf_cfg_fail(c, line_of(L, kp) ? line_of(L, kp) : line_of(L, set), kp,
+                           "%s takes an odd num_frame (a center frame and num_frame / 2 "
+                           "neighbours on each side, as BasicSR's %s), got %d", d->type,
+                           d->type, d->num_frame);
+    int need = 1, max_interval = 1;
+    for (int i = 0; i < d->n_intervals; i++)
+        if (d->interval_list[i] > max_interval) max_interval = d->interval_list[i];
+    if (train) need = (d->num_frame - 1) * max_interval + 1;
+    else need = pf_video_min_frames(d->num_frame, pf_frame_padding_parse(d->padding));
+    for (int i = 0; i < d->n_clips; i++) {
+        const pf_clip_cfg *k = &d->clips[i];
+        if (!k->frames[1] || k->frames[1] - k->frames[0] >= need)
+            continue;
+        snprintf(kp, sizeof kp, "%s.clips", set);
+        if (train)
+            return pf_cfg_fail(c, line_of(L, kp), kp,
+                               "item %d (%s) has %d frames ([%d, %d)); num_frame %d with "
+                               "interval %d needs %d", i, k->name, k->frames[1] - k->frames[0],
+                               k->frames[0], k->frames[1], d->num_frame, max_interval, need);
+        return pf_cfg_fail(c, line_of(L, kp), kp,
+                           "item %d (%s) has %d frames ([%d, %d)); num_frame %d with padding "
+                           "%s needs %d", i, k->name, k->frames[1] - k->frames[0],
+                           k->frames[0], k->frames[1], d->num_frame, d->padding, need);
+    }
+    return 0;
+}
+
 /* A dataset block (data.train / eval / test, `set` its path, `idx` 0..2): its type's needs. */
 /* The video sets: training types in data.train only, whole clips in eval and test;
    Vimeo-90K's 7 frames and its list of sequences. */
@@ -820,16 +862,20 @@ static int video_set_rules(pf_cfg_ctx *c, const pf_lines *L, const char *set, in
     char kp[96];
     int is_train_type = !strcmp(d->type, "REDSRecurrentDataset") ||
                         !strcmp(d->type, "Vimeo90KRecurrentDataset") ||
-                        !strcmp(d->type, "RealESRGANVideoDataset");
+                        !strcmp(d->type, "RealESRGANVideoDataset") ||
+                        !strcmp(d->type, "REDSDataset");
     int type_line = (snprintf(kp, sizeof kp, "%s.type", set), line_of(L, kp));
     if (is_train_type && idx != 0)
         return pf_cfg_fail(c, type_line, kp, "%s makes training samples; %s takes "
                            "VideoRecurrentTestDataset (whole clips)", d->type, set);
-    if (!strcmp(d->type, "VideoRecurrentTestDataset") && idx == 0)
+    if ((!strcmp(d->type, "VideoRecurrentTestDataset") || !strcmp(d->type, "VideoTestDataset")) &&
+        idx == 0)
         return pf_cfg_fail(c, type_line, kp,
-                           "VideoRecurrentTestDataset is whole clips for evaluation "
-                           "and test; data.train takes REDSRecurrentDataset or "
-                           "Vimeo90KRecurrentDataset");
+                           "%s is whole clips for evaluation and test; data.train takes "
+                           "REDSRecurrentDataset, Vimeo90KRecurrentDataset or REDSDataset "
+                           "(sliding windows)", d->type);
+    if (window_set_rules(c, L, set, d))
+        return -1;
     if (!strcmp(d->type, "Vimeo90KRecurrentDataset")) {
         if (!d->meta_info_file[0] && !d->n_clips)
             return pf_cfg_fail(c, line_of(L, set), "data.train.meta_info_file",
@@ -1130,6 +1176,22 @@ static int rules(pf_cfg_ctx *c, const pf_lines *L, pf_config *cfg) {
                            : "%s is an image network; %s makes clips (a video network: %s)",
                            cfg->model_type, cfg->train.type,
                            pf_cfg_or_list(PF_NET_LIST(VIDEO), video_nets, sizeof video_nets));
+    /* The recurrent networks output every frame of a clip; the sliding-window sets give one
+       GT frame per sample (the center of its LQ window): for a sliding-window network
+       (EDVR, not built yet). */
+    const pf_dataset_cfg *sets3[3] = {&cfg->train, &cfg->eval, &cfg->test};
+    static const char *set_names[3] = {"data.train", "data.eval", "data.test"};
+    for (int i = 0; net->video && i < 3; i++) {
+        char kp[64];
+        snprintf(kp, sizeof kp, "%s.type", set_names[i]);
+        if (sets3[i]->present && pf_config_is_window_set(sets3[i]->type))
+            return pf_cfg_fail(c, line_of(L, kp) ? line_of(L, kp) : line_of(L, set_names[i]), kp,
+                               "%s gives a center frame's window of num_frame LQ frames and "
+                               "one GT frame (a sliding-window network's data, EDVR); %s "
+                               "outputs every frame of a clip: use %s", sets3[i]->type,
+                               cfg->model_type, i ? "VideoRecurrentTestDataset"
+                                                  : "REDSRecurrentDataset");
+    }
     if (net->video && cfg->test.present && !pf_config_is_video_set(cfg->test.type))
         return pf_cfg_fail(c, line_of(L, "data.test.type") ? line_of(L, "data.test.type")
                            : line_of(L, "data.test"),
@@ -1236,7 +1298,12 @@ static int check_paths_exist(pf_cfg_ctx *c, const pf_lines *L, const pf_config *
 
 int pf_config_is_video_set(const char *type) {
     return !strcmp(type, "REDSRecurrentDataset") || !strcmp(type, "Vimeo90KRecurrentDataset") ||
-           !strcmp(type, "VideoRecurrentTestDataset") || !strcmp(type, "RealESRGANVideoDataset");
+           !strcmp(type, "VideoRecurrentTestDataset") || !strcmp(type, "RealESRGANVideoDataset") ||
+           pf_config_is_window_set(type);
+}
+
+int pf_config_is_window_set(const char *type) {
+    return !strcmp(type, "REDSDataset") || !strcmp(type, "VideoTestDataset");
 }
 
 int pf_config_train_frames(const pf_config *cfg) {

@@ -66,6 +66,10 @@ char *pf_config_networks_reference(void);
    VideoRecurrentTestDataset, RealESRGANVideoDataset: common/video_dataset.h). */
 int pf_config_is_video_set(const char *type);
 
+/* 1 when a data.*.type is a sliding-window video set (REDSDataset, VideoTestDataset: a center
+   frame's window of num_frame LQ frames, GT the center frame only; docs/video.md). */
+int pf_config_is_window_set(const char *type);
+
 /* Frames of one training sample: data.train.num_frame for a video training set, else 1.
    Batches hold n x this x patch x patch x 3 bytes of GT (likewise LQ). */
 int pf_config_train_frames(const pf_config *cfg);

@@ -29,8 +29,9 @@
 
 #define IMAGE_SETS "PairedImageDataset|SingleImageDataset"
 #define VIDEO_SETS "REDSRecurrentDataset|Vimeo90KRecurrentDataset|VideoRecurrentTestDataset|" \
-                   "RealESRGANVideoDataset"
-#define VIDEO_TRAIN "REDSRecurrentDataset|Vimeo90KRecurrentDataset|RealESRGANVideoDataset"
+                   "RealESRGANVideoDataset|REDSDataset|VideoTestDataset"
+#define VIDEO_TRAIN "REDSRecurrentDataset|Vimeo90KRecurrentDataset|RealESRGANVideoDataset|" \
+                    "REDSDataset"
 #define REAL_SETS "RealESRGANDataset|RealESRGANVideoDataset"  /* LQ by the Real-ESRGAN pipeline */
 
 /* The gan section's choices (issue 41): BasicSR's model types, discriminators and GANLoss
@@ -127,6 +128,8 @@
      .doc = "`SingleImageDataset`: LQ only (no GT, no metrics), `data.test` only; the video "  \
             "sets ([video.md](video.md)): `REDSRecurrentDataset`, "                            \
             "`Vimeo90KRecurrentDataset` (training), `VideoRecurrentTestDataset` (whole clips); " \
+            "EDVR's sliding windows: `REDSDataset` (training: a center frame's GT and its "     \
+            "`num_frame` LQ neighbours), `VideoTestDataset` (every frame with its window); "   \
             "`RealESRGANDataset` (GT images, LQ made by Real-ESRGAN's degradations below: per " \
             "training sample, per eval image from `degrade_seed`) and "                       \
             "`RealESRGANVideoDataset` "                                                        \
@@ -175,10 +178,17 @@
     {.path = "data." #S ".use_hflip", .kind = PF_K_BOOL, .flags = PF_KF_TRAIN_ONLY,           \
      .offset = OFF(S.use_hflip), .def = "false", .when_key = "data." #S ".type",               \
      .when = VIDEO_TRAIN, .doc = "train only: random horizontal flip of all frames alike"},   \
-    {.path = "data." #S ".num_frame", .kind = PF_K_INT, .flags = PF_KF_TRAIN_ONLY,            \
+    {.path = "data." #S ".num_frame", .kind = PF_K_INT,                                        \
      .offset = OFF(S.num_frame), .lo = 1, .hi = 1000, .def = "15",                             \
-     .def_for = "Vimeo90KRecurrentDataset=7", .when_key = "data." #S ".type",                  \
-     .when = VIDEO_TRAIN, .doc = "train only: frames per sample"},                             \
+     .def_for = "Vimeo90KRecurrentDataset=7|REDSDataset=5|VideoTestDataset=5",                  \
+     .when_key = "data." #S ".type", .when = VIDEO_TRAIN "|VideoTestDataset",                  \
+     .doc = "frames per training sample; REDSDataset and VideoTestDataset: the window of LQ "  \
+            "frames around each center frame, odd"},                                           \
+    {.path = "data." #S ".padding", .kind = PF_K_CHOICE, .offset = OFF(S.padding),             \
+     .size = SZ(S.padding), .choices = "reflection_circle|reflection|replicate|circle",       \
+     .def = "reflection_circle", .when_key = "data." #S ".type", .when = "VideoTestDataset",   \
+     .doc = "how a window is filled at a clip's ends (BasicSR's generate_frame_indices; "      \
+            "[video.md](video.md))"},                                                          \
     {.path = "data." #S ".interval_list", .kind = PF_K_INT_LIST, .flags = PF_KF_TRAIN_ONLY,   \
      .offset = OFF(S.interval_list), .size = N(S.interval_list),                               \
      .count_offset = OFF(S.n_intervals), .min_n = 1, .lo = 1, .hi = 1000, .def = "[1]",        \

@@ -77,13 +77,16 @@ typedef struct {
     int use_rot;                        /* train: random transpose (BasicSR's rot90 flag) */
     int repeat;                         /* RepeatDataset `times`: the set is visited this many
                                            times per epoch (default 1) */
-    /* video datasets (REDSRecurrentDataset, Vimeo90KRecurrentDataset,
-       VideoRecurrentTestDataset; common/video_dataset.h) */
-    int num_frame;                      /* train: frames per sample (15; Vimeo 7) */
+    /* video datasets (REDSRecurrentDataset, Vimeo90KRecurrentDataset, REDSDataset,
+       VideoRecurrentTestDataset, VideoTestDataset; common/video_dataset.h) */
+    int num_frame;                      /* train: frames per sample (15; Vimeo 7; REDSDataset
+                                           5, odd); VideoTestDataset: frames of each window */
     int interval_list[PF_MAX_INTERVALS];/* train: frame spacings to draw from ([1]) */
     int n_intervals;
     int random_reverse;                 /* train: reverse the frame order with probability 1/2 */
     int use_hflip;                      /* train: random horizontal flip (BasicSR augment) */
+    char padding[24];                   /* VideoTestDataset: how a window is filled at a clip's
+                                           ends (common/frame_indices.h; "reflection_circle") */
     pf_clip_cfg clips[PF_MAX_CLIPS];    /* the clips; none: meta_info_file or every clip of
                                            gt_folder */
     int n_clips;

@@ -232,6 +232,7 @@ int pf_dataset_open(pf_dataset *ds, const pf_dataset_cfg *cfg, const char *key, 
     ds->scale = scale;
     ds->gt_patch = gt_patch_size;
     ds->frames = 1;
+    ds->gt_frames = 1;
     if (pf_config_is_video_set(cfg->type)) {
         ds->video = calloc(1, sizeof *ds->video);
         if (!ds->video) {
@@ -245,6 +246,7 @@ int pf_dataset_open(pf_dataset *ds, const pf_dataset_cfg *cfg, const char *key, 
         }
         ds->len = ds->video->len;
         if (gt_patch_size > 0) ds->frames = ds->video->num_frame;
+        ds->gt_frames = gt_patch_size > 0 ? ds->video->gt_frames : 1;
         ds->random_steps = ds->video->random_steps;
         init_extra(ds);
         return 0;

@@ -89,6 +89,7 @@ typedef struct {
     int *clip_ids;              /* a shard's clips (indices into video->clips); NULL: all */
     int n_clip_ids;
     int frames;                 /* frames per training sample: 1, or a video set's num_frame */
+    int gt_frames;              /* GT frames of those: frames, or a sliding-window set's 1 */
 } pf_dataset;
 
 /* List and check the dataset described by cfg (`key` such as "data.train" names it in

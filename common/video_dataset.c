@@ -18,6 +18,7 @@
 
 #include "common/degrade.h"
 #include "common/file_list.h"
+#include "common/frame_indices.h"
 #include "common/image_info.h"
 #include "common/log.h"
 #include "common/patch.h"
@@ -310,6 +311,13 @@ static int report_cut(const pf_video_dataset *ds, const pf_clip *cl, const char 
     return 0;
 }
 
+/* Frames a training clip must hold: REDSRecurrentDataset's num_frame x max(interval_list)
+   (BasicSR's check), a sliding window's (num_frame - 1) x max(interval_list) + 1. */
+static int train_frames_needed(const pf_video_dataset *ds) {
+    return ds->window ? (ds->num_frame - 1) * ds->max_interval + 1
+                      : ds->num_frame * ds->max_interval;
+}
+
 /* Fill and check clips[c] from its spec. */
 static int open_clip(pf_video_dataset *ds, int c, const pf_clip_cfg *spec, char *err,
                      size_t errlen) {
@@ -380,10 +388,16 @@ static int open_clip(pf_video_dataset *ds, int c, const pf_clip_cfg *spec, char 
                         h / s);
     }
     int lp = ds->gt_patch / s;
-    if (ds->gt_patch > 0 && cl->n_frames < ds->num_frame * ds->max_interval)
+    if (ds->gt_patch > 0 && cl->n_frames < train_frames_needed(ds))
         return fail(err, errlen, "%s: clip '%s' has %d frames; num_frame %d with interval %d "
                     "needs %d", ds->key, cl->name, cl->n_frames, ds->num_frame, ds->max_interval,
-                    ds->num_frame * ds->max_interval);
+                    train_frames_needed(ds));
+    if (ds->window && ds->gt_patch <= 0 &&
+        cl->n_frames < pf_video_min_frames(ds->num_frame, ds->padding))
+        return fail(err, errlen, "%s: clip '%s' has %d frames; num_frame %d with padding %s "
+                    "needs %d (a window inside the clip for every frame)", ds->key, cl->name,
+                    cl->n_frames, ds->num_frame, pf_frame_padding_name(ds->padding),
+                    pf_video_min_frames(ds->num_frame, ds->padding));
     if (cl->lq_w < 1 || cl->lq_h < 1 || (lp > 0 && (cl->lq_w < lp || cl->lq_h < lp)))
         return fail(err, errlen, "%s: clip '%s': LQ frames %dx%d are smaller than the patch "
                     "(gt_patch_size %d needs %dx%d)", ds->key, cl->name, cl->lq_w, cl->lq_h,
@@ -584,6 +598,26 @@ static int realesrgan_lq(pf_video_dataset *ds, uint64_t key, uint8_t *gt, uint8_
     return 0;
 }
 
+/* The sliding-window sets' rules (the config checks them too; a set opened from a
+   pf_dataset_cfg built in code meets them here): REDSDataset is a training set,
+   VideoTestDataset an evaluation one, num_frame odd, a known padding. */
+static int window_setup(pf_video_dataset *ds, char *err, size_t errlen) {
+    if (!ds->window) return 0;
+    int train = !strcmp(ds->cfg.type, "REDSDataset");
+    if (train != (ds->gt_patch > 0))
+        return fail(err, errlen, "%s.type: %s is %s", ds->key, ds->cfg.type,
+                    train ? "a training set (data.train, with gt_patch_size)"
+                          : "an evaluation and test set (data.eval, data.test)");
+    if (ds->num_frame % 2 == 0)
+        return fail(err, errlen, "%s.num_frame: %s takes an odd num_frame (a center frame and "
+                    "num_frame / 2 neighbours on each side), got %d", ds->key, ds->cfg.type,
+                    ds->num_frame);
+    if (ds->padding < 0)
+        return fail(err, errlen, "%s.padding: '%s' is not one of replicate, reflection, "
+                    "reflection_circle, circle", ds->key, ds->cfg.padding);
+    return 0;
+}
+
 int pf_video_dataset_open(pf_video_dataset *ds, const pf_dataset_cfg *cfg, const char *key,
                           int scale, int gt_patch_size, char *err, size_t errlen) {
     memset(ds, 0, sizeof *ds);
@@ -600,6 +634,10 @@ int pf_video_dataset_open(pf_video_dataset *ds, const pf_dataset_cfg *cfg, const
         ds->cfg.n_intervals = 1;
     }
     ds->realesrgan = !strcmp(cfg->type, "RealESRGANVideoDataset");
+    ds->window = !strcmp(cfg->type, "REDSDataset") || !strcmp(cfg->type, "VideoTestDataset");
+    ds->gt_frames = ds->window ? 1 : ds->num_frame;
+    ds->padding = cfg->padding[0] ? pf_frame_padding_parse(cfg->padding)
+                                  : PF_PAD_REFLECTION_CIRCLE;
     ds->random_steps = !cfg->lq_folder[0] && !ds->realesrgan &&
                        pf_degrade_is_random(cfg->degradation, cfg->n_degradations);
     pthread_mutex_init(&ds->pool_lock, NULL);
@@ -608,7 +646,7 @@ int pf_video_dataset_open(pf_video_dataset *ds, const pf_dataset_cfg *cfg, const
         pf_video_dataset_close(ds);
         return -1;
     }
-    if (realesrgan_setup(ds, err, errlen)) {
+    if (realesrgan_setup(ds, err, errlen) || window_setup(ds, err, errlen)) {
         pf_video_dataset_close(ds);
         return -1;
     }
@@ -677,7 +715,7 @@ void pf_video_dataset_close(pf_video_dataset *ds) {
 }
 
 size_t pf_video_sample_gt_bytes(const pf_video_dataset *ds) {
-    return (size_t)ds->num_frame * ds->gt_patch * ds->gt_patch * 3;
+    return (size_t)ds->gt_frames * ds->gt_patch * ds->gt_patch * 3;
 }
 
 size_t pf_video_sample_lq_bytes(const pf_video_dataset *ds) {
@@ -700,7 +738,18 @@ int pf_video_dataset_sample_where(const pf_video_dataset *ds, uint32_t index, ui
     int T = ds->num_frame, n = cl->n_frames, f = (int)k - cl->entry0;
     pf_rng r = pf_rng_make(seed, epoch, index);
     int interval = cfg->interval_list[pf_rng_below(&r, (uint32_t)cfg->n_intervals)];
-    if (f > n - T * interval) f = (int)pf_rng_below(&r, (uint32_t)(n - T * interval + 1));
+    if (ds->window) {
+        /* f is the center; BasicSR redraws it uniformly from the clip until the window fits,
+           which is a uniform draw among the centers whose window fits */
+        int reach = (T / 2) * interval;
+        if (f < reach || f > n - 1 - reach)
+            f = reach + (int)pf_rng_below(&r, (uint32_t)(n - 2 * reach));
+        w->center = f;
+        f -= reach;
+    } else {
+        if (f > n - T * interval) f = (int)pf_rng_below(&r, (uint32_t)(n - T * interval + 1));
+        w->center = -1;
+    }
     w->clip = c;
     w->first = f;
     w->interval = interval;
@@ -769,15 +818,17 @@ int pf_video_dataset_sample_gt_plain(pf_video_dataset *ds, uint32_t index, uint6
             pf_copy_patch(ce->lq.data, ce->lq.w, top, left, lp, hflip, vflip, transpose,
                           lq_out + (size_t)t * lq_bytes);
         }
-        pf_copy_patch(ce->gt.data, ce->gt.w, top * ds->scale, left * ds->scale, ds->gt_patch,
-                      hflip, vflip, transpose, gt_out + (size_t)t * gt_bytes);
+        if (!ds->window || 2 * j == T - 1)   /* a sliding window's GT: the center frame */
+            pf_copy_patch(ce->gt.data, ce->gt.w, top * ds->scale, left * ds->scale,
+                          ds->gt_patch, hflip, vflip, transpose,
+                          gt_out + (size_t)(ds->window ? 0 : t) * gt_bytes);
         pf_pair_cache_release(&ds->cache, e);
     }
     free(lq_patch);
     uint64_t key = pf_dataset_degrade_key(seed, epoch, index);
     if (ds->realesrgan)
         return realesrgan_lq(ds, key, gt_out, lq_out, gt_plain_out, cl, index, err, errlen);
-    if (gt_plain_out) memcpy(gt_plain_out, gt_out, (size_t)T * gt_bytes);   /* no USM */
+    if (gt_plain_out) memcpy(gt_plain_out, gt_out, (size_t)ds->gt_frames * gt_bytes); /* no USM */
     if (!ds->random_steps) return 0;
     for (int t = 0; t < T; t++) {
         uint64_t kt = pf_mix64(key ^ (0x9e3779b97f4a7c15ULL * (uint64_t)(t + 1)));
@@ -788,6 +839,42 @@ int pf_video_dataset_sample_gt_plain(pf_video_dataset *ds, uint32_t index, uint6
             return fail(err, errlen, "%s: clip '%s': sample %u frame %d: %s", ds->key, cl->name,
                         index, t, why);
         }
+    }
+    return 0;
+}
+
+int pf_video_window(const pf_video_dataset *ds, uint32_t i, int *clip, int *frame,
+                    int *lq_frames, char *err, size_t errlen) {
+    if (!ds->window || ds->gt_patch > 0)
+        return fail(err, errlen, "%s: not a VideoTestDataset", ds->key);
+    if (i >= ds->n_frames)
+        return fail(err, errlen, "%s: window %u is out of range (the set has %u frames)",
+                    ds->key, i, ds->n_frames);
+    int c = clip_of_entry(ds, (int)i), f = (int)i - ds->clips[c].entry0;
+    if (pf_video_frame_indices(f, ds->clips[c].n_frames, ds->num_frame, ds->padding,
+                               lq_frames) != 0)   /* opening checked the clip's length */
+        return fail(err, errlen, "%s: clip '%s' frame %d: no window of %d frames", ds->key,
+                    ds->clips[c].name, f, ds->num_frame);
+    *clip = c;
+    *frame = f;
+    return 0;
+}
+
+int pf_video_window_read(pf_video_dataset *ds, uint32_t i, uint8_t *lq_out, uint8_t *gt_out,
+                         char *err, size_t errlen) {
+    int c, f, idx[PF_VIDEO_MAX_WINDOW];
+    if (ds->num_frame > PF_VIDEO_MAX_WINDOW)
+        return fail(err, errlen, "%s.num_frame: %d, at most %d for a window", ds->key,
+                    ds->num_frame, PF_VIDEO_MAX_WINDOW);
+    if (pf_video_window(ds, i, &c, &f, idx, err, errlen) != 0) return -1;
+    const pf_clip *cl = &ds->clips[c];
+    const pf_image *gt = NULL, *lq = NULL;
+    size_t lq_bytes = (size_t)cl->lq_w * cl->lq_h * 3;
+    for (int k = 0; k < ds->num_frame; k++) {
+        if (pf_video_dataset_frame(ds, c, idx[k], &gt, &lq, err, errlen) != 0) return -1;
+        memcpy(lq_out + (size_t)k * lq_bytes, lq->data, lq_bytes);
+        if (idx[k] == f) memcpy(gt_out, gt->data, (size_t)cl->gt_w * cl->gt_h * 3);
+        pf_video_dataset_release(ds, c, idx[k]);
     }
     return 0;
 }

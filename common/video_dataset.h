@@ -1,6 +1,7 @@
 /*  video_dataset — frame-sequence datasets for video super-resolution, as BasicSR defines
     them: REDSRecurrentDataset and Vimeo90KRecurrentDataset (training samples of num_frame
-    frames), VideoRecurrentTestDataset (whole clips, for evaluation and test); and
+    frames), VideoRecurrentTestDataset (whole clips, for evaluation and test), EDVR's sliding
+    windows REDSDataset (training) and VideoTestDataset (evaluation, test); and
     RealESRGANVideoDataset (training only: REDSRecurrentDataset's clips and samples, LQ made by
     Real-ESRGAN's second-order degradation as RealBasicVSR does, below). docs/video.md.
 
@@ -19,13 +20,23 @@
 
     Opening checks every clip up front: it exists, every frame of the used range is there with
     one size (folder headers; a video is indexed, common/video.h), LQ is exactly GT / scale,
-    the crop fits, a training clip holds num_frame x max(interval_list) frames and an LQ patch.
+    the crop fits, a training clip holds num_frame x max(interval_list) frames (REDSDataset:
+    (num_frame - 1) x max(interval_list) + 1; a VideoTestDataset clip pf_video_min_frames of
+    its padding) and an LQ patch.
     Errors name the set key, the clip and, where one is involved, the frame. A video file found
     cut short (common/video.h, "Truncation"; GT or LQ) is refused, naming the file, the frames
     its header announces, the whole frames and the bytes missing, unless cfg->skip_cut_videos
     (data.on_bad_sample: skip): then it is a warning (pf_warn) and the clip's range ends at
     its last whole frame, so frame counts and len count whole frames only, alike in every
     process that opens the set.
+
+    REDSDataset (EDVR's sliding windows, BasicSR's REDSDataset) draws as above but frame f is
+    the window's center: interval drawn, then when f - h interval < 0 or f + h interval >= n_c
+    (h = num_frame / 2) the center is redrawn, uniformly among the centers whose window fits
+    (BasicSR redraws from the whole clip until one fits: the same distribution); the LQ are
+    the frames center - h interval .. center + h interval (reversed when random_reverse and a
+    draw say so), the GT is the center frame alone, crop and flips as for every frame.
+    VideoTestDataset (evaluation) enumerates every frame with its window (pf_video_window).
 
     Training sample `index` (in [0, len), len = frames of all clips x repeat), as BasicSR's
     REDSRecurrentDataset.__getitem__, every draw from pf_rng_make(seed, epoch, index) in this
@@ -63,6 +74,8 @@
 #include "common/pair_cache.h"
 #include "common/realesrgan_pipeline.h"
 
+#define PF_VIDEO_MAX_WINDOW 63    /* num_frame of a VideoTestDataset window read at once */
+
 /* 1 when cfg->type is one of the video datasets. */
 int pf_is_video_dataset(const char *type);
 
@@ -93,6 +106,9 @@ typedef struct {
     int max_interval;
     int random_steps;           /* the degradation has a random step (DN, JPEG) */
     int realesrgan;             /* RealESRGANVideoDataset: LQ by the Real-ESRGAN pipeline */
+    int window;                 /* a sliding-window set (REDSDataset, VideoTestDataset) */
+    int gt_frames;              /* GT frames of a training sample: num_frame, a window's 1 */
+    int padding;                /* VideoTestDataset: pf_frame_padding (common/frame_indices.h) */
     pf_realesrgan_opts resr;    /* its options (cfg.realesrgan with the model's scale,
                                    common/realesrgan_cfg.h), checked for the patch */
     pf_clip *clips;
@@ -116,13 +132,14 @@ int pf_video_dataset_open(pf_video_dataset *ds, const pf_dataset_cfg *cfg, const
 /* Close the readers, free the frames. */
 void pf_video_dataset_close(pf_video_dataset *ds);
 
-/* Bytes of one training sample's GT and LQ: num_frame x patch^2 x 3. */
+/* Bytes of one training sample's GT and LQ: gt_frames (num_frame; a sliding window's 1) x
+   patch^2 x 3, num_frame x (patch / scale)^2 x 3. */
 size_t pf_video_sample_gt_bytes(const pf_video_dataset *ds);
 size_t pf_video_sample_lq_bytes(const pf_video_dataset *ds);
 
-/* Training sample `index` of `epoch` (top of this file) into gt_out (num_frame x gt_patch x
-   gt_patch x 3, frame-major, RGB8 HWC per frame) and lq_out (num_frame x (gt_patch/scale)^2
-   x 3). When `frames` is not NULL, frames[t] = the source frame index of output frame t and
+/* Training sample `index` of `epoch` (top of this file) into gt_out (gt_frames x gt_patch x
+   gt_patch x 3, frame-major, RGB8 HWC per frame; a sliding window's: its center frame only) and
+   lq_out (num_frame x (gt_patch/scale)^2 x 3). When `frames` is not NULL, frames[t] = the source frame index of output frame t and
    *clip = the clip (for logs and tests). Thread-safe. Returns 0, or -1 with err naming the
    clip and frame. */
 int pf_video_dataset_sample(pf_video_dataset *ds, uint32_t index, uint64_t seed, uint32_t epoch,
@@ -146,12 +163,28 @@ typedef struct {
     int first, interval;        /* the sample's frames: first + j x interval (clip-relative,
                                    before its `first`), j in [0, num_frame) */
     int reverse;                /* output frame t is j = num_frame - 1 - t */
+    int center;                 /* a sliding window's GT frame (clip-relative, = first +
+                                   (num_frame / 2) x interval); -1 for the recurrent sets */
     int lq_top, lq_left;        /* LQ patch top-left (GT: scale times it), after the clip's crop */
     int hflip, vflip, transpose;
 } pf_video_where;
 int pf_video_dataset_sample_where(const pf_video_dataset *ds, uint32_t index, uint64_t seed,
                                   uint32_t epoch, pf_video_where *w, int *frames, char *err,
                                   size_t errlen);
+
+/* VideoTestDataset's samples (BasicSR's VideoTestDataset): every frame of every clip, clip by
+   clip in frame order, i in [0, ds->n_frames). Sample i is frame *frame (clip-relative: 0 is
+   the clip's `first`) of clip *clip, its GT that frame, its LQ the frames lq_frames[0 ..
+   num_frame - 1] (clip-relative) of pf_video_frame_indices with the set's padding. Returns 0,
+   or -1 with err (not a VideoTestDataset, i out of range). */
+int pf_video_window(const pf_video_dataset *ds, uint32_t i, int *clip, int *frame,
+                    int *lq_frames, char *err, size_t errlen);
+
+/* Sample i of pf_video_window read: lq_out (num_frame x lq_h x lq_w x 3, frame-major, RGB8
+   HWC, the clip's LQ size) and gt_out (gt_h x gt_w x 3). Thread-safe. Returns 0, or -1 with
+   err naming the clip and frame. */
+int pf_video_window_read(pf_video_dataset *ds, uint32_t i, uint8_t *lq_out, uint8_t *gt_out,
+                         char *err, size_t errlen);
 
 /* Frame t (0 <= t < clips[c].n_frames) of clip c, whole (after the clip's crop): pinned until
    pf_video_dataset_release(ds, c, t). GT and LQ are RGB8 HWC; on a training set whose LQ is

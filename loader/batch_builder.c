@@ -89,7 +89,8 @@ pf_batch_builder *pf_batch_builder_new(pf_dataset *ds, int threads, char *err, s
     }
     b->ds = ds;
     size_t gp = (size_t)ds->gt_patch, lp = gp / (size_t)ds->scale;
-    b->gt_size = gp * gp * 3 * (size_t)ds->frames;     /* frames > 1: a video set's clip */
+    b->gt_size = gp * gp * 3 * (size_t)ds->gt_frames;  /* a video set's frames (a sliding
+                                                          window's: 1, its center) */
     b->lq_size = lp * lp * 3 * (size_t)ds->frames;
     pthread_mutex_init(&b->lock, NULL);
     pthread_cond_init(&b->wake, NULL);

@@ -218,6 +218,8 @@ static int serve_ticket(loader *l, const pf_msg_ticket *t, pf_batch_buf *buf, ch
     b->lq_h = b->lq_w = (uint32_t)(cfg->train.gt_patch_size / cfg->scale);
     b->loader_id = l->client.peer_id;
     b->gt_plain = (uint32_t)l->gt_plain;
+    /* a sliding-window set's one GT frame a sample (absent when GT and LQ frames agree) */
+    b->gt_frames = l->ds.gt_frames != l->ds.frames ? (uint32_t)l->ds.gt_frames : 0;
     for (uint32_t i = 0; i < t->n; i++) {
         const char *why = failed ? pf_batch_builder_error(l->builder, i) : NULL;
         if (why && !cfg->skip_bad_samples) {

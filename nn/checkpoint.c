@@ -168,6 +168,17 @@ int pf_ckpt_load_weights_net(const pf_net *net, const pf_config *cfg, float *par
     return rc;
 }
 
+void pf_ckpt_source_names(const char *path, char *buf, size_t len) {
+    pf_safetensors *st = NULL;
+    char err[256];
+    if (len) buf[0] = 0;
+    if (pf_safetensors_load(path, &st, err, sizeof err) != 0) return;
+    const char *src = pf_safetensors_meta(st, "source"), *names = pf_safetensors_meta(st,
+                                                                                "source_names");
+    if (names) snprintf(buf, len, " (converted from %s: %s)", src ? src : "?", names);
+    pf_safetensors_free(&st);
+}
+
 int pf_ckpt_check_weights(const pf_config *cfg, const char *path, char *err,
                            size_t errlen) {
     pf_safetensors *st = NULL;
@@ -332,6 +343,8 @@ static void describe_file(const struct pf_safetensors *st, char *buf, size_t len
                            "architecture", src);
     else snprintf(buf, len, "the checkpoint's __metadata__ records no architecture (not "
                   "written by PixFlow)");
+    const char *names = pf_safetensors_meta(st, "source_names");
+    if (!arch && !model && src && names) add(buf, len, " (its names: %s)", names);
     if ((arch || model) && iter) add(buf, len, " (PixFlow, iteration %s)", iter);
 }
 

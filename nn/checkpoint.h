@@ -58,6 +58,12 @@ int pf_ckpt_load_ema(pf_optim *optim, pf_model *m, const char *path, char *err, 
 int pf_ckpt_load_eval_weights(pf_model *m, const char *path, int *ema, char *err,
                                size_t errlen);
 
+/* What scripts/pth2safetensors.py recorded about the weights file `path`: " (converted from
+   SOURCE: NAMES)", NAMES its __metadata__ 'source_names' (the parameter-name set it found, e.g.
+   "MMagic's BasicVSRPlusPlusNet (mid_channels 64, num_blocks 7), renamed to BasicSR's
+   (PixFlow's)"), for the log line of load_from; "" for a file without it or unreadable. */
+void pf_ckpt_source_names(const char *path, char *buf, size_t len);
+
 /* Before any process starts: whether the weights file `path` (load_from, resume_from,
    `pixflow test --checkpoint`) fits the network cfg builds, without loading it into a model
    that trains. Returns 0, or -1 with err: the file's own error (unreadable, not safetensors,

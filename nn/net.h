@@ -101,6 +101,10 @@ typedef enum {
                            sizes) */
 } pf_gop;
 
+/* PF_G_BATCHNORM's constants, torch.nn.BatchNorm2d's defaults (both executors). */
+#define PF_BN_EPS 1e-5
+#define PF_BN_MOMENTUM 0.1
+
 typedef struct {
     int c;              /* channels */
     int mul, div;       /* H = H_lq * mul / div (likewise W) */

@@ -767,8 +767,9 @@ int pf_net_build_basicvsr(pf_net *g, int num_feat, int num_block, int frames, ch
    Alignment", CVPR 2022, as BasicSR's basicvsrpp_arch.py and MMagic's basicvsr_plusplus_net.py
    describe it (is_low_res_input true: x4), with BasicSR's parameter names (MMagic's differ in
    two places: its SPyNet convs are ConvModules, `...basic_module.K.conv.weight`, and its
-   upsamplers PixelShufflePacks, `upsample1.upsample_conv` for `upconv1`; docs/models.md),
-   unrolled over T frames with shared weights as BasicVSR (above), whose SPyNet it reuses.
+   upsamplers PixelShufflePacks, `upsample1.upsample_conv` for `upconv1`;
+   scripts/pth2safetensors.py renames MMagic's files to these: docs/models.md), unrolled over
+   T frames with shared weights as BasicVSR (above), whose SPyNet it reuses.
 
    feat_extract (conv 3 -> C + LeakyReLU(0.1) + 5 residual blocks) gives spatial[t]; flows
    as BasicVSR: backward[i] = SPyNet(x[i], x[i+1]), forward[i] = SPyNet(x[i+1], x[i]).

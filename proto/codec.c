@@ -150,6 +150,7 @@ static const pf_field BATCH[] = {
     {"skipped", K_U32_LIST, offsetof(pf_msg_batch, skipped), PF_MAX_BATCH,
      offsetof(pf_msg_batch, n_skipped), 0, 0, 0, NULL},
     RANGE(pf_msg_batch, gt_plain, K_U32, OMIT_ZERO, 0, 1),
+    RANGE(pf_msg_batch, gt_frames, K_U32, OMIT_ZERO, 0, 1000),
 };
 static const pf_field ACK[] = {
     INT(pf_msg_ack, ticket_id, K_U64, 1),

@@ -196,11 +196,12 @@ int pf_batch_check_frames(const pf_msg_batch *b, uint32_t frames_per_sample, int
                  b->gt_plain ? ", gt_plain" : "");
         return -1;
     }
-    if (batch_frame_ok("gt", sizes[1], b, frames_per_sample, b->gt_h, b->gt_w, err, errlen) ||
+    uint32_t gt_frames = b->gt_frames ? b->gt_frames : frames_per_sample;
+    if (batch_frame_ok("gt", sizes[1], b, gt_frames, b->gt_h, b->gt_w, err, errlen) ||
         batch_frame_ok("lq", sizes[2], b, frames_per_sample, b->lq_h, b->lq_w, err, errlen))
         return -1;
-    if (b->gt_plain && batch_frame_ok("gt_plain", sizes[3], b, frames_per_sample, b->gt_h,
-                                      b->gt_w, err, errlen))
+    if (b->gt_plain && batch_frame_ok("gt_plain", sizes[3], b, gt_frames, b->gt_h, b->gt_w,
+                                      err, errlen))
         return -1;
     return 0;
 }

@@ -134,11 +134,16 @@ typedef struct {
     uint32_t gt_plain;                  /* 1: a third bulk frame follows, the GT unsharpened
                                            (data.train.gt_plain; as gt, n*gt_h*gt_w*3 bytes
                                            a frame); 0: not on the wire (absent), two frames */
+    uint32_t gt_frames;                 /* GT frames per sample when they differ from the LQ's:
+                                           1 for a sliding-window set (data.train.type
+                                           REDSDataset: num_frame LQ frames, GT the center);
+                                           0: as many as the LQ, not on the wire (absent) */
 } pf_msg_batch;
 
 /* The bulk frames of a batch message (parts[0] being the header), against the header b:
    part 1 gt, part 2 lq and, when b->gt_plain, part 3 gt_plain, each of b->n x
-   `frames_per_sample` (a video set's num_frame, else 1) x h x w x 3 bytes (gt_plain as gt).
+   `frames_per_sample` (a video set's num_frame, else 1) x h x w x 3 bytes (gt_plain as gt;
+   gt and gt_plain hold b->gt_frames frames a sample instead when it is not 0).
    n_parts counts the header; sizes[i] is part i's size. Returns 0, or -1 with err saying which
    frame is wrong and what was expected ("batch: gt_plain frame is 1000 bytes, expected 27648
    (n 1 x 1 frames x 96 x 96 x 3)"). */

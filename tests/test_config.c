@@ -765,7 +765,8 @@ static const struct {
      "t.yaml:15: data.train.gt_size: unknown key; PixFlow calls this 'gt_patch_size'"},
     {"    use_flip: true", "    use_hflip: true",
      "t.yaml:16: data.train.use_hflip: only allowed with type REDSRecurrentDataset, "
-     "Vimeo90KRecurrentDataset or RealESRGANVideoDataset (data.train.type is PairedImageDataset); PixFlow calls this "
+     "Vimeo90KRecurrentDataset, RealESRGANVideoDataset or REDSDataset (data.train.type is "
+     "PairedImageDataset); PixFlow calls this "
      "'use_flip', which flips "
      "vertically too (BasicSR's use_rot adds the vertical flip; PixFlow's use_rot is the "
      "transpose alone): BasicSR's use_hflip + use_rot is use_flip + use_rot here"},
@@ -1203,7 +1204,8 @@ static void test_video_sets(void) {
          "t.yaml:17: data.train.use_flip: only allowed with type PairedImageDataset, "
          "SingleImageDataset or RealESRGANDataset (data.train.type is REDSRecurrentDataset)"},
         {"    type: VideoRecurrentTestDataset", "    type: VideoRecurrentTestDataset\n"
-         "    num_frame: 3", "t.yaml:26: data.eval.num_frame: only allowed in data.train"},
+         "    num_frame: 3", "t.yaml:26: data.eval.num_frame: only allowed with type "
+         "REDSRecurrentDataset, "},
         {"[held, 'two words']", "[held, vtest.avi]",
          "t.yaml:19: data.train.val_partition: 'vtest.avi' is held out but listed in "
          "data.train.clips (item 1)"},
@@ -1286,6 +1288,105 @@ static void test_video_sets(void) {
     free(text);
 }
 
+/* The sliding-window sets (issue 42, EDVR's data): REDSDataset in data.train, VideoTestDataset
+   in data.eval / data.test. Each rule fails naming its key and line: num_frame even, a listed
+   clip shorter than a window (REDSDataset: (num_frame - 1) x max(interval_list) + 1 frames,
+   one frame less fails and exactly that many passes; VideoTestDataset: by its padding),
+   interval_list empty or not positive, an unknown padding, each type in the other's block,
+   and (no sliding-window network yet) either set with BasicVSR, which outputs every frame.
+   An image network evaluates a VideoTestDataset (frame by frame): its keys parse with BasicSR's
+   defaults (num_frame 5, padding reflection_circle) and round-trip. */
+static void test_window_sets(void) {
+    static const struct {
+        const char *old, *new, *want;
+    } cases[] = {
+        {NULL, NULL, "t.yaml:11: data.train.type: REDSDataset gives a center frame's window of "
+         "num_frame LQ frames and one GT frame (a sliding-window network's data, EDVR); BasicVSR "
+         "outputs every frame of a clip: use REDSRecurrentDataset"},
+        {"    num_frame: 5\n", "    num_frame: 4\n", "t.yaml:14: data.train.num_frame: "
+         "REDSDataset takes an odd num_frame (a center frame and num_frame / 2 neighbours on "
+         "each side, as BasicSR's REDSDataset), got 4"},
+        {"frames: [0, 120]", "frames: [0, 8]", "t.yaml:20: data.train.clips: item 0 "
+         "(cityCC0.mpg) has 8 frames ([0, 8)); num_frame 5 with interval 2 needs 9"},
+        {"frames: [0, 120]", "frames: [3, 12]", "t.yaml:11: data.train.type: REDSDataset gives"},
+        {"interval_list: [1, 2]", "interval_list: []", "t.yaml:15: data.train.interval_list:"},
+        {"interval_list: [1, 2]", "interval_list: [1, 0]", "t.yaml:15: data.train.interval_list"},
+        {"    type: VideoRecurrentTestDataset\n", "    type: VideoTestDataset\n    num_frame: 4\n",
+         "t.yaml:26: data.eval.num_frame: VideoTestDataset takes an odd num_frame"},
+        {"    type: VideoRecurrentTestDataset\n", "    type: VideoTestDataset\n    padding: mirror\n",
+         "t.yaml:26: data.eval.padding: "},
+        {"frames: [130, 150], crop", "frames: [130, 134], crop", NULL},   /* VideoTestDataset */
+        {"    type: VideoRecurrentTestDataset\n", "    type: REDSDataset\n",
+         "t.yaml:25: data.eval.type: REDSDataset makes training samples"},
+    };
+    char *v = expand(VIDEO_DATA), err[1024];
+    char *reds = replace(v, "    type: REDSRecurrentDataset\n", "    type: REDSDataset\n");
+    pf_config c;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *patched = cases[i].old ? replace(reds, cases[i].old, cases[i].new) : strdup(reds);
+        const char *want = cases[i].want;
+        if (!want) {   /* a 4-frame eval clip: reflection_circle needs 5, replicate 1 */
+            char *u = replace(patched, "    type: VideoRecurrentTestDataset\n",
+                              "    type: VideoTestDataset\n");
+            free(patched);
+            patched = u;
+            want = "t.yaml:27: data.eval.clips: item 0 (cityCC0.mpg) has 4 frames ([130, 134)); "
+                   "num_frame 5 with padding reflection_circle needs 5";
+        }
+        char *t = make_video(patched);
+        err[0] = 0;
+        int rc = pf_config_parse(&c, "t.yaml", t, strlen(t), 1, err, sizeof err);
+        CHECK(rc == -1 && !strncmp(err, want, strlen(want)),
+              "window case %zu:\n got  '%s'\n want '%s...'", i, err, want);
+        free(patched);
+        free(t);
+    }
+    /* the same 4-frame clip with replicate (1 frame is enough) passes the window rules and
+       meets the network's: BasicVSR outputs every frame */
+    char *r1 = replace(v, "    type: VideoRecurrentTestDataset\n",
+                       "    type: VideoTestDataset\n    padding: replicate\n");
+    char *r2 = replace(r1, "frames: [130, 150], crop", "frames: [130, 134], crop");
+    char *t = make_video(r2);
+    int rc = pf_config_parse(&c, "t.yaml", t, strlen(t), 1, err, sizeof err);
+    const char *want = "t.yaml:25: data.eval.type: VideoTestDataset gives a center frame's "
+                       "window";
+    CHECK(rc == -1 && !strncmp(err, want, strlen(want)), "replicate, BasicVSR: '%s'", err);
+    free(r1);
+    free(r2);
+    free(t);
+    /* data.train VideoTestDataset */
+    char *r3 = replace(v, "    type: REDSRecurrentDataset\n", "    type: VideoTestDataset\n");
+    char *r4 = replace(r3, "    random_reverse: true\n    use_hflip: true\n", "");
+    char *r5 = replace(r4, "    interval_list: [1, 2]\n", "");
+    char *r6 = replace(r5, "    val_partition: [held, 'two words']\n", "");
+    t = make_video(r6);
+    rc = pf_config_parse(&c, "t.yaml", t, strlen(t), 1, err, sizeof err);
+    want = "t.yaml:11: data.train.type: VideoTestDataset is whole clips for evaluation and test";
+    CHECK(rc == -1 && !strncmp(err, want, strlen(want)), "VideoTestDataset in data.train: '%s'",
+          err);
+    free(r3);
+    free(r4);
+    free(r5);
+    free(r6);
+    free(t);
+    /* an image network evaluating a VideoTestDataset frame by frame: BasicSR's defaults */
+    char *img = make(NULL, NULL);
+    char *ev = expand("  eval:\n    gt_folder: @D@/config\n");
+    char *vt = expand("  eval:\n    type: VideoTestDataset\n    gt_folder: @D@\n");
+    char *t7 = replace(img, ev, vt);
+    rc = pf_config_parse(&c, "t.yaml", t7, strlen(t7), 1, err, sizeof err);
+    CHECK(rc == 0 && c.eval.num_frame == 5 && !strcmp(c.eval.padding, "reflection_circle"),
+          "EDSR with a VideoTestDataset eval set: %s (num_frame %d, padding %s)", err,
+          c.eval.num_frame, c.eval.padding);
+    if (rc == 0) check_round_trip(&c, "VideoTestDataset");
+    free(img);
+    free(ev);
+    free(vt);
+    free(t7);
+    free(reds);
+    free(v);
+}
+
 /* A test config (issue 33): model, data.test and work_dir are enough to parse, round-trip and
    run `pixflow test`; pf_config_check_train names every training key it lacks, and each key
    alone is named when only it is missing. */
@@ -1357,6 +1458,7 @@ int main(void) {
     test_key_table();
     test_misc_errors();
     test_video_sets();
+    test_window_sets();
     test_test_only();
     return pf_test_end("test_config");
 }

@@ -11,7 +11,8 @@
       naive PSNR-Y (double Y, as tests/test_eval_crop.c) of pf_model_infer's output rounded to
       uint8; the result the mean over the two clips (not over the 8 frames); bicubic the same
       with MATLAB-bicubic frames; save_dir gets CLIP/%08d.png equal to those outputs; on_image
-      sees each clip's middle frame.
+      sees each clip's middle frame. The same clips as a VideoTestDataset (sliding windows of
+      3 frames) give the same table: an image network takes each frame alone.
     - BasicVSR (seeded weights) on a 7-frame clip: with clip_window 32 the clip goes through in
       one pass (equal to pf_model_infer_clip of the whole clip); with clip_window 4, overlap 2
       each frame's PSNR comes from pf_model_infer_clip of the window that owns it (computed
@@ -269,6 +270,24 @@ static void test_image_network(void) {
           r2.items[0].psnr == r.items[1].psnr, "shard 1 of 2: clip b alone (%s)", err);
     pf_eval_result_free(&r2);
     pf_dataset_close(&part);
+    /* the same clips as a VideoTestDataset (EDVR's sliding windows, num_frame 3): an image
+       network takes each frame alone, so the windows change nothing: the same table */
+    pf_config wcfg = cfg;
+    snprintf(wcfg.eval.type, sizeof wcfg.eval.type, "VideoTestDataset");
+    wcfg.eval.num_frame = 3;
+    snprintf(wcfg.eval.padding, sizeof wcfg.eval.padding, "reflection_circle");
+    pf_dataset wds;
+    rc = pf_dataset_open(&wds, &wcfg.eval, "data.eval", 2, 0, err, sizeof err);
+    CHECK(rc == 0, "VideoTestDataset: %s", err);
+    if (rc == 0) {
+        pf_eval_result r3;
+        rc = pf_evaluate(m, &wcfg, &wds, NULL, NULL, NULL, NULL, NULL, &r3, err, sizeof err);
+        CHECK(rc == 0 && r3.n == 2 && r3.psnr == r.psnr && r3.items[0].frames == 5 &&
+              r3.items[1].psnr == r.items[1].psnr, "VideoTestDataset evaluated frame by frame: "
+              "%s (%.9f vs %.9f)", err, rc ? 0 : r3.psnr, r.psnr);
+        if (rc == 0) pf_eval_result_free(&r3);
+        pf_dataset_close(&wds);
+    }
     pf_eval_result_free(&r);
     pf_model_destroy(&m);
     pf_dataset_close(&ds);

@@ -1186,39 +1186,52 @@ static void test_ckpt_save_net_d(void) {
     free(buf1);
 }
 
+/* An optional uint field of the batch header (`name`, at *field of m, which has the others at
+   0): absent from the header when 0 (14 keys: type, v and the 12 fields a batch had before the
+   optional ones), so other batches keep their bytes; `value` round-trips and adds only its key
+   (fixstr) and value (positive fixint); a negative value on the wire and `bad` in the struct
+   are refused. *buf1 / *len1 get the encoding with `value` (the caller frees it). */
+static void check_optional_batch_field(pf_msg *m, uint32_t *field, const char *name,
+                                       uint32_t value, uint32_t bad, void **buf1, size_t *len1) {
+    pf_msg d;
+    void *buf = NULL, *refused = NULL;
+    size_t len = 0, len2 = 0;
+    char err[256];
+    *field = 0;
+    CHECK(pf_msg_encode(m, &buf, &len) == 0, "encode a batch without %s", name);
+    key_info keys[32];
+    int nk = keys_of(buf, len, keys, 32), has = 0;
+    for (int k = 0; k < nk; k++) has |= !strcmp(keys[k].key, name);
+    CHECK(!has && nk == 14, "%s 0 is not on the wire (%d keys)", name, nk);
+    CHECK(pf_msg_decode(buf, len, PF_MSG_BATCH, &d, err, sizeof err) == 0 && same(m, &d),
+          "batch without %s: %s", name, err);
+    *field = value;
+    CHECK(pf_msg_encode(m, buf1, len1) == 0, "encode a batch with %s", name);
+    CHECK(*len1 == len + strlen(name) + 2, "%s adds its key and value only (%zu -> %zu bytes)",
+          name, len, *len1);
+    CHECK(pf_msg_decode(*buf1, *len1, PF_MSG_BATCH, &d, err, sizeof err) == 0 && same(m, &d),
+          "batch with %s: %s", name, err);
+    expect_reject_repacked(buf, len, MUT_ADD, name, V_NEG, name, "optional field -1");
+    *field = bad;
+    CHECK(pf_msg_encode(m, &refused, &len2) == -1 && !refused, "encode refuses %s %u", name,
+          bad);
+    *field = value;
+    free(buf);
+}
+
 /* batch.gt_plain (data.train.gt_plain, issue 41): absent from the header when 0, so batches of
    jobs without it are the bytes they were before the field; 1 round-trips; anything else is
    refused on both ends. pf_batch_check_frames: the frame sizes against the header, each
    wrong frame named. */
 static void test_batch_gt_plain(void) {
-    pf_msg m, d;
-    void *buf = NULL, *buf1 = NULL;
-    size_t len = 0, len1 = 0;
+    pf_msg m;
+    void *buf1 = NULL;
+    size_t len1 = 0;
     char err[256];
     fill(&m, PF_MSG_BATCH);
-    m.u.batch.gt_plain = 0;
-    CHECK(pf_msg_encode(&m, &buf, &len) == 0, "encode a batch without gt_plain");
-    key_info keys[32];
-    int nk = keys_of(buf, len, keys, 32), has = 0;
-    for (int k = 0; k < nk; k++) has |= !strcmp(keys[k].key, "gt_plain");
-    /* type, v and the 12 fields a batch had before gt_plain */
-    CHECK(!has && nk == 14, "gt_plain 0 is not on the wire (%d keys)", nk);
-    CHECK(pf_msg_decode(buf, len, PF_MSG_BATCH, &d, err, sizeof err) == 0 &&
-              d.u.batch.gt_plain == 0 && same(&m, &d), "batch without gt_plain: %s", err);
-    m.u.batch.gt_plain = 1;
-    CHECK(pf_msg_encode(&m, &buf1, &len1) == 0, "encode a batch with gt_plain");
-    /* the same map plus one key: fixstr "gt_plain" (9 bytes) and positive fixint 1 */
-    CHECK(len1 == len + 10, "gt_plain adds its key and value only (%zu -> %zu bytes)", len,
-          len1);
-    CHECK(pf_msg_decode(buf1, len1, PF_MSG_BATCH, &d, err, sizeof err) == 0 &&
-              d.u.batch.gt_plain == 1 && same(&m, &d), "batch with gt_plain: %s", err);
+    check_optional_batch_field(&m, &m.u.batch.gt_plain, "gt_plain", 1, 2, &buf1, &len1);
     expect_reject_repacked(buf1, len1, MUT_REPLACE, "gt_plain", V_INT, "gt_plain",   /* 5 */
                            "gt_plain 5");
-    expect_reject_repacked(buf, len, MUT_ADD, "gt_plain", V_NEG, "gt_plain", "gt_plain -1");
-    m.u.batch.gt_plain = 2;
-    void *bad = NULL;
-    CHECK(pf_msg_encode(&m, &bad, &len1) == -1 && !bad, "encode refuses gt_plain 2");
-    free(buf);
     free(buf1);
 
     /* frames: n 8 x 2 frames a sample (a video set), GT 96, LQ 48 */
@@ -1252,6 +1265,39 @@ static void test_batch_gt_plain(void) {
     CHECK(pf_batch_check_frames(b, 1, 3, sizes, err, sizeof err) == -1 &&
               strstr(err, "gt frame is 442368 bytes, expected 221184"),
           "frames per sample counted: %s", err);
+}
+
+/* batch.gt_frames (a sliding-window set's one GT frame a sample, issue 42): absent when 0, so
+   other batches keep their bytes; 1 round-trips and adds only its key and value; out of range
+   refused; pf_batch_check_frames counts gt and gt_plain by it and lq by num_frame. */
+static void test_batch_gt_frames(void) {
+    pf_msg m;
+    void *buf1 = NULL;
+    size_t len1 = 0;
+    char err[256];
+    fill(&m, PF_MSG_BATCH);
+    m.u.batch.gt_plain = 0;
+    check_optional_batch_field(&m, &m.u.batch.gt_frames, "gt_frames", 1, 1001, &buf1, &len1);
+    free(buf1);
+    /* n 8, 5 LQ frames a sample, 1 GT frame: GT 96, LQ 48 */
+    fill(&m, PF_MSG_BATCH);
+    m.u.batch.gt_plain = 0;
+    m.u.batch.gt_frames = 1;
+    size_t gt = 8 * 1 * 96 * 96 * 3, lq = 8 * 5 * 48 * 48 * 3;
+    size_t sizes[4] = {100, gt, lq, gt};
+    CHECK(pf_batch_check_frames(&m.u.batch, 5, 3, sizes, err, sizeof err) == 0, "window: %s",
+          err);
+    m.u.batch.gt_plain = 1;
+    CHECK(pf_batch_check_frames(&m.u.batch, 5, 4, sizes, err, sizeof err) == 0,
+          "window with gt_plain: %s", err);
+    sizes[1] = 5 * gt;
+    CHECK(pf_batch_check_frames(&m.u.batch, 5, 4, sizes, err, sizeof err) == -1 &&
+              strstr(err, "gt frame is 1105920 bytes, expected 221184 (n 8 x 1 frames x 96 x "
+                     "96 x 3)"), "GT of every frame with gt_frames 1: %s", err);
+    m.u.batch.gt_frames = 0;   /* the same frames without the field: GT counted by num_frame */
+    CHECK(pf_batch_check_frames(&m.u.batch, 5, 4, sizes, err, sizeof err) == -1 &&
+              strstr(err, "gt_plain frame is 221184 bytes, expected 1105920"),
+          "gt_frames absent: %s", err);
 }
 
 /* FNV-1a 64 of len bytes. */
@@ -1351,6 +1397,7 @@ int main(void) {
     test_names();
     test_round_trip();
     test_batch_gt_plain();
+    test_batch_gt_frames();
     test_ckpt_save_net_d();
     test_event_gan_terms();
     test_encoder_bounds();

@@ -21,6 +21,7 @@
        missing numbered frame, frames of two sizes, LQ of the wrong size, an unknown
        val_partition clip, frames out of range, a bad crop, a corrupt video frame (FFV1 slice
        CRC) at sample time while the other samples still read.
+    6. EDVR's sliding windows: REDSDataset and VideoTestDataset (test_window_sets).
 */
 #include "common/video_dataset.h"
 
@@ -36,6 +37,7 @@
 #include "common/degrade.h"
 #include "common/image.h"
 #include "common/util.h"
+#include "loader/batch_builder.h"
 #include "pf_test.h"
 
 #define GW 96
@@ -567,6 +569,198 @@ static void test_errors(void) {
     pf_video_dataset_close(&ds);
 }
 
+/* EDVR's sliding windows (issue 42).
+   REDSDataset: num_frame 5, interval_list [1, 2], random_reverse, flips, 600 samples: every LQ
+   frame shows one crop and one orientation (the pixels' coordinates), the frames step by one
+   interval around the middle one, the GT is the middle frame only (its pixels, 2x the LQ's
+   coordinates), the center is the index's frame when its window fits (BasicSR's rule) and
+   otherwise a center whose window fits, every such center drawn; about half reversed, every
+   orientation seen; sample_where's center and frames agree with the pixels; 1 GT frame of
+   bytes, 5 of LQ; the same bytes from a second instance with a 0-byte cache, read backwards;
+   through pf_dataset: frames 5, gt_frames 1, and the loaders' batch builder (3 threads,
+   gt_plain on, reverse order) puts each sample's bytes in its slot. Errors: num_frame even, a clip too short for
+   (num_frame - 1) x max interval + 1, each type in the other role.
+   VideoTestDataset: 36 windows (3 clips x 12 frames), each read back (pf_video_window_read):
+   its LQ frames by their pixels are BasicSR's reflection_circle windows (hand-written ends:
+   frame 0 -> 4 3 0 1 2, frame 11 -> 9 10 11 8 7), its GT the frame itself; a 3-frame clip
+   refused with reflection_circle, read with replicate (0 0 0 1 2 ... 0 1 2 2 2). */
+static void test_window_sets(void) {
+    char gt[300], lq[300], err[1024];
+    snprintf(gt, sizeof gt, "%s/gt", root);
+    snprintf(lq, sizeof lq, "%s/lq", root);
+    pf_dataset_cfg c = base_cfg(gt, lq);
+    snprintf(c.type, sizeof c.type, "REDSDataset");
+    c.num_frame = 5;
+    c.interval_list[1] = 2;
+    c.n_intervals = 2;
+    c.random_reverse = c.use_hflip = c.use_rot = 1;
+    enum { P = 16, p = 8, T = 5, N = 600 };
+    pf_video_dataset ds, cold;
+    CHECK(pf_video_dataset_open(&ds, &c, "data.train", 2, P, err, sizeof err) == 0, "%s", err);
+    CHECK(pf_video_dataset_open(&cold, &c, "data.train", 2, P, err, sizeof err) == 0, "%s", err);
+    if (!ds.clips || !cold.clips) return;
+    pf_video_dataset_set_cache_limit(&cold, 0);
+    CHECK(pf_video_sample_gt_bytes(&ds) == P * P * 3 && pf_video_sample_lq_bytes(&ds) ==
+          T * p * p * 3, "sample bytes %zu / %zu", pf_video_sample_gt_bytes(&ds),
+          pf_video_sample_lq_bytes(&ds));
+    static uint8_t gtb[N][P * P * 3], lqb[N][T * p * p * 3];
+    int bad = 0, rule = 0, reversed = 0, orients[8] = {0}, redrawn[2][NF] = {{0}};
+    for (int i = 0; i < N; i++) {
+        uint32_t index = (uint32_t)(i % ds.len), epoch = (uint32_t)(i / ds.len);
+        int clip, frames[T];
+        pf_video_where w;
+        if (pf_video_dataset_sample(&ds, index, 5, epoch, gtb[i], lqb[i], &clip, frames, err,
+                                    sizeof err) != 0 ||
+            pf_video_dataset_sample_where(&ds, index, 5, epoch, &w, NULL, err, sizeof err)) {
+            CHECK(0, "sample %u: %s", index, err);
+            break;
+        }
+        int ok = 1, f[T];
+        for (int t = 0; t < T; t++) {
+            const uint8_t *l = lqb[i] + (size_t)t * p * p * 3;
+            f[t] = l[2] / 20;
+            ok &= l[2] % 20 == clip && f[t] == frames[t];
+            for (int k = 0; k < p * p; k++)   /* one frame; the crop and flips of frame 0 */
+                ok &= l[k * 3 + 2] == l[2] && l[k * 3] == lqb[i][k * 3] &&
+                      l[k * 3 + 1] == lqb[i][k * 3 + 1];
+        }
+        int step = f[1] - f[0], iv = abs(step), center = f[T / 2];
+        for (int t = 1; t < T; t++) ok &= f[t] - f[t - 1] == step;
+        ok &= (iv == 1 || iv == 2) && w.center == center && w.interval == iv &&
+              ds.clips[w.clip].first + w.center == center;
+        seen g = decode(gtb[i], lqb[i] + (size_t)(T / 2) * p * p * 3, 1, P);   /* GT = center */
+        ok &= g.ok && g.frames[0] == center && g.clip == clip;
+        int f0 = (int)(index % NF), fits = f0 - 2 * iv >= 0 && f0 + 2 * iv <= NF - 1;
+        if (fits) rule += center == f0;
+        else {
+            rule += center - 2 * iv >= 0 && center + 2 * iv <= NF - 1;
+            redrawn[iv - 1][center]++;
+        }
+        bad += !ok;
+        reversed += step < 0;
+        orients[g.orient]++;
+    }
+    CHECK(bad == 0, "%d of %d REDSDataset samples with frames or pixels out of place", bad, N);
+    CHECK(rule == N, "%d of %d centers where BasicSR's rule puts them", rule, N);
+    int every = 1;   /* interval 1: centers 2..9 fit; interval 2: 4..7 */
+    for (int k = 0; k < NF; k++) {
+        every &= (redrawn[0][k] > 0) == (k >= 2 && k <= 9);
+        every &= (redrawn[1][k] > 0) == (k >= 4 && k <= 7);
+    }
+    CHECK(every, "redrawn centers: interval 1 %d..%d, interval 2 %d..%d", redrawn[0][2],
+          redrawn[0][9], redrawn[1][4], redrawn[1][7]);
+    int all = 1;
+    for (int o = 0; o < 8; o++) all &= orients[o] > N / 16;
+    CHECK(all, "orientations %d %d %d %d %d %d %d %d", orients[0], orients[1], orients[2],
+          orients[3], orients[4], orients[5], orients[6], orients[7]);
+    CHECK(reversed > N * 35 / 100 && reversed < N * 65 / 100, "%d of %d reversed", reversed, N);
+    int same = 0;
+    for (int i = N - 1; i >= 0; i--) {
+        uint8_t g2[P * P * 3], l2[T * p * p * 3];
+        if (pf_video_dataset_sample(&cold, (uint32_t)(i % ds.len), 5, (uint32_t)(i / ds.len), g2,
+                                    l2, NULL, NULL, err, sizeof err) == 0)
+            same += !memcmp(g2, gtb[i], sizeof g2) && !memcmp(l2, lqb[i], sizeof l2);
+    }
+    CHECK(same == N, "%d of %d samples identical with a 0-byte cache, read backwards", same, N);
+    printf("REDSDataset: %d samples, LQ windows and center GT in place, %d reversed, redrawn "
+           "centers all in range; same bytes cold\n", N, reversed);
+    pf_video_dataset_close(&ds);
+    pf_video_dataset_close(&cold);
+    pf_dataset pds;
+    CHECK(pf_dataset_open(&pds, &c, "data.train", 2, P, err, sizeof err) == 0, "%s", err);
+    if (pds.video) {
+        CHECK(pds.frames == T && pds.gt_frames == 1, "pf_dataset frames %d gt_frames %d",
+              pds.frames, pds.gt_frames);
+        /* the loaders' path: a batch of epoch 0's samples in reverse order from 3 threads,
+           with the gt_plain frame on: every slot the sample's bytes (1 GT, 5 LQ patches) */
+        pds.cfg.gt_plain = 1;
+        pf_batch_builder *b = pf_batch_builder_new(&pds, 3, err, sizeof err);
+        CHECK(b != NULL, "%s", err);
+        size_t gs = 0, ls = 0;
+        if (b) pf_batch_builder_sample_sizes(b, &gs, &ls);
+        CHECK(gs == P * P * 3 && ls == T * p * p * 3, "builder sample sizes %zu %zu", gs, ls);
+        static uint8_t bg[NF * 3][P * P * 3], bl[NF * 3][T * p * p * 3], bp[NF * 3][P * P * 3];
+        uint32_t idx[NF * 3], nb = pds.len < NF * 3 ? pds.len : NF * 3, right = 0;
+        for (uint32_t i = 0; i < nb; i++) idx[i] = nb - 1 - i;
+        if (b && pf_batch_builder_fill(b, 5, 0, idx, nb, bg[0], bl[0], bp[0]) == 0)
+            for (uint32_t i = 0; i < nb; i++)
+                right += !memcmp(bg[i], gtb[idx[i]], gs) && !memcmp(bl[i], lqb[idx[i]], ls) &&
+                         !memcmp(bp[i], gtb[idx[i]], gs);
+        CHECK(nb == NF * 3 && right == nb, "%u of %u batch slots hold their sample", right, nb);
+        pf_batch_builder_destroy(&b);
+        pf_dataset_close(&pds);
+    }
+    /* errors */
+    c.num_frame = 4;
+    CHECK(pf_video_dataset_open(&ds, &c, "data.train", 2, P, err, sizeof err) == -1 &&
+          strstr(err, "data.train.num_frame: REDSDataset takes an odd num_frame"), "even: %s",
+          err);
+    c.num_frame = 7;   /* (7 - 1) x 2 + 1 = 13 > 12 frames */
+    CHECK(pf_video_dataset_open(&ds, &c, "data.train", 2, P, err, sizeof err) == -1 &&
+          strstr(err, "clip 'clipA' has 12 frames; num_frame 7 with interval 2 needs 13"),
+          "short: %s", err);
+    c.n_intervals = 1;   /* (7 - 1) x 1 + 1 = 7: fits */
+    CHECK(pf_video_dataset_open(&ds, &c, "data.train", 2, P, err, sizeof err) == 0, "%s", err);
+    if (ds.clips) pf_video_dataset_close(&ds);
+    CHECK(pf_video_dataset_open(&ds, &c, "data.eval", 2, 0, err, sizeof err) == -1 &&
+          strstr(err, "data.eval.type: REDSDataset is a training set"), "REDS eval: %s", err);
+
+    /* VideoTestDataset */
+    pf_dataset_cfg e = base_cfg(gt, lq);
+    snprintf(e.type, sizeof e.type, "VideoTestDataset");
+    e.num_frame = 5;
+    snprintf(e.padding, sizeof e.padding, "reflection_circle");
+    CHECK(pf_video_dataset_open(&ds, &e, "data.train", 2, P, err, sizeof err) == -1 &&
+          strstr(err, "VideoTestDataset is an evaluation"), "VideoTestDataset train: %s", err);
+    CHECK(pf_video_dataset_open(&ds, &e, "data.eval", 2, 0, err, sizeof err) == 0, "%s", err);
+    if (!ds.clips) return;
+    static uint8_t wl[T * (GW / 2) * (GH / 2) * 3], wg[GW * GH * 3], want_g[GW * GH * 3];
+    int wrong = 0, n = 0;
+    for (uint32_t i = 0; i < ds.n_frames; i++, n++) {
+        int clip, frame, idx[T], want[T];
+        if (pf_video_window(&ds, i, &clip, &frame, idx, err, sizeof err) != 0 ||
+            pf_video_window_read(&ds, i, wl, wg, err, sizeof err) != 0) {
+            CHECK(0, "window %u: %s", i, err);
+            break;
+        }
+        for (int k = 0; k < T; k++) want[k] = frame - 2 + k;   /* inside the clip */
+        if (frame == 0) memcpy(want, (int[]){4, 3, 0, 1, 2}, sizeof want);
+        if (frame == 1) memcpy(want, (int[]){4, 0, 1, 2, 3}, sizeof want);
+        if (frame == 10) memcpy(want, (int[]){8, 9, 10, 11, 7}, sizeof want);
+        if (frame == 11) memcpy(want, (int[]){9, 10, 11, 8, 7}, sizeof want);
+        int ok = clip == (int)(i / NF) && frame == (int)(i % NF);
+        for (int k = 0; k < T; k++)
+            ok &= idx[k] == want[k] &&
+                  wl[(size_t)k * (GW / 2) * (GH / 2) * 3 + 2] == 20 * want[k] + clip;
+        frame_px(clip, frame, 0, GW, GH, want_g);
+        ok &= !memcmp(wg, want_g, sizeof wg);
+        wrong += !ok;
+    }
+    CHECK(n == 3 * NF && wrong == 0, "%d of %d windows wrong", wrong, n);
+    CHECK(pf_video_window(&ds, ds.n_frames, &(int){0}, &(int){0}, (int[T]){0}, err,
+                          sizeof err) == -1, "window out of range");
+    printf("VideoTestDataset: %d windows (reflection_circle) read back as BasicSR's\n", n);
+    pf_video_dataset_close(&ds);
+    e.clips[0] = (pf_clip_cfg){ .name = "clipA", .frames = {4, 7} };
+    e.n_clips = 1;
+    CHECK(pf_video_dataset_open(&ds, &e, "data.eval", 2, 0, err, sizeof err) == -1 &&
+          strstr(err, "clip 'clipA' has 3 frames; num_frame 5 with padding reflection_circle "
+                 "needs 5"), "short eval clip: %s", err);
+    snprintf(e.padding, sizeof e.padding, "replicate");
+    CHECK(pf_video_dataset_open(&ds, &e, "data.eval", 2, 0, err, sizeof err) == 0, "%s", err);
+    if (!ds.clips) return;
+    int rep[3][T] = {{0, 0, 0, 1, 2}, {0, 0, 1, 2, 2}, {0, 1, 2, 2, 2}}, rep_ok = 0;
+    for (uint32_t i = 0; i < 3; i++) {
+        if (pf_video_window_read(&ds, i, wl, wg, err, sizeof err) != 0) break;
+        int ok = wg[2] == 20 * (4 + (int)i);   /* GT: source frame 4 + i */
+        for (int k = 0; k < T; k++)
+            ok &= wl[(size_t)k * (GW / 2) * (GH / 2) * 3 + 2] == 20 * (4 + rep[i][k]);
+        rep_ok += ok;
+    }
+    CHECK(rep_ok == 3, "replicate on a 3-frame clip: %d of 3 windows right", rep_ok);
+    pf_video_dataset_close(&ds);
+}
+
 int main(void) {
     if (system("command -v ffmpeg >/dev/null 2>&1") != 0) {
         fprintf(stderr, "test_video_dataset: no ffmpeg on PATH (bash scripts/setup.sh "
@@ -594,6 +788,7 @@ int main(void) {
     test_held_out();
     test_video_vs_frames();
     test_errors();
+    test_window_sets();
     snprintf(cmd, sizeof cmd, "rm -rf %s", root);
     run(cmd);
     return pf_test_end("test_video_dataset");

@@ -94,6 +94,7 @@ typedef struct {
     pf_gpu *gpu;                /* --device cuda:N: the model on the GPU (NCCL group inside) */
     int grouped;                /* world_size > 1: steps are agreed through a collective */
     int abort_requested;        /* STOP abort received: leave now */
+    int window_batch;           /* a batch with one GT frame a sample came: leave with an error */
     uint64_t dropped;           /* duplicate or malformed batches */
     uint64_t skipped;           /* samples the loaders left out (data.on_bad_sample: skip) */
     uint64_t empty_steps;       /* iterations whose batch had no sample left: no step taken */
@@ -510,6 +511,14 @@ static int receive_batch(worker *w, int64_t next_iter) {
         else if (!b->gt_plain != !cfg->train.gt_plain)
             why = b->gt_plain ? "a gt_plain frame this job does not use"
                               : "no gt_plain frame (data.train.gt_plain is on)";
+        else if (b->gt_frames && b->gt_frames != frames) {
+            /* a sliding-window set's batch (REDSDataset: num_frame LQ frames, one GT frame a
+               sample): the config refuses it for the networks that output every frame, and
+               no network that consumes it (EDVR) is built yet; the job ends (next_step) */
+            why = "a sliding-window batch (data.train.type REDSDataset: one GT frame per "
+                  "sample) for a network that outputs every frame";
+            w->window_batch = 1;
+        }
         else if (batch_frames_check(b, &p, frames, err, sizeof err) != 0)
             why = err;
         else if (b->ticket_id != (uint64_t)b->iter * w->world + (uint64_t)w->rank)
@@ -781,6 +790,13 @@ static int next_step(pf_reactor *r, worker_loop *wl) {
     if (wl->phase != TRAINING) return 0;
     if (w->abort_requested) {
         snprintf(wl->err, wl->errlen, "aborted by the coordinator");
+        return -1;
+    }
+    if (w->window_batch) {
+        snprintf(wl->err, wl->errlen, "batch: one GT frame per sample for %d LQ frames (a "
+                 "sliding-window set, data.train.type REDSDataset); %s outputs every frame "
+                 "(a sliding-window network such as EDVR consumes these batches)",
+                 pf_config_train_frames(w->cfg), w->cfg->model_type);
         return -1;
     }
     if (w->it < w->total_iters && !stop_now(w)) {

@@ -26,7 +26,8 @@
     PyTorch, with the warp's fixed-point image gradient run twice for identical bits; the
     modulated deformable convolution (nn/cuda/dcn_cuda.h with cuBLAS) against the CPU
     executor's layer (nn/cpu/dcn.h; its kernels and the layer against ref_ops.c are in the ops
-    section, which the nvcc-only build runs too); then times the training steps of bench/train_step's shapes
+    section, which the nvcc-only build runs too; so are BatchNorm2d's kernels and the Linear
+    layer, nn/cuda/linear_cuda.h with cuBLAS, against ref_ops.c); then times the training steps of bench/train_step's shapes
     (`# timing` lines).
 
     The same file is built against the host emulation of the kernels (tests/cuda_emu,
@@ -42,7 +43,9 @@
 #include <cudnn.h>
 #include "nn/cuda/conv_cudnn.h"
 #include "nn/cuda/dcn_cuda.h"
+#include "nn/cuda/linear_cuda.h"
 #include "nn/cuda/ops.h"
+#include "nn/net.h" /* PF_BN_EPS, PF_BN_MOMENTUM */
 #include "nn/optim.h"
 #include "tests/cuda_host/ref_ops.h"
 #ifdef PIXFLOW_HAVE_CUDA
@@ -875,6 +878,9 @@ static void check_graph_op_args(void) {
         {"prelu dalpha NULL", pf_cuda_prelu_backward(NULL, NULL, f, f, f, 1, 1, 1, 1, 0, 0, e, el),
          -1},
         {"gap empty plane", pf_cuda_gap_forward(f, f, 1, 1, 0, 3, 0, e, el), -1},
+        {"batchnorm train N H W = 1",
+         pf_cuda_batchnorm_train_forward(f, f, f, f, f, NULL, 1, 1, 1, 1, 1e-5, 0.1, 0, e, el),
+         -1},
         {"tanh count 0", pf_cuda_tanh_forward(NULL, NULL, 0, 0, e, el), 0},
         {"mul_ch n=0", pf_cuda_mul_ch_forward(NULL, NULL, NULL, NULL, 1, 0, 4, 4, 4, 0, e, el), 0},
         {"gather count 0", pf_cuda_gather_sum(NULL, NULL, NULL, 0, 2, 0, e, el), 0},
@@ -1055,6 +1061,181 @@ static void check_dcns(void) {
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) check_dcn(&cases[i]);
 }
 
+/* Spectral normalisation of a rows x cols weight (pf_cuda_sn_*): a training forward (the
+   normalised weight, u, v, sigma; its bits again from the same u), an eval forward, and the
+   backward in place (d weight_orig written over d weight), against ref_ops.c. */
+static void check_sn(int rows, int cols) {
+    size_t nw = (size_t)rows * cols;
+    char shape[64];
+    snprintf(shape, sizeof shape, "%d x %d", rows, cols);
+    float *w = host_alloc(nw * 4), *dw = host_alloc(nw * 4), *ref = host_alloc(nw * 4);
+    float *u = host_alloc(rows * 4), *v = host_alloc(cols * 4), sigma = 0;
+    fill(w, nw, -1, 1);
+    fill(dw, nw, -1, 1);
+    fill(u, rows, -1, 1);
+    fill(v, cols, -1, 1);
+    float *d_w = upload(w, nw * 4), *d_u = upload(u, rows * 4), *d_v = upload(v, cols * 4);
+    float *d_dw = upload(dw, nw * 4), *d_eff = dev_alloc(nw * 4), *d_sigma = dev_alloc(4);
+    double *d_scratch = dev_alloc(PF_CUDA_SN_SCRATCH(rows) * sizeof(double));
+    pf_ref_sn_forward(ref, u, v, &sigma, w, rows, cols, 1e-12f, 1);
+    int rc = pf_cuda_sn_forward(d_eff, d_u, d_v, d_sigma, d_w, rows, cols, 1e-12f, 1, d_scratch,
+                                0, g_err, sizeof g_err);
+    check("sn_forward weight", shape, rc, d_eff, ref, nw, TOL_FP32);
+    check("sn_forward u", shape, rc, d_u, u, rows, TOL_FP32);
+    check("sn_forward v", shape, rc, d_v, v, cols, TOL_FP32);
+    check("sn_forward sigma", shape, rc, d_sigma, &sigma, 1, TOL_FP32);
+    float *first = fetch("sn_forward deterministic", shape, rc, d_eff, nw);
+    if (first) {    /* from the same u and v: the forward's u and v as inputs again */
+        float *u0 = fetch("sn_forward deterministic", shape, rc, d_u, rows);
+        if (u0) {
+            rc = pf_cuda_sn_forward(d_eff, d_u, d_v, d_sigma, d_w, rows, cols, 1e-12f, 0,
+                                    d_scratch, 0, g_err, sizeof g_err);
+            check_repeat("sn_forward eval same bits", shape, rc, d_eff, first, nw);
+            check_repeat("sn_forward eval keeps u", shape, rc, d_u, u0, rows);
+            free(u0);
+        }
+        free(first);
+    }
+    pf_ref_sn_backward(ref, dw, w, u, v, &sigma, rows, cols);
+    rc = pf_cuda_sn_backward(d_dw, d_dw, d_w, d_u, d_v, d_sigma, rows, cols, d_scratch, 0,
+                             g_err, sizeof g_err);
+    check("sn_backward in place", shape, rc, d_dw, ref, nw, TOL_FP32);
+    free(w), free(dw), free(ref), free(u), free(v);
+    cudaFree(d_w), cudaFree(d_u), cudaFree(d_v), cudaFree(d_dw), cudaFree(d_eff);
+    cudaFree(d_sigma), cudaFree(d_scratch);
+}
+
+/* torch.nn.BatchNorm2d (ops.h pf_cuda_batchnorm_*) against ref_ops.c: the training forward
+   (y, the batch statistics kept for backward, the running statistics after two updates), the
+   eval forward, backward with acc = 0 and 1 (dweight, dbias overwritten over garbage), dx
+   alone, and dweight's and dx's bits on a second run. x has an offset per channel (mean far
+   from 0: the two-pass variance). */
+static void check_batchnorm(int n, int c, int h, int w) {
+    size_t hw = (size_t)h * w, count = (size_t)n * c * hw, c2 = 2 * (size_t)c;
+    char shape[64], op[64];
+    snprintf(shape, sizeof shape, "N%d C%d H%d W%d", n, c, h, w);
+    float *x = host_alloc(count * 4), *dy = host_alloc(count * 4), *prior = host_alloc(count * 4);
+    float *ref = host_alloc(count * 4), *wt = host_alloc(c * 4), *bi = host_alloc(c * 4);
+    float *run = host_alloc(c2 * 4), *ref_dw = host_alloc(c * 4), *ref_db = host_alloc(c * 4);
+    float *junk = host_alloc(c * 4);
+    double *save = host_alloc(c2 * sizeof(double));
+    fill(x, count, -1, 1);
+    for (size_t i = 0; i < count; i++) x[i] += (float)((i / hw) % (size_t)c) - 2.0f;
+    fill(dy, count, -1, 1);
+    fill(prior, count, -1, 1);
+    fill(wt, c, 0.5f, 1.5f);
+    fill(bi, c, -0.5f, 0.5f);
+    fill(junk, c, 100, 200);
+    for (int i = 0; i < c; i++) run[i] = 0.0f, run[c + i] = 1.0f;
+    float *d_x = upload(x, count * 4), *d_dy = upload(dy, count * 4), *d_w = upload(wt, c * 4);
+    float *d_b = upload(bi, c * 4), *d_run = upload(run, c2 * 4), *d_y = dev_alloc(count * 4);
+    float *d_dx = dev_alloc(count * 4), *d_dw = dev_alloc(c * 4), *d_db = dev_alloc(c * 4);
+    double *d_save = dev_alloc(c2 * sizeof(double));
+    int rc = 0;
+    for (int step = 0; step < 2 && !rc; step++) {   /* the running statistics update twice */
+        pf_ref_batchnorm_train(ref, x, wt, bi, run, save, n, c, h, w, PF_BN_EPS, PF_BN_MOMENTUM);
+        rc = pf_cuda_batchnorm_train_forward(d_y, d_x, d_w, d_b, d_run, d_save, n, c, h, w,
+                                             PF_BN_EPS, PF_BN_MOMENTUM, 0, g_err, sizeof g_err);
+    }
+    check("batchnorm train_forward", shape, rc, d_y, ref, count, TOL_FP32);
+    check("batchnorm running stats", shape, rc, d_run, run, c2, TOL_FP32);
+    pf_ref_batchnorm_eval(ref, x, wt, bi, run, n, c, h, w, PF_BN_EPS);
+    rc = pf_cuda_batchnorm_eval_forward(d_y, d_x, d_w, d_b, d_run, n, c, h, w, PF_BN_EPS, 0,
+                                        g_err, sizeof g_err);
+    check("batchnorm eval_forward", shape, rc, d_y, ref, count, TOL_FP32);
+    for (int acc = 0; acc <= 1; acc++) {
+        set_dev(d_dx, prior, count * 4);
+        set_dev(d_dw, junk, c * 4);
+        set_dev(d_db, junk, c * 4);
+        memcpy(ref, prior, count * 4);
+        pf_ref_batchnorm_backward(ref, ref_dw, ref_db, dy, x, wt, save, n, c, h, w, acc);
+        rc = pf_cuda_batchnorm_backward(d_dx, d_dw, d_db, d_dy, d_x, d_w, d_save, n, c, h, w,
+                                        acc, 0, g_err, sizeof g_err);
+        snprintf(op, sizeof op, "batchnorm backward dx acc=%d", acc);
+        check(op, shape, rc, d_dx, ref, count, TOL_FP32);
+        snprintf(op, sizeof op, "batchnorm backward dw acc=%d", acc);
+        check(op, shape, rc, d_dw, ref_dw, c, TOL_FP32);
+        snprintf(op, sizeof op, "batchnorm backward db acc=%d", acc);
+        check(op, shape, rc, d_db, ref_db, c, TOL_FP32);
+    }
+    pf_ref_batchnorm_backward(ref, NULL, NULL, dy, x, wt, save, n, c, h, w, 0);
+    rc = pf_cuda_batchnorm_backward(d_dx, NULL, NULL, d_dy, d_x, d_w, d_save, n, c, h, w, 0, 0,
+                                    g_err, sizeof g_err);
+    check("batchnorm backward dx only", shape, rc, d_dx, ref, count, TOL_FP32);
+    float *first = fetch("batchnorm same bits", shape, rc, d_dx, count);
+    float *first_w = fetch("batchnorm same bits", shape, rc, d_dw, c);
+    if (first && first_w) {
+        rc = pf_cuda_batchnorm_backward(d_dx, d_dw, d_db, d_dy, d_x, d_w, d_save, n, c, h, w,
+                                        0, 0, g_err, sizeof g_err);
+        check_repeat("batchnorm dx same bits", shape, rc, d_dx, first, count);
+        check_repeat("batchnorm dw same bits", shape, rc, d_dw, first_w, c);
+    }
+    free(first), free(first_w);
+    free(x), free(dy), free(prior), free(ref), free(wt), free(bi), free(run), free(ref_dw);
+    free(ref_db), free(junk), free(save);
+    float *df[] = { d_x, d_dy, d_w, d_b, d_run, d_y, d_dx, d_dw, d_db };
+    for (size_t i = 0; i < sizeof df / sizeof *df; i++) cudaFree(df[i]);
+    cudaFree(d_save);
+}
+
+/* torch.nn.Linear (nn/cuda/linear_cuda.h, cuBLAS SGEMMs) against ref_ops.c: forward, backward
+   with acc = 0 and 1 (dweight, dbias overwritten over garbage), then dx alone with acc = 1
+   (dweight, dbias NULL: left as they were). */
+static void check_linear(int n, int in, int out) {
+    size_t nx = (size_t)n * in, ny = (size_t)n * out, nw = (size_t)out * in;
+    char shape[64], op[64];
+    snprintf(shape, sizeof shape, "N%d in%d out%d", n, in, out);
+    float *x = host_alloc(nx * 4), *wt = host_alloc(nw * 4), *bi = host_alloc(out * 4);
+    float *dy = host_alloc(ny * 4), *prior = host_alloc(nx * 4), *ref = host_alloc(nx * 4);
+    float *ref_y = host_alloc(ny * 4), *ref_dw = host_alloc(nw * 4), *ref_db = host_alloc(out * 4);
+    float *junk = host_alloc(nw * 4);
+    fill(x, nx, -1, 1);
+    fill(wt, nw, -0.5f, 0.5f);
+    fill(bi, out, -0.5f, 0.5f);
+    fill(dy, ny, -1, 1);
+    fill(prior, nx, -1, 1);
+    fill(junk, nw, 100, 200);
+    float *d_x = upload(x, nx * 4), *d_w = upload(wt, nw * 4), *d_b = upload(bi, out * 4);
+    float *d_dy = upload(dy, ny * 4), *d_y = dev_alloc(ny * 4), *d_dx = dev_alloc(nx * 4);
+    float *d_dw = dev_alloc(nw * 4), *d_db = dev_alloc(out * 4);
+    cublasHandle_t blas = NULL;
+    if (cublasCreate(&blas) != CUBLAS_STATUS_SUCCESS) {
+        report_error("linear", shape, "cublasCreate failed");
+    } else {
+        pf_ref_linear_forward(ref_y, x, wt, bi, n, in, out);
+        check("linear forward", shape,
+              pf_culinear_forward(blas, 0, "linear", n, in, out, d_w, d_b, d_x, d_y, g_err,
+                                  sizeof g_err), d_y, ref_y, ny, TOL_FP32);
+        for (int acc = 0; acc <= 1; acc++) {
+            set_dev(d_dx, prior, nx * 4);
+            set_dev(d_dw, junk, nw * 4);
+            set_dev(d_db, junk, out * 4);
+            memcpy(ref, prior, nx * 4);
+            pf_ref_linear_backward(ref, ref_dw, ref_db, dy, x, wt, n, in, out, acc);
+            int rc = pf_culinear_backward(blas, 0, "linear", n, in, out, d_w, d_x, d_dy, d_dw,
+                                          d_db, d_dx, acc, g_err, sizeof g_err);
+            snprintf(op, sizeof op, "linear backward dx acc=%d", acc);
+            check(op, shape, rc, d_dx, ref, nx, TOL_FP32);
+            snprintf(op, sizeof op, "linear backward dw acc=%d", acc);
+            check(op, shape, rc, d_dw, ref_dw, nw, TOL_FP32);
+            snprintf(op, sizeof op, "linear backward db acc=%d", acc);
+            check(op, shape, rc, d_db, ref_db, out, TOL_FP32);
+        }
+        set_dev(d_dx, prior, nx * 4);
+        float *kept = fetch("linear dw kept (NULL)", shape, 0, d_dw, nw);
+        int rc = pf_culinear_backward(blas, 0, "linear", n, in, out, d_w, d_x, d_dy, NULL, NULL,
+                                      d_dx, 1, g_err, sizeof g_err);   /* ref: acc = 1's */
+        check("linear backward dx only", shape, rc, d_dx, ref, nx, TOL_FP32);
+        if (kept) check_repeat("linear dw kept (NULL)", shape, rc, d_dw, kept, nw);
+        free(kept);
+        cublasDestroy(blas);
+    }
+    free(x), free(wt), free(bi), free(dy), free(prior), free(ref), free(ref_y), free(ref_dw);
+    free(ref_db), free(junk);
+    float *df[] = { d_x, d_w, d_b, d_dy, d_y, d_dx, d_dw, d_db };
+    for (size_t i = 0; i < sizeof df / sizeof *df; i++) cudaFree(df[i]);
+}
+
 static void check_graph_ops(void) {
     check_activations();
     check_prelu(2, 5, 7, 9);
@@ -1071,8 +1252,15 @@ static void check_graph_ops(void) {
     check_upsample_u8(1, 5, 11, 4);
     check_gather_sum(517, 1);
     check_gather_sum(517, 4);
+    check_batchnorm(2, 5, 7, 9);
+    check_batchnorm(3, 3, 13, 11);  /* > THREADS elements per channel */
+    check_batchnorm(4, 6, 1, 1);    /* after a Linear: one pixel, M = N */
+    check_linear(3, 8 * 4 * 5, 7);
+    check_linear(2, 300, 1);        /* VGG's last layer: one logit */
     check_graph_op_args();
     check_dcns();
+    check_sn(16, 288);
+    check_sn(300, 37);  /* rows past THREADS */
 }
 
 /* ---- networks on the GPU (nn/cuda/model_cuda) vs the CPU model (nn/model) ------------------ */

@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 #include "nn/layers.h" /* pf_lq */
+#include "nn/net.h"   /* PF_BN_EPS, PF_BN_MOMENTUM */
 
 /* dst = (acc ? dst : 0) + s * src over count floats (one layout). */
 void pf_cpu_axpy(float *dst, const float *src, float s, size_t count, int acc);
@@ -133,8 +134,6 @@ void pf_cpu_relu_backward(float *dx, const float *dy, const float *y, float alph
    (of a training forward, from its x and save; dy block b, dx block bx): dweight, dbias (C
    floats, overwritten; NULL: not wanted) and dx = [dx +] the gradient through the batch
    statistics (NULL: not wanted). */
-#define PF_BN_EPS 1e-5
-#define PF_BN_MOMENTUM 0.1
 int pf_cpu_batchnorm_train_forward(float *y, const float *x, const float *weight,
                                    const float *bias, float *running, double *save, int n,
                                    int c, size_t hw, int b, int bx);

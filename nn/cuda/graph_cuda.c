@@ -2,13 +2,15 @@
     device. Plain NCHW everywhere, so no layout planning; buffers by the liveness rules of
     nn/net.c (activations: pf_net_assign_slots over pf_net_last_use; gradients:
     pf_net_assign_grad_slots); each node's forward and backward is a call of nn/cuda/ops.h
-    kernels or cuDNN (nn/cuda/conv_cudnn.h). */
+    kernels, cuDNN (nn/cuda/conv_cudnn.h) or cuBLAS (the DCN and Linear layers' FP32
+    GEMMs). */
 #include "nn/cuda/graph_cuda.h"
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "nn/cuda/dcn_cuda.h"
+#include "nn/cuda/linear_cuda.h"
 #include "nn/cuda/ops.h"
 #include "nn/net.h"
 
@@ -54,6 +56,9 @@ typedef struct {
     float *dcn_col, *dcn_dcol;  /* the largest DCN layer's columns and (training) their
                                    gradient, shared by every DCN layer (dcn_cuda.h) */
     void *dcn_scratch;      /* training: a DCN input gradient's fixed-point sums */
+    double *bn_save;        /* training: each BatchNorm2d's batch mean and 1 / sqrt(var + eps)
+                               at its stat offset (net.n_running doubles; NULL: none) */
+    int training;           /* a training plan (BatchNorm2d: batch statistics) */
     void **allocs;          /* every cudaMalloc of this plan */
     int n_allocs, max_allocs;
     size_t bytes;           /* device bytes of this plan's allocations */
@@ -69,7 +74,8 @@ struct pf_cugraph {
     float *sub_w, *sub_dw;
     int *idx_fwd, *idx_gw, *idx_gb;
     size_t n_sub_w;
-    cublasHandle_t blas;    /* the DCN layers' GEMMs (NULL: the network has none) */
+    cublasHandle_t blas;    /* the DCN and Linear layers' GEMMs (NULL: the network has
+                               neither) */
     cuplan train, infer;
 };
 
@@ -169,10 +175,10 @@ static pf_cugraph *setup(pf_cugraph *g, char *err, size_t errlen) {
         pf_cuconv_set_geometry(&g->train_conv[i], c->stride, c->pad, c->has_bias);
         pf_cuconv_set_geometry(&g->infer_conv[i], c->stride, c->pad, c->has_bias);
     }
-    /* BatchNorm2d and Linear (the VGG-style discriminator's) have CPU kernels only so far */
     for (int k = 0; k < m->n_node; k++) {
         const pf_gnode *nd = &m->node[k];
-        if (nd->op == PF_G_DCN && !g->blas) {   /* FP32 GEMMs (no TF32): dcn_cuda.h */
+        /* FP32 GEMMs (no TF32: CUBLAS_DEFAULT_MATH): dcn_cuda.h, linear_cuda.h */
+        if ((nd->op == PF_G_DCN || nd->op == PF_G_LINEAR) && !g->blas) {
             cublasStatus_t bs = cublasCreate(&g->blas);
             if (bs == CUBLAS_STATUS_SUCCESS) bs = cublasSetMathMode(g->blas, CUBLAS_DEFAULT_MATH);
             if (bs != CUBLAS_STATUS_SUCCESS) {
@@ -181,11 +187,6 @@ static pf_cugraph *setup(pf_cugraph *g, char *err, size_t errlen) {
                 goto fail;
             }
         }
-        if (nd->op != PF_G_BATCHNORM && nd->op != PF_G_LINEAR) continue;
-        snprintf(err, errlen, "%s: %s: the CUDA executor has no %s layer yet (use the CPU)",
-                 m->type, m->tensors[nd->param].name,
-                 nd->op == PF_G_BATCHNORM ? "BatchNorm2d" : "Linear");
-        goto fail;
     }
     if (m->sub_conv >= 0 && sub_maps(g, err, errlen)) goto fail;
     return g;
@@ -225,6 +226,7 @@ void pf_cugraph_destroy(pf_cugraph **self) {
 }
 
 int pf_cugraph_num_tensors(const pf_cugraph *g) { return g->net.n_tensors; }
+const pf_net *pf_cugraph_net(const pf_cugraph *g) { return &g->net; }
 const pf_param_info *pf_cugraph_tensor_info(const pf_cugraph *g, int i) {
     return i >= 0 && i < g->net.n_tensors ? &g->net.tensors[i] : NULL;
 }
@@ -391,8 +393,10 @@ static int plan_build(pf_cugraph *g, cuplan *p, pf_cuconv *convs, pf_cudnn *ctx,
     } while (0)
     ALLOC(p->u8, lq + (training ? hq : 0));
     ALLOC(p->pred, hq);
+    p->training = training;
     if (training) {
         ALLOC(p->gt, hq);
+        if (G->n_running) ALLOC(p->bn_save, G->n_running);
         for (int i = 0; i < 2; i++)
             if (scratch[i]) ALLOC(p->scratch[i], scratch[i]);
         if (warp_bytes && !(p->warp_scratch = plan_alloc(p, warp_bytes))) goto oom;
@@ -460,6 +464,45 @@ static const float *conv_bias(pf_cugraph *g, const pf_cugraph_env *env, int i) {
     if (i != g->net.sub_conv) return env->params + g->net.tensors[g->net.conv[i].weight + 1].offset;
     const pf_cuconv *c = &g->train_conv[i];
     return g->sub_w + (size_t)c->oc * c->ic * c->k * c->k;
+}
+
+/* A BatchNorm2d node's forward (nn/net.h PF_G_BATCHNORM): a training plan normalises by the
+   batch's statistics (kept in bn_save for backward) and updates env->running and
+   env->tracked; an inference plan normalises by env->running. */
+static int batchnorm_forward(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p,
+                             const pf_gnode *nd, char *err, size_t errlen) {
+    const pf_net *G = &g->net;
+    char oe[512];
+    cudaStream_t st = env->stream;
+    cutensor *o = &p->ts[nd->out], *a = &p->ts[nd->in[0]];
+    const pf_param_info *wt = &G->tensors[nd->param];
+    if (!env->running) {
+        snprintf(err, errlen, "%s: %s: BatchNorm2d without running statistics (env.running)",
+                 G->type, wt->name);
+        return -1;
+    }
+    const float *wb = env->params + wt->offset, *bb = env->params + wt[1].offset;
+    int C = G->t[nd->out].c;
+    if (!p->training)
+        OP(pf_cuda_batchnorm_eval_forward(o->data, a->data, wb, bb, env->running + nd->stat,
+                                          p->n, C, o->h, o->w, PF_BN_EPS, st, oe, sizeof oe));
+    else {
+        OP(pf_cuda_batchnorm_train_forward(o->data, a->data, wb, bb, env->running + nd->stat,
+                                           p->bn_save + nd->stat, p->n, C, o->h, o->w,
+                                           PF_BN_EPS, PF_BN_MOMENTUM, st, oe, sizeof oe));
+        if (env->tracked) env->tracked[nd->bn]++;
+    }
+    return 0;
+}
+
+/* A Linear node's forward (nn/cuda/linear_cuda.h): the plain NCHW input is x.view(N, -1). */
+static int linear_forward(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p,
+                          const pf_gnode *nd, char *err, size_t errlen) {
+    const pf_param_info *wt = &g->net.tensors[nd->param];
+    return pf_culinear_forward(g->blas, env->stream, wt->name, p->n, (int)wt->shape[1],
+                               (int)wt->shape[0], env->params + wt->offset,
+                               env->params + wt[1].offset, p->ts[nd->in[0]].data,
+                               p->ts[nd->out].data, err, errlen);
 }
 
 /* Forward of an EDVR TSA-fusion node (PF_G_MUL, PF_G_CHSUM, PF_G_MAXPOOL3, PF_G_AVGPOOL3;
@@ -599,7 +642,8 @@ static int forward_node(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p, pf_
     }
     case PF_G_MUL: case PF_G_CHSUM: case PF_G_MAXPOOL3: case PF_G_AVGPOOL3:
         return tsa_forward(g, p, nd, st, err, errlen);
-    case PF_G_BATCHNORM: case PF_G_LINEAR: break;   /* CPU only: pf_cugraph_new refuses */
+    case PF_G_BATCHNORM: return batchnorm_forward(g, env, p, nd, err, errlen);
+    case PF_G_LINEAR: return linear_forward(g, env, p, nd, err, errlen);
     }
     snprintf(err, errlen, "%s: unknown graph op %d", g->net.type, (int)nd->op);
     return -1;
@@ -749,6 +793,36 @@ static int dcn_backward(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p,
                              p->dcn_scratch, err, errlen);
 }
 
+/* A Linear node's backward: weight and bias gradients (overwritten), the input's where it
+   needs one (added to a contribution already there). */
+static int linear_backward(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p,
+                           const pf_gnode *nd, char *err, size_t errlen) {
+    const pf_param_info *wt = &g->net.tensors[nd->param];
+    cutensor *a = &p->ts[nd->in[0]];
+    int acc = 0;
+    float *dx = grad_for(a, &acc);
+    return pf_culinear_backward(g->blas, env->stream, wt->name, p->n, (int)wt->shape[1],
+                                (int)wt->shape[0], env->params + wt->offset, a->data,
+                                p->ts[nd->out].grad, env->grads + wt->offset,
+                                env->grads + wt[1].offset, dx, acc, err, errlen);
+}
+
+/* PF_G_BATCHNORM's backward through the batch statistics (the forward's saved mean and
+   inverse deviation); the weight's and bias's gradients overwritten. */
+static int bn_backward(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p, const pf_gnode *nd,
+                       char *err, size_t errlen) {
+    const pf_param_info *wt = &g->net.tensors[nd->param];
+    cutensor *o = &p->ts[nd->out], *a = &p->ts[nd->in[0]];
+    char oe[512];
+    int acc = 0;
+    float *dx = grad_for(a, &acc);
+    OP(pf_cuda_batchnorm_backward(dx, env->grads + wt->offset, env->grads + wt[1].offset,
+                                  o->grad, a->data, env->params + wt->offset,
+                                  p->bn_save + nd->stat, p->n, g->net.t[nd->out].c, o->h, o->w,
+                                  acc, env->stream, oe, sizeof oe));
+    return 0;
+}
+
 /* Backward of an EDVR TSA-fusion node (tsa_forward's). PF_G_MUL's residual gets dy last. */
 static int tsa_backward(pf_cugraph *g, cuplan *p, const pf_gnode *nd, cudaStream_t st,
                         char *err, size_t errlen) {
@@ -784,7 +858,8 @@ static int backward_node(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p,
     float *dy = o->grad, *dx;
     const float *y = o->data;
     switch (nd->op) {
-    case PF_G_INPUT: case PF_G_BILINEAR_IN: case PF_G_BICUBIC_IN: case PF_G_ZERO: return 0;
+    case PF_G_INPUT: case PF_G_BILINEAR_IN: case PF_G_BICUBIC_IN: case PF_G_ZERO:
+        return 0;   /* no gradient to pass on */
     case PF_G_CONV:
         return conv_backward(g, env, p, convs, nd, err, errlen);
     case PF_G_PRELU:
@@ -889,7 +964,8 @@ static int backward_node(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p,
     case PF_G_DCN: return dcn_backward(g, env, p, nd, err, errlen);
     case PF_G_MUL: case PF_G_CHSUM: case PF_G_MAXPOOL3: case PF_G_AVGPOOL3:
         return tsa_backward(g, p, nd, st, err, errlen);
-    case PF_G_BATCHNORM: case PF_G_LINEAR: break;   /* CPU only: refused */
+    case PF_G_BATCHNORM: return bn_backward(g, env, p, nd, err, errlen);
+    case PF_G_LINEAR: return linear_backward(g, env, p, nd, err, errlen);
     }
     snprintf(err, errlen, "%s: unknown graph op %d", G->type, (int)nd->op);
     return -1;

@@ -36,13 +36,19 @@ typedef struct pf_cugraph pf_cugraph;
 
 /* What a call works with, owned by the caller (model_cuda.c): its stream and cuDNN context,
    the flat device parameter and gradient buffers (the CPU model's layout), the device loss
-   float and its scratch (PF_CUDA_LOSS_SCRATCH doubles). */
+   float and its scratch (PF_CUDA_LOSS_SCRATCH doubles), the BatchNorm2d state. */
 typedef struct {
     cudaStream_t stream;
     pf_cudnn *cudnn;
     float *params, *grads;
     float *loss;
     double *loss_scratch;
+    float *running;         /* device: the BatchNorm2d running statistics (net->n_running
+                               floats, nn/net.h PF_G_BATCHNORM; pf_net_bn_init's start): a
+                               training step updates them, inference reads them; NULL without
+                               BatchNorm2d */
+    int64_t *tracked;       /* host: their num_batches_tracked (net->n_bn), + 1 a training
+                               step; NULL: not counted */
 } pf_cugraph_env;
 
 /* Describe cfg's network (allocates on the device only FSRCNN's weight index maps). Returns
@@ -64,6 +70,8 @@ void pf_cugraph_destroy(pf_cugraph **self);
 /* The parameter tensors (weight then bias per conv, PReLU weights, ...), as
    pf_model_tensor_info, and their total size in floats. */
 int pf_cugraph_num_tensors(const pf_cugraph *g);
+/* The description it runs (n_running, n_bn for the BatchNorm2d state: pf_net_bn_init). */
+const struct pf_net *pf_cugraph_net(const pf_cugraph *g);
 const pf_param_info *pf_cugraph_tensor_info(const pf_cugraph *g, int i);
 size_t pf_cugraph_num_params(const pf_cugraph *g);
 /* Frames per sample: 1 for an image network, T for a video network unrolled over T frames

@@ -10,6 +10,7 @@
 #include "nn/cuda/conv_cudnn.h"
 #include "nn/cuda/graph_cuda.h"
 #include "nn/cuda/ops.h"
+#include "nn/net.h"
 
 struct pf_cuda_model {
     pf_config cfg;              /* copy of the configuration it was built from */
@@ -28,6 +29,10 @@ struct pf_cuda_model {
     float *h_out;               /* pinned staging for the inference output, h_out_bytes */
     size_t h_out_bytes;
     pf_cugraph *graph;          /* the executor with its description and plans */
+    float *running;             /* device: BatchNorm2d running statistics (n_running floats;
+                                   NULL without BatchNorm2d) */
+    int64_t *tracked;           /* host: their num_batches_tracked (n_bn) */
+    size_t n_running;           /* floats of running (the description's n_running) */
 };
 
 /* ---- errors ------------------------------------------------------------------------------- */
@@ -103,6 +108,28 @@ pf_cuda_model *pf_cuda_model_new(const pf_config *cfg, int device, int allow_tf3
         cuda_fail(who, "cudaMallocHost", e, err, errlen);
         goto fail;
     }
+    const pf_net *net = pf_cugraph_net(m->graph);
+    m->n_running = net->n_running;
+    if (net->n_bn) {    /* torch's reset_running_stats: mean 0, var 1, tracked 0 */
+        float *h = malloc(m->n_running * sizeof *h);
+        m->tracked = calloc((size_t)net->n_bn, sizeof *m->tracked);
+        if (!h || !m->tracked) {
+            free(h);
+            snprintf(err, errlen, "cuda model: out of memory");
+            goto fail;
+        }
+        pf_net_bn_init(net, h, m->tracked);
+        e = cudaMalloc((void **)&m->running, m->n_running * sizeof(float));
+        if (e != cudaSuccess) m->running = NULL;
+        else e = cudaMemcpy(m->running, h, m->n_running * sizeof(float), cudaMemcpyHostToDevice);
+        /* a pageable copy may return before its DMA lands; the stream is non-blocking */
+        if (e == cudaSuccess) e = cudaStreamSynchronize(0);
+        free(h);
+        if (e != cudaSuccess) {
+            cuda_fail(who, "BatchNorm2d running statistics", e, err, errlen);
+            goto fail;
+        }
+    }
     if ((e = cudaMemsetAsync(m->params, 0, pbytes, m->stream)) != cudaSuccess ||
         (e = cudaMemsetAsync(m->grads, 0, pbytes, m->stream)) != cudaSuccess ||
         (e = cudaStreamSynchronize(m->stream)) != cudaSuccess) {
@@ -128,6 +155,8 @@ void pf_cuda_model_destroy(pf_cuda_model **self) {
     cudaFree(m->grads);
     cudaFree(m->loss);
     cudaFree(m->loss_scratch);
+    cudaFree(m->running);
+    free(m->tracked);
     cudaFreeHost(m->h_loss);
     cudaFreeHost(m->h_in);
     cudaFreeHost(m->h_out);
@@ -176,6 +205,23 @@ int pf_cuda_model_get_grads(pf_cuda_model *m, float *host_grads, char *err, size
                      m->n_params * sizeof(float), cudaMemcpyDeviceToHost, err, errlen);
 }
 
+size_t pf_cuda_model_num_running(const pf_cuda_model *m) { return m->n_running; }
+int64_t *pf_cuda_model_tracked(pf_cuda_model *m) { return m->tracked; }
+
+int pf_cuda_model_get_running(pf_cuda_model *m, float *host_running, char *err,
+                              size_t errlen) {
+    if (!m->n_running) return 0;
+    return copy_sync(m, "cuda model get_running", host_running, m->running,
+                     m->n_running * sizeof(float), cudaMemcpyDeviceToHost, err, errlen);
+}
+
+int pf_cuda_model_set_running(pf_cuda_model *m, const float *host_running, char *err,
+                              size_t errlen) {
+    if (!m->n_running) return 0;
+    return copy_sync(m, "cuda model set_running", m->running, host_running,
+                     m->n_running * sizeof(float), cudaMemcpyHostToDevice, err, errlen);
+}
+
 /* Make a pinned host buffer at least `bytes` large (the stream is idle between calls, so
    the old one is free to go). */
 static int grow_pinned(void **buf, size_t *have, size_t bytes, char *err, size_t errlen) {
@@ -212,7 +258,7 @@ int pf_cuda_model_train_step(pf_cuda_model *m, const uint8_t *lq, const uint8_t 
     memcpy(m->h_in, lq, lq_bytes);
     memcpy(m->h_in + lq_bytes, gt, gt_bytes);
     pf_cugraph_env env = { m->stream, m->cudnn, m->params, m->grads, m->loss,
-                           m->loss_scratch };
+                           m->loss_scratch, m->running, m->tracked };
     TRY(pf_cugraph_train_step(m->graph, &env, m->h_in, n, lq_h, lq_w, err, errlen));
     CUDA_TRY("train step loss", "cudaMemcpyAsync",
              cudaMemcpyAsync(m->h_loss, m->loss, sizeof(float), cudaMemcpyDeviceToHost,
@@ -243,7 +289,7 @@ int pf_cuda_model_infer(pf_cuda_model *m, const uint8_t *lq, int h, int w, float
     memcpy(m->h_in, lq, lq_bytes);
     const float *pred;
     pf_cugraph_env env = { m->stream, m->cudnn, m->params, m->grads, m->loss,
-                           m->loss_scratch };
+                           m->loss_scratch, m->running, m->tracked };
     TRY(pf_cugraph_infer(m->graph, &env, m->h_in, h, w, &pred, err, errlen));
     CUDA_TRY("infer download", "cudaMemcpyAsync",
              cudaMemcpyAsync(m->h_out, pred, T * hw * 3 * sizeof(float),

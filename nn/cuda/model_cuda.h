@@ -59,6 +59,19 @@ int pf_cuda_model_set_params(pf_cuda_model *m, const float *host_params, char *e
 int pf_cuda_model_get_params(pf_cuda_model *m, float *host_params, char *err, size_t errlen);
 int pf_cuda_model_get_grads(pf_cuda_model *m, float *host_grads, char *err, size_t errlen);
 
+/* The BatchNorm2d layers' state, as pf_model_running / pf_model_tracked (nn/model.h): the
+   running statistics (for each layer in node order running_mean then running_var, C floats
+   each; num_running floats in all, 0 without BatchNorm2d) live on the device and are copied
+   to / from the host here (synchronous; 0 or -1 with err); num_batches_tracked (one int64 a
+   layer) is the model's host array, + 1 a training step. Both start as torch's
+   reset_running_stats (pf_net_bn_init): mean 0, var 1, tracked 0. */
+size_t pf_cuda_model_num_running(const pf_cuda_model *m);
+int pf_cuda_model_get_running(pf_cuda_model *m, float *host_running, char *err,
+                              size_t errlen);
+int pf_cuda_model_set_running(pf_cuda_model *m, const float *host_running, char *err,
+                              size_t errlen);
+int64_t *pf_cuda_model_tracked(pf_cuda_model *m);
+
 /* The flat device buffers themselves (num_params floats each) and the stream their work is
    queued on, for an optimiser or all-reduce on the device. */
 float *pf_cuda_model_params_device(pf_cuda_model *m);

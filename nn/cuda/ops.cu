@@ -1665,6 +1665,286 @@ int pf_cuda_bias_backward(float *dbias, const float *dy, int n, int c, int h, in
     return check_launch("k_plane_sum (bias)", err, errlen);
 }
 
+/* ---- spectral normalisation (torch.nn.utils.spectral_norm; nn/spectral_norm.h) ----------- */
+/* The CPU's sums (nn/spectral_norm.c) in double, with float stores at the same points; only
+   the order of the row sums differs (strands and a tree here), so results agree with it to
+   float rounding (test_sn_cuda_host.emu measured no difference at all). nvcc may fuse a double
+   multiply-add, which moves only a double's last bit. */
+
+/* v[c] = (float) sum over r (ascending) of W[r][c] u[r] in double: one thread per column, the
+   CPU's order (nn/spectral_norm.c's power_iteration), so a gather with no reduction tree. */
+__global__ void k_sn_mv_t(float *v, const float *w, const float *u, int rows, int cols) {
+    GRID_STRIDE(c, (size_t)cols) {
+        double s = 0.0;
+        for (int r = 0; r < rows; r++) s += (double)w[(size_t)r * cols + c] * u[r];
+        v[c] = (float)s;
+    }
+}
+
+/* One block per row r < rows (grid-stride over rows): sum over c of a[r][c] b[r bstride + c] in
+   double (bstride 0: b is one vector, the product W v; cols: b is a matrix of a's shape, the
+   dot product's row part), thread t adding c = t, t + THREADS, ... in order, then block_sum's
+   tree. out[r] = the sum; outf (NULL: not wanted) [r] = (float) the sum. */
+__global__ void k_sn_rows(double *out, float *outf, const float *a, const float *b, int rows,
+                          int cols, size_t bstride) {
+    __shared__ double s[THREADS];
+    for (int r = blockIdx.x; r < rows; r += gridDim.x) {
+        const float *ar = a + (size_t)r * cols, *br = b + (size_t)r * bstride;
+        double sum = 0.0;
+        for (int c = threadIdx.x; c < cols; c += THREADS) sum += (double)ar[c] * br[c];
+        s[threadIdx.x] = sum;
+        block_sum(s);   /* ends with a barrier; only thread 0 reads s[0] before the next row */
+        if (threadIdx.x == 0) {
+            out[r] = s[0];
+            if (outf) outf[r] = (float)s[0];
+        }
+    }
+}
+
+/* ---- BatchNorm2d (torch.nn.BatchNorm2d; nn/cpu/batchnorm.c the CPU counterpart) ---- */
+
+/* Element j (0 .. N hw - 1) of channel ch: sample j / hw, pixel j % hw. */
+__device__ size_t bn_at(size_t j, int ch, int c, size_t hw) {
+    return (j / hw * (size_t)c + (size_t)ch) * hw + j % hw;
+}
+
+/* One block per channel (grid-stride over channels): mean, biased variance, y, save, the
+   running statistics. Every thread reads s[0] after block_sum's closing barrier; the barrier
+   after that read keeps the next pass's writes from racing it. */
+__global__ void k_bn_train_forward(float *y, const float *x, const float *weight,
+                                   const float *bias, float *running, double *save, int c,
+                                   int n, size_t hw, double eps, double momentum) {
+    __shared__ double s[THREADS];
+    size_t len = (size_t)n * hw;
+    double M = (double)len;
+    for (int ch = blockIdx.x; ch < c; ch += gridDim.x) {
+        double sum = 0.0;
+        for (size_t j = threadIdx.x; j < len; j += THREADS) sum += x[bn_at(j, ch, c, hw)];
+        s[threadIdx.x] = sum;
+        block_sum(s);
+        double mean = s[0] / M;
+        __syncthreads();
+        double sq = 0.0;
+        for (size_t j = threadIdx.x; j < len; j += THREADS) {
+            double d = (double)x[bn_at(j, ch, c, hw)] - mean;
+            sq += d * d;
+        }
+        s[threadIdx.x] = sq;
+        block_sum(s);
+        double var = s[0] / M, inv = 1.0 / sqrt(var + eps);
+        __syncthreads();
+        double sc = (double)weight[ch] * inv, sh = (double)bias[ch] - mean * sc;
+        for (size_t j = threadIdx.x; j < len; j += THREADS) {
+            size_t e = bn_at(j, ch, c, hw);
+            y[e] = (float)((double)x[e] * sc + sh);
+        }
+        if (threadIdx.x == 0) {
+            save[ch] = mean;
+            save[c + ch] = inv;
+            running[ch] = (float)((1.0 - momentum) * running[ch] + momentum * mean);
+            running[c + ch] = (float)((1.0 - momentum) * running[c + ch] +
+                                      momentum * var * M / (M - 1.0));
+        }
+    }
+}
+
+/* One block: x /= max(||x||_2, eps) over n floats (F.normalize), the norm in double (thread t
+   squares x[t], x[t + THREADS], ... in order, then block_sum's tree), each element divided in
+   double and stored as float, as nn/spectral_norm.c's normalize. */
+__global__ void k_sn_normalize(float *x, int n, float eps) {
+    __shared__ double s[THREADS];
+    double ss = 0.0;
+    for (int i = threadIdx.x; i < n; i += THREADS) ss += (double)x[i] * x[i];
+    s[threadIdx.x] = ss;
+    block_sum(s);       /* ends with a barrier: every thread may read s[0] */
+    double norm = fmax(sqrt(s[0]), (double)eps);
+    for (int i = threadIdx.x; i < n; i += THREADS) x[i] = (float)((double)x[i] / norm);
+}
+
+/* One block: sum over r < n of x[r] (u ? u[r] : 1) in double, block_sum's tree over the
+   threads' in-order partials; outf (sigma = u . (W v)) gets it as float, outd (the gradient's
+   dot product) as double; either may be NULL. */
+__global__ void k_sn_sum(float *outf, double *outd, const double *x, const float *u, int n) {
+    __shared__ double s[THREADS];
+    double acc = 0.0;
+    for (int r = threadIdx.x; r < n; r += THREADS) acc += u ? x[r] * u[r] : x[r];
+    s[threadIdx.x] = acc;
+    block_sum(s);
+    if (threadIdx.x == 0) {
+        if (outf) *outf = (float)s[0];
+        if (outd) *outd = s[0];
+    }
+}
+
+/* weight = weight_orig / sigma, float division as the C loop. */
+__global__ void k_sn_div(float *weight, const float *weight_orig, const float *sigma,
+                         size_t count) {
+    float sg = *sigma;
+    GRID_STRIDE(i, count) weight[i] = __fdiv_rn(weight_orig[i], sg);
+}
+
+/* d weight_orig[r][c] = (float)(d weight[r][c] / sigma + (d_sigma u[r]) v[c]) in double, with
+   d_sigma = -dot / sigma^2 (dot: *dot, the sum of d weight * weight_orig); each element read
+   before it is written, so dwo may be dw. */
+__global__ void k_sn_grad(float *dwo, const float *dw, const float *u, const float *v,
+                          const float *sigma, const double *dot, int cols, size_t count) {
+    double sg = *sigma, d_sigma = -*dot / (sg * sg);
+    GRID_STRIDE(i, count) {
+        double du = d_sigma * u[i / cols];
+        dwo[i] = (float)((double)dw[i] / sg + du * v[i % cols]);
+    }
+}
+
+static int sn_args(const char *fn, int rows, int cols, const void *a, const void *b,
+                   const void *c, const void *d, const void *e, const void *f, char *err,
+                   size_t errlen) {
+    if (rows < 1 || cols < 1) return bad_arg(fn, "rows and cols must be >= 1", err, errlen);
+    if (!a || !b || !c || !d || !e || !f) return null_tensor(fn, err, errlen);
+    return 0;
+}
+
+int pf_cuda_sn_forward(float *weight, float *u, float *v, float *sigma,
+                       const float *weight_orig, int rows, int cols, float eps, int training,
+                       double *scratch, cudaStream_t stream, char *err, size_t errlen) {
+    if (sn_args("pf_cuda_sn_forward", rows, cols, weight, u, v, sigma, weight_orig, scratch,
+                err, errlen))
+        return -1;
+    size_t count = (size_t)rows * cols;
+    if (training) {     /* v = normalize(W^T u), then u = normalize(W v) with that v */
+        PF_LAUNCH(k_sn_mv_t, grid_for((size_t)cols), THREADS, 0, stream, v, weight_orig, u, rows,
+                  cols);
+        if (check_launch("k_sn_mv_t", err, errlen)) return -1;
+        PF_LAUNCH(k_sn_normalize, 1, THREADS, 0, stream, v, cols, eps);
+        if (check_launch("k_sn_normalize (v)", err, errlen)) return -1;
+    }
+    /* W v (double) into scratch; in training also the new u before its normalisation */
+    PF_LAUNCH(k_sn_rows, blocks_for((size_t)rows), THREADS, 0, stream, scratch,
+              training ? u : NULL, weight_orig, v, rows, cols, (size_t)0);
+    if (check_launch("k_sn_rows (W v)", err, errlen)) return -1;
+    if (training) {
+        PF_LAUNCH(k_sn_normalize, 1, THREADS, 0, stream, u, rows, eps);
+        if (check_launch("k_sn_normalize (u)", err, errlen)) return -1;
+    }
+    PF_LAUNCH(k_sn_sum, 1, THREADS, 0, stream, sigma, NULL, scratch, u, rows);
+    if (check_launch("k_sn_sum (sigma)", err, errlen)) return -1;
+    PF_LAUNCH(k_sn_div, grid_for(count), THREADS, 0, stream, weight, weight_orig, sigma, count);
+    return check_launch("k_sn_div", err, errlen);
+}
+
+int pf_cuda_sn_backward(float *d_weight_orig, const float *d_weight, const float *weight_orig,
+                        const float *u, const float *v, const float *sigma, int rows, int cols,
+                        double *scratch, cudaStream_t stream, char *err, size_t errlen) {
+    const char *fn = "pf_cuda_sn_backward";
+    if (sn_args(fn, rows, cols, d_weight_orig, d_weight, weight_orig, u, v, sigma, err,
+                errlen))
+        return -1;
+    if (!scratch) return null_tensor(fn, err, errlen);
+    size_t count = (size_t)rows * cols;
+    /* dot = sum of d weight * weight_orig: per row into scratch, then over rows */
+    PF_LAUNCH(k_sn_rows, blocks_for((size_t)rows), THREADS, 0, stream, scratch, NULL, d_weight,
+              weight_orig, rows, cols, (size_t)cols);
+    if (check_launch("k_sn_rows (dot)", err, errlen)) return -1;
+    PF_LAUNCH(k_sn_sum, 1, THREADS, 0, stream, NULL, scratch + rows, scratch, NULL, rows);
+    if (check_launch("k_sn_sum (dot)", err, errlen)) return -1;
+    PF_LAUNCH(k_sn_grad, grid_for(count), THREADS, 0, stream, d_weight_orig, d_weight, u, v,
+              sigma, scratch + rows, cols, count);
+    return check_launch("k_sn_grad", err, errlen);
+}
+
+/* y = (x - running_mean) / sqrt(running_var + eps) weight + bias, one thread per element. */
+__global__ void k_bn_eval_forward(float *y, const float *x, const float *weight,
+                                  const float *bias, const float *running, int c, size_t hw,
+                                  double eps, size_t count) {
+    GRID_STRIDE(i, count) {
+        int ch = (int)((i / hw) % c);
+        double inv = 1.0 / sqrt((double)running[c + ch] + eps);
+        double sc = (double)weight[ch] * inv, sh = (double)bias[ch] - running[ch] * sc;
+        y[i] = (float)((double)x[i] * sc + sh);
+    }
+}
+
+/* One block per channel: db, dw (two trees), then dx from them. */
+__global__ void k_bn_backward(float *dx, float *dweight, float *dbias, const float *dy,
+                              const float *x, const float *weight, const double *save, int c,
+                              int n, size_t hw, int acc) {
+    __shared__ double s[THREADS], s2[THREADS];
+    size_t len = (size_t)n * hw;
+    double M = (double)len;
+    for (int ch = blockIdx.x; ch < c; ch += gridDim.x) {
+        double mean = save[ch], inv = save[c + ch], db = 0.0, dw = 0.0;
+        for (size_t j = threadIdx.x; j < len; j += THREADS) {
+            size_t e = bn_at(j, ch, c, hw);
+            double g = dy[e];
+            db += g;
+            dw += g * ((double)x[e] - mean) * inv;
+        }
+        s[threadIdx.x] = db;
+        s2[threadIdx.x] = dw;
+        block_sum(s);
+        block_sum(s2);
+        db = s[0];
+        dw = s2[0];
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            if (dweight) dweight[ch] = (float)dw;
+            if (dbias) dbias[ch] = (float)db;
+        }
+        if (!dx) continue;
+        double k = (double)weight[ch] * inv;
+        for (size_t j = threadIdx.x; j < len; j += THREADS) {
+            size_t e = bn_at(j, ch, c, hw);
+            double xh = ((double)x[e] - mean) * inv;
+            float v = (float)(k * ((double)dy[e] - db / M - xh * dw / M));
+            dx[e] = acc ? dx[e] + v : v;
+        }
+    }
+}
+
+int pf_cuda_batchnorm_train_forward(float *y, const float *x, const float *weight,
+                                    const float *bias, float *running, double *save, int n,
+                                    int c, int h, int w, double eps, double momentum,
+                                    cudaStream_t stream, char *err, size_t errlen) {
+    const char *fn = "pf_cuda_batchnorm_train_forward";
+    if (negative(n, c, h, w)) return bad_arg(fn, "negative dimension", err, errlen);
+    size_t hw = (size_t)h * w;
+    if (!c || !n || !hw) return 0;
+    if ((size_t)n * hw < 2)
+        return bad_arg(fn, "a training batch of one value per channel (N H W < 2)", err,
+                       errlen);
+    if (!y || !x || !weight || !bias || !running || !save) return null_tensor(fn, err, errlen);
+    PF_LAUNCH(k_bn_train_forward, blocks_for((size_t)c), THREADS, 0, stream, y, x, weight, bias,
+              running, save, c, n, hw, eps, momentum);
+    return check_launch("k_bn_train_forward", err, errlen);
+}
+
+int pf_cuda_batchnorm_eval_forward(float *y, const float *x, const float *weight,
+                                   const float *bias, const float *running, int n, int c, int h,
+                                   int w, double eps, cudaStream_t stream, char *err,
+                                   size_t errlen) {
+    const char *fn = "pf_cuda_batchnorm_eval_forward";
+    if (negative(n, c, h, w)) return bad_arg(fn, "negative dimension", err, errlen);
+    size_t hw = (size_t)h * w, count = (size_t)n * c * hw;
+    if (!count) return 0;
+    if (!y || !x || !weight || !bias || !running) return null_tensor(fn, err, errlen);
+    PF_LAUNCH(k_bn_eval_forward, grid_for(count), THREADS, 0, stream, y, x, weight, bias,
+              running, c, hw, eps, count);
+    return check_launch("k_bn_eval_forward", err, errlen);
+}
+
+int pf_cuda_batchnorm_backward(float *dx, float *dweight, float *dbias, const float *dy,
+                               const float *x, const float *weight, const double *save, int n,
+                               int c, int h, int w, int acc, cudaStream_t stream, char *err,
+                               size_t errlen) {
+    const char *fn = "pf_cuda_batchnorm_backward";
+    if (negative(n, c, h, w)) return bad_arg(fn, "negative dimension", err, errlen);
+    size_t hw = (size_t)h * w;
+    if (!c || (!dx && !dweight && !dbias)) return 0;
+    if (!dy || !x || !save || (dx && !weight)) return null_tensor(fn, err, errlen);
+    PF_LAUNCH(k_bn_backward, blocks_for((size_t)c), THREADS, 0, stream, dx, dweight, dbias, dy,
+              x, weight, save, c, n, hw, acc);
+    return check_launch("k_bn_backward", err, errlen);
+}
+
 /* ---- EDVR's TSA-fusion ops (PF_G_MUL, PF_G_CHSUM, PF_G_MAXPOOL3, PF_G_AVGPOOL3) ---------- */
 
 /* Shape and tensors of a TSA op: count elements (0: nothing to do, returns 1). */

@@ -378,6 +378,60 @@ int pf_cuda_bias_add(float *y, const float *bias, int n, int c, int h, int w,
 int pf_cuda_bias_backward(float *dbias, const float *dy, int n, int c, int h, int w, int acc,
                           cudaStream_t stream, char *err, size_t errlen);
 
+/* ---- spectral normalisation of a convolution's weight (torch.nn.utils.spectral_norm, dim 0,
+   one power iteration, its eps; nn/spectral_norm.h defines the formulas, nn/cuda/sn_cuda.h
+   runs them over a discriminator's layers). W is weight_orig (OIHW) read as the row-major
+   rows x cols matrix, rows = O, cols = I K K. Every sum is in double, in a fixed order (a
+   column's products in row order; a row's in THREADS in-order strands, then block_sum's tree),
+   so the results are the same bits on every run. */
+
+/* Doubles of device scratch the two functions below need for a weight of `rows` rows. */
+#define PF_CUDA_SN_SCRATCH(rows) ((size_t)(rows) + 1)
+
+/* training != 0: one power iteration first, v = normalize(W^T u), then u = normalize(W v),
+   normalize(x) = x / max(||x||_2, eps) (u: rows floats, v: cols floats, updated in place);
+   then (both modes) *sigma = u . (W v) (one float, device) and weight = weight_orig / sigma
+   (rows x cols floats, overwritten; must not alias weight_orig). A zero weight_orig gives
+   sigma 0 and a NaN weight, as torch. scratch: PF_CUDA_SN_SCRATCH(rows) doubles. */
+int pf_cuda_sn_forward(float *weight, float *u, float *v, float *sigma,
+                       const float *weight_orig, int rows, int cols, float eps, int training,
+                       double *scratch, cudaStream_t stream, char *err, size_t errlen);
+
+/* The backward with the u, v and *sigma of the forward it follows (held constant, as torch's
+   clones are): d_weight_orig = d_weight / sigma - (sum(d_weight * weight_orig) / sigma^2)
+   u v^T, overwritten (it may be d_weight itself). scratch: PF_CUDA_SN_SCRATCH(rows)
+   doubles. */
+int pf_cuda_sn_backward(float *d_weight_orig, const float *d_weight, const float *weight_orig,
+                        const float *u, const float *v, const float *sigma, int rows, int cols,
+                        double *scratch, cudaStream_t stream, char *err, size_t errlen);
+/* torch.nn.BatchNorm2d (PF_G_BATCHNORM; nn/cpu/batchnorm.c is the CPU counterpart, formulas
+   from Ioffe and Szegedy 2015 / torch's batch_norm) on x, N x C x H x W, into y (same shape;
+   may equal x); weight, bias C floats; eps and momentum torch's (PF_BN_EPS, PF_BN_MOMENTUM).
+   Training forward: one block per channel sums its N H W values in double (fixed-order
+   per-thread strides, then block_sum's tree: deterministic), mean = sum / M and the biased
+   var = sum (x - mean)^2 / M (two passes), M = N H W; y = (x - mean) / sqrt(var + eps)
+   weight + bias; running (2 C floats: running_mean then running_var) updated as
+   (1 - momentum) running + momentum batch with the unbiased var M / (M - 1); save (2 C
+   doubles) gets mean and 1 / sqrt(var + eps) for backward. M < 2: -1 (torch: "Expected more
+   than 1 value per channel when training"), nothing launched.
+   Eval forward: y = (x - running_mean) / sqrt(running_var + eps) weight + bias.
+   Backward of a training forward (its x and save): per channel in double db = sum dy,
+   dw = sum dy x^ (x^ = (x - mean) inv); dweight, dbias (NULL: not wanted) = dw, db
+   (overwritten); dx (NULL: not wanted) = (acc ? dx : 0) + weight inv (dy - db / M - x^ dw /
+   M). */
+int pf_cuda_batchnorm_train_forward(float *y, const float *x, const float *weight,
+                                    const float *bias, float *running, double *save, int n,
+                                    int c, int h, int w, double eps, double momentum,
+                                    cudaStream_t stream, char *err, size_t errlen);
+int pf_cuda_batchnorm_eval_forward(float *y, const float *x, const float *weight,
+                                   const float *bias, const float *running, int n, int c, int h,
+                                   int w, double eps, cudaStream_t stream, char *err,
+                                   size_t errlen);
+int pf_cuda_batchnorm_backward(float *dx, float *dweight, float *dbias, const float *dy,
+                               const float *x, const float *weight, const double *save, int n,
+                               int c, int h, int w, int acc, cudaStream_t stream, char *err,
+                               size_t errlen);
+
 /* EDVR's TSA-fusion ops (nn/net.h PF_G_MUL, PF_G_CHSUM, PF_G_MAXPOOL3, PF_G_AVGPOOL3), NCHW,
    the CPU executor's formulas (nn/cpu/ops.h pf_cpu_mul_* / _chsum_* / _pool3_*, which
    gpu_check compares them with): backward overwrites, or adds when acc; no atomics (each

@@ -1,8 +1,9 @@
-/*  host_cublas — stand-ins for the cuBLAS calls of nn/cuda/dcn_cuda.c on the host: a naive
-    column-major strided-batched SGEMM accumulating in double (BLAS's definition, C = alpha
-    op(A) op(B) + beta C, C not read when beta is 0), and trivial handles. cuBLAS is a library,
-    not PixFlow's code, so both builds of tests/cuda_host use these, as host_cudnn.c stands in
-    for cuDNN; bench/gpu/gpu_check runs the real library on a GPU. */
+/*  host_cublas — stand-ins for the cuBLAS calls of nn/cuda/dcn_cuda.c and of graph_cuda.c's
+    Linear layers on the host: a naive column-major (strided-batched) SGEMM accumulating in
+    double (BLAS's definition, C = alpha op(A) op(B) + beta C, C not read when beta is 0), and
+    trivial handles. cuBLAS is a library, not PixFlow's code, so both builds of tests/cuda_host
+    use these, as host_cudnn.c stands in for cuDNN; bench/gpu/gpu_check runs the real library
+    on a GPU. */
 #include <stdlib.h>
 #include <cublas_v2.h>
 
@@ -69,4 +70,13 @@ cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t handle, cublasOperation_
             }
     }
     return CUBLAS_STATUS_SUCCESS;
+}
+
+/* One GEMM: the batched stand-in with a batch of one. */
+cublasStatus_t cublasSgemm_v2(cublasHandle_t handle, cublasOperation_t transa,
+                              cublasOperation_t transb, int m, int n, int k, const float *alpha,
+                              const float *A, int lda, const float *B, int ldb,
+                              const float *beta, float *C, int ldc) {
+    return cublasSgemmStridedBatched(handle, transa, transb, m, n, k, alpha, A, lda, 0, B, ldb,
+                                     0, beta, C, ldc, 0, 1);
 }

@@ -377,6 +377,47 @@ int pf_cuda_bias_backward(float *dbias, const float *dy, int n, int c, int h, in
     pf_ref_bias_backward(dbias, dy, n, c, h, w, acc);
     return 0;
 }
+int pf_cuda_sn_forward(float *weight, float *u, float *v, float *sigma,
+                       const float *weight_orig, int rows, int cols, float eps, int training,
+                       double *scratch, ST) {
+    UNUSED, (void)scratch;
+    pf_ref_sn_forward(weight, u, v, sigma, weight_orig, rows, cols, eps, training);
+    return 0;
+}
+int pf_cuda_sn_backward(float *d_weight_orig, const float *d_weight, const float *weight_orig,
+                        const float *u, const float *v, const float *sigma, int rows, int cols,
+                        double *scratch, ST) {
+    UNUSED, (void)scratch;
+    pf_ref_sn_backward(d_weight_orig, d_weight, weight_orig, u, v, sigma, rows, cols);
+    return 0;
+}
+
+int pf_cuda_batchnorm_train_forward(float *y, const float *x, const float *weight,
+                                    const float *bias, float *running, double *save, int n,
+                                    int c, int h, int w, double eps, double momentum, ST) {
+    UNUSED;
+    if (!c || !n || !h || !w) return 0;
+    if (pf_ref_batchnorm_train(y, x, weight, bias, running, save, n, c, h, w, eps, momentum)) {
+        snprintf(err, errlen, "pf_cuda_batchnorm_train_forward: a training batch of one value "
+                 "per channel (N H W < 2)");
+        return -1;
+    }
+    return 0;
+}
+int pf_cuda_batchnorm_eval_forward(float *y, const float *x, const float *weight,
+                                   const float *bias, const float *running, int n, int c, int h,
+                                   int w, double eps, ST) {
+    UNUSED;
+    pf_ref_batchnorm_eval(y, x, weight, bias, running, n, c, h, w, eps);
+    return 0;
+}
+int pf_cuda_batchnorm_backward(float *dx, float *dweight, float *dbias, const float *dy,
+                               const float *x, const float *weight, const double *save, int n,
+                               int c, int h, int w, int acc, ST) {
+    UNUSED;
+    pf_ref_batchnorm_backward(dx, dweight, dbias, dy, x, weight, save, n, c, h, w, acc);
+    return 0;
+}
 
 /* EDVR's TSA-fusion ops: the CPU executor's kernels (nn/cpu/ops.h) in plain NCHW (block 1),
    which test_graph_video checks against naive loops and torch */

@@ -581,3 +581,153 @@ void pf_ref_bias_backward(float *dbias, const float *dy, int n, int c, int h, in
         dbias[o] = dcn_put(acc, dbias[o], sum);
     }
 }
+
+/* x /= max(||x||, eps), the norm and the division in double */
+static void sn_normalize(float *x, int n, float eps) {
+    double ss = 0;
+    for (int i = 0; i < n; i++) ss += (double)x[i] * x[i];
+    double norm = sqrt(ss) > eps ? sqrt(ss) : (double)eps;
+    for (int i = 0; i < n; i++) x[i] = (float)(x[i] / norm);
+}
+
+void pf_ref_sn_forward(float *weight, float *u, float *v, float *sigma,
+                       const float *weight_orig, int rows, int cols, float eps, int training) {
+    const float *w = weight_orig;
+    if (training) {
+        for (int c = 0; c < cols; c++) {
+            double s = 0;
+            for (int r = 0; r < rows; r++) s += (double)w[(size_t)r * cols + c] * u[r];
+            v[c] = (float)s;
+        }
+        sn_normalize(v, cols, eps);
+        for (int r = 0; r < rows; r++) {
+            double s = 0;
+            for (int c = 0; c < cols; c++) s += (double)w[(size_t)r * cols + c] * v[c];
+            u[r] = (float)s;
+        }
+        sn_normalize(u, rows, eps);
+    }
+    double sg = 0;
+    for (int r = 0; r < rows; r++)
+        for (int c = 0; c < cols; c++) sg += (double)u[r] * w[(size_t)r * cols + c] * v[c];
+    *sigma = (float)sg;
+    for (size_t i = 0; i < (size_t)rows * cols; i++) weight[i] = w[i] / *sigma;
+}
+
+void pf_ref_sn_backward(float *d_weight_orig, const float *d_weight, const float *weight_orig,
+                        const float *u, const float *v, const float *sigma, int rows,
+                        int cols) {
+    size_t n = (size_t)rows * cols;
+    double dot = 0, sg = *sigma;
+    for (size_t i = 0; i < n; i++) dot += (double)d_weight[i] * weight_orig[i];
+    for (size_t i = 0; i < n; i++)
+        d_weight_orig[i] = (float)(d_weight[i] / sg - dot / (sg * sg) * u[i / (size_t)cols] *
+                                                          v[i % (size_t)cols]);
+}
+
+/* ---- BatchNorm2d ---- */
+
+int pf_ref_batchnorm_train(float *y, const float *x, const float *weight, const float *bias,
+                           float *running, double *save, int n, int c, int h, int w, double eps,
+                           double momentum) {
+    size_t hw = (size_t)h * w, M = (size_t)n * hw;
+    if (M < 2) return -1;
+    for (int o = 0; o < c; o++) {
+        double sum = 0, sq = 0;
+        for (int b = 0; b < n; b++)
+            for (size_t j = 0; j < hw; j++) sum += x[((size_t)b * c + o) * hw + j];
+        double mean = sum / (double)M;
+        for (int b = 0; b < n; b++)
+            for (size_t j = 0; j < hw; j++) {
+                double d = x[((size_t)b * c + o) * hw + j] - mean;
+                sq += d * d;
+            }
+        double var = sq / (double)M, inv = 1.0 / sqrt(var + eps);
+        for (int b = 0; b < n; b++)
+            for (size_t j = 0; j < hw; j++) {
+                size_t e = ((size_t)b * c + o) * hw + j;
+                y[e] = (float)((x[e] - mean) * inv * weight[o] + bias[o]);
+            }
+        save[o] = mean;
+        save[c + o] = inv;
+        running[o] = (float)(running[o] + momentum * (mean - running[o]));
+        double unbiased = sq / (double)(M - 1);
+        running[c + o] = (float)(running[c + o] + momentum * (unbiased - running[c + o]));
+    }
+    return 0;
+}
+
+void pf_ref_batchnorm_eval(float *y, const float *x, const float *weight, const float *bias,
+                           const float *running, int n, int c, int h, int w, double eps) {
+    size_t hw = (size_t)h * w;
+    for (int b = 0; b < n; b++)
+        for (int o = 0; o < c; o++)
+            for (size_t j = 0; j < hw; j++) {
+                size_t e = ((size_t)b * c + o) * hw + j;
+                y[e] = (float)(((double)x[e] - running[o]) / sqrt((double)running[c + o] + eps) *
+                                   weight[o] + bias[o]);
+            }
+}
+
+void pf_ref_batchnorm_backward(float *dx, float *dweight, float *dbias, const float *dy,
+                               const float *x, const float *weight, const double *save, int n,
+                               int c, int h, int w, int acc) {
+    size_t hw = (size_t)h * w;
+    double M = (double)n * (double)hw;
+    for (int o = 0; o < c; o++) {
+        double mean = save[o], inv = save[c + o], sdy = 0, sdyx = 0;
+        for (int b = 0; b < n; b++)
+            for (size_t j = 0; j < hw; j++) {
+                size_t e = ((size_t)b * c + o) * hw + j;
+                sdy += dy[e];
+                sdyx += dy[e] * (x[e] - mean) * inv;
+            }
+        if (dweight) dweight[o] = (float)sdyx;
+        if (dbias) dbias[o] = (float)sdy;
+        if (!dx) continue;
+        for (int b = 0; b < n; b++)
+            for (size_t j = 0; j < hw; j++) {
+                size_t e = ((size_t)b * c + o) * hw + j;
+                double xh = (x[e] - mean) * inv;
+                double v = weight[o] * inv / M * (M * dy[e] - sdy - xh * sdyx);
+                dx[e] = acc ? (float)(dx[e] + v) : (float)v;
+            }
+    }
+}
+
+/* ---- Linear ---- */
+
+void pf_ref_linear_forward(float *y, const float *x, const float *weight, const float *bias,
+                           int n, int in, int out) {
+    for (int b = 0; b < n; b++)
+        for (int o = 0; o < out; o++) {
+            double sum = bias[o];
+            for (int i = 0; i < in; i++)
+                sum += (double)x[(size_t)b * in + i] * weight[(size_t)o * in + i];
+            y[(size_t)b * out + o] = (float)sum;
+        }
+}
+
+void pf_ref_linear_backward(float *dx, float *dweight, float *dbias, const float *dy,
+                            const float *x, const float *weight, int n, int in, int out,
+                            int acc) {
+    for (int o = 0; o < out; o++) {
+        double sb = 0;
+        for (int b = 0; b < n; b++) sb += dy[(size_t)b * out + o];
+        dbias[o] = (float)sb;
+        for (int i = 0; i < in; i++) {
+            double sw = 0;
+            for (int b = 0; b < n; b++)
+                sw += (double)dy[(size_t)b * out + o] * x[(size_t)b * in + i];
+            dweight[(size_t)o * in + i] = (float)sw;
+        }
+    }
+    for (int b = 0; b < n; b++)
+        for (int i = 0; i < in; i++) {
+            double sx = 0;
+            for (int o = 0; o < out; o++)
+                sx += (double)dy[(size_t)b * out + o] * weight[(size_t)o * in + i];
+            size_t e = (size_t)b * in + i;
+            dx[e] = acc ? (float)(dx[e] + sx) : (float)sx;
+        }
+}

@@ -123,4 +123,36 @@ void pf_ref_dcn_columns_backward(const pf_ref_dcn *s, float *dx, float *doff, fl
 /* y += bias[c]; dbias[c] [+]= the sum of dy over n, h, w */
 void pf_ref_bias_add(float *y, const float *bias, int n, int c, int h, int w);
 void pf_ref_bias_backward(float *dbias, const float *dy, int n, int c, int h, int w, int acc);
+/* Spectral normalisation (ops.h pf_cuda_sn_*; nn/spectral_norm.h): W = weight_orig as rows x
+   cols. Forward: with training, v = normalize(W^T u), u = normalize(W v) (each product stored
+   as float before its normalisation); then *sigma = u . (W v) and weight = weight_orig /
+   sigma. Backward: d_weight_orig (may be d_weight) = d_weight / sigma - (sum(d_weight *
+   weight_orig) / sigma^2) u v^T. */
+void pf_ref_sn_forward(float *weight, float *u, float *v, float *sigma,
+                       const float *weight_orig, int rows, int cols, float eps, int training);
+void pf_ref_sn_backward(float *d_weight_orig, const float *d_weight, const float *weight_orig,
+                        const float *u, const float *v, const float *sigma, int rows,
+                        int cols);
+/* torch.nn.BatchNorm2d (ops.h pf_cuda_batchnorm_*) on N x C x H x W, in double, straight
+   from the definition (eps, momentum given): training forward (y; running 2 C floats updated
+   with the unbiased variance; save 2 C doubles: mean, 1 / sqrt(var + eps)), eval forward
+   from running, backward of a training forward (dx [+]=, dweight and dbias overwritten; each
+   NULL: not wanted), dx = weight inv / M (M dy - sum dy - x^ sum dy x^). The training
+   forward returns -1 when N H W < 2. */
+int pf_ref_batchnorm_train(float *y, const float *x, const float *weight, const float *bias,
+                           float *running, double *save, int n, int c, int h, int w, double eps,
+                           double momentum);
+void pf_ref_batchnorm_eval(float *y, const float *x, const float *weight, const float *bias,
+                           const float *running, int n, int c, int h, int w, double eps);
+void pf_ref_batchnorm_backward(float *dx, float *dweight, float *dbias, const float *dy,
+                               const float *x, const float *weight, const double *save, int n,
+                               int c, int h, int w, int acc);
+/* torch.nn.Linear(in, out) (nn/cuda/linear_cuda.h) on x N x in, in double: y (N x out) =
+   x weight^T + bias; backward: dweight (out x in) = dy^T x, dbias = sum of dy over N
+   (overwritten), dx (N x in) = (acc ? dx : 0) + dy weight. */
+void pf_ref_linear_forward(float *y, const float *x, const float *weight, const float *bias,
+                           int n, int in, int out);
+void pf_ref_linear_backward(float *dx, float *dweight, float *dbias, const float *dy,
+                            const float *x, const float *weight, int n, int in, int out,
+                            int acc);
 #endif

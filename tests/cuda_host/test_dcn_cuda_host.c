@@ -24,6 +24,7 @@
 #include "nn/cuda/ops.h"
 #include "nn/graph.h"
 #include "nn/net.h"
+#include "tests/cuda_host/cpu_step.h"
 #include "tests/pf_test.h"
 
 #define TOL 1e-4 /* max |a - b| / max |b| per tensor, as the GPU check (fp32) */
@@ -95,62 +96,16 @@ static unsigned next(void) {
     return (unsigned)(rng >> 33);
 }
 
-/* The CPU executor's MSE step: loss, gradients into grads, the output (NCHW) into out. 0, or
-   -1. */
+/* The CPU executor's MSE step (cpu_step.h): loss, gradients into grads, the output (NCHW)
+   into out. 0, or -1. */
 static int cpu_step(int groups, int dg, int bias, const float *params, float *grads,
                     const uint8_t *lq, const uint8_t *gt, int n, int h, int w, double *loss,
                     float *out) {
     pf_net g;
     build(&g, groups, dg, bias);
-    char err[512];
-    pf_dnnl dnnl;
-    pf_gstate *S = NULL;
-    pf_conv *convs = calloc((size_t)g.n_convs + 1, sizeof *convs);
-    size_t count = (size_t)n * 3 * h * w;
-    float *dout = malloc(count * sizeof *dout);
-    int rc = pf_dnnl_init(&dnnl, err, sizeof err);
-    dnnl.force_layout = PF_LAYOUT_NCHW;
-    for (int i = 0; i < g.n_convs; i++) pf_graph_conv_init(&g, i, &convs[i]);
-    pf_gctx x = { .net = &g, .dnnl = &dnnl, .convs = convs, .params = (float *)params,
-                  .grads = grads };
-    rc = rc || pf_graph_plan(&x, &S, n, h, w, 1, err, sizeof err);
-    for (int i = 0; !rc && i < g.n_convs; i++) {
-        const pf_param_info *wt = &g.tensors[g.conv[i].weight];
-        rc = pf_conv_set_weights(&convs[i], params + wt->offset,
-                                 params + g.tensors[pf_net_conv_bias(&g, i)].offset, err,
-                                 sizeof err);
-    }
-    rc = rc || pf_graph_forward(&x, S, lq, err, sizeof err);
-    if (!rc) {
-        int b;
-        const float *y = pf_gstate_out(S, &b);      /* NCHW: forced layout */
-        double sum = 0;
-        for (size_t i = 0; i < count; i++) {
-            size_t hw = (size_t)h * w, px = i / (3 * hw) * hw + i % hw;   /* gt is NHWC */
-            double d = (double)y[i] - gt[px * 3 + i / hw % 3] / 255.0;
-            sum += d * d;
-            dout[i] = (float)(2.0 * d / (double)count);
-            out[i] = y[i];
-        }
-        *loss = sum / (double)count;
-        rc = pf_graph_backward_from(&x, S, dout, NULL, NULL, err, sizeof err);
-    }
-    CHECK(!rc, "cpu step: %s", err);
-    pf_gstate_free(&S);
-    for (int i = 0; i < g.n_convs; i++) pf_conv_free(&convs[i]);
-    free(convs);
-    free(dout);
-    pf_dnnl_free(&dnnl);
+    int rc = pf_test_cpu_run(&g, params, grads, NULL, NULL, lq, gt, n, h, w, 1, loss, out);
     pf_net_free(&g);
-    return rc ? -1 : 0;
-}
-
-static void *dev(const void *h, size_t bytes) {
-    void *d = NULL;
-    if (cudaMalloc(&d, bytes) != cudaSuccess) return NULL;
-    if (h) cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice);
-    else cudaMemset(d, 0xff, bytes);    /* NaN: what is not written shows */
-    return d;
+    return rc;
 }
 
 static void check(int groups, int dg, int bias, int n, int h, int w) {
@@ -176,16 +131,9 @@ static void check(int groups, int dg, int bias, int n, int h, int w) {
     double loss_cpu = 0;
     if (cpu_step(groups, dg, bias, params, grads, in, in + count, n, h, w, &loss_cpu, out))
         goto done;
-    pf_config cfg;
-    pf_config_defaults(&cfg);
-    snprintf(cfg.loss_type, sizeof cfg.loss_type, "MSELoss");
-    cfg.loss_weight = 1.0f;
-    pf_cugraph *cg = pf_cugraph_new_net(&cfg, &g, err, sizeof err);
-    CHECK(cg != NULL, "%s: %s", label, err);
+    pf_cugraph_env env;
+    pf_cugraph *cg = pf_test_cugraph(&g, &env, params, np, NULL, 0, NULL, label);
     if (!cg) goto done;
-    pf_cugraph_env env = { 0, pf_cudnn_new(0, 0, 0, 0, err, sizeof err), dev(params, np * 4),
-                           dev(NULL, np * 4), dev(NULL, 4),
-                           dev(NULL, PF_CUDA_LOSS_SCRATCH * sizeof(double)) };
     int rc = pf_cugraph_train_step(cg, &env, in, n, h, w, err, sizeof err);
     CHECK(rc == 0, "%s: train step: %s", label, err);
     float loss_dev = 0;
@@ -222,9 +170,7 @@ static void check(int groups, int dg, int bias, int n, int h, int w) {
               scale);
         printf("%s: inference max |cuda - cpu| / max |cpu| = %.2g\n", label, diff / scale);
     }
-    cudaFree(env.params), cudaFree(env.grads), cudaFree(env.loss), cudaFree(env.loss_scratch);
-    pf_cudnn_destroy(&env.cudnn);
-    pf_cugraph_destroy(&cg);
+    pf_test_cugraph_free(&cg, &env);
 done:
     pf_net_free(&g);
     free(params), free(grads), free(dgrads), free(in), free(out), free(pred);
