@@ -10,6 +10,9 @@
                      in, 3 x 1024 x 1024 out)
       basicvsr_demo  BasicVSR 16 feats 2 blocks x4, batch 2 clips of 3 frames, LQ patch 64,
                      Charbonnier (configs/demo_video.yaml's step)
+      basicvsrpp_demo  BasicVSR++ 16 channels 1 block per branch x4 (max_residue_magnitude 10),
+                     batch 2 clips of 3 frames, LQ patch 64, Charbonnier (configs/demo_video_pp.yaml's
+                     step; bench/video/torch_basicvsrpp.py is its PyTorch side)
 
     Inputs are random uint8 NHWC, converted inside the step as the worker's are. Prints, per
     case, the median of N timed steps after W warm-up steps. Threads: oneDNN's OpenMP pool,
@@ -53,6 +56,7 @@ static const bench_case CASES[] = {
     {"rcan_small", "RCAN", 2, 64, 4, 2, 16, 48, 0, 0},
     {"edsr_infer", "EDSR", 4, 64, 16, 0, 1, 256, 1, 0},
     {"basicvsr_demo", "BasicVSR", 4, 16, 2, 0, 2, 64, 0, 3},
+    {"basicvsrpp_demo", "BasicVSRPlusPlus", 4, 16, 1, 0, 2, 64, 0, 3},
 };
 #define N_CASES (int)(sizeof CASES / sizeof CASES[0])
 

@@ -8,6 +8,8 @@
 #   4. run the held-out clip through the final checkpoint (pixflow test): mean PSNR-Y/SSIM-Y
 #      of the network and of bicubic upscaling, per frame then per clip (docs/video.md).
 # Extra arguments go to `pixflow train` (e.g. --resume auto).
+# PIXFLOW_DEMO_CONFIG=configs/demo_video_pp.yaml trains the BasicVSR++ variant instead (16
+# channels, 1 block per branch, 120 iterations: about the same time on 2 cores).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"

@@ -30,7 +30,8 @@
       torch.nn.functional.conv2d (tests/reference/conv_stride_ref.py) in every layout;
     - EDVR's TSA-fusion ops (PF_G_MUL with a 1-channel factor and with a residual, PF_G_CHSUM,
       PF_G_MAXPOOL3, PF_G_AVGPOOL3) in one network ("tsa"): finite differences in every
-      layout, their kernels against naive loops (check_tsa_kernels: every pair of blocks,
+      layout, and f + 0.5 f f as one PF_G_MUL ("tsa square": the residual's gradient passed
+      before the product's read dy overwritten, 4 % off: checked), their kernels against naive loops (check_tsa_kernels: every pair of blocks,
       pooling ties, a NaN and all-negative border windows), a factor of another channel count
       refused; with `torch` the output and every gradient against torch float64 autograd
       (tests/reference/tsa_ops_ref.py) within 1e-5 of each tensor's largest value. */
@@ -305,6 +306,17 @@ static void build_tsa(pf_net *g) {
     gate = gate < 0 ? -1 : node(g, PF_G_SIGMOID, &gate, 1, 20, gate, 1, 1, &nd);
     int add = conv(g, half, "att_add", 20, -1, -1);
     g->output = conv(g, pf_net_add_mul(g, half, gate, add, 2.0f), "last", 3, -1, -1);
+}
+
+/* PF_G_MUL with one tensor as both factors and the residual (f + 0.5 f f): three gradient
+   contributions into one buffer, the residual's after the product's. */
+static void build_square(pf_net *g) {
+    pf_net_init(g);
+    snprintf(g->type, sizeof g->type, "square");
+    int x = pf_net_node(g, PF_G_INPUT, NULL, 0, 3, 1, 1, 0);
+    g->input = x;
+    int f = conv(g, x, "feat", 20, -1, -1);
+    g->output = conv(g, pf_net_add_mul(g, f, f, f, 0.5f), "last", 3, -1, -1);
 }
 
 /* tests/reference/conv_stride_ref.py's network (see there): four stride-2 layers (k 3 with
@@ -953,6 +965,7 @@ int main(int argc, char **argv) {
         check_fd("dcn", build_dcn, layouts[i], 1, N, 6, 8);
         check_fd("dcn stride 2", build_dcn_s2, layouts[i], 1, N, 6, 8);
         check_fd("tsa", build_tsa, layouts[i], 1, N, 8, 12);
+        check_fd("tsa square", build_square, layouts[i], 1, N, 5, 7);
     }
     check_maxpool_kernels();
     check_relu_kernels();

@@ -290,8 +290,8 @@ static void build_tsa(pf_net *g) {
     snprintf(g->type, sizeof g->type, "Tsa");
     int f = graph_conv(g, g->input = pf_net_node(g, PF_G_INPUT, NULL, 0, 3, 1, 1, 0),
                        "conv_first", 8, 1);
-    int c = pf_net_add_chsum(g, pf_net_add_mul(g, graph_conv(g, f, "emb", 8, 0),
-                                               graph_conv(g, f, "emb_ref", 8, 0), -1, 1.0f));
+    int emb = graph_conv(g, f, "emb", 8, 0), ref = graph_conv(g, f, "emb_ref", 8, 0);
+    int c = pf_net_add_chsum(g, pf_net_add_mul(g, emb, ref, -1, 1.0f));
     c = c < 0 ? -1 : pf_net_node(g, PF_G_SIGMOID, &c, 1, 1, 1, 1, 0);
     int a = pf_net_add_mul(g, f, c, -1, 1.0f);
     int p[2] = { pf_net_add_pool3(g, a, 1), pf_net_add_pool3(g, a, 0) };

@@ -1,8 +1,10 @@
-/*  test_zoo_configs — every file in configs/zoo (the references' architectures and recipes)
-    parses, builds its network with the published parameter count, and infers a small image to
-    finite values. Expected counts: PyTorch's sum(p.numel()) of tests/reference/zoo_archs.py's
+/*  test_zoo_configs — every file in configs/zoo (the references' architectures and recipes), and
+    configs/demo_video_pp.yaml (the BasicVSR++ CPU demo, not run by any other test), parses,
+    builds its network with the published parameter count, and infers a small image to finite
+    values. Expected counts: PyTorch's sum(p.numel()) of tests/reference/zoo_archs.py's
     networks with the same hyper-parameters, which agree with the papers' figures (EDSR-baseline
-    x2 1.37 M, EDSR x2 40.7 M, MSRResNet x4 1.52 M, RCAN x2 15.4 M, ESRGAN's RRDBNet 16.7 M).
+    x2 1.37 M, EDSR x2 40.7 M, MSRResNet x4 1.52 M, RCAN x2 15.4 M, ESRGAN's RRDBNet 16.7 M;
+    BasicVSR++: tests/reference/basicvsrpp_ref.py's BasicVSRPP(64, 7, 10), the paper's 7.3 M).
     And every network row (common/networks.h) has a builder in nn/zoo.c: each builds its
     description at each of its scales with the default keys.
     The GAN recipes (RealESRGAN_x4plus, ESRGAN_x4) also hold the values of BasicSR's option files
@@ -37,6 +39,8 @@ static const struct {
     { "ESPCN_x3.yaml", 31131 },
     { "RealESRGAN_x4plus.yaml", 16697987 },  /* RealESRNet's RRDBNet, GAN fine-tune */
     { "ESRGAN_x4.yaml", 16697987 },          /* ESRGAN's RRDBNet, GAN stage */
+    { "BasicVSRPP_x4.yaml", 7322927 },       /* BasicVSR++ c64n7 (the paper's 7.3 M) */
+    { "../demo_video_pp.yaml", 1952255 },    /* the CPU demo's BasicVSR++ 16 / 1 */
 };
 
 /* The GAN options both recipes share with their BasicSR file: net_d_iters 1, net_d_init_iters 0,
@@ -103,6 +107,25 @@ static void gan_recipe_values(const pf_config *c, const char *f) {
                       "work_dirs/RRDBNet_PSNR_x4/checkpoints/iter_1000000.safetensors"),
               "%s: load_from %s", f, c->load_from);
     }
+}
+
+/* BasicVSRPP_x4.yaml holds MMagic's basicvsr-pp_c64n7_8xb1-600k_reds4.py values (written out
+   here): BasicVSRPlusPlusNet 64 / 7, is_low_res_input, Charbonnier, fix_iter 5000, batch 1 per
+   GPU of 30-frame clips at GT 256 with flips and transpose, Adam 1e-4 betas (0.9, 0.99), spynet
+   lr_mult 0.25, CosineRestartLR one period of 600k to 1e-7, validation every 5000 on RGB. */
+static void basicvsrpp_recipe_values(const pf_config *c, const char *f) {
+    CHECK(c->n_feats == 64 && c->n_blocks == 7 && c->max_residue_magnitude == 10.0f &&
+              c->is_low_res_input && c->scale == 4 && c->fix_iter == 5000, "%s: network_g", f);
+    CHECK(!strcmp(c->loss_type, "CharbonnierLoss"), "%s: loss %s", f, c->loss_type);
+    CHECK(c->samples_per_gpu == 1 && c->train.num_frame == 30 && c->train.gt_patch_size == 256 &&
+              c->train.use_hflip && c->train.use_rot, "%s: train data", f);
+    CHECK(!strcmp(c->optim_type, "Adam") && c->learning_rate == 1e-4f && c->betas[0] == 0.9f &&
+              c->betas[1] == 0.99f && c->weight_decay == 0, "%s: optimizer", f);
+    CHECK(c->n_custom_keys == 1 && !strcmp(c->custom_keys[0].key, "spynet") &&
+              c->custom_keys[0].lr_mult == 0.25f, "%s: paramwise_cfg", f);
+    CHECK(!strcmp(c->lr_policy, "CosineRestart") && c->n_lr_periods == 1 &&
+              c->lr_periods[0] == 600000 && c->lr_restart_weights[0] == 1.0f &&
+              c->lr_min == 1e-7f && c->total_iters == 600000, "%s: scheduler", f);
 }
 
 /* An empty file at rel (its folders made). */
@@ -174,6 +197,8 @@ int main(void) {
             gan_recipe_values(&cfg, cases[i].file);
             gan_recipe_loads(path, text, len, &cfg);
         }
+        if (!rc && !strcmp(cases[i].file, "BasicVSRPP_x4.yaml"))
+            basicvsrpp_recipe_values(&cfg, cases[i].file);
         free(text);
         if (rc) continue;
         pf_model *m = pf_model_new(&cfg, err, sizeof err);

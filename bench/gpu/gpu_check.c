@@ -55,6 +55,7 @@
 #include "nn/cuda/model_cuda.h"
 #include "nn/cuda/optim_cuda.h"
 #include "nn/cpu/dcn.h"
+#include "nn/cpu/ops.h"
 #include "nn/discriminator.h"
 #include "nn/model.h"
 #include "nn/vgg.h"
@@ -1866,7 +1867,86 @@ static void check_dcn_cpu(const dcn_case *c) {
 
 /* The device optimiser, the DCN layer against the CPU's and the video ops (they need the CMake
    build's CPU backend). */
+/* EDVR's TSA-fusion kernels (mul, chsum, 3 x 3 pooling) against the CPU executor's own
+   (nn/cpu/ops.c, plain NCHW: block 1), within 1e-5 of the largest value: mul with a factor of
+   c channels and of 1 (broadcast), with and without a residual; backward to both factors,
+   acc 0 and 1; the channel sum; max and average pooling on x rounded to quarters (ties in
+   most windows), forward and backward acc 0 and 1 (even h, w). */
+static void check_tsa_ops(int n, int c, int h, int w) {
+    char shape[80], op[80];
+    size_t nx = (size_t)n * c * h * w, np = (size_t)n * h * w, nq = nx / 4;
+    float *x = host_alloc(nx * 4), *x1 = host_alloc(nx * 4), *r = host_alloc(nx * 4);
+    float *dy = host_alloc(nx * 4), *prior = host_alloc(nx * 4), *ref = host_alloc(nx * 4);
+    float *ref1 = host_alloc(nx * 4);
+    fill(x, nx, -1, 1);
+    fill(x1, nx, -1, 1);
+    fill(r, nx, -1, 1);
+    fill(dy, nx, -1, 1);
+    fill(prior, nx, -1, 1);
+    float *d_x = upload(x, nx * 4), *d_x1 = upload(x1, nx * 4), *d_r = upload(r, nx * 4);
+    float *d_dy = upload(dy, nx * 4), *d_y = dev_alloc(nx * 4), *d_d1 = dev_alloc(nx * 4);
+    int rc;
+    const float sc = 1.5f;
+    for (int c1 = c; c1 >= 1; c1 = c1 > 1 ? 1 : 0) {
+        size_t n1 = (size_t)n * c1 * h * w;
+        for (int res = 0; res <= 1; res++) {
+            snprintf(shape, sizeof shape, "N%d C%d C1 %d H%d W%d%s", n, c, c1, h, w,
+                     res ? " +res" : "");
+            pf_cpu_mul_forward(ref, x, x1, res ? r : NULL, sc, n, c, c1, h, w, 1, 1, 1, 1);
+            rc = pf_cuda_mul_forward(d_y, d_x, d_x1, res ? d_r : NULL, sc, n, c, c1, h, w, 0,
+                                     g_err, sizeof g_err);
+            check("mul forward", shape, rc, d_y, ref, nx, 1e-5);
+        }
+        snprintf(shape, sizeof shape, "N%d C%d C1 %d H%d W%d", n, c, c1, h, w);
+        for (int acc = 0; acc <= 1; acc++) {
+            memcpy(ref, prior, nx * 4);
+            memcpy(ref1, prior, n1 * 4);
+            pf_cpu_mul_backward(ref, ref1, dy, x, x1, sc, n, c, c1, h, w, 1, 1, 1, acc, acc);
+            set_dev(d_y, prior, nx * 4);
+            set_dev(d_d1, prior, n1 * 4);
+            rc = pf_cuda_mul_backward(d_y, d_d1, d_dy, d_x, d_x1, sc, n, c, c1, h, w, acc, acc,
+                                      0, g_err, sizeof g_err);
+            snprintf(op, sizeof op, "mul backward dx0 acc=%d", acc);
+            check(op, shape, rc, d_y, ref, nx, 1e-5);
+            snprintf(op, sizeof op, "mul backward dx1 acc=%d", acc);
+            check(op, shape, rc, d_d1, ref1, n1, 1e-5);
+        }
+    }
+    snprintf(shape, sizeof shape, "N%d C%d H%d W%d", n, c, h, w);
+    pf_cpu_chsum_forward(ref, x, n, c, h, w, 1, 1);
+    rc = pf_cuda_chsum_forward(d_y, d_x, n, c, h, w, 0, g_err, sizeof g_err);
+    check("chsum forward", shape, rc, d_y, ref, np, 1e-5);
+    for (int acc = 0; acc <= 1; acc++) {
+        memcpy(ref, prior, nx * 4);
+        pf_cpu_chsum_backward(ref, dy, n, c, h, w, 1, 1, acc);
+        set_dev(d_y, prior, nx * 4);
+        rc = pf_cuda_chsum_backward(d_y, d_dy, n, c, h, w, acc, 0, g_err, sizeof g_err);
+        snprintf(op, sizeof op, "chsum backward acc=%d", acc);
+        check(op, shape, rc, d_y, ref, nx, 1e-5);
+    }
+    for (size_t i = 0; i < nx; i++) x1[i] = floorf(x[i] * 4.0f) / 4.0f;     /* ties */
+    set_dev(d_x1, x1, nx * 4);
+    for (int max = 0; max <= 1; max++) {
+        pf_cpu_pool3_forward(ref, x1, max, n, c, h, w, 1, 1);
+        rc = pf_cuda_pool3_forward(d_y, d_x1, max, n, c, h, w, 0, g_err, sizeof g_err);
+        check(max ? "maxpool3 forward" : "avgpool3 forward", shape, rc, d_y, ref, nq, 1e-5);
+        for (int acc = 0; acc <= 1; acc++) {
+            memcpy(ref, prior, nx * 4);
+            pf_cpu_pool3_backward(ref, dy, x1, max, n, c, h, w, 1, 1, acc);
+            set_dev(d_y, prior, nx * 4);
+            rc = pf_cuda_pool3_backward(d_y, d_dy, d_x1, max, n, c, h, w, acc, 0, g_err,
+                                        sizeof g_err);
+            snprintf(op, sizeof op, "%s backward acc=%d", max ? "maxpool3" : "avgpool3", acc);
+            check(op, shape, rc, d_y, ref, nx, 1e-5);
+        }
+    }
+    free(x), free(x1), free(r), free(dy), free(prior), free(ref), free(ref1);
+    cudaFree(d_x), cudaFree(d_x1), cudaFree(d_r), cudaFree(d_dy), cudaFree(d_y), cudaFree(d_d1);
+}
+
 static void check_model_ops(void) {
+    check_tsa_ops(2, 5, 14, 18);
+    check_tsa_ops(1, 16, 8, 6);
     check_optimisers();
     static const dcn_case dcn_cases[] = {
         {2, 8, 7, 9, 6, 3, 1, 1, 1, 2, 2},

@@ -5,7 +5,7 @@ on the demo clips, evaluated on a held-out part of one, PSNR-Y against wall time
     /usr/bin/python3 bench/video/torch_basicvsr.py [--minutes 10] [--eval-every 60]
         [--feat 16] [--blocks 2] [--frames 3] [--batch 2] [--lq-patch 64] [--lr 1e-3]
         [--fix-iter 0] [--flow-lr-mult 1] [--threads 2] [--seed 0] [--clips DIR]
-        [--json OUT] [--iters N [--eval-iters K]]
+        [--json OUT] [--iters N [--eval-iters K]] [--steady-from 10] [--final-eval 1]
 
 Model: BasicVSR as BasicSR's basicvsr_arch.py describes it (Chan et al., CVPR 2021), written
 here from that description: SPyNet (6 levels of 5 convs 7x7, ImageNet mean/std, input resized
@@ -248,7 +248,10 @@ def evaluate(model, gt, lq, bicubic):
     return float(net), bicubic
 
 
-def main():
+def main(make_model=None, label='BasicVSR', add_args=None):
+    """Train and evaluate; make_model(args) builds the network (default BasicVSR(--feat,
+    --blocks)), label names it in the output, add_args(parser) adds its own options
+    (bench/video/torch_basicvsrpp.py)."""
     ap = argparse.ArgumentParser()
     ap.add_argument('--minutes', type=float, default=10)
     ap.add_argument('--iters', type=int, default=0, help='stop after this many (0: time)')
@@ -267,6 +270,11 @@ def main():
     ap.add_argument('--seed', type=int, default=0)
     ap.add_argument('--clips', default=os.path.join(ROOT, 'data', 'demo_video'))
     ap.add_argument('--json', default='')
+    ap.add_argument('--steady-from', type=int, default=10,
+                    help='steps before this one are warm-up: "steady" is the median of the rest')
+    ap.add_argument('--final-eval', type=int, default=1, help='0: no evaluation at the end')
+    if add_args:
+        add_args(ap)
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
@@ -287,15 +295,15 @@ def main():
           '(%.1f s to load)' % (n_total, name, first, end, cw, ch, bicubic, time.time() - t0),
           flush=True)
 
-    model = BasicVSR(a.feat, a.blocks)
+    model = make_model(a) if make_model else BasicVSR(a.feat, a.blocks)
     flow_params = [p for n, p in model.named_parameters() if n.startswith('spynet.')]
     other = [p for n, p in model.named_parameters() if not n.startswith('spynet.')]
     opt = torch.optim.Adam([{'params': other, 'lr': a.lr},
                             {'params': flow_params, 'lr': a.lr * a.flow_lr_mult}],
                            betas=(0.9, 0.99))
-    print('model: BasicVSR num_feat %d num_block %d, %d parameters (SPyNet %d); %d frames, '
+    print('model: %s num_feat %d num_block %d, %d parameters (SPyNet %d); %d frames, '
           'batch %d, LQ patch %d, lr %g, fix_iter %d, flow_lr_mult %g, %d threads'
-          % (a.feat, a.blocks, sum(p.numel() for p in model.parameters()),
+          % (label, a.feat, a.blocks, sum(p.numel() for p in model.parameters()),
              sum(p.numel() for p in flow_params), a.frames, a.batch, a.lq_patch, a.lr,
              a.fix_iter, a.flow_lr_mult, a.threads), flush=True)
     curve = []
@@ -329,16 +337,21 @@ def main():
                   'loss %.4f' % (it, train_s, train_s / it, net, bic, net - bic, float(loss)),
                   flush=True)
             next_eval += a.eval_every
-    model.eval()
-    net, bic = evaluate(model, egt, elq, bicubic)
-    curve.append({'iter': it, 'train_s': round(train_s, 1), 'psnr_y': round(net, 3),
-                  'bicubic': round(bic, 3), 'gain': round(net - bic, 3)})
-    print('end: %d iterations in %.1f s (%.3f s/iter): PSNR-Y %.2f dB, bicubic %.2f, gain %+.2f'
-          % (it, train_s, train_s / max(it, 1), net, bic, net - bic), flush=True)
-    if len(step_s) > 10:                # torch's first steps warm up: the steady step
-        steady = sorted(step_s[10:])
-        print('steady: median %.3f s/step over iterations 11..%d (min %.3f, max %.3f)'
-              % (steady[len(steady) // 2], it, steady[0], steady[-1]), flush=True)
+    if a.final_eval:
+        model.eval()
+        net, bic = evaluate(model, egt, elq, bicubic)
+        curve.append({'iter': it, 'train_s': round(train_s, 1), 'psnr_y': round(net, 3),
+                      'bicubic': round(bic, 3), 'gain': round(net - bic, 3)})
+        print('end: %d iterations in %.1f s (%.3f s/iter): PSNR-Y %.2f dB, bicubic %.2f, gain '
+              '%+.2f' % (it, train_s, train_s / max(it, 1), net, bic, net - bic), flush=True)
+    else:
+        print('end: %d iterations in %.1f s (%.3f s/iter), not evaluated'
+              % (it, train_s, train_s / max(it, 1)), flush=True)
+    w = a.steady_from
+    if len(step_s) > w:                 # torch's first steps warm up: the steady step
+        steady = sorted(step_s[w:])
+        print('steady: median %.3f s/step over iterations %d..%d (min %.3f, max %.3f)'
+              % (steady[len(steady) // 2], w + 1, it, steady[0], steady[-1]), flush=True)
     if a.json:
         with open(a.json, 'w') as f:
             json.dump({'args': vars(a), 'curve': curve}, f, indent=1)

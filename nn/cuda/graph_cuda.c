@@ -573,6 +573,26 @@ static int input_forward(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p,
     return 0;
 }
 
+/* Forward of an EDVR TSA-fusion node (PF_G_MUL, PF_G_CHSUM, PF_G_MAXPOOL3, PF_G_AVGPOOL3;
+   nn/cuda/ops.h). */
+static int tsa_forward(pf_cugraph *g, cuplan *p, const pf_gnode *nd, cudaStream_t st, char *err,
+                       size_t errlen) {
+    char oe[512];
+    const cutensor *a = &p->ts[nd->in[0]];
+    int n = p->n, C = g->net.t[nd->in[0]].c;
+    float *y = p->ts[nd->out].data;
+    if (nd->op == PF_G_MUL)
+        OP(pf_cuda_mul_forward(y, a->data, p->ts[nd->in[1]].data,
+                               nd->n_in > 2 ? p->ts[nd->in[2]].data : NULL, nd->scale, n, C,
+                               g->net.t[nd->in[1]].c, a->h, a->w, st, oe, sizeof oe));
+    else if (nd->op == PF_G_CHSUM)
+        OP(pf_cuda_chsum_forward(y, a->data, n, C, a->h, a->w, st, oe, sizeof oe));
+    else
+        OP(pf_cuda_pool3_forward(y, a->data, nd->op == PF_G_MAXPOOL3, n, C, a->h, a->w, st, oe,
+                                 sizeof oe));
+    return 0;
+}
+
 static int forward_node(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p, pf_cuconv *convs,
                         const pf_gnode *nd, char *err, size_t errlen) {
     const pf_net *G = &g->net;
@@ -683,10 +703,10 @@ static int forward_node(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p, pf_
                                 p->ts[nd->in[1]].data, p->ts[nd->in[2]].data, y, p->dcn_col,
                                 err, errlen);
     }
-    case PF_G_BATCHNORM:
-        return batchnorm_forward(g, env, p, nd, err, errlen);
-    case PF_G_LINEAR:
-        return linear_forward(g, env, p, nd, err, errlen);
+    case PF_G_MUL: case PF_G_CHSUM: case PF_G_MAXPOOL3: case PF_G_AVGPOOL3:
+        return tsa_forward(g, p, nd, st, err, errlen);
+    case PF_G_BATCHNORM: return batchnorm_forward(g, env, p, nd, err, errlen);
+    case PF_G_LINEAR: return linear_forward(g, env, p, nd, err, errlen);
     }
     snprintf(err, errlen, "%s: unknown graph op %d", g->net.type, (int)nd->op);
     return -1;
@@ -894,9 +914,49 @@ static int bn_backward(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p, cons
     return 0;
 }
 
+/* Backward of an EDVR TSA-fusion node (tsa_forward's). PF_G_MUL's residual gets dy last. */
+static int tsa_backward(pf_cugraph *g, cuplan *p, const pf_gnode *nd, cudaStream_t st,
+                        char *err, size_t errlen) {
+    char oe[512];
+    cutensor *o = &p->ts[nd->out], *a = &p->ts[nd->in[0]];
+    int n = p->n, C = g->net.t[nd->in[0]].c, acc = 0, acc1 = 0;
+    float *dx = grad_for(a, &acc);
+    if (nd->op == PF_G_MUL) {
+        cutensor *f = &p->ts[nd->in[1]];
+        float *d1 = grad_for(f, &acc1);
+        if (dx || d1)
+            OP(pf_cuda_mul_backward(dx, d1, o->grad, a->data, f->data, nd->scale, n, C,
+                                    g->net.t[nd->in[1]].c, a->h, a->w, acc, acc1, st, oe,
+                                    sizeof oe));
+        if (nd->n_in > 2) OP(grad_add(&p->ts[nd->in[2]], o->grad, st, oe, sizeof oe));
+    } else if (dx && nd->op == PF_G_CHSUM) {
+        OP(pf_cuda_chsum_backward(dx, o->grad, n, C, a->h, a->w, acc, st, oe, sizeof oe));
+    } else if (dx) {
+        OP(pf_cuda_pool3_backward(dx, o->grad, a->data, nd->op == PF_G_MAXPOOL3, n, C, a->h,
+                                  a->w, acc, st, oe, sizeof oe));
+    }
+    return 0;
+}
+
+/* PReLU's backward: dx where its input needs one, d alpha overwritten (into the plan's sink
+   in an input-only backward: the kernel always writes it). */
+static int prelu_backward(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p,
+                          const pf_gnode *nd, char *err, size_t errlen) {
+    const pf_param_info *wt = &g->net.tensors[nd->param];
+    cutensor *o = &p->ts[nd->out], *a = &p->ts[nd->in[0]];
+    char oe[512];
+    int acc = 0;
+    float *dx = grad_for(a, &acc);
+    OP(pf_cuda_prelu_backward(dx, p->no_param_grads ? p->prelu_sink : env->grads + wt->offset,
+                              o->grad, a->data, env->params + wt->offset, p->n,
+                              g->net.t[nd->out].c, o->h, o->w, acc, env->stream, oe,
+                              sizeof oe));
+    return 0;
+}
+
 static int backward_node(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p,
                          pf_cuconv *convs, const pf_gnode *nd, char *err, size_t errlen) {
-    const pf_net *G = &g->net, *m = G;
+    const pf_net *G = &g->net;
     cudaStream_t st = env->stream;
     char oe[512];
     int n = p->n, C = G->t[nd->out].c, acc = 0;
@@ -910,13 +970,7 @@ static int backward_node(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p,
         return 0;   /* no gradient to pass on */
     case PF_G_CONV:
         return conv_backward(g, env, p, convs, nd, err, errlen);
-    case PF_G_PRELU:
-        dx = grad_for(a, &acc);
-        OP(pf_cuda_prelu_backward(dx, p->no_param_grads ? p->prelu_sink
-                                  : env->grads + m->tensors[nd->param].offset, dy, a->data,
-                                  env->params + m->tensors[nd->param].offset, n, C, o->h,
-                                  o->w, acc, st, oe, sizeof oe));
-        return 0;
+    case PF_G_PRELU: return prelu_backward(g, env, p, nd, err, errlen);
     case PF_G_TANH:
     case PF_G_SIGMOID:
     case PF_G_RELU:     /* backward from the output y */
@@ -1011,6 +1065,8 @@ static int backward_node(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p,
         return 0;
     }
     case PF_G_DCN: return dcn_backward(g, env, p, nd, err, errlen);
+    case PF_G_MUL: case PF_G_CHSUM: case PF_G_MAXPOOL3: case PF_G_AVGPOOL3:
+        return tsa_backward(g, p, nd, st, err, errlen);
     case PF_G_BATCHNORM: return bn_backward(g, env, p, nd, err, errlen);
     case PF_G_LINEAR: return linear_backward(g, env, p, nd, err, errlen);
     }

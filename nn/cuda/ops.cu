@@ -1944,3 +1944,198 @@ int pf_cuda_batchnorm_backward(float *dx, float *dweight, float *dbias, const fl
               x, weight, save, c, n, hw, acc);
     return check_launch("k_bn_backward", err, errlen);
 }
+
+/* ---- EDVR's TSA-fusion ops (PF_G_MUL, PF_G_CHSUM, PF_G_MAXPOOL3, PF_G_AVGPOOL3) ---------- */
+
+/* Shape and tensors of a TSA op: count elements (0: nothing to do, returns 1). */
+static int tsa_check(const char *fn, int n, int c, int h, int w, int tensors_given,
+                     size_t count, char *err, size_t errlen) {
+    if (negative(n, c, h, w)) return bad_arg(fn, "bad shape", err, errlen);
+    if (!count) return 1;
+    return tensors_given ? 0 : null_tensor(fn, err, errlen);
+}
+
+/* One thread per output element; i1 the factor's element (the plane's pixel when c1 = 1). */
+__global__ void k_mul_forward(float *y, const float *x0, const float *x1, const float *r,
+                              float sc, int c, int c1, size_t hw, size_t count) {
+    GRID_STRIDE(i, count) {
+        size_t i1 = c1 == 1 ? i / ((size_t)c * hw) * hw + i % hw : i;
+        float v = __fmul_rn(sc, __fmul_rn(x0[i], x1[i1]));
+        y[i] = r ? __fadd_rn(v, r[i]) : v;
+    }
+}
+
+int pf_cuda_mul_forward(float *y, const float *x0, const float *x1, const float *r, float sc,
+                        int n, int c, int c1, int h, int w, cudaStream_t stream, char *err,
+                        size_t errlen) {
+    size_t count = (size_t)n * c * h * w;
+    if (c1 != c && c1 != 1) return bad_arg("pf_cuda_mul_forward", "c1 not c or 1", err, errlen);
+    int rc = tsa_check("pf_cuda_mul_forward", n, c, h, w, y && x0 && x1, count, err, errlen);
+    if (rc) return rc < 0 ? -1 : 0;
+    PF_LAUNCH(k_mul_forward, grid_for(count), THREADS, 0, stream, y, x0, x1, r, sc, c, c1,
+              (size_t)h * w, count);
+    return check_launch("k_mul_forward", err, errlen);
+}
+
+/* dx0 = [dx0 +] sc dy x1, one thread per element of x0 */
+__global__ void k_mul_backward_x0(float *dx0, const float *dy, const float *x1, float sc, int c,
+                                  int c1, size_t hw, int acc, size_t count) {
+    GRID_STRIDE(i, count) {
+        size_t i1 = c1 == 1 ? i / ((size_t)c * hw) * hw + i % hw : i;
+        float g = __fmul_rn(__fmul_rn(sc, dy[i]), x1[i1]);
+        dx0[i] = acc ? __fadd_rn(dx0[i], g) : g;
+    }
+}
+
+/* dx1 = [dx1 +] sc dy x0, one thread per element of x1: c1 = 1 sums the c channels of its
+   pixel in order, in double */
+__global__ void k_mul_backward_x1(float *dx1, const float *dy, const float *x0, float sc, int c,
+                                  int c1, size_t hw, int acc, size_t count1) {
+    GRID_STRIDE(i, count1) {
+        float g;
+        if (c1 == 1) {
+            size_t base = i / hw * c * hw + i % hw;
+            double s = 0;
+            for (int k = 0; k < c; k++) s += (double)dy[base + k * hw] * x0[base + k * hw];
+            g = (float)(sc * s);
+        } else {
+            g = (float)(sc * ((double)dy[i] * x0[i]));
+        }
+        dx1[i] = acc ? __fadd_rn(dx1[i], g) : g;
+    }
+}
+
+int pf_cuda_mul_backward(float *dx0, float *dx1, const float *dy, const float *x0,
+                         const float *x1, float sc, int n, int c, int c1, int h, int w,
+                         int acc0, int acc1, cudaStream_t stream, char *err, size_t errlen) {
+    const char *fn = "pf_cuda_mul_backward";
+    size_t hw = (size_t)h * w, count = (size_t)n * c * hw, count1 = (size_t)n * c1 * hw;
+    if (c1 != c && c1 != 1) return bad_arg(fn, "c1 not c or 1", err, errlen);
+    int rc = tsa_check(fn, n, c, h, w, dy && x0 && x1, count, err, errlen);
+    if (rc) return rc < 0 ? -1 : 0;
+    if (dx0) {
+        PF_LAUNCH(k_mul_backward_x0, grid_for(count), THREADS, 0, stream, dx0, dy, x1, sc, c,
+                  c1, hw, acc0, count);
+        if (check_launch("k_mul_backward_x0", err, errlen)) return -1;
+    }
+    if (!dx1) return 0;
+    PF_LAUNCH(k_mul_backward_x1, grid_for(count1), THREADS, 0, stream, dx1, dy, x0, sc, c, c1,
+              hw, acc1, count1);
+    return check_launch("k_mul_backward_x1", err, errlen);
+}
+
+/* One thread per output pixel (n, p): the channels summed in order, in double. */
+__global__ void k_chsum_forward(float *y, const float *x, int c, size_t hw, size_t count) {
+    GRID_STRIDE(i, count) {
+        size_t base = i / hw * c * hw + i % hw;
+        double s = 0;
+        for (int k = 0; k < c; k++) s += x[base + k * hw];
+        y[i] = (float)s;
+    }
+}
+
+int pf_cuda_chsum_forward(float *y, const float *x, int n, int c, int h, int w,
+                          cudaStream_t stream, char *err, size_t errlen) {
+    size_t hw = (size_t)h * w, count = (size_t)n * hw;
+    int rc = tsa_check("pf_cuda_chsum_forward", n, c, h, w, y && x, count, err, errlen);
+    if (rc) return rc < 0 ? -1 : 0;
+    PF_LAUNCH(k_chsum_forward, grid_for(count), THREADS, 0, stream, y, x, c, hw, count);
+    return check_launch("k_chsum_forward", err, errlen);
+}
+
+/* One thread per input element: its pixel's dy. */
+__global__ void k_chsum_backward(float *dx, const float *dy, int c, size_t hw, int acc,
+                                 size_t count) {
+    GRID_STRIDE(i, count) {
+        float g = dy[i / ((size_t)c * hw) * hw + i % hw];
+        dx[i] = acc ? __fadd_rn(dx[i], g) : g;
+    }
+}
+
+int pf_cuda_chsum_backward(float *dx, const float *dy, int n, int c, int h, int w, int acc,
+                           cudaStream_t stream, char *err, size_t errlen) {
+    size_t hw = (size_t)h * w, count = (size_t)n * c * hw;
+    int rc = tsa_check("pf_cuda_chsum_backward", n, c, h, w, dx && dy, count, err, errlen);
+    if (rc) return rc < 0 ? -1 : 0;
+    PF_LAUNCH(k_chsum_backward, grid_for(count), THREADS, 0, stream, dx, dy, c, hw, acc, count);
+    return check_launch("k_chsum_backward", err, errlen);
+}
+
+/* Offset in plane p (h x w) of the maximum of 3 x 3 window (Y, X) (rows 2 Y - 1 .. 2 Y + 1
+   inside the plane): the first in row-major order, a NaN winning (nn/cpu/ops.c's rule). */
+__device__ int max3_of_window(const float *p, int h, int w, int Y, int X) {
+    int best = -1;
+    float m = 0.0f;
+    for (int i = 2 * Y - 1; i <= 2 * Y + 1; i++)
+        for (int j = 2 * X - 1; j <= 2 * X + 1; j++) {
+            if (i < 0 || j < 0 || i >= h || j >= w) continue;
+            float v = p[i * w + j];
+            if (best < 0 || v > m || v != v) {
+                m = v;
+                best = i * w + j;
+            }
+        }
+    return best;
+}
+
+/* One thread per output element (plane, Y, X) of the pooled N C x h/2 x w/2. */
+__global__ void k_pool3_forward(float *y, const float *x, int max, int h, int w, size_t count) {
+    int H = h / 2, W = w / 2;
+    GRID_STRIDE(i, count) {
+        int X = (int)(i % W), Y = (int)(i / W % H);
+        const float *p = x + i / ((size_t)H * W) * h * w;
+        if (max) {
+            y[i] = p[max3_of_window(p, h, w, Y, X)];
+            continue;
+        }
+        double s = 0;
+        for (int r = 2 * Y - 1; r <= 2 * Y + 1; r++)
+            for (int q = 2 * X - 1; q <= 2 * X + 1; q++)
+                if (r >= 0 && q >= 0 && r < h && q < w) s += p[r * w + q];
+        y[i] = (float)(s / 9.0);
+    }
+}
+
+int pf_cuda_pool3_forward(float *y, const float *x, int max, int n, int c, int h, int w,
+                          cudaStream_t stream, char *err, size_t errlen) {
+    const char *fn = "pf_cuda_pool3_forward";
+    if (h % 2 || w % 2) return bad_arg(fn, "bad shape (h and w must be even)", err, errlen);
+    size_t count = (size_t)n * c * (h / 2) * (w / 2);
+    int rc = tsa_check(fn, n, c, h, w, y && x, count, err, errlen);
+    if (rc) return rc < 0 ? -1 : 0;
+    PF_LAUNCH(k_pool3_forward, grid_for(count), THREADS, 0, stream, y, x, max, h, w, count);
+    return check_launch("k_pool3_forward", err, errlen);
+}
+
+/* One thread per input element (plane, r, q): the windows holding it (rows Y with 2 Y - 1 <=
+   r <= 2 Y + 1), in row-major window order as the CPU's scatter adds them. */
+__global__ void k_pool3_backward(float *dx, const float *dy, const float *x, int max, int h,
+                                 int w, int acc, size_t count) {
+    int H = h / 2, W = w / 2;
+    GRID_STRIDE(i, count) {
+        int q = (int)(i % w), r = (int)(i / w % h);
+        size_t plane = i / ((size_t)h * w);
+        const float *p = x + plane * h * w, *g = dy + plane * H * W;
+        float v = acc ? dx[i] : 0.0f;
+        for (int Y = r / 2; Y <= (r + 1) / 2 && Y < H; Y++)
+            for (int X = q / 2; X <= (q + 1) / 2 && X < W; X++) {
+                if (!max) v = __fadd_rn(v, __fdiv_rn(g[Y * W + X], 9.0f));
+                else if (max3_of_window(p, h, w, Y, X) == r * w + q)
+                    v = __fadd_rn(v, g[Y * W + X]);
+            }
+        dx[i] = v;
+    }
+}
+
+int pf_cuda_pool3_backward(float *dx, const float *dy, const float *x, int max, int n, int c,
+                           int h, int w, int acc, cudaStream_t stream, char *err,
+                           size_t errlen) {
+    const char *fn = "pf_cuda_pool3_backward";
+    if (h % 2 || w % 2) return bad_arg(fn, "bad shape (h and w must be even)", err, errlen);
+    size_t count = (size_t)n * c * h * w;
+    int rc = tsa_check(fn, n, c, h, w, dx && dy && (x || !max), count, err, errlen);
+    if (rc) return rc < 0 ? -1 : 0;
+    PF_LAUNCH(k_pool3_backward, grid_for(count), THREADS, 0, stream, dx, dy, x, max, h, w, acc,
+              count);
+    return check_launch("k_pool3_backward", err, errlen);
+}

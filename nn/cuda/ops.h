@@ -432,6 +432,36 @@ int pf_cuda_batchnorm_backward(float *dx, float *dweight, float *dbias, const fl
                                int c, int h, int w, int acc, cudaStream_t stream, char *err,
                                size_t errlen);
 
+/* EDVR's TSA-fusion ops (nn/net.h PF_G_MUL, PF_G_CHSUM, PF_G_MAXPOOL3, PF_G_AVGPOOL3), NCHW,
+   the CPU executor's formulas (nn/cpu/ops.h pf_cpu_mul_* / _chsum_* / _pool3_*, which
+   gpu_check compares them with): backward overwrites, or adds when acc; no atomics (each
+   output element one thread, sums in a fixed order). 0, or -1 with err (bad shape, NULL
+   tensor, launch failure).
+   mul: y (n c h w) = [r +] sc * x0 * x1, x1 of c1 = c channels or 1 (broadcast). Backward:
+   dx0 = [dx0 +] sc dy x1, dx1 = [dx1 +] sc dy x0 (c1 = 1: summed over the c channels in
+   order, in double); either NULL: not wanted.
+   chsum: y (n 1 h w) = the sum of x (n c h w) over channels (double, in order); backward dx
+   = [dx +] dy on every channel.
+   pool3: y (n c h/2 w/2; h, w even) = the 3 x 3, stride 2, padding 1 max (max 1: first
+   maximum in row-major window order, a NaN winning, padding never) or average (max 0: sum
+   of the pixels inside / 9) of x; backward gathers each pixel's windows (up to 4) in window
+   order; the max's reads x. */
+int pf_cuda_mul_forward(float *y, const float *x0, const float *x1, const float *r, float sc,
+                        int n, int c, int c1, int h, int w, cudaStream_t stream, char *err,
+                        size_t errlen);
+int pf_cuda_mul_backward(float *dx0, float *dx1, const float *dy, const float *x0,
+                         const float *x1, float sc, int n, int c, int c1, int h, int w,
+                         int acc0, int acc1, cudaStream_t stream, char *err, size_t errlen);
+int pf_cuda_chsum_forward(float *y, const float *x, int n, int c, int h, int w,
+                          cudaStream_t stream, char *err, size_t errlen);
+int pf_cuda_chsum_backward(float *dx, const float *dy, int n, int c, int h, int w, int acc,
+                           cudaStream_t stream, char *err, size_t errlen);
+int pf_cuda_pool3_forward(float *y, const float *x, int max, int n, int c, int h, int w,
+                          cudaStream_t stream, char *err, size_t errlen);
+int pf_cuda_pool3_backward(float *dx, const float *dy, const float *x, int max, int n, int c,
+                           int h, int w, int acc, cudaStream_t stream, char *err,
+                           size_t errlen);
+
 #ifdef __cplusplus
 }
 #endif

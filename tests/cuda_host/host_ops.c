@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "nn/cpu/ops.h"
 #include "nn/cuda/conv_cudnn.h"
 #include "nn/cuda/ops.h"
 #include "tests/cuda_host/ref_ops.h"
@@ -415,5 +416,42 @@ int pf_cuda_batchnorm_backward(float *dx, float *dweight, float *dbias, const fl
                                int c, int h, int w, int acc, ST) {
     UNUSED;
     pf_ref_batchnorm_backward(dx, dweight, dbias, dy, x, weight, save, n, c, h, w, acc);
+    return 0;
+}
+
+/* EDVR's TSA-fusion ops: the CPU executor's kernels (nn/cpu/ops.h) in plain NCHW (block 1),
+   which test_graph_video checks against naive loops and torch */
+int pf_cuda_mul_forward(float *y, const float *x0, const float *x1, const float *r, float sc,
+                        int n, int c, int c1, int h, int w, ST) {
+    UNUSED;
+    pf_cpu_mul_forward(y, x0, x1, r, sc, n, c, c1, h, w, 1, 1, 1, 1);
+    return 0;
+}
+int pf_cuda_mul_backward(float *dx0, float *dx1, const float *dy, const float *x0,
+                         const float *x1, float sc, int n, int c, int c1, int h, int w,
+                         int acc0, int acc1, ST) {
+    UNUSED;
+    pf_cpu_mul_backward(dx0, dx1, dy, x0, x1, sc, n, c, c1, h, w, 1, 1, 1, acc0, acc1);
+    return 0;
+}
+int pf_cuda_chsum_forward(float *y, const float *x, int n, int c, int h, int w, ST) {
+    UNUSED;
+    pf_cpu_chsum_forward(y, x, n, c, h, w, 1, 1);
+    return 0;
+}
+int pf_cuda_chsum_backward(float *dx, const float *dy, int n, int c, int h, int w, int acc, ST) {
+    UNUSED;
+    pf_cpu_chsum_backward(dx, dy, n, c, h, w, 1, 1, acc);
+    return 0;
+}
+int pf_cuda_pool3_forward(float *y, const float *x, int max, int n, int c, int h, int w, ST) {
+    UNUSED;
+    pf_cpu_pool3_forward(y, x, max, n, c, h, w, 1, 1);
+    return 0;
+}
+int pf_cuda_pool3_backward(float *dx, const float *dy, const float *x, int max, int n, int c,
+                           int h, int w, int acc, ST) {
+    UNUSED;
+    pf_cpu_pool3_backward(dx, dy, x, max, n, c, h, w, 1, 1, acc);
     return 0;
 }

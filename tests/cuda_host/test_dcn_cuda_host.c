@@ -12,7 +12,9 @@
     network uses the op yet, so the description is built here and given to
     pf_cugraph_new_net. Stride 1 only: the CUDA executor refuses strided convolutions, which a
     stride-2 DCN's offsets come from (the layer's stride 2 is checked in gpu_check's dcn
-    cases). */
+    cases). The same comparison runs on a network of EDVR's TSA-fusion ops (build_tsa: mul with
+    a broadcast 1-channel factor and with a residual, channel sum, 3 x 3 max and average
+    pooling), within 1e-5. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +28,7 @@
 #include "tests/pf_test.h"
 
 #define TOL 1e-4 /* max |a - b| / max |b| per tensor, as the GPU check (fp32) */
+#define TOL_TSA 1e-5 /* the TSA-fusion network's (issue 42's bound for its ops) */
 
 static int conv(pf_net *g, int x, const char *name, int oc, int act) {
     if (x < 0) return -1;
@@ -43,13 +46,40 @@ static int conv(pf_net *g, int x, const char *name, int oc, int act) {
     return out;
 }
 
+/* groups 0: EDVR's TSA-fusion ops (PF_G_MUL, PF_G_CHSUM, PF_G_MAXPOOL3, PF_G_AVGPOOL3) in
+   the shape of TSAFusion: feat (8, LeakyReLU), sigmoid(sum over channels of emb * emb_ref)
+   broadcast over feat, its 3 x 3 max and average pooling concatenated, conv 16 -> 12, the
+   attention form y * gate * 2 + add (a residual), PixelShuffle(2) back to the LQ size (LQ
+   even). */
+static void build_tsa(pf_net *g) {
+    snprintf(g->type, sizeof g->type, "tsa_net");
+    int f = conv(g, g->input, "feat", 8, 1);
+    int emb = conv(g, f, "emb", 8, 0), ref = conv(g, f, "emb_ref", 8, 0);
+    int c = pf_net_add_chsum(g, pf_net_add_mul(g, emb, ref, -1, 1.0f));
+    c = c < 0 ? -1 : pf_net_node(g, PF_G_SIGMOID, &c, 1, 1, 1, 1, 0);
+    int a = pf_net_add_mul(g, f, c, -1, 1.0f);
+    int p[2] = { pf_net_add_pool3(g, a, 1), pf_net_add_pool3(g, a, 0) };
+    int y = p[0] < 0 || p[1] < 0 ? -1 : pf_net_node(g, PF_G_CONCAT, p, 2, 16, 1, 2, 0);
+    y = conv(g, y, "half", 12, 0);
+    int gate = conv(g, y, "gate", 12, 0);
+    gate = gate < 0 ? -1 : pf_net_node(g, PF_G_SIGMOID, &gate, 1, 12, 1, 2, 0);
+    int add = conv(g, y, "att_add", 12, 0);
+    y = pf_net_add_mul(g, y, gate, add, 2.0f);
+    g->output = y < 0 ? -1 : pf_net_node(g, PF_G_SHUFFLE, &y, 1, 3, 1, 1, 0);
+    if (g->output >= 0) g->node[g->n_node - 1].r = 2;
+}
+
 /* input -> feat (8, LeakyReLU) -> offset / sigmoid(mask) convs -> DCN (3 x 3, 8 -> 8) + feat
-   -> last (3) */
+   -> last (3); groups 0: build_tsa's network */
 static void build(pf_net *g, int groups, int dg, int bias) {
     pf_net_init(g);
-    snprintf(g->type, sizeof g->type, "dcn_net");
     g->scale = 1;
     g->input = pf_net_node(g, PF_G_INPUT, NULL, 0, 3, 1, 1, 0);
+    if (!groups) {
+        build_tsa(g);
+        return;
+    }
+    snprintf(g->type, sizeof g->type, "dcn_net");
     int f = conv(g, g->input, "feat", 8, 1);
     int off = conv(g, f, "dcn_offset", 2 * dg * 9, 0);
     int m = conv(g, f, "dcn_mask", dg * 9, 0);
@@ -80,8 +110,12 @@ static int cpu_step(int groups, int dg, int bias, const float *params, float *gr
 
 static void check(int groups, int dg, int bias, int n, int h, int w) {
     char label[96], err[512] = "";
-    snprintf(label, sizeof label, "dcn_net groups %d deform_groups %d%s N %d %dx%d", groups, dg,
-             bias ? " bias" : "", n, h, w);
+    if (groups)
+        snprintf(label, sizeof label, "dcn_net groups %d deform_groups %d%s N %d %dx%d",
+                 groups, dg, bias ? " bias" : "", n, h, w);
+    else
+        snprintf(label, sizeof label, "tsa_net N %d %dx%d", n, h, w);
+    double tol = groups ? TOL : TOL_TSA;
     pf_net g;
     build(&g, groups, dg, bias);
     size_t np = g.n_params, count = (size_t)n * h * w * 3;
@@ -116,7 +150,7 @@ static void check(int groups, int dg, int bias, int n, int h, int w) {
             if (!(d <= diff)) diff = d;
             scale = fmax(scale, fabs(grads[t->offset + j]));
         }
-        CHECK(scale > 0 && diff <= TOL * scale, "%s: %s gradient: max diff %.3g of max %.3g",
+        CHECK(scale > 0 && diff <= tol * scale, "%s: %s gradient: max diff %.3g of max %.3g",
               label, t->name, diff, scale);
         printf("%s: %-18s max |cuda - cpu| / max |cpu| = %.2g\n", label, t->name,
                scale > 0 ? diff / scale : diff);
@@ -132,7 +166,7 @@ static void check(int groups, int dg, int bias, int n, int h, int w) {
             diff = fmax(diff, fabs((double)pred[j] - out[j]));
             scale = fmax(scale, fabs(out[j]));
         }
-        CHECK(diff <= TOL * scale, "%s: inference: max diff %.3g of max %.3g", label, diff,
+        CHECK(diff <= tol * scale, "%s: inference: max diff %.3g of max %.3g", label, diff,
               scale);
         printf("%s: inference max |cuda - cpu| / max |cpu| = %.2g\n", label, diff / scale);
     }
@@ -146,5 +180,6 @@ int main(void) {
     check(1, 1, 1, 2, 7, 9);
     check(2, 2, 1, 1, 8, 8);
     check(1, 4, 0, 2, 6, 7);
+    check(0, 0, 0, 2, 8, 10);       /* the TSA-fusion ops' network */
     return pf_test_end("test_dcn_cuda_host");
 }
