@@ -54,7 +54,8 @@
     DDP (no SyncBatchNorm), each rank normalises its own batch and keeps its own running
     statistics; rank 0's are the ones a checkpoint holds.
 
-    Not yet: the CUDA executor.
+    Not yet: the CUDA executor (its model calls exist, nn/cuda/model_cuda.h; the plan:
+    docs/cuda.md, "The GAN step on GPU workers").
 */
 #ifndef PF_GAN_H
 #define PF_GAN_H
