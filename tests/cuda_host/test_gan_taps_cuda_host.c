@@ -11,7 +11,9 @@
     - a tiny UNetDiscriminatorSN (nn/discriminator.h: num_feat 4, skip connections; strided
       convolutions without bias, bilinear upsampling, adds), a middle tensor as a tap;
     - a tiny VGGStyleDiscriminator (num_feat 2, input 128: BatchNorm2d in training mode, Linear
-      layers), a middle tensor as a tap.
+      layers), a middle tensor as a tap;
+    - a tiny EDSR x2 (the generator; its input node's mean shift and img_range 255, so d x
+      carries the range factor), a middle tensor as a tap.
 
     For each, with the loss L = sum(a * out) + sum(b_k * tap_k) (a, b random): the output and
     every tap after the forward, the BatchNorm2d running statistics it updated, every parameter
@@ -51,7 +53,7 @@ static float uniform(void) {    /* [-1, 1) */
     return (float)(rng >> 40) / (float)(1u << 23) - 1.0f;
 }
 
-typedef enum { NET_VGG, NET_UNET, NET_VGGSTYLE } net_kind;
+typedef enum { NET_VGG, NET_UNET, NET_VGGSTYLE, NET_EDSR } net_kind;
 
 /* The description of kind into g, with its taps. 0, or -1 (reported). */
 static int build(net_kind kind, pf_net *g) {
@@ -62,6 +64,18 @@ static int build(net_kind kind, pf_net *g) {
         int lt[3];
         rc = pf_net_build_vgg19_features(g, names, 3, 1, 1, lt, err, sizeof err);
         for (int k = 0; !rc && k < 3; k++) rc = pf_net_add_tap(g, lt[k]) == k ? 0 : -1;
+    } else if (kind == NET_EDSR) {     /* a generator: mean shift and img_range 255 */
+        pf_config cfg;
+        pf_config_defaults(&cfg);
+        snprintf(cfg.model_type, sizeof cfg.model_type, "EDSR");
+        cfg.scale = 2;
+        cfg.n_feats = 8;
+        cfg.n_blocks = 1;
+        cfg.res_scale = 0.5f;
+        cfg.img_range = 255.0f;
+        cfg.rgb_mean[0] = 0.4488f, cfg.rgb_mean[1] = 0.4371f, cfg.rgb_mean[2] = 0.4040f;
+        rc = pf_net_build(g, &cfg, err, sizeof err);
+        if (!rc) rc = g->use_mean && pf_net_add_tap(g, g->node[g->n_node / 2].out) == 0 ? 0 : -1;
     } else {
         rc = kind == NET_UNET ? pf_net_build_unet_discriminator_sn(g, 3, 4, 1, err, sizeof err)
                               : pf_net_build_vgg_style_discriminator(g, 3, 2, 128, err,
@@ -390,6 +404,7 @@ int main(void) {
     check(NET_VGG, "VGG19 conv1_1 relu1_2 conv2_1", 2, 8, 8);
     check(NET_UNET, "UNetDiscriminatorSN F 4", 2, 16, 16);
     check(NET_VGGSTYLE, "VGGStyleDiscriminator F 2", 2, 128, 128);
+    check(NET_EDSR, "EDSR x2 8f 1b (mean shift, range 255)", 2, 6, 5);
     check_model(2, 128, 128);
     check_errors();
     return pf_test_end("test_gan_taps_cuda_host");
