@@ -1180,37 +1180,11 @@ static int gan_rules(pf_cfg_ctx *c, const pf_lines *L, pf_config *cfg) {
 }
 
 /* Every rule that involves more than one key, after the walk and the `when` checks. */
-static int rules(pf_cfg_ctx *c, const pf_lines *L, pf_config *cfg) {
-    value_defaults(L, cfg);
-    if (model_rules(c, L, cfg) || optim_rules(c, L, cfg))
-        return -1;
-    static const char *sets[3] = {"data.train", "data.eval", "data.test"};
-    pf_dataset_cfg *ds[3] = {&cfg->train, &cfg->eval, &cfg->test};
-    for (int i = 0; i < 3; i++)
-        if (ds[i]->present && dataset_rules(c, L, sets[i], i, ds[i]))
-            return -1;
-    if (held_out_rules(c, L, cfg))
-        return -1;
-    if (cfg->clip_overlap >= cfg->clip_window)
-        return pf_cfg_fail(c, line_of(L, "eval_cfg.clip_overlap"), "eval_cfg.clip_overlap",
-                           "must be less than eval_cfg.clip_window (%d), got %d", cfg->clip_window,
-                           cfg->clip_overlap);
-    /* A video network trains on clips and an image network on images; either evaluates a
-       video set (an image network frame by frame). */
-    const pf_network *net = pf_network_find(cfg->model_type);
-    char video_nets[64];
-    if (cfg->train.present && !!net->video != pf_config_is_video_set(cfg->train.type))
-        return pf_cfg_fail(c, line_of(L, "data.train.type") ? line_of(L, "data.train.type")
-                           : line_of(L, "data.train"),
-                           "data.train.type",
-                           net->video ? "%s trains on clips: REDSRecurrentDataset or "
-                           "Vimeo90KRecurrentDataset (got %s)"
-                           : "%s is an image network; %s makes clips (a video network: %s)",
-                           cfg->model_type, cfg->train.type,
-                           pf_cfg_or_list(PF_NET_LIST(VIDEO), video_nets, sizeof video_nets));
-    /* The recurrent networks output every frame of a clip; the sliding-window sets give one
-       GT frame per sample (the center of its LQ window): for a sliding-window network (EDVR,
-       video 2), whose window is model.num_frame frames. */
+/* The recurrent networks output every frame of a clip; the sliding-window sets give one GT
+   frame per sample (the center of its LQ window): for a sliding-window network (EDVR, video
+   2), whose window is model.num_frame frames, and only for it. 0, or -1 (failed). */
+static int window_net_rules(pf_cfg_ctx *c, const pf_lines *L, const pf_config *cfg,
+                            const pf_network *net) {
     const pf_dataset_cfg *sets3[3] = {&cfg->train, &cfg->eval, &cfg->test};
     static const char *set_names[3] = {"data.train", "data.eval", "data.test"};
     for (int i = 0; net->video == 2 && i < 3; i++) {
@@ -1238,6 +1212,41 @@ static int rules(pf_cfg_ctx *c, const pf_lines *L, pf_config *cfg) {
                                cfg->model_type, i ? "VideoRecurrentTestDataset"
                                                   : "REDSRecurrentDataset");
     }
+    return 0;
+}
+
+static int rules(pf_cfg_ctx *c, const pf_lines *L, pf_config *cfg) {
+    value_defaults(L, cfg);
+    if (model_rules(c, L, cfg) || optim_rules(c, L, cfg))
+        return -1;
+    static const char *sets[3] = {"data.train", "data.eval", "data.test"};
+    pf_dataset_cfg *ds[3] = {&cfg->train, &cfg->eval, &cfg->test};
+    for (int i = 0; i < 3; i++)
+        if (ds[i]->present && dataset_rules(c, L, sets[i], i, ds[i]))
+            return -1;
+    if (held_out_rules(c, L, cfg))
+        return -1;
+    if (cfg->clip_overlap >= cfg->clip_window)
+        return pf_cfg_fail(c, line_of(L, "eval_cfg.clip_overlap"), "eval_cfg.clip_overlap",
+                           "must be less than eval_cfg.clip_window (%d), got %d", cfg->clip_window,
+                           cfg->clip_overlap);
+    /* A video network trains on clips and an image network on images; either evaluates a
+       video set (an image network frame by frame). */
+    const pf_network *net = pf_network_find(cfg->model_type);
+    char video_nets[64];
+    if (cfg->train.present && !!net->video != pf_config_is_video_set(cfg->train.type))
+        return pf_cfg_fail(c, line_of(L, "data.train.type") ? line_of(L, "data.train.type")
+                           : line_of(L, "data.train"),
+                           "data.train.type",
+                           net->video == 2 ? "%s trains on a center frame's window of "
+                           "num_frame LQ frames: REDSDataset (got %s)"
+                           : net->video ? "%s trains on clips: REDSRecurrentDataset or "
+                           "Vimeo90KRecurrentDataset (got %s)"
+                           : "%s is an image network; %s makes clips (a video network: %s)",
+                           cfg->model_type, cfg->train.type,
+                           pf_cfg_or_list(PF_NET_LIST(VIDEO), video_nets, sizeof video_nets));
+    if (window_net_rules(c, L, cfg, net))
+        return -1;
     if (net->video && cfg->test.present && !pf_config_is_video_set(cfg->test.type))
         return pf_cfg_fail(c, line_of(L, "data.test.type") ? line_of(L, "data.test.type")
                            : line_of(L, "data.test"),
