@@ -13,6 +13,9 @@
        of a naive PSNR-Y (double Y, crop_border 2) of the saved SR frames against the GT
        frames (evaluation.save_image).
     B. 2 loaders: the same batches bit for bit, the same losses and the same eval lines.
+    `pixflow test` of A's last checkpoint on data.test (the same clip): results.tsv's PSNR-Y
+    the eval hook's, and the naive PSNR-Y of the frames it saved. Both runs publish
+    visual_config pictures (each window's center LQ frame, SR, GT).
 */
 #include <math.h>
 #include <stdio.h>
@@ -62,15 +65,19 @@ static void write_config(const char *path, const char *work_dir) {
             "    clips: [{name: val}]\n"
             "    num_frame: 3\n"
             "    padding: reflection_circle\n"
+            "  test: {type: VideoTestDataset, gt_folder: %s/clips, clips: [{name: val}],\n"
+            "         num_frame: 3}\n"
             "optimizers: {type: Adam, lr: 1.0e-3, betas: [0.9, 0.99]}\n"
             "total_iters: %d\n"
             "checkpoint_config: {interval: %d, max_keep_ckpts: 3}\n"
             "evaluation: {interval: %d, metrics: [PSNR, SSIM], crop_border: 2, convert_to: y,\n"
             "             save_image: true}\n"
             "log_config: {interval: 1}\n"
+            "visual_config: {interval: %d, num_samples: 2}\n"
             "work_dir: %s\n"
             "seed: 5\n",
-            BATCH, root, root, TOTAL_ITERS, EVAL_EVERY, EVAL_EVERY, work_dir);
+            BATCH, root, root, root, TOTAL_ITERS, EVAL_EVERY, EVAL_EVERY, EVAL_EVERY,
+            work_dir);
     fclose(f);
 }
 
@@ -137,14 +144,13 @@ static char *eval_lines(const char *work_dir, int iter) {
     return o;
 }
 
-/* The mean PSNR-Y over the val clip's frames of work_dir/eval_visuals/iter_N/val/NNNNNNNN.png
-   against the GT frames; NAN when a file is missing or a size differs. */
-static double saved_psnr(const char *work_dir, int iter) {
+/* The mean PSNR-Y (crop_border 2) over the val clip's frames saved as dir/NNNNNNNN.png against
+   the GT frames; NAN when a file is missing or a size differs. */
+static double saved_psnr(const char *dir) {
     double sum = 0;
     for (int f = 0; f < VAL_FRAMES; f++) {
         char out_path[700], gt_path[700], err[512];
-        snprintf(out_path, sizeof out_path, "%s/eval_visuals/iter_%d/val/%08d.png", work_dir,
-                 iter, f);
+        snprintf(out_path, sizeof out_path, "%s/%08d.png", dir, f);
         snprintf(gt_path, sizeof gt_path, "%s/clips/val/%08d.png", root, f);
         pf_image out = { 0 }, gt = { 0 };
         int ok = pf_image_read_png(out_path, &out, err, sizeof err) == 0 &&
@@ -162,7 +168,7 @@ static double saved_psnr(const char *work_dir, int iter) {
 int main(void) {
     check_configs();
     pf_test_job_begin("e2e_edvr", bin, sizeof bin, root, sizeof root);
-    char dir[600], cfg[600], wd[2][600];
+    char dir[600], cfg[2][600], wd[2][600];
     for (int c = 0; c < CLIPS; c++) {
         snprintf(dir, sizeof dir, "%s/clips/%03d", root, c);
         make_clip(dir, c, 1 + c, c % 2, 48, 40, FRAMES);
@@ -175,18 +181,27 @@ int main(void) {
     char *batches[2], *evals[2];
     for (int k = 0; k < 2; k++) {
         snprintf(wd[k], sizeof wd[k], "%s/work_%s", root, tags[k]);
-        snprintf(cfg, sizeof cfg, "%s/%s.yaml", root, tags[k]);
-        write_config(cfg, wd[k]);
+        snprintf(cfg[k], sizeof cfg[k], "%s/%s.yaml", root, tags[k]);
+        write_config(cfg[k], wd[k]);
         char out[700];
         snprintf(out, sizeof out, "%s/%s.out", root, tags[k]);
         run r;
         double t0 = pf_now();
-        start_job(&r, bin, out, cfg, k ? "2" : "1", NULL, NULL, NULL);
+        start_job(&r, bin, out, cfg[k], k ? "2" : "1", NULL, NULL, NULL);
         int st = finish(&r, 600);
         CHECK(st == 0, "run %c exited with %d (see %s)", 'A' + k, st, r.out);
         printf("run %c: %d iterations of EDVR (windows of 3, batch %d) with %d loader%s and 2 "
                "evaluations in %.1f s\n", 'A' + k, TOTAL_ITERS, BATCH, k + 1, k ? "s" : "",
                pf_now() - t0);
+        /* rank 0's closing line counts its visual pictures; the visual hook's grids */
+        char rank0[700], grid[700];
+        snprintf(rank0, sizeof rank0, "%s/rank0.log", wd[k]);
+        snprintf(grid, sizeof grid, "%s/visuals/iter_%d.png", wd[k], TOTAL_ITERS);
+        char *log = slurp(rank0);
+        CHECK(strstr(log, "visual: 2 pictures published") && !strstr(log, "no picture") &&
+              access(grid, F_OK) == 0, "run %c: not 2 visual pictures (iterations %d and %d; "
+              "see %s, %s)", 'A' + k, EVAL_EVERY, TOTAL_ITERS, rank0, grid);
+        free(log);
         CHECK(train_curve(wd[k], loss[k], lr[k], TOTAL_ITERS) == TOTAL_ITERS,
               "run %c: %s/metrics.jsonl lacks train entries", 'A' + k, wd[k]);
         batches[k] = samples(wd[k]);
@@ -208,11 +223,33 @@ int main(void) {
           "eval lines of iteration %d: 1 loader\n%s2 loaders\n%s", TOTAL_ITERS, evals[0],
           evals[1]);
     const char *p = strstr(evals[0], "PSNR-Y ");
-    double logged = p ? atof(p + 7) : NAN, naive = saved_psnr(wd[0], TOTAL_ITERS);
+    snprintf(dir, sizeof dir, "%s/eval_visuals/iter_%d/val", wd[0], TOTAL_ITERS);
+    double logged = p ? atof(p + 7) : NAN, naive = saved_psnr(dir);
     CHECK(fabs(logged - naive) < 6e-5, "clip val at iteration %d: eval.log PSNR-Y %.4f, the "
           "saved frames' %.6f", TOTAL_ITERS, logged, naive);
     printf("eval at %d: %sthe saved frames' naive PSNR-Y %.6f dB\n", TOTAL_ITERS, evals[0],
            naive);
+    /* `pixflow test` of the last checkpoint on data.test (the same clip): its results.tsv row
+       and saved frames agree with the eval hook's */
+    char ckpt[700], out[700], tsv[700];
+    snprintf(ckpt, sizeof ckpt, "%s/checkpoints/iter_%d.safetensors", wd[0], TOTAL_ITERS);
+    snprintf(out, sizeof out, "%s/test.out", root);
+    char *argv[] = { bin, "test", cfg[0], "--checkpoint", ckpt, NULL };
+    run t;
+    start_cmd(&t, out, argv);
+    int st = finish(&t, 300);
+    CHECK(st == 0, "pixflow test exited with %d (see %s)", st, out);
+    snprintf(tsv, sizeof tsv, "%s/test/iter_%d/results.tsv", wd[0], TOTAL_ITERS);
+    char *table = slurp(tsv);
+    const char *row = strstr(table, "\nval\t");
+    double tested = row ? atof(row + 5) : NAN;
+    snprintf(dir, sizeof dir, "%s/test/iter_%d/val", wd[0], TOTAL_ITERS);
+    double naive_test = saved_psnr(dir);
+    CHECK(fabs(tested - logged) < 1.5e-4 && fabs(tested - naive_test) < 6e-5,
+          "pixflow test: val PSNR-Y %.4f (%s), its saved frames' %.6f, the eval hook's %.4f",
+          tested, tsv, naive_test, logged);
+    printf("pixflow test: val PSNR-Y %.4f dB, its saved frames' %.6f dB\n", tested, naive_test);
+    free(table);
     for (int k = 0; k < 2; k++) {
         free(batches[k]);
         free(evals[k]);
