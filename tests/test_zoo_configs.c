@@ -108,6 +108,17 @@ static void gan_recipe_values(const pf_config *c, const char *f) {
     }
 }
 
+/* An empty file at rel (its folders made). */
+static int touch(const char *rel) {
+    char dir[1024], err[256];
+    snprintf(dir, sizeof dir, "%s", rel);
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        *slash = 0;
+    FILE *f = slash && pf_mkdirs(dir, err, sizeof err) ? NULL : fopen(rel, "wb");
+    return f ? fclose(f) : -1;
+}
+
 /* EDVR_M_x4.yaml against BasicSR's train_EDVR_M_x4_SR_REDS.yml (the values written out). */
 static void edvr_recipe_values(const pf_config *c, const char *f) {
     static const int64_t periods[] = { 50000, 100000, 150000, 150000, 150000 };
@@ -130,17 +141,6 @@ static void edvr_recipe_values(const pf_config *c, const char *f) {
               "%s: period %d", f, i);
     CHECK(c->eval_psnr && !c->eval_ssim && c->crop_border == 0 && !c->eval_y_channel &&
               c->seed == 10, "%s: val metrics, seed", f);
-}
-
-/* An empty file at rel (its folders made). */
-static int touch(const char *rel) {
-    char dir[1024], err[256];
-    snprintf(dir, sizeof dir, "%s", rel);
-    char *slash = strrchr(dir, '/');
-    if (slash)
-        *slash = 0;
-    FILE *f = slash && pf_mkdirs(dir, err, sizeof err) ? NULL : fopen(rel, "wb");
-    return f ? fclose(f) : -1;
 }
 
 /* The recipe at `path` loads with its paths checked, relative to a fresh folder holding the
