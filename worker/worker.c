@@ -521,6 +521,10 @@ static int receive_batch(worker *w, int64_t next_iter) {
                   "sample) for a network that outputs every frame";
             w->window_batch = 1;
         }
+        else if (!b->gt_frames && (size_t)pf_net_out_frames(w->net) != frames)
+            /* a GT frame per LQ frame for a sliding-window network (the config refuses the
+               recurrent sets for it): dropped, as a batch of the wrong patch size is */
+            why = "a GT frame per LQ frame for a sliding-window network (one GT frame a sample)";
         else if (batch_frames_check(b, &p, frames, err, sizeof err) != 0)
             why = err;
         else if (b->ticket_id != (uint64_t)b->iter * w->world + (uint64_t)w->rank)
