@@ -998,6 +998,36 @@ const char *pf_cfg_net_scales(const pf_network *net, char *out, size_t size) {
     return out;
 }
 
+/* EDVR's keys (nn/edvr.c): an odd window (the issue's rule; BasicSR builds even ones too),
+   its reference frame inside it (-1 resolved to num_frame / 2), deform groups dividing the
+   width, and the variants not built yet. */
+static int edvr_rules(pf_cfg_ctx *c, const pf_lines *L, pf_config *cfg) {
+    int T = cfg->edvr_num_frame;
+    if (T % 2 == 0)
+        return pf_cfg_fail(c, line_of(L, "model.num_frame"), "model.num_frame",
+                           "must be odd for EDVR (a center frame and num_frame / 2 neighbours on "
+                           "each side, as the sliding-window sets give), got %d", T);
+    if (cfg->center_frame_idx < 0)
+        cfg->center_frame_idx = T / 2;
+    else if (cfg->center_frame_idx >= T)
+        return pf_cfg_fail(c, line_of(L, "model.center_frame_idx"), "model.center_frame_idx",
+                           "must be in [0, num_frame) = [0, %d), got %d", T,
+                           cfg->center_frame_idx);
+    if (cfg->n_feats % cfg->deformable_groups) {
+        int line = line_of(L, "model.deformable_groups");
+        return pf_cfg_fail(c, line ? line : line_of(L, "model.n_feats"),
+                           "model.deformable_groups", "must divide n_feats (%d), got %d",
+                           cfg->n_feats, cfg->deformable_groups);
+    }
+    if (cfg->hr_in)
+        return pf_cfg_fail(c, line_of(L, "model.hr_in"), "model.hr_in",
+                           "true (BasicSR's same-size input) is not supported yet for EDVR");
+    if (cfg->with_predeblur)
+        return pf_cfg_fail(c, line_of(L, "model.with_predeblur"), "model.with_predeblur",
+                           "true (BasicSR's PredeblurModule) is not supported yet for EDVR");
+    return 0;
+}
+
 static int model_rules(pf_cfg_ctx *c, const pf_lines *L, pf_config *cfg) {
     const pf_network *net = pf_network_find(cfg->model_type);   /* a choice of the rows */
     if (!(net->scales >> cfg->scale & 1)) {
@@ -1015,6 +1045,8 @@ static int model_rules(pf_cfg_ctx *c, const pf_lines *L, pf_config *cfg) {
         return pf_cfg_fail(c, line_of(L, "model.n_blocks"), "model.n_blocks",
                            "must be at most %d for %s, got %d", net->max_blocks, net->name,
                            cfg->n_blocks);
+    if (net->video == 2 && edvr_rules(c, L, cfg))
+        return -1;
     if (net->keys & PF_NK_RCAN && cfg->squeeze_factor > cfg->n_feats) {
         int line = line_of(L, "model.squeeze_factor");
         return pf_cfg_fail(c, line ? line : line_of(L, "model.n_feats"), "model.squeeze_factor",
@@ -1148,6 +1180,41 @@ static int gan_rules(pf_cfg_ctx *c, const pf_lines *L, pf_config *cfg) {
 }
 
 /* Every rule that involves more than one key, after the walk and the `when` checks. */
+/* The recurrent networks output every frame of a clip; the sliding-window sets give one GT
+   frame per sample (the center of its LQ window): for a sliding-window network (EDVR, video
+   2), whose window is model.num_frame frames, and only for it. 0, or -1 (failed). */
+static int window_net_rules(pf_cfg_ctx *c, const pf_lines *L, const pf_config *cfg,
+                            const pf_network *net) {
+    const pf_dataset_cfg *sets3[3] = {&cfg->train, &cfg->eval, &cfg->test};
+    static const char *set_names[3] = {"data.train", "data.eval", "data.test"};
+    for (int i = 0; net->video == 2 && i < 3; i++) {
+        char kp[64];
+        snprintf(kp, sizeof kp, "%s.type", set_names[i]);
+        int line = line_of(L, kp) ? line_of(L, kp) : line_of(L, set_names[i]);
+        if (sets3[i]->present && !pf_config_is_window_set(sets3[i]->type))
+            return pf_cfg_fail(c, line, kp, "%s takes a center frame's window of num_frame LQ "
+                               "frames and gives that frame: use %s (got %s)", cfg->model_type,
+                               i ? "VideoTestDataset" : "REDSDataset", sets3[i]->type);
+        snprintf(kp, sizeof kp, "%s.num_frame", set_names[i]);
+        if (sets3[i]->present && sets3[i]->num_frame != cfg->edvr_num_frame)
+            return pf_cfg_fail(c, line_of(L, kp) ? line_of(L, kp) : line, kp,
+                               "must equal model.num_frame (%d), the window %s takes, got %d",
+                               cfg->edvr_num_frame, cfg->model_type, sets3[i]->num_frame);
+    }
+    for (int i = 0; net->video == 1 && i < 3; i++) {
+        char kp[64];
+        snprintf(kp, sizeof kp, "%s.type", set_names[i]);
+        if (sets3[i]->present && pf_config_is_window_set(sets3[i]->type))
+            return pf_cfg_fail(c, line_of(L, kp) ? line_of(L, kp) : line_of(L, set_names[i]), kp,
+                               "%s gives a center frame's window of num_frame LQ frames and "
+                               "one GT frame (a sliding-window network's data, EDVR); %s "
+                               "outputs every frame of a clip: use %s", sets3[i]->type,
+                               cfg->model_type, i ? "VideoRecurrentTestDataset"
+                                                  : "REDSRecurrentDataset");
+    }
+    return 0;
+}
+
 static int rules(pf_cfg_ctx *c, const pf_lines *L, pf_config *cfg) {
     value_defaults(L, cfg);
     if (model_rules(c, L, cfg) || optim_rules(c, L, cfg))
@@ -1167,31 +1234,19 @@ static int rules(pf_cfg_ctx *c, const pf_lines *L, pf_config *cfg) {
        video set (an image network frame by frame). */
     const pf_network *net = pf_network_find(cfg->model_type);
     char video_nets[64];
-    if (cfg->train.present && net->video != pf_config_is_video_set(cfg->train.type))
+    if (cfg->train.present && !!net->video != pf_config_is_video_set(cfg->train.type))
         return pf_cfg_fail(c, line_of(L, "data.train.type") ? line_of(L, "data.train.type")
                            : line_of(L, "data.train"),
                            "data.train.type",
-                           net->video ? "%s trains on clips: REDSRecurrentDataset or "
+                           net->video == 2 ? "%s trains on a center frame's window of "
+                           "num_frame LQ frames: REDSDataset (got %s)"
+                           : net->video ? "%s trains on clips: REDSRecurrentDataset or "
                            "Vimeo90KRecurrentDataset (got %s)"
                            : "%s is an image network; %s makes clips (a video network: %s)",
                            cfg->model_type, cfg->train.type,
                            pf_cfg_or_list(PF_NET_LIST(VIDEO), video_nets, sizeof video_nets));
-    /* The recurrent networks output every frame of a clip; the sliding-window sets give one
-       GT frame per sample (the center of its LQ window): for a sliding-window network
-       (EDVR, not built yet). */
-    const pf_dataset_cfg *sets3[3] = {&cfg->train, &cfg->eval, &cfg->test};
-    static const char *set_names[3] = {"data.train", "data.eval", "data.test"};
-    for (int i = 0; net->video && i < 3; i++) {
-        char kp[64];
-        snprintf(kp, sizeof kp, "%s.type", set_names[i]);
-        if (sets3[i]->present && pf_config_is_window_set(sets3[i]->type))
-            return pf_cfg_fail(c, line_of(L, kp) ? line_of(L, kp) : line_of(L, set_names[i]), kp,
-                               "%s gives a center frame's window of num_frame LQ frames and "
-                               "one GT frame (a sliding-window network's data, EDVR); %s "
-                               "outputs every frame of a clip: use %s", sets3[i]->type,
-                               cfg->model_type, i ? "VideoRecurrentTestDataset"
-                                                  : "REDSRecurrentDataset");
-    }
+    if (window_net_rules(c, L, cfg, net))
+        return -1;
     if (net->video && cfg->test.present && !pf_config_is_video_set(cfg->test.type))
         return pf_cfg_fail(c, line_of(L, "data.test.type") ? line_of(L, "data.test.type")
                            : line_of(L, "data.test"),

@@ -219,7 +219,7 @@ char *pf_config_networks_reference(void) {
         pf_buf_put(&b, "| %s | %s | %s | %s | ", net->name,
                    pf_cfg_or_list(pf_cfg_net_scales(net, scales, sizeof scales), list,
                                   sizeof list),
-                   net->video ? "clips" : "images", net->reference);
+                   net->video == 2 ? "windows" : net->video ? "clips" : "images", net->reference);
         int n = 0;
         for (int j = 0; j < pf_config_n_keys; j++) {
             const pf_config_key *k = &pf_config_keys[j];

@@ -260,7 +260,7 @@ const pf_config_key pf_config_keys[] = {
      .def = "64", .when_key = "model.type", .when = WIDE, .alias = "num_feat",
      .doc = "width (BasicSR `num_feat`, MMagic `mid_channels`)"},
     {.path = "model.n_blocks", .kind = PF_K_INT, .offset = OFF(n_blocks), .lo = 1, .hi = 1024,
-     .def = "16", .when_key = "model.type", .when = WIDE, .alias = "num_block",
+     .def = "16", .when_key = "model.type", .when = PF_NET_LIST(BLOCKS), .alias = "num_block",
      .doc = "depth: residual blocks (EDSR, MSRResNet), RCABs per residual group (RCAN), RRDBs "
             "(RRDBNet), residual blocks of each propagation trunk (BasicVSR, at most 31); "
             "BasicSR `num_block`, MMagic `num_blocks`"},
@@ -287,6 +287,36 @@ const pf_config_key pf_config_keys[] = {
      .doc = "the input is the LQ and the output 4x it (MMagic and BasicSR `is_low_res_input`); "
             "false, their same-size variant (strided feature extraction, bicubic x1/4 for "
             "SPyNet), is not supported yet"},
+    {.path = "model.num_frame", .kind = PF_K_INT, .offset = OFF(edvr_num_frame), .lo = 1,
+     .hi = 63, .def = "5", .when_key = "model.type", .when = "EDVR",
+     .doc = "LQ frames of one window (BasicSR `num_frame`); odd (BasicSR also builds even "
+            "windows, PixFlow refuses them: the center frame is num_frame // 2 neighbours from "
+            "each end, as REDSDataset's windows); `data.train.num_frame` must equal it"},
+    {.path = "model.deformable_groups", .kind = PF_K_INT, .offset = OFF(deformable_groups),
+     .lo = 1, .hi = 4096, .def = "8", .when_key = "model.type", .when = "EDVR",
+     .doc = "deformable groups of the PCD alignment's DCNs (BasicSR `deformable_groups`); "
+            "must divide `n_feats`"},
+    {.path = "model.num_extract_block", .kind = PF_K_INT, .offset = OFF(num_extract_block),
+     .lo = 0, .hi = 1024, .def = "5", .when_key = "model.type", .when = "EDVR",
+     .doc = "residual blocks of the per-frame feature extraction"},
+    {.path = "model.num_reconstruct_block", .kind = PF_K_INT,
+     .offset = OFF(num_reconstruct_block), .lo = 0, .hi = 1024, .def = "10",
+     .when_key = "model.type", .when = "EDVR",
+     .doc = "residual blocks of the reconstruction before the upsampler"},
+    {.path = "model.center_frame_idx", .kind = PF_K_INT, .offset = OFF(center_frame_idx),
+     .lo = -1, .hi = 62, .def = "-1", .when_key = "model.type", .when = "EDVR",
+     .doc = "the reference frame in the window, 0..num_frame-1; -1 (BasicSR's null): "
+            "num_frame // 2"},
+    {.path = "model.hr_in", .kind = PF_K_BOOL, .offset = OFF(hr_in), .def = "false",
+     .when_key = "model.type", .when = "EDVR",
+     .doc = "BasicSR's same-size input (strided convs down by 4 first): not supported yet"},
+    {.path = "model.with_predeblur", .kind = PF_K_BOOL, .offset = OFF(with_predeblur),
+     .def = "false", .when_key = "model.type", .when = "EDVR",
+     .doc = "BasicSR's PredeblurModule before feature extraction: not supported yet"},
+    {.path = "model.with_tsa", .kind = PF_K_BOOL, .offset = OFF(with_tsa), .def = "true",
+     .when_key = "model.type", .when = "EDVR",
+     .doc = "TSA fusion (temporal and spatial attention); false: one 1x1 conv `fusion` over "
+            "the aligned frames"},
     {.path = "model.num_group", .kind = PF_K_INT, .offset = OFF(num_group), .lo = 1, .hi = 1024,
      .def = "10", .when_key = "model.type", .when = PF_NET_LIST(RCAN),
      .doc = "residual groups"},

@@ -179,6 +179,13 @@ typedef struct {
     float max_residue_magnitude;        /* BasicVSRPlusPlus: bound of the deformable offsets'
                                            residue from the flow, in pixels (10) */
     int is_low_res_input;               /* BasicVSRPlusPlus: 1 (x4; 0 not supported yet) */
+    int edvr_num_frame;                 /* EDVR: LQ frames of a window (5), odd */
+    int deformable_groups;              /* EDVR: the PCD DCNs' deform groups (8) */
+    int num_extract_block;              /* EDVR: feature-extraction residual blocks (5) */
+    int num_reconstruct_block;          /* EDVR: reconstruction residual blocks (10) */
+    int center_frame_idx;               /* EDVR: reference frame, -1: num_frame / 2 */
+    int hr_in, with_predeblur;          /* EDVR: 0, 0 (1 not supported yet) */
+    int with_tsa;                       /* EDVR: TSA fusion (1) or a 1x1 conv (0) */
     int num_group;                      /* RCAN residual groups (10) */
     int squeeze_factor;                 /* RCAN channel attention reduction (16) */
     int num_grow_ch;                    /* RRDBNet dense block growth channels (32) */

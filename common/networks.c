@@ -6,7 +6,7 @@
 #define PF_NET_ROW(n, sc, vid, wide, shift, rcan, grow, fsrcnn, srcnn, spynet, nb, max_nb,     \
                    unshuffle, note, ref)                                                       \
     {#n, sc, vid,                                                                              \
-     (wide ? PF_NK_WIDE : 0) | (shift ? PF_NK_SHIFT : 0) | (rcan ? PF_NK_RCAN : 0) |           \
+     (wide == 1 ? PF_NK_WIDE : 0) | (shift ? PF_NK_SHIFT : 0) | (rcan ? PF_NK_RCAN : 0) |           \
          (grow ? PF_NK_GROW : 0) | (fsrcnn ? PF_NK_FSRCNN : 0) | (srcnn ? PF_NK_SRCNN : 0) |   \
          (spynet ? PF_NK_SPYNET : 0),                                                          \
      nb, max_nb, unshuffle, note, ref},

@@ -21,9 +21,11 @@
    lists the types:
    name        the `model.type` value, as a C identifier
    scales      bit s set: the builder takes scale s (a config allows 2, 3 or 4 of them)
-   video       1: a video network (trains on clips, evaluates and tests on clip sets)
+   video       1: a recurrent video network (trains on clips, gives every frame of its clip:
+               evaluates and tests on clip sets); 2: a sliding-window video network (num_frame
+               LQ frames in, the center frame's SR out: EDVR; trains on REDSDataset's windows)
    wide ... spynet: 1 when the type takes that group of `model.*` keys:
-               wide `n_feats`, `n_blocks`; shift the mean shift `res_scale`, `rgb_mean`,
+               wide `n_feats`, `n_blocks` (2: `n_feats` alone, EDVR's `num_feat`); shift the mean shift `res_scale`, `rgb_mean`,
                `img_range`; rcan `num_group`, `squeeze_factor`; grow `num_grow_ch`;
                fsrcnn `d`, `s`, `m`; srcnn `channels`, `kernel_sizes`;
                spynet `spynet_pretrained`, `fix_iter`
@@ -53,17 +55,25 @@
       " (two pixel-shuffle x2 stages)",                                                       \
       "BasicSR `BasicVSRPlusPlus`, MMagic `BasicVSRPlusPlusNet` (video: [video.md](video.md); " \
       "BasicSR's parameter names); `n_feats` (MMagic `mid_channels`) a multiple of 8, "       \
-      "`n_blocks` per propagation branch")
+      "`n_blocks` per propagation branch")                                                    \
+    X(EDVR, 1 << 4, 2, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, " (two pixel-shuffle x2 stages)",       \
+      "BasicSR `EDVR` (sliding window: `num_frame` LQ frames in, the center frame's SR out; " \
+      "[video.md](video.md)); `n_feats` is BasicSR's `num_feat`, the other keys BasicSR's")
 
 /* "|NAME" when FLAG is 1, nothing when 0: the key table's lists of types (FLAG a 0 / 1
    column of the rows). */
 #define PF_NET_IF_0(s)
 #define PF_NET_IF_1(s) s
+#define PF_NET_IF_2(s) s
+#define PF_NET_ONE_0 0          /* a column's value 1 alone (wide 2: not the n_blocks group) */
+#define PF_NET_ONE_1 1
+#define PF_NET_ONE_2 0
 #define PF_NET_IF_(flag, s) PF_NET_IF_##flag(s)
 #define PF_NET_IF(flag, s) PF_NET_IF_(flag, s)
 #define PF_NET_ALL_(n, sc, vid, wide, shift, rcan, grow, fsrcnn, srcnn, spynet, ...) "|" #n
 #define PF_NET_VIDEO_(n, sc, vid, ...) PF_NET_IF(vid, "|" #n)
 #define PF_NET_WIDE_(n, sc, vid, wide, ...) PF_NET_IF(wide, "|" #n)
+#define PF_NET_BLOCKS_(n, sc, vid, wide, ...) PF_NET_IF(PF_NET_ONE_##wide, "|" #n)
 #define PF_NET_SHIFT_(n, sc, vid, wide, shift, ...) PF_NET_IF(shift, "|" #n)
 #define PF_NET_RCAN_(n, sc, vid, wide, shift, rcan, ...) PF_NET_IF(rcan, "|" #n)
 #define PF_NET_GROW_(n, sc, vid, wide, shift, rcan, grow, ...) PF_NET_IF(grow, "|" #n)
@@ -73,12 +83,13 @@
 #define PF_NET_SPYNET_(n, sc, vid, wide, shift, rcan, grow, fsrcnn, srcnn, spynet, ...)      \
     PF_NET_IF(spynet, "|" #n)
 /* "A|B|C": the names of the rows whose column GROUP (ALL, VIDEO, WIDE, SHIFT, RCAN, GROW,
-   FSRCNN, SRCNN, SPYNET) is 1; a constant string (the leading '|' skipped). */
+   FSRCNN, SRCNN, SPYNET) is not 0 (BLOCKS: wide is 1, the types with `n_blocks`); a constant string (the leading '|' skipped). */
 #define PF_NET_LIST(GROUP) (&(PF_NETWORKS(PF_NET_##GROUP##_) "")[1])
 
 /* A group of `model.*` keys a type takes (pf_network.keys). */
 enum {
-    PF_NK_WIDE = 1 << 0,        /* n_feats, n_blocks */
+    PF_NK_WIDE = 1 << 0,        /* n_feats, n_blocks (wide 1; wide 2: n_feats alone, checked
+                                   by its builder) */
     PF_NK_SHIFT = 1 << 1,       /* res_scale, rgb_mean, img_range */
     PF_NK_RCAN = 1 << 2,        /* num_group, squeeze_factor */
     PF_NK_GROW = 1 << 3,        /* num_grow_ch */
@@ -91,7 +102,7 @@ enum {
 typedef struct {
     const char *name;
     unsigned scales;            /* bit s: scale s */
-    int video;                  /* 1: a video network */
+    int video;                  /* 1: a recurrent video network, 2: a sliding-window one */
     unsigned keys;              /* PF_NK_* */
     int n_blocks, max_blocks;   /* n_blocks default and limit (0: none) */
     unsigned unshuffle;         /* bit s: LQ pixel-unshuffled by 2 at scale s */

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/frame_indices.h"
 #include "common/image.h"
 #include "common/imresize.h"
 #include "common/metrics.h"
@@ -143,6 +144,116 @@ static int clip_frame(const pf_config *cfg, pf_video_dataset *v, int c, int t, c
     return rc;
 }
 
+/* What every clip of one evaluation shares. */
+typedef struct {
+    pf_model *m;
+    const pf_config *cfg;
+    pf_video_dataset *v;
+    const char *save_dir;
+    pf_eval_cancel_fn cancel;
+    void *cancel_ctx;
+    pf_eval_image_fn on_image;
+    void *image_ctx;
+    int *wv;                    /* pf_clip_windows' four arrays, MAX_WINDOWS each */
+} clip_job;
+
+enum { MAX_WINDOWS = 1 << 16 };
+
+/* Clip c of a recurrent video network (or an image network, frame by frame): windows of at
+   most eval_cfg.clip_window frames (pf_clip_windows), each one pf_model_infer_clip; frames
+   padded to ph x pw. Returns 0, 1 when cancelled, or -1 with err. */
+static int recurrent_clip(const clip_job *j, int c, int ph, int pw, clip_sums *sum, char *err,
+                          size_t errlen) {
+    const pf_clip *cl = &j->v->clips[c];
+    int video = pf_model_is_video(j->m), n = cl->n_frames, s = j->cfg->scale, *wv = j->wv;
+    int window = video ? j->cfg->clip_window : 1, overlap = video ? j->cfg->clip_overlap : 0;
+    int nw = pf_clip_windows(n, window, overlap, wv, wv + MAX_WINDOWS, wv + 2 * MAX_WINDOWS,
+                             wv + 3 * MAX_WINDOWS, MAX_WINDOWS);
+    if (nw < 0) {
+        snprintf(err, errlen, "clip '%s': %d frames need too many windows", cl->name, n);
+        return -1;
+    }
+    size_t in_px = (size_t)ph * pw, out_px = in_px * (size_t)s * s;
+    uint8_t *in = malloc((size_t)window * in_px * 3);
+    float *out = malloc((size_t)window * out_px * 3 * sizeof *out);
+    int rc = 0;
+    if (!in || !out) {
+        snprintf(err, errlen, "out of memory evaluating clip '%s'", cl->name);
+        rc = -1;
+    }
+    for (int k = 0; rc == 0 && k < nw; k++) {
+        if (j->cancel && j->cancel(j->cancel_ctx)) {
+            rc = 1;
+            break;
+        }
+        int f0 = wv[k], len = wv[MAX_WINDOWS + k];
+        for (int t = 0; rc == 0 && t < len; t++) {
+            const pf_image *gt, *lq;
+            if ((rc = pf_video_dataset_frame(j->v, c, f0 + t, &gt, &lq, err, errlen))) break;
+            pad_replicate(lq->data, lq->h, lq->w, in + t * in_px * 3, ph, pw);
+            pf_video_dataset_release(j->v, c, f0 + t);
+        }
+        if (rc == 0) rc = pf_model_infer_clip(j->m, in, len, ph, pw, out, err, errlen);
+        for (int f = wv[2 * MAX_WINDOWS + k]; rc == 0 && f < wv[3 * MAX_WINDOWS + k]; f++)
+            rc = clip_frame(j->cfg, j->v, c, f, out + (size_t)(f - f0) * out_px * 3, pw,
+                            j->save_dir, f == n / 2, j->on_image, j->image_ctx, sum, err,
+                            errlen);
+    }
+    free(in);
+    free(out);
+    return rc;
+}
+
+/* Clip c of a sliding-window network (EDVR): frame f's SR from its window of
+   pf_model_frames LQ frames (pf_video_frame_indices with the set's padding, BasicSR's
+   VideoTestDataset), one pf_model_infer_window per frame; frames padded to ph x pw. Returns
+   0, 1 when cancelled, or -1 with err naming the clip. */
+static int window_clip(const clip_job *j, int c, int ph, int pw, clip_sums *sum, char *err,
+                       size_t errlen) {
+    const pf_clip *cl = &j->v->clips[c];
+    int T = pf_model_frames(j->m), n = cl->n_frames, s = j->cfg->scale, idx[PF_VIDEO_MAX_WINDOW];
+    if (!j->v->window || T > PF_VIDEO_MAX_WINDOW) {
+        snprintf(err, errlen, "%s: %s evaluates on a VideoTestDataset (windows of %d frames), "
+                 "got %s", j->v->key, j->cfg->model_type, T, j->v->cfg.type);
+        return -1;
+    }
+    size_t in_px = (size_t)ph * pw;
+    uint8_t *in = malloc((size_t)T * in_px * 3);
+    float *out = malloc(in_px * (size_t)s * s * 3 * sizeof *out);
+    int rc = 0;
+    if (!in || !out) {
+        snprintf(err, errlen, "out of memory evaluating clip '%s'", cl->name);
+        rc = -1;
+    }
+    for (int f = 0; rc == 0 && f < n; f++) {
+        if (j->cancel && j->cancel(j->cancel_ctx)) {
+            rc = 1;
+            break;
+        }
+        if (pf_video_frame_indices(f, n, T, j->v->padding, idx)) {
+            snprintf(err, errlen, "%s: clip '%s' has %d frames: too few for windows of %d with "
+                     "padding %s (%d at least)", j->v->key, cl->name, n, T,
+                     pf_frame_padding_name(j->v->padding),
+                     pf_video_min_frames(T, j->v->padding));
+            rc = -1;
+            break;
+        }
+        for (int t = 0; rc == 0 && t < T; t++) {
+            const pf_image *gt, *lq;
+            if ((rc = pf_video_dataset_frame(j->v, c, idx[t], &gt, &lq, err, errlen))) break;
+            pad_replicate(lq->data, lq->h, lq->w, in + t * in_px * 3, ph, pw);
+            pf_video_dataset_release(j->v, c, idx[t]);
+        }
+        if (rc == 0) rc = pf_model_infer_window(j->m, in, ph, pw, out, err, errlen);
+        if (rc == 0)
+            rc = clip_frame(j->cfg, j->v, c, f, out, pw, j->save_dir, f == n / 2, j->on_image,
+                            j->image_ctx, sum, err, errlen);
+    }
+    free(in);
+    free(out);
+    return rc;
+}
+
 /* evaluate.h: the video sets. */
 static int evaluate_clips(pf_model *m, const pf_config *cfg, pf_dataset *ds, const char *save_dir,
                           pf_eval_cancel_fn cancel, void *cancel_ctx, pf_eval_image_fn on_image,
@@ -161,14 +272,12 @@ static int evaluate_clips(pf_model *m, const pf_config *cfg, pf_dataset *ds, con
         return -1;
     }
     if (save_dir && pf_mkdirs(save_dir, err, errlen) != 0) return -1;
-    int s = cfg->scale, mult = cfg->pad_multiple > 0 ? cfg->pad_multiple : 1;
+    int mult = cfg->pad_multiple > 0 ? cfg->pad_multiple : 1;
     int q = pf_model_input_multiple(m);
     if (mult % q) mult *= q;
-    int video = pf_model_is_video(m);
-    int window = video ? cfg->clip_window : 1, overlap = video ? cfg->clip_overlap : 0;
-    enum { MAX_WINDOWS = 1 << 16 };
-    int *wv = malloc(4 * MAX_WINDOWS * sizeof *wv);
-    if (!wv) {
+    clip_job j = { m, cfg, v, save_dir, cancel, cancel_ctx, on_image, image_ctx,
+                   malloc(4 * MAX_WINDOWS * sizeof(int)) };
+    if (!j.wv) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
@@ -178,40 +287,9 @@ static int evaluate_clips(pf_model *m, const pf_config *cfg, pf_dataset *ds, con
         const pf_clip *cl = &v->clips[c];
         int n = cl->n_frames, lh = cl->lq_h, lw = cl->lq_w;
         int ph = (lh + mult - 1) / mult * mult, pw = (lw + mult - 1) / mult * mult;
-        int nw = pf_clip_windows(n, window, overlap, wv, wv + MAX_WINDOWS, wv + 2 * MAX_WINDOWS,
-                                 wv + 3 * MAX_WINDOWS, MAX_WINDOWS);
-        if (nw < 0) {
-            snprintf(err, errlen, "clip '%s': %d frames need too many windows", cl->name, n);
-            rc = -1;
-            break;
-        }
-        size_t in_px = (size_t)ph * pw, out_px = in_px * (size_t)s * s;
-        uint8_t *in = malloc((size_t)window * in_px * 3);
-        float *out = malloc((size_t)window * out_px * 3 * sizeof *out);
-        if (!in || !out) {
-            snprintf(err, errlen, "out of memory evaluating clip '%s'", cl->name);
-            rc = -1;
-        }
         clip_sums sum = { 0 };
-        for (int k = 0; rc == 0 && k < nw; k++) {
-            if (cancel && cancel(cancel_ctx)) {
-                rc = 1;
-                break;
-            }
-            int f0 = wv[k], len = wv[MAX_WINDOWS + k];
-            for (int t = 0; rc == 0 && t < len; t++) {
-                const pf_image *gt, *lq;
-                if ((rc = pf_video_dataset_frame(v, c, f0 + t, &gt, &lq, err, errlen))) break;
-                pad_replicate(lq->data, lq->h, lq->w, in + t * in_px * 3, ph, pw);
-                pf_video_dataset_release(v, c, f0 + t);
-            }
-            if (rc == 0) rc = pf_model_infer_clip(m, in, len, ph, pw, out, err, errlen);
-            for (int f = wv[2 * MAX_WINDOWS + k]; rc == 0 && f < wv[3 * MAX_WINDOWS + k]; f++)
-                rc = clip_frame(cfg, v, c, f, out + (size_t)(f - f0) * out_px * 3, pw, save_dir,
-                                f == n / 2, on_image, image_ctx, &sum, err, errlen);
-        }
-        free(in);
-        free(out);
+        rc = pf_model_is_window(m) ? window_clip(&j, c, ph, pw, &sum, err, errlen)
+                                   : recurrent_clip(&j, c, ph, pw, &sum, err, errlen);
         if (rc) break;
         pf_eval_item *it = &res->items[ci];
         snprintf(it->name, sizeof it->name, "%s", cl->name);
@@ -224,7 +302,7 @@ static int evaluate_clips(pf_model *m, const pf_config *cfg, pf_dataset *ds, con
         it->psnr_bicubic_inf = (int)sum.psnr_bicubic.inf;
         res->n++;
     }
-    free(wv);
+    free(j.wv);
     if (rc) return rc;
     pf_eval_result_means(res);
     return 0;

@@ -56,7 +56,10 @@ typedef void (*pf_eval_image_fn)(void *ctx, int file, const char *name, const pf
 /* Video sets (ds->video, docs/video.md "Evaluation"): each clip whole, frame by frame for an
    image network; a video network (pf_model_is_video) in windows of at most
    eval_cfg.clip_window frames that share eval_cfg.clip_overlap frames with their neighbours
-   (pf_clip_windows). PSNR and SSIM per frame, averaged per clip (items are clips), then over
+   (pf_clip_windows); a sliding-window network (pf_model_is_window, EDVR) on a
+   VideoTestDataset one pf_model_infer_window per frame, its LQ window the set's
+   (pf_video_frame_indices with data.eval.padding; BasicSR's VideoTestDataset), a clip too
+   short for it an error. PSNR and SSIM per frame, averaged per clip (items are clips), then over
    the clips (BasicSR's and MMagic's video protocol); bicubic likewise. A frame whose PSNR is
    +inf (equal to its GT) is left out of its clip's PSNR mean and counted (pf_psnr_mean), and a
    clip all of whose frames are is left out of the mean over clips and counted; the same for

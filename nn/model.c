@@ -17,6 +17,7 @@
 static int model_setup(pf_model *m, const char *conv_algorithm, char *err, size_t errlen) {
     const pf_net *g = &m->net;
     m->frames = pf_net_frames(g);
+    m->out_frames = pf_net_out_frames(g);
     m->params = calloc(g->n_params + 1, sizeof(float));
     m->grads = calloc(g->n_params + 1, sizeof(float));
     m->train_conv = calloc((size_t)g->n_convs + 1, sizeof *m->train_conv);
@@ -62,6 +63,7 @@ pf_model *pf_model_new(const pf_config *cfg, char *err, size_t errlen) {
     m->frames = 1;
     const pf_network *row = pf_network_find(cfg->model_type);
     m->video = row && row->video;   /* unknown types fail in pf_net_build below */
+    m->window = row && row->video == 2;
     pf_net_init(&m->net);
     pf_net_init(&m->clip.net);
     if (pf_loss_parse(cfg->loss_type, &m->loss.type)) {
@@ -187,6 +189,12 @@ static int plan(pf_model *m, const pf_net *net, pf_plan *p, pf_conv *convs, int 
         return -1;
     }
     if (p->n == n && p->h == h && p->w == w) return 0;
+    int q = pf_net_input_multiple(net);
+    if (m->window && (h % q || w % q)) {    /* EDVR's pyramid: levels at 1/2 and 1/4 */
+        snprintf(err, errlen, "model: %s: LQ %d x %d: height and width must be multiples of "
+                 "%d", net->type, h, w, q);
+        return -1;
+    }
     plan_free(p);
     pf_gctx x = ctx(m, net, convs);
     if (pf_graph_plan(&x, &p->g, n, h, w, training, err, errlen)) return -1;
@@ -215,7 +223,7 @@ int pf_model_train_step(pf_model *m, const uint8_t *lq, const uint8_t *gt, int n
     if (pf_graph_forward(&x, p->g, lq, err, errlen)) return -1;
     int s = m->net.scale, block;
     const float *out = pf_gstate_out(p->g, &block);
-    *loss = (float)pf_loss_forward_backward(&m->loss, out, gt, n, m->frames, lq_h * s, lq_w * s,
+    *loss = (float)pf_loss_forward_backward(&m->loss, out, gt, n, m->out_frames, lq_h * s, lq_w * s,
                                             out_mean(m), m->net.range, block,
                                             pf_gstate_dout(p->g));
     if (pf_graph_backward(&x, p->g, err, errlen)) return -1;
@@ -228,7 +236,8 @@ int pf_model_train_output(const pf_model *m, int n, float *out) {
     if (!p->n || !p->g || n < 1 || n > p->n || m->from_net) return -1;
     int block, s = m->net.scale;
     const float *y = pf_gstate_out(p->g, &block);
-    pf_act_to_image(out, y, n, m->frames, p->h * s, p->w * s, out_mean(m), m->net.range, block);
+    pf_act_to_image(out, y, n, m->out_frames, p->h * s, p->w * s, out_mean(m), m->net.range,
+                    block);
     return 0;
 }
 
@@ -325,7 +334,7 @@ static int infer_image(pf_model *m, const uint8_t *lq, const float *lqf, int h, 
                        float *out, char *err, size_t errlen) {
     pf_plan *p = &m->infer;
     pf_conv *convs = m->infer_conv;
-    if (m->net.t[m->net.output].c != 3 * m->frames) {
+    if (m->net.t[m->net.output].c != 3) {     /* one image (a window network: its center) */
         snprintf(err, errlen, "model: %s's output is not an image (%d channels)", m->net.type,
                  m->net.t[m->net.output].c);
         return -1;
@@ -371,8 +380,20 @@ int pf_model_infer_f32(pf_model *m, const float *lq, int h, int w, float *out, c
     return infer_image(m, NULL, lq, h, w, out, err, errlen);
 }
 
+int pf_model_infer_window(pf_model *m, const uint8_t *lq, int h, int w, float *out,
+                          char *err, size_t errlen) {
+    if (!m->window) {
+        snprintf(err, errlen, "model: %s is not a sliding-window network (%s)", m->net.type,
+                 m->video ? "pf_model_infer_clip" : "pf_model_infer");
+        return -1;
+    }
+    return infer_image(m, lq, NULL, h, w, out, err, errlen);
+}
+
 int pf_model_frames(const pf_model *m) { return m->frames; }
+int pf_model_out_frames(const pf_model *m) { return m->out_frames; }
 int pf_model_is_video(const pf_model *m) { return m->video; }
+int pf_model_is_window(const pf_model *m) { return m->window; }
 
 static void clip_free(pf_clip_net *c) {
     for (int i = 0; c->conv && i < c->net.n_convs; i++) pf_conv_free(&c->conv[i]);
@@ -411,6 +432,12 @@ int pf_model_infer_clip(pf_model *m, const uint8_t *lq, int t, int h, int w, flo
     int s = m->net.scale;
     if (t < 1 || (m->video && t > PF_MODEL_MAX_CLIP)) {
         snprintf(err, errlen, "model: a clip of %d frames (1..%d)", t, PF_MODEL_MAX_CLIP);
+        return -1;
+    }
+    if (m->window) {
+        snprintf(err, errlen, "model: %s is a sliding-window network: its windows of %d frames "
+                 "go through pf_model_infer_window, one output frame each", m->net.type,
+                 m->frames);
         return -1;
     }
     size_t in_px = (size_t)h * w, out_px = in_px * (size_t)s * s;

@@ -114,14 +114,18 @@ int pf_model_num_buffers(const pf_model *m);
 const struct pf_net_buffer *pf_model_buffer(const pf_model *m, int i);
 
 /* One training step's forward + loss + backward. lq: n x lq_h x lq_w x 3 uint8, gt: n x
-   (lq_h*scale) x (lq_w*scale) x 3 uint8 (NHWC). Gradients are overwritten (not accumulated).
+   (lq_h*scale) x (lq_w*scale) x 3 uint8 (NHWC); a video network's samples hold frames:
+   lq n x pf_model_frames x lq_h x lq_w x 3, gt n x pf_model_out_frames x (lq_h*scale) x
+   (lq_w*scale) x 3 (EDVR: num_frame LQ frames and the center frame's GT, one frame per
+   sample; its lq_h, lq_w multiples of 4). Gradients are overwritten (not accumulated).
    *loss = cfg's loss (mean over all elements) * loss_weight. Returns 0, or -1 with err.
    Buffers are (re)allocated when the shape changes. */
 int pf_model_train_step(pf_model *m, const uint8_t *lq, const uint8_t *gt, int n, int lq_h,
                         int lq_w, float *loss, char *err, size_t errlen);
 
 /* The network output of the last pf_model_train_step for its first n samples (1 <= n <= that
-   step's batch): out is n x (lq_h*scale) x (lq_w*scale) x 3 float NHWC, values nominally
+   step's batch): out is n x (lq_h*scale) x (lq_w*scale) x 3 float NHWC (times
+   pf_model_out_frames frames per sample: a video network's), values nominally
    [0, 1], not clamped (what pf_model_infer would give for those inputs with the weights before
    the optimiser step). Costs a layout conversion only, no forward pass. Returns 0, or -1 when
    no training step has run or n is out of range. */
@@ -138,21 +142,42 @@ int pf_model_infer(pf_model *m, const uint8_t *lq, int h, int w, float *out, cha
 int pf_model_infer_f32(pf_model *m, const float *lq, int h, int w, float *out, char *err,
                        size_t errlen);
 
-/* Frames one network input holds: 1 for the image networks; for a video network (BasicVSR)
-   the training clip length, data.train.num_frame (15 without a data.train). Training steps
-   and pf_model_train_output then take and give n x frames x H x W x 3 (frame-major per
-   sample), and the loss is the mean over all frames. */
+/* Frames one network input holds: 1 for the image networks; for a recurrent video network
+   (BasicVSR) the training clip length, data.train.num_frame (1 without a video data.train);
+   for a sliding-window network (EDVR) its window, model.num_frame. Training steps take
+   n x frames x H x W x 3 LQ (frame-major per sample). */
 int pf_model_frames(const pf_model *m);
 
-/* Whether the network is a video network (inputs are clips: pf_model_infer_clip). */
+/* Frames one network output holds: pf_model_frames for a recurrent video network (every
+   frame of the clip), 1 for the image networks and a sliding-window network (the center
+   frame's SR). Training steps take GT and pf_model_train_output gives n x out_frames x (H
+   scale) x (W scale) x 3, and the loss is the mean over all output frames. */
+int pf_model_out_frames(const pf_model *m);
+
+/* Whether the network is a video network (inputs are clips: pf_model_infer_clip, or windows
+   of one: pf_model_infer_window). */
 int pf_model_is_video(const pf_model *m);
+
+/* Whether it is a sliding-window video network (EDVR, common/networks.h video 2): num_frame
+   LQ frames in (pf_model_frames), one frame out, the SR of the window's center frame
+   (model.center_frame_idx, num_frame / 2 by default); its evaluation runs
+   pf_model_infer_window once per frame (BasicSR's VideoTestDataset windows). */
+int pf_model_is_window(const pf_model *m);
+
+/* Inference of one window of a sliding-window network: lq pf_model_frames(m) x h x w x 3 uint8
+   (frame-major, HWC; h and w multiples of pf_model_input_multiple, 4 for EDVR) -> out (h*scale)
+   x (w*scale) x 3 float HWC, the center frame's SR, values nominally [0, 1], not clamped.
+   Returns 0, or -1 with err (not a window network, a size not a multiple of 4). */
+int pf_model_infer_window(pf_model *m, const uint8_t *lq, int h, int w, float *out,
+                          char *err, size_t errlen);
 
 /* Inference of a clip of t frames (t >= 1): lq t x h x w x 3 uint8 (frame-major, HWC) ->
    out t x (h*scale) x (w*scale) x 3 float HWC, values nominally [0, 1], not clamped. An
    image network runs each frame on its own (pf_model_infer); a video network runs the whole
    clip as one recurrent pass (its graph unrolled over t frames, 1 <= t <= PF_MODEL_MAX_CLIP,
    built when t or the frame size changes): callers split longer clips into windows
-   (hooks/evaluate.c). Returns 0 or -1 with err. */
+   (hooks/evaluate.c). A sliding-window network (pf_model_is_window) refuses it: -1 with err
+   naming pf_model_infer_window. Returns 0 or -1 with err. */
 #define PF_MODEL_MAX_CLIP 64
 int pf_model_infer_clip(pf_model *m, const uint8_t *lq, int t, int h, int w, float *out,
                         char *err, size_t errlen);

@@ -38,8 +38,11 @@ struct pf_model {
     pf_loss loss;
     pf_dnnl dnnl;
     pf_plan train, infer;
-    int video;                  /* a video network (BasicVSR): inputs are clips */
+    int video;                  /* a video network (BasicVSR, EDVR): inputs are clips */
     int frames;                 /* frames of the training network's input (1: images) */
+    int out_frames;             /* frames of its output: frames (recurrent), 1 (images, a
+                                   sliding-window network) */
+    int window;                 /* a sliding-window network (EDVR): frames in, 1 out */
     pf_clip_net clip;           /* video: the network pf_model_infer_clip last ran */
     int from_net;               /* built by pf_model_new_net: no loss; its training plan can
                                    give the input's gradient (pf_gctx.input_grad) */

@@ -682,6 +682,7 @@ int pf_net_tensor_size(const pf_net *g, int i, int h, int w, int *th, int *tw, c
 }
 
 int pf_net_frames(const pf_net *g) { return g->t[g->input].c / 3; }
+int pf_net_out_frames(const pf_net *g) { return g->t[g->output].c / 3; }
 
 int pf_net_check_desc(const pf_net *g, char *err, size_t errlen) {
     /* the executors run a conv's activation before its residual add (identity + scale *

@@ -27,6 +27,7 @@
       RRDBNet    Wang et al., "ESRGAN", ECCVW 2018; BasicSR basicsr/archs/rrdbnet_arch.py.
       BasicVSR   Chan et al., "BasicVSR", CVPR 2021; BasicSR basicsr/archs/basicvsr_arch.py
                  (SPyNet flow, bidirectional propagation; its own section below).
+      EDVR       Wang et al., CVPRW 2019; BasicSR basicsr/archs/edvr_arch.py (nn/edvr.c).
 */
 #include <stdio.h>
 #include <stdlib.h>
@@ -452,6 +453,8 @@ int pf_net_build(pf_net *g, const pf_config *c, char *err, size_t errlen) {
                  c->model_type, c->scale, list);
         return -1;
     }
+    if (net->video == 2)        /* a sliding-window network: its own window, model.num_frame */
+        return pf_net_build_video(g, c, c->edvr_num_frame, err, errlen);
     if (net->video)
         /* unrolled over a training sample's frames (1 without a video training set: the
            clips of inference get networks of their own, pf_model_infer_clip) */
@@ -1077,6 +1080,19 @@ int pf_net_build_video(pf_net *g, const pf_config *c, int frames, char *err, siz
         }
         return pf_net_build_basicvsrpp(g, c->n_feats, c->n_blocks, c->max_residue_magnitude,
                                        frames, err, errlen);
+    }
+    if (!strcmp(c->model_type, "EDVR")) {
+        if (frames != c->edvr_num_frame || c->hr_in || c->with_predeblur) {
+            pf_net_init(g);
+            snprintf(err, errlen, "model: EDVR takes windows of model.num_frame (%d) frames, "
+                     "got %d%s", c->edvr_num_frame, frames, c->hr_in || c->with_predeblur
+                     ? "; hr_in and with_predeblur true are not supported yet" : "");
+            return -1;
+        }
+        return pf_net_build_edvr(g, c->n_feats, frames, c->deformable_groups,
+                                 c->num_extract_block, c->num_reconstruct_block,
+                                 c->center_frame_idx < 0 ? frames / 2 : c->center_frame_idx,
+                                 c->with_tsa, err, errlen);
     }
     pf_net_init(g);
     snprintf(err, errlen, "model: %s is not a video network", c->model_type);

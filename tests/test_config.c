@@ -602,7 +602,7 @@ static const broken_case BROKEN[] = {
     {"  type: EDSR", "  type: SRCNN", "  n_feats", "model.n_feats", "only allowed with type EDSR"},
     /* model zoo keys: each only with the types it configures, one spelling per field */
     {"  type: EDSR", "  type: FSRCNN", "  n_feats", "model.n_feats",
-     "only allowed with type EDSR, MSRResNet, RCAN, RRDBNet, BasicVSR or BasicVSRPlusPlus "
+     "only allowed with type EDSR, MSRResNet, RCAN, RRDBNet, BasicVSR, BasicVSRPlusPlus or EDVR "
      "(model.type is FSRCNN)"},
     {"  n_blocks: 4\n", "  n_blocks: 4\n  num_group: 2\n", "  num_group", "model.num_group",
      "only allowed with type RCAN (model.type is EDSR)"},

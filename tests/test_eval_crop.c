@@ -33,6 +33,7 @@
 #include "nn/checkpoint.h"
 #include "nn/model.h"
 #include "pf_test.h"
+#include "pf_test_psnr.h"
 
 static char root[256];
 
@@ -55,23 +56,6 @@ static void write_png(const char *dir, const char *name, int w, int h, int seed)
         exit(1);
     }
     free(px);
-}
-
-/* Naive PSNR on Y (double, not rounded) of a (aw wide) against the top-left h x w of b (bw
-   wide), crop_border cb. */
-static double naive_psnr_y(const uint8_t *a, int aw, const uint8_t *b, int bw, int h, int w,
-                           int cb) {
-    double se = 0;
-    long n = 0;
-    for (int y = cb; y < h - cb; y++)
-        for (int x = cb; x < w - cb; x++) {
-            const uint8_t *p = a + ((size_t)y * aw + x) * 3, *q = b + ((size_t)y * bw + x) * 3;
-            double ya = 16 + (65.481 * p[0] + 128.553 * p[1] + 24.966 * p[2]) / 255;
-            double yb = 16 + (65.481 * q[0] + 128.553 * q[1] + 24.966 * q[2]) / 255;
-            se += (ya - yb) * (ya - yb);
-            n++;
-        }
-    return 10 * log10(255.0 * 255.0 / (se / n));
 }
 
 static void open_pair(const char *tag, const char *gt, const char *lq, const char *key,
@@ -160,12 +144,12 @@ int main(void) {
                                sizeof err) == 0, "%s", err);
         CHECK(cap.out && cap.w == 450 && cap.h == 300, "output %dx%d", cap.w, cap.h);
         if (cap.out) {
-            double ref = naive_psnr_y(cap.out, 450, file.data, 451, 300, 450, 2);
+            double ref = pf_test_psnr_y(cap.out, 450, file.data, 451, 300, 450, 2);
             CHECK_NEAR(res.items[0].psnr, ref, 1e-9);
             uint8_t *bic = malloc(450 * 300 * 3);
             pf_dataset_pair(&ds, 0, &g, &l, err, sizeof err);
             CHECK(pf_imresize_u8(l->data, 150, 225, 3, 2.0, bic) == 0, "bicubic");
-            double ref_bic = naive_psnr_y(bic, 450, file.data, 451, 300, 450, 2);
+            double ref_bic = pf_test_psnr_y(bic, 450, file.data, 451, 300, 450, 2);
             CHECK_NEAR(res.items[0].psnr_bicubic, ref_bic, 1e-9);
             printf("eval on the cropped pair: PSNR-Y %.6f dB (reference %.6f), bicubic %.6f "
                    "(reference %.6f)\n", res.items[0].psnr, ref, res.items[0].psnr_bicubic,
@@ -219,7 +203,7 @@ int main(void) {
         char *row = tsv ? strstr(tsv, "\na\t") : NULL;
         CHECK(row && sscanf(row + 3, "%lf", &psnr) == 1, "%s: no row for a", path);
         if (saved.data) {
-            double ref = naive_psnr_y(saved.data, 450, file.data, 451, 300, 450, 2);
+            double ref = pf_test_psnr_y(saved.data, 450, file.data, 451, 300, 450, 2);
             CHECK_NEAR(psnr, ref, 5e-5);
         }
         free(tsv);

@@ -41,18 +41,13 @@
 #include "hooks/evaluate.h"
 #include "nn/model.h"
 #include "pf_test.h"
+#include "pf_test_psnr.h"
 
 static char root[256];
 
+/* PSNR-Y of two h x w images (tests/pf_test_psnr.h, no border cropped). */
 static double naive_psnr_y(const uint8_t *a, const uint8_t *b, int h, int w) {
-    double se = 0;
-    for (size_t i = 0; i < (size_t)h * w; i++) {
-        const uint8_t *p = a + i * 3, *q = b + i * 3;
-        double ya = 16 + (65.481 * p[0] + 128.553 * p[1] + 24.966 * p[2]) / 255;
-        double yb = 16 + (65.481 * q[0] + 128.553 * q[1] + 24.966 * q[2]) / 255;
-        se += (ya - yb) * (ya - yb);
-    }
-    return 10 * log10(255.0 * 255.0 / (se / ((double)h * w)));
+    return pf_test_psnr_y(a, w, b, w, h, w, 0);
 }
 
 static void test_windows(void) {
@@ -343,6 +338,117 @@ static void test_video_network(void) {
     pf_dataset_close(&ds);
 }
 
+/* BasicSR's generate_frame_indices for num_frame 3 (h = 1), written from its docstring:
+   frame idx of a clip of n frames gets idx - 1, idx, idx + 1, an index outside [0, n - 1]
+   replaced by the padding's rule (m = n - 1). */
+static void window3(int idx, int n, int reflection_circle, int *out) {
+    int m = n - 1;
+    for (int k = 0; k < 3; k++) {
+        int i = idx - 1 + k;
+        if (i < 0) i = reflection_circle ? idx + 1 - i : 0;        /* replicate: 0 */
+        else if (i > m) i = reflection_circle ? (idx - 1) - (i - m) : m;
+        out[k] = i;
+    }
+}
+
+/* Frame `frame` of clip c by EDVR from its window of 3 (padded here to multiples of 4, the
+   last row and column replicated), cropped to the GT size: its PSNR-Y as frame_psnr. */
+static double window_psnr(pf_model *m, pf_video_dataset *v, int c, int frame,
+                          int reflection_circle) {
+    const pf_clip *cl = &v->clips[c];
+    int n = cl->n_frames, lh = cl->lq_h, lw = cl->lq_w, idx[3];
+    int ph = (lh + 3) / 4 * 4, pw = (lw + 3) / 4 * 4;
+    window3(frame, n, reflection_circle, idx);
+    uint8_t *in = malloc((size_t)3 * ph * pw * 3);
+    uint8_t *lq = clip_lq(v, c, 0, n);
+    for (int t = 0; t < 3; t++)
+        for (int y = 0; y < ph; y++)
+            for (int x = 0; x < pw; x++)
+                memcpy(in + (((size_t)t * ph + y) * pw + x) * 3,
+                       lq + (((size_t)idx[t] * lh + (y < lh ? y : lh - 1)) * lw +
+                             (x < lw ? x : lw - 1)) * 3, 3);
+    float *out = malloc((size_t)ph * pw * 16 * 3 * sizeof(float));
+    float *crop = malloc((size_t)cl->gt_h * cl->gt_w * 3 * sizeof(float));
+    char err[512];
+    int rc = pf_model_infer_window(m, in, ph, pw, out, err, sizeof err);
+    CHECK(rc == 0, "pf_model_infer_window: %s", err);
+    for (int y = 0; y < cl->gt_h; y++)
+        memcpy(crop + (size_t)y * cl->gt_w * 3, out + (size_t)y * pw * 4 * 3,
+               (size_t)cl->gt_w * 3 * sizeof(float));
+    double p = frame_psnr(v, c, frame, crop, NULL, 4);
+    free(in);
+    free(lq);
+    free(out);
+    free(crop);
+    return p;
+}
+
+/* EDVR (seeded weights, 3-frame windows) on clips c (7 frames, LQ 8 x 6) and a (5 frames,
+   LQ 6 x 5) as a VideoTestDataset: each clip's PSNR-Y is the mean over its frames of the
+   naive PSNR-Y of pf_model_infer_window of that frame's window (computed here by BasicSR's
+   rule, padded to 8 x 8); another padding gives other numbers (the windows are used); a
+   clip too short for the window is an error naming it. */
+static void test_window_network(void) {
+    pf_config cfg;
+    base_cfg(&cfg, "EDVR", 4);
+    cfg.edvr_num_frame = 3;
+    cfg.deformable_groups = 2;
+    cfg.num_extract_block = cfg.num_reconstruct_block = 1;
+    cfg.center_frame_idx = 1;
+    snprintf(cfg.eval.type, sizeof cfg.eval.type, "VideoTestDataset");
+    cfg.eval.num_frame = 3;
+    snprintf(cfg.eval.padding, sizeof cfg.eval.padding, "reflection_circle");
+    cfg.eval.n_clips = 2;
+    snprintf(cfg.eval.clips[0].name, sizeof cfg.eval.clips[0].name, "c");
+    snprintf(cfg.eval.clips[1].name, sizeof cfg.eval.clips[1].name, "a");
+    char err[1024], save[512];
+    pf_dataset ds;
+    pf_model *m = open_eval(&cfg, &ds, 7);
+    if (!m) return;
+    snprintf(save, sizeof save, "%s/edvr", root);
+    pf_eval_result r;
+    seen_ctx seen = { { 0 } };
+    int rc = pf_evaluate(m, &cfg, &ds, save, NULL, NULL, on_image, &seen, &r, err, sizeof err);
+    CHECK(rc == 0 && r.n == 2, "pf_evaluate (EDVR): %s", err);
+    double mean = 0, other = 0;
+    for (int c = 0; rc == 0 && c < 2; c++) {
+        const pf_clip *cl = &ds.video->clips[c];
+        int n = cl->n_frames;
+        double sum = 0, sum_rep = 0;
+        for (int f = 0; f < n; f++) {
+            sum += window_psnr(m, ds.video, c, f, 1);
+            sum_rep += window_psnr(m, ds.video, c, f, 0);
+        }
+        char path[700];
+        snprintf(path, sizeof path, "%s/%s/%08d.png", save, cl->name, n - 1);
+        CHECK(access(path, F_OK) == 0, "no saved frame %s", path);
+        CHECK(r.items[c].frames == n && !strcmp(r.items[c].name, cl->name) &&
+              fabs(r.items[c].psnr - sum / n) < 1e-9 && seen.calls[c] == 1,
+              "EDVR clip %s (%d frames): PSNR-Y %.9f, from the windows run here %.9f", cl->name,
+              r.items[c].frames, r.items[c].psnr, sum / n);
+        mean += sum / n / 2;
+        other += sum_rep / n / 2;
+    }
+    CHECK(rc || (fabs(r.psnr - mean) < 1e-9 && fabs(other - mean) > 1e-6),
+          "EDVR mean over clips %.9f (naive %.9f; replicate padding %.9f)", r.psnr, mean, other);
+    printf("EDVR on 2 clips (7 and 5 frames, windows of 3): PSNR-Y %.6f dB = the mean of the "
+           "clips' per-frame means (replicate padding instead: %.6f dB)\n", r.psnr, other);
+    if (rc == 0) pf_eval_result_free(&r);
+    pf_dataset_close(&ds);
+    /* clip e: 2 frames, too few for reflection_circle windows of 3 */
+    snprintf(cfg.eval.clips[1].name, sizeof cfg.eval.clips[1].name, "e");
+    rc = pf_dataset_open(&ds, &cfg.eval, "data.eval", cfg.scale, 0, err, sizeof err);
+    if (rc == 0) {
+        rc = pf_evaluate(m, &cfg, &ds, NULL, NULL, NULL, NULL, NULL, &r, err, sizeof err);
+        if (rc == 0) pf_eval_result_free(&r);
+        pf_dataset_close(&ds);
+    }
+    CHECK(rc == -1 && strstr(err, "'e'"), "a 2-frame clip for windows of 3: %s",
+          rc ? err : "accepted");
+    printf("a 2-frame clip, windows of 3 (reflection_circle): %s\n", err);
+    pf_model_destroy(&m);
+}
+
 /* Clips d (2 flat frames, then 3 textured) and e (2 flat frames): identical frames left out
    of the PSNR means and counted, against naive per-frame PSNR-Y (inf when equal). */
 static void test_identical_frames(void) {
@@ -502,6 +608,7 @@ int main(void) {
     test_windows();
     test_image_network();
     test_video_network();
+    test_window_network();
     test_identical_frames();
     test_identical_images();
     int rc = pf_test_end("test_eval_video");

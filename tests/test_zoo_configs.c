@@ -10,7 +10,9 @@
     The GAN recipes (RealESRGAN_x4plus, ESRGAN_x4) also hold the values of BasicSR's option files
     (Real-ESRGAN's options/train_realesrgan_x4plus.yml, BasicSR's
     options/train/ESRGAN/train_ESRGAN_x4.yml), written out below, and load with their paths
-    checked (load_from, the VGG19 weights) in a folder where the test makes those files. */
+    checked (load_from, the VGG19 weights) in a folder where the test makes those files.
+    EDVR_M_x4 holds BasicSR's train_EDVR_M_x4_SR_REDS.yml values (written out below) and, a
+    sliding-window network, infers one window of its 5 frames (12 x 12, a multiple of 4). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -37,6 +39,7 @@ static const struct {
     { "RealESRNet_x4plus.yaml", 16697987 },  /* the same RRDBNet, Real-ESRGAN data */
     { "FSRCNN_x3.yaml", 24683 },
     { "ESPCN_x3.yaml", 31131 },
+    { "EDVR_M_x4.yaml", 3300131 },           /* EDVR-M with TSA (tests/reference/edvr_ref.py) */
     { "RealESRGAN_x4plus.yaml", 16697987 },  /* RealESRNet's RRDBNet, GAN fine-tune */
     { "ESRGAN_x4.yaml", 16697987 },          /* ESRGAN's RRDBNet, GAN stage */
     { "BasicVSRPP_x4.yaml", 7322927 },       /* BasicVSR++ c64n7 (the paper's 7.3 M) */
@@ -139,6 +142,30 @@ static int touch(const char *rel) {
     return f ? fclose(f) : -1;
 }
 
+/* EDVR_M_x4.yaml against BasicSR's train_EDVR_M_x4_SR_REDS.yml (the values written out). */
+static void edvr_recipe_values(const pf_config *c, const char *f) {
+    static const int64_t periods[] = { 50000, 100000, 150000, 150000, 150000 };
+    CHECK(!strcmp(c->model_type, "EDVR") && c->scale == 4 && c->n_feats == 64 &&
+              c->edvr_num_frame == 5 && c->deformable_groups == 8 && c->num_extract_block == 5 &&
+              c->num_reconstruct_block == 10 && c->center_frame_idx == 2 && c->with_tsa,
+          "%s: network_g", f);
+    CHECK(!strcmp(c->train.type, "REDSDataset") && c->train.num_frame == 5 &&
+              c->train.gt_patch_size == 256 && c->train.n_intervals == 1 &&
+              c->train.interval_list[0] == 1 && c->train.use_hflip && c->train.use_rot &&
+              c->train.repeat == 200 && c->samples_per_gpu == 4, "%s: datasets.train", f);
+    CHECK(!strcmp(c->eval.type, "VideoTestDataset") && c->eval.num_frame == 5 &&
+              !strcmp(c->eval.padding, "reflection_circle"), "%s: datasets.val", f);
+    CHECK(!strcmp(c->optim_type, "Adam") && c->learning_rate == 4e-4f && c->betas[0] == 0.9f &&
+              c->betas[1] == 0.99f && c->weight_decay == 0, "%s: optim_g", f);
+    CHECK(!strcmp(c->lr_policy, "CosineRestart") && c->n_lr_periods == 5 &&
+              c->lr_min == 1e-7f && c->total_iters == 600000, "%s: scheduler", f);
+    for (int i = 0; i < 5 && i < c->n_lr_periods; i++)
+        CHECK(c->lr_periods[i] == periods[i] && c->lr_restart_weights[i] == 1.0f,
+              "%s: period %d", f, i);
+    CHECK(c->eval_psnr && !c->eval_ssim && c->crop_border == 0 && !c->eval_y_channel &&
+              c->seed == 10, "%s: val metrics, seed", f);
+}
+
 /* The recipe at `path` loads with its paths checked, relative to a fresh folder holding the
    demo data folders and the files it names (load_from, VGG19); without the VGG19 file it is
    refused at that key. */
@@ -192,6 +219,8 @@ int main(void) {
         if (!text) continue;
         static pf_config cfg;
         int rc = pf_config_parse(&cfg, path, text, len, 0, err, sizeof err);
+        if (!rc && !strcmp(cases[i].file, "EDVR_M_x4.yaml"))
+            edvr_recipe_values(&cfg, cases[i].file);
         CHECK(rc == 0, "%s: %s", path, err);
         if (!rc && cfg.gan.enabled) {
             gan_recipe_values(&cfg, cases[i].file);
@@ -207,11 +236,15 @@ int main(void) {
         CHECK(pf_model_num_params(m) == cases[i].params, "%s: %zu parameters, expected %zu",
               cases[i].file, pf_model_num_params(m), cases[i].params);
         pf_model_init(m, 1);
-        int h = 10, w = 12, s = cfg.scale;
-        uint8_t lq[10 * 12 * 3];
-        for (int k = 0; k < h * w * 3; k++) lq[k] = (uint8_t)(k * 37 % 256);
+        /* a sliding-window network (EDVR) infers one window of its frames, sides multiples
+           of 4 */
+        int win = pf_model_is_window(m), T = win ? pf_model_frames(m) : 1;
+        int h = win ? 12 : 10, w = 12, s = cfg.scale;
+        uint8_t *lq = malloc((size_t)T * h * w * 3);
+        for (int k = 0; k < T * h * w * 3; k++) lq[k] = (uint8_t)(k * 37 % 256);
         float *out = malloc((size_t)h * s * w * s * 3 * sizeof(float));
-        rc = pf_model_infer(m, lq, h, w, out, err, sizeof err);
+        rc = win ? pf_model_infer_window(m, lq, h, w, out, err, sizeof err)
+                 : pf_model_infer(m, lq, h, w, out, err, sizeof err);
         CHECK(rc == 0, "%s: %s", cases[i].file, err);
         int finite = 1;
         for (int k = 0; !rc && k < h * s * w * s * 3; k++) finite &= isfinite(out[k]);
@@ -219,6 +252,7 @@ int main(void) {
         printf("%-22s %-9s x%d %10zu parameters, infers %dx%d -> %dx%d\n", cases[i].file,
                cfg.model_type, s, pf_model_num_params(m), h, w, h * s, w * s);
         free(out);
+        free(lq);
         pf_model_destroy(&m);
     }
     return pf_test_end("test_zoo_configs");

@@ -356,8 +356,10 @@ static void publish_visual(worker *w, const pf_msg_batch *b, const uint8_t *gt,
     double t0 = pf_now();
     int s = pf_model_scale(w->model);
     size_t lq_img = (size_t)b->lq_h * b->lq_w * 3, gt_img = lq_img * s * s;
-    /* a video network's samples are clips: each shows its middle frame */
+    /* a video network's samples are clips: each shows its middle frame (a sliding-window
+       network's: the window's center LQ frame, its one GT and output frame) */
     size_t T = (size_t)pf_model_frames(w->model), mid = T / 2;
+    size_t OT = (size_t)pf_model_out_frames(w->model), omid = OT / 2;
     int n = w->cfg->visual_num_samples < (int)b->n ? w->cfg->visual_num_samples : (int)b->n;
     while (n > 0 && (size_t)n * gt_img > PF_MAX_VISUAL_FRAME) n--;
     if (n == 0) {
@@ -366,16 +368,16 @@ static void publish_visual(worker *w, const pf_msg_batch *b, const uint8_t *gt,
         return;
     }
     size_t count = (size_t)n * gt_img;
-    if (count * T > w->visual_cap) {
-        float *f = realloc(w->visual_out, count * T * sizeof *f);
+    if (count * OT > w->visual_cap) {
+        float *f = realloc(w->visual_out, count * OT * sizeof *f);
         if (f) w->visual_out = f;
-        uint8_t *u = f ? realloc(w->visual_u8, count * T) : NULL;
+        uint8_t *u = f ? realloc(w->visual_u8, count * OT) : NULL;
         if (u) w->visual_u8 = u;
         if (!f || !u) {
             pf_warn("visual: out of memory; no picture of iteration %" PRId64, done);
             return;
         }
-        w->visual_cap = count * T;
+        w->visual_cap = count * OT;
     }
     if (pf_model_train_output(w->model, n, w->visual_out) != 0) {
         pf_warn("visual: no training output to show at iteration %" PRId64, done);
@@ -392,10 +394,10 @@ static void publish_visual(worker *w, const pf_msg_batch *b, const uint8_t *gt,
             return;
         }
         for (int i = 0; i < n; i++) {   /* sample i's frame mid, in place of sample i */
-            memmove(w->visual_out + i * gt_img, w->visual_out + (i * T + mid) * gt_img,
+            memmove(w->visual_out + i * gt_img, w->visual_out + (i * OT + omid) * gt_img,
                     gt_img * sizeof *w->visual_out);
             memcpy(clip_lq + i * lq_img, lq + (i * T + mid) * lq_img, lq_img);
-            memcpy(clip_gt + i * gt_img, gt + (i * T + mid) * gt_img, gt_img);
+            memcpy(clip_gt + i * gt_img, gt + (i * OT + omid) * gt_img, gt_img);
         }
         lq = clip_lq;
         gt = clip_gt;
@@ -511,14 +513,18 @@ static int receive_batch(worker *w, int64_t next_iter) {
         else if (!b->gt_plain != !cfg->train.gt_plain)
             why = b->gt_plain ? "a gt_plain frame this job does not use"
                               : "no gt_plain frame (data.train.gt_plain is on)";
-        else if (b->gt_frames && b->gt_frames != frames) {
+        else if (b->gt_frames && b->gt_frames != (uint32_t)pf_net_out_frames(w->net)) {
             /* a sliding-window set's batch (REDSDataset: num_frame LQ frames, one GT frame a
-               sample): the config refuses it for the networks that output every frame, and
-               no network that consumes it (EDVR) is built yet; the job ends (next_step) */
+               sample) is for a sliding-window network (EDVR: one output frame); the config
+               refuses it for the networks that output every frame: the job ends (next_step) */
             why = "a sliding-window batch (data.train.type REDSDataset: one GT frame per "
                   "sample) for a network that outputs every frame";
             w->window_batch = 1;
         }
+        else if (!b->gt_frames && (size_t)pf_net_out_frames(w->net) != frames)
+            /* a GT frame per LQ frame for a sliding-window network (the config refuses the
+               recurrent sets for it): dropped, as a batch of the wrong patch size is */
+            why = "a GT frame per LQ frame for a sliding-window network (one GT frame a sample)";
         else if (batch_frames_check(b, &p, frames, err, sizeof err) != 0)
             why = err;
         else if (b->ticket_id != (uint64_t)b->iter * w->world + (uint64_t)w->rank)
@@ -895,6 +901,13 @@ static int host_state(worker *w, int gpu, char *err, size_t errlen) {
     }
     if (pf_net_build(&w->gpu_net, w->cfg, err, errlen) != 0) return -1;
     w->net = &w->gpu_net;
+    if (pf_net_out_frames(&w->gpu_net) != pf_net_frames(&w->gpu_net)) {
+        /* the CUDA step (nn/cuda/model_cuda.c, graph_cuda.c) takes as many GT frames as LQ
+           frames and its loss runs over every frame: one GT frame a sample is not built */
+        snprintf(err, errlen, "model: %s (a sliding-window network) trains on the CPU only for "
+                 "now: run the workers with --device cpu", w->cfg->model_type);
+        return -1;
+    }
     w->gpu_params = calloc(w->gpu_net.n_params + 1, sizeof(float));
     if (!w->gpu_params) {
         snprintf(err, errlen, "out of memory for %zu parameters", w->gpu_net.n_params);

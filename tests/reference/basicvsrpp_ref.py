@@ -34,6 +34,7 @@ from torchvision.ops import deform_conv2d
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), 'bench', 'video'))
 from torch_basicvsr import ConvResidualBlocks, SpyNet, flow_warp  # noqa: E402
+from layout_check import check_layouts, run_charbonnier  # noqa: E402
 
 BRANCHES = ['backward_1', 'forward_1', 'backward_2', 'forward_2']
 DG = 16
@@ -172,54 +173,12 @@ def main():
     lq = np.fromfile(os.path.join(folder, 'lq.u8'), dtype=np.uint8)
     gt = np.fromfile(os.path.join(folder, 'gt.u8'), dtype=np.uint8)
 
-    def run(dtype):
-        m = BasicVSRPP(c, nb, mag)
-        m.load_state_dict(model.state_dict())
-        m = m.to(dtype)
-        x = torch.from_numpy(lq).view(n, t, h, w, 3).permute(0, 1, 4, 2, 3).to(dtype) / 255.0
-        y = torch.from_numpy(gt).view(n, t, 4 * h, 4 * w, 3).permute(0, 1, 4, 2, 3).to(dtype)
-        out = m(x)
-        loss = torch.mean(torch.sqrt((out - y / 255.0) ** 2 + 1e-12))
-        loss.backward()
-        return out.detach(), loss.item(), {k: p.grad.double() for k, p in m.named_parameters()}
-
-    o64, l64, g64 = run(torch.float64)
-    _, _, g32 = run(torch.float32)
-    o64 = o64.reshape(n, 3 * t, 4 * h, 4 * w)
-    omax = o64.abs().max().item()
-
-    def err(got, ref):
-        return (got - ref).abs().max().item() / max(ref.abs().max().item(), 1e-30)
-
-    e32 = {k: err(g32[k], g64[k]) for k in g64}
-    k = 0
-    while os.path.exists(os.path.join(folder, 'L%d.out.f32' % k)):
-        out = torch.from_numpy(np.fromfile(os.path.join(folder, 'L%d.out.f32' % k),
-                                           dtype=np.float32).astype(np.float64)).view(o64.shape)
-        loss = float(np.fromfile(os.path.join(folder, 'L%d.loss.f32' % k), dtype=np.float32)[0])
-        grads = np.fromfile(os.path.join(folder, 'L%d.grads.f32' % k), dtype=np.float32)
-        eo = (out - o64).abs().max().item() / omax
-        el = abs(loss - l64) / l64
-        if not eo <= 1e-5:
-            bad.append('L%d: output %.3g from float64\'s' % (k, eo))
-        if not el <= 1e-5:
-            bad.append('L%d: loss %.8f, float64 %.8f' % (k, loss, l64))
-        tight, worst, wname = 0, 0.0, ''
-        for name, off, shape in params:
-            numel = int(np.prod(shape))
-            got = torch.from_numpy(grads[off:off + numel].astype(np.float64)).view(shape)
-            e = err(got, g64[name])
-            tol = max(1e-4, 16 * e32[name])
-            tight += e <= 1e-4
-            if e / tol > worst:
-                worst, wname = e / tol, '%s %.3g (float32 %.3g)' % (name, e, e32[name])
-            if not e <= tol:
-                bad.append('L%d: gradient of %s %.3g from float64\'s (PyTorch float32 %.3g)' %
-                           (k, name, e, e32[name]))
-        print('basicvsrpp_ref: L%d: output within %.2g, loss %.8f (float64 %.8f); %d of %d '
-              'gradients within 1e-4 of float64, the rest within 16x PyTorch float32\'s error '
-              '(closest to its bound: %s)' % (k, eo, loss, l64, tight, len(params), wname))
-        k += 1
+    x = torch.from_numpy(lq).view(n, t, h, w, 3).permute(0, 1, 4, 2, 3)
+    y = torch.from_numpy(gt).view(n, t, 4 * h, 4 * w, 3).permute(0, 1, 4, 2, 3)
+    o64, l64, g64 = run_charbonnier(model, torch.float64, x, y)
+    _, _, g32 = run_charbonnier(model, torch.float32, x, y)
+    k = check_layouts(folder, params, o64.reshape(n, 3 * t, 4 * h, 4 * w), l64, g64, g32,
+                      'basicvsrpp_ref:', bad)
     if k == 0:
         bad.append('no layouts in %s' % folder)
     for b in bad:
