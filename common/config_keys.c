@@ -816,6 +816,11 @@ static const struct {
                               "with step: [milestones]; CosineAnnealingRestartLR is policy: "
                               "CosineRestart)"},
     {"", "pixel_opt", "PixFlow calls this 'model.loss'"},
+    {NULL, "dcn_lr_mul", "PixFlow gives parameters a learning-rate multiplier by name: "
+                         "'optimizers.paramwise_cfg.custom_keys: {dcn: {lr_mult: X}}' is "
+                         "BasicSR's dcn_lr_mul (EDVR: the tensors whose names contain 'dcn')"},
+    {NULL, "tsa_iter", "not supported yet (BasicSR's EDVRModel trains only the TSA fusion for "
+                       "its first tsa_iter iterations)"},
     {"", "warmup_iter", "PixFlow calls this 'lr_config.warmup_iters' (with "
                                 "lr_config.warmup: linear; for BasicSR's -1 leave both out)"},
     {"", "val_freq", "PixFlow calls this 'evaluation.interval' (a multiple of "
