@@ -10,7 +10,8 @@
        description run here, pf_model_infer_window against the training output, the refusals
        (pf_model_infer_clip, an LQ size not a multiple of 4), and the config's errors (even
        num_frame, center_frame_idx out of range, deformable_groups not dividing num_feat,
-       hr_in, with_predeblur, a recurrent data set, data.train.num_frame unlike the model's);
+       hr_in, with_predeblur, n_blocks, a recurrent data set, data.train.num_frame unlike the
+       model's); center_frame_idx 1 of 5 and 0 of 3 in two of the tiny cases;
      - d sum(a * out) / d parameter against central differences for three elements of 22
        tensors (every kind of layer) and each tensor's slope along its gradient, two cases, in
        oneDNN's layouts and NCHW (check_fd: the deep offset path's gradients lie under the
@@ -49,15 +50,18 @@
 /* A tiny EDVR: num_feat 16, deformable_groups 2, one extraction block. */
 typedef struct {
     int T, rec, tsa, H, W;
+    int center;                 /* center_frame_idx (-1: the default, T / 2) */
     size_t params;              /* edvr_ref.py count */
 } tiny;
 
 static const tiny CASES[] = {
-    { 3, 1, 1, 16, 16, 210347 },
-    { 5, 2, 1, 12, 20, 216011 },
-    { 5, 1, 0, 16, 16, 192235 },
-    { 3, 2, 0, 12, 20, 196363 },
+    { 3, 1, 1, 16, 16, -1, 210347 },
+    { 5, 2, 1, 12, 20, 1, 216011 },    /* a reference frame off the middle */
+    { 5, 1, 0, 16, 16, -1, 192235 },
+    { 3, 2, 0, 12, 20, 0, 196363 },
 };
+
+static int center_of(const tiny *c) { return c->center < 0 ? c->T / 2 : c->center; }
 enum { C = 16, DG = 2, EXT = 1, N = 2 };
 
 static int find(const pf_net *g, const char *name) {
@@ -120,7 +124,8 @@ static void check_table(void) {
     pf_net_free(&g);
     for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
         const tiny *c = &CASES[i];
-        rc = pf_net_build_edvr(&g, C, c->T, DG, EXT, c->rec, c->T / 2, c->tsa, err, sizeof err);
+        rc = pf_net_build_edvr(&g, C, c->T, DG, EXT, c->rec, center_of(c), c->tsa, err,
+                               sizeof err);
         CHECK(rc == 0 && g.n_params == c->params, "tiny %zu: %zu parameters, PyTorch %zu (%s)",
               i, rc ? 0 : g.n_params, c->params, rc ? err : "");
         CHECK(rc || (find(&g, "fusion.weight") >= 0) == !c->tsa, "tiny %zu: fusion.weight "
@@ -202,9 +207,14 @@ static void check_config_errors(void) {
         const char *data, *want;
     } sets[] = {
         { "data:\n  train:\n    type: REDSRecurrentDataset\n    gt_folder: gt\n    lq_folder: lq\n"
-          "    num_frame: 5\n    gt_patch_size: 64\n", "data.train.type: EDVR takes a center frame's window" },
+          "    num_frame: 5\n    gt_patch_size: 64\n",
+          "data.train.type: EDVR takes a center frame's window" },
         { "data:\n  train:\n    type: REDSDataset\n    gt_folder: gt\n    lq_folder: lq\n"
-          "    num_frame: 3\n    gt_patch_size: 64\n", "data.train.num_frame: must equal model.num_frame (5)" },
+          "    num_frame: 3\n    gt_patch_size: 64\n",
+          "data.train.num_frame: must equal model.num_frame (5)" },
+        { "data:\n  eval:\n    type: VideoRecurrentTestDataset\n    gt_folder: gt\n"
+          "    lq_folder: lq\n", "data.eval.type: EDVR takes a center frame's window of "
+          "num_frame LQ frames and gives that frame: use VideoTestDataset" },
     };
     for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++) {
         char text[2048];
@@ -220,8 +230,10 @@ static void check_config_errors(void) {
    failed check. */
 static pf_model *tiny_model(const tiny *c, pf_config *cfg, pf_layout layout) {
     char err[1024], extra[128], text[2048];
-    snprintf(extra, sizeof extra, "  num_reconstruct_block: %d\n  with_tsa: %s\n", c->rec,
-             c->tsa ? "true" : "false");
+    int at = snprintf(extra, sizeof extra, "  num_reconstruct_block: %d\n  with_tsa: %s\n",
+                      c->rec, c->tsa ? "true" : "false");
+    if (c->center >= 0)
+        snprintf(extra + at, sizeof extra - (size_t)at, "  center_frame_idx: %d\n", c->center);
     text_of(text, sizeof text, c->T, extra, NULL);
     char *p = strstr(text, "  num_reconstruct_block: 1\n");
     memmove(p, p + 27, strlen(p + 27) + 1);
@@ -466,7 +478,7 @@ static void torch_case(const tiny *c, const char *dir) {
             CHECK(f != NULL, "%s", path);
             if (!f) break;
             fprintf(f, "config %d %d %d %d %d %d %d %d %d %d\n", N, c->T, c->H, c->W, C, DG,
-                    EXT, c->rec, c->T / 2, c->tsa);
+                    EXT, c->rec, center_of(c), c->tsa);
             for (int i = 0; i < g->n_tensors; i++) {
                 const pf_param_info *t = &g->tensors[i];
                 fprintf(f, "param %s %zu %d", t->name, t->offset, t->ndim);
