@@ -202,6 +202,9 @@ static void check_config_errors(void) {
     int rc = parse(&cfg, 5, "", err, sizeof err);
     CHECK(rc == 0 && cfg.center_frame_idx == 2 && cfg.with_tsa == 1 && cfg.edvr_num_frame == 5,
           "defaults: center_frame_idx num_frame // 2, with_tsa (%s)", rc ? err : "");
+    rc = parse(&cfg, 5, "  center_frame_idx: ~\n", err, sizeof err);   /* BasicSR's files */
+    CHECK(rc == 0 && cfg.center_frame_idx == 2, "center_frame_idx: ~ is num_frame // 2 (%s)",
+          rc ? err : "");
     /* the data: REDSDataset / VideoTestDataset of model.num_frame frames */
     static const struct {
         const char *data, *want;
