@@ -305,7 +305,9 @@ static int parse_leaf(pf_cfg_ctx *c, const pf_config_key *k, const pf_ynode *v, 
     switch (k->kind) {
     case PF_K_INT:
     case PF_K_INT64:
-        if (get_row_int(c, k, v, kp, &x))
+        if ((k->flags & PF_KF_NULL) && pf_cfg_is_null(v))
+            x = strtoll(k->def, NULL, 10);  /* null: the default (center_frame_idx: ~) */
+        else if (get_row_int(c, k, v, kp, &x))
             return -1;
         if (k->kind == PF_K_INT)
             *(int *)f = (int)x;

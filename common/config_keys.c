@@ -303,10 +303,11 @@ const pf_config_key pf_config_keys[] = {
      .offset = OFF(num_reconstruct_block), .lo = 0, .hi = 1024, .def = "10",
      .when_key = "model.type", .when = "EDVR",
      .doc = "residual blocks of the reconstruction before the upsampler"},
-    {.path = "model.center_frame_idx", .kind = PF_K_INT, .offset = OFF(center_frame_idx),
-     .lo = -1, .hi = 62, .def = "-1", .when_key = "model.type", .when = "EDVR",
-     .doc = "the reference frame in the window, 0..num_frame-1; -1 (BasicSR's null): "
-            "num_frame // 2"},
+    {.path = "model.center_frame_idx", .kind = PF_K_INT, .flags = PF_KF_NULL,
+     .offset = OFF(center_frame_idx), .lo = -1, .hi = 62, .def = "-1", .when_key = "model.type",
+     .when = "EDVR",
+     .doc = "the reference frame in the window, 0..num_frame-1; null or -1 (BasicSR's null, "
+            "`~`): num_frame // 2"},
     {.path = "model.hr_in", .kind = PF_K_BOOL, .offset = OFF(hr_in), .def = "false",
      .when_key = "model.type", .when = "EDVR",
      .doc = "BasicSR's same-size input (strided convs down by 4 first): not supported yet"},
@@ -816,6 +817,11 @@ static const struct {
                               "with step: [milestones]; CosineAnnealingRestartLR is policy: "
                               "CosineRestart)"},
     {"", "pixel_opt", "PixFlow calls this 'model.loss'"},
+    {NULL, "dcn_lr_mul", "PixFlow gives parameters a learning-rate multiplier by name: "
+                         "'optimizers.paramwise_cfg.custom_keys: {dcn: {lr_mult: X}}' is "
+                         "BasicSR's dcn_lr_mul (EDVR: the tensors whose names contain 'dcn')"},
+    {NULL, "tsa_iter", "not supported yet (BasicSR's EDVRModel trains only the TSA fusion for "
+                       "its first tsa_iter iterations)"},
     {"", "warmup_iter", "PixFlow calls this 'lr_config.warmup_iters' (with "
                                 "lr_config.warmup: linear; for BasicSR's -1 leave both out)"},
     {"", "val_freq", "PixFlow calls this 'evaluation.interval' (a multiple of "

@@ -51,7 +51,8 @@ typedef enum {
 
 enum {
     PF_KF_REQUIRED = 1 << 0,    /* required in its section (when the section is given) */
-    PF_KF_NULL = 1 << 1,        /* `null` allowed: an empty string / 0 / no section */
+    PF_KF_NULL = 1 << 1,        /* `null` allowed: an empty string / 0 / no section; an
+                                   int (PF_K_INT, PF_K_INT64): its default */
     PF_KF_NONEMPTY = 1 << 2,    /* a string must not be "" */
     PF_KF_LO_OPEN = 1 << 3,     /* lo itself is out of range */
     PF_KF_HI_OPEN = 1 << 4,     /* hi itself is out of range */
