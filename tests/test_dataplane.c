@@ -208,7 +208,7 @@ static void hand_loaders(const char *ref) {
        stall on the tickets the stopped hand2 holds. */
     pid_t worker = pid_of(r.out, "worker");
     CHECK(worker > 0, "hand: no worker pid in %s", r.out);
-    double dt1 = hand_loader(&h1, wd, addr, "hand1", 5);
+    double dt1 = hand_loader(&h1, wd, addr, "hand1", 30);
     if (worker > 0) kill(worker, SIGSTOP);
     snprintf(path, sizeof path, "%s/samples_rank0.log", wd);
     int at0 = count_lines(path);
@@ -216,11 +216,13 @@ static void hand_loaders(const char *ref) {
     snprintf(path, sizeof path, "%s/hand2.out", root);
     double t2 = pf_now();
     start_cmd(&h2, path, argv2);
-    int joined = wait_text(path, " joined tcp://", 5);
+    int joined = wait_text(path, " joined tcp://", 30);
     double dt2 = pf_now() - t2;
-    CHECK(dt1 >= 0 && dt1 < 1.0 && joined && dt2 < 1.0, "hand: hand1's first batch %.3f s "
-          "after it started (want < 1 s; -1: none in 5 s); hand2 %s %.3f s after it started, "
-          "beside hand1", dt1, joined ? "joined" : "did not join in", dt2);
+    /* Bounds with room for a loaded or 3x slower machine (well under 1 s on a quiet 2-core
+       VM; 2 s seen under a load of 10): joining must not wait for a timeout or a retry. */
+    CHECK(dt1 >= 0 && dt1 < 10.0 && joined && dt2 < 10.0, "hand: hand1's first batch %.3f s "
+          "after it started (want < 10 s; -1: none in 30 s); hand2 %s %.3f s after it "
+          "started, beside hand1", dt1, joined ? "joined" : "did not join in", dt2);
     /* At once: */
     kill(h1.pid, SIGTERM);
     kill(h2.pid, SIGSTOP);
