@@ -19,14 +19,12 @@
     `test_edvr torch` (ctest test_edvr.torch): the four tiny cases through pf_model in oneDNN's
     layouts and forced NCHW, nChw8c, nChw16c handed to tests/reference/edvr_ref.py (EDVR
     written in PyTorch, torchvision's deform_conv2d): output within 1e-5 and loss within 1e-5
-    of float64's, every gradient within max(1e-4, 16 x PyTorch float32's own error) of
-    float64's; load_state_dict(strict=True) of PixFlow's table and of its checkpoint writer's
-    file, and torch's state_dict (weights + 0.125) loaded back into PixFlow bit for bit. The
-    case T 5 without TSA at 16 x 16 has a LeakyReLU pre-activation 9.3e-9 from zero (float64):
-    PyTorch's float32 run is 1.9e-3 off float64 in the pyramid's gradients, and so are the
-    blocked layouts (nChw8c 2.2e-2 on offset_conv1.l3.bias, at 0.93 of its bound; nChw16c
-    1.9e-3): float32 rounding crossing the kink, as docs/nn.md says of BasicVSR++'s NHWC. The
-    other 15 case-layout pairs are within 1e-4 on every gradient. PF_TEST_KEEP=1 keeps the
+    of float64's, every gradient within 1e-4 of float64's (all 16 case-layout pairs: 1.0e-5
+    at worst); load_state_dict(strict=True) of PixFlow's table and of its checkpoint writer's
+    file, and torch's state_dict (weights + 0.125) loaded back into PixFlow bit for bit. Each
+    case's data are the draw (CASES' draw) that keeps PyTorch's float32 run within 5e-5 of
+    float64 (edvr_ref.py's draw rule): no kink within float32 rounding, so the comparison does
+    not hang on which side of a kink a layout's rounding lands. PF_TEST_KEEP=1 keeps the
     folder.
 */
 #include <math.h>
@@ -52,13 +50,20 @@ typedef struct {
     int T, rec, tsa, H, W;
     int center;                 /* center_frame_idx (-1: the default, T / 2) */
     size_t params;              /* edvr_ref.py count */
+    int draw;                   /* the data's draw: hash names "lq" / "gt", or "lq#k" / "gt#k" */
 } tiny;
 
+/* draw: the first k that `edvr_ref.py draws CASEDIR` (a PF_TEST_KEEP folder) finds meeting its
+   draw rule (PyTorch's runs only, not PixFlow's): every LeakyReLU / ReLU input and Charbonnier
+   difference of the float64 run at least 2e-8 from 0 and PyTorch float32's gradients within
+   5e-5 of float64's; edvr_ref.py checks the rule on every run. Draw 0 of the T 5, no-TSA,
+   16 x 16 case has a LeakyReLU input 9.3e-9 from 0 that float32 rounding crosses (PyTorch
+   float32 7.4e-3 off float64, nChw8c 2.2e-2); draw 7 has 2.1e-8 and 4.3e-6. */
 static const tiny CASES[] = {
-    { 3, 1, 1, 16, 16, -1, 210347 },
-    { 5, 2, 1, 12, 20, 1, 216011 },    /* a reference frame off the middle */
-    { 5, 1, 0, 16, 16, -1, 192235 },
-    { 3, 2, 0, 12, 20, 0, 196363 },
+    { 3, 1, 1, 16, 16, -1, 210347, 0 },
+    { 5, 2, 1, 12, 20, 1, 216011, 0 },    /* a reference frame off the middle */
+    { 5, 1, 0, 16, 16, -1, 192235, 7 },   /* draws 0..6 break the rule */
+    { 3, 2, 0, 12, 20, 0, 196363, 0 },
 };
 
 static int center_of(const tiny *c) { return c->center < 0 ? c->T / 2 : c->center; }
@@ -258,7 +263,12 @@ static void tiny_data(const tiny *c, uint8_t **lq, uint8_t **gt) {
     size_t lq_n = (size_t)N * c->T * c->H * c->W * 3, gt_n = (size_t)N * 16 * c->H * c->W * 3;
     *lq = malloc(lq_n);
     *gt = malloc(gt_n);
-    uint64_t bl = pf_hash_name("lq"), bg = pf_hash_name("gt");
+    char nl[32] = "lq", ng[32] = "gt";
+    if (c->draw) {
+        snprintf(nl, sizeof nl, "lq#%d", c->draw);
+        snprintf(ng, sizeof ng, "gt#%d", c->draw);
+    }
+    uint64_t bl = pf_hash_name(nl), bg = pf_hash_name(ng);
     for (size_t i = 0; i < lq_n; i++) (*lq)[i] = (uint8_t)floor(pf_hash_unit(bl, i) * 256);
     for (size_t i = 0; i < gt_n; i++) (*gt)[i] = (uint8_t)floor(pf_hash_unit(bg, i) * 256);
 }
@@ -480,8 +490,8 @@ static void torch_case(const tiny *c, const char *dir) {
             FILE *f = fopen(path, "w");
             CHECK(f != NULL, "%s", path);
             if (!f) break;
-            fprintf(f, "config %d %d %d %d %d %d %d %d %d %d\n", N, c->T, c->H, c->W, C, DG,
-                    EXT, c->rec, center_of(c), c->tsa);
+            fprintf(f, "config %d %d %d %d %d %d %d %d %d %d %d\n", N, c->T, c->H, c->W, C, DG,
+                    EXT, c->rec, center_of(c), c->tsa, c->draw);
             for (int i = 0; i < g->n_tensors; i++) {
                 const pf_param_info *t = &g->tensors[i];
                 fprintf(f, "param %s %zu %d", t->name, t->offset, t->ndim);
