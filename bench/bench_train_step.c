@@ -13,6 +13,10 @@
       basicvsrpp_demo  BasicVSR++ 16 channels 1 block per branch x4 (max_residue_magnitude 10),
                      batch 2 clips of 3 frames, LQ patch 64, Charbonnier (configs/demo_video_pp.yaml's
                      step; bench/video/torch_basicvsrpp.py is its PyTorch side)
+      edvr_demo      EDVR x4 32 feats, 5 frames, deformable_groups 8, 2 extraction and 4
+                     reconstruction blocks (the "blocks" printed), TSA, batch 2 windows, LQ patch
+                     64, GT the center frame, Charbonnier (bench/video/torch_edvr.py is its
+                     PyTorch side)
 
     Inputs are random uint8 NHWC, converted inside the step as the worker's are. Prints, per
     case, the median of N timed steps after W warm-up steps. Threads: oneDNN's OpenMP pool,
@@ -57,6 +61,7 @@ static const bench_case CASES[] = {
     {"edsr_infer", "EDSR", 4, 64, 16, 0, 1, 256, 1, 0},
     {"basicvsr_demo", "BasicVSR", 4, 16, 2, 0, 2, 64, 0, 3},
     {"basicvsrpp_demo", "BasicVSRPlusPlus", 4, 16, 1, 0, 2, 64, 0, 3},
+    {"edvr_demo", "EDVR", 4, 32, 4, 0, 2, 64, 0, 5},
 };
 #define N_CASES (int)(sizeof CASES / sizeof CASES[0])
 
@@ -87,6 +92,15 @@ static void case_cfg(pf_config *c, const bench_case *k) {
         snprintf(c->loss_type, sizeof c->loss_type, "CharbonnierLoss");
         c->charbonnier_eps = 1e-12f;
     }
+    if (!strcmp(k->model_type, "EDVR")) {   /* a sliding window: n_blocks is reconstruction's */
+        snprintf(c->train.type, sizeof c->train.type, "REDSDataset");
+        c->edvr_num_frame = k->frames;
+        c->center_frame_idx = k->frames / 2;
+        c->deformable_groups = 8;
+        c->num_extract_block = 2;
+        c->num_reconstruct_block = k->n_blocks;
+        c->with_tsa = 1;
+    }
 }
 
 static int bench(const bench_case *case_, int warmup, int steps, int mark, int smoke) {
@@ -112,8 +126,8 @@ static int bench(const bench_case *case_, int warmup, int steps, int mark, int s
         return -1;
     }
     int s = cfg.scale, p = k->patch, gp = p * s;
-    size_t nf = (size_t)(k->frames ? k->frames : 1);
-    size_t nlq = (size_t)k->batch * nf * p * p * 3, ngt = (size_t)k->batch * nf * gp * gp * 3;
+    size_t nf = (size_t)(k->frames ? k->frames : 1), nfo = (size_t)pf_model_out_frames(m);
+    size_t nlq = (size_t)k->batch * nf * p * p * 3, ngt = (size_t)k->batch * nfo * gp * gp * 3;
     uint8_t *lq = malloc(nlq), *gt = malloc(ngt);
     float *out = k->infer ? malloc(ngt * sizeof(float)) : NULL;
     double *t = calloc((size_t)steps, sizeof(double));

@@ -11,6 +11,10 @@
 #     frames, batch 2, LQ 64): bench_train_step --only basicvsrpp_demo (median of 4 after 1
 #     warm-up) against bench/video/torch_basicvsrpp.py --iters 4 (median of its steps 2..4:
 #     torchvision's CPU deform_conv2d makes a torch step tens of seconds).
+#   NET edvr: EDVR x4 32 feats, 5 frames, deformable_groups 8, 2 extraction / 4 reconstruction
+#     blocks, TSA, batch 2, LQ 64, Charbonnier, Adam: bench_train_step --only edvr_demo (median
+#     of 3 after 1 warm-up) against bench/video/torch_edvr.py --iters 4 (median of its steps
+#     2..4; random inputs on both sides, as bench_train_step's).
 # usage: bench/video/step_ratio.sh [THREADS] [ROUNDS] [NET]   (build/ must be built;
 # data/demo_video fetched; Debian's /usr/bin/python3 with python3-torch, python3-torchvision)
 set -euo pipefail
@@ -24,14 +28,19 @@ case "$NET" in
               TORCH=bench/video/torch_basicvsr.py; T_ITERS=30; T_WARM=10 ;;
     basicvsrpp) CASE=basicvsrpp_demo; PF_STEPS=4; PF_WARM=1
                 TORCH=bench/video/torch_basicvsrpp.py; T_ITERS=4; T_WARM=1 ;;
-    *) echo "step_ratio.sh: NET is basicvsr or basicvsrpp, not '$NET'" >&2; exit 2 ;;
+    edvr) CASE=edvr_demo; PF_STEPS=3; PF_WARM=1
+          TORCH=bench/video/torch_edvr.py; T_ITERS=4; T_WARM=1 ;;
+    *) echo "step_ratio.sh: NET is basicvsr, basicvsrpp or edvr, not '$NET'" >&2; exit 2 ;;
 esac
+# torch_edvr.py trains on random inputs: no evaluation options
+T_OPTS=(--eval-every 1e9 --final-eval 0)
+[ "$NET" = edvr ] && T_OPTS=()
 export OMP_NUM_THREADS="$THREADS"
 for r in $(seq "$ROUNDS"); do
     pf=$(./build/bench/bench_train_step --only "$CASE" --steps "$PF_STEPS" --warmup "$PF_WARM" |
          sed -n 's/.*median \([0-9.]*\) s\/step.*/\1/p')
-    tt=$(/usr/bin/python3 "$TORCH" --iters "$T_ITERS" --threads "$THREADS" --eval-every 1e9 \
-             --steady-from "$T_WARM" --final-eval 0 2>&1 |
+    tt=$(/usr/bin/python3 "$TORCH" --iters "$T_ITERS" --threads "$THREADS" \
+             --steady-from "$T_WARM" ${T_OPTS[@]+"${T_OPTS[@]}"} 2>&1 |
          sed -n 's/^steady: median \([0-9.]*\) s\/step.*/\1/p')
     echo "round $r: pixflow ${pf} s/step (median of $PF_STEPS); torch ${tt} s/step (median of" \
          "steps $((T_WARM + 1))..$T_ITERS); ratio $(awk -v a="$pf" -v b="$tt" \
