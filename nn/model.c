@@ -81,6 +81,16 @@ fail:
     return NULL;
 }
 
+int pf_model_set_precision(pf_model *m, int train, int infer, const char *what, char *err,
+                           size_t errlen) {
+    if (m->train.n || m->infer.n || m->clip.t) {
+        snprintf(err, errlen, "%s: precision must be set before the first step", what);
+        return -1;
+    }
+    return pf_dnnl_set_precision(&m->dnnl, (pf_precision)train, (pf_precision)infer, what, err,
+                                 errlen);
+}
+
 pf_model *pf_model_new_net(pf_net *net, const char *conv_algorithm, char *err, size_t errlen) {
     pf_model *m = calloc(1, sizeof *m);
     if (!m) {

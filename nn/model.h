@@ -39,6 +39,23 @@ struct pf_net;
 pf_model *pf_model_new_net(struct pf_net *net, const char *conv_algorithm, char *err,
                            size_t errlen);
 
+/* Mixed precision (nn/cpu/dnnl_ctx.h pf_precision: bf16 convolutions with fp32 accumulation,
+   everything else fp32; parameters, gradients and checkpoints stay fp32): `train` for the
+   training plan, `infer` for inference and evaluation. pf_model_new sets both from the
+   config's train_cfg.precision / test_cfg.precision; callers change them here, before the
+   model's first step, forward or inference (after it: -1, "set before the first step").
+   bf16 where the CPU has no bf16 unit is refused with pf_dnnl_set_precision's message naming
+   `what` (e.g. "train_cfg.precision"). 0, or -1 with err. */
+int pf_model_set_precision(pf_model *m, int train, int infer, const char *what, char *err,
+                           size_t errlen);
+
+/* One line for the start-up log on what the model's convolutions run: the precision of each
+   plan, the CPU's bf16 unit (pf_dnnl_bf16_isa: "avx512_core_bf16", "avx512_core_amx" or "no
+   bf16 unit") and, for plans already set up, the oneDNN kernels with their counts (e.g.
+   "train bf16 on avx512_core_bf16: 34 convolutions jit_bf16:avx512_core_bf16; eval fp32").
+   Writes at most len bytes (NUL-terminated) into buf and returns buf. */
+char *pf_model_precision_report(const pf_model *m, char *buf, size_t len);
+
 /* A training forward of float input x: n x h x w x C NHWC (C the input tensor's channels; 3 T
    channels as n x T x h x w x 3), read as pf_graph_forward_f32 reads it (as is, nominally
    [0, 1]; the PF_G_INPUT node then applies the description's mean and range). Keeps the

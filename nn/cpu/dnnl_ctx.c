@@ -17,6 +17,7 @@ int pf_dnnl_init(pf_dnnl *ctx, char *err, size_t errlen) {
     ctx->stream = NULL;
     ctx->conv_algo = PF_CONV_AUTO;
     ctx->force_layout = PF_LAYOUT_ANY;
+    ctx->prec_train = ctx->prec_infer = PF_PREC_FP32;
     if (pf_dnnl_check(dnnl_engine_create(&ctx->engine, dnnl_cpu, 0), "cpu backend",
                       "dnnl_engine_create", err, errlen))
         return -1;
@@ -26,6 +27,53 @@ int pf_dnnl_init(pf_dnnl *ctx, char *err, size_t errlen) {
         ctx->engine = NULL;
         return -1;
     }
+    return 0;
+}
+
+int pf_precision_parse(const char *s, pf_precision *out) {
+    if (!strcmp(s, "fp32")) *out = PF_PREC_FP32;
+    else if (!strcmp(s, "bf16")) *out = PF_PREC_BF16;
+    else return -1;
+    return 0;
+}
+
+/* oneDNN's name of an effective ISA (the highest level it contains). */
+static const char *isa_name(dnnl_cpu_isa_t isa) {
+    static const struct { dnnl_cpu_isa_t isa; const char *name; } t[] = {
+        { dnnl_cpu_isa_avx512_core_amx, "avx512_core_amx" },
+        { dnnl_cpu_isa_avx512_core_bf16, "avx512_core_bf16" },
+        { dnnl_cpu_isa_avx512_core_vnni, "avx512_core_vnni" },
+        { dnnl_cpu_isa_avx512_core, "avx512_core" },
+        { dnnl_cpu_isa_avx2_vnni, "avx2_vnni" },
+        { dnnl_cpu_isa_avx2, "avx2" },
+        { dnnl_cpu_isa_avx, "avx" },
+        { dnnl_cpu_isa_sse41, "sse41" },
+    };
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+        if ((isa & t[i].isa) == t[i].isa) return t[i].name;
+    return "generic";
+}
+
+const char *pf_dnnl_bf16_isa(char *isa_out, size_t isa_len) {
+    dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
+    if (isa_out) snprintf(isa_out, isa_len, "%s", isa_name(isa));
+    if ((isa & dnnl_cpu_isa_avx512_core_amx) == dnnl_cpu_isa_avx512_core_amx)
+        return "avx512_core_amx";
+    if ((isa & dnnl_cpu_isa_avx512_core_bf16) == dnnl_cpu_isa_avx512_core_bf16)
+        return "avx512_core_bf16";
+    return NULL;
+}
+
+int pf_dnnl_set_precision(pf_dnnl *ctx, pf_precision train, pf_precision infer,
+                          const char *what, char *err, size_t errlen) {
+    char isa[32];
+    if ((train == PF_PREC_BF16 || infer == PF_PREC_BF16) && !pf_dnnl_bf16_isa(isa, sizeof isa)) {
+        snprintf(err, errlen, "%s: bf16 needs a CPU with AVX512_BF16 or AMX; oneDNN's ISA here "
+                 "is %s (no bf16 unit): use fp32", what, isa);
+        return -1;
+    }
+    ctx->prec_train = train;
+    ctx->prec_infer = infer;
     return 0;
 }
 

@@ -38,12 +38,48 @@ typedef enum {
     PF_LAYOUT_NHWC = -2,
 } pf_layout;
 
+/* The arithmetic of an engine's convolutions (config keys train_cfg.precision and
+   test_cfg.precision, `pixflow upscale --precision`). PF_PREC_BF16 is mixed precision as
+   torch.autocast("cpu", dtype=torch.bfloat16) does it: a convolution reads its input and its
+   weights rounded to bfloat16 (round to nearest even) and accumulates in fp32; its output,
+   the gradients it writes (d input, d weights, d bias) and everything outside convolutions
+   (master weights, optimiser state, loss, reductions, element-wise layers) stay fp32.
+   oneDNN 2.6 runs it on its avx512_core_bf16 (AVX512_BF16: AMD Zen 4 / 5, Intel Cooper
+   Lake) and avx512_core_amx (Intel Sapphire Rapids and later) kernels; it has no bf16
+   Winograd, so bf16 convolutions are always direct. */
+typedef enum {
+    PF_PREC_FP32 = 0,
+    PF_PREC_BF16 = 1,
+} pf_precision;
+
 typedef struct {
     dnnl_engine_t engine;       /* CPU engine 0 */
     dnnl_stream_t stream;       /* in-order stream on it */
     pf_conv_algo conv_algo;     /* algorithm rule of its convolutions (PF_CONV_AUTO) */
     pf_layout force_layout;     /* PF_LAYOUT_ANY, or the layout of every activation */
+    pf_precision prec_train;    /* convolutions set up for training (PF_PREC_FP32) */
+    pf_precision prec_infer;    /* convolutions set up for inference (PF_PREC_FP32) */
 } pf_dnnl;
+
+/* "fp32" -> PF_PREC_FP32, "bf16" -> PF_PREC_BF16; 0, or -1 for anything else. */
+int pf_precision_parse(const char *s, pf_precision *out);
+static inline const char *pf_precision_name(pf_precision p) {
+    return p == PF_PREC_BF16 ? "bf16" : "fp32";
+}
+
+/* The bf16 unit oneDNN would use on this CPU, as oneDNN's effective ISA says (so it honours
+   ONEDNN_MAX_CPU_ISA): "avx512_core_amx" (AMX tiles), "avx512_core_bf16" (AVX512_BF16), or
+   NULL when there is none (the CPU lacks it or the ISA is capped below it). isa_out (NULL:
+   not wanted) gets oneDNN's effective ISA name in any case, e.g. "avx512_core" or "avx2". */
+const char *pf_dnnl_bf16_isa(char *isa_out, size_t isa_len);
+
+/* Set the engine's training and inference precisions. PF_PREC_BF16 on a CPU without a bf16
+   unit (pf_dnnl_bf16_isa NULL) is refused, never emulated: -1 with err "<what>: bf16 needs a
+   CPU with AVX512_BF16 or AMX; oneDNN's ISA here is <isa> (no bf16 unit): use fp32", and
+   nothing changes. Call before any convolution is set up (pf_model_set_precision does it for
+   a model). 0, or -1 with err. */
+int pf_dnnl_set_precision(pf_dnnl *ctx, pf_precision train, pf_precision infer,
+                          const char *what, char *err, size_t errlen);
 
 /* The block of layout l for a tensor of c channels (l != PF_LAYOUT_ANY). */
 static inline int pf_layout_block(pf_layout l, int c) { return l == PF_LAYOUT_NHWC ? c : (int)l; }
