@@ -9,8 +9,10 @@
     shell's, or quoted ones expanded here by glob(3)). Each input is dispatched by its kind:
     a .png/.jpg/.jpeg file is an image and goes through cli/upscale_image.c (16 bits and alpha
     kept); any other file FFmpeg reads as a video goes through cli/upscale_video.c (image
-    networks frame by frame, video networks in clip windows). A video network (BasicVSR) is
-    refused on images.
+    networks frame by frame, recurrent video networks in clip windows, a sliding-window network
+    (EDVR) frame by frame with each frame's window of num_frame LQ frames, padded at the clip's
+    ends by the config's VideoTestDataset padding: data.test's, else data.eval's, else BasicSR's
+    reflection_circle). A video network (BasicVSR, EDVR) is refused on images.
     An image's output is OUT/<stem>.png (or .jpg with --ext jpg; an image with alpha or 16 bits
     stays PNG), written to a temporary name in OUT and renamed (pf_write_file_atomic); a
     video's is OUT/<stem>.<--video-ext, else pf_upscale_video_ext's choice>, written as
@@ -42,6 +44,7 @@
 #include "cli/upscale.h"
 #include "common/config.h"
 #include "common/file_list.h"
+#include "common/frame_indices.h"
 #include "common/image.h"
 #include "common/number.h"
 #include "common/safetensors.h"
@@ -91,6 +94,8 @@ typedef struct {
     up_input *in;
     int n_in;
     double bytes_per_px;        /* --tile auto's activation estimate, bytes per LQ pixel */
+    int padding;                /* a sliding-window network's (pf_frame_padding) */
+    const char *padding_key;    /* the key it is from ("data.test.padding"), NULL: default */
     pf_gpu *gpu;                /* --device cuda:N: the network on that GPU, else NULL */
     pf_infer_net gpu_net;       /* its pf_infer_net */
 } up_job;
@@ -228,6 +233,22 @@ static int upscale_gpu(int device, up_job *j) {
     return -1;
 }
 
+/* A sliding-window network's padding at a clip's ends: the config's VideoTestDataset's,
+   data.test's before data.eval's (evaluation's set), else reflection_circle (BasicSR's for
+   EDVR's REDS4 and Vid4 tests). */
+static void window_padding(up_job *j) {
+    const pf_dataset_cfg *set[2] = { &j->cfg->test, &j->cfg->eval };
+    static const char *const key[2] = { "data.test.padding", "data.eval.padding" };
+    j->padding = PF_PAD_REFLECTION_CIRCLE;
+    j->padding_key = NULL;
+    for (int i = 1; i >= 0; i--)
+        if (set[i]->present && !strcmp(set[i]->type, "VideoTestDataset") &&
+            pf_frame_padding_parse(set[i]->padding) >= 0) {
+            j->padding = pf_frame_padding_parse(set[i]->padding);
+            j->padding_key = key[i];
+        }
+}
+
 /* The model (cli/model_source.h: config, weights checked against the network, loaded), the
    --tile auto estimate and, with --device cuda:N, the GPU. 0 or -1 after printing why. */
 static int upscale_model(const up_args *a, up_job *j) {
@@ -240,6 +261,7 @@ static int upscale_model(const up_args *a, up_job *j) {
         return -1;
     }
     j->bytes_per_px = activation_bytes(j->cfg);
+    window_padding(j);
     return a->device >= 0 ? upscale_gpu(a->device, j) : 0;
 }
 
@@ -367,6 +389,16 @@ static int input_kind(const up_args *a, const up_job *j, up_input *in, char *ext
     char why[1536];
     if (pf_upscale_video_probe(in->path, &in->w, &in->h, &in->frames, why, sizeof why)) {
         snprintf(err, errlen, "%s: %s", in->path, why);
+        return -1;
+    }
+    int T = pf_model_frames(j->m), need = pf_video_min_frames(T, j->padding);
+    if (pf_model_is_window(j->m) && in->frames < need) {
+        snprintf(err, errlen, "%s: %d frame%s: too few for %s's windows of %d frames with "
+                 "padding %s (%s; %d frames at least; replicate takes any clip)", in->path,
+                 in->frames, in->frames > 1 ? "s" : "", j->cfg->model_type, T,
+                 pf_frame_padding_name(j->padding),
+                 j->padding_key ? j->padding_key : "the default: no VideoTestDataset in the "
+                 "config", need);
         return -1;
     }
     int s = pf_model_scale(j->m);
@@ -535,10 +567,14 @@ static int upscale_video_one(const up_job *j, pf_upscaler *u, const up_args *a,
                 "4:2:0 does not take\n", in->out, in->w * pf_model_scale(u->m),
                 in->h * pf_model_scale(u->m));
     double t0 = pf_now();
-    int rc = pf_upscale_video(u, j->cfg->clip_window, j->cfg->clip_overlap, in->path, in->out,
-                              &o, &interrupted, err, errlen);
+    int rc = pf_upscale_video(u, j->cfg->clip_window, j->cfg->clip_overlap, j->padding,
+                              in->path, in->out, &o, &interrupted, err, errlen);
     double dt = pf_now() - t0;
-    if (video)
+    if (pf_model_is_window(u->m))
+        snprintf(note, notelen, " (%dx%d, %d frames, %.2f frames/s, windows of %d frames, "
+                 "padding %s)", in->w, in->h, in->frames, dt > 0 ? in->frames / dt : 0,
+                 pf_model_frames(u->m), pf_frame_padding_name(j->padding));
+    else if (video)
         snprintf(note, notelen, " (%dx%d, %d frames, %.2f frames/s, windows of %d sharing %d)",
                  in->w, in->h, in->frames, dt > 0 ? in->frames / dt : 0, j->cfg->clip_window,
                  j->cfg->clip_overlap);
@@ -552,8 +588,9 @@ static int upscale_video_one(const up_job *j, pf_upscaler *u, const up_args *a,
 static int video_net_opts(const up_args *a, const up_job *j, char *err, size_t errlen) {
     if (!pf_model_is_video(j->m) || (a->tile <= 0 && !a->ensemble)) return 0;
     snprintf(err, errlen, "%s is a video network (%s): --tile N and --ensemble do not apply to "
-             "it (it runs whole frames, windows of eval_cfg.clip_window frames)",
-             j->cfg->model_type, j->cfg_path);
+             "it (it runs whole frames, %s)", j->cfg->model_type, j->cfg_path,
+             pf_model_is_window(j->m) ? "each with its window of model.num_frame frames"
+                                      : "windows of eval_cfg.clip_window frames");
     return -1;
 }
 
@@ -595,7 +632,7 @@ static int upscale_run(const up_args *a, up_job *j) {
     double t0 = pf_now();
     for (int i = 0; rc == 0 && i < j->n_in; i++) {
         const up_input *in = &j->in[i];
-        char note[128] = "";
+        char note[192] = "";
         if (interrupted) {
             snprintf(err, sizeof err, "interrupted before %s", in->path);
             rc = -1;

@@ -49,7 +49,11 @@ int pf_upscale_image(const pf_upscaler *u, const pf_image_full *in, pf_image_ful
    pf_upscale_image (so a frame's bytes are those of the same frame as a PNG: tiles, ensemble
    and all); a video network (BasicVSR) runs the clip in windows of eval_cfg.clip_window frames
    sharing eval_cfg.clip_overlap (evaluation's rule), each frame padded by edge replication to
-   u->mult, pf_model_infer_clip, pf_to_u8, cropped: `pixflow test`'s bytes. */
+   u->mult, pf_model_infer_clip, pf_to_u8, cropped: `pixflow test`'s bytes. A sliding-window
+   network (EDVR) runs each frame with its window of pf_model_frames LQ frames as BasicSR's
+   VideoTestDataset makes it (common/frame_indices.h's `padding` at the clip's ends), read
+   through a ring of that many decoded frames, padded and rounded alike, one
+   pf_model_infer_window per frame: `pixflow test`'s bytes on a VideoTestDataset. */
 
 /* Whether FFmpeg reads `path` as a video (a video stream with at least one frame); its frame
    size and count. Returns 0, or -1 with err (FFmpeg's reason, naming the file). */
@@ -68,12 +72,14 @@ void pf_upscale_video_ext(const char *source, const char *codec, char *ext, size
 int pf_upscale_video_check(const char *source, const char *dest, int w, int h,
                            const pf_video_out_opts *o, char *err, size_t errlen);
 
-/* Upscale the video file `source` into `dest` (see above). window, overlap: a video network's
-   clip windows (ignored for an image network: 1 and 0). `interrupted` (may be NULL): checked
+/* Upscale the video file `source` into `dest` (see above). window, overlap: a recurrent video
+   network's clip windows (ignored for an image network: 1 and 0, and for a sliding-window
+   one); padding: a sliding-window network's (pf_frame_padding; a clip shorter than
+   pf_video_min_frames is an error naming it). `interrupted` (may be NULL): checked
    before each window and after each frame, non-zero stops the run (the temporary file
    removed). Progress on stderr: frames done, frames/s, ETA. Returns 0, or -1 with err (nothing
    under `dest`, no temporary file). */
-int pf_upscale_video(const pf_upscaler *u, int window, int overlap, const char *source,
-                     const char *dest, const pf_video_out_opts *o,
+int pf_upscale_video(const pf_upscaler *u, int window, int overlap, int padding,
+                     const char *source, const char *dest, const pf_video_out_opts *o,
                      const volatile sig_atomic_t *interrupted, char *err, size_t errlen);
 #endif

@@ -84,6 +84,7 @@ int pf_upscale_video_check(const char *source, const char *dest, int w, int h,
 typedef struct {
     const pf_upscaler *u;
     int video;                  /* a video network: pf_model_infer_clip over the window */
+    int sliding;                /* a sliding-window network: pf_model_infer_window */
     const char *name;           /* the source's base name, for the progress line */
     const volatile sig_atomic_t *interrupted;
     double t0, last;            /* start, last progress line (pf_now seconds) */
@@ -100,14 +101,16 @@ static int upscale_frame(const pf_upscaler *u, const uint8_t *in, int h, int w, 
     return 0;
 }
 
-/* A video network: t frames padded to u->mult, one pass, cropped and rounded. */
-static int upscale_clip(const pf_upscaler *u, const uint8_t *in, int t, int h, int w,
-                        uint8_t *out, char *err, size_t errlen) {
+/* A video network: t frames padded to u->mult, one pass (the clip's t frames, or of a
+   sliding-window network the window's center frame), cropped and rounded. */
+static int upscale_clip(const pf_upscaler *u, int sliding, const uint8_t *in, int t, int h,
+                        int w, uint8_t *out, char *err, size_t errlen) {
     int s = pf_model_scale(u->m), q = u->mult;
     int ph = (h + q - 1) / q * q, pw = (w + q - 1) / q * q;
     size_t in_px = (size_t)ph * pw, out_px = in_px * s * s;
     uint8_t *pad = malloc((size_t)t * in_px * 3);
-    float *full = malloc((size_t)t * out_px * 3 * sizeof *full);
+    int t_out = sliding ? 1 : t;
+    float *full = malloc((size_t)t_out * out_px * 3 * sizeof *full);
     int rc = pad && full ? 0 : -1;
     if (rc) snprintf(err, errlen, "out of memory for a window of %d frames", t);
     for (int f = 0; rc == 0 && f < t; f++)
@@ -117,8 +120,10 @@ static int upscale_clip(const pf_upscaler *u, const uint8_t *in, int t, int h, i
             memcpy(dst, row, (size_t)w * 3);
             for (int x = w; x < pw; x++) memcpy(dst + (size_t)x * 3, row + (size_t)(w - 1) * 3, 3);
         }
-    if (rc == 0) rc = pf_model_infer_clip(u->m, pad, t, ph, pw, full, err, errlen);
-    for (int f = 0; rc == 0 && f < t; f++)
+    if (rc == 0)
+        rc = sliding ? pf_model_infer_window(u->m, pad, ph, pw, full, err, errlen)
+                     : pf_model_infer_clip(u->m, pad, t, ph, pw, full, err, errlen);
+    for (int f = 0; rc == 0 && f < t_out; f++)
         for (int y = 0; y < h * s; y++)
             pf_to_u8(full + (size_t)f * out_px * 3 + (size_t)y * pw * s * 3,
                      out + ((size_t)f * h * s + y) * w * s * 3, (size_t)w * s * 3);
@@ -134,7 +139,7 @@ static int on_window(void *ctx, const uint8_t *in, int t, int h, int w, uint8_t 
         snprintf(err, errlen, "interrupted");
         return -1;
     }
-    if (c->video) return upscale_clip(c->u, in, t, h, w, out, err, errlen);
+    if (c->video) return upscale_clip(c->u, c->sliding, in, t, h, w, out, err, errlen);
     size_t in_px = (size_t)h * w, s = (size_t)pf_model_scale(c->u->m);
     for (int f = 0; f < t; f++)
         if (upscale_frame(c->u, in + f * in_px * 3, h, w, out + f * in_px * s * s * 3, err,
@@ -157,15 +162,17 @@ static int on_progress(void *ctx, int done, int total) {
     return c->interrupted && *c->interrupted;
 }
 
-int pf_upscale_video(const pf_upscaler *u, int window, int overlap, const char *source,
-                     const char *dest, const pf_video_out_opts *o,
+int pf_upscale_video(const pf_upscaler *u, int window, int overlap, int padding,
+                     const char *source, const char *dest, const pf_video_out_opts *o,
                      const volatile sig_atomic_t *interrupted, char *err, size_t errlen) {
     const char *base = strrchr(source, '/');
-    video_ctx c = { u, pf_model_is_video(u->m), base ? base + 1 : source, interrupted,
-                    pf_now(), 0, isatty(2) };
+    video_ctx c = { u, pf_model_is_video(u->m), pf_model_is_window(u->m),
+                    base ? base + 1 : source, interrupted, pf_now(), 0, isatty(2) };
     pf_video_upscale_job job = { .scale = pf_model_scale(u->m), .window = c.video ? window : 1,
-                                 .overlap = c.video ? overlap : 0, .upscale = on_window,
-                                 .ctx = &c, .progress = on_progress, .out = *o };
+                                 .overlap = c.video ? overlap : 0,
+                                 .num_frame = c.sliding ? pf_model_frames(u->m) : 0,
+                                 .padding = padding, .upscale = on_window, .ctx = &c,
+                                 .progress = on_progress, .out = *o };
     int rc = pf_video_upscale_file(source, dest, &job, err, errlen);
     if (rc && c.tty) fputc('\n', stderr);
     return rc;

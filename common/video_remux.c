@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/frame_indices.h"
 #include "common/image.h"
 #include "common/video.h"
 #include "common/video_write.h"
@@ -533,10 +534,69 @@ static int run_windows(pf_video *v, pf_video_out *vo, const pf_video_upscale_job
     return rc;
 }
 
+/* The sliding-window loop of pf_video_upscale_file: frame k of the source in ring slot
+   k % T (T = num_frame), read once, in order; frame f's window gathered from the ring. */
+static int run_sliding(pf_video *v, pf_video_out *vo, const pf_video_upscale_job *job, int n,
+                       int w, int h, char *err, size_t errlen) {
+    int T = job->num_frame, *slot = malloc(2 * (size_t)T * sizeof *slot), *idx = slot + T;
+    size_t in_px = (size_t)w * h, out_px = in_px * job->scale * job->scale;
+    uint8_t *ring = malloc((size_t)T * in_px * 3), *in = malloc((size_t)T * in_px * 3);
+    uint8_t *out = malloc(out_px * 3);
+    int rc = 0, next = 0;       /* next: the first frame not read yet */
+    if (!slot || !ring || !in || !out) {
+        snprintf(err, errlen, "out of memory for a window of %d frames", T);
+        rc = -1;
+    }
+    for (int t = 0; rc == 0 && t < T; t++) slot[t] = -1;
+    for (int f = 0; rc == 0 && f < n; f++) {
+        pf_video_frame_indices(f, n, T, job->padding, idx);    /* checked by the caller */
+        for (int t = 0; rc == 0 && t < T; t++)
+            while (rc == 0 && next <= idx[t]) {
+                pf_image img = { 0 };
+                if ((rc = pf_video_read(v, next, &img, err, errlen))) break;
+                memcpy(ring + (size_t)(next % T) * in_px * 3, img.data, in_px * 3);
+                pf_image_free(&img);
+                slot[next % T] = next;
+                next++;
+            }
+        for (int t = 0; rc == 0 && t < T; t++) {
+            if (slot[idx[t] % T] != idx[t]) {   /* not for the four paddings (the header) */
+                snprintf(err, errlen, "frame %d's window needs frame %d, no longer held", f,
+                         idx[t]);
+                rc = -1;
+            } else {
+                memcpy(in + (size_t)t * in_px * 3, ring + (size_t)(idx[t] % T) * in_px * 3,
+                       in_px * 3);
+            }
+        }
+        if (rc == 0 && job->upscale(job->ctx, in, T, h, w, out, err, errlen)) {
+            size_t l = strlen(err);
+            snprintf(err + l, errlen - l, " (frame %d's window)", f);
+            rc = -1;
+        }
+        if (rc == 0) rc = pf_video_out_frame(vo, out, pf_video_frame_time(v, f), err, errlen);
+        if (job->progress && rc == 0 && job->progress(job->ctx, f + 1, n)) {
+            snprintf(err, errlen, "%s: cancelled after %d of %d frames", vo->path, f + 1, n);
+            rc = -1;
+        }
+    }
+    free(slot);
+    free(ring);
+    free(in);
+    free(out);
+    return rc;
+}
+
 int pf_video_upscale_file(const char *source, const char *dest, const pf_video_upscale_job *job,
                           char *err, size_t errlen) {
     if (!job || !job->upscale || job->scale < 1) {
         snprintf(err, errlen, "%s: no upscaler or a bad scale", dest);
+        return -1;
+    }
+    if (job->num_frame && (job->num_frame < 1 || job->num_frame % 2 == 0 ||
+                           job->padding < 0 || job->padding >= PF_PAD_COUNT)) {
+        snprintf(err, errlen, "%s: bad sliding window (%d frames, padding %d)", dest,
+                 job->num_frame, job->padding);
         return -1;
     }
     pf_video *v = pf_video_open(source, err, errlen);
@@ -547,6 +607,14 @@ int pf_video_upscale_file(const char *source, const char *dest, const pf_video_u
         fprintf(stderr, "%s: warning: the file is cut short (%s): upscaling its %d whole "
                 "frames\n", source, info.cut, n);
     int win = job->window > 0 ? job->window : 1, ov = job->window > 0 ? job->overlap : 0;
+    if (job->num_frame && n < pf_video_min_frames(job->num_frame, job->padding)) {
+        snprintf(err, errlen, "%s: %d frames: too few for windows of %d frames with padding %s "
+                 "(%d at least)", source, n, job->num_frame,
+                 pf_frame_padding_name(job->padding), pf_video_min_frames(job->num_frame,
+                                                                          job->padding));
+        pf_video_destroy(&v);
+        return -1;
+    }
     int *wv = malloc(4 * (size_t)n * sizeof *wv), nw = -1, rc = -1;
     if (wv) nw = pf_clip_windows(n, win, ov, wv, wv + n, wv + 2 * n, wv + 3 * n, n);
     if (nw < 0) {
@@ -558,7 +626,8 @@ int pf_video_upscale_file(const char *source, const char *dest, const pf_video_u
                                              info.h * job->scale, is_vfr(v, n, info.fps),
                                              &job->out, err, errlen);
         if (vo) {
-            rc = run_windows(v, vo, job, n, info.w, info.h, wv, nw, err, errlen);
+            rc = job->num_frame ? run_sliding(v, vo, job, n, info.w, info.h, err, errlen)
+                                : run_windows(v, vo, job, n, info.w, info.h, wv, nw, err, errlen);
             if (rc == 0) rc = pf_video_out_close(&vo, 1, err, errlen);
             else pf_video_out_close(&vo, 0, NULL, 0);
         }

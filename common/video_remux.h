@@ -84,7 +84,9 @@ const char *pf_video_out_pix_fmt(const pf_video_out *vo);
 
 /* The caller's upscaler: `in` holds t frames h x w x 3 RGB8 (frame-major, HWC); it writes t
    frames (h*scale) x (w*scale) x 3 RGB8 to `out`. t is 1 for an image network (window 1) and
-   up to `window` for a video network. Returns 0, or non-zero with err (the run stops). */
+   up to `window` for a video network. Sliding windows (num_frame > 0): t = num_frame, `in`
+   the window of one output frame in window order, and it writes that one frame. Returns 0,
+   or non-zero with err (the run stops). */
 typedef int (*pf_video_upscale_fn)(void *ctx, const uint8_t *in, int t, int h, int w,
                                    uint8_t *out, char *err, size_t errlen);
 
@@ -93,6 +95,10 @@ typedef struct {
     int scale;                  /* output size = scale x the source's */
     int window, overlap;        /* frames per upscale call and shared with the next window
                                    (pf_clip_windows); 1, 0 for an image network */
+    int num_frame, padding;     /* num_frame > 0: sliding windows (EDVR) instead: output frame
+                                   f is one upscale call on the num_frame frames
+                                   pf_video_frame_indices(f, n, num_frame, padding) gives
+                                   (common/frame_indices.h; window and overlap unused) */
     pf_video_upscale_fn upscale;
     void *ctx;                  /* passed to upscale and progress */
     int (*progress)(void *ctx, int frames_done, int frames); /* after each frame written;
@@ -103,8 +109,12 @@ typedef struct {
 /* Decode `source` (common/video.h), run it through job->upscale in windows, encode to `dest`
    with the source's rate, audio and subtitles (pf_video_out_*). Memory: two windows of frames
    (in and out), not the clip; frames are read in order, the frames two windows share kept,
-   not re-read. A source cut short is upscaled up to its last whole frame (a warning). Returns
-   0, or -1 with err (nothing left under `dest`, no temporary file). */
+   not re-read. Sliding windows: a ring of the num_frame frames read last (every window of a
+   frame lies within num_frame consecutive frames, whatever the padding), each frame read
+   once, plus one window gathered for the call and one output frame. A source cut short is
+   upscaled up to its last whole frame (a warning). Returns 0, or -1 with err (nothing left
+   under `dest`, no temporary file; a clip too short for the window with that padding names
+   the fewest frames it needs). */
 int pf_video_upscale_file(const char *source, const char *dest, const pf_video_upscale_job *job,
                           char *err, size_t errlen);
 

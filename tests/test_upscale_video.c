@@ -27,7 +27,21 @@
         SIGINT during a long clip (exit 130; skipped with a note if the run ends before the
         signal lands); a full disk (a 64 KiB tmpfs as OUT; root only, else skipped with the
         reason).
+    (d) an EDVR (8 features, 5-frame windows, 2 deformable groups, 1 + 1 blocks, TSA, x4) on a
+        7-frame 30x18 FFV1 RGB clip of noise (bgr0, so the ffmpeg CLI's frames are the
+        decoder's): each output frame equals, bit for bit, this test's own reference: the
+        frame's window of the clip's frames (as decoded by the ffmpeg CLI) by BasicSR's
+        generate_frame_indices, written out here, with data.test's default padding
+        reflection_circle (both ends of the clip, and more frames than the ring of 5 holds),
+        each frame edge-padded to 32x20, pf_model_infer_window with the checkpoint's weights,
+        cropped, rounded half up; a 3-frame clip is refused (too few for reflection_circle's windows, naming the file, padding and
+        the 5 frames needed, nothing written); with data.test a VideoTestDataset with padding
+        replicate it is upscaled, equal to the reference with replicate's windows. The
+        comparison tells paddings apart: the reference with another padding's windows
+        (replicate, reflection) differs in about 220 bytes (the seeded network leans on the
+        center frame), more than 100 required.
     Without the ffmpeg and ffprobe CLI it says so and exits 77. */
+#include <math.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -114,7 +128,8 @@ static int nothing_left(const char *final) {
 static void write_cfg(const char *path, const char *model, const char *data) {
     FILE *f = fopen(path, "w");
     fprintf(f, "model: %s\n%soptimizers: {lr: 1.0e-3}\ntotal_iters: 1\nseed: 3\n"
-            "work_dir: %s/wd_%s\n", model, data, root, strstr(model, "BasicVSR") ? "vsr" : "sr");
+            "work_dir: %s/wd_%s\n", model, data, root,
+            strstr(model, "BasicVSR") ? "vsr" : strstr(model, "EDVR") ? "edvr" : "sr");
     fclose(f);
 }
 
@@ -294,6 +309,137 @@ static void video_network(void) {
     free(o);
 }
 
+enum { REPLICATE, REFLECTION, REFLECTION_CIRCLE };
+
+/* BasicSR's generate_frame_indices (basicsr/data/data_util.py) for three of its paddings:
+   frame i's num_frame neighbours in a clip of n frames. 0, or -1 when one falls outside the
+   clip (BasicSR would read past it). */
+static int basicsr_indices(int i, int n, int num_frame, int padding, int *out) {
+    int h = num_frame / 2, m = n - 1;
+    for (int k = 0; k < num_frame; k++) {
+        int j = i - h + k, v = j;
+        if (j < 0) v = padding == REPLICATE ? 0 : padding == REFLECTION ? -j : i + h - j;
+        else if (j > m) v = padding == REPLICATE ? m : padding == REFLECTION ? 2 * m - j
+                                                                             : (i - h) - (j - m);
+        if (v < 0 || v > m) return -1;
+        out[k] = v;
+    }
+    return 0;
+}
+
+/* (d) The reference of `pixflow upscale`'s EDVR output of `clip` (n frames w x h): each frame
+   from its window of the clip's frames (ffmpeg CLI), edge-padded to multiples of 4,
+   pf_model_infer_window with the weights of `ckpt`, cropped, clamped, rounded half up.
+   Compared with the frames of `out`; returns the number of bytes that differ (-1: frame counts
+   or sizes differ). */
+static long window_reference(const char *cfg_path, const char *ckpt, const char *clip,
+                             const char *out, int n, int w, int h, int padding) {
+    static pf_config cfg;
+    char err[1024];
+    CHECK(pf_config_load(&cfg, cfg_path, err, sizeof err) == 0, "%s", err);
+    pf_model *m = pf_model_new(&cfg, err, sizeof err);
+    int ema = 0;
+    CHECK(m && pf_ckpt_load_eval_weights(m, ckpt, &ema, err, sizeof err) == 0, "%s", err);
+    int T = 5, ph = (h + 3) / 4 * 4, pw = (w + 3) / 4 * 4, idx[5];
+    size_t in_len = 0, out_len = 0, frame = (size_t)w * h * 3, sr = frame * 16;
+    uint8_t *lq = frames_of(clip, &in_len), *got = frames_of(out, &out_len);
+    uint8_t *win = malloc((size_t)T * ph * pw * 3);
+    float *y = malloc((size_t)ph * pw * 16 * 3 * sizeof *y);
+    long diff = 0;
+    if (!lq || !got || in_len != n * frame || out_len != n * sr) {
+        fprintf(stderr, "%s: %zu bytes (want %zu), %s: %zu bytes (want %zu)\n", clip, in_len,
+                n * frame, out, out_len, n * sr);
+        diff = -1;
+    }
+    for (int f = 0; diff >= 0 && f < n; f++) {
+        CHECK(basicsr_indices(f, n, T, padding, idx) == 0, "frame %d of %d: no window", f, n);
+        for (int t = 0; t < T; t++)
+            for (int r = 0; r < ph; r++)
+                for (int x = 0; x < pw; x++)
+                    memcpy(win + (((size_t)t * ph + r) * pw + x) * 3,
+                           lq + idx[t] * frame + ((size_t)(r < h ? r : h - 1) * w +
+                                                  (x < w ? x : w - 1)) * 3, 3);
+        int rc = pf_model_infer_window(m, win, ph, pw, y, err, sizeof err);
+        CHECK(rc == 0, "pf_model_infer_window: %s", err);
+        for (int r = 0; rc == 0 && r < h * 4; r++)
+            for (int x = 0; x < w * 4 * 3; x++) {
+                double v = y[(size_t)r * pw * 4 * 3 + x] * 255.0;
+                int want = v <= 0 ? 0 : v >= 255 ? 255 : (int)floor(v + 0.5);
+                diff += got[f * sr + (size_t)r * w * 4 * 3 + x] != want;
+            }
+    }
+    free(lq);
+    free(got);
+    free(win);
+    free(y);
+    pf_model_destroy(&m);
+    return diff;
+}
+
+/* (d) EDVR: a 7-frame clip (reflection_circle), a 3-frame one refused, then with replicate. */
+static void window_network(void) {
+    char wd[400], wd2[400], clip[400], clip3[400], out[400], cfg[500], ck[500], data[1000], *o;
+    snprintf(wd, sizeof wd, "%s/wd_edvr", root);
+    snprintf(wd2, sizeof wd2, "%s/wd_edvr_rep", root);
+    snprintf(clip, sizeof clip, "%s/e.mkv", root);
+    snprintf(clip3, sizeof clip3, "%s/e3.mkv", root);
+    /* uniform noise, every frame its own: the windows' frames differ everywhere */
+    static const char *noise = "ffmpeg -v error -nostdin -y -f lavfi -i nullsrc=size=30x18:"
+        "rate=10,format=gbrp,geq=r='random(1)*255':g='random(2)*255':b='random(3)*255' "
+        "-frames:v %s -c:v ffv1 -pix_fmt bgr0 '%s'%s";
+    CHECK(sh(noise, "7", clip, "") == 0, "making %s", clip);
+    CHECK(sh(noise, "3", clip3, "") == 0, "making %s", clip3);
+    static const char *model = "{type: EDVR, scale: 4, num_feat: 8, num_frame: 5, "
+                               "deformable_groups: 2, num_extract_block: 1, "
+                               "num_reconstruct_block: 1, with_tsa: true}";
+    /* data.test a VideoTestDataset without padding: the default, reflection_circle */
+    snprintf(data, sizeof data, "data:\n  test: {type: VideoTestDataset, gt_folder: %s, "
+             "num_frame: 5}\n", root);
+    work_dir(wd, model, data);
+    snprintf(cfg, sizeof cfg, "%s/config.yaml", wd);
+    snprintf(ck, sizeof ck, "%s/checkpoints/iter_5.safetensors", wd);
+    int st = pf_test_run(root, &o, "'%s' upscale '%s' '%s' -o '%s/eout' --codec ffv1",
+                         pf_test_bin(), wd, clip, root);
+    CHECK(st == 0 && strstr(o, "windows of 5 frames, padding reflection_circle"),
+          "upscale (EDVR): status %d:\n%s", st, o);
+    free(o);
+    snprintf(out, sizeof out, "%s/eout/e.mkv", root);
+    long d = window_reference(cfg, ck, clip, out, 7, 30, 18, REFLECTION_CIRCLE);
+    CHECK(d == 0, "EDVR, reflection_circle: %ld bytes of %s differ from the reference (-1: "
+          "counts)", d, out);
+    /* the comparison tells paddings apart: replicate's windows (other frames at both ends) */
+    long other = window_reference(cfg, ck, clip, out, 7, 30, 18, REPLICATE);
+    printf("EDVR on 7 frames: 0 bytes differ from the reflection_circle reference, %ld from "
+           "replicate's\n", other);
+    CHECK(other > 100, "replicate's reference differs from the reflection_circle output in %ld "
+          "bytes only", other);
+    snprintf(out, sizeof out, "%s/eout/e3.mkv", root);
+    st = pf_test_run(root, &o, "'%s' upscale '%s' '%s' -o '%s/eout' --codec ffv1",
+                     pf_test_bin(), wd, clip3, root);
+    CHECK(st != 0 && strstr(o, "e3.mkv: 3 frames: too few") && strstr(o, "reflection_circle") &&
+          strstr(o, "5 frames at least") && nothing_left(out),
+          "EDVR on 3 frames with reflection_circle: status %d:\n%s", st, o);
+    free(o);
+    /* the same weights, data.test a VideoTestDataset with padding replicate */
+    snprintf(data, sizeof data, "data:\n  test: {type: VideoTestDataset, gt_folder: %s, "
+             "num_frame: 5, padding: replicate}\n", root);
+    work_dir(wd2, model, data);
+    snprintf(cfg, sizeof cfg, "%s/config.yaml", wd2);
+    st = pf_test_run(root, &o, "'%s' upscale '%s' '%s' -o '%s/eout' --codec ffv1 "
+                     "--config '%s'", pf_test_bin(), ck, clip3, root, cfg);
+    CHECK(st == 0 && strstr(o, "windows of 5 frames, padding replicate"),
+          "upscale (EDVR, replicate, 3 frames): status %d:\n%s", st, o);
+    free(o);
+    d = window_reference(cfg, ck, clip3, out, 3, 30, 18, REPLICATE);
+    CHECK(d == 0, "EDVR, replicate: %ld bytes of %s differ from the reference (-1: counts)", d,
+          out);
+    other = window_reference(cfg, ck, clip3, out, 3, 30, 18, REFLECTION);
+    printf("EDVR on 3 frames: 0 bytes differ from the replicate reference, %ld from "
+           "reflection's\n", other);
+    CHECK(other > 100, "reflection's reference differs from the replicate output in %ld bytes "
+          "only", other);
+}
+
 /* One refused command: non-zero (want_status if > 0), `name` in the message, nothing left
    under final. */
 static void refused(const char *what, const char *name, const char *final, int want_status,
@@ -455,6 +601,7 @@ int main(void) {
     image_network(x264);
     odd_size();
     video_network();
+    window_network();
     bad_input(x264);
     unsupported_stream();
     char cmd[400];

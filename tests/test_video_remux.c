@@ -15,7 +15,13 @@
       folder, a folder that is a file, SRT into .mp4 (a named error), an upscaler failing
       mid-way, a run cancelled by its progress callback, crf with ffv1, an odd width for a
       yuv420p encoder, an unknown encoder, a folder without write permission (not root), and,
-      where a tmpfs can be mounted (root), a full disk (16 KiB) and a read-only file system.
+      where a tmpfs can be mounted (root), a full disk (16 KiB) and a read-only file system;
+    - sliding windows (num_frame 5, EDVR's), each of the four paddings on the 30-frame source
+      and on a 3-frame one: one upscaler call per frame, each window's frames equal, byte for
+      byte, to the source frames BasicSR's generate_frame_indices (written out here) names,
+      the output every frame's nearest x2 (of the window's center); reflection_circle and
+      circle on 3 frames are refused before any call, naming the 5 frames they need, nothing
+      written.
     Needs the ffmpeg and ffprobe CLI: without them it says so and exits 77. */
 #include <math.h>
 #include <stdio.h>
@@ -390,6 +396,92 @@ static void check_errors(const char *src) {
           strstr(err, "no_such_codec"), "unknown encoder: '%s'", err);
 }
 
+/* BasicSR's generate_frame_indices (basicsr/data/data_util.py): frame i's num_frame
+   neighbours in a clip of n frames, padding 0 replicate, 1 reflection, 2 reflection_circle,
+   3 circle (common/frame_indices.h's order). */
+static void basicsr_indices(int i, int n, int num_frame, int padding, int *out) {
+    int h = num_frame / 2, m = n - 1;
+    for (int k = 0; k < num_frame; k++) {
+        int j = i - h + k;
+        out[k] = j >= 0 && j <= m ? j
+               : padding == 0 ? (j < 0 ? 0 : m)
+               : padding == 1 ? (j < 0 ? -j : 2 * m - j)
+               : padding == 2 ? (j < 0 ? i + h - j : (i - h) - (j - m))
+               : (j < 0 ? num_frame + j : j - num_frame);
+    }
+}
+
+typedef struct {
+    const uint8_t *src;         /* the source's frames (common/video.c) */
+    int n, padding, calls, wrong;
+} slide_ctx;
+
+/* Sliding windows: call k is frame k's window; each of its frames is compared with the source
+   frame BasicSR's rule names; the output is nearest x2 of the center frame. */
+static int slide_up(void *ctx, const uint8_t *in, int t, int h, int w, uint8_t *out, char *err,
+                    size_t errlen) {
+    slide_ctx *c = ctx;
+    int idx[5];
+    size_t fb = (size_t)h * w * 3;
+    if (t != 5) {
+        snprintf(err, errlen, "a window of %d frames, not 5", t);
+        return -1;
+    }
+    basicsr_indices(c->calls, c->n, 5, c->padding, idx);
+    for (int k = 0; k < t; k++)
+        c->wrong += idx[k] < 0 || idx[k] >= c->n || memcmp(in + k * fb, c->src + idx[k] * fb, fb);
+    nearest(in + 2 * fb, h, w, out);
+    c->calls++;
+    return 0;
+}
+
+/* The source's frames through common/video.c. */
+static uint8_t *source_frames(const char *src, int n) {
+    char err[512];
+    pf_video *v = pf_video_open(src, err, sizeof err);
+    CHECK(v, "%s", err);
+    uint8_t *e = v ? malloc((size_t)W * H * 3 * n) : NULL;
+    for (int i = 0; e && i < n; i++) {
+        pf_image img = { 0 };
+        CHECK(pf_video_read(v, i, &img, err, sizeof err) == 0, "%s", err);
+        if (img.data) memcpy(e + (size_t)W * H * 3 * i, img.data, (size_t)W * H * 3);
+        pf_image_free(&img);
+    }
+    pf_video_destroy(&v);
+    return e;
+}
+
+/* Sliding windows of 5 with each padding on `src` (n frames); exp: nearest x2 of its frames
+   (NULL: not compared). */
+static void check_sliding(const char *src, int n, const uint8_t *exp) {
+    uint8_t *frames = source_frames(src, n);
+    for (int p = 0; frames && p < 4; p++) {
+        char dst[400], err[1024];
+        snprintf(dst, sizeof dst, "%s/slide_%d_%d.mkv", dir, n, p);
+        slide_ctx c = { frames, n, p, 0, 0 };
+        pf_video_upscale_job job = { .scale = S, .num_frame = 5, .padding = p, .upscale = slide_up,
+                                     .ctx = &c, .out = pf_video_out_opts_default() };
+        job.out.codec = "ffv1";
+        job.out.quiet = 1;
+        int rc = pf_video_upscale_file(src, dst, &job, err, sizeof err);
+        if (n < 5 && p >= 2) {
+            CHECK(rc != 0 && strstr(err, "too few for windows of 5") &&
+                  strstr(err, "(5 at least)") && c.calls == 0 && nothing_left(dst),
+                  "%d frames, padding %d: refused before any call: rc %d '%s'", n, p, rc, err);
+            continue;
+        }
+        CHECK(rc == 0 && c.calls == n && c.wrong == 0, "%d frames, padding %d: rc %d '%s', %d "
+              "calls, %d window frames not BasicSR's", n, p, rc, rc ? err : "", c.calls, c.wrong);
+        if (rc == 0 && exp) {
+            int identical = 0;
+            double q = ffmpeg_psnr(dst, exp, &identical);
+            CHECK(identical, "sliding windows, padding %d: frames differ from nearest x2 (worst "
+                  "PSNR %g)", p, q);
+        }
+    }
+    free(frames);
+}
+
 /* A 16 KiB tmpfs (the FFV1 output is larger) and a read-only one; root only. */
 static void check_disk(const char *src, const char *big) {
     struct stat sb;
@@ -463,6 +555,13 @@ int main(void) {
         check_vfr();
         check_quality(src, has_x264);
         check_errors(src);
+        check_sliding(src, N, exp);
+        char short_src[300];
+        snprintf(short_src, sizeof short_src, "%s/short.mkv", dir);
+        snprintf(cmd, sizeof cmd, "ffmpeg -v error -y -f lavfi -i testsrc=size=%dx%d:rate=25 "
+                 "-frames:v 3 -c:v ffv1 '%s'", W, H, short_src);
+        CHECK(sh(cmd, NULL, 0) == 0, "making the 3-frame source: %s", cmd);
+        check_sliding(short_src, 3, NULL);
         char big[300];
         snprintf(big, sizeof big, "%s/out_w1.mkv", dir);
         check_disk(src, big);
