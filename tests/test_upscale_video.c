@@ -34,7 +34,8 @@
         generate_frame_indices, written out here, with data.test's default padding
         reflection_circle (both ends of the clip, and more frames than the ring of 5 holds),
         each frame edge-padded to 32x20, pf_model_infer_window with the checkpoint's weights,
-        cropped, rounded half up; a 3-frame clip is refused (too few for reflection_circle's windows, naming the file, padding and
+        cropped, rounded half up, and equals `pixflow test`'s saved frames of the clip as a
+        VideoTestDataset (its PNG frames); a 3-frame clip is refused (too few for reflection_circle's windows, naming the file, padding and
         the 5 frames needed, nothing written); with data.test a VideoTestDataset with padding
         replicate it is upscaled, equal to the reference with replicate's windows. The
         comparison tells paddings apart: the reference with another padding's windows
@@ -392,9 +393,15 @@ static void window_network(void) {
     static const char *model = "{type: EDVR, scale: 4, num_feat: 8, num_frame: 5, "
                                "deformable_groups: 2, num_extract_block: 1, "
                                "num_reconstruct_block: 1, with_tsa: true}";
-    /* data.test a VideoTestDataset without padding: the default, reflection_circle */
-    snprintf(data, sizeof data, "data:\n  test: {type: VideoTestDataset, gt_folder: %s, "
-             "num_frame: 5}\n", root);
+    /* data.test a VideoTestDataset of the clip's frames (ffmpeg CLI) and a GT of the right
+       size, without padding: the default, reflection_circle */
+    CHECK(sh("mkdir -p '%s/elq/e' '%s/egt/e'%s", root, root, "") == 0 &&
+          sh("ffmpeg -v error -nostdin -i '%s' -start_number 0 '%s/elq/e/%%08d.png'%s", clip,
+             root, "") == 0 &&
+          sh("ffmpeg -v error -nostdin -i '%s' -vf scale=120:72 -start_number 0 "
+             "'%s/egt/e/%%08d.png'%s", clip, root, "") == 0, "making the EDVR test set");
+    snprintf(data, sizeof data, "data:\n  test: {type: VideoTestDataset, gt_folder: %s/egt, "
+             "lq_folder: %s/elq, num_frame: 5}\n", root, root);
     work_dir(wd, model, data);
     snprintf(cfg, sizeof cfg, "%s/config.yaml", wd);
     snprintf(ck, sizeof ck, "%s/checkpoints/iter_5.safetensors", wd);
@@ -407,6 +414,15 @@ static void window_network(void) {
     long d = window_reference(cfg, ck, clip, out, 7, 30, 18, REFLECTION_CIRCLE);
     CHECK(d == 0, "EDVR, reflection_circle: %ld bytes of %s differ from the reference (-1: "
           "counts)", d, out);
+    /* and `pixflow test`'s saved frames of the same clip as a VideoTestDataset */
+    st = pf_test_run(root, &o, "'%s' test '%s' --checkpoint '%s'", pf_test_bin(), cfg, ck);
+    CHECK(st == 0, "pixflow test (EDVR): status %d:\n%s", st, o);
+    free(o);
+    char pat[500];
+    snprintf(pat, sizeof pat, "%s/test/iter_5/e/%%08d.png", wd);
+    double q = compare(out, pat, 120 * 72 * 3);
+    CHECK(q == 0, "EDVR: %s differs from pixflow test's frames (worst %.2f dB; -1: counts)",
+          out, q);
     /* the comparison tells paddings apart: replicate's windows (other frames at both ends) */
     long other = window_reference(cfg, ck, clip, out, 7, 30, 18, REPLICATE);
     printf("EDVR on 7 frames: 0 bytes differ from the reflection_circle reference, %ld from "
