@@ -53,7 +53,8 @@ static int model_setup(pf_model *m, const char *conv_algorithm, char *err, size_
     return 0;
 }
 
-pf_model *pf_model_new(const pf_config *cfg, char *err, size_t errlen) {
+/* pf_model_new with the training plan's precision `train` (pf_precision). */
+static pf_model *model_new(const pf_config *cfg, int train, char *err, size_t errlen) {
     pf_model *m = calloc(1, sizeof *m);
     if (!m) {
         snprintf(err, errlen, "model: out of memory");
@@ -75,10 +76,22 @@ pf_model *pf_model_new(const pf_config *cfg, char *err, size_t errlen) {
     m->loss.eps = cfg->charbonnier_eps;
     if (pf_net_build(&m->net, cfg, err, errlen)) goto fail;
     if (model_setup(m, cfg->conv_algorithm, err, errlen)) goto fail;
+    if (pf_model_set_precision(m, train, cfg->test_precision,
+                               train == PF_PREC_BF16 ? "train_cfg.precision"
+                                                     : "test_cfg.precision", err, errlen))
+        goto fail;
     return m;
 fail:
     pf_model_destroy(&m);
     return NULL;
+}
+
+pf_model *pf_model_new(const pf_config *cfg, char *err, size_t errlen) {
+    return model_new(cfg, cfg->train_precision, err, errlen);
+}
+
+pf_model *pf_model_new_infer(const pf_config *cfg, char *err, size_t errlen) {
+    return model_new(cfg, PF_PREC_FP32, err, errlen);
 }
 
 int pf_model_set_precision(pf_model *m, int train, int infer, const char *what, char *err,

@@ -39,6 +39,7 @@
 #include "common/util.h"
 #include "nn/checkpoint.h"
 #include "nn/collective.h"
+#include "nn/cpu/dnnl_ctx.h"
 #include "nn/gan.h"
 #include "nn/lr_schedule.h"
 #include "nn/model.h"
@@ -939,13 +940,35 @@ static int build_gan(worker *w, char *err, size_t errlen) {
     return 0;
 }
 
+/* The precisions (train_cfg.precision, test_cfg.precision) and the CPU's bf16 unit, logged
+   before the model is built: a CPU worker refuses bf16 without a bf16 unit (pf_model_new,
+   the message naming the key), a GPU worker refuses train_cfg.precision bf16 (no CUDA bf16
+   step yet). Returns 0, or -1 with err. */
+static int check_precision(const worker_loop *wl, char *err, size_t errlen) {
+    const pf_config *cfg = wl->w->cfg;
+    if (wl->gpu_index >= 0) {
+        if (!cfg->train_precision) return 0;
+        snprintf(err, errlen, "%s: train_cfg.precision bf16 on GPU workers: not yet, see "
+                 "docs/cuda.md", cfg->path);
+        return -1;
+    }
+    char isa[32];
+    const char *unit = pf_dnnl_bf16_isa(isa, sizeof isa);
+    pf_info("precision: train_cfg.precision %s, test_cfg.precision %s; bf16 unit: %s "
+            "(oneDNN ISA %s)", pf_precision_name((pf_precision)cfg->train_precision),
+            pf_precision_name((pf_precision)cfg->test_precision), unit ? unit : "none", isa);
+    return 0;
+}
+
 /* After START: the Gloo group (CPU, world_size > 1), the model, its optimiser and their
    restored state (made equal over the group), and on --device cuda:N the GPU copy (NCCL
    group). Returns the first iteration to train, or -1 with err. */
 static int64_t build_model(worker_loop *wl, char *err, size_t errlen) {
     worker *w = wl->w;
     w->grouped = w->world > 1;
-    if (pf_gan_check_backend(w->cfg, wl->gpu_index >= 0, err, errlen) != 0) return -1;
+    if (pf_gan_check_backend(w->cfg, wl->gpu_index >= 0, err, errlen) != 0 ||
+        check_precision(wl, err, errlen) != 0)
+        return -1;
     if (w->world > 1 && wl->gpu_index < 0) {
         char host[PF_MAX_ENDPOINT];
         endpoint_host(wl->data_ep, host, sizeof host);
