@@ -4,7 +4,12 @@
     test_e2e_bf16 (a CPU with a bf16 unit; else it exits 77, "no bf16 unit"):
     U. the bf16 job trains to the end: the loss goes down, the resolved config keeps both
        precisions, rank0.log says the precisions and the bf16 unit at start (the unit this
-       process's oneDNN reports), evaluation runs (eval.log).
+       process's oneDNN reports) and, after the first step, that net_g's training plan runs
+       bf16 on it (pf_model_precision_report, convolutions set up), evaluation runs
+       (eval.log).
+    F. the same job in fp32: its report says fp32; its losses are not U's (bf16 rounding
+       reached the step) yet close to them (iteration 1, same weights and batch: relative
+       difference below 1e-2).
     I. the same job interrupted with SIGINT mid-run (exit 130, a checkpoint for the iteration
        reached), then resumed (`--resume auto`): every loss and learning rate after the resume
        point, and the final weights and optimiser state, are bitwise those of run U.
@@ -102,9 +107,41 @@ static void test_train_resume(const char *unit) {
              "bf16 unit: %s", unit);
     char *log = work_file(wdu, "rank0.log");
     CHECK(strstr(log, want) != NULL, "rank0.log lacks '%s':\n%.3000s", want, log);
+    snprintf(want, sizeof want, "precision net_g: train bf16 on %s: ", unit);
+    const char *rep = strstr(log, want);
+    CHECK(rep != NULL, "rank0.log lacks '%s':\n%.3000s", want, log);
+    if (rep) {
+        printf("run U: %.*s\n", (int)strcspn(rep, "\n"), rep);
+        CHECK(atoi(rep + strlen(want)) > 0, "run U: no convolution set up: %.*s",
+              (int)strcspn(rep, "\n"), rep);
+    }
     free(log);
     log = work_file(wdu, "eval.log");
     CHECK(strstr(log, "iter 200") != NULL, "eval.log has no evaluation at iteration 200:\n%s",
+          log);
+    free(log);
+
+    /* F: fp32. */
+    char wdf[600];
+    snprintf(wdf, sizeof wdf, "%s/work_fp32", root);
+    snprintf(cfg, sizeof cfg, "%s/fp32.yaml", root);
+    write_config(cfg, wdf, "");
+    start(&r, cfg, NULL, "fp32");
+    st = finish(&r, 300);
+    CHECK(st == 0, "run F exited with %d (see %s)", st, r.out);
+    static double loss_f[TOTAL_ITERS + 1], lr_f[TOTAL_ITERS + 1];
+    CHECK(train_curve(wdf, loss_f, lr_f, TOTAL_ITERS) == TOTAL_ITERS,
+          "run F: metrics.jsonl lacks train entries");
+    int same = 0;
+    for (int it = 1; it <= TOTAL_ITERS; it++) same += loss_f[it] == loss_u[it];
+    double rel1 = fabs(loss_u[1] - loss_f[1]) / loss_f[1];
+    printf("run F (fp32): iteration 1 loss %.9g, bf16 %.9g (relative %.2e); %d of %d losses "
+           "equal\n", loss_f[1], loss_u[1], rel1, same, TOTAL_ITERS);
+    CHECK(same < TOTAL_ITERS / 2, "bf16 and fp32 give %d equal losses of %d: bf16 did not run",
+          same, TOTAL_ITERS);
+    CHECK(rel1 < 1e-2, "iteration 1: bf16 loss %g vs fp32 %g", loss_u[1], loss_f[1]);
+    log = work_file(wdf, "rank0.log");
+    CHECK(strstr(log, "precision net_g: train fp32") != NULL, "run F: no fp32 report:\n%.3000s",
           log);
     free(log);
 

@@ -94,6 +94,8 @@ typedef struct {
     pf_collective *coll;        /* Gloo group of the world_size CPU workers, NULL otherwise */
     pf_gpu *gpu;                /* --device cuda:N: the model on the GPU (NCCL group inside) */
     int grouped;                /* world_size > 1: steps are agreed through a collective */
+    int precision_logged;       /* the models' precision reports are in the log (after the
+                                   first step, when their convolutions are set up) */
     int abort_requested;        /* STOP abort received: leave now */
     int window_batch;           /* a batch with one GT frame a sample came: leave with an error */
     uint64_t dropped;           /* duplicate or malformed batches */
@@ -818,6 +820,21 @@ static int next_step(pf_reactor *r, worker_loop *wl) {
     return -1;
 }
 
+/* Once, after the first step (CPU): what each model's convolutions run, oneDNN's kernels
+   included (pf_model_precision_report), net_g's and a GAN's net_d and VGG. */
+static void log_precision_report(worker *w) {
+    if (w->precision_logged || !w->model) return;
+    w->precision_logged = 1;
+    char buf[1024];
+    pf_info("precision net_g: %s", pf_model_precision_report(w->model, buf, sizeof buf));
+    if (!w->gan) return;
+    pf_info("precision net_d: %s",
+            pf_model_precision_report(pf_gan_d_model(w->gan), buf, sizeof buf));
+    if (pf_gan_vgg(w->gan))
+        pf_info("precision vgg: %s",
+                pf_model_precision_report(pf_gan_vgg(w->gan), buf, sizeof buf));
+}
+
 /* The task: the step of iteration w->it on the batch in its slot, its visual, record, ACK and
    credit, the `train` event (rank 0; the loss is the group's mean), then what the coordinator
    sent meanwhile, and the checkpoint every checkpoint_config.interval iterations and at the
@@ -838,6 +855,7 @@ static int on_step(pf_reactor *r, void *arg) {
     w->lr = pf_lr_at(w->cfg, w->it);
     w->skipped += b->n_skipped;
     if (train_step(w, b, gt, lq, gt_plain, w->lr, &loss, wl->err, wl->errlen) != 0) return -1;
+    log_precision_report(w);
     publish_visual(w, b, gt, lq, w->it + 1);
     consume_batch(w, s);
     w->it++;
