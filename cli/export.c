@@ -71,7 +71,8 @@ int pf_export_main(int argc, char **argv) {
     static pf_config cfg;
     char err[4096] = "";
     int ema = 0;
-    pf_model *m = pf_model_source_load(src, config, &cfg, &ema, err, sizeof err);
+    /* fp32: the ONNX graph is fp32 whatever test_cfg.precision says */
+    pf_model *m = pf_model_source_load(src, config, 0, &cfg, &ema, err, sizeof err);
     void *buf = NULL;
     size_t len = 0;
     if (m && frames && !pf_model_is_video(m))

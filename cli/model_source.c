@@ -73,8 +73,8 @@ int pf_model_source_resolve(const char *src, const char *config_opt, char *cfg_p
     return 0;
 }
 
-pf_model *pf_model_source_load(const char *src, const char *config_opt, pf_config *cfg,
-                               int *ema, char *err, size_t errlen) {
+pf_model *pf_model_source_load(const char *src, const char *config_opt, int precision,
+                               pf_config *cfg, int *ema, char *err, size_t errlen) {
     char cfg_path[4096], weights[4096];
     int e = 0;
     if (pf_model_source_resolve(src, config_opt, cfg_path, sizeof cfg_path, weights,
@@ -88,8 +88,16 @@ pf_model *pf_model_source_load(const char *src, const char *config_opt, pf_confi
     /* the description against the file first: a file of another network is named with the
        tensors that do not fit (pf_model_load_weights' message does not name the file) */
     if (rc || pf_ckpt_check_weights(cfg, weights, err, errlen)) return NULL;
-    pf_model *m = pf_model_new(cfg, err, errlen);
-    if (m && pf_ckpt_load_eval_weights(m, weights, &e, err, errlen)) pf_model_destroy(&m);
+    /* built fp32, then set to the precision wanted, so a refusal names where bf16 came from */
+    int want = precision >= 0 ? precision : cfg->test_precision;
+    cfg->test_precision = 0;
+    pf_model *m = pf_model_new_infer(cfg, err, errlen);
+    cfg->test_precision = want;
+    if (m && (pf_model_set_precision(m, 0, want, precision >= 0 ? "--precision"
+                                                                : "test_cfg.precision", err,
+                                     errlen) ||
+              pf_ckpt_load_eval_weights(m, weights, &e, err, errlen)))
+        pf_model_destroy(&m);
     if (ema) *ema = e;
     return m;
 }

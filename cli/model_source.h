@@ -25,8 +25,12 @@ int pf_model_source_resolve(const char *src, const char *config_opt, char *cfg_p
 /* pf_model_source_resolve, then load the config into *cfg (its data folders need not exist),
    check the weights file against its network (pf_ckpt_check_weights: names and shapes),
    build the model and load the weights (pf_ckpt_load_eval_weights: params_ema.* preferred;
-   *ema says which, may be NULL).
-   Returns the model (pf_model_destroy), or NULL with err naming the file. */
-pf_model *pf_model_source_load(const char *src, const char *config_opt, pf_config *cfg,
-                               int *ema, char *err, size_t errlen);
+   *ema says which, may be NULL). The model only infers (pf_model_new_infer), in `precision`
+   (0 fp32, 1 bf16: test_cfg.precision's values, which it replaces in *cfg) or, for -1, the
+   config's test_cfg.precision.
+   Returns the model (pf_model_destroy), or NULL with err naming the file, or naming
+   "--precision" (precision 1) or test_cfg.precision when bf16 meets a CPU without a bf16
+   unit. */
+pf_model *pf_model_source_load(const char *src, const char *config_opt, int precision,
+                               pf_config *cfg, int *ema, char *err, size_t errlen);
 #endif

@@ -294,7 +294,7 @@ static int test_run(const test_args *a, test_job *j, pf_eval_result *r) {
         }
         use = &j->part;
     }
-    pf_model *m = pf_model_new(j->cfg, err, sizeof err);
+    pf_model *m = pf_model_new_infer(j->cfg, err, sizeof err);
     int ema;   /* the EMA weights when the checkpoint has them, as evaluation */
     int rc = 0;
     if (!m || pf_ckpt_load_eval_weights(m, a->ckpt, &ema, err, sizeof err) != 0 ||

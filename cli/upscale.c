@@ -82,6 +82,8 @@ typedef struct {
     int overlap;                /* --tile-overlap; -1: the default */
     int ensemble, force;
     int device;                 /* --device cuda:N: N; -1 the CPU */
+    int precision;              /* --precision: 0 fp32, 1 bf16 (test_cfg.precision's values);
+                                   -1: the config's test_cfg.precision */
     char **inputs;              /* the INPUT arguments */
     int n_inputs;
 } up_args;
@@ -104,7 +106,7 @@ typedef struct {
 static int usage_to(FILE *f) {
     fprintf(f, "usage: pixflow upscale WEIGHTS_OR_WORK_DIR INPUT... -o OUT [--config CONFIG]\n"
             "       [--tile N|auto] [--tile-overlap N] [--ensemble] [--threads N]\n"
-            "       [--ext png|jpg] [--force] [--device cpu|cuda:N]\n"
+            "       [--ext png|jpg] [--force] [--device cpu|cuda:N] [--precision fp32|bf16]\n"
             "       [--video-ext EXT] [--codec NAME] [--crf N] [--quality N] [--bitrate R]\n"
             "       [--drop-unsupported-streams]\n"
             "INPUT: images (PNG, JPEG), videos (any file FFmpeg reads), folders of them, globs.\n"
@@ -135,7 +137,7 @@ static int parse_bitrate(const char *v, long long *out) {
 /* Read argv into *a. Returns 0, -1 after printing the usage for --help, or 2 after printing
    why. */
 static int upscale_parse(int argc, char **argv, up_args *a) {
-    *a = (up_args){ .ext = "png", .overlap = -1, .device = -1,
+    *a = (up_args){ .ext = "png", .overlap = -1, .device = -1, .precision = -1,
                     .vo = pf_video_out_opts_default() };
     a->inputs = calloc((size_t)argc + 1, sizeof *a->inputs);
     if (!a->inputs) return 2;
@@ -181,6 +183,13 @@ static int upscale_parse(int argc, char **argv, up_args *a) {
             if (pf_arg_int(cmd, o, argv[++i], 1, 255, &a->vo.quality)) return 2;
         } else if (!strcmp(o, "--bitrate") && v) {
             if (parse_bitrate(argv[++i], &a->vo.bit_rate)) return 2;
+        } else if (!strcmp(o, "--precision") && v) {
+            const char *p = argv[++i];
+            a->precision = !strcmp(p, "fp32") ? 0 : !strcmp(p, "bf16") ? 1 : -2;
+            if (a->precision == -2) {
+                fprintf(stderr, "%s: --precision %s: expected fp32 or bf16\n", cmd, p);
+                return 2;
+            }
         } else if (!strcmp(o, "--device") && v) {
             char *end = NULL;
             const char *d = argv[++i];
@@ -217,10 +226,14 @@ static double activation_bytes(const pf_config *cfg) {
 }
 
 /* --device cuda:N: the network on GPU N with the CPU model's weights (worker/device.h), run
-   through pf_infer_on like the CPU model. Image networks only. 0 or -1 after printing why. */
-static int upscale_gpu(int device, up_job *j) {
+   through pf_infer_on like the CPU model. Image networks in fp32 only (bf16 from `why`,
+   --precision or test_cfg.precision, is refused). 0 or -1 after printing why. */
+static int upscale_gpu(int device, const char *why, up_job *j) {
     char err[1024] = "";
-    if (pf_model_is_video(j->m))
+    if (j->cfg->test_precision)
+        snprintf(err, sizeof err, "%s bf16 on GPUs: not yet, see docs/cuda.md (--precision "
+                 "fp32 runs fp32)", why);
+    else if (pf_model_is_video(j->m))
         snprintf(err, sizeof err, "--device cuda:%d: %s runs on the CPU only for now", device,
                  j->cfg->model_type);
     else if ((j->gpu = pf_gpu_new(j->cfg, device, err, sizeof err)) &&
@@ -255,14 +268,16 @@ static int upscale_model(const up_args *a, up_job *j) {
     char err[2048] = "";
     if (pf_model_source_resolve(a->model, a->cfg_path, j->cfg_path, sizeof j->cfg_path,
                                 j->weights, sizeof j->weights, err, sizeof err) == 0)
-        j->m = pf_model_source_load(a->model, a->cfg_path, j->cfg, &j->ema, err, sizeof err);
+        j->m = pf_model_source_load(a->model, a->cfg_path, a->precision, j->cfg, &j->ema, err,
+                                    sizeof err);
     if (!j->m) {
         fprintf(stderr, "pixflow upscale: %s\n", err);
         return -1;
     }
     j->bytes_per_px = activation_bytes(j->cfg);
     window_padding(j);
-    return a->device >= 0 ? upscale_gpu(a->device, j) : 0;
+    return a->device >= 0 ? upscale_gpu(a->device, a->precision == 1 ? "--precision"
+                                            : "test_cfg.precision", j) : 0;
 }
 
 /* The kind of a file by its extension: an image, a video, or -1 (neither). */

@@ -752,6 +752,25 @@ const pf_config_key pf_config_keys[] = {
             "oneDNN's Winograd kernels where the CPU has them (AVX-512), direct elsewhere; "
             "`direct` everywhere (results then do not depend on Winograd's rounding); "
             "`winograd` on every 3x3 layer oneDNN offers it for (docs/nn.md)"},
+
+    /* ---- precision (issue 43): MMagic's train_cfg / test_cfg sections, written only when
+       not fp32 so configs without them keep their hash ---- */
+    {.path = "train_cfg", .kind = PF_K_SECTION, .flags = PF_KF_IF_CHANGED,
+     .doc = "how the training step computes"},
+    {.path = "train_cfg.precision", .kind = PF_K_ENUM, .flags = PF_KF_IF_CHANGED,
+     .offset = OFF(train_precision), .choices = "fp32|bf16", .def = "fp32",
+     .doc = "`bf16`: mixed precision as PyTorch's `torch.autocast(\"cpu\", "
+            "dtype=torch.bfloat16)`: every convolution of the training step (net_g, a GAN's "
+            "net_d and VGG) reads its input and weights rounded to bfloat16 and accumulates in "
+            "fp32; master weights, gradients, optimiser, loss and checkpoints stay fp32. Needs "
+            "a CPU with AVX512_BF16 or AMX (refused at start-up otherwise, never emulated); "
+            "CPU workers only for now (docs/nn.md)"},
+    {.path = "test_cfg", .kind = PF_K_SECTION, .flags = PF_KF_IF_CHANGED,
+     .doc = "how inference computes"},
+    {.path = "test_cfg.precision", .kind = PF_K_ENUM, .flags = PF_KF_IF_CHANGED,
+     .offset = OFF(test_precision), .choices = "fp32|bf16", .def = "fp32",
+     .doc = "`bf16` as `train_cfg.precision`, for inference: evaluation during training, "
+            "`pixflow test` and `pixflow upscale` (whose `--precision` replaces it)"},
 };
 const int pf_config_n_keys = (int)(sizeof pf_config_keys / sizeof pf_config_keys[0]);
 
@@ -909,6 +928,10 @@ static const struct {
     {"eval_cfg", "tile_pad", "PixFlow calls this 'tile_overlap'"},
     {"eval_cfg", "tile_size", "PixFlow calls this 'tile'"},
     {"eval_cfg", "self_ensemble", "PixFlow calls this 'ensemble'"},
+    {"test_cfg", "metrics", "PixFlow calls this 'evaluation.metrics'"},
+    {"test_cfg", "crop_border", "PixFlow calls this 'evaluation.crop_border'"},
+    {"test_cfg", "convert_to", "PixFlow calls this 'evaluation.convert_to'"},
+    {"train_cfg", "fix_iter", "PixFlow calls this 'model.fix_iter'"},
 };
 
 int pf_edit_distance(const char *a, const char *b) {

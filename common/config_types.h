@@ -278,6 +278,10 @@ typedef struct {
     char log_level[16];                 /* "debug" | "info" | "warning" | "error" */
     char conv_algorithm[16];            /* CPU convolutions: "auto" (default) | "direct" |
                                            "winograd" (nn/cpu/conv_dnnl.h) */
+    int train_precision;                /* train_cfg.precision: 0 fp32 (default), 1 bf16 (the
+                                           values of nn/cpu/dnnl_ctx.h's pf_precision) */
+    int test_precision;                 /* test_cfg.precision: the same, for evaluation, `pixflow
+                                           test` and `pixflow upscale` */
 
     /* gan (issue 41): enabled 0 without the section */
     pf_gan_cfg gan;

@@ -103,7 +103,7 @@ static int eval_start(pf_hook *h, char *err, size_t errlen) {
     }
     pf_dataset_log_gt_crops(&s->ds, "data.eval");   /* this instance's images, once */
     for (int i = 0; i < MAX_PENDING; i++) s->pending[i].iter = -1;
-    s->model = pf_model_new(cfg, err, errlen);
+    s->model = pf_model_new_infer(cfg, err, errlen);
     if (!s->model) return -1;
     char path[PF_PATH_MAX + 32];
     snprintf(path, sizeof path, "%s/eval.log", cfg->work_dir);

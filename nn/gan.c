@@ -78,7 +78,9 @@ static int build_d(pf_gan *s, uint64_t seed, char *err, size_t errlen) {
                                                  s->o.d_skip_connection, err, errlen))
         return -1;
     s->d = pf_model_new_net(&net, s->o.conv_algorithm, err, errlen);
-    if (!s->d) return -1;
+    if (!s->d || pf_model_set_precision(s->d, s->o.precision, s->o.precision,
+                                        "train_cfg.precision", err, errlen))
+        return -1;
     const pf_net *dn = pf_model_net(s->d);
     s->d_n = dn->n_params;
     s->n_sn = pf_disc_sn_count(dn);
@@ -115,7 +117,9 @@ static int build_vgg(pf_gan *s, char *err, size_t errlen) {
             return -1;
         }
     s->vgg = pf_model_new_net(&net, s->o.conv_algorithm, err, errlen);
-    if (!s->vgg) return -1;
+    if (!s->vgg || pf_model_set_precision(s->vgg, s->o.precision, s->o.precision,
+                                          "train_cfg.precision", err, errlen))
+        return -1;
     if (s->o.vgg_weights && pf_vgg_load(pf_model_net(s->vgg), pf_model_params(s->vgg),
                                         s->o.vgg_weights, err, errlen))
         return -1;

@@ -92,6 +92,10 @@ typedef struct {
     int d_input_size;               /* VGGStyleDiscriminator(num_in_ch 3, num_feat, input_size
                                        128 or 256): GT patches must be input_size square */
     const char *conv_algorithm;     /* NULL or "": auto (docs/config.md) */
+    int precision;                  /* net_d's and the VGG's convolutions, training and
+                                       inference plans alike (nn/cpu/dnnl_ctx.h pf_precision;
+                                       0 fp32): the job's train_cfg.precision, as
+                                       torch.autocast covers the whole training step */
 } pf_gan_opts;
 
 /* One iteration's logged values (BasicSR's loss_dict names); NAN where a term was not
@@ -107,8 +111,9 @@ typedef struct pf_gan pf_gan;
 /* The step around net_g (borrowed: it must outlive the result), with net_d and the VGG built
    from o (net_d's parameters and u / v drawn from `seed`: pf_net_init_params and
    pf_disc_sn_init; the VGG's loaded from o->vgg_weights). Returns NULL with err: an option
-   out of range (model_type included), a video net_g, the VGG file (its loader's message), out of
-   memory. */
+   out of range (model_type included), a video net_g, the VGG file (its loader's message),
+   o->precision bf16 on a CPU without a bf16 unit (pf_model_set_precision's message, naming
+   train_cfg.precision), out of memory. */
 pf_gan *pf_gan_new(const pf_gan_opts *o, struct pf_model *net_g, uint64_t seed, char *err,
                    size_t errlen);
 void pf_gan_free(pf_gan **self);

@@ -20,9 +20,17 @@
 
 typedef struct pf_model pf_model;
 
-/* Build the network cfg->model_type with cfg's hyper-parameters. Returns NULL with err on an
-   unsupported type or scale. Parameters start zeroed; call pf_model_init. */
+/* Build the network cfg->model_type with cfg's hyper-parameters, its convolutions in the
+   config's precisions (pf_model_set_precision: train_cfg.precision for the training plan,
+   test_cfg.precision for inference). Returns NULL with err on an unsupported type or scale,
+   or bf16 on a CPU without a bf16 unit (the message names the key: train_cfg.precision when
+   it is bf16, else test_cfg.precision). Parameters start zeroed; call pf_model_init. */
 pf_model *pf_model_new(const pf_config *cfg, char *err, size_t errlen);
+
+/* pf_model_new for a model that only infers (evaluation, `pixflow test`, `pixflow upscale`,
+   export): train_cfg.precision is not applied (its training plan stays fp32), so a bf16
+   training config is evaluated on any CPU its test_cfg.precision allows. */
+pf_model *pf_model_new_infer(const pf_config *cfg, char *err, size_t errlen);
 void pf_model_destroy(pf_model **self);
 
 /* A model of a description the caller built (nn/net.h: a discriminator, a feature extractor

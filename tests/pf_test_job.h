@@ -332,6 +332,38 @@ static inline void write_tiny_config_every(const char *path, const char *train_d
     fclose(f);
 }
 
+/* test_e2e_train's job: EDSR x2 (16 features, 2 blocks) on data_root/train (gt_patch_size 32,
+   flips, repeat 3, batches of 4, prefetch 3), evaluated on data_root/val every `every`
+   iterations (PSNR, SSIM, crop 2, Y), a checkpoint as often (2 kept); `optim` the optimizers
+   mapping, a Step schedule (milestones 200, 400, gamma 0.5) with a 20-iteration linear
+   warm-up, `total_iters`, `extra` more top-level keys; logs every iteration, seed 42. */
+static inline void write_e2e_config(const char *path, const char *data_root,
+                                    const char *work_dir, const char *optim, const char *extra,
+                                    int total_iters, int every) {
+    FILE *f = create_or_exit(path);
+    fprintf(f,
+            "model: {type: EDSR, scale: 2, n_feats: 16, n_blocks: 2, loss: {type: L1Loss}}\n"
+            "data:\n"
+            "  samples_per_gpu: 4\n"
+            "  prefetch: 3\n"
+            "  train: {type: PairedImageDataset, gt_folder: %s/train, gt_patch_size: 32,\n"
+            "          use_flip: true, use_rot: true, repeat: 3}\n"
+            "  eval: {type: PairedImageDataset, gt_folder: %s/val}\n"
+            "optimizers: %s\n"
+            "lr_config: {policy: Step, step: [200, 400], gamma: 0.5, warmup: linear,\n"
+            "            warmup_iters: 20, warmup_ratio: 0.1}\n"
+            "total_iters: %d\n"
+            "checkpoint_config: {interval: %d, max_keep_ckpts: 2}\n"
+            "log_config: {interval: 1}\n"
+            "evaluation: {interval: %d, metrics: [PSNR, SSIM], crop_border: 2, "
+            "convert_to: y, save_image: false}\n"
+            "%s"
+            "work_dir: %s\n"
+            "seed: 42\n",
+            data_root, data_root, optim, total_iters, every, every, extra, work_dir);
+    fclose(f);
+}
+
 /* write_tiny_config_every with a checkpoint every 1000 iterations. */
 static inline void write_tiny_config(const char *path, const char *train_dir, const char *work_dir,
                               int repeat, int total_iters) {
@@ -464,6 +496,45 @@ static inline double ckpt_distance(const char *pa, const char *pb, int relative,
     pf_safetensors_free(&a);
     pf_safetensors_free(&b);
     return worst;
+}
+
+/* Every tensor of checkpoint file `a` equals (bitwise: shape and values) the one of the same
+   name in `b`; returns how many differ or are missing from b, -1 when a file cannot be read
+   (said on stderr). */
+static inline int tensors_differ(const char *a, const char *b) {
+    pf_safetensors *sa = NULL, *sb = NULL;
+    char err[256];
+    if (pf_safetensors_load(a, &sa, err, sizeof err) != 0 ||
+        pf_safetensors_load(b, &sb, err, sizeof err) != 0) {
+        fprintf(stderr, "%s\n", err);
+        pf_safetensors_free(&sa);
+        return -1;
+    }
+    int bad = 0, n = pf_safetensors_count(sa);
+    for (int j = 0; j < n; j++) {
+        const char *name;
+        int nd, nd2;
+        int64_t sh[4], sh2[4];
+        pf_safetensors_at(sa, j, &name, &nd, sh);
+        const float *x = pf_safetensors_get(sa, name, &nd, sh);
+        const float *y = pf_safetensors_get(sb, name, &nd2, sh2);
+        size_t numel = 1;
+        for (int k = 0; k < nd; k++) numel *= (size_t)sh[k];
+        bad += !x || !y || nd != nd2 || memcmp(sh, sh2, sizeof(int64_t) * (size_t)nd) != 0 ||
+               memcmp(x, y, numel * sizeof(float)) != 0;
+    }
+    pf_safetensors_free(&sa);
+    pf_safetensors_free(&sb);
+    return bad;
+}
+
+/* tensors_differ of work dirs wa's and wb's checkpoints/iter_<iter>.<ext> (ext "safetensors"
+   for the weights, "optim.safetensors" for the optimiser state). */
+static inline int iter_files_differ(const char *wa, const char *wb, int iter, const char *ext) {
+    char a[700], b[700];
+    snprintf(a, sizeof a, "%s/checkpoints/iter_%d.%s", wa, iter, ext);
+    snprintf(b, sizeof b, "%s/checkpoints/iter_%d.%s", wb, iter, ext);
+    return tensors_differ(a, b);
 }
 
 /* Remove folder `dir` and everything in it (rm -rf); says so when it cannot. */

@@ -717,6 +717,13 @@ static const broken_case BROKEN[] = {
     {"  n_blocks: 4\n", "  n_blocks: 4\n bad: 1\n", " bad: 1", "yaml", "indentation"},
     {"  n_feats: 32", "  n_feats: @x", "  n_feats", "yaml", "syntax error"},
     {"  n_blocks: 4\n", "  n_blocks: 4\n\tbad: 2\n", "\tbad", "yaml", "tab"},
+    {NULL, "train_cfg: {precision: fp16}\n", "train_cfg", "train_cfg.precision",
+     "expected one of fp32, bf16"},
+    {NULL, "test_cfg: {precision: BF16}\n", "test_cfg", "test_cfg.precision",
+     "expected one of fp32, bf16"},
+    {NULL, "train_cfg: {precision: [bf16]}\n", "train_cfg", "train_cfg.precision", "fp32"},
+    {NULL, "train_cfg: {amp: true}\n", "train_cfg", "train_cfg.amp", "unknown key"},
+    {NULL, "train_cfg: bf16\n", "train_cfg", "train_cfg", "mapping"},
     {"seed: 7\n", "seed: 7\nseed: 8\n", "seed: 8", "yaml", "duplicate key"},
     {"  n_blocks: 4\n", "  n_blocks: \"4\n", "  n_blocks", "yaml", "syntax error"},
     {"  n_feats: 32\n  n_blocks: 4", "  n_feats: &w 32\n  n_blocks: *w", "  n_blocks", "yaml",
@@ -818,6 +825,12 @@ static const struct {
     {"  policy: Step", "  type: MultiStepLR",
      "t.yaml:25: lr_config.type: unknown key; PixFlow calls this 'policy' (MultiStepLR is "
      "Step, CosineAnnealingRestartLR is CosineRestart)"},
+    {NULL, "test_cfg: {metrics: [PSNR], crop_border: 4}\n",
+     "t.yaml:42: test_cfg.metrics: unknown key; PixFlow calls this 'evaluation.metrics'"},
+    {NULL, "train_cfg: {fix_iter: 5000}\n",
+     "t.yaml:42: train_cfg.fix_iter: unknown key; PixFlow calls this 'model.fix_iter'"},
+    {NULL, "train_cfg: {precison: bf16}\n",
+     "t.yaml:42: train_cfg.precison: unknown key; did you mean 'precision'?"},
     /* typos: the nearest key of the section */
     {"    gt_folder: @D@\n    lq", "    gt_foldr: @D@\n    lq",
      "t.yaml:12: data.train.gt_foldr: unknown key; did you mean 'gt_folder'?"},
@@ -1087,6 +1100,52 @@ static void test_eval_cfg(void) {
           err);
     CHECK(c.hash == d.hash, "explicit defaults change the hash");
     free(text);
+}
+
+/* train_cfg.precision / test_cfg.precision (issue 43): fp32 (0) by default and not written
+   then, so configs without them keep their hash; bf16 (1, nn/cpu/dnnl_ctx.h PF_PREC_BF16) in
+   either or both, kept and round-tripped. */
+static void test_precision(void) {
+    static const struct {
+        const char *yaml;
+        int train, test;
+    } CASES[] = {
+        {"", 0, 0},
+        {"train_cfg: {precision: bf16}\n", 1, 0},
+        {"test_cfg: {precision: bf16}\n", 0, 1},
+        {"train_cfg: {precision: bf16}\ntest_cfg: {precision: bf16}\n", 1, 1},
+        {"train_cfg: {precision: fp32}\ntest_cfg: {precision: fp32}\n", 0, 0},
+        {"train_cfg: {}\n", 0, 0},
+    };
+    uint64_t plain = 0;
+    for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
+        char *text = make(NULL, CASES[i].yaml);
+        pf_config c;
+        char err[512] = "", what[96];
+        snprintf(what, sizeof what, "precision case %zu", i);
+        CHECK(pf_config_parse(&c, "p.yaml", text, strlen(text), 0, err, sizeof err) == 0,
+              "%s: %s", what, err);
+        CHECK(c.train_precision == CASES[i].train && c.test_precision == CASES[i].test,
+              "%s: train %d test %d, want %d %d", what, c.train_precision, c.test_precision,
+              CASES[i].train, CASES[i].test);
+        check_round_trip(&c, what);
+        char *y = pf_config_to_yaml(&c);
+        int bf16 = CASES[i].train || CASES[i].test;
+        CHECK(y && !strstr(y, "fp32") && (strstr(y, "precision: bf16") != NULL) == bf16 &&
+                  (strstr(y, "train_cfg") != NULL) == CASES[i].train &&
+                  (strstr(y, "test_cfg") != NULL) == CASES[i].test,
+              "%s: resolved YAML:\n%s", what, y ? y : "");
+        if (i == 0) plain = c.hash;
+        CHECK(bf16 || c.hash == plain, "%s: fp32 written out changes the hash", what);
+        CHECK(!bf16 || c.hash != plain, "%s: bf16 leaves the hash of fp32", what);
+        free(y);
+        free(text);
+    }
+    const pf_config_key *k = pf_config_key_find("train_cfg.precision");
+    const pf_config_key *t = pf_config_key_find("test_cfg.precision");
+    CHECK(k && t && k->doc && strstr(k->doc, "torch.autocast") && t->doc &&
+              strstr(t->doc, "--precision"),
+          "train_cfg.precision / test_cfg.precision rows and their docs");
 }
 
 /* visual_config: values kept and round-tripped; output_dir is optional. */
@@ -1452,6 +1511,7 @@ int main(void) {
     test_demo();
     test_visual();
     test_eval_cfg();
+    test_precision();
     test_broken();
     test_unknown_keys();
     test_section_keys();

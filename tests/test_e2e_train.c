@@ -44,32 +44,10 @@ extern char **environ;
 static char root[256], bin[1024];
 
 
-/* The test job; `optim` is the optimizers mapping, `extra` more top-level keys, `every` the
-   checkpoint and evaluation interval. */
+/* The test job (write_e2e_config on root's images, TOTAL_ITERS iterations). */
 static void write_config_with(const char *path, const char *work_dir, const char *optim,
                               const char *extra, int every) {
-    FILE *f = fopen(path, "w");
-    fprintf(f,
-            "model: {type: EDSR, scale: 2, n_feats: 16, n_blocks: 2, loss: {type: L1Loss}}\n"
-            "data:\n"
-            "  samples_per_gpu: 4\n"
-            "  prefetch: 3\n"
-            "  train: {type: PairedImageDataset, gt_folder: %s/train, gt_patch_size: 32,\n"
-            "          use_flip: true, use_rot: true, repeat: 3}\n"
-            "  eval: {type: PairedImageDataset, gt_folder: %s/val}\n"
-            "optimizers: %s\n"
-            "lr_config: {policy: Step, step: [200, 400], gamma: 0.5, warmup: linear,\n"
-            "            warmup_iters: 20, warmup_ratio: 0.1}\n"
-            "total_iters: %d\n"
-            "checkpoint_config: {interval: %d, max_keep_ckpts: 2}\n"
-            "log_config: {interval: 1}\n"
-            "evaluation: {interval: %d, metrics: [PSNR, SSIM], crop_border: 2, "
-            "convert_to: y, save_image: false}\n"
-            "%s"
-            "work_dir: %s\n"
-            "seed: 42\n",
-            root, root, optim, TOTAL_ITERS, every, every, extra, work_dir);
-    fclose(f);
+    write_e2e_config(path, root, work_dir, optim, extra, TOTAL_ITERS, every);
 }
 
 static void write_config(const char *path, const char *work_dir) {
@@ -140,34 +118,6 @@ static void send_garbage(const char *work_dir) {
     zmq_ctx_term(ctx);
 }
 
-/* Every tensor of `a` equals (bitwise) the one of the same name in `b`; returns how many
-   differ or are missing, -1 when a file cannot be read. */
-static int tensors_differ(const char *a, const char *b) {
-    pf_safetensors *sa = NULL, *sb = NULL;
-    char err[256];
-    if (pf_safetensors_load(a, &sa, err, sizeof err) != 0 ||
-        pf_safetensors_load(b, &sb, err, sizeof err) != 0) {
-        pf_safetensors_free(&sa);
-        return -1;
-    }
-    int bad = 0, n = pf_safetensors_count(sa);
-    for (int j = 0; j < n; j++) {
-        const char *name;
-        int nd, nd2;
-        int64_t sh[4], sh2[4];
-        pf_safetensors_at(sa, j, &name, &nd, sh);
-        const float *x = pf_safetensors_get(sa, name, &nd, sh);
-        const float *y = pf_safetensors_get(sb, name, &nd2, sh2);
-        size_t numel = 1;
-        for (int k = 0; k < nd; k++) numel *= (size_t)sh[k];
-        bad += !x || !y || nd != nd2 || memcmp(sh, sh2, sizeof(int64_t) * (size_t)nd) != 0 ||
-               memcmp(x, y, numel * sizeof(float)) != 0;
-    }
-    pf_safetensors_free(&sa);
-    pf_safetensors_free(&sb);
-    return bad;
-}
-
 static void test_sgd_ema_resume(void) {
     const char *optim = "{type: SGD, lr: 0.05, momentum: 0.9, nesterov: true, "
                         "weight_decay: 1.0e-4, paramwise_cfg: {custom_keys: "
@@ -209,13 +159,11 @@ static void test_sgd_ema_resume(void) {
         diff += loss_i[it] != loss_u[it] || lr_i[it] != lr_u[it];
     CHECK(diff == 0, "SGD: %d iterations after the resume differ from the uninterrupted run",
           diff);
+    CHECK(iter_files_differ(wdu, wdi, TOTAL_ITERS, "safetensors") == 0,
+          "SGD: final weights / EMA differ after the resume");
+    CHECK(iter_files_differ(wdu, wdi, TOTAL_ITERS, "optim.safetensors") == 0,
+          "SGD: final momentum buffers differ after the resume");
     char a[700], b[700];
-    snprintf(a, sizeof a, "%s/checkpoints/iter_%d.safetensors", wdu, TOTAL_ITERS);
-    snprintf(b, sizeof b, "%s/checkpoints/iter_%d.safetensors", wdi, TOTAL_ITERS);
-    CHECK(tensors_differ(a, b) == 0, "SGD: final weights / EMA differ after the resume");
-    snprintf(a, sizeof a, "%s/checkpoints/iter_%d.optim.safetensors", wdu, TOTAL_ITERS);
-    snprintf(b, sizeof b, "%s/checkpoints/iter_%d.optim.safetensors", wdi, TOTAL_ITERS);
-    CHECK(tensors_differ(a, b) == 0, "SGD: final momentum buffers differ after the resume");
 
     /* The checkpoint's contents: EMA tensors, the frozen conv_first, momentum buffers. */
     snprintf(a, sizeof a, "%s/checkpoints/iter_%d.safetensors", wdu, TOTAL_ITERS);

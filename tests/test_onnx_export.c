@@ -508,7 +508,7 @@ static int upscale_side(const char *dir, const char *model, const char *upscaled
                         char **imgs) {
     static pf_config cfg;
     char err[1024], path[2048];
-    pf_model *m = pf_model_source_load(model, NULL, &cfg, NULL, err, sizeof err);
+    pf_model *m = pf_model_source_load(model, NULL, -1, &cfg, NULL, err, sizeof err);
     CHECK(m != NULL, "%s", err);
     snprintf(path, sizeof path, "%s/cases.txt", dir);
     FILE *cases = m ? fopen(path, "w") : NULL;

@@ -60,6 +60,7 @@ int pf_state_gan_opts(const pf_config *cfg, pf_gan_opts *o, char *err, size_t er
     o->d_type = vgg ? PF_GAN_D_VGG : PF_GAN_D_UNET_SN;
     o->d_input_size = g->network_d.input_size;
     o->conv_algorithm = cfg->conv_algorithm;
+    o->precision = cfg->train_precision;
     return 0;
 }
 

@@ -39,6 +39,7 @@
 #include "common/util.h"
 #include "nn/checkpoint.h"
 #include "nn/collective.h"
+#include "nn/cpu/dnnl_ctx.h"
 #include "nn/gan.h"
 #include "nn/lr_schedule.h"
 #include "nn/model.h"
@@ -93,6 +94,8 @@ typedef struct {
     pf_collective *coll;        /* Gloo group of the world_size CPU workers, NULL otherwise */
     pf_gpu *gpu;                /* --device cuda:N: the model on the GPU (NCCL group inside) */
     int grouped;                /* world_size > 1: steps are agreed through a collective */
+    int precision_logged;       /* the models' precision reports are in the log (after the
+                                   first step, when their convolutions are set up) */
     int abort_requested;        /* STOP abort received: leave now */
     int window_batch;           /* a batch with one GT frame a sample came: leave with an error */
     uint64_t dropped;           /* duplicate or malformed batches */
@@ -817,6 +820,21 @@ static int next_step(pf_reactor *r, worker_loop *wl) {
     return -1;
 }
 
+/* Once, after the first step (CPU): what each model's convolutions run, oneDNN's kernels
+   included (pf_model_precision_report), net_g's and a GAN's net_d and VGG. */
+static void log_precision_report(worker *w) {
+    if (w->precision_logged || !w->model) return;
+    w->precision_logged = 1;
+    char buf[1024];
+    pf_info("precision net_g: %s", pf_model_precision_report(w->model, buf, sizeof buf));
+    if (!w->gan) return;
+    pf_info("precision net_d: %s",
+            pf_model_precision_report(pf_gan_d_model(w->gan), buf, sizeof buf));
+    if (pf_gan_vgg(w->gan))
+        pf_info("precision vgg: %s",
+                pf_model_precision_report(pf_gan_vgg(w->gan), buf, sizeof buf));
+}
+
 /* The task: the step of iteration w->it on the batch in its slot, its visual, record, ACK and
    credit, the `train` event (rank 0; the loss is the group's mean), then what the coordinator
    sent meanwhile, and the checkpoint every checkpoint_config.interval iterations and at the
@@ -837,6 +855,7 @@ static int on_step(pf_reactor *r, void *arg) {
     w->lr = pf_lr_at(w->cfg, w->it);
     w->skipped += b->n_skipped;
     if (train_step(w, b, gt, lq, gt_plain, w->lr, &loss, wl->err, wl->errlen) != 0) return -1;
+    log_precision_report(w);
     publish_visual(w, b, gt, lq, w->it + 1);
     consume_batch(w, s);
     w->it++;
@@ -939,13 +958,35 @@ static int build_gan(worker *w, char *err, size_t errlen) {
     return 0;
 }
 
+/* The precisions (train_cfg.precision, test_cfg.precision) and the CPU's bf16 unit, logged
+   before the model is built: a CPU worker refuses bf16 without a bf16 unit (pf_model_new,
+   the message naming the key), a GPU worker refuses train_cfg.precision bf16 (no CUDA bf16
+   step yet). Returns 0, or -1 with err. */
+static int check_precision(const worker_loop *wl, char *err, size_t errlen) {
+    const pf_config *cfg = wl->w->cfg;
+    if (wl->gpu_index >= 0) {
+        if (!cfg->train_precision) return 0;
+        snprintf(err, errlen, "%s: train_cfg.precision bf16 on GPU workers: not yet, see "
+                 "docs/cuda.md", cfg->path);
+        return -1;
+    }
+    char isa[32];
+    const char *unit = pf_dnnl_bf16_isa(isa, sizeof isa);
+    pf_info("precision: train_cfg.precision %s, test_cfg.precision %s; bf16 unit: %s "
+            "(oneDNN ISA %s)", pf_precision_name((pf_precision)cfg->train_precision),
+            pf_precision_name((pf_precision)cfg->test_precision), unit ? unit : "none", isa);
+    return 0;
+}
+
 /* After START: the Gloo group (CPU, world_size > 1), the model, its optimiser and their
    restored state (made equal over the group), and on --device cuda:N the GPU copy (NCCL
    group). Returns the first iteration to train, or -1 with err. */
 static int64_t build_model(worker_loop *wl, char *err, size_t errlen) {
     worker *w = wl->w;
     w->grouped = w->world > 1;
-    if (pf_gan_check_backend(w->cfg, wl->gpu_index >= 0, err, errlen) != 0) return -1;
+    if (pf_gan_check_backend(w->cfg, wl->gpu_index >= 0, err, errlen) != 0 ||
+        check_precision(wl, err, errlen) != 0)
+        return -1;
     if (w->world > 1 && wl->gpu_index < 0) {
         char host[PF_MAX_ENDPOINT];
         endpoint_host(wl->data_ep, host, sizeof host);
