@@ -12,7 +12,9 @@
       - the fp32 layer (the issue's bound: max|a - b| / max|b| <= 2e-2).
     Every image network of the zoo (small), one training step and one inference in bf16:
     every kernel pf_model_precision_report names is a bf16 one, the loss and the inference
-    stay within 2e-2 of fp32, the gradients within 0.25 (see check_model).
+    stay within 2e-2 of fp32, the gradients within 0.25 (see check_model); BasicVSR,
+    BasicVSR++ and EDVR one training step likewise (the deformable convolutions of their
+    alignment stay fp32: they are not pf_conv layers).
     Without a bf16 unit (CPU or ONEDNN_MAX_CPU_ISA) all that exits 77 (skipped).
 
     `test_conv_bf16 refusal` (ctest entry test_conv_bf16.no_bf16_unit, run under
@@ -419,6 +421,64 @@ static void check_model(const net_case *k) {
     free(i32);
 }
 
+/* A video network (small: 16 features, 2 blocks, 3-frame clips or windows) one training step
+   in bf16 and in fp32: bf16 kernels only, loss within 2e-2, gradients within 0.25. */
+static void check_video(const char *type) {
+    float loss[2] = { 0, 0 };
+    float *g[2] = { NULL, NULL };
+    size_t np = 0;
+    char report[1024] = "";
+    for (int p = 0; p < 2; p++) {
+        pf_config cfg;
+        char err[1024];
+        pf_config_defaults(&cfg);
+        snprintf(cfg.model_type, sizeof cfg.model_type, "%s", type);
+        cfg.scale = 4;
+        cfg.n_feats = 16;
+        cfg.n_blocks = 2;
+        cfg.edvr_num_frame = 3;
+        pf_model *m = pf_model_new(&cfg, err, sizeof err);
+        CHECK(m != NULL, "%s: %s", type, err);
+        if (!m) break;
+        pf_model_init(m, 1);
+        int n = 1, h = 16, w = 16, fi = pf_model_frames(m), fo = pf_model_out_frames(m);
+        size_t nl = (size_t)n * fi * h * w * 3, ng = (size_t)n * fo * h * w * 3 * 16;
+        uint8_t *lq = malloc(nl), *gt = malloc(ng);
+        for (size_t i = 0; i < nl; i++) lq[i] = (uint8_t)((i * 37 + 11) ^ (i >> 5));
+        for (size_t i = 0; i < ng; i++) gt[i] = (uint8_t)((i * 53 + 7) ^ (i >> 4));
+        pf_precision prec = p ? PF_PREC_BF16 : PF_PREC_FP32;
+        int rc = pf_model_set_precision(m, prec, prec, "test.precision", err, sizeof err);
+        if (!rc) rc = pf_model_train_step(m, lq, gt, n, h, w, &loss[p], err, sizeof err);
+        CHECK(rc == 0, "%s %s: %s", type, pf_precision_name(prec), err);
+        if (!rc) {
+            np = pf_model_num_params(m);
+            g[p] = malloc(np * sizeof(float));
+            memcpy(g[p], pf_model_grads(m), np * sizeof(float));
+            if (p) pf_model_precision_report(m, report, sizeof report);
+        }
+        free(lq);
+        free(gt);
+        pf_model_destroy(&m);
+    }
+    if (g[0] && g[1]) {
+        double *a = malloc(np * sizeof(double)), *b = malloc(np * sizeof(double));
+        for (size_t i = 0; i < np; i++) {
+            a[i] = g[1][i];
+            b[i] = g[0][i];
+        }
+        double eg = rel_err(a, b, np), el = fabs((double)loss[1] - loss[0]) / fabs(loss[0]);
+        printf("  %s bf16: %s\n  %s step: loss bf16 %.7f fp32 %.7f (rel %.2e); grads rel "
+               "%.2e\n", type, report, type, loss[1], loss[0], el, eg);
+        CHECK(check_report_kernels(report, "train") >= 1, "%s: report '%s'", type, report);
+        CHECK(el <= 2e-2, "%s loss bf16 %.7g against fp32 %.7g", type, loss[1], loss[0]);
+        CHECK(eg > 0 && eg <= 0.25, "%s gradients differ from fp32 by %.3g", type, eg);
+        free(a);
+        free(b);
+    }
+    free(g[0]);
+    free(g[1]);
+}
+
 /* Under ONEDNN_MAX_CPU_ISA=AVX512_CORE: bf16 refused, fp32 fine. */
 static int refusal(void) {
     char isa[32], err[1024] = "", report[1024];
@@ -489,5 +549,8 @@ int main(int argc, char **argv) {
     pf_dnnl_free(&c16);
     pf_dnnl_free(&c32);
     for (size_t i = 0; i < sizeof nets / sizeof nets[0]; i++) check_model(&nets[i]);
+    check_video("BasicVSR");
+    check_video("BasicVSRPlusPlus");
+    check_video("EDVR");
     return pf_test_end("test_conv_bf16");
 }
