@@ -147,6 +147,13 @@ static int run_layer(pf_dnnl *ctx, const layer_case *lc, const inputs *in, outpu
     CHECK(rc == 0, "%s: setup: %s", lc->name, err);
     if (rc) return -1;
     int sb = c.src_block, db = c.dst_block;
+    /* the bf16 mds map to the blocks of their f32 twins (pf_dnnl_block_of) */
+    if (ctx->force_layout != PF_LAYOUT_ANY)
+        CHECK(sb == pf_layout_block(ctx->force_layout, lc->ic) &&
+                  db == pf_layout_block(ctx->force_layout, lc->oc),
+              "%s: runs on blocks %d -> %d, not the forced layout's", lc->name, sb, db);
+    else
+        CHECK(sb > 0 && db > 0, "%s: blocks %d -> %d", lc->name, sb, db);
     float *src = to_blk(in->src, in->n, lc->ic, in->h, in->w, sb);
     float *dd = to_blk(in->dd, in->n, lc->oc, in->oh, in->ow, db);
     float *ident = to_blk(in->ident, in->n, lc->oc, in->oh, in->ow, db);
