@@ -18,7 +18,7 @@
       - the whole gradient (every parameter, relative L2): 2e-2, and at least 1e-4, which
         shows bf16 ran (an fp32 run gives 0). Measured 1.3e-3 .. 4.2e-3.
       - each parameter-gradient tensor, by name (pf_model_tensor_info): 2e-2, or 16 times its
-        conditioning where that is larger. 2e-2 per tensor is not what bf16 gives: a
+        conditioning where that is larger, but never above 0.5. 2e-2 per tensor is not what bf16 gives: a
         gradient that sums many products of both signs (the convolution before a ReLU,
         PReLU's slopes, SPyNet's, whose fp32 gradient is ill-conditioned already:
         tests/cuda_host/net_cases.h) moves by more than that when its inputs move by bf16's
@@ -29,8 +29,10 @@
         without the bf16 path and bounds what bf16 may do to that tensor: of the 292 tensors
         above 2e-2 here (most of them SPyNet's and EDVR's), bf16 / conditioning is at most
         7.6 (FSRCNN's PReLU slope mid_part.1.weight; RCAN's rcab.0.weight 7.2, every other
-        network 3.1 or less), so 16 leaves room for other kernels (AMX) and still catches an
-        error of the bf16 path itself (a wrong accumulation or layout is O(1)). One line per
+        network 3.1 or less), so 16 leaves room for other kernels (AMX). SPyNet's conditioning
+        reaches 0.57 (16 x: no bound), hence the cap of 0.5, which still fails an error of
+        the bf16 path itself (a wrong accumulation or layout is O(1)); the worst tensor is
+        1.9e-1 (SPyNet's). One line per
         network gives the worst tensor, the count above 2e-2 and the largest ratio.
 
     The loss is MSELoss: L1's gradient sign(pred - gt) jumps where a prediction crosses its GT
@@ -63,6 +65,7 @@
 
 #define TOL_BF16 2e-2  /* bench/gpu/gpu_check.c TOL_LOW (TF32, bf16) */
 #define COND_K 16      /* a gradient tensor's bound over its conditioning (the header) */
+#define COND_CAP 0.5   /* and at most this: an error of the bf16 path itself is O(1) */
 #define BF16_SEEN 1e-4 /* the least whole-gradient error that shows bf16 ran (fp32: 0) */
 /* CLIP_FRAMES: 2 frames run every convolution of BasicVSR and BasicVSR++ (their SPyNet,
    which is most of this test's time, once per direction; BasicVSR++'s second-order inputs
@@ -214,12 +217,13 @@ static void trio_free(trio *t) {
 }
 
 /* The gradients of the trio: each tensor's bf16 error within max(TOL_BF16, COND_K x its
-   conditioning, the error of the bf16-rounded weights' fp32 gradient); the whole gradient's
+   conditioning, the error of the bf16-rounded weights' fp32 gradient), at most COND_CAP; the
+   whole gradient's
    relative L2 error within TOL_BF16 and above BF16_SEEN. */
 static void compare_grads(const trio *t, const char *name, worst_t *grad, int *n_over) {
     const float *gf = pf_model_grads(t->fp), *gb = pf_model_grads(t->bf);
     const float *gr = pf_model_grads(t->rw);
-    double dd = 0, rr = 0, worst_ratio = 0;
+    double dd = 0, rr = 0, worst_ratio = 0, widest = TOL_BF16;
     *n_over = 0;
     for (int i = 0; i < pf_model_num_tensors(t->fp); i++) {
         const pf_param_info *a = pf_model_tensor_info(t->fp, i);
@@ -229,6 +233,8 @@ static void compare_grads(const trio *t, const char *name, worst_t *grad, int *n
         double e = pf_ref_rel_err(gb + a->offset, gf + a->offset, a->numel);
         double cond = pf_ref_rel_err(gr + a->offset, gf + a->offset, a->numel);
         double bound = COND_K * cond > TOL_BF16 ? COND_K * cond : TOL_BF16;
+        if (bound > COND_CAP) bound = COND_CAP;
+        if (bound > widest) widest = bound;
         CHECK(e <= bound, "%s: gradient %s: bf16 %.3e from fp32, bound %.3e (fp32 with "
               "bf16-rounded weights: %.3e)", name, a->name, e, bound, cond);
         if (e > TOL_BF16) {
@@ -245,8 +251,8 @@ static void compare_grads(const trio *t, const char *name, worst_t *grad, int *n
     CHECK(l2 <= TOL_BF16 && l2 >= BF16_SEEN, "%s: whole gradient: bf16 %.3e from fp32 in "
           "relative L2 (bounds %g .. %g)", name, l2, BF16_SEEN, TOL_BF16);
     printf("%-17s gradients: whole %.2e (relative L2); worst tensor %.2e (%s); %d tensors over "
-           "%g, at most %.1f x their conditioning\n", name, l2, grad->err, grad->what, *n_over,
-           TOL_BF16, worst_ratio);
+           "%g, at most %.1f x their conditioning (widest bound %.2g)\n", name, l2, grad->err,
+           grad->what, *n_over, TOL_BF16, worst_ratio, widest);
 }
 
 /* One network: fp32 and bf16 trained and inferred on the same batch, compared. */
