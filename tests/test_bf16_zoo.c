@@ -24,7 +24,7 @@
         tests/cuda_host/net_cases.h) moves by more than that when its inputs move by bf16's
         2^-9. PyTorch's own torch.autocast("cpu", bfloat16) on an EDSR of the same size (16
         features, 2 blocks, x2, 2 x 13 x 11, MSE, three seeds) is 3.7e-2 .. 7.5e-2 from fp32
-        on body.*.conv1.weight in this measure. The conditioning, the same measure between
+        on body.*.conv1.weight in this measure (tests/reference/bf16_autocast_ref.py). The conditioning, the same measure between
         the fp32 gradient and the fp32 gradient with the weights rounded to bf16, is computed
         without the bf16 path and bounds what bf16 may do to that tensor: of the 292 tensors
         above 2e-2 here (most of them SPyNet's and EDVR's), bf16 / conditioning is at most
