@@ -58,10 +58,14 @@ int pf_model_set_precision(pf_model *m, int train, int infer, const char *what, 
                            size_t errlen);
 
 /* One line for the start-up log on what the model's convolutions run: the precision of each
-   plan, the CPU's bf16 unit (pf_dnnl_bf16_isa: "avx512_core_bf16", "avx512_core_amx" or "no
-   bf16 unit") and, for plans already set up, the oneDNN kernels with their counts (e.g.
-   "train bf16 on avx512_core_bf16: 34 convolutions jit_bf16:avx512_core_bf16; eval fp32").
-   Writes at most len bytes (NUL-terminated) into buf and returns buf. */
+   plan ("train", "eval", and "clip" once a video clip network is built), the CPU's bf16 unit
+   (pf_dnnl_bf16_isa: "avx512_core_bf16", "avx512_core_amx"; after a bf16 plan, else at the
+   end: "bf16 unit <unit>" or "no bf16 unit (oneDNN ISA <isa>)") and, for plans already set
+   up, how many convolutions and the oneDNN kernels they run in any direction, each with the
+   number of convolutions running it, e.g. "train bf16 on avx512_core_bf16: 34 convolutions
+   jit_bf16:avx512_core_bf16 (34); eval bf16 on avx512_core_bf16" or "train fp32: 8
+   convolutions jit:avx512_core (2), jit_wino_4x3:avx512_core (6); eval fp32; bf16 unit
+   avx512_core_bf16". Writes at most len bytes (NUL-terminated) into buf and returns buf. */
 char *pf_model_precision_report(const pf_model *m, char *buf, size_t len);
 
 /* A training forward of float input x: n x h x w x C NHWC (C the input tensor's channels; 3 T

@@ -59,21 +59,10 @@
 #include "nn/net.h"
 #include "nn/onnx_export.h"
 #include "tests/pf_test.h"
+#include "tests/pf_test_zoo.h"
 
 static void small_config(pf_config *c, const char *type, int scale) {
-    pf_config_defaults(c);
-    snprintf(c->model_type, sizeof c->model_type, "%s", type);
-    c->scale = scale;
-    c->n_feats = 8;
-    c->n_blocks = 2;
-    c->num_group = 2;
-    c->squeeze_factor = 4;
-    c->num_grow_ch = 4;
-    c->fsrcnn_d = 8;
-    c->fsrcnn_s = 4;
-    c->fsrcnn_m = 2;
-    c->srcnn_channels[1] = 8;
-    c->srcnn_channels[2] = 4;
+    pf_test_zoo_config(c, type, scale, 8);
 }
 
 /* Weights U(-1, 1) / sqrt(fan_in) for conv weights, U(-0.1, 0.1) for 1-d tensors. */

@@ -117,9 +117,10 @@ static inline int pf_conv_rank_cost(int rank) {
     return rank >= 2 ? 0 : rank == 1 ? 4 : rank == 0 ? 64 : 4096;
 }
 
-/* The rank the layer would have if set up with these arguments (as pf_conv_setup), without
-   touching it: descriptors only, no primitives. The blocks it would run on go to *src_out and
-   *dst_out (either may be NULL). -1 when oneDNN cannot build it. For layout planning. */
+/* The rank the layer would have if set up with these arguments (as pf_conv_setup, so at the
+   engine's precision for `training`: bf16 kernels in bf16), without touching it: descriptors
+   only, no primitives. The blocks it would run on go to *src_out and *dst_out (either may be
+   NULL). -1 when oneDNN cannot build it. For layout planning. */
 int pf_conv_probe(const pf_conv *c, pf_dnnl *ctx, int n, int h, int w, int src_block,
                   int dst_block, int training, int need_bwd_data, int *src_out, int *dst_out);
 
