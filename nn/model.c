@@ -91,6 +91,62 @@ int pf_model_set_precision(pf_model *m, int train, int infer, const char *what, 
                                  errlen);
 }
 
+/* Append one plan's part of pf_model_precision_report: "<name> <prec>[ on <unit>]" and, when
+   its convolutions are set up, how many there are and the oneDNN kernels they run (in any
+   direction) with the number of convolutions running each. */
+static void report_plan(char *buf, size_t len, size_t *at, const char *name, pf_precision prec,
+                        const char *unit, const pf_conv *convs, int n) {
+    const char *kern[16];
+    int count[16], nk = 0, built = 0;
+    for (int i = 0; convs && i < n; i++) {
+        if (!convs[i].fwd_pd) continue;
+        built++;
+        const char *dir[3] = { pf_conv_impl(&convs[i]), pf_conv_impl_bwd_data(&convs[i]),
+                               pf_conv_impl_bwd_weights(&convs[i]) };
+        for (int d = 0; d < 3; d++) {
+            int seen = !dir[d][0];      /* not built */
+            for (int e = 0; e < d && !seen; e++) seen = !strcmp(dir[e], dir[d]);
+            if (seen) continue;
+            int k = 0;
+            while (k < nk && strcmp(kern[k], dir[d])) k++;
+            if (k == nk && nk < 16) {
+                kern[nk] = dir[d];
+                count[nk++] = 0;
+            }
+            if (k < nk) count[k]++;
+        }
+    }
+    if (*at >= len) return;
+    *at += (size_t)snprintf(buf + *at, len - *at, "%s%s %s", *at ? "; " : "", name,
+                            pf_precision_name(prec));
+    if (prec == PF_PREC_BF16 && *at < len)
+        *at += (size_t)snprintf(buf + *at, len - *at, " on %s", unit);
+    if (built && *at < len)
+        *at += (size_t)snprintf(buf + *at, len - *at, ": %d convolutions", built);
+    for (int k = 0; k < nk && *at < len; k++)
+        *at += (size_t)snprintf(buf + *at, len - *at, "%s %s (%d)", k ? "," : "", kern[k],
+                                count[k]);
+}
+
+char *pf_model_precision_report(const pf_model *m, char *buf, size_t len) {
+    char isa[32];
+    const char *unit = pf_dnnl_bf16_isa(isa, sizeof isa);
+    size_t at = 0;
+    if (!len) return buf;
+    buf[0] = 0;
+    report_plan(buf, len, &at, "train", m->dnnl.prec_train, unit ? unit : "no bf16 unit",
+                m->train.n ? m->train_conv : NULL, m->net.n_convs);
+    report_plan(buf, len, &at, "eval", m->dnnl.prec_infer, unit ? unit : "no bf16 unit",
+                m->infer.n ? m->infer_conv : NULL, m->net.n_convs);
+    if (m->clip.t)
+        report_plan(buf, len, &at, "clip", m->dnnl.prec_infer, unit ? unit : "no bf16 unit",
+                    m->clip.conv, m->clip.net.n_convs);
+    if (m->dnnl.prec_train != PF_PREC_BF16 && m->dnnl.prec_infer != PF_PREC_BF16 && at < len)
+        snprintf(buf + at, len - at, unit ? "; bf16 unit %s" : "; no bf16 unit (oneDNN ISA %s)",
+                 unit ? unit : isa);
+    return buf;
+}
+
 pf_model *pf_model_new_net(pf_net *net, const char *conv_algorithm, char *err, size_t errlen) {
     pf_model *m = calloc(1, sizeof *m);
     if (!m) {

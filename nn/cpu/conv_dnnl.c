@@ -56,6 +56,8 @@ void pf_conv_free(pf_conv *c) {
     destroy_prim(&c->w_to_fwd);
     destroy_prim(&c->w_to_bwdd);
     destroy_prim(&c->dw_to_user);
+    destroy_prim(&c->src_to_lp);
+    destroy_prim(&c->dst_to_lp);
     destroy_pd(&c->fwd_pd);
     destroy_pd(&c->bwdd_pd);
     destroy_pd(&c->bwdw_pd);
@@ -69,8 +71,23 @@ void pf_conv_free(pf_conv *c) {
     destroy_mem(&c->m_dw);
     destroy_mem(&c->m_dw_user);
     destroy_mem(&c->m_dbias);
+    destroy_mem(&c->m_src_lp);
+    destroy_mem(&c->m_dst_lp);
     c->w_for_bwdd = NULL;
     c->n = c->h = c->w = c->oh = c->ow = 0;
+}
+
+/* bf16 mixed precision (dnnl_ctx.h pf_precision): the convolution reads src / diff_dst and
+   weights as bf16; dst, diff_src, diff_weights and bias stay f32. */
+static int lp(const pf_conv *c) { return c->prec == PF_PREC_BF16; }
+static dnnl_data_type_t lp_dt(const pf_conv *c) { return lp(c) ? dnnl_bf16 : dnnl_f32; }
+
+/* md with another data type, the layout unchanged (oneDNN's blocking strides count elements,
+   so an nChw16c f32 md and its bf16 twin place element (n, c, h, w) at the same index). */
+static dnnl_memory_desc_t with_dt(const dnnl_memory_desc_t *md, dnnl_data_type_t dt) {
+    dnnl_memory_desc_t d = *md;
+    d.data_type = dt;
+    return d;
 }
 
 /* Forward primitive descriptor with algorithm c->algo for the given activation blocks
@@ -89,7 +106,8 @@ static int make_fwd_pd(pf_conv *c, int src_block, int dst_block, int fuse_add, c
     int rc = -1;
     if (pf_dnnl_act_md(&src, c->n, c->ic, c->h, c->w, src_block, err, errlen)) return -1;
     if (pf_dnnl_act_md(&dst, c->n, c->oc, c->oh, c->ow, dst_block, err, errlen)) return -1;
-    CK(dnnl_memory_desc_init_by_tag(&wei, 4, wdims, dnnl_f32, dnnl_format_tag_any),
+    src.data_type = lp_dt(c);
+    CK(dnnl_memory_desc_init_by_tag(&wei, 4, wdims, lp_dt(c), dnnl_format_tag_any),
        "weights memory_desc");
     CK(dnnl_memory_desc_init_by_tag(&bias, 1, bdims, dnnl_f32, dnnl_a), "bias memory_desc");
     CK(dnnl_convolution_forward_desc_init(&cd,
@@ -126,6 +144,14 @@ static const dnnl_memory_desc_t *q_md(dnnl_primitive_desc_t pd, dnnl_query_t wha
     return dnnl_primitive_desc_query_md(pd, what, 0);
 }
 
+/* The activation block of pd's md `what` (pf_dnnl_block_of, which knows f32 mds: a bf16 md
+   maps to the block of its f32 twin). */
+static int block_of(dnnl_primitive_desc_t pd, dnnl_query_t what, int n, int ch, int h, int w,
+                    int prefer) {
+    dnnl_memory_desc_t d = with_dt(q_md(pd, what), dnnl_f32);
+    return pf_dnnl_block_of(&d, n, ch, h, w, prefer);
+}
+
 static const char *impl_of(dnnl_primitive_desc_t pd) {
     const char *s = NULL;
     if (!pd || dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &s) != dnnl_success ||
@@ -144,8 +170,8 @@ static int make_reorder(pf_conv *c, dnnl_primitive_t *p, const dnnl_memory_desc_
     *p = NULL;
     if (dnnl_memory_desc_equal(from, to)) return 0;
     CK(dnnl_reorder_primitive_desc_create(&pd, from, c->ctx->engine, to, c->ctx->engine, NULL),
-       "weights reorder primitive_desc_create");
-    CK(dnnl_primitive_create(p, pd), "weights reorder primitive_create");
+       "reorder primitive_desc_create");
+    CK(dnnl_primitive_create(p, pd), "reorder primitive_create");
     dnnl_primitive_desc_destroy(pd);
     return 0;
 fail:
@@ -160,7 +186,7 @@ fail:
    2.9 ms Winograd, while 64 -> 64 took 8.6 against 4.7 ms (forward, backward-data and
    backward-weights; 32 x 32) and 64 -> 256 at 64 x 64 348 against 180 ms. */
 static int want_winograd(const pf_conv *c) {
-    if (c->k != 3 || c->stride != 1) return 0;
+    if (c->k != 3 || c->stride != 1 || lp(c)) return 0;   /* oneDNN 2.6: no bf16 Winograd */
     switch (c->ctx->conv_algo) {
     case PF_CONV_DIRECT: return 0;
     case PF_CONV_WINOGRAD: return 1;
@@ -198,10 +224,8 @@ static int setup_forward(pf_conv *c, int src_block, int dst_block, char *err, si
             !strstr(impl_of(c->fwd_pd), "wino"))
             return -1;
     }
-    c->src_block = pf_dnnl_block_of(q_md(c->fwd_pd, dnnl_query_src_md), c->n, c->ic, c->h, c->w,
-                                    src_block);
-    c->dst_block = pf_dnnl_block_of(q_md(c->fwd_pd, dnnl_query_dst_md), c->n, c->oc, c->oh,
-                                    c->ow, dst_block);
+    c->src_block = block_of(c->fwd_pd, dnnl_query_src_md, c->n, c->ic, c->h, c->w, src_block);
+    c->dst_block = block_of(c->fwd_pd, dnnl_query_dst_md, c->n, c->oc, c->oh, c->ow, dst_block);
     if (!c->src_block || !c->dst_block) {
         if (wino) return -1;
         c->src_block = c->src_block ? c->src_block : 1;
@@ -212,16 +236,18 @@ static int setup_forward(pf_conv *c, int src_block, int dst_block, char *err, si
 }
 
 /* Backward-data primitive descriptor, sharing the forward's weights layout when oneDNN runs
-   the same kernel on it (then one reorder per step serves both). */
+   the same kernel on it (then one reorder per step serves both). bf16: diff_dst and weights
+   bf16, diff_src f32. */
 static int make_bwdd_pd(pf_conv *c, char *err, size_t errlen) {
-    const dnnl_memory_desc_t *src_md = q_md(c->fwd_pd, dnnl_query_src_md);
-    const dnnl_memory_desc_t *dst_md = q_md(c->fwd_pd, dnnl_query_dst_md);
+    dnnl_memory_desc_t dsrc = with_dt(q_md(c->fwd_pd, dnnl_query_src_md), dnnl_f32);
+    dnnl_memory_desc_t ddst = with_dt(q_md(c->fwd_pd, dnnl_query_dst_md), lp_dt(c));
+    const dnnl_memory_desc_t *src_md = &dsrc, *dst_md = &ddst;
     const dnnl_memory_desc_t *wfwd_md = q_md(c->fwd_pd, dnnl_query_weights_md);
     dnnl_dims_t wdims = { c->oc, c->ic, c->k, c->k };
     dnnl_dims_t strides = { c->stride, c->stride }, pad = { c->pad, c->pad };
     dnnl_convolution_desc_t cd;
     dnnl_memory_desc_t wany;
-    CK(dnnl_memory_desc_init_by_tag(&wany, 4, wdims, dnnl_f32, dnnl_format_tag_any),
+    CK(dnnl_memory_desc_init_by_tag(&wany, 4, wdims, lp_dt(c), dnnl_format_tag_any),
        "weights memory_desc");
     CK(dnnl_convolution_backward_data_desc_init(&cd, c->algo, src_md, &wany, dst_md, strides,
                                                 pad, pad),
@@ -248,18 +274,20 @@ fail:
     return -1;
 }
 
+/* Backward-weights primitive descriptor. bf16: src and diff_dst bf16, diff_weights and
+   diff_bias f32. */
 static int make_bwdw_pd(pf_conv *c, char *err, size_t errlen) {
     dnnl_dims_t wdims = { c->oc, c->ic, c->k, c->k }, bdims = { c->oc };
     dnnl_dims_t strides = { c->stride, c->stride }, pad = { c->pad, c->pad };
     dnnl_convolution_desc_t cd;
     dnnl_memory_desc_t wany, bias_md;
+    dnnl_memory_desc_t ddst = with_dt(q_md(c->fwd_pd, dnnl_query_dst_md), lp_dt(c));
     CK(dnnl_memory_desc_init_by_tag(&wany, 4, wdims, dnnl_f32, dnnl_format_tag_any),
        "weights memory_desc");
     CK(dnnl_memory_desc_init_by_tag(&bias_md, 1, bdims, dnnl_f32, dnnl_a), "bias memory_desc");
     CK(dnnl_convolution_backward_weights_desc_init(&cd, c->algo,
                                                    q_md(c->fwd_pd, dnnl_query_src_md), &wany,
-                                                   c->bias ? &bias_md : NULL,
-                                                   q_md(c->fwd_pd, dnnl_query_dst_md),
+                                                   c->bias ? &bias_md : NULL, &ddst,
                                                    strides, pad, pad),
        "dnnl_convolution_backward_weights_desc_init");
     CK(dnnl_primitive_desc_create(&c->bwdw_pd, &cd, NULL, c->ctx->engine, c->fwd_pd),
@@ -286,8 +314,11 @@ static int make_pds(pf_conv *c, int src_block, int dst_block, char *err, size_t 
 /* The primitives, memory handles and weight reorders of the descriptors make_pds built. */
 static int materialize(pf_conv *c, char *err, size_t errlen) {
     pf_dnnl *ctx = c->ctx;
-    const dnnl_memory_desc_t *src_md = q_md(c->fwd_pd, dnnl_query_src_md);
+    const dnnl_memory_desc_t *lp_src_md = q_md(c->fwd_pd, dnnl_query_src_md);
     const dnnl_memory_desc_t *dst_md = q_md(c->fwd_pd, dnnl_query_dst_md);
+    dnnl_memory_desc_t src_f32 = with_dt(lp_src_md, dnnl_f32);
+    dnnl_memory_desc_t dst_lp = with_dt(dst_md, dnnl_bf16);
+    const dnnl_memory_desc_t *src_md = &src_f32;     /* the caller's float tensors */
     const dnnl_memory_desc_t *wfwd_md = q_md(c->fwd_pd, dnnl_query_weights_md);
     dnnl_memory_desc_t user_w_md, bias_md;
     dnnl_dims_t wdims = { c->oc, c->ic, c->k, c->k }, bdims = { c->oc };
@@ -303,6 +334,24 @@ static int materialize(pf_conv *c, char *err, size_t errlen) {
        "memory_create");
     CK(dnnl_memory_create(&c->m_bias, &bias_md, ctx->engine, DNNL_MEMORY_NONE),
        "memory_create");
+    if (lp(c)) {
+        /* src (forward, backward-weights) and diff_dst (both backward directions) are rounded
+           to bf16 by oneDNN reorders (round to nearest even) into the engine's scratch */
+        CK(dnnl_memory_create(&c->m_src_lp, lp_src_md, ctx->engine, DNNL_MEMORY_NONE),
+           "memory_create");
+        if (make_reorder(c, &c->src_to_lp, src_md, lp_src_md, err, errlen) ||
+            pf_dnnl_scratch(&ctx->bf16_src, &ctx->bf16_src_len,
+                            dnnl_memory_desc_get_size(lp_src_md), c->name, err, errlen))
+            goto fail;
+        if (c->training) {
+            CK(dnnl_memory_create(&c->m_dst_lp, &dst_lp, ctx->engine, DNNL_MEMORY_NONE),
+               "memory_create");
+            if (make_reorder(c, &c->dst_to_lp, dst_md, &dst_lp, err, errlen) ||
+                pf_dnnl_scratch(&ctx->bf16_dst, &ctx->bf16_dst_len,
+                                dnnl_memory_desc_get_size(&dst_lp), c->name, err, errlen))
+                goto fail;
+        }
+    }
     if (make_reorder(c, &c->w_to_fwd, &user_w_md, wfwd_md, err, errlen)) goto fail;
     if (c->w_to_fwd)
         CK(dnnl_memory_create(&c->m_w_fwd, wfwd_md, ctx->engine, DNNL_MEMORY_ALLOCATE),
@@ -354,6 +403,7 @@ static int choose(pf_conv *c, pf_dnnl *ctx, int n, int h, int w, int src_block, 
         return -1;
     }
     c->ctx = ctx;
+    c->prec = training ? ctx->prec_train : ctx->prec_infer;
     for (int wino = want_winograd(c); wino >= 0; wino--) {
         pf_conv_free(c);
         c->n = n;
@@ -380,7 +430,7 @@ int pf_conv_setup(pf_conv *c, pf_dnnl *ctx, int n, int h, int w, int src_block, 
        than `any` resolving to the same layout) */
     if (c->fwd && c->n == n && c->h == h && c->w == w && c->training == training &&
         c->need_bwd_data == (training && need_bwd_data) && fs == c->req_src &&
-        fd == c->req_dst)
+        fd == c->req_dst && c->prec == (training ? ctx->prec_train : ctx->prec_infer))
         return 0;
     if (choose(c, ctx, n, h, w, src_block, dst_block, training, need_bwd_data, err, errlen))
         return -1;
@@ -445,6 +495,26 @@ static int set_handle(pf_conv *c, dnnl_memory_t m, const void *p, char *err, siz
                          "memory_set_data_handle", err, errlen);
 }
 
+/* The memory a direction reads a tensor from: `user` (f32, its handle already set), or in
+   bf16 that tensor rounded by `prim` into `lpm` on the engine's scratch `buf` (src: to_lp
+   src_to_lp, m_src_lp, bf16_src; diff_dst: dst_to_lp, m_dst_lp, bf16_dst). NULL on failure
+   (err set). */
+static dnnl_memory_t to_lp(pf_conv *c, dnnl_memory_t user, dnnl_primitive_t prim,
+                           dnnl_memory_t lpm, void *buf, char *err, size_t errlen) {
+    if (!lp(c)) return user;
+    dnnl_exec_arg_t a[2] = { { DNNL_ARG_FROM, user }, { DNNL_ARG_TO, lpm } };
+    if (set_handle(c, lpm, buf, err, errlen) ||
+        run(c, prim, 2, a, "f32 to bf16 reorder", err, errlen))
+        return NULL;
+    return lpm;
+}
+static dnnl_memory_t src_in(pf_conv *c, char *err, size_t errlen) {
+    return to_lp(c, c->m_src, c->src_to_lp, c->m_src_lp, c->ctx->bf16_src, err, errlen);
+}
+static dnnl_memory_t ddst_in(pf_conv *c, char *err, size_t errlen) {
+    return to_lp(c, c->m_dst, c->dst_to_lp, c->m_dst_lp, c->ctx->bf16_dst, err, errlen);
+}
+
 int pf_conv_set_weights(pf_conv *c, const float *w_oihw, const float *bias, char *err,
                         size_t errlen) {
     if (!c->fwd) {
@@ -462,8 +532,10 @@ int pf_conv_set_weights(pf_conv *c, const float *w_oihw, const float *bias, char
 int pf_conv_forward(pf_conv *c, const float *src, float *dst, char *err, size_t errlen) {
     if (set_handle(c, c->m_src, src, err, errlen) || set_handle(c, c->m_dst, dst, err, errlen))
         return -1;
+    dnnl_memory_t s = src_in(c, err, errlen);
+    if (!s) return -1;
     dnnl_exec_arg_t a[4] = {    /* the bias last: left out without one */
-        { DNNL_ARG_SRC, c->m_src },
+        { DNNL_ARG_SRC, s },
         { DNNL_ARG_WEIGHTS, c->w_to_fwd ? c->m_w_fwd : c->m_w_user },
         { DNNL_ARG_DST, c->m_dst },
         { DNNL_ARG_BIAS, c->m_bias },
@@ -511,9 +583,11 @@ int pf_conv_forward_residual(pf_conv *c, const float *src, const float *identity
     if (set_handle(c, c->m_src, src, err, errlen) || set_handle(c, c->m_dst, dst, err, errlen) ||
         set_handle(c, c->m_identity, identity, err, errlen))
         return -1;
+    dnnl_memory_t s = src_in(c, err, errlen);
+    if (!s) return -1;
     int binary_idx = c->add_scale != 1.0f ? 1 : 0; /* position of the add in the chain */
     dnnl_exec_arg_t a[5] = {    /* the bias last: left out without one */
-        { DNNL_ARG_SRC, c->m_src },
+        { DNNL_ARG_SRC, s },
         { DNNL_ARG_WEIGHTS, c->w_to_fwd ? c->m_w_fwd : c->m_w_user },
         { DNNL_ARG_DST, c->m_dst },
         { DNNL_ARG_ATTR_MULTIPLE_POST_OP(binary_idx) | DNNL_ARG_SRC_1, c->m_identity },
@@ -528,13 +602,14 @@ int pf_conv_backward_data(pf_conv *c, const float *diff_dst, float *diff_src, ch
         snprintf(err, errlen, "%s: backward-data primitive not built", c->name);
         return -1;
     }
-    /* m_dst / m_src share the diff tensors' descriptors (same shape and layout). */
+    /* m_dst / m_src (f32) share the diff tensors' descriptors (same shape and layout). */
     if (set_handle(c, c->m_dst, diff_dst, err, errlen) ||
         set_handle(c, c->m_src, diff_src, err, errlen))
         return -1;
-    dnnl_memory_t w = c->w_for_bwdd;
+    dnnl_memory_t w = c->w_for_bwdd, dd = ddst_in(c, err, errlen);
+    if (!dd) return -1;
     dnnl_exec_arg_t a[3] = {
-        { DNNL_ARG_DIFF_DST, c->m_dst },
+        { DNNL_ARG_DIFF_DST, dd },
         { DNNL_ARG_WEIGHTS, w },
         { DNNL_ARG_DIFF_SRC, c->m_src },
     };
@@ -552,9 +627,11 @@ int pf_conv_backward_weights(pf_conv *c, const float *src, const float *diff_dst
         set_handle(c, c->m_dw_user, dw, err, errlen) ||
         (c->bias && set_handle(c, c->m_dbias, db, err, errlen)))
         return -1;
+    dnnl_memory_t s = src_in(c, err, errlen), dd = s ? ddst_in(c, err, errlen) : NULL;
+    if (!dd) return -1;
     dnnl_exec_arg_t a[4] = {    /* the bias last: left out without one */
-        { DNNL_ARG_SRC, c->m_src },
-        { DNNL_ARG_DIFF_DST, c->m_dst },
+        { DNNL_ARG_SRC, s },
+        { DNNL_ARG_DIFF_DST, dd },
         { DNNL_ARG_DIFF_WEIGHTS, c->dw_to_user ? c->m_dw : c->m_dw_user },
         { DNNL_ARG_DIFF_BIAS, c->m_dbias },
     };

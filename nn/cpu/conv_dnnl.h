@@ -22,6 +22,15 @@
     convolution: outputs and gradients differ by about 1e-6 relative (docs/nn.md). oneDNN's
     Winograd takes no binary post-op and no LeakyReLU, so its residual layers add the identity
     and its LeakyReLU layers apply the activation apart (in C, after the primitive).
+
+    Precision (dnnl_ctx.h pf_precision): a layer set up for training runs the engine's
+    prec_train, one for inference prec_infer. In bf16 (torch.autocast("cpu", bfloat16)) the
+    primitives read src / diff_dst and weights as bf16 and write dst, diff_src, diff_weights
+    and diff_bias as f32 (bias f32), accumulating in f32: callers still pass floats in the
+    same layouts, and the layer rounds src and diff_dst to bf16 with oneDNN reorders (round to
+    nearest even; same layout) into the engine's scratch before each primitive, and its OIHW
+    weights straight into the primitives' bf16 layouts in pf_conv_set_weights. bf16 layers are
+    always direct (oneDNN 2.6 has no bf16 Winograd); post-ops as in fp32.
 */
 #ifndef PF_CONV_DNNL_H
 #define PF_CONV_DNNL_H
@@ -51,6 +60,7 @@ typedef struct {
                                    nn/cpu/dnnl_ctx.h) */
     int req_src, req_dst;       /* the blocks asked for (-1: any) when they were built */
     dnnl_alg_kind_t algo;       /* dnnl_convolution_direct or dnnl_convolution_winograd */
+    pf_precision prec;          /* the engine's prec_train or prec_infer (by `training`) */
     pf_dnnl *ctx;
     dnnl_primitive_desc_t fwd_pd, bwdd_pd, bwdw_pd;
     dnnl_primitive_t fwd, bwdd, bwdw;
@@ -63,6 +73,10 @@ typedef struct {
                                            reads (not owned) */
     dnnl_memory_t m_dw, m_dw_user;      /* diff weights: primitive layout (owned), OIHW */
     dnnl_memory_t m_dbias;              /* diff bias into the flat gradient buffer */
+    /* bf16 only: the f32 -> bf16 conversions of src and of diff_dst (same layout) and their
+       bf16 tensors, which live in the engine's scratch (pf_dnnl.bf16_src / bf16_dst) */
+    dnnl_primitive_t src_to_lp, dst_to_lp;
+    dnnl_memory_t m_src_lp, m_dst_lp;
 } pf_conv;
 
 /* Describe the layer; builds nothing. */

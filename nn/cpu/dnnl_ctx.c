@@ -2,6 +2,7 @@
     dnnl_ctx.h). */
 #include "nn/cpu/dnnl_ctx.h"
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <dnnl_debug.h>
 
@@ -18,6 +19,8 @@ int pf_dnnl_init(pf_dnnl *ctx, char *err, size_t errlen) {
     ctx->conv_algo = PF_CONV_AUTO;
     ctx->force_layout = PF_LAYOUT_ANY;
     ctx->prec_train = ctx->prec_infer = PF_PREC_FP32;
+    ctx->bf16_src = ctx->bf16_dst = NULL;
+    ctx->bf16_src_len = ctx->bf16_dst_len = 0;
     if (pf_dnnl_check(dnnl_engine_create(&ctx->engine, dnnl_cpu, 0), "cpu backend",
                       "dnnl_engine_create", err, errlen))
         return -1;
@@ -77,7 +80,25 @@ int pf_dnnl_set_precision(pf_dnnl *ctx, pf_precision train, pf_precision infer,
     return 0;
 }
 
+int pf_dnnl_scratch(void **buf, size_t *len, size_t bytes, const char *what, char *err,
+                    size_t errlen) {
+    if (bytes <= *len) return 0;
+    void *p = NULL;
+    if (posix_memalign(&p, 64, bytes)) {
+        snprintf(err, errlen, "%s: out of memory for %zu bytes of bf16 scratch", what, bytes);
+        return -1;
+    }
+    free(*buf);
+    *buf = p;
+    *len = bytes;
+    return 0;
+}
+
 void pf_dnnl_free(pf_dnnl *ctx) {
+    free(ctx->bf16_src);
+    free(ctx->bf16_dst);
+    ctx->bf16_src = ctx->bf16_dst = NULL;
+    ctx->bf16_src_len = ctx->bf16_dst_len = 0;
     if (ctx->stream) dnnl_stream_destroy(ctx->stream);
     if (ctx->engine) dnnl_engine_destroy(ctx->engine);
     ctx->stream = NULL;

@@ -59,7 +59,17 @@ typedef struct {
     pf_layout force_layout;     /* PF_LAYOUT_ANY, or the layout of every activation */
     pf_precision prec_train;    /* convolutions set up for training (PF_PREC_FP32) */
     pf_precision prec_infer;    /* convolutions set up for inference (PF_PREC_FP32) */
+    /* bf16 convolutions' scratch: their input and their output gradient rounded to bf16
+       (one layer runs at a time), grown by pf_dnnl_scratch as layers are set up */
+    void *bf16_src, *bf16_dst;
+    size_t bf16_src_len, bf16_dst_len;
 } pf_dnnl;
+
+/* Grow the scratch *buf (of *len bytes; the engine's bf16_src or bf16_dst) to at least bytes,
+   64-byte aligned. Layers set their memory handles on it at every call, so growing it after
+   they were built is safe. 0, or -1 with err naming `what`. */
+int pf_dnnl_scratch(void **buf, size_t *len, size_t bytes, const char *what, char *err,
+                    size_t errlen);
 
 /* "fp32" -> PF_PREC_FP32, "bf16" -> PF_PREC_BF16; 0, or -1 for anything else. */
 int pf_precision_parse(const char *s, pf_precision *out);
