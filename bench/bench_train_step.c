@@ -62,10 +62,6 @@
 #include "nn/net.h"
 #include "nn/optim.h"
 
-/* Implemented with the bf16 convolution path (branch i43-bf16-conv); weak until that is
-   merged, so that this bench builds on main: without it the report says so. */
-#pragma weak pf_model_precision_report
-
 typedef struct {
     const char *name;
     const char *model_type;
@@ -223,8 +219,7 @@ static int bench(const bench_case *case_, int warmup, int steps, int mark, int s
         printf(", peak RSS %.0f MiB\n", (double)ru.ru_maxrss / 1024.0);
         char rep[512];
         printf("%s precision %s: %s\n", k->name, pf_precision_name(prec),
-               pf_model_precision_report ? pf_model_precision_report(m, rep, sizeof rep)
-               : "(no pf_model_precision_report in this build)");
+               pf_model_precision_report(m, rep, sizeof rep));
         pf_graph_profile_print(stdout);     /* PF_GRAPH_PROFILE=1: time per op */
     }
     free(t);
