@@ -30,7 +30,25 @@
     benchmark scripts' smoke runs (ctest bench_smoke.*): the same code paths, no timing worth
     reading.
 
+    --precision fp32|bf16 (default fp32): the convolutions' precision, training and inference
+    plans alike (pf_model_set_precision before the first step; bf16 = torch.autocast("cpu",
+    dtype=torch.bfloat16) for convolutions, issue 43). Each case prints one line
+    "CASE precision P: REPORT" (pf_model_precision_report after the timed steps) after its
+    result line. bf16 where
+    oneDNN has no bf16 unit (pf_dnnl_bf16_isa NULL, e.g. ONEDNN_MAX_CPU_ISA=AVX512_CORE): the
+    message "... no bf16 unit ..." on stderr and exit 77, nothing run (bench/train_step_bf16.sh
+    and ctest bench_smoke.train_step_bf16 read it as skipped). --isa 1 prints one line
+    "oneDNN ISA I, bf16 unit U" (pf_dnnl_bf16_isa; U "none" without one) and exits 0.
+
+    Each result line also gives "conv G GFLOP/step": the convolution FLOPs of one step at the
+    case's sizes, counted from the network's description (every PF_G_CONV node: 2 N OC IC K K
+    OH OW, a multiply and an add per weight tap and output element; bias, activations and the
+    other ops not counted), 3 x forward for a training step (forward, backward-data,
+    backward-weights; also where the first layer skips backward-data), 1 x for inference.
+    Image networks only (the video cases print no count).
+
     usage: bench_train_step [--steps N] [--warmup W] [--only CASE] [--mark 1] [--smoke 1]
+                            [--precision fp32|bf16] [--isa 1]
 */
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,8 +56,10 @@
 #include <sys/resource.h>
 #include <time.h>
 #include "common/rng.h"
+#include "nn/cpu/dnnl_ctx.h"
 #include "nn/graph.h"
 #include "nn/model.h"
+#include "nn/net.h"
 #include "nn/optim.h"
 
 typedef struct {
@@ -103,7 +123,24 @@ static void case_cfg(pf_config *c, const bench_case *k) {
     }
 }
 
-static int bench(const bench_case *case_, int warmup, int steps, int mark, int smoke) {
+/* Convolution FLOPs of one forward of net at batch n, LQ h x w (see the header: PF_G_CONV
+   nodes only), or -1 when a size cannot be planned. */
+static double conv_flops(const pf_net *net, int n, int h, int w) {
+    double f = 0.0;
+    for (int i = 0; i < net->n_node; i++) {
+        const pf_gnode *g = &net->node[i];
+        if (g->op != PF_G_CONV) continue;
+        const pf_nconv *l = &net->conv[g->conv];
+        int oh, ow;
+        char err[256];
+        if (pf_net_tensor_size(net, g->out, h, w, &oh, &ow, err, sizeof err)) return -1.0;
+        f += 2.0 * n * l->oc * l->ic * l->k * l->k * (double)oh * ow;
+    }
+    return f;
+}
+
+static int bench(const bench_case *case_, int warmup, int steps, int mark, int smoke,
+                 pf_precision prec) {
     bench_case tiny = *case_, *k = &tiny;
     if (smoke) {
         tiny.batch = 1 + !tiny.infer;
@@ -118,6 +155,11 @@ static int bench(const bench_case *case_, int warmup, int steps, int mark, int s
         return -1;
     }
     pf_model_init(m, 0);
+    if (pf_model_set_precision(m, prec, prec, "bench_train_step --precision", err, sizeof err)) {
+        fprintf(stderr, "%s: %s\n", k->name, err);
+        pf_model_destroy(&m);
+        return -1;
+    }
     pf_adam adam;
     if (pf_adam_init(&adam, pf_model_num_params(m), cfg.betas[0], cfg.betas[1], cfg.eps,
                      cfg.weight_decay)) {
@@ -172,7 +214,12 @@ static int bench(const bench_case *case_, int warmup, int steps, int mark, int s
         struct rusage ru;
         getrusage(RUSAGE_SELF, &ru);
         if (!k->infer) printf(", last loss %.4f", loss);
+        double fl = k->frames ? -1.0 : conv_flops(pf_model_net(m), k->batch, p, p);
+        if (fl >= 0) printf(", conv %.3f GFLOP/step", 1e-9 * fl * (k->infer ? 1 : 3));
         printf(", peak RSS %.0f MiB\n", (double)ru.ru_maxrss / 1024.0);
+        char rep[512];
+        printf("%s precision %s: %s\n", k->name, pf_precision_name(prec),
+               pf_model_precision_report(m, rep, sizeof rep));
         pf_graph_profile_print(stdout);     /* PF_GRAPH_PROFILE=1: time per op */
     }
     free(t);
@@ -185,8 +232,8 @@ static int bench(const bench_case *case_, int warmup, int steps, int mark, int s
 }
 
 int main(int argc, char **argv) {
-    int steps = 10, warmup = 3, mark = 0, smoke = 0;
-    const char *only = "";
+    int steps = 10, warmup = 3, mark = 0, smoke = 0, print_isa = 0;
+    const char *only = "", *precision = "fp32";
     int bad = argc % 2 == 0;
     for (int i = 1; !bad && i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--steps")) steps = atoi(argv[i + 1]);
@@ -194,22 +241,38 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--only")) only = argv[i + 1];
         else if (!strcmp(argv[i], "--mark")) mark = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--smoke")) smoke = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--precision")) precision = argv[i + 1];
+        else if (!strcmp(argv[i], "--isa")) print_isa = atoi(argv[i + 1]);
         else bad = 1;
     }
     int found = !*only;
     for (int i = 0; i < N_CASES; i++) found |= !strcmp(only, CASES[i].name);
+    pf_precision prec = PF_PREC_FP32;
+    bad |= pf_precision_parse(precision, &prec) != 0;
     if (bad || !found) {
         fprintf(stderr, "usage: %s [--steps N] [--warmup W] [--only CASE] [--mark 1] "
-                "[--smoke 1]\ncases:",
+                "[--smoke 1] [--precision fp32|bf16] [--isa 1]\ncases:",
                 argv[0]);
         for (int i = 0; i < N_CASES; i++) fprintf(stderr, " %s", CASES[i].name);
         fprintf(stderr, "\n");
         return 2;
     }
+    char isa[32];
+    if (print_isa) {
+        const char *unit = pf_dnnl_bf16_isa(isa, sizeof isa);
+        printf("oneDNN ISA %s, bf16 unit %s\n", isa, unit ? unit : "none");
+        return 0;
+    }
+    if (prec == PF_PREC_BF16 && !pf_dnnl_bf16_isa(isa, sizeof isa)) {
+        fprintf(stderr, "%s: --precision bf16: no bf16 unit: oneDNN's ISA here is %s (bf16 "
+                "needs AVX512_BF16 or AMX; it is refused, never emulated)\n", argv[0], isa);
+        return 77;
+    }
     if (steps < 1) steps = 1;
     if (warmup < 0) warmup = 0;
     int rc = 0;
     for (int i = 0; i < N_CASES; i++)
-        if (!*only || !strcmp(only, CASES[i].name)) rc |= bench(&CASES[i], warmup, steps, mark, smoke);
+        if (!*only || !strcmp(only, CASES[i].name))
+            rc |= bench(&CASES[i], warmup, steps, mark, smoke, prec);
     return rc ? 1 : 0;
 }

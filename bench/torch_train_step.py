@@ -5,8 +5,20 @@ NHWC converted to float NCHW / 255 inside the step as PixFlow does, and seconds 
 whole-image inference (model.eval(), torch.inference_mode()). Networks are the BasicSR
 re-implementations of tests/reference/zoo_archs.py. Median of --steps after --warmup.
 
+--bf16: each step's forward (and the loss) under torch.autocast("cpu", dtype=torch.bfloat16),
+the mixed precision PixFlow's --precision bf16 stands against (issue 43): convolutions in bf16,
+the loss in fp32 (the output cast to float before F.l1_loss, what autocast's fp32 list does
+for l1_loss), backward and Adam outside autocast on the fp32 master weights; inference likewise
+(its output cast to float). Unlike PixFlow's, autocast's convolutions return bf16 tensors, so
+the element-wise ops between them run in bf16 too.
+
+--flops: before the steps, one extra untimed forward (torch.no_grad) with a hook on every
+nn.Conv2d counts 2 N OC (IC / groups) K K OH OW, and the result line gets "conv G GFLOP/step"
+(3 x forward for training), the count bench_train_step prints from PixFlow's description, for
+bench/train_step/bf16.sh --smoke to compare.
+
 usage: /usr/bin/python3 bench/torch_train_step.py [--threads T] [--steps N] [--warmup W]
-                                                   [--only CASE]
+                                                   [--only CASE] [--bf16] [--flops]
 """
 import argparse
 import os
@@ -36,7 +48,25 @@ def to_input(u8):
     return u8.permute(0, 3, 1, 2).float() / 255.0
 
 
-def bench(name, warmup, steps, smoke=False):
+def conv_flops(net, x):
+    """Convolution FLOPs of one forward of net on x (nn.Conv2d modules: 2 N OC IC/g K K OH OW)."""
+    total = [0]
+
+    def hook(mod, inp, out):
+        kh, kw = mod.kernel_size
+        n, oc, oh, ow = out.shape
+        total[0] += 2 * n * oc * (mod.in_channels // mod.groups) * kh * kw * oh * ow
+
+    hooks = [m.register_forward_hook(hook) for m in net.modules()
+             if isinstance(m, torch.nn.Conv2d)]
+    with torch.no_grad():
+        net(x)
+    for h in hooks:
+        h.remove()
+    return total[0]
+
+
+def bench(name, warmup, steps, smoke=False, bf16=False, flops=False):
     model_type, scale, hp, batch, patch, infer = CASES[name]
     if smoke:   # bench_train_step --smoke 1's sizes
         batch, patch = (1, 16) if infer else (2, 8)
@@ -51,16 +81,22 @@ def bench(name, warmup, steps, smoke=False):
         net.eval()
     else:
         opt = torch.optim.Adam(net.parameters(), lr=1e-4, betas=(0.9, 0.999), eps=1e-8)
+    gflop = ""
+    if flops:
+        f = conv_flops(net, to_input(lq)) * (1 if infer else 3)
+        gflop = ", conv %.3f GFLOP/step" % (1e-9 * f)
+    cast = torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16)
     times = []
     loss = None
     for i in range(warmup + steps):
         t0 = time.perf_counter()
         if infer:
-            with torch.inference_mode():
-                out = net(to_input(lq)).permute(0, 2, 3, 1).contiguous()  # HWC, as PixFlow's
+            with torch.inference_mode(), cast:
+                out = net(to_input(lq)).float().permute(0, 2, 3, 1).contiguous()  # HWC
         else:
             opt.zero_grad()
-            loss = F.l1_loss(net(to_input(lq)), to_input(gt))
+            with cast:
+                loss = F.l1_loss(net(to_input(lq)).float(), to_input(gt))
             loss.backward()
             opt.step()
         if i >= warmup:
@@ -68,11 +104,12 @@ def bench(name, warmup, steps, smoke=False):
     times.sort()
     median = (times[(steps - 1) // 2] + times[steps // 2]) / 2
     n_params = sum(p.numel() for p in net.parameters())
-    print("%-13s torch %s %s x%d %s batch %d patch %d: %d params, median %.4f s/step "
-          "(min %.4f, max %.4f, %d steps)%s"
+    print("%-13s torch %s %s x%d %s batch %d patch %d%s: %d params, median %.4f s/step "
+          "(min %.4f, max %.4f, %d steps)%s%s"
           % (name, model_type, " ".join("%s %s" % kv for kv in hp.items()), scale,
-             "infer" if infer else "train", batch, patch, n_params, median,
-             times[0], times[-1], steps, "" if infer else ", last loss %.4f" % loss.item()))
+             "infer" if infer else "train", batch, patch, " bf16 autocast" if bf16 else "",
+             n_params, median, times[0], times[-1], steps,
+             "" if infer else ", last loss %.4f" % loss.item(), gflop))
 
 
 def main():
@@ -83,12 +120,16 @@ def main():
     ap.add_argument("--only", default="", choices=[""] + list(CASES))
     ap.add_argument("--smoke", action="store_true",
                     help="batch 2, LQ patch 8 (inference: 16 x 16), for smoke runs")
+    ap.add_argument("--bf16", action="store_true",
+                    help='forward and loss under torch.autocast("cpu", dtype=torch.bfloat16)')
+    ap.add_argument("--flops", action="store_true",
+                    help="count the convolution FLOPs (one extra untimed forward)")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     print("torch %s, %d threads" % (torch.__version__, torch.get_num_threads()))
     for name in CASES:
         if not a.only or a.only == name:
-            bench(name, a.warmup, max(1, a.steps), a.smoke)
+            bench(name, a.warmup, max(1, a.steps), a.smoke, a.bf16, a.flops)
 
 
 if __name__ == "__main__":
