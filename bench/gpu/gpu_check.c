@@ -66,6 +66,9 @@
 
 #define TOL_FP32 1e-4
 #define TOL_LOW 2e-2 /* TF32, bf16 */
+/* bf16 networks' gradients against the CPU's fp32: exact autocast semantics are up to 11% from
+   fp32 on these small networks (tests/reference/bf16_conv_grad_ref.py) */
+#define TOL_BF16_GRAD 0.2
 
 static int g_failures, g_checks;
 static char g_err[1024];
@@ -1440,7 +1443,7 @@ static void check_network(const char *label, const pf_config *cfg, int n, int h,
         const pf_param_info *t = pf_model_tensor_info(cpu, i);
         snprintf(op, sizeof op, "net grad %s%s", t->name, ties ? " (L1 near-ties)" : "");
         report(op, shape, max_rel_err(grads + t->offset, ref + t->offset, t->numel),
-               pf_grad_tol(t->name, tol));   /* SPyNet's: tests/cuda_host/net_cases.h */
+               pf_grad_tol(t->name, math == 2 ? TOL_BF16_GRAD : tol));   /* net_cases.h */
     }
     if (ties) printf("# %s: %d predictions within 1e-5 of their GT value (L1 sign)\n", shape,
                      ties);
@@ -1508,7 +1511,18 @@ static void check_network(const char *label, const pf_config *cfg, int n, int h,
             }
             double e = worst_tensor_err(cpu, params, pf_model_params(cpu), &worst);
             snprintf(op, sizeof op, "net %s x3 params (%s)", T > 1 ? "sgd" : "adam", worst);
-            report(op, shape, e, tol);
+            if (math == 2) {   /* bf16: max |diff| within 6 lr (a near-zero gradient may take
+                                  the other sign; Adam moves a parameter about lr a step) */
+                e = 0;
+                for (size_t i = 0; i < np; i++) {
+                    double d = fabs((double)params[i] - pf_model_params(cpu)[i]);
+                    if (!(d <= e)) e = d;
+                }
+                snprintf(op, sizeof op, "net adam x3 params max |diff|");
+                report(op, shape, e, 6.0 * lr);
+            } else {
+                report(op, shape, e, tol);
+            }
             report("net adam x3 loss (step 3)", shape,
                    fabs((double)loss_gpu - loss_cpu) / fabs((double)loss_cpu), tol);
         }
