@@ -1,7 +1,7 @@
 /*  ops — PixFlow's own CUDA kernels: everything a super-resolution training step needs besides
     the convolutions (nn/cuda/conv_cudnn.h): the uint8 -> float input conversion, ReLU, the
     residual add, the EDSR mean shift, pixel shuffle, L1 / MSE loss with a deterministic
-    reduction, Adam over a flat buffer and an fp32 -> bf16 copy.
+    reduction, Adam over a flat buffer and the fp32 <-> bf16 casts of the bf16 convolutions.
 
     Conventions (all functions):
     - Pointers are device pointers unless a parameter says "host". Activations are N x C x H x W
