@@ -104,7 +104,7 @@ if [ -z "$CHECK" ] && [ -z "${PF_CARRIED_ONLY:-}" ]; then
   log "## fallback: gpu_check with nvcc alone"
   mkdir -p build-gpu-nvcc && rm -f build-gpu-nvcc/gpu_check
   if nvcc -O2 -I. -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \
-      nn/cuda/ops.cu nn/cuda/conv_cudnn.c nn/cuda/dcn_cuda.c nn/cuda/linear_cuda.c nn/optim.c bench/gpu/gpu_check.c tests/cuda_host/ref_ops.c \
+      nn/cuda/ops.cu nn/cuda/conv_cudnn.c nn/cuda/conv_bf16.c nn/cuda/dcn_cuda.c nn/cuda/linear_cuda.c nn/optim.c bench/gpu/gpu_check.c tests/cuda_host/ref_ops.c \
       -L/usr/local/cuda/lib64 -lcudnn -lcublas -Xlinker -rpath=/usr/local/cuda/lib64 \
       -o build-gpu-nvcc/gpu_check 2>&1 | tee -a "$LOG"; then
     [ -x build-gpu-nvcc/gpu_check ] && CHECK=build-gpu-nvcc/gpu_check

@@ -122,17 +122,21 @@ static void destroy_descriptors(pf_cuconv *c) {
     if (c->src_desc) cudnnDestroyTensorDescriptor(c->src_desc);
     if (c->dst_desc) cudnnDestroyTensorDescriptor(c->dst_desc);
     if (c->bias_desc) cudnnDestroyTensorDescriptor(c->bias_desc);
+    if (c->out_desc) cudnnDestroyTensorDescriptor(c->out_desc);
     if (c->w_desc) cudnnDestroyFilterDescriptor(c->w_desc);
     if (c->fwd_conv) cudnnDestroyConvolutionDescriptor(c->fwd_conv);
     if (c->bwdd_conv) cudnnDestroyConvolutionDescriptor(c->bwdd_conv);
     if (c->bwdf_conv) cudnnDestroyConvolutionDescriptor(c->bwdf_conv);
-    c->src_desc = c->dst_desc = c->bias_desc = NULL;
+    c->src_desc = c->dst_desc = c->bias_desc = c->out_desc = NULL;
     c->w_desc = NULL;
     c->fwd_conv = c->bwdd_conv = c->bwdf_conv = NULL;
     c->n = c->h = c->w = 0;
 }
 
-void pf_cuconv_free(pf_cuconv *c) { destroy_descriptors(c); }
+void pf_cuconv_free(pf_cuconv *c) {
+    destroy_descriptors(c);
+    pf_cuconv_bf16_free(c);
+}
 
 /* One ranked candidate, whatever the direction. */
 typedef struct {
@@ -221,7 +225,8 @@ static int choose(pf_cuconv *c, int dir, int *algo, size_t *ws, char *err, size_
     const char *who = c->name;
     cudnnConvolutionDescriptor_t conv =
         dir == DIR_FWD ? c->fwd_conv : dir == DIR_BWDD ? c->bwdd_conv : c->bwdf_conv;
-    cudnnMathType_t base = c->ctx->allow_tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
+    int any_math = c->ctx->allow_tf32 || c->bf16;   /* bf16 is meant for tensor cores */
+    cudnnMathType_t base = any_math ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
     candidate cand[16];
     int got = rank_candidates(c, dir, cand, err, errlen);
     if (got < 0) return -1;
@@ -230,7 +235,7 @@ static int choose(pf_cuconv *c, int dir, int *algo, size_t *ws, char *err, size_
         if (p->status != CUDNN_STATUS_SUCCESS || p->memory > c->ctx->workspace_limit) continue;
         if (c->ctx->deterministic && p->determinism != CUDNN_DETERMINISTIC) continue;
         if (p->math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) continue; /* fp32 -> fp16 */
-        cudnnMathType_t math = c->ctx->allow_tf32 ? p->math : CUDNN_FMA_MATH;
+        cudnnMathType_t math = any_math ? p->math : CUDNN_FMA_MATH;
         CUDNN_TRY("cudnnSetConvolutionMathType", cudnnSetConvolutionMathType(conv, math));
         size_t bytes = 0;
         if (workspace_of(c, dir, p->algo, &bytes) != CUDNN_STATUS_SUCCESS ||
@@ -246,14 +251,15 @@ static int choose(pf_cuconv *c, int dir, int *algo, size_t *ws, char *err, size_
              "workspace limit %zu bytes%s%s)",
              c->name, dir_name[dir], c->n, c->ic, c->oc, c->k, c->h, c->w, got,
              c->ctx->workspace_limit, c->ctx->deterministic ? ", deterministic only" : "",
-             c->ctx->allow_tf32 ? "" : ", FP32 FMA only");
+             c->bf16 ? ", bf16" : c->ctx->allow_tf32 ? "" : ", FP32 FMA only");
     return -1;
 }
 
 int pf_cuconv_setup(pf_cuconv *c, pf_cudnn *ctx, int n, int h, int w, int training, char *err,
                     size_t errlen) {
     const char *who = c->name;
-    if (c->n == n && c->h == h && c->w == w && c->ctx == ctx && c->training >= training)
+    if (c->n == n && c->h == h && c->w == w && c->ctx == ctx && c->training >= training &&
+        c->bf16 == !!ctx->bf16)
         return 0;
     int pad = c->pad, stride = c->stride;
     int oh = stride > 0 ? (h + 2 * pad - c->k) / stride + 1 : 0;
@@ -271,7 +277,10 @@ int pf_cuconv_setup(pf_cuconv *c, pf_cudnn *ctx, int n, int h, int w, int traini
     c->n = n; /* for messages; reset to 0 on failure below */
     c->h = h;
     c->w = w;
-    cudnnMathType_t base = ctx->allow_tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
+    c->bf16 = !!ctx->bf16;
+    /* bf16: the convolution's tensors are bf16, its compute type stays CUDNN_DATA_FLOAT */
+    cudnnDataType_t data = c->bf16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
+    cudnnMathType_t base = ctx->allow_tf32 || c->bf16 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
 #define SETUP_TRY(call_name, expr)                                                            \
     do {                                                                                      \
         cudnnStatus_t st_ = (expr);                                                           \
@@ -284,19 +293,22 @@ int pf_cuconv_setup(pf_cuconv *c, pf_cudnn *ctx, int n, int h, int w, int traini
     SETUP_TRY("cudnnCreateTensorDescriptor", cudnnCreateTensorDescriptor(&c->src_desc));
     SETUP_TRY("cudnnCreateTensorDescriptor", cudnnCreateTensorDescriptor(&c->dst_desc));
     SETUP_TRY("cudnnCreateTensorDescriptor", cudnnCreateTensorDescriptor(&c->bias_desc));
+    SETUP_TRY("cudnnCreateTensorDescriptor", cudnnCreateTensorDescriptor(&c->out_desc));
     SETUP_TRY("cudnnCreateFilterDescriptor", cudnnCreateFilterDescriptor(&c->w_desc));
     SETUP_TRY("cudnnSetTensor4dDescriptor (src)",
-              cudnnSetTensor4dDescriptor(c->src_desc, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, n,
-                                         c->ic, h, w));
+              cudnnSetTensor4dDescriptor(c->src_desc, CUDNN_TENSOR_NCHW, data, n, c->ic, h, w));
     SETUP_TRY("cudnnSetTensor4dDescriptor (dst)",
-              cudnnSetTensor4dDescriptor(c->dst_desc, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, n,
+              cudnnSetTensor4dDescriptor(c->dst_desc, CUDNN_TENSOR_NCHW, data, n, c->oc, oh,
+                                         ow));
+    SETUP_TRY("cudnnSetTensor4dDescriptor (fp32 out)",
+              cudnnSetTensor4dDescriptor(c->out_desc, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, n,
                                          c->oc, oh, ow));
     SETUP_TRY("cudnnSetTensor4dDescriptor (bias)",
               cudnnSetTensor4dDescriptor(c->bias_desc, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1,
                                          c->oc, 1, 1));
     SETUP_TRY("cudnnSetFilter4dDescriptor",
-              cudnnSetFilter4dDescriptor(c->w_desc, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, c->oc,
-                                         c->ic, c->k, c->k));
+              cudnnSetFilter4dDescriptor(c->w_desc, data, CUDNN_TENSOR_NCHW, c->oc, c->ic, c->k,
+                                         c->k));
     cudnnConvolutionDescriptor_t *convs[3] = {&c->fwd_conv, &c->bwdd_conv, &c->bwdf_conv};
     for (int i = 0; i < 3; i++) {
         SETUP_TRY("cudnnCreateConvolutionDescriptor", cudnnCreateConvolutionDescriptor(convs[i]));
@@ -321,6 +333,7 @@ int pf_cuconv_setup(pf_cuconv *c, pf_cudnn *ctx, int n, int h, int w, int traini
         if (c->bwdf_ws > need) need = c->bwdf_ws;
     }
     if (pf_cudnn_reserve(ctx, need, err, errlen)) goto fail;
+    if (pf_cuconv_bf16_scratch(c, err, errlen)) goto fail;   /* frees it in fp32 */
     c->training = training;
     return 0;
 fail:
@@ -340,6 +353,7 @@ int pf_cuconv_forward(pf_cuconv *c, const float *src, const float *w, const floa
                       float *dst, char *err, size_t errlen) {
     const char *who = c->name;
     if (not_built(c, 0, "forward", err, errlen)) return -1;
+    if (c->bf16) return pf_cuconv_bf16_forward(c, src, w, bias, dst, err, errlen);
     const float one = 1.0f, zero = 0.0f;
     CUDNN_TRY("cudnnConvolutionForward",
               cudnnConvolutionForward(c->ctx->handle, &one, c->src_desc, src, c->w_desc, w,
@@ -347,7 +361,7 @@ int pf_cuconv_forward(pf_cuconv *c, const float *src, const float *w, const floa
                                       &zero, c->dst_desc, dst));
     if (bias && c->has_bias)
         CUDNN_TRY("cudnnAddTensor (bias)",
-                  cudnnAddTensor(c->ctx->handle, &one, c->bias_desc, bias, &one, c->dst_desc,
+                  cudnnAddTensor(c->ctx->handle, &one, c->bias_desc, bias, &one, c->out_desc,
                                  dst));
     return 0;
 }
@@ -356,6 +370,8 @@ int pf_cuconv_backward_data(pf_cuconv *c, const float *w, const float *diff_dst,
                             float *diff_src, int accumulate, char *err, size_t errlen) {
     const char *who = c->name;
     if (not_built(c, 1, "backward_data", err, errlen)) return -1;
+    if (c->bf16)
+        return pf_cuconv_bf16_backward_data(c, w, diff_dst, diff_src, accumulate, err, errlen);
     const float one = 1.0f, zero = accumulate ? 1.0f : 0.0f;
     CUDNN_TRY("cudnnConvolutionBackwardData",
               cudnnConvolutionBackwardData(c->ctx->handle, &one, c->w_desc, w, c->dst_desc,
@@ -369,6 +385,8 @@ int pf_cuconv_backward_filter(pf_cuconv *c, const float *src, const float *diff_
                               int accumulate, char *err, size_t errlen) {
     const char *who = c->name;
     if (not_built(c, 1, "backward_filter", err, errlen)) return -1;
+    if (c->bf16) return pf_cuconv_bf16_backward_filter(c, src, diff_dst, dw, accumulate, err,
+                                                       errlen);
     const float one = 1.0f, beta = accumulate ? 1.0f : 0.0f;
     CUDNN_TRY("cudnnConvolutionBackwardFilter",
               cudnnConvolutionBackwardFilter(c->ctx->handle, &one, c->src_desc, src, c->dst_desc,
@@ -388,8 +406,44 @@ int pf_cuconv_backward_bias(pf_cuconv *c, const float *diff_dst, float *db, int 
     }
     const float one = 1.0f, beta = accumulate ? 1.0f : 0.0f;
     CUDNN_TRY("cudnnConvolutionBackwardBias",
-              cudnnConvolutionBackwardBias(c->ctx->handle, &one, c->dst_desc, diff_dst, &beta,
+              cudnnConvolutionBackwardBias(c->ctx->handle, &one, c->out_desc, diff_dst, &beta,
                                            c->bias_desc, db));
+    return 0;
+}
+
+/* ---- raw bf16 convolutions (conv_bf16.c casts around them) ------------------------------- */
+
+/* Scaling factors stay float for bf16 data (cuDNN: float for every data type but double). */
+int pf_cuconv_raw_forward(pf_cuconv *c, const uint16_t *x, const uint16_t *w, uint16_t *y,
+                          char *err, size_t errlen) {
+    const char *who = c->name;
+    const float one = 1.0f, zero = 0.0f;
+    CUDNN_TRY("cudnnConvolutionForward (bf16)",
+              cudnnConvolutionForward(c->ctx->handle, &one, c->src_desc, x, c->w_desc, w,
+                                      c->fwd_conv, c->fwd_algo, c->ctx->workspace, c->fwd_ws,
+                                      &zero, c->dst_desc, y));
+    return 0;
+}
+
+int pf_cuconv_raw_backward_data(pf_cuconv *c, const uint16_t *w, const uint16_t *dy,
+                                uint16_t *dx, char *err, size_t errlen) {
+    const char *who = c->name;
+    const float one = 1.0f, zero = 0.0f;
+    CUDNN_TRY("cudnnConvolutionBackwardData (bf16)",
+              cudnnConvolutionBackwardData(c->ctx->handle, &one, c->w_desc, w, c->dst_desc, dy,
+                                           c->bwdd_conv, c->bwdd_algo, c->ctx->workspace,
+                                           c->bwdd_ws, &zero, c->src_desc, dx));
+    return 0;
+}
+
+int pf_cuconv_raw_backward_filter(pf_cuconv *c, const uint16_t *x, const uint16_t *dy,
+                                  uint16_t *dw, char *err, size_t errlen) {
+    const char *who = c->name;
+    const float one = 1.0f, zero = 0.0f;
+    CUDNN_TRY("cudnnConvolutionBackwardFilter (bf16)",
+              cudnnConvolutionBackwardFilter(c->ctx->handle, &one, c->src_desc, x, c->dst_desc,
+                                             dy, c->bwdf_conv, c->bwdf_algo, c->ctx->workspace,
+                                             c->bwdf_ws, &zero, c->w_desc, dw));
     return 0;
 }
 
@@ -399,9 +453,10 @@ void pf_cuconv_describe(const pf_cuconv *c, char *buf, size_t buflen) {
         return;
     }
     if (c->training)
-        snprintf(buf, buflen, "fwd algo %d (ws %zu B) bwd-data algo %d (ws %zu B) "
-                 "bwd-filter algo %d (ws %zu B)", (int)c->fwd_algo, c->fwd_ws,
-                 (int)c->bwdd_algo, c->bwdd_ws, (int)c->bwdf_algo, c->bwdf_ws);
+        snprintf(buf, buflen, "%sfwd algo %d (ws %zu B) bwd-data algo %d (ws %zu B) "
+                 "bwd-filter algo %d (ws %zu B)", c->bf16 ? "bf16 " : "", (int)c->fwd_algo,
+                 c->fwd_ws, (int)c->bwdd_algo, c->bwdd_ws, (int)c->bwdf_algo, c->bwdf_ws);
     else
-        snprintf(buf, buflen, "fwd algo %d (ws %zu B)", (int)c->fwd_algo, c->fwd_ws);
+        snprintf(buf, buflen, "%sfwd algo %d (ws %zu B)", c->bf16 ? "bf16 " : "",
+                 (int)c->fwd_algo, c->fwd_ws);
 }

@@ -17,12 +17,24 @@
     FP32 FMA kernels (CUDNN_FMA_MATH). CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION is deliberately not
     used: it lets cuDNN down-convert fp32 data to fp16, which is not TF32.
 
+    bf16 (ctx->bf16 when the layer is set up; torch.autocast("cuda", dtype=torch.bfloat16) for
+    a convolution): the layer's API stays fp32, and inside it x and the fp32 master weights are
+    cast to bf16 (round to nearest even, pf_cuda_f32_to_bf16), cuDNN convolves bf16 tensors
+    with fp32 accumulation (CUDNN_DATA_BFLOAT16 data, CUDNN_DATA_FLOAT compute type, tensor
+    cores allowed) and writes bf16, which is cast back to fp32 (pf_cuda_bf16_to_f32); the bias
+    and everything after the layer stay fp32. Backward likewise: dy -> bf16, dx / dw bf16 ->
+    fp32 (added in fp32 when accumulating). So y, dx and dw carry bf16's 8-bit mantissa (the
+    bias gradient and the bias add do not). The casts and scratch are nn/cuda/conv_bf16.c's;
+    the weights are cast again by every call that reads them (forward and backward-data), not
+    once per step. Needs compute capability 8.0 (pf_cuda_model_set_precision checks it).
+
     Errors: every function returns 0, or -1 with err naming the layer and the cuDNN/CUDA call.
     Work is queued on the context's stream; nothing synchronises except setup.
 */
 #ifndef PF_CONV_CUDNN_H
 #define PF_CONV_CUDNN_H
 #include <stddef.h>
+#include <stdint.h>
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
 
@@ -40,6 +52,7 @@ typedef struct {
     int allow_tf32;             /* convolutions may use TF32 tensor cores */
     int deterministic;          /* only algorithms cuDNN reports as deterministic */
     int benchmark;              /* choose algorithms by timing them (cudnnFind*) */
+    int bf16;                   /* layers set up from now on convolve in bf16 (see above) */
 } pf_cudnn;
 
 /* Create the cuDNN handle on the current device, bound to stream (0 = default stream).
@@ -73,6 +86,10 @@ typedef struct {
     cudnnConvolutionBwdDataAlgo_t bwdd_algo;
     cudnnConvolutionBwdFilterAlgo_t bwdf_algo;
     size_t fwd_ws, bwdd_ws, bwdf_ws;        /* workspace bytes each algorithm needs */
+    /* bf16 mode (ctx->bf16 at setup): src / dst / w descriptors are CUDNN_DATA_BFLOAT16 */
+    int bf16;                               /* built for bf16 */
+    cudnnTensorDescriptor_t out_desc;       /* fp32 N x oc x oh x ow: the bias ops' */
+    uint16_t *xb, *yb, *wb;                 /* device bf16 scratch: x or dx, y or dy, w or dw */
 } pf_cuconv;
 
 /* Describe the layer (stride 1, zero padding k / 2, with bias; k odd); builds nothing. */
@@ -116,6 +133,32 @@ int pf_cuconv_backward_bias(pf_cuconv *c, const float *diff_dst, float *db, int 
 void pf_cuconv_describe(const pf_cuconv *c, char *buf, size_t buflen);
 
 void pf_cuconv_free(pf_cuconv *c);
+
+/* ---- bf16 internals: nn/cuda/conv_bf16.c, shared by conv_cudnn.c and tests/cuda_host's
+   stand-in layer (host_cudnn.c), which each bring the raw bf16 convolutions below ---- */
+
+/* Element counts of src (N ic H W), dst (N oc oh ow) and w (oc ic k k) for the built shape. */
+void pf_cuconv_counts(const pf_cuconv *c, size_t *nx, size_t *ny, size_t *nw);
+/* (Re)allocate the layer's bf16 scratch for its built shape (c->n ... set), or free it when
+   c->bf16 is 0. 0, or -1 with err naming the layer. */
+int pf_cuconv_bf16_scratch(pf_cuconv *c, char *err, size_t errlen);
+void pf_cuconv_bf16_free(pf_cuconv *c);
+/* The fp32 API of a bf16 layer: cast, raw convolution, cast back (bias: pf_cuda_bias_add in
+   fp32). Same contracts as pf_cuconv_forward / _backward_data / _backward_filter. */
+int pf_cuconv_bf16_forward(pf_cuconv *c, const float *src, const float *w, const float *bias,
+                           float *dst, char *err, size_t errlen);
+int pf_cuconv_bf16_backward_data(pf_cuconv *c, const float *w, const float *diff_dst,
+                                 float *diff_src, int accumulate, char *err, size_t errlen);
+int pf_cuconv_bf16_backward_filter(pf_cuconv *c, const float *src, const float *diff_dst,
+                                   float *dw, int accumulate, char *err, size_t errlen);
+/* Raw bf16 convolutions (bit patterns; no bias, overwrite): y = conv(x, w), dx from dy and w,
+   dw from x and dy, fp32 accumulation, bf16 result rounded to nearest even. */
+int pf_cuconv_raw_forward(pf_cuconv *c, const uint16_t *x, const uint16_t *w, uint16_t *y,
+                          char *err, size_t errlen);
+int pf_cuconv_raw_backward_data(pf_cuconv *c, const uint16_t *w, const uint16_t *dy,
+                                uint16_t *dx, char *err, size_t errlen);
+int pf_cuconv_raw_backward_filter(pf_cuconv *c, const uint16_t *x, const uint16_t *dy,
+                                  uint16_t *dw, char *err, size_t errlen);
 
 #ifdef __cplusplus
 }

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "nn/cpu/dnnl_ctx.h" /* PF_PREC_FP32, PF_PREC_BF16 */
 #include "nn/cuda/conv_cudnn.h"
 #include "nn/cuda/graph_cuda.h"
 #include "nn/cuda/ops.h"
@@ -34,6 +35,8 @@ struct pf_cuda_model {
     int64_t *tracked;           /* host: their num_batches_tracked (n_bn) */
     size_t n_running;           /* floats of running (the description's n_running) */
     int from_net;               /* pf_cuda_model_new_net: no loss, any output */
+    int prec_train, prec_infer; /* PF_PREC_FP32 / PF_PREC_BF16 of each plan's convolutions */
+    int started;                /* a step, forward or inference ran: precision is fixed */
 };
 
 /* ---- errors ------------------------------------------------------------------------------- */
@@ -269,6 +272,44 @@ static pf_cugraph_env env_of(pf_cuda_model *m) {
                              m->loss_scratch, m->running, m->tracked };
 }
 
+int pf_cuda_model_set_precision(pf_cuda_model *m, int train, int infer, const char *what,
+                                char *err, size_t errlen) {
+    if (!what || !*what) what = "precision";
+    if ((train != PF_PREC_FP32 && train != PF_PREC_BF16) ||
+        (infer != PF_PREC_FP32 && infer != PF_PREC_BF16)) {
+        snprintf(err, errlen, "%s: unknown precision %d / %d (fp32 or bf16)", what, train,
+                 infer);
+        return -1;
+    }
+    if (m->started) {
+        snprintf(err, errlen, "%s: set before the first step (the CUDA model has run)", what);
+        return -1;
+    }
+    if (train == PF_PREC_BF16 || infer == PF_PREC_BF16) {
+        int major = 0, minor = 0;
+        TRY(use_device(m, err, errlen));
+        CUDA_TRY(what, "cudaDeviceGetAttribute (compute capability)",
+                 cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, m->device));
+        CUDA_TRY(what, "cudaDeviceGetAttribute (compute capability)",
+                 cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, m->device));
+        if (major < 8) {
+            snprintf(err, errlen, "%s: bf16 needs a GPU of compute capability 8.0 or later "
+                     "(Ampere); cuda:%d is %d.%d: use fp32", what, m->device, major, minor);
+            return -1;
+        }
+    }
+    m->prec_train = train;
+    m->prec_infer = infer;
+    return 0;
+}
+
+/* Which precision the plans set up from now on take (the layers keep what they were set up
+   with; each plan has its own layers). */
+static void use_precision(pf_cuda_model *m, int training) {
+    m->started = 1;
+    m->cudnn->bf16 = (training ? m->prec_train : m->prec_infer) == PF_PREC_BF16;
+}
+
 int pf_cuda_model_train_step(pf_cuda_model *m, const uint8_t *lq, const uint8_t *gt, int n,
                              int lq_h, int lq_w, float *loss, char *err, size_t errlen) {
     if (m->from_net) {
@@ -290,6 +331,7 @@ int pf_cuda_model_train_step(pf_cuda_model *m, const uint8_t *lq, const uint8_t 
     TRY(grow_pinned((void **)&m->h_in, &m->h_in_bytes, lq_bytes + gt_bytes, err, errlen));
     memcpy(m->h_in, lq, lq_bytes);
     memcpy(m->h_in + lq_bytes, gt, gt_bytes);
+    use_precision(m, 1);
     pf_cugraph_env env = env_of(m);
     TRY(pf_cugraph_train_step(m->graph, &env, m->h_in, n, lq_h, lq_w, err, errlen));
     CUDA_TRY("train step loss", "cudaMemcpyAsync",
@@ -326,6 +368,7 @@ int pf_cuda_model_infer(pf_cuda_model *m, const uint8_t *lq, int h, int w, float
                     errlen));
     memcpy(m->h_in, lq, lq_bytes);
     const float *pred;
+    use_precision(m, 0);
     pf_cugraph_env env = env_of(m);
     TRY(pf_cugraph_infer(m->graph, &env, m->h_in, h, w, &pred, err, errlen));
     CUDA_TRY("infer download", "cudaMemcpyAsync",
@@ -349,6 +392,7 @@ void pf_cuda_model_set_input_grad(pf_cuda_model *m, int on) {
 int pf_cuda_model_forward_train_f32(pf_cuda_model *m, const float *x, int n, int h, int w,
                                     char *err, size_t errlen) {
     TRY(use_device(m, err, errlen));
+    use_precision(m, 1);
     pf_cugraph_env env = env_of(m);
     TRY(pf_cugraph_forward_train_f32(m->graph, &env, x, n, h, w, err, errlen));
     CUDA_TRY("forward (float input)", "cudaStreamSynchronize", cudaStreamSynchronize(m->stream));

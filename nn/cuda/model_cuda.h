@@ -10,7 +10,9 @@
     parameter buffer, and checkpoints carry over in both directions.
 
     Precision: FP32 storage; allow_tf32 lets cuDNN use TF32 tensor cores in the convolutions
-    (as torch.backends.cudnn.allow_tf32), otherwise strict FP32 FMA kernels.
+    (as torch.backends.cudnn.allow_tf32), otherwise strict FP32 FMA kernels. bf16 mixed
+    precision (pf_cuda_model_set_precision): the convolutions in bf16 with fp32 accumulation
+    (nn/cuda/conv_cudnn.h), everything else, parameters, gradients and the optimiser fp32.
 
     Threading and streams: every call must come from one host thread at a time. All work is
     queued on the model's own (non-blocking) stream, pf_cuda_model_stream(); train_step, infer
@@ -51,6 +53,16 @@ pf_cuda_model *pf_cuda_model_new(const pf_config *cfg, int device, int allow_tf3
 struct pf_net;
 pf_cuda_model *pf_cuda_model_new_net(struct pf_net *net, int device, int allow_tf32, char *err,
                                      size_t errlen);
+
+/* Mixed precision, as pf_model_set_precision (nn/model.h; PF_PREC_FP32 / PF_PREC_BF16 of
+   nn/cpu/dnnl_ctx.h): `train` for the training plan (train_step, forward_train_f32 and the
+   backwards), `infer` for pf_cuda_model_infer. bf16 = torch.autocast("cuda", bfloat16) for
+   the convolutions (conv_cudnn.h "bf16"). Both start fp32 (pf_cuda_model_new reads no
+   precision key). Call before the model's first step, forward or inference (after it: -1,
+   "set before the first step"). bf16 on a device of compute capability below 8.0 is refused
+   naming `what` (e.g. "train_cfg.precision") and the device. 0, or -1 with err. */
+int pf_cuda_model_set_precision(pf_cuda_model *m, int train, int infer, const char *what,
+                                char *err, size_t errlen);
 
 /* Free everything (device buffers, cuDNN state, pinned staging); nulls *self. */
 void pf_cuda_model_destroy(pf_cuda_model **self);

@@ -452,6 +452,20 @@ int pf_cuda_f32_to_bf16(uint16_t *dst, const float *src, size_t count, cudaStrea
     return check_launch("k_f32_to_bf16", err, errlen);
 }
 
+__global__ void k_bf16_to_f32(float *dst, const uint16_t *src, size_t count, int acc) {
+    GRID_STRIDE(i, count) {
+        float v = __bfloat162float(__ushort_as_bfloat16(src[i]));
+        dst[i] = acc ? dst[i] + v : v;
+    }
+}
+
+int pf_cuda_bf16_to_f32(float *dst, const uint16_t *src, size_t count, int acc,
+                        cudaStream_t stream, char *err, size_t errlen) {
+    if (!count) return 0;
+    PF_LAUNCH(k_bf16_to_f32, grid_for(count), THREADS, 0, stream, dst, src, count, acc);
+    return check_launch("k_bf16_to_f32", err, errlen);
+}
+
 /* ---- graph-network ops -------------------------------------------------------------------- */
 
 /* The graph ops below follow the CPU executor's kernels (nn/cpu/ops.c, and nn/bicubic.c)

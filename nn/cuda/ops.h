@@ -1,7 +1,7 @@
 /*  ops — PixFlow's own CUDA kernels: everything a super-resolution training step needs besides
     the convolutions (nn/cuda/conv_cudnn.h): the uint8 -> float input conversion, ReLU, the
     residual add, the EDSR mean shift, pixel shuffle, L1 / MSE loss with a deterministic
-    reduction, Adam over a flat buffer and an fp32 -> bf16 copy.
+    reduction, Adam over a flat buffer and the fp32 <-> bf16 casts of the bf16 convolutions.
 
     Conventions (all functions):
     - Pointers are device pointers unless a parameter says "host". Activations are N x C x H x W
@@ -153,9 +153,16 @@ int pf_cuda_clip_grad_norm(float *grads, size_t count, float max_norm, double *s
 
 /* bf16 copy of count floats, round to nearest even (cuda_bf16's __float2bfloat16_rn; NaN
    stays NaN). dst holds the bf16 bit patterns (uint16_t, so C callers need no CUDA
-   headers). For the later mixed-precision path (fp32 master weights, bf16 copies). */
+   headers). The mixed-precision convolutions' casts (nn/cuda/conv_bf16.c): fp32 master
+   weights and activations to their bf16 copies. */
 int pf_cuda_f32_to_bf16(uint16_t *dst, const float *src, size_t count, cudaStream_t stream,
                         char *err, size_t errlen);
+/* fp32 of count bf16 bit patterns (exact: the bits shifted up 16, NaN and inf kept):
+   dst = (acc ? dst : 0) + value, the add rounded in fp32. Brings a bf16 convolution's output
+   and gradients back to fp32 (accumulating into a gradient another node wrote, as torch's
+   autograd adds the fp32 cast of a bf16 gradient). */
+int pf_cuda_bf16_to_f32(float *dst, const uint16_t *src, size_t count, int acc,
+                        cudaStream_t stream, char *err, size_t errlen);
 
 /* ---- network ops (nn/cuda/graph_cuda.c runs nn/net.h descriptions with these) --------
 

@@ -2,7 +2,12 @@
     naive convolutions in double (the layer's stride and zero padding, the references gpu_check compares
     cuDNN with), independent of nn/cpu/ops.c's kernels. cuDNN is a library, not
     PixFlow's code, so both builds of tests/cuda_host use these (host_ops.c's naive kernels, or
-    nn/cuda/ops.cu's real ones under tests/cuda_emu). */
+    nn/cuda/ops.cu's real ones under tests/cuda_emu).
+
+    bf16 (ctx->bf16 at setup): the layer's own bf16 code runs, nn/cuda/conv_bf16.c (the casts
+    and scratch, the kernels of either build), around the raw bf16 convolutions below, which
+    stand in for cuDNN's on CUDNN_DATA_BFLOAT16 tensors: read the bf16 patterns exactly,
+    accumulate in double (cuDNN: fp32), write bf16 rounded to nearest even. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +28,7 @@ pf_cudnn *pf_cudnn_new(cudaStream_t stream, int allow_tf32, int deterministic, i
         c->allow_tf32 = allow_tf32;
         c->deterministic = deterministic;
         c->benchmark = benchmark;
+        c->bf16 = 0;
     }
     return c;
 }
@@ -49,10 +55,11 @@ int pf_cuconv_setup(pf_cuconv *c, pf_cudnn *ctx, int n, int h, int w, int traini
     c->h = h;
     c->w = w;
     c->training = training;
-    return 0;
+    c->bf16 = ctx && ctx->bf16;
+    return pf_cuconv_bf16_scratch(c, err, errlen);
 }
 void pf_cuconv_free(pf_cuconv *c) {
-    (void)c;
+    pf_cuconv_bf16_free(c);
 }
 static pf_ref_conv shape_of(const pf_cuconv *c) {
     pf_ref_conv s = {c->n, c->ic, c->oc, c->h, c->w, c->k, c->stride, c->pad};
@@ -60,21 +67,21 @@ static pf_ref_conv shape_of(const pf_cuconv *c) {
 }
 int pf_cuconv_forward(pf_cuconv *c, const float *src, const float *wt, const float *bias,
                       float *dst, char *err, size_t errlen) {
-    (void)err, (void)errlen;
+    if (c->bf16) return pf_cuconv_bf16_forward(c, src, wt, bias, dst, err, errlen);
     pf_ref_conv s = shape_of(c);
     pf_ref_conv_forward(&s, src, wt, c->has_bias ? bias : NULL, dst);
     return 0;
 }
 int pf_cuconv_backward_data(pf_cuconv *c, const float *wt, const float *dd, float *ds,
                             int accumulate, char *err, size_t errlen) {
-    (void)err, (void)errlen;
+    if (c->bf16) return pf_cuconv_bf16_backward_data(c, wt, dd, ds, accumulate, err, errlen);
     pf_ref_conv s = shape_of(c);
     pf_ref_conv_backward_data(&s, wt, dd, ds, accumulate);
     return 0;
 }
 int pf_cuconv_backward_filter(pf_cuconv *c, const float *src, const float *dd, float *dw,
                               int accumulate, char *err, size_t errlen) {
-    (void)err, (void)errlen;
+    if (c->bf16) return pf_cuconv_bf16_backward_filter(c, src, dd, dw, accumulate, err, errlen);
     pf_ref_conv s = shape_of(c);
     pf_ref_conv_backward_filter(&s, src, dd, dw, accumulate);
     return 0;
@@ -88,6 +95,50 @@ int pf_cuconv_backward_bias(pf_cuconv *c, const float *dd, float *db, int accumu
     pf_ref_conv s = shape_of(c);
     pf_ref_conv_backward_bias(&s, dd, db, accumulate);
     return 0;
+}
+
+/* ---- raw bf16 convolutions: bf16 in, double sums (ref_ops.c's), bf16 out ---- */
+
+/* float copy of count bf16 patterns (exact); NULL when out of memory */
+static float *widen(const uint16_t *h, size_t count) {
+    float *f = malloc((count ? count : 1) * sizeof *f);
+    if (f) pf_ref_bf16_to_f32_acc(f, h, count, 0);
+    return f;
+}
+/* dir 0: out = conv(a = x, b = w); 1: out = dx(a = w, b = dy); 2: out = dw(a = x, b = dy) */
+static int raw(pf_cuconv *c, int dir, const uint16_t *a, const uint16_t *b, uint16_t *out,
+               char *err, size_t errlen) {
+    size_t nx, ny, nw;
+    pf_cuconv_counts(c, &nx, &ny, &nw);
+    size_t na = dir == 1 ? nw : nx, nb = dir == 0 ? nw : ny;
+    size_t nout = dir == 0 ? ny : dir == 1 ? nx : nw;
+    float *fa = widen(a, na), *fb = widen(b, nb), *fo = malloc((nout ? nout : 1) * 4);
+    if (!fa || !fb || !fo) {
+        free(fa), free(fb), free(fo);
+        snprintf(err, errlen, "%s: raw bf16 convolution: out of memory", c->name);
+        return -1;
+    }
+    pf_ref_conv s = shape_of(c);
+    if (dir == 0) pf_ref_conv_forward(&s, fa, fb, NULL, fo);
+    else if (dir == 1) pf_ref_conv_backward_data(&s, fa, fb, fo, 0);
+    else pf_ref_conv_backward_filter(&s, fa, fb, fo, 0);
+    /* ref_ops stores its double sums as float first: a double rounding (double -> fp32 ->
+       bf16), as cuDNN's fp32 accumulator is rounded to bf16 */
+    pf_ref_f32_to_bf16(out, fo, nout);
+    free(fa), free(fb), free(fo);
+    return 0;
+}
+int pf_cuconv_raw_forward(pf_cuconv *c, const uint16_t *x, const uint16_t *w, uint16_t *y,
+                          char *err, size_t errlen) {
+    return raw(c, 0, x, w, y, err, errlen);
+}
+int pf_cuconv_raw_backward_data(pf_cuconv *c, const uint16_t *w, const uint16_t *dy,
+                                uint16_t *dx, char *err, size_t errlen) {
+    return raw(c, 1, w, dy, dx, err, errlen);
+}
+int pf_cuconv_raw_backward_filter(pf_cuconv *c, const uint16_t *x, const uint16_t *dy,
+                                  uint16_t *dw, char *err, size_t errlen) {
+    return raw(c, 2, x, dy, dw, err, errlen);
 }
 
 void pf_cuconv_describe(const pf_cuconv *c, char *buf, size_t buflen) {

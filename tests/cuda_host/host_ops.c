@@ -24,6 +24,16 @@ int pf_cuda_u8_nhwc_to_nchw(float *dst, const uint8_t *src, int n, int h, int w,
     pf_ref_u8_nhwc_to_nchw(dst, src, n, h, w, c);
     return 0;
 }
+int pf_cuda_f32_to_bf16(uint16_t *dst, const float *src, size_t count, ST) {
+    UNUSED;
+    pf_ref_f32_to_bf16(dst, src, count);
+    return 0;
+}
+int pf_cuda_bf16_to_f32(float *dst, const uint16_t *src, size_t count, int acc, ST) {
+    UNUSED;
+    pf_ref_bf16_to_f32_acc(dst, src, count, acc);
+    return 0;
+}
 int pf_cuda_mean_shift(float *y, const float *x, int n, int c, int h, int w, const float *mean,
                        float range, ST) {
     UNUSED;

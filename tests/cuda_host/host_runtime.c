@@ -4,6 +4,7 @@
     builds of tests/cuda_host: with the naive kernels of host_ops.c, and with the real kernels
     of nn/cuda/ops.cu under the emulation of tests/cuda_emu (PF_CUDA_EMU), which supplies its
     own cudaGetLastError / cudaGetErrorString / cudaGetErrorName reporting bad launches. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <cuda_runtime_api.h>
@@ -88,5 +89,18 @@ cudaError_t cudaDeviceSynchronize(void) {
 }
 cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total) {
     *free_bytes = *total = (size_t)1 << 34;     /* no device limit: host memory */
+    return cudaSuccess;
+}
+
+/* The emulated device's compute capability: 9.0 (an H100's), or "MAJOR.MINOR" from
+   PF_HOST_CC, so a test can play an older GPU (pf_cuda_model_set_precision's bf16 refusal). */
+cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr, int device) {
+    (void)device;
+    int major = 9, minor = 0;
+    const char *cc = getenv("PF_HOST_CC");
+    if (cc && sscanf(cc, "%d.%d", &major, &minor) != 2) major = 9, minor = 0;
+    if (attr == cudaDevAttrComputeCapabilityMajor) *value = major;
+    else if (attr == cudaDevAttrComputeCapabilityMinor) *value = minor;
+    else return cudaErrorInvalidValue;
     return cudaSuccess;
 }

@@ -4,10 +4,37 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* acc ? old + v : v, in double */
 static float put(int acc, float old, double v) {
     return (float)(acc ? (double)old + v : v);
+}
+
+uint16_t pf_ref_bf16(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+
+float pf_ref_bf16_to_f32(uint16_t h) {
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+void pf_ref_f32_to_bf16(uint16_t *dst, const float *src, size_t count) {
+    for (size_t i = 0; i < count; i++) dst[i] = pf_ref_bf16(src[i]);
+}
+
+void pf_ref_bf16_to_f32_acc(float *dst, const uint16_t *src, size_t count, int acc) {
+    for (size_t i = 0; i < count; i++) {
+        float v = pf_ref_bf16_to_f32(src[i]);
+        dst[i] = acc ? dst[i] + v : v;
+    }
 }
 
 void pf_ref_u8_nhwc_to_nchw(float *dst, const uint8_t *src, int n, int h, int w, int c) {

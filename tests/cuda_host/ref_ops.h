@@ -16,6 +16,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* fp32 -> bf16 bit pattern, round to nearest even (cuda_bf16's __float2bfloat16_rn); NaN ->
+   a quiet NaN. And bf16 -> fp32, exact (the bits shifted up 16). */
+uint16_t pf_ref_bf16(float f);
+float pf_ref_bf16_to_f32(uint16_t h);
+/* ops.h pf_cuda_f32_to_bf16 / pf_cuda_bf16_to_f32 over count values */
+void pf_ref_f32_to_bf16(uint16_t *dst, const float *src, size_t count);
+void pf_ref_bf16_to_f32_acc(float *dst, const uint16_t *src, size_t count, int acc);
+
 /* NHWC uint8 -> NCHW float / 255 */
 void pf_ref_u8_nhwc_to_nchw(float *dst, const uint8_t *src, int n, int h, int w, int c);
 /* y = (x - mean[c]) * range (mean NULL: 0), and its inverse x / range + mean[c] */
