@@ -33,13 +33,6 @@ int pf_dnnl_init(pf_dnnl *ctx, char *err, size_t errlen) {
     return 0;
 }
 
-int pf_precision_parse(const char *s, pf_precision *out) {
-    if (!strcmp(s, "fp32")) *out = PF_PREC_FP32;
-    else if (!strcmp(s, "bf16")) *out = PF_PREC_BF16;
-    else return -1;
-    return 0;
-}
-
 /* oneDNN's name of an effective ISA (the highest level it contains). */
 static const char *isa_name(dnnl_cpu_isa_t isa) {
     static const struct { dnnl_cpu_isa_t isa; const char *name; } t[] = {

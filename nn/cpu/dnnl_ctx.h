@@ -17,6 +17,7 @@
 #define PF_DNNL_CTX_H
 #include <stddef.h>
 #include <dnnl.h>
+#include "nn/precision.h"
 
 /* How the convolutions on an engine choose their algorithm (config key `conv_algorithm`). */
 typedef enum {
@@ -38,19 +39,10 @@ typedef enum {
     PF_LAYOUT_NHWC = -2,
 } pf_layout;
 
-/* The arithmetic of an engine's convolutions (config keys train_cfg.precision and
-   test_cfg.precision, `pixflow upscale --precision`). PF_PREC_BF16 is mixed precision as
-   torch.autocast("cpu", dtype=torch.bfloat16) does it: a convolution reads its input and its
-   weights rounded to bfloat16 (round to nearest even) and accumulates in fp32; its output,
-   the gradients it writes (d input, d weights, d bias) and everything outside convolutions
-   (master weights, optimiser state, loss, reductions, element-wise layers) stay fp32.
-   oneDNN 2.6 runs it on its avx512_core_bf16 (AVX512_BF16: AMD Zen 4 / 5, Intel Cooper
+/* The arithmetic of an engine's convolutions (nn/precision.h: PF_PREC_BF16 is
+   torch.autocast("cpu", dtype=torch.bfloat16) for convolutions). oneDNN 2.6 runs it on its avx512_core_bf16 (AVX512_BF16: AMD Zen 4 / 5, Intel Cooper
    Lake) and avx512_core_amx (Intel Sapphire Rapids and later) kernels; it has no bf16
    Winograd, so bf16 convolutions are always direct. */
-typedef enum {
-    PF_PREC_FP32 = 0,
-    PF_PREC_BF16 = 1,
-} pf_precision;
 
 typedef struct {
     dnnl_engine_t engine;       /* CPU engine 0 */
@@ -71,11 +63,6 @@ typedef struct {
 int pf_dnnl_scratch(void **buf, size_t *len, size_t bytes, const char *what, char *err,
                     size_t errlen);
 
-/* "fp32" -> PF_PREC_FP32, "bf16" -> PF_PREC_BF16; 0, or -1 for anything else. */
-int pf_precision_parse(const char *s, pf_precision *out);
-static inline const char *pf_precision_name(pf_precision p) {
-    return p == PF_PREC_BF16 ? "bf16" : "fp32";
-}
 
 /* The bf16 unit oneDNN would use on this CPU, as oneDNN's effective ISA says (so it honours
    ONEDNN_MAX_CPU_ISA): "avx512_core_amx" (AMX tiles), "avx512_core_bf16" (AVX512_BF16), or

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "nn/cpu/dnnl_ctx.h" /* PF_PREC_FP32, PF_PREC_BF16 */
+#include "nn/precision.h"
 #include "nn/cuda/conv_cudnn.h"
 #include "nn/cuda/graph_cuda.h"
 #include "nn/cuda/ops.h"

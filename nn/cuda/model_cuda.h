@@ -55,7 +55,7 @@ pf_cuda_model *pf_cuda_model_new_net(struct pf_net *net, int device, int allow_t
                                      size_t errlen);
 
 /* Mixed precision, as pf_model_set_precision (nn/model.h; PF_PREC_FP32 / PF_PREC_BF16 of
-   nn/cpu/dnnl_ctx.h): `train` for the training plan (train_step, forward_train_f32 and the
+   nn/precision.h): `train` for the training plan (train_step, forward_train_f32 and the
    backwards), `infer` for pf_cuda_model_infer. bf16 = torch.autocast("cuda", bfloat16) for
    the convolutions (conv_cudnn.h "bf16"). Both start fp32 (pf_cuda_model_new reads no
    precision key). Call before the model's first step, forward or inference (after it: -1,
