@@ -88,16 +88,20 @@ pf_model *pf_model_source_load(const char *src, const char *config_opt, int prec
     /* the description against the file first: a file of another network is named with the
        tensors that do not fit (pf_model_load_weights' message does not name the file) */
     if (rc || pf_ckpt_check_weights(cfg, weights, err, errlen)) return NULL;
+    if (precision >= 0) cfg->test_precision = precision;
+    pf_model *m = pf_model_source_build(cfg, precision >= 0 ? "--precision"
+                                                            : "test_cfg.precision", err, errlen);
+    if (m && pf_ckpt_load_eval_weights(m, weights, &e, err, errlen)) pf_model_destroy(&m);
+    if (ema) *ema = e;
+    return m;
+}
+
+pf_model *pf_model_source_build(pf_config *cfg, const char *what, char *err, size_t errlen) {
     /* built fp32, then set to the precision wanted, so a refusal names where bf16 came from */
-    int want = precision >= 0 ? precision : cfg->test_precision;
+    int want = cfg->test_precision;
     cfg->test_precision = 0;
     pf_model *m = pf_model_new_infer(cfg, err, errlen);
     cfg->test_precision = want;
-    if (m && (pf_model_set_precision(m, 0, want, precision >= 0 ? "--precision"
-                                                                : "test_cfg.precision", err,
-                                     errlen) ||
-              pf_ckpt_load_eval_weights(m, weights, &e, err, errlen)))
-        pf_model_destroy(&m);
-    if (ema) *ema = e;
+    if (m && pf_model_set_precision(m, 0, want, what, err, errlen)) pf_model_destroy(&m);
     return m;
 }

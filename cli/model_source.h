@@ -33,4 +33,11 @@ int pf_model_source_resolve(const char *src, const char *config_opt, char *cfg_p
    unit. */
 pf_model *pf_model_source_load(const char *src, const char *config_opt, int precision,
                                pf_config *cfg, int *ema, char *err, size_t errlen);
+
+/* pf_model_new_infer for cfg, whose test_cfg.precision the caller has set, with a refusal of
+   bf16 on a CPU without a bf16 unit naming `what`, where the precision came from
+   ("--precision" or "test_cfg.precision"): the model is built fp32, then set to it
+   (pf_model_set_precision; cfg is changed meanwhile, as it was on return). Returns the model
+   (no weights yet), or NULL with err. */
+pf_model *pf_model_source_build(pf_config *cfg, const char *what, char *err, size_t errlen);
 #endif

@@ -1,5 +1,5 @@
-/*  test — `pixflow test CONFIG --checkpoint PATH [--workers N] [--video[=CODEC]]`: run
-    data.test through a checkpoint.
+/*  test — `pixflow test CONFIG --checkpoint PATH [--workers N] [--video[=CODEC]]
+    [--precision fp32|bf16]`: run data.test through a checkpoint.
 
     Outputs go to work_dir/test/<checkpoint stem>/<image>.png, with results.tsv beside them:
     one row per image (PSNR, SSIM, and bicubic's, and how many frames of it had an infinite PSNR
@@ -13,6 +13,10 @@
     results_shard<r>.tsv and the front end gathers them in dataset order, so the table and the
     means are bit-identical to a single worker's.
 
+    --precision replaces the config's test_cfg.precision (docs/config.md: bf16 convolutions, on
+    a CPU with a bf16 unit only; the refusal names where bf16 came from, before any worker
+    starts); the closing line says which precision ran.
+
     A video set writes each clip's frames as <clip>/%08d.png; with --video each clip is also
     encoded from those PNGs into <clip>.mkv (common/video_write.h: FFV1 by default, lossless,
     so it decodes back to the PNGs' bytes; --video=CODEC picks another FFmpeg encoder) at the
@@ -23,6 +27,7 @@
     videos, the closing line).
 */
 #include "cli/commands.h"
+#include "cli/model_source.h"
 
 #include <errno.h>
 #include <math.h>
@@ -45,6 +50,7 @@
 #include "nn/checkpoint.h"
 #include "nn/infer.h"
 #include "nn/model.h"
+#include "nn/precision.h"
 
 extern char **environ;
 
@@ -104,9 +110,11 @@ static int encode_clips(const pf_dataset *ds, const char *dir, const char *codec
     return 0;
 }
 
-/* Run the shards as child processes and gather their rows into `res` in dataset order. */
-static int run_shards(const char *cfg_path, const char *ckpt, int n, const pf_dataset *ds,
-                      const char *dir, pf_eval_result *res, char *err, size_t errlen) {
+/* Run the shards as child processes (with `--precision precision` unless NULL) and gather
+   their rows into `res` in dataset order. */
+static int run_shards(const char *cfg_path, const char *ckpt, const char *precision, int n,
+                      const pf_dataset *ds, const char *dir, pf_eval_result *res, char *err,
+                      size_t errlen) {
     char self[4096];
     ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
     if (len <= 0) {
@@ -126,7 +134,8 @@ static int run_shards(const char *cfg_path, const char *ckpt, int n, const pf_da
         char shard[32];
         snprintf(shard, sizeof shard, "%d/%d", r, n);
         char *argv[] = { self, "test", (char *)cfg_path, "--checkpoint", (char *)ckpt,
-                         "--shard", shard, NULL };
+                         "--shard", shard, precision ? "--precision" : NULL,   /* ends here */
+                         (char *)precision, NULL };
         int rc = posix_spawn(&pids[r], self, NULL, NULL, argv, environ);
         if (rc != 0) {
             snprintf(err, errlen, "cannot start test worker %d: %s", r, strerror(rc));
@@ -195,6 +204,8 @@ typedef struct {
     const char *video;          /* --video: the encoder's name; NULL without */
     int workers;                /* --workers (test_prepare clamps it to the set's size) */
     int shard, nshards;         /* --shard R/N: this process is worker R of N; -1: the front end */
+    int precision;              /* --precision: PF_PREC_FP32 or PF_PREC_BF16 (test_prepare
+                                   puts it in test_cfg.precision); -1: the config's */
 } test_args;
 
 /* What test_prepare opens for test_run and test_report; test_close frees it. */
@@ -208,7 +219,7 @@ typedef struct {
 /* Read argv into *a (and apply --threads). Returns 0, or 2 after printing the usage or the
    bad option's message. */
 static int test_parse(int argc, char **argv, test_args *a) {
-    *a = (test_args){ .workers = 1, .shard = -1 };
+    *a = (test_args){ .workers = 1, .shard = -1, .precision = -1 };
     for (int i = 0; i < argc; i++) {
         if (strcmp(argv[i], "--checkpoint") == 0 && i + 1 < argc) a->ckpt = argv[++i];
         else if (strcmp(argv[i], "--video") == 0) a->video = "ffv1";
@@ -218,6 +229,14 @@ static int test_parse(int argc, char **argv, test_args *a) {
         } else if (strcmp(argv[i], "--shard") == 0 && i + 1 < argc) {
             if (pf_arg_part("pixflow test", "--shard", argv[++i], 64, &a->shard, &a->nshards))
                 return 2;
+        } else if (strcmp(argv[i], "--precision") == 0 && i + 1 < argc) {
+            pf_precision p;
+            if (pf_precision_parse(argv[++i], &p) != 0) {
+                fprintf(stderr, "pixflow test: --precision %s: expected fp32 or bf16\n",
+                        argv[i]);
+                return 2;
+            }
+            a->precision = (int)p;
         } else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
             int threads;
             if (pf_arg_int("pixflow test", "--threads", argv[++i], 1, PF_MAX_THREADS, &threads))
@@ -228,15 +247,16 @@ static int test_parse(int argc, char **argv, test_args *a) {
     }
     if (!a->cfg_path || !a->ckpt) {
         fprintf(stderr, "usage: pixflow test CONFIG --checkpoint PATH [--workers N] [--threads N] "
-                "[--video[=CODEC]]\n");
+                "[--video[=CODEC]] [--precision fp32|bf16]\n");
         return 2;
     }
     return 0;
 }
 
-/* Load the config, open data.test (seeded for its random degradation steps), check --video
-   against it, clamp a->workers to the number of images or clips and name the output folder.
-   Returns 0, or 2 after printing why (nothing left open). */
+/* Load the config (--precision into its test_cfg.precision), open data.test (seeded for its
+   random degradation steps), check --video against it, clamp a->workers to the number of
+   images or clips and name the output folder. Returns 0, or 2 after printing why (nothing
+   left open). */
 static int test_prepare(test_args *a, test_job *j) {
     pf_log_set_name("test");
     pf_config *cfg = j->cfg;
@@ -245,6 +265,7 @@ static int test_prepare(test_args *a, test_job *j) {
         fprintf(stderr, "pixflow: %s\n", err);
         return 2;
     }
+    if (a->precision >= 0) cfg->test_precision = a->precision;
     if (!cfg->test.present) {
         fprintf(stderr, "pixflow: %s: data.test: required by `pixflow test`\n", a->cfg_path);
         return 2;
@@ -272,15 +293,25 @@ static int test_prepare(test_args *a, test_job *j) {
 }
 
 /* Run the checkpoint over the test set into *r: split across a->workers processes (the front
-   end, after checking that the checkpoint fits the network), or in this process (alone, or as
-   the worker of --shard). Returns 0, or -1 after printing why. */
+   end, after checking that the checkpoint fits the network and that this CPU runs its
+   precision), or in this process (alone, or as the worker of --shard). Returns 0, or -1
+   after printing why. */
 static int test_run(const test_args *a, test_job *j, pf_eval_result *r) {
     char err[2048] = "";
+    const char *what = a->precision >= 0 ? "--precision" : "test_cfg.precision";
     if (a->shard < 0 && a->workers > 1) {
-        /* the checkpoint must fit the network before N workers each find out it does not */
-        if (pf_ckpt_check_weights(j->cfg, a->ckpt, err, sizeof err) != 0 ||
+        /* the checkpoint must fit the network, and bf16 the CPU, before N workers each find
+           out it does not */
+        pf_model *probe = NULL;
+        if (j->cfg->test_precision != PF_PREC_FP32)   /* refused here, if at all */
+            probe = pf_model_source_build(j->cfg, what, err, sizeof err);
+        int refused = j->cfg->test_precision != PF_PREC_FP32 && !probe;
+        pf_model_destroy(&probe);
+        if (refused || pf_ckpt_check_weights(j->cfg, a->ckpt, err, sizeof err) != 0 ||
             pf_mkdirs(j->dir, err, sizeof err) != 0 ||
-            run_shards(a->cfg_path, a->ckpt, a->workers, &j->ds, j->dir, r, err, sizeof err) != 0) {
+            run_shards(a->cfg_path, a->ckpt,
+                       a->precision >= 0 ? pf_precision_name((pf_precision)a->precision) : NULL,
+                       a->workers, &j->ds, j->dir, r, err, sizeof err) != 0) {
             fprintf(stderr, "pixflow: %s\n", err);
             return -1;
         }
@@ -294,7 +325,7 @@ static int test_run(const test_args *a, test_job *j, pf_eval_result *r) {
         }
         use = &j->part;
     }
-    pf_model *m = pf_model_new_infer(j->cfg, err, sizeof err);
+    pf_model *m = pf_model_source_build(j->cfg, what, err, sizeof err);
     int ema;   /* the EMA weights when the checkpoint has them, as evaluation */
     int rc = 0;
     if (!m || pf_ckpt_load_eval_weights(m, a->ckpt, &ema, err, sizeof err) != 0 ||
@@ -360,9 +391,10 @@ static int test_report(const test_args *a, const test_job *j, const pf_eval_resu
     pf_eval_inf_note(note, sizeof note, j->ds.video ? "frame" : "image", r->psnr_inf,
                      r->psnr_bicubic_inf, j->ds.video ? "clip" : NULL, r->psnr_inf_items,
                      r->psnr_bicubic_inf_items);
-    printf("pixflow: %s%s in %.1f s on %d worker%s (crop_border %d, %s, inference: %s); "
-           "outputs and results.tsv in %s\n", what, note, pf_now() - t0, a->workers,
-           a->workers > 1 ? "s" : "", cfg->crop_border, ch,
+    printf("pixflow: %s%s in %.1f s on %d worker%s (crop_border %d, %s, precision %s, "
+           "inference: %s); outputs and results.tsv in %s\n", what, note, pf_now() - t0,
+           a->workers, a->workers > 1 ? "s" : "", cfg->crop_border, ch,
+           pf_precision_name((pf_precision)cfg->test_precision),
            pf_infer_describe(cfg, mode, sizeof mode), j->dir);
     return 0;
 }

@@ -770,7 +770,7 @@ const pf_config_key pf_config_keys[] = {
     {.path = "test_cfg.precision", .kind = PF_K_ENUM, .flags = PF_KF_IF_CHANGED,
      .offset = OFF(test_precision), .choices = "fp32|bf16", .def = "fp32",
      .doc = "`bf16` as `train_cfg.precision`, for inference: evaluation during training, "
-            "`pixflow test` and `pixflow upscale` (whose `--precision` replaces it)"},
+            "`pixflow test` and `pixflow upscale` (the `--precision` of either replaces it)"},
 };
 const int pf_config_n_keys = (int)(sizeof pf_config_keys / sizeof pf_config_keys[0]);
 

@@ -22,6 +22,18 @@
     P. `pixflow upscale` of a short fp32 job's work dir: `--precision bf16` is refused (exit 1,
        the refusal on stderr), `--precision fp32` writes the image, `--precision fp16` is a
        usage error (2).
+    Q. `pixflow test` of P's checkpoint: `--precision bf16` is refused naming --precision
+       (exit 1, no results.tsv), with `--workers 2` too, by the front end before any worker
+       starts; a config with test_cfg.precision bf16 is refused naming that key, and runs with
+       `--precision fp32`; `--precision fp16` is a usage error (2).
+    test_e2e_bf16 pixflow_test (a CPU with a bf16 unit; else 77, "no bf16 unit"):
+    B. `pixflow test` of a short fp32 job's checkpoint on 4 images of 64 x 64 (EDSR x2, PSNR-Y
+       crop_border 2): `--precision bf16` gives another table than fp32 whose mean PSNR-Y
+       differs from fp32's by more than 0 and less than 0.05 dB (bf16's relative rounding,
+       2^-9, of inputs and weights moves outputs by a fraction of a grey level); the closing
+       line names the precision; test_cfg.precision bf16 in the config gives --precision bf16's
+       table byte for byte, and `--precision fp32` on that config fp32's; `--workers 2` in bf16
+       (from --precision and from the config) gives the one worker's table byte for byte.
 */
 #include <errno.h>
 #include <fcntl.h>
@@ -226,18 +238,25 @@ static int upscale(const char *wd, const char *img, const char *precision, const
     return finish(&r, 120);
 }
 
-/* P (oneDNN without a bf16 unit). */
-static void test_upscale_refused(void) {
-    char cfg[600], wd[600], img[600], path[700];
-    snprintf(wd, sizeof wd, "%s/work_fp32", root);
+/* A short fp32 job (30 iterations) into root/work_fp32: its checkpoint
+   work_fp32/checkpoints/iter_30.safetensors. 0, or -1 after a failed CHECK. */
+static int train_fp32(char *wd, size_t len) {
+    char cfg[600];
+    snprintf(wd, len, "%s/work_fp32", root);
     snprintf(cfg, sizeof cfg, "%s/fp32.yaml", root);
     write_e2e_config(cfg, root, wd, "{type: Adam, lr: 1.0e-3}", "", 30, 30);
     run r;
     start(&r, cfg, NULL, "fp32");
     int st = finish(&r, 120);
     CHECK(st == 0, "the fp32 job exited with %d (see %s)", st, r.out);
+    return st == 0 ? 0 : -1;
+}
+
+/* P (oneDNN without a bf16 unit); wd: train_fp32's work dir. */
+static void test_upscale_refused(const char *wd) {
+    char img[600], path[700];
     snprintf(img, sizeof img, "%s/val/img00.png", root);
-    st = upscale(wd, img, "bf16", "up_bf16");
+    int st = upscale(wd, img, "bf16", "up_bf16");
     snprintf(path, sizeof path, "%s/up_bf16.out", root);
     char *out = slurp(path);
     CHECK(st == 1 && strstr(out, "pixflow upscale: --precision: bf16 needs a CPU with "
@@ -257,8 +276,145 @@ static void test_upscale_refused(void) {
     free(out);
 }
 
+/* A config for `pixflow test` alone: EDSR as write_e2e_config's, data.test (and data.eval,
+   and checkpoint_config, which evaluation's keys need) the 64 x 64 images of root/test, PSNR-Y with crop_border 2, `extra` (test_cfg lines) and work dir root/work_test
+   (the results: work_test/test/iter_30/results.tsv). */
+static void write_test_config(const char *path, const char *extra) {
+    FILE *f = create_or_exit(path);
+    fprintf(f, "model: {type: EDSR, scale: 2, n_feats: 16, n_blocks: 2}\n"
+               "data:\n  test: {type: PairedImageDataset, gt_folder: %s/test}\n"
+               "  eval: {type: PairedImageDataset, gt_folder: %s/test}\n"
+               "checkpoint_config: {interval: 1}\n"
+               "evaluation: {interval: 1, crop_border: 2, convert_to: y}\n%s"
+               "work_dir: %s/work_test\nseed: 42\n", root, root, extra, root);
+    fclose(f);
+}
+
+/* `pixflow test cfg --checkpoint ck [a1 a2 [a3 a4]]` (NULL ends the options), output in
+   root/<tag>.out: its exit status; *out its output and *table the results.tsv it wrote (both
+   malloc'd, "" when missing; results.tsv is removed after reading, so that a run which
+   writes none shows). */
+static int pixflow_test(const char *cfg, const char *ck, const char *a1, const char *a2,
+                        const char *a3, const char *a4, const char *tag, char **out,
+                        char **table) {
+    char path[700];
+    snprintf(path, sizeof path, "%s/%s.out", root, tag);
+    char *argv[] = { bin, "test", (char *)cfg, "--checkpoint", (char *)ck, (char *)a1,
+                     (char *)a2, (char *)a3, (char *)a4, NULL };
+    run r;
+    start_cmd(&r, path, argv);
+    int st = finish(&r, 300);
+    *out = slurp(path);
+    snprintf(path, sizeof path, "%s/work_test/test/iter_30/results.tsv", root);
+    *table = slurp(path);
+    unlink(path);
+    return st;
+}
+
+/* The mean row's PSNR of a results.tsv text, NaN if it has none. */
+static double mean_psnr(const char *table) {
+    const char *p = strstr(table, "\nmean\t");
+    return p ? atof(p + 6) : NAN;
+}
+
+/* Q (oneDNN without a bf16 unit); wd: train_fp32's work dir. */
+static void test_pixflow_test_refused(const char *wd) {
+    char ck[700], cfg32[600], cfg16[600];
+    snprintf(ck, sizeof ck, "%s/checkpoints/iter_30.safetensors", wd);
+    snprintf(cfg32, sizeof cfg32, "%s/test_fp32.yaml", root);
+    snprintf(cfg16, sizeof cfg16, "%s/test_bf16.yaml", root);
+    write_test_config(cfg32, "");
+    write_test_config(cfg16, "test_cfg: {precision: bf16}\n");
+    const char *want = "pixflow: --precision: bf16 needs a CPU with AVX512_BF16 or AMX; "
+                       "oneDNN's ISA here is ";
+    char *out, *table;
+    int st = pixflow_test(cfg32, ck, "--precision", "bf16", NULL, NULL, "test_q1", &out, &table);
+    CHECK(st == 1 && strstr(out, want) && !table[0],
+          "test --precision bf16 without a bf16 unit: status %d, %s results.tsv:\n%s", st,
+          table[0] ? "a" : "no", out);
+    free(out);
+    free(table);
+    st = pixflow_test(cfg32, ck, "--precision", "bf16", "--workers", "2", "test_q2", &out, &table);
+    const char *once = strstr(out, want);
+    CHECK(st == 1 && once && !strstr(once + 1, want) && !strstr(out, "test worker") && !table[0],
+          "test --precision bf16 --workers 2 without a bf16 unit: status %d (expected 1, "
+          "the front end's refusal once, no worker):\n%s", st, out);
+    free(out);
+    free(table);
+    st = pixflow_test(cfg16, ck, NULL, NULL, NULL, NULL, "test_q3", &out, &table);
+    CHECK(st == 1 && strstr(out, "pixflow: test_cfg.precision: bf16 needs a CPU with "
+                                 "AVX512_BF16 or AMX") && !table[0],
+          "test with test_cfg.precision bf16 without a bf16 unit: status %d:\n%s", st, out);
+    free(out);
+    free(table);
+    st = pixflow_test(cfg16, ck, "--precision", "fp32", NULL, NULL, "test_q4", &out, &table);
+    CHECK(st == 0 && strstr(out, "precision fp32, ") && isfinite(mean_psnr(table)),
+          "test --precision fp32 over test_cfg.precision bf16: status %d, mean PSNR %g:\n%s",
+          st, mean_psnr(table), out);
+    printf("Q: pixflow test --precision bf16 refused; --precision fp32: PSNR-Y %.4f dB\n",
+           mean_psnr(table));
+    free(out);
+    free(table);
+    st = pixflow_test(cfg32, ck, "--precision", "fp16", NULL, NULL, "test_q5", &out, &table);
+    CHECK(st == 2 && strstr(out, "pixflow test: --precision fp16: expected fp32 or bf16"),
+          "test --precision fp16: status %d:\n%s", st, out);
+    free(out);
+    free(table);
+}
+
+/* B (a CPU with a bf16 unit). */
+static void test_pixflow_test_bf16(void) {
+    char wd[600], ck[700], cfg32[600], cfg16[600];
+    if (train_fp32(wd, sizeof wd)) return;
+    snprintf(ck, sizeof ck, "%s/checkpoints/iter_30.safetensors", wd);
+    snprintf(cfg32, sizeof cfg32, "%s/test_fp32.yaml", root);
+    snprintf(cfg16, sizeof cfg16, "%s/test_bf16.yaml", root);
+    write_test_config(cfg32, "");
+    write_test_config(cfg16, "test_cfg: {precision: bf16}\n");
+    struct {
+        const char *cfg, *a1, *a2, *a3, *a4, *workers, *prec;   /* what the closing line says */
+    } runs[] = {
+        { cfg32, NULL, NULL, NULL, NULL, "1 worker", "fp32" },                         /* 0 */
+        { cfg32, "--precision", "bf16", NULL, NULL, "1 worker", "bf16" },              /* 1 */
+        { cfg16, NULL, NULL, NULL, NULL, "1 worker", "bf16" },                         /* 2 */
+        { cfg16, "--precision", "fp32", NULL, NULL, "1 worker", "fp32" },              /* 3 */
+        { cfg32, "--precision", "bf16", "--workers", "2", "2 workers", "bf16" },       /* 4 */
+        { cfg16, "--workers", "2", NULL, NULL, "2 workers", "bf16" },                  /* 5 */
+    };
+    enum { N = sizeof runs / sizeof runs[0] };
+    char *tables[N];
+    for (int k = 0; k < N; k++) {
+        char tag[32], says[128], *out;
+        snprintf(tag, sizeof tag, "test_b%d", k);
+        snprintf(says, sizeof says, " on %s (crop_border 2, Y, precision %s, inference: ",
+                 runs[k].workers, runs[k].prec);
+        int st = pixflow_test(runs[k].cfg, ck, runs[k].a1, runs[k].a2, runs[k].a3, runs[k].a4,
+                              tag, &out, &tables[k]);
+        CHECK(st == 0 && strstr(out, says) && strstr(tables[k], "\nimg03\t"),
+              "pixflow test run %d: status %d, output lacks '%s' or results.tsv its rows:\n%s",
+              k, st, says, out);
+        free(out);
+    }
+    double p32 = mean_psnr(tables[0]), p16 = mean_psnr(tables[1]), d = fabs(p16 - p32);
+    printf("B: pixflow test PSNR-Y fp32 %.4f dB, bf16 %.4f dB: difference %.5f dB\n", p32,
+           p16, d);
+    CHECK(strcmp(tables[0], tables[1]) != 0, "bf16 gives fp32's table: bf16 did not run");
+    CHECK(isfinite(d) && d > 0 && d < 0.05,
+          "bf16's mean PSNR-Y %.6f vs fp32's %.6f: expected 0 < difference < 0.05 dB", p16, p32);
+    const char *what[N] = { NULL, NULL, "test_cfg.precision bf16 vs --precision bf16",
+                            "--precision fp32 over test_cfg.precision bf16 vs fp32",
+                            "--precision bf16 on 2 workers vs 1",
+                            "test_cfg.precision bf16 on 2 workers vs --precision bf16 on 1" };
+    const int ref[N] = { 0, 1, 1, 0, 1, 1 };
+    for (int k = 2; k < N; k++)
+        CHECK(strcmp(tables[k], tables[ref[k]]) == 0, "%s: another table:\n%s\nvs\n%s",
+              what[k], tables[k], tables[ref[k]]);
+    for (int k = 0; k < N; k++) free(tables[k]);
+}
+
 int main(int argc, char **argv) {
     int refused = argc > 1 && !strcmp(argv[1], "refused");
+    int test_cmd = argc > 1 && !strcmp(argv[1], "pixflow_test");
     char isa[32];
     const char *unit = pf_dnnl_bf16_isa(isa, sizeof isa);
     if (refused && unit) {
@@ -271,22 +427,31 @@ int main(int argc, char **argv) {
         printf("test_e2e_bf16: no bf16 unit (oneDNN's ISA here is %s): skipped\n", isa);
         return 77;
     }
-    pf_test_job_begin(refused ? "e2e_bf16_refused" : "e2e_bf16", bin, sizeof bin, root,
-                      sizeof root);
+    const char *tag = refused ? "e2e_bf16_refused" : test_cmd ? "e2e_bf16_test" : "e2e_bf16";
+    pf_test_job_begin(tag, bin, sizeof bin, root, sizeof root);
     char dir[600];
     snprintf(dir, sizeof dir, "%s/train", root);
     make_images(dir, 8, 48, 1);
     snprintf(dir, sizeof dir, "%s/val", root);
     make_images(dir, 2, 40, 2);
+    snprintf(dir, sizeof dir, "%s/test", root);
+    make_images(dir, 4, 64, 3);
     setenv("OMP_NUM_THREADS", "2", 1);  /* the same thread count for every run */
     if (refused) {
         test_refused("refused_train", "train_cfg: {precision: bf16}\n", "train_cfg.precision",
                      "worker");
         test_refused("refused_test", "test_cfg: {precision: bf16}\n", "test_cfg.precision",
                      "eval hook");
-        test_upscale_refused();
+        char wd[600];
+        if (train_fp32(wd, sizeof wd) == 0) {
+            test_upscale_refused(wd);
+            test_pixflow_test_refused(wd);
+        }
+    } else if (test_cmd) {
+        test_pixflow_test_bf16();
     } else {
         test_train_resume(unit);
     }
-    return pf_test_job_end(refused ? "test_e2e_bf16 refused" : "test_e2e_bf16", root);
+    return pf_test_job_end(refused ? "test_e2e_bf16 refused" : test_cmd
+                           ? "test_e2e_bf16 pixflow_test" : "test_e2e_bf16", root);
 }
