@@ -238,7 +238,9 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < N_CASES; i++) {
         const rcan_case *k = &cases[i];
         result ref;
-        if (torch_mode ? read_ref(dir, (int)i, k, &ref) : run(k, layouts[0], layout_names[0], &ref)) {
+        int rc = torch_mode ? read_ref(dir, (int)i, k, &ref)
+                            : run(k, layouts[0], layout_names[0], &ref);
+        if (rc) {
             free_result(&ref);
             continue;
         }
