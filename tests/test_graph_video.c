@@ -308,15 +308,36 @@ static void build_tsa(pf_net *g) {
     g->output = conv(g, pf_net_add_mul(g, half, gate, add, 2.0f), "last", 3, -1, -1);
 }
 
+/* A network `type` begun: its 3-channel input and a 20-channel `feat` convolution of it
+   (returned). */
+static int feat_head(pf_net *g, const char *type) {
+    pf_net_init(g);
+    snprintf(g->type, sizeof g->type, "%s", type);
+    int x = pf_net_node(g, PF_G_INPUT, NULL, 0, 3, 1, 1, 0);
+    g->input = x;
+    return conv(g, x, "feat", 20, -1, -1);
+}
+
 /* PF_G_MUL with one tensor as both factors and the residual (f + 0.5 f f): three gradient
    contributions into one buffer, the residual's after the product's. */
 static void build_square(pf_net *g) {
-    pf_net_init(g);
-    snprintf(g->type, sizeof g->type, "square");
-    int x = pf_net_node(g, PF_G_INPUT, NULL, 0, 3, 1, 1, 0);
-    g->input = x;
-    int f = conv(g, x, "feat", 20, -1, -1);
+    int f = feat_head(g, "square");
     g->output = conv(g, pf_net_add_mul(g, f, f, f, 0.5f), "last", 3, -1, -1);
+}
+
+/* PF_G_MUL_CH with its factor x as the residual too (f + 4 f sigmoid(att(mean f)), RCAN's
+   attention form with x for the identity): the scales' gradient must read dy before the
+   residual's share of it is passed on (were dy handed to f first, dx would be dy's own buffer
+   and the scales would read dy + dx). */
+static void build_ca_square(pf_net *g) {
+    int f = feat_head(g, "ca square");
+    int p = f < 0 ? -1 : pf_net_node(g, PF_G_GAP, &f, 1, 20, 1, 1, 1);
+    int a = conv(g, p, "att", 20, -1, -1);  /* its gradients come through the scales' alone */
+    int s = a < 0 ? -1 : pf_net_node(g, PF_G_SIGMOID, &a, 1, 20, 1, 1, 1);
+    int in[3] = { f, s, f };
+    int y = s < 0 ? -1 : pf_net_node(g, PF_G_MUL_CH, in, 3, 20, 1, 1, 0);
+    if (y >= 0) g->node[g->n_node - 1].scale = 4.0f;
+    g->output = conv(g, y, "last", 3, -1, -1);
 }
 
 /* tests/reference/conv_stride_ref.py's network (see there): four stride-2 layers (k 3 with
@@ -966,6 +987,7 @@ int main(int argc, char **argv) {
         check_fd("dcn stride 2", build_dcn_s2, layouts[i], 1, N, 6, 8);
         check_fd("tsa", build_tsa, layouts[i], 1, N, 8, 12);
         check_fd("tsa square", build_square, layouts[i], 1, N, 5, 7);
+        check_fd("channel attention square", build_ca_square, layouts[i], 1, N, 5, 7);
     }
     check_maxpool_kernels();
     check_relu_kernels();

@@ -496,10 +496,16 @@ static int forward_node(const pf_gctx *m, pf_gstate *S, pf_conv *convs, const pf
     case PF_G_GAP:
         pf_cpu_gap_forward(y, a->data, n, C, (size_t)a->h * (size_t)a->w, b);
         return 0;
-    case PF_G_MUL_CH:
-        pf_cpu_mul_ch_forward(y, a->data, nd->n_in > 2 ? S->ts[nd->in[2]].data : NULL, i1->data,
+    case PF_G_MUL_CH: {
+        /* the residual is added in the same pass when it shares the output's layout, else
+           read in its own (the planner lets them differ, as an add's second input) */
+        const pf_tstate *res = nd->n_in > 2 ? &S->ts[nd->in[2]] : NULL;
+        int fused = res && res->block == b;
+        pf_cpu_mul_ch_forward(y, a->data, fused ? res->data : NULL, i1->data,
                               (size_t)pf_blk_c(C, i1->block), nd->scale, n, C, hw, b);
+        if (res && !fused) pf_cpu_axpy_layout(y, b, res->data, res->block, 1.0f, n, C, H, W, 1);
         return 0;
+    }
     case PF_G_CONCAT:
         for (int i = 0, c_off = 0; i < nd->n_in; c_off += g->t[nd->in[i]].c, i++) {
             pf_tstate *t = &S->ts[nd->in[i]];
@@ -881,6 +887,21 @@ static void tsa_backward(const pf_net *g, pf_gstate *S, const pf_gnode *nd) {
     }
 }
 
+/* PF_G_MUL_CH's backward (n samples, C channels): the product's gradients first, the
+   residual's last. Were the residual also the factor x, passing dy to it first would make dx
+   dy's own buffer, and the scales' gradient would read dy after dx had been added into it. */
+static void mul_ch_backward(pf_gstate *S, const pf_gnode *nd, int n, int C) {
+    pf_tstate *o = &S->ts[nd->out], *a = &S->ts[nd->in[0]], *s = &S->ts[nd->in[1]];
+    int b = o->block, acc;
+    size_t hw = (size_t)o->h * (size_t)o->w, cs = (size_t)pf_blk_c(C, s->block);
+    float *dx;
+    if ((dx = grad_for(S, a, &acc)))
+        pf_cpu_mul_ch_backward_x(dx, o->grad, s->data, cs, nd->scale, n, C, hw, b, acc);
+    if ((dx = grad_for(S, s, &acc)))
+        pf_cpu_mul_ch_backward_s(dx, o->grad, a->data, cs, nd->scale, n, C, hw, b, acc);
+    if (nd->n_in > 2) grad_pass(S, &S->ts[nd->in[2]], o, b, n, C, o->h, o->w);
+}
+
 /* Backward of one node (its output gradient is set): dispatch to its kernels, each input's
    gradient from grad_for (first contribution writes, the others add). */
 static int backward_node(const pf_gctx *m, pf_gstate *S, pf_conv *convs, const pf_gnode *nd,
@@ -978,13 +999,7 @@ static int backward_node(const pf_gctx *m, pf_gstate *S, pf_conv *convs, const p
             pf_cpu_gap_backward(dx, dy, n, C, (size_t)a->h * (size_t)a->w, b, acc);
         return 0;
     case PF_G_MUL_CH:
-        if (nd->n_in > 2) grad_pass(S, &S->ts[nd->in[2]], o, b, n, C, H, W);
-        if ((dx = grad_for(S, a, &acc)))
-            pf_cpu_mul_ch_backward_x(dx, dy, i1->data, (size_t)pf_blk_c(C, i1->block),
-                                     nd->scale, n, C, hw, b, acc);
-        if ((dx = grad_for(S, i1, &acc)))
-            pf_cpu_mul_ch_backward_s(dx, dy, a->data, (size_t)pf_blk_c(C, i1->block), nd->scale,
-                                     n, C, hw, b, acc);
+        mul_ch_backward(S, nd, n, C);
         return 0;
     case PF_G_CONCAT:
         for (int i = 0, c_off = 0; i < nd->n_in; c_off += g->t[nd->in[i]].c, i++) {

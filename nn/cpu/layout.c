@@ -14,7 +14,8 @@ enum {
     L_CARRY,        /* the output keeps its input's layout, carried to its channel count; one
                        group (element-wise nodes, pooling, attention, concatenation, shuffle,
                        nearest upsampling) */
-    L_SHARED,       /* every input and the output in one layout (add, channel multiply) */
+    L_SHARED,       /* the output in the first input's layout, the others in it where they
+                       have none yet (add, channel multiply: their kernels read any) */
     L_SOURCE,       /* the network's inputs: chosen by the consumer */
     L_UNSHUFFLE,    /* input plain unless chosen; output chosen by the consumer; no group */
     L_FREE,         /* the video kernels: any layout on each side, no group */
@@ -153,14 +154,11 @@ static int layout_node(const pf_gctx *m, pf_gstate *S, pf_conv *convs, int k, in
         if (!a->block && !b->block) a->block = 1;
         if (!a->block) a->block = b->block;
         if (!b->block) b->block = a->block;
-        if (nd->n_in > 2) {     /* channel attention's residual */
-            if (!S->ts[nd->in[2]].block) S->ts[nd->in[2]].block = a->block;
-            if (S->ts[nd->in[2]].block != a->block) {
-                snprintf(err, errlen, "%s: channel attention residual in another layout",
-                         m->net->type);
-                return -1;
-            }
-        }
+        /* channel attention's residual: a's layout unless it has one already; one in
+           another layout (RCAN at n_feats 8 on AVX-512: conv_first's output in nChw16c, the
+           attention's x in nChw8c) is read in its own, as b is (an add's second input, the
+           attention's scales) */
+        if (nd->n_in > 2 && !S->ts[nd->in[2]].block) S->ts[nd->in[2]].block = a->block;
         o->block = a->block;
         break;
     }
