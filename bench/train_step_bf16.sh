@@ -17,7 +17,10 @@
 # runs the same networks, and --smoke checks that torch_train_step.py --flops, counting with
 # hooks on nn.Conv2d, gets the same number) over each program's median: an effective rate
 # where a program does fewer multiplications (PixFlow fp32's Winograd layers).
-# bf16 peak = THREADS (one core each) x clock x FLOPs per cycle per core, where:
+# bf16 peak: measured by bench/bench_bf16_peak (VDPBF16PS zmm throughput on THREADS threads;
+# its fp32 FMA figure is printed beside) when built and the CPU has AVX512_BF16; printed too
+# (and used where nothing was measured, e.g. AMX) the assumption
+# THREADS (one core each) x clock x FLOPs per cycle per core, where:
 #   clock: lscpu's "CPU max MHz" where it has one, else /proc/cpuinfo's "cpu MHz" of the first
 #   CPU (the current clock, what a VM reports); the output says which.
 #   FLOPs/cycle for AVX512_BF16 (oneDNN's avx512_core_bf16): an ASSUMPTION of 128 = 2
@@ -107,6 +110,18 @@ avx512_core_amx) fpc="" fpc_src="AMX: FLOP/cycle not derived here" ;;
 esac
 peak=""
 [ -z "$fpc" ] || peak=$(awk -v t="$threads" -v m="$mhz" -v f="$fpc" 'BEGIN { printf "%.1f", t * m * 1e-3 * f }')
+assumed_peak=$peak
+# the measured peak (bench/bench_bf16_peak.c: VDPBF16PS / VFMADD231PS zmm throughput on THREADS
+# threads, best 20 ms window) replaces the assumption where the CPU has AVX512_BF16: the clock a
+# VM reports is often not the one the cores run at
+peak_bin="$build/bench/bench_bf16_peak"
+[ -x "$peak_bin" ] || peak_bin="$build/bench_bf16_peak"
+measured=""
+if [ -x "$peak_bin" ] && [ "$have_bf16" = 1 ]; then
+  measured=$(nice -n -5 "$peak_bin" "$threads" 400 2>/dev/null || true)
+  m=$(echo "$measured" | awk '/^bf16 peak measured: [0-9]/ { print $4 }')
+  [ -z "$m" ] || peak=$m
+fi
 
 # median_of: the "median S" figure of a bench line on stdin; gflop_of: its "conv G GFLOP/step".
 median_of() { awk '{ for (i = 1; i <= NF; i++) if ($i == "median") print $(i + 1) }'; }
@@ -130,7 +145,11 @@ echo "CPU: $(lscpu | awk -F: '/^Model name/ { gsub(/^ +/, "", $2); print $2 }'),
      "$(awk -F: '/^cpu family/ { gsub(/ /, "", $2); print $2; exit }' /proc/cpuinfo)," \
      "$(getconf _NPROCESSORS_ONLN) CPUs; flags: ${flags:-none of avx512_bf16 amx_bf16 amx_tile}"
 echo "bf16 unit: $isa_line"
-echo "bf16 peak: ${peak:-unknown} GFLOP/s = $threads cores x $mhz MHz ($mhz_src) x ${fpc:-?} ($fpc_src)"
+echo "bf16 peak (assumed): ${assumed_peak:-unknown} GFLOP/s = $threads cores x $mhz MHz ($mhz_src) x ${fpc:-?} ($fpc_src)"
+if [ -n "$measured" ]; then
+  echo "$measured"
+  echo "percentages below: of the measured bf16 peak, ${peak} GFLOP/s"
+fi
 echo "GFLOP/s: direct-convolution FLOPs per step (bench_train_step's count) / median s: an" \
      "effective rate where a program runs Winograd (PixFlow fp32's 3x3 layers: fewer multiplications)"
 echo "PyTorch: $($py -c 'import torch; print(torch.__version__)')"
