@@ -700,6 +700,40 @@ static FILE *open_samples_log(const pf_config *cfg, int rank, int64_t start_iter
     return fopen(path, start_iter > 0 ? "a" : "w");
 }
 
+/* PF_DUMP_BATCHES=DIR (a bench facility: bench/video/same_iters.sh --paired feeds PyTorch the
+   batches PixFlow trained on): the batch of iteration b->iter as DIR/iter_<iter>_rank<rank>.u8,
+   one text line "pixflow-batch 1 iter I rank R n N frames T gt_frames G lq_h H lq_w W gt_h H2
+   gt_w W2\n" (T: LQ frames a sample, 1 for images; G: GT frames a sample), then the GT bytes
+   (n x G x gt_h x gt_w x 3 uint8, each frame NHWC, samples in order) and the LQ bytes (n x T x
+   lq_h x lq_w x 3). Written under a temporary name and renamed; a failure is a warning (the
+   training goes on without the file). */
+static void dump_batch(worker *w, const pf_msg_batch *b, const uint8_t *gt, const uint8_t *lq) {
+    static const char *dir;
+    static int looked;
+    if (!looked) {
+        looked = 1;
+        dir = getenv("PF_DUMP_BATCHES");
+        if (dir && *dir) pf_info("PF_DUMP_BATCHES: each batch goes to %s", dir);
+    }
+    if (!dir || !*dir) return;
+    uint32_t T = (uint32_t)pf_config_train_frames(w->cfg), G = b->gt_frames ? b->gt_frames : T;
+    char path[PF_PATH_MAX + 64], tmp[PF_PATH_MAX + 80];
+    snprintf(path, sizeof path, "%s/iter_%" PRId64 "_rank%d.u8", dir, b->iter, w->rank);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    size_t gt_bytes = (size_t)b->n * G * b->gt_h * b->gt_w * 3;
+    size_t lq_bytes = (size_t)b->n * T * b->lq_h * b->lq_w * 3;
+    FILE *f = fopen(tmp, "wb");
+    int ok = f && fprintf(f, "pixflow-batch 1 iter %" PRId64 " rank %d n %u frames %u gt_frames "
+                          "%u lq_h %u lq_w %u gt_h %u gt_w %u\n", b->iter, w->rank, b->n, T, G,
+                          b->lq_h, b->lq_w, b->gt_h, b->gt_w) > 0 &&
+             fwrite(gt, 1, gt_bytes, f) == gt_bytes && fwrite(lq, 1, lq_bytes, f) == lq_bytes;
+    if (f && fclose(f) != 0) ok = 0;
+    if (!ok || rename(tmp, path) != 0) {
+        pf_warn("PF_DUMP_BATCHES: cannot write %s: %s", path, strerror(errno));
+        unlink(tmp);
+    }
+}
+
 /* Record the batch of slot s in the samples log (iteration, epoch, ticket, sample ids, a
    digest of the pixels, loader, skipped ids), acknowledge it, free the slot and return its
    credit. */
@@ -857,6 +891,7 @@ static int on_step(pf_reactor *r, void *arg) {
     if (train_step(w, b, gt, lq, gt_plain, w->lr, &loss, wl->err, wl->errlen) != 0) return -1;
     log_precision_report(w);
     publish_visual(w, b, gt, lq, w->it + 1);
+    dump_batch(w, b, gt, lq);
     consume_batch(w, s);
     w->it++;
     ev.loss = loss;

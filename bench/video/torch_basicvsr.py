@@ -6,6 +6,7 @@ on the demo clips, evaluated on a held-out part of one, PSNR-Y against wall time
         [--feat 16] [--blocks 2] [--frames 3] [--batch 2] [--lq-patch 64] [--lr 1e-3]
         [--fix-iter 0] [--flow-lr-mult 1] [--threads 2] [--seed 0] [--clips DIR]
         [--json OUT] [--iters N [--eval-iters K]] [--steady-from 10] [--final-eval 1]
+        [--init-out FILE.pth | --init-in FILE.pth] [--batches DIR]
 
 Model: BasicVSR as BasicSR's basicvsr_arch.py describes it (Chan et al., CVPR 2021), written
 here from that description: SPyNet (6 levels of 5 convs 7x7, ImageNet mean/std, input resized
@@ -29,6 +30,14 @@ Evaluation: output clamped to [0, 1], rounded to uint8, PSNR on Y (BT.601, as Ba
 calculate_psnr test_y_channel) per frame, crop_border 0, averaged over the clip; beside it the
 same for MATLAB bicubic x4 of the LQ. Training time excludes evaluation. One line per
 evaluation: iteration, training seconds, PSNR-Y of the network and of bicubic, gain.
+
+Paired runs (bench/video/same_iters.sh --paired: both sides from the same initial weights on
+the same batches, so what differs is the implementation, not the seed): --init-out FILE writes
+the seeded initial state_dict (torch.save, BasicSR's names) and exits; --init-in FILE starts
+from one (load_state_dict strict=True); --batches DIR trains iteration i on the batch PixFlow's
+worker wrote as DIR/iter_<i>_rank0.u8 (PF_DUMP_BATCHES, worker/worker.c dump_batch: a text line
+"pixflow-batch 1 iter I rank R n N frames T gt_frames G lq_h H lq_w W gt_h H2 gt_w W2", then GT
+n x G x gt_h x gt_w x 3 and LQ n x T x lq_h x lq_w x 3 uint8) instead of drawing its own.
 """
 import argparse
 import json
@@ -239,6 +248,31 @@ def make_batch(clips, rng, batch, frames, lq_patch, n_total):
     return to_t(lqs), to_t(gts)
 
 
+def read_batch(folder, it, batch, frames, lq_patch):
+    """PixFlow's batch of iteration `it` (rank 0) as make_batch returns one: (N, T, 3, p, p) LQ
+    and (N, T, 3, 4p, 4p) GT, float in [0, 1]; an error naming the file when it is missing or
+    its shape is not the one asked for."""
+    path = os.path.join(folder, 'iter_%d_rank0.u8' % it)
+    with open(path, 'rb') as f:
+        head = f.readline().decode().split()
+        if head[:2] != ['pixflow-batch', '1'] or len(head) % 2:
+            sys.exit('%s: not a pixflow-batch 1 file' % path)
+        h = {head[i]: int(head[i + 1]) for i in range(2, len(head), 2)}
+        want = {'iter': it, 'n': batch, 'frames': frames, 'gt_frames': frames, 'lq_h': lq_patch,
+                'lq_w': lq_patch, 'gt_h': SCALE * lq_patch, 'gt_w': SCALE * lq_patch}
+        bad = ['%s %s (expected %s)' % (k, h.get(k), v) for k, v in want.items() if h.get(k) != v]
+        if bad:
+            sys.exit('%s: %s' % (path, ', '.join(bad)))
+        gt = np.frombuffer(f.read(batch * frames * h['gt_h'] * h['gt_w'] * 3), np.uint8)
+        lq = np.frombuffer(f.read(batch * frames * lq_patch * lq_patch * 3), np.uint8)
+        if lq.size != batch * frames * lq_patch * lq_patch * 3 or f.read(1):
+            sys.exit('%s: truncated or too long' % path)
+    gt = gt.reshape(batch, frames, h['gt_h'], h['gt_w'], 3)
+    lq = lq.reshape(batch, frames, lq_patch, lq_patch, 3)
+    to_t = lambda a: torch.from_numpy(a.copy()).permute(0, 1, 4, 2, 3).float() / 255.0  # noqa
+    return to_t(lq), to_t(gt)
+
+
 def evaluate(model, gt, lq, bicubic):
     with torch.no_grad():
         x = torch.from_numpy(lq).permute(0, 3, 1, 2).float().unsqueeze(0) / 255.0
@@ -273,12 +307,20 @@ def main(make_model=None, label='BasicVSR', add_args=None):
     ap.add_argument('--steady-from', type=int, default=10,
                     help='steps before this one are warm-up: "steady" is the median of the rest')
     ap.add_argument('--final-eval', type=int, default=1, help='0: no evaluation at the end')
+    ap.add_argument('--init-out', default='', help='write the initial state_dict here, exit')
+    ap.add_argument('--init-in', default='', help='start from this state_dict (strict)')
+    ap.add_argument('--batches', default='', help="PixFlow's dumped batches (PF_DUMP_BATCHES)")
     if add_args:
         add_args(ap)
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
     rng = np.random.default_rng(a.seed)
+    if a.init_out:
+        model = make_model(a) if make_model else BasicVSR(a.feat, a.blocks)
+        torch.save(model.state_dict(), a.init_out)
+        print('init: %s (seed %d, %d tensors)' % (a.init_out, a.seed, len(model.state_dict())))
+        return
 
     t0 = time.time()
     clips = []
@@ -296,6 +338,9 @@ def main(make_model=None, label='BasicVSR', add_args=None):
           flush=True)
 
     model = make_model(a) if make_model else BasicVSR(a.feat, a.blocks)
+    if a.init_in:
+        model.load_state_dict(torch.load(a.init_in), strict=True)
+        print('init: %s' % a.init_in)
     flow_params = [p for n, p in model.named_parameters() if n.startswith('spynet.')]
     other = [p for n, p in model.named_parameters() if not n.startswith('spynet.')]
     opt = torch.optim.Adam([{'params': other, 'lr': a.lr},
@@ -309,6 +354,7 @@ def main(make_model=None, label='BasicVSR', add_args=None):
     curve = []
     train_s, next_eval, it = 0.0, a.eval_every, 0
     step_s = []                         # seconds of each training step
+    losses = []                         # loss of each training step
     limit = a.minutes * 60
     while True:
         if (a.iters and it >= a.iters) or (not a.iters and train_s >= limit):
@@ -316,13 +362,17 @@ def main(make_model=None, label='BasicVSR', add_args=None):
         t = time.time()
         for p in flow_params:
             p.requires_grad_(it >= a.fix_iter)
-        lq, gt = make_batch(clips, rng, a.batch, a.frames, a.lq_patch, n_total)
+        if a.batches:
+            lq, gt = read_batch(a.batches, it, a.batch, a.frames, a.lq_patch)
+        else:
+            lq, gt = make_batch(clips, rng, a.batch, a.frames, a.lq_patch, n_total)
         out = model(lq)
         loss = torch.mean(torch.sqrt((out - gt) ** 2 + 1e-12))
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
         it += 1
+        losses.append(float(loss))
         step_s.append(time.time() - t)
         train_s += step_s[-1]
         if (a.eval_iters and it % a.eval_iters == 0 and it < a.iters) or \
@@ -354,7 +404,7 @@ def main(make_model=None, label='BasicVSR', add_args=None):
               % (steady[len(steady) // 2], w + 1, it, steady[0], steady[-1]), flush=True)
     if a.json:
         with open(a.json, 'w') as f:
-            json.dump({'args': vars(a), 'curve': curve}, f, indent=1)
+            json.dump({'args': vars(a), 'curve': curve, 'losses': losses}, f, indent=1)
 
 
 if __name__ == '__main__':
