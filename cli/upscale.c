@@ -226,14 +226,13 @@ static double activation_bytes(const pf_config *cfg) {
 }
 
 /* --device cuda:N: the network on GPU N with the CPU model's weights (worker/device.h), run
-   through pf_infer_on like the CPU model. Image networks in fp32 only (bf16 from `why`,
-   --precision or test_cfg.precision, is refused). 0 or -1 after printing why. */
+   through pf_infer_on like the CPU model. Image networks; bf16 (from `why`, --precision or
+   test_cfg.precision) runs cuDNN's bf16 convolutions with fp32 accumulation, refused below
+   compute capability 8.0. 0 or -1 after printing why. */
 static int upscale_gpu(int device, const char *why, up_job *j) {
     char err[1024] = "";
-    if (j->cfg->test_precision)
-        snprintf(err, sizeof err, "%s bf16 on GPUs: not yet, see docs/cuda.md (--precision "
-                 "fp32 runs fp32)", why);
-    else if (pf_model_is_video(j->m))
+    j->cfg->train_precision = 0;        /* inference only: no training plan to set */
+    if (pf_model_is_video(j->m))
         snprintf(err, sizeof err, "--device cuda:%d: %s runs on the CPU only for now", device,
                  j->cfg->model_type);
     else if ((j->gpu = pf_gpu_new(j->cfg, device, err, sizeof err)) &&
@@ -242,7 +241,8 @@ static int upscale_gpu(int device, const char *why, up_job *j) {
     else
         pf_gpu_destroy(&j->gpu);
     if (j->gpu) return 0;
-    fprintf(stderr, "pixflow upscale: cuda:%d: %s\n", device, err);
+    fprintf(stderr, "pixflow upscale: cuda:%d: %s%s%s\n", device, err,
+            j->cfg->test_precision ? "; bf16 from " : "", j->cfg->test_precision ? why : "");
     return -1;
 }
 

@@ -59,7 +59,15 @@ pf_gpu *pf_gpu_new(const pf_config *cfg, int device, char *err, size_t errlen) {
     }
     g->device = device;
     g->model = pf_cuda_model_new(cfg, device, 0, err, errlen);
-    if (!g->model) {
+    /* train_cfg.precision / test_cfg.precision bf16: cuDNN bf16 convolutions with fp32
+       accumulation and fp32 master weights (nn/cuda/conv_bf16.c), refused below compute
+       capability 8.0 naming the key */
+    if (!g->model ||
+        ((cfg->train_precision || cfg->test_precision) &&
+         pf_cuda_model_set_precision(g->model, cfg->train_precision, cfg->test_precision,
+                                     cfg->train_precision ? "train_cfg.precision"
+                                                          : "test_cfg.precision",
+                                     err, errlen) != 0)) {
         pf_gpu_destroy(&g);
         return NULL;
     }
