@@ -143,8 +143,9 @@ fi
 save
 
 # 2c. --smoke: short end-to-end trainings (coordinator, loaders, worker, hooks, evaluation) of
-#     EDSR and of a graph network (MSRResNet) on the GPU, then EDSR on the CPU with the same
-#     config and seed (the same batches): eval.log's PSNR after 150 and 300 iterations.
+#     EDSR (fp32, then bf16: train_cfg.precision) and of a graph network (MSRResNet) on the GPU,
+#     then EDSR on the CPU with the same config and seed (the same batches): eval.log's PSNR
+#     after 150 and 300 iterations.
 if [ "$SMOKE" = 1 ]; then
   PIXFLOW=""
   [ "$CHECK" = build-gpu/bench/gpu/gpu_check ] && [ -x build-gpu/pixflow ] && PIXFLOW=build-gpu/pixflow
@@ -153,9 +154,13 @@ if [ "$SMOKE" = 1 ]; then
     log "## smoke: no pixflow binary or no carried data (bench/gpu/pack.sh)"
   else
     mkdir -p work_dirs
-    for run in "smoke_edsr 1 100" "smoke_msrresnet 1 100" "smoke_edsr 0 150"; do
+    # the EDSR recipe again in bf16 (train_cfg.precision: cuDNN bf16 convolutions, issue 43)
+    sed 's|^work_dir: *\(.*\)|work_dir: \1_bf16|' bench/gpu/smoke_edsr.yaml > work_dirs/smoke_edsr_bf16.yaml
+    echo "train_cfg: {precision: bf16}" >> work_dirs/smoke_edsr_bf16.yaml
+    for run in "smoke_edsr 1 100" "smoke_edsr_bf16 1 100" "smoke_msrresnet 1 100" "smoke_edsr 0 150"; do
       set -- $run
       cfg=bench/gpu/$1.yaml
+      [ -f "$cfg" ] || cfg=work_dirs/$1.yaml
       wd=$(sed -n 's/^work_dir: *//p' "$cfg")
       rm -rf "$wd"
       log "## smoke: $PIXFLOW train $cfg --gpus $2 (limit $3 s)"
