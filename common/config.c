@@ -1002,7 +1002,7 @@ const char *pf_cfg_net_scales(const pf_network *net, char *out, size_t size) {
 
 /* EDVR's keys (nn/edvr.c): an odd window (the issue's rule; BasicSR builds even ones too),
    its reference frame inside it (-1 resolved to num_frame / 2), deform groups dividing the
-   width, and the variants not built yet. */
+   width, and hr_in refused (scale 1). */
 static int edvr_rules(pf_cfg_ctx *c, const pf_lines *L, pf_config *cfg) {
     int T = cfg->edvr_num_frame;
     if (T % 2 == 0)
@@ -1021,12 +1021,14 @@ static int edvr_rules(pf_cfg_ctx *c, const pf_lines *L, pf_config *cfg) {
                            "model.deformable_groups", "must divide n_feats (%d), got %d",
                            cfg->n_feats, cfg->deformable_groups);
     }
+    /* nn/edvr.c builds hr_in (tests/test_edvr.c checks it against PyTorch), but BasicSR
+       trains it at scale 1 (REDS blur / blur_comp LQ frames of the GT's size), and
+       model.scale, the paired crops and the video sets take 2, 3 or 4 only */
     if (cfg->hr_in)
         return pf_cfg_fail(c, line_of(L, "model.hr_in"), "model.hr_in",
-                           "true (BasicSR's same-size input) is not supported yet for EDVR");
-    if (cfg->with_predeblur)
-        return pf_cfg_fail(c, line_of(L, "model.with_predeblur"), "model.with_predeblur",
-                           "true (BasicSR's PredeblurModule) is not supported yet for EDVR");
+                           "true (BasicSR's same-size EDVR, trained at scale 1 on LQ frames of "
+                           "the GT's size) is not supported yet: model.scale 1 is not supported "
+                           "by the config and the data pipeline");
     return 0;
 }
 

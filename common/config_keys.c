@@ -310,10 +310,13 @@ const pf_config_key pf_config_keys[] = {
             "`~`): num_frame // 2"},
     {.path = "model.hr_in", .kind = PF_K_BOOL, .offset = OFF(hr_in), .def = "false",
      .when_key = "model.type", .when = "EDVR",
-     .doc = "BasicSR's same-size input (strided convs down by 4 first): not supported yet"},
+     .doc = "BasicSR's same-size input (the predeblur's strided convs down by 4 first, "
+            "output at the input's size): not supported yet (it trains at scale 1, which the "
+            "data pipeline does not take)"},
     {.path = "model.with_predeblur", .kind = PF_K_BOOL, .offset = OFF(with_predeblur),
      .def = "false", .when_key = "model.type", .when = "EDVR",
-     .doc = "BasicSR's PredeblurModule before feature extraction: not supported yet"},
+     .doc = "BasicSR's PredeblurModule (a 3-level pyramid of residual blocks) and a 1x1 "
+            "conv `conv_1x1` in place of `conv_first` (BasicSR's EDVR_L_x4_SRblur_REDS)"},
     {.path = "model.with_tsa", .kind = PF_K_BOOL, .offset = OFF(with_tsa), .def = "true",
      .when_key = "model.type", .when = "EDVR",
      .doc = "TSA fusion (temporal and spatial attention); false: one 1x1 conv `fusion` over "

@@ -184,7 +184,7 @@ typedef struct {
     int num_extract_block;              /* EDVR: feature-extraction residual blocks (5) */
     int num_reconstruct_block;          /* EDVR: reconstruction residual blocks (10) */
     int center_frame_idx;               /* EDVR: reference frame, -1: num_frame / 2 */
-    int hr_in, with_predeblur;          /* EDVR: 0, 0 (1 not supported yet) */
+    int hr_in, with_predeblur;          /* EDVR: 0 (1 refused: scale 1), 0 */
     int with_tsa;                       /* EDVR: TSA fusion (1) or a 1x1 conv (0) */
     int num_group;                      /* RCAN residual groups (10) */
     int squeeze_factor;                 /* RCAN channel attention reduction (16) */

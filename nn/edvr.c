@@ -1,13 +1,23 @@
 /*  edvr — EDVR as a description (nn/net.h): Wang, Chan, Yu, Dong and Loy, "EDVR: Video
     Restoration with Enhanced Deformable Convolutional Networks", CVPRW 2019, as BasicSR's
-    basicsr/archs/edvr_arch.py (EDVR, PCDAlignment, TSAFusion) and arch_util.py (DCNv2Pack,
-    ResidualBlockNoBN) describe it, x4, hr_in and with_predeblur false. Parameter names,
-    state_dict order and initialisation are BasicSR's, so weights move both ways.
+    basicsr/archs/edvr_arch.py (EDVR, PredeblurModule, PCDAlignment, TSAFusion) and
+    arch_util.py (DCNv2Pack, ResidualBlockNoBN) describe it: x4, or with hr_in the same size.
+    Parameter names, state_dict order and initialisation are BasicSR's, so weights move both
+    ways: BasicSR's released EDVR-L checkpoints (num_feat 128, num_reconstruct_block 40) use
+    with_predeblur with hr_in false (EDVR_L_x4_SRblur_REDS) and with hr_in true
+    (EDVR_L_deblur_REDS, EDVR_L_deblurcomp_REDS: scale 1, REDS blur / blur_comp frames).
 
     A sliding-window network: num_frame LQ frames in, the center frame's SR out. Per frame t
     (weights shared over frames: every application after the first is a layer of its own
     naming the first one's tensors, nn/net.h), with lrelu = LeakyReLU(0.1):
       L1 = feature_extraction(lrelu(conv_first(x_t)))   (num_extract_block residual blocks)
+         or, with_predeblur, feature_extraction(conv_1x1(predeblur(x_t))), PredeblurModule:
+           p1 = lrelu(conv_first(x_t)); hr_in: p1 = lrelu(stride_conv_hr2(lrelu(
+                stride_conv_hr1(p1))))  (3x3 stride 2: features at 1/4 of an hr input)
+           p2 = lrelu(stride_conv_l2(p1)), p3 = lrelu(stride_conv_l3(p2))   (stride 2)
+           p2 = up2(resblock_l2_2(resblock_l2_1(p2) + up2(resblock_l3(p3))))
+           predeblur = resblock_l1.4..2(resblock_l1.1..0(p1) + p2)
+           (up2 the bilinear x2, align_corners False; resblocks ResidualBlockNoBN)
       L2 = lrelu(conv_l2_2(lrelu(conv_l2_1(L1))))         (conv_l2_1: 3x3 stride 2, pad 1)
       L3 = lrelu(conv_l3_2(lrelu(conv_l3_1(L2))))         (likewise)
     PCD alignment of each frame's (L1, L2, L3) to the center frame's (ref), from level 3 down:
@@ -27,7 +37,8 @@
     stride-2 max and average pooling, feat = feat * sigmoid(attn) * 2 + attn_add); without,
     a 1x1 conv `fusion` of cat(a_t). Then reconstruction (num_reconstruct_block residual
     blocks), lrelu(PixelShuffle(2)(upconv1)), lrelu(PixelShuffle(2)(upconv2)) (-> 64),
-    lrelu(conv_hr), conv_last, plus the bilinear x4 (align_corners False) of the center LQ.
+    lrelu(conv_hr), conv_last, plus the bilinear x4 (align_corners False) of the center LQ;
+    with hr_in, plus the center frame itself (the output is the input's size).
 */
 #include <stdio.h>
 #include <string.h>
@@ -41,6 +52,7 @@ enum { INIT_TORCH, INIT_RESBLOCK, INIT_ZERO };  /* a conv's initialisation (decl
 typedef struct {
     pf_net *g;
     int C, T, dg, center, n_ext, n_rec, tsa;
+    int predeblur, hr_in;       /* BasicSR's with_predeblur, hr_in */
 } edvr;
 
 /* The tensors name.weight (oc x ic x k x k) and name.bias of a conv, in state_dict order;
@@ -77,16 +89,38 @@ static int declare_dcn(edvr *e, const char *name) {
     return declare(e, full, e->C, 27 * e->dg, 3, INIT_ZERO) < 0 ? -1 : w;
 }
 
+/* ResidualBlockNoBN `name`: name.conv1, name.conv2 (C -> C, 3x3). */
+static void declare_resblock(edvr *e, const char *name) {
+    char full[112];
+    snprintf(full, sizeof full, "%s.conv1", name);
+    declare(e, full, e->C, e->C, 3, INIT_RESBLOCK);
+    snprintf(full, sizeof full, "%s.conv2", name);
+    declare(e, full, e->C, e->C, 3, INIT_RESBLOCK);
+}
+
 /* Every tensor in BasicSR's state_dict order (its modules' registration order). */
 static void declare_all(edvr *e) {
     char name[112];
     int C = e->C;
-    declare(e, "conv_first", 3, C, 3, INIT_TORCH);
+    if (e->predeblur) {         /* PredeblurModule, then conv_1x1, in place of conv_first */
+        declare(e, "predeblur.conv_first", 3, C, 3, INIT_TORCH);
+        static const char *const strided[4] = { "predeblur.stride_conv_hr1",
+            "predeblur.stride_conv_hr2", "predeblur.stride_conv_l2", "predeblur.stride_conv_l3" };
+        for (int i = e->hr_in ? 0 : 2; i < 4; i++) declare(e, strided[i], C, C, 3, INIT_TORCH);
+        static const char *const rb[3] = { "predeblur.resblock_l3", "predeblur.resblock_l2_1",
+                                           "predeblur.resblock_l2_2" };
+        for (int i = 0; i < 3 + 5; i++) {
+            if (i < 3) snprintf(name, sizeof name, "%s", rb[i]);
+            else snprintf(name, sizeof name, "predeblur.resblock_l1.%d", i - 3);
+            declare_resblock(e, name);
+        }
+        declare(e, "conv_1x1", C, C, 1, INIT_TORCH);
+    } else {
+        declare(e, "conv_first", 3, C, 3, INIT_TORCH);
+    }
     for (int k = 0; k < e->n_ext; k++) {
-        snprintf(name, sizeof name, "feature_extraction.%d.conv1", k);
-        declare(e, name, C, C, 3, INIT_RESBLOCK);
-        snprintf(name, sizeof name, "feature_extraction.%d.conv2", k);
-        declare(e, name, C, C, 3, INIT_RESBLOCK);
+        snprintf(name, sizeof name, "feature_extraction.%d", k);
+        declare_resblock(e, name);
     }
     static const char *const lv[3] = { "conv_l2_1", "conv_l2_2", "conv_l3_1" };
     for (int i = 0; i < 3; i++) declare(e, lv[i], C, C, 3, INIT_TORCH);
@@ -130,10 +164,8 @@ static void declare_all(edvr *e) {
         declare(e, "fusion", e->T * C, C, 1, INIT_TORCH);
     }
     for (int k = 0; k < e->n_rec; k++) {
-        snprintf(name, sizeof name, "reconstruction.%d.conv1", k);
-        declare(e, name, C, C, 3, INIT_RESBLOCK);
-        snprintf(name, sizeof name, "reconstruction.%d.conv2", k);
-        declare(e, name, C, C, 3, INIT_RESBLOCK);
+        snprintf(name, sizeof name, "reconstruction.%d", k);
+        declare_resblock(e, name);
     }
     declare(e, "upconv1", C, 4 * C, 3, INIT_TORCH);
     declare(e, "upconv2", C, 256, 3, INIT_TORCH);
@@ -237,16 +269,46 @@ static int add(edvr *e, int a, int b, float scale) {
     return o;
 }
 
-/* make_layer(ResidualBlockNoBN, n) `name` on x: x + conv2(relu(conv1(x))) n times. */
+/* ResidualBlockNoBN `name` (res_scale 1) on x: x + conv2(relu(conv1(x))). */
+static int resblock(edvr *e, const char *name, int x) {
+    char full[112];
+    snprintf(full, sizeof full, "%s.conv1", name);
+    int m = conv(e, x, full, e->C, 3, 1, 0.0f, -1);
+    snprintf(full, sizeof full, "%s.conv2", name);
+    return conv(e, m, full, e->C, 3, 1, NO_ACT, x);
+}
+
+/* make_layer(ResidualBlockNoBN, n) `name` on x: blocks name.0 .. name.(n-1). */
 static int resblocks(edvr *e, const char *name, int x, int n) {
     char full[112];
     for (int k = 0; k < n; k++) {
-        snprintf(full, sizeof full, "%s.%d.conv1", name, k);
-        int m = conv(e, x, full, e->C, 3, 1, 0.0f, -1);
-        snprintf(full, sizeof full, "%s.%d.conv2", name, k);
-        x = conv(e, m, full, e->C, 3, 1, NO_ACT, x);
+        snprintf(full, sizeof full, "%s.%d", name, k);
+        x = resblock(e, full, x);
     }
     return x;
+}
+
+/* conv_1x1(PredeblurModule(x)) (the header's p1..p3): the L1 features of frame x, at 1/4 of
+   x's size with hr_in, else at x's. */
+static int predeblur(edvr *e, int x) {
+    char name[112];
+    int C = e->C;
+    int p1 = conv(e, x, "predeblur.conv_first", C, 3, 1, LRELU, -1);
+    if (e->hr_in) {
+        p1 = conv(e, p1, "predeblur.stride_conv_hr1", C, 3, 2, LRELU, -1);
+        p1 = conv(e, p1, "predeblur.stride_conv_hr2", C, 3, 2, LRELU, -1);
+    }
+    int p2 = conv(e, p1, "predeblur.stride_conv_l2", C, 3, 2, LRELU, -1);
+    int p3 = conv(e, p2, "predeblur.stride_conv_l3", C, 3, 2, LRELU, -1);
+    p3 = upsample(e, resblock(e, "predeblur.resblock_l3", p3), 2);
+    p2 = add(e, resblock(e, "predeblur.resblock_l2_1", p2), p3, 1.0f);
+    p2 = upsample(e, resblock(e, "predeblur.resblock_l2_2", p2), 2);
+    for (int k = 0; k < 5; k++) {
+        if (k == 2) p1 = add(e, p1, p2, 1.0f);
+        snprintf(name, sizeof name, "predeblur.resblock_l1.%d", k);
+        p1 = resblock(e, name, p1);
+    }
+    return conv(e, p1, "conv_1x1", C, 1, 1, NO_ACT, -1);
 }
 
 /* DCNv2Pack `name` on x with the offset features feat. */
@@ -333,7 +395,7 @@ static int tsa(edvr *e, const int *a) {
 
 int pf_net_build_edvr(pf_net *g, int num_feat, int num_frame, int deformable_groups,
                       int num_extract_block, int num_reconstruct_block, int center_frame_idx,
-                      int with_tsa, char *err, size_t errlen) {
+                      int with_tsa, int with_predeblur, int hr_in, char *err, size_t errlen) {
     pf_net_init(g);
     snprintf(g->type, sizeof g->type, "EDVR");
     const char *bad = num_frame < 1 || num_frame > 63 || num_frame % 2 == 0
@@ -344,19 +406,24 @@ int pf_net_build_edvr(pf_net *g, int num_feat, int num_frame, int deformable_gro
                           ? "deformable_groups dividing num_feat"
                       : num_extract_block < 0 || num_reconstruct_block < 0
                           ? "num_extract_block, num_reconstruct_block >= 0"
+                      /* BasicSR's EDVR brings an hr input down by 4 in its PredeblurModule
+                         alone: without it, its x4 output does not match the hr base */
+                      : hr_in && !with_predeblur ? "with_predeblur true for hr_in true"
                           : NULL;
     if (bad) {
         snprintf(err, errlen, "model: EDVR needs %s (num_feat %d, num_frame %d, "
                  "deformable_groups %d, num_extract_block %d, num_reconstruct_block %d, "
-                 "center_frame_idx %d)", bad, num_feat, num_frame, deformable_groups,
-                 num_extract_block, num_reconstruct_block, center_frame_idx);
+                 "center_frame_idx %d, with_predeblur %d, hr_in %d)", bad, num_feat,
+                 num_frame, deformable_groups, num_extract_block, num_reconstruct_block,
+                 center_frame_idx, with_predeblur, hr_in);
         return -1;
     }
     edvr e = { .g = g, .C = num_feat, .T = num_frame, .dg = deformable_groups,
                .center = center_frame_idx, .n_ext = num_extract_block,
-               .n_rec = num_reconstruct_block, .tsa = with_tsa };
+               .n_rec = num_reconstruct_block, .tsa = with_tsa,
+               .predeblur = with_predeblur, .hr_in = hr_in };
     declare_all(&e);
-    g->scale = 4;
+    g->scale = hr_in ? 1 : 4;
     g->range = 1.0f;
     int T = num_frame, C = num_feat;
     int in = g->oom ? -1 : pf_net_node(g, PF_G_INPUT, NULL, 0, 3 * T, 1, 1, 0);
@@ -364,7 +431,8 @@ int pf_net_build_edvr(pf_net *g, int num_feat, int num_frame, int deformable_gro
     int x[64], feat[64][3], aligned[64];
     for (int t = 0; in >= 0 && t < T; t++) {
         x[t] = slice(&e, in, 3 * t, 3);
-        int f = conv(&e, x[t], "conv_first", C, 3, 1, LRELU, -1);
+        int f = with_predeblur ? predeblur(&e, x[t])
+                               : conv(&e, x[t], "conv_first", C, 3, 1, LRELU, -1);
         f = feat[t][0] = resblocks(&e, "feature_extraction", f, e.n_ext);
         f = conv(&e, conv(&e, f, "conv_l2_1", C, 3, 2, LRELU, -1), "conv_l2_2", C, 3, 1,
                  LRELU, -1);
@@ -386,7 +454,8 @@ int pf_net_build_edvr(pf_net *g, int num_feat, int num_frame, int deformable_gro
         f = node(&e, PF_G_SHUFFLE, &f, 1, 64, f, 2, 1, &nd);
         if (f >= 0) nd->r = 2;
         f = conv(&e, f, "conv_hr", 64, 3, 1, LRELU, -1);
-        out = conv(&e, f, "conv_last", 3, 3, 1, NO_ACT, upsample(&e, x[e.center], 4));
+        out = conv(&e, f, "conv_last", 3, 3, 1, NO_ACT,
+                   hr_in ? x[e.center] : upsample(&e, x[e.center], 4));
     }
     g->output = out;
     if (g->oom || out < 0) {

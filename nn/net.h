@@ -240,19 +240,23 @@ int pf_net_build_basicvsr(pf_net *net, int num_feat, int num_block, int frames, 
 int pf_net_build_basicvsrpp(pf_net *net, int mid_channels, int num_blocks,
                             float max_residue_magnitude, int frames, char *err, size_t errlen);
 
-/* EDVR x4 (nn/edvr.c; Wang et al., "EDVR: Video Restoration with Enhanced Deformable
-   Convolutional Networks", CVPRW 2019, as BasicSR's edvr_arch.py with hr_in and with_predeblur
-   false): a sliding-window network. Input: num_frame (odd, 1..63) LQ frames as 3 num_frame
-   channels in [0, 1] (lq / 255; frame t = channels 3t..3t+2), H and W multiples of 4 (its
-   pyramid has levels at 1/2 and 1/4); output: ONE frame, 3 channels at 4x, the SR of frame
-   center_frame_idx (0..num_frame-1): bilinear x4 of it (align_corners False) plus the
-   network's residual. num_feat a multiple of deformable_groups; num_extract_block,
-   num_reconstruct_block >= 0; with_tsa 1: TSA fusion, 0: a 1x1 conv `fusion`. BasicSR's
-   parameter names, state_dict order and initialisation. Returns 0, or -1 with err naming the
-   value. */
+/* EDVR (nn/edvr.c; Wang et al., "EDVR: Video Restoration with Enhanced Deformable
+   Convolutional Networks", CVPRW 2019, as BasicSR's edvr_arch.py): a sliding-window network.
+   Input: num_frame (odd, 1..63) LQ frames as 3 num_frame channels in [0, 1] (lq / 255; frame
+   t = channels 3t..3t+2), H and W multiples of 4 (its pyramid has levels at 1/2 and 1/4; 16
+   with hr_in); output: ONE frame, 3 channels, the restored frame center_frame_idx
+   (0..num_frame-1): at 4x, bilinear x4 of it (align_corners False) plus the network's
+   residual; with hr_in, at the input's size (net->scale 1), the frame itself plus the
+   residual. num_feat a multiple of deformable_groups; num_extract_block,
+   num_reconstruct_block >= 0; with_tsa 1: TSA fusion, 0: a 1x1 conv `fusion`;
+   with_predeblur 1: BasicSR's PredeblurModule and conv_1x1 in place of conv_first; hr_in 1
+   (needs with_predeblur): the predeblur's two stride-2 convs bring the input down by 4 first.
+   BasicSR's parameter names, state_dict order and initialisation. Returns 0, or -1 with err
+   naming the value. */
 int pf_net_build_edvr(pf_net *net, int num_feat, int num_frame, int deformable_groups,
                       int num_extract_block, int num_reconstruct_block, int center_frame_idx,
-                      int with_tsa, char *err, size_t errlen);
+                      int with_tsa, int with_predeblur, int hr_in, char *err,
+                      size_t errlen);
 
 /* A video network of cfg (BasicVSR, BasicVSRPlusPlus: its keys) unrolled over `frames`
    frames, or EDVR (its window is model.num_frame frames: `frames` must be that); 0, or -1 with

@@ -1082,17 +1082,19 @@ int pf_net_build_video(pf_net *g, const pf_config *c, int frames, char *err, siz
                                        frames, err, errlen);
     }
     if (!strcmp(c->model_type, "EDVR")) {
-        if (frames != c->edvr_num_frame || c->hr_in || c->with_predeblur) {
+        if (frames != c->edvr_num_frame) {
             pf_net_init(g);
             snprintf(err, errlen, "model: EDVR takes windows of model.num_frame (%d) frames, "
-                     "got %d%s", c->edvr_num_frame, frames, c->hr_in || c->with_predeblur
-                     ? "; hr_in and with_predeblur true are not supported yet" : "");
+                     "got %d", c->edvr_num_frame, frames);
             return -1;
         }
+        /* hr_in: the output is the input's size (net->scale 1) whatever model.scale says;
+           the config refuses hr_in (no scale 1 data, common/config.c edvr_rules), so only
+           tests that set it on a parsed config build it here */
         return pf_net_build_edvr(g, c->n_feats, frames, c->deformable_groups,
                                  c->num_extract_block, c->num_reconstruct_block,
                                  c->center_frame_idx < 0 ? frames / 2 : c->center_frame_idx,
-                                 c->with_tsa, err, errlen);
+                                 c->with_tsa, c->with_predeblur, c->hr_in, err, errlen);
     }
     pf_net_init(g);
     snprintf(err, errlen, "model: %s is not a video network", c->model_type);

@@ -19,6 +19,9 @@
     C. 2 workers with half the batch each (gradients all-reduced): every loss A's to fp32
        rounding (relative 1e-4), each epoch's samples once over the ranks; a single worker
        with half the batch has other losses and lands far from A's weights.
+    D. A with with_predeblur true (BasicSR's PredeblurModule and conv_1x1 in place of
+       conv_first): trains, every loss finite and unlike A's, eval lines at both evaluations,
+       the checkpoint holds the predeblur's tensors under BasicSR's names and no conv_first.
 */
 #include <math.h>
 #include <stdio.h>
@@ -28,6 +31,7 @@
 
 #include "common/config.h"
 #include "common/image.h"
+#include "common/safetensors.h"
 #include "common/util.h"
 #include "pf_test.h"
 #include "pf_test_job.h"
@@ -43,12 +47,14 @@
 
 static char root[256], bin[1024];
 
-/* The job's config; samples_per_gpu `spg` (BATCH, or BATCH / 2 for each of 2 workers). */
-static void write_config(const char *path, const char *work_dir, int spg) {
+/* The job's config; samples_per_gpu `spg` (BATCH, or BATCH / 2 for each of 2 workers);
+   predeblur: model.with_predeblur. */
+static void write_config(const char *path, const char *work_dir, int spg, int predeblur) {
     FILE *f = create_or_exit(path);
     fprintf(f,
             "model: {type: EDVR, scale: 4, num_feat: 8, num_frame: 3, deformable_groups: 2,\n"
             "        num_extract_block: 1, num_reconstruct_block: 1, with_tsa: true,\n"
+            "        with_predeblur: %s,\n"
             "        loss: {type: CharbonnierLoss, eps: 1.0e-12}}\n"
             "data:\n"
             "  samples_per_gpu: %d\n"
@@ -80,7 +86,8 @@ static void write_config(const char *path, const char *work_dir, int spg) {
             "visual_config: {interval: %d, num_samples: 2}\n"
             "work_dir: %s\n"
             "seed: 5\n",
-            spg, root, root, root, TOTAL_ITERS, EVAL_EVERY, EVAL_EVERY, EVAL_EVERY,
+            predeblur ? "true" : "false", spg, root, root, root, TOTAL_ITERS, EVAL_EVERY,
+            EVAL_EVERY, EVAL_EVERY,
             work_dir);
     fclose(f);
 }
@@ -187,7 +194,7 @@ static void data_parallel(const char *wd_a, const double *loss_a) {
         snprintf(wd, sizeof wd, "%s/work_%s", root, tags[k]);
         snprintf(out, sizeof out, "%s/%s.out", root, tags[k]);
         snprintf(ck[k], sizeof ck[k], "%s/checkpoints/iter_%d.safetensors", wd, TOTAL_ITERS);
-        write_config(cfg, wd, BATCH / 2);
+        write_config(cfg, wd, BATCH / 2, 0);
         run r;
         start_job(&r, bin, out, cfg, "1", NULL, "--workers", k ? "1" : "2");
         int st = finish(&r, 600);
@@ -210,6 +217,55 @@ static void data_parallel(const char *wd_a, const double *loss_a) {
           "(losses %.3g vs %.3g, weights %.3g vs %.3g)", worst[1], worst[0], other, same);
 }
 
+/* D: run A's job with with_predeblur true (loss_a: A's losses). */
+static void predeblur_run(const double *loss_a) {
+    char cfg[600], wd[600], out[700], ckpt[700], err[512];
+    snprintf(cfg, sizeof cfg, "%s/predeblur.yaml", root);
+    snprintf(wd, sizeof wd, "%s/work_predeblur", root);
+    snprintf(out, sizeof out, "%s/predeblur.out", root);
+    write_config(cfg, wd, BATCH, 1);
+    run r;
+    double t0 = pf_now();
+    start_job(&r, bin, out, cfg, "1", NULL, NULL, NULL);
+    int st = finish(&r, 600);
+    CHECK(st == 0, "run D (with_predeblur) exited with %d (see %s)", st, out);
+    if (st) return;
+    static double loss[TOTAL_ITERS + 1], lr[TOTAL_ITERS + 1];
+    CHECK(train_curve(wd, loss, lr, TOTAL_ITERS) == TOTAL_ITERS,
+          "run D: %s/metrics.jsonl lacks train entries", wd);
+    int finite = 1, same = 0;
+    for (int i = 1; i <= TOTAL_ITERS; i++) {
+        finite &= isfinite(loss[i]) && loss[i] > 0;
+        same += loss[i] == loss_a[i];
+    }
+    CHECK(finite && same == 0, "run D: losses not finite and positive, or %d equal to A's",
+          same);
+    char *first = eval_lines(wd, EVAL_EVERY), *last = eval_lines(wd, TOTAL_ITERS);
+    CHECK(strstr(first, "val (6 frames): PSNR-Y ") && strstr(last, "val (6 frames): PSNR-Y "),
+          "run D: no eval line for clip val at iterations %d and %d in %s/eval.log", EVAL_EVERY,
+          TOTAL_ITERS, wd);
+    snprintf(ckpt, sizeof ckpt, "%s/checkpoints/iter_%d.safetensors", wd, TOTAL_ITERS);
+    pf_safetensors *sf = NULL;
+    int rc = pf_safetensors_load(ckpt, &sf, err, sizeof err);
+    CHECK(rc == 0, "run D: %s", err);
+    if (rc == 0) {
+        static const char *want[] = { "predeblur.conv_first.weight",
+            "predeblur.stride_conv_l3.bias", "predeblur.resblock_l2_1.conv1.weight",
+            "predeblur.resblock_l1.4.conv2.weight", "conv_1x1.weight" };
+        for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+            CHECK(pf_safetensors_get(sf, want[i], NULL, NULL) != NULL,
+                  "run D: %s lacks %s", ckpt, want[i]);
+        CHECK(!pf_safetensors_get(sf, "conv_first.weight", NULL, NULL) &&
+              !pf_safetensors_get(sf, "predeblur.stride_conv_hr1.weight", NULL, NULL),
+              "run D: %s has conv_first or stride_conv_hr1", ckpt);
+        pf_safetensors_free(&sf);
+    }
+    printf("run D: %d iterations of EDVR with_predeblur in %.1f s: loss at 1 %.5f, at %d %.5f; "
+           "%s", TOTAL_ITERS, pf_now() - t0, loss[1], TOTAL_ITERS, loss[TOTAL_ITERS], last);
+    free(first);
+    free(last);
+}
+
 int main(void) {
     check_configs();
     pf_test_job_begin("e2e_edvr", bin, sizeof bin, root, sizeof root);
@@ -227,7 +283,7 @@ int main(void) {
     for (int k = 0; k < 2; k++) {
         snprintf(wd[k], sizeof wd[k], "%s/work_%s", root, tags[k]);
         snprintf(cfg[k], sizeof cfg[k], "%s/%s.yaml", root, tags[k]);
-        write_config(cfg[k], wd[k], BATCH);
+        write_config(cfg[k], wd[k], BATCH, 0);
         char out[700];
         snprintf(out, sizeof out, "%s/%s.out", root, tags[k]);
         run r;
@@ -296,6 +352,7 @@ int main(void) {
     printf("pixflow test: val PSNR-Y %.4f dB, its saved frames' %.6f dB\n", tested, naive_test);
     free(table);
     data_parallel(wd[0], loss[0]);
+    predeblur_run(loss[0]);
     for (int k = 0; k < 2; k++) {
         free(batches[k]);
         free(evals[k]);

@@ -1,31 +1,37 @@
-/*  test_edvr — EDVR x4 (nn/edvr.c, pf_net_build_edvr; BasicSR's edvr_arch.py) on the CPU
-    executor, a sliding-window network: num_frame LQ frames in, the center frame's SR out.
+/*  test_edvr — EDVR (nn/edvr.c, pf_net_build_edvr; BasicSR's edvr_arch.py) on the CPU
+    executor, a sliding-window network: num_frame LQ frames in, the center frame's SR out (x4,
+    or with with_predeblur and hr_in the input's size).
     Always:
      - the parameter table: EDVR-M (num_feat 64, num_frame 5, deformable_groups 8, 5 extraction
-       and 10 reconstruction blocks, TSA) has 3300131 parameters, and the tiny networks below
-       their counts, both PyTorch's sum(p.numel()) of tests/reference/edvr_ref.py's model
-       (`edvr_ref.py count`); names in BasicSR's state_dict order; the builder's refusals;
+       and 10 reconstruction blocks, TSA) has 3300131 parameters, BasicSR's EDVR-L deblur
+       (num_feat 128, 40 reconstruction blocks, with_predeblur, hr_in) 23602019, and the tiny
+       networks below their counts, all PyTorch's sum(p.numel()) of
+       tests/reference/edvr_ref.py's model (`edvr_ref.py count`); names in BasicSR's
+       state_dict order (the predeblur's first); the builder's refusals (hr_in without
+       with_predeblur among them);
      - the network through a config (model.type EDVR, pf_model: the worker's path): one output
        frame per sample from num_frame LQ frames, the training step's loss against the same
        description run here, pf_model_infer_window against the training output, the refusals
-       (pf_model_infer_clip, an LQ size not a multiple of 4), and the config's errors (even
-       num_frame, center_frame_idx out of range, deformable_groups not dividing num_feat,
-       hr_in, with_predeblur, n_blocks, a recurrent data set, data.train.num_frame unlike the
-       model's); center_frame_idx 1 of 5 and 0 of 3 in two of the tiny cases;
+       (pf_model_infer_clip, an LQ size not a multiple of 4, 16 with hr_in), and the config's
+       errors (even num_frame, center_frame_idx out of range, deformable_groups not dividing
+       num_feat, hr_in (scale 1 data are not supported; the hr_in case sets it on the parsed
+       config), n_blocks, a recurrent data set, data.train.num_frame unlike the model's);
+       center_frame_idx 1 of 5 and 0 of 3 in two of the tiny cases; with_predeblur accepted;
      - d sum(a * out) / d parameter against central differences for three elements of 22
-       tensors (every kind of layer) and each tensor's slope along its gradient, two cases, in
-       oneDNN's layouts and NCHW (check_fd: the deep offset path's gradients lie under the
-       differences' noise floor; the torch comparison covers them).
-    `test_edvr torch` (ctest test_edvr.torch): the four tiny cases through pf_model in oneDNN's
+       tensors (every kind of layer; 33 with the predeblur's) and each tensor's slope along
+       its gradient, three cases (the last with_predeblur and hr_in), in oneDNN's layouts and
+       NCHW (check_fd: the deep offset path's gradients lie under the differences' noise
+       floor; the torch comparison covers them).
+    `test_edvr torch` (ctest test_edvr.torch): the six tiny cases through pf_model in oneDNN's
     layouts and forced NCHW, nChw8c, nChw16c handed to tests/reference/edvr_ref.py (EDVR
     written in PyTorch, torchvision's deform_conv2d): output within 1e-5 and loss within 1e-5
-    of float64's, every gradient within 1e-4 of float64's (all 16 case-layout pairs: 1.0e-5
-    at worst); load_state_dict(strict=True) of PixFlow's table and of its checkpoint writer's
-    file, and torch's state_dict (weights + 0.125) loaded back into PixFlow bit for bit. Each
-    case's data are the draw (CASES' draw) that keeps PyTorch's float32 run within 5e-5 of
-    float64 (edvr_ref.py's draw rule): no kink within float32 rounding, so the comparison does
-    not hang on which side of a kink a layout's rounding lands. PF_TEST_KEEP=1 keeps the
-    folder.
+    of float64's, every gradient within 1e-4 of float64's (all 24 case-layout pairs: 1.0e-5
+    at worst, the output 1.6e-7); load_state_dict(strict=True) of PixFlow's table and of its
+    checkpoint writer's file, and torch's state_dict (weights + 0.125) loaded back into PixFlow
+    bit for bit. Each case's data are the draw (CASES' draw) that keeps PyTorch's float32 run
+    within 5e-5 of float64 (edvr_ref.py's draw rule): no kink within float32 rounding, so the
+    comparison does not hang on which side of a kink a layout's rounding lands. PF_TEST_KEEP=1
+    keeps the folder.
 */
 #include <math.h>
 #include <stdint.h>
@@ -51,6 +57,8 @@ typedef struct {
     int center;                 /* center_frame_idx (-1: the default, T / 2) */
     size_t params;              /* edvr_ref.py count */
     int draw;                   /* the data's draw: hash names "lq" / "gt", or "lq#k" / "gt#k" */
+    int pre, hr;                /* with_predeblur, hr_in (the config refuses hr_in: set on the
+                                   parsed config, tiny_model) */
 } tiny;
 
 /* draw: the first k that `edvr_ref.py draws CASEDIR` (a PF_TEST_KEEP folder) finds meeting its
@@ -60,13 +68,19 @@ typedef struct {
    16 x 16 case has a LeakyReLU input 9.3e-9 from 0 that float32 rounding crosses (PyTorch
    float32 7.4e-3 off float64, nChw8c 2.2e-2); draw 7 has 2.1e-8 and 4.3e-6. */
 static const tiny CASES[] = {
-    { 3, 1, 1, 16, 16, -1, 210347, 0 },
-    { 5, 2, 1, 12, 20, 1, 216011, 0 },    /* a reference frame off the middle */
-    { 5, 1, 0, 16, 16, -1, 192235, 7 },   /* draws 0..6 break the rule */
-    { 3, 2, 0, 12, 20, 0, 196363, 0 },
+    { 3, 1, 1, 16, 16, -1, 210347, 0, 0, 0 },
+    { 5, 2, 1, 12, 20, 1, 216011, 0, 0, 0 },    /* a reference frame off the middle */
+    { 5, 1, 0, 16, 16, -1, 192235, 7, 0, 0 },   /* draws 0..6 break the rule */
+    { 3, 2, 0, 12, 20, 0, 196363, 0, 0, 0 },
+    { 5, 1, 0, 16, 16, -1, 234267, 5, 1, 0 },   /* with_predeblur, x4; draws 0..4 break the
+                                                   rule (draw 0: a LeakyReLU input 1.1e-9
+                                                   from 0, nChw16c 2.7e-3 off) */
+    { 3, 1, 1, 32, 32, -1, 257019, 0, 1, 1 },   /* with_predeblur, hr_in: out at 32 x 32 */
 };
 
 static int center_of(const tiny *c) { return c->center < 0 ? c->T / 2 : c->center; }
+static int scale_of(const tiny *c) { return c->hr ? 1 : 4; }
+static int multiple_of(const tiny *c) { return c->hr ? 16 : 4; }
 enum { C = 16, DG = 2, EXT = 1, N = 2 };
 
 static int find(const pf_net *g, const char *name) {
@@ -75,10 +89,66 @@ static int find(const pf_net *g, const char *name) {
     return -1;
 }
 
+/* Checks that the tensors names[0..n) come in this order in g (tag names the network);
+   returns the last one's index. */
+static int in_order(const pf_net *g, const char *const *names, size_t n, const char *tag) {
+    int prev = -1;
+    for (size_t i = 0; i < n; i++) {
+        int at = find(g, names[i]);
+        CHECK(at > prev, "%s: %s at %d (after %d)", tag, names[i], at, prev);
+        prev = at;
+    }
+    return prev;
+}
+
+/* BasicSR's EDVR-L deblur (test_EDVR_L_deblur_REDS.yml: num_feat 128, num_frame 5,
+   deformable_groups 8, 5 extraction and 40 reconstruction blocks, TSA, with_predeblur and
+   hr_in true; EDVR_L_deblur_REDS_official-*.pth loads strictly into it): its parameter count
+   (`edvr_ref.py count`), the predeblur's names in its state_dict order, same-size output. */
+static void check_table_deblur(void) {
+    char err[512];
+    pf_net g;
+    int rc = pf_net_build_edvr(&g, 128, 5, 8, 5, 40, 2, 1, 1, 1, err, sizeof err);
+    CHECK(rc == 0, "EDVR-L deblur: %s", err);
+    if (rc) return;
+    CHECK(g.n_params == 23602019, "EDVR-L deblur: %zu parameters, BasicSR's EDVR(num_feat=128, "
+          "num_reconstruct_block=40, hr_in=True, with_predeblur=True) has 23602019",
+          g.n_params);
+    static const char *order[] = {
+        "predeblur.conv_first.weight", "predeblur.conv_first.bias",
+        "predeblur.stride_conv_hr1.weight", "predeblur.stride_conv_hr2.bias",
+        "predeblur.stride_conv_l2.weight", "predeblur.stride_conv_l3.bias",
+        "predeblur.resblock_l3.conv1.weight", "predeblur.resblock_l3.conv2.bias",
+        "predeblur.resblock_l2_1.conv1.weight", "predeblur.resblock_l2_2.conv2.bias",
+        "predeblur.resblock_l1.0.conv1.weight", "predeblur.resblock_l1.4.conv2.bias",
+        "conv_1x1.weight", "conv_1x1.bias", "feature_extraction.0.conv1.weight",
+        "conv_l2_1.weight", "pcd_align.offset_conv1.l3.weight", "fusion.temporal_attn1.weight",
+        "reconstruction.39.conv2.bias", "conv_last.bias" };
+    int prev = in_order(&g, order, sizeof order / sizeof order[0], "EDVR-L deblur");
+    CHECK(find(&g, "predeblur.conv_first.weight") == 0 && find(&g, "conv_first.weight") < 0 &&
+          prev == g.n_tensors - 1, "EDVR-L deblur: predeblur.conv_first first, no conv_first, "
+          "conv_last.bias last");
+    int w = find(&g, "conv_1x1.weight"), rb = find(&g, "predeblur.resblock_l1.2.conv1.weight");
+    CHECK(w >= 0 && g.tensors[w].shape[1] == 128 && g.tensors[w].shape[2] == 1,
+          "conv_1x1 is 1x1 over num_feat");
+    CHECK(rb >= 0 && g.init[rb].kind == PF_INIT_NORMAL && fabs(g.init[rb].scale - 0.1) < 1e-12,
+          "the predeblur's residual blocks: default_init_weights(0.1)");
+    CHECK(g.scale == 1 && pf_net_input_multiple(&g) == 16 && pf_net_frames(&g) == 5 &&
+          pf_net_out_frames(&g) == 1, "hr_in: scale 1 and input a multiple of 16 (%d, %d)",
+          g.scale, pf_net_input_multiple(&g));
+    pf_net_free(&g);
+    /* with_predeblur alone (EDVR_L_x4_SRblur_REDS): no stride_conv_hr*, x4, multiple of 4 */
+    rc = pf_net_build_edvr(&g, 16, 3, 2, 1, 1, 1, 1, 1, 0, err, sizeof err);
+    CHECK(rc == 0 && find(&g, "predeblur.stride_conv_hr1.weight") < 0 &&
+          find(&g, "predeblur.stride_conv_l2.weight") == 2 && g.scale == 4 &&
+          pf_net_input_multiple(&g) == 4, "with_predeblur, hr_in false: %s", rc ? err : "");
+    if (!rc) pf_net_free(&g);
+}
+
 static void check_table(void) {
     char err[512];
     pf_net g;
-    int rc = pf_net_build_edvr(&g, 64, 5, 8, 5, 10, 2, 1, err, sizeof err);
+    int rc = pf_net_build_edvr(&g, 64, 5, 8, 5, 10, 2, 1, 0, 0, err, sizeof err);
     CHECK(rc == 0, "EDVR-M: %s", err);
     if (rc) return;
     CHECK(g.n_params == 3300131, "EDVR-M: %zu parameters, BasicSR's EDVR(num_feat=64, "
@@ -102,12 +172,7 @@ static void check_table(void) {
         "fusion.spatial_attn_add1.weight", "fusion.spatial_attn_add2.bias",
         "reconstruction.0.conv1.weight", "reconstruction.9.conv2.bias", "upconv1.weight",
         "upconv2.weight", "conv_hr.weight", "conv_last.weight", "conv_last.bias" };
-    int prev = -1;
-    for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
-        int at = find(&g, order[i]);
-        CHECK(at > prev, "%s at %d (after %d)", order[i], at, prev);
-        prev = at;
-    }
+    int prev = in_order(&g, order, sizeof order / sizeof order[0], "EDVR-M");
     CHECK(prev == g.n_tensors - 1, "conv_last.bias is the last tensor");
     int off = find(&g, "pcd_align.dcn_pack.l2.conv_offset.weight");
     CHECK(off >= 0 && g.tensors[off].shape[0] == 27 * 8 && g.tensors[off].shape[1] == 64,
@@ -127,24 +192,26 @@ static void check_table(void) {
           "5 frames in, 1 out, LQ a multiple of 4 (%d, %d, %d)", pf_net_frames(&g),
           pf_net_out_frames(&g), pf_net_input_multiple(&g));
     pf_net_free(&g);
+    check_table_deblur();
     for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
         const tiny *c = &CASES[i];
-        rc = pf_net_build_edvr(&g, C, c->T, DG, EXT, c->rec, center_of(c), c->tsa, err,
-                               sizeof err);
+        rc = pf_net_build_edvr(&g, C, c->T, DG, EXT, c->rec, center_of(c), c->tsa, c->pre,
+                               c->hr, err, sizeof err);
         CHECK(rc == 0 && g.n_params == c->params, "tiny %zu: %zu parameters, PyTorch %zu (%s)",
               i, rc ? 0 : g.n_params, c->params, rc ? err : "");
         CHECK(rc || (find(&g, "fusion.weight") >= 0) == !c->tsa, "tiny %zu: fusion.weight "
               "exactly without TSA", i);
         if (!rc) pf_net_free(&g);
     }
-    static const int bad[5][5] = {   /* C, T, dg, center, with_tsa */
-        { 16, 4, 2, 2, 1 }, { 16, 5, 3, 2, 1 }, { 16, 5, 2, 5, 1 }, { 16, 65, 2, 2, 1 },
-        { 16, 5, 2, -1, 0 } };
-    static const char *why[5] = { "num_frame odd", "dividing num_feat", "center_frame_idx",
-                                  "num_frame odd", "center_frame_idx" };
-    for (int i = 0; i < 5; i++) {
+    static const int bad[6][6] = {   /* C, T, dg, center, with_tsa, hr_in (no predeblur) */
+        { 16, 4, 2, 2, 1, 0 }, { 16, 5, 3, 2, 1, 0 }, { 16, 5, 2, 5, 1, 0 },
+        { 16, 65, 2, 2, 1, 0 }, { 16, 5, 2, -1, 0, 0 }, { 16, 5, 2, 2, 1, 1 } };
+    static const char *why[6] = { "num_frame odd", "dividing num_feat", "center_frame_idx",
+                                  "num_frame odd", "center_frame_idx",
+                                  "with_predeblur true for hr_in true" };
+    for (int i = 0; i < 6; i++) {
         rc = pf_net_build_edvr(&g, bad[i][0], bad[i][1], bad[i][2], 1, 1, bad[i][3], bad[i][4],
-                               err, sizeof err);
+                               0, bad[i][5], err, sizeof err);
         CHECK(rc == -1 && strstr(err, "EDVR") && strstr(err, why[i]), "bad case %d: rc %d '%s'",
               i, rc, err);
         if (!rc) pf_net_free(&g);
@@ -186,8 +253,8 @@ static void check_config_errors(void) {
         { 5, "  center_frame_idx: 5\n", "model.center_frame_idx: must be in [0, num_frame)" },
         { 5, "  n_feats: 12\n  deformable_groups: 8\n", "model.deformable_groups: must divide "
           "n_feats (12), got 8" },
-        { 5, "  hr_in: true\n", "model.hr_in: true" },
-        { 5, "  with_predeblur: true\n", "model.with_predeblur: true" },
+        { 5, "  with_predeblur: true\n  hr_in: true\n", "model.hr_in: true (BasicSR's "
+          "same-size EDVR, trained at scale 1" },
         { 5, "  n_blocks: 4\n", "model.n_blocks: only allowed with type" },
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -207,6 +274,9 @@ static void check_config_errors(void) {
     int rc = parse(&cfg, 5, "", err, sizeof err);
     CHECK(rc == 0 && cfg.center_frame_idx == 2 && cfg.with_tsa == 1 && cfg.edvr_num_frame == 5,
           "defaults: center_frame_idx num_frame // 2, with_tsa (%s)", rc ? err : "");
+    rc = parse(&cfg, 5, "  with_predeblur: true\n", err, sizeof err);
+    CHECK(rc == 0 && cfg.with_predeblur == 1 && cfg.hr_in == 0, "with_predeblur: true (%s)",
+          rc ? err : "");
     rc = parse(&cfg, 5, "  center_frame_idx: ~\n", err, sizeof err);   /* BasicSR's files */
     CHECK(rc == 0 && cfg.center_frame_idx == 2, "center_frame_idx: ~ is num_frame // 2 (%s)",
           rc ? err : "");
@@ -238,8 +308,9 @@ static void check_config_errors(void) {
    failed check. */
 static pf_model *tiny_model(const tiny *c, pf_config *cfg, pf_layout layout) {
     char err[1024], extra[128], text[2048];
-    int at = snprintf(extra, sizeof extra, "  num_reconstruct_block: %d\n  with_tsa: %s\n",
-                      c->rec, c->tsa ? "true" : "false");
+    int at = snprintf(extra, sizeof extra, "  num_reconstruct_block: %d\n  with_tsa: %s\n"
+                      "  with_predeblur: %s\n", c->rec, c->tsa ? "true" : "false",
+                      c->pre ? "true" : "false");
     if (c->center >= 0)
         snprintf(extra + at, sizeof extra - (size_t)at, "  center_frame_idx: %d\n", c->center);
     text_of(text, sizeof text, c->T, extra, NULL);
@@ -248,6 +319,7 @@ static pf_model *tiny_model(const tiny *c, pf_config *cfg, pf_layout layout) {
     int rc = pf_config_parse(cfg, "edvr.yaml", text, strlen(text), 0, err, sizeof err);
     CHECK(rc == 0, "config: %s", err);
     if (rc) return NULL;
+    cfg->hr_in = c->hr;         /* the network nn/zoo.c builds for it; the config refuses it */
     pf_model *m = pf_model_new(cfg, err, sizeof err);
     CHECK(m != NULL, "pf_model_new: %s", err);
     if (!m) return NULL;
@@ -257,10 +329,12 @@ static pf_model *tiny_model(const tiny *c, pf_config *cfg, pf_layout layout) {
     return m;
 }
 
-/* LQ (N x T x H x W x 3) and the center frame's GT (N x 4H x 4W x 3) of case c, from the
-   counter hash; malloc'd. */
+/* LQ (N x T x H x W x 3) and the center frame's GT (N x sH x sW x 3, s scale_of) of case c,
+   from the counter hash; malloc'd. */
 static void tiny_data(const tiny *c, uint8_t **lq, uint8_t **gt) {
-    size_t lq_n = (size_t)N * c->T * c->H * c->W * 3, gt_n = (size_t)N * 16 * c->H * c->W * 3;
+    int s = scale_of(c);
+    size_t lq_n = (size_t)N * c->T * c->H * c->W * 3;
+    size_t gt_n = (size_t)N * s * s * c->H * c->W * 3;
     *lq = malloc(lq_n);
     *gt = malloc(gt_n);
     char nl[32] = "lq", ng[32] = "gt";
@@ -281,13 +355,15 @@ static void check_model(const tiny *c) {
     char err[1024];
     pf_model *m = tiny_model(c, &cfg, PF_LAYOUT_ANY);
     if (!m) return;
+    int s = scale_of(c), q = multiple_of(c);
     CHECK(pf_model_num_params(m) == c->params && pf_model_is_video(m) && pf_model_is_window(m) &&
-          pf_model_frames(m) == c->T && pf_model_out_frames(m) == 1 && pf_model_scale(m) == 4 &&
-          pf_model_input_multiple(m) == 4,
-          "EDVR T %d: %zu parameters, video, window, %d frames in, %d out", c->T,
-          pf_model_num_params(m), pf_model_frames(m), pf_model_out_frames(m));
+          pf_model_frames(m) == c->T && pf_model_out_frames(m) == 1 && pf_model_scale(m) == s &&
+          pf_model_input_multiple(m) == q,
+          "EDVR T %d: %zu parameters, video, window, %d frames in, %d out, scale %d, multiple "
+          "%d", c->T, pf_model_num_params(m), pf_model_frames(m), pf_model_out_frames(m),
+          pf_model_scale(m), pf_model_input_multiple(m));
     int H = c->H, W = c->W, T = c->T, rc;
-    size_t gt_n = (size_t)N * 16 * H * W * 3;
+    size_t gt_n = (size_t)N * s * s * H * W * 3;
     uint8_t *lq, *gt;
     tiny_data(c, &lq, &gt);
     float loss = 0;
@@ -312,19 +388,20 @@ static void check_model(const tiny *c) {
     }
     CHECK(rc == 0 && worst < 1e-5, "pf_model_infer_window against the training output: %.3g "
           "(%s)", worst, rc ? err : "");
-    printf("EDVR T %d rec %d tsa %d through pf_model (LQ %d x %d, batch %d): loss %.8f (from "
-           "its output %.8f), window inference within %.2g of the training output\n", T,
-           c->rec, c->tsa, H, W, N, loss, want, worst);
+    printf("EDVR T %d rec %d tsa %d predeblur %d hr_in %d through pf_model (LQ %d x %d, batch "
+           "%d): loss %.8f (from its output %.8f), window inference within %.2g of the training "
+           "output\n", T, c->rec, c->tsa, c->pre, c->hr, H, W, N, loss, want, worst);
     rc = pf_model_infer_clip(m, lq, T, H, W, out, err, sizeof err);
     CHECK(rc == -1 && strstr(err, "pf_model_infer_window"), "infer_clip refused: %s",
           rc ? err : "accepted");
     rc = pf_model_infer_window(m, lq, H + 2, W, out, err, sizeof err);
     char want_err[96];
     snprintf(want_err, sizeof want_err, "EDVR: LQ %d x %d: height and width must be multiples "
-             "of 4", H + 2, W);
+             "of %d", H + 2, W, q);
     CHECK(rc == -1 && strstr(err, want_err), "LQ %d x %d: %s", H + 2, W, rc ? err : "accepted");
     rc = pf_model_train_step(m, lq, gt, 1, H, W + 6, &loss, err, sizeof err);
-    CHECK(rc == -1 && strstr(err, "multiples of 4"), "train LQ %d x %d: %s", H, W + 6,
+    snprintf(want_err, sizeof want_err, "multiples of %d", q);
+    CHECK(rc == -1 && strstr(err, want_err), "train LQ %d x %d: %s", H, W + 6,
           rc ? err : "accepted");
     free(lq);
     free(gt);
@@ -381,7 +458,7 @@ static void check_fd(const tiny *c, pf_layout layout) {
     int H = c->H, W = c->W;
     uint8_t *lq, *gt;
     tiny_data(c, &lq, &gt);
-    size_t nx = (size_t)c->T * H * W * 3, na = (size_t)3 * 16 * H * W;
+    size_t nx = (size_t)c->T * H * W * 3, na = (size_t)3 * scale_of(c) * scale_of(c) * H * W;
     float *x = malloc(nx * sizeof(float)), *a = malloc(na * sizeof(float));
     for (size_t i = 0; i < nx; i++) x[i] = lq[i] / 255.0f;
     uint64_t ba = pf_hash_name("fd.a");
@@ -397,14 +474,26 @@ static void check_fd(const tiny *c, pf_layout layout) {
         "pcd_align.cas_dcnpack.conv_offset.weight", "fusion.temporal_attn1.weight",
         "fusion.temporal_attn2.weight", "fusion.spatial_attn2.weight",
         "fusion.spatial_attn_l2.weight", "fusion.spatial_attn_add2.bias", "fusion.weight",
-        "reconstruction.0.conv1.weight", "upconv2.weight", "conv_last.bias" };
+        "reconstruction.0.conv1.weight", "upconv2.weight", "conv_last.bias",
+        "predeblur.conv_first.weight", "predeblur.stride_conv_hr1.weight",
+        "predeblur.stride_conv_hr2.bias", "predeblur.stride_conv_l2.weight",
+        "predeblur.stride_conv_l3.weight", "predeblur.resblock_l3.conv1.weight",
+        "predeblur.resblock_l2_1.conv2.weight", "predeblur.resblock_l2_2.conv1.bias",
+        "predeblur.resblock_l1.1.conv2.weight", "predeblur.resblock_l1.4.conv1.weight",
+        "conv_1x1.weight" };
     int n_bad = 0, n_all = 0, n_slopes = 0;
     int n_strong = 0;           /* slopes of |gradient| >= 10 FD_NOISE: checked within 20 % */
     double worst = 0, worst_slope = 0;
     for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
         int ti = find(g, names[k]);
-        if (ti < 0) {   /* fusion.* with TSA, fusion.weight without */
-            CHECK(!strncmp(names[k], "fusion.", 7), "no %s", names[k]);
+        if (ti < 0) {   /* fusion.* with TSA, fusion.weight without; conv_first or the
+                           predeblur's (stride_conv_hr* with hr_in) */
+            int pre = !strncmp(names[k], "predeblur.", 10) ||
+                      !strcmp(names[k], "conv_1x1.weight");
+            CHECK(!strncmp(names[k], "fusion.", 7) ||
+                  (c->pre ? !strcmp(names[k], "conv_first.weight") ||
+                                (!c->hr && strstr(names[k], "stride_conv_hr"))
+                          : pre), "no %s", names[k]);
             continue;
         }
         const pf_param_info *t = &g->tensors[ti];
@@ -452,12 +541,13 @@ static void check_fd(const tiny *c, pf_layout layout) {
     /* a bilinear kink (deformable sampling, a resize) inside a step may cost a sample */
     CHECK(n_bad <= 2, "layout %d: %d of %d gradient samples off their finite differences",
           (int)layout, n_bad, n_all);
-    printf("EDVR T %d tsa %d (layout %d): %d of %d gradient samples within 2e-2 of their "
-           "tensor's largest gradient plus %.0e of their central differences (worst at %.2g of "
-           "that); %d slopes along the gradient within 10 %% of |gradient| plus %.0e (worst at "
-           "%.2g of that; %d of them with |gradient| >= 10x that floor, the others are the "
-           "torch comparison's)\n", c->T, c->tsa, (int)layout, n_all - n_bad, n_all, FD_NOISE,
-           worst, n_slopes, FD_NOISE, worst_slope, n_strong);
+    printf("EDVR T %d tsa %d predeblur %d hr_in %d (layout %d): %d of %d gradient samples "
+           "within 2e-2 of their tensor's largest gradient plus %.0e of their central "
+           "differences (worst at %.2g of that); %d slopes along the gradient within 10 %% of "
+           "|gradient| plus %.0e (worst at %.2g of that; %d of them with |gradient| >= 10x that "
+           "floor, the others are the torch comparison's)\n", c->T, c->tsa, c->pre, c->hr,
+           (int)layout, n_all - n_bad, n_all, FD_NOISE, worst, n_slopes, FD_NOISE, worst_slope,
+           n_strong);
     free(x);
     free(a);
     free(gr);
@@ -479,7 +569,8 @@ static void torch_case(const tiny *c, const char *dir) {
     char err[1024], path[1200];
     uint8_t *lq, *gt;
     tiny_data(c, &lq, &gt);
-    size_t gt_n = (size_t)N * 16 * c->H * c->W * 3;
+    int s = scale_of(c);
+    size_t gt_n = (size_t)N * s * s * c->H * c->W * 3;
     float *out = malloc(gt_n * sizeof(float)), *nchw = malloc(gt_n * sizeof(float));
     for (int k = 0; k < 4; k++) {
         pf_model *m = tiny_model(c, &cfg, LAYOUTS[k]);
@@ -490,8 +581,8 @@ static void torch_case(const tiny *c, const char *dir) {
             FILE *f = fopen(path, "w");
             CHECK(f != NULL, "%s", path);
             if (!f) break;
-            fprintf(f, "config %d %d %d %d %d %d %d %d %d %d %d\n", N, c->T, c->H, c->W, C, DG,
-                    EXT, c->rec, center_of(c), c->tsa, c->draw);
+            fprintf(f, "config %d %d %d %d %d %d %d %d %d %d %d %d %d\n", N, c->T, c->H, c->W, C,
+                    DG, EXT, c->rec, center_of(c), c->tsa, c->draw, c->pre, c->hr);
             for (int i = 0; i < g->n_tensors; i++) {
                 const pf_param_info *t = &g->tensors[i];
                 fprintf(f, "param %s %zu %d", t->name, t->offset, t->ndim);
@@ -515,7 +606,7 @@ static void torch_case(const tiny *c, const char *dir) {
         int rc = pf_model_train_step(m, lq, gt, N, c->H, c->W, &loss, err, sizeof err);
         CHECK(rc == 0, "train step (layout %d): %s", (int)LAYOUTS[k], err);
         if (rc == 0 && pf_model_train_output(m, N, out) == 0) {
-            int OH = 4 * c->H, OW = 4 * c->W;
+            int OH = s * c->H, OW = s * c->W;
             for (int n = 0; n < N; n++)
                 for (int ch = 0; ch < 3; ch++)
                     for (size_t i = 0; i < (size_t)OH * OW; i++)
@@ -588,5 +679,6 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) check_model(&CASES[i]);
     check_fd(&CASES[0], PF_LAYOUT_ANY);
     check_fd(&CASES[3], PF_LAYOUT_NCHW);
+    check_fd(&CASES[5], PF_LAYOUT_ANY);     /* the predeblur with hr_in */
     return pf_test_end("test_edvr");
 }

@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """edvr_ref.py — PyTorch reference for tests/test_edvr.c `torch` (ctest test_edvr.torch): EDVR
-x4 (Wang et al., "EDVR: Video Restoration with Enhanced Deformable Convolutional Networks",
+(Wang et al., "EDVR: Video Restoration with Enhanced Deformable Convolutional Networks",
 CVPRW 2019) written here from the paper and the module structure of BasicSR's edvr_arch.py
-(PCD alignment, TSA fusion; hr_in and with_predeblur false), not its code, with BasicSR's
+(PCD alignment, TSA fusion, the predeblur pyramid; x4, or with hr_in the input's size, the
+features at 1/4 of it), not its code, with BasicSR's
 parameter names and torchvision.ops.deform_conv2d for the modulated deformable convolution
 (DCNv2Pack: conv_offset -> (o1, o2, mask) thirds, offset cat(o1, o2), mask sigmoid).
 
@@ -11,11 +12,11 @@ deformable_groups 8, num_extract_block 5, num_reconstruct_block 10, TSA) and of 
 configurations test_edvr.c checks, sum(p.numel()) over the model's parameters.
 
 `edvr_ref.py DIR`: DIR (written by the C test) holds one sub-folder per case, each with
-params.txt (`config N T H W C DG NEXT NREC CENTER TSA DRAW`, then `param NAME OFFSET NDIM SHAPE...`
-per parameter tensor in PixFlow's order), params.f32 (PixFlow's flat counter-hash weights),
-lq.u8 / gt.u8 (N T H W 3 and N 4H 4W 3: the center frame's GT), saved.safetensors (the weights
-as PixFlow's checkpoint writer saves them) and per layout k LK.out.f32 (N 3 4H 4W), LK.loss.f32,
-LK.grads.f32. Checked per case:
+params.txt (`config N T H W C DG NEXT NREC CENTER TSA DRAW PREDEBLUR HR_IN`, then `param NAME
+OFFSET NDIM SHAPE...` per parameter tensor in PixFlow's order), params.f32 (PixFlow's flat
+counter-hash weights), lq.u8 / gt.u8 (N T H W 3 and N sH sW 3, s 4, or 1 with hr_in: the center
+frame's GT), saved.safetensors (the weights as PixFlow's checkpoint writer saves them) and per
+layout k LK.out.f32 (N 3 sH sW), LK.loss.f32, LK.grads.f32. Checked per case:
  - the state_dict's keys, order and shapes equal PixFlow's table, load_state_dict(strict=True)
    takes PixFlow's weights and PixFlow's saved file; torch's state_dict is written back as
    torch.safetensors (PixFlow loads it in the C test's second pass);
@@ -81,6 +82,36 @@ class ResBlock(nn.Module):
         y = self.conv1(x)
         kink('relu', y)
         return x + self.conv2(F.relu(y))
+
+
+class Predeblur(nn.Module):
+    """The pre-deblurring pyramid (BasicSR's PredeblurModule): an lrelu'd 3x3 conv, with hr_in
+    two stride-2 convs (the input down by 4), levels at 1/2 and 1/4 by stride-2 convs, merged
+    coarse to fine through residual blocks and bilinear x2."""
+
+    def __init__(self, c, hr_in):
+        super().__init__()
+        self.hr_in = hr_in
+        self.conv_first = nn.Conv2d(3, c, 3, 1, 1)
+        down = lambda: nn.Conv2d(c, c, 3, 2, 1)  # noqa: E731
+        if hr_in:
+            self.stride_conv_hr1, self.stride_conv_hr2 = down(), down()
+        self.stride_conv_l2, self.stride_conv_l3 = down(), down()
+        self.resblock_l3 = ResBlock(c)
+        self.resblock_l2_1 = ResBlock(c)
+        self.resblock_l2_2 = ResBlock(c)
+        self.resblock_l1 = nn.ModuleList([ResBlock(c) for _ in range(5)])
+
+    def forward(self, x):
+        l1 = lrelu(self.conv_first(x))
+        if self.hr_in:
+            l1 = lrelu(self.stride_conv_hr2(lrelu(self.stride_conv_hr1(l1))))
+        l2 = lrelu(self.stride_conv_l2(l1))
+        l3 = lrelu(self.stride_conv_l3(l2))
+        l2 = up2(self.resblock_l2_2(self.resblock_l2_1(l2) + up2(self.resblock_l3(l3))))
+        for i, block in enumerate(self.resblock_l1):
+            l1 = block(l1 + l2 if i == 2 else l1)
+        return l1
 
 
 class DCNPack(nn.Module):
@@ -173,10 +204,17 @@ class TSA(nn.Module):
 
 
 class EDVR(nn.Module):
-    def __init__(self, c=64, t=5, dg=8, n_ext=5, n_rec=10, center=None, tsa=True):
+    def __init__(self, c=64, t=5, dg=8, n_ext=5, n_rec=10, center=None, tsa=True, pre=False,
+                 hr_in=False):
         super().__init__()
+        assert pre or not hr_in
         self.center = t // 2 if center is None else center
-        self.conv_first = nn.Conv2d(3, c, 3, 1, 1)
+        self.pre, self.hr_in = pre, hr_in
+        if pre:
+            self.predeblur = Predeblur(c, hr_in)
+            self.conv_1x1 = nn.Conv2d(c, c, 1, 1)
+        else:
+            self.conv_first = nn.Conv2d(3, c, 3, 1, 1)
         self.feature_extraction = nn.Sequential(*[ResBlock(c) for _ in range(n_ext)])
         self.conv_l2_1 = nn.Conv2d(c, c, 3, 2, 1)
         self.conv_l2_2 = nn.Conv2d(c, c, 3, 1, 1)
@@ -193,17 +231,24 @@ class EDVR(nn.Module):
 
     def forward(self, x):  # (b, t, 3, h, w) in [0, 1]
         b, t, _, h, w = x.shape
-        l1 = self.feature_extraction(lrelu(self.conv_first(x.reshape(-1, 3, h, w))))
+        frames = x.reshape(-1, 3, h, w)
+        if self.pre:
+            l1 = self.conv_1x1(self.predeblur(frames))
+        else:
+            l1 = lrelu(self.conv_first(frames))
+        l1 = self.feature_extraction(l1)
         l2 = lrelu(self.conv_l2_2(lrelu(self.conv_l2_1(l1))))
         l3 = lrelu(self.conv_l3_2(lrelu(self.conv_l3_1(l2))))
         feats = [f.view(b, t, -1, f.shape[2], f.shape[3]) for f in (l1, l2, l3)]
         ref = [f[:, self.center] for f in feats]
         a = torch.stack([self.pcd_align([f[:, i] for f in feats], ref) for i in range(t)], 1)
-        f = self.fusion(a) if self.tsa else self.fusion(a.reshape(b, -1, h, w))
+        f = self.fusion(a) if self.tsa else self.fusion(a.flatten(1, 2))
         f = self.reconstruction(f)
         f = lrelu(F.pixel_shuffle(self.upconv1(f), 2))
         f = lrelu(F.pixel_shuffle(self.upconv2(f), 2))
         f = self.conv_last(lrelu(self.conv_hr(f)))
+        if self.hr_in:
+            return f + x[:, self.center]
         return f + F.interpolate(x[:, self.center], scale_factor=4, mode='bilinear',
                                  align_corners=False)
 
@@ -218,12 +263,15 @@ def check_case(folder, bad):
         for line in f:
             p = line.split()
             if p[0] == 'config':
-                n, t, h, w, c, dg, n_ext, n_rec, center, tsa, draw = map(int, p[1:])
+                n, t, h, w, c, dg, n_ext, n_rec, center, tsa, draw, pre, hr = map(int, p[1:])
             elif p[0] == 'param':
                 params.append((p[1], int(p[2]), tuple(int(v) for v in p[4:4 + int(p[3])])))
-    tag = '%s (C %d, T %d, dg %d, ext %d, rec %d, center %d, tsa %d, %dx%d, draw %d)' % (
-        os.path.basename(folder), c, t, dg, n_ext, n_rec, center, tsa, h, w, draw)
-    kw = dict(c=c, t=t, dg=dg, n_ext=n_ext, n_rec=n_rec, center=center, tsa=bool(tsa))
+    tag = ('%s (C %d, T %d, dg %d, ext %d, rec %d, center %d, tsa %d, predeblur %d, hr_in %d, '
+           '%dx%d, draw %d)' % (os.path.basename(folder), c, t, dg, n_ext, n_rec, center, tsa,
+                                pre, hr, h, w, draw))
+    kw = dict(c=c, t=t, dg=dg, n_ext=n_ext, n_rec=n_rec, center=center, tsa=bool(tsa),
+              pre=bool(pre), hr_in=bool(hr))
+    s = 1 if hr else 4
     model = EDVR(**kw)
     flat = np.fromfile(os.path.join(folder, 'params.f32'), dtype=np.float32)
     sd = model.state_dict()
@@ -256,13 +304,13 @@ def check_case(folder, bad):
                 [(k, v + 0.125) for k, v in model.state_dict().items()], {})
     lq = np.fromfile(os.path.join(folder, 'lq.u8'), dtype=np.uint8)
     gt = np.fromfile(os.path.join(folder, 'gt.u8'), dtype=np.uint8)
-    want_lq, want_gt = draw_data(n, t, h, w, draw)
+    want_lq, want_gt = draw_data(n, t, h, w, s, draw)
     if not (np.array_equal(lq, want_lq) and np.array_equal(gt, want_gt)):
         bad.append('%s: lq.u8 / gt.u8 are not draw %d of the hash (%s, %s)'
                    % ((tag, draw) + data_names(draw)))
 
     x = torch.from_numpy(lq).view(n, t, h, w, 3).permute(0, 1, 4, 2, 3)
-    y = torch.from_numpy(gt).view(n, 4 * h, 4 * w, 3).permute(0, 3, 1, 2)
+    y = torch.from_numpy(gt).view(n, s * h, s * w, 3).permute(0, 3, 1, 2)
     o64, l64, g64, g32, margin, where, e32 = measure(model, x, y)
     print('%s: closest kink %.2g (%s), PyTorch float32 gradients within %.2g of float64'
           % (tag, margin, where, e32))
@@ -279,11 +327,11 @@ def data_names(draw):
     return ('lq', 'gt') if draw == 0 else ('lq#%d' % draw, 'gt#%d' % draw)
 
 
-def draw_data(n, t, h, w, draw):
-    """LQ (n t h w 3) and GT (n 4h 4w 3) uint8 of draw k: floor(256 u(name, i))."""
+def draw_data(n, t, h, w, s, draw):
+    """LQ (n t h w 3) and GT (n sh sw 3) uint8 of draw k: floor(256 u(name, i))."""
     nl, ng = data_names(draw)
     lq = np.floor(hash_units(nl, n * t * h * w * 3) * 256).astype(np.uint8)
-    gt = np.floor(hash_units(ng, n * 16 * h * w * 3) * 256).astype(np.uint8)
+    gt = np.floor(hash_units(ng, n * s * s * h * w * 3) * 256).astype(np.uint8)
     return lq, gt
 
 
@@ -309,16 +357,19 @@ def draws(folder):
             p = line.split()
             if p[0] == 'config':
                 n, t, h, w, c, dg, n_ext, n_rec, center, tsa = map(int, p[1:11])
+                pre, hr = map(int, p[12:14])
             elif p[0] == 'param':
                 params.append((p[1], int(p[2]), tuple(int(v) for v in p[4:4 + int(p[3])])))
-    model = EDVR(c=c, t=t, dg=dg, n_ext=n_ext, n_rec=n_rec, center=center, tsa=bool(tsa))
+    model = EDVR(c=c, t=t, dg=dg, n_ext=n_ext, n_rec=n_rec, center=center, tsa=bool(tsa),
+                 pre=bool(pre), hr_in=bool(hr))
+    s = 1 if hr else 4
     flat = np.fromfile(os.path.join(folder, 'params.f32'), dtype=np.float32)
     model.load_state_dict({name: torch.from_numpy(flat[off:off + int(np.prod(shape))].copy())
                            .view(shape) for name, off, shape in params}, strict=True)
     for draw in range(MAX_DRAWS):
-        lq, gt = draw_data(n, t, h, w, draw)
+        lq, gt = draw_data(n, t, h, w, s, draw)
         x = torch.from_numpy(lq).view(n, t, h, w, 3).permute(0, 1, 4, 2, 3)
-        y = torch.from_numpy(gt).view(n, 4 * h, 4 * w, 3).permute(0, 3, 1, 2)
+        y = torch.from_numpy(gt).view(n, s * h, s * w, 3).permute(0, 3, 1, 2)
         margin, where, e32 = measure(model, x, y)[4:]
         ok = margin >= KINK_MIN and e32 <= E32_MAX
         print('%s draw %d: closest kink %.2g (%s), PyTorch float32 gradients within %.2g of '
@@ -330,11 +381,16 @@ def draws(folder):
 def main():
     if len(sys.argv) > 1 and sys.argv[1] == 'count':
         print('EDVR-M %d' % count())
+        print('EDVR-L deblur %d' % count(c=128, n_rec=40, pre=True, hr_in=True))
         for t in (3, 5):
             for tsa in (1, 0):
                 for n_rec in (1, 2):
                     print('tiny C 16 T %d dg 2 ext 1 rec %d tsa %d: %d' % (
                         t, n_rec, tsa, count(c=16, t=t, dg=2, n_ext=1, n_rec=n_rec, tsa=tsa)))
+                    for hr in (0, 1):
+                        print('  with_predeblur, hr_in %d: %d' % (hr, count(
+                            c=16, t=t, dg=2, n_ext=1, n_rec=n_rec, tsa=tsa, pre=True,
+                            hr_in=bool(hr))))
         return
     if len(sys.argv) > 2 and sys.argv[1] == 'draws':
         for folder in sys.argv[2:]:
