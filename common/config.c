@@ -1002,7 +1002,7 @@ const char *pf_cfg_net_scales(const pf_network *net, char *out, size_t size) {
 
 /* EDVR's keys (nn/edvr.c): an odd window (the issue's rule; BasicSR builds even ones too),
    its reference frame inside it (-1 resolved to num_frame / 2), deform groups dividing the
-   width, and hr_in refused (scale 1). */
+   width, hr_in refused (scale 1), and train_cfg.tsa_iter 1 (BasicSR never unfreezes). */
 static int edvr_rules(pf_cfg_ctx *c, const pf_lines *L, pf_config *cfg) {
     int T = cfg->edvr_num_frame;
     if (T % 2 == 0)
@@ -1029,6 +1029,11 @@ static int edvr_rules(pf_cfg_ctx *c, const pf_lines *L, pf_config *cfg) {
                            "true (BasicSR's same-size EDVR, trained at scale 1 on LQ frames of "
                            "the GT's size) is not supported yet: model.scale 1 is not supported "
                            "by the config and the data pipeline");
+    if (cfg->tsa_iter == 1)
+        return pf_cfg_fail(c, line_of(L, "train_cfg.tsa_iter"), "train_cfg.tsa_iter",
+                           "1 would freeze every tensor but the fusion's for good (BasicSR's "
+                           "EDVRModel frees them at current_iter tsa_iter in an elif of "
+                           "current_iter 1); use 0 (off) or at least 2");
     return 0;
 }
 

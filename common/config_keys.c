@@ -768,6 +768,17 @@ const pf_config_key pf_config_keys[] = {
             "fp32; master weights, gradients, optimiser, loss and checkpoints stay fp32. Needs "
             "a CPU with AVX512_BF16 or AMX (refused at start-up otherwise, never emulated); "
             "CPU workers only for now (docs/nn.md)"},
+    {.path = "train_cfg.tsa_iter", .kind = PF_K_INT64, .flags = PF_KF_IF_CHANGED,
+     .offset = OFF(tsa_iter), .lo = 0, .hi = 1e15, .def = "0", .when_key = "model.type",
+     .when = "EDVR",
+     .doc = "BasicSR's EDVRModel `train.tsa_iter`: in iterations 1..tsa_iter-1 (1-based, "
+            "BasicSR's current_iter) only the tensors whose names contain `fusion` train (TSA; "
+            "without TSA the 1x1 `fusion` conv), from iteration tsa_iter on all of them. A "
+            "tensor not yet training has no update, no weight decay, no optimiser state and no "
+            "gradient in `optimizer_config.grad_clip`'s norm; its Adam step count starts when "
+            "it joins (as `model.fix_iter`). 0: off; 1 is refused (BasicSR's elif would never "
+            "free the rest). MMagic's EDVR `train_cfg.tsa_iter` N trains the fusion alone for N "
+            "iterations: N + 1 here"},
     {.path = "test_cfg", .kind = PF_K_SECTION, .flags = PF_KF_IF_CHANGED,
      .doc = "how inference computes"},
     {.path = "test_cfg.precision", .kind = PF_K_ENUM, .flags = PF_KF_IF_CHANGED,
@@ -842,8 +853,8 @@ static const struct {
     {NULL, "dcn_lr_mul", "PixFlow gives parameters a learning-rate multiplier by name: "
                          "'optimizers.paramwise_cfg.custom_keys: {dcn: {lr_mult: X}}' is "
                          "BasicSR's dcn_lr_mul (EDVR: the tensors whose names contain 'dcn')"},
-    {NULL, "tsa_iter", "not supported yet (BasicSR's EDVRModel trains only the TSA fusion for "
-                       "its first tsa_iter iterations)"},
+    {NULL, "tsa_iter", "PixFlow calls this 'train_cfg.tsa_iter' (EDVR: BasicSR's iterations "
+                       "1..tsa_iter-1 train the fusion alone)"},
     {"", "warmup_iter", "PixFlow calls this 'lr_config.warmup_iters' (with "
                                 "lr_config.warmup: linear; for BasicSR's -1 leave both out)"},
     {"", "val_freq", "PixFlow calls this 'evaluation.interval' (a multiple of "

@@ -282,6 +282,9 @@ typedef struct {
                                            values of nn/cpu/dnnl_ctx.h's pf_precision) */
     int test_precision;                 /* test_cfg.precision: the same, for evaluation, `pixflow
                                            test` and `pixflow upscale` */
+    int64_t tsa_iter;                   /* train_cfg.tsa_iter, EDVR: only the `fusion` tensors
+                                           train in iterations 1..tsa_iter-1 (BasicSR's
+                                           EDVRModel; 0 off, never 1) */
 
     /* gan (issue 41): enabled 0 without the section */
     pf_gan_cfg gan;

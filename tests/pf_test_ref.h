@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "nn/param_info.h"
 #include "tests/pf_test.h"
 
 #define PF_REF_PY "/usr/bin/python3"
@@ -96,5 +97,16 @@ static inline double pf_ref_rel_err(const float *got, const float *want, size_t 
         worst = worst > fabs((double)got[i] - want[i]) ? worst : fabs((double)got[i] - want[i]);
     }
     return worst / scale;
+}
+
+/* A parameter table for a reference: one line `param NAME OFFSET NDIM SHAPE...` per tensor of
+   t[0..n) in order (offsets in floats into the flat buffer), as edvr_ref.py, basicvsrpp_ref.py
+   and edvr_tsa_ref.py read them. */
+static inline void pf_ref_print_params(FILE *f, const pf_param_info *t, int n) {
+    for (int i = 0; i < n; i++) {
+        fprintf(f, "param %s %zu %d", t[i].name, t[i].offset, t[i].ndim);
+        for (int d = 0; d < t[i].ndim; d++) fprintf(f, " %lld", (long long)t[i].shape[d]);
+        fprintf(f, "\n");
+    }
 }
 #endif

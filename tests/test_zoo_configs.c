@@ -164,6 +164,8 @@ static void edvr_recipe_values(const pf_config *c, const char *f) {
               "%s: period %d", f, i);
     CHECK(c->eval_psnr && !c->eval_ssim && c->crop_border == 0 && !c->eval_y_channel &&
               c->seed == 10, "%s: val metrics, seed", f);
+    CHECK(c->tsa_iter == 50000 && c->n_custom_keys == 0, "%s: train.tsa_iter 50000 "
+          "(train_cfg.tsa_iter), dcn_lr_mul 1 (no paramwise_cfg)", f);
 }
 
 /* The recipe at `path` loads with its paths checked, relative to a fresh folder holding the

@@ -37,6 +37,7 @@ int pf_state_optim_new(const pf_config *cfg, const pf_net *net, const float *par
     int n = net->n_tensors;
     pf_optim_group *g = calloc((size_t)n + 1, sizeof *g);
     int used[PF_MAX_CUSTOM_KEYS] = { 0 };
+    int n_tsa_frozen = 0;       /* tensors out of steps 1..tsa_iter-1 */
     if (!g || pf_optim_init(o, np, &s) != 0) {
         free(g);
         snprintf(err, errlen, "out of memory for the optimiser");
@@ -50,6 +51,13 @@ int pf_state_optim_new(const pf_config *cfg, const pf_net *net, const float *par
            train_step: requires_grad off until then; torch's Adam then skips it and counts its
            steps from its first gradient) */
         if (cfg->fix_iter > 0 && !strncmp(p->name, "spynet.", 7)) g[i].start = cfg->fix_iter;
+        /* EDVR: BasicSR's EDVRModel.optimize_parameters(current_iter) sets requires_grad off
+           on every tensor without 'fusion' in its name at current_iter 1 and back on at
+           current_iter tsa_iter: they sit out steps 1..tsa_iter-1 */
+        if (cfg->tsa_iter > 1 && !strstr(p->name, "fusion")) {
+            g[i].start = cfg->tsa_iter - 1;
+            n_tsa_frozen++;
+        }
         if (k >= 0) {
             g[i].lr_mult = cfg->custom_keys[k].lr_mult;
             g[i].decay_mult = cfg->custom_keys[k].decay_mult;
@@ -69,7 +77,18 @@ int pf_state_optim_new(const pf_config *cfg, const pf_net *net, const float *par
                  net->tensors[0].name);
         rc = -1;
     }
-    if (rc == 0 && (cfg->n_custom_keys > 0 || cfg->fix_iter > 0) &&
+    if (rc == 0 && n_tsa_frozen == n) {
+        snprintf(err, errlen, "train_cfg.tsa_iter: no tensor of %s has 'fusion' in its name, "
+                 "so nothing would train in iterations 1..%lld", cfg->model_type,
+                 (long long)cfg->tsa_iter - 1);
+        rc = -1;
+    }
+    if (rc == 0 && n_tsa_frozen > 0)
+        pf_info("train_cfg.tsa_iter %lld: iterations 1..%lld train only the %d tensors named "
+                "*fusion*, %d others join at iteration %lld", (long long)cfg->tsa_iter,
+                (long long)cfg->tsa_iter - 1, n - n_tsa_frozen, n_tsa_frozen,
+                (long long)cfg->tsa_iter);
+    if (rc == 0 && (cfg->n_custom_keys > 0 || cfg->fix_iter > 0 || n_tsa_frozen > 0) &&
         pf_optim_set_groups(o, g, n) != 0) {
         snprintf(err, errlen, "out of memory for the optimiser");
         rc = -1;
@@ -82,4 +101,12 @@ int pf_state_optim_new(const pf_config *cfg, const pf_net *net, const float *par
     free(g);
     if (rc != 0) pf_optim_free(o);
     return rc;
+}
+
+double pf_state_clip_grads(const pf_config *cfg, const pf_optim *o, float *grads) {
+    if (cfg->grad_clip_max_norm <= 0) return 0;
+    for (int k = 0; k < o->n_groups; k++)
+        if (o->step + 1 <= o->groups[k].start)
+            memset(grads + o->groups[k].offset, 0, o->groups[k].numel * sizeof(float));
+    return pf_clip_grad_norm(grads, o->n, cfg->grad_clip_max_norm);
 }

@@ -220,18 +220,11 @@ static int sync_or_skip(worker *w, const pf_msg_batch *b, float *loss, float *te
     return 1;
 }
 
-/* MMCV OptimizerHook: clip the (averaged) gradients of the model by their global norm. A
-   range not yet in the optimisation (BasicVSR's SPyNet before fix_iter) has no gradient in
-   torch, so none in the norm either. */
+/* MMCV OptimizerHook: clip the (averaged) gradients of the model by their global norm
+   (pf_state_clip_grads: a range not yet in the optimisation, BasicVSR's SPyNet before fix_iter
+   or EDVR's non-fusion tensors before tsa_iter, is not in the norm). */
 static void clip_grads(worker *w) {
-    const pf_optim *o = &w->optim;
-    for (int k = 0; w->cfg->grad_clip_max_norm > 0 && k < o->n_groups; k++)
-        if (o->step + 1 <= o->groups[k].start)
-            memset(pf_model_grads(w->model) + o->groups[k].offset, 0,
-                   o->groups[k].numel * sizeof(float));
-    if (w->cfg->grad_clip_max_norm > 0)
-        pf_clip_grad_norm(pf_model_grads(w->model), pf_model_num_params(w->model),
-                          w->cfg->grad_clip_max_norm);
+    (void)pf_state_clip_grads(w->cfg, &w->optim, pf_model_grads(w->model));
 }
 
 /* The terms BasicSR logs (its loss_dict, proto.h's PF_GAN_TERM_*): the generator's when its
