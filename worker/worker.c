@@ -948,13 +948,6 @@ static int host_state(worker *w, int gpu, char *err, size_t errlen) {
     }
     if (pf_net_build(&w->gpu_net, w->cfg, err, errlen) != 0) return -1;
     w->net = &w->gpu_net;
-    if (pf_net_out_frames(&w->gpu_net) != pf_net_frames(&w->gpu_net)) {
-        /* the CUDA step (nn/cuda/model_cuda.c, graph_cuda.c) takes as many GT frames as LQ
-           frames and its loss runs over every frame: one GT frame a sample is not built */
-        snprintf(err, errlen, "model: %s (a sliding-window network) trains on the CPU only for "
-                 "now: run the workers with --device cpu", w->cfg->model_type);
-        return -1;
-    }
     w->gpu_params = calloc(w->gpu_net.n_params + 1, sizeof(float));
     if (!w->gpu_params) {
         snprintf(err, errlen, "out of memory for %zu parameters", w->gpu_net.n_params);

@@ -20,7 +20,8 @@
     (nn/cuda/model_cuda.h) against the CPU model (nn/model.h) with the same weights and batch:
     loss, every gradient tensor, inference output, parameters after 3 Adam steps; the same for
     small versions of every other network (SRCNN, FSRCNN, ESPCN, MSRResNet, RCAN, RRDBNet, run
-    by nn/cuda/graph_cuda.c) and BasicVSR (3 and 2 frames, SGD with SPyNet joining late); the
+    by nn/cuda/graph_cuda.c), BasicVSR (3 and 2 frames, SGD with SPyNet joining late), EDVR
+    (windows of 3 and 5 frames, one GT frame a sample); the
     GAN step's networks (a VGG19 cut with taps, both discriminators: float input, taps,
     backward_from / backward_input through pf_cuda_model_new_net; `gpu_check gan` runs them
     alone, also under the emulation); the video ops (bilinear resize, 2 x 2 pooling, flow warp: forward and backward; affine,
@@ -1310,13 +1311,14 @@ static void edsr_cfg(pf_config *c, int scale, int n_feats, int n_blocks, float r
 /* A network of the zoo (nn/zoo.c) or SRCNN, small: the config's defaults, then the type's
    hyper-parameters from `hp`: MSRResNet n_feats n_blocks; RCAN n_feats n_blocks num_group
    squeeze_factor; RRDBNet n_feats n_blocks num_grow_ch; FSRCNN d s m; SRCNN c1 c2; ESPCN
-   none. */
+   none; the video networks as tests/cuda_host/net_cases.h's pf_net_case_video. */
 static void zoo_cfg(pf_config *c, const char *type, int scale, const char *loss,
                     const int hp[4]) {
     pf_config_defaults(c);
     snprintf(c->model_type, sizeof c->model_type, "%s", type);
     snprintf(c->loss_type, sizeof c->loss_type, "%s", loss);
     c->scale = scale;
+    if (pf_net_case_video(c, type, hp)) return;
     if (!strcmp(type, "MSRResNet") || !strcmp(type, "RCAN") || !strcmp(type, "RRDBNet")) {
         c->n_feats = hp[0];
         c->n_blocks = hp[1];
@@ -1387,11 +1389,13 @@ static void check_network(const char *label, const pf_config *cfg, int n, int h,
     }
     size_t np = pf_model_num_params(cpu);
     float *grads = host_alloc(np * sizeof(float)), *params = host_alloc(np * sizeof(float));
-    int T = pf_model_frames(cpu);      /* a video network's batches: n x T frames */
-    size_t lq_bytes = (size_t)n * T * h * w * 3, gt_bytes = (size_t)n * T * H * W * 3;
+    /* a video network's batches: n x T LQ frames, n x OT GT frames (EDVR: 1, the center's) */
+    int T = pf_model_frames(cpu), OT = pf_model_out_frames(cpu);
+    size_t lq_bytes = (size_t)n * T * h * w * 3, gt_bytes = (size_t)n * OT * H * W * 3;
+    size_t n_out = (size_t)OT * H * W * 3;     /* one inference's output */
     uint8_t *lq = host_alloc(lq_bytes), *gt = host_alloc(gt_bytes);
-    float *out_cpu = host_alloc((size_t)T * H * W * 3 * sizeof(float));
-    float *out_gpu = host_alloc((size_t)T * H * W * 3 * sizeof(float));
+    float *out_cpu = host_alloc(n_out * sizeof(float));
+    float *out_gpu = host_alloc(n_out * sizeof(float));
 
     /* same parameter layout: names, offsets, sizes */
     int same = pf_cuda_model_num_params(gpu) == np &&
@@ -1448,9 +1452,11 @@ static void check_network(const char *label, const pf_config *cfg, int n, int h,
     if (ties) printf("# %s: %d predictions within 1e-5 of their GT value (L1 sign)\n", shape,
                      ties);
 
-    /* inference of the first image (a video network: the first clip) */
-    int rc = T > 1 ? pf_model_infer_clip(cpu, lq, T, h, w, out_cpu, g_err, sizeof g_err)
-                   : pf_model_infer(cpu, lq, h, w, out_cpu, g_err, sizeof g_err);
+    /* inference of the first image (a video network: the first clip, or EDVR's window) */
+    int rc = pf_model_is_window(cpu)
+                 ? pf_model_infer_window(cpu, lq, h, w, out_cpu, g_err, sizeof g_err)
+             : T > 1 ? pf_model_infer_clip(cpu, lq, T, h, w, out_cpu, g_err, sizeof g_err)
+                     : pf_model_infer(cpu, lq, h, w, out_cpu, g_err, sizeof g_err);
     if (rc) {
         report_error("net cpu infer", shape, g_err);
         goto done;
@@ -1458,12 +1464,13 @@ static void check_network(const char *label, const pf_config *cfg, int n, int h,
     if (pf_cuda_model_infer(gpu, lq, h, w, out_gpu, g_err, sizeof g_err))
         report_error("net infer", shape, g_err);
     else
-        report("net infer", shape, max_rel_err(out_gpu, out_cpu, (size_t)T * H * W * 3), tol);
+        report("net infer", shape, max_rel_err(out_gpu, out_cpu, n_out), tol);
 
     /* 3 Adam steps on both (BasicSR EDSR: lr 1e-4, betas 0.9 / 0.99). A video network: SGD
-       with momentum at lr 1e-2, SPyNet joining at step 3 (fix_iter 2), because Adam's
-       normalised update magnifies the rounding differences of BasicVSR's many near-zero
-       gradients (tests/cuda_host/test_model_cuda_host does the same) */
+       with momentum at lr 1e-2, SPyNet (BasicVSR, BasicVSR++) joining at step 3 (fix_iter 2),
+       because Adam's normalised update magnifies the rounding differences of BasicVSR's many
+       near-zero gradients, EDVR's zero-started DCN offsets' too
+       (tests/cuda_host/test_model_cuda_host does the same) */
     const float lr = T > 1 ? 1e-2f : 1e-4f, b1 = 0.9f, b2 = 0.99f, eps = 1e-8f, wd = 0.0f;
     pf_adam opt;
     pf_cuda_optim dopt;

@@ -281,8 +281,18 @@ static int slot_buffers(cuplan *p, int n_t, const int *slot_of, const size_t *si
 }
 
 /* Frames per sample (pf_net_frames): N x 3T x H x W is (N T) x 3 x H x W and the uint8 batch
-   (N x T x H x W x 3) converts as N T images. */
+   (N x T x H x W x 3) converts as N T images. The output's (pf_net_out_frames) likewise:
+   T for a recurrent network, 1 for an image or sliding-window one (EDVR). */
 int pf_cugraph_frames(const pf_cugraph *g) { return pf_net_frames(&g->net); }
+int pf_cugraph_out_frames(const pf_cugraph *g) { return pf_net_out_frames(&g->net); }
+
+/* Frames of the image output (p->pred, p->gt: 3 channels a frame): pf_net_out_frames, or 0
+   for an output that is no image (a description of pf_cugraph_new_net's: a discriminator's
+   score, VGG features), which has no uint8 forward to hold a prediction of. */
+static int image_frames(const pf_net *G) {
+    int c = G->t[G->output].c;
+    return c % 3 ? 0 : c / 3;
+}
 
 
 /* The description's rules for LQ h x w (pf_net_check), every tensor's size into p->ts (h, w,
@@ -434,8 +444,11 @@ static int plan_build(pf_cugraph *g, cuplan *p, pf_cuconv *convs, pf_cudnn *ctx,
         }
     }
 
+    /* the uint8 batch: lq, then (training) the GT of the output frames; pred and gt hold
+       the output frames as images */
     int s = G->scale;
-    size_t lq = (size_t)n * pf_net_frames(G) * h * w * 3, hq = lq * (size_t)s * s;
+    size_t lq = (size_t)n * pf_net_frames(G) * h * w * 3,
+           hq = (size_t)n * image_frames(G) * h * w * 3 * (size_t)s * s;
 #define ALLOC(ptr, count)                                                                     \
     do {                                                                                      \
         if (!((ptr) = plan_alloc(p, (size_t)(count) * sizeof *(ptr)))) goto oom;              \
@@ -731,10 +744,11 @@ static int forward(pf_cugraph *g, const pf_cugraph_env *env, cuplan *p, pf_cucon
     }
     for (int k = 0; k < G->n_node; k++)
         TRY(forward_node(g, env, p, convs, &G->node[k], err, errlen));
-    if (!host_in) return 0;     /* a float input: no image output (any channel count) */
+    /* a float input, or an output that is no image: no prediction */
+    if (!host_in || !image_frames(G)) return 0;
     const cutensor *o = &p->ts[G->output];
     char oe[512];
-    if (pf_cuda_mean_unshift(p->pred, o->data, p->n * pf_net_frames(G), 3, o->h, o->w,
+    if (pf_cuda_mean_unshift(p->pred, o->data, p->n * image_frames(G), 3, o->h, o->w,
                              G->use_mean ? G->mean : NULL, G->range, st, oe, sizeof oe)) {
         snprintf(err, errlen, "%s output: %s", g->net.type, oe);
         return -1;
@@ -1109,8 +1123,10 @@ int pf_cugraph_train_step(pf_cugraph *g, const pf_cugraph_env *env, const uint8_
     const pf_net *G = &g->net;
     cuplan *p = &g->train;
     TRY(plan_build(g, p, g->train_conv, env->cudnn, n, h, w, 1, err, errlen));
-    int s = G->scale, T = pf_net_frames(G);
-    size_t lq = (size_t)n * T * h * w * 3, hq = lq * (size_t)s * s;
+    /* lq: n x T frames; GT and the loss: the n x OT output frames (EDVR: the center frame's
+       GT alone, OT 1), as the CPU model (pf_model_train_step) */
+    int s = G->scale, T = pf_net_frames(G), OT = pf_net_out_frames(G);
+    size_t lq = (size_t)n * T * h * w * 3, hq = (size_t)n * OT * h * w * 3 * (size_t)s * s;
     p->last_fwd = 0;
     TRY(forward(g, env, p, g->train_conv, host_in, lq + hq, err, errlen));
     p->last_fwd = 1;
@@ -1119,7 +1135,7 @@ int pf_cugraph_train_step(pf_cugraph *g, const pf_cugraph_env *env, const uint8_
     cudaStream_t st = env->stream;
     cutensor *o = &p->ts[G->output];
     char oe[512];
-    if (pf_cuda_u8_nhwc_to_nchw(p->gt, p->u8 + lq, n * T, h * s, w * s, 3, st, oe, sizeof oe) ||
+    if (pf_cuda_u8_nhwc_to_nchw(p->gt, p->u8 + lq, n * OT, h * s, w * s, 3, st, oe, sizeof oe) ||
         pf_cuda_pixel_loss(g->cfg.loss_type, env->loss, o->grad, p->pred, p->gt, hq,
                            g->cfg.loss_weight, g->cfg.charbonnier_eps,
                            env->loss_scratch, st, oe, sizeof oe) ||
@@ -1251,7 +1267,7 @@ int pf_cugraph_train_output(const pf_cugraph *g, const float **pred, const float
     const cutensor *o = &p->ts[g->net.output];
     *pred = p->pred;
     *gt = p->gt;
-    dims[0] = p->n * pf_net_frames(&g->net);
+    dims[0] = p->n * pf_net_out_frames(&g->net);
     dims[1] = 3;
     dims[2] = o->h;
     dims[3] = o->w;

@@ -75,8 +75,13 @@ const struct pf_net *pf_cugraph_net(const pf_cugraph *g);
 const pf_param_info *pf_cugraph_tensor_info(const pf_cugraph *g, int i);
 size_t pf_cugraph_num_params(const pf_cugraph *g);
 /* Frames per sample: 1 for an image network, T for a video network unrolled over T frames
-   (BasicVSR over data.train.num_frame): its batches hold T frames per sample. */
+   (BasicVSR over data.train.num_frame), or a sliding-window network's window (EDVR:
+   model.num_frame): its LQ batches hold T frames per sample. */
 int pf_cugraph_frames(const pf_cugraph *g);
+/* Frames of one output (pf_net_out_frames): T for a recurrent network (every frame of the
+   clip), 1 for an image network and a sliding-window one (EDVR: the center frame's SR). GT
+   batches, the loss and pf_cugraph_infer's output hold this many frames per sample. */
+int pf_cugraph_out_frames(const pf_cugraph *g);
 /* LQ height and width must be multiples of this (pf_model_input_multiple). */
 int pf_cugraph_input_multiple(const pf_cugraph *g);
 /* Device bytes of the current training (training = 1) or inference plan's buffers:
@@ -85,16 +90,18 @@ size_t pf_cugraph_plan_bytes(const pf_cugraph *g, int training);
 
 /* One training step on the device: host_in is a host buffer (pinned for an asynchronous
    copy) holding lq (n x T x h x w x 3 uint8 NHWC, T = pf_cugraph_frames) followed by gt
-   (n x T x hs x ws x 3, s the scale).
-   Uploads it, runs forward, the loss (cfg's L1Loss, MSELoss or CharbonnierLoss, mean, times
-   loss_weight, on the image out / range + mean) into env->loss and backward into env->grads (overwritten). Plans (buffers
+   (n x OT x hs x ws x 3, OT = pf_cugraph_out_frames, s the scale: EDVR's center frame alone),
+   as pf_model_train_step takes them.
+   Uploads it, runs forward, the loss (cfg's L1Loss, MSELoss or CharbonnierLoss, mean over the
+   n x OT output frames, times loss_weight, on the image out / range + mean) into env->loss and backward into env->grads (overwritten). Plans (buffers
    and cuDNN algorithms) are (re)built when the shape changes. Queued on env->stream; returns
    0 or -1 with err naming the node or layer. */
 int pf_cugraph_train_step(pf_cugraph *g, const pf_cugraph_env *env, const uint8_t *host_in,
                           int n, int h, int w, char *err, size_t errlen);
 
 /* Inference of one image (T frames for a video network): host_in holds lq (T x h x w x 3
-   uint8); *pred is set to the device output, T x 3 x hs x ws float NCHW (out / range + mean:
+   uint8); *pred is set to the device output, OT x 3 x hs x ws float NCHW (OT =
+   pf_cugraph_out_frames: T for BasicVSR, 1 for EDVR's window; out / range + mean:
    nominally [0, 1], not clamped),
    valid until the next call. Queued on env->stream; returns 0 or -1 with err. */
 int pf_cugraph_infer(pf_cugraph *g, const pf_cugraph_env *env, const uint8_t *host_in, int h,
@@ -157,7 +164,8 @@ int pf_cugraph_backward_input(pf_cugraph *g, const pf_cugraph_env *env, const fl
 
 /* The last pf_cugraph_train_step's output image and target on the device (the generator's
    output for the discriminator, as the CPU's pf_model_train_output): *pred = out / range +
-   mean and *gt = gt / 255, each N T x 3 x Hs x Ws NCHW floats (dims gets N T, 3, Hs, Ws);
+   mean and *gt = gt / 255, each N OT x 3 x Hs x Ws NCHW floats (OT = pf_cugraph_out_frames;
+   dims gets N OT, 3, Hs, Ws);
    valid until the next training forward. -1 when the last training forward was no
    pf_cugraph_train_step (none, or a float one). */
 int pf_cugraph_train_output(const pf_cugraph *g, const float **pred, const float **gt,

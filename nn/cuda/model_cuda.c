@@ -196,6 +196,7 @@ const pf_param_info *pf_cuda_model_tensor_info(const pf_cuda_model *m, int i) {
 }
 int pf_cuda_model_scale(const pf_cuda_model *m) { return m->scale; }
 int pf_cuda_model_frames(const pf_cuda_model *m) { return pf_cugraph_frames(m->graph); }
+int pf_cuda_model_out_frames(const pf_cuda_model *m) { return pf_cugraph_out_frames(m->graph); }
 float *pf_cuda_model_params_device(pf_cuda_model *m) { return m->params; }
 float *pf_cuda_model_grads_device(pf_cuda_model *m) { return m->grads; }
 cudaStream_t pf_cuda_model_stream(pf_cuda_model *m) { return m->stream; }
@@ -310,6 +311,18 @@ static void use_precision(pf_cuda_model *m, int training) {
     m->cudnn->bf16 = (training ? m->prec_train : m->prec_infer) == PF_PREC_BF16;
 }
 
+/* A sliding-window network's LQ size (EDVR's pyramid: levels at 1/2 and 1/4), with the CPU
+   model's message (pf_net_check would name the first level it fails, "not divisible by 2").
+   0, or -1 with err. */
+static int check_window_size(const pf_cuda_model *m, int h, int w, char *err, size_t errlen) {
+    int q = pf_cugraph_input_multiple(m->graph);
+    int window = pf_cugraph_frames(m->graph) > 1 && pf_cugraph_out_frames(m->graph) == 1;
+    if (!window || (h % q == 0 && w % q == 0)) return 0;
+    snprintf(err, errlen, "cuda model: %s: LQ %d x %d: height and width must be multiples of "
+             "%d", pf_cugraph_net(m->graph)->type, h, w, q);
+    return -1;
+}
+
 int pf_cuda_model_train_step(pf_cuda_model *m, const uint8_t *lq, const uint8_t *gt, int n,
                              int lq_h, int lq_w, float *loss, char *err, size_t errlen) {
     if (m->from_net) {
@@ -326,8 +339,11 @@ int pf_cuda_model_train_step(pf_cuda_model *m, const uint8_t *lq, const uint8_t 
         snprintf(err, errlen, "cuda model: bad input shape %d x %d x %d", n, lq_h, lq_w);
         return -1;
     }
+    TRY(check_window_size(m, lq_h, lq_w, err, errlen));
+    /* GT: the output frames' (a sliding-window network's center frame alone) */
     size_t lq_bytes = (size_t)n * pf_cugraph_frames(m->graph) * lq_h * lq_w * 3;
-    size_t gt_bytes = lq_bytes * (size_t)m->scale * (size_t)m->scale;
+    size_t gt_bytes = (size_t)n * pf_cugraph_out_frames(m->graph) * lq_h * lq_w * 3 *
+                      (size_t)m->scale * (size_t)m->scale;
     TRY(grow_pinned((void **)&m->h_in, &m->h_in_bytes, lq_bytes + gt_bytes, err, errlen));
     memcpy(m->h_in, lq, lq_bytes);
     memcpy(m->h_in + lq_bytes, gt, gt_bytes);
@@ -353,18 +369,22 @@ int pf_cuda_model_infer(pf_cuda_model *m, const uint8_t *lq, int h, int w, float
         snprintf(err, errlen, "cuda model: bad input shape %d x %d", h, w);
         return -1;
     }
+    TRY(check_window_size(m, h, w, err, errlen));
     const pf_net *net = pf_cugraph_net(m->graph);
-    if (net->t[net->output].c != 3 * pf_cugraph_frames(m->graph)) {
-        snprintf(err, errlen, "cuda model: %s: inference of a %d-channel output (images: 3)",
-                 net->type, net->t[net->output].c);
+    int c_out = net->t[net->output].c;
+    if (c_out < 3 || c_out % 3) {
+        snprintf(err, errlen, "cuda model: %s: inference of a %d-channel output (images: 3 a "
+                 "frame)", net->type, c_out);
         return -1;
     }
-    size_t T = (size_t)pf_cugraph_frames(m->graph);
+    /* T LQ frames in; OT frames out: T (a recurrent network), 1 (an image, or a
+       sliding-window network's center frame) */
+    size_t T = (size_t)pf_cugraph_frames(m->graph), OT = (size_t)(c_out / 3);
     size_t lq_bytes = T * h * w * 3;
     int H = h * m->scale, W = w * m->scale;
     size_t hw = (size_t)H * W;
     TRY(grow_pinned((void **)&m->h_in, &m->h_in_bytes, lq_bytes, err, errlen));
-    TRY(grow_pinned((void **)&m->h_out, &m->h_out_bytes, T * hw * 3 * sizeof(float), err,
+    TRY(grow_pinned((void **)&m->h_out, &m->h_out_bytes, OT * hw * 3 * sizeof(float), err,
                     errlen));
     memcpy(m->h_in, lq, lq_bytes);
     const float *pred;
@@ -372,11 +392,11 @@ int pf_cuda_model_infer(pf_cuda_model *m, const uint8_t *lq, int h, int w, float
     pf_cugraph_env env = env_of(m);
     TRY(pf_cugraph_infer(m->graph, &env, m->h_in, h, w, &pred, err, errlen));
     CUDA_TRY("infer download", "cudaMemcpyAsync",
-             cudaMemcpyAsync(m->h_out, pred, T * hw * 3 * sizeof(float),
+             cudaMemcpyAsync(m->h_out, pred, OT * hw * 3 * sizeof(float),
                              cudaMemcpyDeviceToHost, m->stream));
     CUDA_TRY("infer", "cudaStreamSynchronize", cudaStreamSynchronize(m->stream));
     /* CHW -> HWC per frame on the host (3 x H x W floats: cheap next to the network) */
-    for (size_t t = 0; t < T; t++)
+    for (size_t t = 0; t < OT; t++)
         for (int ch = 0; ch < 3; ch++)
             for (size_t i = 0; i < hw; i++)
                 out_host[(t * hw + i) * 3 + ch] = m->h_out[(t * 3 + ch) * hw + i];

@@ -101,23 +101,32 @@ float *pf_cuda_model_grads_device(pf_cuda_model *m);
 cudaStream_t pf_cuda_model_stream(pf_cuda_model *m);
 
 /* One training step, as pf_model_train_step: lq n x lq_h x lq_w x 3 uint8 NHWC (host), gt
-   n x (lq_h*scale) x (lq_w*scale) x 3 uint8 NHWC (host); for a video network (BasicVSR) each
-   sample is T = pf_cuda_model_frames frames, frame-major (n x T x ...), as pf_model's. Both are copied into a pinned
+   n x (lq_h*scale) x (lq_w*scale) x 3 uint8 NHWC (host); for a video network each LQ sample
+   is T = pf_cuda_model_frames frames and each GT sample OT = pf_cuda_model_out_frames frames,
+   frame-major (lq n x T x ..., gt n x OT x ...), as pf_model's: BasicVSR / BasicVSR++ OT = T,
+   EDVR (a sliding-window network) num_frame LQ frames and OT = 1, the center frame's GT, lq_h
+   and lq_w multiples of 4. Both are copied into a pinned
    staging buffer (kept between calls, regrown when the shape grows) and uploaded; the
    conversion to float happens on the device. Forward, loss (cfg->loss_type: L1Loss,
-   MSELoss or CharbonnierLoss with charbonnier_eps, mean over all n*3*H*W values, times
+   MSELoss or CharbonnierLoss with charbonnier_eps, mean over all n*OT*3*H*W values, times
    loss_weight), backward. Gradients are overwritten, not accumulated. *loss is
    the loss value. Buffers and cuDNN algorithms are (re)built when the shape changes.
    Synchronises before returning. Returns 0 or -1 with err. */
 int pf_cuda_model_train_step(pf_cuda_model *m, const uint8_t *lq, const uint8_t *gt, int n,
                              int lq_h, int lq_w, float *loss, char *err, size_t errlen);
 
-/* Frames per sample (1 for an image network; a video network's unrolled length). */
+/* LQ frames per sample (1 for an image network; a video network's unrolled length, or a
+   sliding-window network's window, EDVR's model.num_frame), as pf_model_frames; output (and
+   GT) frames per sample, as pf_model_out_frames (T for a recurrent network, 1 otherwise). */
 int pf_cuda_model_frames(const pf_cuda_model *m);
+int pf_cuda_model_out_frames(const pf_cuda_model *m);
 
 /* Inference of one image, as pf_model_infer: lq h x w x 3 uint8 HWC (host) -> out_host
    (h*scale) x (w*scale) x 3 float HWC (host), nominally [0, 1], not clamped. A video network
-   takes a clip of exactly pf_cuda_model_frames frames (T x h x w x 3 -> T x H x W x 3). Uses its own
+   takes a clip of exactly pf_cuda_model_frames frames (T x h x w x 3 -> OT x H x W x 3, OT =
+   pf_cuda_model_out_frames: a recurrent network's every frame, as pf_model_infer_clip; a
+   sliding-window network's center frame, as pf_model_infer_window: h and w multiples of 4,
+   else -1 with the CPU model's "must be multiples of 4"). Uses its own
    buffers (dead activations share memory) and algorithms, rebuilt when the size changes.
    Returns 0 or -1 with err. */
 int pf_cuda_model_infer(pf_cuda_model *m, const uint8_t *lq, int h, int w, float *out_host,

@@ -3,17 +3,22 @@
     emulated kernels) run through the CUDA executor against the CPU model: every network of the
     zoo but EDSR and BasicVSR, whose sizes each file chooses for itself (the GPU check runs
     BasicVSR at the demo's 64 x 64, too slow for the naive host convolutions). Odd sizes where
-    the network allows them, every scale it has, the three pixel losses. */
+    the network allows them, every scale it has, the three pixel losses; the sliding-window
+    video network EDVR (num_frame LQ frames, one GT frame a sample; pf_net_case_video sets its
+    keys). */
 #ifndef PF_NET_CASES_H
 #define PF_NET_CASES_H
+#include <stdio.h>
 #include <string.h>
+#include "common/config.h"
 
 typedef struct {
     const char *type;   /* model.type */
     int scale, h, w;    /* LQ patch h x w */
     int tf32;           /* gpu_check: convolutions in TF32 (its 2e-2 tolerance) */
     int hp[4];          /* SRCNN/FSRCNN/ESPCN: d s m; MSRResNet: feats blocks; RCAN: feats
-                           blocks groups squeeze; RRDBNet: feats blocks growth */
+                           blocks groups squeeze; RRDBNet: feats blocks growth; video:
+                           pf_net_case_video's */
     const char *loss;
 } pf_net_case;
 
@@ -34,8 +39,43 @@ static const pf_net_case pf_net_cases[] = {
     {"RRDBNet", 4, 12, 12, 0, {16, 1, 8, 0}, "L1Loss"},
     {"RRDBNet", 2, 12, 14, 0, {16, 1, 8, 0}, "MSELoss"},   /* pixel unshuffle */
     {"RRDBNet", 4, 17, 13, 1, {12, 1, 12, 0}, "MSELoss"},
+    /* EDVR: LQ multiples of 4 (the pyramid's 1/4 level 3 x 2 and 2 x 3), TSA fusion, one
+       extraction and one reconstruction block */
+    {"EDVR", 4, 12, 8, 0, {8, 3, 2, 0}, "CharbonnierLoss"},
+    {"EDVR", 4, 8, 12, 0, {8, 5, 4, 1}, "L1Loss"},     /* reference frame 0 of 5 */
 };
 #define PF_NET_CASES ((int)(sizeof pf_net_cases / sizeof *pf_net_cases))
+
+/* The keys of a video network's case from hp, on a config with the defaults: BasicVSR and
+   BasicVSRPlusPlus num_feat (n_feats), num_block (n_blocks) and T, a REDSRecurrentDataset
+   training set of num_frame T (the clip the network unrolls over; BasicVSR++ x4 with
+   is_low_res_input, max_residue_magnitude 10); EDVR num_feat, num_frame, deformable_groups
+   and center_frame_idx (hp[3]: 0 the default num_frame / 2, else hp[3] - 1) with one
+   extraction and one reconstruction block and TSA fusion. Returns 1 for a video type, 0
+   (nothing set) for the others. */
+static inline int pf_net_case_video(pf_config *c, const char *type, const int hp[4]) {
+    if (!strcmp(type, "BasicVSR") || !strcmp(type, "BasicVSRPlusPlus")) {
+        c->n_feats = hp[0];
+        c->n_blocks = hp[1];
+        c->train.present = 1;
+        snprintf(c->train.type, sizeof c->train.type, "REDSRecurrentDataset");
+        c->train.num_frame = hp[2];
+        c->is_low_res_input = 1;
+        c->max_residue_magnitude = 10.0f;
+        return 1;
+    }
+    if (!strcmp(type, "EDVR")) {
+        c->n_feats = hp[0];
+        c->edvr_num_frame = hp[1];
+        c->deformable_groups = hp[2];
+        c->center_frame_idx = hp[3] - 1;
+        c->num_extract_block = 1;
+        c->num_reconstruct_block = 1;
+        c->with_tsa = 1;
+        return 1;
+    }
+    return 0;
+}
 
 /* The tolerance for the gradient of parameter `name` where other tensors get `tol`. SPyNet's
    (BasicVSR's spynet.*) gradients are ill-conditioned in fp32: PyTorch's own float32 run is up to
