@@ -388,6 +388,29 @@ static int plan_need(pf_cugraph *g, cuplan *p, int *need, int training, char *er
     return 0;
 }
 
+/* plan_build's second pass: the scratch a pixel (un)shuffle adding to a gradient needs
+   (*shuffle, floats), the flow warp's (*warp_bytes), and affine maps within the kernel's
+   channel limit. 0, or -1 with err. */
+static int plan_scratch(const pf_net *G, const size_t *numel, const int *need,
+                        const int *readers, size_t *shuffle, size_t *warp_bytes, char *err,
+                        size_t errlen) {
+    for (int k = 0; k < G->n_node; k++) {
+        const pf_gnode *nd = &G->node[k];
+        if ((nd->op == PF_G_SHUFFLE || nd->op == PF_G_UNSHUFFLE) && readers[nd->in[0]] > 1 &&
+            numel[nd->in[0]] > *shuffle)
+            *shuffle = numel[nd->in[0]];
+        if (nd->op == PF_G_WARP && need[nd->in[0]] &&
+            pf_cuda_flow_warp_scratch_bytes(numel[nd->in[0]]) > *warp_bytes)
+            *warp_bytes = pf_cuda_flow_warp_scratch_bytes(numel[nd->in[0]]);
+        if (nd->op == PF_G_AFFINE && G->t[nd->out].c > PF_CUDA_MAX_AFFINE_CHANNELS) {
+            snprintf(err, errlen, "%s node %d: an affine map of %d channels (at most %d)",
+                     G->type, k, G->t[nd->out].c, PF_CUDA_MAX_AFFINE_CHANNELS);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 static int plan_build(pf_cugraph *g, cuplan *p, pf_cuconv *convs, pf_cudnn *ctx, int n, int h,
                       int w, int training, char *err, size_t errlen) {
     const pf_net *G = &g->net;
@@ -429,21 +452,8 @@ static int plan_build(pf_cugraph *g, cuplan *p, pf_cuconv *convs, pf_cudnn *ctx,
                 scratch[0] = numel[nd->out];
         }
     }
-    for (int k = 0; k < G->n_node; k++) {   /* a pixel (un)shuffle adding to a gradient */
-        const pf_gnode *nd = &G->node[k];
-        if ((nd->op == PF_G_SHUFFLE || nd->op == PF_G_UNSHUFFLE) && readers[nd->in[0]] > 1 &&
-            numel[nd->in[0]] > scratch[1])
-            scratch[1] = numel[nd->in[0]];
-        if (nd->op == PF_G_WARP && need[nd->in[0]] &&
-            pf_cuda_flow_warp_scratch_bytes(numel[nd->in[0]]) > warp_bytes)
-            warp_bytes = pf_cuda_flow_warp_scratch_bytes(numel[nd->in[0]]);
-        if (nd->op == PF_G_AFFINE && G->t[nd->out].c > PF_CUDA_MAX_AFFINE_CHANNELS) {
-            snprintf(err, errlen, "%s node %d: an affine map of %d channels (at most %d)", type,
-                     k, G->t[nd->out].c, PF_CUDA_MAX_AFFINE_CHANNELS);
-            goto fail;
-        }
-    }
-
+    if (plan_scratch(G, numel, need, readers, &scratch[1], &warp_bytes, err, errlen))
+        goto fail;
     /* the uint8 batch: lq, then (training) the GT of the output frames; pred and gt hold
        the output frames as images */
     int s = G->scale;
