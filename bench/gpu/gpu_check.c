@@ -1447,7 +1447,8 @@ static void check_network(const char *label, const pf_config *cfg, int n, int h,
         const pf_param_info *t = pf_model_tensor_info(cpu, i);
         snprintf(op, sizeof op, "net grad %s%s", t->name, ties ? " (L1 near-ties)" : "");
         report(op, shape, max_rel_err(grads + t->offset, ref + t->offset, t->numel),
-               pf_grad_tol(t->name, math == 2 ? TOL_BF16_GRAD : tol));   /* net_cases.h */
+               pf_grad_tol(cfg->model_type, t->name,
+                           math == 2 ? TOL_BF16_GRAD : tol));   /* net_cases.h */
     }
     if (ties) printf("# %s: %d predictions within 1e-5 of their GT value (L1 sign)\n", shape,
                      ties);
@@ -1528,7 +1529,7 @@ static void check_network(const char *label, const pf_config *cfg, int n, int h,
                 snprintf(op, sizeof op, "net adam x3 params max |diff|");
                 report(op, shape, e, 6.0 * lr);
             } else {
-                report(op, shape, e, tol);
+                report(op, shape, e, pf_param_tol(cfg->model_type, tol));   /* net_cases.h */
             }
             report("net adam x3 loss (step 3)", shape,
                    fabs((double)loss_gpu - loss_cpu) / fabs((double)loss_cpu), tol);

@@ -203,7 +203,7 @@ static void check(const char *type, int scale, int h, int w, const int hp[4], co
     for (int i = 0; i < pf_model_num_tensors(cpu); i++) {
         const pf_param_info *t = pf_model_tensor_info(cpu, i);
         double e = max_rel_err(got + t->offset, pf_model_grads(cpu) + t->offset, t->numel);
-        double tol = pf_grad_tol(t->name, g_bf16 ? TOL_BF16_GRAD : tol_net); /* net_cases.h */
+        double tol = pf_grad_tol(type, t->name, g_bf16 ? TOL_BF16_GRAD : tol_net); /* net_cases.h */
         CHECK(e <= tol, "%s: gradient of %s: max rel err %.3g (tolerance %g)", label, t->name, e,
               tol);
     }
@@ -289,8 +289,8 @@ static void check(const char *type, int scale, int h, int w, const int hp[4], co
         CHECK(rc == 0 && pe <= 6e-4, "%s: parameters after 3 Adam steps: max |diff| %.3g "
               "(bound 6 lr = 6e-4)", label, pe);
     } else {
-        CHECK(pe <= tol_net, "%s: parameters after 3 %s steps: %s max rel err %.3g", label,
-              video ? "SGD" : "Adam", pname, pe);
+        CHECK(pe <= pf_param_tol(type, tol_net), "%s: parameters after 3 %s steps: %s max rel "
+              "err %.3g", label, video ? "SGD" : "Adam", pname, pe);   /* net_cases.h */
     }
     /* an eval forward with the trained weights (evaluation after some iterations) */
     double ae = NAN;
