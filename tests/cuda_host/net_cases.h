@@ -95,7 +95,9 @@ static inline int pf_net_case_video(pf_config *c, const char *type, const int hp
    2.5e-5, SPyNet's from 1.4e-6 (seeds 0, 2) up to 8.8e-2 (seed 1, basic_module.3; its coarser
    levels 1.6e-4): the draw decides, so 0.25 (about 3x the worst, BasicVSR's margin); the
    parameters after 3 SGD steps (lr 1e-2, SPyNet from step 3) up to 7.0e-4
-   (conv_offset.6.bias, backbone biases), so 2e-3 there (pf_param_tol). */
+   (conv_offset.6.bias, backbone biases), so 2e-3 there (pf_param_tol). With flows of pixels
+   (SPyNet's last biases U(+-0.2)) PyTorch's float32 is up to 6.5e-3 off on the other tensors
+   too: 1e-4 for them holds at this initialisation's small flows only. */
 #define PF_TOL_SPYNET_GRAD 1e-2
 #define PF_TOL_SPYNET_GRAD_PP 0.25
 #define PF_TOL_PARAMS_PP 2e-3
